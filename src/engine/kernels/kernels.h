@@ -1,0 +1,62 @@
+// kernels: the hot inner loops of the engine, with a scalar reference twin for
+// each and SIMD variants (AVX2+FMA+F16C, AVX-512, NEON) chosen at run time by
+// CPU feature detection, so one binary runs well on any x86-64 or arm64.
+//
+// The model of a matrix product is ggml's: a weight row of type T is dotted
+// with an activation row that was first converted to T's vec_dot_type (Q8_0
+// for the legacy 32-element quants, Q8_K for the k-quants, F16 or F32 for the
+// float types). Integer dot products then do the bulk of the work.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum kernels_isa {
+    KERNELS_ISA_SCALAR = 0,
+    KERNELS_ISA_AVX2,     // AVX2 + FMA + F16C
+    KERNELS_ISA_AVX512,   // AVX-512 F/BW/VL (+VNNI, BF16 where present)
+    KERNELS_ISA_NEON,
+    KERNELS_ISA_COUNT_,
+};
+
+// Activation row conversion: n floats into vec_dot_type blocks.
+typedef void (*kernels_from_float_fn)(const float *x, void *y, int64_t n);
+// s = dot(w[0..n), x[0..n)) where w has the weight type and x the
+// vec_dot_type. n is a multiple of the block size.
+typedef void (*kernels_vec_dot_fn)(int64_t n, float *s, const void *w, const void *x);
+// Optional tile: s[c * s_stride + r] = dot(w row r, x row c) for r < nr, c < nc
+// (rows w_stride bytes apart, activation rows x_stride bytes apart). NULL
+// when the variant has no tile; callers fall back to vec_dot.
+typedef void (*kernels_gemm_fn)(int64_t n, float *s, size_t s_stride, const void *w,
+                                size_t w_stride, const void *x, size_t x_stride, int nr, int nc);
+
+struct kernels_type {
+    uint32_t vec_dot_type;             // gguf type id of the activations
+    kernels_from_float_fn from_float;  // float -> vec_dot_type
+    kernels_vec_dot_fn vec_dot;
+    kernels_gemm_fn gemm;  // may be NULL
+    int gemm_nr, gemm_nc;  // tile shape when gemm != NULL
+};
+
+// Detects the CPU once (thread-safe) and returns the best ISA available.
+enum kernels_isa kernels_best_isa(void);
+const char *kernels_isa_name(enum kernels_isa isa);
+// Whether the machine can run isa.
+bool kernels_isa_supported(enum kernels_isa isa);
+
+// Kernels for weight type `type` at the best ISA, or NULL if the type has no
+// matrix-product kernel (e.g. IQ types).
+const struct kernels_type *kernels_get(uint32_t type);
+// The same at a given ISA (for tests comparing SIMD with scalar); NULL if
+// that ISA has no kernel for the type or the CPU lacks it.
+const struct kernels_type *kernels_get_isa(uint32_t type, enum kernels_isa isa);
+
+// Element-wise helpers used by the engine's ops (best ISA, scalar twins
+// under the _ref suffix for tests).
+void kernels_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
+void kernels_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
+float kernels_dot_f32(const float *a, const float *b, int64_t n);
+void kernels_axpy_f32(float *y, float a, const float *x, int64_t n);  // y += a*x
+float kernels_dot_f16_f32(const uint16_t *a, const float *b, int64_t n);  // K cache in f16
+void kernels_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);   // V cache in f16
