@@ -24,8 +24,9 @@
 
 // Parses exactly one JSON value (any type) from s[0..n), surrounded by
 // optional whitespace. On success *out is a new reference (json_decref it).
-// Errors (ERR_INVALID; ERR_RANGE for numbers jansson cannot hold: integers
-// outside int64, reals beyond double; ERR_TOO_LARGE past JSONX_MAX_BYTES)
+// Integers outside int64 become reals (as Go reads them into float64).
+// Errors (ERR_INVALID; ERR_RANGE for reals beyond double (1e400), as Go;
+// ERR_TOO_LARGE past JSONX_MAX_BYTES)
 // carry Go's wording plus the position, e.g.
 //   "invalid character 'x' looking for beginning of value at line 1 column 5"
 //   "unexpected end of JSON input".

@@ -12,7 +12,7 @@ struct scanner {
     size_t n, i;
     int depth;
     char stack[JSONX_MAX_DEPTH];
-    bool needs_repair;  // invalid UTF-8 or a lone surrogate escape seen in a string
+    bool needs_repair;  // invalid UTF-8, a lone surrogate escape, or an integer past int64
     struct err *e;
 };
 
@@ -164,8 +164,20 @@ static int scan_string(struct scanner *sc)
     }
 }
 
+// True when the integer token p[0..len) ("-123") does not fit in int64.
+static bool int_token_overflows(const unsigned char *p, size_t len)
+{
+    bool neg = p[0] == '-';
+    size_t nd = len - neg;
+    if (nd != 19)
+        return nd > 19;
+    return memcmp(p + neg, neg ? "9223372036854775808" : "9223372036854775807", 19) > 0;
+}
+
 static int scan_number(struct scanner *sc)
 {
+    size_t start = sc->i;
+    bool integral = true;
     if (sc->s[sc->i] == '-') {
         sc->i++;
         if (sc->i >= sc->n)
@@ -180,6 +192,7 @@ static int scan_number(struct scanner *sc)
             sc->i++;
     }
     if (sc->i < sc->n && sc->s[sc->i] == '.') {
+        integral = false;
         sc->i++;
         if (sc->i >= sc->n)
             return syntax_error(sc, "");
@@ -189,6 +202,7 @@ static int scan_number(struct scanner *sc)
             sc->i++;
     }
     if (sc->i < sc->n && (sc->s[sc->i] == 'e' || sc->s[sc->i] == 'E')) {
+        integral = false;
         sc->i++;
         if (sc->i < sc->n && (sc->s[sc->i] == '+' || sc->s[sc->i] == '-'))
             sc->i++;
@@ -199,6 +213,10 @@ static int scan_number(struct scanner *sc)
         while (sc->i < sc->n && sc->s[sc->i] >= '0' && sc->s[sc->i] <= '9')
             sc->i++;
     }
+    // Go reads 100000000000000000000 into a float64; jansson only takes it
+    // as a real, so repair() writes it as "100000000000000000000.0".
+    if (integral && int_token_overflows(sc->s + start, sc->i - start))
+        sc->needs_repair = true;
     return 0;
 }
 
@@ -335,7 +353,8 @@ static void put_fffd(struct buf *b)
 }
 
 // Copies a syntactically valid document, replacing invalid UTF-8 bytes in
-// strings and lone surrogate escapes with U+FFFD as Go's decoder does.
+// strings and lone surrogate escapes with U+FFFD as Go's decoder does, and
+// turning integers beyond int64 into reals.
 static int repair(const unsigned char *s, size_t n, struct buf *out)
 {
     int rc = buf_reserve(out, n + n / 2 + 16);
@@ -345,6 +364,19 @@ static int repair(const unsigned char *s, size_t n, struct buf *out)
     for (size_t i = 0; i < n;) {
         unsigned char c = s[i];
         if (!in_str) {
+            if (c == '-' || (c >= '0' && c <= '9')) {
+                size_t j = i;
+                bool integral = true;
+                while (j < n && strchr("0123456789-+.eE", s[j]) && s[j]) {
+                    integral = integral && (s[j] == '-' || (s[j] >= '0' && s[j] <= '9'));
+                    j++;
+                }
+                buf_append(out, s + i, j - i);
+                if (integral && int_token_overflows(s + i, j - i))
+                    buf_append(out, ".0", 2);
+                i = j;
+                continue;
+            }
             if (c == '"')
                 in_str = true;
             buf_append_char(out, (char)c);
