@@ -183,6 +183,10 @@ void log_write(int level, const char *file, int line, const char *kv, const char
 #define log_error(...) log_write(LOG_ERROR, __FILE__, __LINE__, NULL, __VA_ARGS__)
 // With key=value pairs: log_kv(LOG_INFO, "model=%s", "loaded model", name)
 #define log_kv(level, kv, ...) log_write(level, __FILE__, __LINE__, kv, __VA_ARGS__)
+// Appends " key=value" to b, quoting value as slog's text handler does (when
+// empty or holding spaces, '=', '"', control bytes or invalid UTF-8), for
+// building log_kv tails.
+int log_kv_append(struct buf *b, const char *key, const char *value);
 
 // ---------------------------------------------------------------------------
 // Time, durations and sizes.
@@ -212,6 +216,8 @@ void time_format_relative(int64_t t_ns, int64_t now_ns, char *out, size_t n);
 // "2024-05-01T12:00:00.123456789-07:00"; trailing zeros of the fraction are
 // trimmed (no fraction at all when zero) and a zero offset prints "Z".
 void time_format_rfc3339(int64_t t_ns, char *out, size_t n);
+// The same in UTC ("…Z"), as Ollama writes created_at.
+void time_format_rfc3339_utc(int64_t t_ns, char *out, size_t n);
 // Parses RFC 3339 ("…T…Z" or "…±hh:mm", optional fraction, digits past the
 // 9th ignored). Times outside int64 nanoseconds (years before 1678 or after
 // 2261, e.g. Go's "forever" expiry) saturate to INT64_MIN+1 / INT64_MAX;

@@ -393,6 +393,25 @@ static void test_log_line_shape(void **state)
     assert_true(cstr_ends_with(line3, " msg=\"quote \\\" back\\\\slash\\nnewline\""));
     free(out);
 
+    // kv tails quoted like slog.
+    struct buf kv;
+    buf_init(&kv, 0);
+    assert_int_equal(log_kv_append(&kv, "model", "llama3"), 0);
+    assert_int_equal(log_kv_append(&kv, "path", "/a b/c"), 0);
+    assert_int_equal(log_kv_append(&kv, "empty", ""), 0);
+    assert_int_equal(log_kv_append(&kv, "null", NULL), 0);
+    assert_int_equal(log_kv_append(&kv, "eq", "a=b"), 0);
+    assert_int_equal(log_kv_append(&kv, "utf8", "h\xc3\xa9"), 0);
+    assert_int_equal(log_kv_append(&kv, "bad", "a\xff\xc3"), 0);
+    assert_int_equal(log_kv_append(&kv, "ctl", "a\tb\x01"), 0);
+    assert_string_equal(buf_cstr(&kv), " model=llama3 path=\"/a b/c\" empty=\"\" null=\"\" "
+                                       "eq=\"a=b\" utf8=h\xc3\xa9 bad=\"a\\xff\\xc3\" "
+                                       "ctl=\"a\\tb\\x01\"");
+    buf_deinit(&kv);
+    buf_init(&kv, 4);
+    assert_int_equal(log_kv_append(&kv, "model", "x"), ERR_TOO_LARGE);
+    buf_deinit(&kv);
+
     log_set_level(LOG_TRACE);
     assert_int_equal(log_get_level(), LOG_TRACE);
     capture_start(&c);
@@ -672,6 +691,12 @@ static void test_time_rfc3339_format(void **state)
     set_tz("XXX+7");  // UTC-7, no DST
     time_format_rfc3339(1714564800LL * SEC + 123456789, out, sizeof(out));
     assert_string_equal(out, "2024-05-01T05:00:00.123456789-07:00");
+    time_format_rfc3339_utc(1714564800LL * SEC + 123456789, out, sizeof(out));
+    assert_string_equal(out, "2024-05-01T12:00:00.123456789Z");
+    time_format_rfc3339_utc(1721681271147561000LL, out, sizeof(out));
+    assert_string_equal(out, "2024-07-22T20:47:51.147561Z");  // api.md's created_at example
+    time_format_rfc3339_utc(TIME_ZERO, out, sizeof(out));
+    assert_string_equal(out, "0001-01-01T00:00:00Z");
     set_tz("IST-5:30");
     time_format_rfc3339(1714564800LL * SEC, out, sizeof(out));
     assert_string_equal(out, "2024-05-01T17:30:00+05:30");
