@@ -273,12 +273,20 @@ struct env_config {
     bool auth;
     bool no_cloud;
     char *registry_mirror;  // OLLAMA_REGISTRY_MIRROR (ollama-c extension), NULL = off
+    bool go_template;         // OLLAMA_GO_TEMPLATE (true): prefer the Modelfile TEMPLATE
+    bool debug_log_requests;  // OLLAMA_DEBUG_LOG_REQUESTS
+    char *llm_library;        // OLLAMA_LLM_LIBRARY, NULL = automatic
+    char *editor;             // OLLAMA_EDITOR, NULL = unset
 };
 
 // Loads from the process environment. Never fails: bad values warn and
 // fall back to the default. Free with env_config_deinit.
 void env_config_load(struct env_config *c);
 void env_config_deinit(struct env_config *c);
+// Appends the effective configuration as Ollama logs it at start-up
+// ("map[OLLAMA_DEBUG:INFO OLLAMA_HOST:http://127.0.0.1:11434 ...]", keys
+// sorted), for log_kv(LOG_INFO, "env=\"...\"", "server config").
+int env_config_describe(const struct env_config *c, struct buf *out);
 // Parsing rules of env.md §1, exposed for tests.
 // env_clean: trims whitespace, then surrounding '"' / '\'' characters, into
 // tmp; returns tmp, or NULL when raw is NULL, empty after trimming, or does
