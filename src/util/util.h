@@ -311,7 +311,7 @@ bool env_host_allowed(const char *host_header);
 // True when host (no port, brackets optional) is a loopback IP address
 // (127.0.0.0/8, ::1, ::ffff:127.x) or "localhost".
 bool env_addr_is_loopback(const char *host);
-// The user's home (HOME, else getpwuid); never NULL.
+// The user's home (HOME, else getpwuid, else "/"), read once and cached; never NULL.
 const char *env_home_dir(void);
 
 // ---------------------------------------------------------------------------
