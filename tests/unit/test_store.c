@@ -1,0 +1,557 @@
+// Store: names, digests, Go JSON encoding, blobs, manifests, list / copy /
+// delete / check / prune, an Ollama-written store, show and create.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/internal.h"
+#include "testutil.h"
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag, (void)f;
+    return remove(p);
+}
+
+static void rm_rf(const char *dir)
+{
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+struct fx {
+    char root[256];
+    struct store *s;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    snprintf(f->root, sizeof(f->root), "/tmp/ollama-store-test-XXXXXX");
+    if (!mkdtemp(f->root))
+        return -1;
+    struct err e = {0};
+    if (store_open(&f->s, f->root, &e) < 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    store_close(f->s);
+    rm_rf(f->root);
+    free(f);
+    return 0;
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    assert_int_equal(fs_mkdir_p(dir, NULL), 0);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    close(fd);
+}
+
+static size_t count_files(const char *dir)
+{
+    size_t n = 0;
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "ls -A %s 2>/dev/null | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (fscanf(p, "%zu", &n) != 1)
+            n = 0;
+        pclose(p);
+    }
+    return n;
+}
+
+static void put_blob(struct store *s, const char *text, char digest[STORE_DIGEST_LEN + 1])
+{
+    struct err e = {0};
+    assert_int_equal(store_blob_put(s, text, strlen(text), digest, NULL, &e), 0);
+}
+
+// A manifest with a config and the given layers (media type, text) pairs.
+static void make_model(struct store *s, const char *name, const char *const *layers, size_t n)
+{
+    struct store_manifest m = {.schema_version = 2};
+    m.media_type = xstrdup(STORE_MT_MANIFEST);
+    for (size_t i = 0; i < n; i++) {
+        struct store_layer l = {.media_type = (char *)layers[2 * i]};
+        put_blob(s, layers[2 * i + 1], l.digest);
+        l.size = (int64_t)strlen(layers[2 * i + 1]);
+        store_manifest_add_layer(&m, &l);
+    }
+    struct store_config c = {.model_format = "gguf", .model_family = "llama",
+                             .model_type = "260K", .file_type = "F32"};
+    char *fam[] = {"llama"};
+    c.model_families = fam;
+    c.n_families = 1;
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(store_config_encode(&c, m.layers, m.n_layers, &b), 0);
+    m.config.media_type = xstrdup(STORE_MT_CONFIG);
+    put_blob(s, buf_cstr(&b), m.config.digest);
+    m.config.size = (int64_t)b.len;
+    buf_reset(&b);
+    assert_int_equal(store_manifest_encode(&m, &b), 0);
+    struct store_name nm;
+    assert_int_equal(store_name_parse(name, &nm, NULL), 0);
+    assert_int_equal(store_manifest_write(s, &nm, b.data, b.len, NULL), 0);
+    buf_deinit(&b);
+    store_manifest_deinit(&m);
+}
+
+// ---------------------------------------------------------------------------
+// Names and digests.
+
+static void test_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *host, *ns, *model, *tag, *display;
+    } ok[] = {
+        {"llama3.2", "registry.ollama.ai", "library", "llama3.2", "latest", "llama3.2:latest"},
+        {"llama3.2:3b-instruct-q4_K_M", "registry.ollama.ai", "library", "llama3.2",
+         "3b-instruct-q4_K_M", "llama3.2:3b-instruct-q4_K_M"},
+        {"jmorgan/mario:v1.0", "registry.ollama.ai", "jmorgan", "mario", "v1.0",
+         "jmorgan/mario:v1.0"},
+        {"localhost:5000/ns/model:tag", "localhost:5000", "ns", "model", "tag",
+         "localhost:5000/ns/model:tag"},
+        {"http://localhost:5000/ns/model", "localhost:5000", "ns", "model", "latest",
+         "localhost:5000/ns/model:latest"},
+        {"Registry.Ollama.AI/Library/Llama:X", "Registry.Ollama.AI", "Library", "Llama", "X",
+         "Llama:X"},
+        {"_a/_b:_c", "registry.ollama.ai", "_a", "_b", "_c", "_a/_b:_c"},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        struct store_name n;
+        struct err e = {0};
+        assert_int_equal(store_name_parse(ok[i].in, &n, &e), 0);
+        assert_string_equal(n.host, ok[i].host);
+        assert_string_equal(n.ns, ok[i].ns);
+        assert_string_equal(n.model, ok[i].model);
+        assert_string_equal(n.tag, ok[i].tag);
+        char d[STORE_NAME_MAX];
+        store_name_display(&n, d, sizeof(d));
+        assert_string_equal(d, ok[i].display);
+    }
+    struct store_name n;
+    store_name_parse("http://localhost:5000/ns/model", &n, NULL);
+    assert_string_equal(n.scheme, "http");
+
+    char long_part[100];
+    memset(long_part, 'a', 81);
+    long_part[81] = '\0';
+    const char *bad[] = {
+        "localhost:5000/model", "a/b/c/d", "model:", ":tag", "/model", "ns//m", "model@sha256:abc",
+        "", "..", "../x", "x/../y", "a/..:b", "ns/.hidden", "m:.tag", "m:a/b", "ns.dot/m",
+        "-model", "mo del", "mo\\del", "m\xc3\xa9", "x:y:z", "@sha256:" , long_part,
+        "h/n/m:t/", "a//", "./m",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct err e = {0};
+        if (store_name_parse(bad[i], &n, &e) != ERR_INVALID)
+            fail_msg("accepted invalid name '%s'", bad[i]);
+        assert_string_equal(e.msg, "invalid model name");
+    }
+    struct store_name a, b;
+    store_name_parse("LLAMA3.2", &a, NULL);
+    store_name_parse("llama3.2:LATEST", &b, NULL);
+    assert_true(store_name_eq(&a, &b));
+}
+
+static void test_digests(void **state)
+{
+    (void)state;
+    char hex[DIGEST_HEX_LEN + 1];
+    const char *good = "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d";
+    assert_int_equal(store_digest_parse(good, hex, NULL), 0);
+    assert_string_equal(hex, good + 7);
+    assert_int_equal(store_digest_parse("sha256-270cba1bd5109f42d03350f60406024560464db173c0e387d"
+                                        "91f0426d3bd256d", hex, NULL), 0);
+    assert_int_equal(store_digest_parse("sha256:270CBA1BD5109F42D03350F60406024560464DB173C0E387D"
+                                        "91F0426D3BD256D", hex, NULL), 0);
+    const char *bad[] = {
+        "sha256:../../../../home/u/.ssh/authorized_keys",
+        "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256",
+        "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d0",
+        "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256/",
+        "sha512:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d",
+        "sha256_270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d",
+        "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", "", "sha256:",
+        "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd25.d",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct err e = {0};
+        assert_int_equal(store_digest_parse(bad[i], hex, &e), ERR_INVALID);
+        assert_string_equal(e.msg, "invalid digest format");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Go encodings.
+
+static void test_gojson(void **state)
+{
+    (void)state;
+    // The params layers of llama3.2 and llama3 (store.md §6.1): bytes and digests.
+    json_t *p = json_pack("{s:[s,s,s]}", "stop", "<|start_header_id|>", "<|end_header_id|>",
+                          "<|eot_id|>");
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(gojson_value(&b, p), 0);
+    buf_append_char(&b, '\n');
+    assert_int_equal(b.len, 96);
+    char hex[DIGEST_HEX_LEN + 1];
+    sha256_hex(b.data, b.len, hex);
+    assert_string_equal(hex, "56bb8bd477a519ffa694fc449c2413c6f0e1d3b1c88fa7e3c9d88d3ae49d4dcb");
+    json_object_set_new(p, "num_keep", json_real(24));
+    buf_reset(&b);
+    gojson_value(&b, p);
+    buf_append_char(&b, '\n');
+    assert_int_equal(b.len, 110);
+    sha256_hex(b.data, b.len, hex);
+    assert_string_equal(hex, "577073ffcc6ce95b9981eacc77d1039568639e5638e83044994560d9ef82ce1b");
+    json_decref(p);
+
+    static const struct {
+        double v;
+        const char *json, *fmt_v;
+    } nums[] = {
+        {0.7, "0.7", "0.7"},           {4096, "4096", "4096"},
+        {1000000, "1000000", "1e+06"}, {0.00001, "0.00001", "1e-05"},
+        {1e-7, "1e-7", "1e-07"},       {1e21, "1e+21", "1e+21"},
+        {1048576, "1048576", "1.048576e+06"}, {-1, "-1", "-1"},
+        {0, "0", "0"},                 {123456, "123456", "123456"},
+        {0.1 + 0.2, "0.30000000000000004", "0.30000000000000004"},
+    };
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        buf_reset(&b);
+        gojson_number(&b, nums[i].v);
+        assert_string_equal(buf_cstr(&b), nums[i].json);
+        char out[64];
+        gofmt_float(nums[i].v, false, out, sizeof(out));
+        assert_string_equal(out, nums[i].fmt_v);
+    }
+    char out[64];
+    gofmt_float(1000000, true, out, sizeof(out));
+    assert_string_equal(out, "1000000");
+
+    buf_reset(&b);
+    gojson_string(&b, "a<b>&\"\\\n\t\x01\xe2\x80\xa8z\xc3\xa9");
+    assert_string_equal(buf_cstr(&b), "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\t\\u0001\\u2028z\xc3\xa9\"");
+    buf_reset(&b);
+    gofmt_quote(&b, "<|im_end|>\"\n");
+    assert_string_equal(buf_cstr(&b), "\"<|im_end|>\\\"\\n\"");
+    buf_deinit(&b);
+}
+
+// ---------------------------------------------------------------------------
+// Blobs.
+
+static void test_blob_writer(void **state)
+{
+    struct fx *f = *state;
+    struct err e = {0};
+    const char *data = "hello blob";
+    char hex[DIGEST_HEX_LEN + 1], digest[STORE_DIGEST_LEN + 1], got[STORE_DIGEST_LEN + 1];
+    sha256_hex(data, strlen(data), hex);
+    snprintf(digest, sizeof(digest), "sha256:%s", hex);
+
+    assert_false(store_blob_exists(f->s, digest));
+    struct store_blob_writer *w;
+    assert_int_equal(store_blob_writer_open(f->s, digest, &w, &e), 0);
+    assert_int_equal(store_blob_writer_write(w, data, 5, &e), 0);
+    assert_int_equal(store_blob_writer_write(w, data + 5, strlen(data) - 5, &e), 0);
+    bool existed = true;
+    assert_int_equal(store_blob_writer_commit(w, got, &existed, &e), 0);
+    assert_string_equal(got, digest);
+    assert_false(existed);
+    assert_true(store_blob_exists(f->s, digest));
+    char path[4096];
+    assert_int_equal(store_blob_path(f->s, digest, path, sizeof(path), NULL), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+
+    // Same bytes again: "already exists", no temp file left.
+    assert_int_equal(store_blob_put(f->s, data, strlen(data), got, &existed, &e), 0);
+    assert_true(existed);
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
+    assert_int_equal(count_files(blobs), 1);
+
+    // Mismatch: rejected with Ollama's wording, nothing kept.
+    const char *other = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    assert_int_equal(store_blob_writer_open(f->s, other, &w, &e), 0);
+    store_blob_writer_write(w, "evil", 4, &e);
+    err_clear(&e);
+    assert_int_equal(store_blob_writer_commit(w, got, NULL, &e), ERR_DIGEST);
+    char expect[300], evil_hex[DIGEST_HEX_LEN + 1];
+    sha256_hex("evil", 4, evil_hex);
+    snprintf(expect, sizeof(expect), "digest mismatch, expected \"%s\", got \"sha256:%s\"", other,
+             evil_hex);
+    assert_string_equal(e.msg, expect);
+    assert_int_equal(count_files(blobs), 1);
+
+    // Abort removes the temp file.
+    assert_int_equal(store_blob_writer_open(f->s, NULL, &w, &e), 0);
+    store_blob_writer_write(w, "partial", 7, &e);
+    assert_int_equal(count_files(blobs), 2);
+    store_blob_writer_abort(w);
+    assert_int_equal(count_files(blobs), 1);
+
+    // Traversal digests never become paths.
+    err_clear(&e);
+    assert_int_equal(store_blob_writer_open(f->s, "sha256:../../etc/passwd", &w, &e), ERR_INVALID);
+    assert_string_equal(e.msg, "invalid digest format");
+    assert_false(store_blob_exists(f->s, "sha256-../../../etc/passwd"));
+    assert_int_equal(store_blob_path(f->s, "sha256:../x", path, sizeof(path), NULL), ERR_INVALID);
+}
+
+// ---------------------------------------------------------------------------
+// Manifests.
+
+static void test_manifest_roundtrip(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.docker.distribution.manifest.v2+json\","
+        "\"config\":{\"mediaType\":\"application/vnd.docker.container.image.v1+json\",\"digest\":"
+        "\"sha256:1111111111111111111111111111111111111111111111111111111111111111\",\"size\":488},"
+        "\"layers\":[{\"mediaType\":\"application/vnd.ollama.image.model\",\"digest\":\"sha256:"
+        "2222222222222222222222222222222222222222222222222222222222222222\",\"size\":2019377376,"
+        "\"from\":\"llama3.2:latest\"},{\"mediaType\":\"application/vnd.ollama.image.system\","
+        "\"digest\":\"sha256:3333333333333333333333333333333333333333333333333333333333333333\","
+        "\"size\":36}]}\n";
+    struct store_manifest m;
+    struct err e = {0};
+    assert_int_equal(store_manifest_parse(text, strlen(text), &m, &e), 0);
+    assert_int_equal(m.n_layers, 2);
+    assert_string_equal(m.layers[0].from, "llama3.2:latest");
+    assert_null(m.layers[1].from);
+    assert_int_equal(m.layers[0].size, 2019377376);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(store_manifest_encode(&m, &b), 0);
+    assert_string_equal(buf_cstr(&b), text);
+    buf_deinit(&b);
+    store_manifest_deinit(&m);
+
+    // A hostile registry's traversal digest is refused (CVE-2024-37032).
+    const char *evil = "{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":"
+                       "\"sha256:../../../../home/u/.ssh/authorized_keys\",\"size\":1}]}";
+    assert_int_equal(store_manifest_parse(evil, strlen(evil), &m, &e), ERR_INVALID);
+    err_clear(&e);
+    assert_int_equal(store_manifest_parse("{\"layers\":", 10, &m, &e), ERR_FORMAT);
+}
+
+static void test_list_copy_delete(void **state)
+{
+    struct fx *f = *state;
+    struct err e = {0};
+    const char *a[] = {STORE_MT_MODEL, "weights-a", STORE_MT_TEMPLATE, "{{ .Prompt }}",
+                       STORE_MT_LICENSE, "MIT"};
+    const char *b[] = {STORE_MT_MODEL, "weights-b", STORE_MT_TEMPLATE, "{{ .Prompt }}"};
+    make_model(f->s, "alpha", a, 3);
+    make_model(f->s, "team/Beta:v1", b, 2);
+
+    struct store_list l;
+    assert_int_equal(store_list(f->s, &l, &e), 0);
+    assert_int_equal(l.n, 2);
+    // Same second: walk order (lexical) kept.
+    assert_string_equal(l.items[0].name, "alpha:latest");
+    assert_string_equal(l.items[1].name, "team/Beta:v1");
+    assert_string_equal(l.items[0].config.model_family, "llama");
+    assert_int_equal(strlen(l.items[0].digest), 64);
+    assert_true(l.items[0].size > strlen("weights-a"));
+    store_list_deinit(&l);
+
+    json_t *tags;
+    assert_int_equal(store_tags_json(f->s, &tags, &e), 0);
+    json_t *m0 = json_array_get(json_object_get(tags, "models"), 0);
+    assert_string_equal(json_string_value(json_object_get(m0, "model")), "alpha:latest");
+    json_t *det = json_object_get(m0, "details");
+    assert_string_equal(json_string_value(json_object_get(det, "format")), "gguf");
+    assert_string_equal(json_string_value(json_object_get(det, "parameter_size")), "260K");
+    assert_string_equal(json_string_value(json_object_get(det, "quantization_level")), "F32");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(det, "families"), 0)),
+                        "llama");
+    json_decref(tags);
+
+    // Case-insensitive lookup keeps the on-disk spelling.
+    struct store_name n;
+    store_name_parse("TEAM/beta:V1", &n, NULL);
+    assert_int_equal(store_name_canonicalize(f->s, &n, &e), 0);
+    assert_string_equal(n.ns, "team");
+    assert_string_equal(n.model, "Beta");
+    assert_string_equal(n.tag, "v1");
+
+    // Copy: errors, then a byte-identical manifest.
+    assert_int_equal(store_copy(f->s, "bad name", "x", &e), ERR_INVALID);
+    assert_string_equal(e.msg, "source \"bad name\" is invalid");
+    err_clear(&e);
+    assert_int_equal(store_copy(f->s, "alpha", "../x", &e), ERR_INVALID);
+    assert_string_equal(e.msg, "destination \"../x\" is invalid");
+    err_clear(&e);
+    assert_int_equal(store_copy(f->s, "nothere", "x", &e), ERR_NOT_FOUND);
+    assert_string_equal(e.msg, "model \"nothere\" not found");
+    err_clear(&e);
+    assert_int_equal(store_copy(f->s, "ALPHA", "alpha-copy", &e), 0);
+    assert_int_equal(store_copy(f->s, "alpha", "alpha", &e), 0);  // same path: nothing to do
+    char p1[4096], p2[4096];
+    snprintf(p1, sizeof(p1), "%s/manifests/registry.ollama.ai/library/alpha/latest", f->root);
+    snprintf(p2, sizeof(p2), "%s/manifests/registry.ollama.ai/library/alpha-copy/latest", f->root);
+    struct buf x, y;
+    buf_init(&x, 0);
+    buf_init(&y, 0);
+    fs_read_all(p1, 1 << 20, &x, NULL);
+    fs_read_all(p2, 1 << 20, &y, NULL);
+    assert_int_equal(x.len, y.len);
+    assert_memory_equal(x.data, y.data, x.len);
+    buf_deinit(&x);
+    buf_deinit(&y);
+
+    // Delete: errors; shared blobs stay while referenced.
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
+    size_t before = count_files(blobs);
+    assert_int_equal(store_delete(f->s, "a/../b", &e), ERR_INVALID);
+    assert_string_equal(e.msg, "name \"a/../b\" is invalid");
+    err_clear(&e);
+    assert_int_equal(store_delete(f->s, "ghost", &e), ERR_NOT_FOUND);
+    assert_string_equal(e.msg, "model 'ghost' not found");
+    err_clear(&e);
+    assert_int_equal(store_delete(f->s, "alpha", &e), 0);
+    assert_int_equal(count_files(blobs), before);  // alpha-copy still uses them
+    assert_int_equal(store_delete(f->s, "alpha-copy", &e), 0);
+    // weights-a, license, alpha's config go; the shared template stays for Beta.
+    assert_int_equal(count_files(blobs), before - 3);
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/manifests/registry.ollama.ai/library", f->root);
+    assert_false(fs_exists(dir));  // empty directories removed
+
+    struct store_check_report r;
+    assert_int_equal(store_check(f->s, &r, &e), 0);
+    assert_true(store_check_ok(&r));
+    store_check_report_deinit(&r);
+    assert_int_equal(store_delete(f->s, "team/beta:v1", &e), 0);
+    assert_int_equal(count_files(blobs), 0);
+}
+
+static void test_check_and_prune(void **state)
+{
+    struct fx *f = *state;
+    struct err e = {0};
+    const char *a[] = {STORE_MT_MODEL, "weights", STORE_MT_SYSTEM, "be nice"};
+    make_model(f->s, "m", a, 2);
+    char orphan[STORE_DIGEST_LEN + 1], path[4096];
+    put_blob(f->s, "orphan", orphan);
+    snprintf(path, sizeof(path), "%s/blobs/sha256-tmp-abc", f->root);
+    write_file(path, "x", 1);
+    // A missing blob: remove the system layer's file.
+    char sys[STORE_DIGEST_LEN + 1];
+    put_blob(f->s, "be nice", sys);
+    store_blob_path(f->s, sys, path, sizeof(path), NULL);
+    unlink(path);
+    // A stray file at depth 4 with an invalid name, and one at depth 3.
+    snprintf(path, sizeof(path), "%s/manifests/registry.ollama.ai/library/m/.DS_Store", f->root);
+    write_file(path, "junk", 4);
+    snprintf(path, sizeof(path), "%s/manifests/registry.ollama.ai/library/stray", f->root);
+    write_file(path, "junk", 4);
+
+    struct store_check_report r;
+    assert_int_equal(store_check(f->s, &r, &e), 0);
+    assert_false(store_check_ok(&r));
+    assert_int_equal(r.n_orphaned, 1);
+    assert_int_equal(r.n_missing, 1);
+    assert_string_equal(r.missing[0] + strlen(r.missing[0]) - 71, sys);
+    assert_int_equal(r.n_temporary, 1);
+    assert_int_equal(r.n_corrupt, 0);
+    store_check_report_deinit(&r);
+
+    struct store_list l;
+    assert_int_equal(store_list(f->s, &l, &e), 0);
+    assert_int_equal(l.n, 1);  // .DS_Store skipped
+    store_list_deinit(&l);
+
+    // Grace period keeps young files; with none, orphans and temp files go.
+    assert_int_equal(store_prune(f->s, 3600LL * 1000000000, &e), 0);
+    int removed = store_prune(f->s, 0, &e);
+    assert_int_equal(removed, 2);
+    assert_int_equal(store_check(f->s, &r, &e), 0);
+    assert_int_equal(r.n_orphaned, 0);
+    assert_int_equal(r.n_temporary, 0);
+    store_check_report_deinit(&r);
+
+    // A corrupt manifest: reported, and start-up prune is skipped entirely.
+    put_blob(f->s, "orphan2", orphan);
+    struct store_name n;
+    store_name_parse("broken", &n, NULL);
+    store_manifest_write(f->s, &n, "{\"schemaVersion\":2,\"lay", 22, &e);
+    assert_int_equal(store_check(f->s, &r, &e), 0);
+    assert_int_equal(r.n_corrupt, 1);
+    store_check_report_deinit(&r);
+    assert_int_equal(store_prune(f->s, 0, &e), 0);
+    assert_true(store_blob_exists(f->s, orphan));
+    // Corrupt manifests are skipped by list, and delete reports them as I/O errors.
+    assert_int_equal(store_list(f->s, &l, &e), 0);
+    assert_int_equal(l.n, 1);
+    store_list_deinit(&l);
+    assert_int_equal(store_delete(f->s, "broken", &e), ERR_IO);
+}
+
+static void test_open_legacy_names(void **state)
+{
+    struct fx *f = *state;
+    char path[4096];
+    const char *hex = "4444444444444444444444444444444444444444444444444444444444444444";
+    snprintf(path, sizeof(path), "%s/blobs/sha256:%s", f->root, hex);
+    write_file(path, "x", 1);
+    struct store *s2;
+    assert_int_equal(store_open(&s2, f->root, NULL), 0);
+    char d[80];
+    snprintf(d, sizeof(d), "sha256:%s", hex);
+    assert_true(store_blob_exists(s2, d));
+    store_close(s2);
+
+    setenv("OLLAMA_MODELS", "  \"/srv/models\"  ", 1);
+    store_default_root(path, sizeof(path));
+    assert_string_equal(path, "/srv/models");
+    unsetenv("OLLAMA_MODELS");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_digests),
+        cmocka_unit_test(test_gojson),
+        cmocka_unit_test(test_manifest_roundtrip),
+        cmocka_unit_test_setup_teardown(test_blob_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_copy_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_and_prune, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_legacy_names, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
