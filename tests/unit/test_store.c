@@ -596,8 +596,8 @@ static void test_ollama_store_list(void **state)
     assert_string_equal(l.items[0].name, "jmorgan/pirate:v1");
     assert_string_equal(l.items[1].name, "stories:latest");
     const struct store_entry *st = &l.items[1];
-    assert_int_equal(st->size, 1185376 + 95 + 48 + 96 + 487);
-    assert_string_equal(st->config.model_type, "292.80K");
+    assert_int_equal(st->size, 1185376 + 95 + 48 + 96 + 484);
+    assert_string_equal(st->config.model_type, "293K");
     assert_string_equal(st->config.file_type, "F32");
     char path[4096], hex[DIGEST_HEX_LEN + 1];
     snprintf(path, sizeof(path), "%s/manifests/registry.ollama.ai/library/stories/latest", f->root);
@@ -675,7 +675,7 @@ static void test_ollama_store_show(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "requires")), "0.14.0");
     json_t *det = json_object_get(r, "details");
     assert_string_equal(json_string_value(json_object_get(det, "parent_model")), "stories:latest");
-    assert_string_equal(json_string_value(json_object_get(det, "parameter_size")), "292.80K");
+    assert_string_equal(json_string_value(json_object_get(det, "parameter_size")), "293K");
     json_t *info = json_object_get(r, "model_info");
     assert_int_equal(json_integer_value(json_object_get(info, "llama.context_length")), 2048);
     assert_string_equal(json_string_value(json_object_get(info, "general.architecture")), "llama");
@@ -713,6 +713,380 @@ static void test_ollama_store_show(void **state)
     assert_string_equal(e.msg, "invalid model name");
 }
 
+// ---------------------------------------------------------------------------
+// Create.
+
+struct statuses {
+    char lines[64][160];
+    size_t n;
+    volatile int *cancel_on_new;  // set when a "creating new layer" status is seen
+};
+
+static void collect(void *ctx, const struct store_progress *p)
+{
+    struct statuses *st = ctx;
+    if (st->n < 64)
+        snprintf(st->lines[st->n++], sizeof(st->lines[0]), "%s", p->status);
+    if (st->cancel_on_new && strncmp(p->status, "creating new layer", 18) == 0)
+        *st->cancel_on_new = 1;
+}
+
+static bool has_status(const struct statuses *st, const char *s)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (strcmp(st->lines[i], s) == 0)
+            return true;
+    return false;
+}
+
+static int create_json(struct store *s, const char *body, struct statuses *st, struct err *e)
+{
+    json_error_t je;
+    json_t *j = json_loads(body, 0, &je);
+    if (!j)
+        fail_msg("bad test json: %s", je.text);
+    struct store_create_req r;
+    int rc = store_create_req_from_json(&r, j, e);
+    json_decref(j);
+    if (rc == 0) {
+        struct store_create_opts o = {.progress = st ? collect : NULL, .progress_ctx = st};
+        if (st && st->cancel_on_new)
+            o.cancel = st->cancel_on_new;
+        rc = store_create(s, &r, &o, e);
+    }
+    store_create_req_deinit(&r);
+    return rc;
+}
+
+static void manifest_digest(struct fx *f, const char *name, char hex[DIGEST_HEX_LEN + 1])
+{
+    struct store_name n;
+    struct store_manifest m;
+    struct store_manifest_info info;
+    assert_int_equal(store_name_parse(name, &n, NULL), 0);
+    assert_int_equal(store_manifest_load(f->s, &n, &m, &info, NULL), 0);
+    memcpy(hex, info.digest, DIGEST_HEX_LEN + 1);
+    store_manifest_deinit(&m);
+}
+
+static int setup_stories(void **state)
+{
+    if (setup(state) < 0)
+        return -1;
+    struct fx *f = *state;
+    char model[512];
+    if (stories_path(model, sizeof(model)))
+        upload_file(f->s, model, STORIES_DIGEST);
+    return 0;
+}
+
+static void test_create_from_files(void **state)
+{
+    struct fx *f = *state;
+    char model[512];
+    if (!stories_path(model, sizeof(model)))
+        skip();
+    struct err e = {0};
+    struct statuses st = {0};
+    const char *body = "{\"model\":\"tiny\",\"files\":{\"stories260K.gguf\":\"" STORIES_DIGEST "\"},"
+                       "\"template\":\"{{ .System }} {{ .Prompt }}\",\"system\":\"Be a pirate.\","
+                       "\"parameters\":{\"temperature\":0.7,\"num_ctx\":8192,\"stop\":[\"<|im_end|>\"]},"
+                       "\"messages\":[{\"role\":\"User\",\"content\":\"hi\"}],"
+                       "\"license\":[\"MIT\",\"\"]}";
+    assert_int_equal(create_json(f->s, body, &st, &e), 0);
+    assert_true(has_status(&st, "parsing GGUF"));
+    assert_true(has_status(&st, "using existing layer " STORIES_DIGEST));
+    assert_true(has_status(&st, "writing manifest"));
+    assert_string_equal(st.lines[st.n - 1], "success");
+    size_t n_new = 0;
+    for (size_t i = 0; i < st.n; i++)
+        n_new += strncmp(st.lines[i], "creating new layer", 18) == 0;
+    assert_int_equal(n_new, 5);  // template, system, license, params, messages
+
+    struct store_model *m;
+    assert_int_equal(store_model_load(f->s, "tiny", &m, &e), 0);
+    assert_string_equal(m->template_text, "{{ .System }} {{ .Prompt }}");
+    assert_string_equal(m->system, "Be a pirate.");
+    assert_int_equal(m->n_licenses, 1);
+    assert_string_equal(m->parent_model, "stories260K.gguf");
+    assert_string_equal(m->config.model_family, "llama");
+    assert_string_equal(m->config.model_type, "293K");
+    // stories260K has no general.file_type: Ollama labels it "unknown".
+    assert_string_equal(m->config.file_type, "unknown");
+    assert_int_equal(m->config.n_families, 1);
+    assert_int_equal(m->manifest.n_layers, 6);
+    static const char *const order[] = {STORE_MT_MODEL, STORE_MT_TEMPLATE, STORE_MT_SYSTEM,
+                                        STORE_MT_LICENSE, STORE_MT_PARAMS, STORE_MT_MESSAGES};
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(m->manifest.layers[i].media_type, order[i]);
+    // Params and messages blobs are byte-exact Go encodings.
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(store_blob_read(f->s, m->manifest.layers[4].digest, 4096, &b, NULL), 0);
+    assert_string_equal(buf_cstr(&b),
+                        "{\"num_ctx\":8192,\"stop\":[\"\\u003c|im_end|\\u003e\"],\"temperature\":0.7}\n");
+    buf_reset(&b);
+    assert_int_equal(store_blob_read(f->s, m->manifest.layers[5].digest, 4096, &b, NULL), 0);
+    assert_string_equal(buf_cstr(&b), "[{\"role\":\"user\",\"content\":\"hi\"}]\n");
+    buf_reset(&b);
+    assert_int_equal(store_blob_read(f->s, m->manifest.config.digest, 4096, &b, NULL), 0);
+    assert_non_null(strstr(buf_cstr(&b), "{\"model_format\":\"gguf\",\"model_family\":\"llama\","
+                                         "\"model_families\":[\"llama\"],\"model_type\":\"293K\","
+                                         "\"file_type\":\"unknown\",\"architecture\":\"amd64\","
+                                         "\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\","
+                                         "\"diff_ids\":[\"" STORIES_DIGEST "\""));
+    buf_deinit(&b);
+    store_model_free(m);
+
+    // Identical inputs: identical digests, every layer reused.
+    char d1[DIGEST_HEX_LEN + 1], d2[DIGEST_HEX_LEN + 1];
+    manifest_digest(f, "tiny", d1);
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(create_json(f->s, body, &st, &e), 0);
+    manifest_digest(f, "tiny", d2);
+    assert_string_equal(d1, d2);
+    for (size_t i = 0; i < st.n; i++)
+        assert_true(strncmp(st.lines[i], "creating new layer", 18) != 0);
+
+    // FROM an existing model: layers copied with "from", system replaced,
+    // params merged (request wins, inherited keys kept).
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(create_json(f->s, "{\"model\":\"tiny2\",\"from\":\"TINY\",\"system\":\"Be brief.\","
+                                       "\"parameters\":{\"temperature\":0.2}}", &st, &e), 0);
+    assert_true(has_status(&st, "reading model metadata"));
+    assert_int_equal(store_model_load(f->s, "tiny2", &m, &e), 0);
+    assert_string_equal(m->system, "Be brief.");
+    assert_string_equal(m->parent_model, "tiny:latest");
+    assert_int_equal(json_integer_value(json_object_get(m->params, "num_ctx")), 8192);
+    assert_true(json_real_value(json_object_get(m->params, "temperature")) == 0.2);
+    assert_int_equal(m->manifest.n_layers, 6);
+    assert_string_equal(m->manifest.layers[0].from, "tiny:latest");
+    assert_null(m->manifest.layers[5].from);  // the new params layer
+    store_model_free(m);
+
+    // Overwriting a name removes the old manifest's now-unused blobs.
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
+    assert_int_equal(create_json(f->s, "{\"model\":\"tiny2\",\"from\":\"tiny\",\"system\":\"X\"}",
+                                 NULL, &e), 0);
+    struct store_check_report r;
+    assert_int_equal(store_check(f->s, &r, &e), 0);
+    assert_true(store_check_ok(&r));
+    store_check_report_deinit(&r);
+
+    // A Modelfile-derived request (CLI path): same result as the JSON one.
+    struct store_modelfile mf;
+    const char *text = "FROM tiny\nSYSTEM \"\"\"X\"\"\"\n";
+    assert_int_equal(store_modelfile_parse(text, strlen(text), &mf, &e), 0);
+    json_t *req;
+    assert_int_equal(store_modelfile_to_request(&mf, &req, &e), 0);
+    json_object_set_new(req, "model", json_string("tiny3"));
+    struct store_create_req cr;
+    assert_int_equal(store_create_req_from_json(&cr, req, &e), 0);
+    assert_int_equal(store_create(f->s, &cr, NULL, &e), 0);
+    store_create_req_deinit(&cr);
+    json_decref(req);
+    store_modelfile_deinit(&mf);
+    manifest_digest(f, "tiny2", d1);
+    manifest_digest(f, "tiny3", d2);
+    assert_string_equal(d1, d2);
+}
+
+static void expect_create_error(struct fx *f, const char *body, int code, const char *msg)
+{
+    struct err e = {0};
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
+    size_t before = count_files(blobs);
+    int rc = create_json(f->s, body, NULL, &e);
+    if (rc != code)
+        fail_msg("%s: rc %d (%s), want %d", body, rc, e.msg, code);
+    if (msg && strcmp(e.msg, msg) != 0)
+        fail_msg("%s: message '%s', want '%s'", body, e.msg, msg);
+    // Nothing partial: no new blob, no manifest, the store stays consistent.
+    assert_int_equal(count_files(blobs), before);
+    struct store_check_report r;
+    assert_int_equal(store_check(f->s, &r, NULL), 0);
+    assert_int_equal(r.n_missing + r.n_corrupt + r.n_temporary, 0);
+    store_check_report_deinit(&r);
+    struct store_list l;
+    assert_int_equal(store_list(f->s, &l, NULL), 0);
+    assert_int_equal(l.n, 0);
+    store_list_deinit(&l);
+}
+
+#define SERVER_PATH_MSG                                                                            \
+    "the server does not read files by path: upload them with /api/blobs/:digest and name them "   \
+    "in \"files\""
+
+static void test_create_bad_input(void **state)
+{
+    struct fx *f = *state;
+    char model[512];
+    if (!stories_path(model, sizeof(model)))
+        skip();
+    const char *F = "\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"}";
+    char body[1024];
+    expect_create_error(f, "{\"model\":\"bad name\",\"files\":{}}", ERR_INVALID, "invalid model name");
+    expect_create_error(f, "{\"model\":\"../../etc\",\"from\":\"x\"}", ERR_INVALID,
+                        "invalid model name");
+    expect_create_error(f, "{\"model\":\"a/b/c/d\",\"from\":\"x\"}", ERR_INVALID, "invalid model name");
+    expect_create_error(f, "{\"model\":\"m:..\",\"from\":\"x\"}", ERR_INVALID, "invalid model name");
+    expect_create_error(f, "{\"from\":\"x\"}", ERR_INVALID, "invalid model name");
+    expect_create_error(f, "{\"model\":\"m\"}", ERR_INVALID, "neither 'from' or 'files' was specified");
+    expect_create_error(f, "{\"model\":\"m\",\"from\":\"unknown\"}", ERR_NOT_FOUND,
+                        "model 'unknown:latest' not found");
+    expect_create_error(f, "{\"model\":\"m\",\"from\":\"bad/../from\"}", ERR_INVALID,
+                        "invalid model name");
+    const char *escapes[] = {"../m.gguf", "/etc/passwd", "a/../../m.gguf", "a//b", "./m.gguf", "a/",
+                             ""};
+    for (size_t i = 0; i < sizeof(escapes) / sizeof(escapes[0]); i++) {
+        snprintf(body, sizeof(body), "{\"model\":\"m\",\"files\":{\"%s\":\"%s\"}}", escapes[i],
+                 STORIES_DIGEST);
+        expect_create_error(f, body, ERR_INVALID, "file path must be relative");
+    }
+    expect_create_error(f, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"\"}}", ERR_INVALID,
+                        "invalid digest format");
+    expect_create_error(f, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"sha256:../../../etc/passwd\"}}",
+                        ERR_INVALID, "invalid digest format");
+    expect_create_error(f, "{\"model\":\"m\",\"adapters\":{\"a.gguf\":\"\"},\"from\":\"x\"}",
+                        ERR_INVALID, "invalid digest format");
+    expect_create_error(f, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"sha256:"
+                           "0000000000000000000000000000000000000000000000000000000000000000\"}}",
+                        ERR_INVALID, NULL);
+    // Legacy server paths: one message whether or not the path exists.
+    expect_create_error(f, "{\"model\":\"m\",\"path\":\"/etc/passwd\"}", ERR_INVALID, SERVER_PATH_MSG);
+    expect_create_error(f, "{\"model\":\"m\",\"path\":\"/nonexistent/x\"}", ERR_INVALID,
+                        SERVER_PATH_MSG);
+    snprintf(body, sizeof(body), "{\"model\":\"m\",\"modelfile\":\"FROM %s\"}", model);
+    expect_create_error(f, body, ERR_INVALID, SERVER_PATH_MSG);
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"FROM /nonexistent/model.gguf\"}",
+                        ERR_INVALID, SERVER_PATH_MSG);
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"FROM ./model.gguf\"}", ERR_INVALID,
+                        SERVER_PATH_MSG);
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"FROM x\\nADAPTER /etc/passwd\"}",
+                        ERR_INVALID, SERVER_PATH_MSG);
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"FROM @sha256:" STORIES_DIGEST "\"}",
+                        ERR_INVALID, SERVER_PATH_MSG);
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"FROM x\\nBOGUS y\"}", ERR_INVALID,
+                        "(line 2): command must be one of \"from\", \"license\", \"template\", "
+                        "\"system\", \"adapter\", \"draft\", \"renderer\", \"parser\", "
+                        "\"parameter\", \"message\", or \"requires\"");
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"SYSTEM x\"}", ERR_INVALID,
+                        "no FROM line");
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"FROM x\\nPARAMETER bogus 1\"}",
+                        ERR_INVALID, "unknown parameter 'bogus'");
+    expect_create_error(f, "{\"model\":\"m\",\"modelfile\":\"FROM x\\nPARAMETER top_k 0.5\"}",
+                        ERR_INVALID, "invalid int value [0.5]");
+    // Not GGUF, a GGUF failing validation, safetensors.
+    char text_digest[STORE_DIGEST_LEN + 1];
+    put_blob(f->s, "just some text", text_digest);
+    snprintf(body, sizeof(body), "{\"model\":\"m\",\"files\":{\"m.gguf\":\"%s\"}}", text_digest);
+    expect_create_error(f, body, ERR_INVALID, "supplied file was not in GGUF format");
+    snprintf(body, sizeof(body), "{\"model\":\"m\",\"files\":{\"m.bin\":\"%s\"}}", text_digest);
+    expect_create_error(f, body, ERR_INVALID, "unknown type");
+    snprintf(body, sizeof(body), "{\"model\":\"m\",\"files\":{\"m.safetensors\":\"%s\"}}",
+             text_digest);
+    expect_create_error(f, body, ERR_UNSUPPORTED, NULL);
+    struct buf g;
+    buf_init(&g, 0);
+    fs_read_all(model, 1 << 24, &g, NULL);
+    char trunc_digest[STORE_DIGEST_LEN + 1];
+    assert_int_equal(store_blob_put(f->s, g.data, g.len / 2, trunc_digest, NULL, NULL), 0);
+    buf_deinit(&g);
+    snprintf(body, sizeof(body), "{\"model\":\"m\",\"files\":{\"m.gguf\":\"%s\"}}", trunc_digest);
+    struct err e = {0};
+    assert_int_equal(create_json(f->s, body, NULL, &e), ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "invalid GGUF file \"m.gguf\""));
+    // Adapters: only one.
+    snprintf(body, sizeof(body), "{\"model\":\"m\",%s,\"adapters\":{\"a.gguf\":\"%s\",\"b.gguf\":\"%s\"}}",
+             F, STORIES_DIGEST, STORIES_DIGEST);
+    expect_create_error(f, body, ERR_INVALID, "only one adapter is currently supported");
+    // Quantize: unsupported type.
+    snprintf(body, sizeof(body), "{\"model\":\"m\",%s,\"quantize\":\"q9_z\"}", F);
+    expect_create_error(f, body, ERR_INVALID, "unsupported quantization type Q9_Z - supported types "
+                                              "are F32, F16, Q4_K_S, Q4_K_M, Q8_0");
+    // Wrong JSON types.
+    e = (struct err){0};
+    json_t *j = json_loads("{\"model\":\"m\",\"license\":5}", 0, NULL);
+    struct store_create_req r;
+    assert_int_equal(store_create_req_from_json(&r, j, &e), ERR_INVALID);
+    assert_string_equal(e.msg, "unknown license type");
+    store_create_req_deinit(&r);
+    json_decref(j);
+    // A template the server's template engine rejects.
+    e = (struct err){0};
+}
+
+static int reject_template(void *ctx, const char *text, struct err *e)
+{
+    (void)ctx;
+    return strstr(text, "{{ end") && !strstr(text, "{{ if") ? err_set(e, ERR_INVALID, "unexpected {{end}}") : 0;
+}
+
+static void test_create_failure_leaves_nothing(void **state)
+{
+    struct fx *f = *state;
+    char model[512];
+    if (!stories_path(model, sizeof(model)))
+        skip();
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
+    size_t before = count_files(blobs);
+    struct err e = {0};
+
+    // Killed after new layers were written, before the manifest: the new
+    // blobs go again, no manifest, store consistent.
+    volatile int cancel = 0;
+    struct statuses st = {.cancel_on_new = (int *)&cancel};
+    int rc = create_json(f->s, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                               "\"system\":\"new system\",\"license\":\"new license\"}", &st, &e);
+    assert_int_equal(rc, ERR_CANCELLED);
+    assert_int_equal(count_files(blobs), before);
+    struct store_check_report r;
+    assert_int_equal(store_check(f->s, &r, NULL), 0);
+    assert_int_equal(r.n_missing + r.n_corrupt + r.n_temporary, 0);
+    store_check_report_deinit(&r);
+    struct store_name n;
+    store_name_parse("m", &n, NULL);
+    struct store_manifest m;
+    assert_int_equal(store_manifest_load(f->s, &n, &m, NULL, NULL), ERR_NOT_FOUND);
+
+    // Template rejected by the template engine: nothing written.
+    json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                           "\"system\":\"s\",\"template\":\"{{ end }}\"}", 0, NULL);
+    struct store_create_req cr;
+    assert_int_equal(store_create_req_from_json(&cr, j, &e), 0);
+    struct store_create_opts o = {.template_check = reject_template};
+    err_clear(&e);
+    assert_int_equal(store_create(f->s, &cr, &o, &e), ERR_INVALID);
+    assert_string_equal(e.msg, "template error: unexpected {{end}}");
+    store_create_req_deinit(&cr);
+    json_decref(j);
+    assert_int_equal(count_files(blobs), before);
+
+    // A failed re-create keeps the previous model intact.
+    assert_int_equal(create_json(f->s, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST
+                                       "\"},\"system\":\"v1\"}", NULL, &e), 0);
+    char d1[DIGEST_HEX_LEN + 1], d2[DIGEST_HEX_LEN + 1];
+    manifest_digest(f, "m", d1);
+    cancel = 0;
+    memset(&st, 0, sizeof(st));
+    st.cancel_on_new = (int *)&cancel;
+    err_clear(&e);
+    assert_int_equal(create_json(f->s, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST
+                                       "\"},\"system\":\"v2\"}", &st, &e), ERR_CANCELLED);
+    manifest_digest(f, "m", d2);
+    assert_string_equal(d1, d2);
+    struct store_model *sm;
+    assert_int_equal(store_model_load(f->s, "m", &sm, &e), 0);
+    assert_string_equal(sm->system, "v1");
+    store_model_free(sm);
+    assert_int_equal(store_check(f->s, &r, NULL), 0);
+    assert_true(store_check_ok(&r));
+    store_check_report_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -726,6 +1100,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_legacy_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ollama_store_list, setup_ollama, teardown),
         cmocka_unit_test_setup_teardown(test_ollama_store_show, setup_ollama, teardown),
+        cmocka_unit_test_setup_teardown(test_create_from_files, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_bad_input, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_failure_leaves_nothing, setup_stories, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
