@@ -1,14 +1,14 @@
 // Byte-exact Go encodings: encoding/json strings and float64 numbers
-// (store.md §4.2, §6.1), sorted object keys as Go marshals maps, and the
-// fmt %v / %#v forms used by `show` (modelfile.md §6, api.md §5). Blobs are
-// shared across the ecosystem by digest, so these bytes must match Go's.
+// (store.md §4.2, §6.1) and sorted object keys as Go marshals maps (through
+// the json module's encoder), and the fmt %v / %#v forms used by `show`
+// (modelfile.md §6, api.md §5). Blobs are shared across the ecosystem by
+// digest, so these bytes must match Go's.
 #include "store/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char hexdig[] = "0123456789abcdef";
 
 // Decodes one UTF-8 sequence at s (n bytes left): returns its length and the
 // code point, or 0 for an invalid sequence.
@@ -43,50 +43,11 @@ static size_t utf8_decode1(const unsigned char *s, size_t n, uint32_t *cp)
     return len;
 }
 
+// Strings, numbers and values are written by the json module's Go encoder;
+// store only names the conventions it relies on.
 int gojson_string_n(struct buf *b, const char *s, size_t n)
 {
-    int rc = buf_append_char(b, '"');
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (rc == 0 && i < n) {
-        unsigned char c = p[i];
-        if (c >= 0x80) {
-            uint32_t cp;
-            size_t len = utf8_decode1(p + i, n - i, &cp);
-            if (len == 0) {
-                rc = buf_append_str(b, "\\ufffd");  // Go replaces invalid bytes
-                i++;
-            } else if (cp == 0x2028 || cp == 0x2029) {
-                rc = buf_printf(b, "\\u%04x", cp);
-                i += len;
-            } else {
-                rc = buf_append(b, p + i, len);
-                i += len;
-            }
-            continue;
-        }
-        switch (c) {
-        case '"': rc = buf_append_str(b, "\\\""); break;
-        case '\\': rc = buf_append_str(b, "\\\\"); break;
-        case '\n': rc = buf_append_str(b, "\\n"); break;
-        case '\r': rc = buf_append_str(b, "\\r"); break;
-        case '\t': rc = buf_append_str(b, "\\t"); break;
-        case '<':
-        case '>':
-        case '&':
-            rc = buf_printf(b, "\\u00%c%c", hexdig[c >> 4], hexdig[c & 15]);
-            break;
-        default:
-            if (c < 0x20)
-                rc = buf_printf(b, "\\u00%c%c", hexdig[c >> 4], hexdig[c & 15]);
-            else
-                rc = buf_append_char(b, (char)c);
-        }
-        i++;
-    }
-    if (rc == 0)
-        rc = buf_append_char(b, '"');
-    return rc;
+    return jsonx_dump_string(s, n, 0, b);
 }
 
 int gojson_string(struct buf *b, const char *s)
@@ -176,17 +137,9 @@ static void format_exp(char *out, size_t n, bool neg, const char *d, int nd, int
 
 int gojson_number(struct buf *b, double v)
 {
-    if (!isfinite(v))
+    char out[64];
+    if (!jsonx_format_double(v, out, sizeof(out)))
         return ERR_INVALID;
-    char d[32], out[64];
-    int nd;
-    int exp = float_shortest_digits(v, d, sizeof(d), &nd);
-    double a = fabs(v);
-    bool neg = signbit(v) && v != 0;
-    if (a != 0 && (a < 1e-6 || a >= 1e21))
-        format_exp(out, sizeof(out), neg, d, nd, exp, true);
-    else
-        format_plain(out, sizeof(out), neg, d, nd, exp);
     return buf_append_str(b, out);
 }
 
@@ -263,61 +216,7 @@ int gofmt_quote(struct buf *b, const char *s)
     return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 int gojson_value(struct buf *b, const json_t *v)
 {
-    int rc = 0;
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        size_t n = json_object_size(v), i = 0;
-        const char **keys = xcalloc(n ? n : 1, sizeof(*keys));
-        const char *k;
-        json_t *x;
-        json_object_foreach((json_t *)v, k, x) keys[i++] = k;
-        qsort(keys, n, sizeof(*keys), cmp_str);
-        rc = buf_append_char(b, '{');
-        for (i = 0; rc == 0 && i < n; i++) {
-            if (i)
-                rc = buf_append_char(b, ',');
-            if (rc == 0)
-                rc = gojson_string(b, keys[i]);
-            if (rc == 0)
-                rc = buf_append_char(b, ':');
-            if (rc == 0)
-                rc = gojson_value(b, json_object_get(v, keys[i]));
-        }
-        free(keys);
-        if (rc == 0)
-            rc = buf_append_char(b, '}');
-        return rc;
-    }
-    case JSON_ARRAY:
-        rc = buf_append_char(b, '[');
-        for (size_t i = 0; rc == 0 && i < json_array_size(v); i++) {
-            if (i)
-                rc = buf_append_char(b, ',');
-            if (rc == 0)
-                rc = gojson_value(b, json_array_get(v, i));
-        }
-        if (rc == 0)
-            rc = buf_append_char(b, ']');
-        return rc;
-    case JSON_STRING:
-        return gojson_string_n(b, json_string_value(v), json_string_length(v));
-    case JSON_INTEGER:
-        return gojson_number(b, (double)json_integer_value(v));
-    case JSON_REAL:
-        return gojson_number(b, json_real_value(v));
-    case JSON_TRUE:
-        return buf_append_str(b, "true");
-    case JSON_FALSE:
-        return buf_append_str(b, "false");
-    case JSON_NULL:
-        return buf_append_str(b, "null");
-    }
-    return ERR_INVALID;
+    return jsonx_dump(v, JSONX_SORT_KEYS, b, NULL);
 }
