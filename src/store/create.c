@@ -514,6 +514,23 @@ const char *store_quantize_label(const char *requested)
     return NULL;
 }
 
+// For a file without general.file_type: "F32" / "F16" / "BF16" when every
+// matrix has that type, else "unknown".
+static const char *infer_float_type(const struct gguf *g)
+{
+    int type = -1;
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (t->n_dims < 2)
+            continue;
+        if (type >= 0 && (uint32_t)type != t->type)
+            return "unknown";
+        type = (int)t->type;
+    }
+    return type == GGUF_TYPE_F32 ? "F32" : type == GGUF_TYPE_F16 ? "F16"
+                                         : type == GGUF_TYPE_BF16 ? "BF16" : "unknown";
+}
+
 static int quantize_layers(struct create_ctx *c, const char *requested, struct err *e)
 {
     const char *label = store_quantize_label(requested);
@@ -540,8 +557,8 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
             return err_set(e, ERR_FORMAT, "model layer %s: %s", x->l.digest, ge.msg);
         struct gguf_summary sum;
         gguf_summarize(g, &sum);
+        const char *src = sum.file_type == UINT32_MAX ? infer_float_type(g) : sum.quantization_level;
         gguf_close(g);
-        const char *src = sum.quantization_level;
         if (strcmp(src, "F32") != 0 && strcmp(src, "F16") != 0 && strcmp(src, "BF16") != 0)
             return err_set(e, ERR_INVALID,
                            "quantization is only supported for F16, BF16 and F32 models");
@@ -549,11 +566,10 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
             continue;
         char status[128];
         snprintf(status, sizeof(status), "quantizing %s model to %s", src, label);
-        progress(c, status, "0000000000000000000", (uint64_t)x->l.size, 0);
         char digest[STORE_DIGEST_LEN + 1];
         int64_t size;
         bool existed;
-        rc = store_quantize_blob(c->s, path, label, c->o, digest, &size, &existed, e);
+        rc = store_quantize_blob(c->s, path, label, status, c->o, digest, &size, &existed, e);
         if (rc < 0)
             return rc;
         if (!existed)

@@ -66,9 +66,11 @@ void store_layer_deinit(struct store_layer *l);
 
 // Quantizes the GGUF at src_path into a new blob (quantize.c).
 struct store_create_opts;
+// status is the progress text ("quantizing F16 model to Q4_K_M").
 int store_quantize_blob(struct store *s, const char *src_path, const char *target_label,
-                        const struct store_create_opts *o, char digest_out[STORE_DIGEST_LEN + 1],
-                        int64_t *size_out, bool *existed, struct err *e);
+                        const char *status, const struct store_create_opts *o,
+                        char digest_out[STORE_DIGEST_LEN + 1], int64_t *size_out, bool *existed,
+                        struct err *e);
 
 // ASCII helpers.
 static inline bool store_is_alnum_(char c)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gguf/gguf.h"
 #include "store/internal.h"
 #include "testutil.h"
 
@@ -719,12 +720,21 @@ static void test_ollama_store_show(void **state)
 struct statuses {
     char lines[64][160];
     size_t n;
+    uint64_t quant_total, quant_completed, quant_reports;
+    bool quant_digest_ok;
     volatile int *cancel_on_new;  // set when a "creating new layer" status is seen
 };
 
 static void collect(void *ctx, const struct store_progress *p)
 {
     struct statuses *st = ctx;
+    if (strncmp(p->status, "quantizing ", 11) == 0) {
+        st->quant_total = p->total;
+        st->quant_completed = p->completed;
+        st->quant_digest_ok = p->digest && strcmp(p->digest, "0000000000000000000") == 0;
+        if (st->quant_reports++ > 0)
+            return;
+    }
     if (st->n < 64)
         snprintf(st->lines[st->n++], sizeof(st->lines[0]), "%s", p->status);
     if (st->cancel_on_new && strncmp(p->status, "creating new layer", 18) == 0)
@@ -1087,6 +1097,138 @@ static void test_create_failure_leaves_nothing(void **state)
     store_check_report_deinit(&r);
 }
 
+// ---------------------------------------------------------------------------
+// Quantize.
+
+// Consistent, and the only unreferenced blob is the uploaded source GGUF
+// (a client upload that no model uses; the start-up prune removes it later).
+static void assert_consistent_except_upload(struct store *s)
+{
+    struct store_check_report r;
+    assert_int_equal(store_check(s, &r, NULL), 0);
+    assert_int_equal(r.n_missing + r.n_corrupt + r.n_temporary, 0);
+    assert_true(r.n_orphaned <= 1);
+    if (r.n_orphaned)
+        assert_string_equal(r.orphaned[0], "sha256-270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");
+    store_check_report_deinit(&r);
+}
+
+static void test_create_quantize(void **state)
+{
+    struct fx *f = *state;
+    char model[512];
+    if (!stories_path(model, sizeof(model)))
+        skip();
+    struct err e = {0};
+    struct statuses st = {0};
+    const char *body = "{\"model\":\"q8\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                       "\"quantize\":\"q8_0\"}";
+    assert_int_equal(create_json(f->s, body, &st, &e), 0);
+    assert_true(has_status(&st, "quantizing F32 model to Q8_0"));
+    assert_true(st.quant_digest_ok);
+    assert_true(st.quant_reports > 2);
+    assert_int_equal(st.quant_completed, st.quant_total);
+    assert_true(has_status(&st, "verifying conversion"));
+    struct store_model *m;
+    assert_int_equal(store_model_load(f->s, "q8", &m, &e), 0);
+    assert_string_equal(m->config.file_type, "Q8_0");
+    char status[200];
+    snprintf(status, sizeof(status), "creating new layer %s", m->manifest.layers[0].digest);
+    assert_true(has_status(&st, status));
+    struct gguf *g;
+    assert_int_equal(gguf_open(&g, m->model_path, &e), 0);
+    assert_int_equal(gguf_tensor_count(g), 48);
+    const struct gguf_tensor *t = gguf_tensor_find(g, "blk.0.attn_q.weight");
+    assert_int_equal(t->type, GGUF_TYPE_Q8_0);
+    t = gguf_tensor_find(g, "blk.0.attn_norm.weight");
+    assert_int_equal(t->type, GGUF_TYPE_F32);
+    uint32_t ft;
+    assert_true(gguf_get_u32(g, "general.file_type", &ft));
+    assert_int_equal(ft, 7);
+    gguf_close(g);
+    char d1[DIGEST_HEX_LEN + 1], d2[DIGEST_HEX_LEN + 1];
+    memcpy(d1, m->manifest.layers[0].digest + 7, DIGEST_HEX_LEN + 1);
+    store_model_free(m);
+
+    // Deterministic: the same request gives the same quantized blob.
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(create_json(f->s, body, &st, &e), 0);
+    assert_int_equal(store_model_load(f->s, "q8", &m, &e), 0);
+    memcpy(d2, m->manifest.layers[0].digest + 7, DIGEST_HEX_LEN + 1);
+    assert_string_equal(d1, d2);
+    snprintf(status, sizeof(status), "using existing layer %s", m->manifest.layers[0].digest);
+    assert_true(has_status(&st, status));
+    store_model_free(m);
+
+    // Quantizing a quantized model is refused.
+    err_clear(&e);
+    assert_int_equal(create_json(f->s, "{\"model\":\"q4\",\"from\":\"q8\",\"quantize\":\"q4_0\"}",
+                                 NULL, &e), ERR_INVALID);
+    assert_string_equal(e.msg, "quantization is only supported for F16, BF16 and F32 models");
+
+    // Every mix we can produce, from F32 and from F16.
+    static const char *const mixes[] = {"f16",    "bf16",   "q4_0",   "q4_1",   "q5_0",
+                                        "q5_1",   "q2_K",   "q3_K_S", "q3_K_M", "q3_K_L",
+                                        "q4_K_S", "q4_K_M", "q4_K",   "q5_K_S", "q5_K_M",
+                                        "q6_K"};
+    for (size_t i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++) {
+        char body2[512];
+        snprintf(body2, sizeof(body2),
+                 "{\"model\":\"mix%zu\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                 "\"quantize\":\"%s\"}", i, mixes[i]);
+        err_clear(&e);
+        if (create_json(f->s, body2, NULL, &e) != 0)
+            fail_msg("quantize %s: %s", mixes[i], e.msg);
+        char name[16];
+        snprintf(name, sizeof(name), "mix%zu", i);
+        assert_int_equal(store_model_load(f->s, name, &m, &e), 0);
+        assert_string_equal(m->config.file_type, store_quantize_label(mixes[i]));
+        assert_int_equal(gguf_open(&g, m->model_path, &e), 0);
+        gguf_close(g);
+        store_model_free(m);
+    }
+    err_clear(&e);
+    assert_int_equal(create_json(f->s, "{\"model\":\"from-f16\",\"from\":\"mix0\","
+                                       "\"quantize\":\"Q4_K_M\"}", &st, &e), 0);
+    assert_int_equal(store_model_load(f->s, "from-f16", &m, &e), 0);
+    assert_string_equal(m->config.file_type, "Q4_K_M");
+    store_model_free(m);
+    // Same type: nothing to do, the layer is reused.
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(create_json(f->s, "{\"model\":\"same\",\"from\":\"mix0\",\"quantize\":\"F16\"}",
+                                 &st, &e), 0);
+    assert_int_equal(st.quant_reports, 0);
+
+    assert_consistent_except_upload(f->s);
+}
+
+static void test_create_quantize_disk_full(void **state)
+{
+    struct fx *f = *state;
+    char model[512];
+    if (!stories_path(model, sizeof(model)))
+        skip();
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
+    size_t before = count_files(blobs);
+    json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                           "\"system\":\"s\",\"quantize\":\"q4_K_M\"}", 0, NULL);
+    struct store_create_req cr;
+    struct err e = {0};
+    assert_int_equal(store_create_req_from_json(&cr, j, &e), 0);
+    struct store_create_opts o = {.fail_after_bytes = 100000};
+    assert_int_equal(store_create(f->s, &cr, &o, &e), ERR_IO);
+    assert_non_null(strstr(e.msg, "no space left on device"));
+    store_create_req_deinit(&cr);
+    json_decref(j);
+    assert_int_equal(count_files(blobs), before);
+    assert_consistent_except_upload(f->s);
+    struct store_list l;
+    assert_int_equal(store_list(f->s, &l, NULL), 0);
+    assert_int_equal(l.n, 0);
+    store_list_deinit(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1103,6 +1245,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_from_files, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_bad_input, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_failure_leaves_nothing, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_quantize, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_quantize_disk_full, setup_stories, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
