@@ -893,7 +893,17 @@ int store_create(struct store *s, const struct store_create_req *r0,
         goto out;
     }
     pthread_mutex_lock(&s->mu);
-    rc = store_manifest_write(s, &name, b.data, b.len, e);
+    // A delete running meanwhile may have removed a blob this manifest
+    // reuses (it was referenced by no manifest at that moment): never
+    // publish a manifest with a missing layer.
+    for (size_t i = 0; rc == 0 && i <= m.n_layers; i++) {
+        const struct store_layer *l = i < m.n_layers ? &m.layers[i] : &m.config;
+        if (!store_blob_exists(s, l->digest))
+            rc = err_set(e, ERR_IO, "layer %s was removed while the model was being created; "
+                                    "try again", l->digest);
+    }
+    if (rc == 0)
+        rc = store_manifest_write(s, &name, b.data, b.len, e);
     pthread_mutex_unlock(&s->mu);
     if (rc < 0)
         goto out;
