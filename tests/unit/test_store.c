@@ -377,20 +377,33 @@ static void test_list_copy_delete(void **state)
     make_model(f->s, "alpha", a, 3);
     make_model(f->s, "team/Beta:v1", b, 2);
 
+    // Same second: walk order (lexical) kept.
+    char pa[4096], pb[4096];
+    snprintf(pa, sizeof(pa), "%s/manifests/registry.ollama.ai/library/alpha/latest", f->root);
+    snprintf(pb, sizeof(pb), "%s/manifests/registry.ollama.ai/team/Beta/v1", f->root);
+    struct timespec ts[2] = {{.tv_sec = 1700000000, .tv_nsec = 5}, {.tv_sec = 1700000000, .tv_nsec = 5}};
+    utimensat(AT_FDCWD, pa, ts, 0);
+    ts[0].tv_nsec = ts[1].tv_nsec = 900000000;
+    utimensat(AT_FDCWD, pb, ts, 0);
     struct store_list l;
     assert_int_equal(store_list(f->s, &l, &e), 0);
     assert_int_equal(l.n, 2);
-    // Same second: walk order (lexical) kept.
     assert_string_equal(l.items[0].name, "alpha:latest");
     assert_string_equal(l.items[1].name, "team/Beta:v1");
     assert_string_equal(l.items[0].config.model_family, "llama");
     assert_int_equal(strlen(l.items[0].digest), 64);
     assert_true(l.items[0].size > strlen("weights-a"));
     store_list_deinit(&l);
+    // Most recently modified first.
+    ts[0].tv_sec = ts[1].tv_sec = 1700000001;
+    utimensat(AT_FDCWD, pb, ts, 0);
+    assert_int_equal(store_list(f->s, &l, &e), 0);
+    assert_string_equal(l.items[0].name, "team/Beta:v1");
+    store_list_deinit(&l);
 
     json_t *tags;
     assert_int_equal(store_tags_json(f->s, &tags, &e), 0);
-    json_t *m0 = json_array_get(json_object_get(tags, "models"), 0);
+    json_t *m0 = json_array_get(json_object_get(tags, "models"), 1);
     assert_string_equal(json_string_value(json_object_get(m0, "model")), "alpha:latest");
     json_t *det = json_object_get(m0, "details");
     assert_string_equal(json_string_value(json_object_get(det, "format")), "gguf");
@@ -900,6 +913,32 @@ static void test_create_from_files(void **state)
     manifest_digest(f, "tiny2", d1);
     manifest_digest(f, "tiny3", d2);
     assert_string_equal(d1, d2);
+
+    // Legacy "modelfile" request naming a model: accepted, same layers.
+    assert_int_equal(create_json(f->s, "{\"model\":\"tiny4\",\"modelfile\":\"FROM tiny\\nSYSTEM X\"}",
+                                 NULL, &e), 0);
+    manifest_digest(f, "tiny4", d2);
+    assert_string_equal(d1, d2);
+
+    // An adapter layer, shown as ADAPTER in the generated Modelfile.
+    assert_int_equal(create_json(f->s, "{\"model\":\"withlora\",\"from\":\"tiny\","
+                                       "\"adapters\":{\"lora.gguf\":\"" STORIES_DIGEST "\"}}",
+                                 NULL, &e), 0);
+    assert_int_equal(store_model_load(f->s, "withlora", &m, &e), 0);
+    assert_int_equal(m->n_adapters, 1);
+    // Base layers first, then the adapter, then the (re-added) merged params
+    // layer (modelfile.md §4.5).
+    assert_int_equal(m->manifest.n_layers, 7);
+    assert_string_equal(m->manifest.layers[5].media_type, STORE_MT_ADAPTER);
+    assert_string_equal(m->manifest.layers[5].from, "lora.gguf");
+    assert_string_equal(m->manifest.layers[6].media_type, STORE_MT_PARAMS);
+    struct buf mfb;
+    buf_init(&mfb, 0);
+    store_show_modelfile(m, NULL, NULL, &mfb);
+    assert_non_null(strstr(buf_cstr(&mfb), "\nADAPTER "));
+    assert_non_null(strstr(buf_cstr(&mfb), "# FROM withlora:latest\n"));
+    buf_deinit(&mfb);
+    store_model_free(m);
 }
 
 static void expect_create_error(struct fx *f, const char *body, int code, const char *msg)
