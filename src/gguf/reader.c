@@ -521,11 +521,13 @@ static int parse(struct gguf *g, struct err *e)
         return err_set(e, ERR_UNSUPPORTED, "unsupported GGUF version %u", version);
     g->version = version;
     if (kv_count > rd_left(&r) / MIN_KV_BYTES)
-        return err_set(e, ERR_FORMAT, "metadata count %llu is larger than the file allows",
-                       (unsigned long long)kv_count);
+        return err_set(e, ERR_FORMAT,
+                       "metadata count %llu does not fit in the file (%zu bytes; truncated?)",
+                       (unsigned long long)kv_count, g->size);
     if (tensor_count > rd_left(&r) / MIN_TENSOR_BYTES || tensor_count >= UINT32_MAX)
-        return err_set(e, ERR_FORMAT, "tensor count %llu is larger than the file allows",
-                       (unsigned long long)tensor_count);
+        return err_set(e, ERR_FORMAT,
+                       "tensor count %llu does not fit in the file (%zu bytes; truncated?)",
+                       (unsigned long long)tensor_count, g->size);
     int rc = parse_kvs(g, &r, kv_count);
     if (rc == 0)
         rc = parse_alignment(g, e);
