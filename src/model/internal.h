@@ -67,6 +67,7 @@ struct model_slot {
 
 struct model {
     struct gguf *g;
+    struct tokenizer *tok;
     const struct model_arch *arch;
     struct engine_backend *be;
     struct model_options opts;

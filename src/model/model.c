@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/quant/quant.h"
+#include "tokenizer/tokenizer.h"
 
 #define MODEL_DEFAULT_CTX 4096
 #define MODEL_DEFAULT_BATCH 512
@@ -339,6 +340,7 @@ static void model_release(struct model *m)
     free(m->embd);
     free(m->out_index);
     free(m->ub_buf);
+    tokenizer_free(m->tok);
     gguf_close(m->g);
     free(m);
 }
@@ -413,6 +415,11 @@ int model_load(struct model **out, const char *path, const struct model_options 
         return rc;
     const struct model_hparams *hp = &m->hp;
     const struct model_options *o = &m->opts;
+    rc = tokenizer_load(&m->tok, m->g, e);
+    if (rc < 0) {
+        err_prefix(e, "tokenizer");
+        goto fail;
+    }
     rc = engine_cpu_new(&m->be, o->n_threads, e);
     if (rc < 0)
         goto fail;

@@ -256,6 +256,18 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     int32_t *ids = xcalloc((size_t)n, sizeof(int32_t));
     for (int i = 0; i < n; i++)
         ids[i] = (int32_t)pt->items[i].num;
+    // The tokenizer pass-through gives the reference's prompt ids.
+    const struct jv *prompt = jget(c, "prompt"), *add = jget(c, "add_special"),
+                    *parse = jget(c, "parse_special");
+    if (prompt && add && parse) {
+        int32_t *tok = xcalloc((size_t)n + 64, sizeof(int32_t));
+        struct err e = {0};
+        int nt = model_tokenize(m, prompt->str, strlen(prompt->str), add->num != 0,
+                                parse->num != 0, tok, n + 64, &e);
+        assert_int_equal(nt, n);
+        assert_memory_equal(tok, ids, (size_t)n * sizeof(int32_t));
+        free(tok);
+    }
     model_slot_clear(m, 0);
     decode_seq(m, 0, ids, n, 0, false);
     int n_vocab = model_n_vocab(m);
@@ -279,17 +291,29 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     // Greedy continuation, each token fed back alone.
     int32_t tok = argmax(lg, n_vocab);
     int steps = n_greedy < (int)greedy->n ? n_greedy : (int)greedy->n;
+    struct buf text;
+    buf_init(&text, 0);
+    bool diverged = false;
     for (int g = 0; g < steps; g++) {
         int want = (int)greedy->items[g].num;
         if (tok != want) {
-            if (q8 && g > 0 && margin && margin->items[g - 1].num < 0.01)
+            if (q8 && g > 0 && margin && margin->items[g - 1].num < 0.01) {
+                diverged = true;
                 break;  // llama.cpp itself is unstable here (see top of file)
+            }
             fail_msg("greedy step %d: %d, reference %d", g, tok, want);
         }
+        char piece[256];
+        int pn = model_token_to_piece(m, tok, piece, sizeof piece);
+        buf_append(&text, piece, (size_t)pn);
         int32_t p = n + g;
         decode_seq(m, 0, &tok, 1, p, false);
         tok = argmax(model_logits(m, 0), n_vocab);
     }
+    const struct jv *want_text = jget(c, "greedy_text");
+    if (want_text && !diverged && steps == (int)greedy->n)
+        assert_string_equal(buf_cstr(&text), want_text->str);
+    buf_deinit(&text);
     free(ids);
 }
 
