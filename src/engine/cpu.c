@@ -215,27 +215,25 @@ static void mm_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, cons
     int64_t n_out = w->ne[1], n_in = w->ne[0], nc = t->n_rows;
     float *y = job->y;
 
-    int64_t c = 0;
-    if (kt->gemm && nc > 1 && kt->gemm_nr > 0 && kt->gemm_nc > 0) {
-        int tr = kt->gemm_nr, tc = kt->gemm_nc;
-        int64_t r_full = r0 + (r1 - r0) / tr * tr;
-        for (; c + tc <= nc; c += tc) {
-            for (int64_t r = r0; r < r_full; r += tr)
-                kt->gemm(n_in, y + c * n_out + r, (size_t)n_out, wd + (size_t)r * w->row_bytes,
-                         w->row_bytes, xd + (size_t)c * xq_row_bytes, xq_row_bytes, tr, tc);
-            for (int64_t r = r_full; r < r1; r++)
-                for (int64_t cc = c; cc < c + tc; cc++)
-                    kt->vec_dot(n_in, y + cc * n_out + r, wd + (size_t)r * w->row_bytes,
-                                xd + (size_t)cc * xq_row_bytes);
+    if (kt->gemm && nc > 1) {
+        // Tiles over [r0, r1) × blocks of activation rows small enough to
+        // stay in L1 while the chunk's weight rows stream from L2.
+        const int64_t cb = 16;
+        for (int64_t c = 0; c < nc; c += cb) {
+            int64_t ce = c + cb < nc ? c + cb : nc;
+            kt->gemm(n_in, y + c * n_out + r0, (size_t)n_out, wd + (size_t)r0 * w->row_bytes,
+                     w->row_bytes, xd + (size_t)c * xq_row_bytes, xq_row_bytes, (int)(r1 - r0),
+                     (int)(ce - c));
         }
-    }
-    // Remaining activation rows: blocks of 4 columns keep a weight row hot.
-    for (; c < nc; c += 4) {
-        int64_t ce = c + 4 < nc ? c + 4 : nc;
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *wr = wd + (size_t)r * w->row_bytes;
-            for (int64_t cc = c; cc < ce; cc++)
-                kt->vec_dot(n_in, y + cc * n_out + r, wr, xd + (size_t)cc * xq_row_bytes);
+    } else {
+        // Blocks of 4 activation rows keep a weight row hot.
+        for (int64_t c = 0; c < nc; c += 4) {
+            int64_t ce = c + 4 < nc ? c + 4 : nc;
+            for (int64_t r = r0; r < r1; r++) {
+                const uint8_t *wr = wd + (size_t)r * w->row_bytes;
+                for (int64_t cc = c; cc < ce; cc++)
+                    kt->vec_dot(n_in, y + cc * n_out + r, wr, xd + (size_t)cc * xq_row_bytes);
+            }
         }
     }
     if (job->bias) {
