@@ -208,6 +208,12 @@ int gguf_file_type_from_name(const char *name);
 typedef int (*gguf_model_info_fn)(void *ctx, struct str key, const struct gguf_value *val,
                                   bool elided);
 int gguf_model_info(const struct gguf *g, bool verbose, gguf_model_info_fn fn, void *ctx);
+// The same as a JSON object (json/json.h's json_t; new reference, NULL when
+// out of memory): integers as numbers, f32 printed as Go prints float32,
+// strings, bools, arrays ([] when elided). Write it with JSONX_SORT_KEYS to
+// get Go's map order.
+struct json_t;
+struct json_t *gguf_model_info_json(const struct gguf *g, bool verbose);
 
 // ---------------------------------------------------------------------------
 // Writer (v3, streaming: tensor data is written after the header, one tensor

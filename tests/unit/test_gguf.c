@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gguf/gguf.h"
+#include "json/json.h"
 #include "testutil.h"
 
 // ---------------------------------------------------------------------------
@@ -632,6 +633,23 @@ static void test_model_info(void **state)
     assert_int_equal(gguf_model_info(g, true, count_entries, v), 0);
     assert_int_equal(v[1], 0);
     assert_int_equal(v[0], c[0]);
+
+    json_t *info = gguf_model_info_json(g, false);
+    assert_non_null(info);
+    char *js = jsonx_dumps(info, JSONX_SORT_KEYS);
+    assert_non_null(strstr(js, "\"general.architecture\":\"llama\""));
+    assert_non_null(strstr(js, "\"general.parameter_count\":292800"));
+    assert_non_null(strstr(js, "\"llama.attention.layer_norm_rms_epsilon\":0.00001"));
+    assert_non_null(strstr(js, "\"tokenizer.ggml.tokens\":[]"));
+    assert_non_null(strstr(js, "\"tokenizer.ggml.padding_token_id\":4294967295"));
+    assert_null(strstr(js, "general.name"));
+    free(js);
+    json_decref(info);
+    info = gguf_model_info_json(g, true);
+    json_t *tokens = json_object_get(info, "tokenizer.ggml.tokens");
+    assert_int_equal(json_array_size(tokens), 512);
+    assert_string_equal(json_string_value(json_array_get(tokens, 1)), "<s>");
+    json_decref(info);
     gguf_close(g);
 }
 
