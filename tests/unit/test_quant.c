@@ -111,7 +111,7 @@ static void test_roundtrip_bounds(void **state)
         double max_rel_rmse;  // RMSE of the error / RMS of the data
     } cases[] = {
         {GGUF_TYPE_F16, 0.001},  {GGUF_TYPE_BF16, 0.005}, {GGUF_TYPE_Q8_0, 0.01},
-        {GGUF_TYPE_Q8_K, 0.03},  {GGUF_TYPE_Q6_K, 0.03},  {GGUF_TYPE_Q5_0, 0.08},
+        {GGUF_TYPE_Q8_K, 0.03},  {GGUF_TYPE_Q8_1, 0.01},  {GGUF_TYPE_Q6_K, 0.03},  {GGUF_TYPE_Q5_0, 0.08},
         {GGUF_TYPE_Q5_1, 0.05},  {GGUF_TYPE_Q5_K, 0.05},  {GGUF_TYPE_Q4_0, 0.16},
         {GGUF_TYPE_Q4_1, 0.12},  {GGUF_TYPE_Q4_K, 0.11},  {GGUF_TYPE_Q3_K, 0.25},
         {GGUF_TYPE_Q2_K, 0.45},  {GGUF_TYPE_F32, 0.0},
