@@ -44,6 +44,19 @@ if [ -f "$vocab" ]; then
     grep -q '128 x 32000 .*token_embd.weight' "$tmp/v.txt" || fail "vocab size"
 fi
 
+# Encoders with the BERT vocabulary.
+bvocab="$src/../shared/fixtures/vocab/ggml-vocab-bert-bge.gguf"
+[ -f "$bvocab" ] || bvocab="$src/tests/fixtures/vocab/ggml-vocab-bert-bge.gguf"
+if [ -f "$bvocab" ]; then
+    "$gen" --preset tiny-bert --vocab "$bvocab" --type q8_0 --quiet -o "$tmp/b.gguf"
+    "$dump" "$tmp/b.gguf" > "$tmp/b.txt"
+    grep -q 'F32 .* position_embd.weight' "$tmp/b.txt" || fail "bert position_embd"
+    grep -q 'bert.attention.causal = false' "$tmp/b.txt" || fail "bert causal"
+    "$gen" --preset tiny-nomic-bert --vocab "$bvocab" --type f16 --quiet -o "$tmp/n.gguf"
+    "$dump" "$tmp/n.gguf" | grep -q 'F16 .* blk.1.attn_qkv.weight' || fail "nomic qkv"
+fi
+"$gen" --preset tiny-bert -o "$tmp/x.gguf" 2>/dev/null && fail "bert without vocab accepted"
+
 # Sparse: full length, header readable.
 "$gen" --preset tiny --type f16 --sparse --quiet -o "$tmp/s.gguf"
 "$dump" "$tmp/s.gguf" > /dev/null || fail "sparse dump"
