@@ -285,6 +285,61 @@ static void test_tiny_llama_summary(void **state)
     gguf_close(b);
 }
 
+static void test_tiny_qwen2_summary(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof(path), "tiny-qwen2-f32.gguf"))
+        skip();
+    struct gguf *g = NULL;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, path, &e), 0);
+    struct gguf_summary s;
+    gguf_summarize(g, &s);
+    // 151936x64 embedding, 2 blocks (2 norms, q/o 64x64, k/v 64x32, q/k/v
+    // biases 64+32+32, 3x 64x128), output_norm.
+    uint64_t expect = 151936ull * 64 +
+                      2 * (2 * 64 + 2 * 64 * 64 + 2 * 64 * 32 + 128 + 3 * 64 * 128) + 64;
+    assert_int_equal(s.parameter_count, expect);
+    assert_string_equal(s.parameter_size, "9.80M");
+    assert_string_equal(s.architecture, "qwen2");
+    const struct gguf_kv *merges = gguf_find(g, "tokenizer.ggml.merges");
+    assert_non_null(merges);
+    assert_int_equal(merges->val.arr_count, 151387);
+    struct str m;
+    assert_true(gguf_arr_str(merges, 151386, &m));
+    assert_true(m.len > 0);
+    assert_non_null(gguf_tensor_find(g, "blk.1.attn_v.bias"));
+    float f;
+    assert_true(gguf_get_arch_f32(g, "rope.freq_base", &f));
+    assert_true(f == 1000000.0f);
+    gguf_close(g);
+}
+
+static void test_open_errors(void **state)
+{
+    (void)state;
+    struct gguf *g = NULL;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, "/nonexistent/x.gguf", &e), ERR_NOT_FOUND);
+    assert_non_null(strstr(e.msg, "/nonexistent/x.gguf"));
+    err_clear(&e);
+    assert_true(gguf_open(&g, "/tmp", &e) < 0);
+    assert_non_null(strstr(e.msg, "not a regular file"));
+    assert_null(g);
+    // Every fuzz seed opens or is rejected with a message.
+    static const char *seeds[] = {"all-types-v3.gguf", "empty-v3.gguf", "gen-tiny-q8_0.gguf",
+                                  "vocab-only-v2.gguf"};
+    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/gguf/%s", test_source_dir(), seeds[i]);
+        err_clear(&e);
+        if (gguf_open(&g, path, &e) != 0)
+            fail_msg("%s: %s", seeds[i], e.msg);
+        gguf_close(g);
+    }
+}
+
 static void test_param_format(void **state)
 {
     (void)state;
@@ -925,6 +980,8 @@ int main(void)
         cmocka_unit_test(test_stories260k),
         cmocka_unit_test(test_shared_fixtures),
         cmocka_unit_test(test_tiny_llama_summary),
+        cmocka_unit_test(test_tiny_qwen2_summary),
+        cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_param_format),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_sparse),
