@@ -188,7 +188,8 @@ struct gguf_summary {
     char architecture[64];
     uint64_t parameter_count;     // sum of tensor element counts
     char parameter_size[32];      // "1.2B", "494.03M", "8.0B"
-    char quantization_level[32];  // from general.file_type ("Q4_K_M"), else inferred
+    char quantization_level[32];  // general.file_type name ("Q4_K_M"); "unknown" when the
+                                  // key is absent, 0 or unknown (as Ollama prints it)
     uint32_t file_type;           // general.file_type or UINT32_MAX
 };
 void gguf_summarize(const struct gguf *g, struct gguf_summary *out);
