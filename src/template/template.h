@@ -18,15 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__has_include)
-#if __has_include("json/json.h")
 #include "json/json.h"
-#else
-#include <jansson.h>
-#endif
-#else
-#include "json/json.h"
-#endif
 
 #include "util/util.h"
 
