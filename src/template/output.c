@@ -159,6 +159,14 @@ int template_think_parser_finish(struct template_think_parser *p, struct buf *th
     return rc;
 }
 
+bool template_think_starts_inside(const char *prompt, size_t len, const char *open)
+{
+    while (len && is_ws(prompt[len - 1]))
+        len--;
+    size_t ol = open ? strlen(open) : 0;
+    return ol && len >= ol && !memcmp(prompt + len - ol, open, ol);
+}
+
 char *template_strip_thinking(const char *text, const char *open, const char *close)
 {
     struct template_think_parser p;

@@ -827,80 +827,67 @@ static bool chain_has(const struct node *n, const char *name)
     return false;
 }
 
-static bool pipe_has_field(const struct node *n, const char *name)
+// §10.2: a field chain naming ToolCalls among the if's direct arguments.
+static bool is_toolcalls_if(const struct node *n)
 {
-    if (!n)
-        return false;
-    switch (n->type) {
-    case N_PIPE:
-    case N_CMD:
-        for (size_t i = 0; i < n->n_kids; i++)
-            if (pipe_has_field(n->kids[i], name))
+    for (size_t i = 0; i < n->pipe->n_kids; i++) {
+        const struct node *cmd = n->pipe->kids[i];
+        for (size_t j = 0; j < cmd->n_kids; j++)
+            if (chain_has(cmd->kids[j], "ToolCalls"))
                 return true;
-        return false;
-    case N_CHAIN: return pipe_has_field(n->pipe, name);
-    case N_FIELD: return chain_has(n, name);
-    default: return false;
     }
+    return false;
 }
 
 // §10.2: the first `if` whose condition names ToolCalls.
-static const struct node *find_toolcalls_if(const struct node *n)
+static const struct node *find_toolcalls_if(const struct node *list)
 {
-    if (!n)
+    if (!list)
         return NULL;
-    switch (n->type) {
-    case N_LIST:
-        for (size_t i = 0; i < n->n_kids; i++) {
-            const struct node *r = find_toolcalls_if(n->kids[i]);
-            if (r)
+    for (size_t i = 0; i < list->n_kids; i++) {
+        const struct node *n = list->kids[i], *r;
+        switch (n->type) {
+        case N_IF:
+            if (is_toolcalls_if(n))
+                return n;
+            /* fallthrough */
+        case N_RANGE:
+        case N_WITH:
+            if ((r = find_toolcalls_if(n->list)) || (r = find_toolcalls_if(n->else_list)))
                 return r;
+            break;
+        default: break;
         }
-        return NULL;
-    case N_IF:
-        if (pipe_has_field(n->pipe, "ToolCalls"))
-            return n;
-        /* fallthrough */
-    case N_RANGE:
-    case N_WITH: {
-        const struct node *r = find_toolcalls_if(n->list);
-        return r ? r : find_toolcalls_if(n->else_list);
     }
-    default: return NULL;
-    }
+    return NULL;
 }
 
-// First non-blank text in a list (descending into nested constructs), or
-// stop (*stop) at the first action.
-static const struct node *first_text(const struct node *n, bool *stop)
+// First text of a list that is not all white space, descending into nested
+// constructs (body, then else); stops at the first action or at a nested
+// construct without one.
+static const struct node *first_text(const struct node *list)
 {
-    if (!n)
+    if (!list)
         return NULL;
-    switch (n->type) {
-    case N_LIST:
-        for (size_t i = 0; i < n->n_kids && !*stop; i++) {
-            const struct node *r = first_text(n->kids[i], stop);
-            if (r)
+    for (size_t i = 0; i < list->n_kids; i++) {
+        const struct node *n = list->kids[i], *r;
+        switch (n->type) {
+        case N_TEXT:
+            for (size_t k = 0; k < n->n; k++)
+                if (!strchr(" \t\r\n\v\f", n->s[k]))
+                    return n;
+            break;
+        case N_IF:
+        case N_RANGE:
+        case N_WITH:
+            if ((r = first_text(n->list)) || (r = first_text(n->else_list)))
                 return r;
+            return NULL;
+        case N_ACTION: return NULL;
+        default: break;
         }
-        return NULL;
-    case N_TEXT:
-        for (size_t i = 0; i < n->n; i++)
-            if (!strchr(" \t\r\n", n->s[i]))
-                return n;
-        return NULL;
-    case N_IF:
-    case N_RANGE:
-    case N_WITH: {
-        const struct node *r = first_text(n->list, stop);
-        if (r || *stop)
-            return r;
-        return first_text(n->else_list, stop);
     }
-    default:
-        *stop = true;
-        return NULL;
-    }
+    return NULL;
 }
 
 static char *trim_dup(const char *s, size_t n)
@@ -916,8 +903,7 @@ static char *compute_tool_tag(const struct node *root)
 {
     const struct node *f = find_toolcalls_if(root);
     if (f) {
-        bool stop = false;
-        const struct node *t = first_text(f->list, &stop);
+        const struct node *t = first_text(f->list);
         if (t) {
             // CRLF → LF, cut before the first '{', trim
             char *c = xmalloc(t->n + 1);
@@ -940,7 +926,27 @@ static char *compute_tool_tag(const struct node *root)
     return xstrdup("{");
 }
 
-// §10.1: .Thinking inside a range over .Messages.
+// A field whose first name is `name` in a pipeline (not inside chains), as
+// upstream's rangeUsesField checks.
+static bool pipe_has_first_field(const struct node *n, const char *name)
+{
+    if (!n)
+        return false;
+    switch (n->type) {
+    case N_PIPE:
+    case N_CMD:
+        for (size_t i = 0; i < n->n_kids; i++)
+            if (pipe_has_first_field(n->kids[i], name))
+                return true;
+        return false;
+    case N_FIELD: return n->n_idents > 0 && !strcmp(n->idents[0], name);
+    default: return false;
+    }
+}
+
+// §10.1: a field starting with .Thinking whose nearest enclosing range
+// iterates over .Messages; the nearest enclosing list gives the tags.
+// in_msgs: the nearest enclosing range uses Messages.
 static void think_walk(const struct node *n, const struct node *list, bool in_msgs,
                        struct template *t)
 {
@@ -960,12 +966,11 @@ static void think_walk(const struct node *n, const struct node *list, bool in_ms
         for (size_t i = 0; i < n->n_kids; i++)
             think_walk(n->kids[i], list, in_msgs, t);
         return;
-    case N_CHAIN: think_walk(n->pipe, list, in_msgs, t); return;
     case N_IF:
     case N_WITH:
     case N_RANGE: {
-        bool inner = in_msgs || (n->type == N_RANGE && pipe_has_field(n->pipe, "Messages"));
-        think_walk(n->pipe, list, in_msgs, t);
+        bool inner = n->type == N_RANGE ? pipe_has_first_field(n->pipe, "Messages") : in_msgs;
+        think_walk(n->pipe, list, inner, t);
         think_walk(n->list, n->list, inner, t);
         think_walk(n->else_list, n->else_list, inner, t);
         return;

@@ -133,6 +133,9 @@ int template_think_parser_add(struct template_think_parser *p, const char *s, si
 // else as content).
 int template_think_parser_finish(struct template_think_parser *p, struct buf *thinking,
                                  struct buf *content);
+// True when the rendered prompt, trimmed of trailing white space, ends with
+// the opening tag: the parser then starts inside the thinking (§10.1).
+bool template_think_starts_inside(const char *prompt, size_t len, const char *open);
 // The text with its thinking section removed (§7.1 step 3). Caller frees.
 char *template_strip_thinking(const char *text, const char *open, const char *close);
 

@@ -582,6 +582,32 @@ static void test_idents_and_tags(void **state)
     assert_string_equal(template_tool_tag(t), "<calls> [");
     template_free(t);
 
+    // thinking tags: only when the nearest enclosing range iterates .Messages
+    s = "{{ range .Messages }}{{ range .ToolCalls }}<t>{{ .Thinking }}</t>{{ end }}{{ end }}";
+    assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
+    assert_false(template_thinking_tags(t, NULL, NULL));
+    template_free(t);
+    s = "{{ range $i, $m := .Messages }}<|im_start|>{{ if $m.Thinking }}{{ .Thinking }}{{ end }}"
+        "{{ if .Thinking }}\n<reason> {{ .Thinking }} </reason>\n{{ end }}{{ end }}";
+    assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
+    assert_true(template_thinking_tags(t, &o, &c));
+    assert_string_equal(o, "<reason>");
+    assert_string_equal(c, "</reason>");
+    template_free(t);
+    assert_true(template_think_starts_inside("x<think>\n ", 10, "<think>"));
+    assert_false(template_think_starts_inside("x<think>y", 9, "<think>"));
+
+    // tool tag: the body's action stops the search, an else branch is searched
+    s = "{{ if .ToolCalls }}{{ .X }}<no>{{ end }}";
+    assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
+    assert_string_equal(template_tool_tag(t), "{");
+    template_free(t);
+    s = "{{ range .Messages }}{{ if .ToolCalls }}{{ if .A }}{{ .B }}{{ else }} <calls>{{ end }}"
+        "{{ end }}{{ end }}";
+    assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
+    assert_string_equal(template_tool_tag(t), "<calls>");
+    template_free(t);
+
     // {{ .Prompt }} gets {{ .Response }} appended
     s = "{{ .Prompt }}";
     assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
