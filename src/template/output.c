@@ -289,18 +289,21 @@ static json_t *scan_object(const char *s, size_t n, const char *name, size_t *en
         bool in_str = false, esc = false, closed = false;
         for (; i < n; i++) {
             char c = s[i];
-            if (in_str) {
-                if (esc)
-                    esc = false;
-                else if (c == '\\')
-                    esc = true;
-                else if (c == '"')
-                    in_str = false;
+            if (esc) {  // a backslash escapes the next byte, in strings or not
+                esc = false;
                 continue;
             }
-            if (c == '"')
-                in_str = true;
-            else if (c == '{')
+            if (c == '\\') {
+                esc = true;
+                continue;
+            }
+            if (c == '"') {
+                in_str = !in_str;
+                continue;
+            }
+            if (in_str)
+                continue;
+            if (c == '{')
                 depth++;
             else if (c == '}' && --depth == 0) {
                 closed = true;
@@ -337,38 +340,43 @@ static void make_id(char out[16])
     out[13] = 0;
 }
 
-// Braces (or brackets) of s counted outside JSON strings.
-static int balance(const char *s, size_t n, char open, char close)
+// With a "{" or "[" tag: true when, counted outside JSON strings, the
+// braces (brackets) of the buffer come back to zero at a closing one: a JSON
+// value that was not a call is complete, so the rest is content.
+static bool json_done(const char *s, size_t n, char open, char close)
 {
     int d = 0;
     bool in_str = false, esc = false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                in_str = false;
+        if (esc) {
+            esc = false;
             continue;
         }
-        if (c == '"')
-            in_str = true;
-        else if (c == open)
+        if (c == '\\') {
+            esc = true;
+            continue;
+        }
+        if (c == '"') {
+            in_str = !in_str;
+            continue;
+        }
+        if (in_str)
+            continue;
+        if (c == open)
             d++;
-        else if (c == close)
-            d--;
+        else if (c == close && --d == 0)
+            return true;
     }
-    return d;
+    return false;
 }
 
 // One extraction: 1 = a call was emitted, 0 = wait.
-static int extract(struct template_tool_parser *p, json_t *calls)
+static int extract(struct template_tool_parser *p, json_t *calls, bool final)
 {
     const char *a = p->acc.data ? p->acc.data : "";
     size_t len = p->acc.len;
-    for (size_t i = 0; i < p->n_names; i++)
+    for (size_t i = 0; i < p->n_names && !final; i++)
         if (partial_suffix(a, len, p->names[i]))
             return 0;
     const char *best = NULL;
@@ -417,16 +425,18 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
         size_t len = p->acc.len;
         const char *t = find(a, len, p->tag);
         if (p->json_tag) {
+            // tools only when the first non-blank character is the tag
             size_t w = skip_ws(a, len);
-            if (w == len)
-                return 0;  // only white space so far: hold it
-            if (!t || t != a + w) {
+            if (w < len && t != a + w) {
                 p->state = TC_CONTENT;
                 rc = buf_append(content, a, len);
                 buf_reset(&p->acc);
                 return rc;
             }
+            rc = buf_append(content, a, w);
             buf_set(&p->acc, a + w, len - w);
+            if (w == len)
+                return rc;
             p->state = TC_CALLING;
         } else if (t) {
             rc |= buf_append(content, a, (size_t)(t - a));
@@ -440,11 +450,11 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
         }
     }
     // calling
-    while (extract(p, calls) == 1)
+    while (extract(p, calls, false) == 1)
         ;
     if (p->json_tag) {
         char o = p->tag[0], c = o == '{' ? '}' : ']';
-        if (balance(p->acc.data ? p->acc.data : "", p->acc.len, o, c) <= 0) {
+        if (json_done(p->acc.data ? p->acc.data : "", p->acc.len, o, c)) {
             p->state = TC_CONTENT;
             rc |= buf_append(content, p->acc.data, p->acc.len);
             buf_reset(&p->acc);
@@ -453,9 +463,14 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
     return rc ? err_set(e, ERR_TOO_LARGE, "output too large") : 0;
 }
 
-int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content)
+int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content,
+                                json_t *calls)
 {
     int rc = 0;
+    // a name prefix at the very end no longer needs more input
+    if (p->state == TC_CALLING)
+        while (extract(p, calls, true) == 1)
+            ;
     if (p->state == TC_LOOK || (p->json_tag && p->n_calls == 0) || p->state == TC_CONTENT)
         rc = buf_append(content, p->acc.data, p->acc.len);
     buf_reset(&p->acc);

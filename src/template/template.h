@@ -148,8 +148,11 @@ void template_tool_parser_free(struct template_tool_parser *p);
 // array of {"id","function":{"index","name","arguments"}}).
 int template_tool_parser_add(struct template_tool_parser *p, const char *s, size_t n,
                              struct buf *content, json_t *calls, struct err *e);
-// End of response: buffered text that turned out not to be a call → content.
-int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content);
+// End of response: calls still complete in the buffer go to calls; with a
+// "{"/"[" tag and no call found, the buffered text goes to content (also a
+// held-back partial tag).
+int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content,
+                                json_t *calls);
 
 // ---------------------------------------------------------------------------
 // Built-in templates (modelfile.md §5)

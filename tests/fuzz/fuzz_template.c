@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct template_tool_parser *p = template_tool_parser_new(size & 2 ? "{" : "<tc>", tools);
     template_tool_parser_add(p, (const char *)data, half, &a, calls, NULL);
     template_tool_parser_add(p, (const char *)data + half, size - half, &a, calls, NULL);
-    template_tool_parser_finish(p, &a);
+    template_tool_parser_finish(p, &a, calls);
     template_tool_parser_free(p);
     json_decref(calls);
     json_decref(tools);

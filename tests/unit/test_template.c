@@ -830,7 +830,7 @@ static void tool_feed(const char *tag, const char *const *pieces, const char *wa
     for (size_t i = 0; pieces[i]; i++)
         assert_int_equal(
             template_tool_parser_add(p, pieces[i], strlen(pieces[i]), &co, calls, NULL), 0);
-    template_tool_parser_finish(p, &co);
+    template_tool_parser_finish(p, &co, calls);
     assert_string_equal(buf_cstr(&co), want_content);
     // compare calls without their random ids
     for (size_t i = 0; i < json_array_size(calls); i++) {
@@ -841,7 +841,8 @@ static void tool_feed(const char *tag, const char *const *pieces, const char *wa
         json_object_del(json_array_get(calls, i), "id");
     }
     char *got = json_dumps(calls, JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(got, want_calls);
+    if (strcmp(got, want_calls))
+        fail_msg("%s...: got %s, want %s", pieces[0], got, want_calls);
     free(got);
     json_decref(calls);
     buf_deinit(&co);
@@ -881,6 +882,18 @@ static void test_tool_parser(void **state)
               "{\"function\":{\"arguments\":{\"q\":\"a}b{\"},\"index\":1,\"name\":\"get\"}}]");
     // tool name as key
     tool_feed("<tool_call>", (const char *[]){"<tool_call>{\"get_weather\": {\"city\": \"Paris\"}}", NULL},
+              "", one);
+    // "{" tag: white space before the call is content; a second call in a later piece
+    tool_feed("{",
+              (const char *[]){"\n ", "{\"name\": \"get_weather\", \"parameters\": {\"city\": "
+                               "\"Paris\"}}", "{\"name\": \"get\", \"parameters\": {}}", NULL},
+              "\n ",
+              "[{\"function\":{\"arguments\":{\"city\":\"Paris\"},\"index\":0,\"name\":\"get_weather\"}},"
+              "{\"function\":{\"arguments\":{},\"index\":1,\"name\":\"get\"}}]");
+    // non-JSON tag: text after the calls is dropped
+    tool_feed("<tool_call>",
+              (const char *[]){"<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"city\":"
+                               "\"Paris\"}}</tool_call> trailing", NULL},
               "", one);
     // incomplete at the end with "{": returned as content
     tool_feed("{", (const char *[]){"{\"name\": \"get_weather\", ", NULL},
