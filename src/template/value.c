@@ -406,53 +406,55 @@ const char *tv_type_name(const struct tval *v)
 // JSON output in Go struct order
 
 enum { FK_STR, FK_INT, FK_JSON };
+// omitempty: 0 never; 1 when nil (Go interfaces and pointers); 2 when nil or
+// empty (strings, slices)
 struct fdef {
     const char *go, *key;
     int kind, schema;
-    bool omitempty;
+    int omitempty;
 };
 
 static const struct fdef msg_f[] = {
-    {"Role", "role", FK_STR, 0, false},
-    {"Content", "content", FK_STR, 0, false},
-    {"Thinking", "thinking", FK_STR, 0, true},
-    {"Images", "images", FK_JSON, S_GENERIC, true},
-    {"ToolCalls", "tool_calls", FK_JSON, S_TCS, true},
-    {"ToolName", "tool_name", FK_STR, 0, true},
-    {"ToolCallID", "tool_call_id", FK_STR, 0, true},
+    {"Role", "role", FK_STR, 0, 0},
+    {"Content", "content", FK_STR, 0, 0},
+    {"Thinking", "thinking", FK_STR, 0, 2},
+    {"Images", "images", FK_JSON, S_GENERIC, 2},
+    {"ToolCalls", "tool_calls", FK_JSON, S_TCS, 2},
+    {"ToolName", "tool_name", FK_STR, 0, 2},
+    {"ToolCallID", "tool_call_id", FK_STR, 0, 2},
     {0}};
 static const struct fdef tc_f[] = {
-    {"ID", "id", FK_STR, 0, true}, {"Function", "function", FK_JSON, S_TCFUNC, false}, {0}};
+    {"ID", "id", FK_STR, 0, 2}, {"Function", "function", FK_JSON, S_TCFUNC, 0}, {0}};
 static const struct fdef tcfunc_f[] = {
-    {"Index", "index", FK_INT, 0, false},
-    {"Name", "name", FK_STR, 0, false},
-    {"Arguments", "arguments", FK_JSON, S_ARGS, false},
+    {"Index", "index", FK_INT, 0, 0},
+    {"Name", "name", FK_STR, 0, 0},
+    {"Arguments", "arguments", FK_JSON, S_ARGS, 0},
     {0}};
 static const struct fdef tool_f[] = {
-    {"Type", "type", FK_STR, 0, false},
-    {"Items", "items", FK_JSON, S_GENERIC, true},
-    {"Function", "function", FK_JSON, S_TFUNC, false},
+    {"Type", "type", FK_STR, 0, 0},
+    {"Items", "items", FK_JSON, S_GENERIC, 1},
+    {"Function", "function", FK_JSON, S_TFUNC, 0},
     {0}};
 static const struct fdef tfunc_f[] = {
-    {"Name", "name", FK_STR, 0, false},
-    {"Description", "description", FK_STR, 0, true},
-    {"Parameters", "parameters", FK_JSON, S_PARAMS, false},
+    {"Name", "name", FK_STR, 0, 0},
+    {"Description", "description", FK_STR, 0, 2},
+    {"Parameters", "parameters", FK_JSON, S_PARAMS, 0},
     {0}};
 static const struct fdef params_f[] = {
-    {"Type", "type", FK_STR, 0, false},
-    {"Defs", "$defs", FK_JSON, S_GENERIC, true},
-    {"Items", "items", FK_JSON, S_GENERIC, true},
-    {"Required", "required", FK_JSON, S_GENERIC, true},
-    {"Properties", "properties", FK_JSON, S_PROPS, false},
+    {"Type", "type", FK_STR, 0, 0},
+    {"Defs", "$defs", FK_JSON, S_GENERIC, 1},
+    {"Items", "items", FK_JSON, S_GENERIC, 1},
+    {"Required", "required", FK_JSON, S_GENERIC, 2},
+    {"Properties", "properties", FK_JSON, S_PROPS, 0},
     {0}};
 static const struct fdef prop_f[] = {
-    {"AnyOf", "anyOf", FK_JSON, S_PROPLIST, true},
-    {"Type", "type", FK_JSON, S_PTYPE, true},
-    {"Items", "items", FK_JSON, S_GENERIC, true},
-    {"Description", "description", FK_STR, 0, true},
-    {"Enum", "enum", FK_JSON, S_GENERIC, true},
-    {"Properties", "properties", FK_JSON, S_PROPS, true},
-    {"Required", "required", FK_JSON, S_GENERIC, true},
+    {"AnyOf", "anyOf", FK_JSON, S_PROPLIST, 2},
+    {"Type", "type", FK_JSON, S_PTYPE, 2},
+    {"Items", "items", FK_JSON, S_GENERIC, 1},
+    {"Description", "description", FK_STR, 0, 2},
+    {"Enum", "enum", FK_JSON, S_GENERIC, 2},
+    {"Properties", "properties", FK_JSON, S_PROPS, 1},
+    {"Required", "required", FK_JSON, S_GENERIC, 2},
     {0}};
 
 static const struct fdef *schema_fields(int schema)
@@ -511,11 +513,9 @@ static int json_struct(struct buf *b, json_t *j, const struct fdef *f)
         if (f->omitempty) {
             if (!x || json_is_null(x))
                 continue;
-            if (json_is_string(x) && json_string_length(x) == 0)
+            if (f->omitempty == 2 && json_is_string(x) && json_string_length(x) == 0)
                 continue;
-            if (json_is_array(x) && json_array_size(x) == 0)
-                continue;
-            if (f->schema == S_PROPS && json_is_object(x) && json_object_size(x) == 0)
+            if (f->omitempty == 2 && json_is_array(x) && json_array_size(x) == 0)
                 continue;
         }
         if (!first)

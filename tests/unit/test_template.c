@@ -461,6 +461,34 @@ static void test_tool_data(void **state)
     json_decref(tools);
 }
 
+// omitempty rules: nil interfaces/pointers vs empty slices/strings
+static void test_tool_json_omit(void **state)
+{
+    (void)state;
+    json_t *tools = json_loads(
+        "[{\"type\":\"function\",\"items\":[],\"function\":{\"name\":\"g\",\"description\":\"\","
+        "\"parameters\":{\"type\":\"object\",\"required\":[],\"$defs\":{},\"properties\":{"
+        "\"p\":{\"type\":\"object\",\"properties\":{},\"enum\":[],\"items\":{},\"description\":\"\"}}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{\"type\":\"object\"}}}]",
+        0, NULL);
+    json_t *m = json_array();
+    json_array_append_new(m, msg("user", "hi"));
+    struct err e = {0};
+    char *got = render_msgs("{{- $_ := .Messages }}{{ .Tools }}|{{ range .Tools }}"
+                            "{{ .Function.Parameters.Properties }};{{ end }}",
+                            m, tools, &e);
+    assert_non_null(got);
+    assert_string_equal(
+        got, "[{\"type\":\"function\",\"items\":[],\"function\":{\"name\":\"g\",\"parameters\":{"
+             "\"type\":\"object\",\"$defs\":{},\"properties\":{\"p\":{\"type\":\"object\",\"items\":{},"
+             "\"properties\":{}}}}}},{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{"
+             "\"type\":\"object\",\"properties\":null}}}]|{\"p\":{\"type\":\"object\",\"items\":{},"
+             "\"properties\":{}}};{};");
+    free(got);
+    json_decref(m);
+    json_decref(tools);
+}
+
 // ---------------------------------------------------------------------------
 // Errors
 
@@ -951,6 +979,7 @@ int main(void)
         cmocka_unit_test(test_language_more),
         cmocka_unit_test(test_dates),
         cmocka_unit_test(test_tool_data),
+        cmocka_unit_test(test_tool_json_omit),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_exec_errors),
         cmocka_unit_test(test_idents_and_tags),
