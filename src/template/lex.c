@@ -237,7 +237,11 @@ static int lex_quote(struct lexer *l)
 {
     int line = l->line, col = (int)(l->pos - l->line_start);
     size_t i = l->pos + 1;
-    char *o = arena_alloc(l->a, l->len - l->pos + 1);
+    // the decoded string is never longer than the quoted source
+    size_t q = i;
+    while (q < l->len && l->src[q] != '"' && l->src[q] != '\n')
+        q += l->src[q] == '\\' ? 2 : 1;
+    char *o = arena_alloc(l->a, (q < l->len ? q : l->len) - l->pos + 1);
     if (!o)
         return err_set(l->e, ERR_TOO_LARGE, "template too large");
     size_t on = 0;
