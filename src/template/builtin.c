@@ -155,14 +155,18 @@ static size_t bounded_distance(const uint32_t *a, size_t n, const uint32_t *b, s
     size_t *cur = xmalloc((m + 1) * sizeof(size_t));
     for (size_t j = 0; j <= m; j++)
         prev[j] = j <= K ? j : INF;
+    cur[0] = 0;
     size_t result = K;
     for (size_t i = 1; i <= n; i++) {
         size_t lo = i > K ? i - K : 0, hi = i + K < m ? i + K : m;
         size_t row_min = INF;
-        for (size_t j = 0; j <= m; j++)
-            cur[j] = INF;
+        // cells just outside the band read as "unreachable"
         if (lo == 0)
             cur[0] = i;
+        else
+            cur[lo - 1] = INF;
+        if (hi + 1 <= m)
+            cur[hi + 1] = INF;
         for (size_t j = lo > 1 ? lo : 1; j <= hi; j++) {
             size_t best = prev[j - 1] + (a[i - 1] != b[j - 1]);
             if (prev[j] + 1 < best)

@@ -947,6 +947,18 @@ static void test_detect(void **state)
             const char *got = template_detect(json_string_value(v), json_string_length(v));
             if (!got || strcmp(got, k))
                 fail_msg("detect: want %s got %s", k, got ? got : "(none)");
+            // near copies still match; far ones do not
+            if (n == 0) {
+                struct buf near;
+                buf_init(&near, 0);
+                buf_append(&near, json_string_value(v), json_string_length(v));
+                buf_append_str(&near, "{# 20 more chars #}");
+                assert_string_equal(template_detect(near.data, near.len), k);
+                for (int r = 0; r < 10; r++)
+                    buf_append_str(&near, "{# 20 more chars #}");
+                assert_null(template_detect(near.data, near.len));
+                buf_deinit(&near);
+            }
             const char *text = template_builtin(got);
             struct template *t;
             assert_int_equal(template_parse(&t, text, strlen(text), NULL), 0);
