@@ -19,11 +19,50 @@ static const char *data_json =
     "\"parameters\":{\"type\":\"object\",\"required\":[\"a\"],\"properties\":{\"a\":{"
     "\"type\":[\"number\",\"null\"],\"enum\":[1,2]},\"b\":{\"anyOf\":[{\"type\":\"string\"}]}}}}}]}";
 
+// Inputs that are a JSON object are used as data instead: root data for a
+// few real templates, and messages/tools for prompt building.
+static const char *const data_templates[] = {
+    "{{ range $i, $m := .Messages }}{{ $m.Role }}{{ .Content }}{{ range .ToolCalls }}"
+    "{{ .Function.Name }}{{ .Function.Arguments }}{{ range $k, $v := .Function.Arguments }}"
+    "{{ $k }}{{ $v }}{{ json $v }}{{ end }}{{ end }}{{ end }}{{ .Tools }}{{ range .Tools }}"
+    "{{ .Function.Parameters }}{{ range $k, $v := .Function.Parameters.Properties }}"
+    "{{ toTypeScriptType $v }}{{ $v.Type }}{{ $v.Enum }}{{ end }}{{ end }}{{ json . }}{{ . }}",
+    "{{ .Prompt }}{{ .System }}{{ if .Response }}{{ .Response }}{{ end }}",
+};
+
+static void fuzz_data(const uint8_t *data, size_t size)
+{
+    json_t *root = json_loadb((const char *)data, size, 0, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(data_templates) / sizeof(data_templates[0]); i++) {
+        struct template *t;
+        if (template_parse(&t, data_templates[i], strlen(data_templates[i]), NULL))
+            continue;
+        struct buf out;
+        buf_init(&out, 1 << 20);
+        template_execute(t, root, &out, NULL);
+        buf_reset(&out);
+        json_t *msgs = template_chat_messages(NULL, json_object_get(root, "Messages"), "sys", true,
+                                              NULL);
+        struct template_prompt_req req = {.messages = msgs, .tools = json_object_get(root, "Tools")};
+        template_render_prompt(t, &req, &out, NULL, NULL);
+        json_decref(msgs);
+        buf_deinit(&out);
+        template_free(t);
+    }
+    json_decref(root);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 8192)
         return 0;
+    if (size > 0 && data[0] == '{' && (size < 2 || data[1] != '{'))
+        fuzz_data(data, size);
     struct template *t;
     if (template_parse(&t, (const char *)data, size, NULL) == 0) {
         json_t *root = json_loads(data_json, 0, NULL);

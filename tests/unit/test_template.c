@@ -385,6 +385,11 @@ static void test_language_more(void **state)
         {"{{ json .Tools }} {{ json 1.5 }} {{ json .Missing }} {{ json true }}",
          "null 1.5 null true"},
         {"{{ toTypeScriptType \"x\" }}", "any"},
+        {"{{ json 1e21 }} {{ json 0.000001 }} {{ json 0.0000001 }} {{ json 100 }} {{ json 2.5e20 }}",
+         "1e+21 0.000001 1e-7 100 250000000000000000000"},
+        {"{{ 0.1 }} {{ 123456789.0 }} {{ -2.5e-7 }} {{ 1e21 }}", "0.1 1.23456789e+08 -2.5e-07 1e+21"},
+        {"{{ json \"\\u2028\\t\\u0001\" }}", "\"\\u2028\\t\\u0001\""},
+        {"{{ printf \"%q|%T|%T\" \"\\x01\\u00e9\" 1 \"s\" }}", "\"\\x01\xc3\xa9\"|int|string"},
         {"{{ json (index .Messages 0) }}",
          "{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"}"},
     };
