@@ -476,3 +476,80 @@ int template_tool_parser_finish(struct template_tool_parser *p, struct buf *cont
     buf_reset(&p->acc);
     return rc;
 }
+
+// ---------------------------------------------------------------------------
+// Chained parsers
+
+struct template_output_parser {
+    bool thinking;
+    struct template_think_parser think;
+    struct template_tool_parser *tools;  // NULL when the request has none
+};
+
+struct template_output_parser *template_output_parser_new(const struct template *t, bool think,
+                                                          json_t *tools, const char *prompt)
+{
+    struct template_output_parser *p = xcalloc(1, sizeof(*p));
+    const char *open = NULL, *close = NULL;
+    if (think && t && template_thinking_tags(t, &open, &close)) {
+        p->thinking = true;
+        bool inside = prompt && template_think_starts_inside(prompt, strlen(prompt), open);
+        template_think_parser_init(&p->think, open, close, inside);
+    }
+    if (json_is_array(tools) && json_array_size(tools) > 0)
+        p->tools = template_tool_parser_new(t ? template_tool_tag(t) : "{", tools);
+    return p;
+}
+
+void template_output_parser_free(struct template_output_parser *p)
+{
+    if (!p)
+        return;
+    if (p->thinking)
+        template_think_parser_deinit(&p->think);
+    template_tool_parser_free(p->tools);
+    free(p);
+}
+
+static int route_content(struct template_output_parser *p, const char *s, size_t n,
+                         struct buf *content, json_t *calls, struct err *e)
+{
+    if (!n)
+        return 0;
+    if (p->tools)
+        return template_tool_parser_add(p->tools, s, n, content, calls, e);
+    return buf_append(content, s, n) ? err_set(e, ERR_TOO_LARGE, "output too large") : 0;
+}
+
+int template_output_parser_add(struct template_output_parser *p, const char *s, size_t n,
+                               struct buf *thinking, struct buf *content, json_t *calls,
+                               struct err *e)
+{
+    if (!p->thinking)
+        return route_content(p, s, n, content, calls, e);
+    struct buf c;
+    buf_init(&c, 0);
+    int rc = template_think_parser_add(&p->think, s, n, thinking, &c);
+    if (rc)
+        rc = err_set(e, ERR_TOO_LARGE, "output too large");
+    if (!rc)
+        rc = route_content(p, c.data ? c.data : "", c.len, content, calls, e);
+    buf_deinit(&c);
+    return rc;
+}
+
+int template_output_parser_finish(struct template_output_parser *p, struct buf *thinking,
+                                  struct buf *content, json_t *calls, struct err *e)
+{
+    int rc = 0;
+    if (p->thinking) {
+        struct buf c;
+        buf_init(&c, 0);
+        template_think_parser_finish(&p->think, thinking, &c);
+        rc = route_content(p, c.data ? c.data : "", c.len, content, calls, e);
+        buf_deinit(&c);
+    }
+    if (!rc && p->tools && template_tool_parser_finish(p->tools, content, calls))
+        rc = err_set(e, ERR_TOO_LARGE, "output too large");
+    return rc;
+}

@@ -154,6 +154,22 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
 int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content,
                                 json_t *calls);
 
+// Both parsers chained as the server uses them: thinking (when think is on
+// and the template has tags; started inside when the rendered prompt ends
+// with the opening tag), then tool calls over the remaining content (when
+// tools is a non-empty array).
+struct template_output_parser;
+struct template_output_parser *template_output_parser_new(const struct template *t, bool think,
+                                                          json_t *tools, const char *prompt);
+void template_output_parser_free(struct template_output_parser *p);
+// Appends the thinking, content and complete calls a piece yields now.
+int template_output_parser_add(struct template_output_parser *p, const char *s, size_t n,
+                               struct buf *thinking, struct buf *content, json_t *calls,
+                               struct err *e);
+// End of the response: flushes what was held back.
+int template_output_parser_finish(struct template_output_parser *p, struct buf *thinking,
+                                  struct buf *content, json_t *calls, struct err *e);
+
 // ---------------------------------------------------------------------------
 // Built-in templates (modelfile.md §5)
 

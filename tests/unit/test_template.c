@@ -933,6 +933,57 @@ static void test_tool_parser(void **state)
               "{\"name\": \"get_weather\", ", "[]");
 }
 
+static void test_output_parser(void **state)
+{
+    (void)state;
+    const char *s = "{{ range .Messages }}{{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}"
+                    "{{ if .ToolCalls }}<tool_call>{{ range .ToolCalls }}{{ json .Function }}"
+                    "{{ end }}</tool_call>{{ end }}{{ end }}{{ .Tools }}";
+    struct template *t;
+    assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
+    json_t *tools = json_loads(tools_json, 0, NULL);
+    static const char *pieces[] = {"<thi", "nk>plan", "ning</th", "ink>\n\nOK. <tool", "_call>{\"name\"",
+                                   ": \"get\", \"arguments\": {}}</tool_call>", NULL};
+    struct template_output_parser *p = template_output_parser_new(t, true, tools, "x");
+    struct buf th, co;
+    buf_init(&th, 0);
+    buf_init(&co, 0);
+    json_t *calls = json_array();
+    for (size_t i = 0; pieces[i]; i++)
+        assert_int_equal(template_output_parser_add(p, pieces[i], strlen(pieces[i]), &th, &co,
+                                                    calls, NULL), 0);
+    assert_int_equal(template_output_parser_finish(p, &th, &co, calls, NULL), 0);
+    assert_string_equal(buf_cstr(&th), "planning");
+    assert_string_equal(buf_cstr(&co), "OK. ");
+    assert_int_equal(json_array_size(calls), 1);
+    template_output_parser_free(p);
+    // think off, no tools: everything is content
+    buf_reset(&th);
+    buf_reset(&co);
+    p = template_output_parser_new(t, false, NULL, "x");
+    for (size_t i = 0; pieces[i]; i++)
+        template_output_parser_add(p, pieces[i], strlen(pieces[i]), &th, &co, calls, NULL);
+    template_output_parser_finish(p, &th, &co, calls, NULL);
+    assert_string_equal(buf_cstr(&th), "");
+    assert_string_equal(buf_cstr(&co), "<think>planning</think>\n\nOK. <tool_call>{\"name\": \"get\", "
+                                       "\"arguments\": {}}</tool_call>");
+    template_output_parser_free(p);
+    // prompt ending in the opening tag: starts inside the thinking
+    buf_reset(&th);
+    buf_reset(&co);
+    p = template_output_parser_new(t, true, NULL, "...<think>\n");
+    template_output_parser_add(p, "a</think>b", 10, &th, &co, calls, NULL);
+    template_output_parser_finish(p, &th, &co, calls, NULL);
+    assert_string_equal(buf_cstr(&th), "a");
+    assert_string_equal(buf_cstr(&co), "b");
+    template_output_parser_free(p);
+    buf_deinit(&th);
+    buf_deinit(&co);
+    json_decref(calls);
+    json_decref(tools);
+    template_free(t);
+}
+
 // ---------------------------------------------------------------------------
 // Built-ins and detection
 
@@ -1007,6 +1058,7 @@ int main(void)
         cmocka_unit_test(test_chat_assembly),
         cmocka_unit_test(test_think_parser),
         cmocka_unit_test(test_tool_parser),
+        cmocka_unit_test(test_output_parser),
         cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
