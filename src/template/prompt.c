@@ -23,7 +23,8 @@ static void set_think(json_t *root, const struct template_think *th)
     json_object_set_new(root, "IsThinkSet", json_boolean(th->think_set));
 }
 
-// §7.3: a copy of msgs[start..] with [img-N] tags; images collected in order.
+// §7.3: a copy of msgs[start..] with [img-N] tags (numbered from 0 at
+// msgs[start]); images collected in order.
 static json_t *tag_images(json_t *msgs, size_t start, json_t *images_out)
 {
     json_t *out = json_array();
@@ -135,7 +136,9 @@ static int exec_legacy(const struct template *t, json_t *msgs, const struct temp
     return rc;
 }
 
-// Renders msgs[start..] (system messages before start are kept in front).
+// Renders the system messages before start followed by msgs[start..].
+// images != NULL: the final rendering, with [img-N] tags numbered from
+// msgs[start] (the truncation probes render untagged text, as upstream).
 static int render(const struct template *t, const struct template_prompt_req *req, json_t *msgs,
                   size_t start, struct buf *out, json_t *images, struct err *e)
 {
@@ -145,16 +148,17 @@ static int render(const struct template *t, const struct template_prompt_req *re
         if (!strcmp(mstr(m, "role"), "system"))
             json_array_append(sel, m);
     }
-    size_t n_kept = json_array_size(sel);
-    for (size_t i = start; i < json_array_size(msgs); i++)
-        json_array_append(sel, json_array_get(msgs, i));
-    // image numbering starts at the first rendered message
-    json_t *tagged = tag_images(sel, 0, images);
-    (void)n_kept;
-    json_decref(sel);
+    if (images) {
+        json_t *tagged = tag_images(msgs, start, images);
+        json_array_extend(sel, tagged);
+        json_decref(tagged);
+    } else {
+        for (size_t i = start; i < json_array_size(msgs); i++)
+            json_array_append(sel, json_array_get(msgs, i));
+    }
     char *system;
-    json_t *col = collate(tagged, &system);
-    json_decref(tagged);
+    json_t *col = collate(sel, &system);
+    json_decref(sel);
     int rc;
     if (template_has_ident(t, "messages")) {
         json_t *root = json_object();

@@ -763,6 +763,24 @@ static void test_truncation(void **state)
     req.n_ctx = 5;
     assert_int_equal(template_render_prompt(t, &req, &b, NULL, NULL), 0);
     assert_string_equal(buf_cstr(&b), "[system:S][user:u2]");
+    // images count image_tokens each; tags are numbered from the first kept message
+    json_t *mi = json_array();
+    json_t *u1 = msg("user", "one");
+    json_object_set_new(u1, "images", json_pack("[s]", "I0"));
+    json_t *u2 = msg("user", "two");
+    json_object_set_new(u2, "images", json_pack("[s]", "I1"));
+    json_array_append_new(mi, u1);
+    json_array_append_new(mi, msg("assistant", "ok"));
+    json_array_append_new(mi, u2);
+    struct template_prompt_req ri = {.messages = mi, .truncate = true, .n_ctx = 130,
+                                     .image_tokens = 100, .count = count_bytes};
+    buf_reset(&b);
+    assert_int_equal(template_render_prompt(t, &ri, &b, &info, NULL), 0);
+    assert_string_equal(buf_cstr(&b), "[assistant:ok][user:[img-0]two]");
+    assert_int_equal(json_array_size(info.images), 1);
+    assert_string_equal(json_string_value(json_array_get(info.images, 0)), "I1");
+    template_prompt_info_deinit(&info);
+    json_decref(mi);
     // truncate off: everything
     buf_reset(&b);
     req.truncate = false;
