@@ -641,6 +641,14 @@ static void test_idents_and_tags(void **state)
     assert_string_equal(template_tool_tag(t), "<calls>");
     template_free(t);
 
+    // Llama 3.1 style: calls printed as bare JSON → "{"
+    s = "{{ range .Messages }}{{ if eq .Role \"assistant\" }}{{ if .ToolCalls }}{{ range .ToolCalls }}"
+        "{\"name\": \"{{ .Function.Name }}\", \"parameters\": {{ .Function.Arguments }}}{{ end }}"
+        "{{ else }}{{ .Content }}{{ end }}{{ end }}{{ end }}";
+    assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
+    assert_string_equal(template_tool_tag(t), "{");
+    template_free(t);
+
     // {{ .Prompt }} gets {{ .Response }} appended
     s = "{{ .Prompt }}";
     assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
