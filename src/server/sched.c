@@ -537,14 +537,26 @@ int sched_new(struct sched **out, const struct sched_config *cfg, struct err *e)
     return 0;
 }
 
-void sched_free(struct sched *s)
+void sched_shutdown(struct sched *s)
 {
     if (!s)
         return;
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
+    for (struct sched_runner *r = s->runners; r; r = r->next) {
+        r->expired = true;
+        if (r->pid > 0 && !r->exited)
+            kill(r->pid, SIGKILL);
+    }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+}
+
+void sched_free(struct sched *s)
+{
+    if (!s)
+        return;
+    sched_shutdown(s);
     pthread_join(s->reaper, NULL);
     // Requests still running lose their runner; the HTTP layer has stopped.
     struct sched_runner *r = s->runners;
