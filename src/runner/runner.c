@@ -238,6 +238,10 @@ int runner_main(int argc, char **argv)
             break;
         }
     }
+    if (!joined && atomic_load(&rn->status) != RUNNER_LOADING) {
+        pthread_join(loader, NULL);
+        joined = true;
+    }
     if (!joined) {
         // Still loading: the load cannot be interrupted, so leave at once.
         fprintf(stderr, "runner stopped while loading\n");
