@@ -390,6 +390,13 @@ typedef int (*store_pull_fn)(void *ctx, const char *name, store_progress_fn prog
 // Checks a TEMPLATE parses (the server passes the template module); fills e.
 typedef int (*store_template_check_fn)(void *ctx, const char *text, struct err *e);
 
+// Template autodetection (modelfile.md §5): the built-in table lives with the
+// template module; given a GGUF's tokenizer.chat_template, returns true and
+// sets *name ("llama3-instruct"), *go_template and *stops (NULL-terminated,
+// may be NULL) when a built-in template matches. Borrowed strings.
+typedef bool (*store_template_detect_fn)(void *ctx, const char *chat_template, const char **name,
+                                         const char **go_template, const char *const **stops);
+
 struct store_create_opts {
     store_progress_fn progress;
     void *progress_ctx;
@@ -397,6 +404,8 @@ struct store_create_opts {
     void *pull_ctx;
     store_template_check_fn template_check;  // NULL: not checked
     void *template_ctx;
+    store_template_detect_fn template_detect;  // NULL: no autodetection
+    void *detect_ctx;
     bool noprune;                    // keep blobs of an overwritten manifest
     const volatile int *cancel;      // non-zero → stop with ERR_CANCELLED
     // Test hook: fail the quantized layer writer after this many bytes
