@@ -15,6 +15,21 @@
 // corrupt manifest is ERR_IO → 500, ERR_UNSUPPORTED → 400, others → 500.
 // Messages use Ollama's wording where it has one.
 //
+// The HTTP endpoints are thin calls (api.md §3, §5, §12, §15, §16):
+//   GET  /api/tags           store_tags_json
+//   POST /api/show           store_show (empty model → 400 "model is required")
+//   POST /api/copy           store_copy
+//   DELETE /api/delete       store_delete
+//   POST /api/create         store_create_req_from_json, store_create_validate
+//                            (400 before streaming), store_create with a
+//                            progress callback writing NDJSON lines
+//   HEAD /api/blobs/:digest  store_digest_parse (400), store_blob_exists
+//   POST /api/blobs/:digest  store_digest_parse, store_blob_exists (→ 200
+//                            without reading the body), else writer open
+//                            (expected digest) / write / commit → 201;
+//                            ERR_DIGEST → 400
+//   server start             store_prune(s, 1h) unless OLLAMA_NOPRUNE
+//
 // Thread safety: a struct store may be used from many threads at once.
 // Operations that change reference counts (create's manifest write, copy,
 // delete, prune) are serialised inside; reads never block on them.
