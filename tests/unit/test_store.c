@@ -10,6 +10,8 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1392,6 +1394,54 @@ static void test_create_generated(void **state)
     assert_string_equal(e.msg, "quantization is only supported for F16, BF16 and F32 models");
 }
 
+static void die_mid_quantize(void *ctx, const struct store_progress *p)
+{
+    (void)ctx;
+    if (strncmp(p->status, "quantizing ", 11) == 0 && p->completed > p->total / 2)
+        raise(SIGKILL);
+}
+
+// A create killed mid-way (SIGKILL while quantizing): no manifest, nothing
+// missing or corrupt, and the start-up prune removes what it left.
+static void test_create_killed(void **state)
+{
+    struct fx *f = *state;
+    char model[512];
+    if (!stories_path(model, sizeof(model)))
+        skip();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                               "\"system\":\"s\",\"quantize\":\"q8_0\"}", 0, NULL);
+        struct store_create_req cr;
+        store_create_req_from_json(&cr, j, NULL);
+        struct store_create_opts o = {.progress = die_mid_quantize};
+        store_create(f->s, &cr, &o, NULL);
+        _exit(0);  // not reached when the kill happens
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    struct store_name n;
+    struct store_manifest m;
+    store_name_parse("m", &n, NULL);
+    assert_int_equal(store_manifest_load(f->s, &n, &m, NULL, NULL), ERR_NOT_FOUND);
+    struct store_check_report r;
+    assert_int_equal(store_check(f->s, &r, NULL), 0);
+    assert_int_equal(r.n_missing + r.n_corrupt, 0);
+    assert_int_equal(r.n_temporary, 1);  // the half-written quantized file
+    store_check_report_deinit(&r);
+    struct store_list l;
+    assert_int_equal(store_list(f->s, &l, NULL), 0);
+    assert_int_equal(l.n, 0);
+    store_list_deinit(&l);
+    assert_true(store_prune(f->s, 0, NULL) >= 1);
+    assert_int_equal(store_check(f->s, &r, NULL), 0);
+    assert_int_equal(r.n_temporary + r.n_missing + r.n_corrupt, 0);
+    store_check_report_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1411,6 +1461,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_quantize, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize_disk_full, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_generated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_killed, setup_stories, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
