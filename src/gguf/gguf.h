@@ -188,7 +188,8 @@ struct gguf_summary {
     char architecture[64];
     uint64_t parameter_count;     // sum of tensor element counts
     char parameter_size[32];      // "1.2B", "494.03M", "8.0B"
-    char quantization_level[32];  // from general.file_type ("Q4_K_M"), else inferred
+    char quantization_level[32];  // general.file_type name ("Q4_K_M"); "unknown" when the
+                                  // key is absent, 0 or unknown (as Ollama prints it)
     uint32_t file_type;           // general.file_type or UINT32_MAX
 };
 void gguf_summarize(const struct gguf *g, struct gguf_summary *out);
@@ -208,6 +209,12 @@ int gguf_file_type_from_name(const char *name);
 typedef int (*gguf_model_info_fn)(void *ctx, struct str key, const struct gguf_value *val,
                                   bool elided);
 int gguf_model_info(const struct gguf *g, bool verbose, gguf_model_info_fn fn, void *ctx);
+// The same as a JSON object (json/json.h's json_t; new reference, NULL when
+// out of memory): integers as numbers, f32 printed as Go prints float32,
+// strings, bools, arrays ([] when elided). Write it with JSONX_SORT_KEYS to
+// get Go's map order.
+struct json_t;
+struct json_t *gguf_model_info_json(const struct gguf *g, bool verbose);
 
 // ---------------------------------------------------------------------------
 // Writer (v3, streaming: tensor data is written after the header, one tensor

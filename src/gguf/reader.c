@@ -520,7 +520,7 @@ static int parse(struct gguf *g, struct err *e)
     if (version == 0 || version > 3)
         return err_set(e, ERR_UNSUPPORTED, "unsupported GGUF version %u", version);
     g->version = version;
-    if (kv_count > rd_left(&r) / MIN_KV_BYTES)
+    if (kv_count > rd_left(&r) / MIN_KV_BYTES || kv_count >= UINT32_MAX)
         return err_set(e, ERR_FORMAT,
                        "metadata count %llu does not fit in the file (%zu bytes; truncated?)",
                        (unsigned long long)kv_count, g->size);

@@ -357,17 +357,16 @@ int gguf_writer_write_header(struct gguf_writer *w, struct err *e)
     return rc;
 }
 
-// Moves to the next tensor when the current one is complete (adding padding).
+// Moves to the next tensor when the current one is complete, padding to the
+// alignment after every tensor, the last one included (as ggml writes it).
 static int advance(struct gguf_writer *w, struct err *e)
 {
     while (w->cur < w->n_tensors && w->cur_done == w->tensors[w->cur].n_bytes) {
         w->cur++;
         w->cur_done = 0;
-        if (w->cur < w->n_tensors) {
-            int rc = pad_to_alignment(w, e);
-            if (rc < 0)
-                return rc;
-        }
+        int rc = pad_to_alignment(w, e);
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }

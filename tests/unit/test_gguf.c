@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gguf/gguf.h"
+#include "json/json.h"
 #include "testutil.h"
 
 // ---------------------------------------------------------------------------
@@ -282,6 +283,61 @@ static void test_tiny_llama_summary(void **state)
     assert_int_equal(gguf_tensor_find(b, "token_embd.weight")->type, GGUF_TYPE_Q8_0);
     gguf_close(a);
     gguf_close(b);
+}
+
+static void test_tiny_qwen2_summary(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof(path), "tiny-qwen2-f32.gguf"))
+        skip();
+    struct gguf *g = NULL;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, path, &e), 0);
+    struct gguf_summary s;
+    gguf_summarize(g, &s);
+    // 151936x64 embedding, 2 blocks (2 norms, q/o 64x64, k/v 64x32, q/k/v
+    // biases 64+32+32, 3x 64x128), output_norm.
+    uint64_t expect = 151936ull * 64 +
+                      2 * (2 * 64 + 2 * 64 * 64 + 2 * 64 * 32 + 128 + 3 * 64 * 128) + 64;
+    assert_int_equal(s.parameter_count, expect);
+    assert_string_equal(s.parameter_size, "9.80M");
+    assert_string_equal(s.architecture, "qwen2");
+    const struct gguf_kv *merges = gguf_find(g, "tokenizer.ggml.merges");
+    assert_non_null(merges);
+    assert_int_equal(merges->val.arr_count, 151387);
+    struct str m;
+    assert_true(gguf_arr_str(merges, 151386, &m));
+    assert_true(m.len > 0);
+    assert_non_null(gguf_tensor_find(g, "blk.1.attn_v.bias"));
+    float f;
+    assert_true(gguf_get_arch_f32(g, "rope.freq_base", &f));
+    assert_true(f == 1000000.0f);
+    gguf_close(g);
+}
+
+static void test_open_errors(void **state)
+{
+    (void)state;
+    struct gguf *g = NULL;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, "/nonexistent/x.gguf", &e), ERR_NOT_FOUND);
+    assert_non_null(strstr(e.msg, "/nonexistent/x.gguf"));
+    err_clear(&e);
+    assert_true(gguf_open(&g, "/tmp", &e) < 0);
+    assert_non_null(strstr(e.msg, "not a regular file"));
+    assert_null(g);
+    // Every fuzz seed opens or is rejected with a message.
+    static const char *seeds[] = {"all-types-v3.gguf", "empty-v3.gguf", "gen-tiny-q8_0.gguf",
+                                  "vocab-only-v2.gguf"};
+    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/gguf/%s", test_source_dir(), seeds[i]);
+        err_clear(&e);
+        if (gguf_open(&g, path, &e) != 0)
+            fail_msg("%s: %s", seeds[i], e.msg);
+        gguf_close(g);
+    }
 }
 
 static void test_param_format(void **state)
@@ -632,6 +688,23 @@ static void test_model_info(void **state)
     assert_int_equal(gguf_model_info(g, true, count_entries, v), 0);
     assert_int_equal(v[1], 0);
     assert_int_equal(v[0], c[0]);
+
+    json_t *info = gguf_model_info_json(g, false);
+    assert_non_null(info);
+    char *js = jsonx_dumps(info, JSONX_SORT_KEYS);
+    assert_non_null(strstr(js, "\"general.architecture\":\"llama\""));
+    assert_non_null(strstr(js, "\"general.parameter_count\":292800"));
+    assert_non_null(strstr(js, "\"llama.attention.layer_norm_rms_epsilon\":0.00001"));
+    assert_non_null(strstr(js, "\"tokenizer.ggml.tokens\":[]"));
+    assert_non_null(strstr(js, "\"tokenizer.ggml.padding_token_id\":4294967295"));
+    assert_null(strstr(js, "general.name"));
+    free(js);
+    json_decref(info);
+    info = gguf_model_info_json(g, true);
+    json_t *tokens = json_object_get(info, "tokenizer.ggml.tokens");
+    assert_int_equal(json_array_size(tokens), 512);
+    assert_string_equal(json_string_value(json_array_get(tokens, 1)), "<s>");
+    json_decref(info);
     gguf_close(g);
 }
 
@@ -907,6 +980,8 @@ int main(void)
         cmocka_unit_test(test_stories260k),
         cmocka_unit_test(test_shared_fixtures),
         cmocka_unit_test(test_tiny_llama_summary),
+        cmocka_unit_test(test_tiny_qwen2_summary),
+        cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_param_format),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_sparse),

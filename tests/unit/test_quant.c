@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -111,7 +112,7 @@ static void test_roundtrip_bounds(void **state)
         double max_rel_rmse;  // RMSE of the error / RMS of the data
     } cases[] = {
         {GGUF_TYPE_F16, 0.001},  {GGUF_TYPE_BF16, 0.005}, {GGUF_TYPE_Q8_0, 0.01},
-        {GGUF_TYPE_Q8_K, 0.03},  {GGUF_TYPE_Q6_K, 0.03},  {GGUF_TYPE_Q5_0, 0.08},
+        {GGUF_TYPE_Q8_K, 0.03},  {GGUF_TYPE_Q8_1, 0.01},  {GGUF_TYPE_Q6_K, 0.03},  {GGUF_TYPE_Q5_0, 0.08},
         {GGUF_TYPE_Q5_1, 0.05},  {GGUF_TYPE_Q5_K, 0.05},  {GGUF_TYPE_Q4_0, 0.16},
         {GGUF_TYPE_Q4_1, 0.12},  {GGUF_TYPE_Q4_K, 0.11},  {GGUF_TYPE_Q3_K, 0.25},
         {GGUF_TYPE_Q2_K, 0.45},  {GGUF_TYPE_F32, 0.0},
@@ -220,6 +221,62 @@ static void test_q8_0_matches_llama_cpp(void **state)
     gguf_close(b);
 }
 
+static void count_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    uint64_t *calls = ctx;
+    calls[0]++;
+    calls[1] = done;
+    calls[2] = total;
+}
+
+// quant_model_quantize on the F32 fixture reproduces llama-quantize's Q8_0
+// file byte for byte: metadata order, tensor order, types, data, padding.
+static void test_model_quantize_matches_llama_cpp(void **state)
+{
+    (void)state;
+    char p32[1024], p8[1024];
+    if (!test_shared_fixture(p32, sizeof(p32), "tiny-llama-f32.gguf") ||
+        !test_shared_fixture(p8, sizeof(p8), "tiny-llama-q8_0.gguf"))
+        skip();
+    char out[256];
+    snprintf(out, sizeof(out), "/tmp/test_quant_%d.gguf", (int)getpid());
+    struct err e = {0};
+    uint64_t calls[3] = {0};
+    if (quant_model_quantize(p32, out, 7, count_progress, calls, &e) != 0)
+        fail_msg("%s", e.msg);
+    assert_true(calls[0] > 10);
+    assert_int_equal(calls[1], calls[2]);
+    size_t na, nb;
+    uint8_t *a = read_file(out, &na), *b = read_file(p8, &nb);
+    assert_non_null(a);
+    assert_int_equal(na, nb);
+    size_t first = 0;
+    while (first < na && a[first] == b[first])
+        first++;
+    if (first != na)
+        fail_msg("files differ from byte %zu of %zu", first, na);
+    free(a);
+    free(b);
+
+    // A K-quant mix: every tensor gets its mix type and reads back.
+    assert_int_equal(quant_model_quantize(p32, out, 15, NULL, NULL, &e), 0);
+    struct gguf *g = NULL;
+    assert_int_equal(gguf_open(&g, out, &e), 0);
+    struct gguf_summary s;
+    gguf_summarize(g, &s);
+    assert_string_equal(s.quantization_level, "Q4_K_M");
+    // n_embd 64 is no multiple of 256: Q4_K falls back to Q5_0, the tied
+    // embedding (output) to Q8_0.
+    assert_int_equal(gguf_tensor_find(g, "token_embd.weight")->type, GGUF_TYPE_Q8_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.0.attn_q.weight")->type, GGUF_TYPE_Q5_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.0.ffn_down.weight")->type, GGUF_TYPE_Q5_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.1.ffn_down.weight")->type, GGUF_TYPE_Q8_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.0.attn_norm.weight")->type, GGUF_TYPE_F32);
+    gguf_close(g);
+    assert_int_not_equal(quant_model_quantize(p32, out, 19, NULL, NULL, &e), 0);
+    unlink(out);
+}
+
 static const char *type_name(int t)
 {
     return t < 0 ? "(none)" : gguf_type_name((uint32_t)t);
@@ -314,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_q8_0_exact),
         cmocka_unit_test(test_q8_0_matches_llama_cpp),
         cmocka_unit_test(test_mixes),
+        cmocka_unit_test(test_model_quantize_matches_llama_cpp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,12 +41,16 @@ static const struct preset presets[] = {
     {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.f, 1e-5f, true},
     {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.f, 1e-6f, true},
     {"llama-3-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.f, 1e-5f, false},
+    // Encoders (need --vocab, e.g. vocab/ggml-vocab-bert-bge.gguf): shapes of
+    // all-MiniLM-L6 / nomic-embed-text scaled down.
+    {"tiny-bert", "bert", 128, 2, 4, 4, 512, 0, 512, 0.f, 1e-12f, true},
+    {"tiny-nomic-bert", "nomic-bert", 128, 2, 4, 4, 512, 0, 2048, 1000.f, 1e-12f, true},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gguf-gen [--preset NAME | --arch llama|qwen2 --n-embd N --n-layer N --n-head N\n"
+            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|bert|nomic-bert --n-embd N --n-layer N --n-head N\n"
             "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
             "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
             "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K] [--seed N]\n"
@@ -157,8 +161,61 @@ static void add(struct model *m, const char *name, uint32_t n_dims, int64_t ne0,
     t->init = init;
 }
 
+// bert / nomic-bert (spec/architectures.md §8): post-norm encoder with
+// LayerNorm weights + biases; bert has learned positions and biased
+// projections with a GELU FFN, nomic-bert a fused QKV, RoPE and SwiGLU.
+static void build_encoder(const struct opts *o, struct model *m)
+{
+    bool nomic = strcmp(o->arch, "nomic-bert") == 0;
+    char name[64];
+    add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    add(m, "token_types.weight", 2, o->n_embd, 2, INIT_EMBD);
+    if (!nomic)
+        add(m, "position_embd.weight", 2, o->n_embd, o->n_ctx, INIT_EMBD);
+    add(m, "token_embd_norm.weight", 1, o->n_embd, 1, INIT_NORM);
+    add(m, "token_embd_norm.bias", 1, o->n_embd, 1, INIT_BIAS);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        if (nomic) {
+            add(m, BLK("attn_qkv.weight"), 2, o->n_embd, 3 * o->n_embd, INIT_MATRIX);
+        } else {
+            add(m, BLK("attn_q.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+            add(m, BLK("attn_q.bias"), 1, o->n_embd, 1, INIT_BIAS);
+            add(m, BLK("attn_k.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+            add(m, BLK("attn_k.bias"), 1, o->n_embd, 1, INIT_BIAS);
+            add(m, BLK("attn_v.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+            add(m, BLK("attn_v.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        }
+        add(m, BLK("attn_output.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+        if (!nomic)
+            add(m, BLK("attn_output.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        add(m, BLK("attn_output_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("attn_output_norm.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        if (nomic)
+            add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        if (!nomic)
+            add(m, BLK("ffn_up.bias"), 1, o->n_ff, 1, INIT_BIAS);
+        add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+        if (!nomic)
+            add(m, BLK("ffn_down.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        add(m, BLK("layer_output_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("layer_output_norm.bias"), 1, o->n_embd, 1, INIT_BIAS);
+#undef BLK
+    }
+}
+
+static bool is_encoder(const char *arch)
+{
+    return strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0;
+}
+
 static void build_layout(const struct opts *o, bool tied, struct model *m)
 {
+    if (is_encoder(o->arch)) {
+        build_encoder(o, m);
+        return;
+    }
     int64_t hd = o->n_embd / o->n_head;
     bool qwen2 = strcmp(o->arch, "qwen2") == 0;
     char name[64];
@@ -372,15 +429,22 @@ int main(int argc, char **argv)
         tied = p->tied;
     } else {
         if (!o.arch[0]) snprintf(o.arch, sizeof(o.arch), "llama");
-        o.rope_base = strcmp(o.arch, "qwen2") == 0 ? 1000000.f : 10000.f;
-        o.eps = strcmp(o.arch, "qwen2") == 0 ? 1e-6f : 1e-5f;
+        o.rope_base = strcmp(o.arch, "qwen2") == 0        ? 1000000.f
+                      : strcmp(o.arch, "nomic-bert") == 0 ? 1000.f
+                                                          : 10000.f;
+        o.eps = strcmp(o.arch, "qwen2") == 0 ? 1e-6f : is_encoder(o.arch) ? 1e-12f : 1e-5f;
         if (!o.n_head_kv) o.n_head_kv = o.n_head;
         if (!o.n_ctx) o.n_ctx = 4096;
     }
     if (o.tied >= 0)
         tied = o.tied;
-    if (strcmp(o.arch, "llama") != 0 && strcmp(o.arch, "qwen2") != 0) {
-        fprintf(stderr, "gguf-gen: unsupported architecture %s (llama, qwen2)\n", o.arch);
+    if (strcmp(o.arch, "llama") != 0 && strcmp(o.arch, "qwen2") != 0 && !is_encoder(o.arch)) {
+        fprintf(stderr, "gguf-gen: unsupported architecture %s (llama, qwen2, bert, nomic-bert)\n",
+                o.arch);
+        return 2;
+    }
+    if (is_encoder(o.arch) && !o.vocab) {
+        fprintf(stderr, "gguf-gen: %s needs --vocab (e.g. ggml-vocab-bert-bge.gguf)\n", o.arch);
         return 2;
     }
     if (!o.n_embd || !o.n_layer || !o.n_head || !o.n_ff) {
@@ -465,8 +529,19 @@ int main(int argc, char **argv)
     kv_arch_u32(w, arch, "feed_forward_length", o.n_ff);
     kv_arch_u32(w, arch, "attention.head_count", o.n_head);
     kv_arch_u32(w, arch, "attention.head_count_kv", o.n_head_kv);
-    kv_arch_f32(w, arch, "rope.freq_base", o.rope_base);
-    kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", o.eps);
+    if (strcmp(arch, "bert") != 0)
+        kv_arch_f32(w, arch, "rope.freq_base", o.rope_base);
+    if (is_encoder(arch)) {
+        kv_arch_f32(w, arch, "attention.layer_norm_epsilon", o.eps);
+        char key[128];
+        snprintf(key, sizeof(key), "%s.attention.causal", arch);
+        gguf_writer_kv_bool(w, key, false);
+        kv_arch_u32(w, arch, "pooling_type", 1);  // MEAN
+        if (!gguf_find(vocab, "tokenizer.ggml.token_type_count"))
+            gguf_writer_kv_u32(w, "tokenizer.ggml.token_type_count", 2);
+    } else {
+        kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", o.eps);
+    }
     if (!strcmp(arch, "llama")) {
         kv_arch_u32(w, arch, "rope.dimension_count", o.n_embd / o.n_head);
         kv_arch_u32(w, arch, "vocab_size", o.n_vocab);

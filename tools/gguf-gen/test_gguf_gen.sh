@@ -28,9 +28,9 @@ cmp -s "$tmp/a.gguf" "$tmp/c.gguf" && fail "seed ignored"
 
 # Every mix we can write reads back.
 for t in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K_S q3_K_M q3_K_L q4_K_S q5_K_S q5_K_M q6_K; do
-    "$gen" --preset tiny-qwen2 --type $t --quiet -o "$tmp/t.gguf"
+    "$gen" --preset tiny-qwen2 --n-layer 1 --n-ff 256 --n-vocab 300 --type $t --quiet -o "$tmp/t.gguf"
     "$dump" "$tmp/t.gguf" > "$tmp/t.txt" || fail "dump $t"
-    grep -q 'blk.1.attn_q.bias' "$tmp/t.txt" || fail "qwen2 bias $t"
+    grep -q "blk.0.attn_q.bias" "$tmp/t.txt" || fail "qwen2 bias $t"
 done
 
 # Custom shape, vocabulary copied from a vocab GGUF.
@@ -43,6 +43,19 @@ if [ -f "$vocab" ]; then
     grep -q 'tokenizer.ggml.tokens = \["<unk>", "<s>", "</s>"' "$tmp/v.txt" || fail "vocab copy"
     grep -q '128 x 32000 .*token_embd.weight' "$tmp/v.txt" || fail "vocab size"
 fi
+
+# Encoders with the BERT vocabulary.
+bvocab="$src/../shared/fixtures/vocab/ggml-vocab-bert-bge.gguf"
+[ -f "$bvocab" ] || bvocab="$src/tests/fixtures/vocab/ggml-vocab-bert-bge.gguf"
+if [ -f "$bvocab" ]; then
+    "$gen" --preset tiny-bert --vocab "$bvocab" --type q8_0 --quiet -o "$tmp/b.gguf"
+    "$dump" "$tmp/b.gguf" > "$tmp/b.txt"
+    grep -q 'F32 .* position_embd.weight' "$tmp/b.txt" || fail "bert position_embd"
+    grep -q 'bert.attention.causal = false' "$tmp/b.txt" || fail "bert causal"
+    "$gen" --preset tiny-nomic-bert --vocab "$bvocab" --type f16 --quiet -o "$tmp/n.gguf"
+    "$dump" "$tmp/n.gguf" | grep -q 'F16 .* blk.1.attn_qkv.weight' || fail "nomic qkv"
+fi
+"$gen" --preset tiny-bert -o "$tmp/x.gguf" 2>/dev/null && fail "bert without vocab accepted"
 
 # Sparse: full length, header readable.
 "$gen" --preset tiny --type f16 --sparse --quiet -o "$tmp/s.gguf"

@@ -289,3 +289,33 @@ void quant_q8_0_from_float(const float *x, void *vy, int64_t n)
             y[b].qs[j] = (int8_t)roundf(x[j] * id);
     }
 }
+
+// Q8_1 (activations for the Q4_1/Q5_1 dot products): Q8_0 plus s = d * sum(qs).
+void quant_q8_1_from_float(const float *x, void *vy, int64_t n)
+{
+    struct block_q8_1 *y = vy;
+    for (int64_t b = 0; b < n / QK8_1; b++, x += QK8_1) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_1; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127;
+        float id = d ? 1.0f / d : 0.0f;
+        y[b].d = f16(d);
+        int sum = 0;
+        for (int j = 0; j < QK8_1; j++) {
+            y[b].qs[j] = (int8_t)roundf(x[j] * id);
+            sum += y[b].qs[j];
+        }
+        y[b].s = f16((float)sum * d);
+    }
+}
+
+void quant_q8_1_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_q8_1 *x = vx;
+    for (int64_t b = 0; b < n / QK8_1; b++, y += QK8_1) {
+        float d = f32(x[b].d);
+        for (int j = 0; j < QK8_1; j++)
+            y[j] = (float)x[b].qs[j] * d;
+    }
+}

@@ -91,3 +91,19 @@ bool quant_mix_tensor_quantizable(const char *name, uint32_t n_dims);
 // -1 for an unsupported ftype.
 int quant_mix_tensor_type(int32_t ftype, const char *name, uint32_t cur_type, uint32_t n_dims,
                           int64_t ne0, const struct quant_mix_model *m);
+
+// ---------------------------------------------------------------------------
+// Whole-model quantization (`create --quantize`), streaming.
+
+typedef void (*quant_progress_fn)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
+
+// Writes out_path: in_path's tensors converted to the types of mix ftype
+// (quant_mix_tensor_type; tensors that keep their type are copied), laid out
+// as llama-quantize writes them (input keys in order with
+// general.quantization_version and general.file_type moved to the end;
+// tensors sorted by layer number, then name; 32-byte alignment). Any source
+// type with a dequantizer is accepted: refusing to re-quantize quantized
+// models is the caller's policy. progress (may be NULL) is called after
+// each tensor with input bytes done / total. On error out_path is removed.
+int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftype,
+                         quant_progress_fn progress, void *ctx, struct err *e);

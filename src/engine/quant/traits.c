@@ -18,6 +18,7 @@ static const struct quant_traits traits[] = {
     ROW(GGUF_TYPE_Q5_0, "Q5_0", QK5_0, 22, true, quant_q5_0_to_float, quant_q5_0_from_float),
     ROW(GGUF_TYPE_Q5_1, "Q5_1", QK5_1, 24, true, quant_q5_1_to_float, quant_q5_1_from_float),
     ROW(GGUF_TYPE_Q8_0, "Q8_0", QK8_0, 34, true, quant_q8_0_to_float, quant_q8_0_from_float),
+    ROW(GGUF_TYPE_Q8_1, "Q8_1", QK8_1, 36, true, quant_q8_1_to_float, quant_q8_1_from_float),
     ROW(GGUF_TYPE_Q2_K, "Q2_K", QK_K, 84, true, quant_q2_k_to_float, quant_q2_k_from_float),
     ROW(GGUF_TYPE_Q3_K, "Q3_K", QK_K, 110, true, quant_q3_k_to_float, quant_q3_k_from_float),
     ROW(GGUF_TYPE_Q4_K, "Q4_K", QK_K, 144, true, quant_q4_k_to_float, quant_q4_k_from_float),
@@ -33,6 +34,7 @@ _Static_assert(sizeof(struct block_q4_1) == 20, "q4_1 layout");
 _Static_assert(sizeof(struct block_q5_0) == 22, "q5_0 layout");
 _Static_assert(sizeof(struct block_q5_1) == 24, "q5_1 layout");
 _Static_assert(sizeof(struct block_q8_0) == 34, "q8_0 layout");
+_Static_assert(sizeof(struct block_q8_1) == 36, "q8_1 layout");
 _Static_assert(sizeof(struct block_q2_K) == 84, "q2_K layout");
 _Static_assert(sizeof(struct block_q3_K) == 110, "q3_K layout");
 _Static_assert(sizeof(struct block_q4_K) == 144, "q4_K layout");
