@@ -8,18 +8,13 @@
 
 static void log_config(const struct env_config *c)
 {
-    char url[300], keep[32];
-    host_format_url(&c->host, url, sizeof(url));
-    duration_format(c->keep_alive_ns, keep, sizeof(keep));
-    char *kv = xasprintf("OLLAMA_HOST=%s OLLAMA_MODELS=%s OLLAMA_KEEP_ALIVE=%s "
-                         "OLLAMA_NUM_PARALLEL=%llu OLLAMA_MAX_LOADED_MODELS=%llu "
-                         "OLLAMA_MAX_QUEUE=%llu OLLAMA_KV_CACHE_TYPE=%s OLLAMA_NOPRUNE=%s",
-                         url, c->models_dir, keep, (unsigned long long)c->num_parallel,
-                         (unsigned long long)c->max_loaded_models,
-                         (unsigned long long)c->max_queue, c->kv_cache_type,
-                         c->noprune ? "true" : "false");
-    log_kv(LOG_INFO, kv, "server config");
-    free(kv);
+    struct buf map, kv;
+    buf_init(&map, 1 << 16);
+    buf_init(&kv, 1 << 17);
+    if (env_config_describe(c, &map) == 0 && buf_printf(&kv, "env=\"%s\"", buf_cstr(&map)) == 0)
+        log_kv(LOG_INFO, buf_cstr(&kv), "server config");
+    buf_deinit(&map);
+    buf_deinit(&kv);
 }
 
 int server_main(const char *self_exe)

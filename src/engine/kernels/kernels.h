@@ -60,3 +60,27 @@ float kernels_dot_f32(const float *a, const float *b, int64_t n);
 void kernels_axpy_f32(float *y, float a, const float *x, int64_t n);  // y += a*x
 float kernels_dot_f16_f32(const uint16_t *a, const float *b, int64_t n);  // K cache in f16
 void kernels_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);   // V cache in f16
+
+// Scalar reference twins of the element-wise helpers.
+void kernels_f16_to_f32_row_ref(const uint16_t *x, float *y, int64_t n);
+void kernels_f32_to_f16_row_ref(const float *x, uint16_t *y, int64_t n);
+float kernels_dot_f32_ref(const float *a, const float *b, int64_t n);
+void kernels_axpy_f32_ref(float *y, float a, const float *x, int64_t n);
+float kernels_dot_f16_f32_ref(const uint16_t *a, const float *b, int64_t n);
+void kernels_axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n);
+
+// The element-wise helpers of one ISA (for tests; kernels_ops_isa returns
+// NULL when the CPU lacks the ISA). Every field is set.
+struct kernels_ops {
+    void (*f16_to_f32_row)(const uint16_t *x, float *y, int64_t n);
+    void (*f32_to_f16_row)(const float *x, uint16_t *y, int64_t n);
+    float (*dot_f32)(const float *a, const float *b, int64_t n);
+    void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
+    float (*dot_f16_f32)(const uint16_t *a, const float *b, int64_t n);
+    void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);
+};
+const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa);
+
+// Bytes of one activation row of n elements in vec_dot_type (0 if n is not a
+// multiple of its block size), e.g. to size the buffer for from_float.
+size_t kernels_row_size(uint32_t vec_dot_type, int64_t n);

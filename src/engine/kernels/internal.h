@@ -1,0 +1,76 @@
+// kernels/internal.h: what the per-ISA files share with the dispatcher.
+//
+// Each ISA file fills a sparse table of struct kernels_type indexed by gguf
+// type id (a NULL vec_dot means "no kernel at this ISA, use the level
+// below") and a struct kernels_ops of element-wise helpers (NULL fields fall
+// back the same way). kernels.c merges them from scalar upwards.
+#pragma once
+
+#include "engine/kernels/kernels.h"
+
+#include "engine/quant/quant.h"
+
+#define KERNELS_NTYPES GGUF_TYPE_COUNT_
+
+// Scalar reference twins (scalar.c): always complete for every supported type.
+extern const struct kernels_type kernels_scalar_table[KERNELS_NTYPES];
+extern const struct kernels_ops kernels_scalar_ops;
+
+#if defined(__x86_64__) || defined(_M_X64)
+extern const struct kernels_type kernels_avx2_table[KERNELS_NTYPES];
+extern const struct kernels_ops kernels_avx2_ops;
+extern const struct kernels_type kernels_avx512_table[KERNELS_NTYPES];
+extern const struct kernels_ops kernels_avx512_ops;
+#endif
+#if defined(__aarch64__)
+extern const struct kernels_type kernels_neon_table[KERNELS_NTYPES];
+extern const struct kernels_ops kernels_neon_ops;
+#endif
+
+// Activation conversions shared by every ISA (the formats are the same, so
+// the scalar ones are used where a SIMD one would not pay).
+void kernels_from_float_q8_0_ref(const float *x, void *y, int64_t n);
+void kernels_from_float_q8_1_ref(const float *x, void *y, int64_t n);
+void kernels_from_float_q8_K_ref(const float *x, void *y, int64_t n);
+void kernels_from_float_f16_ref(const float *x, void *y, int64_t n);
+void kernels_from_float_bf16_ref(const float *x, void *y, int64_t n);
+void kernels_from_float_f32_ref(const float *x, void *y, int64_t n);
+
+// Scalar vec_dots (kernels_vec_dot_<type>_ref), used by SIMD files for
+// odd tails and by tests.
+void kernels_vec_dot_f32_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_f16_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_bf16_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q4_0_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q4_1_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q5_0_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q5_1_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q8_0_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q2_K_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q3_K_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q4_K_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q5_K_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_q6_K_ref(int64_t n, float *s, const void *w, const void *x);
+
+// Decodes the 12-byte packed 6-bit scales/mins of Q4_K / Q5_K.
+static inline void kernels_unpack_scale_min_k4(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
+{
+    for (int j = 0; j < 4; j++) {
+        sc[j] = q[j] & 63;
+        m[j] = q[j + 4] & 63;
+    }
+    for (int j = 4; j < 8; j++) {
+        sc[j] = (uint8_t)((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+        m[j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+// Decodes the 16 signed 6-bit scales of Q3_K (range -32..31).
+static inline void kernels_unpack_scales_q3_K(const uint8_t *s, int8_t out[16])
+{
+    for (int i = 0; i < 16; i++) {
+        int lo4 = i < 8 ? (s[i] & 0x0F) : (s[i - 8] >> 4);
+        int hi2 = (s[8 + (i % 4)] >> (2 * (i / 4))) & 3;
+        out[i] = (int8_t)((lo4 | (hi2 << 4)) - 32);
+    }
+}

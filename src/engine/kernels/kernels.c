@@ -1,0 +1,219 @@
+// Run-time dispatch: detects the CPU once and builds, for each ISA level, a
+// table of kernels where each field comes from the highest level at or below
+// it that has one (x86: scalar < AVX2 < AVX-512; arm64: scalar < NEON).
+//
+// OLLAMA_KERNELS_ISA=scalar|avx2|avx512|neon caps the level kernels_best_isa
+// picks (for benchmarks and for chasing a numerical difference).
+#include "engine/kernels/kernels.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/kernels/internal.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+static const char *const isa_names[KERNELS_ISA_COUNT_] = {
+    [KERNELS_ISA_SCALAR] = "scalar",
+    [KERNELS_ISA_AVX2] = "avx2",
+    [KERNELS_ISA_AVX512] = "avx512",
+    [KERNELS_ISA_NEON] = "neon",
+};
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static bool isa_ok[KERNELS_ISA_COUNT_];
+static enum kernels_isa best_isa;
+// Resolved tables per ISA (written once under detect_once, read-only after).
+static struct kernels_type resolved[KERNELS_ISA_COUNT_][KERNELS_NTYPES];
+static struct kernels_ops resolved_ops[KERNELS_ISA_COUNT_];
+
+#if defined(__x86_64__)
+static uint64_t read_xcr0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static void detect_x86(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return;
+    bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
+         f16c = c & (1u << 29);
+    if (!osxsave || !avx)
+        return;
+    uint64_t xcr0 = read_xcr0();
+    if ((xcr0 & 0x6) != 0x6)  // OS saves SSE and AVX state
+        return;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return;
+    bool avx2 = b & (1u << 5), avx512f = b & (1u << 16), avx512dq = b & (1u << 17),
+         avx512bw = b & (1u << 30), avx512vl = b & (1u << 31), vnni = c & (1u << 11);
+    isa_ok[KERNELS_ISA_AVX2] = avx2 && fma && f16c;
+    isa_ok[KERNELS_ISA_AVX512] = isa_ok[KERNELS_ISA_AVX2] && avx512f && avx512dq && avx512bw &&
+                                 avx512vl && vnni && (xcr0 & 0xE0) == 0xE0;
+}
+#endif
+
+// Copies the non-NULL fields of an ISA's sparse table over the level below.
+static void overlay(struct kernels_type *dst, const struct kernels_type *src)
+{
+    for (int t = 0; t < KERNELS_NTYPES; t++) {
+        if (!src[t].vec_dot && !src[t].gemm && !src[t].from_float)
+            continue;
+        if (src[t].from_float)
+            dst[t].from_float = src[t].from_float;
+        if (src[t].vec_dot)
+            dst[t].vec_dot = src[t].vec_dot;
+        if (src[t].gemm) {
+            dst[t].gemm = src[t].gemm;
+            dst[t].gemm_nr = src[t].gemm_nr;
+            dst[t].gemm_nc = src[t].gemm_nc;
+        }
+    }
+}
+
+static void overlay_ops(struct kernels_ops *dst, const struct kernels_ops *src)
+{
+#define OV(f) \
+    if (src->f) \
+        dst->f = src->f;
+    OV(f16_to_f32_row) OV(f32_to_f16_row) OV(dot_f32) OV(axpy_f32) OV(dot_f16_f32) OV(axpy_f16)
+#undef OV
+}
+
+static void detect(void)
+{
+    isa_ok[KERNELS_ISA_SCALAR] = true;
+    memcpy(resolved[KERNELS_ISA_SCALAR], kernels_scalar_table, sizeof(kernels_scalar_table));
+    resolved_ops[KERNELS_ISA_SCALAR] = kernels_scalar_ops;
+#if defined(__x86_64__)
+    detect_x86();
+    memcpy(resolved[KERNELS_ISA_AVX2], resolved[KERNELS_ISA_SCALAR], sizeof(resolved[0]));
+    overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_table);
+    resolved_ops[KERNELS_ISA_AVX2] = resolved_ops[KERNELS_ISA_SCALAR];
+    overlay_ops(&resolved_ops[KERNELS_ISA_AVX2], &kernels_avx2_ops);
+    memcpy(resolved[KERNELS_ISA_AVX512], resolved[KERNELS_ISA_AVX2], sizeof(resolved[0]));
+    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_table);
+    resolved_ops[KERNELS_ISA_AVX512] = resolved_ops[KERNELS_ISA_AVX2];
+    overlay_ops(&resolved_ops[KERNELS_ISA_AVX512], &kernels_avx512_ops);
+#elif defined(__aarch64__)
+    isa_ok[KERNELS_ISA_NEON] = true;  // NEON is part of the arm64 base
+    memcpy(resolved[KERNELS_ISA_NEON], resolved[KERNELS_ISA_SCALAR], sizeof(resolved[0]));
+    overlay(resolved[KERNELS_ISA_NEON], kernels_neon_table);
+    resolved_ops[KERNELS_ISA_NEON] = resolved_ops[KERNELS_ISA_SCALAR];
+    overlay_ops(&resolved_ops[KERNELS_ISA_NEON], &kernels_neon_ops);
+#endif
+    best_isa = KERNELS_ISA_SCALAR;
+    for (int i = 0; i < KERNELS_ISA_COUNT_; i++)
+        if (isa_ok[i])
+            best_isa = (enum kernels_isa)i;
+    const char *cap = getenv("OLLAMA_KERNELS_ISA");
+    if (cap && *cap) {
+        for (int i = 0; i < KERNELS_ISA_COUNT_; i++)
+            if (strcasecmp(cap, isa_names[i]) == 0 && isa_ok[i] && i < (int)best_isa)
+                best_isa = (enum kernels_isa)i;
+    }
+}
+
+enum kernels_isa kernels_best_isa(void)
+{
+    pthread_once(&detect_once, detect);
+    return best_isa;
+}
+
+const char *kernels_isa_name(enum kernels_isa isa)
+{
+    return (unsigned)isa < KERNELS_ISA_COUNT_ ? isa_names[isa] : "unknown";
+}
+
+bool kernels_isa_supported(enum kernels_isa isa)
+{
+    pthread_once(&detect_once, detect);
+    return (unsigned)isa < KERNELS_ISA_COUNT_ && isa_ok[isa];
+}
+
+const struct kernels_type *kernels_get_isa(uint32_t type, enum kernels_isa isa)
+{
+    if (!kernels_isa_supported(isa) || type >= KERNELS_NTYPES)
+        return NULL;
+    const struct kernels_type *k = &resolved[isa][type];
+    return k->vec_dot ? k : NULL;
+}
+
+const struct kernels_type *kernels_get(uint32_t type)
+{
+    return kernels_get_isa(type, kernels_best_isa());
+}
+
+const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa)
+{
+    return kernels_isa_supported(isa) ? &resolved_ops[isa] : NULL;
+}
+
+static const struct kernels_ops *ops(void)
+{
+    return &resolved_ops[kernels_best_isa()];
+}
+
+void kernels_f16_to_f32_row(const uint16_t *x, float *y, int64_t n)
+{
+    ops()->f16_to_f32_row(x, y, n);
+}
+
+void kernels_f32_to_f16_row(const float *x, uint16_t *y, int64_t n)
+{
+    ops()->f32_to_f16_row(x, y, n);
+}
+
+float kernels_dot_f32(const float *a, const float *b, int64_t n)
+{
+    return ops()->dot_f32(a, b, n);
+}
+
+void kernels_axpy_f32(float *y, float a, const float *x, int64_t n)
+{
+    ops()->axpy_f32(y, a, x, n);
+}
+
+float kernels_dot_f16_f32(const uint16_t *a, const float *b, int64_t n)
+{
+    return ops()->dot_f16_f32(a, b, n);
+}
+
+void kernels_axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
+{
+    ops()->axpy_f16(y, a, x, n);
+}
+
+size_t kernels_row_size(uint32_t type, int64_t n)
+{
+    static const struct {
+        uint16_t block, bytes;
+    } geom[KERNELS_NTYPES] = {
+        [GGUF_TYPE_F32] = {1, 4},
+        [GGUF_TYPE_F16] = {1, 2},
+        [GGUF_TYPE_BF16] = {1, 2},
+        [GGUF_TYPE_Q4_0] = {QK4_0, sizeof(struct block_q4_0)},
+        [GGUF_TYPE_Q4_1] = {QK4_1, sizeof(struct block_q4_1)},
+        [GGUF_TYPE_Q5_0] = {QK5_0, sizeof(struct block_q5_0)},
+        [GGUF_TYPE_Q5_1] = {QK5_1, sizeof(struct block_q5_1)},
+        [GGUF_TYPE_Q8_0] = {QK8_0, sizeof(struct block_q8_0)},
+        [GGUF_TYPE_Q8_1] = {QK8_1, sizeof(struct block_q8_1)},
+        [GGUF_TYPE_Q2_K] = {QK_K, sizeof(struct block_q2_K)},
+        [GGUF_TYPE_Q3_K] = {QK_K, sizeof(struct block_q3_K)},
+        [GGUF_TYPE_Q4_K] = {QK_K, sizeof(struct block_q4_K)},
+        [GGUF_TYPE_Q5_K] = {QK_K, sizeof(struct block_q5_K)},
+        [GGUF_TYPE_Q6_K] = {QK_K, sizeof(struct block_q6_K)},
+        [GGUF_TYPE_Q8_K] = {QK_K, sizeof(struct block_q8_K)},
+    };
+    if (type >= KERNELS_NTYPES || geom[type].block == 0 || n < 0 || n % geom[type].block)
+        return 0;
+    return (size_t)(n / geom[type].block) * geom[type].bytes;
+}

@@ -1,0 +1,430 @@
+// Scalar reference kernels: activation conversion (the same bytes as ggml's
+// reference quantizers) and one dot product per weight type, written for
+// clarity. The SIMD variants are tested against these, and they run where no
+// SIMD variant exists. The integer arithmetic is exact; only the order of the
+// float accumulation differs between variants.
+#include "engine/kernels/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// Activation conversion
+
+void kernels_from_float_q8_0_ref(const float *x, void *vy, int64_t n)
+{
+    struct block_q8_0 *y = vy;
+    for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = quant_f32_to_f16(d);
+        for (int j = 0; j < QK8_0; j++)
+            y[i].qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
+// Q8_1 also carries s = d * sum(qs), which folds the min of Q4_1 / Q5_1 into
+// one multiply per block.
+void kernels_from_float_q8_1_ref(const float *x, void *vy, int64_t n)
+{
+    struct block_q8_1 *y = vy;
+    for (int64_t i = 0; i < n / QK8_1; i++, x += QK8_1) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_1; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < QK8_1; j++) {
+            y[i].qs[j] = (int8_t)roundf(x[j] * id);
+            sum += y[i].qs[j];
+        }
+        y[i].d = quant_f32_to_f16(d);
+        y[i].s = quant_f32_to_f16((float)sum * d);
+    }
+}
+
+// Round to nearest, ties to even, as ggml's nearest_int (valid for |f| < 2^22).
+static int round_even(float f)
+{
+    float v = f + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &v, sizeof(i));
+    return (i & 0x007FFFFF) - 0x00400000;
+}
+
+// Q8_K: the scale comes from the signed value of largest magnitude (the first
+// one on ties) so that it maps to -127; bsums hold the sums of each 16 quants.
+void kernels_from_float_q8_K_ref(const float *x, void *vy, int64_t n)
+{
+    struct block_q8_K *y = vy;
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < QK_K; j++) {
+            float ax = fabsf(x[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[j];
+            }
+        }
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof(y[i]));
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < QK_K; j++) {
+            int v = round_even(iscale * x[j]);
+            y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < QK_K / 16; j++) {
+            int sum = 0;
+            for (int l = 0; l < 16; l++)
+                sum += y[i].qs[16 * j + l];
+            y[i].bsums[j] = (int16_t)sum;
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+void kernels_from_float_f16_ref(const float *x, void *vy, int64_t n)
+{
+    uint16_t *y = vy;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = quant_f32_to_f16(x[i]);
+}
+
+void kernels_from_float_bf16_ref(const float *x, void *vy, int64_t n)
+{
+    uint16_t *y = vy;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = quant_f32_to_bf16(x[i]);
+}
+
+void kernels_from_float_f32_ref(const float *x, void *y, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+// ---------------------------------------------------------------------------
+// Float weights (accumulated in double: this is the reference)
+
+void kernels_vec_dot_f32_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const float *w = vw, *x = vx;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)w[i] * (double)x[i];
+    *s = (float)sum;
+}
+
+void kernels_vec_dot_f16_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const uint16_t *w = vw, *x = vx;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)quant_f16_to_f32(w[i]) * (double)quant_f16_to_f32(x[i]);
+    *s = (float)sum;
+}
+
+void kernels_vec_dot_bf16_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const uint16_t *w = vw, *x = vx;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)quant_bf16_to_f32(w[i]) * (double)quant_bf16_to_f32(x[i]);
+    *s = (float)sum;
+}
+
+// ---------------------------------------------------------------------------
+// Legacy 32-element quants x Q8_0 / Q8_1. Nibble j of a block is element j
+// (low) and element j + 16 (high).
+
+void kernels_vec_dot_q4_0_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q4_0 *w = vw;
+    const struct block_q8_0 *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK4_0; i++) {
+        int sumi = 0;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            sumi += ((w[i].qs[j] & 0x0F) - 8) * x[i].qs[j];
+            sumi += ((w[i].qs[j] >> 4) - 8) * x[i].qs[j + 16];
+        }
+        sum += (float)sumi * (quant_f16_to_f32(w[i].d) * quant_f16_to_f32(x[i].d));
+    }
+    *s = sum;
+}
+
+void kernels_vec_dot_q4_1_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q4_1 *w = vw;
+    const struct block_q8_1 *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK4_1; i++) {
+        int sumi = 0;
+        for (int j = 0; j < QK4_1 / 2; j++) {
+            sumi += (w[i].qs[j] & 0x0F) * x[i].qs[j];
+            sumi += (w[i].qs[j] >> 4) * x[i].qs[j + 16];
+        }
+        sum += (float)sumi * (quant_f16_to_f32(w[i].d) * quant_f16_to_f32(x[i].d)) +
+               quant_f16_to_f32(w[i].m) * quant_f16_to_f32(x[i].s);
+    }
+    *s = sum;
+}
+
+static uint32_t load_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void kernels_vec_dot_q5_0_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q5_0 *w = vw;
+    const struct block_q8_0 *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK5_0; i++) {
+        uint32_t h = load_u32(w[i].qh);
+        int sumi = 0;
+        for (int j = 0; j < QK5_0 / 2; j++) {
+            int q0 = (int)((w[i].qs[j] & 0x0F) | (((h >> j) & 1) << 4)) - 16;
+            int q1 = (int)((w[i].qs[j] >> 4) | (((h >> (j + 16)) & 1) << 4)) - 16;
+            sumi += q0 * x[i].qs[j] + q1 * x[i].qs[j + 16];
+        }
+        sum += (float)sumi * (quant_f16_to_f32(w[i].d) * quant_f16_to_f32(x[i].d));
+    }
+    *s = sum;
+}
+
+void kernels_vec_dot_q5_1_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q5_1 *w = vw;
+    const struct block_q8_1 *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK5_1; i++) {
+        uint32_t h = load_u32(w[i].qh);
+        int sumi = 0;
+        for (int j = 0; j < QK5_1 / 2; j++) {
+            int q0 = (int)((w[i].qs[j] & 0x0F) | (((h >> j) & 1) << 4));
+            int q1 = (int)((w[i].qs[j] >> 4) | (((h >> (j + 16)) & 1) << 4));
+            sumi += q0 * x[i].qs[j] + q1 * x[i].qs[j + 16];
+        }
+        sum += (float)sumi * (quant_f16_to_f32(w[i].d) * quant_f16_to_f32(x[i].d)) +
+               quant_f16_to_f32(w[i].m) * quant_f16_to_f32(x[i].s);
+    }
+    *s = sum;
+}
+
+void kernels_vec_dot_q8_0_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q8_0 *w = vw;
+    const struct block_q8_0 *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK8_0; i++) {
+        int sumi = 0;
+        for (int j = 0; j < QK8_0; j++)
+            sumi += w[i].qs[j] * x[i].qs[j];
+        sum += (float)sumi * (quant_f16_to_f32(w[i].d) * quant_f16_to_f32(x[i].d));
+    }
+    *s = sum;
+}
+
+// ---------------------------------------------------------------------------
+// K-quants x Q8_K. Integer sums per super-block, then one float multiply by
+// d * x.d; the mins of Q2_K / Q4_K / Q5_K use the activation bsums.
+
+void kernels_vec_dot_q2_K_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q2_K *w = vw;
+    const struct block_q8_K *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int summs = 0;
+        for (int j = 0; j < 16; j++)
+            summs += (w[i].scales[j] >> 4) * x[i].bsums[j];
+        int isum = 0;
+        for (int e0 = 0; e0 < QK_K; e0 += 16) {  // 16-element sub-blocks
+            int half = e0 / 128, j = (e0 % 128) / 32, l0 = e0 % 32;
+            int sumi = 0;
+            for (int l = l0; l < l0 + 16; l++)
+                sumi += ((w[i].qs[32 * half + l] >> (2 * j)) & 3) * x[i].qs[e0 + l - l0];
+            isum += (w[i].scales[e0 / 16] & 0x0F) * sumi;
+        }
+        const float dall = x[i].d * quant_f16_to_f32(w[i].d);
+        const float dmin = x[i].d * quant_f16_to_f32(w[i].dmin);
+        sum += dall * (float)isum - dmin * (float)summs;
+    }
+    *s = sum;
+}
+
+void kernels_vec_dot_q3_K_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q3_K *w = vw;
+    const struct block_q8_K *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int8_t sc[16];
+        kernels_unpack_scales_q3_K(w[i].scales, sc);
+        int isum = 0;
+        for (int e0 = 0; e0 < QK_K; e0 += 16) {
+            int half = e0 / 128, j = (e0 % 128) / 32, l0 = e0 % 32;
+            int sumi = 0;
+            for (int l = l0; l < l0 + 16; l++) {
+                int q2 = (w[i].qs[32 * half + l] >> (2 * j)) & 3;
+                int hbit = (w[i].hmask[l] >> (4 * half + j)) & 1;
+                sumi += (q2 - (hbit ? 0 : 4)) * x[i].qs[e0 + l - l0];
+            }
+            isum += sc[e0 / 16] * sumi;
+        }
+        sum += (quant_f16_to_f32(w[i].d) * x[i].d) * (float)isum;
+    }
+    *s = sum;
+}
+
+void kernels_vec_dot_q4_K_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q4_K *w = vw;
+    const struct block_q8_K *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], m[8];
+        kernels_unpack_scale_min_k4(w[i].scales, sc, m);
+        int isum = 0, summs = 0;
+        for (int sub = 0; sub < 8; sub++) {
+            const uint8_t *q = w[i].qs + 32 * (sub / 2);
+            const int shift = (sub & 1) ? 4 : 0;
+            int sumi = 0;
+            for (int l = 0; l < 32; l++)
+                sumi += ((q[l] >> shift) & 0x0F) * x[i].qs[32 * sub + l];
+            isum += sc[sub] * sumi;
+            summs += m[sub] * (x[i].bsums[2 * sub] + x[i].bsums[2 * sub + 1]);
+        }
+        sum += (quant_f16_to_f32(w[i].d) * x[i].d) * (float)isum -
+               (quant_f16_to_f32(w[i].dmin) * x[i].d) * (float)summs;
+    }
+    *s = sum;
+}
+
+void kernels_vec_dot_q5_K_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q5_K *w = vw;
+    const struct block_q8_K *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], m[8];
+        kernels_unpack_scale_min_k4(w[i].scales, sc, m);
+        int isum = 0, summs = 0;
+        for (int sub = 0; sub < 8; sub++) {
+            const uint8_t *q = w[i].qs + 32 * (sub / 2);
+            const int shift = (sub & 1) ? 4 : 0;
+            int sumi = 0;
+            for (int l = 0; l < 32; l++) {
+                int v = ((q[l] >> shift) & 0x0F) | (((w[i].qh[l] >> sub) & 1) << 4);
+                sumi += v * x[i].qs[32 * sub + l];
+            }
+            isum += sc[sub] * sumi;
+            summs += m[sub] * (x[i].bsums[2 * sub] + x[i].bsums[2 * sub + 1]);
+        }
+        sum += (quant_f16_to_f32(w[i].d) * x[i].d) * (float)isum -
+               (quant_f16_to_f32(w[i].dmin) * x[i].d) * (float)summs;
+    }
+    *s = sum;
+}
+
+void kernels_vec_dot_q6_K_ref(int64_t n, float *s, const void *vw, const void *vx)
+{
+    const struct block_q6_K *w = vw;
+    const struct block_q8_K *x = vx;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int isum = 0;
+        for (int e0 = 0; e0 < QK_K; e0 += 16) {
+            int half = e0 / 128, j = (e0 % 128) / 32, l0 = e0 % 32;
+            int sumi = 0;
+            for (int l = l0; l < l0 + 16; l++) {
+                uint8_t lb = w[i].ql[64 * half + l + ((j & 1) ? 32 : 0)];
+                int low4 = j < 2 ? (lb & 0x0F) : (lb >> 4);
+                int high2 = (w[i].qh[32 * half + l] >> (2 * j)) & 3;
+                sumi += ((low4 | (high2 << 4)) - 32) * x[i].qs[e0 + l - l0];
+            }
+            isum += w[i].scales[e0 / 16] * sumi;
+        }
+        sum += (quant_f16_to_f32(w[i].d) * x[i].d) * (float)isum;
+    }
+    *s = sum;
+}
+
+// ---------------------------------------------------------------------------
+// Element-wise helpers
+
+void kernels_f16_to_f32_row_ref(const uint16_t *x, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = quant_f16_to_f32(x[i]);
+}
+
+void kernels_f32_to_f16_row_ref(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = quant_f32_to_f16(x[i]);
+}
+
+float kernels_dot_f32_ref(const float *a, const float *b, int64_t n)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)a[i] * (double)b[i];
+    return (float)sum;
+}
+
+void kernels_axpy_f32_ref(float *y, float a, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+float kernels_dot_f16_f32_ref(const uint16_t *a, const float *b, int64_t n)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)quant_f16_to_f32(a[i]) * (double)b[i];
+    return (float)sum;
+}
+
+void kernels_axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += a * quant_f16_to_f32(x[i]);
+}
+
+// ---------------------------------------------------------------------------
+
+#define ROW(t, vdt, ff, vd) \
+    [t] = {.vec_dot_type = (vdt), .from_float = (ff), .vec_dot = (vd), .gemm = NULL}
+
+const struct kernels_type kernels_scalar_table[KERNELS_NTYPES] = {
+    ROW(GGUF_TYPE_F32, GGUF_TYPE_F32, kernels_from_float_f32_ref, kernels_vec_dot_f32_ref),
+    ROW(GGUF_TYPE_F16, GGUF_TYPE_F16, kernels_from_float_f16_ref, kernels_vec_dot_f16_ref),
+    ROW(GGUF_TYPE_BF16, GGUF_TYPE_BF16, kernels_from_float_bf16_ref, kernels_vec_dot_bf16_ref),
+    ROW(GGUF_TYPE_Q4_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q4_0_ref),
+    ROW(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_1, kernels_from_float_q8_1_ref, kernels_vec_dot_q4_1_ref),
+    ROW(GGUF_TYPE_Q5_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q5_0_ref),
+    ROW(GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_1, kernels_from_float_q8_1_ref, kernels_vec_dot_q5_1_ref),
+    ROW(GGUF_TYPE_Q8_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q8_0_ref),
+    ROW(GGUF_TYPE_Q2_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q2_K_ref),
+    ROW(GGUF_TYPE_Q3_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q3_K_ref),
+    ROW(GGUF_TYPE_Q4_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q4_K_ref),
+    ROW(GGUF_TYPE_Q5_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q5_K_ref),
+    ROW(GGUF_TYPE_Q6_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q6_K_ref),
+};
+
+const struct kernels_ops kernels_scalar_ops = {
+    .f16_to_f32_row = kernels_f16_to_f32_row_ref,
+    .f32_to_f16_row = kernels_f32_to_f16_row_ref,
+    .dot_f32 = kernels_dot_f32_ref,
+    .axpy_f32 = kernels_axpy_f32_ref,
+    .dot_f16_f32 = kernels_dot_f16_f32_ref,
+    .axpy_f16 = kernels_axpy_f16_ref,
+};

@@ -1,0 +1,644 @@
+// kernels: every SIMD variant against its scalar twin on random data, the
+// scalar dot products against a float reference computed here from the
+// format spec (spec/gguf.md §5), activation quantizers byte-exact against
+// straightforward test-local versions, and gemm tiles against vec_dot.
+// ISAs the CPU lacks are skipped at run time; scalar always runs.
+//
+// Tolerances (relative to sum |w_i * x_i|, the scale of the rounding error):
+//   SIMD vs scalar, gemm vs vec_dot: 2e-5 (integer sums are exact; only the
+//     float accumulation order and fused multiply-adds differ);
+//   scalar vs float reference: 2e-5, except Q4_1 / Q5_1 at 2e-3 because the
+//     Q8_1 activation sum s is stored as f16, as in ggml.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
+#include "testutil.h"
+
+// ---------------------------------------------------------------------------
+// Random data
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd_u32(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float rnd_f(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rnd_u32() & 0xFFFFFF) / 16777216.0f;
+}
+
+static void rnd_floats(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = rnd_f(-1.0f, 1.0f);
+    if (n > 40)  // a couple of outliers, as real activations have
+        x[rnd_u32() % n] = rnd_f(-12.0f, 12.0f);
+}
+
+static void put_f16(void *p, float v)
+{
+    uint16_t h = quant_f32_to_f16(v);
+    memcpy(p, &h, 2);
+}
+
+static float get_f16(const void *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return quant_f16_to_f32(h);
+}
+
+// Random weight row of `type`: random bytes with sane f16 scale fields.
+static void *rnd_weights(uint32_t type, int64_t n)
+{
+    size_t size = kernels_row_size(type, n);
+    assert_true(size > 0);
+    uint8_t *p = malloc(size);
+    assert_non_null(p);
+    if (type == GGUF_TYPE_F32) {
+        rnd_floats((float *)p, n);
+        return p;
+    }
+    if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
+        uint16_t *h = (uint16_t *)p;
+        for (int64_t i = 0; i < n; i++) {
+            float v = rnd_f(-1.0f, 1.0f);
+            h[i] = type == GGUF_TYPE_F16 ? quant_f32_to_f16(v) : quant_f32_to_bf16(v);
+        }
+        return p;
+    }
+    for (size_t i = 0; i < size; i++)
+        p[i] = (uint8_t)rnd_u32();
+    // (offset of d, offset of dmin/m or -1) per block, block bytes
+    int od = 0, om = -1;
+    switch (type) {
+    case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q5_0: case GGUF_TYPE_Q8_0: od = 0; break;
+    case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_1: od = 0; om = 2; break;
+    case GGUF_TYPE_Q2_K: od = 80; om = 82; break;
+    case GGUF_TYPE_Q3_K: od = 108; break;
+    case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: od = 0; om = 2; break;
+    case GGUF_TYPE_Q6_K: od = 208; break;
+    default: fail_msg("type %u", type);
+    }
+    size_t bb = kernels_row_size(type, type >= GGUF_TYPE_Q2_K ? 256 : 32);
+    for (size_t b = 0; b < size / bb; b++) {
+        put_f16(p + b * bb + od, rnd_f(-0.1f, 0.1f));
+        if (om >= 0)
+            put_f16(p + b * bb + om, rnd_f(-0.05f, 0.05f));
+    }
+    return p;
+}
+
+// ---------------------------------------------------------------------------
+// Float reference: dequantizers written from the spec, element by element.
+
+static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
+{
+    for (int64_t e = 0; e < n; e++) {
+        const int64_t nb32 = e / 32, nb256 = e / 256;
+        const int j32 = (int)(e % 32), i = (int)(e % 256);
+        switch (type) {
+        case GGUF_TYPE_F32: memcpy(&y[e], p + 4 * e, 4); break;
+        case GGUF_TYPE_F16: y[e] = get_f16(p + 2 * e); break;
+        case GGUF_TYPE_BF16: {
+            uint16_t h;
+            memcpy(&h, p + 2 * e, 2);
+            y[e] = quant_bf16_to_f32(h);
+            break;
+        }
+        case GGUF_TYPE_Q4_0: {
+            const uint8_t *b = p + 18 * nb32;
+            int q = j32 < 16 ? (b[2 + j32] & 15) : (b[2 + j32 - 16] >> 4);
+            y[e] = (float)(q - 8) * get_f16(b);
+            break;
+        }
+        case GGUF_TYPE_Q4_1: {
+            const uint8_t *b = p + 20 * nb32;
+            int q = j32 < 16 ? (b[4 + j32] & 15) : (b[4 + j32 - 16] >> 4);
+            y[e] = (float)q * get_f16(b) + get_f16(b + 2);
+            break;
+        }
+        case GGUF_TYPE_Q5_0: case GGUF_TYPE_Q5_1: {
+            const bool one = type == GGUF_TYPE_Q5_1;
+            const uint8_t *b = p + (one ? 24 : 22) * nb32;
+            const uint8_t *qh = b + (one ? 4 : 2), *qs = qh + 4;
+            int q = j32 < 16 ? (qs[j32] & 15) : (qs[j32 - 16] >> 4);
+            q |= ((qh[j32 / 8] >> (j32 % 8)) & 1) << 4;
+            y[e] = one ? (float)q * get_f16(b) + get_f16(b + 2) : (float)(q - 16) * get_f16(b);
+            break;
+        }
+        case GGUF_TYPE_Q8_0: {
+            const uint8_t *b = p + 34 * nb32;
+            y[e] = (float)(int8_t)b[2 + j32] * get_f16(b);
+            break;
+        }
+        case GGUF_TYPE_Q2_K: {
+            const uint8_t *b = p + 84 * nb256;
+            int half = i / 128, j = (i % 128) / 32, l = i % 32;
+            int q = (b[16 + 32 * half + l] >> (2 * j)) & 3;
+            int s = b[i / 16];
+            y[e] = get_f16(b + 80) * (float)(s & 15) * (float)q - get_f16(b + 82) * (float)(s >> 4);
+            break;
+        }
+        case GGUF_TYPE_Q3_K: {
+            const uint8_t *b = p + 110 * nb256, *sc = b + 96;
+            int half = i / 128, j = (i % 128) / 32, l = i % 32, si = i / 16;
+            int lo4 = si < 8 ? (sc[si] & 15) : (sc[si - 8] >> 4);
+            int hi2 = (sc[8 + si % 4] >> (2 * (si / 4))) & 3;
+            int s = (lo4 | hi2 << 4) - 32;
+            int q = ((b[32 + 32 * half + l] >> (2 * j)) & 3) -
+                    (((b[l] >> (4 * half + j)) & 1) ? 0 : 4);
+            y[e] = get_f16(b + 108) * (float)s * (float)q;
+            break;
+        }
+        case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: {
+            const bool five = type == GGUF_TYPE_Q5_K;
+            const uint8_t *b = p + (five ? 176 : 144) * nb256, *s = b + 4;
+            const uint8_t *qs = b + (five ? 48 : 16);
+            int sub = i / 32, sc, m;
+            if (sub < 4) {
+                sc = s[sub] & 63;
+                m = s[sub + 4] & 63;
+            } else {
+                sc = (s[sub + 4] & 15) | ((s[sub - 4] >> 6) << 4);
+                m = (s[sub + 4] >> 4) | ((s[sub] >> 6) << 4);
+            }
+            int byte = qs[32 * (i / 64) + i % 32];
+            int q = (i % 64) < 32 ? (byte & 15) : (byte >> 4);
+            if (five)
+                q += 16 * ((b[16 + i % 32] >> sub) & 1);
+            y[e] = get_f16(b) * (float)sc * (float)q - get_f16(b + 2) * (float)m;
+            break;
+        }
+        case GGUF_TYPE_Q6_K: {
+            const uint8_t *b = p + 210 * nb256;
+            int half = i / 128, j = (i % 128) / 32, l = i % 32;
+            int lb = b[64 * half + l + ((j == 1 || j == 3) ? 32 : 0)];
+            int low4 = j < 2 ? (lb & 15) : (lb >> 4);
+            int high2 = (b[128 + 32 * half + l] >> (2 * j)) & 3;
+            y[e] = get_f16(b + 208) * (float)(int8_t)b[192 + i / 16] * (float)((low4 | high2 << 4) - 32);
+            break;
+        }
+        default: fail_msg("type %u", type);
+        }
+    }
+}
+
+static void deq_acts(uint32_t vdt, const uint8_t *p, float *y, int64_t n)
+{
+    for (int64_t e = 0; e < n; e++) {
+        switch (vdt) {
+        case GGUF_TYPE_Q8_0: {
+            const uint8_t *b = p + 34 * (e / 32);
+            y[e] = get_f16(b) * (float)(int8_t)b[2 + e % 32];
+            break;
+        }
+        case GGUF_TYPE_Q8_1: {
+            const uint8_t *b = p + 36 * (e / 32);
+            y[e] = get_f16(b) * (float)(int8_t)b[4 + e % 32];
+            break;
+        }
+        case GGUF_TYPE_Q8_K: {
+            const uint8_t *b = p + 292 * (e / 256);
+            float d;
+            memcpy(&d, b, 4);
+            y[e] = d * (float)(int8_t)b[4 + e % 256];
+            break;
+        }
+        default: deq_weights(vdt, p, y, n); return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+static const uint32_t all_types[] = {
+    GGUF_TYPE_F32,  GGUF_TYPE_F16,  GGUF_TYPE_BF16, GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1,
+    GGUF_TYPE_Q5_0, GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_0, GGUF_TYPE_Q2_K, GGUF_TYPE_Q3_K,
+    GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K,
+};
+#define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
+
+static const char *type_name(uint32_t t)
+{
+    switch (t) {
+    case GGUF_TYPE_F32: return "F32";
+    case GGUF_TYPE_F16: return "F16";
+    case GGUF_TYPE_BF16: return "BF16";
+    case GGUF_TYPE_Q4_0: return "Q4_0";
+    case GGUF_TYPE_Q4_1: return "Q4_1";
+    case GGUF_TYPE_Q5_0: return "Q5_0";
+    case GGUF_TYPE_Q5_1: return "Q5_1";
+    case GGUF_TYPE_Q8_0: return "Q8_0";
+    case GGUF_TYPE_Q2_K: return "Q2_K";
+    case GGUF_TYPE_Q3_K: return "Q3_K";
+    case GGUF_TYPE_Q4_K: return "Q4_K";
+    case GGUF_TYPE_Q5_K: return "Q5_K";
+    case GGUF_TYPE_Q6_K: return "Q6_K";
+    default: return "?";
+    }
+}
+
+static int block_of(uint32_t t)
+{
+    if (t == GGUF_TYPE_F32 || t == GGUF_TYPE_F16 || t == GGUF_TYPE_BF16)
+        return 1;
+    return t >= GGUF_TYPE_Q2_K ? 256 : 32;
+}
+
+static int lengths_for(uint32_t t, int64_t *out)
+{
+    static const int64_t flt[] = {1, 7, 8, 31, 32, 33, 100, 256, 1000, 4096};
+    static const int64_t q32[] = {32, 64, 96, 256, 288, 1056, 4096};
+    static const int64_t qk[] = {256, 512, 768, 2048, 4096};
+    const int64_t *src = block_of(t) == 1 ? flt : block_of(t) == 32 ? q32 : qk;
+    int cnt = block_of(t) == 1 ? 10 : block_of(t) == 32 ? 7 : 5;
+    memcpy(out, src, (size_t)cnt * sizeof(*out));
+    return cnt;
+}
+
+static double abs_dot(const float *a, const float *b, int64_t n)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += fabs((double)a[i] * (double)b[i]);
+    return s;
+}
+
+static void test_dispatch(void **state)
+{
+    (void)state;
+    assert_true(kernels_isa_supported(KERNELS_ISA_SCALAR));
+    enum kernels_isa best = kernels_best_isa();
+    assert_true(kernels_isa_supported(best));
+    printf("best isa: %s\n", kernels_isa_name(best));
+    for (size_t t = 0; t < N_TYPES; t++) {
+        const struct kernels_type *k = kernels_get(all_types[t]);
+        assert_non_null(k);
+        assert_non_null(k->vec_dot);
+        assert_non_null(k->from_float);
+        if (k->gemm)
+            assert_true(k->gemm_nr > 0 && k->gemm_nc > 0);
+    }
+    assert_null(kernels_get(GGUF_TYPE_IQ2_XXS));
+    assert_null(kernels_get(GGUF_TYPE_Q8_K));
+    assert_null(kernels_get(1000));
+    assert_null(kernels_get_isa(GGUF_TYPE_Q4_0, KERNELS_ISA_COUNT_));
+    assert_int_equal(kernels_row_size(GGUF_TYPE_Q4_0, 64), 36);
+    assert_int_equal(kernels_row_size(GGUF_TYPE_Q6_K, 512), 420);
+    assert_int_equal(kernels_row_size(GGUF_TYPE_Q8_K, 256), 292);
+    assert_int_equal(kernels_row_size(GGUF_TYPE_Q4_0, 33), 0);
+    assert_int_equal(kernels_row_size(GGUF_TYPE_IQ2_XXS, 256), 0);
+}
+
+// Straightforward Q8_0 quantizer (ggml's quantize_row_q8_0_ref semantics).
+static void simple_q8_0(const float *x, uint8_t *out, int64_t n, bool with_sum)
+{
+    size_t bb = with_sum ? 36 : 34;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *v = x + 32 * b;
+        uint8_t *o = out + bb * (size_t)b;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++)
+            if (fabsf(v[j]) > amax)
+                amax = fabsf(v[j]);
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_f16(o, d);
+        int sum = 0;
+        for (int j = 0; j < 32; j++) {
+            int8_t q = (int8_t)roundf(v[j] * id);
+            o[bb - 32 + j] = (uint8_t)q;
+            sum += q;
+        }
+        if (with_sum)
+            put_f16(o + 2, (float)sum * d);
+    }
+}
+
+static void simple_q8_K(const float *x, uint8_t *out, int64_t n)
+{
+    for (int64_t b = 0; b < n / 256; b++) {
+        const float *v = x + 256 * b;
+        uint8_t *o = out + 292 * (size_t)b;
+        memset(o, 0, 292);
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 256; j++)
+            if (fabsf(v[j]) > amax) {
+                amax = fabsf(v[j]);
+                max = v[j];
+            }
+        if (amax == 0.0f)
+            continue;
+        float iscale = -127.0f / max;
+        int16_t bs[16] = {0};
+        for (int j = 0; j < 256; j++) {
+            float r = rintf(iscale * v[j]);  // ties to even (default rounding mode)
+            int q = r > 127.0f ? 127 : (int)r;
+            o[4 + j] = (uint8_t)(int8_t)q;
+            bs[j / 16] = (int16_t)(bs[j / 16] + q);
+        }
+        float d = 1.0f / iscale;
+        memcpy(o, &d, 4);
+        memcpy(o + 260, bs, sizeof(bs));
+    }
+}
+
+static void test_from_float(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    float *x = malloc(N * sizeof(float));
+    uint8_t *want = malloc(N * 2), *got = malloc(N * 2);
+    assert_non_null(x);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (int round = 0; round < 4; round++) {
+        rnd_floats(x, N);
+        if (round == 1) {
+            for (int i = 0; i < 64; i++)  // zero blocks
+                x[i] = 0.0f;
+            // ties: d = 1 exactly, x = k + 0.5 must round away from zero
+            x[64] = 127.0f;
+            for (int i = 65; i < 96; i++)
+                x[i] = (float)(i - 80) + 0.5f;
+        }
+        if (round == 2)  // ties of |max| with both signs: the first wins
+            for (int i = 0; i < 256; i++)
+                x[i] = (i % 3 == 0) ? -2.0f : (i % 3 == 1 ? 2.0f : rnd_f(-1.0f, 1.0f));
+        simple_q8_0(x, want, N, false);
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_Q8_0, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            k->from_float(x, got, N);
+            assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_0, N));
+        }
+        if (round == 1) {  // roundf, not rint: 2.5 -> 3, -2.5 -> -3 (elements 82, 77)
+            assert_int_equal((int8_t)want[68 + 2 + 82 - 64], 3);
+            assert_int_equal((int8_t)want[68 + 2 + 77 - 64], -3);
+        }
+        simple_q8_0(x, want, N, true);
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_Q4_1, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_1);
+            k->from_float(x, got, N);
+            assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_1, N));
+        }
+        simple_q8_K(x, want, N);
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_Q4_K, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_K);
+            k->from_float(x, got, N);
+            assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_K, N));
+        }
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_F16, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            k->from_float(x, got, N);
+            for (int i = 0; i < N; i++) {
+                uint16_t h;
+                memcpy(&h, got + 2 * i, 2);
+                assert_int_equal(h, quant_f32_to_f16(x[i]));
+            }
+        }
+    }
+    free(x);
+    free(want);
+    free(got);
+}
+
+// scalar vec_dot against the float reference, for every type and length
+static void test_scalar_vs_reference(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < N_TYPES; t++) {
+        const uint32_t type = all_types[t];
+        const struct kernels_type *k = kernels_get_isa(type, KERNELS_ISA_SCALAR);
+        assert_non_null(k);
+        int64_t lens[16];
+        int nl = lengths_for(type, lens);
+        for (int li = 0; li < nl; li++) {
+            const int64_t n = lens[li];
+            void *w = rnd_weights(type, n);
+            float *x = malloc((size_t)n * sizeof(float));
+            float *wf = malloc((size_t)n * sizeof(float));
+            float *xf = malloc((size_t)n * sizeof(float));
+            void *xq = malloc(kernels_row_size(k->vec_dot_type, n));
+            rnd_floats(x, n);
+            k->from_float(x, xq, n);
+            deq_weights(type, w, wf, n);
+            deq_acts(k->vec_dot_type, xq, xf, n);
+            double ref = 0.0;
+            for (int64_t i = 0; i < n; i++)
+                ref += (double)wf[i] * (double)xf[i];
+            float got;
+            k->vec_dot(n, &got, w, xq);
+            double tol_rel = (type == GGUF_TYPE_Q4_1 || type == GGUF_TYPE_Q5_1) ? 2e-3 : 2e-5;
+            double tol = tol_rel * abs_dot(wf, xf, n) + 1e-6;
+            if (fabs(got - ref) > tol)
+                fail_msg("%s n=%lld: scalar %.9g reference %.9g (tol %.3g)", type_name(type),
+                         (long long)n, got, ref, tol);
+            free(w);
+            free(x);
+            free(wf);
+            free(xf);
+            free(xq);
+        }
+    }
+}
+
+// every ISA's vec_dot and gemm against the scalar vec_dot
+static void test_isa_vs_scalar(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (int isa = 1; isa < KERNELS_ISA_COUNT_; isa++) {
+        if (!kernels_isa_supported((enum kernels_isa)isa)) {
+            printf("skip %s: not supported by this CPU\n", kernels_isa_name((enum kernels_isa)isa));
+            continue;
+        }
+        for (size_t t = 0; t < N_TYPES; t++) {
+            const uint32_t type = all_types[t];
+            const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
+            const struct kernels_type *k = kernels_get_isa(type, (enum kernels_isa)isa);
+            assert_non_null(k);
+            assert_int_equal(k->vec_dot_type, ref->vec_dot_type);
+            int64_t lens[16];
+            int nl = lengths_for(type, lens);
+            for (int li = 0; li < nl; li++) {
+                const int64_t n = lens[li];
+                enum { NR = 9, NC = 7 };
+                const size_t wrow = kernels_row_size(type, n);
+                const size_t xrow = kernels_row_size(k->vec_dot_type, n);
+                uint8_t *w = malloc(wrow * NR), *xq = malloc(xrow * NC);
+                float *x = malloc((size_t)n * sizeof(float));
+                float *wf = malloc((size_t)n * sizeof(float));
+                float *xf = malloc((size_t)n * sizeof(float));
+                for (int r = 0; r < NR; r++) {
+                    void *wr = rnd_weights(type, n);
+                    memcpy(w + wrow * r, wr, wrow);
+                    free(wr);
+                }
+                for (int c = 0; c < NC; c++) {
+                    rnd_floats(x, n);
+                    ref->from_float(x, xq + xrow * c, n);
+                }
+                float want[NC][NR], s[NC * NR];
+                double scale[NC][NR];
+                for (int c = 0; c < NC; c++) {
+                    deq_acts(k->vec_dot_type, xq + xrow * c, xf, n);
+                    for (int r = 0; r < NR; r++) {
+                        deq_weights(type, w + wrow * r, wf, n);
+                        scale[c][r] = abs_dot(wf, xf, n) * 2e-5 + 1e-6;
+                        ref->vec_dot(n, &want[c][r], w + wrow * r, xq + xrow * c);
+                        float got;
+                        k->vec_dot(n, &got, w + wrow * r, xq + xrow * c);
+                        if (fabs(got - want[c][r]) > scale[c][r])
+                            fail_msg("%s %s n=%lld: vec_dot %.9g scalar %.9g",
+                                     kernels_isa_name((enum kernels_isa)isa), type_name(type),
+                                     (long long)n, got, want[c][r]);
+                    }
+                }
+                if (k->gemm) {
+                    // full tiles, edge tiles and a single column
+                    const int shapes[][2] = {{NR, NC}, {k->gemm_nr, k->gemm_nc}, {NR, 1}, {1, NC}};
+                    for (size_t sh = 0; sh < 4; sh++) {
+                        int nr = shapes[sh][0] < NR ? shapes[sh][0] : NR;
+                        int nc = shapes[sh][1] < NC ? shapes[sh][1] : NC;
+                        for (int i = 0; i < NC * NR; i++)
+                            s[i] = NAN;
+                        k->gemm(n, s, NR, w, wrow, xq, xrow, nr, nc);
+                        for (int c = 0; c < NC; c++)
+                            for (int r = 0; r < NR; r++) {
+                                float got = s[c * NR + r];
+                                if (r >= nr || c >= nc) {
+                                    assert_true(isnan(got));  // untouched
+                                    continue;
+                                }
+                                if (!(fabs(got - want[c][r]) <= scale[c][r]))
+                                    fail_msg("%s %s n=%lld gemm %dx%d (%d,%d): %.9g scalar %.9g",
+                                             kernels_isa_name((enum kernels_isa)isa),
+                                             type_name(type), (long long)n, nr, nc, r, c, got,
+                                             want[c][r]);
+                            }
+                    }
+                }
+                checked++;
+                free(w);
+                free(xq);
+                free(x);
+                free(wf);
+                free(xf);
+            }
+        }
+    }
+    printf("checked %d (isa, type, length) cases\n", checked);
+}
+
+static void test_elementwise(void **state)
+{
+    (void)state;
+    const struct kernels_ops *ref = kernels_ops_isa(KERNELS_ISA_SCALAR);
+    assert_non_null(ref);
+    static const int64_t lens[] = {1, 5, 8, 15, 16, 17, 64, 100, 1000};
+    for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+        const struct kernels_ops *o = kernels_ops_isa((enum kernels_isa)isa);
+        if (!o)
+            continue;
+        for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+            const int64_t n = lens[li];
+            float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+            float *y0 = malloc((size_t)n * 4), *y1 = malloc((size_t)n * 4);
+            uint16_t *h = malloc((size_t)n * 2), *h2 = malloc((size_t)n * 2);
+            rnd_floats(a, n);
+            rnd_floats(b, n);
+            if (n > 10) {  // f16 edge cases: subnormals, overflow, halfway points
+                a[0] = 1e-6f;
+                a[1] = -3e-7f;
+                a[2] = 70000.0f;
+                a[3] = 1.0f + 1.0f / 2048.0f;
+                a[4] = 65519.0f;
+            }
+            ref->f32_to_f16_row(a, h, n);
+            o->f32_to_f16_row(a, h2, n);
+            assert_memory_equal(h, h2, (size_t)n * 2);
+            ref->f16_to_f32_row(h, y0, n);
+            o->f16_to_f32_row(h, y1, n);
+            assert_memory_equal(y0, y1, (size_t)n * 4);
+            rnd_floats(a, n);
+            ref->f32_to_f16_row(a, h, n);
+            double sc = abs_dot(a, b, n);
+            float d0 = ref->dot_f32(a, b, n), d1 = o->dot_f32(a, b, n);
+            assert_true(fabs(d0 - d1) <= 2e-6 * sc + 1e-7);
+            ref->f16_to_f32_row(h, y0, n);
+            sc = abs_dot(y0, b, n);
+            d0 = ref->dot_f16_f32(h, b, n);
+            d1 = o->dot_f16_f32(h, b, n);
+            assert_true(fabs(d0 - d1) <= 2e-6 * sc + 1e-7);
+            memcpy(y0, b, (size_t)n * 4);
+            memcpy(y1, b, (size_t)n * 4);
+            ref->axpy_f32(y0, 0.37f, a, n);
+            o->axpy_f32(y1, 0.37f, a, n);
+            for (int64_t i = 0; i < n; i++)
+                assert_true(fabsf(y0[i] - y1[i]) <= 1e-6f * (fabsf(b[i]) + fabsf(a[i])));
+            memcpy(y0, b, (size_t)n * 4);
+            memcpy(y1, b, (size_t)n * 4);
+            ref->axpy_f16(y0, -1.5f, h, n);
+            o->axpy_f16(y1, -1.5f, h, n);
+            for (int64_t i = 0; i < n; i++)
+                assert_true(fabsf(y0[i] - y1[i]) <= 1e-6f * (fabsf(b[i]) + 2.0f * fabsf(a[i])));
+            free(a);
+            free(b);
+            free(y0);
+            free(y1);
+            free(h);
+            free(h2);
+        }
+    }
+    // the public entry points use the best ISA and agree with the scalar twins
+    float a[3] = {1.0f, 2.0f, 3.0f}, b[3] = {4.0f, 5.0f, 6.0f};
+    assert_true(kernels_dot_f32(a, b, 3) == 32.0f);
+    uint16_t h[3];
+    kernels_f32_to_f16_row(a, h, 3);
+    assert_int_equal(h[1], 0x4000);
+    assert_true(kernels_dot_f16_f32(h, b, 3) == 32.0f);
+    float y[3];
+    kernels_f16_to_f32_row(h, y, 3);
+    assert_true(y[2] == 3.0f);
+    kernels_axpy_f32(y, 2.0f, b, 3);
+    assert_true(y[0] == 9.0f);
+    kernels_axpy_f16(y, 1.0f, h, 3);
+    assert_true(y[0] == 10.0f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_from_float),
+        cmocka_unit_test(test_scalar_vs_reference),
+        cmocka_unit_test(test_isa_vs_scalar),
+        cmocka_unit_test(test_elementwise),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
