@@ -422,10 +422,9 @@ struct store_create_opts {
     store_template_detect_fn template_detect;  // NULL: no autodetection
     void *detect_ctx;
     bool noprune;                    // keep blobs of an overwritten manifest
-    const volatile int *cancel;      // non-zero → stop with ERR_CANCELLED
-    // Test hook: fail the quantized layer writer after this many bytes
-    // (0 = never), to prove a failed create leaves nothing behind.
-    uint64_t fail_after_bytes;
+    // Non-zero → stop with ERR_CANCELLED (checked between steps; a running
+    // quantization finishes its file first).
+    const volatile int *cancel;
 };
 
 // Creates (or replaces) a model. Progress statuses as Ollama streams them;
