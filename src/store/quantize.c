@@ -46,7 +46,8 @@ int store_quantize_blob(struct store *s, const char *src_path, const char *targe
         return err_set(e, ERR_IO, "create temporary file: %s", strerror(errno));
     close(fd);
     struct quant_progress_ctx pc = {.o = o, .status = status};
-    on_progress(&pc, 0, 0);
+    struct stat st;
+    on_progress(&pc, 0, stat(src_path, &st) == 0 ? (uint64_t)st.st_size : 0);
     int rc = quant_model_quantize(src_path, tmp_path, ftype, on_progress, &pc, e);
     if (rc < 0) {
         unlink(tmp_path);
