@@ -144,9 +144,12 @@ static int create_template_check(void *ctx, const char *text, struct err *e)
 {
     (void)ctx;
     struct template *t = NULL;
-    int rc = template_parse(&t, text, strlen(text), e);
+    struct err pe = {0};
+    int rc = template_parse(&t, text, strlen(text), &pe);
     template_free(t);
-    return rc < 0 ? ERR_INVALID : 0;
+    if (rc < 0)
+        return err_set(e, ERR_INVALID, "template error: %s", pe.msg);
+    return 0;
 }
 
 // A GGUF without a TEMPLATE: pick the built-in Go template matching its Jinja
