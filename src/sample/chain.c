@@ -207,6 +207,7 @@ struct sampler {
     uint32_t step;
 
     float *work;  // n_vocab logits after penalties
+    float *heap;  // top_k values
     struct cands c;
     struct cand *cbuf;
 
@@ -235,7 +236,6 @@ static void stage_top_k(struct sampler *s, struct cands *c)
 
 static void stage_typical(struct sampler *s, struct cands *c)
 {
-    cands_sort_prefix(c, c->n);
     cands_softmax(c);
     double ent = 0;
     for (size_t i = 0; i < c->n; i++)
@@ -248,19 +248,28 @@ static void stage_typical(struct sampler *s, struct cands *c)
         double surprise = c->v[i].p > 0 ? -log(c->v[i].p) : INFINITY;
         tmp[i].logit = -(float)fabs(surprise - ent);  // larger = more typical
     }
-    qsort(tmp, c->n, sizeof(*tmp), cmp_cand);
+    // shortest prefix in that order whose mass exceeds typical_p: sort only as much of the
+    // order as the prefix needs
+    struct cands t = {tmp, c->n, 0};
     double cum = 0;
-    size_t keep = c->n;
-    for (size_t i = 0; i < c->n; i++) {
-        cum += tmp[i].p;
-        if (cum > s->opt.typical_p) {
-            keep = i + 1;
-            break;
+    size_t keep = c->n, i = 0, m = 64;
+    for (bool found = false; !found;) {
+        cands_sort_prefix(&t, m);
+        for (; i < t.n_sorted; i++) {
+            cum += tmp[i].p;
+            if (cum > s->opt.typical_p) {
+                keep = i + 1;
+                found = true;
+                break;
+            }
         }
+        if (t.n_sorted >= t.n)
+            break;
+        m *= 4;
     }
     // restore the real logits (looked up from the sorted copy by id)
-    for (size_t i = 0; i < keep; i++)
-        tmp[i].logit = s->work[tmp[i].id];
+    for (size_t j = 0; j < keep; j++)
+        tmp[j].logit = s->work[tmp[j].id];
     memcpy(c->v, tmp, keep * sizeof(*tmp));
     free(tmp);
     c->n = keep;
@@ -373,8 +382,13 @@ static void stage_mirostat1(struct sampler *s, struct cands *c)
     if (fabs(eps) > 1e-9 && s_hat > 0)
         k = pow(eps * pow(2.0, s->mu) / (1 - pow(n, -eps)), 1 / s_hat);
     size_t keep = !(k >= 1) ? 1 : k >= (double)c->n ? c->n : (size_t)k;
-    cands_sort_prefix(c, keep);
+    // the top `keep` (their order only matters for which token a given draw lands on, so
+    // they are not sorted beyond the prefix already sorted)
+    if (keep > c->n_sorted && keep < c->n)
+        select_top(c->v, c->n_sorted, c->n, keep);
     c->n = keep;
+    if (c->n_sorted > keep)
+        c->n_sorted = keep;
     cands_softmax(c);
 }
 
@@ -395,7 +409,8 @@ static void stage_mirostat2(struct sampler *s, struct cands *c)
         c->v[k++] = top;
     c->n = k;
     c->n_sorted = 0;
-    cands_sort_prefix(c, k);
+    if (k <= 1024)
+        cands_sort_prefix(c, k);  // small lists: draw in probability order, like the reference
     cands_softmax(c);
 }
 
@@ -496,6 +511,7 @@ void sample_free(struct sampler *s)
     free(s->stamp);
     free(s->count);
     free(s->work);
+    free(s->heap);
     free(s->cbuf);
     gstate_free(&s->gs);
     gstate_free(&s->gnext);
@@ -567,6 +583,42 @@ static void apply_penalties(struct sampler *s)
             s->work[v->newline_ids[i]] = saved_nl[i];
 }
 
+// k-th largest finite logit among the allowed tokens (a min-heap of k values), or -inf
+// when fewer than k exist.
+static float kth_largest(const float *l, int32_t n, const uint64_t *allowed, size_t k,
+                         float *heap)
+{
+    size_t h = 0;
+    for (int32_t i = 0; i < n; i++) {
+        float x = l[i];
+        if (x != x || x == -INFINITY || (allowed && !((allowed[i >> 6] >> (i & 63)) & 1)))
+            continue;
+        if (h < k) {  // sift up
+            size_t j = h++;
+            while (j > 0 && heap[(j - 1) / 2] > x) {
+                heap[j] = heap[(j - 1) / 2];
+                j = (j - 1) / 2;
+            }
+            heap[j] = x;
+        } else if (x > heap[0]) {  // replace the root, sift down
+            size_t j = 0;
+            for (;;) {
+                size_t c = 2 * j + 1;
+                if (c >= k)
+                    break;
+                if (c + 1 < k && heap[c + 1] < heap[c])
+                    c++;
+                if (heap[c] >= x)
+                    break;
+                heap[j] = heap[c];
+                j = c;
+            }
+            heap[j] = x;
+        }
+    }
+    return h < k ? -INFINITY : heap[0];
+}
+
 // Runs the stages on s->c and draws. allowed (NULL = all) restricts the candidates.
 static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_after)
 {
@@ -575,12 +627,21 @@ static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_a
     c->v = s->cbuf;
     c->n = 0;
     c->n_sorted = 0;
+    // top_k first in the chain: only candidates at or above the k-th largest logit enter
+    // the list (ties at the threshold enter too; the top_k stage then cuts by id)
+    float thr = -INFINITY;
+    if (s->opt.mirostat == 0 && s->opt.top_k > 0 && (size_t)s->opt.top_k * 8 < (size_t)n_vocab) {
+        if (!s->heap)
+            s->heap = xmalloc((size_t)s->opt.top_k * sizeof(float));
+        thr = kth_largest(s->work, n_vocab, allowed, (size_t)s->opt.top_k, s->heap);
+    }
     for (int32_t i = 0; i < n_vocab; i++) {
+        float x = s->work[i];
+        if (x != x || x == -INFINITY || x < thr)
+            continue;  // NaN, masked by the model, or below the top_k threshold
         if (allowed && !((allowed[i >> 6] >> (i & 63)) & 1))
             continue;
-        if (s->work[i] != s->work[i] || s->work[i] == -INFINITY)
-            continue;  // NaN or masked by the model
-        c->v[c->n++] = (struct cand){i, s->work[i], 0};
+        c->v[c->n++] = (struct cand){i, x, 0};
     }
     if (c->n == 0)
         return -1;
