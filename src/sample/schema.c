@@ -9,10 +9,13 @@
 //  * numbers are bounded (≤ 16 integer digits, ≤ 16 fraction digits, ≤ 2 exponent
 //    digits), and `\u` escapes exclude U+0000 and the surrogate block (jansson rejects
 //    those); raw characters are well-formed UTF-8 spelled out byte by byte;
-//  * keywords we cannot enforce are errors instead of being ignored (see reject_words);
+//  * keywords we cannot enforce are errors instead of being ignored (see reject_words;
+//    minimum/maximum are enforced on integers and rejected on numbers);
 //  * additional property keys are written without escapes and never equal a declared name.
 #include "sample/internal.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -520,16 +523,21 @@ static const char *const reject_words[] = {
     "multipleOf",       "dependentRequired", "dependentSchemas",
     "dependencies",     "unevaluatedProperties", "unevaluatedItems",
     "additionalItems",  "$dynamicRef",   "$recursiveRef",
-    "minimum",          "maximum",       "exclusiveMinimum",
-    "exclusiveMaximum",
 };
+
+static bool has_bounds(const json_t *s)
+{
+    return json_object_get(s, "minimum") || json_object_get(s, "maximum") ||
+           json_object_get(s, "exclusiveMinimum") || json_object_get(s, "exclusiveMaximum");
+}
 
 static bool is_constraint_word(const char *k)
 {
     static const char *const words[] = {"type",     "properties", "required", "additionalProperties",
                                          "items",    "minItems",   "maxItems", "enum",
                                          "const",    "anyOf",      "oneOf",    "$ref",
-                                         "minLength", "maxLength"};
+                                         "minLength", "maxLength", "minimum", "maximum",
+                                         "exclusiveMinimum", "exclusiveMaximum"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strcmp(k, words[i]) == 0)
             return true;
@@ -1081,14 +1089,145 @@ static int32_t conv_string(struct conv *c, const json_t *s)
     return r;
 }
 
+// ---------------------------------------------------------------------------
+// Integer ranges (§6.4 "Integer ranges"): digit strings of equal length between lo and hi
+// split on the first differing digit; lengths are covered one by one; negative ranges get
+// a "-" and mirrored bounds. Every integer stays within the 16 digits of `integral-part`.
+
+#define INT_RANGE_MAX 9999999999999999ull  // 16 digits
+
+// Digit strings d with lo <= d <= hi, all of length n (lo, hi: n digits each).
+static int32_t digits_range(struct conv *c, const char *lo, const char *hi, size_t n)
+{
+    int32_t r = gb_rule(&c->b);
+    struct gseq s = {0};
+    if (n == 0 || c->rc) {
+        gb_alt(&c->b, r, &s);
+        return r;
+    }
+    static const char zeros[] = "0000000000000000000", nines[] = "9999999999999999999";
+    bool lo_min = memcmp(lo + 1, zeros, n - 1) == 0, hi_max = memcmp(hi + 1, nines, n - 1) == 0;
+    int a = lo[0], b = hi[0];
+    if (a == b) {
+        seq_byte(c, &s, a);
+        gseq_ref(&s, digits_range(c, lo + 1, hi + 1, n - 1));
+        gb_alt(&c->b, r, &s);
+    } else {
+        if (!lo_min) {
+            seq_byte(c, &s, a);
+            gseq_ref(&s, digits_range(c, lo + 1, nines, n - 1));
+            gb_alt(&c->b, r, &s);
+            a++;
+        }
+        if (!hi_max) {
+            gseq_reset(&s);
+            seq_byte(c, &s, b);
+            gseq_ref(&s, digits_range(c, zeros, hi + 1, n - 1));
+            gb_alt(&c->b, r, &s);
+            b--;
+        }
+        if (a <= b) {
+            struct gseq d = {0};
+            gseq_reset(&s);
+            gseq_range(&c->b, &s, a, b);
+            gseq_range(&c->b, &d, '0', '9');
+            seq_repeat(c, &s, &d, (int64_t)n - 1, (int64_t)n - 1);
+            gb_alt(&c->b, r, &s);
+            gseq_free(&d);
+        }
+    }
+    gseq_free(&s);
+    return r;
+}
+
+static size_t n_digits(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+// Adds to rule r one alternative per digit count covering [a, b] (0 <= a <= b), each
+// prefixed with "-" when neg.
+static void add_nonneg_range(struct conv *c, int32_t r, uint64_t a, uint64_t b, bool neg)
+{
+    uint64_t p10 = 1;
+    for (size_t len = 1; len <= n_digits(b); len++, p10 *= 10) {
+        uint64_t lo = len == 1 ? 0 : p10, hi = p10 * 10 - 1;
+        if (lo < a)
+            lo = a;
+        if (hi > b)
+            hi = b;
+        if (lo > hi)
+            continue;
+        char los[24], his[24];
+        snprintf(los, sizeof(los), "%llu", (unsigned long long)lo);
+        snprintf(his, sizeof(his), "%llu", (unsigned long long)hi);
+        struct gseq s = {0};
+        if (neg)
+            seq_byte(c, &s, '-');
+        gseq_ref(&s, digits_range(c, los, his, len));
+        gb_alt(&c->b, r, &s);
+        gseq_free(&s);
+    }
+}
+
+static bool bound_value(struct conv *c, const json_t *s, const char *key, double *out)
+{
+    const json_t *v = json_object_get(s, key);
+    if (!v || json_is_boolean(v))
+        return false;
+    if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+        conv_fail(c, ERR_INVALID, "must be a number:", key);
+        return false;
+    }
+    *out = json_number_value(v);
+    return true;
+}
+
+static int32_t conv_integer(struct conv *c, const json_t *s)
+{
+    if (!has_bounds(s))
+        return get_integer(c);
+    double lo = -(double)INT_RANGE_MAX, hi = (double)INT_RANGE_MAX, v;
+    // draft 4 spelled exclusive bounds as booleans beside minimum/maximum
+    bool excl_min = json_is_true(json_object_get(s, "exclusiveMinimum"));
+    bool excl_max = json_is_true(json_object_get(s, "exclusiveMaximum"));
+    if (bound_value(c, s, "minimum", &v))
+        lo = fmax(lo, excl_min ? floor(v) + 1 : ceil(v));
+    if (bound_value(c, s, "exclusiveMinimum", &v))
+        lo = fmax(lo, floor(v) + 1);
+    if (bound_value(c, s, "maximum", &v))
+        hi = fmin(hi, excl_max ? ceil(v) - 1 : floor(v));
+    if (bound_value(c, s, "exclusiveMaximum", &v))
+        hi = fmin(hi, ceil(v) - 1);
+    if (c->rc)
+        return 0;
+    if (lo > hi)
+        return conv_fail(c, ERR_INVALID, "no integer lies within minimum/maximum", NULL);
+    int64_t a = (int64_t)lo, b = (int64_t)hi;
+    int32_t digits = gb_rule(&c->b);
+    if (a < 0)  // negative part: -(1 .. -a) limited by b when b < 0
+        add_nonneg_range(c, digits, b < 0 ? (uint64_t)-b : 1, (uint64_t)-a, true);
+    if (b >= 0)
+        add_nonneg_range(c, digits, a > 0 ? (uint64_t)a : 0, (uint64_t)b, false);
+    return with_space(c, digits);
+}
+
 static int32_t conv_typed(struct conv *c, const json_t *s, const char *type)
 {
     if (strcmp(type, "string") == 0)
         return conv_string(c, s);
     if (strcmp(type, "number") == 0)
-        return get_number(c);
+        return has_bounds(s) ? conv_fail(c, ERR_UNSUPPORTED,
+                                         "minimum/maximum are supported for integers only",
+                                         NULL)
+                             : get_number(c);
     if (strcmp(type, "integer") == 0)
-        return get_integer(c);
+        return conv_integer(c, s);
     if (strcmp(type, "boolean") == 0)
         return get_boolean(c);
     if (strcmp(type, "null") == 0)
@@ -1184,6 +1323,9 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
         return conv_array(c, s);
     if (json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
         return conv_string(c, s);
+    if (has_bounds(s))
+        return conv_fail(c, ERR_UNSUPPORTED, "minimum/maximum need \"type\": \"integer\"",
+                         NULL);
     return get_value(c);
 }
 

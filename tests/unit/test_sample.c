@@ -593,7 +593,7 @@ static void test_format_errors(void **state)
         "[1]",
         "12",
         "{\"type\":\"string\",\"pattern\":\"^a$\"}",
-        "{\"type\":\"integer\",\"minimum\":3}",
+        "{\"type\":\"number\",\"minimum\":3}",
         "{\"allOf\":[{}]}",
         "{\"$ref\":\"#\"}",
         "{\"$ref\":\"http://x/y\"}",
@@ -671,6 +671,52 @@ static void test_schema_example(void **state)
     sample_grammar_free(g);
 }
 
+static void test_integer_ranges(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bounds;
+        long lo, hi;  // expected inclusive range within the probe window
+    } cases[] = {
+        {"\"minimum\":0,\"maximum\":150", 0, 150},
+        {"\"minimum\":-7,\"maximum\":7", -7, 7},
+        {"\"minimum\":-1234,\"maximum\":-99", -1234, -99},
+        {"\"minimum\":37,\"maximum\":1010", 37, 1010},
+        {"\"exclusiveMinimum\":9,\"exclusiveMaximum\":100", 10, 99},
+        {"\"minimum\":2.5,\"maximum\":5.5", 3, 5},
+        {"\"minimum\":5,\"maximum\":5", 5, 5},
+        {"\"minimum\":-20", -20, 100000},
+        {"\"maximum\":-3", -100000, -3},
+        {"\"minimum\":10,\"exclusiveMinimum\":true", 11, 100000},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char schema[256];
+        snprintf(schema, sizeof(schema), "{\"type\":\"integer\",%s}", cases[k].bounds);
+        struct sample_grammar *g = compile(schema);
+        for (long n = -1500; n <= 1500; n++) {
+            char txt[32];
+            snprintf(txt, sizeof(txt), "%ld", n);
+            bool done = false;
+            int rc = check(g, txt, &done);
+            bool want = n >= cases[k].lo && n <= cases[k].hi;
+            if ((rc == 1 && done) != want)
+                fail_msg("%s: %ld gives %d/%d", schema, n, rc, done);
+        }
+        bool done;
+        assert_int_equal(check(g, "-0", &done) == 1 && done, false);
+        assert_int_equal(check(g, "007", &done) == 1 && done, false);
+        sample_grammar_free(g);
+    }
+    struct sample_grammar *bad = NULL;
+    const char *t = "{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}";
+    assert_int_equal(sample_format_compile_text(&bad, t, strlen(t), NULL), ERR_INVALID);
+    t = "{\"type\":\"number\",\"minimum\":5}";
+    assert_true(sample_format_compile_text(&bad, t, strlen(t), NULL) < 0);
+    t = "{\"type\":\"string\",\"minimum\":5}";  // bounds do not apply to strings
+    assert_int_equal(sample_format_compile_text(&bad, t, strlen(t), NULL), 0);
+    sample_grammar_free(bad);
+}
+
 // ---------------------------------------------------------------------------
 // Random schemas: generation, an independent validator, constrained sampling.
 
@@ -702,7 +748,16 @@ static json_t *rand_schema(int depth, bool have_defs)
             json_object_set_new(s, "maxLength", json_integer(3 + lcg() % 4));
         }
         break;
-    case 1: json_object_set_new(s, "type", json_string("integer")); break;
+    case 1:
+        json_object_set_new(s, "type", json_string("integer"));
+        if (lcg() % 2) {
+            int lo = (int)(lcg() % 300) - 150;
+            if (lcg() % 3)
+                json_object_set_new(s, "minimum", json_integer(lo));
+            if (lcg() % 3)
+                json_object_set_new(s, "maximum", json_integer(lo + (int)(lcg() % 2000)));
+        }
+        break;
     case 2: json_object_set_new(s, "type", json_string("number")); break;
     case 3: json_object_set_new(s, "type", json_string("boolean")); break;
     case 4: json_object_set_new(s, "type", json_string("null")); break;
@@ -791,8 +846,13 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
         return json_is_null(v);
     if (strcmp(t, "boolean") == 0)
         return json_is_boolean(v);
-    if (strcmp(t, "integer") == 0)
-        return json_is_integer(v);
+    if (strcmp(t, "integer") == 0) {
+        if (!json_is_integer(v))
+            return false;
+        const json_t *lo = json_object_get(s, "minimum"), *hi = json_object_get(s, "maximum");
+        return (!lo || json_integer_value(v) >= json_integer_value(lo)) &&
+               (!hi || json_integer_value(v) <= json_integer_value(hi));
+    }
     if (strcmp(t, "number") == 0)
         return json_is_number(v);
     if (strcmp(t, "string") == 0) {
@@ -1127,6 +1187,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_predict_limit),
         cmocka_unit_test(test_stop_split),      cmocka_unit_test(test_format_json),
         cmocka_unit_test(test_format_errors),   cmocka_unit_test(test_schema_example),
+        cmocka_unit_test(test_integer_ranges),
         cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
         cmocka_unit_test(test_random_schemas),
     };
