@@ -182,6 +182,8 @@ static int32_t *tokenize(const struct vocab_src *v, const char *text, int *n_out
     return ids;
 }
 
+static int32_t hostile = -1;  // when >= 0, a token the grammar never allows is boosted
+
 static void run(const char *name, const struct sample_vocab *vocab,
                 const struct sample_options *o, const struct sample_grammar *g, int steps,
                 const int32_t *follow, int n_follow, int32_t eog)
@@ -199,9 +201,10 @@ static void run(const char *name, const struct sample_vocab *vocab,
     int done = 0, k = 0;
     for (int step = 0; step < steps; step++) {
         fill_logits(l, N_VOCAB);
-        if (follow) {  // the "model" strongly prefers the next token of a valid document
+        if (follow)  // the "model" strongly prefers the next token of a valid document
             l[k < n_follow ? follow[k] : eog] += 40.0f;
-        }
+        if (hostile >= 0)
+            l[hostile] += 80.0f;
         int32_t tok;
         double t0 = now_us();
         int rc = sample_next(s, l, &tok, &e);
@@ -329,8 +332,14 @@ int main(int argc, char **argv)
         run("schema, model follows the format", vocab, &o, gs, steps, follow, n_follow, eog);
         run("format json, model follows the format", vocab, &o, gj, steps, follow, n_follow, eog);
     }
-    run("schema, random logits (mask every step)", vocab, &o, gs, steps / 2, NULL, 0, eog);
+    run("schema, random logits", vocab, &o, gs, steps / 2, NULL, 0, eog);
     run("format json, random logits", vocab, &o, gj, steps / 2, NULL, 0, eog);
+    for (int32_t i = 0; i < N_VOCAB && hostile < 0; i++)
+        if (v.lens[i] == 1 && v.pieces[i][0] == 0x01)
+            hostile = i;  // byte 0x01 is never valid JSON text: every step needs the full mask
+    if (follow && hostile >= 0)
+        run("schema, full mask every token (worst case)", vocab, &o, gs, steps, follow,
+            n_follow, eog);
     free(follow);
     sample_grammar_free(gs);
     sample_grammar_free(gj);

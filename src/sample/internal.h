@@ -126,8 +126,23 @@ static inline const char *vocab_piece(const struct sample_vocab *v, int32_t id, 
 }
 
 // Per-sampler scratch for token masks.
+// Matcher states met during mask walks are interned, with their byte transitions
+// memoised: inside a JSON string, say, almost every byte leads back to the same state, so
+// a walk over the vocabulary is mostly table lookups.
+#define GMASK_MAX_STATES 2048
+#define GMASK_UNKNOWN (-1)
+#define GMASK_DEAD (-2)
+
 struct gmask_ctx {
-    struct gstate *depth;  // states after 0..max_len bytes
+    struct gmask_state {
+        struct gstate st;
+        uint32_t hash;
+        int32_t next[256];  // state id after a byte, GMASK_UNKNOWN or GMASK_DEAD
+    } *states;
+    int32_t n_states, cap_states;
+    int32_t *index;  // open addressing over hash: state id + 1, 0 = empty
+    int32_t index_cap;
+    int32_t *depth;  // state id after 0..max_len bytes of the current token
     int32_t n_depth;
     struct gstate tmp;
     // a small cache of masks keyed by the exact state
