@@ -97,6 +97,7 @@ struct cands {
     struct cand *v;
     size_t n;
     size_t n_sorted;  // v[0..n_sorted) are the largest logits, sorted descending
+    double extra;     // softmax weight (relative to the max logit) of tokens left out
 };
 
 // Total order: larger logit first, then lower id — so results never depend on the sort.
@@ -177,7 +178,7 @@ static float cands_max_logit(const struct cands *c)
 static void cands_softmax(struct cands *c)
 {
     float mx = cands_max_logit(c);
-    double sum = 0;
+    double sum = c->extra;
     for (size_t i = 0; i < c->n; i++) {
         float w = expf(c->v[i].logit - mx);
         c->v[i].p = w;
@@ -279,6 +280,7 @@ static void stage_typical(struct sampler *s, struct cands *c)
 static void stage_top_p(struct sampler *s, struct cands *c)
 {
     cands_softmax(c);
+    c->extra = 0;  // later stages see only the kept tokens, as in the reference
     double cum = 0;
     size_t i = 0, m = 64;
     if (c->n_sorted == 0 && c->n <= 64)
@@ -619,6 +621,38 @@ static float kth_largest(const float *l, int32_t n, const uint64_t *allowed, siz
     return h < k ? -INFINITY : heap[0];
 }
 
+static void stage_top_p(struct sampler *s, struct cands *c);
+
+// top_p first in the chain (top_k and typical_p off): when the tokens within 20 nats of the
+// max already hold top_p of the mass, the others can never be kept; they stay out of the
+// candidate list and only their total weight (*extra) enters the top_p softmax.
+static float top_p_threshold(struct sampler *s, const uint64_t *allowed, double *extra)
+{
+    int32_t n = sample_vocab_size(s->vocab);
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (s->work[i] > mx && (!allowed || ((allowed[i >> 6] >> (i & 63)) & 1)))
+            mx = s->work[i];
+    if (mx == -INFINITY)
+        return -INFINITY;
+    float thr = mx - 20.0f;
+    double above = 0, below = 0;
+    for (int32_t i = 0; i < n; i++) {
+        float x = s->work[i];
+        if (x != x || x == -INFINITY || (allowed && !((allowed[i >> 6] >> (i & 63)) & 1)))
+            continue;
+        float w = expf(x - mx);
+        if (x >= thr)
+            above += w;
+        else
+            below += w;
+    }
+    if (above < s->opt.top_p * (above + below))
+        return -INFINITY;
+    *extra = below;
+    return thr;
+}
+
 // Runs the stages on s->c and draws. allowed (NULL = all) restricts the candidates.
 static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_after)
 {
@@ -629,11 +663,14 @@ static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_a
     c->n_sorted = 0;
     // top_k first in the chain: only candidates at or above the k-th largest logit enter
     // the list (ties at the threshold enter too; the top_k stage then cuts by id)
+    c->extra = 0;
     float thr = -INFINITY;
     if (s->opt.mirostat == 0 && s->opt.top_k > 0 && (size_t)s->opt.top_k * 8 < (size_t)n_vocab) {
         if (!s->heap)
             s->heap = xmalloc((size_t)s->opt.top_k * sizeof(float));
         thr = kth_largest(s->work, n_vocab, allowed, (size_t)s->opt.top_k, s->heap);
+    } else if (s->n_stages > 0 && s->stages[0].fn == stage_top_p) {
+        thr = top_p_threshold(s, allowed, &c->extra);
     }
     for (int32_t i = 0; i < n_vocab; i++) {
         float x = s->work[i];
@@ -695,6 +732,45 @@ int sample_next(struct sampler *s, const float *logits, int32_t *token, struct e
     hist_push(s, tok);
     *token = tok;
     return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Log probabilities
+
+int sample_logprobs(const float *logits, int32_t n_vocab, int32_t token, float *token_logprob,
+                    struct sample_logprob *top, int top_n)
+{
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (logits[i] > mx)
+            mx = logits[i];
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (logits[i] == logits[i])
+            sum += exp((double)logits[i] - mx);
+    float lse = mx + (float)log(sum);
+    if (token_logprob)
+        *token_logprob = token >= 0 && token < n_vocab ? logits[token] - lse : -INFINITY;
+    if (top_n <= 0 || !top)
+        return 0;
+    // insertion into a small sorted list: top_n is at most 20 in the API
+    int n = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        float x = logits[i];
+        if (x != x || x == -INFINITY)
+            continue;
+        if (n == top_n && !(x > top[n - 1].logprob))
+            continue;
+        int j = n < top_n ? n++ : n - 1;
+        while (j > 0 && x > top[j - 1].logprob) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = (struct sample_logprob){i, x};
+    }
+    for (int j = 0; j < n; j++)
+        top[j].logprob -= lse;
+    return n;
 }
 
 // ---------------------------------------------------------------------------

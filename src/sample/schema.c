@@ -1391,8 +1391,11 @@ int sample_format_compile(struct sample_grammar **out, const json_t *format, str
     conv_init(&c, format, e);
     int32_t root = json_is_string(format) ? json_format_grammar(&c) : conv_schema(&c, format);
     int rc = c.rc;
-    if (rc == 0)
+    if (rc == 0) {
         rc = gb_finish(&c.b, root, out, e);
+        if (rc < 0)
+            err_prefix(e, "invalid JSON schema in format");
+    }
     gb_deinit(&c.b);
     free(c.refs);
     return rc;

@@ -253,6 +253,28 @@ static void test_top_p_exact(void **state)
     assert_int_equal(c[1], 200);
 }
 
+// Large vocabulary: the top_p pre-filter leaves the far tail out of the candidate list but
+// must still count its mass. p(0) = p(1) = e^21 / (2 e^21 + 100000) = 0.499981 < 0.49999,
+// so token 1 is needed as well; ignoring the tail would give p(0) = 0.5 and keep token 0 only.
+static void test_top_p_tail_mass(void **state)
+{
+    (void)state;
+    int32_t n = 100000;
+    float *l = calloc((size_t)n, sizeof(float));
+    l[0] = l[1] = 21.0f;
+    struct sample_options o = opts_free();
+    o.top_p = 0.49999f;
+    int *c = calloc((size_t)n, sizeof(int));
+    histogram(&o, l, n, 400, c);
+    assert_true(c[0] > 100 && c[1] > 100);
+    assert_int_equal(c[0] + c[1], 400);
+    o.top_p = 0.49f;
+    histogram(&o, l, n, 100, c);
+    assert_int_equal(c[0], 100);
+    free(c);
+    free(l);
+}
+
 static void test_min_p_exact(void **state)
 {
     (void)state;
@@ -432,6 +454,27 @@ static void test_bad_input(void **state)
     sample_vocab_free(v);
     struct sample_vocab *bad = NULL;
     assert_int_equal(sample_vocab_new(&bad, 0, NULL, NULL, NULL, &e), ERR_INVALID);
+}
+
+static void test_logprobs(void **state)
+{
+    (void)state;
+    float l[6] = {1.0f, 3.0f, -INFINITY, 3.0f, 2.0f, NAN};
+    // log-sum-exp over the finite logits
+    double lse = log(exp(1.0) + 2 * exp(3.0) + exp(2.0));
+    struct sample_logprob top[4];
+    float lp;
+    int n = sample_logprobs(l, 6, 4, &lp, top, 4);
+    assert_int_equal(n, 4);
+    assert_true(fabs(lp - (2.0 - lse)) < 1e-5);
+    static const int32_t order[4] = {1, 3, 4, 0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(top[i].token, order[i]);
+        assert_true(fabs(top[i].logprob - (l[order[i]] - lse)) < 1e-5);
+    }
+    assert_int_equal(sample_logprobs(l, 6, 1, &lp, top, 2), 2);
+    assert_int_equal(top[1].token, 3);
+    assert_int_equal(sample_logprobs(l, 6, 1, NULL, NULL, 0), 0);
 }
 
 static void test_predict_limit(void **state)
@@ -1182,12 +1225,13 @@ int main(void)
         cmocka_unit_test(test_defaults),        cmocka_unit_test(test_greedy_ties),
         cmocka_unit_test(test_penalties),       cmocka_unit_test(test_top_k_exact),
         cmocka_unit_test(test_top_p_exact),     cmocka_unit_test(test_min_p_exact),
+        cmocka_unit_test(test_top_p_tail_mass),
         cmocka_unit_test(test_typical_exact),   cmocka_unit_test(test_temperature),
         cmocka_unit_test(test_mirostat),        cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_predict_limit),
         cmocka_unit_test(test_stop_split),      cmocka_unit_test(test_format_json),
         cmocka_unit_test(test_format_errors),   cmocka_unit_test(test_schema_example),
-        cmocka_unit_test(test_integer_ranges),
+        cmocka_unit_test(test_integer_ranges),  cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
         cmocka_unit_test(test_random_schemas),
     };
