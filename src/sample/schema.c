@@ -516,10 +516,10 @@ static int32_t conv_schema(struct conv *c, const json_t *s);
 // Keywords that constrain values in ways this translation does not enforce.
 static const char *const reject_words[] = {
     "pattern",          "not",           "if",
-    "then",             "else",          "allOf",
+    "then",             "else",
     "uniqueItems",      "contains",      "minContains",
     "maxContains",      "patternProperties", "propertyNames",
-    "minProperties",    "maxProperties", "prefixItems",
+    "minProperties",    "maxProperties",
     "multipleOf",       "dependentRequired", "dependentSchemas",
     "dependencies",     "unevaluatedProperties", "unevaluatedItems",
     "additionalItems",  "$dynamicRef",   "$recursiveRef",
@@ -537,7 +537,8 @@ static bool is_constraint_word(const char *k)
                                          "items",    "minItems",   "maxItems", "enum",
                                          "const",    "anyOf",      "oneOf",    "$ref",
                                          "minLength", "maxLength", "minimum", "maximum",
-                                         "exclusiveMinimum", "exclusiveMaximum"};
+                                         "exclusiveMinimum", "exclusiveMaximum", "allOf",
+                                         "prefixItems"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strcmp(k, words[i]) == 0)
             return true;
@@ -638,11 +639,43 @@ static int64_t int_field(struct conv *c, const json_t *s, const char *k, int64_t
     return dflt;
 }
 
+// prefixItems (or draft-4 tuple "items"): exactly those items, in order — always valid,
+// since further items are optional.
+static int32_t conv_tuple(struct conv *c, const json_t *s, const json_t *parts)
+{
+    size_t n = json_array_size(parts);
+    int64_t lo = int_field(c, s, "minItems", 0), hi = int_field(c, s, "maxItems", -1);
+    if (lo > (int64_t)n || (hi >= 0 && hi < (int64_t)n))
+        return conv_fail(c, ERR_UNSUPPORTED,
+                         "minItems/maxItems other than the number of prefixItems", NULL);
+    struct gseq q = {0};
+    seq_byte(c, &q, '[');
+    gseq_ref(&q, get_space(c));
+    for (size_t i = 0; i < n && c->rc == 0; i++) {
+        int32_t r = conv_schema(c, json_array_get(parts, i));
+        if (i) {
+            seq_byte(c, &q, ',');
+            gseq_ref(&q, get_space(c));
+        }
+        gseq_ref(&q, r);
+    }
+    seq_byte(c, &q, ']');
+    gseq_ref(&q, get_space(c));
+    int32_t r = rule_from_seq(c, &q);
+    gseq_free(&q);
+    return r;
+}
+
 static int32_t conv_array(struct conv *c, const json_t *s)
 {
     const json_t *items = json_object_get(s, "items");
+    const json_t *prefix = json_object_get(s, "prefixItems");
+    if (prefix && !json_is_array(prefix))
+        return conv_fail(c, ERR_INVALID, "prefixItems must be an array", NULL);
+    if (prefix)
+        return conv_tuple(c, s, prefix);
     if (items && json_is_array(items))
-        return conv_fail(c, ERR_UNSUPPORTED, "tuple \"items\" arrays are not supported", NULL);
+        return conv_tuple(c, s, items);
     int64_t lo = int_field(c, s, "minItems", 0), hi = int_field(c, s, "maxItems", -1);
     if (hi >= 0 && hi < lo)
         return conv_fail(c, ERR_INVALID, "maxItems is smaller than minItems", NULL);
@@ -1256,6 +1289,14 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
                 return conv_fail(c, ERR_UNSUPPORTED, "unsupported keyword:", key);
         n_constraints += is_constraint_word(key);
     }
+    const json_t *all = json_object_get(s, "allOf");
+    if (all) {  // one part (as pydantic writes a described $ref) is that part
+        if (!json_is_array(all) || json_array_size(all) != 1 || n_constraints > 1)
+            return conv_fail(c, ERR_UNSUPPORTED,
+                             "allOf is supported with a single schema and no other keywords",
+                             NULL);
+        return conv_schema(c, json_array_get(all, 0));
+    }
     const json_t *ref = json_object_get(s, "$ref");
     const json_t *any = json_object_get(s, "anyOf");
     if (!any)
@@ -1319,7 +1360,7 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
         json_object_get(s, "required"))
         return conv_object(c, s);
     if (json_object_get(s, "items") || json_object_get(s, "minItems") ||
-        json_object_get(s, "maxItems"))
+        json_object_get(s, "maxItems") || json_object_get(s, "prefixItems"))
         return conv_array(c, s);
     if (json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
         return conv_string(c, s);

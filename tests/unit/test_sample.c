@@ -637,7 +637,8 @@ static void test_format_errors(void **state)
         "12",
         "{\"type\":\"string\",\"pattern\":\"^a$\"}",
         "{\"type\":\"number\",\"minimum\":3}",
-        "{\"allOf\":[{}]}",
+        "{\"allOf\":[{},{}]}",
+        "{\"prefixItems\":[{}],\"minItems\":2}",
         "{\"$ref\":\"#\"}",
         "{\"$ref\":\"http://x/y\"}",
         "{\"$ref\":\"#/$defs/missing\"}",
@@ -706,6 +707,16 @@ static void test_schema_example(void **state)
                 "\"required\":[\"v\"]}},\"$ref\":\"#/$defs/n\"}");
     assert_int_equal(check(g, "{\"v\":1,\"k\":[{\"v\":2,\"k\":[]},{\"v\":-3}]}", &done), 1);
     assert_true(done);
+    sample_grammar_free(g);
+    // tuples, and allOf with one part (pydantic's described $ref)
+    g = compile("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"allOf\":"
+                "[{\"type\":\"null\"}],\"description\":\"d\"}]}");
+    assert_int_equal(check(g, "[1, null]", &done), 1);
+    assert_true(done);
+    assert_int_equal(check(g, "[1", &done), 1);
+    assert_false(done);
+    assert_int_equal(check(g, "[1]", &done), 0);
+    assert_int_equal(check(g, "[1, 2]", &done), 0);
     sample_grammar_free(g);
     g = compile("{\"type\":\"string\",\"format\":\"date-time\"}");
     assert_int_equal(check(g, "\"2024-02-29T13:05:59.123+01:00\"", &done), 1);
@@ -825,6 +836,14 @@ static json_t *rand_schema(int depth, bool have_defs)
         break;
     case 8: {
         json_object_set_new(s, "type", json_string("array"));
+        if (lcg() % 4 == 0) {  // a tuple
+            json_t *parts = json_array();
+            int n = 1 + (int)(lcg() % 3);
+            for (int i = 0; i < n; i++)
+                json_array_append_new(parts, rand_schema(depth + 1, have_defs));
+            json_object_set_new(s, "prefixItems", parts);
+            break;
+        }
         json_object_set_new(s, "items", rand_schema(depth + 1, have_defs));
         if (lcg() % 2) {
             int lo = (int)(lcg() % 3);
@@ -869,6 +888,14 @@ static json_t *rand_schema(int depth, bool have_defs)
     }
     if (lcg() % 5 == 0)
         json_object_set_new(s, "description", json_string("ignored"));
+    if (lcg() % 10 == 0) {  // pydantic style: {"allOf": [S], "description": ...}
+        json_t *w = json_object();
+        json_t *a = json_array();
+        json_array_append_new(a, s);
+        json_object_set_new(w, "allOf", a);
+        json_object_set_new(w, "title", json_string("T"));
+        return w;
+    }
     return s;
 }
 
@@ -914,9 +941,13 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
         if ((lo && n < (size_t)json_integer_value(lo)) || (hi && n > (size_t)json_integer_value(hi)))
             return false;
         const json_t *items = json_object_get(s, "items");
-        for (size_t i = 0; items && i < n; i++)
-            if (!validate(root, items, json_array_get(v, i), depth + 1))
+        const json_t *prefix = json_object_get(s, "prefixItems");
+        for (size_t i = 0; i < n; i++) {
+            const json_t *is = prefix && i < json_array_size(prefix) ? json_array_get(prefix, i)
+                                                                     : items;
+            if (is && !validate(root, is, json_array_get(v, i), depth + 1))
                 return false;
+        }
         return true;
     }
     if (strcmp(t, "object") == 0) {
@@ -958,6 +989,12 @@ static bool validate(const json_t *root, const json_t *s, const json_t *v, int d
         const char *ref = json_string_value(x);
         const json_t *t = json_object_get(json_object_get(root, "$defs"), ref + strlen("#/$defs/"));
         return t && validate(root, t, v, depth + 1);
+    }
+    if ((x = json_object_get(s, "allOf"))) {
+        for (size_t i = 0; i < json_array_size(x); i++)
+            if (!validate(root, json_array_get(x, i), v, depth + 1))
+                return false;
+        return true;
     }
     if ((x = json_object_get(s, "anyOf"))) {
         for (size_t i = 0; i < json_array_size(x); i++)
