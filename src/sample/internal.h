@@ -79,6 +79,12 @@ static inline bool set_has(const uint64_t set[4], unsigned c)
     return (set[c >> 6] >> (c & 63)) & 1;
 }
 
+// JSON Schema `pattern` → a rule for the content of a JSON string (regex.c). r_u8 matches
+// one raw multi-byte UTF-8 character, r_any_char one JSON string character. On error sets
+// *rc (ERR_UNSUPPORTED, message in e) and returns 0.
+int32_t regex_content_rule(struct gbuilder *b, const char *pattern, size_t len, int32_t r_u8,
+                           int32_t r_any_char, int *rc, struct err *e);
+
 // ---------------------------------------------------------------------------
 // Matcher state: a set of stacks, stored back to back as [hash, len, pos...]. The top of a
 // stack (its last position) is always a CHAR element; an empty stack means "complete".

@@ -515,7 +515,7 @@ static int32_t conv_schema(struct conv *c, const json_t *s);
 
 // Keywords that constrain values in ways this translation does not enforce.
 static const char *const reject_words[] = {
-    "pattern",          "not",           "if",
+    "not",              "if",
     "then",             "else",
     "uniqueItems",      "contains",      "minContains",
     "maxContains",      "patternProperties", "propertyNames",
@@ -538,7 +538,7 @@ static bool is_constraint_word(const char *k)
                                          "const",    "anyOf",      "oneOf",    "$ref",
                                          "minLength", "maxLength", "minimum", "maximum",
                                          "exclusiveMinimum", "exclusiveMaximum", "allOf",
-                                         "prefixItems"};
+                                         "prefixItems", "pattern"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strcmp(k, words[i]) == 0)
             return true;
@@ -1080,7 +1080,26 @@ static int32_t conv_string(struct conv *c, const json_t *s)
     const char *f = json_is_string(fmt) ? json_string_value(fmt) : "";
     bool has_len = json_object_get(s, "minLength") || json_object_get(s, "maxLength");
     struct gseq q = {0}, d = {0};
-    if (!has_len && (strcmp(f, "date") == 0 || strcmp(f, "time") == 0 ||
+    const json_t *pat = json_object_get(s, "pattern");
+    if (pat) {
+        if (!json_is_string(pat))
+            return conv_fail(c, ERR_INVALID, "pattern must be a string", NULL);
+        if (has_len)
+            return conv_fail(c, ERR_UNSUPPORTED,
+                             "pattern together with minLength/maxLength is not supported", NULL);
+        int rc = 0;
+        int32_t body = regex_content_rule(&c->b, json_string_value(pat),
+                                          json_string_length(pat), get_u8(c), get_char(c), &rc,
+                                          c->e);
+        if (rc) {
+            c->rc = rc;
+            return 0;
+        }
+        seq_byte(c, &q, '"');
+        gseq_ref(&q, body);
+        seq_byte(c, &q, '"');
+        gseq_ref(&q, get_space(c));
+    } else if (!has_len && (strcmp(f, "date") == 0 || strcmp(f, "time") == 0 ||
                      strcmp(f, "date-time") == 0 || strcmp(f, "uuid") == 0)) {
         seq_byte(c, &q, '"');
         if (strcmp(f, "date") == 0) {
@@ -1362,7 +1381,8 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
     if (json_object_get(s, "items") || json_object_get(s, "minItems") ||
         json_object_get(s, "maxItems") || json_object_get(s, "prefixItems"))
         return conv_array(c, s);
-    if (json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
+    if (json_object_get(s, "minLength") || json_object_get(s, "maxLength") ||
+        json_object_get(s, "pattern"))
         return conv_string(c, s);
     if (has_bounds(s))
         return conv_fail(c, ERR_UNSUPPORTED, "minimum/maximum need \"type\": \"integer\"",

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "sample/internal.h"
 #include "sample/sample.h"
@@ -635,7 +637,13 @@ static void test_format_errors(void **state)
     static const char *const bad[] = {
         "[1]",
         "12",
-        "{\"type\":\"string\",\"pattern\":\"^a$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^(?=a)$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^[a-\"}",
+        "{\"type\":\"string\",\"pattern\":\"^a{3,2}$\"}",
+        "{\"type\":\"string\",\"pattern\":\"a^b\"}",
+        "{\"type\":\"string\",\"pattern\":\"(ab\"}",
+        "{\"type\":\"string\",\"pattern\":\"^[\xc3\xa9]$\"}",
         "{\"type\":\"number\",\"minimum\":3}",
         "{\"allOf\":[{},{}]}",
         "{\"prefixItems\":[{}],\"minItems\":2}",
@@ -771,6 +779,83 @@ static void test_integer_ranges(void **state)
     sample_grammar_free(bad);
 }
 
+static bool pcre_search(const char *pattern, const char *s, size_t n)
+{
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code,
+                                   &off, NULL);
+    if (!re)
+        fail_msg("pcre2 cannot compile %s", pattern);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, n, 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    return rc >= 0;
+}
+
+static char *generate(const struct sample_vocab *v, const struct sample_grammar *g, int32_t eog,
+                      const int32_t *closers, int n_closers, const struct sample_options *o,
+                      int max_tokens, bool *finished);
+static struct sample_vocab *synthetic_vocab(int32_t *eog_id, int32_t **closers, int *n_closers);
+
+static void test_patterns(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern;  // as a C string (JSON-escaped below)
+        const char *yes, *no;  // JSON string texts that must / must not be accepted
+    } cases[] = {
+        {"^[a-z]{2,5}$", "\"abc\"", "\"abcdef\""},
+        {"^\\d{3}-\\d{4}$", "\"555-1234\"", "\"555-123\""},
+        {"^(foo|bar)+baz?$", "\"foobarba\"", "\"foob\""},
+        {"[A-Z]", "\"xxAyy\"", "\"xyz\""},
+        {"^a.c$", "\"a\\\"c\"", "\"a\\nc\""},
+        {"^[^\\\"\\\\]*$", "\"plain \xc3\xa9\"", "\"q\\\"\""},
+        {"^\\w+@\\w+\\.com$", "\"a_1@b.com\"", "\"a@b.org\""},
+        {"^[\\s\\S]{0,3}$", "\"\\t\\n\\u0001\"", "\"abcd\""},
+        {"^(?:x|y\\.z)*\\$$", "\"xy.zx$\"", "\"y.\""},
+        {"^\\(\\d+\\)$", "\"(12)\"", "\"()\""},
+        {"quote\"d", "\"a quote\\\"d b\"", "\"quoted\""},
+        {"^\xc3\xa9+$", "\"\xc3\xa9\xc3\xa9\"", "\"e\""},
+        {"^a|b$", "\"a\"", "\"xax\""},  // anchors taken for the whole: a subset, still sound
+        {"", "\"anything\"", "\"\\u0000\""},
+    };
+    int32_t eog, *closers, n_closers;
+    struct sample_vocab *v = synthetic_vocab(&eog, &closers, &n_closers);
+    lcg_state = 777;
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        json_t *schema = json_pack("{s:s, s:s}", "type", "string", "pattern", cases[k].pattern);
+        struct sample_grammar *g = NULL;
+        struct err e = {0};
+        if (sample_format_compile(&g, schema, &e) != 0)
+            fail_msg("pattern %s: %s", cases[k].pattern, e.msg);
+        bool done = false;
+        if (!(check(g, cases[k].yes, &done) == 1 && done))
+            fail_msg("pattern %s rejects %s", cases[k].pattern, cases[k].yes);
+        if (check(g, cases[k].no, &done) == 1 && done)
+            fail_msg("pattern %s accepts %s", cases[k].pattern, cases[k].no);
+        for (int i = 0; i < 20; i++) {
+            struct sample_options o = opts_free();
+            o.seed = (int64_t)(k * 100 + (size_t)i);
+            bool finished;
+            char *out = generate(v, g, eog, closers, n_closers, &o, 300, &finished);
+            if (finished) {
+                json_t *val = json_loads(out, JSON_DECODE_ANY, NULL);
+                if (!val || !json_is_string(val) ||
+                    !pcre_search(cases[k].pattern, json_string_value(val), json_string_length(val)))
+                    fail_msg("pattern %s: output %s does not match", cases[k].pattern, out);
+                json_decref(val);
+            }
+            free(out);
+        }
+        sample_grammar_free(g);
+        json_decref(schema);
+    }
+    free(closers);
+    sample_vocab_free(v);
+}
+
 // ---------------------------------------------------------------------------
 // Random schemas: generation, an independent validator, constrained sampling.
 
@@ -797,7 +882,11 @@ static json_t *rand_schema(int depth, bool have_defs)
     switch (kind) {
     case 0:
         json_object_set_new(s, "type", json_string("string"));
-        if (lcg() % 3 == 0) {
+        if (lcg() % 4 == 0) {
+            static const char *const pats[] = {"^[a-c]+$", "^\\d{2,3}(-\\d)?$", "x", "^(ab|c)*$",
+                                               "^[^a-z]{1,4}$"};
+            json_object_set_new(s, "pattern", json_string(pats[lcg() % 5]));
+        } else if (lcg() % 3 == 0) {
             json_object_set_new(s, "minLength", json_integer(lcg() % 3));
             json_object_set_new(s, "maxLength", json_integer(3 + lcg() % 4));
         }
@@ -927,6 +1016,9 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
         return json_is_number(v);
     if (strcmp(t, "string") == 0) {
         if (!json_is_string(v))
+            return false;
+        const json_t *pat = json_object_get(s, "pattern");
+        if (pat && !pcre_search(json_string_value(pat), json_string_value(v), json_string_length(v)))
             return false;
         size_t n = utf8_count(json_string_value(v));
         const json_t *lo = json_object_get(s, "minLength"), *hi = json_object_get(s, "maxLength");
@@ -1269,6 +1361,7 @@ int main(void)
         cmocka_unit_test(test_stop_split),      cmocka_unit_test(test_format_json),
         cmocka_unit_test(test_format_errors),   cmocka_unit_test(test_schema_example),
         cmocka_unit_test(test_integer_ranges),  cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_patterns),
         cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
         cmocka_unit_test(test_random_schemas),
     };
