@@ -10,6 +10,21 @@
 // end-of-generation flag, fed by the runner from the tokenizer. A vocab and a compiled
 // grammar are immutable and may be shared between threads; a sampler or a stop matcher
 // belongs to one sequence (not thread-safe).
+//
+// A runner's generation loop:
+//
+//   sample_vocab_new(&vocab, ...)                         once per model
+//   sample_format_compile(&g, req_format, &e)             per request (error → reply e.msg)
+//   sample_new(&s, vocab, &opts, g, &e); sample_stop_new(&st, stops, n, &e)
+//   for each prompt token t: sample_feed_prompt(s, t)
+//   limit = sample_predict_limit(num_predict, num_ctx, n_prompt)
+//   for (n = 0;; n++) {
+//       if (n == limit) → done "length"
+//       logits = decode(...); sample_next(s, logits, &tok, &e)
+//       if tok is EOG → sample_stop_flush(st, out); done "stop"
+//       if (sample_stop_feed(st, piece(tok), len, out) == 1) → done "stop"
+//       stream out
+//   }
 #pragma once
 
 #include <stdbool.h>

@@ -39,6 +39,8 @@ struct conv {
     int32_t n_refs;
 };
 
+static int cmp_cstr(const void *a, const void *b);
+
 static int32_t conv_fail(struct conv *c, int code, const char *msg, const char *detail)
 {
     if (c->rc == 0)
@@ -552,6 +554,69 @@ static int32_t literal_rule(struct conv *c, const json_t *v)
         return conv_fail(c, ERR_INVALID, "cannot encode enum/const value", NULL);
     int32_t r = lit_space(c, txt, strlen(txt));
     free(txt);
+    return r;
+}
+
+// The literals lits[0..n) (sorted, distinct, sharing their first d bytes) from byte d on, as
+// a trie of rules: one stack whatever the number of literals.
+static int32_t literal_trie_rule(struct conv *c, char **lits, size_t n, size_t d)
+{
+    int32_t r = gb_rule(&c->b);
+    struct gseq s = {0};
+    size_t i = 0;
+    while (i < n) {
+        if (strlen(lits[i]) == d) {
+            gseq_reset(&s);
+            gb_alt(&c->b, r, &s);  // this literal ends here
+            i++;
+            continue;
+        }
+        uint8_t b = (uint8_t)lits[i][d];
+        size_t j = i;
+        while (j < n && strlen(lits[j]) > d && (uint8_t)lits[j][d] == b)
+            j++;
+        gseq_reset(&s);
+        seq_byte(c, &s, b);
+        gseq_ref(&s, literal_trie_rule(c, lits + i, j - i, d + 1));
+        gb_alt(&c->b, r, &s);
+        i = j;
+    }
+    gseq_free(&s);
+    return r;
+}
+
+static int32_t enum_rule(struct conv *c, const json_t *values)
+{
+    size_t n = json_array_size(values), k = 0;
+    char **lits = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        lits[k] = json_dumps(json_array_get(values, i), JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!lits[k]) {
+            conv_fail(c, ERR_INVALID, "cannot encode enum value", NULL);
+            continue;
+        }
+        k++;
+    }
+    qsort(lits, k, sizeof(char *), cmp_cstr);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (u > 0 && strcmp(lits[u - 1], lits[i]) == 0) {
+            free(lits[i]);
+            continue;
+        }
+        lits[u++] = lits[i];
+    }
+    int32_t r = 0;
+    if (u > 0 && c->rc == 0) {
+        struct gseq s = {0};
+        gseq_ref(&s, literal_trie_rule(c, lits, u, 0));
+        gseq_ref(&s, get_space(c));
+        r = rule_from_seq(c, &s);
+        gseq_free(&s);
+    }
+    for (size_t i = 0; i < u; i++)
+        free(lits[i]);
+    free(lits);
     return r;
 }
 
@@ -1347,13 +1412,7 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
     if (en) {
         if (!json_is_array(en) || json_array_size(en) == 0)
             return conv_fail(c, ERR_INVALID, "enum must be a non-empty array", NULL);
-        size_t n = json_array_size(en);
-        int32_t *rules = xmalloc(n * sizeof(int32_t));
-        for (size_t i = 0; i < n; i++)
-            rules[i] = literal_rule(c, json_array_get(en, i));
-        int32_t r = alt_rule(c, rules, n);
-        free(rules);
-        return r;
+        return enum_rule(c, en);
     }
     const json_t *type = json_object_get(s, "type");
     if (json_is_string(type))
@@ -1456,6 +1515,16 @@ int sample_format_compile(struct sample_grammar **out, const json_t *format, str
         rc = gb_finish(&c.b, root, out, e);
         if (rc < 0)
             err_prefix(e, "invalid JSON schema in format");
+    }
+    if (rc == 0) {  // the start state must fit the matcher's bounds
+        struct gstate st = {0};
+        if (gstate_start(*out, &st) <= 0) {
+            sample_grammar_free(*out);
+            *out = NULL;
+            rc = err_set(e, ERR_UNSUPPORTED,
+                         "invalid JSON schema in format: too many alternatives at the start");
+        }
+        gstate_free(&st);
     }
     gb_deinit(&c.b);
     free(c.refs);

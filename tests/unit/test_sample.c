@@ -733,6 +733,38 @@ static void test_schema_example(void **state)
     sample_grammar_free(g);
 }
 
+// Large enums become a trie (one matcher stack); too many start alternatives are refused at
+// compile time rather than at the first token.
+static void test_large_alternatives(void **state)
+{
+    (void)state;
+    json_t *en = json_array(), *any = json_array();
+    for (int i = 0; i < 5000; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "item_%d", i);
+        json_array_append_new(en, json_string(name));
+        json_array_append_new(any, json_pack("{s:s}", "const", name));
+    }
+    json_array_append_new(en, json_integer(7));
+    json_t *schema = json_pack("{s:o}", "enum", en);
+    struct sample_grammar *g = NULL;
+    assert_int_equal(sample_format_compile(&g, schema, NULL), 0);
+    bool done;
+    assert_true(check(g, "\"item_4999\"", &done) == 1 && done);
+    assert_true(check(g, "7", &done) == 1 && done);
+    assert_int_equal(check(g, "\"item_5000\"", &done), 0);
+    struct gstate st = {0};
+    assert_true(gstate_start(g, &st) <= 2);  // the trie root: a quote or a 7
+    gstate_free(&st);
+    sample_grammar_free(g);
+    json_decref(schema);
+    schema = json_pack("{s:o}", "anyOf", any);
+    struct err e = {0};
+    assert_int_equal(sample_format_compile(&g, schema, &e), ERR_UNSUPPORTED);
+    assert_null(g);
+    json_decref(schema);
+}
+
 static void test_integer_ranges(void **state)
 {
     (void)state;
@@ -1361,7 +1393,7 @@ int main(void)
         cmocka_unit_test(test_stop_split),      cmocka_unit_test(test_format_json),
         cmocka_unit_test(test_format_errors),   cmocka_unit_test(test_schema_example),
         cmocka_unit_test(test_integer_ranges),  cmocka_unit_test(test_logprobs),
-        cmocka_unit_test(test_patterns),
+        cmocka_unit_test(test_patterns),        cmocka_unit_test(test_large_alternatives),
         cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
         cmocka_unit_test(test_random_schemas),
     };
