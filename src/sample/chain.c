@@ -308,8 +308,17 @@ static void stage_top_p(struct sampler *s, struct cands *c)
 static void stage_min_p(struct sampler *s, struct cands *c)
 {
     float thr = cands_max_logit(c) + logf(s->opt.min_p);
-    size_t k = 0;
-    size_t sorted_kept = 0;
+    size_t best = 0;
+    for (size_t i = 1; i < c->n; i++)
+        if (cand_before(&c->v[i], &c->v[best]))
+            best = i;
+    if (c->v[best].logit < thr) {  // min_p > 1 keeps nothing: keep the most likely token
+        c->v[0] = c->v[best];
+        c->n = 1;
+        c->n_sorted = 1;
+        return;
+    }
+    size_t k = 0, sorted_kept = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (c->v[i].logit >= thr) {
             if (i < c->n_sorted)
@@ -317,9 +326,10 @@ static void stage_min_p(struct sampler *s, struct cands *c)
             c->v[k++] = c->v[i];
         }
     }
-    // sorted entries form a prefix and the max always survives, so the prefix stays sorted
-    c->n_sorted = sorted_kept == c->n_sorted ? c->n_sorted : 0;
-    c->n = k ? k : 1;
+    // the sorted entries are the largest, so those kept are still a sorted prefix; if some
+    // were dropped, everything after them was dropped too and the whole list is sorted
+    c->n_sorted = sorted_kept;
+    c->n = k;
 }
 
 static void stage_temperature(struct sampler *s, struct cands *c)

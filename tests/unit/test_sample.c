@@ -289,6 +289,14 @@ static void test_min_p_exact(void **state)
     histogram(&o, l, 5, 3000, c);
     assert_true(c[0] > 0 && c[1] > 0 && c[2] > 0);
     assert_int_equal(c[3] + c[4], 0);
+    o.min_p = 1.5f;  // nothing passes: the most likely token stays
+    histogram(&o, l, 5, 50, c);
+    assert_int_equal(c[0], 50);
+    o.min_p = 0.2f;  // after top_k (a sorted prefix)
+    o.top_k = 4;
+    histogram(&o, l, 5, 3000, c);
+    assert_true(c[0] > 0 && c[1] > 0 && c[2] > 0);
+    assert_int_equal(c[3] + c[4], 0);
 }
 
 static void test_typical_exact(void **state)
