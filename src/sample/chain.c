@@ -98,6 +98,7 @@ struct cands {
     size_t n;
     size_t n_sorted;  // v[0..n_sorted) are the largest logits, sorted descending
     double extra;     // softmax weight (relative to the max logit) of tokens left out
+    bool p_ready;     // p already holds the softmax of the current list (+ extra)
 };
 
 // Total order: larger logit first, then lower id — so results never depend on the sort.
@@ -209,6 +210,7 @@ struct sampler {
 
     float *work;  // n_vocab logits after penalties
     float *heap;  // top_k values
+    float *wbuf;  // n_vocab softmax weights (top_p pre-filter)
     struct cands c;
     struct cand *cbuf;
 
@@ -277,10 +279,68 @@ static void stage_typical(struct sampler *s, struct cands *c)
     c->n_sorted = 0;  // typicality order, not logit order
 }
 
+// top_p on a long unsorted list: bucket the candidates by logit (quarter-nat bins below the
+// max), find the bin where the cumulative mass crosses top_p, keep the bins above it as
+// they are and sort only that bin to place the cut. The kept set is the reference's
+// (smallest sorted prefix reaching top_p); only the order of the bins above the cut is not
+// sorted, which changes which token a given draw lands on, not the distribution. Returns
+// false when the crossing lies beyond the binned range (the caller sorts instead).
+#define TOP_P_BINS 128
+static bool top_p_binned(struct sampler *s, struct cands *c)
+{
+    float mx = cands_max_logit(c);
+    double mass[TOP_P_BINS] = {0};
+    for (size_t i = 0; i < c->n; i++) {
+        float d = (mx - c->v[i].logit) * 4.0f;
+        if (d < TOP_P_BINS)
+            mass[(int)d] += c->v[i].p;
+    }
+    double cum = 0;
+    int cut = -1;
+    for (int b = 0; b < TOP_P_BINS; b++) {
+        if (cum + mass[b] >= s->opt.top_p) {
+            cut = b;
+            break;
+        }
+        cum += mass[b];
+    }
+    if (cut < 0)
+        return false;
+    // partition: bins before the cut, then the cut bin, then the rest
+    size_t k0 = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        float d = (mx - c->v[i].logit) * 4.0f;
+        if (d < (float)cut)
+            cand_swap(&c->v[k0++], &c->v[i]);
+    }
+    size_t k1 = k0;
+    for (size_t i = k0; i < c->n; i++) {
+        float d = (mx - c->v[i].logit) * 4.0f;
+        if (d < (float)(cut + 1))
+            cand_swap(&c->v[k1++], &c->v[i]);
+    }
+    qsort(c->v + k0, k1 - k0, sizeof(struct cand), cmp_cand);
+    size_t n = k1;
+    for (size_t i = k0; i < k1; i++) {
+        cum += c->v[i].p;
+        if (cum >= s->opt.top_p) {
+            n = i + 1;
+            break;
+        }
+    }
+    c->n = n ? n : 1;
+    c->n_sorted = k0 == 0 ? c->n : 0;
+    return true;
+}
+
 static void stage_top_p(struct sampler *s, struct cands *c)
 {
-    cands_softmax(c);
+    if (!c->p_ready)
+        cands_softmax(c);
+    c->p_ready = false;
     c->extra = 0;  // later stages see only the kept tokens, as in the reference
+    if (c->n > 4096 && c->n_sorted == 0 && top_p_binned(s, c))
+        return;
     double cum = 0;
     size_t i = 0, m = 64;
     if (c->n_sorted == 0 && c->n <= 64)
@@ -524,6 +584,7 @@ void sample_free(struct sampler *s)
     free(s->count);
     free(s->work);
     free(s->heap);
+    free(s->wbuf);
     free(s->cbuf);
     gstate_free(&s->gs);
     gstate_free(&s->gnext);
@@ -636,7 +697,8 @@ static void stage_top_p(struct sampler *s, struct cands *c);
 // top_p first in the chain (top_k and typical_p off): when the tokens within 20 nats of the
 // max already hold top_p of the mass, the others can never be kept; they stay out of the
 // candidate list and only their total weight (*extra) enters the top_p softmax.
-static float top_p_threshold(struct sampler *s, const uint64_t *allowed, double *extra)
+static float top_p_threshold(struct sampler *s, const uint64_t *allowed, double *extra,
+                             double *total)
 {
     int32_t n = sample_vocab_size(s->vocab);
     float mx = -INFINITY;
@@ -647,18 +709,24 @@ static float top_p_threshold(struct sampler *s, const uint64_t *allowed, double 
         return -INFINITY;
     float thr = mx - 20.0f;
     double above = 0, below = 0;
+    if (!s->wbuf)
+        s->wbuf = xmalloc((size_t)n * sizeof(float));
     for (int32_t i = 0; i < n; i++) {
         float x = s->work[i];
         if (x != x || x == -INFINITY || (allowed && !((allowed[i >> 6] >> (i & 63)) & 1)))
             continue;
         float w = expf(x - mx);
+        s->wbuf[i] = w;  // the same weights cands_softmax would compute
         if (x >= thr)
             above += w;
         else
             below += w;
     }
-    if (above < s->opt.top_p * (above + below))
+    *total = above + below;
+    if (above < s->opt.top_p * (above + below)) {
+        *extra = 0;
         return -INFINITY;
+    }
     *extra = below;
     return thr;
 }
@@ -674,21 +742,25 @@ static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_a
     // top_k first in the chain: only candidates at or above the k-th largest logit enter
     // the list (ties at the threshold enter too; the top_k stage then cuts by id)
     c->extra = 0;
+    c->p_ready = false;
+    double total = 0;
     float thr = -INFINITY;
     if (s->opt.mirostat == 0 && s->opt.top_k > 0 && (size_t)s->opt.top_k * 8 < (size_t)n_vocab) {
         if (!s->heap)
             s->heap = xmalloc((size_t)s->opt.top_k * sizeof(float));
         thr = kth_largest(s->work, n_vocab, allowed, (size_t)s->opt.top_k, s->heap);
     } else if (s->n_stages > 0 && s->stages[0].fn == stage_top_p) {
-        thr = top_p_threshold(s, allowed, &c->extra);
+        thr = top_p_threshold(s, allowed, &c->extra, &total);
+        c->p_ready = total > 0;
     }
+    double inv_total = total > 0 ? 1.0 / total : 0;
     for (int32_t i = 0; i < n_vocab; i++) {
         float x = s->work[i];
         if (x != x || x == -INFINITY || x < thr)
-            continue;  // NaN, masked by the model, or below the top_k threshold
+            continue;  // NaN, masked by the model, or below the top_k / top_p threshold
         if (allowed && !((allowed[i >> 6] >> (i & 63)) & 1))
             continue;
-        c->v[c->n++] = (struct cand){i, x, 0};
+        c->v[c->n++] = (struct cand){i, x, c->p_ready ? (float)(s->wbuf[i] * inv_total) : 0};
     }
     if (c->n == 0)
         return -1;
@@ -699,10 +771,10 @@ static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_a
     *mu_after = s->mu;
     if (s->opt.mirostat && s->opt.temperature > 0) {
         double px = c->v[k].p;
-        double total = 0;
+        double wsum = 0;
         for (size_t i = 0; i < c->n; i++)
-            total += c->v[i].p;
-        double surprise = -log2(px / total);
+            wsum += c->v[i].p;
+        double surprise = -log2(px / wsum);
         *mu_after = s->mu - s->opt.mirostat_eta * (float)(surprise - s->opt.mirostat_tau);
     }
     return tok;
