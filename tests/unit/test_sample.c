@@ -277,6 +277,43 @@ static void test_top_p_tail_mass(void **state)
     free(l);
 }
 
+// A long candidate list takes the bucketed top_p path: same cut as an explicit sort.
+static void test_top_p_long_list(void **state)
+{
+    (void)state;
+    int32_t n = 10000;
+    float *l = calloc((size_t)n, sizeof(float));
+    for (int i = 0; i < 10; i++)
+        l[i * 37] = 10.0f - 0.1f * (float)i;
+    double total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += exp(l[i]);
+    struct sample_options o = opts_free();
+    o.top_p = 0.45f;
+    int expect_n = 0;
+    double cum = 0;
+    for (int i = 0; i < 10 && cum < o.top_p; i++, expect_n++)
+        cum += exp(l[i * 37]) / total;
+    assert_int_equal(expect_n, 4);
+    int *c = calloc((size_t)n, sizeof(int));
+    histogram(&o, l, n, 2000, c);
+    int seen = 0, total_kept = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool kept = i % 37 == 0 && i / 37 < expect_n;
+        if (kept) {
+            assert_true(c[i] > 0);
+            total_kept += c[i];
+            seen++;
+        } else if (c[i]) {
+            fail_msg("token %d drawn outside the nucleus", (int)i);
+        }
+    }
+    assert_int_equal(seen, expect_n);
+    assert_int_equal(total_kept, 2000);
+    free(c);
+    free(l);
+}
+
 static void test_min_p_exact(void **state)
 {
     (void)state;
@@ -1394,7 +1431,7 @@ int main(void)
         cmocka_unit_test(test_defaults),        cmocka_unit_test(test_greedy_ties),
         cmocka_unit_test(test_penalties),       cmocka_unit_test(test_top_k_exact),
         cmocka_unit_test(test_top_p_exact),     cmocka_unit_test(test_min_p_exact),
-        cmocka_unit_test(test_top_p_tail_mass),
+        cmocka_unit_test(test_top_p_tail_mass), cmocka_unit_test(test_top_p_long_list),
         cmocka_unit_test(test_typical_exact),   cmocka_unit_test(test_temperature),
         cmocka_unit_test(test_mirostat),        cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_predict_limit),
