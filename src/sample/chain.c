@@ -618,7 +618,13 @@ void sample_grammar_set_active(struct sampler *s, bool active)
 
 bool sample_grammar_complete(const struct sampler *s)
 {
-    return s->grammar && s->grammar_active && s->gs.complete;
+    if (!s->grammar || !s->grammar_active || !s->gs.complete)
+        return false;
+    for (int c = 0; c < 256; c++)
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r' &&
+            gstate_may_accept(s->grammar, &s->gs, (uint8_t)c))
+            return false;
+    return true;
 }
 
 uint64_t sample_full_mask_count(const struct sampler *s)

@@ -119,7 +119,10 @@ void sample_grammar_set_active(struct sampler *s, bool active);
 // valid token (the vocabulary cannot continue the output).
 int sample_next(struct sampler *s, const float *logits, int32_t *token, struct err *e);
 
-// True when the grammar (if any, and active) has a complete value: the runner may end.
+// True when the grammar (if any, and active) has a complete value and nothing but white
+// space could follow it: the runner may end generation here (done_reason "stop") instead
+// of waiting for the model's EOG. False while the value could still grow (a top-level
+// number "1" may become "12").
 bool sample_grammar_complete(const struct sampler *s);
 
 // Statistics for benchmarks: how many sample_next() calls needed the full vocab mask.

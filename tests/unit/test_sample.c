@@ -1398,6 +1398,45 @@ static void test_mask_agrees(void **state)
     sample_vocab_free(v);
 }
 
+// sample_grammar_complete: complete and only white space may follow.
+static void test_grammar_done(void **state)
+{
+    (void)state;
+    int32_t eog, *closers, n_closers;
+    struct sample_vocab *v = synthetic_vocab(&eog, &closers, &n_closers);
+    float *l = calloc((size_t)sample_vocab_size(v), sizeof(float));
+    static const struct {
+        const char *format, *text;
+        bool done_at[8];  // after each byte
+    } cases[] = {
+        {"{\"type\":\"integer\"}", "12", {false, false}},
+        {"{\"type\":\"boolean\"}", "true", {false, false, false, true}},
+        {"\"json\"", "{}", {false, true}},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"null\"}}}", "{} ",
+         {false, true, true}},
+        {"{\"enum\":[\"a\",\"ab\"]}", "\"a\"", {false, false, true}},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct sample_grammar *g = compile(cases[k].format);
+        struct sample_options o = opts_greedy();
+        struct sampler *s = NULL;
+        assert_int_equal(sample_new(&s, v, &o, g, NULL), 0);
+        assert_false(sample_grammar_complete(s));
+        for (size_t i = 0; cases[k].text[i]; i++) {
+            memset(l, 0, (size_t)sample_vocab_size(v) * sizeof(float));
+            l[(uint8_t)cases[k].text[i]] = 50;  // the single-byte token
+            assert_int_equal(next_tok(s, l), (uint8_t)cases[k].text[i]);
+            if (sample_grammar_complete(s) != cases[k].done_at[i])
+                fail_msg("%s after %zu bytes of %s", cases[k].format, i + 1, cases[k].text);
+        }
+        sample_free(s);
+        sample_grammar_free(g);
+    }
+    free(l);
+    free(closers);
+    sample_vocab_free(v);
+}
+
 // A thinking model: the grammar only starts constraining once activated.
 static void test_grammar_inactive(void **state)
 {
@@ -1440,6 +1479,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges),  cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_patterns),        cmocka_unit_test(test_large_alternatives),
         cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
+        cmocka_unit_test(test_grammar_done),
         cmocka_unit_test(test_random_schemas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
