@@ -264,10 +264,10 @@ static int block_of(uint32_t t)
 static int lengths_for(uint32_t t, int64_t *out)
 {
     static const int64_t flt[] = {1, 7, 8, 31, 32, 33, 100, 256, 1000, 4096};
-    static const int64_t q32[] = {32, 64, 96, 256, 288, 1056, 4096};
+    static const int64_t q32[] = {32, 64, 96, 256, 288, 1056, 4096, 16416};
     static const int64_t qk[] = {256, 512, 768, 2048, 4096};
     const int64_t *src = block_of(t) == 1 ? flt : block_of(t) == 32 ? q32 : qk;
-    int cnt = block_of(t) == 1 ? 10 : block_of(t) == 32 ? 7 : 5;
+    int cnt = block_of(t) == 1 ? 10 : block_of(t) == 32 ? 8 : 5;
     memcpy(out, src, (size_t)cnt * sizeof(*out));
     return cnt;
 }
