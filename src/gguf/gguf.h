@@ -69,7 +69,13 @@ enum gguf_type {
     GGUF_TYPE_F64 = 28,
     GGUF_TYPE_IQ1_M = 29,
     GGUF_TYPE_BF16 = 30,
-    GGUF_TYPE_COUNT_ = 40,
+    GGUF_TYPE_TQ1_0 = 34,
+    GGUF_TYPE_TQ2_0 = 35,
+    GGUF_TYPE_MXFP4 = 39,
+    GGUF_TYPE_NVFP4 = 40,
+    GGUF_TYPE_Q1_0 = 41,
+    GGUF_TYPE_Q2_0 = 42,
+    GGUF_TYPE_COUNT_ = 43,
 };
 
 // Name ("Q4_K"), or NULL for an unknown id.
@@ -78,6 +84,10 @@ const char *gguf_type_name(uint32_t type);
 bool gguf_type_geometry(uint32_t type, uint32_t *block_size, uint32_t *type_size);
 // Type id by name, case-insensitive ("q8_0"); -1 if unknown.
 int gguf_type_from_name(const char *name);
+// Metadata value type name ("u32", "str", "arr"), or NULL; and the encoded
+// size of a fixed-size value type (0 for STRING/ARRAY/unknown).
+const char *gguf_value_type_name(uint32_t t);
+size_t gguf_value_type_size(uint32_t t);
 
 // A borrowed view of one metadata value.
 struct gguf_value {
@@ -95,6 +105,11 @@ struct gguf_value {
     uint64_t arr_count;
     const uint8_t *arr_data;
     uint64_t arr_bytes;
+    // STRING / ARRAY element arrays opened by the reader: byte offset of each
+    // element inside arr_data (reader-owned), so element i is O(1). NULL for
+    // other arrays and for nested arrays below the top level (then element
+    // access scans, still bounds-checked).
+    const uint64_t *arr_index;
 };
 
 struct gguf_kv {
@@ -150,6 +165,9 @@ bool gguf_get_arr(const struct gguf *g, const char *key, enum gguf_value_type *e
 bool gguf_arr_str(const struct gguf_kv *kv, uint64_t i, struct str *out);
 bool gguf_arr_i64(const struct gguf_kv *kv, uint64_t i, int64_t *out);   // any integer element type
 bool gguf_arr_f32(const struct gguf_kv *kv, uint64_t i, float *out);     // F32/F64 elements
+// Element i of any array value (nested arrays included) decoded as a value
+// view; false when i is out of range or arr is not an array.
+bool gguf_arr_value(const struct gguf_value *arr, uint64_t i, struct gguf_value *out);
 // Convenience: "<general.architecture>.<suffix>" lookups ("context_length").
 bool gguf_get_arch_u32(const struct gguf *g, const char *suffix, uint32_t *out);
 bool gguf_get_arch_f32(const struct gguf *g, const char *suffix, float *out);
@@ -160,6 +178,8 @@ struct str gguf_architecture(const struct gguf *g);
 size_t gguf_tensor_count(const struct gguf *g);
 const struct gguf_tensor *gguf_tensor_at(const struct gguf *g, size_t i);
 const struct gguf_tensor *gguf_tensor_find(const struct gguf *g, const char *name);
+// ne0*ne1*ne2*ne3.
+uint64_t gguf_tensor_n_elements(const struct gguf_tensor *t);
 
 // ---------------------------------------------------------------------------
 // Summary (show, /api/tags): architecture, parameter count, quantization.
@@ -168,7 +188,8 @@ struct gguf_summary {
     char architecture[64];
     uint64_t parameter_count;     // sum of tensor element counts
     char parameter_size[32];      // "1.2B", "494.03M", "8.0B"
-    char quantization_level[32];  // from general.file_type ("Q4_K_M"), else inferred
+    char quantization_level[32];  // general.file_type name ("Q4_K_M"); "unknown" when the
+                                  // key is absent, 0 or unknown (as Ollama prints it)
     uint32_t file_type;           // general.file_type or UINT32_MAX
 };
 void gguf_summarize(const struct gguf *g, struct gguf_summary *out);
@@ -176,6 +197,24 @@ void gguf_summarize(const struct gguf *g, struct gguf_summary *out);
 void gguf_format_param_count(uint64_t n, char *out, size_t n_out);
 // general.file_type → "Q4_K_M" etc.; NULL for unknown.
 const char *gguf_file_type_name(uint32_t file_type);
+// Inverse, case-insensitive ("q4_k_m" → 15); -1 if unknown.
+int gguf_file_type_from_name(const char *name);
+
+// The model_info map of /api/show (spec/api.md §5): every KV except
+// general.name and tokenizer.chat_template, with general.parameter_count set
+// to the count computed from the tensor shapes. Arrays with more than 5
+// elements are reported with elided = true (shown as []) unless verbose.
+// fn is called once per entry in file order (parameter_count last if the
+// file has none); a non-zero return from fn stops the walk and is returned.
+typedef int (*gguf_model_info_fn)(void *ctx, struct str key, const struct gguf_value *val,
+                                  bool elided);
+int gguf_model_info(const struct gguf *g, bool verbose, gguf_model_info_fn fn, void *ctx);
+// The same as a JSON object (json/json.h's json_t; new reference, NULL when
+// out of memory): integers as numbers, f32 printed as Go prints float32,
+// strings, bools, arrays ([] when elided). Write it with JSONX_SORT_KEYS to
+// get Go's map order.
+struct json_t;
+struct json_t *gguf_model_info_json(const struct gguf *g, bool verbose);
 
 // ---------------------------------------------------------------------------
 // Writer (v3, streaming: tensor data is written after the header, one tensor
@@ -185,7 +224,8 @@ struct gguf_writer;
 
 int gguf_writer_open(struct gguf_writer **out, const char *path, struct err *e);
 void gguf_writer_set_alignment(struct gguf_writer *w, uint32_t alignment);
-// Metadata (copied). Keys must be unique.
+// Metadata (copied). Keys must be unique. These record the first error in
+// the writer (returned again by write_header with its message).
 int gguf_writer_kv_u32(struct gguf_writer *w, const char *key, uint32_t v);
 int gguf_writer_kv_i32(struct gguf_writer *w, const char *key, int32_t v);
 int gguf_writer_kv_u64(struct gguf_writer *w, const char *key, uint64_t v);
@@ -207,6 +247,9 @@ int gguf_writer_write_header(struct gguf_writer *w, struct err *e);
 // Appends bytes of the current tensor; tensors are filled in declaration
 // order and each must receive exactly its n_bytes (padding is automatic).
 int gguf_writer_write_data(struct gguf_writer *w, const void *p, size_t n, struct err *e);
+// Like write_data with n zero bytes, but seeks instead of writing, leaving
+// a hole in the file (sparse models for memory tests).
+int gguf_writer_skip_data(struct gguf_writer *w, uint64_t n, struct err *e);
 // Finishes (checks every tensor was filled), fsyncs and closes.
 int gguf_writer_close(struct gguf_writer *w, struct err *e);
 // Abandons and unlinks the file.

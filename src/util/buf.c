@@ -277,7 +277,8 @@ int str_to_double(const char *s, double *out, struct err *e)
     double v = strtod(s, &end);
     if (*end != '\0')
         return err_set(e, ERR_INVALID, "invalid number \"%s\"", s);
-    if (errno == ERANGE)
+    // Overflow is an error; underflow to zero or a subnormal is not (as in Go).
+    if (errno == ERANGE && (v > 1.0 || v < -1.0))
         return err_set(e, ERR_RANGE, "number %s out of range", s);
     *out = v;
     return 0;

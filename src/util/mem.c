@@ -127,7 +127,8 @@ void arena_init(struct arena *a, size_t cap_bytes)
 
 void *arena_alloc(struct arena *a, size_t n)
 {
-    size_t need = (n + 15) & ~(size_t)15;
+    // Round up to 16; a zero-byte request still gets a distinct pointer.
+    size_t need = n ? (n + 15) & ~(size_t)15 : 16;
     if (need < n)
         return NULL;
     if (a->cap_bytes && (a->used_bytes > a->cap_bytes || need > a->cap_bytes - a->used_bytes))

@@ -183,6 +183,10 @@ void log_write(int level, const char *file, int line, const char *kv, const char
 #define log_error(...) log_write(LOG_ERROR, __FILE__, __LINE__, NULL, __VA_ARGS__)
 // With key=value pairs: log_kv(LOG_INFO, "model=%s", "loaded model", name)
 #define log_kv(level, kv, ...) log_write(level, __FILE__, __LINE__, kv, __VA_ARGS__)
+// Appends " key=value" to b, quoting value as slog's text handler does (when
+// empty or holding spaces, '=', '"', control bytes or invalid UTF-8), for
+// building log_kv tails.
+int log_kv_append(struct buf *b, const char *key, const char *value);
 
 // ---------------------------------------------------------------------------
 // Time, durations and sizes.
@@ -191,21 +195,37 @@ int64_t time_now_ns(void);       // CLOCK_REALTIME
 int64_t time_monotonic_ns(void);  // CLOCK_MONOTONIC
 
 #define DURATION_FOREVER INT64_MIN  // a negative duration: keep forever
+// Go's zero time.Time (0001-01-01T00:00:00Z), which does not fit in int64
+// nanoseconds: time_parse_rfc3339 returns it for that instant,
+// time_format_rfc3339 prints it back, time_format_relative prints "Never".
+#define TIME_ZERO INT64_MIN
 // Parses a Go duration ("5m", "1h30m", "300ms", "-1s", "1.5h", "0") or a
 // bare integer of seconds ("300", "-1") into nanoseconds. Negative results
-// are returned as they are (callers treat < 0 as forever).
+// are returned as they are (callers treat < 0 as forever). Units: ns us µs
+// ms s m h, fractions allowed ("1.5h", ".5s"). Malformed → ERR_INVALID,
+// beyond ±2^63 ns → ERR_RANGE. *out_ns is written only on success.
 int duration_parse(const char *s, int64_t *out_ns, struct err *e);
-// Go's time.Duration.String(): "5m0s", "1h30m0s", "300ms", "0s".
+// Go's time.Duration.String(): "5m0s", "1h30m0s", "300ms", "1.5µs", "0s".
 void duration_format(int64_t ns, char *out, size_t n);
 // Relative time as Ollama prints it: "4 minutes from now", "2 hours ago",
-// "About a minute ago", "Less than a second ago", "Forever" (t_ns far
-// future). now_ns and t_ns are unix nanoseconds.
+// "About a minute ago", "Less than a second ago", "Forever" (t_ns more than
+// ~20 years ahead), "Never" for TIME_ZERO. now_ns and t_ns are unix
+// nanoseconds. The CLI lower-cases it where Ollama uses HumanTimeLower.
 void time_format_relative(int64_t t_ns, int64_t now_ns, char *out, size_t n);
 // RFC 3339 with nanoseconds and local offset, as Go prints time.Time in JSON:
-// "2024-05-01T12:00:00.123456789-07:00".
+// "2024-05-01T12:00:00.123456789-07:00"; trailing zeros of the fraction are
+// trimmed (no fraction at all when zero) and a zero offset prints "Z".
 void time_format_rfc3339(int64_t t_ns, char *out, size_t n);
+// The same in UTC ("…Z"), as Ollama writes created_at.
+void time_format_rfc3339_utc(int64_t t_ns, char *out, size_t n);
+// Parses RFC 3339 ("…T…Z" or "…±hh:mm", optional fraction, digits past the
+// 9th ignored). Times outside int64 nanoseconds (years before 1678 or after
+// 2261, e.g. Go's "forever" expiry) saturate to INT64_MIN+1 / INT64_MAX;
+// Go's zero time gives TIME_ZERO. Malformed → ERR_INVALID, a field out of
+// range (month 13, Feb 30) → ERR_RANGE.
 int time_parse_rfc3339(const char *s, int64_t *out_ns, struct err *e);
-// Human size in base 1000 as Ollama prints it: "358 B", "8.4 KB", "1.6 GB", "19 GB".
+// Human size in base 1000 as Ollama prints it (format.HumanBytes): "358 B",
+// "8.4 KB", "1.6 GB", "19 GB" (one decimal below 10 unless whole, truncated above).
 void size_format_human(uint64_t bytes, char *out, size_t n);
 
 // ---------------------------------------------------------------------------
@@ -213,47 +233,85 @@ void size_format_human(uint64_t bytes, char *out, size_t n);
 // env_config_load(); bad values log a warning and keep the default.
 
 struct host_addr {
-    char scheme[8];   // "http" or "https"
-    char host[256];   // "127.0.0.1", "::1" (no brackets), "example.com"
-    uint16_t port;    // 11434 by default (80/443 when given a scheme without port? see env.md)
+    char scheme[16];  // "http" or "https" (whatever came before "://")
+    char host[256];   // "127.0.0.1", "::1" (no brackets), "example.com", "" (all interfaces)
+    uint16_t port;    // 11434 without a scheme; 80 / 443 for http:// / https:// without port
+    char path[256];   // path prefix with leading '/' ("/ollama"), or ""
 };
 
-// Parses OLLAMA_HOST forms: "", "0.0.0.0", ":8080", "host:port",
-// "http://host", "https://host:port/path", "[::1]:11434".
+// Parses OLLAMA_HOST forms (spec/cli.md §1.1): "", "0.0.0.0", ":8080",
+// "host:port", "http://host", "https://host:port/path", "[::1]:11434",
+// "::1", "ollama.com" (→ https://ollama.com:443). The value is cleaned as
+// env_clean does. A bad port warns and uses the default port, as Ollama
+// does; only a host or path too long for the struct is an error (ERR_INVALID).
 int host_parse(const char *s, struct host_addr *out, struct err *e);
-// "http://127.0.0.1:11434" (brackets for IPv6).
+// "http://127.0.0.1:11434" (brackets for IPv6), then the path prefix.
 void host_format_url(const struct host_addr *h, char *out, size_t n);
+// As host_format_url, but an unspecified host ("", "0.0.0.0", "::") becomes
+// the loopback address of the same family: the URL a client connects to.
+void host_format_connect_url(const struct host_addr *h, char *out, size_t n);
 
 struct env_config {
     struct host_addr host;
     char *models_dir;      // OLLAMA_MODELS or $HOME/.ollama/models
-    int64_t keep_alive_ns;  // OLLAMA_KEEP_ALIVE (5m)
+    int64_t keep_alive_ns;  // OLLAMA_KEEP_ALIVE (5m); < 0 = forever, 0 = unload at once
     uint64_t context_length;  // 0 = automatic
     uint64_t num_parallel;    // 1
+    uint64_t max_transfer_streams;  // 4
     uint64_t max_loaded_models;  // 0 = automatic (3 on CPU)
     uint64_t max_queue;          // 512
     char **origins;              // OLLAMA_ORIGINS entries, then defaults; NULL-terminated
-    int debug_level;             // log level derived from OLLAMA_DEBUG
+    int debug_level;             // log level from OLLAMA_DEBUG (LOG_INFO, LOG_DEBUG, LOG_TRACE, -4n);
+                                 // the caller applies it with log_set_level()
     bool noprune;
     int flash_attention;  // -1 automatic, 0 off, 1 on
-    char kv_cache_type[8];  // "f16", "q8_0", "q4_0"
-    int64_t load_timeout_ns;  // 5m
+    char kv_cache_type[8];  // "f16", "q8_0", "q4_0" (others warn and keep "f16")
+    int64_t load_timeout_ns;  // 5m; <= 0 = no limit
     uint64_t gpu_overhead;
     bool sched_spread;
     bool nohistory;
     bool auth;
     bool no_cloud;
     char *registry_mirror;  // OLLAMA_REGISTRY_MIRROR (ollama-c extension), NULL = off
+    bool go_template;         // OLLAMA_GO_TEMPLATE (true): prefer the Modelfile TEMPLATE
+    bool debug_log_requests;  // OLLAMA_DEBUG_LOG_REQUESTS
+    char *llm_library;        // OLLAMA_LLM_LIBRARY, NULL = automatic
+    char *editor;             // OLLAMA_EDITOR, NULL = unset
 };
 
 // Loads from the process environment. Never fails: bad values warn and
 // fall back to the default. Free with env_config_deinit.
 void env_config_load(struct env_config *c);
 void env_config_deinit(struct env_config *c);
+// Appends the effective configuration as Ollama logs it at start-up
+// ("map[OLLAMA_DEBUG:INFO OLLAMA_HOST:http://127.0.0.1:11434 ...]", keys
+// sorted), for log_kv(LOG_INFO, "env=\"...\"", "server config").
+int env_config_describe(const struct env_config *c, struct buf *out);
 // Parsing rules of env.md §1, exposed for tests.
-const char *env_clean(const char *raw, char *tmp, size_t n);  // trimmed value or NULL if unset/empty
+// env_clean: trims whitespace, then surrounding '"' / '\'' characters, into
+// tmp; returns tmp, or NULL when raw is NULL, empty after trimming, or does
+// not fit in n bytes.
+const char *env_clean(const char *raw, char *tmp, size_t n);
+// Go strconv.ParseBool words → their value; any other non-empty value → true;
+// NULL or "" → dflt.
 bool env_parse_bool(const char *v, bool dflt);
-// The user's home (HOME, else getpwuid); never NULL.
+// Log level for an OLLAMA_DEBUG value (cleaned): unset/"0"/"false" → LOG_INFO,
+// "1"/"true" → LOG_DEBUG, "2" → LOG_TRACE, other integers n → -4n.
+int env_parse_debug_level(const char *v);
+// CORS (env.md §6 rule 3): true when origin is allowed by c->origins: an
+// entry "*", an exact match, or a match of an entry with one '*' wildcard.
+// Rules 1-2 (no Origin / same origin) are the server's. NULL origin → false.
+bool env_origin_allowed(const struct env_config *c, const char *origin);
+// Allowed-hosts check (env.md §7) for a Host header value ("localhost:11434",
+// "[::1]:11434", "192.168.1.5"): loopback / private / unspecified / local
+// interface IPs, "", "localhost", the machine's hostname, *.localhost,
+// *.local, *.internal (case-insensitive). The server applies it only when
+// it listens on a loopback address (see env_addr_is_loopback).
+bool env_host_allowed(const char *host_header);
+// True when host (no port, brackets optional) is a loopback IP address
+// (127.0.0.0/8, ::1, ::ffff:127.x) or "localhost".
+bool env_addr_is_loopback(const char *host);
+// The user's home (HOME, else getpwuid, else "/"), read once and cached; never NULL.
 const char *env_home_dir(void);
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,862 @@
+// The CPU backend: every op of engine_backend_ops on host memory, with rows
+// split across the persistent pool. Matrix products follow ggml's model:
+// activation rows are converted once to the weight kernel's vec_dot_type,
+// then output rows are handed out in chunks (an atomic counter, so a thread
+// that was descheduled does not hold the others up) and computed with the
+// kernel's gemm tile where the batch has several rows, vec_dot otherwise.
+//
+// Small ops on one token (norms, RoPE, element-wise) run on the calling
+// thread: waking the pool would cost more than the work.
+#include "engine/engine.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
+
+// Below this many float operations an op runs on the caller thread.
+#define CPU_INLINE_WORK 32768
+#define CPU_ALIGN 64
+#define CPU_MAX_JOBS 8
+
+struct cpu {
+    struct engine_backend base;
+    struct engine_pool *pool;
+    int n_threads;
+    void *wdata;  // converted activations (vec_dot_type rows)
+    size_t wdata_bytes;
+    float *att;  // per-thread attention rows: n_threads × att_stride
+    int64_t att_stride;
+    int64_t max_kv;
+};
+
+static struct cpu *cpu_of(struct engine_backend *be)
+{
+    return (struct cpu *)be;
+}
+
+static void *aligned_alloc_bytes(size_t n)
+{
+    void *p = NULL;
+    if (n == 0)
+        n = CPU_ALIGN;
+    if (posix_memalign(&p, CPU_ALIGN, (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN) != 0)
+        return NULL;
+    return p;
+}
+
+// ---------------------------------------------------------------------------
+// Row-parallel helper: fn(ctx, r0, r1) over contiguous ranges.
+
+typedef void (*rows_fn)(void *ctx, int64_t r0, int64_t r1);
+
+struct rows_task {
+    rows_fn fn;
+    void *ctx;
+    int64_t n;
+};
+
+static void rows_task_run(void *arg, int ith, int nth)
+{
+    struct rows_task *t = arg;
+    int64_t per = (t->n + nth - 1) / nth;
+    int64_t r0 = per * ith, r1 = r0 + per < t->n ? r0 + per : t->n;
+    if (r0 < r1)
+        t->fn(t->ctx, r0, r1);
+}
+
+// Runs fn over [0, n) units, each costing ~work_per_unit flops.
+static void par_rows(struct cpu *c, int64_t n, int64_t work_per_unit, rows_fn fn, void *ctx)
+{
+    if (n <= 0)
+        return;
+    if (c->n_threads == 1 || n == 1 || n * work_per_unit < CPU_INLINE_WORK) {
+        fn(ctx, 0, n);
+        return;
+    }
+    struct rows_task t = {fn, ctx, n};
+    engine_pool_run(c->pool, rows_task_run, &t);
+}
+
+// ---------------------------------------------------------------------------
+// Buffers and scratch.
+
+static void *cpu_buf_alloc(struct engine_backend *be, size_t n_bytes)
+{
+    (void)be;
+    void *p = aligned_alloc_bytes(n_bytes);
+    if (p)
+        memset(p, 0, n_bytes);
+    return p;
+}
+
+static void cpu_buf_free(struct engine_backend *be, void *buf)
+{
+    (void)be;
+    free(buf);
+}
+
+static void cpu_buf_copy(struct engine_backend *be, void *dst, const void *src, size_t n)
+{
+    (void)be;
+    memmove(dst, src, n);
+}
+
+static int cpu_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_row_len,
+                       int64_t max_kv, struct err *e)
+{
+    struct cpu *c = cpu_of(be);
+    // Largest vec_dot_type row is F16 (2 bytes/element); Q8_K is 292/256.
+    size_t need;
+    if (!size_mul(&need, (size_t)max_rows, (size_t)max_row_len * 2 + 512))
+        return err_set(e, ERR_TOO_LARGE, "activation scratch too large");
+    if (need > c->wdata_bytes) {
+        void *p = aligned_alloc_bytes(need);
+        if (!p)
+            return err_set(e, ERR_NOMEM, "allocate %zu bytes of activation scratch", need);
+        free(c->wdata);
+        c->wdata = p;
+        c->wdata_bytes = need;
+    }
+    if (max_kv > c->max_kv) {
+        // scores (max_kv) + a q/v row in f32 (max 1024 per head) + q8 of it
+        int64_t stride = (max_kv + 2048 + 64 + 15) / 16 * 16;
+        float *a = aligned_alloc_bytes((size_t)stride * (size_t)c->n_threads * sizeof(float));
+        if (!a)
+            return err_set(e, ERR_NOMEM, "allocate attention scratch");
+        free(c->att);
+        c->att = a;
+        c->att_stride = stride;
+        c->max_kv = max_kv;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Embedding rows.
+
+struct get_rows_ctx {
+    float *y;
+    const struct engine_tensor *w;
+    const int32_t *ids;
+    quant_to_float_fn to_float;
+};
+
+static void get_rows_range(void *p, int64_t r0, int64_t r1)
+{
+    struct get_rows_ctx *g = p;
+    int64_t n = g->w->ne[0];
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t id = g->ids[r];
+        const uint8_t *src = (const uint8_t *)g->w->data + (size_t)id * g->w->row_bytes;
+        float *dst = g->y + r * n;
+        if (g->w->type == GGUF_TYPE_F32)
+            memcpy(dst, src, (size_t)n * sizeof(float));
+        else if (g->w->type == GGUF_TYPE_F16)
+            kernels_f16_to_f32_row((const uint16_t *)src, dst, n);
+        else
+            g->to_float(src, dst, n);
+    }
+}
+
+static void cpu_get_rows(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                         const int32_t *ids, int64_t n_rows)
+{
+    const struct quant_traits *qt = quant_traits_get(w->type);
+    struct get_rows_ctx g = {y, w, ids, qt ? qt->to_float : NULL};
+    par_rows(cpu_of(be), n_rows, w->ne[0] * 4, get_rows_range, &g);
+}
+
+// ---------------------------------------------------------------------------
+// Matrix products.
+
+struct mm_group {
+    const struct kernels_type *kt;
+    uint32_t vdt;
+    const void *xq;  // converted activations (or x itself for F32)
+    size_t xq_row_bytes;
+};
+
+struct mm_task {
+    struct cpu *cpu;
+    const struct engine_matmul_job *jobs;
+    int n_jobs;
+    const float *x;
+    int64_t n_rows, n_in;
+    const struct kernels_type *kt[CPU_MAX_JOBS];
+    int64_t chunk_rows;
+    // Jobs sharing a vec_dot_type form a group; groups run one after the
+    // other (they share the conversion scratch), each with its own chunk
+    // counter. Job j owns chunk ids [chunk_start[j], chunk_end[j]) of its group.
+    int group_of[CPU_MAX_JOBS];
+    int n_groups;
+    uint32_t group_vdt[CPU_MAX_JOBS];
+    int64_t chunk_start[CPU_MAX_JOBS], chunk_end[CPU_MAX_JOBS];
+    _Atomic int64_t next_chunk[CPU_MAX_JOBS];
+};
+
+static size_t vdt_row_bytes(uint32_t vdt, int64_t n)
+{
+    return vdt == GGUF_TYPE_F32 ? (size_t)n * sizeof(float) : quant_row_size(vdt, n);
+}
+
+// Computes output rows [r0, r1) of job j for every activation row.
+static void mm_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, const void *xq,
+                    size_t xq_row_bytes)
+{
+    const struct engine_matmul_job *job = &t->jobs[j];
+    const struct kernels_type *kt = t->kt[j];
+    const struct engine_tensor *w = job->w;
+    const uint8_t *wd = w->data;
+    const uint8_t *xd = xq;
+    int64_t n_out = w->ne[1], n_in = w->ne[0], nc = t->n_rows;
+    float *y = job->y;
+
+    if (kt->gemm && nc > 1) {
+        // Tiles over [r0, r1) × blocks of activation rows small enough to
+        // stay in L1 while the chunk's weight rows stream from L2.
+        const int64_t cb = 16;
+        for (int64_t c = 0; c < nc; c += cb) {
+            int64_t ce = c + cb < nc ? c + cb : nc;
+            kt->gemm(n_in, y + c * n_out + r0, (size_t)n_out, wd + (size_t)r0 * w->row_bytes,
+                     w->row_bytes, xd + (size_t)c * xq_row_bytes, xq_row_bytes, (int)(r1 - r0),
+                     (int)(ce - c));
+        }
+    } else {
+        // Blocks of 4 activation rows keep a weight row hot.
+        for (int64_t c = 0; c < nc; c += 4) {
+            int64_t ce = c + 4 < nc ? c + 4 : nc;
+            for (int64_t r = r0; r < r1; r++) {
+                const uint8_t *wr = wd + (size_t)r * w->row_bytes;
+                for (int64_t cc = c; cc < ce; cc++)
+                    kt->vec_dot(n_in, y + cc * n_out + r, wr, xd + (size_t)cc * xq_row_bytes);
+            }
+        }
+    }
+    if (job->bias) {
+        for (int64_t cc = 0; cc < nc; cc++)
+            for (int64_t r = r0; r < r1; r++)
+                y[cc * n_out + r] += job->bias[r];
+    }
+}
+
+static void mm_task_run(void *arg, int ith, int nth)
+{
+    struct mm_task *t = arg;
+    for (int g = 0; g < t->n_groups; g++) {
+        uint32_t vdt = t->group_vdt[g];
+        const struct kernels_type *kt = NULL;
+        for (int j = 0; j < t->n_jobs && !kt; j++)
+            if (t->group_of[j] == g)
+                kt = t->kt[j];
+        size_t row_bytes = vdt_row_bytes(vdt, t->n_in);
+        const void *xq = t->x;
+        if (vdt != GGUF_TYPE_F32) {
+            if (g > 0)
+                engine_pool_barrier(t->cpu->pool);  // the previous group is done with wdata
+            for (int64_t r = ith; r < t->n_rows; r += nth)
+                kt->from_float(t->x + r * t->n_in,
+                               (uint8_t *)t->cpu->wdata + (size_t)r * row_bytes, t->n_in);
+            engine_pool_barrier(t->cpu->pool);
+            xq = t->cpu->wdata;
+        }
+        for (;;) {
+            int64_t ch = atomic_fetch_add_explicit(&t->next_chunk[g], 1, memory_order_relaxed);
+            int j = -1;
+            for (int k = 0; k < t->n_jobs; k++) {
+                if (t->group_of[k] == g && ch >= t->chunk_start[k] && ch < t->chunk_end[k]) {
+                    j = k;
+                    break;
+                }
+            }
+            if (j < 0)
+                break;
+            int64_t r0 = (ch - t->chunk_start[j]) * t->chunk_rows;
+            int64_t r1 = r0 + t->chunk_rows;
+            if (r1 > t->jobs[j].w->ne[1])
+                r1 = t->jobs[j].w->ne[1];
+            mm_rows(t, j, r0, r1, xq, row_bytes);
+        }
+    }
+}
+
+static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job *jobs, int n_jobs,
+                       const float *x, int64_t n_rows)
+{
+    struct cpu *c = cpu_of(be);
+    ASSERT(n_jobs >= 1 && n_jobs <= CPU_MAX_JOBS);
+    struct mm_task t;
+    memset(&t, 0, sizeof t);
+    t.cpu = c;
+    t.jobs = jobs;
+    t.n_jobs = n_jobs;
+    t.x = x;
+    t.n_rows = n_rows;
+    t.n_in = jobs[0].w->ne[0];
+    int64_t total_rows = 0;
+    int tile_nr = 1;
+    for (int j = 0; j < n_jobs; j++) {
+        ASSERT(jobs[j].w->ne[0] == t.n_in);
+        t.kt[j] = kernels_get(jobs[j].w->type);
+        ASSERT(t.kt[j] != NULL);
+        uint32_t vdt = t.kt[j]->vec_dot_type;
+        int g = 0;
+        while (g < t.n_groups && t.group_vdt[g] != vdt)
+            g++;
+        if (g == t.n_groups)
+            t.group_vdt[t.n_groups++] = vdt;
+        t.group_of[j] = g;
+        total_rows += jobs[j].w->ne[1];
+        if (t.kt[j]->gemm && n_rows > 1 && t.kt[j]->gemm_nr > tile_nr)
+            tile_nr = t.kt[j]->gemm_nr;
+    }
+    // About 8 chunks per thread for load balance; at least 16 rows; a
+    // multiple of the gemm tile height; at most 64 rows for batches (the
+    // chunk's weight rows then stay in L2 while all activation rows pass).
+    int64_t chunk = total_rows / ((int64_t)c->n_threads * 8);
+    if (n_rows > 1 && chunk > 64)
+        chunk = 64;
+    if (chunk < 16)
+        chunk = 16;
+    chunk = (chunk + tile_nr - 1) / tile_nr * tile_nr;
+    t.chunk_rows = chunk;
+    int64_t next[CPU_MAX_JOBS] = {0};
+    for (int j = 0; j < n_jobs; j++) {
+        int g = t.group_of[j];
+        t.chunk_start[j] = next[g];
+        next[g] += (jobs[j].w->ne[1] + chunk - 1) / chunk;
+        t.chunk_end[j] = next[g];
+    }
+    for (int g = 0; g < t.n_groups; g++) {
+        atomic_init(&t.next_chunk[g], 0);
+        if (t.group_vdt[g] != GGUF_TYPE_F32)
+            ASSERT(vdt_row_bytes(t.group_vdt[g], t.n_in) * (size_t)n_rows <= c->wdata_bytes);
+    }
+    if (c->n_threads == 1)
+        mm_task_run(&t, 0, 1);
+    else
+        engine_pool_run(c->pool, mm_task_run, &t);
+}
+
+// ---------------------------------------------------------------------------
+// Norms (sums in double, scale in f32, as the reference).
+
+struct norm_ctx {
+    float *y;
+    const float *x, *w, *b;
+    int64_t n;
+    float eps;
+};
+
+static void rmsnorm_range(void *p, int64_t r0, int64_t r1)
+{
+    struct norm_ctx *c = p;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = c->x + r * c->n;
+        float *y = c->y + r * c->n;
+        double sum = 0;
+        for (int64_t i = 0; i < c->n; i++)
+            sum += (double)(x[i] * x[i]);
+        float mean = (float)(sum / (double)c->n);
+        float scale = 1.0f / sqrtf(mean + c->eps);
+        if (c->w)
+            for (int64_t i = 0; i < c->n; i++)
+                y[i] = (x[i] * scale) * c->w[i];
+        else
+            for (int64_t i = 0; i < c->n; i++)
+                y[i] = x[i] * scale;
+    }
+}
+
+static void cpu_rmsnorm(struct engine_backend *be, float *y, const float *x, const float *w,
+                        int64_t n_rows, int64_t n, float eps)
+{
+    struct norm_ctx c = {y, x, w, NULL, n, eps};
+    par_rows(cpu_of(be), n_rows, n * 3, rmsnorm_range, &c);
+}
+
+static void layernorm_range(void *p, int64_t r0, int64_t r1)
+{
+    struct norm_ctx *c = p;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = c->x + r * c->n;
+        float *y = c->y + r * c->n;
+        double sum = 0;
+        for (int64_t i = 0; i < c->n; i++)
+            sum += (double)x[i];
+        float mean = (float)(sum / (double)c->n);
+        double var = 0;
+        for (int64_t i = 0; i < c->n; i++) {
+            float d = x[i] - mean;
+            var += (double)(d * d);
+        }
+        float scale = 1.0f / sqrtf((float)(var / (double)c->n) + c->eps);
+        for (int64_t i = 0; i < c->n; i++) {
+            float v = (x[i] - mean) * scale;
+            if (c->w)
+                v *= c->w[i];
+            if (c->b)
+                v += c->b[i];
+            y[i] = v;
+        }
+    }
+}
+
+static void cpu_layernorm(struct engine_backend *be, float *y, const float *x, const float *w,
+                          const float *b, int64_t n_rows, int64_t n, float eps)
+{
+    struct norm_ctx c = {y, x, w, b, n, eps};
+    par_rows(cpu_of(be), n_rows, n * 5, layernorm_range, &c);
+}
+
+// ---------------------------------------------------------------------------
+// RoPE.
+
+#define ROPE_MAX_PAIRS 512
+
+static void rope_head(float *x, int n_rot, enum engine_rope_mode mode, const float *cs,
+                      const float *sn)
+{
+    int half = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        int a = mode == ENGINE_ROPE_NEOX ? i : 2 * i;
+        int b = mode == ENGINE_ROPE_NEOX ? i + half : 2 * i + 1;
+        float x0 = x[a], x1 = x[b];
+        x[a] = x0 * cs[i] - x1 * sn[i];
+        x[b] = x0 * sn[i] + x1 * cs[i];
+    }
+}
+
+struct rope_ctx {
+    float *x;
+    int n_head, head_dim;
+    const int32_t *pos;
+    const struct engine_rope *rp;
+};
+
+static void rope_range(void *p, int64_t r0, int64_t r1)
+{
+    struct rope_ctx *c = p;
+    float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS];
+    for (int64_t r = r0; r < r1; r++) {
+        engine_rope_cache(c->rp, (float)c->pos[r], cs, sn);
+        for (int h = 0; h < c->n_head; h++)
+            rope_head(c->x + (r * c->n_head + h) * c->head_dim, c->rp->n_rot, c->rp->mode, cs,
+                      sn);
+    }
+}
+
+static void cpu_rope(struct engine_backend *be, float *x, int64_t n_rows, int n_head, int head_dim,
+                     const int32_t *pos, const struct engine_rope *rp)
+{
+    ASSERT(rp->n_rot <= head_dim && rp->n_rot / 2 <= ROPE_MAX_PAIRS);
+    struct rope_ctx c = {x, n_head, head_dim, pos, rp};
+    par_rows(cpu_of(be), n_rows, (int64_t)n_head * head_dim * 4 + rp->n_rot * 20, rope_range, &c);
+}
+
+// ---------------------------------------------------------------------------
+// KV cache.
+
+static void kv_row_from_f32(uint32_t kv_type, const float *src, void *dst, int64_t n)
+{
+    switch (kv_type) {
+    case GGUF_TYPE_F32:
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        break;
+    case GGUF_TYPE_F16:
+        kernels_f32_to_f16_row(src, dst, n);
+        break;
+    default:
+        kernels_get(GGUF_TYPE_Q8_0)->from_float(src, dst, n);
+        break;
+    }
+}
+
+static void kv_row_to_f32(uint32_t kv_type, const void *src, float *dst, int64_t n)
+{
+    switch (kv_type) {
+    case GGUF_TYPE_F32:
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        break;
+    case GGUF_TYPE_F16:
+        kernels_f16_to_f32_row(src, dst, n);
+        break;
+    default:
+        quant_traits_get(GGUF_TYPE_Q8_0)->to_float(src, dst, n);
+        break;
+    }
+}
+
+struct kv_store_ctx {
+    const struct engine_kv_layer *kv;
+    uint32_t kv_type;
+    const int32_t *cells;
+    const float *k, *v;
+    int64_t kv_dim;
+};
+
+static void kv_store_range(void *p, int64_t r0, int64_t r1)
+{
+    struct kv_store_ctx *c = p;
+    for (int64_t r = r0; r < r1; r++) {
+        size_t off = (size_t)c->cells[r] * c->kv->row_bytes;
+        kv_row_from_f32(c->kv_type, c->k + r * c->kv_dim, (uint8_t *)c->kv->k + off, c->kv_dim);
+        kv_row_from_f32(c->kv_type, c->v + r * c->kv_dim, (uint8_t *)c->kv->v + off, c->kv_dim);
+    }
+}
+
+static void cpu_kv_store(struct engine_backend *be, const struct engine_kv_layer *kv,
+                         uint32_t kv_type, const int32_t *cells, const float *k, const float *v,
+                         int64_t n_rows, int64_t kv_dim)
+{
+    struct kv_store_ctx c = {kv, kv_type, cells, k, v, kv_dim};
+    par_rows(cpu_of(be), n_rows, kv_dim * 4, kv_store_range, &c);
+}
+
+struct kv_shift_ctx {
+    const struct engine_kv_layer *kv;
+    uint32_t kv_type;
+    int64_t c0;
+    int32_t delta;
+    int n_head_kv, head_dim;
+    const struct engine_rope *rp;
+    const float *cs, *sn;
+};
+
+static void kv_shift_range(void *p, int64_t r0, int64_t r1)
+{
+    struct kv_shift_ctx *c = p;
+    int64_t kv_dim = (int64_t)c->n_head_kv * c->head_dim;
+    float *row = xmalloc((size_t)kv_dim * sizeof(float));
+    for (int64_t r = r0; r < r1; r++) {
+        void *dst = (uint8_t *)c->kv->k + (size_t)(c->c0 + r) * c->kv->row_bytes;
+        kv_row_to_f32(c->kv_type, dst, row, kv_dim);
+        for (int h = 0; h < c->n_head_kv; h++)
+            rope_head(row + (int64_t)h * c->head_dim, c->rp->n_rot, c->rp->mode, c->cs, c->sn);
+        kv_row_from_f32(c->kv_type, row, dst, kv_dim);
+    }
+    free(row);
+}
+
+static void cpu_kv_shift(struct engine_backend *be, const struct engine_kv_layer *kv,
+                         uint32_t kv_type, int64_t c0, int64_t n, int32_t delta, int n_head_kv,
+                         int head_dim, const struct engine_rope *rp)
+{
+    // Rotations compose: rotating a key stored at position p by the angle
+    // of position delta gives the key at p + delta.
+    float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS];
+    engine_rope_cache(rp, (float)delta, cs, sn);
+    struct kv_shift_ctx c = {kv, kv_type, c0, delta, n_head_kv, head_dim, rp, cs, sn};
+    par_rows(cpu_of(be), n, (int64_t)n_head_kv * head_dim * 8, kv_shift_range, &c);
+}
+
+static void cpu_kv_move(struct engine_backend *be, const struct engine_kv_layer *kv, int64_t dst,
+                        int64_t src, int64_t n)
+{
+    (void)be;
+    if (n <= 0 || dst == src)
+        return;
+    size_t rb = kv->row_bytes;
+    memmove((uint8_t *)kv->k + (size_t)dst * rb, (uint8_t *)kv->k + (size_t)src * rb,
+            (size_t)n * rb);
+    memmove((uint8_t *)kv->v + (size_t)dst * rb, (uint8_t *)kv->v + (size_t)src * rb,
+            (size_t)n * rb);
+}
+
+// ---------------------------------------------------------------------------
+// Attention: for each (token row, head) pair, scores over the visible cells,
+// softmax, weighted sum of V. Precision follows the reference's non-flash
+// path: with an F16 cache the query and the probabilities are rounded to
+// f16 before their dot products; with Q8_0 the query is quantized to Q8_0.
+
+struct attn_ctx {
+    struct cpu *cpu;
+    float *out;
+    const float *q;
+    int64_t n_rows;
+    const struct engine_kv_layer *kv;
+    const int32_t *cell0, *n_visible;
+    const struct engine_attn *a;
+    _Atomic int64_t next;
+};
+
+static float round_f16(float x)
+{
+    return quant_f16_to_f32(quant_f32_to_f16(x));
+}
+
+static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
+{
+    const struct engine_attn *a = c->a;
+    int hd = a->head_dim;
+    int kvh = h / (a->n_head / a->n_head_kv);
+    int64_t nv = c->n_visible[r];
+    int64_t cell0 = c->cell0[r];
+    size_t rb = c->kv->row_bytes;
+    size_t head_off = quant_row_size(a->kv_type, (int64_t)kvh * hd);
+    if (kvh == 0)
+        head_off = 0;
+    const float *q = c->q + (r * a->n_head + h) * hd;
+    float *out = c->out + (r * a->n_head + h) * hd;
+    float *s = scratch;                        // [nv]
+    float *qf = scratch + c->cpu->att_stride - 2048 - 64;  // [hd] rounded q / dequantized v
+    void *qq = qf + 1024;                       // q as Q8_0
+
+    const uint8_t *kbase = (const uint8_t *)c->kv->k + (size_t)cell0 * rb + head_off;
+    const uint8_t *vbase = (const uint8_t *)c->kv->v + (size_t)cell0 * rb + head_off;
+    switch (a->kv_type) {
+    case GGUF_TYPE_F32:
+        for (int64_t j = 0; j < nv; j++)
+            s[j] = kernels_dot_f32((const float *)(kbase + (size_t)j * rb), q, hd);
+        break;
+    case GGUF_TYPE_F16:
+        for (int i = 0; i < hd; i++)
+            qf[i] = round_f16(q[i]);
+        for (int64_t j = 0; j < nv; j++)
+            s[j] = kernels_dot_f16_f32((const uint16_t *)(kbase + (size_t)j * rb), qf, hd);
+        break;
+    default: {
+        const struct kernels_type *kt = kernels_get(GGUF_TYPE_Q8_0);
+        kt->from_float(q, qq, hd);
+        for (int64_t j = 0; j < nv; j++)
+            kt->vec_dot(hd, &s[j], kbase + (size_t)j * rb, qq);
+        break;
+    }
+    }
+    float max = -INFINITY;
+    for (int64_t j = 0; j < nv; j++) {
+        s[j] *= a->scale;
+        if (s[j] > max)
+            max = s[j];
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < nv; j++) {
+        float ev = expf(s[j] - max);
+        s[j] = ev;
+        sum += (double)ev;
+    }
+    float inv = (float)(1.0 / sum);
+    memset(out, 0, (size_t)hd * sizeof(float));
+    for (int64_t j = 0; j < nv; j++) {
+        float pj = s[j] * inv;
+        const uint8_t *vr = vbase + (size_t)j * rb;
+        switch (a->kv_type) {
+        case GGUF_TYPE_F32:
+            kernels_axpy_f32(out, pj, (const float *)vr, hd);
+            break;
+        case GGUF_TYPE_F16:
+            kernels_axpy_f16(out, round_f16(pj), (const uint16_t *)vr, hd);
+            break;
+        default:
+            quant_traits_get(GGUF_TYPE_Q8_0)->to_float(vr, qf, hd);
+            kernels_axpy_f32(out, pj, qf, hd);
+            break;
+        }
+    }
+}
+
+static void attn_task(void *arg, int ith, int nth)
+{
+    (void)nth;
+    struct attn_ctx *c = arg;
+    float *scratch = c->cpu->att + (size_t)ith * (size_t)c->cpu->att_stride;
+    int64_t total = c->n_rows * c->a->n_head;
+    for (;;) {
+        int64_t i = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+        if (i >= total)
+            break;
+        attn_one(c, scratch, i / c->a->n_head, (int)(i % c->a->n_head));
+    }
+}
+
+static void cpu_attention(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
+                          const struct engine_kv_layer *kv, const int32_t *cell0,
+                          const int32_t *n_visible, const struct engine_attn *a)
+{
+    struct cpu *c = cpu_of(be);
+    ASSERT(a->head_dim <= 1024 && a->n_head % a->n_head_kv == 0);
+    struct attn_ctx ctx = {c, out, q, n_rows, kv, cell0, n_visible, a, 0};
+    atomic_init(&ctx.next, 0);
+    int64_t work = 0;
+    for (int64_t r = 0; r < n_rows; r++) {
+        ASSERT(n_visible[r] >= 1 && n_visible[r] <= c->max_kv);
+        work += (int64_t)n_visible[r] * a->head_dim * a->n_head * 4;
+    }
+    if (c->n_threads == 1 || work < CPU_INLINE_WORK)
+        attn_task(&ctx, 0, 1);
+    else
+        engine_pool_run(c->pool, attn_task, &ctx);
+}
+
+// ---------------------------------------------------------------------------
+// Softmax and element-wise ops.
+
+struct softmax_ctx {
+    float *x;
+    int64_t n;
+    float scale;
+};
+
+static void softmax_range(void *p, int64_t r0, int64_t r1)
+{
+    struct softmax_ctx *c = p;
+    for (int64_t r = r0; r < r1; r++) {
+        float *x = c->x + r * c->n;
+        float max = -INFINITY;
+        for (int64_t i = 0; i < c->n; i++) {
+            x[i] *= c->scale;
+            if (x[i] > max)
+                max = x[i];
+        }
+        double sum = 0;
+        for (int64_t i = 0; i < c->n; i++) {
+            x[i] = expf(x[i] - max);
+            sum += (double)x[i];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < c->n; i++)
+            x[i] *= inv;
+    }
+}
+
+static void cpu_softmax(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale)
+{
+    struct softmax_ctx c = {x, n, scale};
+    par_rows(cpu_of(be), n_rows, n * 8, softmax_range, &c);
+}
+
+enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SILU_GLU, EW_GELU_GLU };
+
+struct ew_ctx {
+    enum ew_kind kind;
+    float *y;
+    const float *a, *b;
+    float s;
+};
+
+static void ew_range(void *p, int64_t i0, int64_t i1)
+{
+    struct ew_ctx *c = p;
+    float *y = c->y;
+    const float *a = c->a, *b = c->b;
+    switch (c->kind) {
+    case EW_ADD:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = a[i] + b[i];
+        break;
+    case EW_MUL:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = a[i] * b[i];
+        break;
+    case EW_SCALE:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = a[i] * c->s;
+        break;
+    case EW_SILU_GLU:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = engine_silu(a[i]) * b[i];
+        break;
+    case EW_GELU_GLU:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = engine_gelu(a[i]) * b[i];
+        break;
+    }
+}
+
+static void run_ew(struct engine_backend *be, struct ew_ctx *c, int64_t n)
+{
+    int64_t cost = c->kind >= EW_SILU_GLU ? 20 : 1;
+    par_rows(cpu_of(be), n, cost, ew_range, c);
+}
+
+static void cpu_glu(struct engine_backend *be, float *y, const float *gate, const float *up,
+                    int64_t n, bool gelu)
+{
+    struct ew_ctx c = {gelu ? EW_GELU_GLU : EW_SILU_GLU, y, gate, up, 0};
+    run_ew(be, &c, n);
+}
+
+static void cpu_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n)
+{
+    struct ew_ctx c = {EW_ADD, y, a, b, 0};
+    run_ew(be, &c, n);
+}
+
+static void cpu_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n)
+{
+    struct ew_ctx c = {EW_MUL, y, a, b, 0};
+    run_ew(be, &c, n);
+}
+
+static void cpu_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n)
+{
+    struct ew_ctx c = {EW_SCALE, y, x, NULL, s};
+    run_ew(be, &c, n);
+}
+
+static void cpu_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
+                       int64_t n_rows, int64_t n)
+{
+    (void)be;
+    for (int64_t r = 0; r < n_rows; r++)
+        memmove(y + r * n, x + (int64_t)idx[r] * n, (size_t)n * sizeof(float));
+}
+
+// ---------------------------------------------------------------------------
+// Backend object.
+
+static void cpu_destroy(struct engine_backend *be)
+{
+    struct cpu *c = cpu_of(be);
+    engine_pool_free(c->pool);
+    free(c->wdata);
+    free(c->att);
+    free(c);
+}
+
+static const struct engine_backend_ops cpu_ops = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .buf_alloc = cpu_buf_alloc,
+    .buf_free = cpu_buf_free,
+    .buf_read = cpu_buf_copy,
+    .buf_write = cpu_buf_copy,
+    .reserve = cpu_reserve,
+    .get_rows = cpu_get_rows,
+    .matmul = cpu_matmul,
+    .rmsnorm = cpu_rmsnorm,
+    .layernorm = cpu_layernorm,
+    .rope = cpu_rope,
+    .kv_store = cpu_kv_store,
+    .attention = cpu_attention,
+    .kv_shift = cpu_kv_shift,
+    .kv_move = cpu_kv_move,
+    .softmax = cpu_softmax,
+    .glu = cpu_glu,
+    .add = cpu_add,
+    .mul = cpu_mul,
+    .scale = cpu_scale,
+    .gather = cpu_gather,
+};
+
+int engine_cpu_new(struct engine_backend **out, int n_threads, struct err *e)
+{
+    struct cpu *c = xcalloc(1, sizeof *c);
+    c->base.ops = &cpu_ops;
+    c->pool = engine_pool_new(n_threads, e);
+    if (!c->pool) {
+        free(c);
+        return e ? e->code : ERR_INTERNAL;
+    }
+    c->n_threads = engine_pool_n_threads(c->pool);
+    *out = &c->base;
+    return 0;
+}
+
+int engine_cpu_n_threads(const struct engine_backend *be)
+{
+    return ((const struct cpu *)be)->n_threads;
+}

@@ -1,0 +1,248 @@
+// Tensor views over GGUF data, the op wrappers that route to a backend, and
+// the scalar math (activations, RoPE angles) every backend agrees on.
+#include "engine/engine.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
+
+bool engine_type_supported(uint32_t type)
+{
+    const struct quant_traits *qt = quant_traits_get(type);
+    return qt && qt->to_float && kernels_get(type) != NULL;
+}
+
+int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *gt, struct err *e)
+{
+    const struct quant_traits *qt = quant_traits_get(gt->type);
+    const char *tn = gguf_type_name(gt->type);
+    if (!qt || !qt->to_float)
+        return err_set(e, ERR_UNSUPPORTED, "tensor %.*s: unsupported tensor type %s",
+                       (int)gt->name.len, gt->name.ptr, tn ? tn : "unknown");
+    int64_t rows = 1;
+    for (uint32_t d = 1; d < GGUF_MAX_DIMS; d++) {
+        if (!i64_mul(&rows, rows, gt->ne[d]))
+            return err_set(e, ERR_FORMAT, "tensor %.*s: too many rows", (int)gt->name.len,
+                           gt->name.ptr);
+    }
+    size_t row_bytes = quant_row_size(gt->type, gt->ne[0]);
+    if (row_bytes == 0)
+        return err_set(e, ERR_UNSUPPORTED,
+                       "tensor %.*s: row of %lld elements does not fit %s blocks",
+                       (int)gt->name.len, gt->name.ptr, (long long)gt->ne[0], tn ? tn : "?");
+    size_t total;
+    if (!size_mul(&total, row_bytes, (size_t)rows) || total > gt->n_bytes)
+        return err_set(e, ERR_FORMAT, "tensor %.*s: size does not match its shape",
+                       (int)gt->name.len, gt->name.ptr);
+    if (!gt->data)
+        return err_set(e, ERR_INVALID, "tensor %.*s: no data", (int)gt->name.len, gt->name.ptr);
+    t->name = NULL;
+    t->type = gt->type;
+    t->ne[0] = gt->ne[0];
+    t->ne[1] = rows;
+    t->row_bytes = row_bytes;
+    t->data = gt->data;
+    return 0;
+}
+
+size_t engine_kv_row_bytes(uint32_t kv_type, int64_t kv_dim)
+{
+    switch (kv_type) {
+    case GGUF_TYPE_F32:
+    case GGUF_TYPE_F16:
+    case GGUF_TYPE_Q8_0:
+        return quant_row_size(kv_type, kv_dim);
+    default:
+        return 0;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Scalar math.
+
+float engine_silu(float x)
+{
+    return x / (1.0f + expf(-x));
+}
+
+float engine_gelu(float x)
+{
+    const float c = 0.79788456080286535587989211986876f;  // sqrt(2/pi)
+    return 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+}
+
+// YaRN ramp over pair index i (1 inside the extrapolated band).
+static float yarn_ramp(float low, float high, int i)
+{
+    float y = ((float)i - low) / fmaxf(0.001f, high - low);
+    return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+}
+
+static float yarn_corr_dim(int n_rot, int n_ctx_orig, float beta, float base)
+{
+    return (float)n_rot * logf((float)n_ctx_orig / (beta * 2.0f * (float)M_PI)) /
+           (2.0f * logf(base));
+}
+
+// Angles as the reference computes them: theta runs as a product of f32
+// powers, divided by the frequency factor, then (YaRN) mixed.
+void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out)
+{
+    const float theta_scale = powf(rp->freq_base, -2.0f / (float)rp->n_rot);
+    float low = 0, high = 0;
+    float mscale = rp->attn_factor != 0.0f ? rp->attn_factor : 1.0f;
+    if (rp->ext_factor != 0.0f) {
+        low = fmaxf(0.0f, floorf(yarn_corr_dim(rp->n_rot, rp->n_ctx_orig, rp->beta_fast,
+                                               rp->freq_base)));
+        high = fminf((float)(rp->n_rot - 1),
+                     ceilf(yarn_corr_dim(rp->n_rot, rp->n_ctx_orig, rp->beta_slow, rp->freq_base)));
+        mscale *= 1.0f + 0.1f * logf(1.0f / rp->freq_scale);
+    }
+    float theta = pos;
+    for (int i = 0; i < rp->n_rot / 2; i++) {
+        float ff = rp->freq_factors ? rp->freq_factors[i] : 1.0f;
+        float extrap = theta / ff;
+        float t = rp->freq_scale * extrap;
+        if (rp->ext_factor != 0.0f) {
+            float mix = yarn_ramp(low, high, i) * rp->ext_factor;
+            t = t * (1.0f - mix) + extrap * mix;
+        }
+        cos_out[i] = cosf(t) * mscale;
+        sin_out[i] = sinf(t) * mscale;
+        theta *= theta_scale;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Wrappers.
+
+void engine_backend_free(struct engine_backend *be)
+{
+    if (be)
+        be->ops->destroy(be);
+}
+
+void *engine_buf_alloc(struct engine_backend *be, size_t n_bytes)
+{
+    return be->ops->buf_alloc(be, n_bytes);
+}
+
+void engine_buf_free(struct engine_backend *be, void *buf)
+{
+    if (buf)
+        be->ops->buf_free(be, buf);
+}
+
+void engine_buf_read(struct engine_backend *be, void *host, const void *buf, size_t n_bytes)
+{
+    be->ops->buf_read(be, host, buf, n_bytes);
+}
+
+void engine_buf_write(struct engine_backend *be, void *buf, const void *host, size_t n_bytes)
+{
+    be->ops->buf_write(be, buf, host, n_bytes);
+}
+
+int engine_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_row_len,
+                   int64_t max_kv, struct err *e)
+{
+    return be->ops->reserve(be, max_rows, max_row_len, max_kv, e);
+}
+
+void engine_get_rows(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                     const int32_t *ids, int64_t n_rows)
+{
+    be->ops->get_rows(be, y, w, ids, n_rows);
+}
+
+void engine_matmul(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                   const float *bias, const float *x, int64_t n_rows)
+{
+    struct engine_matmul_job job = {w, y, bias};
+    be->ops->matmul(be, &job, 1, x, n_rows);
+}
+
+void engine_matmul_n(struct engine_backend *be, const struct engine_matmul_job *jobs, int n_jobs,
+                     const float *x, int64_t n_rows)
+{
+    be->ops->matmul(be, jobs, n_jobs, x, n_rows);
+}
+
+void engine_rmsnorm(struct engine_backend *be, float *y, const float *x, const float *w,
+                    int64_t n_rows, int64_t n, float eps)
+{
+    be->ops->rmsnorm(be, y, x, w, n_rows, n, eps);
+}
+
+void engine_layernorm(struct engine_backend *be, float *y, const float *x, const float *w,
+                      const float *b, int64_t n_rows, int64_t n, float eps)
+{
+    be->ops->layernorm(be, y, x, w, b, n_rows, n, eps);
+}
+
+void engine_rope(struct engine_backend *be, float *x, int64_t n_rows, int n_head, int head_dim,
+                 const int32_t *pos, const struct engine_rope *rp)
+{
+    be->ops->rope(be, x, n_rows, n_head, head_dim, pos, rp);
+}
+
+void engine_kv_store(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
+                     const int32_t *cells, const float *k, const float *v, int64_t n_rows,
+                     int64_t kv_dim)
+{
+    be->ops->kv_store(be, kv, kv_type, cells, k, v, n_rows, kv_dim);
+}
+
+void engine_attention(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
+                      const struct engine_kv_layer *kv, const int32_t *cell0,
+                      const int32_t *n_visible, const struct engine_attn *a)
+{
+    be->ops->attention(be, out, q, n_rows, kv, cell0, n_visible, a);
+}
+
+void engine_kv_shift(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
+                     int64_t c0, int64_t n, int32_t delta, int n_head_kv, int head_dim,
+                     const struct engine_rope *rp)
+{
+    be->ops->kv_shift(be, kv, kv_type, c0, n, delta, n_head_kv, head_dim, rp);
+}
+
+void engine_kv_move(struct engine_backend *be, const struct engine_kv_layer *kv, int64_t dst,
+                    int64_t src, int64_t n)
+{
+    be->ops->kv_move(be, kv, dst, src, n);
+}
+
+void engine_softmax(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale)
+{
+    be->ops->softmax(be, x, n_rows, n, scale);
+}
+
+void engine_glu(struct engine_backend *be, float *y, const float *gate, const float *up, int64_t n,
+                bool gelu)
+{
+    be->ops->glu(be, y, gate, up, n, gelu);
+}
+
+void engine_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n)
+{
+    be->ops->add(be, y, a, b, n);
+}
+
+void engine_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n)
+{
+    be->ops->mul(be, y, a, b, n);
+}
+
+void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n)
+{
+    be->ops->scale(be, y, x, s, n);
+}
+
+void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
+                   int64_t n_rows, int64_t n)
+{
+    be->ops->gather(be, y, x, idx, n_rows, n);
+}

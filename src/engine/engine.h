@@ -1,0 +1,218 @@
+// engine: the compute layer under the model code. It knows tensors (views over
+// the GGUF mapping, used in place), a persistent thread pool, and a fixed set
+// of transformer ops (matmul, embedding lookup, norms, RoPE, softmax, causal
+// attention over a KV cache, gated MLP, element-wise ops). It does not know
+// what a transformer is: the model module strings these ops together.
+//
+// Every op goes through a backend (struct engine_backend_ops), so another
+// backend (CUDA) can be added beside the CPU one without touching model code.
+// Activation buffers come from engine_buf_alloc and are only touched through
+// ops; results reach the host through engine_buf_read.
+//
+// Threading: one pool per backend. Ops split rows across the pool's threads
+// with a barrier between ops. A backend is used by one caller thread at a
+// time (the runner's batching loop); it is not itself thread-safe.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "util/util.h"
+
+#define ENGINE_MAX_THREADS 256
+
+// A 2-D view: ne[1] rows of ne[0] elements of `type`, rows row_bytes apart.
+// Weights point into the GGUF mapping (never copied); 1-D tensors have
+// ne[1] == 1.
+struct engine_tensor {
+    const char *name;  // NUL-terminated copy owned by whoever made the view
+    uint32_t type;     // enum gguf_type
+    int64_t ne[2];
+    size_t row_bytes;
+    const void *data;
+};
+
+// Makes a view of a GGUF tensor (2-D at most; higher dims folded into rows).
+// Fails with ERR_UNSUPPORTED for types the engine cannot multiply with.
+int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *gt,
+                            struct err *e);
+// True if the engine can use `type` as a matrix weight (matmul + row lookup).
+bool engine_type_supported(uint32_t type);
+
+// ---------------------------------------------------------------------------
+// Thread pool: persistent workers, spin-then-sleep dispatch, and a barrier
+// that task functions may call between phases.
+
+struct engine_pool;
+
+// Task body run on every thread: ith in [0, nth). The caller thread is
+// thread 0.
+typedef void (*engine_task_fn)(void *arg, int ith, int nth);
+
+// n_threads <= 0 means the number of physical cores. Returns NULL only if
+// a thread could not be started.
+struct engine_pool *engine_pool_new(int n_threads, struct err *e);
+void engine_pool_free(struct engine_pool *p);
+int engine_pool_n_threads(const struct engine_pool *p);
+// Runs fn on all threads and returns when every thread has finished.
+void engine_pool_run(struct engine_pool *p, engine_task_fn fn, void *arg);
+// Barrier across all threads of the current engine_pool_run (call from
+// inside a task only, by every thread).
+void engine_pool_barrier(struct engine_pool *p);
+// Physical cores of this machine (>= 1).
+int engine_physical_cores(void);
+
+// ---------------------------------------------------------------------------
+// Op parameters.
+
+enum engine_rope_mode {
+    ENGINE_ROPE_NORMAL = 0,  // adjacent pairs (2i, 2i+1): llama
+    ENGINE_ROPE_NEOX = 2,    // split halves (i, i + n_rot/2): qwen2, gemma, phi3
+};
+
+struct engine_rope {
+    enum engine_rope_mode mode;
+    int n_rot;            // rotated dims per head (<= head_dim)
+    float freq_base;      // theta
+    float freq_scale;     // 1 / linear factor
+    const float *freq_factors;  // [n_rot/2] or NULL (llama3 rope_freqs)
+    // YaRN (ext_factor 0 = off)
+    float ext_factor, attn_factor, beta_fast, beta_slow;
+    int n_ctx_orig;
+};
+
+// KV cache of one layer: K and V rows of kv_dim per cell.
+struct engine_kv_layer {
+    void *k, *v;     // backend buffers, n_cells rows each
+    size_t row_bytes;  // bytes per cell row (kv_dim elements of kv_type)
+};
+
+struct engine_attn {
+    int n_head, n_head_kv, head_dim;
+    float scale;  // usually 1/sqrt(head_dim)
+    uint32_t kv_type;  // GGUF_TYPE_F32, F16 or Q8_0
+};
+
+// Matmul job: y (n_rows × w->ne[1]) = x (n_rows × w->ne[0]) · wᵀ (+ bias).
+struct engine_matmul_job {
+    const struct engine_tensor *w;
+    float *y;           // backend buffer
+    const float *bias;  // [w->ne[1]] F32 or NULL (host memory: a weight)
+};
+
+// ---------------------------------------------------------------------------
+// Backend interface. All float* arguments are backend buffers except where
+// marked host. Row counts are the number of tokens in the batch.
+
+struct engine_backend;
+
+struct engine_backend_ops {
+    const char *name;
+    void (*destroy)(struct engine_backend *be);
+    void *(*buf_alloc)(struct engine_backend *be, size_t n_bytes);  // NULL on failure
+    void (*buf_free)(struct engine_backend *be, void *buf);
+    void (*buf_read)(struct engine_backend *be, void *host, const void *buf, size_t n_bytes);
+    void (*buf_write)(struct engine_backend *be, void *buf, const void *host, size_t n_bytes);
+    // Reserves the per-context scratch (quantized activations, attention
+    // rows); called once at load with the largest sizes that will be used.
+    int (*reserve)(struct engine_backend *be, int64_t max_rows, int64_t max_row_len,
+                   int64_t max_kv, struct err *e);
+
+    void (*get_rows)(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                     const int32_t *ids, int64_t n_rows);
+    void (*matmul)(struct engine_backend *be, const struct engine_matmul_job *jobs, int n_jobs,
+                   const float *x, int64_t n_rows);
+    void (*rmsnorm)(struct engine_backend *be, float *y, const float *x, const float *w,
+                    int64_t n_rows, int64_t n, float eps);
+    void (*layernorm)(struct engine_backend *be, float *y, const float *x, const float *w,
+                      const float *b, int64_t n_rows, int64_t n, float eps);
+    void (*rope)(struct engine_backend *be, float *x, int64_t n_rows, int n_head, int head_dim,
+                 const int32_t *pos, const struct engine_rope *rp);
+    void (*kv_store)(struct engine_backend *be, const struct engine_kv_layer *kv,
+                     uint32_t kv_type, const int32_t *cells, const float *k, const float *v,
+                     int64_t n_rows, int64_t kv_dim);
+    // out (n_rows × n_head·head_dim): row r attends cells
+    // [cell0[r], cell0[r] + n_visible[r]) with causal softmax.
+    void (*attention)(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
+                      const struct engine_kv_layer *kv, const int32_t *cell0,
+                      const int32_t *n_visible, const struct engine_attn *a);
+    // Re-rotates the K rows of cells [c0, c0 + n) by a position delta.
+    void (*kv_shift)(struct engine_backend *be, const struct engine_kv_layer *kv,
+                     uint32_t kv_type, int64_t c0, int64_t n, int32_t delta, int n_head_kv,
+                     int head_dim, const struct engine_rope *rp);
+    // Moves cells [src, src + n) to [dst, dst + n) (overlap allowed).
+    void (*kv_move)(struct engine_backend *be, const struct engine_kv_layer *kv, int64_t dst,
+                    int64_t src, int64_t n);
+    void (*softmax)(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale);
+    // y = act(gate) * up, act = SiLU (gelu false) or GELU-tanh.
+    void (*glu)(struct engine_backend *be, float *y, const float *gate, const float *up,
+                int64_t n, bool gelu);
+    void (*add)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
+    void (*mul)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
+    void (*scale)(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
+    // Gathers rows: y[i] = x[idx[i]] (row length n).
+    void (*gather)(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
+                   int64_t n_rows, int64_t n);
+};
+
+struct engine_backend {
+    const struct engine_backend_ops *ops;
+};
+
+// The CPU backend with its own pool (n_threads <= 0: physical cores).
+int engine_cpu_new(struct engine_backend **out, int n_threads, struct err *e);
+int engine_cpu_n_threads(const struct engine_backend *be);
+void engine_backend_free(struct engine_backend *be);
+
+// Thin wrappers so model code reads as a list of ops.
+void *engine_buf_alloc(struct engine_backend *be, size_t n_bytes);
+void engine_buf_free(struct engine_backend *be, void *buf);
+void engine_buf_read(struct engine_backend *be, void *host, const void *buf, size_t n_bytes);
+void engine_buf_write(struct engine_backend *be, void *buf, const void *host, size_t n_bytes);
+int engine_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_row_len,
+                   int64_t max_kv, struct err *e);
+void engine_get_rows(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                     const int32_t *ids, int64_t n_rows);
+void engine_matmul(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                   const float *bias, const float *x, int64_t n_rows);
+void engine_matmul_n(struct engine_backend *be, const struct engine_matmul_job *jobs, int n_jobs,
+                     const float *x, int64_t n_rows);
+void engine_rmsnorm(struct engine_backend *be, float *y, const float *x, const float *w,
+                    int64_t n_rows, int64_t n, float eps);
+void engine_layernorm(struct engine_backend *be, float *y, const float *x, const float *w,
+                      const float *b, int64_t n_rows, int64_t n, float eps);
+void engine_rope(struct engine_backend *be, float *x, int64_t n_rows, int n_head, int head_dim,
+                 const int32_t *pos, const struct engine_rope *rp);
+void engine_kv_store(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
+                     const int32_t *cells, const float *k, const float *v, int64_t n_rows,
+                     int64_t kv_dim);
+void engine_attention(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
+                      const struct engine_kv_layer *kv, const int32_t *cell0,
+                      const int32_t *n_visible, const struct engine_attn *a);
+void engine_kv_shift(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
+                     int64_t c0, int64_t n, int32_t delta, int n_head_kv, int head_dim,
+                     const struct engine_rope *rp);
+void engine_kv_move(struct engine_backend *be, const struct engine_kv_layer *kv, int64_t dst,
+                    int64_t src, int64_t n);
+void engine_softmax(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale);
+void engine_glu(struct engine_backend *be, float *y, const float *gate, const float *up, int64_t n,
+                bool gelu);
+void engine_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
+void engine_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
+void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
+void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
+                   int64_t n_rows, int64_t n);
+
+// Bytes of one KV cell row of kv_dim elements for a cache type (0 if the
+// type is not a supported cache type or kv_dim does not fit its blocks).
+size_t engine_kv_row_bytes(uint32_t kv_type, int64_t kv_dim);
+
+// ---------------------------------------------------------------------------
+// Scalar math shared with tests (the reference the ops are checked against).
+
+float engine_silu(float x);
+float engine_gelu(float x);
+// Fills cos/sin for the n_rot/2 pairs at position pos.
+void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out);

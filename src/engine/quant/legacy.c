@@ -1,0 +1,321 @@
+// The 32-element block formats (spec/gguf.md §5.2): Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, IQ4_NL, plus the plain F32/F16/BF16 rows. Dequantizers evaluate in
+// float32 in the spec's order; the quantizers follow ggml's reference
+// ("_ref") algorithms operation by operation so they write the same bytes as
+// llama-quantize without an importance matrix. Compiled with
+// -ffp-contract=off (no fused multiply-add), as the reference is.
+#include "engine/quant/quant.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "engine/quant/internal.h"
+
+const int8_t quant_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                       1,    13,   25,  38,  53,  69,  89,  113};
+
+static uint16_t f16(float f)
+{
+    return quant_f32_to_f16(f);
+}
+
+static float f32(uint16_t h)
+{
+    return quant_f16_to_f32(h);
+}
+
+// ---------------------------------------------------------------------------
+// Plain types
+
+void quant_f32_to_float(const void *x, float *y, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+void quant_f32_from_float(const float *x, void *y, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+void quant_f16_to_float(const void *x, float *y, int64_t n)
+{
+    const uint8_t *p = x;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        y[i] = f32(h);
+    }
+}
+
+void quant_f16_from_float(const float *x, void *y, int64_t n)
+{
+    uint8_t *p = y;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = f16(x[i]);
+        memcpy(p + 2 * i, &h, 2);
+    }
+}
+
+void quant_bf16_to_float(const void *x, float *y, int64_t n)
+{
+    const uint8_t *p = x;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        y[i] = quant_bf16_to_f32(h);
+    }
+}
+
+void quant_bf16_from_float(const float *x, void *y, int64_t n)
+{
+    uint8_t *p = y;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = quant_f32_to_bf16(x[i]);
+        memcpy(p + 2 * i, &h, 2);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Dequantizers
+
+void quant_q4_0_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_q4_0 *x = vx;
+    for (int64_t b = 0; b < n / QK4_0; b++, y += QK4_0) {
+        float d = f32(x[b].d);
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            y[j] = (float)((x[b].qs[j] & 0x0F) - 8) * d;
+            y[j + 16] = (float)((x[b].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+void quant_q4_1_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_q4_1 *x = vx;
+    for (int64_t b = 0; b < n / QK4_1; b++, y += QK4_1) {
+        float d = f32(x[b].d), m = f32(x[b].m);
+        for (int j = 0; j < QK4_1 / 2; j++) {
+            y[j] = (float)(x[b].qs[j] & 0x0F) * d + m;
+            y[j + 16] = (float)(x[b].qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+static uint32_t load_qh(const uint8_t qh[4])
+{
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    return h;
+}
+
+void quant_q5_0_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_q5_0 *x = vx;
+    for (int64_t b = 0; b < n / QK5_0; b++, y += QK5_0) {
+        float d = f32(x[b].d);
+        uint32_t h = load_qh(x[b].qh);
+        for (int j = 0; j < QK5_0 / 2; j++) {
+            int lo = (x[b].qs[j] & 0x0F) | (int)(((h >> j) & 1) << 4);
+            int hi = (x[b].qs[j] >> 4) | (int)(((h >> (j + 16)) & 1) << 4);
+            y[j] = (float)(lo - 16) * d;
+            y[j + 16] = (float)(hi - 16) * d;
+        }
+    }
+}
+
+void quant_q5_1_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_q5_1 *x = vx;
+    for (int64_t b = 0; b < n / QK5_1; b++, y += QK5_1) {
+        float d = f32(x[b].d), m = f32(x[b].m);
+        uint32_t h = load_qh(x[b].qh);
+        for (int j = 0; j < QK5_1 / 2; j++) {
+            int lo = (x[b].qs[j] & 0x0F) | (int)(((h >> j) & 1) << 4);
+            int hi = (x[b].qs[j] >> 4) | (int)(((h >> (j + 16)) & 1) << 4);
+            y[j] = (float)lo * d + m;
+            y[j + 16] = (float)hi * d + m;
+        }
+    }
+}
+
+void quant_q8_0_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_q8_0 *x = vx;
+    for (int64_t b = 0; b < n / QK8_0; b++, y += QK8_0) {
+        float d = f32(x[b].d);
+        for (int j = 0; j < QK8_0; j++)
+            y[j] = (float)x[b].qs[j] * d;
+    }
+}
+
+void quant_iq4_nl_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_iq4_nl *x = vx;
+    for (int64_t b = 0; b < n / QK4_NL; b++, y += QK4_NL) {
+        float d = f32(x[b].d);
+        for (int j = 0; j < QK4_NL / 2; j++) {
+            y[j] = d * (float)quant_iq4nl_values[x[b].qs[j] & 0x0F];
+            y[j + 16] = d * (float)quant_iq4nl_values[x[b].qs[j] >> 4];
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reference quantizers
+
+// The element of largest magnitude (its sign kept; the first one on ties).
+static float signed_absmax(const float *x, int n)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; j++) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
+static void min_max(const float *x, int n, float *min_out, float *max_out)
+{
+    float min = FLT_MAX, max = -FLT_MAX;
+    for (int j = 0; j < n; j++) {
+        if (x[j] < min)
+            min = x[j];
+        if (x[j] > max)
+            max = x[j];
+    }
+    *min_out = min;
+    *max_out = max;
+}
+
+static int imin(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+void quant_q4_0_from_float(const float *x, void *vy, int64_t n)
+{
+    struct block_q4_0 *y = vy;
+    for (int64_t b = 0; b < n / QK4_0; b++, x += QK4_0) {
+        // Scale so that the extreme value maps to -8 exactly.
+        float d = signed_absmax(x, QK4_0) / -8;
+        float id = d ? 1.0f / d : 0.0f;
+        y[b].d = f16(d);
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            float a = x[j] * id, c = x[j + 16] * id;
+            uint8_t lo = (uint8_t)imin(15, (int8_t)(a + 8.5f));
+            uint8_t hi = (uint8_t)imin(15, (int8_t)(c + 8.5f));
+            y[b].qs[j] = (uint8_t)(lo | (hi << 4));
+        }
+    }
+}
+
+void quant_q4_1_from_float(const float *x, void *vy, int64_t n)
+{
+    struct block_q4_1 *y = vy;
+    for (int64_t b = 0; b < n / QK4_1; b++, x += QK4_1) {
+        float min, max;
+        min_max(x, QK4_1, &min, &max);
+        float d = (max - min) / 15;
+        float id = d ? 1.0f / d : 0.0f;
+        y[b].d = f16(d);
+        y[b].m = f16(min);
+        for (int j = 0; j < QK4_1 / 2; j++) {
+            float a = (x[j] - min) * id, c = (x[j + 16] - min) * id;
+            uint8_t lo = (uint8_t)imin(15, (int8_t)(a + 0.5f));
+            uint8_t hi = (uint8_t)imin(15, (int8_t)(c + 0.5f));
+            y[b].qs[j] = (uint8_t)(lo | (hi << 4));
+        }
+    }
+}
+
+void quant_q5_0_from_float(const float *x, void *vy, int64_t n)
+{
+    struct block_q5_0 *y = vy;
+    for (int64_t b = 0; b < n / QK5_0; b++, x += QK5_0) {
+        float d = signed_absmax(x, QK5_0) / -16;
+        float id = d ? 1.0f / d : 0.0f;
+        y[b].d = f16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < QK5_0 / 2; j++) {
+            float a = x[j] * id, c = x[j + 16] * id;
+            uint8_t lo = (uint8_t)imin(31, (int8_t)(a + 16.5f));
+            uint8_t hi = (uint8_t)imin(31, (int8_t)(c + 16.5f));
+            y[b].qs[j] = (uint8_t)((lo & 0x0F) | ((hi & 0x0F) << 4));
+            qh |= (uint32_t)((lo >> 4) & 1) << j;
+            qh |= (uint32_t)((hi >> 4) & 1) << (j + 16);
+        }
+        memcpy(y[b].qh, &qh, 4);
+    }
+}
+
+void quant_q5_1_from_float(const float *x, void *vy, int64_t n)
+{
+    struct block_q5_1 *y = vy;
+    for (int64_t b = 0; b < n / QK5_1; b++, x += QK5_1) {
+        float min, max;
+        min_max(x, QK5_1, &min, &max);
+        float d = (max - min) / 31;
+        float id = d ? 1.0f / d : 0.0f;
+        y[b].d = f16(d);
+        y[b].m = f16(min);
+        uint32_t qh = 0;
+        for (int j = 0; j < QK5_1 / 2; j++) {
+            float a = (x[j] - min) * id, c = (x[j + 16] - min) * id;
+            uint8_t lo = (uint8_t)(a + 0.5f);
+            uint8_t hi = (uint8_t)(c + 0.5f);
+            y[b].qs[j] = (uint8_t)((lo & 0x0F) | ((hi & 0x0F) << 4));
+            qh |= (uint32_t)((lo >> 4) & 1) << j;
+            qh |= (uint32_t)((hi >> 4) & 1) << (j + 16);
+        }
+        memcpy(y[b].qh, &qh, 4);
+    }
+}
+
+void quant_q8_0_from_float(const float *x, void *vy, int64_t n)
+{
+    struct block_q8_0 *y = vy;
+    for (int64_t b = 0; b < n / QK8_0; b++, x += QK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127;
+        float id = d ? 1.0f / d : 0.0f;
+        y[b].d = f16(d);
+        for (int j = 0; j < QK8_0; j++)
+            y[b].qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
+// Q8_1 (activations for the Q4_1/Q5_1 dot products): Q8_0 plus s = d * sum(qs).
+void quant_q8_1_from_float(const float *x, void *vy, int64_t n)
+{
+    struct block_q8_1 *y = vy;
+    for (int64_t b = 0; b < n / QK8_1; b++, x += QK8_1) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_1; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127;
+        float id = d ? 1.0f / d : 0.0f;
+        y[b].d = f16(d);
+        int sum = 0;
+        for (int j = 0; j < QK8_1; j++) {
+            y[b].qs[j] = (int8_t)roundf(x[j] * id);
+            sum += y[b].qs[j];
+        }
+        y[b].s = f16((float)sum * d);
+    }
+}
+
+void quant_q8_1_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_q8_1 *x = vx;
+    for (int64_t b = 0; b < n / QK8_1; b++, y += QK8_1) {
+        float d = f32(x[b].d);
+        for (int j = 0; j < QK8_1; j++)
+            y[j] = (float)x[b].qs[j] * d;
+    }
+}

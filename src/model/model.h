@@ -1,0 +1,121 @@
+// model: language model architectures as forward passes over the engine,
+// with a KV cache shared by parallel sequences ("slots"). This is the C API
+// the runner calls: load a GGUF, evaluate batches of tokens from several
+// slots in one forward pass, read logits / embeddings, manage each slot's
+// cache (prefix reuse, context shift), free.
+//
+// Architectures are rows of a table keyed by general.architecture (llama,
+// qwen2); anything else, or a tensor type the engine cannot use, fails at
+// load with a clear message.
+//
+// Thread-safety: a struct model is used by one thread at a time (the
+// runner's batching loop); compute runs on the model's own thread pool.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+struct model;
+
+// KV cache element type; zero-initialised options mean F16 (Ollama's
+// default; OLLAMA_KV_CACHE_TYPE picks another).
+enum model_kv_type {
+    MODEL_KV_F16 = 0,
+    MODEL_KV_F32,
+    MODEL_KV_Q8_0,
+};
+// "f16", "f32", "q8_0" (case-insensitive); -1 for anything else.
+int model_kv_type_parse(const char *s);
+
+struct model_options {
+    int n_ctx;       // context per slot (0: min(2048, training context))
+    int n_batch;     // max tokens per forward pass (0: 512)
+    int n_slots;     // parallel sequences sharing the cache (0: 1)
+    int n_threads;   // compute threads (0: physical cores)
+    enum model_kv_type kv_type;
+    bool embeddings;   // keep the final hidden state of output rows
+};
+
+// Memory a load with these options will use, computed from the file's
+// header alone (nothing is loaded): weights are the mapped tensor data.
+struct model_memory {
+    uint64_t weights_bytes;
+    uint64_t kv_bytes;
+    uint64_t scratch_bytes;  // activations, logits, per-thread buffers
+    uint64_t total_bytes;
+};
+
+int model_estimate(const char *path, const struct model_options *opts, struct model_memory *out,
+                   struct err *e);
+
+// Loads a model (mmap, weights used in place). Errors: ERR_IO / ERR_FORMAT
+// for the file, ERR_UNSUPPORTED for an unknown architecture or tensor type,
+// ERR_NOMEM when the KV cache or scratch cannot be allocated.
+int model_load(struct model **out, const char *path, const struct model_options *opts,
+               struct err *e);
+void model_free(struct model *m);
+
+// Hyper-parameters.
+int model_n_vocab(const struct model *m);
+int model_n_embd(const struct model *m);
+int model_n_ctx(const struct model *m);  // per slot
+int model_n_slots(const struct model *m);
+int model_n_batch(const struct model *m);
+int model_n_threads(const struct model *m);
+const char *model_arch_name(const struct model *m);
+// The open GGUF (for the tokenizer and metadata); owned by the model.
+const struct gguf *model_gguf(const struct model *m);
+
+// Tokenizer pass-through (the model's own vocabulary, loaded with it).
+struct tokenizer;
+const struct tokenizer *model_tokenizer(const struct model *m);
+// Tokenizes text into ids[0..cap) (BOS/EOS as the metadata says when
+// add_special); returns the number of ids, ERR_TOO_LARGE past cap.
+int model_tokenize(const struct model *m, const char *text, size_t len, bool add_special,
+                   bool parse_special, int32_t *ids, int cap, struct err *e);
+// The bytes of one token (may be part of a UTF-8 character; control tokens
+// give nothing); returns the length written (truncated to cap).
+int model_token_to_piece(const struct model *m, int32_t id, char *out, int cap);
+// End-of-generation token?
+bool model_token_is_eog(const struct model *m, int32_t id);
+
+// A batch: n_tokens entries, each a token for slot `slot` at position `pos`.
+// Within a slot, positions must be consecutive and start at or below the
+// slot's current length (anything cached from that position on is
+// replaced). `logits[i]` asks for the outputs of entry i (NULL: only the
+// last entry of each slot).
+struct model_batch {
+    int n_tokens;
+    const int32_t *tokens;
+    const int32_t *pos;
+    const int32_t *slot;
+    const bool *logits;
+};
+
+// Evaluates a batch (split into n_batch pieces internally). Afterwards
+// model_logits(m, i) is valid for every entry i that requested outputs.
+int model_decode(struct model *m, const struct model_batch *b, struct err *e);
+// Logits (n_vocab floats) of batch entry i of the last model_decode, or NULL
+// if that entry did not request outputs. Valid until the next decode.
+const float *model_logits(const struct model *m, int i);
+// Final hidden state (after the output norm, n_embd floats), when the
+// model was loaded with embeddings = true; NULL otherwise.
+const float *model_embeddings(const struct model *m, int i);
+
+// Slots: each holds the tokens of one sequence at positions 0..n_past-1.
+int model_slot_n_past(const struct model *m, int slot);
+const int32_t *model_slot_tokens(const struct model *m, int slot);
+void model_slot_clear(struct model *m, int slot);
+// Longest-common-prefix reuse: keeps the cached prefix that matches tokens
+// (at most n - 1, so the last prompt token is always evaluated for its
+// logits), drops the rest; returns the number of tokens kept.
+int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, int n);
+// Removes positions [p0, p1) of a slot and shifts the later ones down
+// (their keys re-rotated), as llama.cpp's seq_rm + seq_add.
+int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e);
+// Ollama's context shift: keep the first n_keep tokens, discard half of the
+// rest. Returns the number of tokens discarded.
+int model_context_shift(struct model *m, int slot, int n_keep, struct err *e);

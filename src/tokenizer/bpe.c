@@ -1,0 +1,156 @@
+// Byte-level BPE (spec §5): pre-tokenize, map bytes to the GPT-2 alphabet,
+// then merge the adjacent pair of lowest rank until none applies. Symbols are
+// kept as a linked list over the word's bytes (each byte is one byte-level
+// character) and candidate pairs in a binary heap, so a word of n bytes costs
+// O(n log n) whatever its length.
+#include "tokenizer/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct bpe_pair {
+    int32_t rank;
+    int32_t left, right;
+    int32_t lid, rid;
+    int32_t result;
+};
+
+static inline bool pair_before(const struct bpe_pair *a, const struct bpe_pair *b)
+{
+    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+static void heap_push(struct tok_scratch *s, size_t *n, struct bpe_pair p)
+{
+    if ((*n + 1) * sizeof(struct bpe_pair) > s->cap_heap_bytes) {
+        size_t cap = s->cap_heap_bytes ? s->cap_heap_bytes * 2 : 64 * sizeof(struct bpe_pair);
+        s->heap = xrealloc(s->heap, cap);
+        s->cap_heap_bytes = cap;
+    }
+    struct bpe_pair *h = s->heap;
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!pair_before(&p, &h[parent]))
+            break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = p;
+}
+
+static struct bpe_pair heap_pop(struct tok_scratch *s, size_t *n)
+{
+    struct bpe_pair *h = s->heap;
+    struct bpe_pair top = h[0];
+    struct bpe_pair last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && pair_before(&h[c + 1], &h[c]))
+            c++;
+        if (!pair_before(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+static void try_pair(const struct tokenizer *t, struct tok_scratch *s, size_t *n_heap, int32_t l,
+                     int32_t r)
+{
+    if (l < 0 || r < 0)
+        return;
+    int32_t rank, result;
+    if (!tok_pair_find(t, s->syms[l].id, s->syms[r].id, &rank, &result))
+        return;
+    heap_push(s, n_heap, (struct bpe_pair){rank, l, r, s->syms[l].id, s->syms[r].id, result});
+}
+
+// A symbol that is not a token: the tokens of its single bytes, if any
+// (as llama.cpp; with a byte-level vocabulary this never happens).
+static int emit_fallback(const struct tokenizer *t, const char *word, const struct tok_sym *sym,
+                         struct tokenizer_ids *out)
+{
+    for (uint32_t i = 0; i < sym->len; i++) {
+        unsigned char b = (unsigned char)word[sym->start + i];
+        const char *u = t->byte_char[b];
+        for (int k = 0; k < u[2]; k++) {
+            int32_t id = tok_lookup_real(t, u + k, 1);
+            if (id >= 0 && tokenizer_ids_push(out, id) < 0)
+                return ERR_NOMEM;
+        }
+    }
+    return 0;
+}
+
+static int bpe_word(const struct tokenizer *t, struct tok_scratch *s, const char *word, size_t n,
+                    struct tokenizer_ids *out)
+{
+    if (t->ignore_merges) {
+        buf_reset(&s->text);
+        for (size_t i = 0; i < n; i++) {
+            const char *u = t->byte_char[(unsigned char)word[i]];
+            buf_append(&s->text, u, (size_t)u[2]);
+        }
+        int32_t id = tok_lookup_real(t, s->text.data, s->text.len);
+        if (id >= 0)
+            return tokenizer_ids_push(out, id);
+    }
+    if (tok_scratch_syms(s, n) < 0)
+        return ERR_NOMEM;
+    struct tok_sym *sym = s->syms;
+    for (size_t i = 0; i < n; i++) {
+        sym[i].id = t->byte_sym[(unsigned char)word[i]];
+        sym[i].start = (uint32_t)i;
+        sym[i].len = 1;
+        sym[i].prev = (int32_t)i - 1;
+        sym[i].next = i + 1 < n ? (int32_t)i + 1 : -1;
+    }
+    size_t n_heap = 0;
+    for (size_t i = 1; i < n; i++)
+        try_pair(t, s, &n_heap, (int32_t)i - 1, (int32_t)i);
+    while (n_heap > 0) {
+        struct bpe_pair p = heap_pop(s, &n_heap);
+        struct tok_sym *l = &sym[p.left], *r = &sym[p.right];
+        if (l->len == 0 || r->len == 0 || l->next != p.right || l->id != p.lid || r->id != p.rid)
+            continue;  // stale
+        l->id = p.result;
+        l->len += r->len;
+        r->len = 0;
+        l->next = r->next;
+        if (r->next >= 0)
+            sym[r->next].prev = p.left;
+        try_pair(t, s, &n_heap, l->prev, p.left);
+        try_pair(t, s, &n_heap, p.left, l->next);
+    }
+    for (int32_t i = 0; i >= 0; i = sym[i].next) {
+        if (sym[i].id >= 0 && sym[i].id < t->n_vocab) {
+            if (tokenizer_ids_push(out, sym[i].id) < 0)
+                return ERR_NOMEM;
+        } else if (emit_fallback(t, word, &sym[i], out) < 0) {
+            return ERR_NOMEM;
+        }
+    }
+    return 0;
+}
+
+int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
+                   struct tokenizer_ids *out, struct err *e)
+{
+    s->spans.n = 0;
+    int rc = tok_pretok_split(&t->pre, text, len, &s->spans, e);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < s->spans.n; i += 2) {
+        rc = bpe_word(t, s, text + s->spans.v[i], s->spans.v[i + 1], out);
+        if (rc < 0)
+            return err_set(e, rc, NULL);
+    }
+    return 0;
+}

@@ -1,0 +1,231 @@
+// Encoding pipeline (spec §2, §3): special-token text is split out of the
+// input (longest candidate first, plain substring search), then each raw
+// fragment goes to the model's encoder, with BOS/EOS/CLS/SEP around the
+// whole when add_special is set.
+#include "tokenizer/tokenizer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/internal.h"
+
+// ---------------------------------------------------------------------------
+// Id arrays and scratch.
+
+void tokenizer_ids_deinit(struct tokenizer_ids *v)
+{
+    free(v->data);
+    v->data = NULL;
+    v->len = v->cap = 0;
+}
+
+void tokenizer_ids_reset(struct tokenizer_ids *v)
+{
+    v->len = 0;
+}
+
+int tokenizer_ids_push(struct tokenizer_ids *v, int32_t id)
+{
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        if (cap > SIZE_MAX / 2 / sizeof(int32_t))
+            return ERR_NOMEM;
+        int32_t *p = realloc(v->data, cap * sizeof(int32_t));
+        if (!p)
+            return ERR_NOMEM;
+        v->data = p;
+        v->cap = cap;
+    }
+    v->data[v->len++] = id;
+    return 0;
+}
+
+void tok_scratch_deinit(struct tok_scratch *s)
+{
+    tok_spans_deinit(&s->spans);
+    free(s->syms);
+    free(s->heap);
+    buf_deinit(&s->text);
+    memset(s, 0, sizeof(*s));
+}
+
+int tok_scratch_syms(struct tok_scratch *s, size_t n)
+{
+    if (n <= s->cap_syms)
+        return 0;
+    size_t cap = s->cap_syms ? s->cap_syms : 64;
+    while (cap < n)
+        cap *= 2;
+    struct tok_sym *p = realloc(s->syms, cap * sizeof(*p));
+    if (!p)
+        return ERR_NOMEM;
+    s->syms = p;
+    s->cap_syms = cap;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Special-token partition.
+
+struct frag {
+    uint32_t off, len;
+    int32_t id;  // -1: raw text
+};
+
+struct frags {
+    struct frag *v;
+    size_t n, cap;
+};
+
+static void frags_push(struct frags *f, uint32_t off, uint32_t len, int32_t id)
+{
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 16;
+        f->v = xrealloc(f->v, f->cap * sizeof(*f->v));
+    }
+    f->v[f->n++] = (struct frag){off, len, id};
+}
+
+static bool c_isspace(char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static void partition(const struct tokenizer *t, const char *text, size_t len, bool parse_special,
+                      struct frags *out)
+{
+    frags_push(out, 0, (uint32_t)len, -1);
+    if (t->n_cands == 0)
+        return;
+    // Which candidates occur anywhere at all (a fragment is a substring of
+    // the text, so the others can be skipped).
+    uint8_t *seen = xcalloc(t->n_cands, 1);
+    size_t n_seen = 0;
+    for (size_t p = 0; p < len && n_seen < t->n_cands; p++) {
+        unsigned char b = (unsigned char)text[p];
+        for (uint32_t k = t->cand_first[b]; k < t->cand_first[b + 1]; k++) {
+            uint32_t ci = t->cand_idx[k];
+            int32_t id = t->cands[ci];
+            size_t n = t->text_len[id];
+            if (!seen[ci] && n <= len - p && memcmp(text + p, tok_text(t, id), n) == 0) {
+                seen[ci] = 1;
+                n_seen++;
+            }
+        }
+    }
+    struct frags next = {0};
+    for (size_t ci = 0; ci < t->n_cands && n_seen > 0; ci++) {
+        if (!seen[ci])
+            continue;
+        n_seen--;
+        int32_t id = t->cands[ci];
+        uint32_t attr = t->attrs[id];
+        if (!parse_special && (attr & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN)))
+            continue;
+        const char *ct = tok_text(t, id);
+        size_t cn = t->text_len[id];
+        next.n = 0;
+        for (size_t i = 0; i < out->n; i++) {
+            struct frag f = out->v[i];
+            if (f.id >= 0) {
+                frags_push(&next, f.off, f.len, f.id);
+                continue;
+            }
+            size_t base = f.off, blen = f.len;
+            while (blen > 0) {
+                const char *m = memmem(text + base, blen, ct, cn);
+                if (!m) {
+                    frags_push(&next, (uint32_t)base, (uint32_t)blen, -1);
+                    break;
+                }
+                size_t mpos = (size_t)(m - text);
+                size_t llen = mpos - base;
+                if (attr & TOK_ATTR_LSTRIP)
+                    while (llen > 0 && c_isspace(text[base + llen - 1]))
+                        llen--;
+                if (llen > 0)
+                    frags_push(&next, (uint32_t)base, (uint32_t)llen, -1);
+                frags_push(&next, (uint32_t)mpos, (uint32_t)cn, id);
+                size_t rstart = mpos + cn, rlen = base + blen - rstart;
+                if (attr & TOK_ATTR_RSTRIP)
+                    while (rlen > 0 && c_isspace(text[rstart])) {
+                        rstart++;
+                        rlen--;
+                    }
+                base = rstart;
+                blen = rlen;
+            }
+        }
+        struct frags tmp = *out;
+        *out = next;
+        next = tmp;
+    }
+    free(next.v);
+    free(seen);
+}
+
+// ---------------------------------------------------------------------------
+// Encode.
+
+static int push_id(struct tokenizer_ids *out, int32_t id, struct err *e)
+{
+    if (id < 0)
+        return 0;  // the model has no such token: nothing to add
+    return tokenizer_ids_push(out, id) < 0 ? err_set(e, ERR_NOMEM, NULL) : 0;
+}
+
+int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, bool add_special,
+                     bool parse_special, struct tokenizer_ids *out, struct err *e)
+{
+    if (!text && len)
+        return err_set(e, ERR_INVALID, "tokenize: NULL text");
+    if (len >= UINT32_MAX / 4)
+        return err_set(e, ERR_TOO_LARGE, "tokenize: text of %zu bytes is too large", len);
+    size_t start = out->len;
+    struct frags fr = {0};
+    if (len > 0)
+        partition(t, text, len, parse_special, &fr);
+    struct tok_scratch s = {0};
+    buf_init(&s.text, 0);
+    int rc = 0;
+
+    bool lead = add_special && (t->kind == TOKENIZER_WPM || t->add_bos);
+    if (lead) {
+        int32_t id = t->sp.bos >= 0 ? t->sp.bos : t->kind == TOKENIZER_WPM ? t->sp.cls : -1;
+        rc = push_id(out, id, e);
+    }
+    bool prev_special = true;  // SPM: prefix a space to the first fragment and after specials
+    for (size_t i = 0; i < fr.n && rc == 0; i++) {
+        const struct frag *f = &fr.v[i];
+        if (f->id >= 0) {
+            rc = push_id(out, f->id, e);
+            prev_special = true;
+            continue;
+        }
+        switch (t->kind) {
+        case TOKENIZER_SPM:
+            rc = tok_spm_encode(t, &s, text + f->off, f->len, t->add_space_prefix && prev_special, out, e);
+            break;
+        case TOKENIZER_BPE:
+            rc = tok_bpe_encode(t, &s, text + f->off, f->len, out, e);
+            break;
+        case TOKENIZER_WPM:
+            rc = tok_wpm_encode(t, &s, text + f->off, f->len, out, e);
+            break;
+        }
+        prev_special = false;
+    }
+    if (rc == 0 && add_special) {
+        if (t->kind != TOKENIZER_WPM && t->add_eos)
+            rc = push_id(out, t->sp.eos, e);
+        if (rc == 0 && (t->kind == TOKENIZER_WPM || t->add_sep))
+            rc = push_id(out, t->sp.sep, e);
+    }
+    free(fr.v);
+    tok_scratch_deinit(&s);
+    if (rc < 0) {
+        out->len = start;
+        return rc;
+    }
+    return (int)(out->len - start);
+}

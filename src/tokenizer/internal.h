@@ -1,0 +1,188 @@
+// tokenizer internals shared by the module's files: the vocabulary tables,
+// hash maps and the per-model encoders.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer/tokenizer.h"
+
+// Token attributes (llama.cpp's llama_token_attr): a token type may gain
+// extra flags at load (CONTROL tokens named "unused" are also UNUSED).
+enum {
+    TOK_ATTR_UNDEFINED = 0,
+    TOK_ATTR_UNKNOWN = 1 << 0,
+    TOK_ATTR_UNUSED = 1 << 1,
+    TOK_ATTR_NORMAL = 1 << 2,
+    TOK_ATTR_CONTROL = 1 << 3,
+    TOK_ATTR_USER_DEFINED = 1 << 4,
+    TOK_ATTR_BYTE = 1 << 5,
+    TOK_ATTR_LSTRIP = 1 << 7,
+    TOK_ATTR_RSTRIP = 1 << 8,
+};
+
+// Open-addressing map from token text to id. Texts live in the tokenizer's
+// text table, so a slot stores only the hash and the id.
+struct tok_map {
+    uint32_t *hash;
+    int32_t *ids;  // -1 = empty slot
+    uint32_t mask;
+};
+
+// BPE merge table keyed by (left id, right id).
+struct tok_pair_map {
+    uint64_t *keys;  // UINT64_MAX = empty
+    int32_t *rank;
+    int32_t *result;
+    uint32_t mask;
+};
+
+// Pre-tokenizer: up to 8 regexes applied in sequence (spec §5.3).
+#define TOK_MAX_REGEX 8
+struct tok_pretok {
+    const char *name;
+    int n_re;
+    void *re[TOK_MAX_REGEX];  // pcre2_code_8 *
+    bool jit[TOK_MAX_REGEX];
+};
+
+struct tokenizer {
+    enum tokenizer_kind kind;
+    char pre_name[64];
+    int32_t n_vocab;  // real tokens
+    int32_t n_text;   // real + virtual (merge parts that are not tokens)
+    int32_t cap_text;
+
+    // Token texts: text_blob[text_off[i] .. + text_len[i]).
+    char *text_blob;
+    size_t blob_len, blob_cap;
+    uint32_t *text_off, *text_len;
+    float *scores;
+    uint8_t *types;
+    uint32_t *attrs;
+    size_t max_token_len;
+    struct tok_map map;
+
+    // Decoded piece per token (▁ -> space, byte tokens -> the byte, BPE
+    // byte-level text -> raw bytes); CONTROL text for render_special.
+    char *piece_blob;
+    uint32_t *piece_off, *piece_len;
+
+    // BPE.
+    struct tok_pair_map pairs;
+    int32_t byte_sym[256];   // id of the byte-level char of each byte (or -1)
+    char byte_char[256][3];  // its UTF-8 (2 bytes at most; [2] = length)
+    bool ignore_merges;
+    bool clean_spaces;
+    struct tok_pretok pre;
+
+    // SPM: the token for each byte (<0xXX>, else the one-byte text), or -1.
+    int32_t byte_tok[256];
+
+    // WPM normalisation.
+    bool wpm_lowercase, wpm_strip_accents;
+
+    bool add_bos, add_eos, add_sep, add_space_prefix;
+    struct tokenizer_special sp;
+
+    // Special-token candidates (CONTROL | USER_DEFINED | UNKNOWN), longest first.
+    int32_t *cands;
+    size_t n_cands;
+    // Candidates by first byte: cand_idx[cand_first[b] .. cand_first[b+1]) index cands.
+    uint32_t cand_first[257];
+    uint32_t *cand_idx;
+
+    uint8_t *eog;  // bitmap over n_vocab
+};
+
+// Hashing.
+uint64_t tok_hash(const void *p, size_t n);
+
+// Text map.
+int32_t tok_lookup(const struct tokenizer *t, const char *s, size_t n);  // real or virtual
+static inline int32_t tok_lookup_real(const struct tokenizer *t, const char *s, size_t n)
+{
+    int32_t id = tok_lookup(t, s, n);
+    return id < t->n_vocab ? id : -1;
+}
+static inline const char *tok_text(const struct tokenizer *t, int32_t id)
+{
+    return t->text_blob + t->text_off[id];
+}
+
+// Pair map.
+static inline bool tok_pair_find(const struct tokenizer *t, int32_t a, int32_t b, int32_t *rank,
+                                 int32_t *result)
+{
+    if (!t->pairs.keys || a < 0 || b < 0)
+        return false;
+    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    uint32_t i = (uint32_t)(h >> 32) & t->pairs.mask;
+    for (;;) {
+        uint64_t k = t->pairs.keys[i];
+        if (k == key) {
+            *rank = t->pairs.rank[i];
+            *result = t->pairs.result[i];
+            return true;
+        }
+        if (k == UINT64_MAX)
+            return false;
+        i = (i + 1) & t->pairs.mask;
+    }
+}
+
+// Pre-tokenizers (pretok.c).
+int tok_pretok_init(struct tok_pretok *p, const char *name, bool *ignore_merges, int *add_bos,
+                    bool *clean_spaces, struct err *e);
+void tok_pretok_deinit(struct tok_pretok *p);
+// Splits text into words: appends (offset, length) pairs to *spans. Thread-safe.
+struct tok_spans {
+    uint32_t *v;  // offset, length pairs
+    size_t n, cap;
+};
+int tok_pretok_split(const struct tok_pretok *p, const char *text, size_t len, struct tok_spans *out,
+                     struct err *e);
+void tok_spans_deinit(struct tok_spans *s);
+
+// Working memory of one encode call, reused across its fragments.
+struct tok_sym {
+    int32_t id;  // BPE: token (or virtual) id of the symbol, -1 if none
+    uint32_t start, len;
+    int32_t prev, next;
+};
+struct tok_scratch {
+    struct tok_spans spans;
+    struct tok_sym *syms;
+    size_t cap_syms;
+    void *heap;
+    size_t cap_heap_bytes;
+    struct buf text;
+};
+void tok_scratch_deinit(struct tok_scratch *s);
+int tok_scratch_syms(struct tok_scratch *s, size_t n);
+
+// Model encoders: append ids for one raw text fragment.
+int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
+                   bool space_prefix, struct tokenizer_ids *out, struct err *e);
+int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
+                   struct tokenizer_ids *out, struct err *e);
+int tok_wpm_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
+                   struct tokenizer_ids *out, struct err *e);
+
+// UTF-8 helpers.
+// Length of the sequence led by byte c, as llama.cpp's unicode_len_utf8
+// (continuation and invalid lead bytes count as 1).
+static inline size_t tok_utf8_len(unsigned char c)
+{
+    static const uint8_t lens[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return lens[c >> 4];
+}
+// Unicode White_Space (spec §5.3).
+static inline bool tok_is_ws(uint32_t c)
+{
+    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+           c == 0x205F || c == 0x3000;
+}

@@ -1,0 +1,157 @@
+// SentencePiece-style tokenization (spec §4): spaces become U+2581, the text
+// is split into UTF-8 characters, and adjacent symbols whose concatenation is
+// a token are merged, highest token score first (ties: leftmost). Characters
+// that end up outside the vocabulary fall back to <0xXX> byte tokens. Pairs
+// wait in a binary heap over a linked list of symbols: O(n log n).
+#include "tokenizer/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct spm_pair {
+    float score;
+    int32_t left, right;
+    uint32_t size;
+};
+
+static inline bool pair_before(const struct spm_pair *a, const struct spm_pair *b)
+{
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+static void heap_push(struct tok_scratch *s, size_t *n, struct spm_pair p)
+{
+    if ((*n + 1) * sizeof(struct spm_pair) > s->cap_heap_bytes) {
+        size_t cap = s->cap_heap_bytes ? s->cap_heap_bytes * 2 : 64 * sizeof(struct spm_pair);
+        s->heap = xrealloc(s->heap, cap);
+        s->cap_heap_bytes = cap;
+    }
+    struct spm_pair *h = s->heap;
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!pair_before(&p, &h[parent]))
+            break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = p;
+}
+
+static struct spm_pair heap_pop(struct tok_scratch *s, size_t *n)
+{
+    struct spm_pair *h = s->heap;
+    struct spm_pair top = h[0];
+    struct spm_pair last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && pair_before(&h[c + 1], &h[c]))
+            c++;
+        if (!pair_before(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+static void try_pair(const struct tokenizer *t, struct tok_scratch *s, size_t *n_heap, int32_t l,
+                     int32_t r)
+{
+    if (l < 0 || r < 0)
+        return;
+    const struct tok_sym *a = &s->syms[l], *b = &s->syms[r];
+    size_t size = (size_t)a->len + b->len;
+    if (size > t->max_token_len)
+        return;
+    int32_t id = tok_lookup_real(t, s->text.data + a->start, size);
+    if (id < 0)
+        return;
+    heap_push(s, n_heap, (struct spm_pair){t->scores[id], l, r, (uint32_t)size});
+}
+
+int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
+                   bool space_prefix, struct tokenizer_ids *out, struct err *e)
+{
+    // Prepare: optional space prefix, ' ' -> U+2581.
+    buf_reset(&s->text);
+    if (buf_reserve(&s->text, len * 3 + 4) < 0)
+        return err_set(e, ERR_NOMEM, NULL);
+    char *p = s->text.data;
+    size_t n = 0;
+    if (space_prefix) {
+        memcpy(p, "\xe2\x96\x81", 3);
+        n = 3;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(p + n, "\xe2\x96\x81", 3);
+            n += 3;
+        } else {
+            p[n++] = text[i];
+        }
+    }
+    s->text.len = n;
+    p[n] = 0;
+    if (n >= UINT32_MAX)
+        return err_set(e, ERR_TOO_LARGE, "text too large to tokenize");
+
+    // Symbols: one per UTF-8 character (lead byte decides, clamped to the end).
+    if (tok_scratch_syms(s, n) < 0)
+        return err_set(e, ERR_NOMEM, NULL);
+    struct tok_sym *sym = s->syms;
+    size_t n_sym = 0;
+    for (size_t off = 0; off < n;) {
+        size_t l = tok_utf8_len((unsigned char)p[off]);
+        if (l > n - off)
+            l = n - off;
+        sym[n_sym].id = -1;
+        sym[n_sym].start = (uint32_t)off;
+        sym[n_sym].len = (uint32_t)l;
+        sym[n_sym].prev = (int32_t)n_sym - 1;
+        sym[n_sym].next = off + l < n ? (int32_t)n_sym + 1 : -1;
+        n_sym++;
+        off += l;
+    }
+    if (n_sym == 0)
+        return 0;
+
+    size_t n_heap = 0;
+    for (size_t i = 1; i < n_sym; i++)
+        try_pair(t, s, &n_heap, (int32_t)i - 1, (int32_t)i);
+    while (n_heap > 0) {
+        struct spm_pair q = heap_pop(s, &n_heap);
+        struct tok_sym *l = &sym[q.left], *r = &sym[q.right];
+        if (l->len == 0 || r->len == 0 || l->len + r->len != q.size)
+            continue;  // stale
+        l->len += r->len;
+        r->len = 0;
+        l->next = r->next;
+        if (r->next >= 0)
+            sym[r->next].prev = q.left;
+        try_pair(t, s, &n_heap, l->prev, q.left);
+        try_pair(t, s, &n_heap, q.left, l->next);
+    }
+
+    for (int32_t i = 0; i >= 0; i = sym[i].next) {
+        int32_t id = tok_lookup_real(t, p + sym[i].start, sym[i].len);
+        if (id >= 0) {
+            if (tokenizer_ids_push(out, id) < 0)
+                return err_set(e, ERR_NOMEM, NULL);
+            continue;
+        }
+        for (uint32_t k = 0; k < sym[i].len; k++) {
+            int32_t b = t->byte_tok[(unsigned char)p[sym[i].start + k]];
+            if (b < 0)
+                b = t->sp.unk;
+            if (b >= 0 && tokenizer_ids_push(out, b) < 0)
+                return err_set(e, ERR_NOMEM, NULL);
+        }
+    }
+    return 0;
+}

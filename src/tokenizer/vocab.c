@@ -1,0 +1,951 @@
+// Vocabulary: token texts and types, the text->id map, BPE merge ranks,
+// special ids, end-of-generation set and decoded pieces, built from GGUF
+// metadata (spec §1, §6, §7) or from plain arrays.
+#include "tokenizer/tokenizer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "tokenizer/internal.h"
+
+#define TOK_MAX_TOKENS (1 << 24)
+#define TOK_MAX_BLOB ((size_t)1 << 31)
+
+// ---------------------------------------------------------------------------
+// Hashing: 8 bytes at a time, multiply-xorshift mixing.
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 32;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 32;
+    return x;
+}
+
+uint64_t tok_hash(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xA0761D6478BD642Full);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = mix64(h ^ w) * 0x9E3779B97F4A7C15ull;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        w |= (uint64_t)s[i] << (8 * i);
+    return mix64(h ^ w ^ 0xE7037ED1A0B428DBull);
+}
+
+// ---------------------------------------------------------------------------
+// Text map.
+
+static void map_insert(struct tokenizer *t, int32_t id)
+{
+    const char *s = tok_text(t, id);
+    size_t n = t->text_len[id];
+    uint32_t h = (uint32_t)tok_hash(s, n);
+    uint32_t i = h & t->map.mask;
+    for (;;) {
+        int32_t cur = t->map.ids[i];
+        if (cur < 0) {
+            t->map.ids[i] = id;
+            t->map.hash[i] = h;
+            return;
+        }
+        if (t->map.hash[i] == h && t->text_len[cur] == n && memcmp(tok_text(t, cur), s, n) == 0) {
+            // Duplicate text: the later id wins (as a std::map assignment).
+            t->map.ids[i] = id;
+            return;
+        }
+        i = (i + 1) & t->map.mask;
+    }
+}
+
+static void map_rebuild(struct tokenizer *t, size_t n_entries)
+{
+    uint32_t size = 16;
+    while (size < n_entries * 2 + 16)
+        size <<= 1;
+    free(t->map.hash);
+    free(t->map.ids);
+    t->map.hash = xmalloc(size * sizeof(uint32_t));
+    t->map.ids = xmalloc(size * sizeof(int32_t));
+    memset(t->map.ids, 0xff, size * sizeof(int32_t));
+    t->map.mask = size - 1;
+    for (int32_t i = 0; i < t->n_text; i++)
+        map_insert(t, i);
+}
+
+int32_t tok_lookup(const struct tokenizer *t, const char *s, size_t n)
+{
+    uint32_t h = (uint32_t)tok_hash(s, n);
+    uint32_t i = h & t->map.mask;
+    for (;;) {
+        int32_t cur = t->map.ids[i];
+        if (cur < 0)
+            return -1;
+        if (t->map.hash[i] == h && t->text_len[cur] == n && memcmp(tok_text(t, cur), s, n) == 0)
+            return cur;
+        i = (i + 1) & t->map.mask;
+    }
+}
+
+// Appends a text entry (token or virtual); returns its id or -1 past the caps.
+static int32_t text_add(struct tokenizer *t, const char *s, size_t n)
+{
+    if (t->blob_len + n + 1 > TOK_MAX_BLOB || t->n_text >= TOK_MAX_TOKENS * 2)
+        return -1;
+    if (t->n_text == t->cap_text) {
+        t->cap_text = t->cap_text ? t->cap_text * 2 : 1024;
+        t->text_off = xrealloc(t->text_off, (size_t)t->cap_text * sizeof(uint32_t));
+        t->text_len = xrealloc(t->text_len, (size_t)t->cap_text * sizeof(uint32_t));
+    }
+    if (t->blob_len + n + 1 > t->blob_cap) {
+        size_t cap = t->blob_cap ? t->blob_cap : 4096;
+        while (cap < t->blob_len + n + 1)
+            cap *= 2;
+        t->text_blob = xrealloc(t->text_blob, cap);
+        t->blob_cap = cap;
+    }
+    memcpy(t->text_blob + t->blob_len, s, n);
+    t->text_blob[t->blob_len + n] = 0;
+    t->text_off[t->n_text] = (uint32_t)t->blob_len;
+    t->text_len[t->n_text] = (uint32_t)n;
+    t->blob_len += n + 1;
+    return t->n_text++;
+}
+
+// Looks a text up, adding it as a virtual entry (id >= n_vocab) if absent.
+static int32_t text_intern(struct tokenizer *t, const char *s, size_t n)
+{
+    int32_t id = tok_lookup(t, s, n);
+    if (id >= 0)
+        return id;
+    id = text_add(t, s, n);
+    if (id < 0)
+        return -1;
+    if ((uint32_t)t->n_text * 2 > t->map.mask)
+        map_rebuild(t, (size_t)t->n_text * 2);
+    else
+        map_insert(t, id);
+    return id;
+}
+
+// ---------------------------------------------------------------------------
+// Pair map.
+
+static void pairs_alloc(struct tokenizer *t, size_t n)
+{
+    uint32_t size = 16;
+    while (size < n * 2 + 16)
+        size <<= 1;
+    t->pairs.keys = xmalloc(size * sizeof(uint64_t));
+    memset(t->pairs.keys, 0xff, size * sizeof(uint64_t));
+    t->pairs.rank = xmalloc(size * sizeof(int32_t));
+    t->pairs.result = xmalloc(size * sizeof(int32_t));
+    t->pairs.mask = size - 1;
+}
+
+static void pairs_insert(struct tokenizer *t, int32_t a, int32_t b, int32_t rank, int32_t result)
+{
+    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    uint32_t i = (uint32_t)(h >> 32) & t->pairs.mask;
+    for (;;) {
+        uint64_t k = t->pairs.keys[i];
+        if (k == key)
+            return;  // first (lowest) rank wins
+        if (k == UINT64_MAX) {
+            t->pairs.keys[i] = key;
+            t->pairs.rank[i] = rank;
+            t->pairs.result[i] = result;
+            return;
+        }
+        i = (i + 1) & t->pairs.mask;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// GPT-2 byte <-> unicode table (spec §5.2).
+
+static uint32_t byte_to_cpt(unsigned b)
+{
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF))
+        return b;
+    uint32_t n = 0;
+    for (unsigned x = 0; x < b; x++)
+        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF)))
+            n++;
+    return 256 + n;
+}
+
+// Inverse: byte for a code point of the byte-level alphabet, or -1.
+static int cpt_to_byte(uint32_t c)
+{
+    if ((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))
+        return (int)c;
+    if (c < 256 || c >= 256 + 68)
+        return -1;
+    uint32_t n = 0;
+    for (unsigned x = 0; x < 256; x++) {
+        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) {
+            if (256 + n == c)
+                return (int)x;
+            n++;
+        }
+    }
+    return -1;
+}
+
+static size_t cpt_to_utf8(uint32_t c, char *out)
+{
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xC0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12));
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (c >> 18));
+    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+// Decodes one UTF-8 sequence leniently: returns its length (>= 1) and the
+// code point, or 0xFFFFFFFF for an invalid sequence (length 1).
+static size_t utf8_next(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    unsigned char c = p[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    size_t len = c >= 0xF0 && c < 0xF8 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    if (len == 0 || len > n) {
+        *cp = 0xFFFFFFFFu;
+        return 1;
+    }
+    uint32_t v = c & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80) {
+            *cp = 0xFFFFFFFFu;
+            return 1;
+        }
+        v = (v << 6) | (p[i] & 0x3F);
+    }
+    *cp = v;
+    return len;
+}
+
+// ---------------------------------------------------------------------------
+// Building.
+
+static void set_id(const struct tokenizer *t, int32_t *slot, int64_t v)
+{
+    if (v >= 0 && v < t->n_vocab)
+        *slot = (int32_t)v;
+}
+
+static void sp_clear(struct tokenizer_special *sp)
+{
+    int32_t *p = (int32_t *)sp;
+    for (size_t i = 0; i < sizeof(*sp) / sizeof(int32_t); i++)
+        p[i] = TOKENIZER_NULL;
+}
+
+static int init_tokens(struct tokenizer *t, enum tokenizer_kind kind, size_t n, const struct str *tokens,
+                       const float *scores, const int32_t *types, struct err *e)
+{
+    if (kind != TOKENIZER_SPM && kind != TOKENIZER_BPE && kind != TOKENIZER_WPM)
+        return err_set(e, ERR_UNSUPPORTED, "unknown tokenizer kind %d", (int)kind);
+    if (n == 0)
+        return err_set(e, ERR_FORMAT, "tokenizer has no tokens");
+    if (n > TOK_MAX_TOKENS)
+        return err_set(e, ERR_TOO_LARGE, "tokenizer has too many tokens (%zu)", n);
+    t->kind = kind;
+    t->n_vocab = (int32_t)n;
+    t->scores = xcalloc(n, sizeof(float));
+    t->types = xcalloc(n, 1);
+    t->attrs = xcalloc(n, sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++) {
+        char tmp[32];
+        const char *s = tokens[i].ptr;
+        size_t len = tokens[i].len;
+        if (len == 0) {
+            snprintf(tmp, sizeof(tmp), "[EMPTY_%zu]", i);
+            s = tmp;
+            len = strlen(tmp);
+        }
+        if (text_add(t, s, len) < 0)
+            return err_set(e, ERR_TOO_LARGE, "tokenizer vocabulary text is too large");
+        if (len > t->max_token_len)
+            t->max_token_len = len;
+        t->scores[i] = scores ? scores[i] : 0.0f;
+        int32_t ty = types ? types[i] : TOKENIZER_TYPE_NORMAL;
+        uint32_t a;
+        switch (ty) {
+        case TOKENIZER_TYPE_NORMAL: a = TOK_ATTR_NORMAL; break;
+        case TOKENIZER_TYPE_UNKNOWN: a = TOK_ATTR_UNKNOWN; break;
+        case TOKENIZER_TYPE_CONTROL: a = TOK_ATTR_CONTROL; break;
+        case TOKENIZER_TYPE_USER_DEFINED: a = TOK_ATTR_USER_DEFINED; break;
+        case TOKENIZER_TYPE_UNUSED: a = TOK_ATTR_UNUSED; break;
+        case TOKENIZER_TYPE_BYTE: a = TOK_ATTR_BYTE; break;
+        default: a = TOK_ATTR_UNDEFINED; ty = TOKENIZER_TYPE_UNDEFINED; break;
+        }
+        t->types[i] = (uint8_t)ty;
+        t->attrs[i] = a;
+    }
+    map_rebuild(t, n);
+
+    sp_clear(&t->sp);
+    t->add_bos = t->add_eos = t->add_sep = t->add_space_prefix = false;
+    switch (kind) {
+    case TOKENIZER_SPM:
+        set_id(t, &t->sp.bos, 1);
+        set_id(t, &t->sp.eos, 2);
+        set_id(t, &t->sp.unk, 0);
+        t->add_bos = true;
+        t->add_space_prefix = true;
+        break;
+    case TOKENIZER_BPE:
+        set_id(t, &t->sp.bos, 11);
+        set_id(t, &t->sp.eos, 11);
+        t->clean_spaces = true;
+        break;
+    case TOKENIZER_WPM:
+        set_id(t, &t->sp.bos, 101);
+        set_id(t, &t->sp.cls, 101);
+        set_id(t, &t->sp.unk, 100);
+        set_id(t, &t->sp.sep, 102);
+        set_id(t, &t->sp.pad, 0);
+        set_id(t, &t->sp.mask, 103);
+        t->add_bos = true;
+        t->add_sep = true;
+        t->clean_spaces = true;
+        t->wpm_lowercase = true;
+        t->wpm_strip_accents = true;
+        break;
+    }
+    return 0;
+}
+
+static int init_pre(struct tokenizer *t, const char *pre, struct err *e)
+{
+    if (t->kind != TOKENIZER_BPE)
+        return 0;
+    if (!pre || !*pre)
+        pre = "default";
+    int add_bos = -1;
+    snprintf(t->pre_name, sizeof(t->pre_name), "%s", pre);
+    int rc = tok_pretok_init(&t->pre, pre, &t->ignore_merges, &add_bos, &t->clean_spaces, e);
+    if (rc < 0)
+        return rc;
+    if (add_bos >= 0)
+        t->add_bos = add_bos;
+    if (strcmp(pre, "chatglm-bpe") == 0 || strcmp(pre, "glm4") == 0)
+        t->sp.bos = TOKENIZER_NULL;
+    if (strcmp(pre, "roberta-bpe") == 0 || strcmp(pre, "jina-v1-en") == 0 ||
+        strcmp(pre, "jina-v2-code") == 0)
+        t->add_sep = true;
+    return 0;
+}
+
+// Merge entries "left right": split at the first space at index >= 1.
+typedef bool (*merge_at_fn)(const void *ctx, size_t i, struct str *out);
+
+static int init_merges(struct tokenizer *t, size_t n, merge_at_fn at, const void *ctx, struct err *e)
+{
+    if (t->kind != TOKENIZER_BPE)
+        return 0;
+    if (n > (size_t)INT32_MAX / 4)
+        return err_set(e, ERR_TOO_LARGE, "too many merges (%zu)", n);
+    pairs_alloc(t, n);
+    struct buf tmp;
+    buf_init(&tmp, 0);
+    for (size_t i = 0; i < n; i++) {
+        struct str m;
+        if (!at(ctx, i, &m)) {
+            buf_deinit(&tmp);
+            return err_set(e, ERR_FORMAT, "tokenizer.ggml.merges[%zu] is not a string", i);
+        }
+        const char *sp = m.len > 1 ? memchr(m.ptr + 1, ' ', m.len - 1) : NULL;
+        if (!sp)
+            continue;  // not a pair: can never apply
+        size_t nl = (size_t)(sp - m.ptr), nr = m.len - nl - 1;
+        int32_t a = text_intern(t, m.ptr, nl);
+        int32_t b = text_intern(t, sp + 1, nr);
+        buf_reset(&tmp);
+        buf_append(&tmp, m.ptr, nl);
+        buf_append(&tmp, sp + 1, nr);
+        int32_t r = text_intern(t, tmp.data ? tmp.data : "", tmp.len);
+        if (a < 0 || b < 0 || r < 0) {
+            buf_deinit(&tmp);
+            return err_set(e, ERR_TOO_LARGE, "tokenizer merges are too large");
+        }
+        pairs_insert(t, a, b, (int32_t)i, r);
+    }
+    buf_deinit(&tmp);
+    return 0;
+}
+
+static bool text_is(const struct tokenizer *t, int32_t id, const char *s)
+{
+    return id >= 0 && id < t->n_vocab && t->text_len[id] == strlen(s) &&
+           memcmp(tok_text(t, id), s, t->text_len[id]) == 0;
+}
+
+static int32_t find_cstr(const struct tokenizer *t, const char *s)
+{
+    return tok_lookup_real(t, s, strlen(s));
+}
+
+static void force_control(struct tokenizer *t, int32_t id)
+{
+    if (id >= 0 && !(t->attrs[id] & TOK_ATTR_CONTROL))
+        t->attrs[id] = TOK_ATTR_CONTROL | (t->attrs[id] & (TOK_ATTR_LSTRIP | TOK_ATTR_RSTRIP));
+}
+
+static void detect_by_text(struct tokenizer *t, int32_t *slot, const char *const *names)
+{
+    if (*slot != TOKENIZER_NULL)
+        return;
+    for (size_t i = 0; names[i]; i++) {
+        int32_t id = find_cstr(t, names[i]);
+        if (id >= 0) {
+            *slot = id;
+            force_control(t, id);
+            return;
+        }
+    }
+}
+
+static void eog_add(struct tokenizer *t, int64_t id)
+{
+    if (id >= 0 && id < t->n_vocab)
+        t->eog[id >> 3] |= (uint8_t)(1u << (id & 7));
+}
+
+static int cand_cmp(const void *a, const void *b, void *ctx)
+{
+    const struct tokenizer *t = ctx;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (t->text_len[x] != t->text_len[y])
+        return t->text_len[x] > t->text_len[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static void lowercase_ascii(char *s)
+{
+    for (; *s; s++)
+        if (*s >= 'A' && *s <= 'Z')
+            *s = (char)(*s - 'A' + 'a');
+}
+
+// Final steps once ids and flags are known: type fix-ups, EOG set, special
+// candidates, decoded pieces, byte tables.
+static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extra_eog,
+                    const char *model_name)
+{
+    int32_t n = t->n_vocab;
+    // CONTROL tokens named "unused" are also UNUSED.
+    for (int32_t i = 0; i < n; i++)
+        if ((t->attrs[i] & TOK_ATTR_CONTROL) && strstr(tok_text(t, i), "unused"))
+            t->attrs[i] |= TOK_ATTR_UNUSED;
+
+    static const char *const eot_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                            "<|endoftext|>", "<EOT>", "<｜end▁of▁sentence｜>", NULL};
+    static const char *const eom_names[] = {"<|eom_id|>", NULL};
+    static const char *const pre_names[] = {"<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>",
+                                            NULL};
+    static const char *const suf_names[] = {"<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>",
+                                            NULL};
+    static const char *const mid_names[] = {"<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>",
+                                            NULL};
+    static const char *const pad_names[] = {"<|fim_pad|>", "<fim-pad>", "<PAD>", NULL};
+    static const char *const rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", NULL};
+    static const char *const sep_names[] = {"<|file_sep|>", NULL};
+    detect_by_text(t, &t->sp.eot, eot_names);
+    detect_by_text(t, &t->sp.eom, eom_names);
+    detect_by_text(t, &t->sp.fim_pre, pre_names);
+    detect_by_text(t, &t->sp.fim_suf, suf_names);
+    detect_by_text(t, &t->sp.fim_mid, mid_names);
+    detect_by_text(t, &t->sp.fim_pad, pad_names);
+    detect_by_text(t, &t->sp.fim_rep, rep_names);
+    detect_by_text(t, &t->sp.fim_sep, sep_names);
+
+    // End of generation (spec §7).
+    t->eog = xcalloc(((size_t)n + 7) / 8, 1);
+    eog_add(t, t->sp.eos);
+    eog_add(t, t->sp.eot);
+    eog_add(t, t->sp.eom);
+    eog_add(t, t->sp.fim_pad);
+    eog_add(t, t->sp.fim_rep);
+    eog_add(t, t->sp.fim_sep);
+    for (size_t i = 0; i < n_extra_eog; i++)
+        eog_add(t, extra_eog[i]);
+    static const char *const eog_names[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>",
+                                            "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
+                                            "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>", NULL};
+    for (size_t i = 0; eog_names[i]; i++) {
+        int32_t id = find_cstr(t, eog_names[i]);
+        if (id >= 0) {
+            eog_add(t, id);
+            force_control(t, id);
+        }
+    }
+    // Harmony (gpt-oss): <|end|> separates channels when <|return|> and <|call|> exist.
+    int32_t ret = find_cstr(t, "<|return|>"), call = find_cstr(t, "<|call|>"), end = find_cstr(t, "<|end|>");
+    if (ret >= 0 && call >= 0 && end >= 0 && tokenizer_is_eog(t, ret) && tokenizer_is_eog(t, call))
+        t->eog[end >> 3] &= (uint8_t) ~(1u << (end & 7));
+
+    // Special-token candidates, longest text first.
+    t->cands = xmalloc(((size_t)n + 1) * sizeof(int32_t));
+    t->n_cands = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (t->attrs[i] & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN))
+            t->cands[t->n_cands++] = i;
+    qsort_r(t->cands, t->n_cands, sizeof(int32_t), cand_cmp, t);
+    memset(t->cand_first, 0, sizeof(t->cand_first));
+    for (size_t i = 0; i < t->n_cands; i++)
+        t->cand_first[(unsigned char)tok_text(t, t->cands[i])[0] + 1]++;
+    for (int b = 0; b < 256; b++)
+        t->cand_first[b + 1] += t->cand_first[b];
+    t->cand_idx = xmalloc((t->n_cands + 1) * sizeof(uint32_t));
+    {
+        uint32_t fill[256];
+        memcpy(fill, t->cand_first, sizeof(fill));
+        for (size_t i = 0; i < t->n_cands; i++)
+            t->cand_idx[fill[(unsigned char)tok_text(t, t->cands[i])[0]]++] = (uint32_t)i;
+    }
+
+    // Per-model strip attributes (llama.cpp sets them by name).
+    if (strstr(t->pre_name, "jina-v2-de") || strstr(t->pre_name, "jina-v2-es") ||
+        strstr(t->pre_name, "jina-v2-code")) {
+        int32_t id = find_cstr(t, "<mask>");
+        if (id >= 0)
+            t->attrs[id] |= TOK_ATTR_LSTRIP;
+    } else if (model_name) {
+        char *lower = xstrdup(model_name);
+        lowercase_ascii(lower);
+        if (strstr(lower, "phi-3") || strstr(lower, "phi3")) {
+            for (size_t i = 0; i < t->n_cands; i++)
+                t->attrs[t->cands[i]] |= TOK_ATTR_RSTRIP;
+            int32_t id = find_cstr(t, "</s>");
+            if (id >= 0)
+                t->attrs[id] |= TOK_ATTR_RSTRIP;
+            static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+            for (size_t i = 0; i < 3; i++) {
+                id = find_cstr(t, keep[i]);
+                if (id >= 0)
+                    t->attrs[id] &= ~(uint32_t)TOK_ATTR_RSTRIP;
+            }
+        }
+        free(lower);
+    }
+
+    // Byte tables.
+    for (int b = 0; b < 256; b++) {
+        char hex[8];
+        snprintf(hex, sizeof(hex), "<0x%02X>", b);
+        int32_t id = find_cstr(t, hex);
+        if (id < 0) {
+            char c = (char)b;
+            id = tok_lookup_real(t, &c, 1);
+        }
+        t->byte_tok[b] = id;
+        char u[4];
+        size_t ul = cpt_to_utf8(byte_to_cpt((unsigned)b), u);
+        memcpy(t->byte_char[b], u, ul);
+        t->byte_char[b][2] = (char)ul;
+        t->byte_sym[b] = tok_lookup(t, u, ul);
+    }
+
+    // Decoded pieces.
+    struct buf pb;
+    buf_init(&pb, 0);
+    t->piece_off = xmalloc((size_t)n * sizeof(uint32_t));
+    t->piece_len = xmalloc((size_t)n * sizeof(uint32_t));
+    for (int32_t i = 0; i < n; i++) {
+        size_t start = pb.len;
+        const char *s = tok_text(t, i);
+        size_t len = t->text_len[i];
+        uint32_t a = t->attrs[i];
+        if (a & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN | TOK_ATTR_USER_DEFINED)) {
+            buf_append(&pb, s, len);
+        } else if (a & TOK_ATTR_NORMAL) {
+            if (t->kind == TOKENIZER_BPE) {
+                for (size_t k = 0; k < len;) {
+                    uint32_t cp;
+                    size_t l = utf8_next(s + k, len - k, &cp);
+                    int b = cp == 0xFFFFFFFFu ? -1 : cpt_to_byte(cp);
+                    if (b >= 0)
+                        buf_append_char(&pb, (char)b);
+                    else
+                        buf_append(&pb, s + k, l);  // not byte-level: keep the text
+                    k += l;
+                }
+            } else {
+                for (size_t k = 0; k < len;) {
+                    if (k + 3 <= len && memcmp(s + k, "\xe2\x96\x81", 3) == 0) {
+                        buf_append_char(&pb, ' ');
+                        k += 3;
+                    } else {
+                        buf_append_char(&pb, s[k++]);
+                    }
+                }
+            }
+        } else if ((a & TOK_ATTR_BYTE) && t->kind != TOKENIZER_BPE) {
+            unsigned v;
+            char tail;
+            if (len == 6 && sscanf(s, "<0x%2x%c", &v, &tail) == 2 && tail == '>')
+                buf_append_char(&pb, (char)v);
+        }
+        t->piece_off[i] = (uint32_t)start;
+        t->piece_len[i] = (uint32_t)(pb.len - start);
+        if (pb.len > TOK_MAX_BLOB) {
+            buf_deinit(&pb);
+            return ERR_TOO_LARGE;
+        }
+    }
+    t->piece_blob = buf_take(&pb);
+    return 0;
+}
+
+void tokenizer_free(struct tokenizer *t)
+{
+    if (!t)
+        return;
+    free(t->text_blob);
+    free(t->text_off);
+    free(t->text_len);
+    free(t->scores);
+    free(t->types);
+    free(t->attrs);
+    free(t->map.hash);
+    free(t->map.ids);
+    free(t->piece_blob);
+    free(t->piece_off);
+    free(t->piece_len);
+    free(t->pairs.keys);
+    free(t->pairs.rank);
+    free(t->pairs.result);
+    free(t->cands);
+    free(t->cand_idx);
+    free(t->eog);
+    tok_pretok_deinit(&t->pre);
+    free(t);
+}
+
+// ---------------------------------------------------------------------------
+// From arrays.
+
+static bool desc_merge_at(const void *ctx, size_t i, struct str *out)
+{
+    const struct tokenizer_desc *d = ctx;
+    *out = d->merges[i];
+    return true;
+}
+
+int tokenizer_build(struct tokenizer **out, const struct tokenizer_desc *d, struct err *e)
+{
+    struct tokenizer *t = xcalloc(1, sizeof(*t));
+    int rc = init_tokens(t, d->kind, d->n_tokens, d->tokens, d->scores, d->types, e);
+    if (rc == 0)
+        rc = init_pre(t, d->pre, e);
+    if (rc == 0)
+        rc = init_merges(t, d->merges ? d->n_merges : 0, desc_merge_at, d, e);
+    if (rc < 0)
+        goto fail;
+    if (d->bos != -2)
+        t->sp.bos = d->bos >= 0 && d->bos < t->n_vocab ? d->bos : TOKENIZER_NULL;
+    if (d->eos != -2)
+        t->sp.eos = d->eos >= 0 && d->eos < t->n_vocab ? d->eos : TOKENIZER_NULL;
+    if (d->unk != -2)
+        t->sp.unk = d->unk >= 0 && d->unk < t->n_vocab ? d->unk : TOKENIZER_NULL;
+    if (d->add_bos >= 0)
+        t->add_bos = d->add_bos;
+    if (d->add_eos >= 0)
+        t->add_eos = d->add_eos;
+    if (d->add_space_prefix >= 0)
+        t->add_space_prefix = d->add_space_prefix;
+    rc = finalize(t, NULL, 0, NULL);
+    if (rc < 0) {
+        err_set(e, rc, "tokenizer pieces are too large");
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    tokenizer_free(t);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// From GGUF.
+
+static bool gguf_merge_at(const void *ctx, size_t i, struct str *out)
+{
+    return gguf_arr_str(ctx, i, out);
+}
+
+static void get_id(const struct gguf *g, struct tokenizer *t, const char *key, int32_t *slot)
+{
+    uint64_t v;
+    if (gguf_get_u64(g, key, &v) && v < (uint64_t)t->n_vocab)
+        *slot = (int32_t)v;
+}
+
+static void get_flag(const struct gguf *g, const char *key, bool *slot)
+{
+    bool b;
+    if (gguf_get_bool(g, key, &b))
+        *slot = b;
+}
+
+int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
+{
+    struct str model;
+    if (!gguf_get_str(g, "tokenizer.ggml.model", &model))
+        return err_set(e, ERR_FORMAT, "missing tokenizer.ggml.model");
+    enum tokenizer_kind kind;
+    if (str_eq_cstr(model, "llama"))
+        kind = TOKENIZER_SPM;
+    else if (str_eq_cstr(model, "gpt2"))
+        kind = TOKENIZER_BPE;
+    else if (str_eq_cstr(model, "bert"))
+        kind = TOKENIZER_WPM;
+    else
+        return err_set(e, ERR_UNSUPPORTED, "unsupported tokenizer model '%.*s'", (int)model.len,
+                       model.ptr);
+
+    const struct gguf_kv *kv_tok = gguf_find(g, "tokenizer.ggml.tokens");
+    if (!kv_tok || kv_tok->val.type != GGUF_VAL_ARRAY || kv_tok->val.arr_type != GGUF_VAL_STRING)
+        return err_set(e, ERR_FORMAT, "missing tokenizer.ggml.tokens");
+    uint64_t n = kv_tok->val.arr_count;
+    if (n == 0 || n > TOK_MAX_TOKENS)
+        return err_set(e, ERR_FORMAT, "tokenizer.ggml.tokens has %llu entries",
+                       (unsigned long long)n);
+    const struct gguf_kv *kv_sc = gguf_find(g, "tokenizer.ggml.scores");
+    const struct gguf_kv *kv_ty = gguf_find(g, "tokenizer.ggml.token_type");
+    if (kv_sc && (kv_sc->val.type != GGUF_VAL_ARRAY || kv_sc->val.arr_count != n))
+        return err_set(e, ERR_FORMAT, "tokenizer.ggml.scores: expected %llu entries",
+                       (unsigned long long)n);
+    if (kv_ty && (kv_ty->val.type != GGUF_VAL_ARRAY || kv_ty->val.arr_count != n))
+        return err_set(e, ERR_FORMAT, "tokenizer.ggml.token_type: expected %llu entries",
+                       (unsigned long long)n);
+
+    struct str *tokens = xmalloc(n * sizeof(*tokens));
+    float *scores = kv_sc ? xmalloc(n * sizeof(float)) : NULL;
+    int32_t *types = kv_ty ? xmalloc(n * sizeof(int32_t)) : NULL;
+    struct tokenizer *t = xcalloc(1, sizeof(*t));
+    int64_t *extra = NULL;
+    size_t n_extra = 0;
+    int rc = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (!gguf_arr_str(kv_tok, i, &tokens[i])) {
+            rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.tokens[%llu] is not a string",
+                         (unsigned long long)i);
+            goto out;
+        }
+        if (scores && !gguf_arr_f32(kv_sc, i, &scores[i])) {
+            rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.scores must be an array of floats");
+            goto out;
+        }
+        int64_t ty;
+        if (types) {
+            if (!gguf_arr_i64(kv_ty, i, &ty)) {
+                rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.token_type must be an array of integers");
+                goto out;
+            }
+            types[i] = ty < 0 || ty > 6 ? 0 : (int32_t)ty;
+        }
+    }
+    rc = init_tokens(t, kind, (size_t)n, tokens, scores, types, e);
+    if (rc < 0)
+        goto out;
+
+    // Ollama's Llama 3 metadata fix-up (spec §7).
+    char pre[64] = "";
+    struct str s;
+    bool has_pre = gguf_get_str(g, "tokenizer.ggml.pre", &s);
+    if (has_pre)
+        snprintf(pre, sizeof(pre), "%.*s", (int)(s.len < 63 ? s.len : 63), s.ptr);
+    bool llama3_fix = false;
+    struct str arch = gguf_architecture(g);
+    if (kind == TOKENIZER_BPE && str_eq_cstr(arch, "llama") && text_is(t, 128009, "<|eot_id|>")) {
+        struct str tmpl = {0};
+        bool has_tmpl = gguf_get_str(g, "tokenizer.chat_template", &tmpl);
+        bool mentions = false;
+        if (has_tmpl && tmpl.len) {
+            char *c = str_dup(tmpl);
+            mentions = strstr(c, "<|start_header_id|>") || strstr(c, "<|eot_id|>");
+            free(c);
+        }
+        llama3_fix = text_is(t, 128006, "<|start_header_id|>") || mentions;
+        if (llama3_fix && (!pre[0] || strcmp(pre, "default") == 0))
+            snprintf(pre, sizeof(pre), "llama-bpe");
+    }
+    rc = init_pre(t, pre, e);
+    if (rc < 0)
+        goto out;
+    if (kind == TOKENIZER_BPE) {
+        const struct gguf_kv *kv_m = gguf_find(g, "tokenizer.ggml.merges");
+        if (kv_m && (kv_m->val.type != GGUF_VAL_ARRAY || kv_m->val.arr_type != GGUF_VAL_STRING)) {
+            rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.merges must be an array of strings");
+            goto out;
+        }
+        rc = init_merges(t, kv_m ? (size_t)kv_m->val.arr_count : 0, gguf_merge_at, kv_m, e);
+        if (rc < 0)
+            goto out;
+    }
+
+    get_id(g, t, "tokenizer.ggml.bos_token_id", &t->sp.bos);
+    get_id(g, t, "tokenizer.ggml.eos_token_id", &t->sp.eos);
+    get_id(g, t, "tokenizer.ggml.eot_token_id", &t->sp.eot);
+    get_id(g, t, "tokenizer.ggml.eom_token_id", &t->sp.eom);
+    get_id(g, t, "tokenizer.ggml.unknown_token_id", &t->sp.unk);
+    get_id(g, t, "tokenizer.ggml.separator_token_id", &t->sp.sep);
+    get_id(g, t, "tokenizer.ggml.seperator_token_id", &t->sp.sep);
+    get_id(g, t, "tokenizer.ggml.padding_token_id", &t->sp.pad);
+    get_id(g, t, "tokenizer.ggml.cls_token_id", &t->sp.cls);
+    get_id(g, t, "tokenizer.ggml.mask_token_id", &t->sp.mask);
+    get_id(g, t, "tokenizer.ggml.prefix_token_id", &t->sp.fim_pre);
+    get_id(g, t, "tokenizer.ggml.suffix_token_id", &t->sp.fim_suf);
+    get_id(g, t, "tokenizer.ggml.middle_token_id", &t->sp.fim_mid);
+    get_id(g, t, "tokenizer.ggml.fim_pre_token_id", &t->sp.fim_pre);
+    get_id(g, t, "tokenizer.ggml.fim_suf_token_id", &t->sp.fim_suf);
+    get_id(g, t, "tokenizer.ggml.fim_mid_token_id", &t->sp.fim_mid);
+    get_id(g, t, "tokenizer.ggml.fim_pad_token_id", &t->sp.fim_pad);
+    get_id(g, t, "tokenizer.ggml.fim_rep_token_id", &t->sp.fim_rep);
+    get_id(g, t, "tokenizer.ggml.fim_sep_token_id", &t->sp.fim_sep);
+    if (kind == TOKENIZER_WPM && t->sp.cls == TOKENIZER_NULL)
+        t->sp.cls = t->sp.bos;
+    get_flag(g, "tokenizer.ggml.add_bos_token", &t->add_bos);
+    get_flag(g, "tokenizer.ggml.add_eos_token", &t->add_eos);
+    get_flag(g, "tokenizer.ggml.add_sep_token", &t->add_sep);
+    get_flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix);
+    if (kind == TOKENIZER_WPM) {
+        get_flag(g, "tokenizer.ggml.normalizer.lowercase", &t->wpm_lowercase);
+        t->wpm_strip_accents = t->wpm_lowercase;
+        get_flag(g, "tokenizer.ggml.normalizer.strip_accents", &t->wpm_strip_accents);
+    }
+    if (llama3_fix) {
+        if (t->sp.eos == TOKENIZER_NULL || t->sp.eos == 128001)
+            t->sp.eos = 128009;
+        if (t->sp.eot == TOKENIZER_NULL || t->sp.eot == 128001)
+            t->sp.eot = 128009;
+    }
+
+    const struct gguf_kv *kv_eos = gguf_find(g, "tokenizer.ggml.eos_token_ids");
+    if (kv_eos && kv_eos->val.type == GGUF_VAL_ARRAY && kv_eos->val.arr_count <= (uint64_t)t->n_vocab) {
+        extra = xmalloc((kv_eos->val.arr_count + 1) * sizeof(int64_t));
+        for (uint64_t i = 0; i < kv_eos->val.arr_count; i++)
+            if (gguf_arr_i64(kv_eos, i, &extra[n_extra]))
+                n_extra++;
+    }
+    if (llama3_fix) {
+        if (!extra)
+            extra = xmalloc(sizeof(int64_t));
+        else
+            extra = xrealloc(extra, (n_extra + 1) * sizeof(int64_t));
+        extra[n_extra++] = 128009;
+    }
+    char name[128] = "";
+    if (gguf_get_str(g, "general.name", &s))
+        snprintf(name, sizeof(name), "%.*s", (int)(s.len < 127 ? s.len : 127), s.ptr);
+    rc = finalize(t, extra, n_extra, name);
+    if (rc < 0) {
+        err_set(e, rc, "tokenizer pieces are too large");
+        goto out;
+    }
+out:
+    free(tokens);
+    free(scores);
+    free(types);
+    free(extra);
+    if (rc < 0) {
+        tokenizer_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Accessors.
+
+enum tokenizer_kind tokenizer_kind(const struct tokenizer *t) { return t->kind; }
+const char *tokenizer_pre_name(const struct tokenizer *t) { return t->pre_name; }
+int32_t tokenizer_n_vocab(const struct tokenizer *t) { return t->n_vocab; }
+const struct tokenizer_special *tokenizer_special_ids(const struct tokenizer *t) { return &t->sp; }
+bool tokenizer_add_bos(const struct tokenizer *t) { return t->add_bos; }
+bool tokenizer_add_eos(const struct tokenizer *t) { return t->add_eos; }
+bool tokenizer_add_space_prefix(const struct tokenizer *t) { return t->add_space_prefix; }
+
+struct str tokenizer_token_text(const struct tokenizer *t, int32_t id)
+{
+    if (id < 0 || id >= t->n_vocab)
+        return (struct str){"", 0};
+    return (struct str){tok_text(t, id), t->text_len[id]};
+}
+
+int tokenizer_token_type(const struct tokenizer *t, int32_t id)
+{
+    return id < 0 || id >= t->n_vocab ? -1 : t->types[id];
+}
+
+float tokenizer_token_score(const struct tokenizer *t, int32_t id)
+{
+    return id < 0 || id >= t->n_vocab ? 0.0f : t->scores[id];
+}
+
+int32_t tokenizer_find(const struct tokenizer *t, const char *s, size_t n)
+{
+    return tok_lookup_real(t, s, n);
+}
+
+bool tokenizer_is_control(const struct tokenizer *t, int32_t id)
+{
+    return id >= 0 && id < t->n_vocab && (t->attrs[id] & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN));
+}
+
+bool tokenizer_is_eog(const struct tokenizer *t, int32_t id)
+{
+    return id >= 0 && id < t->n_vocab && (t->eog[id >> 3] >> (id & 7)) & 1;
+}
+
+size_t tokenizer_eog_ids(const struct tokenizer *t, int32_t *ids, size_t n)
+{
+    size_t k = 0;
+    for (int32_t i = 0; i < t->n_vocab; i++)
+        if (tokenizer_is_eog(t, i)) {
+            if (k < n)
+                ids[k] = i;
+            k++;
+        }
+    return k;
+}
+
+struct str tokenizer_piece(const struct tokenizer *t, int32_t id, bool render_special)
+{
+    if (id < 0 || id >= t->n_vocab)
+        return (struct str){"", 0};
+    if (!render_special && (t->attrs[id] & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN)))
+        return (struct str){"", 0};
+    return (struct str){t->piece_blob + t->piece_off[id], t->piece_len[id]};
+}

@@ -1,0 +1,491 @@
+// engine: thread pool and barrier, and every CPU op against a naive double
+// precision reference on random data (1, 2 and 3 threads).
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/engine.h"
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
+
+static uint64_t rng = 88172645463325252ull;
+
+static float frand(void)  // uniform in [-1, 1)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static float *rand_vec(int64_t n)
+{
+    float *v = xmalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = frand();
+    return v;
+}
+
+static void assert_close(const float *a, const double *b, int64_t n, double tol)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (fabs((double)a[i] - b[i]) > tol * (1.0 + fabs(b[i])))
+            fail_msg("element %lld: %.7f vs %.7f (tol %g)", (long long)i, (double)a[i], b[i], tol);
+}
+
+static struct engine_backend *backend(int n_threads)
+{
+    struct engine_backend *be;
+    struct err e = {0};
+    assert_int_equal(engine_cpu_new(&be, n_threads, &e), 0);
+    assert_int_equal(engine_reserve(be, 16, 1024, 256, &e), 0);
+    return be;
+}
+
+// ---------------------------------------------------------------------------
+// Pool.
+
+struct pool_test {
+    struct engine_pool *p;
+    _Atomic int slots[8];
+    _Atomic int bad;
+};
+
+static void pool_task(void *arg, int ith, int nth)
+{
+    struct pool_test *t = arg;
+    for (int round = 1; round <= 10; round++) {
+        atomic_store(&t->slots[ith], round);
+        engine_pool_barrier(t->p);
+        for (int i = 0; i < nth; i++)
+            if (atomic_load(&t->slots[i]) != round)
+                atomic_fetch_add(&t->bad, 1);
+        engine_pool_barrier(t->p);
+    }
+}
+
+static void test_pool(void **state)
+{
+    (void)state;
+    assert_true(engine_physical_cores() >= 1);
+    for (int nth = 1; nth <= 3; nth++) {
+        struct err e = {0};
+        struct pool_test t = {0};
+        t.p = engine_pool_new(nth, &e);
+        assert_non_null(t.p);
+        assert_int_equal(engine_pool_n_threads(t.p), nth);
+        for (int rep = 0; rep < 20; rep++)
+            engine_pool_run(t.p, pool_task, &t);
+        assert_int_equal(atomic_load(&t.bad), 0);
+        engine_pool_free(t.p);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Matrix products.
+
+// Builds a weight matrix of `type` from random floats and returns the
+// dequantized copy the reference uses.
+static void make_weight(uint32_t type, int64_t n_in, int64_t n_out, struct engine_tensor *t,
+                        void **data, float **deq)
+{
+    float *src = rand_vec(n_in * n_out);
+    size_t rb = quant_row_size(type, n_in);
+    assert_true(rb > 0);
+    uint8_t *d = xmalloc(rb * (size_t)n_out);
+    for (int64_t r = 0; r < n_out; r++) {
+        if (type == GGUF_TYPE_F32)
+            memcpy(d + r * rb, src + r * n_in, rb);
+        else if (type == GGUF_TYPE_F16)
+            kernels_f32_to_f16_row(src + r * n_in, (uint16_t *)(d + r * rb), n_in);
+        else
+            kernels_get(GGUF_TYPE_Q8_0)->from_float(src + r * n_in, d + r * rb, n_in);
+    }
+    *deq = xmalloc((size_t)(n_in * n_out) * sizeof(float));
+    for (int64_t r = 0; r < n_out; r++)
+        quant_traits_get(type)->to_float(d + r * rb, *deq + r * n_in, n_in);
+    *t = (struct engine_tensor){"w", type, {n_in, n_out}, rb, d};
+    *data = d;
+    free(src);
+}
+
+// The activation as the kernel sees it (rounded to its vec_dot_type).
+static void round_activation(uint32_t wtype, const float *x, float *out, int64_t n)
+{
+    const struct kernels_type *kt = kernels_get(wtype);
+    if (kt->vec_dot_type == GGUF_TYPE_F32) {
+        memcpy(out, x, (size_t)n * sizeof(float));
+        return;
+    }
+    void *tmp = xmalloc(quant_row_size(kt->vec_dot_type, n) + 64);
+    kt->from_float(x, tmp, n);
+    const struct quant_traits *qt = quant_traits_get(kt->vec_dot_type);
+    if (qt && qt->to_float)
+        qt->to_float(tmp, out, n);
+    else
+        memcpy(out, x, (size_t)n * sizeof(float));  // no dequantizer: compare loosely
+    free(tmp);
+}
+
+static void check_matmul(int n_threads, uint32_t type, int64_t n_rows, bool bias)
+{
+    const int64_t n_in = 256, n_out = 70;
+    struct engine_backend *be = backend(n_threads);
+    struct engine_tensor w;
+    void *wd;
+    float *deq;
+    make_weight(type, n_in, n_out, &w, &wd, &deq);
+    float *x = rand_vec(n_in * n_rows), *b = bias ? rand_vec(n_out) : NULL;
+    float *y = engine_buf_alloc(be, (size_t)(n_out * n_rows) * sizeof(float));
+    engine_matmul(be, y, &w, b, x, n_rows);
+    double *ref = xmalloc((size_t)(n_out * n_rows) * sizeof(double));
+    float *xr = xmalloc((size_t)n_in * sizeof(float));
+    for (int64_t c = 0; c < n_rows; c++) {
+        round_activation(type, x + c * n_in, xr, n_in);
+        for (int64_t r = 0; r < n_out; r++) {
+            double s = 0;
+            for (int64_t i = 0; i < n_in; i++)
+                s += (double)deq[r * n_in + i] * xr[i];
+            ref[c * n_out + r] = s + (b ? b[r] : 0);
+        }
+    }
+    assert_close(y, ref, n_out * n_rows, 1e-3);
+    engine_buf_free(be, y);
+    engine_backend_free(be);
+    free(ref), free(xr), free(x), free(b), free(wd), free(deq);
+}
+
+static void test_matmul(void **state)
+{
+    (void)state;
+    const uint32_t types[] = {GGUF_TYPE_F32, GGUF_TYPE_F16, GGUF_TYPE_Q8_0};
+    for (size_t t = 0; t < 3; t++)
+        for (int nth = 1; nth <= 3; nth++) {
+            check_matmul(nth, types[t], 1, false);
+            check_matmul(nth, types[t], 9, true);  // gemm tiles plus a remainder
+        }
+}
+
+// Several jobs sharing one input, with different activation types.
+static void test_matmul_n(void **state)
+{
+    (void)state;
+    struct engine_backend *be = backend(2);
+    struct engine_tensor w1, w2;
+    void *d1, *d2;
+    float *q1, *q2;
+    make_weight(GGUF_TYPE_Q8_0, 256, 70, &w1, &d1, &q1);
+    make_weight(GGUF_TYPE_F32, 256, 33, &w2, &d2, &q2);
+    float *x = rand_vec(256 * 5);
+    float *y1 = engine_buf_alloc(be, 70 * 5 * sizeof(float));
+    float *y2 = engine_buf_alloc(be, 33 * 5 * sizeof(float));
+    float *z1 = engine_buf_alloc(be, 70 * 5 * sizeof(float));
+    float *z2 = engine_buf_alloc(be, 33 * 5 * sizeof(float));
+    struct engine_matmul_job jobs[2] = {{&w1, y1, NULL}, {&w2, y2, NULL}};
+    engine_matmul_n(be, jobs, 2, x, 5);
+    engine_matmul(be, z1, &w1, NULL, x, 5);
+    engine_matmul(be, z2, &w2, NULL, x, 5);
+    assert_memory_equal(y1, z1, 70 * 5 * sizeof(float));
+    assert_memory_equal(y2, z2, 33 * 5 * sizeof(float));
+    engine_buf_free(be, y1), engine_buf_free(be, y2), engine_buf_free(be, z1),
+        engine_buf_free(be, z2);
+    engine_backend_free(be);
+    free(x), free(d1), free(d2), free(q1), free(q2);
+}
+
+static void test_get_rows(void **state)
+{
+    (void)state;
+    struct engine_backend *be = backend(2);
+    const uint32_t types[] = {GGUF_TYPE_F32, GGUF_TYPE_F16, GGUF_TYPE_Q8_0};
+    for (size_t t = 0; t < 3; t++) {
+        struct engine_tensor w;
+        void *wd;
+        float *deq;
+        make_weight(types[t], 64, 10, &w, &wd, &deq);
+        int32_t ids[3] = {9, 0, 4};
+        float *y = engine_buf_alloc(be, 3 * 64 * sizeof(float));
+        engine_get_rows(be, y, &w, ids, 3);
+        for (int r = 0; r < 3; r++)
+            assert_memory_equal(y + r * 64, deq + ids[r] * 64, 64 * sizeof(float));
+        engine_buf_free(be, y);
+        free(wd), free(deq);
+    }
+    engine_backend_free(be);
+}
+
+// ---------------------------------------------------------------------------
+// Norms, activations, softmax, element-wise.
+
+static void test_norms_and_elementwise(void **state)
+{
+    (void)state;
+    struct engine_backend *be = backend(2);
+    const int64_t rows = 3, n = 100;
+    float *x = rand_vec(rows * n), *w = rand_vec(n), *b = rand_vec(n);
+    float *y = engine_buf_alloc(be, (size_t)(rows * n) * sizeof(float));
+    double ref[300];
+
+    engine_rmsnorm(be, y, x, w, rows, n, 1e-5f);
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int64_t i = 0; i < n; i++)
+            ss += (double)x[r * n + i] * x[r * n + i];
+        double s = 1.0 / sqrt(ss / n + 1e-5);
+        for (int64_t i = 0; i < n; i++)
+            ref[r * n + i] = x[r * n + i] * s * w[i];
+    }
+    assert_close(y, ref, rows * n, 1e-5);
+
+    engine_layernorm(be, y, x, w, b, rows, n, 1e-5f);
+    for (int64_t r = 0; r < rows; r++) {
+        double mu = 0, var = 0;
+        for (int64_t i = 0; i < n; i++)
+            mu += x[r * n + i];
+        mu /= n;
+        for (int64_t i = 0; i < n; i++)
+            var += (x[r * n + i] - mu) * (x[r * n + i] - mu);
+        var /= n;
+        for (int64_t i = 0; i < n; i++)
+            ref[r * n + i] = (x[r * n + i] - mu) / sqrt(var + 1e-5) * w[i] + b[i];
+    }
+    assert_close(y, ref, rows * n, 1e-5);
+
+    memcpy(y, x, (size_t)(rows * n) * sizeof(float));
+    engine_softmax(be, y, rows, n, 0.5f);
+    for (int64_t r = 0; r < rows; r++) {
+        double mx = -1e30, sum = 0;
+        for (int64_t i = 0; i < n; i++)
+            mx = fmax(mx, 0.5 * x[r * n + i]);
+        for (int64_t i = 0; i < n; i++)
+            sum += exp(0.5 * x[r * n + i] - mx);
+        for (int64_t i = 0; i < n; i++)
+            ref[r * n + i] = exp(0.5 * x[r * n + i] - mx) / sum;
+    }
+    assert_close(y, ref, rows * n, 1e-5);
+
+    engine_glu(be, y, x, w, n, false);
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = x[i] / (1 + exp(-(double)x[i])) * w[i];
+    assert_close(y, ref, n, 1e-5);
+    engine_glu(be, y, x, w, n, true);
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i];
+        ref[i] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))) * w[i];
+    }
+    assert_close(y, ref, n, 1e-5);
+
+    engine_add(be, y, x, w, n);
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = (double)x[i] + w[i];
+    assert_close(y, ref, n, 1e-6);
+    engine_mul(be, y, x, w, n);
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = (double)x[i] * w[i];
+    assert_close(y, ref, n, 1e-6);
+    engine_scale(be, y, x, 3.0f, n);
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = 3.0 * x[i];
+    assert_close(y, ref, n, 1e-6);
+
+    int32_t idx[2] = {2, 0};
+    engine_gather(be, y, x, idx, 2, n);
+    assert_memory_equal(y, x + 2 * n, (size_t)n * sizeof(float));
+    assert_memory_equal(y + n, x, (size_t)n * sizeof(float));
+
+    engine_buf_free(be, y);
+    engine_backend_free(be);
+    free(x), free(w), free(b);
+}
+
+// ---------------------------------------------------------------------------
+// RoPE.
+
+static void rope_ref(double *out, const float *x, int n_head, int hd, int n_rot, bool neox,
+                     double pos, double base, const float *ff)
+{
+    for (int h = 0; h < n_head; h++) {
+        const float *xh = x + h * hd;
+        double *oh = out + h * hd;
+        for (int i = 0; i < hd; i++)
+            oh[i] = xh[i];
+        for (int i = 0; i < n_rot / 2; i++) {
+            double th = pos * pow(base, -2.0 * i / n_rot) / (ff ? ff[i] : 1.0);
+            int a = neox ? i : 2 * i, b = neox ? i + n_rot / 2 : 2 * i + 1;
+            oh[a] = xh[a] * cos(th) - xh[b] * sin(th);
+            oh[b] = xh[a] * sin(th) + xh[b] * cos(th);
+        }
+    }
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    struct engine_backend *be = backend(2);
+    const int n_head = 3, hd = 16;
+    float ff[8];
+    for (int i = 0; i < 8; i++)
+        ff[i] = 1.0f + (float)i;
+    for (int mode = 0; mode < 4; mode++) {
+        bool neox = mode & 1;
+        int n_rot = mode & 2 ? 8 : 16;  // partial rotation leaves dims alone
+        struct engine_rope rp = {.mode = neox ? ENGINE_ROPE_NEOX : ENGINE_ROPE_NORMAL,
+                                 .n_rot = n_rot,
+                                 .freq_base = 10000.0f,
+                                 .freq_scale = 1.0f,
+                                 .freq_factors = mode == 2 ? ff : NULL};
+        float *x = rand_vec(2 * n_head * hd);
+        float *y = engine_buf_alloc(be, 2 * n_head * hd * sizeof(float));
+        memcpy(y, x, 2 * n_head * hd * sizeof(float));
+        int32_t pos[2] = {7, 300};
+        engine_rope(be, y, 2, n_head, hd, pos, &rp);
+        double ref[2 * 3 * 16];
+        for (int r = 0; r < 2; r++)
+            rope_ref(ref + r * n_head * hd, x + r * n_head * hd, n_head, hd, n_rot, neox, pos[r],
+                     10000.0, rp.freq_factors);
+        assert_close(y, ref, 2 * n_head * hd, 2e-4);
+        engine_buf_free(be, y);
+        free(x);
+    }
+    engine_backend_free(be);
+}
+
+// ---------------------------------------------------------------------------
+// KV cache and attention.
+
+static void test_attention(void **state)
+{
+    (void)state;
+    const int n_head = 4, n_head_kv = 2, hd = 32, n_cells = 40, kv_dim = n_head_kv * hd;
+    const uint32_t kv_types[] = {GGUF_TYPE_F32, GGUF_TYPE_F16, GGUF_TYPE_Q8_0};
+    for (int nth = 1; nth <= 2; nth++)
+        for (size_t kt = 0; kt < 3; kt++) {
+            uint32_t type = kv_types[kt];
+            struct engine_backend *be = backend(nth);
+            struct engine_kv_layer kv = {NULL, NULL, engine_kv_row_bytes(type, kv_dim)};
+            kv.k = engine_buf_alloc(be, kv.row_bytes * n_cells);
+            kv.v = engine_buf_alloc(be, kv.row_bytes * n_cells);
+            float *k = rand_vec(n_cells * kv_dim), *v = rand_vec(n_cells * kv_dim);
+            int32_t cells[40];
+            for (int i = 0; i < n_cells; i++)
+                cells[i] = i;
+            engine_kv_store(be, &kv, type, cells, k, v, n_cells, kv_dim);
+            // What the cache holds, as floats.
+            for (int c = 0; c < n_cells; c++) {
+                const uint8_t *kr = (const uint8_t *)kv.k + c * kv.row_bytes;
+                const uint8_t *vr = (const uint8_t *)kv.v + c * kv.row_bytes;
+                quant_traits_get(type)->to_float(kr, k + c * kv_dim, kv_dim);
+                quant_traits_get(type)->to_float(vr, v + c * kv_dim, kv_dim);
+            }
+            const int n_rows = 3;
+            float *q = rand_vec(n_rows * n_head * hd);
+            int32_t cell0[3] = {0, 10, 0}, nvis[3] = {1, 17, 40};
+            float *out = engine_buf_alloc(be, n_rows * n_head * hd * sizeof(float));
+            struct engine_attn a = {n_head, n_head_kv, hd, 1.0f / sqrtf(hd), type};
+            engine_attention(be, out, q, n_rows, &kv, cell0, nvis, &a);
+            double ref[3 * 4 * 32];
+            for (int r = 0; r < n_rows; r++)
+                for (int h = 0; h < n_head; h++) {
+                    int g = h / (n_head / n_head_kv);
+                    double s[40], mx = -1e30, sum = 0;
+                    for (int j = 0; j < nvis[r]; j++) {
+                        double d = 0;
+                        for (int i = 0; i < hd; i++)
+                            d += (double)q[(r * n_head + h) * hd + i] *
+                                 k[(cell0[r] + j) * kv_dim + g * hd + i];
+                        s[j] = d / sqrt(hd);
+                        mx = fmax(mx, s[j]);
+                    }
+                    for (int j = 0; j < nvis[r]; j++)
+                        sum += (s[j] = exp(s[j] - mx));
+                    for (int i = 0; i < hd; i++) {
+                        double o = 0;
+                        for (int j = 0; j < nvis[r]; j++)
+                            o += s[j] / sum * v[(cell0[r] + j) * kv_dim + g * hd + i];
+                        ref[(r * n_head + h) * hd + i] = o;
+                    }
+                }
+            // F16 / Q8_0 round the query (and F16 the probabilities).
+            double tol = type == GGUF_TYPE_F32 ? 1e-5 : type == GGUF_TYPE_F16 ? 3e-3 : 3e-2;
+            assert_close(out, ref, n_rows * n_head * hd, tol);
+            engine_buf_free(be, out), engine_buf_free(be, kv.k), engine_buf_free(be, kv.v);
+            engine_backend_free(be);
+            free(k), free(v), free(q);
+        }
+}
+
+// Shifting cached keys by delta equals rotating them at pos + delta.
+static void test_kv_shift_and_move(void **state)
+{
+    (void)state;
+    struct engine_backend *be = backend(2);
+    const int n_head_kv = 2, hd = 16, kv_dim = 32;
+    struct engine_rope rp = {.mode = ENGINE_ROPE_NORMAL, .n_rot = 16, .freq_base = 500000.0f,
+                             .freq_scale = 1.0f};
+    struct engine_kv_layer kv = {NULL, NULL, kv_dim * sizeof(float)};
+    kv.k = engine_buf_alloc(be, kv.row_bytes * 8);
+    kv.v = engine_buf_alloc(be, kv.row_bytes * 8);
+    float *k = rand_vec(4 * kv_dim), *v = rand_vec(4 * kv_dim);
+    float *k_at = xmalloc(4 * kv_dim * sizeof(float)), *k_later = xmalloc(4 * kv_dim * sizeof(float));
+    memcpy(k_at, k, 4 * kv_dim * sizeof(float));
+    memcpy(k_later, k, 4 * kv_dim * sizeof(float));
+    int32_t pos[4] = {5, 6, 7, 8}, later[4] = {2, 3, 4, 5}, cells[4] = {4, 5, 6, 7};
+    engine_rope(be, k_at, 4, n_head_kv, hd, pos, &rp);
+    engine_rope(be, k_later, 4, n_head_kv, hd, later, &rp);
+    engine_kv_store(be, &kv, GGUF_TYPE_F32, cells, k_at, v, 4, kv_dim);
+    engine_kv_move(be, &kv, 1, 4, 4);  // cells 4..7 -> 1..4
+    engine_kv_shift(be, &kv, GGUF_TYPE_F32, 1, 4, -3, n_head_kv, hd, &rp);
+    double ref[4 * 32];
+    for (int i = 0; i < 4 * kv_dim; i++)
+        ref[i] = k_later[i];
+    assert_close((const float *)kv.k + 1 * kv_dim, ref, 4 * kv_dim, 1e-5);
+    assert_memory_equal((const float *)kv.v + 1 * kv_dim, v, 4 * kv_dim * sizeof(float));
+    engine_buf_free(be, kv.k), engine_buf_free(be, kv.v);
+    engine_backend_free(be);
+    free(k), free(v), free(k_at), free(k_later);
+}
+
+static void test_tensor_view(void **state)
+{
+    (void)state;
+    float data[64 * 2] = {0};
+    struct gguf_tensor gt = {.name = STR_LIT("x"), .type = GGUF_TYPE_Q8_0, .n_dims = 2,
+                             .ne = {64, 2, 1, 1}, .n_bytes = 2 * 68, .data = data};
+    struct engine_tensor t;
+    struct err e = {0};
+    assert_int_equal(engine_tensor_from_gguf(&t, &gt, &e), 0);
+    assert_int_equal(t.row_bytes, 68);
+    assert_int_equal(t.ne[1], 2);
+    gt.ne[0] = 48;  // not a multiple of 32
+    assert_int_equal(engine_tensor_from_gguf(&t, &gt, &e), ERR_UNSUPPORTED);
+    gt.ne[0] = 64;
+    gt.type = 99;
+    err_clear(&e);
+    assert_int_equal(engine_tensor_from_gguf(&t, &gt, &e), ERR_UNSUPPORTED);
+    assert_false(engine_type_supported(99));
+    assert_true(engine_type_supported(GGUF_TYPE_F32));
+    assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_F16, 64), 128);
+    assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q4_0, 64), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_n),
+        cmocka_unit_test(test_get_rows),
+        cmocka_unit_test(test_norms_and_elementwise),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_kv_shift_and_move),
+        cmocka_unit_test(test_tensor_view),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,377 @@
+// engine/quant: dequantization bit-exact against ggml's test vectors,
+// quantize → dequantize error bounds, byte-identical Q8_0 against
+// llama-quantize's output for the tiny Llama fixture, and the Q*_K_M mixes.
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine/quant/quant.h"
+#include "gguf/gguf.h"
+#include "testutil.h"
+
+static void *read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc((size_t)len + 1);
+    *n = fread(p, 1, (size_t)len, f);
+    fclose(f);
+    return p;
+}
+
+static void test_vectors(void **state)
+{
+    (void)state;
+    static const uint32_t types[] = {
+        GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0, GGUF_TYPE_Q5_1,   GGUF_TYPE_Q8_0,
+        GGUF_TYPE_Q2_K, GGUF_TYPE_Q3_K, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K,   GGUF_TYPE_Q6_K,
+        GGUF_TYPE_Q8_K, GGUF_TYPE_IQ4_NL, GGUF_TYPE_IQ4_XS,
+    };
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        const struct quant_traits *tr = quant_traits_get(types[t]);
+        assert_non_null(tr);
+        char rel[64], path[1024];
+        size_t nb, nf;
+        snprintf(rel, sizeof(rel), "quant/%s.blocks", tr->name);
+        void *blocks = read_file(test_fixture(path, sizeof(path), rel), &nb);
+        snprintf(rel, sizeof(rel), "quant/%s.f32", tr->name);
+        float *expect = read_file(test_fixture(path, sizeof(path), rel), &nf);
+        assert_non_null(blocks);
+        assert_non_null(expect);
+        assert_int_equal(nb, 8 * tr->type_size);
+        int64_t n = 8 * (int64_t)tr->block_size;
+        assert_int_equal(nf, (size_t)n * 4);
+        assert_int_equal(quant_row_size(types[t], n), nb);
+        float *got = malloc(nf);
+        tr->to_float(blocks, got, n);
+        for (int64_t i = 0; i < n; i++) {
+            if (memcmp(&got[i], &expect[i], 4) != 0)
+                fail_msg("%s element %lld: got %.9g want %.9g", tr->name, (long long)i, got[i],
+                         expect[i]);
+        }
+        free(got);
+        free(blocks);
+        free(expect);
+    }
+}
+
+static void test_traits(void **state)
+{
+    (void)state;
+    for (uint32_t id = 0; id < 64; id++) {
+        const struct quant_traits *tr = quant_traits_get(id);
+        if (!tr)
+            continue;
+        uint32_t bs, ts;
+        assert_true(gguf_type_geometry(id, &bs, &ts));
+        assert_int_equal(bs, tr->block_size);
+        assert_int_equal(ts, tr->type_size);
+        assert_string_equal(tr->name, gguf_type_name(id));
+        assert_non_null(tr->to_float);
+    }
+    assert_null(quant_traits_get(GGUF_TYPE_IQ2_XXS));
+    assert_null(quant_traits_get(1000));
+    assert_int_equal(quant_row_size(GGUF_TYPE_Q4_K, 512), 288);
+    assert_int_equal(quant_row_size(GGUF_TYPE_Q4_K, 100), 0);
+    assert_int_equal(quant_row_size(GGUF_TYPE_F16, 3), 6);
+}
+
+// Deterministic gaussian-ish data (sum of uniforms), with a few outliers.
+static void fill(float *x, int64_t n, uint64_t seed)
+{
+    uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (int64_t i = 0; i < n; i++) {
+        float acc = 0;
+        for (int k = 0; k < 4; k++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            acc += (float)((s >> 40) & 0xFFFFFF) / 16777216.0f - 0.5f;
+        }
+        x[i] = acc * 0.1f;
+        if (i % 97 == 13)
+            x[i] *= 6;
+    }
+}
+
+static void test_roundtrip_bounds(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t type;
+        double max_rel_rmse;  // RMSE of the error / RMS of the data
+    } cases[] = {
+        {GGUF_TYPE_F16, 0.001},  {GGUF_TYPE_BF16, 0.005}, {GGUF_TYPE_Q8_0, 0.01},
+        {GGUF_TYPE_Q8_K, 0.03},  {GGUF_TYPE_Q8_1, 0.01},  {GGUF_TYPE_Q6_K, 0.03},  {GGUF_TYPE_Q5_0, 0.08},
+        {GGUF_TYPE_Q5_1, 0.05},  {GGUF_TYPE_Q5_K, 0.05},  {GGUF_TYPE_Q4_0, 0.16},
+        {GGUF_TYPE_Q4_1, 0.12},  {GGUF_TYPE_Q4_K, 0.11},  {GGUF_TYPE_Q3_K, 0.25},
+        {GGUF_TYPE_Q2_K, 0.45},  {GGUF_TYPE_F32, 0.0},
+    };
+    const int64_t n = 4096;
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+    void *q = malloc(n * 4);
+    fill(x, n, 7);
+    double rms = 0;
+    for (int64_t i = 0; i < n; i++)
+        rms += (double)x[i] * x[i];
+    rms = sqrt(rms / (double)n);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct quant_traits *tr = quant_traits_get(cases[c].type);
+        assert_non_null(tr->from_float_ref);
+        memset(q, 0xAB, n * 4);
+        tr->from_float_ref(x, q, n);
+        tr->to_float(q, y, n);
+        double err = 0;
+        for (int64_t i = 0; i < n; i++)
+            err += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+        err = sqrt(err / (double)n) / rms;
+        print_message("%-5s relative rmse %.5f (bound %.3f)\n", tr->name, err, cases[c].max_rel_rmse);
+        if (err > cases[c].max_rel_rmse)
+            fail_msg("%s: relative rmse %.4f > %.4f", tr->name, err, cases[c].max_rel_rmse);
+        // Deterministic: the same input gives the same bytes.
+        void *q2 = malloc(n * 4);
+        memset(q2, 0xCD, n * 4);
+        tr->from_float_ref(x, q2, n);
+        assert_memory_equal(q, q2, quant_row_size(cases[c].type, n));
+        free(q2);
+    }
+    // All-zero input quantizes to zeros and back without NaNs.
+    memset(x, 0, n * sizeof(float));
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct quant_traits *tr = quant_traits_get(cases[c].type);
+        tr->from_float_ref(x, q, n);
+        tr->to_float(q, y, n);
+        for (int64_t i = 0; i < n; i++)
+            if (y[i] != 0.0f)
+                fail_msg("%s: zero input gave %g at %lld", tr->name, y[i], (long long)i);
+    }
+    free(x);
+    free(y);
+    free(q);
+}
+
+// Hand-checked small cases of the legacy quantizers.
+static void test_q8_0_exact(void **state)
+{
+    (void)state;
+    float x[32];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)(i - 16) / 16.0f * 1.27f;  // absmax 1.27 at i = 0
+    struct block_q8_0 b;
+    quant_traits_get(GGUF_TYPE_Q8_0)->from_float_ref(x, &b, 32);
+    assert_int_equal(b.d, quant_f32_to_f16(0.01f));
+    assert_int_equal(b.qs[0], -127);
+    assert_int_equal(b.qs[16], 0);
+    struct block_q4_0 b4;
+    quant_traits_get(GGUF_TYPE_Q4_0)->from_float_ref(x, &b4, 32);
+    // d = max / -8 with max = -1.27: element 0 maps to nibble 0.
+    assert_int_equal(b4.qs[0] & 0x0F, 0);
+    assert_int_equal(b4.d, quant_f32_to_f16(1.27f / 8));
+}
+
+// Quantizing the F32 fixture's tensors to Q8_0 gives llama-quantize's bytes.
+static void test_q8_0_matches_llama_cpp(void **state)
+{
+    (void)state;
+    char p32[1024], p8[1024];
+    if (!test_shared_fixture(p32, sizeof(p32), "tiny-llama-f32.gguf") ||
+        !test_shared_fixture(p8, sizeof(p8), "tiny-llama-q8_0.gguf"))
+        skip();
+    struct gguf *a = NULL, *b = NULL;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&a, p32, &e), 0);
+    assert_int_equal(gguf_open(&b, p8, &e), 0);
+    int compared = 0;
+    struct quant_mix_model mm = {.arch = "llama", .n_layers = 2, .n_gqa = 2,
+                                 .tied_embeddings = true};
+    for (size_t i = 0; i < gguf_tensor_count(b); i++) {
+        const struct gguf_tensor *tq = gguf_tensor_at(b, i);
+        char name[80];
+        snprintf(name, sizeof(name), "%.*s", (int)tq->name.len, tq->name.ptr);
+        const struct gguf_tensor *tf = gguf_tensor_find(a, name);
+        assert_non_null(tf);
+        // The mix chooses the type llama-quantize chose.
+        assert_int_equal(quant_mix_tensor_type(7, name, tf->type, tf->n_dims, tf->ne[0], &mm),
+                         (int)tq->type);
+        if (tq->type != GGUF_TYPE_Q8_0)
+            continue;
+        uint64_t n = gguf_tensor_n_elements(tf);
+        float *x = malloc(n * sizeof(float));
+        quant_traits_get(tf->type)->to_float(tf->data, x, (int64_t)n);
+        void *q = malloc(tq->n_bytes);
+        quant_traits_get(GGUF_TYPE_Q8_0)->from_float_ref(x, q, (int64_t)n);
+        if (memcmp(q, tq->data, tq->n_bytes) != 0)
+            fail_msg("tensor %s: Q8_0 bytes differ from llama-quantize", name);
+        compared++;
+        free(x);
+        free(q);
+    }
+    assert_true(compared >= 15);
+    gguf_close(a);
+    gguf_close(b);
+}
+
+static void count_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    uint64_t *calls = ctx;
+    calls[0]++;
+    calls[1] = done;
+    calls[2] = total;
+}
+
+// quant_model_quantize on the F32 fixture reproduces llama-quantize's Q8_0
+// file byte for byte: metadata order, tensor order, types, data, padding.
+static void test_model_quantize_matches_llama_cpp(void **state)
+{
+    (void)state;
+    char p32[1024], p8[1024];
+    if (!test_shared_fixture(p32, sizeof(p32), "tiny-llama-f32.gguf") ||
+        !test_shared_fixture(p8, sizeof(p8), "tiny-llama-q8_0.gguf"))
+        skip();
+    char out[256];
+    snprintf(out, sizeof(out), "/tmp/test_quant_%d.gguf", (int)getpid());
+    struct err e = {0};
+    uint64_t calls[3] = {0};
+    if (quant_model_quantize(p32, out, 7, count_progress, calls, &e) != 0)
+        fail_msg("%s", e.msg);
+    assert_true(calls[0] > 10);
+    assert_int_equal(calls[1], calls[2]);
+    size_t na, nb;
+    uint8_t *a = read_file(out, &na), *b = read_file(p8, &nb);
+    assert_non_null(a);
+    assert_int_equal(na, nb);
+    size_t first = 0;
+    while (first < na && a[first] == b[first])
+        first++;
+    if (first != na)
+        fail_msg("files differ from byte %zu of %zu", first, na);
+    free(a);
+    free(b);
+
+    // A K-quant mix: every tensor gets its mix type and reads back.
+    assert_int_equal(quant_model_quantize(p32, out, 15, NULL, NULL, &e), 0);
+    struct gguf *g = NULL;
+    assert_int_equal(gguf_open(&g, out, &e), 0);
+    struct gguf_summary s;
+    gguf_summarize(g, &s);
+    assert_string_equal(s.quantization_level, "Q4_K_M");
+    // n_embd 64 is no multiple of 256: Q4_K falls back to Q5_0, the tied
+    // embedding (output) to Q8_0.
+    assert_int_equal(gguf_tensor_find(g, "token_embd.weight")->type, GGUF_TYPE_Q8_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.0.attn_q.weight")->type, GGUF_TYPE_Q5_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.0.ffn_down.weight")->type, GGUF_TYPE_Q5_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.1.ffn_down.weight")->type, GGUF_TYPE_Q8_0);
+    assert_int_equal(gguf_tensor_find(g, "blk.0.attn_norm.weight")->type, GGUF_TYPE_F32);
+    gguf_close(g);
+    assert_int_not_equal(quant_model_quantize(p32, out, 19, NULL, NULL, &e), 0);
+    unlink(out);
+}
+
+static const char *type_name(int t)
+{
+    return t < 0 ? "(none)" : gguf_type_name((uint32_t)t);
+}
+
+static void expect_type(int32_t ft, const char *name, uint32_t n_dims, int64_t ne0,
+                        const struct quant_mix_model *m, uint32_t want)
+{
+    int got = quant_mix_tensor_type(ft, name, GGUF_TYPE_F32, n_dims, ne0, m);
+    if (got != (int)want)
+        fail_msg("ftype %d %s: got %s want %s", ft, name, type_name(got), gguf_type_name(want));
+}
+
+static void test_mixes(void **state)
+{
+    (void)state;
+    int32_t q4km = quant_mix_from_name("q4_K_M");
+    assert_int_equal(q4km, 15);
+    assert_int_equal(quant_mix_from_name("Q8_0"), 7);
+    assert_int_equal(quant_mix_from_name("IQ2_XXS"), -1);
+    assert_int_equal(quant_mix_from_name("bogus"), -1);
+    assert_int_equal(quant_mix_default_type(15), GGUF_TYPE_Q4_K);
+    assert_int_equal(quant_mix_tensor_type(19, "x.weight", 0, 2, 256, NULL), -1);
+
+    // Llama 3.2 1B shape: 16 layers, 32 heads / 8 kv heads, tied output.
+    struct quant_mix_model m = {.arch = "llama", .n_layers = 16, .n_gqa = 4,
+                                .tied_embeddings = true};
+    expect_type(q4km, "token_embd.weight", 2, 2048, &m, GGUF_TYPE_Q6_K);
+    expect_type(q4km, "blk.0.attn_norm.weight", 1, 2048, &m, GGUF_TYPE_F32);
+    expect_type(q4km, "rope_freqs.weight", 1, 32, &m, GGUF_TYPE_F32);
+    expect_type(q4km, "blk.3.attn_q.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    expect_type(q4km, "blk.3.attn_k.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    expect_type(q4km, "blk.3.ffn_gate.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    // use_more_bits(i, 16): i < 2, i >= 14, (i - 2) % 3 == 2.
+    static const int more[16] = {1, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 1, 1};
+    for (int i = 0; i < 16; i++) {
+        char name[64];
+        uint32_t want = more[i] ? GGUF_TYPE_Q6_K : GGUF_TYPE_Q4_K;
+        snprintf(name, sizeof(name), "blk.%d.attn_v.weight", i);
+        expect_type(q4km, name, 2, 2048, &m, want);
+        snprintf(name, sizeof(name), "blk.%d.ffn_down.weight", i);
+        expect_type(q4km, name, 2, 8192, &m, want);
+    }
+    // Untied: output gets Q6_K, token_embd keeps the default.
+    m.tied_embeddings = false;
+    expect_type(q4km, "output.weight", 2, 2048, &m, GGUF_TYPE_Q6_K);
+    expect_type(q4km, "token_embd.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    // Q8_0 and Q4_0: output Q8_0 / Q6_K, everything else the default.
+    expect_type(7, "output.weight", 2, 2048, &m, GGUF_TYPE_Q8_0);
+    expect_type(2, "output.weight", 2, 2048, &m, GGUF_TYPE_Q6_K);
+    expect_type(2, "blk.0.attn_v.weight", 2, 2048, &m, GGUF_TYPE_Q4_0);
+    // Q4_K_S: attn_v of the first 4 layers and ffn_down of the first n/8 get Q5_K.
+    expect_type(14, "blk.3.attn_v.weight", 2, 2048, &m, GGUF_TYPE_Q5_K);
+    expect_type(14, "blk.4.attn_v.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    expect_type(14, "blk.1.ffn_down.weight", 2, 8192, &m, GGUF_TYPE_Q5_K);
+    expect_type(14, "blk.2.ffn_down.weight", 2, 8192, &m, GGUF_TYPE_Q4_K);
+    // Q3_K_M: attn_v Q5_K for layers 0-1 then Q4_K; attn_output Q4_K;
+    // ffn_down Q5_K for layer 0 (n/16 = 1) then Q4_K.
+    expect_type(12, "blk.1.attn_v.weight", 2, 2048, &m, GGUF_TYPE_Q5_K);
+    expect_type(12, "blk.2.attn_v.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    expect_type(12, "blk.5.attn_output.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    expect_type(12, "blk.0.ffn_down.weight", 2, 8192, &m, GGUF_TYPE_Q5_K);
+    expect_type(12, "blk.1.ffn_down.weight", 2, 8192, &m, GGUF_TYPE_Q4_K);
+    expect_type(12, "blk.1.ffn_up.weight", 2, 2048, &m, GGUF_TYPE_Q3_K);
+    // Q2_K: attn_v Q4_K with GQA >= 4 (Q3_K otherwise), ffn_down and attn_output Q3_K.
+    expect_type(10, "blk.1.attn_v.weight", 2, 2048, &m, GGUF_TYPE_Q4_K);
+    m.n_gqa = 1;
+    expect_type(10, "blk.1.attn_v.weight", 2, 2048, &m, GGUF_TYPE_Q3_K);
+    expect_type(10, "blk.1.ffn_down.weight", 2, 8192, &m, GGUF_TYPE_Q3_K);
+    expect_type(10, "blk.1.attn_output.weight", 2, 2048, &m, GGUF_TYPE_Q3_K);
+    // Shape fallbacks: rows of 64 cannot hold K-quant blocks.
+    expect_type(q4km, "blk.3.attn_q.weight", 2, 64, &m, GGUF_TYPE_Q5_0);
+    expect_type(16, "blk.3.attn_q.weight", 2, 64, &m, GGUF_TYPE_Q5_1);
+    expect_type(18, "blk.3.attn_q.weight", 2, 64, &m, GGUF_TYPE_Q8_0);
+    expect_type(10, "blk.3.attn_q.weight", 2, 64, &m, GGUF_TYPE_Q4_0);
+    expect_type(q4km, "output.weight", 2, 64, &m, GGUF_TYPE_Q8_0);
+    expect_type(2, "blk.3.attn_q.weight", 2, 48, &m, GGUF_TYPE_F16);
+    // F16 mix converts every quantizable tensor, leaves norms alone.
+    expect_type(1, "blk.3.attn_q.weight", 2, 64, &m, GGUF_TYPE_F16);
+    expect_type(1, "blk.3.ffn_norm.weight", 1, 64, &m, GGUF_TYPE_F32);
+    assert_false(quant_mix_tensor_quantizable("position_embd.weight", 2));
+    assert_false(quant_mix_tensor_quantizable("blk.0.ffn_gate_inp.weight", 2));
+    assert_false(quant_mix_tensor_quantizable("blk.0.attn_q.bias", 2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vectors),
+        cmocka_unit_test(test_traits),
+        cmocka_unit_test(test_roundtrip_bounds),
+        cmocka_unit_test(test_q8_0_exact),
+        cmocka_unit_test(test_q8_0_matches_llama_cpp),
+        cmocka_unit_test(test_mixes),
+        cmocka_unit_test(test_model_quantize_matches_llama_cpp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

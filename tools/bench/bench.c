@@ -1,0 +1,312 @@
+// bench: prompt processing and generation speed of the engine, like
+// llama-bench: pp<P> evaluates P tokens in one batch, tg<N> generates N
+// tokens one at a time from an empty context; each test runs once to warm
+// up and then -r times. Prints a Markdown table (mean ± sd tokens/s, peak
+// RSS) or, with -o json, an array of objects.
+//
+//   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-r 3] [-o md|json]
+//   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
+//
+// The Markdown output also gives the bytes of weights a generated token
+// reads (every matrix once; the embedding table only when it is the output)
+// and, with --membw-gbs, generation as a fraction of the bandwidth limit.
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-r 3] [-o md|json] "
+                    "[--kv f16|f32|q8_0] [--membw-gbs GBS]\n"
+                    "       bench --membw [-t THREADS]\n");
+    exit(2);
+}
+
+static int int_arg(const char *s, int min, int max)
+{
+    int64_t v;
+    struct err e = {0};
+    if (str_to_i64(s, min, max, &v, &e) < 0) {
+        fprintf(stderr, "bench: %s: %s\n", s, e.msg);
+        exit(2);
+    }
+    return (int)v;
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)ru.ru_maxrss * 1024u;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const struct err *e)
+{
+    fprintf(stderr, "bench: %s\n", e->msg);
+    exit(1);
+}
+
+// One timed run: returns tokens/s.
+static double run_pp(struct model *m, int n_prompt, int32_t *buf, int32_t *pos, int32_t *slot)
+{
+    struct err e = {0};
+    int n_vocab = model_n_vocab(m);
+    uint32_t seed = 12345;
+    for (int i = 0; i < n_prompt; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        buf[i] = (int32_t)((seed >> 8) % (uint32_t)n_vocab);
+        pos[i] = i;
+        slot[i] = 0;
+    }
+    model_slot_clear(m, 0);
+    double t0 = now_s();
+    struct model_batch b = {n_prompt, buf, pos, slot, NULL};
+    if (model_decode(m, &b, &e) < 0)
+        die(&e);
+    return n_prompt / (now_s() - t0);
+}
+
+static double run_tg(struct model *m, int n_gen)
+{
+    struct err e = {0};
+    int n_vocab = model_n_vocab(m);
+    int32_t tok = 1 % n_vocab, slot = 0;
+    model_slot_clear(m, 0);
+    double t0 = now_s();
+    for (int i = 0; i < n_gen; i++) {
+        int32_t p = i;
+        struct model_batch b = {1, &tok, &p, &slot, NULL};
+        if (model_decode(m, &b, &e) < 0)
+            die(&e);
+        const float *lg = model_logits(m, 0);
+        int best = 0;
+        for (int k = 1; k < n_vocab; k++)
+            if (lg[k] > lg[best])
+                best = k;
+        tok = best;
+    }
+    return n_gen / (now_s() - t0);
+}
+
+// ---------------------------------------------------------------------------
+// Memory bandwidth: each thread sums its share of a 1 GiB buffer.
+
+struct bw_arg {
+    const uint64_t *p;
+    size_t n;
+    uint64_t sum;
+};
+
+static void *bw_thread(void *p)
+{
+    struct bw_arg *a = p;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= a->n; i += 4) {
+        s0 += a->p[i];
+        s1 += a->p[i + 1];
+        s2 += a->p[i + 2];
+        s3 += a->p[i + 3];
+    }
+    a->sum = s0 + s1 + s2 + s3;
+    return NULL;
+}
+
+static double measure_bw(int n_threads)
+{
+    const size_t bytes = (size_t)1 << 30, n = bytes / 8;
+    uint64_t *buf = xmalloc(bytes);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = i;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        pthread_t th[64];
+        struct bw_arg args[64];
+        int nt = n_threads > 64 ? 64 : n_threads;
+        double t0 = now_s();
+        for (int t = 0; t < nt; t++) {
+            args[t] = (struct bw_arg){buf + n / nt * t, n / nt, 0};
+            pthread_create(&th[t], NULL, bw_thread, &args[t]);
+        }
+        uint64_t sum = 0;
+        for (int t = 0; t < nt; t++) {
+            pthread_join(th[t], NULL);
+            sum += args[t].sum;
+        }
+        double gbs = bytes / (now_s() - t0) / 1e9;
+        if (gbs > best && sum != 1)
+            best = gbs;
+    }
+    free(buf);
+    return best;
+}
+
+// Bytes of weights one generated token reads.
+static uint64_t bytes_per_token(const struct gguf *g)
+{
+    uint64_t total = 0, embd = 0;
+    bool tied = gguf_tensor_find(g, "output.weight") == NULL;
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        total += t->n_bytes;
+        if (str_eq_cstr(t->name, "token_embd.weight"))
+            embd = t->n_bytes;
+    }
+    return tied ? total : total - embd;
+}
+
+struct result {
+    char test[32];
+    int n_prompt, n_gen;
+    double avg, sd;
+};
+
+static void stats(const double *v, int n, double *avg, double *sd)
+{
+    double s = 0, ss = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    *avg = s / n;
+    for (int i = 0; i < n; i++)
+        ss += (v[i] - *avg) * (v[i] - *avg);
+    *sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL, *fmt = "md";
+    bool membw = false;
+    double membw_gbs = 0;
+    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3;
+    struct model_options o = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(a, "-t") && has)
+            n_threads = int_arg(argv[++i], 1, 1024);
+        else if (!strcmp(a, "-p") && has)
+            n_prompt = int_arg(argv[++i], 0, 1 << 20);
+        else if (!strcmp(a, "-n") && has)
+            n_gen = int_arg(argv[++i], 0, 1 << 20);
+        else if (!strcmp(a, "-r") && has)
+            reps = int_arg(argv[++i], 1, 1000);
+        else if (!strcmp(a, "-o") && has) {
+            fmt = argv[++i];
+            if (strcmp(fmt, "md") && strcmp(fmt, "json"))
+                usage();
+        } else if (!strcmp(a, "--kv") && has) {
+            int k = model_kv_type_parse(argv[++i]);
+            if (k < 0)
+                usage();
+            o.kv_type = (enum model_kv_type)k;
+        } else if (!strcmp(a, "--membw"))
+            membw = true;
+        else if (!strcmp(a, "--membw-gbs") && has) {
+            struct err e = {0};
+            if (str_to_double(argv[++i], &membw_gbs, &e) < 0)
+                usage();
+        } else if (a[0] != '-' && !path)
+            path = a;
+        else
+            usage();
+    }
+    if (membw) {
+        int nt = n_threads > 0 ? n_threads : 2;
+        printf("memory read bandwidth, %d threads: %.1f GB/s\n", nt, measure_bw(nt));
+        return 0;
+    }
+    if (!path)
+        usage();
+    o.n_threads = n_threads;
+    o.n_ctx = n_prompt + n_gen > 0 ? n_prompt + n_gen : 1;
+    o.n_batch = 512;
+
+    struct err e = {0};
+    struct model_memory mem;
+    if (model_estimate(path, &o, &mem, &e) < 0)
+        die(&e);
+    struct model *m;
+    if (model_load(&m, path, &o, &e) < 0)
+        die(&e);
+    n_threads = model_n_threads(m);
+    if (model_n_ctx(m) < n_prompt + n_gen) {
+        fprintf(stderr, "bench: the model's context (%d) is smaller than -p + -n\n",
+                model_n_ctx(m));
+        return 1;
+    }
+    int cap = n_prompt > 0 ? n_prompt : 1;
+    int32_t *buf = xcalloc((size_t)cap, sizeof(int32_t)), *pos = xcalloc((size_t)cap, sizeof(int32_t)),
+            *slot = xcalloc((size_t)cap, sizeof(int32_t));
+    double *v = xcalloc((size_t)reps, sizeof(double));
+    struct result res[2];
+    int n_res = 0;
+    if (n_prompt > 0) {
+        run_pp(m, n_prompt, buf, pos, slot);  // warm-up
+        for (int r = 0; r < reps; r++)
+            v[r] = run_pp(m, n_prompt, buf, pos, slot);
+        struct result *x = &res[n_res++];
+        snprintf(x->test, sizeof x->test, "pp%d", n_prompt);
+        x->n_prompt = n_prompt, x->n_gen = 0;
+        stats(v, reps, &x->avg, &x->sd);
+    }
+    if (n_gen > 0) {
+        run_tg(m, n_gen > 4 ? 4 : n_gen);  // warm-up
+        for (int r = 0; r < reps; r++)
+            v[r] = run_tg(m, n_gen);
+        struct result *x = &res[n_res++];
+        snprintf(x->test, sizeof x->test, "tg%d", n_gen);
+        x->n_prompt = 0, x->n_gen = n_gen;
+        stats(v, reps, &x->avg, &x->sd);
+    }
+    uint64_t rss = peak_rss_bytes();
+
+    struct gguf_summary sum;
+    gguf_summarize(model_gguf(m), &sum);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (!strcmp(fmt, "json")) {
+        printf("[\n");
+        for (int i = 0; i < n_res; i++)
+            printf("  {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"n_threads\": %d, "
+                   "\"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"peak_rss_bytes\": %llu}%s\n",
+                   res[i].test, res[i].n_prompt, res[i].n_gen, n_threads, res[i].avg, res[i].sd,
+                   (unsigned long long)rss, i + 1 < n_res ? "," : "");
+        printf("]\n");
+    } else {
+        printf("| model | size | params | backend | threads | test | t/s | peak RSS |\n");
+        printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+        for (int i = 0; i < n_res; i++)
+            printf("| %s %s | %.2f GiB | %s | CPU | %d | %s | %.2f ± %.2f | %.1f MiB |\n",
+                   base, sum.quantization_level, gguf_file_size(model_gguf(m)) / 1073741824.0,
+                   sum.parameter_size, n_threads, res[i].test, res[i].avg, res[i].sd,
+                   rss / 1048576.0);
+        printf("\nmemory estimate: %.1f MiB (weights %.1f + KV %.1f + scratch %.1f), peak RSS "
+               "%.1f MiB (%+.1f%%)\n",
+               mem.total_bytes / 1048576.0, mem.weights_bytes / 1048576.0,
+               mem.kv_bytes / 1048576.0, mem.scratch_bytes / 1048576.0, rss / 1048576.0,
+               100.0 * ((double)rss - (double)mem.total_bytes) / (double)mem.total_bytes);
+        uint64_t bpt = bytes_per_token(model_gguf(m));
+        printf("weights read per generated token: %.1f MiB", bpt / 1048576.0);
+        if (membw_gbs > 0 && n_gen > 0) {
+            double limit = membw_gbs * 1e9 / (double)bpt;
+            printf("; bandwidth limit at %.1f GB/s: %.1f t/s; tg at %.0f%% of it", membw_gbs,
+                   limit, 100.0 * res[n_res - 1].avg / limit);
+        }
+        printf("\n");
+    }
+    free(buf), free(pos), free(slot), free(v);
+    model_free(m);
+    return 0;
+}

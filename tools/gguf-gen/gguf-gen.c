@@ -1,0 +1,601 @@
+// gguf-gen: writes deterministic random-weight GGUF models (seeded) for the
+// architectures the engine runs (llama, qwen2), any shape and quantization
+// mix, with tokenizer metadata copied from a vocabulary GGUF (or a small
+// synthetic byte-fallback vocabulary). Tensors are generated, quantized with
+// the reference quantizers and written one chunk at a time, so even the
+// 8B preset never sits in memory; --sparse writes the tensor data as holes.
+// See README.md for usage.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/quant/quant.h"
+#include "gguf/gguf.h"
+
+struct opts {
+    const char *preset;
+    char arch[32];
+    int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+    float rope_base, eps;
+    int tied;  // -1 = preset default
+    const char *type;
+    uint64_t seed;
+    const char *vocab;
+    const char *out;
+    bool sparse;
+    bool quiet;
+};
+
+struct preset {
+    const char *name, *arch;
+    int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+    float rope_base, eps;
+    bool tied;
+};
+
+static const struct preset presets[] = {
+    {"tiny", "llama", 256, 2, 4, 2, 512, 512, 4096, 500000.f, 1e-5f, true},
+    {"tiny-qwen2", "qwen2", 256, 2, 4, 2, 512, 512, 4096, 1000000.f, 1e-6f, true},
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.f, 1e-5f, true},
+    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.f, 1e-6f, true},
+    {"llama-3-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.f, 1e-5f, false},
+    // Encoders (need --vocab, e.g. vocab/ggml-vocab-bert-bge.gguf): shapes of
+    // all-MiniLM-L6 / nomic-embed-text scaled down.
+    {"tiny-bert", "bert", 128, 2, 4, 4, 512, 0, 512, 0.f, 1e-12f, true},
+    {"tiny-nomic-bert", "nomic-bert", 128, 2, 4, 4, 512, 0, 2048, 1000.f, 1e-12f, true},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|bert|nomic-bert --n-embd N --n-layer N --n-head N\n"
+            "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
+            "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
+            "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K] [--seed N]\n"
+            "                [--vocab VOCAB.gguf] [--sparse] [--quiet] -o OUT.gguf\n"
+            "presets:");
+    for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+        fprintf(f, " %s", presets[i].name);
+    fprintf(f, "\n");
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic random numbers: one xoshiro256** stream per tensor, seeded
+// from (seed, crc32(tensor name)).
+
+struct rng {
+    uint64_t s[4];
+};
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t crc32_str(const char *s)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (; *s; s++) {
+        c ^= (uint8_t)*s;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+static void rng_seed(struct rng *r, uint64_t seed, const char *name)
+{
+    uint64_t x = seed * 0x100000001B3ull ^ ((uint64_t)crc32_str(name) << 1);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix(&x);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(struct rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+// Standard normal pairs (Box-Muller).
+static void rng_normal(struct rng *r, float *out, size_t n, float mean, float std)
+{
+    for (size_t i = 0; i < n; i += 2) {
+        double u1 = ((double)(rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
+        double u2 = (double)(rng_next(r) >> 11) / 9007199254740992.0;
+        double rad = sqrt(-2.0 * log(u1));
+        out[i] = mean + std * (float)(rad * cos(6.283185307179586 * u2));
+        if (i + 1 < n)
+            out[i + 1] = mean + std * (float)(rad * sin(6.283185307179586 * u2));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Model layout
+
+enum init_kind { INIT_EMBD, INIT_MATRIX, INIT_NORM, INIT_BIAS };
+
+struct gtensor {
+    char name[64];
+    uint32_t n_dims;
+    int64_t ne[2];
+    enum init_kind init;
+    uint32_t type;
+};
+
+struct model {
+    struct gtensor *t;
+    size_t n, cap;
+};
+
+static void add(struct model *m, const char *name, uint32_t n_dims, int64_t ne0, int64_t ne1,
+                enum init_kind init)
+{
+    if (m->n == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 64;
+        m->t = xrealloc(m->t, m->cap * sizeof(*m->t));
+    }
+    struct gtensor *t = &m->t[m->n++];
+    memset(t, 0, sizeof(*t));
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    t->n_dims = n_dims;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->init = init;
+}
+
+// bert / nomic-bert (spec/architectures.md §8): post-norm encoder with
+// LayerNorm weights + biases; bert has learned positions and biased
+// projections with a GELU FFN, nomic-bert a fused QKV, RoPE and SwiGLU.
+static void build_encoder(const struct opts *o, struct model *m)
+{
+    bool nomic = strcmp(o->arch, "nomic-bert") == 0;
+    char name[64];
+    add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    add(m, "token_types.weight", 2, o->n_embd, 2, INIT_EMBD);
+    if (!nomic)
+        add(m, "position_embd.weight", 2, o->n_embd, o->n_ctx, INIT_EMBD);
+    add(m, "token_embd_norm.weight", 1, o->n_embd, 1, INIT_NORM);
+    add(m, "token_embd_norm.bias", 1, o->n_embd, 1, INIT_BIAS);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        if (nomic) {
+            add(m, BLK("attn_qkv.weight"), 2, o->n_embd, 3 * o->n_embd, INIT_MATRIX);
+        } else {
+            add(m, BLK("attn_q.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+            add(m, BLK("attn_q.bias"), 1, o->n_embd, 1, INIT_BIAS);
+            add(m, BLK("attn_k.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+            add(m, BLK("attn_k.bias"), 1, o->n_embd, 1, INIT_BIAS);
+            add(m, BLK("attn_v.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+            add(m, BLK("attn_v.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        }
+        add(m, BLK("attn_output.weight"), 2, o->n_embd, o->n_embd, INIT_MATRIX);
+        if (!nomic)
+            add(m, BLK("attn_output.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        add(m, BLK("attn_output_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("attn_output_norm.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        if (nomic)
+            add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        if (!nomic)
+            add(m, BLK("ffn_up.bias"), 1, o->n_ff, 1, INIT_BIAS);
+        add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+        if (!nomic)
+            add(m, BLK("ffn_down.bias"), 1, o->n_embd, 1, INIT_BIAS);
+        add(m, BLK("layer_output_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("layer_output_norm.bias"), 1, o->n_embd, 1, INIT_BIAS);
+#undef BLK
+    }
+}
+
+static bool is_encoder(const char *arch)
+{
+    return strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0;
+}
+
+static void build_layout(const struct opts *o, bool tied, struct model *m)
+{
+    if (is_encoder(o->arch)) {
+        build_encoder(o, m);
+        return;
+    }
+    int64_t hd = o->n_embd / o->n_head;
+    bool qwen2 = strcmp(o->arch, "qwen2") == 0;
+    char name[64];
+    add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        add(m, BLK("attn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("attn_q.weight"), 2, o->n_embd, o->n_head * hd, INIT_MATRIX);
+        add(m, BLK("attn_k.weight"), 2, o->n_embd, o->n_head_kv * hd, INIT_MATRIX);
+        add(m, BLK("attn_v.weight"), 2, o->n_embd, o->n_head_kv * hd, INIT_MATRIX);
+        if (qwen2) {
+            add(m, BLK("attn_q.bias"), 1, o->n_head * hd, 1, INIT_BIAS);
+            add(m, BLK("attn_k.bias"), 1, o->n_head_kv * hd, 1, INIT_BIAS);
+            add(m, BLK("attn_v.bias"), 1, o->n_head_kv * hd, 1, INIT_BIAS);
+        }
+        add(m, BLK("attn_output.weight"), 2, o->n_head * hd, o->n_embd, INIT_MATRIX);
+        add(m, BLK("ffn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+#undef BLK
+    }
+    add(m, "output_norm.weight", 1, o->n_embd, 1, INIT_NORM);
+    if (!tied)
+        add(m, "output.weight", 2, o->n_embd, o->n_vocab, INIT_MATRIX);
+}
+
+// ---------------------------------------------------------------------------
+// Metadata
+
+static int kv_arch_u32(struct gguf_writer *w, const char *arch, const char *suffix, int64_t v)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", arch, suffix);
+    return gguf_writer_kv_u32(w, key, (uint32_t)v);
+}
+
+static int kv_arch_f32(struct gguf_writer *w, const char *arch, const char *suffix, float v)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", arch, suffix);
+    return gguf_writer_kv_f32(w, key, v);
+}
+
+// A small SentencePiece-style vocabulary: <unk> <s> </s>, the 256 byte
+// tokens, then filler pieces.
+static void synthetic_vocab(struct gguf_writer *w, int64_t n_vocab)
+{
+    struct str *tok = xcalloc((size_t)n_vocab, sizeof(*tok));
+    float *scores = xcalloc((size_t)n_vocab, sizeof(float));
+    int32_t *types = xcalloc((size_t)n_vocab, sizeof(int32_t));
+    char **owned = xcalloc((size_t)n_vocab, sizeof(char *));
+    for (int64_t i = 0; i < n_vocab; i++) {
+        if (i == 0)
+            owned[i] = xstrdup("<unk>"), types[i] = 2;
+        else if (i == 1)
+            owned[i] = xstrdup("<s>"), types[i] = 3;
+        else if (i == 2)
+            owned[i] = xstrdup("</s>"), types[i] = 3;
+        else if (i < 259)
+            owned[i] = xasprintf("<0x%02X>", (unsigned)(i - 3)), types[i] = 6;
+        else
+            owned[i] = xasprintf("\xe2\x96\x81t%lld", (long long)(i - 259)), types[i] = 1;
+        tok[i] = str_from(owned[i]);
+        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
+    }
+    gguf_writer_kv_str(w, "tokenizer.ggml.model", "llama");
+    gguf_writer_kv_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)n_vocab);
+    gguf_writer_kv_arr(w, "tokenizer.ggml.scores", GGUF_VAL_FLOAT32, scores, (uint64_t)n_vocab);
+    gguf_writer_kv_arr(w, "tokenizer.ggml.token_type", GGUF_VAL_INT32, types, (uint64_t)n_vocab);
+    gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    gguf_writer_kv_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    gguf_writer_kv_bool(w, "tokenizer.ggml.add_bos_token", true);
+    for (int64_t i = 0; i < n_vocab; i++)
+        free(owned[i]);
+    free(owned);
+    free(tok);
+    free(scores);
+    free(types);
+}
+
+// ---------------------------------------------------------------------------
+// Tensor data
+
+static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t seed,
+                        int64_t n_embd, float *xbuf, void *qbuf, size_t chunk_elems,
+                        struct err *e)
+{
+    const struct quant_traits *tr = quant_traits_get(t->type);
+    struct rng r;
+    rng_seed(&r, seed, t->name);
+    float std, mean = 0.0f;
+    switch (t->init) {
+    case INIT_EMBD: std = 0.1f; break;
+    case INIT_NORM: std = 0.1f; mean = 1.0f; break;
+    case INIT_BIAS: std = 0.1f; break;
+    default: std = 1.0f / sqrtf((float)n_embd); break;
+    }
+    int64_t rows = t->ne[1], row_len = t->ne[0];
+    int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
+    if (rows_per_chunk < 1)
+        rows_per_chunk = 1;
+    for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+        int64_t nr = rows - r0 < rows_per_chunk ? rows - r0 : rows_per_chunk;
+        int64_t n = nr * row_len;
+        rng_normal(&r, xbuf, (size_t)n, mean, std);
+        tr->from_float_ref(xbuf, qbuf, n);
+        int rc = gguf_writer_write_data(w, qbuf, quant_row_size(t->type, row_len) * (size_t)nr, e);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+
+static bool arg_i64(const char *s, int64_t *out)
+{
+    struct err e = {0};
+    return str_to_i64(s, 1, INT64_MAX / 2, out, &e) == 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->tied = -1;
+    o->type = "f32";
+    o->seed = 1;
+    o->rope_base = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t *num = NULL;
+        if (!strcmp(a, "--n-embd")) num = &o->n_embd;
+        else if (!strcmp(a, "--n-layer")) num = &o->n_layer;
+        else if (!strcmp(a, "--n-head")) num = &o->n_head;
+        else if (!strcmp(a, "--n-head-kv")) num = &o->n_head_kv;
+        else if (!strcmp(a, "--n-ff")) num = &o->n_ff;
+        else if (!strcmp(a, "--n-vocab")) num = &o->n_vocab;
+        else if (!strcmp(a, "--n-ctx")) num = &o->n_ctx;
+        if (num) {
+            if (!v || !arg_i64(v, num)) {
+                fprintf(stderr, "gguf-gen: %s needs a positive integer\n", a);
+                return -1;
+            }
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--sparse")) { o->sparse = true; continue; }
+        if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
+        if (!strcmp(a, "--tied")) { o->tied = 1; continue; }
+        if (!strcmp(a, "--untied")) { o->tied = 0; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
+        if (!v) {
+            fprintf(stderr, "gguf-gen: unknown or incomplete option %s\n", a);
+            return -1;
+        }
+        i++;
+        if (!strcmp(a, "--preset")) o->preset = v;
+        else if (!strcmp(a, "--arch")) snprintf(o->arch, sizeof(o->arch), "%s", v);
+        else if (!strcmp(a, "--type")) o->type = v;
+        else if (!strcmp(a, "--vocab")) o->vocab = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+        else if (!strcmp(a, "--seed")) {
+            struct err e = {0};
+            if (str_to_u64(v, UINT64_MAX, &o->seed, &e) < 0) {
+                fprintf(stderr, "gguf-gen: bad seed %s\n", v);
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "gguf-gen: unknown option %s\n", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    if (parse_args(argc, argv, &o) < 0) {
+        usage(stderr);
+        return 2;
+    }
+    if (!o.out) {
+        usage(stderr);
+        return 2;
+    }
+    bool tied = true;
+    if (o.preset) {
+        const struct preset *p = NULL;
+        for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+            if (!strcmp(presets[i].name, o.preset))
+                p = &presets[i];
+        if (!p) {
+            fprintf(stderr, "gguf-gen: unknown preset %s\n", o.preset);
+            usage(stderr);
+            return 2;
+        }
+        if (!o.arch[0]) snprintf(o.arch, sizeof(o.arch), "%s", p->arch);
+        if (!o.n_embd) o.n_embd = p->n_embd;
+        if (!o.n_layer) o.n_layer = p->n_layer;
+        if (!o.n_head) o.n_head = p->n_head;
+        if (!o.n_head_kv) o.n_head_kv = p->n_head_kv;
+        if (!o.n_ff) o.n_ff = p->n_ff;
+        if (!o.n_vocab && !o.vocab) o.n_vocab = p->n_vocab;
+        if (!o.n_ctx) o.n_ctx = p->n_ctx;
+        o.rope_base = p->rope_base;
+        o.eps = p->eps;
+        tied = p->tied;
+    } else {
+        if (!o.arch[0]) snprintf(o.arch, sizeof(o.arch), "llama");
+        o.rope_base = strcmp(o.arch, "qwen2") == 0        ? 1000000.f
+                      : strcmp(o.arch, "nomic-bert") == 0 ? 1000.f
+                                                          : 10000.f;
+        o.eps = strcmp(o.arch, "qwen2") == 0 ? 1e-6f : is_encoder(o.arch) ? 1e-12f : 1e-5f;
+        if (!o.n_head_kv) o.n_head_kv = o.n_head;
+        if (!o.n_ctx) o.n_ctx = 4096;
+    }
+    if (o.tied >= 0)
+        tied = o.tied;
+    if (strcmp(o.arch, "llama") != 0 && strcmp(o.arch, "qwen2") != 0 && !is_encoder(o.arch)) {
+        fprintf(stderr, "gguf-gen: unsupported architecture %s (llama, qwen2, bert, nomic-bert)\n",
+                o.arch);
+        return 2;
+    }
+    if (is_encoder(o.arch) && !o.vocab) {
+        fprintf(stderr, "gguf-gen: %s needs --vocab (e.g. ggml-vocab-bert-bge.gguf)\n", o.arch);
+        return 2;
+    }
+    if (!o.n_embd || !o.n_layer || !o.n_head || !o.n_ff) {
+        fprintf(stderr, "gguf-gen: give --preset or --n-embd, --n-layer, --n-head, --n-ff\n");
+        return 2;
+    }
+    if (o.n_embd % o.n_head != 0 || o.n_head % o.n_head_kv != 0) {
+        fprintf(stderr, "gguf-gen: n_embd must divide by n_head, n_head by n_head_kv\n");
+        return 2;
+    }
+    int32_t ftype = quant_mix_from_name(o.type);
+    if (ftype < 0) {
+        fprintf(stderr, "gguf-gen: unsupported --type %s\n", o.type);
+        return 2;
+    }
+
+    struct err e = {0};
+    struct gguf *vocab = NULL;
+    if (o.vocab) {
+        if (gguf_open(&vocab, o.vocab, &e) < 0) {
+            fprintf(stderr, "gguf-gen: %s: %s\n", o.vocab, e.msg);
+            return 1;
+        }
+        uint64_t n;
+        enum gguf_value_type et;
+        if (!gguf_get_arr(vocab, "tokenizer.ggml.tokens", &et, &n) || et != GGUF_VAL_STRING) {
+            fprintf(stderr, "gguf-gen: %s has no tokenizer.ggml.tokens\n", o.vocab);
+            gguf_close(vocab);
+            return 1;
+        }
+        if (o.n_vocab && (uint64_t)o.n_vocab != n) {
+            fprintf(stderr, "gguf-gen: --n-vocab %lld but %s has %llu tokens\n",
+                    (long long)o.n_vocab, o.vocab, (unsigned long long)n);
+            gguf_close(vocab);
+            return 2;
+        }
+        o.n_vocab = (int64_t)n;
+    } else {
+        if (!o.n_vocab)
+            o.n_vocab = 512;
+        if (o.n_vocab < 260) {
+            fprintf(stderr, "gguf-gen: the synthetic vocabulary needs --n-vocab >= 260\n");
+            return 2;
+        }
+    }
+
+    struct model m = {0};
+    build_layout(&o, tied, &m);
+    struct quant_mix_model mm = {.arch = o.arch, .n_layers = (int)o.n_layer,
+                                 .n_gqa = (int)(o.n_head / o.n_head_kv), .tied_embeddings = tied};
+    uint64_t n_params = 0, n_bytes = 0;
+    for (size_t i = 0; i < m.n; i++) {
+        struct gtensor *t = &m.t[i];
+        int ty = quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims, t->ne[0], &mm);
+        t->type = (uint32_t)ty;
+        const struct quant_traits *tr = quant_traits_get(t->type);
+        if (!tr || !tr->from_float_ref) {
+            fprintf(stderr, "gguf-gen: %s: cannot write type %s\n", t->name,
+                    gguf_type_name(t->type));
+            return 1;
+        }
+        n_params += (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
+        n_bytes += quant_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1];
+    }
+
+    struct gguf_writer *w = NULL;
+    if (gguf_writer_open(&w, o.out, &e) < 0) {
+        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+        return 1;
+    }
+    const char *arch = o.arch;
+    char gname[96];
+    snprintf(gname, sizeof(gname), "gguf-gen %s seed %llu", o.preset ? o.preset : "custom",
+             (unsigned long long)o.seed);
+    gguf_writer_kv_str(w, "general.architecture", arch);
+    gguf_writer_kv_str(w, "general.name", gname);
+    gguf_writer_kv_u32(w, "general.file_type", (uint32_t)ftype);
+    gguf_writer_kv_u32(w, "general.quantization_version", 2);
+    kv_arch_u32(w, arch, "context_length", o.n_ctx);
+    kv_arch_u32(w, arch, "embedding_length", o.n_embd);
+    kv_arch_u32(w, arch, "block_count", o.n_layer);
+    kv_arch_u32(w, arch, "feed_forward_length", o.n_ff);
+    kv_arch_u32(w, arch, "attention.head_count", o.n_head);
+    kv_arch_u32(w, arch, "attention.head_count_kv", o.n_head_kv);
+    if (strcmp(arch, "bert") != 0)
+        kv_arch_f32(w, arch, "rope.freq_base", o.rope_base);
+    if (is_encoder(arch)) {
+        kv_arch_f32(w, arch, "attention.layer_norm_epsilon", o.eps);
+        char key[128];
+        snprintf(key, sizeof(key), "%s.attention.causal", arch);
+        gguf_writer_kv_bool(w, key, false);
+        kv_arch_u32(w, arch, "pooling_type", 1);  // MEAN
+        if (!gguf_find(vocab, "tokenizer.ggml.token_type_count"))
+            gguf_writer_kv_u32(w, "tokenizer.ggml.token_type_count", 2);
+    } else {
+        kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", o.eps);
+    }
+    if (!strcmp(arch, "llama")) {
+        kv_arch_u32(w, arch, "rope.dimension_count", o.n_embd / o.n_head);
+        kv_arch_u32(w, arch, "vocab_size", o.n_vocab);
+    }
+    if (vocab) {
+        for (size_t i = 0; i < gguf_kv_count(vocab); i++) {
+            const struct gguf_kv *kv = gguf_kv_at(vocab, i);
+            if (str_starts_with(kv->key, "tokenizer."))
+                gguf_writer_kv_copy(w, kv);
+        }
+    } else {
+        synthetic_vocab(w, o.n_vocab);
+    }
+    for (size_t i = 0; i < m.n; i++)
+        gguf_writer_add_tensor(w, m.t[i].name, m.t[i].type, m.t[i].n_dims, m.t[i].ne);
+    int rc = gguf_writer_write_header(w, &e);
+    gguf_close(vocab);
+
+    size_t chunk = 1 << 20;
+    size_t max_row = 0;
+    for (size_t i = 0; i < m.n; i++)
+        if ((size_t)m.t[i].ne[0] > max_row)
+            max_row = (size_t)m.t[i].ne[0];
+    if (chunk < max_row)
+        chunk = max_row;
+    float *xbuf = o.sparse ? NULL : xmalloc(chunk * sizeof(float));
+    void *qbuf = o.sparse ? NULL : xmalloc(chunk * sizeof(float));
+    for (size_t i = 0; rc == 0 && i < m.n; i++) {
+        const struct gtensor *t = &m.t[i];
+        if (o.sparse) {
+            uint64_t nb = quant_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1];
+            rc = gguf_writer_skip_data(w, nb, &e);
+        } else {
+            rc = write_tensor(w, t, o.seed, o.n_embd, xbuf, qbuf, chunk, &e);
+        }
+    }
+    free(xbuf);
+    free(qbuf);
+    free(m.t);
+    if (rc < 0) {
+        gguf_writer_abort(w);
+        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+        return 1;
+    }
+    if (gguf_writer_close(w, &e) < 0) {
+        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+        return 1;
+    }
+    if (!o.quiet) {
+        char ps[32];
+        gguf_format_param_count(n_params, ps, sizeof(ps));
+        printf("wrote %s: %s, %llu parameters (%s), %s, %.1f MB of tensor data%s\n", o.out, arch,
+               (unsigned long long)n_params, ps, gguf_file_type_name((uint32_t)ftype),
+               (double)n_bytes / 1e6, o.sparse ? " (sparse)" : "");
+    }
+    return 0;
+}
