@@ -92,13 +92,20 @@ static int emit_fallback(const struct tokenizer *t, const char *word, const stru
 static int bpe_word(const struct tokenizer *t, struct tok_scratch *s, const char *word, size_t n,
                     struct tokenizer_ids *out)
 {
-    if (t->ignore_merges) {
+    if (t->ignore_merges && n <= t->max_token_len) {
+        // The word as byte-level text (each byte 1 or 2 bytes of UTF-8).
         buf_reset(&s->text);
+        if (buf_reserve(&s->text, n * 2 + 1) < 0)
+            return ERR_NOMEM;
+        char *m = s->text.data;
+        size_t k = 0;
         for (size_t i = 0; i < n; i++) {
             const char *u = t->byte_char[(unsigned char)word[i]];
-            buf_append(&s->text, u, (size_t)u[2]);
+            m[k] = u[0];
+            m[k + 1] = u[1];
+            k += (size_t)u[2];
         }
-        int32_t id = tok_lookup_real(t, s->text.data, s->text.len);
+        int32_t id = tok_lookup_real(t, m, k);
         if (id >= 0)
             return tokenizer_ids_push(out, id);
     }

@@ -103,13 +103,20 @@ static void partition(const struct tokenizer *t, const char *text, size_t len, b
     size_t n_seen = 0;
     for (size_t p = 0; p < len && n_seen < t->n_cands; p++) {
         unsigned char b = (unsigned char)text[p];
-        for (uint32_t k = t->cand_first[b]; k < t->cand_first[b + 1]; k++) {
-            uint32_t ci = t->cand_idx[k];
-            int32_t id = t->cands[ci];
-            size_t n = t->text_len[id];
-            if (!seen[ci] && n <= len - p && memcmp(text + p, tok_text(t, id), n) == 0) {
-                seen[ci] = 1;
-                n_seen++;
+        if (!t->cand_lead[b])
+            continue;
+        uint32_t buckets[2] = {0x10000u + b, p + 1 < len ? (uint32_t)b << 8 | (unsigned char)text[p + 1]
+                                                         : 0x10000u + b};
+        for (int k2 = 0; k2 < (buckets[1] == buckets[0] ? 1 : 2); k2++) {
+            uint32_t bk = buckets[k2];
+            for (uint32_t k = t->cand_first[bk]; k < t->cand_first[bk + 1]; k++) {
+                uint32_t ci = t->cand_idx[k];
+                int32_t id = t->cands[ci];
+                size_t n = t->text_len[id];
+                if (!seen[ci] && n <= len - p && memcmp(text + p, tok_text(t, id), n) == 0) {
+                    seen[ci] = 1;
+                    n_seen++;
+                }
             }
         }
     }

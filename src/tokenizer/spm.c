@@ -75,6 +75,62 @@ static void try_pair(const struct tokenizer *t, struct tok_scratch *s, size_t *n
     heap_push(s, n_heap, (struct spm_pair){t->scores[id], l, r, (uint32_t)size});
 }
 
+static bool spm_pair_known(const struct tokenizer *t, const char *s, size_t n)
+{
+    uint64_t h = tok_hash(s, n) | 1;
+    uint32_t k = (uint32_t)(h >> 32) & t->spm_pairs_mask;
+    for (;;) {
+        uint64_t v = t->spm_pairs[k];
+        if (v == h)
+            return true;
+        if (v == 0)
+            return false;
+        k = (k + 1) & t->spm_pairs_mask;
+    }
+}
+
+// Merges symbols [c0, c1) and appends their ids.
+static int spm_chunk(const struct tokenizer *t, struct tok_scratch *s, size_t c0, size_t c1,
+                     struct tokenizer_ids *out)
+{
+    struct tok_sym *sym = s->syms;
+    const char *p = s->text.data;
+    sym[c0].prev = -1;
+    sym[c1 - 1].next = -1;
+    size_t n_heap = 0;
+    for (size_t i = c0 + 1; i < c1; i++)
+        try_pair(t, s, &n_heap, (int32_t)i - 1, (int32_t)i);
+    while (n_heap > 0) {
+        struct spm_pair q = heap_pop(s, &n_heap);
+        struct tok_sym *l = &sym[q.left], *r = &sym[q.right];
+        if (l->len == 0 || r->len == 0 || l->len + r->len != q.size)
+            continue;  // stale
+        l->len += r->len;
+        r->len = 0;
+        l->next = r->next;
+        if (r->next >= 0)
+            sym[r->next].prev = q.left;
+        try_pair(t, s, &n_heap, l->prev, q.left);
+        try_pair(t, s, &n_heap, q.left, l->next);
+    }
+    for (int32_t i = (int32_t)c0; i >= 0; i = sym[i].next) {
+        int32_t id = tok_lookup_real(t, p + sym[i].start, sym[i].len);
+        if (id >= 0) {
+            if (tokenizer_ids_push(out, id) < 0)
+                return ERR_NOMEM;
+            continue;
+        }
+        for (uint32_t k = 0; k < sym[i].len; k++) {
+            int32_t b = t->byte_tok[(unsigned char)p[sym[i].start + k]];
+            if (b < 0)
+                b = t->sp.unk;
+            if (b >= 0 && tokenizer_ids_push(out, b) < 0)
+                return ERR_NOMEM;
+        }
+    }
+    return 0;
+}
+
 int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
                    bool space_prefix, struct tokenizer_ids *out, struct err *e)
 {
@@ -121,37 +177,20 @@ int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
     if (n_sym == 0)
         return 0;
 
-    size_t n_heap = 0;
-    for (size_t i = 1; i < n_sym; i++)
-        try_pair(t, s, &n_heap, (int32_t)i - 1, (int32_t)i);
-    while (n_heap > 0) {
-        struct spm_pair q = heap_pop(s, &n_heap);
-        struct tok_sym *l = &sym[q.left], *r = &sym[q.right];
-        if (l->len == 0 || r->len == 0 || l->len + r->len != q.size)
-            continue;  // stale
-        l->len += r->len;
-        r->len = 0;
-        l->next = r->next;
-        if (r->next >= 0)
-            sym[r->next].prev = q.left;
-        try_pair(t, s, &n_heap, l->prev, q.left);
-        try_pair(t, s, &n_heap, q.left, l->next);
-    }
-
-    for (int32_t i = 0; i >= 0; i = sym[i].next) {
-        int32_t id = tok_lookup_real(t, p + sym[i].start, sym[i].len);
-        if (id >= 0) {
-            if (tokenizer_ids_push(out, id) < 0)
-                return err_set(e, ERR_NOMEM, NULL);
+    // Merge chunk by chunk: a word start (U+2581 after another character)
+    // whose character pair occurs in no token can never be merged across,
+    // so the chunks are independent and the result equals one global pass,
+    // with small heaps.
+    size_t c0 = 0;
+    for (size_t i = 1; i <= n_sym; i++) {
+        if (i < n_sym && !(sym[i].len == 3 && memcmp(p + sym[i].start, "\xe2\x96\x81", 3) == 0 &&
+                           !(sym[i - 1].len == 3 && memcmp(p + sym[i - 1].start, "\xe2\x96\x81", 3) == 0) &&
+                           !spm_pair_known(t, p + sym[i - 1].start, sym[i - 1].len + 3)))
             continue;
-        }
-        for (uint32_t k = 0; k < sym[i].len; k++) {
-            int32_t b = t->byte_tok[(unsigned char)p[sym[i].start + k]];
-            if (b < 0)
-                b = t->sp.unk;
-            if (b >= 0 && tokenizer_ids_push(out, b) < 0)
-                return err_set(e, ERR_NOMEM, NULL);
-        }
+        int rc = spm_chunk(t, s, c0, i, out);
+        if (rc < 0)
+            return err_set(e, rc, NULL);
+        c0 = i;
     }
     return 0;
 }
