@@ -34,21 +34,57 @@ static const char *const samples[] = {
     "مرحبا بالعالم، هذا نص عربي للاختبار. שלום עולם. नमस्ते दुनिया। ",
 };
 
+// Letters for made-up words, so that the text is not just the samples
+// repeated (a real text keeps meeting new words).
+static const char *const alphabets[] = {"abcdefghijklmnopqrstuvwxyz", "aeiouybcdfghklmnprstvz",
+                                        "абвгдеёжзийклмнопрстуфхцчшщыэюя", "αβγδεζηθικλμνξοπρστυφχψω"};
+
+static uint32_t next_rand(uint32_t *rng)
+{
+    *rng = *rng * 1103515245u + 12345u;
+    return *rng >> 8;
+}
+
+static size_t made_up_word(char *out, uint32_t *rng)
+{
+    const char *a = alphabets[next_rand(rng) % 4];
+    size_t n_chars = 0;
+    for (const char *p = a; *p; p++)
+        n_chars += ((unsigned char)*p & 0xC0) != 0x80;
+    size_t len = 0, k = 2 + next_rand(rng) % 9;
+    out[len++] = ' ';
+    for (size_t i = 0; i < k; i++) {
+        size_t want = next_rand(rng) % n_chars, c = 0;
+        for (const char *p = a; *p; p++) {
+            if (((unsigned char)*p & 0xC0) == 0x80)
+                continue;
+            if (c++ == want) {
+                size_t l = (unsigned char)*p < 0x80 ? 1 : 2;
+                memcpy(out + len, p, l);
+                len += l;
+                break;
+            }
+        }
+    }
+    return len;
+}
+
 static char *make_text(size_t n)
 {
     char *s = malloc(n + 64);
     size_t len = 0;
     uint32_t rng = 12345;
     while (len < n) {
-        rng = rng * 1103515245u + 12345u;
-        const char *p = samples[(rng >> 16) % (sizeof(samples) / sizeof(samples[0]))];
+        const char *p = samples[next_rand(&rng) % (sizeof(samples) / sizeof(samples[0]))];
         size_t k = strlen(p);
         if (len + k > n)
             break;
         memcpy(s + len, p, k);
         len += k;
-        if ((rng >> 8) % 4 == 0)
-            len += (size_t)snprintf(s + len, 32, "%u ", rng % 100000);
+        if (next_rand(&rng) % 4 == 0)
+            len += (size_t)snprintf(s + len, 32, "%u ", next_rand(&rng) % 100000);
+        for (uint32_t w = next_rand(&rng) % 6; w > 0 && len + 40 < n; w--)
+            len += made_up_word(s + len, &rng);
     }
     s[len] = 0;
     return s;

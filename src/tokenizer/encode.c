@@ -43,6 +43,8 @@ int tokenizer_ids_push(struct tokenizer_ids *v, int32_t id)
 void tok_scratch_deinit(struct tok_scratch *s)
 {
     tok_spans_deinit(&s->spans);
+    free(s->wc);
+    tokenizer_ids_deinit(&s->wc_ids);
     free(s->syms);
     free(s->heap);
     buf_deinit(&s->text);

@@ -166,8 +166,17 @@ struct tok_sym {
     uint32_t start, len;
     int32_t prev, next;
 };
+// Per-call BPE word cache: word bytes (inside the input) -> ids.
+struct tok_wc_slot {
+    const char *word;  // NULL = empty
+    uint32_t len, hash;
+    uint32_t off, n_ids;  // into tok_scratch.wc_ids
+};
 struct tok_scratch {
     struct tok_spans spans;
+    struct tok_wc_slot *wc;
+    uint32_t wc_mask, wc_n;
+    struct tokenizer_ids wc_ids;
     struct tok_sym *syms;
     size_t cap_syms;
     void *heap;
