@@ -147,53 +147,18 @@ static int bpe_word(const struct tokenizer *t, struct tok_scratch *s, const char
     return 0;
 }
 
-// Word cache: natural text repeats its words, and a word's ids depend only
-// on its bytes. Kept per call (the tokenizer stays read-only).
-#define WC_MAX_WORD 64
-#define WC_MAX_ENTRIES (1u << 16)
-
-static struct tok_wc_slot *wc_find(struct tok_scratch *s, const char *w, uint32_t n, uint32_t h)
-{
-    if (!s->wc) {
-        s->wc_mask = 2 * WC_MAX_ENTRIES - 1;
-        s->wc = xcalloc(2 * WC_MAX_ENTRIES, sizeof(*s->wc));
-    }
-    uint32_t i = h & s->wc_mask;
-    for (;;) {
-        struct tok_wc_slot *q = &s->wc[i];
-        if (!q->word || (q->hash == h && q->len == n && memcmp(q->word, w, n) == 0))
-            return q;
-        i = (i + 1) & s->wc_mask;
-    }
-}
-
 static int bpe_word_cached(const struct tokenizer *t, struct tok_scratch *s, const char *word,
                            size_t n, struct tokenizer_ids *out)
 {
-    if (n > WC_MAX_WORD || n < 2)
-        return bpe_word(t, s, word, n, out);
-    uint32_t h = (uint32_t)tok_hash(word, n);
-    struct tok_wc_slot *q = wc_find(s, word, (uint32_t)n, h);
-    if (q->word) {
-        for (uint32_t i = 0; i < q->n_ids; i++)
-            if (tokenizer_ids_push(out, s->wc_ids.data[q->off + i]) < 0)
-                return ERR_NOMEM;
-        return 0;
-    }
-    size_t start = out->len;
-    int rc = bpe_word(t, s, word, n, out);
-    if (rc < 0 || s->wc_n >= WC_MAX_ENTRIES)
+    uint32_t h;
+    int rc;
+    if (tok_wc_get(s, word, n, &h, out, &rc))
         return rc;
-    q->word = word;
-    q->len = (uint32_t)n;
-    q->hash = h;
-    q->off = (uint32_t)s->wc_ids.len;
-    q->n_ids = (uint32_t)(out->len - start);
-    for (size_t i = start; i < out->len; i++)
-        if (tokenizer_ids_push(&s->wc_ids, out->data[i]) < 0)
-            return ERR_NOMEM;
-    s->wc_n++;
-    return 0;
+    size_t start = out->len;
+    rc = bpe_word(t, s, word, n, out);
+    if (rc == 0 && n >= 2 && n <= TOK_WC_MAX_WORD)
+        tok_wc_put(s, word, n, h, out->data + start, out->len - start);
+    return rc;
 }
 
 int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,

@@ -166,10 +166,11 @@ struct tok_sym {
     uint32_t start, len;
     int32_t prev, next;
 };
-// Per-call BPE word cache: word bytes (inside the input) -> ids.
+// Per-call word cache (BPE words, SPM chunks): bytes -> ids.
 struct tok_wc_slot {
-    const char *word;  // NULL = empty
-    uint32_t len, hash;
+    uint32_t len;  // 0 = empty slot
+    uint32_t hash;
+    uint32_t text_off;    // into tok_scratch.wc_text
     uint32_t off, n_ids;  // into tok_scratch.wc_ids
 };
 struct tok_scratch {
@@ -177,6 +178,7 @@ struct tok_scratch {
     struct tok_wc_slot *wc;
     uint32_t wc_mask, wc_n;
     struct tokenizer_ids wc_ids;
+    struct buf wc_text;
     struct tok_sym *syms;
     size_t cap_syms;
     void *heap;
@@ -184,6 +186,14 @@ struct tok_scratch {
     struct buf text;
 };
 void tok_scratch_deinit(struct tok_scratch *s);
+// Word cache: words of 2..TOK_WC_MAX_WORD bytes. tok_wc_get appends the
+// cached ids and returns true on a hit; tok_wc_put remembers ids for a word.
+#define TOK_WC_MAX_WORD 64
+bool tok_wc_get(struct tok_scratch *s, const char *w, size_t n, uint32_t *hash,
+                struct tokenizer_ids *out, int *rc);
+void tok_wc_put(struct tok_scratch *s, const char *w, size_t n, uint32_t hash, const int32_t *ids,
+                size_t n_ids);
+void tok_wc_init(struct tok_scratch *s, size_t text_len);
 int tok_scratch_syms(struct tok_scratch *s, size_t n);
 
 // Model encoders: append ids for one raw text fragment.
