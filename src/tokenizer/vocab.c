@@ -714,18 +714,18 @@ int tokenizer_build(struct tokenizer **out, const struct tokenizer_desc *d, stru
         rc = init_merges(t, d->merges ? d->n_merges : 0, desc_merge_at, d, e);
     if (rc < 0)
         goto fail;
-    if (d->bos != -2)
-        t->sp.bos = d->bos >= 0 && d->bos < t->n_vocab ? d->bos : TOKENIZER_NULL;
-    if (d->eos != -2)
-        t->sp.eos = d->eos >= 0 && d->eos < t->n_vocab ? d->eos : TOKENIZER_NULL;
-    if (d->unk != -2)
-        t->sp.unk = d->unk >= 0 && d->unk < t->n_vocab ? d->unk : TOKENIZER_NULL;
-    if (d->add_bos >= 0)
-        t->add_bos = d->add_bos;
-    if (d->add_eos >= 0)
-        t->add_eos = d->add_eos;
-    if (d->add_space_prefix >= 0)
-        t->add_space_prefix = d->add_space_prefix;
+    if (d->bos.set)
+        t->sp.bos = d->bos.id >= 0 && d->bos.id < t->n_vocab ? d->bos.id : TOKENIZER_NULL;
+    if (d->eos.set)
+        t->sp.eos = d->eos.id >= 0 && d->eos.id < t->n_vocab ? d->eos.id : TOKENIZER_NULL;
+    if (d->unk.set)
+        t->sp.unk = d->unk.id >= 0 && d->unk.id < t->n_vocab ? d->unk.id : TOKENIZER_NULL;
+    if (d->add_bos != TOKENIZER_FLAG_DEFAULT)
+        t->add_bos = d->add_bos == TOKENIZER_FLAG_ON;
+    if (d->add_eos != TOKENIZER_FLAG_DEFAULT)
+        t->add_eos = d->add_eos == TOKENIZER_FLAG_ON;
+    if (d->add_space_prefix != TOKENIZER_FLAG_DEFAULT)
+        t->add_space_prefix = d->add_space_prefix == TOKENIZER_FLAG_ON;
     rc = finalize(t, NULL, 0, NULL);
     if (rc < 0) {
         err_set(e, rc, "tokenizer pieces are too large");

@@ -547,8 +547,7 @@ static void test_llama3_from_arrays(void **state)
     }
     struct tokenizer_desc d = {
         .kind = TOKENIZER_BPE, .pre = "llama-bpe", .n_tokens = n, .tokens = tokens,
-        .n_merges = n_merges, .merges = merges, .bos = -2, .eos = -2, .unk = -2,
-        .add_bos = -1, .add_eos = -1, .add_space_prefix = -1};
+        .n_merges = n_merges, .merges = merges};
     struct tokenizer *t = NULL;
     struct err e = {0};
     assert_int_equal(tokenizer_build(&t, &d, &e), 0);
@@ -886,8 +885,8 @@ static void test_build_small(void **state)
     static const float scores[] = {0, 0, 0, -1, -1, -1, -2, -3, -5, 0, 0};
     static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 6, 4};
     struct tokenizer_desc d = {.kind = TOKENIZER_SPM, .n_tokens = 11, .tokens = toks,
-                               .scores = scores, .types = types, .bos = -2, .eos = -2,
-                               .unk = -2, .add_bos = -1, .add_eos = 1, .add_space_prefix = -1};
+                               .scores = scores, .types = types,
+                               .add_eos = TOKENIZER_FLAG_ON};
     struct tokenizer *t = NULL;
     struct err e = {0};
     assert_int_equal(tokenizer_build(&t, &d, &e), 0);
@@ -944,8 +943,7 @@ static void test_every_pre_compiles(void **state)
     const char *sample = "Hello, World! It's 2024: naïve 日本語 🦙 x=1;\n\n  done  ";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         struct tokenizer_desc d = {.kind = TOKENIZER_BPE, .pre = names[i], .n_tokens = 256,
-                                   .tokens = toks, .bos = -2, .eos = -2, .unk = -2,
-                                   .add_bos = -1, .add_eos = -1, .add_space_prefix = -1};
+                                   .tokens = toks};
         struct tokenizer *t = NULL;
         struct err e = {0};
         if (tokenizer_build(&t, &d, &e) < 0)
