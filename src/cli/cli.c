@@ -10,6 +10,7 @@
 #include "cli/internal.h"
 #include "client/client.h"
 #include "json/json.h"
+#include "runner/runner.h"
 #include "server/server.h"
 
 static const char *const env_host_only[] = {"OLLAMA_HOST", NULL};
@@ -73,6 +74,38 @@ static int cmd_serve(struct cli_args *a)
     return server_main(self);
 }
 
+// The hidden `runner` command: its flags are parsed here like any other
+// command's, then handed to runner_main as "--name value" pairs.
+static const struct cli_flag flags_runner[] = {
+    {"model", 0, "string", "Model file"}, {"port", 0, "int", "Port to listen on"},
+    {"ctx-size", 0, "int", "Context per slot"}, {"parallel", 0, "int", "Slots"},
+    {"batch-size", 0, "int", "Batch size"}, {"threads", 0, "int", "Threads"},
+    {"kv-cache-type", 0, "string", "KV cache type"}, {"n-gpu-layers", 0, "int", "GPU layers"},
+    {"embedding", 0, NULL, "Embedding runner"}, {"no-context-shift", 0, NULL, "No shift"},
+    {"flash-attn", 0, NULL, "Flash attention"}, {"no-mmap", 0, NULL, "No mmap"},
+    {NULL, 0, NULL, NULL},
+};
+
+static int cmd_runner(struct cli_args *a)
+{
+    if (a->n_pos > 0)
+        return cli_fail("unexpected argument \"%s\"", a->pos[0]);
+    char *argv[2 * 32];
+    int n = 0;
+    for (int i = 0; a->cmd->flags[i].name; i++) {
+        const char *v = a->values[i];
+        if (!v || (!a->cmd->flags[i].type && strcmp(v, "true") != 0))
+            continue;
+        argv[n++] = xasprintf("--%s", a->cmd->flags[i].name);
+        if (a->cmd->flags[i].type)
+            argv[n++] = xstrdup(v);
+    }
+    int rc = runner_main(n, argv);
+    for (int i = 0; i < n; i++)
+        free(argv[i]);
+    return rc;
+}
+
 const struct cli_command cli_commands[] = {
     {"serve", "start", "serve [flags]", "Start ollama", 0, 0, NULL, env_serve, cmd_serve, false},
     {"create", NULL, "create MODEL [flags]", "Create a model", 1, 1, flags_create, env_host_only,
@@ -95,6 +128,8 @@ const struct cli_command cli_commands[] = {
      cli_cmd_cp, false},
     {"rm", NULL, "rm MODEL [MODEL...] [flags]", "Remove a model", 1, -1, NULL, env_host_only,
      cli_cmd_rm, false},
+    {"runner", NULL, "runner [flags]", "Run a model runner (internal)", 0, -1, flags_runner, NULL,
+     cmd_runner, true},
     {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, false},
 };
 

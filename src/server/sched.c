@@ -74,6 +74,16 @@ struct sched {
     uint64_t pending;               // (mu)
     bool stopping;                  // (mu)
     pthread_t reaper;
+    // Runners are forked by one long-lived thread: PR_SET_PDEATHSIG fires
+    // when the forking *thread* exits, and connection threads are short-lived.
+    pthread_t spawner;
+    pthread_mutex_t spawn_mu;
+    pthread_cond_t spawn_cv;
+    struct sched_runner *spawn_req;  // (spawn_mu) runner to start, NULL when idle
+    bool spawn_done;                 // (spawn_mu)
+    int spawn_rc;                    // (spawn_mu)
+    struct err spawn_err;            // (spawn_mu)
+    bool spawn_stop;                 // (spawn_mu)
 };
 
 // ---------------------------------------------------------------------------
@@ -185,7 +195,7 @@ static int free_port(void)
     return port;
 }
 
-static int spawn(struct sched *s, struct sched_runner *r, struct err *e)
+static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
@@ -257,6 +267,47 @@ static int spawn(struct sched *s, struct sched_runner *r, struct err *e)
     log_info("starting runner: %s", cmd);
     free(cmd);
     return 0;
+}
+
+static void *spawner_main(void *arg)
+{
+    struct sched *s = arg;
+    pthread_mutex_lock(&s->spawn_mu);
+    for (;;) {
+        while (!s->spawn_req && !s->spawn_stop)
+            pthread_cond_wait(&s->spawn_cv, &s->spawn_mu);
+        if (s->spawn_stop)
+            break;
+        struct sched_runner *r = s->spawn_req;
+        err_clear(&s->spawn_err);
+        s->spawn_rc = spawn_here(s, r, &s->spawn_err);
+        s->spawn_req = NULL;
+        s->spawn_done = true;
+        pthread_cond_broadcast(&s->spawn_cv);
+    }
+    pthread_mutex_unlock(&s->spawn_mu);
+    return NULL;
+}
+
+// Starts r's process on the spawner thread (one spawn at a time: loads are
+// serialised by the queue anyway).
+static int spawn(struct sched *s, struct sched_runner *r, struct err *e)
+{
+    pthread_mutex_lock(&s->spawn_mu);
+    while (s->spawn_req)
+        pthread_cond_wait(&s->spawn_cv, &s->spawn_mu);
+    s->spawn_req = r;
+    s->spawn_done = false;
+    pthread_cond_broadcast(&s->spawn_cv);
+    while (!s->spawn_done)
+        pthread_cond_wait(&s->spawn_cv, &s->spawn_mu);
+    int rc = s->spawn_rc;
+    if (rc < 0)
+        err_set(e, s->spawn_err.code, "%s", s->spawn_err.msg);
+    s->spawn_done = false;
+    pthread_cond_broadcast(&s->spawn_cv);
+    pthread_mutex_unlock(&s->spawn_mu);
+    return rc;
 }
 
 // Non-blocking check whether the process has exited (reaps it). Caller
@@ -527,6 +578,14 @@ int sched_new(struct sched **out, const struct sched_config *cfg, struct err *e)
         s->cfg.num_parallel = 1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->spawn_mu, NULL);
+    pthread_cond_init(&s->spawn_cv, NULL);
+    if (pthread_create(&s->spawner, NULL, spawner_main, s) != 0) {
+        free(s->self_exe);
+        free(s->kv_type);
+        free(s);
+        return err_set(e, ERR_INTERNAL, "cannot start scheduler thread");
+    }
     if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
         free(s->self_exe);
         free(s->kv_type);
@@ -537,15 +596,34 @@ int sched_new(struct sched **out, const struct sched_config *cfg, struct err *e)
     return 0;
 }
 
-void sched_free(struct sched *s)
+void sched_shutdown(struct sched *s)
 {
     if (!s)
         return;
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
+    for (struct sched_runner *r = s->runners; r; r = r->next) {
+        r->expired = true;
+        if (r->pid > 0 && !r->exited)
+            kill(r->pid, SIGKILL);
+    }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+}
+
+void sched_free(struct sched *s)
+{
+    if (!s)
+        return;
+    sched_shutdown(s);
     pthread_join(s->reaper, NULL);
+    pthread_mutex_lock(&s->spawn_mu);
+    s->spawn_stop = true;
+    pthread_cond_broadcast(&s->spawn_cv);
+    pthread_mutex_unlock(&s->spawn_mu);
+    pthread_join(s->spawner, NULL);
+    pthread_mutex_destroy(&s->spawn_mu);
+    pthread_cond_destroy(&s->spawn_cv);
     // Requests still running lose their runner; the HTTP layer has stopped.
     struct sched_runner *r = s->runners;
     s->runners = NULL;

@@ -45,7 +45,10 @@ struct sched_request {
 };
 
 int sched_new(struct sched **out, const struct sched_config *cfg, struct err *e);
-// Kills every runner (including one still loading) and frees.
+// Server shutdown, step 1: no new loads; every runner process is killed so
+// requests still running end quickly (with an error) and release.
+void sched_shutdown(struct sched *s);
+// Step 2, once no request holds a runner: reaps everything and frees.
 void sched_free(struct sched *s);
 
 // Gets a runner for rq, loading (and evicting) as needed. On success the

@@ -1,0 +1,113 @@
+// Shared between the runner's own files: the request object that travels
+// from an HTTP connection thread to the batching loop and back, the loop's
+// interface, and the HTTP layer's.
+//
+// Threads: one thread per HTTP connection (libmicrohttpd), one batching loop
+// thread that owns the model, and the main thread (load, signals).
+// Lock order: loop->mu, then a request's mu (never the other way round).
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "json/json.h"
+#include "model/model.h"
+#include "sample/sample.h"
+#include "tokenizer/tokenizer.h"
+#include "util/util.h"
+
+#define RUNNER_MAX_BODY_BYTES (64u * 1024 * 1024)
+#define RUNNER_MAX_PENDING_BYTES (64u * 1024 * 1024)
+
+// Embedding pooling (GGUF <arch>.pooling_type).
+enum runner_pooling {
+    RUNNER_POOL_MEAN = 1,
+    RUNNER_POOL_CLS = 2,
+    RUNNER_POOL_LAST = 3,
+};
+
+enum rreq_kind { RREQ_COMPLETION, RREQ_EMBEDDING };
+
+// One /completion or /embedding request. The HTTP thread fills the input
+// part and submits it; from then on only the loop touches the generation
+// state; output goes through `out` under `mu`.
+struct rreq {
+    enum rreq_kind kind;
+    // Input (read-only once submitted).
+    struct tokenizer_ids tokens;  // prompt, already truncated to fit
+    int n_keep;                   // tokens kept at the front on a context shift
+    int64_t limit;                // most tokens to generate
+    bool shift;                   // context shift allowed when the window is full
+    bool cache_prompt;            // reuse a slot's cached prefix
+    bool return_context;          // final line carries prompt + output ids
+    struct sampler *sampler;      // owned; prompt already fed
+    struct sample_grammar *grammar;  // owned (the sampler borrows it), or NULL
+    struct sample_stop *stop;     // owned
+    struct tokenizer_ids context;  // prompt + generated ids (loop thread)
+
+    // Output and lifetime (mu).
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct buf out;  // NDJSON bytes not yet sent to the client
+    bool finished;   // no more output will come
+    int refs;        // HTTP side + loop side
+    int fd;          // client socket polled for hang-up; -1 once the connection is gone
+    atomic_bool cancelled;
+    // Embedding result (set before finished).
+    float *embd;
+    int n_embd;
+    int n_evaluated;
+    char *error;  // a failure before any output (embedding), or NULL
+
+    struct rreq *next;  // wait queue link (loop->mu)
+};
+
+struct rreq *rreq_new(enum rreq_kind kind);
+void rreq_ref(struct rreq *r);
+void rreq_unref(struct rreq *r);
+// Appends a JSON line (takes obj's reference). Dropped once cancelled.
+void rreq_emit(struct rreq *r, json_t *obj);
+// Marks the request finished and wakes the reader.
+void rreq_finish(struct rreq *r);
+// True once the client has gone (polls the socket for hang-up).
+bool rreq_cancelled(struct rreq *r);
+
+// The runner-wide state shared by the HTTP threads.
+struct runner {
+    atomic_int status;  // RUNNER_LOADING / RUNNER_READY / RUNNER_FAILED
+    char error[ERR_MSG_MAX];  // set before status becomes RUNNER_FAILED
+    struct model *model;      // set before status becomes RUNNER_READY
+    const struct tokenizer *tok;
+    struct sample_vocab *vocab;
+    struct runner_loop *loop;
+    enum runner_pooling pooling;
+    bool add_bos;            // the tokenizer adds BOS with add_special
+    bool no_context_shift;   // --no-context-shift
+    int n_ctx;               // per slot
+    void *daemon;            // struct MHD_Daemon *, only http.c looks inside
+};
+
+enum { RUNNER_LOADING = 0, RUNNER_READY = 1, RUNNER_FAILED = 2 };
+
+// Request parsing (request.c): build a request from a JSON body. On failure
+// returns NULL with *status (400/500) and e set.
+struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int *status,
+                                     struct err *e);
+struct rreq *runner_embedding_parse(struct runner *rn, const json_t *body, int *status,
+                                    struct err *e);
+
+// The batching loop (loop.c).
+struct runner_loop;
+int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e);
+// Queues a request (FIFO for a free slot); the loop takes a reference.
+void runner_loop_submit(struct runner_loop *l, struct rreq *r);
+// Stops the thread; unfinished and later requests get an error line.
+void runner_loop_stop(struct runner_loop *l);
+// Stops (if needed) and frees; nothing may submit afterwards.
+void runner_loop_free(struct runner_loop *l);
+
+// HTTP (http.c): listens on 127.0.0.1:port.
+int runner_http_start(struct runner *rn, uint16_t port, struct err *e);
+void runner_http_stop(struct runner *rn);

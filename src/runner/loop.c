@@ -1,0 +1,559 @@
+// The batching loop: one thread owns the model. Each iteration builds ONE
+// batch holding the next token of every generating slot plus prompt chunks
+// of slots still reading their prompt (within n_batch), decodes it in one
+// forward pass, then samples one token per generating slot. A request that
+// arrives joins at the next iteration (continuous batching); requests beyond
+// the slot count wait FIFO. A client that hangs up is noticed at the top of
+// every iteration (socket polled for POLLRDHUP) and its slot is freed.
+//
+// Lock order: loop->mu, then a request's mu.
+#include "runner/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EMBED_CHUNK 64  // most embedding rows per iteration (see build_batch)
+
+enum slot_state { SLOT_IDLE, SLOT_PROMPT, SLOT_GEN };
+
+struct slot {
+    int id;
+    enum slot_state state;
+    struct rreq *req;
+    int n_done;          // prompt tokens in the cache (next one to feed)
+    int32_t next_token;  // sampled, not yet in the cache (SLOT_GEN)
+    int64_t n_generated;
+    int n_evaluated;  // prompt tokens evaluated (cached prefix excluded)
+    int64_t t_start, t_first;
+    uint64_t last_used;
+    struct tokenizer_stream ts;
+    struct buf piece, text;
+    // Batch bookkeeping of the current iteration: entries [b0, b0 + bn).
+    int b0, bn;
+    // Embedding accumulator (n_embd floats).
+    double *pool;
+    int n_pooled;
+};
+
+struct runner_loop {
+    struct runner *rn;
+    struct model *m;
+    pthread_t thread;
+    bool running;        // thread started
+    pthread_mutex_t mu;  // guards head, tail, stop
+    pthread_cond_t cv;
+    struct rreq *head, *tail;
+    bool stop;
+    // Loop-thread state.
+    struct slot *slots;
+    int n_slots, n_ctx, n_batch, n_embd;
+    uint64_t tick;
+    int32_t *b_tokens, *b_pos, *b_slot;
+    bool *b_logits;
+};
+
+// ---------------------------------------------------------------------------
+// Output
+
+static void emit_content(struct slot *s)
+{
+    if (s->text.len == 0)
+        return;
+    json_t *o = json_object();
+    jsonx_set_strn(o, "content", s->text.data, s->text.len);
+    rreq_emit(s->req, o);
+    buf_reset(&s->text);
+}
+
+static void slot_release(struct runner_loop *l, struct slot *s)
+{
+    rreq_finish(s->req);
+    rreq_unref(s->req);
+    s->req = NULL;
+    s->state = SLOT_IDLE;
+    s->last_used = ++l->tick;
+}
+
+static void finish_error(struct runner_loop *l, struct slot *s, const char *msg)
+{
+    struct rreq *r = s->req;
+    if (r->kind == RREQ_EMBEDDING) {
+        r->error = xstrdup(msg);
+    } else {
+        json_t *o = json_object();
+        jsonx_set_str(o, "error", msg);
+        rreq_emit(r, o);
+    }
+    slot_release(l, s);
+}
+
+static void finish_done(struct runner_loop *l, struct slot *s, enum sample_done why)
+{
+    struct rreq *r = s->req;
+    // Whatever was held back (an unfinished character, a partial stop string)
+    // goes out now, unless a stop string matched.
+    buf_reset(&s->piece);
+    tokenizer_stream_flush(&s->ts, &s->piece, NULL);
+    if (s->piece.len)
+        sample_stop_feed(r->stop, s->piece.data, s->piece.len, &s->text);
+    sample_stop_flush(r->stop, &s->text);
+    emit_content(s);
+
+    int64_t now = time_monotonic_ns();
+    if (s->t_first == 0)
+        s->t_first = now;
+    json_t *o = json_object();
+    jsonx_set_bool(o, "done", true);
+    jsonx_set_str(o, "done_reason", sample_done_reason(why));
+    jsonx_set_int(o, "prompt_eval_count", s->n_evaluated);
+    jsonx_set_int(o, "prompt_eval_duration", s->t_first - s->t_start);
+    jsonx_set_int(o, "eval_count", s->n_generated);
+    jsonx_set_int(o, "eval_duration", now - s->t_first);
+    if (r->return_context) {
+        json_t *ctx = json_array();
+        for (size_t i = 0; i < r->context.len; i++)
+            json_array_append_new(ctx, json_integer(r->context.data[i]));
+        jsonx_set(o, "context", ctx);
+    }
+    rreq_emit(r, o);
+    slot_release(l, s);
+}
+
+// ---------------------------------------------------------------------------
+// Slots
+
+static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    int k = 0;
+    while (k < na && k < nb && a[k] == b[k])
+        k++;
+    return k;
+}
+
+// Picks an idle slot for r: the longest cached prefix when the prompt cache
+// is used, else (and on ties) the least recently used one.
+static struct slot *pick_slot(struct runner_loop *l, struct rreq *r)
+{
+    struct slot *best = NULL;
+    int best_k = -1;
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        if (s->state != SLOT_IDLE)
+            continue;
+        int k = 0;
+        if (r->cache_prompt && r->kind == RREQ_COMPLETION)
+            k = common_prefix(model_slot_tokens(l->m, i), model_slot_n_past(l->m, i),
+                              r->tokens.data, (int)r->tokens.len);
+        if (k > best_k || (k == best_k && s->last_used < best->last_used)) {
+            best = s;
+            best_k = k;
+        }
+    }
+    return best;
+}
+
+static void slot_start(struct runner_loop *l, struct slot *s, struct rreq *r)
+{
+    s->req = r;
+    s->state = SLOT_PROMPT;
+    s->n_generated = 0;
+    s->t_start = time_monotonic_ns();
+    s->t_first = 0;
+    buf_reset(&s->piece);
+    buf_reset(&s->text);
+    tokenizer_stream_init(&s->ts, l->rn->tok, true, false);
+    if (r->kind == RREQ_COMPLETION && r->cache_prompt) {
+        s->n_done = model_slot_reuse_prefix(l->m, s->id, r->tokens.data, (int)r->tokens.len);
+    } else {
+        model_slot_clear(l->m, s->id);
+        s->n_done = 0;
+    }
+    s->n_evaluated = (int)r->tokens.len - s->n_done;
+    if (r->kind == RREQ_EMBEDDING) {
+        memset(s->pool, 0, (size_t)l->n_embd * sizeof(double));
+        s->n_pooled = 0;
+    }
+}
+
+// Moves waiting requests into idle slots (FIFO) and drops waiting requests
+// whose client has gone.
+static void admit(struct runner_loop *l)
+{
+    pthread_mutex_lock(&l->mu);
+    struct rreq **pp = &l->head, *prev = NULL;
+    while (*pp) {
+        struct rreq *r = *pp;
+        struct slot *s = NULL;
+        bool gone = rreq_cancelled(r);
+        if (!gone)
+            s = pick_slot(l, r);
+        if (!gone && !s)
+            break;  // FIFO: nobody overtakes the head
+        *pp = r->next;
+        if (l->tail == r)
+            l->tail = prev;
+        r->next = NULL;
+        if (gone) {
+            rreq_finish(r);
+            rreq_unref(r);
+        } else {
+            slot_start(l, s, r);
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+// ---------------------------------------------------------------------------
+// One token of a generating slot.
+
+static void accept_token(struct runner_loop *l, struct slot *s, int32_t tok)
+{
+    struct rreq *r = s->req;
+    s->n_generated++;
+    if (model_token_is_eog(l->m, tok)) {
+        finish_done(l, s, SAMPLE_DONE_STOP);
+        return;
+    }
+    if (r->return_context)
+        tokenizer_ids_push(&r->context, tok);
+    buf_reset(&s->piece);
+    struct err e = {0};
+    if (tokenizer_stream_push(&s->ts, tok, &s->piece, &e) < 0) {
+        finish_error(l, s, e.msg);
+        return;
+    }
+    int matched = 0;
+    if (s->piece.len)
+        matched = sample_stop_feed(r->stop, s->piece.data, s->piece.len, &s->text);
+    if (matched < 0) {
+        finish_error(l, s, "response too large");
+        return;
+    }
+    emit_content(s);
+    if (matched == 1 || sample_grammar_complete(r->sampler)) {
+        finish_done(l, s, SAMPLE_DONE_STOP);
+        return;
+    }
+    if (s->n_generated >= r->limit) {
+        finish_done(l, s, SAMPLE_DONE_LENGTH);
+        return;
+    }
+    s->next_token = tok;
+    s->state = SLOT_GEN;
+}
+
+static void sample_slot(struct runner_loop *l, struct slot *s, int entry)
+{
+    const float *logits = model_logits(l->m, entry);
+    if (!logits) {
+        finish_error(l, s, "no logits for the last token");
+        return;
+    }
+    if (s->t_first == 0)
+        s->t_first = time_monotonic_ns();
+    int32_t tok;
+    struct err e = {0};
+    if (sample_next(s->req->sampler, logits, &tok, &e) < 0) {
+        finish_error(l, s, e.msg);
+        return;
+    }
+    accept_token(l, s, tok);
+}
+
+static void pool_rows(struct runner_loop *l, struct slot *s)
+{
+    enum runner_pooling p = l->rn->pooling;
+    int n_total = (int)s->req->tokens.len;
+    for (int i = s->b0; i < s->b0 + s->bn; i++) {
+        int pos = l->b_pos[i];
+        bool want = p == RUNNER_POOL_MEAN || (p == RUNNER_POOL_CLS && pos == 0) ||
+                    (p == RUNNER_POOL_LAST && pos == n_total - 1);
+        if (!want)
+            continue;
+        const float *h = model_embeddings(l->m, i);
+        if (!h)
+            continue;
+        for (int j = 0; j < l->n_embd; j++)
+            s->pool[j] += h[j];
+        s->n_pooled++;
+    }
+}
+
+static void finish_embedding(struct runner_loop *l, struct slot *s)
+{
+    struct rreq *r = s->req;
+    if (s->n_pooled == 0) {
+        finish_error(l, s, "no hidden states to pool");
+        return;
+    }
+    r->embd = xmalloc((size_t)l->n_embd * sizeof(float));
+    for (int j = 0; j < l->n_embd; j++)
+        r->embd[j] = (float)(s->pool[j] / s->n_pooled);
+    r->n_embd = l->n_embd;
+    r->n_evaluated = (int)r->tokens.len;
+    slot_release(l, s);
+}
+
+// ---------------------------------------------------------------------------
+// The iteration
+
+// Room for the next token of a generating slot: shift the window when it is
+// full, or end the request. Returns false when the slot was finished.
+static bool make_room(struct runner_loop *l, struct slot *s)
+{
+    if (model_slot_n_past(l->m, s->id) < l->n_ctx)
+        return true;
+    if (!s->req->shift) {
+        finish_done(l, s, SAMPLE_DONE_LENGTH);
+        return false;
+    }
+    struct err e = {0};
+    int rc = model_context_shift(l->m, s->id, s->req->n_keep, &e);
+    if (rc < 0) {
+        finish_error(l, s, e.msg);
+        return false;
+    }
+    if (rc == 0) {
+        finish_done(l, s, SAMPLE_DONE_LENGTH);
+        return false;
+    }
+    return true;
+}
+
+static int build_batch(struct runner_loop *l)
+{
+    int n = 0;
+    // Every generating slot contributes its next token first.
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        s->bn = 0;
+        if (s->state != SLOT_GEN || !make_room(l, s))
+            continue;
+        s->b0 = n;
+        s->bn = 1;
+        l->b_tokens[n] = s->next_token;
+        l->b_pos[n] = model_slot_n_past(l->m, s->id);
+        l->b_slot[n] = s->id;
+        l->b_logits[n] = true;
+        n++;
+    }
+    // Prompt chunks fill the rest, starting from a rotating slot for fairness.
+    for (int k = 0; k < l->n_slots && n < l->n_batch; k++) {
+        struct slot *s = &l->slots[(k + (int)(l->tick % (uint64_t)l->n_slots)) % l->n_slots];
+        if (s->state != SLOT_PROMPT)
+            continue;
+        struct rreq *r = s->req;
+        int left = (int)r->tokens.len - s->n_done;
+        int take = left < l->n_batch - n ? left : l->n_batch - n;
+        // Every row of an embedding wants outputs, and the model computes
+        // logits for each output row: keep those chunks small.
+        if (r->kind == RREQ_EMBEDDING && l->rn->pooling == RUNNER_POOL_MEAN &&
+            take > EMBED_CHUNK)
+            take = EMBED_CHUNK;
+        s->b0 = n;
+        s->bn = take;
+        for (int j = 0; j < take; j++) {
+            int p = s->n_done + j;
+            l->b_tokens[n] = r->tokens.data[p];
+            l->b_pos[n] = p;
+            l->b_slot[n] = s->id;
+            bool last = p == (int)r->tokens.len - 1;
+            if (r->kind == RREQ_EMBEDDING)
+                l->b_logits[n] = l->rn->pooling == RUNNER_POOL_MEAN ||
+                                 (l->rn->pooling == RUNNER_POOL_CLS && p == 0) ||
+                                 (l->rn->pooling == RUNNER_POOL_LAST && last);
+            else
+                l->b_logits[n] = last;
+            n++;
+        }
+    }
+    return n;
+}
+
+static void iterate(struct runner_loop *l)
+{
+    admit(l);
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        if (s->state != SLOT_IDLE && rreq_cancelled(s->req))
+            slot_release(l, s);
+    }
+    int n = build_batch(l);
+    if (n == 0)
+        return;
+    struct model_batch b = {.n_tokens = n, .tokens = l->b_tokens, .pos = l->b_pos,
+                            .slot = l->b_slot, .logits = l->b_logits};
+    struct err e = {0};
+    if (model_decode(l->m, &b, &e) < 0) {
+        log_error("decode failed: %s", e.msg);
+        for (int i = 0; i < l->n_slots; i++) {
+            struct slot *s = &l->slots[i];
+            if (s->state != SLOT_IDLE && s->bn > 0) {
+                model_slot_clear(l->m, s->id);
+                finish_error(l, s, e.msg);
+            }
+        }
+        return;
+    }
+    l->tick++;
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        if (s->state == SLOT_IDLE || s->bn == 0)
+            continue;
+        if (s->state == SLOT_GEN) {
+            sample_slot(l, s, s->b0);
+            continue;
+        }
+        // SLOT_PROMPT
+        s->n_done += s->bn;
+        if (s->req->kind == RREQ_EMBEDDING) {
+            pool_rows(l, s);
+            if (s->n_done == (int)s->req->tokens.len)
+                finish_embedding(l, s);
+        } else if (s->n_done == (int)s->req->tokens.len) {
+            sample_slot(l, s, s->b0 + s->bn - 1);
+        }
+    }
+}
+
+static bool any_active(const struct runner_loop *l)
+{
+    for (int i = 0; i < l->n_slots; i++)
+        if (l->slots[i].state != SLOT_IDLE)
+            return true;
+    return false;
+}
+
+static void *loop_main(void *p)
+{
+    struct runner_loop *l = p;
+    for (;;) {
+        pthread_mutex_lock(&l->mu);
+        while (!l->stop && !l->head && !any_active(l))
+            pthread_cond_wait(&l->cv, &l->mu);
+        bool stop = l->stop;
+        pthread_mutex_unlock(&l->mu);
+        if (stop)
+            break;
+        iterate(l);
+    }
+    for (int i = 0; i < l->n_slots; i++)
+        if (l->slots[i].state != SLOT_IDLE)
+            finish_error(l, &l->slots[i], "runner is shutting down");
+    return NULL;
+}
+
+// ---------------------------------------------------------------------------
+// Public
+
+int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e)
+{
+    struct runner_loop *l = xcalloc(1, sizeof(*l));
+    l->rn = rn;
+    l->m = rn->model;
+    l->n_slots = model_n_slots(l->m);
+    l->n_ctx = model_n_ctx(l->m);
+    l->n_batch = model_n_batch(l->m);
+    l->n_embd = model_n_embd(l->m);
+    if (l->n_batch < l->n_slots)
+        l->n_batch = l->n_slots;  // room for one token of every slot
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->slots = xcalloc((size_t)l->n_slots, sizeof(*l->slots));
+    for (int i = 0; i < l->n_slots; i++) {
+        l->slots[i].id = i;
+        buf_init(&l->slots[i].piece, 0);
+        buf_init(&l->slots[i].text, RUNNER_MAX_PENDING_BYTES);
+        l->slots[i].pool = xcalloc((size_t)l->n_embd, sizeof(double));
+    }
+    size_t nb = (size_t)l->n_batch;
+    l->b_tokens = xcalloc(nb, sizeof(int32_t));
+    l->b_pos = xcalloc(nb, sizeof(int32_t));
+    l->b_slot = xcalloc(nb, sizeof(int32_t));
+    l->b_logits = xcalloc(nb, sizeof(bool));
+    if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
+        runner_loop_free(l);
+        return err_set(e, ERR_INTERNAL, "cannot start the batching thread");
+    }
+    l->running = true;
+    *out = l;
+    return 0;
+}
+
+// Ends a request that will never run (takes the loop's reference).
+static void fail_request(struct rreq *r)
+{
+    if (r->kind == RREQ_EMBEDDING) {
+        pthread_mutex_lock(&r->mu);
+        if (!r->error)
+            r->error = xstrdup("runner is shutting down");
+        pthread_mutex_unlock(&r->mu);
+    } else {
+        json_t *o = json_object();
+        jsonx_set_str(o, "error", "runner is shutting down");
+        rreq_emit(r, o);
+    }
+    rreq_finish(r);
+    rreq_unref(r);
+}
+
+void runner_loop_submit(struct runner_loop *l, struct rreq *r)
+{
+    rreq_ref(r);
+    pthread_mutex_lock(&l->mu);
+    if (l->stop) {
+        pthread_mutex_unlock(&l->mu);
+        fail_request(r);
+        return;
+    }
+    r->next = NULL;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
+    l->tail = r;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void runner_loop_stop(struct runner_loop *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = true;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (l->running)
+        pthread_join(l->thread, NULL);
+    l->running = false;
+    pthread_mutex_lock(&l->mu);
+    struct rreq *q = l->head;
+    l->head = l->tail = NULL;
+    pthread_mutex_unlock(&l->mu);
+    while (q) {
+        struct rreq *r = q;
+        q = r->next;
+        fail_request(r);
+    }
+}
+
+void runner_loop_free(struct runner_loop *l)
+{
+    if (!l)
+        return;
+    runner_loop_stop(l);
+    for (int i = 0; i < l->n_slots; i++) {
+        buf_deinit(&l->slots[i].piece);
+        buf_deinit(&l->slots[i].text);
+        free(l->slots[i].pool);
+    }
+    free(l->slots);
+    free(l->b_tokens);
+    free(l->b_pos);
+    free(l->b_slot);
+    free(l->b_logits);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+}

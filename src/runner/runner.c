@@ -1,0 +1,257 @@
+// `ollama runner`: the process the server starts for one loaded model. It
+// parses its flags, starts listening on 127.0.0.1:<port> at once (so the
+// server can watch /health while the model loads), loads the model on a
+// second thread, starts the batching loop, and serves until SIGTERM/SIGINT
+// (the server normally ends it with SIGKILL). The protocol is written down
+// in src/runner/PROTOCOL.md.
+#include "runner/runner.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gguf/gguf.h"
+#include "runner/internal.h"
+
+struct runner_args {
+    const char *model_path;
+    int64_t port;
+    struct model_options mo;
+    bool no_context_shift;
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nusage: ollama runner --model PATH --port N [--ctx-size N] [--parallel N] "
+          "[--batch-size N] [--threads N] [--kv-cache-type f16|q8_0|f32] [--embedding] "
+          "[--no-context-shift] [--n-gpu-layers N] [--flash-attn] [--no-mmap]\n",
+          stderr);
+    return 1;
+}
+
+static int int_flag(const char *name, const char *v, int64_t min, int64_t max, int64_t *out)
+{
+    struct err e = {0};
+    if (!v)
+        return usage_error("flag needs an argument: %s", name);
+    if (str_to_i64(v, min, max, out, &e) < 0) {
+        fprintf(stderr, "error: invalid value \"%s\" for %s: %s\n", v, name, e.msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct runner_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        char name[64];
+        const char *eq = strchr(arg, '=');
+        const char *val;
+        if (strncmp(arg, "--", 2) != 0)
+            return usage_error("unexpected argument \"%s\"", arg);
+        snprintf(name, sizeof(name), "%.*s", (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
+        bool is_bool = strcmp(name, "--embedding") == 0 ||
+                       strcmp(name, "--no-context-shift") == 0 ||
+                       strcmp(name, "--flash-attn") == 0 || strcmp(name, "--no-mmap") == 0;
+        if (is_bool) {
+            if (eq)
+                return usage_error("flag %s takes no value", name);
+            if (strcmp(name, "--no-context-shift") == 0)
+                a->no_context_shift = true;
+            // --embedding: accepted; every runner keeps the final hidden
+            // states (a copy of n_embd floats per output row), so any model
+            // can embed. --flash-attn, --no-mmap: accepted; the CPU engine
+            // always maps the file and has one attention path.
+            continue;
+        }
+        val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        int64_t v = 0;
+        int rc = 0;
+        if (strcmp(name, "--model") == 0) {
+            if (!val || !*val)
+                return usage_error("flag needs an argument: %s", name);
+            a->model_path = val;
+        } else if (strcmp(name, "--port") == 0) {
+            rc = int_flag(name, val, 1, 65535, &a->port);
+        } else if (strcmp(name, "--ctx-size") == 0) {
+            rc = int_flag(name, val, 1, 1 << 24, &v);
+            a->mo.n_ctx = (int)v;
+        } else if (strcmp(name, "--parallel") == 0) {
+            rc = int_flag(name, val, 1, 256, &v);
+            a->mo.n_slots = (int)v;
+        } else if (strcmp(name, "--batch-size") == 0) {
+            rc = int_flag(name, val, 1, 1 << 16, &v);
+            a->mo.n_batch = (int)v;
+        } else if (strcmp(name, "--threads") == 0) {
+            rc = int_flag(name, val, 0, 1024, &v);
+            a->mo.n_threads = (int)v;
+        } else if (strcmp(name, "--n-gpu-layers") == 0) {
+            rc = int_flag(name, val, -1, 1 << 20, &v);  // CPU engine: nothing to offload
+        } else if (strcmp(name, "--kv-cache-type") == 0) {
+            if (!val)
+                return usage_error("flag needs an argument: %s", name);
+            int t = model_kv_type_parse(val);
+            if (t < 0)
+                return usage_error("unsupported --kv-cache-type \"%s\" (f16, q8_0 or f32)", val);
+            a->mo.kv_type = (enum model_kv_type)t;
+        } else {
+            return usage_error("unknown flag: %s", name);
+        }
+        if (rc)
+            return rc;
+    }
+    a->mo.embeddings = true;
+    if (!a->model_path)
+        return usage_error("%s", "--model is required");
+    if (!a->port)
+        return usage_error("%s", "--port is required");
+    return 0;
+}
+
+static enum runner_pooling pooling_of(const struct model *m)
+{
+    uint32_t t = 0;
+    if (!gguf_get_arch_u32(model_gguf(m), "pooling_type", &t))
+        return RUNNER_POOL_MEAN;  // generative models: mean of the final hidden states
+    switch (t) {
+    case 2:
+        return RUNNER_POOL_CLS;
+    case 3:
+        return RUNNER_POOL_LAST;
+    default:
+        return RUNNER_POOL_MEAN;  // 1 = MEAN; NONE / RANK have no single-vector form
+    }
+}
+
+static int build_vocab(struct runner *rn, struct err *e)
+{
+    int32_t n = tokenizer_n_vocab(rn->tok);
+    const char **pieces = xcalloc((size_t)n, sizeof(char *));
+    uint32_t *lens = xcalloc((size_t)n, sizeof(uint32_t));
+    bool *eog = xcalloc((size_t)n, sizeof(bool));
+    for (int32_t i = 0; i < n; i++) {
+        struct str p = tokenizer_piece(rn->tok, i, true);
+        pieces[i] = p.ptr;
+        lens[i] = (uint32_t)p.len;
+        eog[i] = tokenizer_is_eog(rn->tok, i);
+    }
+    int rc = sample_vocab_new(&rn->vocab, n, pieces, lens, eog, e);
+    free(pieces);
+    free(lens);
+    free(eog);
+    return rc;
+}
+
+struct load_job {
+    struct runner *rn;
+    const struct runner_args *args;
+    struct err e;
+    int rc;
+};
+
+static void *load_thread(void *p)
+{
+    struct load_job *j = p;
+    struct runner *rn = j->rn;
+    int64_t t0 = time_monotonic_ns();
+    j->rc = model_load(&rn->model, j->args->model_path, &j->args->mo, &j->e);
+    if (j->rc == 0) {
+        rn->tok = model_tokenizer(rn->model);
+        rn->n_ctx = model_n_ctx(rn->model);
+        rn->add_bos = tokenizer_add_bos(rn->tok);
+        rn->pooling = pooling_of(rn->model);
+        j->rc = build_vocab(rn, &j->e);
+    }
+    if (j->rc == 0)
+        j->rc = runner_loop_start(&rn->loop, rn, &j->e);
+    if (j->rc < 0) {
+        snprintf(rn->error, sizeof(rn->error), "%s", j->e.msg);
+        atomic_store(&rn->status, RUNNER_FAILED);
+        return NULL;
+    }
+    log_info("model loaded: arch=%s ctx=%d slots=%d batch=%d threads=%d in %.2fs",
+             model_arch_name(rn->model), model_n_ctx(rn->model), model_n_slots(rn->model),
+             model_n_batch(rn->model), model_n_threads(rn->model),
+             (double)(time_monotonic_ns() - t0) / 1e9);
+    atomic_store(&rn->status, RUNNER_READY);
+    return NULL;
+}
+
+int runner_main(int argc, char **argv)
+{
+    struct runner_args args;
+    if (parse_args(argc, argv, &args))
+        return 1;
+    struct env_config cfg;
+    env_config_load(&cfg);
+    log_set_level(cfg.debug_level);
+    env_config_deinit(&cfg);
+
+    // Signals are taken synchronously by this thread; every other thread
+    // inherits the blocked mask.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct runner *rn = xcalloc(1, sizeof(*rn));
+    atomic_store(&rn->status, RUNNER_LOADING);
+    rn->no_context_shift = args.no_context_shift;
+    struct err e = {0};
+    if (runner_http_start(rn, (uint16_t)args.port, &e) < 0) {
+        fprintf(stderr, "error: %s\n", e.msg);
+        free(rn);
+        return 1;
+    }
+    log_info("runner listening on 127.0.0.1:%d, loading %s", (int)args.port, args.model_path);
+
+    struct load_job job = {.rn = rn, .args = &args};
+    pthread_t loader;
+    if (pthread_create(&loader, NULL, load_thread, &job) != 0) {
+        fprintf(stderr, "error: cannot start the loading thread\n");
+        runner_http_stop(rn);
+        free(rn);
+        return 1;
+    }
+    bool joined = false;
+    int exit_code = 0;
+    for (;;) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM)
+            break;
+        if (!joined && atomic_load(&rn->status) != RUNNER_LOADING) {
+            pthread_join(loader, NULL);
+            joined = true;
+        }
+        if (atomic_load(&rn->status) == RUNNER_FAILED) {
+            fprintf(stderr, "error loading model: %s\n", rn->error);
+            exit_code = 1;
+            break;
+        }
+    }
+    if (!joined && atomic_load(&rn->status) != RUNNER_LOADING) {
+        pthread_join(loader, NULL);
+        joined = true;
+    }
+    if (!joined) {
+        // Still loading: the load cannot be interrupted, so leave at once.
+        fprintf(stderr, "runner stopped while loading\n");
+        _exit(exit_code ? exit_code : 1);
+    }
+    runner_loop_stop(rn->loop);
+    runner_http_stop(rn);
+    runner_loop_free(rn->loop);
+    sample_vocab_free(rn->vocab);
+    model_free(rn->model);
+    free(rn);
+    return exit_code;
+}
