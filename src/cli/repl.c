@@ -47,6 +47,45 @@ static unsigned char on_ctrl_c(EditLine *el, int ch)
     return CC_NEWLINE;
 }
 
+// Ctrl+G: edit the current line in $OLLAMA_EDITOR, $VISUAL, $EDITOR or vi,
+// then put the result (trailing newlines removed) back on the line.
+static unsigned char on_ctrl_g(EditLine *el, int ch)
+{
+    (void)ch;
+    const LineInfo *li = el_line(el);
+    char path[] = "/tmp/ollama-prompt-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return CC_ERROR;
+    size_t len = (size_t)(li->lastchar - li->buffer);
+    if (write(fd, li->buffer, len) != (ssize_t)len) {
+        close(fd);
+        unlink(path);
+        return CC_ERROR;
+    }
+    close(fd);
+    const char *editor = NULL;
+    const char *vars[] = {"OLLAMA_EDITOR", "VISUAL", "EDITOR"};
+    for (int i = 0; i < 3 && !editor; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            editor = v;
+    }
+    char *cmd = xasprintf("%s '%s' </dev/tty >/dev/tty", editor ? editor : "vi", path);
+    int rc = system(cmd);
+    free(cmd);
+    struct buf b;
+    buf_init(&b, 1u << 20);
+    if (rc == 0 && fs_read_all(path, 1u << 20, &b, NULL) == 0) {
+        while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
+            b.data[--b.len] = '\0';
+        el_replacestr(el, buf_cstr(&b));
+    }
+    buf_deinit(&b);
+    unlink(path);
+    return CC_REFRESH;
+}
+
 // ---------------------------------------------------------------------------
 // History file: plain lines, the last HISTORY_MAX kept.
 
@@ -680,6 +719,8 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     el_set(r.el, EL_SETTY, "-d", "-isig", NULL);
     el_set(r.el, EL_ADDFN, "ollama-interrupt", "Interrupt the line", on_ctrl_c);
     el_set(r.el, EL_BIND, "^C", "ollama-interrupt", NULL);
+    el_set(r.el, EL_ADDFN, "ollama-editor", "Edit the line in an editor", on_ctrl_g);
+    el_set(r.el, EL_BIND, "^G", "ollama-editor", NULL);
 
     struct err e = {0};
     int status = 0;

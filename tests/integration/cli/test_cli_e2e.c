@@ -602,11 +602,26 @@ static void test_repl_eof_nohistory(void **state)
     char hist[400];
     snprintf(hist, sizeof(hist), "%s/.ollama/history", server.tmp_dir);
     unlink(hist);
+    // An "editor" for Ctrl+G that replaces the line.
+    char editor[400];
+    snprintf(editor, sizeof(editor), "%s/editor.sh", server.tmp_dir);
+    FILE *f = fopen(editor, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\nprintf '/set verbose\\n\\n' > \"$1\"\n", f);
+    fclose(f);
+    chmod(editor, 0755);
+    static char editor_env[450];
+    snprintf(editor_env, sizeof(editor_env), "OLLAMA_EDITOR=%s", editor);
     struct pty p;
     const char *const args[] = {"run", "stories", NULL};
-    const char *const env[] = {"OLLAMA_NOHISTORY=1", NULL};
+    const char *const env[] = {"OLLAMA_NOHISTORY=1", editor_env, NULL};
     pty_start(&p, args, env);
     assert_true(expect(&p, ">>> ", 20000));
+    pty_send(&p, "draft\x07");
+    assert_true(expect(&p, "/set verbose", 5000));
+    pty_send(&p, "\r");
+    assert_true(expect(&p, "Set 'verbose' mode.", 5000));
+    assert_true(expect(&p, ">>> ", 5000));
     pty_send(&p, "/set wordwrap\r");
     assert_true(expect(&p, "Set 'wordwrap' mode.", 5000));
     assert_true(expect(&p, ">>> ", 5000));
