@@ -86,6 +86,32 @@ static unsigned char on_ctrl_g(EditLine *el, int ch)
     return CC_REFRESH;
 }
 
+// Bracketed paste: the terminal wraps pasted text in ESC[200~ ... ESC[201~;
+// it goes onto the line as it is, newlines included, so a pasted block is
+// one message.
+static unsigned char on_paste(EditLine *el, int ch)
+{
+    (void)ch;
+    static const char end[] = "\x1b[201~";
+    struct buf b;
+    buf_init(&b, 16u << 20);
+    char c;
+    while (el_getc(el, &c) == 1) {
+        if (buf_append_char(&b, c == '\r' ? '\n' : c) < 0)
+            break;
+        if (b.len >= sizeof(end) - 1 && memcmp(b.data + b.len - (sizeof(end) - 1), end,
+                                               sizeof(end) - 1) == 0) {
+            b.len -= sizeof(end) - 1;
+            b.data[b.len] = '\0';
+            break;
+        }
+    }
+    if (b.len)
+        el_insertstr(el, buf_cstr(&b));
+    buf_deinit(&b);
+    return CC_REFRESH;
+}
+
 // ---------------------------------------------------------------------------
 // History file: plain lines, the last HISTORY_MAX kept.
 
@@ -148,7 +174,8 @@ static void history_save(struct repl *r)
 
 static void remember(struct repl *r, const char *line)
 {
-    if (!r->history_on || !*line)
+    // Pasted blocks (with newlines) stay out of the line-based file.
+    if (!r->history_on || !*line || strchr(line, '\n'))
         return;
     history_add_entry(r, line);
     history_save(r);
@@ -721,6 +748,9 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     el_set(r.el, EL_BIND, "^C", "ollama-interrupt", NULL);
     el_set(r.el, EL_ADDFN, "ollama-editor", "Edit the line in an editor", on_ctrl_g);
     el_set(r.el, EL_BIND, "^G", "ollama-editor", NULL);
+    el_set(r.el, EL_ADDFN, "ollama-paste", "Bracketed paste", on_paste);
+    el_set(r.el, EL_BIND, "\x1b[200~", "ollama-paste", NULL);
+    fputs("\x1b[?2004h", stdout);  // bracketed paste on
 
     struct err e = {0};
     int status = 0;
@@ -846,6 +876,8 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     }
     buf_deinit(&sb);
 out:
+    fputs("\x1b[?2004l", stdout);
+    fflush(stdout);
     el_end(r.el);
     history_end(r.hist);
     for (int i = 0; i < r.n_entries; i++)

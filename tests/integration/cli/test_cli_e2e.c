@@ -549,6 +549,20 @@ static void test_repl(void **state)
     pty_send(&p, "a time\"\"\"\r");
     assert_true(expect(&p, "eval count:           8 token(s)", 20000));
     assert_true(expect(&p, ">>> ", 5000));
+    // A bracketed paste with a newline is one message: one answer.
+    size_t before = p.mark;
+    pty_send(&p, "\x1b[200~Once upon\ra time\x1b[201~");
+    pty_send(&p, "\r");
+    assert_true(expect(&p, "eval rate:", 20000));
+    assert_true(expect(&p, ">>> ", 5000));
+    {
+        int answers = 0;
+        for (const char *q = p.seen.data + before; (q = strstr(q, "\neval rate:")); q++)
+            answers++;
+        if (answers != 1)
+            fprintf(stderr, "%s\n", p.seen.data + before);
+        assert_int_equal(answers, 1);
+    }
     pty_send(&p, "/set quiet\r");
     assert_true(expect(&p, "Set 'quiet' mode.", 5000));
     assert_true(expect(&p, ">>> ", 5000));
