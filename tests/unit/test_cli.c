@@ -534,6 +534,100 @@ static void test_progress_tty(void **state)
     free(text);
 }
 
+// Captures what fn prints on stdout (a file: not a terminal).
+static char *capture_stdout(void (*fn)(void *), void *arg)
+{
+    char path[] = "/tmp/test_cli_out_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    fn(arg);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    struct buf out;
+    buf_init(&out, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &out, NULL), 0);
+    close(fd);
+    unlink(path);
+    return buf_take(&out);
+}
+
+struct gen_case {
+    struct client *c;
+    struct cli_run_opts *o;
+    const char *prompt;
+    bool chat;
+    int rc;
+    json_t *reply;
+};
+
+static void run_gen(void *arg)
+{
+    struct gen_case *g = arg;
+    struct err e = {0};
+    g->rc = cli_generate(g->c, g->o, g->prompt, g->chat, g->chat ? &g->reply : NULL, &e);
+}
+
+// Thinking, answer and tool calls as `ollama run` prints them to a pipe.
+static void test_generate_display(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+                   "{\"response\":\"\",\"thinking\":\"Let me \",\"done\":false}\n"
+                   "{\"response\":\"\",\"thinking\":\"think.\",\"done\":false}\n"
+                   "{\"response\":\"Hello\",\"done\":false}\n"
+                   "{\"response\":\" world\",\"done\":false}\n"
+                   "{\"response\":\"\",\"done\":true,\"eval_count\":2}\n");
+    struct client *c = fake_client(&f);
+    struct cli_run_opts o = {.model = "m", .wordwrap = true, .think = "true"};
+    struct gen_case g = {.c = c, .o = &o, .prompt = "hi"};
+    char *out = capture_stdout(run_gen, &g);
+    assert_int_equal(g.rc, 0);
+    assert_string_equal(out, "Thinking...\nLet me think.\n...done thinking.\n\nHello world\n\n");
+    assert_non_null(strstr(f.last_request, "\"think\":true"));
+    assert_non_null(strstr(f.last_request, "\"prompt\":\"hi\""));
+    free(out);
+
+    o.hide_thinking = true;
+    out = capture_stdout(run_gen, &g);
+    assert_string_equal(out, "Hello world\n\n");
+    free(out);
+
+    // An empty prompt (a load) gets no blank lines after the text.
+    g.prompt = "";
+    out = capture_stdout(run_gen, &g);
+    assert_string_equal(out, "Hello world");
+    free(out);
+    client_free(c);
+    fake_stop(&f);
+
+    // Chat: the reply comes back for the history; tool calls are shown.
+    fake_start(&f, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+                   "{\"message\":{\"role\":\"assistant\",\"content\":\"Sure.\"},\"done\":false}\n"
+                   "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
+                   "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]},\"done\":false}\n"
+                   "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n");
+    c = fake_client(&f);
+    struct cli_run_opts co = {.model = "m", .messages = json_pack("[{s:s,s:s}]", "role", "user",
+                                                                  "content", "hi")};
+    struct gen_case cg = {.c = c, .o = &co, .chat = true};
+    out = capture_stdout(run_gen, &cg);
+    assert_int_equal(cg.rc, 0);
+    assert_string_equal(out, "Sure.  Model called a non-existent function 'get_weather()' with "
+                             "arguments: {\"city\":\"Paris\"}\n\n\n");
+    assert_string_equal(json_string_value(json_object_get(cg.reply, "content")), "Sure.");
+    assert_non_null(strstr(f.last_request, "\"messages\":[{\"role\":\"user\""));
+    json_decref(cg.reply);
+    json_decref(co.messages);
+    free(out);
+    client_free(c);
+    fake_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -542,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_word_wrap),    cmocka_unit_test(test_show_report),
         cmocka_unit_test(test_host_urls),    cmocka_unit_test(test_client_errors),
         cmocka_unit_test(test_pull_progress), cmocka_unit_test(test_progress_tty),
+        cmocka_unit_test(test_generate_display),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

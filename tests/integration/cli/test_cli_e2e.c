@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -394,6 +395,57 @@ static void test_ps_stop(void **state)
     result_deinit(&r);
 }
 
+// Ctrl+C (SIGINT) during a one-shot response ends it quietly, exit 0.
+static void test_run_interrupt(void **state)
+{
+    (void)state;
+    struct result r;
+    char mf[400];
+    snprintf(mf, sizeof(mf), "%s/Long", server.tmp_dir);
+    write_modelfile(mf, "PARAMETER num_predict 100000\n");
+    RUN(&r, NULL, "create", "stories-long", "-f", mf);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+
+    char out_path[400];
+    snprintf(out_path, sizeof(out_path), "%s/long.out", server.tmp_dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int null_fd = open("/dev/null", O_RDWR);
+        dup2(null_fd, 0);
+        dup2(fd, 1);
+        dup2(null_fd, 2);
+        child_env(server.host);
+        execl(harness_bin(), "ollama", "run", "stories-long", "Once upon a time", (char *)NULL);
+        _exit(127);
+    }
+    // Wait for the first words, then interrupt.
+    struct stat st = {0};
+    for (int i = 0; i < 200 && st.st_size < 20; i++) {
+        harness_sleep_ms(50);
+        stat(out_path, &st);
+    }
+    assert_true(st.st_size >= 20);
+    kill(pid, SIGINT);
+    int status = -1;
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+        harness_sleep_ms(50);
+    }
+    if (!WIFEXITED(status)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("ollama run did not stop on SIGINT");
+    }
+    assert_int_equal(WEXITSTATUS(status), 0);
+    RUN(&r, NULL, "rm", "stories-long");
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+}
+
 // ---------------------------------------------------------------------------
 // The REPL through a pseudo-terminal.
 
@@ -651,7 +703,7 @@ int main(void)
         cmocka_unit_test(test_no_server),       cmocka_unit_test(test_version_and_usage),
         cmocka_unit_test(test_create_errors),   cmocka_unit_test(test_create_progress),
         cmocka_unit_test(test_list_show_cp_rm), cmocka_unit_test(test_run_one_shot),
-        cmocka_unit_test(test_ps_stop),         cmocka_unit_test(test_repl),
+        cmocka_unit_test(test_ps_stop),         cmocka_unit_test(test_run_interrupt),         cmocka_unit_test(test_repl),
         cmocka_unit_test(test_repl_eof_nohistory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
