@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "client/client.h"
 #include "store/store.h"
@@ -744,11 +745,12 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     el_set(r.el, EL_PROMPT, prompt_fn);
     el_set(r.el, EL_HIST, history, r.hist);
     el_set(r.el, EL_SETTY, "-d", "-isig", NULL);
-    el_set(r.el, EL_ADDFN, "ollama-interrupt", "Interrupt the line", on_ctrl_c);
+    // (el_wset: the narrow form of EL_ADDFN leaks its converted copies.)
+    el_wset(r.el, EL_ADDFN, L"ollama-interrupt", L"Interrupt the line", on_ctrl_c);
     el_set(r.el, EL_BIND, "^C", "ollama-interrupt", NULL);
-    el_set(r.el, EL_ADDFN, "ollama-editor", "Edit the line in an editor", on_ctrl_g);
+    el_wset(r.el, EL_ADDFN, L"ollama-editor", L"Edit the line in an editor", on_ctrl_g);
     el_set(r.el, EL_BIND, "^G", "ollama-editor", NULL);
-    el_set(r.el, EL_ADDFN, "ollama-paste", "Bracketed paste", on_paste);
+    el_wset(r.el, EL_ADDFN, L"ollama-paste", L"Bracketed paste", on_paste);
     el_set(r.el, EL_BIND, "\x1b[200~", "ollama-paste", NULL);
     fputs("\x1b[?2004h", stdout);  // bracketed paste on
 
