@@ -9,7 +9,9 @@
 // request.
 #include "cli/internal.h"
 
+#include <errno.h>
 #include <histedit.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +28,9 @@ struct repl {
     EditLine *el;
     History *hist;
     const char *prompt;
+    const char *placeholder;  // to draw before the first key of a line, or NULL
+    bool placeholder_shown;
+    bool fancy;             // a terminal that understands colours
     bool ctrl_c;
     bool history_on;
     char *history_path;  // NULL when history is disabled by OLLAMA_NOHISTORY
@@ -39,6 +44,53 @@ static char *prompt_fn(EditLine *el)
 {
     (void)el;
     return (char *)g_repl->prompt;
+}
+
+// Reads one character for libedit (UTF-8 from stdin). Before the first key
+// of a line it draws the grey placeholder after the prompt (the cursor moved
+// back to where it was, so libedit's idea of the screen stays true), and the
+// key erases it.
+static int read_char(EditLine *el, wchar_t *wc)
+{
+    (void)el;
+    struct repl *r = g_repl;
+    if (r->placeholder) {
+        bool typed_ahead = false;
+        struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+        typed_ahead = poll(&pfd, 1, 0) > 0;
+        if (!typed_ahead) {
+            fprintf(stdout, "\x1b[90m%s\x1b[0m\x1b[%dD", r->placeholder,
+                    (int)strlen(r->placeholder));
+            fflush(stdout);
+            r->placeholder_shown = true;
+        }
+        r->placeholder = NULL;
+    }
+    unsigned char b[4];
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, b, 1);
+        if (n == 1)
+            break;
+        if (n == 0)
+            return 0;
+        if (errno != EINTR)
+            return -1;
+    }
+    int len = b[0] < 0x80 ? 1 : (b[0] & 0xe0) == 0xc0 ? 2 : (b[0] & 0xf0) == 0xe0 ? 3
+                              : (b[0] & 0xf8) == 0xf0 ? 4 : 1;
+    for (int i = 1; i < len; i++)
+        if (read(STDIN_FILENO, b + i, 1) != 1)
+            return -1;
+    uint32_t cp = len == 1 ? b[0] : (uint32_t)(b[0] & (0x7f >> len));
+    for (int i = 1; i < len; i++)
+        cp = (cp << 6) | (b[i] & 0x3f);
+    *wc = (wchar_t)cp;
+    if (r->placeholder_shown) {
+        r->placeholder_shown = false;
+        fputs("\x1b[K", stdout);
+        fflush(stdout);
+    }
+    return 1;
 }
 
 static unsigned char on_ctrl_c(EditLine *el, int ch)
@@ -186,6 +238,11 @@ static void remember(struct repl *r, const char *line)
 static char *read_line(struct repl *r, const char *prompt, bool *interrupted)
 {
     r->prompt = prompt;
+    // The grey placeholder is drawn by read_char once libedit has drawn
+    // the prompt.
+    r->placeholder = !r->fancy                   ? NULL
+                     : strcmp(prompt, ">>> ") == 0 ? "Send a message (/? for help)"
+                                                   : "Press Enter to send";
     r->ctrl_c = false;
     int count = 0;
     const char *s = el_gets(r->el, &count);
@@ -742,7 +799,10 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     history_load(&r);
     r.el = el_init("ollama", stdin, stdout, stderr);
     el_set(r.el, EL_EDITOR, "emacs");
+    const char *term = getenv("TERM");
+    r.fancy = !(term && strcmp(term, "dumb") == 0);
     el_set(r.el, EL_PROMPT, prompt_fn);
+    el_wset(r.el, EL_GETCFN, read_char);
     el_set(r.el, EL_HIST, history, r.hist);
     el_set(r.el, EL_SETTY, "-d", "-isig", NULL);
     // (el_wset: the narrow form of EL_ADDFN leaks its converted copies.)

@@ -547,6 +547,8 @@ static void test_repl(void **state)
     const char *const args[] = {"run", "stories", NULL};
     pty_start(&p, args, NULL);
     assert_true(expect(&p, ">>> ", 20000));
+    // The grey placeholder, the cursor put back after the prompt.
+    assert_true(expect(&p, "\x1b[90mSend a message (/? for help)\x1b[0m\x1b[28D", 5000));
 
     pty_send(&p, "/?\r");
     assert_true(expect(&p, "Available Commands:", 5000));
@@ -597,7 +599,7 @@ static void test_repl(void **state)
 
     // A multi-line message, answered with the stats block.
     pty_send(&p, "\"\"\"Once upon\r");
-    assert_true(expect(&p, "... ", 5000));
+    assert_true(expect(&p, "... \x1b[90mPress Enter to send", 5000));
     pty_send(&p, "a time\"\"\"\r");
     assert_true(expect(&p, "eval count:           8 token(s)", 20000));
     assert_true(expect(&p, ">>> ", 5000));
