@@ -227,8 +227,72 @@ void cli_processor(int64_t size, int64_t size_vram, char *out, size_t n)
     }
 }
 
-// A JSON value as Go's %v prints it (numbers shortest, strings bare).
-static void value_text(const json_t *v, struct buf *out)
+void cli_go_float(double v, char *out, size_t n)
+{
+    if (v != v) {
+        snprintf(out, n, "NaN");
+        return;
+    }
+    if (v == 1.0 / 0.0 || v == -1.0 / 0.0) {
+        snprintf(out, n, "%sInf", v > 0 ? "+" : "-");
+        return;
+    }
+    if (v == 0) {
+        snprintf(out, n, "%s0", signbit(v) ? "-" : "");
+        return;
+    }
+    // Shortest digits that read back as v, from %e.
+    char e[64];
+    for (int prec = 0; prec < 17; prec++) {
+        snprintf(e, sizeof(e), "%.*e", prec, v);
+        if (strtod(e, NULL) == v)
+            break;
+    }
+    // e = [-]d[.ddd]e[+-]XX
+    const char *p = e;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    char digits[32];
+    size_t nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.' && nd < sizeof(digits) - 1)
+            digits[nd++] = *p;
+    digits[nd] = '\0';
+    int exp = atoi(p + 1);
+    // Go's %v is %g with the shortest digits: exponent form when the
+    // decimal exponent is < -4 or >= 6 (strconv's rule for shortest %g).
+    struct buf b;
+    buf_init(&b, 0);
+    if (neg)
+        buf_append_char(&b, '-');
+    if (exp < -4 || exp >= 6) {
+        buf_append_char(&b, digits[0]);
+        if (nd > 1) {
+            buf_append_char(&b, '.');
+            buf_append_str(&b, digits + 1);
+        }
+        buf_printf(&b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    } else if (exp < 0) {
+        buf_append_str(&b, "0.");
+        for (int i = 0; i < -exp - 1; i++)
+            buf_append_char(&b, '0');
+        buf_append_str(&b, digits);
+    } else {
+        for (int i = 0; i <= exp; i++)
+            buf_append_char(&b, i < (int)nd ? digits[i] : '0');
+        if ((int)nd > exp + 1) {
+            buf_append_char(&b, '.');
+            buf_append_str(&b, digits + exp + 1);
+        }
+    }
+    snprintf(out, n, "%s", buf_cstr(&b));
+    buf_deinit(&b);
+}
+
+// A JSON value as Go's %v prints it after decoding into `any`: numbers are
+// float64 (go_float) unless ints is set; strings bare.
+static void value_text_ex(const json_t *v, bool ints, struct buf *out)
 {
     char tmp[64];
     switch (json_typeof(v)) {
@@ -236,11 +300,16 @@ static void value_text(const json_t *v, struct buf *out)
         buf_append(out, json_string_value(v), json_string_length(v));
         break;
     case JSON_INTEGER:
-        buf_printf(out, "%lld", (long long)json_integer_value(v));
+        if (ints) {
+            buf_printf(out, "%lld", (long long)json_integer_value(v));
+        } else {
+            cli_go_float((double)json_integer_value(v), tmp, sizeof(tmp));
+            buf_append_str(out, tmp);
+        }
         break;
     case JSON_REAL:
-        if (jsonx_format_double(json_real_value(v), tmp, sizeof(tmp)))
-            buf_append_str(out, tmp);
+        cli_go_float(json_real_value(v), tmp, sizeof(tmp));
+        buf_append_str(out, tmp);
         break;
     case JSON_TRUE:
         buf_append_str(out, "true");
@@ -255,7 +324,7 @@ static void value_text(const json_t *v, struct buf *out)
         for (size_t i = 0; i < shown; i++) {
             if (i)
                 buf_append_char(out, ' ');
-            value_text(json_array_get(v, i), out);
+            value_text_ex(json_array_get(v, i), ints, out);
         }
         if (n > shown)
             buf_printf(out, " ...+%zu more", n - shown);
@@ -269,6 +338,11 @@ static void value_text(const json_t *v, struct buf *out)
         buf_append_str(out, "map[...]");
         break;
     }
+}
+
+static void value_text(const json_t *v, struct buf *out)
+{
+    value_text_ex(v, false, out);
 }
 
 static void add_row2(struct cli_table *t, const char *a, const char *b)
@@ -476,7 +550,7 @@ void cli_show_report(const json_t *show, bool verbose, struct buf *out)
             {
                 struct buf shape;
                 buf_init(&shape, 0);
-                value_text(json_object_get(v, "shape"), &shape);
+                value_text_ex(json_object_get(v, "shape"), true, &shape);
                 const char *row[3] = {json_string_value(json_object_get(v, "name")),
                                       json_string_value(json_object_get(v, "type")),
                                       buf_cstr(&shape)};

@@ -77,6 +77,8 @@ void cli_table_render_section(const struct cli_table *t, const char *title, int 
 
 // HumanNumber (cli.md §6.3): "8B", "8.0B", "137M", "22.57M", "5K", "999".
 void cli_human_number(uint64_t n, char *out, size_t len);
+// A float64 as Go's %v prints it: "131072", "1e-05", "4.294967295e+09".
+void cli_go_float(double v, char *out, size_t n);
 // The PROCESSOR column of `ollama ps` (cli.md §3.9).
 void cli_processor(int64_t size, int64_t size_vram, char *out, size_t n);
 // The whole `ollama show` report for an /api/show answer.

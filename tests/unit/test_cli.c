@@ -122,6 +122,18 @@ static void test_numbers(void **state)
     size_format_human(96, s, sizeof(s));
     assert_string_equal(s, "96 B");
 
+    static const struct {
+        double v;
+        const char *want;
+    } floats[] = {{0.7, "0.7"},          {4096, "4096"},       {131072, "131072"},
+                  {1e-05, "1e-05"},      {1000000, "1e+06"},   {1048576, "1.048576e+06"},
+                  {4294967295.0, "4.294967295e+09"}, {-1, "-1"}, {0.0001, "0.0001"},
+                  {0, "0"},              {123456.5, "123456.5"}, {1e21, "1e+21"}};
+    for (size_t i = 0; i < sizeof(floats) / sizeof(floats[0]); i++) {
+        cli_go_float(floats[i].v, s, sizeof(s));
+        assert_string_equal(s, floats[i].want);
+    }
+
     assert_int_equal(cli_text_width("abc", 3), 3);
     assert_int_equal(cli_text_width("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 4);  // two wide CJK
     assert_int_equal(cli_text_width("\xe2\x96\x88", 3), 1);              // a bar block
