@@ -109,6 +109,17 @@ void cli_wrap_reset(struct cli_wrap *w);
 // Appends the bytes to print for text to out.
 void cli_wrap_feed(struct cli_wrap *w, const char *text, size_t n, struct buf *out);
 
+// Images and audio in a prompt (media.c, cli.md §5.5). Paths in text ending
+// in .jpg/.jpeg/.png/.webp (when images) or .wav (when audio) that name a
+// file of that kind are read, appended to media as base64, reported on log
+// ("Added image '<path>'") and removed from the text; *out_text (owned) is
+// the rest. Returns how many were added.
+int cli_media_extract(const char *text, bool images, bool audio, char **out_text, json_t *media,
+                      FILE *log);
+// The content type sniffed from a file's first bytes.
+const char *cli_media_type(const unsigned char *p, size_t n);
+void cli_base64(const unsigned char *p, size_t n, struct buf *out);
+
 // ---------------------------------------------------------------------------
 // Progress display (progress.c, cli.md §4): spinners and bars on stderr,
 // redrawn every 100 ms on a terminal, printed once per line otherwise.
@@ -162,6 +173,8 @@ struct cli_run_opts {
 // NULL) receives the assistant message {role, content, thinking} for chat.
 int cli_generate(struct client *c, struct cli_run_opts *o, const char *prompt, bool chat,
                  json_t **reply, struct err *e);
+// Whether the /api/show answer lists capability cap.
+bool cli_has_capability(const json_t *show, const char *cap);
 // The interactive REPL (repl.c).
 int cli_repl(struct client *c, struct cli_run_opts *o);
 // The SIGINT flag of the current generation.

@@ -259,7 +259,7 @@ static char *read_line(struct repl *r, const char *prompt, bool *interrupted)
 // ---------------------------------------------------------------------------
 // Help texts.
 
-static void usage(void)
+static void usage(bool multimodal)
 {
     fputs("Available Commands:\n"
           "  /set            Set session variables\n"
@@ -273,6 +273,9 @@ static void usage(void)
           "\n"
           "Use \"\"\" to begin a multi-line message.\n",
           stderr);
+    if (multimodal)
+        fputs("Use /path/to/file to include .jpg, .png, .webp images, or .wav audio files.\n",
+              stderr);
     fputs("\n", stderr);
 }
 
@@ -438,17 +441,6 @@ static void set_system(struct repl *r, const char *text)
     printf("Set system message.\n");
 }
 
-static bool has_cap(const json_t *show, const char *cap)
-{
-    size_t i;
-    const json_t *v;
-    json_array_foreach(json_object_get(show, "capabilities"), i, v)
-    {
-        if (json_is_string(v) && strcmp(json_string_value(v), cap) == 0)
-            return true;
-    }
-    return false;
-}
 
 // /set ...; returns true when a multi-line system message was started.
 static bool cmd_set(struct repl *r, const char *line, struct buf *sb)
@@ -508,7 +500,7 @@ static bool cmd_set(struct repl *r, const char *line, struct buf *sb)
             printf("Set 'think' mode to '%s'.\n", level);
         else
             printf("Set '%s' mode.\n", what);
-        if (!has_cap(o->show, "thinking"))
+        if (!cli_has_capability(o->show, "thinking"))
             fprintf(stderr, "warning: model \"%s\" does not support thinking output\n", o->model);
     } else if (strcmp(what, "parameter") == 0) {
         if (n < 4) {
@@ -774,6 +766,19 @@ static void cmd_save(struct repl *r, const char *line)
     free_fields(f, n);
 }
 
+// A line like "/path/to/picture.png describe": its first word is a file.
+static bool first_token_is_file(const char *line)
+{
+    struct buf path;
+    buf_init(&path, 0);
+    for (const char *p = line; *p && !(*p == ' ' && (p == line || p[-1] != '\\')); p++)
+        if (!(*p == '\\' && p[1] == ' '))
+            buf_append_char(&path, *p);
+    bool ok = fs_exists(buf_cstr(&path));
+    buf_deinit(&path);
+    return ok;
+}
+
 // ---------------------------------------------------------------------------
 // The loop.
 
@@ -825,6 +830,9 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     struct buf sb;
     buf_init(&sb, 0);
     enum multiline ml = ML_NONE;
+    bool vision = cli_has_capability(o->show, "vision");
+    bool audio = cli_has_capability(o->show, "audio");
+    bool multimodal = vision || audio;
     for (;;) {
         bool interrupted = false;
         char *line = read_line(&r, ml == ML_NONE ? ">>> " : "... ", &interrupted);
@@ -904,11 +912,14 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
             else if (n > 1 && (strcmp(f[1], "shortcut") == 0 || strcmp(f[1], "shortcuts") == 0))
                 usage_shortcuts();
             else
-                usage();
+                usage(multimodal);
             free_fields(f, n);
         } else if (cstr_starts_with(line, "/exit") || cstr_starts_with(line, "/bye")) {
             free(line);
             break;
+        } else if (line[0] == '/' && multimodal && first_token_is_file(line)) {
+            buf_append_str(&sb, line);
+            send = true;
         } else if (line[0] == '/') {
             size_t len = strcspn(line, " \t");
             printf("Unknown command '%.*s'. Type /? for help\n", (int)len, line);
@@ -923,8 +934,18 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
                 buf_reset(&sb);
             continue;
         }
-        json_array_append_new(o->messages,
-                              json_pack("{s:s,s:s%}", "role", "user", "content", sb.data, sb.len));
+        json_t *msg = json_pack("{s:s,s:s%}", "role", "user", "content", sb.data, sb.len);
+        if (multimodal) {
+            char *text = NULL;
+            json_t *media = json_array();
+            if (cli_media_extract(buf_cstr(&sb), vision, audio, &text, media, stderr) > 0) {
+                json_object_set_new(msg, "content", json_string(text));
+                json_object_set(msg, "images", media);
+            }
+            json_decref(media);
+            free(text);
+        }
+        json_array_append_new(o->messages, msg);
         buf_reset(&sb);
         json_t *reply = NULL;
         err_clear(&e);

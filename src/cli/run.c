@@ -155,7 +155,17 @@ int cli_generate(struct client *c, struct cli_run_opts *o, const char *prompt, b
     if (chat) {
         json_object_set(req, "messages", o->messages);
     } else {
-        json_object_set_new(req, "prompt", json_string(prompt));
+        bool vision = cli_has_capability(o->show, "vision");
+        bool audio = cli_has_capability(o->show, "audio");
+        char *text = NULL;
+        json_t *media = json_array();
+        if ((vision || audio) && prompt)
+            cli_media_extract(prompt, vision, audio, &text, media, stderr);
+        json_object_set_new(req, "prompt", json_string(text ? text : prompt ? prompt : ""));
+        if (json_array_size(media))
+            json_object_set(req, "images", media);
+        json_decref(media);
+        free(text);
         if (o->system)
             json_object_set_new(req, "system", json_string(o->system));
     }
@@ -220,7 +230,7 @@ int cli_preload(struct client *c, struct cli_run_opts *o, struct err *e)
     return rc;
 }
 
-static bool has_capability(const json_t *show, const char *cap)
+bool cli_has_capability(const json_t *show, const char *cap)
 {
     size_t i;
     const json_t *v;
@@ -367,14 +377,14 @@ int cli_cmd_run(struct cli_args *a)
         status = cli_fail_err(&e);
         goto out;
     }
-    if (!o.think && has_capability(o.show, "thinking"))
+    if (!o.think && cli_has_capability(o.show, "thinking"))
         o.think = "true";
     const char *parent =
         json_string_value(json_object_get(json_object_get(o.show, "details"), "parent_model"));
     o.parent = xstrdup(parent ? parent : "");
     cli_sigint_install();
 
-    if (has_capability(o.show, "embedding") && !has_capability(o.show, "completion")) {
+    if (cli_has_capability(o.show, "embedding") && !cli_has_capability(o.show, "completion")) {
         status = run_embed(c, &o, buf_cstr(&prompt), a);
         goto out;
     }

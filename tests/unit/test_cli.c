@@ -640,6 +640,77 @@ static void test_generate_display(void **state)
     fake_stop(&f);
 }
 
+static void test_media(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 0);
+    cli_base64((const unsigned char *)"Man", 3, &b);
+    assert_buf(&b, "TWFu");
+    cli_base64((const unsigned char *)"Ma", 2, &b);
+    assert_buf(&b, "TWE=");
+    cli_base64((const unsigned char *)"M", 1, &b);
+    assert_buf(&b, "TQ==");
+    buf_deinit(&b);
+
+    char dir[] = "/tmp/test_cli_media_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char png[300], spaced[300], txt[300], wav[300];
+    snprintf(png, sizeof(png), "%s/cat.PNG", dir);
+    snprintf(spaced, sizeof(spaced), "%s/my pic.jpg", dir);
+    snprintf(txt, sizeof(txt), "%s/notes.png", dir);
+    snprintf(wav, sizeof(wav), "%s/a.wav", dir);
+    assert_int_equal(fs_write_atomic(png, "\x89PNG\r\n\x1a\nxyz", 11, NULL), 0);
+    assert_int_equal(fs_write_atomic(spaced, "\xff\xd8\xff\xe0", 4, NULL), 0);
+    assert_int_equal(fs_write_atomic(txt, "just text", 9, NULL), 0);
+    assert_int_equal(fs_write_atomic(wav, "RIFF\0\0\0\0WAVEfmt ", 16, NULL), 0);
+
+    char text[1200], esc[300];
+    // "my\ pic.jpg": an escaped space.
+    snprintf(esc, sizeof(esc), "%s/my\\ pic.jpg", dir);
+    snprintf(text, sizeof(text), "what is in %s and %s? also %s/missing.png %s %s", png, esc,
+             dir, txt, wav);
+    FILE *log = tmpfile();
+    json_t *media = json_array();
+    char *rest = NULL;
+    assert_int_equal(cli_media_extract(text, true, false, &rest, media, log), 2);
+    assert_int_equal(json_array_size(media), 2);
+    assert_string_equal(json_string_value(json_array_get(media, 0)), "iVBORw0KGgp4eXo=");
+    char want[1200];
+    snprintf(want, sizeof(want), "what is in  and ? also %s/missing.png %s %s", dir, txt, wav);
+    assert_string_equal(rest, want);
+    free(rest);
+    rewind(log);
+    char line[600];
+    assert_non_null(fgets(line, sizeof(line), log));
+    snprintf(want, sizeof(want), "Added image '%s'\n", png);
+    assert_string_equal(line, want);
+    assert_non_null(fgets(line, sizeof(line), log));
+    snprintf(want, sizeof(want), "Added image '%s'\n", spaced);
+    assert_string_equal(line, want);
+    assert_non_null(fgets(line, sizeof(line), log));
+    assert_string_equal(line, "Couldn't process file: \"invalid file type: text/plain; "
+                              "charset=utf-8\"\n");
+    fclose(log);
+    json_decref(media);
+
+    // Audio only when the model has it; nothing found leaves the text alone.
+    log = tmpfile();
+    media = json_array();
+    snprintf(text, sizeof(text), "  listen %s  ", wav);
+    assert_int_equal(cli_media_extract(text, false, true, &rest, media, log), 1);
+    assert_string_equal(rest, "listen");
+    free(rest);
+    assert_int_equal(cli_media_extract("  plain text  ", true, true, &rest, media, log), 0);
+    assert_string_equal(rest, "  plain text  ");
+    free(rest);
+    fclose(log);
+    json_decref(media);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -648,7 +719,7 @@ int main(void)
         cmocka_unit_test(test_word_wrap),    cmocka_unit_test(test_show_report),
         cmocka_unit_test(test_host_urls),    cmocka_unit_test(test_client_errors),
         cmocka_unit_test(test_pull_progress), cmocka_unit_test(test_progress_tty),
-        cmocka_unit_test(test_generate_display),
+        cmocka_unit_test(test_generate_display), cmocka_unit_test(test_media),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
