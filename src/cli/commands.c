@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +513,53 @@ static int upload_file(struct client *c, struct cli_progress *p, struct local_fi
     return rc;
 }
 
+struct upload_job {
+    struct client *c;
+    struct cli_progress *p;
+    struct local_file *f;
+    struct err e;
+    int rc;
+};
+
+static void *upload_main(void *arg)
+{
+    struct upload_job *j = arg;
+    j->rc = upload_file(j->c, j->p, j->f, &j->e);
+    return NULL;
+}
+
+// Hashes and uploads every file, about one at a time per CPU.
+static int upload_all(struct client *c, struct cli_progress *p, struct local_file **list,
+                      size_t n, struct err *e)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t width = cpus > 0 ? (size_t)cpus : 1;
+    struct upload_job *jobs = xcalloc(n ? n : 1, sizeof(*jobs));
+    pthread_t *threads = xcalloc(n ? n : 1, sizeof(*threads));
+    int rc = 0;
+    for (size_t start = 0; start < n; start += width) {
+        size_t end = start + width < n ? start + width : n;
+        for (size_t i = start; i < end; i++) {
+            jobs[i] = (struct upload_job){.c = c, .p = p, .f = list[i]};
+            if (pthread_create(&threads[i], NULL, upload_main, &jobs[i]) != 0)
+                upload_main(&jobs[i]), threads[i] = 0;
+        }
+        for (size_t i = start; i < end; i++)
+            if (threads[i])
+                pthread_join(threads[i], NULL);
+        for (size_t i = start; i < end && rc == 0; i++)
+            if (jobs[i].rc < 0) {
+                rc = jobs[i].rc;
+                err_set(e, jobs[i].e.code, "%s", jobs[i].e.msg);
+            }
+        if (rc < 0)
+            break;
+    }
+    free(jobs);
+    free(threads);
+    return rc;
+}
+
 static void free_files(struct local_file *files, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -611,13 +659,15 @@ int cli_cmd_create(struct cli_args *a)
     cli_progress_spinner_stop(p, gather);
     set_keys(files, n_files);
     set_keys(adapters, n_adapters);
-    for (size_t i = 0; i < n_files + n_adapters; i++) {
-        struct local_file *f = i < n_files ? &files[i] : &adapters[i - n_files];
-        if (upload_file(c, p, f, &e) < 0) {
-            cli_progress_stop(p);
-            cli_fail_err(&e);
-            goto out;
-        }
+    struct local_file **all = xcalloc(n_files + n_adapters + 1, sizeof(*all));
+    for (size_t i = 0; i < n_files + n_adapters; i++)
+        all[i] = i < n_files ? &files[i] : &adapters[i - n_files];
+    int up = upload_all(c, p, all, n_files + n_adapters, &e);
+    free(all);
+    if (up < 0) {
+        cli_progress_stop(p);
+        cli_fail_err(&e);
+        goto out;
     }
     json_object_set_new(req, "model", json_string(name));
     json_object_del(req, "from");

@@ -249,6 +249,27 @@ static void test_create_progress(void **state)
     assert_int_equal(r.status, 0);
     assert_string_equal(buf_cstr(&r.out), "deleted 'stories2'\n");
     result_deinit(&r);
+
+    // FROM a directory (relative to the Modelfile) imports its GGUF file.
+    char dir[400], cmd[1200], gguf[1024];
+    snprintf(dir, sizeof(dir), "%s/import/weights", server.tmp_dir);
+    test_fixture(gguf, sizeof(gguf), "stories260K.gguf");
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s/'", dir, gguf, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(mf, sizeof(mf), "%s/import/Modelfile", server.tmp_dir);
+    FILE *f = fopen(mf, "w");
+    fputs("FROM ./weights\n", f);
+    fclose(f);
+    RUN(&r, NULL, "create", "from-dir", "-f", mf);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+    RUN(&r, NULL, "show", "from-dir", "--modelfile");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(buf_cstr(&r.out), "FROM "));
+    result_deinit(&r);
+    RUN(&r, NULL, "rm", "from-dir");
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
 }
 
 static void test_list_show_cp_rm(void **state)
