@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,22 @@ struct client {
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static char user_agent[128];  // written once under curl_once
+
+// "ollama/<version> (<arch> <os>) ..." with Go's names for the platform.
 static void curl_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct utsname u;
+    const char *arch = "amd64";
+    if (uname(&u) == 0) {
+        if (strcmp(u.machine, "aarch64") == 0 || strcmp(u.machine, "arm64") == 0)
+            arch = "arm64";
+        else if (strcmp(u.machine, "x86_64") != 0)
+            arch = u.machine;
+    }
+    snprintf(user_agent, sizeof(user_agent), "ollama/%s (%s linux) ollama-c", OLLAMA_VERSION,
+             arch);
 }
 
 int client_url_from_host(const char *ollama_host, char *out, size_t n, struct err *e)
@@ -97,7 +111,7 @@ static CURL *easy_new(struct client *c, const char *method, const char *path, co
     curl_easy_setopt(h, CURLOPT_URL, url);
     free(url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "ollama/" OLLAMA_VERSION " (amd64 linux) ollama-c");
+    curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent);
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     else if (strcmp(method, "GET") != 0)

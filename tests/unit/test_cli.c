@@ -416,6 +416,8 @@ static void test_client_errors(void **state)
     assert_int_equal(client_show(c, req, &out, &e), ERR_NOT_FOUND);
     assert_string_equal(e.msg, "model 'foo' not found");
     assert_non_null(strstr(f.last_request, "POST /api/show"));
+    assert_non_null(strstr(f.last_request, "User-Agent: ollama/" OLLAMA_VERSION " ("));
+    assert_non_null(strstr(f.last_request, "Accept: application/json"));
     assert_non_null(strstr(f.last_request, "{\"model\":\"foo\"}"));
     client_free(c);
     fake_stop(&f);
@@ -429,6 +431,7 @@ static void test_client_errors(void **state)
     assert_true(client_generate(c, req, NULL, NULL, &e) < 0);
     assert_string_equal(e.msg, "500 Internal Server Error: llama runner process has terminated: "
                                "exit status 2");
+    assert_non_null(strstr(f.last_request, "Accept: application/x-ndjson"));
     client_free(c);
     fake_stop(&f);
 
