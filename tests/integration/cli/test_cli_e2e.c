@@ -468,6 +468,113 @@ static void test_run_interrupt(void **state)
 }
 
 // ---------------------------------------------------------------------------
+// pull / push through Debian's docker-registry on loopback. Skipped when the
+// registry binary is missing or the server has no /api/pull yet.
+
+#define DOCKER_REGISTRY "/usr/bin/docker-registry"
+
+static pid_t registry_start(char *dir, size_t dir_n, int *port)
+{
+    snprintf(dir, dir_n, "/tmp/ollama-cli-reg-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    *port = harness_free_port();
+    char cfg[400], text[1200];
+    snprintf(cfg, sizeof(cfg), "%s/config.yml", dir);
+    snprintf(text, sizeof(text),
+             "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
+             "    rootdirectory: %s/data\nhttp:\n  addr: 127.0.0.1:%d\n",
+             dir, *port);
+    if (fs_write_atomic(cfg, text, strlen(text), NULL) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null_fd = open("/dev/null", O_RDWR);
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+        execl(DOCKER_REGISTRY, "docker-registry", "serve", cfg, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200; i++) {
+        if (harness_port_open(*port))
+            return pid;
+        harness_sleep_ms(50);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static void test_pull_push(void **state)
+{
+    (void)state;
+    if (access(DOCKER_REGISTRY, X_OK) != 0)
+        skip();
+    struct result r;
+    RUN(&r, NULL, "pull", "127.0.0.1:1/library/probe", "--insecure");
+    bool no_route = strstr(buf_cstr(&r.err), "404 page not found") != NULL;
+    result_deinit(&r);
+    if (no_route)
+        skip();
+
+    char dir[300];
+    int port = 0;
+    pid_t reg = registry_start(dir, sizeof(dir), &port);
+    assert_true(reg > 0);
+    char name[128], expect_out[300];
+    snprintf(name, sizeof(name), "127.0.0.1:%d/library/stories:latest", port);
+
+    RUN(&r, NULL, "cp", "stories", name);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+    RUN(&r, NULL, "push", name, "--insecure");
+    assert_int_equal(r.status, 0);
+    snprintf(expect_out, sizeof(expect_out), "\nYou can find your model at:\n\n\t%s\n", name);
+    assert_string_equal(buf_cstr(&r.out), expect_out);
+    assert_true(cstr_starts_with(buf_cstr(&r.err), "retrieving manifest\n"));
+    assert_true(cstr_ends_with(buf_cstr(&r.err), "pushing manifest\nsuccess\n"));
+    result_deinit(&r);
+
+    RUN(&r, NULL, "rm", name);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+    RUN(&r, NULL, "pull", name, "--insecure");
+    assert_int_equal(r.status, 0);
+    const char *err = buf_cstr(&r.err);
+    assert_true(cstr_starts_with(err, "pulling manifest\npulling "));
+    assert_non_null(strstr(err, ": 100% 1.2 MB\n"));
+    assert_true(cstr_ends_with(err, "verifying sha256 digest\nwriting manifest\nsuccess\n"));
+    assert_string_equal(buf_cstr(&r.out), "");
+    result_deinit(&r);
+
+    // run pulls a missing model first.
+    RUN(&r, NULL, "rm", name);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+    RUN(&r, NULL, "run", name, "--insecure", "Once upon a time");
+    assert_int_equal(r.status, 0);
+    assert_true(cstr_starts_with(buf_cstr(&r.err), "pulling manifest\n"));
+    assert_true(r.out.len > 10);
+    result_deinit(&r);
+
+    char missing[160];
+    snprintf(missing, sizeof(missing), "127.0.0.1:%d/library/nope", port);
+    RUN(&r, NULL, "pull", missing, "--insecure");
+    assert_int_equal(r.status, 1);
+    assert_true(cstr_ends_with(buf_cstr(&r.err),
+                               "Error: pull model manifest: file does not exist\n"));
+    result_deinit(&r);
+
+    RUN(&r, NULL, "rm", name);
+    result_deinit(&r);
+    kill(reg, SIGTERM);
+    waitpid(reg, NULL, 0);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+// ---------------------------------------------------------------------------
 // The REPL through a pseudo-terminal.
 
 struct pty {
@@ -726,7 +833,8 @@ int main(void)
         cmocka_unit_test(test_no_server),       cmocka_unit_test(test_version_and_usage),
         cmocka_unit_test(test_create_errors),   cmocka_unit_test(test_create_progress),
         cmocka_unit_test(test_list_show_cp_rm), cmocka_unit_test(test_run_one_shot),
-        cmocka_unit_test(test_ps_stop),         cmocka_unit_test(test_run_interrupt),         cmocka_unit_test(test_repl),
+        cmocka_unit_test(test_ps_stop),         cmocka_unit_test(test_run_interrupt),
+        cmocka_unit_test(test_pull_push),         cmocka_unit_test(test_repl),
         cmocka_unit_test(test_repl_eof_nohistory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
