@@ -840,6 +840,8 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
             bool empty = !line || !*line;
             if (empty && ml == ML_NONE && sb.len == 0)
                 printf("\nUse Ctrl + d or /bye to exit.\n");
+            else if (!empty)
+                printf("\r\x1b[K");  // the typed text is dropped: clear the line
             else
                 printf("\n");
             fflush(stdout);

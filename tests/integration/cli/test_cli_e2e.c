@@ -749,6 +749,12 @@ static void test_repl(void **state)
     assert_true(expect(&p, "Set 'quiet' mode.", 5000));
     assert_true(expect(&p, ">>> ", 5000));
 
+    // Ctrl+C with text clears the line (nothing is sent).
+    pty_send(&p, "never sent");
+    assert_true(expect(&p, "never sent", 5000));
+    pty_send(&p, "\x03");
+    assert_true(expect(&p, "\r\x1b[K>>> ", 5000));
+
     // Ctrl+C on an empty line: a hint, and the REPL stays.
     pty_send(&p, "\x03");
     assert_true(expect(&p, "Use Ctrl + d or /bye to exit.", 5000));
