@@ -760,7 +760,7 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
         bool no_room = avail && loaded > 0 && (double)mem.total_bytes > 0.8 * (double)avail;
         if (too_many || no_room) {
             struct sched_runner *v = pick_victim(s);
-            if (v) {
+            if (v && !v->expired) {
                 log_info("evicting %s to make room for %s", v->name, rq->name);
                 expire_locked(s, v);
             }

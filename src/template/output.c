@@ -8,7 +8,10 @@
 #include <string.h>
 #include <sys/random.h>
 
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
 
 static size_t skip_ws(const char *s, size_t n)
 {

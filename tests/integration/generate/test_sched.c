@@ -88,7 +88,8 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
     return size * n;
 }
 
-// An endless generation that the client abandons after 3 s (the server then
+// An endless generation (greedy decoding of the random tiny model never
+// reaches its end token) that the client abandons after 3 s (the server then
 // frees the runner).
 static void *long_generation(void *arg)
 {
@@ -99,7 +100,7 @@ static void *long_generation(void *arg)
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS,
                      "{\"model\":\"tiny\",\"prompt\":\"a\",\"options\":{\"num_predict\":-1,"
-                     "\"temperature\":1}}");
+                     "\"temperature\":0}}");
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
     curl_easy_perform(h);
@@ -110,7 +111,7 @@ static void *long_generation(void *arg)
 static void *queued_load(void *arg)
 {
     long *status = arg;
-    *status = post("/api/generate", "{\"model\":\"stories\",\"keep_alive\":0}", NULL);
+    *status = post("/api/generate", "{\"model\":\"stories\"}", NULL);
     return NULL;
 }
 
