@@ -952,6 +952,12 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
         json_t *reply = NULL;
         err_clear(&e);
         int rc = cli_generate(c, o, NULL, true, &reply, &e);
+        if (rc < 0 && rc != ERR_CANCELLED && strstr(e.msg, "does not support thinking")) {
+            // A /set think the model cannot honour: say so and stay.
+            printf("error: %s\n", e.msg);
+            json_array_remove(o->messages, json_array_size(o->messages) - 1);
+            continue;
+        }
         if (rc < 0 && rc != ERR_CANCELLED) {
             status = cli_fail_err(&e);
             break;

@@ -718,6 +718,16 @@ static void test_repl(void **state)
     pty_send(&p, "/show system\r");
     assert_true(expect(&p, "Be\r\nbrief.", 5000));
     assert_true(expect(&p, ">>> ", 5000));
+    pty_send(&p, "/set think\r");
+    assert_true(expect(&p, "Set 'think' mode.", 5000));
+    assert_true(expect(&p, "warning: model \"stories\" does not support thinking output", 5000));
+    assert_true(expect(&p, ">>> ", 5000));
+    pty_send(&p, "hello\r");
+    assert_true(expect(&p, "error: 400 Bad Request: \"stories\" does not support thinking", 10000));
+    assert_true(expect(&p, ">>> ", 5000));
+    pty_send(&p, "/set nothink\r");
+    assert_true(expect(&p, "Set 'nothink' mode.", 5000));
+    assert_true(expect(&p, ">>> ", 5000));
     pty_send(&p, "/nope\r");
     assert_true(expect(&p, "Unknown command '/nope'. Type /? for help", 5000));
     assert_true(expect(&p, ">>> ", 5000));
