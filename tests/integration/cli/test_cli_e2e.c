@@ -824,11 +824,20 @@ static void test_repl_eof_nohistory(void **state)
     chmod(editor, 0755);
     static char editor_env[450];
     snprintf(editor_env, sizeof(editor_env), "OLLAMA_EDITOR=%s", editor);
+    // A model with a MESSAGE history: the REPL shows it first.
+    char mf[400];
+    snprintf(mf, sizeof(mf), "%s/Messages", server.tmp_dir);
+    write_modelfile(mf, "MESSAGE user Who are you?\nMESSAGE assistant A storyteller.\n");
+    struct result r;
+    RUN(&r, NULL, "create", "stories-msg", "-f", mf);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+
     struct pty p;
-    const char *const args[] = {"run", "stories", NULL};
+    const char *const args[] = {"run", "stories-msg", NULL};
     const char *const env[] = {"OLLAMA_NOHISTORY=1", editor_env, NULL};
     pty_start(&p, args, env);
-    assert_true(expect(&p, ">>> ", 20000));
+    assert_true(expect(&p, ">>> Who are you?\r\nA storyteller.\r\n\r\n>>> ", 20000));
     pty_send(&p, "draft\x07");
     assert_true(expect(&p, "/set verbose", 5000));
     pty_send(&p, "\r");
