@@ -85,8 +85,8 @@ static int on_progress(void *ctx, const json_t *obj, struct err *e)
 
 int cli_pull_model(struct client *c, const char *model, bool insecure, struct err *e)
 {
-    struct progress_ctx pc = {.p = cli_progress_new(stderr, stderr_tty()), .mode = MODE_PULL,
-                              .spinner = -1};
+    struct progress_ctx pc = {
+        .p = cli_progress_new(stderr, stderr_tty()), .mode = MODE_PULL, .spinner = -1};
     int rc = client_pull(c, model, insecure, on_progress, &pc, e);
     cli_progress_stop(pc.p);
     cli_progress_free(pc.p);
@@ -110,8 +110,8 @@ int cli_cmd_push(struct cli_args *a)
     if (!c)
         return 1;
     struct err e = {0};
-    struct progress_ctx pc = {.p = cli_progress_new(stderr, stderr_tty()), .mode = MODE_PUSH,
-                              .spinner = -1};
+    struct progress_ctx pc = {
+        .p = cli_progress_new(stderr, stderr_tty()), .mode = MODE_PUSH, .spinner = -1};
     int rc = client_push(c, a->pos[0], cli_flag(a, "insecure") != NULL, on_progress, &pc, &e);
     cli_progress_stop(pc.p);
     cli_progress_free(pc.p);
@@ -361,8 +361,8 @@ int cli_cmd_show(struct cli_args *a)
 // create (cli.md §3.2, modelfile.md §3).
 
 struct local_file {
-    char *path;  // absolute
-    char *key;   // name in the request
+    char *path; // absolute
+    char *key;  // name in the request
     char digest[80];
 };
 
@@ -529,8 +529,8 @@ static void *upload_main(void *arg)
 }
 
 // Hashes and uploads every file, about one at a time per CPU.
-static int upload_all(struct client *c, struct cli_progress *p, struct local_file **list,
-                      size_t n, struct err *e)
+static int upload_all(struct client *c, struct cli_progress *p, struct local_file **list, size_t n,
+                      struct err *e)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t width = cpus > 0 ? (size_t)cpus : 1;
@@ -634,7 +634,7 @@ int cli_cmd_create(struct cli_args *a)
         int rc = 0;
         if (stat(path, &st) == 0) {
             if (is_adapter) {
-                free_files(adapters, n_adapters);  // last ADAPTER wins
+                free_files(adapters, n_adapters); // last ADAPTER wins
                 adapters = NULL;
                 n_adapters = 0;
             }
@@ -642,8 +642,7 @@ int cli_cmd_create(struct cli_args *a)
                 rc = add_dir(is_from ? &files : &adapters, is_from ? &n_files : &n_adapters, path,
                              &e);
             else
-                rc = add_file(is_from ? &files : &adapters, is_from ? &n_files : &n_adapters,
-                              path);
+                rc = add_file(is_from ? &files : &adapters, is_from ? &n_files : &n_adapters, path);
         } else if (is_from) {
             from_name = cmd->args;
         } else {
@@ -708,4 +707,3 @@ out:
     buf_deinit(&text);
     return status;
 }
-

@@ -593,7 +593,8 @@ void cli_stats_render(const json_t *final, struct buf *out)
     if (pd > 0) {
         duration_format(pd, d, sizeof(d));
         buf_printf(out, "%-22s%s\n", "prompt eval duration:", d);
-        buf_printf(out, "%-22s%.2f tokens/s\n", "prompt eval rate:", (double)pc / ((double)pd / 1e9));
+        buf_printf(out, "%-22s%.2f tokens/s\n",
+                   "prompt eval rate:", (double)pc / ((double)pd / 1e9));
     }
     if (ec > 0)
         buf_printf(out, "%-22s%lld token(s)\n", "eval count:", (long long)ec);
@@ -633,8 +634,8 @@ static double percent_of(uint64_t current, uint64_t total)
     return p > 100 ? 100 : p;
 }
 
-void cli_bar_render(const char *label, uint64_t current, uint64_t total, double rate_bps,
-                    int width, struct buf *out)
+void cli_bar_render(const char *label, uint64_t current, uint64_t total, double rate_bps, int width,
+                    struct buf *out)
 {
     double pct = percent_of(current, total);
     char prefix[512], suffix[128], cur[32], tot[32];

@@ -127,8 +127,7 @@ int cli_media_extract(const char *text, bool images, bool audio, char **out_text
                     cli_base64((const unsigned char *)data.data, data.len, &b64);
                     json_array_append_new(media, json_stringn(b64.data ? b64.data : "", b64.len));
                     buf_deinit(&b64);
-                    fprintf(log, "Added %s '%s'\n", is_image ? "image" : "audio",
-                            buf_cstr(&path));
+                    fprintf(log, "Added %s '%s'\n", is_image ? "image" : "audio", buf_cstr(&path));
                     taken = true;
                     added++;
                 } else {

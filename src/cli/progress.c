@@ -18,25 +18,25 @@
 struct line {
     bool is_bar;
     bool stopped;
-    char *text;  // spinner message, or bar label
-    char *key;   // bar key (digest)
+    char *text; // spinner message, or bar label
+    char *key;  // bar key (digest)
     uint64_t completed, total;
     int64_t started_ns;
     // rate samples: one per second, the last MAX_SAMPLES
     int64_t sample_ns[MAX_SAMPLES];
     uint64_t sample_bytes[MAX_SAMPLES];
     int n_samples;
-    bool printed;  // plain mode: already written
+    bool printed; // plain mode: already written
 };
 
 struct cli_progress {
     FILE *out;
     bool tty;
-    pthread_mutex_t mu;  // guards everything below
+    pthread_mutex_t mu; // guards everything below
     pthread_cond_t cv;
     struct line *lines;
     int n_lines, cap;
-    int drawn;  // lines drawn by the last redraw
+    int drawn; // lines drawn by the last redraw
     int frame;
     bool done;
     pthread_t ticker;
@@ -82,8 +82,7 @@ static void sample(struct line *l, int64_t now)
 static void render_line(const struct line *l, int frame, int width, struct buf *out)
 {
     if (l->is_bar)
-        cli_bar_render(l->text, l->completed, l->total, l->stopped ? -1 : line_rate(l), width,
-                       out);
+        cli_bar_render(l->text, l->completed, l->total, l->stopped ? -1 : line_rate(l), width, out);
     else
         cli_spinner_render(l->text, frame, l->stopped, out);
 }

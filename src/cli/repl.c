@@ -28,17 +28,17 @@ struct repl {
     EditLine *el;
     History *hist;
     const char *prompt;
-    const char *placeholder;  // to draw before the first key of a line, or NULL
+    const char *placeholder; // to draw before the first key of a line, or NULL
     bool placeholder_shown;
-    bool fancy;             // a terminal that understands colours
+    bool fancy; // a terminal that understands colours
     bool ctrl_c;
     bool history_on;
-    char *history_path;  // NULL when history is disabled by OLLAMA_NOHISTORY
-    char **entries;      // the last HISTORY_MAX lines, oldest first
+    char *history_path; // NULL when history is disabled by OLLAMA_NOHISTORY
+    char **entries;     // the last HISTORY_MAX lines, oldest first
     int n_entries;
 };
 
-static struct repl *g_repl;  // for libedit's callbacks (one REPL per process)
+static struct repl *g_repl; // for libedit's callbacks (one REPL per process)
 
 static char *prompt_fn(EditLine *el)
 {
@@ -76,8 +76,11 @@ static int read_char(EditLine *el, wchar_t *wc)
         if (errno != EINTR)
             return -1;
     }
-    int len = b[0] < 0x80 ? 1 : (b[0] & 0xe0) == 0xc0 ? 2 : (b[0] & 0xf0) == 0xe0 ? 3
-                              : (b[0] & 0xf8) == 0xf0 ? 4 : 1;
+    int len = b[0] < 0x80             ? 1
+              : (b[0] & 0xe0) == 0xc0 ? 2
+              : (b[0] & 0xf0) == 0xe0 ? 3
+              : (b[0] & 0xf8) == 0xf0 ? 4
+                                      : 1;
     for (int i = 1; i < len; i++)
         if (read(STDIN_FILENO, b + i, 1) != 1)
             return -1;
@@ -152,8 +155,8 @@ static unsigned char on_paste(EditLine *el, int ch)
     while (el_getc(el, &c) == 1) {
         if (buf_append_char(&b, c == '\r' ? '\n' : c) < 0)
             break;
-        if (b.len >= sizeof(end) - 1 && memcmp(b.data + b.len - (sizeof(end) - 1), end,
-                                               sizeof(end) - 1) == 0) {
+        if (b.len >= sizeof(end) - 1 &&
+            memcmp(b.data + b.len - (sizeof(end) - 1), end, sizeof(end) - 1) == 0) {
             b.len -= sizeof(end) - 1;
             b.data[b.len] = '\0';
             break;
@@ -240,7 +243,7 @@ static char *read_line(struct repl *r, const char *prompt, bool *interrupted)
     r->prompt = prompt;
     // The grey placeholder is drawn by read_char once libedit has drawn
     // the prompt.
-    r->placeholder = !r->fancy                   ? NULL
+    r->placeholder = !r->fancy                     ? NULL
                      : strcmp(prompt, ">>> ") == 0 ? "Send a message (/? for help)"
                                                    : "Press Enter to send";
     r->ctrl_c = false;
@@ -441,7 +444,6 @@ static void set_system(struct repl *r, const char *text)
     printf("Set system message.\n");
 }
 
-
 // /set ...; returns true when a multi-line system message was started.
 static bool cmd_set(struct repl *r, const char *line, struct buf *sb)
 {
@@ -626,8 +628,8 @@ static void cmd_show(struct repl *r, const char *line)
                     buf_append_char(&b, '[');
                     size_t i;
                     const json_t *x;
-                    json_array_foreach(v, i, x) buf_printf(&b, "%s%s", i ? " " : "",
-                                                           json_string_value(x) ? json_string_value(x) : "");
+                    json_array_foreach(v, i, x) buf_printf(
+                        &b, "%s%s", i ? " " : "", json_string_value(x) ? json_string_value(x) : "");
                     buf_append_char(&b, ']');
                 } else if (json_is_string(v)) {
                     buf_append_str(&b, json_string_value(v));
@@ -817,7 +819,7 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     el_set(r.el, EL_BIND, "^G", "ollama-editor", NULL);
     el_wset(r.el, EL_ADDFN, L"ollama-paste", L"Bracketed paste", on_paste);
     el_set(r.el, EL_BIND, "\x1b[200~", "ollama-paste", NULL);
-    fputs("\x1b[?2004h", stdout);  // bracketed paste on
+    fputs("\x1b[?2004h", stdout); // bracketed paste on
 
     struct err e = {0};
     int status = 0;
@@ -841,7 +843,7 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
             if (empty && ml == ML_NONE && sb.len == 0)
                 printf("\nUse Ctrl + d or /bye to exit.\n");
             else if (!empty)
-                printf("\r\x1b[K");  // the typed text is dropped: clear the line
+                printf("\r\x1b[K"); // the typed text is dropped: clear the line
             else
                 printf("\n");
             fflush(stdout);

@@ -28,14 +28,14 @@ void cli_sigint_install(void)
     sigaction(SIGINT, &sa, NULL);
 }
 
-#define GREY "\x1b[90m"
-#define BOLD "\x1b[1m"
+#define GREY  "\x1b[90m"
+#define BOLD  "\x1b[1m"
 #define RESET "\x1b[0m"
 
 struct gen_ctx {
     struct cli_run_opts *o;
     bool chat;
-    bool plain;  // stdout is not a terminal: no colours
+    bool plain; // stdout is not a terminal: no colours
     struct cli_progress *spinner;
     struct cli_wrap wrap;
     bool think_open, think_closed;
@@ -72,8 +72,7 @@ static int on_chunk(void *ctx, const json_t *obj, struct err *e)
         buf_append_str(&g->thinking, thinking);
         if (!g->o->hide_thinking) {
             if (!g->think_open) {
-                fputs(g->plain ? "Thinking...\n" : GREY BOLD "Thinking..." RESET "\n" GREY,
-                      stdout);
+                fputs(g->plain ? "Thinking...\n" : GREY BOLD "Thinking..." RESET "\n" GREY, stdout);
                 g->think_open = true;
             }
             out_text(g, thinking, strlen(thinking));
@@ -101,7 +100,8 @@ static int on_chunk(void *ctx, const json_t *obj, struct err *e)
         printf("  Model called a non-existent function '%s()' with arguments: %s\n",
                json_string_value(json_object_get(fn, "name"))
                    ? json_string_value(json_object_get(fn, "name"))
-                   : "", args ? args : "{}");
+                   : "",
+               args ? args : "{}");
         free(args);
     }
     fflush(stdout);
@@ -321,7 +321,8 @@ int cli_cmd_run(struct cli_args *a)
     if (o.keep_alive) {
         // A Go duration: a bare number other than 0 has no unit.
         int64_t ns;
-        bool bare = o.keep_alive[0] && strspn(o.keep_alive, "0123456789.-+") == strlen(o.keep_alive);
+        bool bare =
+            o.keep_alive[0] && strspn(o.keep_alive, "0123456789.-+") == strlen(o.keep_alive);
         if (bare && strcmp(o.keep_alive, "0") != 0) {
             free(o.model);
             return cli_fail("time: missing unit in duration \"%s\"", o.keep_alive);

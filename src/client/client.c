@@ -19,7 +19,7 @@ struct client {
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static char user_agent[128];  // written once under curl_once
+static char user_agent[128]; // written once under curl_once
 
 // "ollama/<version> (<arch> <os>) ..." with Go's names for the platform.
 static void curl_init_once(void)
@@ -33,8 +33,7 @@ static void curl_init_once(void)
         else if (strcmp(u.machine, "x86_64") != 0)
             arch = u.machine;
     }
-    snprintf(user_agent, sizeof(user_agent), "ollama/%s (%s linux) ollama-c", OLLAMA_VERSION,
-             arch);
+    snprintf(user_agent, sizeof(user_agent), "ollama/%s (%s linux) ollama-c", OLLAMA_VERSION, arch);
 }
 
 int client_url_from_host(const char *ollama_host, char *out, size_t n, struct err *e)
@@ -185,7 +184,7 @@ struct line_reader {
     client_line_fn fn;
     void *ctx;
     CURL *h;
-    bool ok_status;  // decided on the first byte
+    bool ok_status; // decided on the first byte
     bool checked;
     struct buf *err_body;
     bool stopped;
@@ -227,8 +226,8 @@ static size_t write_lines(char *p, size_t size, size_t n, void *ctx)
 }
 
 int client_stream(struct client *c, const char *method, const char *path, const char *body,
-                  size_t body_len, client_line_fn fn, void *ctx, long *status,
-                  struct buf *err_body, struct err *e)
+                  size_t body_len, client_line_fn fn, void *ctx, long *status, struct buf *err_body,
+                  struct err *e)
 {
     struct curl_slist *headers = NULL;
     CURL *h = easy_new(c, method, path, body, body_len, &headers, true);
@@ -244,7 +243,7 @@ int client_stream(struct client *c, const char *method, const char *path, const 
         rc = err_set(e, ERR_CANCELLED, "cancelled");
     else if (cc != CURLE_OK)
         rc = curl_fail(cc, e);
-    if (rc == 0 && lr.line.len && lr.ok_status)  // a last line without newline
+    if (rc == 0 && lr.line.len && lr.ok_status) // a last line without newline
         if (fn(ctx, lr.line.data, lr.line.len) < 0)
             rc = ERR_CANCELLED;
     if (status)
@@ -264,13 +263,26 @@ const char *client_status_text(long status)
         long code;
         const char *text;
     } table[] = {
-        {200, "OK"}, {201, "Created"}, {204, "No Content"}, {301, "Moved Permanently"},
-        {307, "Temporary Redirect"}, {400, "Bad Request"}, {401, "Unauthorized"},
-        {403, "Forbidden"}, {404, "Not Found"}, {405, "Method Not Allowed"},
-        {408, "Request Timeout"}, {409, "Conflict"}, {413, "Request Entity Too Large"},
-        {429, "Too Many Requests"}, {499, "Client Closed Request"},
-        {500, "Internal Server Error"}, {501, "Not Implemented"}, {502, "Bad Gateway"},
-        {503, "Service Unavailable"}, {504, "Gateway Timeout"},
+        {200, "OK"},
+        {201, "Created"},
+        {204, "No Content"},
+        {301, "Moved Permanently"},
+        {307, "Temporary Redirect"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {408, "Request Timeout"},
+        {409, "Conflict"},
+        {413, "Request Entity Too Large"},
+        {429, "Too Many Requests"},
+        {499, "Client Closed Request"},
+        {500, "Internal Server Error"},
+        {501, "Not Implemented"},
+        {502, "Bad Gateway"},
+        {503, "Service Unavailable"},
+        {504, "Gateway Timeout"},
     };
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (table[i].code == status)
@@ -392,8 +404,7 @@ int client_call_stream(struct client *c, const char *path, const json_t *req, cl
     else if (rc == 0 && status >= 400) {
         char msg[ERR_MSG_MAX];
         error_message(&err_body, status, msg, sizeof(msg));
-        rc = err_set(e, status_code(status), "%ld %s: %s", status, client_status_text(status),
-                     msg);
+        rc = err_set(e, status_code(status), "%ld %s: %s", status, client_status_text(status), msg);
     }
     buf_deinit(&err_body);
     return rc;
@@ -473,8 +484,7 @@ int client_embed(struct client *c, const json_t *req, json_t **out, struct err *
     return client_call(c, "POST", "/api/embed", req, out, e);
 }
 
-int client_create(struct client *c, const json_t *req, client_json_fn fn, void *ctx,
-                  struct err *e)
+int client_create(struct client *c, const json_t *req, client_json_fn fn, void *ctx, struct err *e)
 {
     return client_call_stream(c, "/api/create", req, fn, ctx, e);
 }

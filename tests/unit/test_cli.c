@@ -53,10 +53,10 @@ static void test_table_list(void **state)
     // The ps example of cli.md §3.9.
     cli_table_init(&t, 6);
     const char *ph[6] = {"NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"};
-    const char *p1[6] = {"llama3:70b", "bcfb190ca3a7", "42 GB", "100% GPU", "4096",
-                         "4 minutes from now"};
-    const char *p2[6] = {"qwen3:14b", "bdbd181c33f2", "9.6 GB", "48%/52% CPU/GPU", "8192",
-                         "Forever"};
+    const char *p1[6] = {"llama3:70b", "bcfb190ca3a7", "42 GB",
+                         "100% GPU",   "4096",         "4 minutes from now"};
+    const char *p2[6] = {"qwen3:14b",       "bdbd181c33f2", "9.6 GB",
+                         "48%/52% CPU/GPU", "8192",         "Forever"};
     cli_table_add(&t, ph);
     cli_table_add(&t, p1);
     cli_table_add(&t, p2);
@@ -125,18 +125,26 @@ static void test_numbers(void **state)
     static const struct {
         double v;
         const char *want;
-    } floats[] = {{0.7, "0.7"},          {4096, "4096"},       {131072, "131072"},
-                  {1e-05, "1e-05"},      {1000000, "1e+06"},   {1048576, "1.048576e+06"},
-                  {4294967295.0, "4.294967295e+09"}, {-1, "-1"}, {0.0001, "0.0001"},
-                  {0, "0"},              {123456.5, "123456.5"}, {1e21, "1e+21"}};
+    } floats[] = {{0.7, "0.7"},
+                  {4096, "4096"},
+                  {131072, "131072"},
+                  {1e-05, "1e-05"},
+                  {1000000, "1e+06"},
+                  {1048576, "1.048576e+06"},
+                  {4294967295.0, "4.294967295e+09"},
+                  {-1, "-1"},
+                  {0.0001, "0.0001"},
+                  {0, "0"},
+                  {123456.5, "123456.5"},
+                  {1e21, "1e+21"}};
     for (size_t i = 0; i < sizeof(floats) / sizeof(floats[0]); i++) {
         cli_go_float(floats[i].v, s, sizeof(s));
         assert_string_equal(s, floats[i].want);
     }
 
     assert_int_equal(cli_text_width("abc", 3), 3);
-    assert_int_equal(cli_text_width("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 4);  // two wide CJK
-    assert_int_equal(cli_text_width("\xe2\x96\x88", 3), 1);              // a bar block
+    assert_int_equal(cli_text_width("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 4); // two wide CJK
+    assert_int_equal(cli_text_width("\xe2\x96\x88", 3), 1);             // a bar block
 }
 
 static void test_progress_lines(void **state)
@@ -190,8 +198,8 @@ static void test_stats(void **state)
     json_t *final = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "done", 1, "total_duration",
                               (json_int_t)10706818083LL, "load_duration", (json_int_t)6338219291LL,
                               "prompt_eval_count", (json_int_t)26, "prompt_eval_duration",
-                              (json_int_t)130079000, "eval_count", (json_int_t)259,
-                              "eval_duration", (json_int_t)4232710000LL);
+                              (json_int_t)130079000, "eval_count", (json_int_t)259, "eval_duration",
+                              (json_int_t)4232710000LL);
     struct buf b;
     buf_init(&b, 0);
     cli_stats_render(final, &b);
@@ -205,8 +213,8 @@ static void test_stats(void **state)
                    "eval rate:            61.19 tokens/s\n");
     json_decref(final);
     // Zero values are left out.
-    final = json_pack("{s:I,s:I}", "total_duration", (json_int_t)1500000, "eval_count",
-                      (json_int_t)0);
+    final =
+        json_pack("{s:I,s:I}", "total_duration", (json_int_t)1500000, "eval_count", (json_int_t)0);
     cli_stats_render(final, &b);
     assert_buf(&b, "total duration:       1.5ms\n");
     json_decref(final);
@@ -219,7 +227,7 @@ static void test_word_wrap(void **state)
     struct cli_wrap w;
     struct buf b;
     buf_init(&b, 0);
-    cli_wrap_init(&w, true, 20);  // wraps once a line would pass 15 columns
+    cli_wrap_init(&w, true, 20); // wraps once a line would pass 15 columns
     cli_wrap_feed(&w, "aaaa bbbb ccccccc", 17, &b);
     assert_buf(&b, "aaaa bbbb ccccc\x1b[5D\x1b[K\nccccccc");
     cli_wrap_reset(&w);
@@ -463,7 +471,8 @@ static void test_client_errors(void **state)
     assert_int_equal(client_new(&c, url, NULL), 0);
     err_clear(&e);
     assert_int_equal(client_heartbeat(c, &e), ERR_NETWORK);
-    assert_string_equal(e.msg, "could not connect to ollama server, run 'ollama serve' to start it");
+    assert_string_equal(e.msg,
+                        "could not connect to ollama server, run 'ollama serve' to start it");
     client_free(c);
     json_decref(req);
 }
@@ -591,12 +600,13 @@ static void test_generate_display(void **state)
 {
     (void)state;
     struct fake f;
-    fake_start(&f, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
-                   "{\"response\":\"\",\"thinking\":\"Let me \",\"done\":false}\n"
-                   "{\"response\":\"\",\"thinking\":\"think.\",\"done\":false}\n"
-                   "{\"response\":\"Hello\",\"done\":false}\n"
-                   "{\"response\":\" world\",\"done\":false}\n"
-                   "{\"response\":\"\",\"done\":true,\"eval_count\":2}\n");
+    fake_start(&f,
+               "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+               "{\"response\":\"\",\"thinking\":\"Let me \",\"done\":false}\n"
+               "{\"response\":\"\",\"thinking\":\"think.\",\"done\":false}\n"
+               "{\"response\":\"Hello\",\"done\":false}\n"
+               "{\"response\":\" world\",\"done\":false}\n"
+               "{\"response\":\"\",\"done\":true,\"eval_count\":2}\n");
     struct client *c = fake_client(&f);
     struct cli_run_opts o = {.model = "m", .wordwrap = true, .think = "true"};
     struct gen_case g = {.c = c, .o = &o, .prompt = "hi"};
@@ -621,14 +631,15 @@ static void test_generate_display(void **state)
     fake_stop(&f);
 
     // Chat: the reply comes back for the history; tool calls are shown.
-    fake_start(&f, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
-                   "{\"message\":{\"role\":\"assistant\",\"content\":\"Sure.\"},\"done\":false}\n"
-                   "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
-                   "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]},\"done\":false}\n"
-                   "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n");
+    fake_start(
+        &f, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"Sure.\"},\"done\":false}\n"
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
+            "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]},\"done\":false}\n"
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n");
     c = fake_client(&f);
-    struct cli_run_opts co = {.model = "m", .messages = json_pack("[{s:s,s:s}]", "role", "user",
-                                                                  "content", "hi")};
+    struct cli_run_opts co = {
+        .model = "m", .messages = json_pack("[{s:s,s:s}]", "role", "user", "content", "hi")};
     struct gen_case cg = {.c = c, .o = &co, .chat = true};
     out = capture_stdout(run_gen, &cg);
     assert_int_equal(cg.rc, 0);
@@ -671,8 +682,8 @@ static void test_media(void **state)
     char text[1200], esc[300];
     // "my\ pic.jpg": an escaped space.
     snprintf(esc, sizeof(esc), "%s/my\\ pic.jpg", dir);
-    snprintf(text, sizeof(text), "what is in %s and %s? also %s/missing.png %s %s", png, esc,
-             dir, txt, wav);
+    snprintf(text, sizeof(text), "what is in %s and %s? also %s/missing.png %s %s", png, esc, dir,
+             txt, wav);
     FILE *log = tmpfile();
     json_t *media = json_array();
     char *rest = NULL;
@@ -717,11 +728,11 @@ static void test_media(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table_list),   cmocka_unit_test(test_numbers),
-        cmocka_unit_test(test_progress_lines), cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_word_wrap),    cmocka_unit_test(test_show_report),
-        cmocka_unit_test(test_host_urls),    cmocka_unit_test(test_client_errors),
-        cmocka_unit_test(test_pull_progress), cmocka_unit_test(test_progress_tty),
+        cmocka_unit_test(test_table_list),       cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_progress_lines),   cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_word_wrap),        cmocka_unit_test(test_show_report),
+        cmocka_unit_test(test_host_urls),        cmocka_unit_test(test_client_errors),
+        cmocka_unit_test(test_pull_progress),    cmocka_unit_test(test_progress_tty),
         cmocka_unit_test(test_generate_display), cmocka_unit_test(test_media),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

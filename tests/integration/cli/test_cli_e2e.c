@@ -159,15 +159,17 @@ static void test_no_server(void **state)
     const char *const args[] = {"list", NULL};
     run_cli(&r, host, NULL, args);
     assert_int_equal(r.status, 1);
-    assert_string_equal(buf_cstr(&r.err),
-                        "Error: could not connect to ollama server, run 'ollama serve' to start it\n");
+    assert_string_equal(
+        buf_cstr(&r.err),
+        "Error: could not connect to ollama server, run 'ollama serve' to start it\n");
     result_deinit(&r);
 
     const char *const vargs[] = {"--version", NULL};
     run_cli(&r, host, NULL, vargs);
     assert_int_equal(r.status, 0);
-    assert_string_equal(buf_cstr(&r.out), "Warning: could not connect to a running Ollama instance\n"
-                                          "Warning: client version is " OLLAMA_VERSION "\n");
+    assert_string_equal(buf_cstr(&r.out),
+                        "Warning: could not connect to a running Ollama instance\n"
+                        "Warning: client version is " OLLAMA_VERSION "\n");
     result_deinit(&r);
 }
 
@@ -344,7 +346,7 @@ static void test_run_one_shot(void **state)
     const char *out = buf_cstr(&r.out);
     assert_true(r.out.len > 10);
     assert_true(cstr_ends_with(out, "\n\n"));
-    assert_null(strchr(out, '\x1b'));  // not a terminal: no wrap escapes
+    assert_null(strchr(out, '\x1b')); // not a terminal: no wrap escapes
     assert_non_null(strstr(buf_cstr(&r.err), "eval count:           12 token(s)\n"));
     assert_non_null(strstr(buf_cstr(&r.err), "total duration:       "));
     // Deterministic at temperature 0: the same text again, from piped stdin.
@@ -561,8 +563,8 @@ static void test_pull_push(void **state)
     snprintf(missing, sizeof(missing), "127.0.0.1:%d/library/nope", port);
     RUN(&r, NULL, "pull", missing, "--insecure");
     assert_int_equal(r.status, 1);
-    assert_true(cstr_ends_with(buf_cstr(&r.err),
-                               "Error: pull model manifest: file does not exist\n"));
+    assert_true(
+        cstr_ends_with(buf_cstr(&r.err), "Error: pull model manifest: file does not exist\n"));
     result_deinit(&r);
 
     RUN(&r, NULL, "rm", name);
@@ -580,8 +582,8 @@ static void test_pull_push(void **state)
 struct pty {
     pid_t pid;
     int fd;
-    struct buf seen;  // everything read so far
-    size_t mark;      // expect() searches from here
+    struct buf seen; // everything read so far
+    size_t mark;     // expect() searches from here
 };
 
 static void pty_start(struct pty *p, const char *const *args, const char *const *env)
@@ -855,11 +857,16 @@ static void test_repl_eof_nohistory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_server),       cmocka_unit_test(test_version_and_usage),
-        cmocka_unit_test(test_create_errors),   cmocka_unit_test(test_create_progress),
-        cmocka_unit_test(test_list_show_cp_rm), cmocka_unit_test(test_run_one_shot),
-        cmocka_unit_test(test_ps_stop),         cmocka_unit_test(test_run_interrupt),
-        cmocka_unit_test(test_pull_push),         cmocka_unit_test(test_repl),
+        cmocka_unit_test(test_no_server),
+        cmocka_unit_test(test_version_and_usage),
+        cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_create_progress),
+        cmocka_unit_test(test_list_show_cp_rm),
+        cmocka_unit_test(test_run_one_shot),
+        cmocka_unit_test(test_ps_stop),
+        cmocka_unit_test(test_run_interrupt),
+        cmocka_unit_test(test_pull_push),
+        cmocka_unit_test(test_repl),
         cmocka_unit_test(test_repl_eof_nohistory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
