@@ -817,6 +817,10 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     el_set(r.el, EL_BIND, "^C", "ollama-interrupt", NULL);
     el_wset(r.el, EL_ADDFN, L"ollama-editor", L"Edit the line in an editor", on_ctrl_g);
     el_set(r.el, EL_BIND, "^G", "ollama-editor", NULL);
+    // The shortcuts of `/? shortcuts`: Ctrl+W deletes the word before the
+    // cursor, Ctrl+U everything before it (emacs mode binds them otherwise).
+    el_set(r.el, EL_BIND, "^W", "ed-delete-prev-word", NULL);
+    el_set(r.el, EL_BIND, "^U", "vi-kill-line-prev", NULL);
     el_wset(r.el, EL_ADDFN, L"ollama-paste", L"Bracketed paste", on_paste);
     el_set(r.el, EL_BIND, "\x1b[200~", "ollama-paste", NULL);
     fputs("\x1b[?2004h", stdout); // bracketed paste on
