@@ -848,6 +848,10 @@ static void test_repl_eof_nohistory(void **state)
     pty_send(&p, "/set wordwrap\r");
     assert_true(expect(&p, "Set 'wordwrap' mode.", 5000));
     assert_true(expect(&p, ">>> ", 5000));
+    // Ctrl+U drops the text before the cursor, Ctrl+W the word before it.
+    pty_send(&p, "nonsense text\x15/set quiet extra\x17\r");
+    assert_true(expect(&p, "Set 'quiet' mode.", 5000));
+    assert_true(expect(&p, ">>> ", 5000));
     // Ctrl+D on an empty line exits.
     pty_send(&p, "\x04");
     assert_int_equal(pty_wait(&p), 0);
