@@ -18,6 +18,21 @@
 struct server;
 struct srv_stream;
 
+// An output encoder for a streamed reply (openai.c uses it to turn native
+// NDJSON objects into Server-Sent Events). Set on a request before its
+// handler runs; srv_stream_start takes it over (ctx included) and then every
+// object the handler writes with srv_stream_json_line goes to encode()
+// instead of becoming an NDJSON line, and finish() runs once in
+// srv_stream_end, before the stream closes. If no stream starts, whoever set
+// it frees ctx.
+struct srv_encoder {
+    const char *content_type;  // static string; replaces the handler's
+    int (*encode)(void *ctx, struct srv_stream *st, const json_t *obj);
+    void (*finish)(void *ctx, struct srv_stream *st);
+    void (*free)(void *ctx);
+    void *ctx;
+};
+
 // One HTTP request, owned by the connection. Handlers read it and answer with
 // exactly one srv_reply_* call or one srv_stream_start.
 struct srv_req {
@@ -42,6 +57,8 @@ struct srv_req {
     bool upload_started;
     int upload_rc;
     struct err upload_err;
+    // Output encoder for the next stream (encode == NULL: plain NDJSON).
+    struct srv_encoder encoder;
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);
@@ -61,6 +78,7 @@ struct srv_route {
 extern const struct srv_route server_core_routes[];
 extern const struct srv_route server_model_routes[];
 extern const struct srv_route server_generate_routes[];
+extern const struct srv_route server_openai_routes[];
 extern const struct srv_route *const server_route_tables[];
 
 // Options (options.c): merges model params and request options with type
