@@ -81,6 +81,24 @@ extern const struct srv_route server_generate_routes[];
 extern const struct srv_route server_openai_routes[];
 extern const struct srv_route *const server_route_tables[];
 
+// OpenAI translation (openai.c; spec/openai.md), exposed for tests.
+// A /v1/chat/completions or /v1/completions body (any JSON object) → the
+// native /api/chat or /api/generate body; NULL with e set (a 400: wrong
+// field types with the decoder's wording, or upstream's translation errors).
+json_t *srv_openai_chat_request(const json_t *body, struct err *e);
+json_t *srv_openai_completion_request(const json_t *body, struct err *e);
+// A native non-streamed answer → chat.completion / text_completion object.
+json_t *srv_openai_chat_completion(const char *id, const json_t *native);
+json_t *srv_openai_text_completion(const char *id, const json_t *native, bool chunk);
+// Streaming: one state per stream (free() it); each native object appends
+// its SSE events ("data: {...}\n\n") to out. [DONE] is the caller's.
+struct srv_openai_stream;
+struct srv_openai_stream *srv_openai_stream_new(bool chat, bool include_usage);
+void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *native, struct buf *out);
+// Standard base64 with padding; valid = what Go's StdEncoding decodes.
+void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out);
+bool srv_base64_valid(const char *s);
+
 // Options (options.c): merges model params and request options with type
 // checks (ERR_INTERNAL "option \"top_k\" must be of type integer").
 int srv_options_merge(const json_t *model_params, const json_t *request, json_t **out,

@@ -205,7 +205,7 @@ static void set_real(json_t *o, const char *key, const json_t *v)
 static const char b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static void b64_encode(const unsigned char *p, size_t n, struct buf *out)
+void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out)
 {
     for (size_t i = 0; i < n; i += 3) {
         uint32_t v = (uint32_t)p[i] << 16;
@@ -228,7 +228,7 @@ static int b64_value(char c)
 
 // Go's base64.StdEncoding.DecodeString acceptance: groups of 4, '=' only as
 // final padding, padding bits zero; CR/LF are skipped.
-static bool b64_valid(const char *s)
+bool srv_base64_valid(const char *s)
 {
     int vals[4];
     int n = 0, pad = 0;
@@ -351,7 +351,7 @@ static const char *image_payload(const char *url, struct err *e)
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
         if (cstr_starts_with(url, prefixes[i])) {
             const char *p = url + strlen(prefixes[i]);
-            if (b64_valid(p))
+            if (srv_base64_valid(p))
                 return p;
             break;
         }
@@ -457,7 +457,7 @@ static int convert_message(const json_t *msgs, const json_t *m, json_t *out, str
                                                      : "invalid input_audio format");
                     break;
                 }
-                if (!b64_valid(data)) {
+                if (!srv_base64_valid(data)) {
                     json_decref(n);
                     rc = err_set(e, ERR_INVALID, "invalid input_audio base64 data");
                     break;
@@ -581,8 +581,14 @@ static json_t *convert_format(const json_t *rf)
     return NULL;
 }
 
-static json_t *chat_request(const json_t *b, struct err *e)
+json_t *srv_openai_chat_request(const json_t *b, struct err *e)
 {
+    if (check_fields(b, chat_fields, e) < 0)
+        return NULL;
+    if (json_array_size(json_object_get(b, "messages")) == 0) {
+        err_set(e, ERR_INVALID, "[] is too short - 'messages'");
+        return NULL;
+    }
     json_t *n = json_object();
     json_t *v;
     if ((v = json_object_get(b, "model")))
@@ -600,10 +606,10 @@ static json_t *chat_request(const json_t *b, struct err *e)
     jsonx_set(n, "options", options);
     if (convert_stop(json_object_get(b, "stop"), false, options, e) < 0)
         goto fail;
-    if (json_is_integer(v = json_object_get(b, "max_tokens")) ||
-        json_is_integer(v = json_object_get(b, "max_completion_tokens")) ||
-        json_is_number(v = json_object_get(b, "max_tokens")) ||
-        json_is_number(v = json_object_get(b, "max_completion_tokens")))
+    // max_completion_tokens (ollama-c extension) when max_tokens is absent.
+    if (!json_is_number(v = json_object_get(b, "max_tokens")))
+        v = json_object_get(b, "max_completion_tokens");
+    if (json_is_number(v))
         jsonx_set_int(options, "num_predict", (int64_t)json_number_value(v));
     v = json_object_get(b, "temperature");
     jsonx_set(options, "temperature", json_real(json_is_number(v) ? json_number_value(v) : 1.0));
@@ -639,8 +645,10 @@ fail:
     return NULL;
 }
 
-static json_t *completion_request(const json_t *b, struct err *e)
+json_t *srv_openai_completion_request(const json_t *b, struct err *e)
 {
+    if (check_fields(b, completion_fields, e) < 0)
+        return NULL;
     json_t *n = json_object();
     json_t *v;
     if ((v = json_object_get(b, "model")))
@@ -681,7 +689,7 @@ static json_t *completion_request(const json_t *b, struct err *e)
 // ---------------------------------------------------------------------------
 // Responses (spec §2.3, §2.4, §3)
 
-struct oai_stream {
+struct srv_openai_stream {
     bool chat;
     bool include_usage;
     char id[32];
@@ -689,6 +697,15 @@ struct oai_stream {
     bool first_sent;
     bool tool_call_sent;
 };
+
+struct srv_openai_stream *srv_openai_stream_new(bool chat, bool include_usage)
+{
+    struct srv_openai_stream *s = xcalloc(1, sizeof(*s));
+    s->chat = chat;
+    s->include_usage = include_usage;
+    make_id(s->id, sizeof(s->id), chat ? "chatcmpl" : "cmpl");
+    return s;
+}
 
 static void set_model(json_t *o, const json_t *nat)
 {
@@ -751,7 +768,7 @@ static json_t *logprobs_of(const json_t *native)
     return json_pack("{s:O}", "content", lp);
 }
 
-static json_t *chat_completion(const char *id, const json_t *nat)
+json_t *srv_openai_chat_completion(const char *id, const json_t *nat)
 {
     const json_t *msg = json_object_get(nat, "message");
     json_t *o = json_object();
@@ -783,7 +800,7 @@ static json_t *chat_completion(const char *id, const json_t *nat)
     return o;
 }
 
-static json_t *text_completion(const char *id, const json_t *nat, bool chunk)
+json_t *srv_openai_text_completion(const char *id, const json_t *nat, bool chunk)
 {
     json_t *o = json_object();
     jsonx_set_str(o, "id", id);
@@ -816,7 +833,7 @@ static void sse_event(struct buf *out, json_t *obj)
     json_decref(obj);
 }
 
-static json_t *chat_chunk(const struct oai_stream *s, const json_t *nat, json_t *delta,
+static json_t *chat_chunk(const struct srv_openai_stream *s, const json_t *nat, json_t *delta,
                           json_t *finish)
 {
     json_t *o = json_object();
@@ -834,7 +851,7 @@ static json_t *chat_chunk(const struct oai_stream *s, const json_t *nat, json_t 
 }
 
 // One native chat object → chunks (spec §2.4).
-static void encode_chat(struct oai_stream *s, const json_t *nat, struct buf *out)
+static void encode_chat(struct srv_openai_stream *s, const json_t *nat, struct buf *out)
 {
     const json_t *msg = json_object_get(nat, "message");
     bool done = json_is_true(json_object_get(nat, "done"));
@@ -895,9 +912,9 @@ static void encode_chat(struct oai_stream *s, const json_t *nat, struct buf *out
     }
 }
 
-static void encode_completion(struct oai_stream *s, const json_t *nat, struct buf *out)
+static void encode_completion(struct srv_openai_stream *s, const json_t *nat, struct buf *out)
 {
-    json_t *c = text_completion(s->id, nat, true);
+    json_t *c = srv_openai_text_completion(s->id, nat, true);
     if (s->include_usage)
         jsonx_set(c, "usage", json_pack("{s:i,s:i,s:i}", "prompt_tokens", 0, "completion_tokens",
                                         0, "total_tokens", 0));
@@ -912,7 +929,7 @@ static void encode_completion(struct oai_stream *s, const json_t *nat, struct bu
     sse_event(out, c);
 }
 
-static void encode_any(struct oai_stream *s, const json_t *nat, struct buf *out)
+void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *nat, struct buf *out)
 {
     json_t *err = json_object_get(nat, "error");
     if (err) {
@@ -931,7 +948,7 @@ static int stream_encode(void *ctx, struct srv_stream *st, const json_t *obj)
 {
     struct buf out;
     buf_init(&out, 0);
-    encode_any(ctx, obj, &out);
+    srv_openai_stream_encode(ctx, obj, &out);
     int rc = srv_stream_write(st, out.data ? out.data : "", out.len);
     buf_deinit(&out);
     return rc;
@@ -948,24 +965,16 @@ static void stream_finish(void *ctx, struct srv_stream *st)
 static void run_completion(struct srv_req *r, bool chat)
 {
     struct err e = {0};
-    json_t *b = body_json(r, chat ? chat_fields : completion_fields);
+    json_t *b = body_json(r, NULL);
     if (!b)
         return;
-    json_t *native = NULL;
-    if (chat && json_array_size(json_object_get(b, "messages")) == 0) {
-        reply_error(r, 400, "[] is too short - 'messages'");
-        goto out;
-    }
-    native = chat ? chat_request(b, &e) : completion_request(b, &e);
+    json_t *native = chat ? srv_openai_chat_request(b, &e) : srv_openai_completion_request(b, &e);
     if (!native) {
         reply_error(r, 400, e.msg);
         goto out;
     }
     bool stream = json_is_true(json_object_get(b, "stream"));
-    struct oai_stream *s = xcalloc(1, sizeof(*s));
-    s->chat = chat;
-    s->include_usage = include_usage(b);
-    make_id(s->id, sizeof(s->id), chat ? "chatcmpl" : "cmpl");
+    struct srv_openai_stream *s = srv_openai_stream_new(chat, include_usage(b));
     if (stream) {
         r->encoder = (struct srv_encoder){
             .content_type = "text/event-stream",
@@ -994,13 +1003,13 @@ static void run_completion(struct srv_req *r, bool chat)
             // a streaming request: still sent as events.
             struct buf out;
             buf_init(&out, 0);
-            encode_any(s, nat, &out);
+            srv_openai_stream_encode(s, nat, &out);
             buf_append_str(&out, "data: [DONE]\n\n");
             srv_reply(r, 200, "text/event-stream", out.data, out.len);
             buf_deinit(&out);
         } else {
-            srv_reply_json(r, 200, chat ? chat_completion(s->id, nat)
-                                        : text_completion(s->id, nat, false));
+            srv_reply_json(r, 200, chat ? srv_openai_chat_completion(s->id, nat)
+                                        : srv_openai_text_completion(s->id, nat, false));
         }
         json_decref(nat);
     }
@@ -1083,7 +1092,7 @@ static void handle_embeddings(struct srv_req *r)
             }
             struct buf enc;
             buf_init(&enc, 0);
-            b64_encode(bytes, n * 4, &enc);
+            srv_base64_encode(bytes, n * 4, &enc);
             jsonx_set_strn(item, "embedding", enc.data ? enc.data : "", enc.len);
             buf_deinit(&enc);
             free(bytes);
