@@ -13,13 +13,21 @@ const messages = [{ role: 'user', content: 'Once upon a time' }];
 
 describe('models', () => {
   test('list', async () => {
+    // A namespaced copy (made with plain HTTP) is owned by its namespace.
+    const copied = await fetch(`${HOST}/api/copy`, {
+      method: 'POST',
+      body: JSON.stringify({ source: 'stories', destination: 'alice/story:v1' }),
+    });
+    assert.equal(copied.status, 200);
     const ids = [];
     for await (const m of client.models.list()) {
       assert.equal(m.object, 'model');
       assert.equal(typeof m.created, 'number');
-      assert.equal(m.owned_by, 'library');
+      assert.equal(m.owned_by, m.id.startsWith('alice/') ? 'alice' : 'library');
       ids.push(m.id);
     }
+    assert.ok(ids.includes('alice/story:v1'));
+    await fetch(`${HOST}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'alice/story:v1' }) });
     for (const id of ['stories:latest', 'toolbox:latest', 'thinker:latest', 'tiny:latest'])
       assert.ok(ids.includes(id), `${id} in ${ids}`);
   });
@@ -30,6 +38,7 @@ describe('models', () => {
     assert.equal(m.object, 'model');
     assert.equal(m.owned_by, 'library');
     assert.ok(m.created > 1700000000);
+    assert.equal((await client.models.retrieve('stories:latest')).id, 'stories:latest');
     await assert.rejects(client.models.retrieve('gpt-4'), (err) => {
       assert.ok(err instanceof OpenAI.NotFoundError);
       assert.equal(err.status, 404);
