@@ -120,6 +120,12 @@ try {
         ok();
       });
     });
+    // A clean shutdown is part of the test (sanitizer builds report leaks here).
+    if (status === 0 && server.exitCode !== 0) {
+      console.error(`ollama serve exited with ${server.exitCode ?? server.signalCode}`);
+      console.error(readFileSync(join(tmp, 'serve.log'), 'utf8').slice(-8000));
+      status = 1;
+    }
   }
   rmSync(tmp, { recursive: true, force: true });
 }
