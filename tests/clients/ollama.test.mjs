@@ -228,3 +228,32 @@ describe('embed', () => {
     assert.ok(legacy.embedding.length > 8);
   });
 });
+
+// What other clients send: no "stream" (native default: streaming), "stream":
+// true on one-shot endpoints, "think": false everywhere.
+describe('client quirks (plain HTTP)', () => {
+  const post = (path, body) => fetch(`${HOST}${path}`, { method: 'POST', body: JSON.stringify(body) });
+
+  test('stream omitted streams NDJSON', async () => {
+    const r = await post('/api/chat', {
+      model: 'stories', messages: [{ role: 'user', content: 'Once' }], think: false, options: { num_predict: 3 },
+    });
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type'), /application\/x-ndjson/);
+    const lines = (await r.text()).trim().split('\n').map((l) => JSON.parse(l));
+    assert.ok(lines.length >= 2);
+    assert.equal(lines.at(-1).done, true);
+  });
+
+  test('stream:true on one-shot endpoints', async () => {
+    const embed = await post('/api/embed', { model: 'stories', input: 'hi', stream: true });
+    assert.equal(embed.status, 200);
+    assert.equal((await embed.json()).embeddings.length, 1);
+    const show = await post('/api/show', { model: 'stories', stream: true });
+    assert.equal(show.status, 200);
+    assert.ok((await show.json()).capabilities.includes('completion'));
+    const v1 = await post('/v1/embeddings', { model: 'stories', input: 'hi', stream: true });
+    assert.equal(v1.status, 200);
+    assert.equal((await v1.json()).data.length, 1);
+  });
+});
