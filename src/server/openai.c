@@ -128,25 +128,49 @@ struct field {
 };
 
 static const struct field chat_fields[] = {
-    {"model", F_STR},           {"messages", F_ARR},         {"stream", F_BOOL},
-    {"stream_options", F_OBJ},  {"max_tokens", F_INT},       {"max_completion_tokens", F_INT},
-    {"seed", F_INT},            {"temperature", F_NUM},      {"frequency_penalty", F_NUM},
-    {"presence_penalty", F_NUM}, {"top_p", F_NUM},           {"response_format", F_OBJ},
-    {"tools", F_ARR},           {"reasoning", F_OBJ},        {"reasoning_effort", F_STR},
-    {"logprobs", F_BOOL},       {"top_logprobs", F_INT},     {"_debug_render_only", F_BOOL},
+    {"model", F_STR},
+    {"messages", F_ARR},
+    {"stream", F_BOOL},
+    {"stream_options", F_OBJ},
+    {"max_tokens", F_INT},
+    {"max_completion_tokens", F_INT},
+    {"seed", F_INT},
+    {"temperature", F_NUM},
+    {"frequency_penalty", F_NUM},
+    {"presence_penalty", F_NUM},
+    {"top_p", F_NUM},
+    {"response_format", F_OBJ},
+    {"tools", F_ARR},
+    {"reasoning", F_OBJ},
+    {"reasoning_effort", F_STR},
+    {"logprobs", F_BOOL},
+    {"top_logprobs", F_INT},
+    {"_debug_render_only", F_BOOL},
     {NULL, F_STR},
 };
 
 static const struct field completion_fields[] = {
-    {"model", F_STR},          {"prompt", F_STR},           {"suffix", F_STR},
-    {"stream", F_BOOL},        {"stream_options", F_OBJ},   {"max_tokens", F_INT},
-    {"seed", F_INT},           {"temperature", F_NUM},      {"top_p", F_NUM},
-    {"frequency_penalty", F_NUM}, {"presence_penalty", F_NUM}, {"logprobs", F_INT},
-    {"_debug_render_only", F_BOOL}, {NULL, F_STR},
+    {"model", F_STR},
+    {"prompt", F_STR},
+    {"suffix", F_STR},
+    {"stream", F_BOOL},
+    {"stream_options", F_OBJ},
+    {"max_tokens", F_INT},
+    {"seed", F_INT},
+    {"temperature", F_NUM},
+    {"top_p", F_NUM},
+    {"frequency_penalty", F_NUM},
+    {"presence_penalty", F_NUM},
+    {"logprobs", F_INT},
+    {"_debug_render_only", F_BOOL},
+    {NULL, F_STR},
 };
 
 static const struct field embed_fields[] = {
-    {"model", F_STR}, {"dimensions", F_INT}, {"encoding_format", F_STR}, {NULL, F_STR},
+    {"model", F_STR},
+    {"dimensions", F_INT},
+    {"encoding_format", F_STR},
+    {NULL, F_STR},
 };
 
 static int check_fields(const json_t *b, const struct field *f, struct err *e)
@@ -159,12 +183,24 @@ static int check_fields(const json_t *b, const struct field *f, struct err *e)
         json_t *jv;
         int rc = 0;
         switch (f->type) {
-        case F_STR: rc = jsonx_get_str(b, f->name, &s, false, e); break;
-        case F_BOOL: rc = jsonx_get_bool(b, f->name, &bv, false, e); break;
-        case F_INT: rc = jsonx_get_int(b, f->name, &iv, INT32_MIN, INT32_MAX, false, e); break;
-        case F_NUM: rc = jsonx_get_double(b, f->name, &dv, false, e); break;
-        case F_OBJ: rc = jsonx_get_obj(b, f->name, &jv, false, e); break;
-        case F_ARR: rc = jsonx_get_arr(b, f->name, &jv, false, e); break;
+        case F_STR:
+            rc = jsonx_get_str(b, f->name, &s, false, e);
+            break;
+        case F_BOOL:
+            rc = jsonx_get_bool(b, f->name, &bv, false, e);
+            break;
+        case F_INT:
+            rc = jsonx_get_int(b, f->name, &iv, INT32_MIN, INT32_MAX, false, e);
+            break;
+        case F_NUM:
+            rc = jsonx_get_double(b, f->name, &dv, false, e);
+            break;
+        case F_OBJ:
+            rc = jsonx_get_obj(b, f->name, &jv, false, e);
+            break;
+        case F_ARR:
+            rc = jsonx_get_arr(b, f->name, &jv, false, e);
+            break;
         }
         if (rc < 0)
             return rc;
@@ -296,7 +332,8 @@ static int native_tool_calls(const json_t *calls, json_t **out, struct err *e)
     json_t *arr = json_array();
     size_t i;
     json_t *c;
-    json_array_foreach(calls, i, c) {
+    json_array_foreach(calls, i, c)
+    {
         json_t *fn = json_object_get(c, "function");
         json_t *args = tool_arguments(json_object_get(fn, "arguments"));
         if (!json_is_object(c) || !args) {
@@ -325,7 +362,8 @@ static const char *tool_name_for(const json_t *messages, const char *id)
     for (size_t i = json_array_size(messages); i-- > 0;) {
         size_t k;
         json_t *c;
-        json_array_foreach(json_object_get(json_array_get(messages, i), "tool_calls"), k, c) {
+        json_array_foreach(json_object_get(json_array_get(messages, i), "tool_calls"), k, c)
+        {
             const char *cid = json_string_value(json_object_get(c, "id"));
             if (cid && strcmp(cid, id) == 0) {
                 const char *n =
@@ -421,7 +459,8 @@ static int convert_message(const json_t *msgs, const json_t *m, json_t *out, str
     } else if (json_is_array(content)) {
         size_t i;
         json_t *part;
-        json_array_foreach(content, i, part) {
+        json_array_foreach(content, i, part)
+        {
             const char *type = json_string_value(json_object_get(part, "type"));
             json_t *n = json_object();
             jsonx_set_str(n, "role", role);
@@ -452,9 +491,9 @@ static int convert_message(const json_t *msgs, const json_t *m, json_t *out, str
                 const char *data = json_string_value(json_object_get(ia, "data"));
                 if (!json_is_object(ia) || !data) {
                     json_decref(n);
-                    rc = err_set(e, ERR_INVALID, json_is_object(ia)
-                                                     ? "invalid input_audio format: missing data"
-                                                     : "invalid input_audio format");
+                    rc = err_set(e, ERR_INVALID,
+                                 json_is_object(ia) ? "invalid input_audio format: missing data"
+                                                    : "invalid input_audio format");
                     break;
                 }
                 if (!srv_base64_valid(data)) {
@@ -510,13 +549,14 @@ static int convert_stop(const json_t *stop, bool strict, json_t *options, struct
         json_t *arr = json_array();
         size_t i;
         json_t *s;
-        json_array_foreach(stop, i, s) {
+        json_array_foreach(stop, i, s)
+        {
             if (json_is_string(s)) {
                 jsonx_arr_append(arr, json_incref(s));
             } else if (strict) {
                 json_decref(arr);
                 return err_set(e, ERR_INVALID, "invalid type for 'stop' field: %s",
-                               json_is_number(s) ? "float64"
+                               json_is_number(s)    ? "float64"
                                : json_is_boolean(s) ? "bool"
                                : json_is_null(s)    ? "<nil>"
                                : json_is_array(s)   ? "[]interface {}"
@@ -598,7 +638,8 @@ json_t *srv_openai_chat_request(const json_t *b, struct err *e)
     size_t i;
     json_t *m;
     const json_t *in = json_object_get(b, "messages");
-    json_array_foreach(in, i, m) {
+    json_array_foreach(in, i, m)
+    {
         if (convert_message(in, m, msgs, e) < 0)
             goto fail;
     }
@@ -653,7 +694,8 @@ json_t *srv_openai_completion_request(const json_t *b, struct err *e)
     json_t *v;
     if ((v = json_object_get(b, "model")))
         json_object_set(n, "model", v);
-    jsonx_set_str(n, "prompt", json_is_string(v = json_object_get(b, "prompt")) ? json_string_value(v) : "");
+    jsonx_set_str(n, "prompt",
+                  json_is_string(v = json_object_get(b, "prompt")) ? json_string_value(v) : "");
     if (json_is_string(v = json_object_get(b, "suffix")) && *json_string_value(v))
         json_object_set(n, "suffix", v);
     json_t *options = json_object();
@@ -669,7 +711,8 @@ json_t *srv_openai_completion_request(const json_t *b, struct err *e)
     if (json_is_number(v = json_object_get(b, "seed")))
         jsonx_set_int(options, "seed", (int64_t)json_number_value(v));
     v = json_object_get(b, "frequency_penalty");
-    jsonx_set(options, "frequency_penalty", json_real(json_is_number(v) ? json_number_value(v) : 0));
+    jsonx_set(options, "frequency_penalty",
+              json_real(json_is_number(v) ? json_number_value(v) : 0));
     v = json_object_get(b, "presence_penalty");
     jsonx_set(options, "presence_penalty", json_real(json_is_number(v) ? json_number_value(v) : 0));
     v = json_object_get(b, "top_p");
@@ -693,7 +736,7 @@ struct srv_openai_stream {
     bool chat;
     bool include_usage;
     char id[32];
-    int64_t created;  // pinned from the first native object (chat)
+    int64_t created; // pinned from the first native object (chat)
     bool first_sent;
     bool tool_call_sent;
 };
@@ -731,7 +774,8 @@ static json_t *openai_tool_calls(const json_t *calls)
     json_t *out = json_array();
     size_t i;
     json_t *c;
-    json_array_foreach(calls, i, c) {
+    json_array_foreach(calls, i, c)
+    {
         json_t *fn = json_object_get(c, "function");
         json_t *o = json_object();
         const char *id = json_string_value(json_object_get(c, "id"));
@@ -899,9 +943,9 @@ static void encode_chat(struct srv_openai_stream *s, const json_t *nat, struct b
     }
     if (done) {
         const char *reason = json_string_value(json_object_get(nat, "done_reason"));
-        json_t *c = chat_chunk(s, nat, json_object(),
-                               finish_reason(reason && *reason ? reason : "stop",
-                                             s->tool_call_sent));
+        json_t *c =
+            chat_chunk(s, nat, json_object(),
+                       finish_reason(reason && *reason ? reason : "stop", s->tool_call_sent));
         sse_event(out, c);
         if (s->include_usage) {
             json_t *u = chat_chunk(s, nat, json_object(), NULL);
@@ -916,8 +960,9 @@ static void encode_completion(struct srv_openai_stream *s, const json_t *nat, st
 {
     json_t *c = srv_openai_text_completion(s->id, nat, true);
     if (s->include_usage)
-        jsonx_set(c, "usage", json_pack("{s:i,s:i,s:i}", "prompt_tokens", 0, "completion_tokens",
-                                        0, "total_tokens", 0));
+        jsonx_set(c, "usage",
+                  json_pack("{s:i,s:i,s:i}", "prompt_tokens", 0, "completion_tokens", 0,
+                            "total_tokens", 0));
     if (json_is_true(json_object_get(nat, "done")) && s->include_usage) {
         json_t *u = json_deep_copy(c);
         jsonx_set(u, "choices", json_array());
@@ -935,7 +980,7 @@ void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *nat, st
     if (err) {
         // After the status line is sent, errors travel as an event (spec §1).
         sse_event(out, error_object(500, json_is_string(err) ? json_string_value(err)
-                                                               : "internal error"));
+                                                             : "internal error"));
         return;
     }
     if (s->chat)
@@ -986,7 +1031,7 @@ static void run_completion(struct srv_req *r, bool chat)
     }
     bool ran = run_native(r, chat ? "/api/chat" : "/api/generate", native);
     if (stream && !r->encoder.ctx)
-        s = NULL;  // srv_stream_start took it: owned by the stream now
+        s = NULL; // srv_stream_start took it: owned by the stream now
     memset(&r->encoder, 0, sizeof(r->encoder));
     if (!ran || r->stream) {
         free(s);
@@ -1008,8 +1053,9 @@ static void run_completion(struct srv_req *r, bool chat)
             srv_reply(r, 200, "text/event-stream", out.data, out.len);
             buf_deinit(&out);
         } else {
-            srv_reply_json(r, 200, chat ? srv_openai_chat_completion(s->id, nat)
-                                        : srv_openai_text_completion(s->id, nat, false));
+            srv_reply_json(r, 200,
+                           chat ? srv_openai_chat_completion(s->id, nat)
+                                : srv_openai_text_completion(s->id, nat, false));
         }
         json_decref(nat);
     }
@@ -1077,7 +1123,8 @@ static void handle_embeddings(struct srv_req *r)
     json_t *data = json_array();
     size_t i;
     json_t *vec;
-    json_array_foreach(vectors, i, vec) {
+    json_array_foreach(vectors, i, vec)
+    {
         json_t *item = json_object();
         jsonx_set_str(item, "object", "embedding");
         if (b64) {
@@ -1087,7 +1134,7 @@ static void handle_embeddings(struct srv_req *r)
                 float f = (float)json_number_value(json_array_get(vec, k));
                 uint32_t u;
                 memcpy(&u, &f, 4);
-                for (int j = 0; j < 4; j++)  // little-endian whatever the host
+                for (int j = 0; j < 4; j++) // little-endian whatever the host
                     bytes[k * 4 + (size_t)j] = (unsigned char)(u >> (8 * j));
             }
             struct buf enc;
@@ -1148,7 +1195,8 @@ static void handle_models(struct srv_req *r)
     json_t *data = json_array();
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(tags, "models"), i, m) {
+    json_array_foreach(json_object_get(tags, "models"), i, m)
+    {
         const char *id = json_string_value(json_object_get(m, "model"));
         if (!id || !*id)
             id = json_string_value(json_object_get(m, "name"));

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(text);
             json_decref(n);
         } else if (!e.msg[0]) {
-            abort();  // a failed translation always says why
+            abort(); // a failed translation always says why
         }
         struct srv_openai_stream *s = srv_openai_stream_new(chat, true);
         struct buf out;
@@ -30,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         srv_openai_stream_encode(s, v, &out);
         buf_deinit(&out);
         free(s);
-        json_t *o = chat ? srv_openai_chat_completion("c", v) : srv_openai_text_completion("c", v, false);
+        json_t *o =
+            chat ? srv_openai_chat_completion("c", v) : srv_openai_text_completion("c", v, false);
         json_decref(o);
     }
     json_decref(v);

@@ -25,7 +25,7 @@
 
 static struct harness srv;
 static char stories_path[512];
-static bool models_were_null;  // GET /v1/models on the empty store gave "data": null
+static bool models_were_null; // GET /v1/models on the empty store gave "data": null
 
 #define GREEDY ", there was a little girl named Lily"
 
@@ -204,7 +204,8 @@ static void test_models_list(void **state)
     int64_t now = time_now_ns() / 1000000000;
     size_t i;
     json_t *m;
-    json_array_foreach(data, i, m) {
+    json_array_foreach(data, i, m)
+    {
         const char *id = str_at(m, "id", NULL);
         assert_string_equal(str_at(m, "object", NULL), "model");
         int64_t created = json_integer_value(json_object_get(m, "created"));
@@ -289,9 +290,8 @@ static void test_chat(void **state)
              "\"logit_bias\":{},\"tool_choice\":\"none\",\"parallel_tool_calls\":true,"
              "\"logprobs\":false,\"top_logprobs\":0,\"future_field\":{\"x\":1}}",
              200);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "usage"),
-                                                        "completion_tokens")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(v, "usage"), "completion_tokens")), 3);
     json_decref(v);
 }
 
@@ -308,11 +308,13 @@ static void test_chat_sampling(void **state)
     (void)state;
     char a[512], b[512], c[512];
     // stop: a string, or an array (non-strings skipped); finish_reason stop.
-    json_t *v = call("/v1/chat/completions",
-                     "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":"
-                     "\"Once upon a time\"}],\"max_tokens\":30,\"temperature\":0,\"stop\":\"Lily\"}",
-                     200);
-    assert_string_equal(str_at(choice0(v), "message", "content"), ", there was a little girl named ");
+    json_t *v =
+        call("/v1/chat/completions",
+             "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":"
+             "\"Once upon a time\"}],\"max_tokens\":30,\"temperature\":0,\"stop\":\"Lily\"}",
+             200);
+    assert_string_equal(str_at(choice0(v), "message", "content"),
+                        ", there was a little girl named ");
     assert_string_equal(str_at(choice0(v), "finish_reason", NULL), "stop");
     json_decref(v);
     chat_text("{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a "
@@ -396,9 +398,8 @@ static void test_chat_stream(void **state)
     n = json_array_size(ev);
     json_t *u = json_array_get(ev, n - 2);
     assert_int_equal(json_array_size(json_object_get(u, "choices")), 0);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(u, "usage"),
-                                                        "completion_tokens")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(u, "usage"), "completion_tokens")), 3);
     assert_string_equal(str_at(choice0(json_array_get(ev, n - 3)), "finish_reason", NULL),
                         "length");
     for (size_t i = 0; i + 2 < n; i++)
@@ -414,14 +415,14 @@ static void test_chat_stream(void **state)
 
 // The JSON schema forces `{"name":"get_weather","arguments":{"city":"Tokyo"}}`,
 // which the toolbox template's parser reads as a tool call.
-#define TOOLS                                                                                  \
-    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":" \
-    "\"Weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"       \
+#define TOOLS                                                                                      \
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":"    \
+    "\"Weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"          \
     "\"string\"}},\"required\":[\"city\"]}}}]"
-#define FORCE_CALL                                                                             \
-    "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"call\","         \
-    "\"schema\":{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},"     \
-    "\"arguments\":{\"type\":\"object\",\"properties\":{\"city\":{\"enum\":[\"Tokyo\"]}},"      \
+#define FORCE_CALL                                                                                 \
+    "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"call\","            \
+    "\"schema\":{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},"        \
+    "\"arguments\":{\"type\":\"object\",\"properties\":{\"city\":{\"enum\":[\"Tokyo\"]}},"         \
     "\"required\":[\"city\"]}},\"required\":[\"name\",\"arguments\"]}}}"
 
 static void check_call(const json_t *calls)
@@ -438,11 +439,12 @@ static void check_call(const json_t *calls)
 static void test_chat_tools(void **state)
 {
     (void)state;
-    json_t *v = call("/v1/chat/completions",
-                     "{\"model\":\"toolbox\",\"messages\":[{\"role\":\"user\",\"content\":"
-                     "\"Weather?\"}],\"temperature\":0,\"max_tokens\":200,\"tool_choice\":\"auto\","
-                     TOOLS "," FORCE_CALL "}",
-                     200);
+    json_t *v =
+        call("/v1/chat/completions",
+             "{\"model\":\"toolbox\",\"messages\":[{\"role\":\"user\",\"content\":"
+             "\"Weather?\"}],\"temperature\":0,\"max_tokens\":200,\"tool_choice\":\"auto\"," TOOLS
+             "," FORCE_CALL "}",
+             200);
     json_t *c = choice0(v);
     check_call(json_object_get(json_object_get(c, "message"), "tool_calls"));
     assert_string_equal(str_at(c, "message", "content"), "");
@@ -482,22 +484,23 @@ static void test_chat_tools(void **state)
     json_decref(v);
 
     // A model whose template has no tools.
-    expect_error("/v1/chat/completions",
-                 "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-                 TOOLS "}",
-                 400, "registry.ollama.ai/library/stories:latest does not support tools");
+    expect_error(
+        "/v1/chat/completions",
+        "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," TOOLS "}",
+        400, "registry.ollama.ai/library/stories:latest does not support tools");
 }
 
 static void test_chat_response_format(void **state)
 {
     (void)state;
-    json_t *v = call("/v1/chat/completions",
-                     "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once\"}],"
-                     "\"temperature\":0,\"max_tokens\":100,\"response_format\":{\"type\":"
-                     "\"json_schema\",\"json_schema\":{\"name\":\"a\",\"strict\":true,\"schema\":"
-                     "{\"type\":\"object\",\"properties\":{\"answer\":{\"enum\":[\"yes\",\"no\"]}},"
-                     "\"required\":[\"answer\"]}}}}",
-                     200);
+    json_t *v =
+        call("/v1/chat/completions",
+             "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once\"}],"
+             "\"temperature\":0,\"max_tokens\":100,\"response_format\":{\"type\":"
+             "\"json_schema\",\"json_schema\":{\"name\":\"a\",\"strict\":true,\"schema\":"
+             "{\"type\":\"object\",\"properties\":{\"answer\":{\"enum\":[\"yes\",\"no\"]}},"
+             "\"required\":[\"answer\"]}}}}",
+             200);
     json_t *content = parse(str_at(choice0(v), "message", "content"));
     const char *answer = str_at(content, "answer", NULL);
     assert_true(strcmp(answer, "yes") == 0 || strcmp(answer, "no") == 0);
@@ -525,10 +528,11 @@ static void test_chat_reasoning(void **state)
 {
     (void)state;
     // A thinking model thinks by default: the text is reasoning.
-    json_t *v = call("/v1/chat/completions",
-                     "{\"model\":\"thinker\",\"messages\":[{\"role\":\"user\",\"content\":\"Once\"}],"
-                     "\"temperature\":0,\"max_tokens\":5}",
-                     200);
+    json_t *v =
+        call("/v1/chat/completions",
+             "{\"model\":\"thinker\",\"messages\":[{\"role\":\"user\",\"content\":\"Once\"}],"
+             "\"temperature\":0,\"max_tokens\":5}",
+             200);
     json_t *m = json_object_get(choice0(v), "message");
     assert_string_equal(str_at(m, "content", NULL), "");
     assert_true(strlen(str_at(m, "reasoning", NULL)) > 0);
@@ -543,10 +547,11 @@ static void test_chat_reasoning(void **state)
     assert_null(json_object_get(m, "reasoning"));
     json_decref(v);
     // reasoning.effort, streamed: reasoning deltas.
-    json_t *ev = sse("/v1/chat/completions",
-                     "{\"model\":\"thinker\",\"messages\":[{\"role\":\"user\",\"content\":\"Once\"}],"
-                     "\"temperature\":0,\"max_tokens\":3,\"stream\":true,\"reasoning\":{\"effort\":"
-                     "\"minimal\"}}");
+    json_t *ev =
+        sse("/v1/chat/completions",
+            "{\"model\":\"thinker\",\"messages\":[{\"role\":\"user\",\"content\":\"Once\"}],"
+            "\"temperature\":0,\"max_tokens\":3,\"stream\":true,\"reasoning\":{\"effort\":"
+            "\"minimal\"}}");
     json_t *d = json_object_get(choice0(json_array_get(ev, 0)), "delta");
     assert_string_equal(str_at(d, "role", NULL), "assistant");
     assert_true(strlen(str_at(d, "reasoning", NULL)) > 0);
@@ -696,8 +701,8 @@ static void test_completions(void **state)
              200);
     assert_true(strlen(str_at(choice0(v), "text", NULL)) > 0);
     json_decref(v);
-    expect_error("/v1/completions", "{\"model\":\"stories\",\"prompt\":\"a\",\"suffix\":\"b\"}", 400,
-                 "registry.ollama.ai/library/stories:latest does not support insert");
+    expect_error("/v1/completions", "{\"model\":\"stories\",\"prompt\":\"a\",\"suffix\":\"b\"}",
+                 400, "registry.ollama.ai/library/stories:latest does not support insert");
     expect_error("/v1/completions", "{\"model\":\"stories\",\"prompt\":[\"a\",\"b\"]}", 400,
                  "json: cannot unmarshal array into field prompt of type string");
     expect_error("/v1/completions", "{\"model\":\"stories\",\"prompt\":\"a\",\"stop\":[\"x\",2]}",
@@ -709,9 +714,10 @@ static void test_completions(void **state)
 static void test_completions_stream(void **state)
 {
     (void)state;
-    json_t *ev = sse("/v1/completions",
-                     "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"max_tokens\":4,"
-                     "\"temperature\":0,\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+    json_t *ev =
+        sse("/v1/completions",
+            "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"max_tokens\":4,"
+            "\"temperature\":0,\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
     size_t n = json_array_size(ev);
     struct buf text;
     buf_init(&text, 0);
@@ -722,17 +728,15 @@ static void test_completions_stream(void **state)
         buf_append_str(&text, str_at(c, "text", NULL));
         assert_int_equal(json_is_null(json_object_get(c, "finish_reason")), i + 3 < n);
         // The upstream quirk: all-zero usage on every chunk.
-        assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "usage"),
-                                                            "total_tokens")),
-                         0);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(e, "usage"), "total_tokens")), 0);
     }
     assert_string_equal(str_at(choice0(json_array_get(ev, n - 3)), "finish_reason", NULL),
                         "length");
     json_t *u = json_array_get(ev, n - 2);
     assert_int_equal(json_array_size(json_object_get(u, "choices")), 0);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(u, "usage"),
-                                                        "completion_tokens")),
-                     4);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(u, "usage"), "completion_tokens")), 4);
     assert_true(cstr_starts_with(buf_cstr(&text), ", there was"));
     buf_deinit(&text);
     json_decref(ev);
@@ -782,9 +786,9 @@ static void decode_b64(const char *s, float *out, size_t n_floats)
 static void test_embeddings(void **state)
 {
     (void)state;
-    json_t *v = call("/v1/embeddings",
-                     "{\"model\":\"stories\",\"input\":[\"hello there\",\"a cat\"],\"user\":\"u\"}",
-                     200);
+    json_t *v =
+        call("/v1/embeddings",
+             "{\"model\":\"stories\",\"input\":[\"hello there\",\"a cat\"],\"user\":\"u\"}", 200);
     assert_string_equal(str_at(v, "object", NULL), "list");
     assert_string_equal(str_at(v, "model", NULL), "stories");
     json_t *data = json_object_get(v, "data");
@@ -799,7 +803,8 @@ static void test_embeddings(void **state)
         assert_true(dim > 8);
         double norm = 0;
         for (size_t k = 0; k < dim; k++)
-            norm += json_number_value(json_array_get(e, k)) * json_number_value(json_array_get(e, k));
+            norm +=
+                json_number_value(json_array_get(e, k)) * json_number_value(json_array_get(e, k));
         assert_true(fabs(norm - 1.0) < 1e-3);
     }
     json_t *u = json_object_get(v, "usage");
@@ -832,11 +837,12 @@ static void test_embeddings(void **state)
              "{\"model\":\"stories\",\"input\":\"hello\",\"dimensions\":8,"
              "\"encoding_format\":\"float\"}",
              200);
-    assert_int_equal(json_array_size(str_at(v, "object", NULL) ? json_object_get(
-                                          json_array_get(json_object_get(v, "data"), 0),
-                                          "embedding")
-                                                               : NULL),
-                     8);
+    assert_int_equal(
+        json_array_size(
+            str_at(v, "object", NULL)
+                ? json_object_get(json_array_get(json_object_get(v, "data"), 0), "embedding")
+                : NULL),
+        8);
     json_decref(v);
     v = call("/v1/embeddings", "{\"model\":\"stories\",\"input\":\"\"}", 200);
     assert_int_equal(json_array_size(json_object_get(v, "data")), 1);
@@ -907,11 +913,11 @@ static void *kill_runner_later(void *arg)
 static void test_stream_runner_killed(void **state)
 {
     (void)state;
-    json_t *v = call("/v1/completions", "{\"model\":\"stories\",\"prompt\":\"Once\",\"max_tokens\":1}",
-                     200);
+    json_t *v = call("/v1/completions",
+                     "{\"model\":\"stories\",\"prompt\":\"Once\",\"max_tokens\":1}", 200);
     json_decref(v);
     if (find_runner_pid() <= 0)
-        skip();  // runners are not children of the server here
+        skip(); // runners are not children of the server here
     pthread_t th;
     pthread_create(&th, NULL, kill_runner_later, NULL);
     // An endless stream: the runner dies, the error arrives as an event,
@@ -953,7 +959,7 @@ static size_t abort_after_bytes(char *p, size_t size, size_t n, void *arg)
     (void)p;
     struct abort_ctx *a = arg;
     a->received += size * n;
-    return a->received > 600 ? 0 : size * n;  // 0 aborts the transfer
+    return a->received > 600 ? 0 : size * n; // 0 aborts the transfer
 }
 
 static void test_stream_abort(void **state)
@@ -985,20 +991,13 @@ static void test_stream_abort(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_models_list),
-        cmocka_unit_test(test_chat),
-        cmocka_unit_test(test_chat_sampling),
-        cmocka_unit_test(test_chat_stream),
-        cmocka_unit_test(test_chat_tools),
-        cmocka_unit_test(test_chat_response_format),
-        cmocka_unit_test(test_chat_reasoning),
-        cmocka_unit_test(test_chat_images),
-        cmocka_unit_test(test_chat_errors),
-        cmocka_unit_test(test_completions),
-        cmocka_unit_test(test_completions_stream),
-        cmocka_unit_test(test_embeddings),
-        cmocka_unit_test(test_stream_abort),
-        cmocka_unit_test(test_stream_runner_killed),
+        cmocka_unit_test(test_models_list),        cmocka_unit_test(test_chat),
+        cmocka_unit_test(test_chat_sampling),      cmocka_unit_test(test_chat_stream),
+        cmocka_unit_test(test_chat_tools),         cmocka_unit_test(test_chat_response_format),
+        cmocka_unit_test(test_chat_reasoning),     cmocka_unit_test(test_chat_images),
+        cmocka_unit_test(test_chat_errors),        cmocka_unit_test(test_completions),
+        cmocka_unit_test(test_completions_stream), cmocka_unit_test(test_embeddings),
+        cmocka_unit_test(test_stream_abort),       cmocka_unit_test(test_stream_runner_killed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

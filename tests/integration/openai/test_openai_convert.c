@@ -106,12 +106,12 @@ static void test_chat_options(void **state)
     json_decref(n);
     // max_completion_tokens stands in for max_tokens, which wins when both are given.
     n = chat("{\"model\":\"m\"," MSG ",\"max_completion_tokens\":9}");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(n, "options"), "num_predict")),
-                     9);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(n, "options"), "num_predict")), 9);
     json_decref(n);
     n = chat("{\"model\":\"m\"," MSG ",\"max_completion_tokens\":9,\"max_tokens\":3}");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(n, "options"), "num_predict")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(n, "options"), "num_predict")), 3);
     json_decref(n);
     // logprobs, top_logprobs, _debug_render_only pass through.
     n = chat("{\"model\":\"m\"," MSG ",\"logprobs\":true,\"top_logprobs\":5,"
@@ -140,8 +140,9 @@ static void test_chat_format_and_tools(void **state)
     json_decref(n);
     n = chat("{\"model\":\"m\"," MSG ",\"tools\":[{\"type\":\"function\",\"function\":"
              "{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}]}");
-    assert_json(json_object_get(n, "tools"), "[{\"type\":\"function\",\"function\":"
-                                             "{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}]");
+    assert_json(json_object_get(n, "tools"),
+                "[{\"type\":\"function\",\"function\":"
+                "{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}]");
     json_decref(n);
 }
 
@@ -150,9 +151,9 @@ static void test_chat_reasoning(void **state)
     (void)state;
     static const struct {
         const char *effort, *think;
-    } cases[] = {{"none", "false"},   {"minimal", "\"low\""}, {"low", "\"low\""},
-                 {"medium", "\"medium\""}, {"high", "\"high\""}, {"max", "\"max\""},
-                 {"xhigh", "\"max\""}, {"ultra", "\"max\""}};
+    } cases[] = {{"none", "false"},        {"minimal", "\"low\""}, {"low", "\"low\""},
+                 {"medium", "\"medium\""}, {"high", "\"high\""},   {"max", "\"max\""},
+                 {"xhigh", "\"max\""},     {"ultra", "\"max\""}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char body[200];
         snprintf(body, sizeof(body), "{\"model\":\"m\"," MSG ",\"reasoning_effort\":\"%s\"}",
@@ -238,8 +239,9 @@ static void test_chat_errors(void **state)
                "invalid message content type: <nil>");
     chat_fails("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":1}]}",
                "invalid message content type: float64");
-    chat_fails("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"x\"}]}]}",
-               "invalid message format");
+    chat_fails(
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"x\"}]}]}",
+        "invalid message format");
     chat_fails("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
                "\"text\":1}]}]}",
                "invalid message format");
@@ -390,19 +392,23 @@ static void test_chat_stream(void **state)
     struct srv_openai_stream *s = srv_openai_stream_new(true, true);
     struct buf out;
     buf_init(&out, 0);
-    encode(s, "{\"model\":\"m\",\"created_at\":\"2024-07-15T00:00:00Z\",\"message\":{\"role\":"
-              "\"assistant\",\"content\":\"\",\"thinking\":\"hm\"},\"done\":false}",
+    encode(s,
+           "{\"model\":\"m\",\"created_at\":\"2024-07-15T00:00:00Z\",\"message\":{\"role\":"
+           "\"assistant\",\"content\":\"\",\"thinking\":\"hm\"},\"done\":false}",
            &out);
     // A piece holding thinking and content is split: reasoning first.
-    encode(s, "{\"model\":\"m\",\"created_at\":\"2024-07-15T00:00:09Z\",\"message\":{\"role\":"
-              "\"assistant\",\"content\":\"Hi\",\"thinking\":\"!\"},\"done\":false}",
+    encode(s,
+           "{\"model\":\"m\",\"created_at\":\"2024-07-15T00:00:09Z\",\"message\":{\"role\":"
+           "\"assistant\",\"content\":\"Hi\",\"thinking\":\"!\"},\"done\":false}",
            &out);
-    encode(s, "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\","
-              "\"tool_calls\":[{\"id\":\"call_1\",\"function\":{\"index\":0,\"name\":\"f\","
-              "\"arguments\":{}}}]},\"done\":false}",
+    encode(s,
+           "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\","
+           "\"tool_calls\":[{\"id\":\"call_1\",\"function\":{\"index\":0,\"name\":\"f\","
+           "\"arguments\":{}}}]},\"done\":false}",
            &out);
-    encode(s, "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":"
-              "true,\"done_reason\":\"stop\",\"prompt_eval_count\":2,\"eval_count\":3}",
+    encode(s,
+           "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":"
+           "true,\"done_reason\":\"stop\",\"prompt_eval_count\":2,\"eval_count\":3}",
            &out);
     json_t *ev = events(buf_cstr(&out));
     assert_int_equal(json_array_size(ev), 6);
@@ -439,17 +445,18 @@ static void test_chat_stream(void **state)
     // include_usage; length passes through; errors become error events.
     s = srv_openai_stream_new(true, false);
     buf_reset(&out);
-    encode(s, "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":"
-              "true,\"done_reason\":\"length\"}",
+    encode(s,
+           "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":"
+           "true,\"done_reason\":\"length\"}",
            &out);
     encode(s, "{\"error\":\"boom\"}", &out);
     ev = events(buf_cstr(&out));
     assert_int_equal(json_array_size(ev), 3);
     assert_json(delta_of(json_array_get(ev, 0)), "{\"role\":\"assistant\",\"content\":\"\"}");
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(json_array_get(ev, 1), "choices"), 0),
-                            "finish_reason")),
-                        "length");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_array_get(ev, 1), "choices"), 0), "finish_reason")),
+        "length");
     assert_json(json_array_get(ev, 2), "{\"error\":{\"message\":\"boom\",\"type\":\"api_error\","
                                        "\"param\":null,\"code\":null}}");
     json_decref(ev);
@@ -464,8 +471,9 @@ static void test_completion_stream(void **state)
     struct buf out;
     buf_init(&out, 0);
     encode(s, "{\"model\":\"m\",\"response\":\"a\",\"done\":false}", &out);
-    encode(s, "{\"model\":\"m\",\"response\":\"\",\"done\":true,\"done_reason\":\"stop\","
-              "\"prompt_eval_count\":4,\"eval_count\":1}",
+    encode(s,
+           "{\"model\":\"m\",\"response\":\"\",\"done\":true,\"done_reason\":\"stop\","
+           "\"prompt_eval_count\":4,\"eval_count\":1}",
            &out);
     json_t *ev = events(buf_cstr(&out));
     assert_int_equal(json_array_size(ev), 3);
@@ -480,9 +488,8 @@ static void test_completion_stream(void **state)
     assert_json(json_object_get(json_array_get(ev, 2), "usage"),
                 "{\"prompt_tokens\":4,\"completion_tokens\":1,\"total_tokens\":5}");
     for (size_t i = 0; i < 3; i++)
-        assert_string_equal(
-            json_string_value(json_object_get(json_array_get(ev, i), "object")),
-            "text_completion");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(ev, i), "object")),
+                            "text_completion");
     json_decref(ev);
     free(s);
     buf_deinit(&out);
@@ -493,8 +500,8 @@ static void test_base64(void **state)
     (void)state;
     static const struct {
         const char *in, *out;
-    } cases[] = {{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="},
-                 {"\xff\xfe\xfd", "//79"}};
+    } cases[] = {{"", ""},        {"f", "Zg=="},        {"fo", "Zm8="},
+                 {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"\xff\xfe\xfd", "//79"}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct buf b;
         buf_init(&b, 0);
@@ -504,7 +511,7 @@ static void test_base64(void **state)
         buf_deinit(&b);
     }
     assert_false(srv_base64_valid("Zg="));
-    assert_false(srv_base64_valid("Zh=="));  // non-zero padding bits
+    assert_false(srv_base64_valid("Zh==")); // non-zero padding bits
     assert_false(srv_base64_valid("Zg==Zg=="));
     assert_false(srv_base64_valid("Z!=="));
     assert_false(srv_base64_valid("Zm9"));
