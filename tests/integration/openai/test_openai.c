@@ -295,6 +295,23 @@ static void test_chat(void **state)
     json_decref(v);
 }
 
+// An OpenAI model name served by a local alias (`ollama cp`).
+static void test_chat_alias(void **state)
+{
+    (void)state;
+    struct http_resp r;
+    post("/api/copy", "{\"source\":\"stories\",\"destination\":\"gpt-3.5-turbo\"}", &r);
+    assert_int_equal(r.status, 200);
+    http_resp_free(&r);
+    json_t *v = call("/v1/chat/completions",
+                     "{\"model\":\"gpt-3.5-turbo\",\"messages\":[{\"role\":\"user\",\"content\":"
+                     "\"Once upon a time\"}],\"max_tokens\":4,\"temperature\":0}",
+                     200);
+    assert_string_equal(str_at(v, "model", NULL), "gpt-3.5-turbo");
+    assert_true(cstr_starts_with(GREEDY, str_at(choice0(v), "message", "content")));
+    json_decref(v);
+}
+
 static const char *chat_text(const char *body, char *out, size_t n)
 {
     json_t *v = call("/v1/chat/completions", body, 200);
@@ -991,13 +1008,14 @@ static void test_stream_abort(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_models_list),        cmocka_unit_test(test_chat),
-        cmocka_unit_test(test_chat_sampling),      cmocka_unit_test(test_chat_stream),
-        cmocka_unit_test(test_chat_tools),         cmocka_unit_test(test_chat_response_format),
-        cmocka_unit_test(test_chat_reasoning),     cmocka_unit_test(test_chat_images),
-        cmocka_unit_test(test_chat_errors),        cmocka_unit_test(test_completions),
-        cmocka_unit_test(test_completions_stream), cmocka_unit_test(test_embeddings),
-        cmocka_unit_test(test_stream_abort),       cmocka_unit_test(test_stream_runner_killed),
+        cmocka_unit_test(test_models_list),          cmocka_unit_test(test_chat),
+        cmocka_unit_test(test_chat_alias),           cmocka_unit_test(test_chat_sampling),
+        cmocka_unit_test(test_chat_stream),          cmocka_unit_test(test_chat_tools),
+        cmocka_unit_test(test_chat_response_format), cmocka_unit_test(test_chat_reasoning),
+        cmocka_unit_test(test_chat_images),          cmocka_unit_test(test_chat_errors),
+        cmocka_unit_test(test_completions),          cmocka_unit_test(test_completions_stream),
+        cmocka_unit_test(test_embeddings),           cmocka_unit_test(test_stream_abort),
+        cmocka_unit_test(test_stream_runner_killed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
