@@ -14,16 +14,25 @@
 
 // Shortest decimal digits that round-trip (no sign, no dot) and the decimal
 // exponent of the first digit: v = 0.d1d2d3... × 10^(exp+1).
+static bool round_trips(double v, bool f32, int p, char *tmp, size_t n)
+{
+    snprintf(tmp, n, "%.*e", p - 1, v);
+    return f32 ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v;
+}
+
 static void shortest_digits(double v, bool f32, char *digits, int *exp)
 {
+    // If p digits round-trip, so do p + 1: binary search for the least p.
     char tmp[40];
-    int max = f32 ? 9 : 17;
-    for (int p = 1; p <= max; p++) {
-        snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
-        bool same = f32 ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v;
-        if (same || p == max)
-            break;
+    int lo = 1, hi = f32 ? 9 : 17;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (round_trips(v, f32, mid, tmp, sizeof(tmp)))
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    round_trips(v, f32, lo, tmp, sizeof(tmp));
     // tmp is "d.ddde±XX" (v is non-negative here).
     int k = 0;
     const char *p = tmp;

@@ -411,6 +411,92 @@ void env_config_load(struct env_config *c)
 
     v = env_get("OLLAMA_REGISTRY_MIRROR", tmp, sizeof(tmp));
     c->registry_mirror = v ? xstrdup(v) : NULL;
+    v = env_get("OLLAMA_LLM_LIBRARY", tmp, sizeof(tmp));
+    c->llm_library = v ? xstrdup(v) : NULL;
+    v = env_get("OLLAMA_EDITOR", tmp, sizeof(tmp));
+    c->editor = v ? xstrdup(v) : NULL;
+    c->go_template = env_bool("OLLAMA_GO_TEMPLATE", true);
+    c->debug_log_requests = env_bool("OLLAMA_DEBUG_LOG_REQUESTS", false);
+}
+
+// slog.Level's String(): INFO, DEBUG, DEBUG-4, WARN+2 ...
+static void level_string(int level, char *out, size_t n)
+{
+    static const struct {
+        int base;
+        const char *name;
+    } names[] = {{LOG_ERROR, "ERROR"}, {LOG_WARN, "WARN"}, {LOG_INFO, "INFO"}, {LOG_DEBUG, "DEBUG"}};
+    for (size_t i = 0; i < 4; i++) {
+        if (level >= names[i].base || i == 3) {
+            int d = level - names[i].base;
+            if (d)
+                snprintf(out, n, "%s%+d", names[i].name, d);
+            else
+                snprintf(out, n, "%s", names[i].name);
+            return;
+        }
+    }
+}
+
+static int describe_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int env_config_describe(const struct env_config *c, struct buf *out)
+{
+    // Durations print as Go's: keep-alive < 0 and load timeout <= 0 mean
+    // forever, shown as the largest duration.
+    char ka[64], lt[64], lvl[32], url[600], fa[8];
+    duration_format(c->keep_alive_ns < 0 ? INT64_MAX : c->keep_alive_ns, ka, sizeof(ka));
+    duration_format(c->load_timeout_ns <= 0 ? INT64_MAX : c->load_timeout_ns, lt, sizeof(lt));
+    level_string(c->debug_level, lvl, sizeof(lvl));
+    host_format_url(&c->host, url, sizeof(url));
+    snprintf(fa, sizeof(fa), "%s", c->flash_attention == 1 ? "true" : "false");
+    struct buf origins;
+    buf_init(&origins, 0);
+    buf_append_char(&origins, '[');
+    for (char **o = c->origins; o && *o; o++)
+        buf_printf(&origins, "%s%s", o == c->origins ? "" : " ", *o);
+    buf_append_char(&origins, ']');
+
+    char *items[32];
+    size_t n = 0;
+    const char *kv_cache = strcmp(c->kv_cache_type, "f16") == 0 ? "" : c->kv_cache_type;
+    items[n++] = xasprintf("OLLAMA_CONTEXT_LENGTH:%llu", (unsigned long long)c->context_length);
+    items[n++] = xasprintf("OLLAMA_DEBUG:%s", lvl);
+    items[n++] = xasprintf("OLLAMA_DEBUG_LOG_REQUESTS:%s", c->debug_log_requests ? "true" : "false");
+    items[n++] = xasprintf("OLLAMA_EDITOR:%s", c->editor ? c->editor : "");
+    items[n++] = xasprintf("OLLAMA_FLASH_ATTENTION:%s", fa);
+    items[n++] = xasprintf("OLLAMA_GO_TEMPLATE:%s", c->go_template ? "true" : "false");
+    items[n++] = xasprintf("OLLAMA_GPU_OVERHEAD:%llu", (unsigned long long)c->gpu_overhead);
+    items[n++] = xasprintf("OLLAMA_HOST:%s", url);
+    items[n++] = xasprintf("OLLAMA_KEEP_ALIVE:%s", ka);
+    items[n++] = xasprintf("OLLAMA_KV_CACHE_TYPE:%s", kv_cache);
+    items[n++] = xasprintf("OLLAMA_LLM_LIBRARY:%s", c->llm_library ? c->llm_library : "");
+    items[n++] = xasprintf("OLLAMA_LOAD_TIMEOUT:%s", lt);
+    items[n++] = xasprintf("OLLAMA_MAX_LOADED_MODELS:%llu", (unsigned long long)c->max_loaded_models);
+    items[n++] = xasprintf("OLLAMA_MAX_QUEUE:%llu", (unsigned long long)c->max_queue);
+    items[n++] = xasprintf("OLLAMA_MAX_TRANSFER_STREAMS:%llu",
+                           (unsigned long long)c->max_transfer_streams);
+    items[n++] = xasprintf("OLLAMA_MODELS:%s", c->models_dir ? c->models_dir : "");
+    items[n++] = xasprintf("OLLAMA_NOHISTORY:%s", c->nohistory ? "true" : "false");
+    items[n++] = xasprintf("OLLAMA_NOPRUNE:%s", c->noprune ? "true" : "false");
+    items[n++] = xasprintf("OLLAMA_NO_CLOUD:%s", c->no_cloud ? "true" : "false");
+    items[n++] = xasprintf("OLLAMA_NUM_PARALLEL:%llu", (unsigned long long)c->num_parallel);
+    items[n++] = xasprintf("OLLAMA_ORIGINS:%s", buf_cstr(&origins));
+    items[n++] = xasprintf("OLLAMA_REGISTRY_MIRROR:%s", c->registry_mirror ? c->registry_mirror : "");
+    items[n++] = xasprintf("OLLAMA_SCHED_SPREAD:%s", c->sched_spread ? "true" : "false");
+    buf_deinit(&origins);
+    qsort(items, n, sizeof(items[0]), describe_cmp);
+
+    int rc = buf_append_str(out, "map[");
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0)
+            rc = buf_printf(out, "%s%s", i ? " " : "", items[i]);
+        free(items[i]);
+    }
+    return rc < 0 ? rc : buf_append_char(out, ']');
 }
 
 void env_config_deinit(struct env_config *c)
@@ -419,6 +505,8 @@ void env_config_deinit(struct env_config *c)
         return;
     free(c->models_dir);
     free(c->registry_mirror);
+    free(c->llm_library);
+    free(c->editor);
     if (c->origins) {
         for (char **o = c->origins; *o; o++)
             free(*o);

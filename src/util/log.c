@@ -35,14 +35,23 @@ static bool needs_quoting(const char *s)
     return !utf8_valid(s, strlen(s));
 }
 
-static void log_append_value(struct buf *b, const char *s)
+static int log_append_value(struct buf *b, const char *s)
 {
-    if (!needs_quoting(s)) {
-        buf_append_str(b, s);
-        return;
-    }
+    if (!needs_quoting(s))
+        return buf_append_str(b, s);
     buf_append_char(b, '"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p >= 0x80) {
+            // Valid sequences are kept; each invalid byte is shown as \xNN.
+            size_t len = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc0 ? 2 : 0;
+            if (len && strnlen((const char *)p, len) == len && utf8_valid((const char *)p, len)) {
+                buf_append(b, p, len);
+                p += len - 1;
+            } else {
+                buf_printf(b, "\\x%02x", *p);
+            }
+            continue;
+        }
         switch (*p) {
         case '"': buf_append_str(b, "\\\""); break;
         case '\\': buf_append_str(b, "\\\\"); break;
@@ -56,7 +65,13 @@ static void log_append_value(struct buf *b, const char *s)
                 buf_append_char(b, (char)*p);
         }
     }
-    buf_append_char(b, '"');
+    return buf_append_char(b, '"');
+}
+
+int log_kv_append(struct buf *b, const char *key, const char *value)
+{
+    int rc = buf_printf(b, " %s=", key);
+    return rc < 0 ? rc : log_append_value(b, value ? value : "");
 }
 
 static const char *level_name(int level)

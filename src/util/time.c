@@ -331,7 +331,7 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 // Unix seconds of Go's zero time, 0001-01-01T00:00:00Z.
 #define GO_ZERO_UNIX (-62135596800LL)
 
-void time_format_rfc3339(int64_t t_ns, char *out, size_t n)
+static void format_rfc3339(int64_t t_ns, bool utc, char *out, size_t n)
 {
     if (!n)
         return;
@@ -345,11 +345,13 @@ void time_format_rfc3339(int64_t t_ns, char *out, size_t n)
         secs--;
     }
     // Local offset (as Go's time.Now() carries time.Local).
-    time_t tt = (time_t)secs;
-    struct tm tm;
     long offset = 0;
-    if (localtime_r(&tt, &tm))
-        offset = tm.tm_gmtoff;
+    if (!utc) {
+        time_t tt = (time_t)secs;
+        struct tm tm;
+        if (localtime_r(&tt, &tm))
+            offset = tm.tm_gmtoff;
+    }
     int64_t local = secs + offset;
     int64_t days = local / 86400, rem = local % 86400;
     if (rem < 0) {
@@ -372,6 +374,16 @@ void time_format_rfc3339(int64_t t_ns, char *out, size_t n)
     }
     snprintf(out, n, "%04lld-%02u-%02uT%02d:%02d:%02d%s%s", (long long)y, mo, d,
              (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), fbuf, zone);
+}
+
+void time_format_rfc3339(int64_t t_ns, char *out, size_t n)
+{
+    format_rfc3339(t_ns, false, out, n);
+}
+
+void time_format_rfc3339_utc(int64_t t_ns, char *out, size_t n)
+{
+    format_rfc3339(t_ns, true, out, n);
 }
 
 static bool read_digits(const char **p, int count, int *out)

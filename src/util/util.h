@@ -183,6 +183,10 @@ void log_write(int level, const char *file, int line, const char *kv, const char
 #define log_error(...) log_write(LOG_ERROR, __FILE__, __LINE__, NULL, __VA_ARGS__)
 // With key=value pairs: log_kv(LOG_INFO, "model=%s", "loaded model", name)
 #define log_kv(level, kv, ...) log_write(level, __FILE__, __LINE__, kv, __VA_ARGS__)
+// Appends " key=value" to b, quoting value as slog's text handler does (when
+// empty or holding spaces, '=', '"', control bytes or invalid UTF-8), for
+// building log_kv tails.
+int log_kv_append(struct buf *b, const char *key, const char *value);
 
 // ---------------------------------------------------------------------------
 // Time, durations and sizes.
@@ -212,6 +216,8 @@ void time_format_relative(int64_t t_ns, int64_t now_ns, char *out, size_t n);
 // "2024-05-01T12:00:00.123456789-07:00"; trailing zeros of the fraction are
 // trimmed (no fraction at all when zero) and a zero offset prints "Z".
 void time_format_rfc3339(int64_t t_ns, char *out, size_t n);
+// The same in UTC ("…Z"), as Ollama writes created_at.
+void time_format_rfc3339_utc(int64_t t_ns, char *out, size_t n);
 // Parses RFC 3339 ("…T…Z" or "…±hh:mm", optional fraction, digits past the
 // 9th ignored). Times outside int64 nanoseconds (years before 1678 or after
 // 2261, e.g. Go's "forever" expiry) saturate to INT64_MIN+1 / INT64_MAX;
@@ -267,12 +273,20 @@ struct env_config {
     bool auth;
     bool no_cloud;
     char *registry_mirror;  // OLLAMA_REGISTRY_MIRROR (ollama-c extension), NULL = off
+    bool go_template;         // OLLAMA_GO_TEMPLATE (true): prefer the Modelfile TEMPLATE
+    bool debug_log_requests;  // OLLAMA_DEBUG_LOG_REQUESTS
+    char *llm_library;        // OLLAMA_LLM_LIBRARY, NULL = automatic
+    char *editor;             // OLLAMA_EDITOR, NULL = unset
 };
 
 // Loads from the process environment. Never fails: bad values warn and
 // fall back to the default. Free with env_config_deinit.
 void env_config_load(struct env_config *c);
 void env_config_deinit(struct env_config *c);
+// Appends the effective configuration as Ollama logs it at start-up
+// ("map[OLLAMA_DEBUG:INFO OLLAMA_HOST:http://127.0.0.1:11434 ...]", keys
+// sorted), for log_kv(LOG_INFO, "env=\"...\"", "server config").
+int env_config_describe(const struct env_config *c, struct buf *out);
 // Parsing rules of env.md §1, exposed for tests.
 // env_clean: trims whitespace, then surrounding '"' / '\'' characters, into
 // tmp; returns tmp, or NULL when raw is NULL, empty after trimming, or does
@@ -297,7 +311,7 @@ bool env_host_allowed(const char *host_header);
 // True when host (no port, brackets optional) is a loopback IP address
 // (127.0.0.0/8, ::1, ::ffff:127.x) or "localhost".
 bool env_addr_is_loopback(const char *host);
-// The user's home (HOME, else getpwuid); never NULL.
+// The user's home (HOME, else getpwuid, else "/"), read once and cached; never NULL.
 const char *env_home_dir(void);
 
 // ---------------------------------------------------------------------------

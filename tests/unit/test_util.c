@@ -393,6 +393,25 @@ static void test_log_line_shape(void **state)
     assert_true(cstr_ends_with(line3, " msg=\"quote \\\" back\\\\slash\\nnewline\""));
     free(out);
 
+    // kv tails quoted like slog.
+    struct buf kv;
+    buf_init(&kv, 0);
+    assert_int_equal(log_kv_append(&kv, "model", "llama3"), 0);
+    assert_int_equal(log_kv_append(&kv, "path", "/a b/c"), 0);
+    assert_int_equal(log_kv_append(&kv, "empty", ""), 0);
+    assert_int_equal(log_kv_append(&kv, "null", NULL), 0);
+    assert_int_equal(log_kv_append(&kv, "eq", "a=b"), 0);
+    assert_int_equal(log_kv_append(&kv, "utf8", "h\xc3\xa9"), 0);
+    assert_int_equal(log_kv_append(&kv, "bad", "a\xff\xc3"), 0);
+    assert_int_equal(log_kv_append(&kv, "ctl", "a\tb\x01"), 0);
+    assert_string_equal(buf_cstr(&kv), " model=llama3 path=\"/a b/c\" empty=\"\" null=\"\" "
+                                       "eq=\"a=b\" utf8=h\xc3\xa9 bad=\"a\\xff\\xc3\" "
+                                       "ctl=\"a\\tb\\x01\"");
+    buf_deinit(&kv);
+    buf_init(&kv, 4);
+    assert_int_equal(log_kv_append(&kv, "model", "x"), ERR_TOO_LARGE);
+    buf_deinit(&kv);
+
     log_set_level(LOG_TRACE);
     assert_int_equal(log_get_level(), LOG_TRACE);
     capture_start(&c);
@@ -672,6 +691,12 @@ static void test_time_rfc3339_format(void **state)
     set_tz("XXX+7");  // UTC-7, no DST
     time_format_rfc3339(1714564800LL * SEC + 123456789, out, sizeof(out));
     assert_string_equal(out, "2024-05-01T05:00:00.123456789-07:00");
+    time_format_rfc3339_utc(1714564800LL * SEC + 123456789, out, sizeof(out));
+    assert_string_equal(out, "2024-05-01T12:00:00.123456789Z");
+    time_format_rfc3339_utc(1721681271147561000LL, out, sizeof(out));
+    assert_string_equal(out, "2024-07-22T20:47:51.147561Z");  // api.md's created_at example
+    time_format_rfc3339_utc(TIME_ZERO, out, sizeof(out));
+    assert_string_equal(out, "0001-01-01T00:00:00Z");
     set_tz("IST-5:30");
     time_format_rfc3339(1714564800LL * SEC, out, sizeof(out));
     assert_string_equal(out, "2024-05-01T17:30:00+05:30");
@@ -800,6 +825,7 @@ static const char *const env_vars[] = {
     "OLLAMA_DEBUG", "OLLAMA_NOPRUNE", "OLLAMA_FLASH_ATTENTION", "OLLAMA_KV_CACHE_TYPE",
     "OLLAMA_LOAD_TIMEOUT", "OLLAMA_GPU_OVERHEAD", "OLLAMA_SCHED_SPREAD", "OLLAMA_NOHISTORY",
     "OLLAMA_AUTH", "OLLAMA_NO_CLOUD", "OLLAMA_REGISTRY_MIRROR", "OLLAMA_MAX_TRANSFER_STREAMS",
+    "OLLAMA_GO_TEMPLATE", "OLLAMA_DEBUG_LOG_REQUESTS", "OLLAMA_LLM_LIBRARY", "OLLAMA_EDITOR",
 };
 
 static void env_clear_all(void)
@@ -964,6 +990,10 @@ static void test_env_config_defaults(void **state)
     assert_int_equal(c.flash_attention, -1);
     assert_string_equal(c.kv_cache_type, "f16");
     assert_null(c.registry_mirror);
+    assert_true(c.go_template);
+    assert_false(c.debug_log_requests);
+    assert_null(c.llm_library);
+    assert_null(c.editor);
     // Default origins, in order.
     static const char *const want_origins[] = {
         "http://localhost", "https://localhost", "http://localhost:*", "https://localhost:*",
@@ -977,6 +1007,27 @@ static void test_env_config_defaults(void **state)
     assert_int_equal(n, sizeof(want_origins) / sizeof(want_origins[0]));
     for (size_t i = 0; i < n; i++)
         assert_string_equal(c.origins[i], want_origins[i]);
+
+    // The start-up "server config" line.
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(env_config_describe(&c, &b), 0);
+    snprintf(want, sizeof(want),
+             "map[OLLAMA_CONTEXT_LENGTH:0 OLLAMA_DEBUG:INFO OLLAMA_DEBUG_LOG_REQUESTS:false "
+             "OLLAMA_EDITOR: OLLAMA_FLASH_ATTENTION:false OLLAMA_GO_TEMPLATE:true "
+             "OLLAMA_GPU_OVERHEAD:0 OLLAMA_HOST:http://127.0.0.1:11434 OLLAMA_KEEP_ALIVE:5m0s "
+             "OLLAMA_KV_CACHE_TYPE: OLLAMA_LLM_LIBRARY: OLLAMA_LOAD_TIMEOUT:5m0s "
+             "OLLAMA_MAX_LOADED_MODELS:0 OLLAMA_MAX_QUEUE:512 OLLAMA_MAX_TRANSFER_STREAMS:4 "
+             "OLLAMA_MODELS:%s/.ollama/models OLLAMA_NOHISTORY:false OLLAMA_NOPRUNE:false "
+             "OLLAMA_NO_CLOUD:false OLLAMA_NUM_PARALLEL:1 OLLAMA_ORIGINS:[http://localhost "
+             "https://localhost http://localhost:* https://localhost:* http://127.0.0.1 "
+             "https://127.0.0.1 http://127.0.0.1:* https://127.0.0.1:* http://0.0.0.0 "
+             "https://0.0.0.0 http://0.0.0.0:* https://0.0.0.0:* app://* file://* tauri://* "
+             "vscode-webview://* vscode-file://*] OLLAMA_REGISTRY_MIRROR: "
+             "OLLAMA_SCHED_SPREAD:false]",
+             env_home_dir());
+    assert_string_equal(buf_cstr(&b), want);
+    buf_deinit(&b);
     env_config_deinit(&c);
     env_config_deinit(&c);  // idempotent
 }
@@ -1004,6 +1055,10 @@ static void test_env_config_values(void **state)
     setenv("OLLAMA_AUTH", "T", 1);
     setenv("OLLAMA_NO_CLOUD", "false", 1);
     setenv("OLLAMA_REGISTRY_MIRROR", "http://10.0.0.2:5000", 1);
+    setenv("OLLAMA_GO_TEMPLATE", "0", 1);
+    setenv("OLLAMA_DEBUG_LOG_REQUESTS", "1", 1);
+    setenv("OLLAMA_LLM_LIBRARY", "cpu", 1);
+    setenv("OLLAMA_EDITOR", "vim -n", 1);
     struct env_config c;
     env_config_load(&c);
     char url[600];
@@ -1026,6 +1081,20 @@ static void test_env_config_values(void **state)
     assert_true(c.auth);
     assert_false(c.no_cloud);
     assert_string_equal(c.registry_mirror, "http://10.0.0.2:5000");
+    assert_false(c.go_template);
+    assert_true(c.debug_log_requests);
+    assert_string_equal(c.llm_library, "cpu");
+    assert_string_equal(c.editor, "vim -n");
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(env_config_describe(&c, &b), 0);
+    assert_non_null(strstr(buf_cstr(&b), " OLLAMA_DEBUG:DEBUG-4 "));
+    assert_non_null(strstr(buf_cstr(&b), " OLLAMA_KEEP_ALIVE:1h30m0s "));
+    assert_non_null(strstr(buf_cstr(&b), " OLLAMA_LOAD_TIMEOUT:2562047h47m16.854775807s "));
+    assert_non_null(strstr(buf_cstr(&b), " OLLAMA_KV_CACHE_TYPE:q8_0 "));
+    assert_non_null(strstr(buf_cstr(&b), " OLLAMA_HOST:http://0.0.0.0:8080 "));
+    assert_non_null(strstr(buf_cstr(&b), " OLLAMA_ORIGINS:[chrome-extension://* https://example.com http://localhost "));
+    buf_deinit(&b);
     assert_string_equal(c.origins[0], "chrome-extension://*");
     assert_string_equal(c.origins[1], "https://example.com");
     assert_string_equal(c.origins[2], "http://localhost");

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The test job, as CI runs it: install dependencies, build with warnings as
+# errors, run the whole suite (unit, integration, client tests), run each
+# fuzz target for a bounded time, then rebuild under AddressSanitizer +
+# UndefinedBehaviorSanitizer and run the suite again. Ends with ctest's summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh test
+export OLLAMA_SHARED_DIR=${OLLAMA_SHARED_DIR:-$(cd .. && pwd)/shared}
+export CTEST_OUTPUT_ON_FAILURE=1
+
+echo "== build (warnings are errors)"
+scripts/build.sh build -DOLLAMA_WERROR=ON
+echo "== tests"
+ctest --test-dir build -j2 --timeout 600
+
+echo "== fuzz (bounded)"
+CC=clang scripts/build.sh build-fuzz -DOLLAMA_FUZZ=ON -DOLLAMA_TESTS=OFF -DOLLAMA_WERROR=ON
+secs=${OLLAMA_FUZZ_SECONDS:-20}
+for f in build-fuzz/bin/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=${f##*/fuzz_}
+    corpus=tests/fuzz/corpus/$name
+    work=$(mktemp -d)
+    [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+    echo "-- fuzz_$name (${secs}s)"
+    if ! "$f" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=20 \
+        -artifact_prefix="$work/" "$work" >"$work.log" 2>&1; then
+        tail -n 60 "$work.log"
+        echo "fuzz_$name found a crash (inputs in $work)"
+        exit 1
+    fi
+    grep -E "^(Done|#[0-9]+ +DONE)" "$work.log" | tail -n 1 || true
+    rm -rf "$work" "$work.log"
+done
+
+echo "== sanitizer build (ASan + UBSan)"
+scripts/build.sh build-asan -DOLLAMA_SANITIZE=ON -DOLLAMA_WERROR=ON -DCMAKE_BUILD_TYPE=Debug
+echo "== tests under sanitizers"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan -j2 --timeout 900

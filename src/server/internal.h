@@ -1,0 +1,113 @@
+// Shared between the server's own files: the request object handed to route
+// handlers, the reply and streaming helpers, and the route table.
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "json/json.h"
+#include "store/store.h"
+#include "server/server.h"
+#include "util/util.h"
+
+// Largest JSON request body accepted (bigger bodies get 413). Images in chat
+// requests are base64 in the body, so this is generous.
+#define SERVER_MAX_BODY_BYTES (256u * 1024 * 1024)
+
+struct server;
+struct srv_stream;
+
+// One HTTP request, owned by the connection. Handlers read it and answer with
+// exactly one srv_reply_* call or one srv_stream_start.
+struct srv_req {
+    struct server *srv;
+    void *conn;  // struct MHD_Connection *, only http.c looks inside
+    const char *method;
+    const char *url;     // path without query
+    const char *param;   // the part of the path matched by a route's '*' (or NULL)
+    struct buf body;     // the request body (capped), unless the route streams it
+    bool body_too_large;
+    // Reply to send (set by srv_reply_*); a stream replaces it.
+    int status;
+    char *content_type;
+    char *reply_body;
+    size_t reply_len;
+    struct srv_stream *stream;
+    char *location;  // Location header for redirects, or NULL
+    // Per-route state for streamed request bodies (blob uploads); freed with
+    // upload_free when the request ends without the handler taking it.
+    void *upload;
+    void (*upload_free)(void *upload);
+    bool upload_started;
+    int upload_rc;
+    struct err upload_err;
+};
+
+typedef void (*srv_handler_fn)(struct srv_req *r);
+// For routes that stream their request body (blob uploads): called for each
+// chunk; return < 0 to fail the upload (the handler still runs and replies).
+typedef int (*srv_body_fn)(struct srv_req *r, const char *p, size_t n);
+
+struct srv_route {
+    const char *method;   // "GET", "POST", ...; HEAD is served by GET routes
+    const char *pattern;  // exact path, or a prefix ending in '*'
+    srv_handler_fn handler;
+    srv_body_fn on_body;  // NULL: buffer the body (capped)
+};
+
+// Route tables: each area's file exports one (rows ended by a NULL row);
+// routes.c lists them in server_route_tables (NULL-terminated).
+extern const struct srv_route server_core_routes[];
+extern const struct srv_route server_model_routes[];
+extern const struct srv_route *const server_route_tables[];
+
+// The "model" field of a request body (legacy "name"); replies 400 "model is
+// required" (or the type error) and returns NULL when missing.
+const char *srv_model_field(struct srv_req *r, const json_t *body);
+
+struct server {
+    const struct env_config *cfg;
+    const char *self_exe;
+    void *daemon;  // struct MHD_Daemon *
+    uint16_t port;
+    bool loopback;  // listening on a loopback address: Host header checked
+    struct store *store;
+};
+
+// Replies.
+void srv_reply(struct srv_req *r, int status, const char *content_type, const char *body,
+               size_t len);
+void srv_reply_text(struct srv_req *r, int status, const char *text);
+// Takes a reference to obj (decref'd after serialisation).
+void srv_reply_json(struct srv_req *r, int status, json_t *obj);
+// {"error": "..."} with the given status.
+void srv_reply_error(struct srv_req *r, int status, const char *msg);
+// Status from rc, message from e (or rc's default message).
+void srv_reply_err(struct srv_req *r, int rc, const struct err *e);
+
+// Parses the request body as a JSON object: 400 "missing request body" when
+// empty, 400 with the decoder's message when malformed. Returns NULL after
+// replying on failure.
+json_t *srv_body_json(struct srv_req *r);
+
+// Streaming replies (NDJSON, SSE): the producer runs on its own thread and
+// writes chunks; the connection thread sends them as they come. The producer
+// owns a reference until srv_stream_end.
+typedef void (*srv_producer_fn)(struct srv_stream *st, void *arg);
+// Starts a stream with the given status and content type; fn(st, arg) runs on
+// a new thread. Returns < 0 (and replies 500) if the thread cannot start.
+int srv_stream_start(struct srv_req *r, int status, const char *content_type, srv_producer_fn fn,
+                     void *arg);
+// Queues bytes. Returns ERR_CANCELLED once the client has gone away.
+int srv_stream_write(struct srv_stream *st, const char *p, size_t n);
+// Writes obj as one NDJSON line (takes a reference).
+int srv_stream_json_line(struct srv_stream *st, json_t *obj);
+bool srv_stream_cancelled(struct srv_stream *st);
+// Ends the stream (the producer must not touch st afterwards).
+void srv_stream_end(struct srv_stream *st);
+
+// Request header lookup (case-insensitive), or NULL.
+const char *srv_header(struct srv_req *r, const char *name);
+// Query string argument, or NULL.
+const char *srv_query(struct srv_req *r, const char *name);
