@@ -188,6 +188,7 @@ struct mm_task {
     int64_t n_rows, n_in;
     const struct kernels_type *kt[CPU_MAX_JOBS];
     int64_t chunk_rows;
+    bool private_rows;  // n_rows == 1: each thread converts x into its own slot
     // Jobs sharing a vec_dot_type form a group; groups run one after the
     // other (they share the conversion scratch), each with its own chunk
     // counter. Job j owns chunk ids [chunk_start[j], chunk_end[j]) of its group.
@@ -254,7 +255,13 @@ static void mm_task_run(void *arg, int ith, int nth)
                 kt = t->kt[j];
         size_t row_bytes = vdt_row_bytes(vdt, t->n_in);
         const void *xq = t->x;
-        if (vdt != GGUF_TYPE_F32) {
+        if (vdt != GGUF_TYPE_F32 && t->private_rows) {
+            // One activation row (decode): every thread converts its own copy,
+            // which costs less than a barrier.
+            uint8_t *mine = (uint8_t *)t->cpu->wdata + (size_t)ith * row_bytes;
+            kt->from_float(t->x, mine, t->n_in);
+            xq = mine;
+        } else if (vdt != GGUF_TYPE_F32) {
             if (g > 0)
                 engine_pool_barrier(t->cpu->pool);  // the previous group is done with wdata
             for (int64_t r = ith; r < t->n_rows; r += nth)
@@ -330,10 +337,15 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         next[g] += (jobs[j].w->ne[1] + chunk - 1) / chunk;
         t.chunk_end[j] = next[g];
     }
+    t.private_rows = n_rows == 1;
     for (int g = 0; g < t.n_groups; g++) {
         atomic_init(&t.next_chunk[g], 0);
-        if (t.group_vdt[g] != GGUF_TYPE_F32)
-            ASSERT(vdt_row_bytes(t.group_vdt[g], t.n_in) * (size_t)n_rows <= c->wdata_bytes);
+        size_t rb = vdt_row_bytes(t.group_vdt[g], t.n_in);
+        if (t.group_vdt[g] != GGUF_TYPE_F32) {
+            ASSERT(rb * (size_t)n_rows <= c->wdata_bytes);
+            if (rb * (size_t)c->n_threads > c->wdata_bytes)
+                t.private_rows = false;
+        }
     }
     if (c->n_threads == 1)
         mm_task_run(&t, 0, 1);
