@@ -101,12 +101,14 @@ static int trained_context(const char *path)
 static int effective_n_ctx(const struct server *srv, const json_t *options, const char *path)
 {
     int64_t n = srv_option_int(options, "num_ctx", 0);
+    bool requested = n > 0;
     if (n <= 0)
         n = srv->cfg->context_length ? (int64_t)srv->cfg->context_length : 4096;
     int trained = trained_context(path);
     if (trained > 0 && n > trained) {
-        log_warn("requested context size too large for model num_ctx=%lld n_ctx_train=%d",
-                 (long long)n, trained);
+        if (requested)  // the automatic default is capped silently
+            log_warn("requested context size too large for model num_ctx=%lld n_ctx_train=%d",
+                     (long long)n, trained);
         n = trained;
     }
     if (n < 4)
