@@ -540,19 +540,9 @@ static void handle_completion(struct srv_req *r, bool chat)
         goto out;
     json_t *b = j->body;
 
-    const char *name = NULL;
-    if (jsonx_get_str(b, "model", &name, false, &e) < 0 ||
-        (!name && jsonx_get_str(b, "name", &name, false, &e) < 0)) {
-        srv_reply_error(r, 400, e.msg);
+    const char *name = srv_model_field(r, b, chat ? 400 : 404);
+    if (!name)
         goto out;
-    }
-    if (!name || !*name) {
-        if (chat)
-            srv_reply_error(r, 400, "model is required");
-        else
-            srv_reply_error(r, 404, "model '' not found");
-        goto out;
-    }
     j->model_name = xstrdup(name);
     j->stream = !json_is_false(json_object_get(b, "stream"));
     j->raw = json_is_true(json_object_get(b, "raw"));
@@ -758,19 +748,9 @@ static void handle_embed_common(struct srv_req *r, bool legacy)
     struct store_model *m = NULL;
     json_t *options = NULL, *result = NULL, *details = NULL;
     struct sched_runner *runner = NULL;
-    const char *name = NULL;
-    if (jsonx_get_str(b, "model", &name, false, &e) < 0 ||
-        (!name && jsonx_get_str(b, "name", &name, false, &e) < 0)) {
-        srv_reply_error(r, 400, e.msg);
+    const char *name = srv_model_field(r, b, legacy ? 400 : 404);
+    if (!name)
         goto out;
-    }
-    if (!name || !*name) {
-        if (legacy)
-            srv_reply_error(r, 400, "model is required");
-        else
-            srv_reply_error(r, 404, "model '' not found");
-        goto out;
-    }
     // Inputs: /api/embed "input" (string or array of strings); legacy "prompt".
     json_t *inputs = json_array();
     result = inputs;

@@ -109,9 +109,10 @@ int srv_keep_alive(const json_t *body, bool *set, int64_t *ns, struct err *e);
 // True when the client of r has closed its connection (socket hang-up).
 bool srv_client_gone(struct srv_req *r);
 
-// The "model" field of a request body (legacy "name"); replies 400 "model is
-// required" (or the type error) and returns NULL when missing.
-const char *srv_model_field(struct srv_req *r, const json_t *body);
+// The "model" field of a request body (legacy "name"); replies (400 for a
+// type error; empty_status 400 "model is required" or 404 "model '' not
+// found" when empty) and returns NULL when missing.
+const char *srv_model_field(struct srv_req *r, const json_t *body, int empty_status);
 
 struct server {
     const struct env_config *cfg;
