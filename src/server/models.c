@@ -172,6 +172,8 @@ static int create_run(struct create_job *job, struct err *e)
     struct store_create_opts o = {
         .progress = create_progress,
         .progress_ctx = job,
+        .pull = srv_registry_pull,
+        .pull_ctx = job->srv,
         .template_check = create_template_check,
         .template_detect = create_template_detect,
         .noprune = job->srv->cfg->noprune,
