@@ -342,7 +342,7 @@ static void take_value(const char **pp, char *out, size_t n)
         memcpy(out, start, len);
     } else {
         const char *start = p;
-        while (*p && *p != ',')
+        while (*p && *p != ',' && *p != ' ')
             p++;
         len = (size_t)(p - start);
         while (len && start[len - 1] == ' ')
