@@ -55,6 +55,12 @@ struct reg_download {
     struct err fail_err;
     atomic_int stop;  // a fatal error: other parts give up
     atomic_int parts_done;
+    // SHA-256 of bytes [0, hashed): fed inline by the part whose bytes are
+    // next in order, else by the hasher thread reading the file back.
+    pthread_mutex_t hash_mu;
+    struct sha256 sh;  // (hash_mu)
+    uint64_t hashed;   // (hash_mu)
+    atomic_bool hashing;
 };
 
 static void dl_free(struct reg_download *d)
@@ -62,6 +68,7 @@ static void dl_free(struct reg_download *d)
     reg_session_deinit(&d->sess);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->hash_mu);
     free(d->parts);
     free(d);
 }
@@ -363,6 +370,14 @@ static bool part_sink(void *ctx, long status, const char *data, size_t n)
         }
         off += (size_t)w;
     }
+    // In-order bytes are hashed right here, saving the hasher a read back.
+    if (atomic_load(&a->d->hashing) && pthread_mutex_trylock(&a->d->hash_mu) == 0) {
+        if (a->d->hashed == p->off + done) {
+            sha256_update(&a->d->sh, data, n);
+            a->d->hashed += n;
+        }
+        pthread_mutex_unlock(&a->d->hash_mu);
+    }
     atomic_fetch_add(&p->completed, n);
     atomic_fetch_add(&a->d->completed, n);
     if (done + n - p->saved >= DL_SIDECAR_EVERY)
@@ -483,15 +498,15 @@ static void *hasher_thread(void *arg)
 {
     struct hasher *h = arg;
     struct reg_download *d = h->d;
-    struct sha256 sh;
-    if (sha256_init(&sh) < 0) {
-        err_set(&h->err, ERR_NOMEM, "sha256");
-        return NULL;
-    }
     size_t cap = 4u << 20;
     char *chunk = xmalloc(cap);
-    uint64_t pos = 0, total = atomic_load(&d->total);
-    while (pos < total) {
+    uint64_t total = atomic_load(&d->total);
+    for (;;) {
+        pthread_mutex_lock(&d->hash_mu);
+        uint64_t pos = d->hashed;
+        pthread_mutex_unlock(&d->hash_mu);
+        if (pos >= total)
+            break;
         uint64_t f = frontier(d);
         if (f <= pos) {
             if (atomic_load(&h->finish) && frontier(d) <= pos)
@@ -505,16 +520,14 @@ static void *hasher_thread(void *arg)
             err_set(&h->err, ERR_IO, "read %s: %s", d->partial, got < 0 ? strerror(errno) : "EOF");
             break;
         }
-        sha256_update(&sh, chunk, (size_t)got);
-        pos += (uint64_t)got;
+        pthread_mutex_lock(&d->hash_mu);
+        if (d->hashed == pos) {  // else a part hashed these bytes inline meanwhile
+            sha256_update(&d->sh, chunk, (size_t)got);
+            d->hashed += (uint64_t)got;
+        }
+        pthread_mutex_unlock(&d->hash_mu);
     }
     free(chunk);
-    if (pos == total && h->err.code == 0) {
-        sha256_final(&sh, h->hex);
-        h->ok = true;
-    } else {
-        sha256_abort(&sh);
-    }
     return NULL;
 }
 
@@ -544,6 +557,12 @@ static int dl_work(struct reg_download *d, struct err *e)
         return rc;
     }
     struct hasher h = {.d = d};
+    if (sha256_init(&d->sh) < 0) {
+        close(d->fd);
+        return err_set(e, ERR_NOMEM, "sha256");
+    }
+    d->hashed = 0;
+    atomic_store(&d->hashing, true);
     pthread_t ht;
     pthread_create(&ht, NULL, hasher_thread, &h);
     size_t n_threads = d->n_parts < DL_MAX_PARTS_INFLIGHT ? d->n_parts : DL_MAX_PARTS_INFLIGHT;
@@ -558,6 +577,13 @@ static int dl_work(struct reg_download *d, struct err *e)
         pthread_join(tids[i], NULL);
     atomic_store(&h.finish, 1);
     pthread_join(ht, NULL);
+    atomic_store(&d->hashing, false);
+    if (d->hashed == total && h.err.code == 0) {
+        sha256_final(&d->sh, h.hex);
+        h.ok = true;
+    } else {
+        sha256_abort(&d->sh);
+    }
     if (d->fail_rc < 0) {
         close(d->fd);
         *e = d->fail_err;
@@ -651,6 +677,7 @@ int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
         snprintf(d->hex, sizeof(d->hex), "%s", hex);
         pthread_cond_init(&d->cv, NULL);
         pthread_mutex_init(&d->mu, NULL);
+        pthread_mutex_init(&d->hash_mu, NULL);
         d->sess = *s;
         d->sess.token = s->token ? xstrdup(s->token) : NULL;
         d->sess.basic = s->basic ? xstrdup(s->basic) : NULL;
