@@ -11,7 +11,20 @@
 #define REG_MAX_MANIFEST_BYTES (4u << 20)
 #define REG_MAX_SMALL_BODY (64u << 10)  // error bodies, tokens
 #define REG_MAX_BLOB_BYTES ((uint64_t)1 << 42)  // 4 TiB: anything above is a lie
-#define REG_USER_AGENT "ollama/" OLLAMA_VERSION " (amd64 linux) C/c11"
+// registry.md §1: "ollama/<version> (<arch> <os>) <toolchain>", with Go's words.
+#if defined(__aarch64__)
+#define REG_ARCH "arm64"
+#elif defined(__x86_64__)
+#define REG_ARCH "amd64"
+#else
+#define REG_ARCH "unknown"
+#endif
+#if defined(__APPLE__)
+#define REG_OS "darwin"
+#else
+#define REG_OS "linux"
+#endif
+#define REG_USER_AGENT "ollama/" OLLAMA_VERSION " (" REG_ARCH " " REG_OS ") C/c11"
 
 struct reg_download;
 struct reg_token;

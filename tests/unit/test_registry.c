@@ -231,6 +231,7 @@ struct fake {
     bool no_challenge;       // 401 without WWW-Authenticate
     bool realm_elsewhere;    // realm on another host
     bool head_no_length;
+    bool head_404;           // HEAD of a blob says "unknown" (so push must upload or mount)
     // Observations.
     atomic_int token_requests;
     atomic_int data_gets;      // ranged GETs that sent bytes
@@ -506,7 +507,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
         const char *digest = b + 7;
         int idx;
         struct fake_blob *blob = find_blob(f, digest, &idx);
-        if (!blob)
+        if (!blob || (f->head_404 && strcmp(method, "HEAD") == 0))
             return reply(c, 404, "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}", NULL);
         if (f->redirect_loop) {
             const char *h[] = {"Location", url, NULL};
@@ -1007,6 +1008,27 @@ static void test_push(void **state)
     assert_true(x->f.pushed_manifest[strlen(x->f.pushed_manifest) - 1] == '}');
     for (int i = 0; i < FAKE_MAX_BLOBS; i++)
         free(saved[i].data);
+
+    // A layer that names its source model is mounted, not uploaded.
+    char *m = xasprintf("{\"schemaVersion\":2,\"mediaType\":\"%s\",\"config\":{\"mediaType\":"
+                        "\"%s\",\"digest\":\"%s\",\"size\":%zu},\"layers\":[{\"mediaType\":\"%s\","
+                        "\"digest\":\"%s\",\"size\":%d,\"from\":\"team/coder:v1\"}]}\n",
+                        STORE_MT_MANIFEST, STORE_MT_CONFIG, x->config_digest,
+                        find_blob(&x->f, x->config_digest, NULL)->len, STORE_MT_MODEL,
+                        x->model_digest, 300 * 1024);
+    snprintf(dst, sizeof(dst), "127.0.0.1:%d/team/other:v2", x->f.port);
+    struct store_name on;
+    assert_int_equal(store_name_parse(dst, &on, &e), 0);
+    assert_int_equal(store_manifest_write(x->s, &on, m, strlen(m), &e), 0);
+    free(m);
+    // HEAD says unknown, but the mount request finds the blob.
+    int n_before = x->f.n_blobs;
+    atomic_store(&x->f.mounts, 0);
+    x->f.head_404 = true;
+    assert_int_equal(registry_push(x->reg, dst, &o, &e), 0);
+    x->f.head_404 = false;
+    assert_int_equal(atomic_load(&x->f.mounts), 1);  // the model layer (the config has no from)
+    assert_int_equal(x->f.n_blobs, n_before);
     // Missing local model.
     buf_reset(&x->events);
     snprintf(dst, sizeof(dst), "127.0.0.1:%d/team/none:v1", x->f.port);
