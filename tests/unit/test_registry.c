@@ -229,6 +229,7 @@ struct fake {
     bool redirect_other_host;  // blob GET → 307 to http://localhost:PORT/data/...
     bool bearer;             // require "Bearer tok-N"
     bool no_challenge;       // 401 without WWW-Authenticate
+    bool basic;              // require HTTP basic auth user:pass
     bool realm_elsewhere;    // realm on another host
     bool head_no_length;
     bool head_404;           // HEAD of a blob says "unknown" (so push must upload or mount)
@@ -421,7 +422,12 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
     }
     if (strcmp(url, "/v2/") == 0)
         return reply(c, 200, "{}", NULL);
-    if (f->bearer || f->no_challenge) {
+    if (f->basic) {
+        if (!auth || strcmp(auth, "Basic dXNlcjpwYXNz") != 0) {
+            const char *h[] = {"WWW-Authenticate", "Basic realm=\"Registry Realm\"", NULL};
+            return reply(c, 401, "{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}", h);
+        }
+    } else if (f->bearer || f->no_challenge) {
         bool ok = auth && strcmp(auth, "Bearer tok-1") == 0;
         if (!ok) {
             char ch[300];
@@ -821,6 +827,24 @@ static void test_pull_bearer_and_redirect(void **state)
     fx_free(x);
 }
 
+static void test_pull_basic_auth(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(5000, 64 * 1024);
+    x->f.basic = true;
+    struct err e = {0};
+    // Without credentials: a clear error, no token request.
+    assert_int_equal(fx_pull(x, &e), ERR_UNAUTHORIZED);
+    assert_non_null(strstr(e.msg, "basic auth"));
+    registry_free(x->reg);
+    struct registry_config cfg = {.basic_auth = "user:pass", .backoff_unit_ms = 10};
+    assert_int_equal(registry_new(&x->reg, x->s, &cfg, &e), 0);
+    err_clear(&e);
+    assert_int_equal(fx_pull(x, &e), 0);
+    assert_true(blob_matches(x, x->model_digest));
+    fx_free(x);
+}
+
 static void test_pull_redirect_loop(void **state)
 {
     (void)state;
@@ -1052,6 +1076,7 @@ int main(void)
         cmocka_unit_test(test_pull_max_retries),
         cmocka_unit_test(test_pull_not_found_and_auth),
         cmocka_unit_test(test_pull_bearer_and_redirect),
+        cmocka_unit_test(test_pull_basic_auth),
         cmocka_unit_test(test_pull_redirect_loop),
         cmocka_unit_test(test_pull_bad_manifests),
         cmocka_unit_test(test_pull_size_mismatch),
