@@ -237,6 +237,15 @@ static void test_push_pull_roundtrip(void **state)
     assert_int_equal(post(&a, "/api/pull", json, &body), 500);
     assert_non_null(strstr(body, "pull model manifest: file does not exist"));
     free(body);
+
+    // create FROM a model that is not local goes through the registry
+    // (https here, so the plain-http registry cannot answer it).
+    snprintf(json, sizeof(json),
+             "{\"model\":\"derived\",\"from\":\"127.0.0.1:%d/library/nope:latest\",\"stream\":false}",
+             g_reg.port);
+    assert_true(post(&a, "/api/create", json, &body) >= 400);
+    assert_non_null(strstr(body, "pull model manifest: "));
+    free(body);
     assert_int_equal(harness_stop(&a), 0);
     assert_int_equal(harness_stop(&ref), 0);
 }
