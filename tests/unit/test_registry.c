@@ -257,8 +257,16 @@ struct reader {
     size_t cut;  // drop the connection at this offset (0 = no)
     int stall_ms;
     bool ranged;
+    char *owned;  // freed with the reader
     struct fake *f;
 };
+
+static void reader_free(void *cls)
+{
+    struct reader *r = cls;
+    free(r->owned);
+    free(r);
+}
 
 static ssize_t reader_cb(void *cls, uint64_t pos, char *out, size_t max)
 {
@@ -360,7 +368,8 @@ static enum MHD_Result serve_blob(struct fake *f, struct MHD_Connection *c, cons
         memcpy(junk, b->data, b->len);
         if (b->len)
             junk[b->len / 2] ^= 0x55;
-        rd->data = junk;  // leaked per request (tests are short)
+        rd->data = junk;
+        rd->owned = junk;
     }
     rd->pos = start;
     rd->end = end;
@@ -370,7 +379,7 @@ static enum MHD_Result serve_blob(struct fake *f, struct MHD_Connection *c, cons
     if (ranged && atomic_fetch_sub(&f->stall_n, 1) > 0)
         rd->stall_ms = 1500;
     struct MHD_Response *r =
-        MHD_create_response_from_callback(end - start, 8192, reader_cb, rd, free);
+        MHD_create_response_from_callback(end - start, 8192, reader_cb, rd, reader_free);
     if (ranged) {
         char cr[96];
         snprintf(cr, sizeof(cr), "bytes %zu-%zu/%zu", start, end - 1, b->len);
