@@ -183,10 +183,12 @@ int registry_key_parse(const char *text, size_t n, uint8_t seed[32], uint8_t pub
     static const char begin[] = "-----BEGIN OPENSSH PRIVATE KEY-----";
     static const char end[] = "-----END OPENSSH PRIVATE KEY-----";
     const char *b = memmem(text, n, begin, sizeof(begin) - 1);
+    if (b)
+        b += sizeof(begin) - 1;
+    // The end marker is searched only after the whole begin marker.
     const char *en = b ? memmem(b, n - (size_t)(b - text), end, sizeof(end) - 1) : NULL;
     if (!b || !en)
         return err_set(e, ERR_FORMAT, "ssh: no key found");
-    b += sizeof(begin) - 1;
     struct buf bin;
     buf_init(&bin, 1u << 20);
     int rc = ERR_FORMAT;

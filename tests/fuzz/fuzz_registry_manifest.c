@@ -8,6 +8,7 @@
 
 #include "registry/registry.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *s = malloc(size + 1);

@@ -88,6 +88,9 @@ static void test_key_parse_spec(void **state)
 
     // Rejected: broken armour, bad check ints, garbage.
     assert_true(registry_key_parse("nope", 4, seed, pub, NULL) < 0);
+    // Fuzzer find: markers sharing their dashes.
+    static const char overlap[] = "-----BEGIN OPENSSH PRIVATE KEY------END OPENSSH PRIVATE KEY-----AAAA";
+    assert_true(registry_key_parse(overlap, strlen(overlap), seed, pub, NULL) < 0);
     char bad[sizeof(spec_key)];
     memcpy(bad, spec_key, sizeof(spec_key));
     char *c = strstr(bad, "AAAAIjiUQ3W4lEN1g");  // check1 != check2
