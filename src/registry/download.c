@@ -21,6 +21,8 @@
 #define DL_MAX_FAILURES 6
 #define DL_SIDECAR_EVERY (16u << 20)  // rewrite a sidecar mid-attempt this often
 #define DL_MAX_PARTS 4096
+#define DL_RAMP_INTERVAL_MS 500
+#define DL_FAST_LINK_BPS 150e6  // one stream this fast needs no company
 
 struct dl_part {
     int n;
@@ -55,6 +57,7 @@ struct reg_download {
     struct err fail_err;
     atomic_int stop;  // a fatal error: other parts give up
     atomic_int parts_done;
+    atomic_int running;  // part threads alive
     // SHA-256 of bytes [0, hashed): fed inline by the part whose bytes are
     // next in order, else by the hasher thread reading the file back.
     pthread_mutex_t hash_mu;
@@ -470,6 +473,7 @@ static void *part_thread(void *arg)
         }
         part_run(d, &d->parts[i]);
     }
+    atomic_fetch_sub(&d->running, 1);
     return NULL;
 }
 
@@ -565,14 +569,49 @@ static int dl_work(struct reg_download *d, struct err *e)
     atomic_store(&d->hashing, true);
     pthread_t ht;
     pthread_create(&ht, NULL, hasher_thread, &h);
+    // Connections ramp up from one: while the link is slower than the
+    // hasher, another part starts every half second (up to 16). On a fast
+    // link (loopback, LAN) one stream already saturates it, parts then land
+    // in order and are hashed as they arrive instead of after the last byte.
     size_t n_threads = d->n_parts < DL_MAX_PARTS_INFLIGHT ? d->n_parts : DL_MAX_PARTS_INFLIGHT;
     pthread_t tids[DL_MAX_PARTS_INFLIGHT];
     size_t started = 0;
-    for (size_t i = 1; i < n_threads; i++)
-        if (pthread_create(&tids[started], NULL, part_thread, d) == 0)
-            started++;
-    if (n_threads)
-        part_thread(d);
+    atomic_store(&d->running, 0);
+    int64_t last_ns = time_monotonic_ns();
+    uint64_t last_bytes = atomic_load(&d->completed);
+    while (started < n_threads || atomic_load(&d->running) > 0) {
+        bool slow = started == 0;
+        if (!slow && started < n_threads) {
+            int64_t now = time_monotonic_ns();
+            uint64_t bytes = atomic_load(&d->completed);
+            if (now - last_ns >= DL_RAMP_INTERVAL_MS * 1000000LL) {
+                double rate = (double)(bytes - last_bytes) * 1e9 / (double)(now - last_ns);
+                slow = rate < DL_FAST_LINK_BPS;
+                last_ns = now;
+                last_bytes = bytes;
+            }
+        }
+        if (slow && started < n_threads && atomic_load(&d->next_part) < d->n_parts &&
+            !dl_should_stop(d)) {
+            atomic_fetch_add(&d->running, 1);
+            if (pthread_create(&tids[started], NULL, part_thread, d) == 0) {
+                started++;
+            } else {
+                atomic_fetch_sub(&d->running, 1);
+                if (started == 0) {
+                    struct err te = {0};
+                    err_set(&te, ERR_INTERNAL, "cannot start download thread");
+                    set_failure(d, ERR_INTERNAL, &te);
+                }
+                n_threads = started;
+            }
+            continue;
+        }
+        if (atomic_load(&d->running) == 0 &&
+            (atomic_load(&d->next_part) >= d->n_parts || dl_should_stop(d)))
+            break;
+        reg_sleep_ms(20);
+    }
     for (size_t i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     atomic_store(&h.finish, 1);
