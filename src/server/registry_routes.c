@@ -183,7 +183,15 @@ int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, v
         return err_set(e, ERR_INTERNAL, "registry client unavailable");
     struct registry_opts o = {.noprune = srv->cfg->noprune, .progress = progress,
                               .progress_ctx = progress_ctx};
-    return registry_pull(reg, name, &o, e);
+    int rc = registry_pull(reg, name, &o, e);
+    // A base model neither local nor obtainable from its registry is "not
+    // found" (api.md §12), whatever kept the manifest from arriving.
+    if (rc < 0 && rc != ERR_CANCELLED && cstr_starts_with(e ? e->msg : "", "pull model manifest:")) {
+        rc = ERR_NOT_FOUND;
+        if (e)
+            e->code = ERR_NOT_FOUND;
+    }
+    return rc;
 }
 
 // ---------------------------------------------------------------------------
