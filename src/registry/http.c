@@ -164,6 +164,8 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
     if (reg_cancelled(x->cancel))
         return 1;
     int64_t now = time_monotonic_ns();
+    if (x->rq->on_xfer && (dlnow != x->last_dl || ulnow != x->last_ul))
+        x->rq->on_xfer(x->rq->xfer_ctx, (uint64_t)dlnow, (uint64_t)ulnow);
     if (dlnow != x->last_dl || ulnow != x->last_ul) {
         x->last_dl = dlnow;
         x->last_ul = ulnow;

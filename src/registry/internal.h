@@ -41,6 +41,9 @@ struct registry {
     pthread_mutex_t mu;  // guards downloads and tokens
     struct reg_download *downloads;
     struct reg_token *tokens;
+    pthread_cond_t uploads_cv;  // with mu: an upload ended
+    char **uploads;             // "host digest" being uploaded (mu)
+    size_t n_uploads;
 };
 
 // One pull/push/mirror operation against one registry host.
@@ -72,6 +75,9 @@ struct reg_rq {
     // Response body sink (blob data); returns false to abort. NULL = collect.
     bool (*sink)(void *ctx, long status, const char *p, size_t n);
     void *sink_ctx;
+    // Called as bytes move (upload progress); may be NULL.
+    void (*on_xfer)(void *ctx, uint64_t down, uint64_t up);
+    void *xfer_ctx;
 };
 
 struct reg_rsp {

@@ -50,6 +50,7 @@ int registry_new(struct registry **out, struct store *s, const struct registry_c
     if (r->part_max < r->part_min)
         r->part_max = r->part_min;
     pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->uploads_cv, NULL);
     *out = r;
     return 0;
 }
@@ -70,6 +71,8 @@ void registry_free(struct registry *r)
     }
     reg_tokens_free(r);
     pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->uploads_cv);
+    free(r->uploads);
     for (char **a = r->realm_allow; a && *a; a++)
         free(*a);
     free(r->realm_allow);

@@ -21,6 +21,25 @@ static void url_add_query(struct buf *out, const char *url, const char *params)
     buf_append_str(out, params);
 }
 
+// Progress of one blob while a part is on the wire: every 60 ms.
+struct up_progress {
+    const struct registry_opts *o;
+    const char *status, *digest;
+    uint64_t total, base;  // bytes of earlier parts
+    int64_t last_ns;
+};
+
+static void on_upload(void *ctx, uint64_t down, uint64_t up)
+{
+    (void)down;
+    struct up_progress *u = ctx;
+    int64_t now = time_monotonic_ns();
+    if (now - u->last_ns < 60 * 1000000LL)
+        return;
+    u->last_ns = now;
+    reg_progress(u->o, u->status, u->digest, u->total, u->base + up);
+}
+
 static int upload_blob(struct reg_session *s, const struct store_layer *l,
                        const struct registry_opts *o, struct err *e)
 {
@@ -106,9 +125,11 @@ static int upload_blob(struct reg_session *s, const struct store_layer *l,
             (void)clen;
             EVP_MD_CTX *md5 = EVP_MD_CTX_new();
             EVP_DigestInit_ex(md5, EVP_md5(), NULL);
+            struct up_progress up = {o, status, l->digest, total, sent, time_monotonic_ns()};
             struct reg_rq rq = {.method = "PATCH", .url = upload_url, .headers = hdrs,
                                 .body_fd = fd, .body_off = off, .body_size = size, .md5 = md5,
-                                .stall_ms = r->stall_timeout_ms};
+                                .stall_ms = r->stall_timeout_ms, .on_xfer = on_upload,
+                                .xfer_ctx = &up};
             struct err ae = {0};
             int arc = reg_http(&rq, reg_session_auth_for(s, upload_url), s->cancel, &rsp, &ae);
             if (arc == 0 && rsp.status == 307 && rsp.location) {
@@ -116,7 +137,9 @@ static int upload_blob(struct reg_session *s, const struct store_layer *l,
                 char *next = rsp.upload_location ? xstrdup(rsp.upload_location) : NULL;
                 char *target = xstrdup(rsp.location);
                 EVP_DigestInit_ex(md5, EVP_md5(), NULL);
-                struct reg_rq put = {.method = "PUT", .url = target, .headers = hdrs,
+                static const char *const put_hdrs[] = {"Content-Type: application/octet-stream",
+                                                       NULL};
+                struct reg_rq put = {.method = "PUT", .url = target, .headers = put_hdrs,
                                      .body_fd = fd, .body_off = off, .body_size = size,
                                      .md5 = md5, .no_auth = true,
                                      .stall_ms = r->stall_timeout_ms};
@@ -205,6 +228,39 @@ static int upload_blob(struct reg_session *s, const struct store_layer *l,
     return rc;
 }
 
+// Uploads are shared by digest server-wide (registry.md §6.2): a push that
+// wants a blob another push is uploading to the same host waits for it, then
+// finds it with its HEAD (or mounts / uploads it to its own repository).
+static int upload_shared(struct reg_session *s, const struct store_layer *l,
+                         const struct registry_opts *o, struct err *e)
+{
+    struct registry *r = s->reg;
+    char *key = xasprintf("%s %s", s->host, l->digest);
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        bool busy = false;
+        for (size_t i = 0; i < r->n_uploads; i++)
+            busy |= strcmp(r->uploads[i], key) == 0;
+        if (!busy)
+            break;
+        pthread_cond_wait(&r->uploads_cv, &r->mu);
+    }
+    r->uploads = xrealloc(r->uploads, (r->n_uploads + 1) * sizeof(char *));
+    r->uploads[r->n_uploads++] = key;
+    pthread_mutex_unlock(&r->mu);
+    int rc = upload_blob(s, l, o, e);
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->n_uploads; i++)
+        if (r->uploads[i] == key) {
+            r->uploads[i] = r->uploads[--r->n_uploads];
+            break;
+        }
+    pthread_cond_broadcast(&r->uploads_cv);
+    pthread_mutex_unlock(&r->mu);
+    free(key);
+    return rc;
+}
+
 int registry_push(struct registry *r, const char *name, const struct registry_opts *o,
                   struct err *e)
 {
@@ -237,7 +293,7 @@ int registry_push(struct registry *r, const char *name, const struct registry_op
         const struct store_layer *l = i < m.n_layers ? &m.layers[i] : &m.config;
         if (!l->digest[0])
             continue;
-        rc = upload_blob(&s, l, o, e);
+        rc = upload_shared(&s, l, o, e);
     }
     if (rc == 0) {
         reg_progress(o, "pushing manifest", NULL, 0, 0);

@@ -248,6 +248,7 @@ struct fake {
     int upload_state;
     char *pushed_manifest;
     atomic_int mounts;
+    atomic_int upload_sessions;
 };
 
 struct conn {
@@ -477,6 +478,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
                 atomic_fetch_add(&f->mounts, 1);
                 return reply(c, 201, "", NULL);
             }
+            atomic_fetch_add(&f->upload_sessions, 1);
             pthread_mutex_lock(&f->mu);
             free(f->upload);
             f->upload = NULL;
@@ -1074,6 +1076,48 @@ static void test_push(void **state)
     fx_free(x);
 }
 
+struct pusher {
+    struct fx *x;
+    const char *name;
+    int rc;
+};
+
+static void *push_thread(void *arg)
+{
+    struct pusher *p = arg;
+    struct registry_opts o = {.insecure = true};
+    struct err e = {0};
+    p->rc = registry_push(p->x->reg, p->name, &o, &e);
+    return NULL;
+}
+
+static void test_push_concurrent_shared(void **state)
+{
+    (void)state;
+    struct fx *x = fx_new(300 * 1024, 128 * 1024);
+    struct err e = {0};
+    assert_int_equal(fx_pull(x, &e), 0);
+    for (int i = 0; i < x->f.n_blobs; i++)
+        free(x->f.blobs[i].data);
+    memset(x->f.blobs, 0, sizeof(x->f.blobs));
+    x->f.n_blobs = 0;
+    atomic_store(&x->f.upload_sessions, 0);
+    char dst[128];
+    snprintf(dst, sizeof(dst), "127.0.0.1:%d/team/same:v1", x->f.port);
+    assert_int_equal(store_copy(x->s, x->name, dst, &e), 0);
+    struct pusher p1 = {x, dst, -1}, p2 = {x, dst, -1};
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, push_thread, &p1);
+    pthread_create(&t2, NULL, push_thread, &p2);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_int_equal(p1.rc, 0);
+    assert_int_equal(p2.rc, 0);
+    // Each blob (model, config) went up once.
+    assert_int_equal(atomic_load(&x->f.upload_sessions), 2);
+    fx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1096,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_pull_concurrent_shared_blob),
         cmocka_unit_test(test_pull_disk_full),
         cmocka_unit_test(test_push),
+        cmocka_unit_test(test_push_concurrent_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
