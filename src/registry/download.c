@@ -213,7 +213,7 @@ static int query_size(struct reg_download *d, struct err *e)
 {
     char url[1024];
     snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", d->sess.base, d->sess.repo, d->digest);
-    struct reg_rq rq = {.method = "HEAD", .url = url, .follow = true, .timeout_s = 120};
+    struct reg_rq rq = {.method = "HEAD", .url = url, .follow = true, .timeout_s = REG_SLOW_REPLY_S};
     struct reg_rsp rsp;
     reg_rsp_init(&rsp);
     int rc = reg_session_do(&d->sess, &rq, &rsp, e);
@@ -252,7 +252,7 @@ static int resolve_once(struct reg_download *d, struct err *e)
     char url[4096];
     snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", d->sess.base, d->sess.repo, d->digest);
     for (int hops = 0;; hops++) {
-        struct reg_rq rq = {.method = "GET", .url = url, .stop_body = true, .timeout_s = 120};
+        struct reg_rq rq = {.method = "GET", .url = url, .stop_body = true, .timeout_s = REG_SLOW_REPLY_S};
         struct reg_rsp rsp;
         reg_rsp_init(&rsp);
         int rc = reg_session_do(&d->sess, &rq, &rsp, e);

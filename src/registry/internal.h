@@ -11,6 +11,10 @@
 #define REG_MAX_MANIFEST_BYTES (4u << 20)
 #define REG_MAX_SMALL_BODY (64u << 10)  // error bodies, tokens
 #define REG_MAX_BLOB_BYTES ((uint64_t)1 << 42)  // 4 TiB: anything above is a lie
+// Requests that carry no body bytes for a while by design (a pull-through
+// mirror fetches the blob upstream before it answers) get a long limit
+// instead of stall detection.
+#define REG_SLOW_REPLY_S 3600L
 // registry.md §1: "ollama/<version> (<arch> <os>) <toolchain>", with Go's words.
 #if defined(__aarch64__)
 #define REG_ARCH "arm64"
@@ -44,6 +48,7 @@ struct registry {
     pthread_cond_t uploads_cv;  // with mu: an upload ended
     char **uploads;             // "host digest" being uploaded (mu)
     size_t n_uploads;
+    int n_background;  // mirror pulls running (mu)
 };
 
 // One pull/push/mirror operation against one registry host.

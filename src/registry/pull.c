@@ -63,7 +63,7 @@ void registry_free(struct registry *r)
     // for them so none outlives the store.
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        bool busy = r->downloads != NULL;
+        bool busy = r->downloads != NULL || r->n_background > 0;
         pthread_mutex_unlock(&r->mu);
         if (!busy)
             break;
@@ -135,7 +135,7 @@ int reg_fetch_manifest(struct reg_session *s, const char *ref, struct buf *body,
         "application/vnd.oci.image.manifest.v1+json",
         NULL};
     struct reg_rq rq = {.method = "GET", .url = url, .headers = hdrs, .follow = true,
-                        .max_body = REG_MAX_MANIFEST_BYTES, .timeout_s = 120};
+                        .max_body = REG_MAX_MANIFEST_BYTES, .timeout_s = REG_SLOW_REPLY_S};
     struct reg_rsp rsp;
     reg_rsp_init(&rsp);
     int rc = reg_session_do(s, &rq, &rsp, e);
@@ -333,26 +333,80 @@ static bool upstream_session(struct registry *r, const char *repo, const char *t
     return split_repo(repo, n, host, tag);
 }
 
+struct bg_pull {
+    struct registry *reg;
+    struct store_name name;
+    bool insecure;
+};
+
+static void *bg_pull_thread(void *arg)
+{
+    struct bg_pull *b = arg;
+    struct registry_opts o = {.insecure = b->insecure, .noprune = true};
+    struct err e = {0};
+    if (pull_name(b->reg, &b->name, b->insecure, &o, &e) < 0)
+        log_warn("mirror: pull of %s/%s/%s:%s from upstream failed: %s", b->name.host, b->name.ns,
+                 b->name.model, b->name.tag, e.msg);
+    pthread_mutex_lock(&b->reg->mu);
+    b->reg->n_background--;
+    pthread_mutex_unlock(&b->reg->mu);
+    free(b);
+    return NULL;
+}
+
+// Pull-through of a manifest: upstream's bytes are served at once (checked
+// like any pulled manifest), while the whole model is pulled into the store
+// in the background; blob requests attach to those downloads, and the
+// manifest is stored only after every blob verified.
+static int mirror_upstream_manifest(struct registry *r, const struct store_name *n, bool insecure,
+                                    struct buf *out, struct err *e)
+{
+    struct reg_session s;
+    reg_session_init(&s, r, n, insecure);
+    int rc = reg_fetch_manifest(&s, n->tag, out, e);
+    reg_session_deinit(&s);
+    struct store_manifest m;
+    if (rc == 0 && (rc = store_manifest_parse(out->data, out->len, &m, e)) == 0) {
+        rc = manifest_check(&m, s.repo, e);
+        store_manifest_deinit(&m);
+    }
+    if (rc < 0)
+        return rc;
+    struct bg_pull *b = xcalloc(1, sizeof(*b));
+    b->reg = r;
+    b->name = *n;
+    b->insecure = insecure;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t tid;
+    pthread_mutex_lock(&r->mu);
+    r->n_background++;
+    if (pthread_create(&tid, &attr, bg_pull_thread, b) != 0) {
+        r->n_background--;
+        free(b);
+        log_warn("mirror: cannot start a background pull");
+    }
+    pthread_mutex_unlock(&r->mu);
+    pthread_attr_destroy(&attr);
+    return 0;
+}
+
 int registry_mirror_manifest(struct registry *r, const char *repo, const char *ref,
                              struct buf *out, const char **media_type, struct err *e)
 {
     *media_type = STORE_MT_MANIFEST;
     buf_reset(out);
     int rc = find_local(r, repo, ref, out, e);
-    if (rc != ERR_NOT_FOUND)
-        goto done;
-    struct store_name n;
-    bool insecure = false;
-    if (cstr_starts_with(ref, "sha256:") || !upstream_session(r, repo, ref, &n, &insecure))
-        return err_set(e, ERR_NOT_FOUND, "manifest unknown");
-    // Pull-through: the whole model, verified, into our store; then serve it.
-    struct registry_opts o = {.insecure = insecure, .noprune = true};
-    rc = pull_name(r, &n, insecure, &o, e);
-    if (rc < 0)
-        return rc;
-    buf_reset(out);
-    rc = find_local(r, repo, ref, out, e);
-done:
+    if (rc == ERR_NOT_FOUND) {
+        struct store_name n;
+        bool insecure = false;
+        if (cstr_starts_with(ref, "sha256:") || !upstream_session(r, repo, ref, &n, &insecure))
+            return err_set(e, ERR_NOT_FOUND, "manifest unknown");
+        err_clear(e);
+        buf_reset(out);
+        rc = mirror_upstream_manifest(r, &n, insecure, out, e);
+    }
     if (rc == 0) {
         json_t *doc = NULL;
         if (jsonx_parse_object(out->data, out->len, &doc, NULL) == 0) {
@@ -369,8 +423,8 @@ done:
     return rc;
 }
 
-int registry_mirror_blob(struct registry *r, const char *repo, const char *digest, char *path,
-                         size_t n_path, struct err *e)
+int registry_mirror_blob(struct registry *r, const char *repo, const char *digest, bool head_only,
+                         char *path, size_t n_path, uint64_t *size, struct err *e)
 {
     char hex[DIGEST_HEX_LEN + 1];
     int rc = store_digest_parse(digest, hex, e);
@@ -381,6 +435,8 @@ int registry_mirror_blob(struct registry *r, const char *repo, const char *diges
     for (char *p = canon; *p; p++)
         if (*p >= 'A' && *p <= 'F')
             *p = (char)(*p + 32);
+    path[0] = '\0';
+    *size = 0;
     if (!store_blob_exists(r->store, canon)) {
         struct store_name n;
         bool insecure = false;
@@ -388,6 +444,23 @@ int registry_mirror_blob(struct registry *r, const char *repo, const char *diges
             return err_set(e, ERR_NOT_FOUND, "blob unknown to registry");
         struct reg_session s;
         reg_session_init(&s, r, &n, insecure);
+        if (head_only) {
+            // A HEAD is answered from upstream's HEAD; nothing is fetched.
+            char url[1024];
+            snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", s.base, s.repo, canon);
+            struct reg_rq rq = {.method = "HEAD", .url = url, .follow = true,
+                                .timeout_s = REG_SLOW_REPLY_S};
+            struct reg_rsp rsp;
+            reg_rsp_init(&rsp);
+            rc = reg_session_do(&s, &rq, &rsp, e);
+            if (rc == 0 && rsp.content_length < 0)
+                rc = err_set(e, ERR_NETWORK, "upstream did not say how large %s is", canon);
+            if (rc == 0)
+                *size = (uint64_t)rsp.content_length;
+            reg_rsp_deinit(&rsp);
+            reg_session_deinit(&s);
+            return rc == ERR_NOT_FOUND ? err_set(e, ERR_NOT_FOUND, "blob unknown to registry") : rc;
+        }
         rc = reg_blob_fetch(&s, canon, -1, NULL, e);
         reg_session_deinit(&s);
         if (rc < 0)

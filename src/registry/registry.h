@@ -79,15 +79,18 @@ int registry_push(struct registry *r, const char *name, const struct registry_op
 // The /v2/ mirror (read side). repo is "<namespace>/<model>".
 
 // Manifest bytes for repo:ref (ref a tag or "sha256:<hex>"), from the store;
-// with an upstream configured and the model missing, the model is pulled
-// from upstream first (all blobs verified), then served. *media_type is
-// the manifest's mediaType (static string). ERR_NOT_FOUND when absent.
+// with an upstream configured and the model missing, upstream's manifest is
+// served as received while the model is pulled into the store in the
+// background (the manifest is stored after its blobs verified). *media_type
+// is the manifest's mediaType (static string). ERR_NOT_FOUND when absent.
 int registry_mirror_manifest(struct registry *r, const char *repo, const char *ref,
                              struct buf *out, const char **media_type, struct err *e);
 // Makes sure blob digest is in the store (pull-through from upstream's repo
-// when configured and missing) and writes its path. ERR_NOT_FOUND when absent.
-int registry_mirror_blob(struct registry *r, const char *repo, const char *digest, char *path,
-                         size_t n_path, struct err *e);
+// when configured and missing; concurrent requests share one download) and
+// writes its path. With head_only, a missing blob is not fetched: *size
+// gets upstream's length and path is "". ERR_NOT_FOUND when absent.
+int registry_mirror_blob(struct registry *r, const char *repo, const char *digest, bool head_only,
+                         char *path, size_t n_path, uint64_t *size, struct err *e);
 
 // ---------------------------------------------------------------------------
 // Auth pieces, public for tests (registry.md §4).

@@ -311,15 +311,41 @@ static bool parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t 
     return true;
 }
 
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls, (void)pos, (void)buf, (void)max;
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
 static void v2_blob(struct srv_req *r, const char *repo, const char *digest)
 {
     struct registry *reg = server_registry(r->srv);
     char path[4096];
     struct err e = {0};
-    int rc = reg ? registry_mirror_blob(reg, repo, digest, path, sizeof(path), &e)
+    char canon[STORE_DIGEST_LEN + 1];
+    snprintf(canon, sizeof(canon), "%s", digest);
+    canon[6] = ':';
+    for (char *p = canon + 7; *p; p++)
+        if (*p >= 'A' && *p <= 'F')
+            *p = (char)(*p + 32);
+    bool head = strcmp(r->method, "HEAD") == 0;
+    uint64_t upstream_size = 0;
+    int rc = reg ? registry_mirror_blob(reg, repo, digest, head, path, sizeof(path),
+                                        &upstream_size, &e)
                  : err_set(&e, ERR_INTERNAL, "registry client unavailable");
     if (rc < 0) {
         v2_err(r, rc, &e, "BLOB_UNKNOWN");
+        return;
+    }
+    if (!path[0]) {  // HEAD of a blob only upstream has: its length, no body
+        struct MHD_Response *resp =
+            MHD_create_response_from_callback(upstream_size, 4096, no_body, NULL, NULL);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+        MHD_add_response_header(resp, "Docker-Content-Digest", canon);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+        v2_headers(resp);
+        r->mhd_response = resp;
+        r->status = 200;
         return;
     }
     int fd = open(path, O_RDONLY);
@@ -355,12 +381,6 @@ static void v2_blob(struct srv_req *r, const char *repo, const char *digest)
         srv_reply_error(r, 500, "cannot serve blob");
         return;
     }
-    char canon[STORE_DIGEST_LEN + 1];
-    snprintf(canon, sizeof(canon), "%s", digest);
-    canon[6] = ':';
-    for (char *p = canon + 7; *p; p++)
-        if (*p >= 'A' && *p <= 'F')
-            *p = (char)(*p + 32);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
     MHD_add_response_header(resp, "Docker-Content-Digest", canon);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");

@@ -326,10 +326,11 @@ static void test_pull_killed_resumes(void **state)
                 break;
             usleep(200);
         }
-        cut = done_before > 0 && !fs_exists(blob);
         kill(b.pid, SIGKILL);
         waitpid(b.pid, NULL, 0);
         b.pid = 0;
+        // Cut only if the blob had not completed by the time the kill landed.
+        cut = done_before > 0 && !fs_exists(blob);
         waitpid(c.pid, NULL, 0);
         if (!cut)
             harness_stop(&b);
@@ -414,9 +415,12 @@ static void test_mirror_pull_through(void **state)
     buf_init(&m, 0);
     read_file(path, &m);
     blobs_identical(&client, &a, m.data);
-    // The mirror stored it (verified) under the upstream's name.
+    // The mirror stored it (verified) under the upstream's name; its
+    // background pull writes the manifest after the last blob.
     snprintf(host, sizeof(host), "127.0.0.1:%d", g_reg.port);
     manifest_path(&mirror, host, "stories2", path, sizeof(path));
+    for (int i = 0; i < 200 && !fs_exists(path); i++)
+        harness_sleep_ms(50);
     struct buf mm;
     buf_init(&mm, 0);
     read_file(path, &mm);
