@@ -4,8 +4,10 @@
 //
 // The model of a matrix product is ggml's: a weight row of type T is dotted
 // with an activation row that was first converted to T's vec_dot_type (Q8_0
-// for the legacy 32-element quants, Q8_K for the k-quants, F16 or F32 for the
-// float types). Integer dot products then do the bulk of the work.
+// for Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1 as in ggml, Q8_K for the
+// k-quants, and F32 / F16 / BF16 for the float types). Integer dot products
+// then do the bulk of the work. OLLAMA_KERNELS_ISA=scalar|avx2|avx512 caps
+// the ISA kernels_best_isa picks.
 #pragma once
 
 #include <stdbool.h>
@@ -38,6 +40,14 @@ struct kernels_type {
     kernels_gemm_fn gemm;  // may be NULL
     int gemm_nr, gemm_nc;  // tile shape when gemm != NULL
 };
+
+// The matrix product the engine wants: s[c * s_stride + r] = dot(w row r,
+// x row c) for r < nr, c < nc (x already converted with k->from_float). Uses
+// the gemm tile where it pays (two or more columns) and vec_dot otherwise.
+// Thread-safe; callers split rows (or columns) across threads.
+void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_stride,
+                    const void *w, size_t w_stride, const void *x, size_t x_stride, int nr,
+                    int nc);
 
 // Detects the CPU once (thread-safe) and returns the best ISA available.
 enum kernels_isa kernels_best_isa(void);
