@@ -355,6 +355,7 @@ static int run_completion(struct gen_job *j)
 static void gen_producer(struct srv_stream *st, void *arg)
 {
     struct gen_job *j = arg;
+    j->st = st;  // set here: the handler must not touch j once the thread runs
     int rc = run_completion(j);
     if (rc == 0) {
         json_t *o = chunk_object(j, "", 0, NULL, 0, NULL, true);
@@ -691,10 +692,8 @@ static void handle_completion(struct srv_req *r, bool chat)
 
     if (j->stream) {
         // From here the producer thread owns the job.
-        if (srv_stream_start(r, 200, "application/x-ndjson", gen_producer, j) == 0) {
-            j->st = r->stream;
+        if (srv_stream_start(r, 200, "application/x-ndjson", gen_producer, j) == 0)
             return;
-        }
         sched_release(r->srv->sched, j->runner, false);
         j->runner = NULL;
         goto out;

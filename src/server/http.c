@@ -449,7 +449,10 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct conn_stat
 {
     struct srv_req *r = &cs->req;
     struct MHD_Response *resp;
-    if (r->stream) {
+    if (r->mhd_response) {
+        resp = r->mhd_response;
+        r->mhd_response = NULL;
+    } else if (r->stream) {
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read,
                                                  r->stream, stream_free);
     } else {
@@ -515,7 +518,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             srv_reply_error(r, 413, "request body too large");
         else
             cs->route->handler(r);
-        if (!r->stream && r->status == 0)
+        if (!r->stream && !r->mhd_response && r->status == 0)
             srv_reply_error(r, 500, "handler did not reply");
     }
     return queue_reply(conn, cs);

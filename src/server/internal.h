@@ -50,6 +50,7 @@ struct srv_req {
     size_t reply_len;
     struct srv_stream *stream;
     char *location;  // Location header for redirects, or NULL
+    void *mhd_response;  // a prepared struct MHD_Response * sent as is (registry /v2/), or NULL
     // Per-route state for streamed request bodies (blob uploads); freed with
     // upload_free when the request ends without the handler taking it.
     void *upload;
@@ -79,6 +80,10 @@ extern const struct srv_route server_core_routes[];
 extern const struct srv_route server_model_routes[];
 extern const struct srv_route server_generate_routes[];
 extern const struct srv_route server_openai_routes[];
+extern const struct srv_route server_registry_routes[];
+// store_pull_fn for create FROM a model that is not local (registry_routes.c); ctx = server.
+int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, void *progress_ctx,
+                      struct err *e);
 extern const struct srv_route *const server_route_tables[];
 
 // OpenAI translation (openai.c; spec/openai.md), exposed for tests.

@@ -176,6 +176,8 @@ static int create_run(struct create_job *job, struct err *e)
     struct store_create_opts o = {
         .progress = create_progress,
         .progress_ctx = job,
+        .pull = srv_registry_pull,
+        .pull_ctx = job->srv,
         .template_check = create_template_check,
         .template_detect = create_template_detect,
         .noprune = job->srv->cfg->noprune,
@@ -194,6 +196,7 @@ static void create_job_free(struct create_job *job)
 static void create_producer(struct srv_stream *st, void *arg)
 {
     struct create_job *job = arg;
+    job->st = st;  // before any progress: the producer may run before start returns
     struct err e = {0};
     int rc = create_run(job, &e);
     if (rc < 0 && rc != ERR_CANCELLED)
@@ -236,11 +239,8 @@ static void handle_create(struct srv_req *r)
         return;
     }
     // The job is handed to the producer thread; it frees it.
-    srv_stream_start(r, 200, "application/x-ndjson", create_producer, job);
-    if (!r->stream)
+    if (srv_stream_start(r, 200, "application/x-ndjson", create_producer, job) < 0)
         create_job_free(job);
-    else
-        job->st = r->stream;
 }
 
 // ---------------------------------------------------------------------------

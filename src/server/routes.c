@@ -24,5 +24,6 @@ const struct srv_route *const server_route_tables[] = {
     server_model_routes,
     server_generate_routes,
     server_openai_routes,
+    server_registry_routes,
     NULL,
 };

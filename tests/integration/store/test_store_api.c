@@ -180,8 +180,11 @@ static void test_bad_input(void **state)
            400, "invalid digest format");
     expect("POST", "/api/create", "{\"model\":\"bad name!\",\"from\":\"stories\"}", 400,
            "invalid model name");
-    expect("POST", "/api/create", "{\"model\":\"y\",\"from\":\"does-not-exist\",\"stream\":false}",
-           404, "\"error\"");
+    // A base model that is neither local nor pullable (an unreachable local
+    // registry: no network is touched).
+    expect("POST", "/api/create",
+           "{\"model\":\"y\",\"from\":\"127.0.0.1:1/x/does-not-exist\",\"stream\":false}", 404,
+           "\"error\"");
 }
 
 int main(void)

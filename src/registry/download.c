@@ -1,0 +1,788 @@
+// Blob downloads (registry.md §5.2-5.6, store.md §8): shared by digest
+// across concurrent pulls, planned as ranged parts written in place into
+// blobs/sha256-<hex>-partial with one JSON sidecar per part, so a download
+// cut at any point (kill -9, network loss) resumes without fetching finished
+// bytes again. Parts run in parallel with retries, backoff and a stall
+// watchdog; a hasher thread follows the contiguous written prefix so the
+// SHA-256 is ready when the last byte lands, and the file is renamed into
+// place only when it matches.
+//
+// Lock order: registry.mu, then a download's own mu.
+#include "registry/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DL_MAX_PARTS_INFLIGHT 16
+#define DL_MAX_FAILURES 6
+#define DL_SIDECAR_EVERY (16u << 20)  // rewrite a sidecar mid-attempt this often
+#define DL_MAX_PARTS 4096
+#define DL_RAMP_INTERVAL_MS 500
+#define DL_FAST_LINK_BPS 150e6  // one stream this fast needs no company
+
+struct dl_part {
+    int n;
+    uint64_t off, size;
+    _Atomic uint64_t completed;
+    uint64_t saved;  // Completed last written to the sidecar
+};
+
+struct reg_download {
+    struct reg_download *next;
+    char digest[STORE_DIGEST_LEN + 1];
+    char hex[DIGEST_HEX_LEN + 1];
+    int refs;   // waiters + the worker (registry.mu)
+    bool done;  // (registry.mu)
+    int rc;
+    struct err err;
+    pthread_cond_t cv;  // with registry.mu: done
+    _Atomic uint64_t total, completed;
+    volatile int cancel;  // every waiter left (set once, read by the worker)
+    // Worker inputs.
+    struct reg_session sess;  // own copy (token duplicated)
+    int64_t size_hint;
+    // Worker state.
+    char path[4096], partial[4200];
+    int fd;
+    struct dl_part *parts;
+    size_t n_parts;
+    _Atomic size_t next_part;
+    char data_url[4096];
+    pthread_mutex_t mu;  // first error below
+    int fail_rc;
+    struct err fail_err;
+    atomic_int stop;  // a fatal error: other parts give up
+    atomic_int parts_done;
+    atomic_int running;  // part threads alive
+    // SHA-256 of bytes [0, hashed): fed inline by the part whose bytes are
+    // next in order, else by the hasher thread reading the file back.
+    pthread_mutex_t hash_mu;
+    struct sha256 sh;  // (hash_mu)
+    uint64_t hashed;   // (hash_mu)
+    atomic_bool hashing;
+};
+
+static void dl_free(struct reg_download *d)
+{
+    reg_session_deinit(&d->sess);
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->hash_mu);
+    free(d->parts);
+    free(d);
+}
+
+uint64_t registry_part_size(uint64_t total, uint64_t min_bytes, uint64_t max_bytes)
+{
+    if (total == 0)
+        return 0;
+    uint64_t size = total / 16;
+    if (size < min_bytes)
+        size = min_bytes;
+    if (size > max_bytes)
+        size = max_bytes;
+    return size ? size : 1;
+}
+
+// ---------------------------------------------------------------------------
+// Sidecars: {"N":0,"Offset":0,"Size":100000000,"Completed":37748736}\n
+
+static void sidecar_path(const struct reg_download *d, int n, char *out, size_t len)
+{
+    snprintf(out, len, "%s-%d", d->partial, n);
+}
+
+static int sidecar_write(struct reg_download *d, struct dl_part *p)
+{
+    char path[4300], line[160];
+    sidecar_path(d, p->n, path, sizeof(path));
+    uint64_t c = atomic_load(&p->completed);
+    int len = snprintf(line, sizeof(line), "{\"N\":%d,\"Offset\":%llu,\"Size\":%llu,\"Completed\":%llu}\n",
+                       p->n, (unsigned long long)p->off, (unsigned long long)p->size,
+                       (unsigned long long)c);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = write(fd, line, (size_t)len);
+    int saved_errno = errno;
+    close(fd);
+    if (w != len)
+        return -(saved_errno ? saved_errno : EIO);
+    p->saved = c;
+    return 0;
+}
+
+static void sidecars_remove(struct reg_download *d, size_t n)
+{
+    char path[4300];
+    for (size_t i = 0; i < n; i++) {
+        sidecar_path(d, (int)i, path, sizeof(path));
+        unlink(path);
+    }
+}
+
+// Rebuilds the parts from sidecars; false (and nothing kept) when there are
+// none or they do not describe one consistent blob.
+static bool sidecars_load(struct reg_download *d)
+{
+    struct dl_part *parts = NULL;
+    size_t n = 0;
+    uint64_t next_off = 0;
+    bool ok = true;
+    for (;; n++) {
+        char path[4300];
+        sidecar_path(d, (int)n, path, sizeof(path));
+        struct buf b;
+        buf_init(&b, 4096);
+        if (fs_read_all(path, 4096, &b, NULL) < 0) {
+            buf_deinit(&b);
+            break;
+        }
+        json_t *o = NULL;
+        int64_t N = -1, off = -1, size = -1, c = -1;
+        if (n >= DL_MAX_PARTS || jsonx_parse_object(b.data, b.len, &o, NULL) < 0 ||
+            jsonx_get_int(o, "N", &N, 0, DL_MAX_PARTS, true, NULL) < 0 ||
+            jsonx_get_int(o, "Offset", &off, 0, INT64_MAX, true, NULL) < 0 ||
+            jsonx_get_int(o, "Size", &size, 1, INT64_MAX, true, NULL) < 0 ||
+            jsonx_get_int(o, "Completed", &c, 0, INT64_MAX, true, NULL) < 0 ||
+            (size_t)N != n || (uint64_t)off != next_off || c > size)
+            ok = false;
+        json_decref(o);
+        buf_deinit(&b);
+        if (!ok)
+            break;
+        parts = xrealloc(parts, (n + 1) * sizeof(*parts));
+        parts[n] = (struct dl_part){.n = (int)n, .off = (uint64_t)off, .size = (uint64_t)size,
+                                    .saved = (uint64_t)c};
+        atomic_store(&parts[n].completed, (uint64_t)c);
+        next_off += (uint64_t)size;
+    }
+    if (ok && n > 0 && d->size_hint > 0 && next_off != (uint64_t)d->size_hint)
+        ok = false;
+    struct stat st;
+    if (ok && n > 0 && (stat(d->partial, &st) != 0 || (uint64_t)st.st_size != next_off))
+        ok = false;
+    if (!ok || n == 0) {
+        free(parts);
+        // Leftovers that do not add up: start over.
+        sidecars_remove(d, n + 1);
+        unlink(d->partial);
+        return false;
+    }
+    d->parts = parts;
+    d->n_parts = n;
+    atomic_store(&d->total, next_off);
+    uint64_t done = 0;
+    for (size_t i = 0; i < n; i++)
+        done += atomic_load(&parts[i].completed);
+    atomic_store(&d->completed, done);
+    return true;
+}
+
+static int plan_parts(struct reg_download *d, uint64_t total, struct err *e)
+{
+    uint64_t ps = registry_part_size(total, d->sess.reg->part_min, d->sess.reg->part_max);
+    size_t n = total ? (size_t)((total + ps - 1) / ps) : 0;
+    if (n > DL_MAX_PARTS)
+        return err_set(e, ERR_TOO_LARGE, "blob of %llu bytes needs too many parts",
+                       (unsigned long long)total);
+    d->parts = xcalloc(n ? n : 1, sizeof(*d->parts));
+    d->n_parts = n;
+    for (size_t i = 0; i < n; i++) {
+        d->parts[i].n = (int)i;
+        d->parts[i].off = i * ps;
+        d->parts[i].size = i + 1 < n ? ps : total - i * ps;
+        int rc = sidecar_write(d, &d->parts[i]);
+        if (rc < 0)
+            return err_set(e, rc == -ENOSPC ? ERR_IO : ERR_IO, "write %s-%zu: %s", d->partial, i,
+                           strerror(-rc));
+    }
+    atomic_store(&d->total, total);
+    atomic_store(&d->completed, 0);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Size and data URL
+
+static int query_size(struct reg_download *d, struct err *e)
+{
+    char url[1024];
+    snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", d->sess.base, d->sess.repo, d->digest);
+    struct reg_rq rq = {.method = "HEAD", .url = url, .follow = true, .timeout_s = REG_SLOW_REPLY_S};
+    struct reg_rsp rsp;
+    reg_rsp_init(&rsp);
+    int rc = reg_session_do(&d->sess, &rq, &rsp, e);
+    int64_t total = rsp.content_length;
+    reg_rsp_deinit(&rsp);
+    if (rc < 0)
+        return rc;
+    if (total < 0)
+        total = d->size_hint;  // (fix) upstream would use 0
+    if (total < 0)
+        return err_set(e, ERR_INVALID, "registry did not say how large blob %s is", d->digest);
+    if (d->size_hint >= 0 && total != d->size_hint)
+        return err_set(e, ERR_INVALID, "blob %s is %lld bytes, the manifest says %lld", d->digest,
+                       (long long)total, (long long)d->size_hint);
+    if ((uint64_t)total > REG_MAX_BLOB_BYTES)
+        return err_set(e, ERR_TOO_LARGE, "blob %s is too large", d->digest);
+    return plan_parts(d, (uint64_t)total, e);
+}
+
+static bool same_hostname(const char *a_url, const char *b_url)
+{
+    char a[STORE_HOST_MAX + 1], b[STORE_HOST_MAX + 1];
+    if (!reg_url_host(a_url, a, sizeof(a)) || !reg_url_host(b_url, b, sizeof(b)))
+        return false;
+    // Port ignored (registry.md §5.4).
+    char *ca = strrchr(a, ':'), *cb = strrchr(b, ':');
+    if (ca && !strchr(a, ']'))
+        *ca = '\0';
+    if (cb && !strchr(b, ']'))
+        *cb = '\0';
+    return strcmp(a, b) == 0;
+}
+
+static int resolve_once(struct reg_download *d, struct err *e)
+{
+    char url[4096];
+    snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", d->sess.base, d->sess.repo, d->digest);
+    for (int hops = 0;; hops++) {
+        struct reg_rq rq = {.method = "GET", .url = url, .stop_body = true, .timeout_s = REG_SLOW_REPLY_S};
+        struct reg_rsp rsp;
+        reg_rsp_init(&rsp);
+        int rc = reg_session_do(&d->sess, &rq, &rsp, e);
+        if (rc < 0) {
+            reg_rsp_deinit(&rsp);
+            return rc;
+        }
+        long st = rsp.status;
+        if (st == 200) {
+            snprintf(d->data_url, sizeof(d->data_url), "%s", url);
+            reg_rsp_deinit(&rsp);
+            return 0;
+        }
+        if ((st == 301 || st == 302 || st == 303 || st == 307 || st == 308) && rsp.location) {
+            if (hops >= 10) {
+                reg_rsp_deinit(&rsp);
+                return err_set(e, ERR_INVALID, "stopped after 10 redirects");
+            }
+            bool same = same_hostname(rsp.location, url);
+            if (strlen(rsp.location) >= sizeof(url)) {
+                reg_rsp_deinit(&rsp);
+                return err_set(e, ERR_INVALID, "redirect location too long");
+            }
+            snprintf(url, sizeof(url), "%s", rsp.location);
+            reg_rsp_deinit(&rsp);
+            if (same)
+                continue;
+            snprintf(d->data_url, sizeof(d->data_url), "%s", url);
+            return 0;
+        }
+        reg_rsp_deinit(&rsp);
+        return err_set(e, ERR_INVALID, "unexpected status code %ld", st);
+    }
+}
+
+static uint32_t rand_u32(void)
+{
+    static _Atomic uint64_t state = 0x9e3779b97f4a7c15ull;
+    uint64_t x = atomic_fetch_add(&state, 0x9e3779b97f4a7c15ull) ^ (uint64_t)time_monotonic_ns();
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+static int resolve_data_url(struct reg_download *d, struct err *e)
+{
+    int64_t start = time_monotonic_ns();
+    for (int n = 1;; n++) {
+        struct err le = {0};
+        int rc = resolve_once(d, &le);
+        if (rc == 0)
+            return 0;
+        bool retry = rc == ERR_NETWORK && !d->cancel &&
+                     time_monotonic_ns() - start < 30LL * 1000000000;
+        if (!retry) {
+            err_set(e, rc, "%s", le.msg);
+            return rc;
+        }
+        int64_t ms = (int64_t)n * n * 10;
+        if (ms > 10000)
+            ms = 10000;
+        ms = ms / 2 + (int64_t)(rand_u32() % (uint32_t)(ms + 1));
+        reg_sleep_ms(ms);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parts
+
+struct attempt {
+    struct reg_download *d;
+    struct dl_part *p;
+    struct reg_rsp *rsp;
+    bool checked;
+    int rc;
+    struct err err;
+    bool fatal;
+};
+
+static bool part_sink(void *ctx, long status, const char *data, size_t n)
+{
+    struct attempt *a = ctx;
+    struct dl_part *p = a->p;
+    uint64_t done = atomic_load(&p->completed);
+    if (!a->checked) {
+        uint64_t start = p->off + done;
+        bool whole = p->off + done == 0 && p->size == atomic_load(&a->d->total);
+        bool ok = status == 206 || (status == 200 && whole);
+        if (status == 206 && a->rsp->content_range) {
+            unsigned long long s = 0;
+            ok = sscanf(a->rsp->content_range, "bytes %llu-", &s) == 1 && s == start;
+        }
+        if (!ok) {
+            a->rc = err_set(&a->err, status >= 500 || status == 0 ? ERR_NETWORK : ERR_INVALID,
+                            "unexpected status code %ld for bytes %llu-", status,
+                            (unsigned long long)start);
+            return false;
+        }
+        a->checked = true;
+    }
+    if (n > p->size - done) {
+        a->rc = err_set(&a->err, ERR_NETWORK, "registry sent more bytes than requested");
+        return false;
+    }
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = pwrite(a->d->fd, data + off, n - off, (off_t)(p->off + done + off));
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            a->fatal = errno == ENOSPC || errno == EFBIG || errno == EDQUOT;
+            a->rc = err_set(&a->err, ERR_IO, "write %s: %s", a->d->partial, strerror(errno));
+            // Count what did land.
+            atomic_fetch_add(&p->completed, off);
+            atomic_fetch_add(&a->d->completed, off);
+            return false;
+        }
+        off += (size_t)w;
+    }
+    // In-order bytes are hashed right here, saving the hasher a read back.
+    if (atomic_load(&a->d->hashing) && pthread_mutex_trylock(&a->d->hash_mu) == 0) {
+        if (a->d->hashed == p->off + done) {
+            sha256_update(&a->d->sh, data, n);
+            a->d->hashed += n;
+        }
+        pthread_mutex_unlock(&a->d->hash_mu);
+    }
+    atomic_fetch_add(&p->completed, n);
+    atomic_fetch_add(&a->d->completed, n);
+    if (done + n - p->saved >= DL_SIDECAR_EVERY)
+        sidecar_write(a->d, p);
+    return true;
+}
+
+static void set_failure(struct reg_download *d, int rc, const struct err *e)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->fail_rc == 0) {
+        d->fail_rc = rc;
+        d->fail_err = *e;
+    }
+    pthread_mutex_unlock(&d->mu);
+    atomic_store(&d->stop, 1);
+}
+
+static bool dl_should_stop(struct reg_download *d)
+{
+    return atomic_load(&d->stop) || d->cancel;
+}
+
+static void part_run(struct reg_download *d, struct dl_part *p)
+{
+    int failures = 0;
+    const char *auth = reg_session_auth_for(&d->sess, d->data_url);
+    while (atomic_load(&p->completed) < p->size) {
+        if (dl_should_stop(d))
+            return;
+        uint64_t done = atomic_load(&p->completed);
+        char range[80];
+        snprintf(range, sizeof(range), "Range: bytes=%llu-%llu",
+                 (unsigned long long)(p->off + done), (unsigned long long)(p->off + p->size - 1));
+        const char *hdrs[] = {range, NULL};
+        struct reg_rsp rsp;
+        reg_rsp_init(&rsp);
+        struct attempt a = {.d = d, .p = p, .rsp = &rsp};
+        struct reg_rq rq = {.method = "GET", .url = d->data_url, .headers = hdrs, .follow = true,
+                            .stall_ms = d->sess.reg->stall_timeout_ms, .sink = part_sink,
+                            .sink_ctx = &a};
+        struct err he = {0};
+        int rc = reg_http(&rq, auth, &d->cancel, &rsp, &he);
+        bool stalled = rsp.stalled;
+        reg_rsp_deinit(&rsp);
+        sidecar_write(d, p);  // after every attempt, successful or not
+        if (rc == 0 && a.rc == 0 && atomic_load(&p->completed) < p->size) {
+            rc = ERR_NETWORK;
+            err_set(&he, ERR_NETWORK, "unexpected EOF");
+        }
+        if (rc == 0 && a.rc == 0)
+            break;
+        if (a.rc < 0) {
+            rc = a.rc;
+            he = a.err;
+        }
+        if (d->cancel || a.fatal) {
+            set_failure(d, a.fatal ? ERR_IO : ERR_CANCELLED, &he);
+            return;
+        }
+        if (stalled) {
+            log_warn("%s part %d stalled; retrying", d->hex, p->n);
+            continue;  // stalls are not failures
+        }
+        if (++failures >= DL_MAX_FAILURES) {
+            struct err fe = {0};
+            err_set(&fe, ERR_NETWORK, "max retries exceeded: %s", he.msg);
+            set_failure(d, ERR_NETWORK, &fe);
+            return;
+        }
+        int64_t ms = ((int64_t)1 << (failures - 1)) * d->sess.reg->backoff_unit_ms;
+        log_warn("%s part %d attempt %d failed, retrying in %lldms: %s", d->hex, p->n, failures,
+                 (long long)ms, he.msg);
+        for (int64_t slept = 0; slept < ms && !dl_should_stop(d); slept += 50)
+            reg_sleep_ms(ms - slept < 50 ? ms - slept : 50);
+    }
+    atomic_fetch_add(&d->parts_done, 1);
+}
+
+static void *part_thread(void *arg)
+{
+    struct reg_download *d = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&d->next_part, 1);
+        if (i >= d->n_parts || dl_should_stop(d))
+            break;
+        if (atomic_load(&d->parts[i].completed) >= d->parts[i].size) {
+            atomic_fetch_add(&d->parts_done, 1);
+            continue;
+        }
+        part_run(d, &d->parts[i]);
+    }
+    atomic_fetch_sub(&d->running, 1);
+    return NULL;
+}
+
+// Follows the contiguous written prefix and hashes it while parts arrive.
+struct hasher {
+    struct reg_download *d;
+    atomic_int finish;  // parts ended (successfully or not)
+    bool ok;
+    char hex[DIGEST_HEX_LEN + 1];
+    struct err err;
+};
+
+static uint64_t frontier(struct reg_download *d)
+{
+    uint64_t f = 0;
+    for (size_t i = 0; i < d->n_parts; i++) {
+        uint64_t c = atomic_load(&d->parts[i].completed);
+        f = d->parts[i].off + c;
+        if (c < d->parts[i].size)
+            break;
+    }
+    return f;
+}
+
+static void *hasher_thread(void *arg)
+{
+    struct hasher *h = arg;
+    struct reg_download *d = h->d;
+    size_t cap = 4u << 20;
+    char *chunk = xmalloc(cap);
+    uint64_t total = atomic_load(&d->total);
+    for (;;) {
+        pthread_mutex_lock(&d->hash_mu);
+        uint64_t pos = d->hashed;
+        pthread_mutex_unlock(&d->hash_mu);
+        if (pos >= total)
+            break;
+        uint64_t f = frontier(d);
+        if (f <= pos) {
+            if (atomic_load(&h->finish) && frontier(d) <= pos)
+                break;
+            reg_sleep_ms(2);
+            continue;
+        }
+        size_t want = f - pos > cap ? cap : (size_t)(f - pos);
+        ssize_t got = pread(d->fd, chunk, want, (off_t)pos);
+        if (got <= 0) {
+            err_set(&h->err, ERR_IO, "read %s: %s", d->partial, got < 0 ? strerror(errno) : "EOF");
+            break;
+        }
+        pthread_mutex_lock(&d->hash_mu);
+        if (d->hashed == pos) {  // else a part hashed these bytes inline meanwhile
+            sha256_update(&d->sh, chunk, (size_t)got);
+            d->hashed += (uint64_t)got;
+        }
+        pthread_mutex_unlock(&d->hash_mu);
+    }
+    free(chunk);
+    return NULL;
+}
+
+static int dl_work(struct reg_download *d, struct err *e)
+{
+    if (fs_exists(d->path))
+        return 0;
+    bool resumed = sidecars_load(d);
+    int rc = 0;
+    if (!resumed)
+        rc = query_size(d, e);
+    if (rc < 0)
+        return rc;
+    uint64_t total = atomic_load(&d->total);
+    if (d->size_hint >= 0 && total != (uint64_t)d->size_hint)
+        return err_set(e, ERR_INVALID, "blob %s: registry size %llu, manifest %lld", d->digest,
+                       (unsigned long long)total, (long long)d->size_hint);
+    if (total > 0 && (rc = resolve_data_url(d, e)) < 0)
+        return rc;
+    d->fd = open(d->partial, O_RDWR | O_CREAT, 0644);
+    if (d->fd < 0)
+        return err_set(e, ERR_IO, "open %s: %s", d->partial, strerror(errno));
+    struct stat st;
+    if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size != total && ftruncate(d->fd, (off_t)total) < 0) {
+        rc = err_set(e, ERR_IO, "truncate %s: %s", d->partial, strerror(errno));
+        close(d->fd);
+        return rc;
+    }
+    struct hasher h = {.d = d};
+    if (sha256_init(&d->sh) < 0) {
+        close(d->fd);
+        return err_set(e, ERR_NOMEM, "sha256");
+    }
+    d->hashed = 0;
+    atomic_store(&d->hashing, true);
+    pthread_t ht;
+    pthread_create(&ht, NULL, hasher_thread, &h);
+    // Connections ramp up from one: while the link is slower than the
+    // hasher, another part starts every half second (up to 16). On a fast
+    // link (loopback, LAN) one stream already saturates it, parts then land
+    // in order and are hashed as they arrive instead of after the last byte.
+    size_t n_threads = d->n_parts < DL_MAX_PARTS_INFLIGHT ? d->n_parts : DL_MAX_PARTS_INFLIGHT;
+    pthread_t tids[DL_MAX_PARTS_INFLIGHT];
+    size_t started = 0;
+    atomic_store(&d->running, 0);
+    int64_t last_ns = time_monotonic_ns();
+    uint64_t last_bytes = atomic_load(&d->completed);
+    while (started < n_threads || atomic_load(&d->running) > 0) {
+        bool slow = started == 0;
+        if (!slow && started < n_threads) {
+            int64_t now = time_monotonic_ns();
+            uint64_t bytes = atomic_load(&d->completed);
+            if (now - last_ns >= DL_RAMP_INTERVAL_MS * 1000000LL) {
+                double rate = (double)(bytes - last_bytes) * 1e9 / (double)(now - last_ns);
+                slow = rate < DL_FAST_LINK_BPS;
+                last_ns = now;
+                last_bytes = bytes;
+            }
+        }
+        if (slow && started < n_threads && atomic_load(&d->next_part) < d->n_parts &&
+            !dl_should_stop(d)) {
+            atomic_fetch_add(&d->running, 1);
+            if (pthread_create(&tids[started], NULL, part_thread, d) == 0) {
+                started++;
+            } else {
+                atomic_fetch_sub(&d->running, 1);
+                if (started == 0) {
+                    struct err te = {0};
+                    err_set(&te, ERR_INTERNAL, "cannot start download thread");
+                    set_failure(d, ERR_INTERNAL, &te);
+                }
+                n_threads = started;
+            }
+            continue;
+        }
+        if (atomic_load(&d->running) == 0 &&
+            (atomic_load(&d->next_part) >= d->n_parts || dl_should_stop(d)))
+            break;
+        reg_sleep_ms(20);
+    }
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    atomic_store(&h.finish, 1);
+    pthread_join(ht, NULL);
+    atomic_store(&d->hashing, false);
+    if (d->hashed == total && h.err.code == 0) {
+        sha256_final(&d->sh, h.hex);
+        h.ok = true;
+    } else {
+        sha256_abort(&d->sh);
+    }
+    if (d->fail_rc < 0) {
+        close(d->fd);
+        *e = d->fail_err;
+        return d->fail_rc;
+    }
+    if (!h.ok) {
+        close(d->fd);
+        if (h.err.code)
+            *e = h.err;
+        else
+            err_set(e, ERR_IO, "download of %s ended early", d->digest);
+        return e->code ? e->code : ERR_IO;
+    }
+    if (strcmp(h.hex, d->hex) != 0) {
+        close(d->fd);
+        unlink(d->partial);
+        sidecars_remove(d, d->n_parts);
+        return err_set(e, ERR_DIGEST,
+                       "digest mismatch, file must be downloaded again: want %s, got sha256:%s",
+                       d->digest, h.hex);
+    }
+    if (fsync(d->fd) < 0) {
+        rc = err_set(e, ERR_IO, "fsync %s: %s", d->partial, strerror(errno));
+        close(d->fd);
+        return rc;
+    }
+    close(d->fd);
+    sidecars_remove(d, d->n_parts);
+    if (rename(d->partial, d->path) < 0)
+        return err_set(e, ERR_IO, "rename %s: %s", d->partial, strerror(errno));
+    chmod(d->path, 0644);
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", d->path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        fs_fsync_dir(dir, NULL);
+    }
+    return 0;
+}
+
+static void *dl_thread(void *arg)
+{
+    struct reg_download *d = arg;
+    struct err e = {0};
+    int rc = dl_work(d, &e);
+    struct registry *reg = d->sess.reg;
+    pthread_mutex_lock(&reg->mu);
+    d->rc = rc;
+    d->err = e;
+    d->done = true;
+    for (struct reg_download **pp = &reg->downloads; *pp; pp = &(*pp)->next)
+        if (*pp == d) {
+            *pp = d->next;
+            break;
+        }
+    pthread_cond_broadcast(&d->cv);
+    bool last = --d->refs == 0;
+    pthread_mutex_unlock(&reg->mu);
+    if (last)
+        dl_free(d);
+    return NULL;
+}
+
+int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
+                   const struct registry_opts *o, struct err *e)
+{
+    struct registry *reg = s->reg;
+    char hex[DIGEST_HEX_LEN + 1];
+    int rc = store_digest_parse(digest, hex, e);
+    if (rc < 0)
+        return rc;
+    for (char *p = hex; *p; p++)
+        if (*p >= 'A' && *p <= 'F')
+            *p = (char)(*p + 32);
+    char status[32];
+    snprintf(status, sizeof(status), "pulling %.12s", hex);
+    char canon[STORE_DIGEST_LEN + 1];
+    snprintf(canon, sizeof(canon), "sha256:%s", hex);
+
+    pthread_mutex_lock(&reg->mu);
+    struct reg_download *d;
+    for (d = reg->downloads; d; d = d->next)
+        if (strcmp(d->hex, hex) == 0)
+            break;
+    if (d) {
+        d->refs++;
+    } else {
+        d = xcalloc(1, sizeof(*d));
+        snprintf(d->digest, sizeof(d->digest), "%s", canon);
+        snprintf(d->hex, sizeof(d->hex), "%s", hex);
+        pthread_cond_init(&d->cv, NULL);
+        pthread_mutex_init(&d->mu, NULL);
+        pthread_mutex_init(&d->hash_mu, NULL);
+        d->sess = *s;
+        d->sess.token = s->token ? xstrdup(s->token) : NULL;
+        d->sess.basic = s->basic ? xstrdup(s->basic) : NULL;
+        d->sess.cancel = NULL;
+        d->size_hint = size;
+        d->fd = -1;
+        int prc = store_blob_path(reg->store, canon, d->path, sizeof(d->path), e);
+        if (prc < 0) {
+            pthread_mutex_unlock(&reg->mu);
+            dl_free(d);
+            return prc;
+        }
+        snprintf(d->partial, sizeof(d->partial), "%s-partial", d->path);
+        d->refs = 2;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t tid;
+        if (pthread_create(&tid, &attr, dl_thread, d) != 0) {
+            pthread_attr_destroy(&attr);
+            pthread_mutex_unlock(&reg->mu);
+            dl_free(d);
+            return err_set(e, ERR_INTERNAL, "cannot start download thread");
+        }
+        pthread_attr_destroy(&attr);
+        d->next = reg->downloads;
+        reg->downloads = d;
+    }
+    // Attached: report the shared progress every 60 ms until it ends.
+    rc = 0;
+    while (!d->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 60 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&d->cv, &reg->mu, &ts);
+        if (d->done)
+            break;
+        uint64_t total = atomic_load(&d->total), done = atomic_load(&d->completed);
+        pthread_mutex_unlock(&reg->mu);
+        if (total)
+            reg_progress(o, status, canon, total, done);
+        bool cancel = reg_cancelled(o ? o->cancel : NULL) || reg_cancelled(s->cancel);
+        pthread_mutex_lock(&reg->mu);
+        if (cancel) {
+            if (--d->refs == 1 && !d->done)
+                d->cancel = 1;  // only the worker is left
+            bool last = d->refs == 0;
+            pthread_mutex_unlock(&reg->mu);
+            if (last)
+                dl_free(d);
+            return err_set(e, ERR_CANCELLED, "context canceled");
+        }
+    }
+    rc = d->rc;
+    if (rc < 0)
+        *e = d->err;
+    uint64_t total = atomic_load(&d->total);
+    bool last = --d->refs == 0;
+    pthread_mutex_unlock(&reg->mu);
+    if (last)
+        dl_free(d);
+    if (rc == 0)
+        reg_progress(o, status, canon, total, total);
+    return rc;
+}

@@ -1,0 +1,133 @@
+// Shared between the registry module's files: the registry object, HTTP
+// requests over libcurl with the "auth retry" of registry.md §1.1, and the
+// shared blob downloads.
+#pragma once
+
+#include "registry/registry.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define REG_MAX_MANIFEST_BYTES (4u << 20)
+#define REG_MAX_SMALL_BODY (64u << 10)  // error bodies, tokens
+#define REG_MAX_BLOB_BYTES ((uint64_t)1 << 42)  // 4 TiB: anything above is a lie
+// Requests that carry no body bytes for a while by design (a pull-through
+// mirror fetches the blob upstream before it answers) get a long limit
+// instead of stall detection.
+#define REG_SLOW_REPLY_S 3600L
+// registry.md §1: "ollama/<version> (<arch> <os>) <toolchain>", with Go's words.
+#if defined(__aarch64__)
+#define REG_ARCH "arm64"
+#elif defined(__x86_64__)
+#define REG_ARCH "amd64"
+#else
+#define REG_ARCH "unknown"
+#endif
+#if defined(__APPLE__)
+#define REG_OS "darwin"
+#else
+#define REG_OS "linux"
+#endif
+#define REG_USER_AGENT "ollama/" OLLAMA_VERSION " (" REG_ARCH " " REG_OS ") C/c11"
+
+struct reg_download;
+struct reg_token;
+
+struct registry {
+    struct store *store;
+    char *key_path;
+    int stall_timeout_ms;
+    int backoff_unit_ms;
+    char **realm_allow;
+    char *basic_auth;
+    char *mirror_upstream;
+    uint64_t part_min, part_max;
+    pthread_mutex_t mu;  // guards downloads and tokens
+    struct reg_download *downloads;
+    struct reg_token *tokens;
+    pthread_cond_t uploads_cv;  // with mu: an upload ended
+    char **uploads;             // "host digest" being uploaded (mu)
+    size_t n_uploads;
+    int n_background;  // mirror pulls running (mu)
+};
+
+// One pull/push/mirror operation against one registry host.
+struct reg_session {
+    struct registry *reg;
+    char base[400];  // "https://host[:port]"
+    char host[STORE_HOST_MAX + 1];
+    char repo[2 * STORE_PART_MAX + 2];  // lowercased "ns/model"
+    char *token;                        // bearer token (owned), NULL until needed
+    char *basic;                        // "Basic <b64>" when a Basic challenge was answered
+    const volatile int *cancel;
+};
+
+struct reg_rq {
+    const char *method;  // "GET", "HEAD", "POST", "PUT", "PATCH"
+    const char *url;
+    const char *const *headers;  // NULL-terminated "Name: value" or NULL
+    const void *body;            // request body in memory
+    size_t body_len;
+    int body_fd;                 // or: body from a file range (when body_fd > 0)
+    uint64_t body_off, body_size;
+    void *md5;                   // EVP_MD_CTX fed with file-range bytes, or NULL
+    bool follow;                 // follow redirects (at most 10)
+    bool no_auth;                // never send credentials
+    bool stop_body;              // do not read the response body (close early)
+    size_t max_body;             // cap for the collected response body
+    long timeout_s;              // 0 = no total limit (stall detection only)
+    int stall_ms;                // abort when no byte moves for this long (0 = off)
+    // Response body sink (blob data); returns false to abort. NULL = collect.
+    bool (*sink)(void *ctx, long status, const char *p, size_t n);
+    void *sink_ctx;
+    // Called as bytes move (upload progress); may be NULL.
+    void (*on_xfer)(void *ctx, uint64_t down, uint64_t up);
+    void *xfer_ctx;
+};
+
+struct reg_rsp {
+    long status;
+    struct buf body;
+    char *location;       // Location (resolved against the request URL)
+    char *upload_location;  // Docker-Upload-Location
+    char *www_auth;
+    char *content_digest;
+    int64_t content_length;  // -1 when absent
+    char *effective_url;
+    char *content_range;
+    bool stalled;  // aborted by the stall watchdog
+};
+
+void reg_rsp_init(struct reg_rsp *r);
+void reg_rsp_deinit(struct reg_rsp *r);
+// One HTTP exchange; no auth logic. Transport failures → ERR_NETWORK with
+// curl's text.
+int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *cancel,
+             struct reg_rsp *rsp, struct err *e);
+// §1.1: sends with the session's credentials; a 401 gets a token and one
+// retry. Then 404 → ERR_NOT_FOUND "file does not exist", >= 400 →
+// "<code>: <body>". Returns 0 with rsp filled for any other status.
+int reg_session_do(struct reg_session *s, const struct reg_rq *rq, struct reg_rsp *rsp,
+                   struct err *e);
+// Authorization value to send to url: the session's token/basic only when
+// url's host is the registry host; NULL otherwise.
+const char *reg_session_auth_for(const struct reg_session *s, const char *url);
+void reg_session_init(struct reg_session *s, struct registry *reg, const struct store_name *n,
+                      bool insecure);
+void reg_session_deinit(struct reg_session *s);
+// Obtains credentials for a 401 answer (auth.c).
+int reg_auth_challenge(struct reg_session *s, const char *www_auth, const char *req_url,
+                       struct err *e);
+// host[:port] of a URL into out (lower case); false when it has none.
+bool reg_url_host(const char *url, char *out, size_t n);
+void reg_sleep_ms(int64_t ms);
+bool reg_cancelled(const volatile int *cancel);
+
+// Downloads blob digest (size from the manifest, 0 if unknown) of the
+// session's repository into the store, shared by digest with concurrent
+// callers (download.c). Emits "pulling <hex12>" progress every 60 ms.
+int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
+                   const struct registry_opts *o, struct err *e);
+
+void reg_progress(const struct registry_opts *o, const char *status, const char *digest,
+                  uint64_t total, uint64_t completed);
