@@ -20,10 +20,12 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DOLLAMA_OPT_FLAGS=
     -DOLLAMA_FUZZ=ON -DOLLAMA_TESTS=OFF -DOLLAMA_WERROR=ON >/dev/null
 fuzz_targets=$(cmake --build build-fuzz --target help | sed -n 's/^\.\.\. \(fuzz_[a-z_]*\).*/\1/p')
 cmake --build build-fuzz -j2 --target $fuzz_targets
-secs=${OLLAMA_FUZZ_SECONDS:-20}
 for f in build-fuzz/bin/fuzz_*; do
     [ -x "$f" ] || continue
     name=${f##*/fuzz_}
+    # The GGUF reader (hostile model files) gets a minute; the others 10 s.
+    secs=${OLLAMA_FUZZ_SECONDS:-10}
+    [ "$name" = gguf ] && secs=${OLLAMA_FUZZ_GGUF_SECONDS:-60}
     corpus=tests/fuzz/corpus/$name
     work=$(mktemp -d)
     [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
@@ -39,7 +41,7 @@ for f in build-fuzz/bin/fuzz_*; do
 done
 
 echo "== sanitizer build (ASan + UBSan)"
-scripts/build.sh build-asan -DOLLAMA_SANITIZE=ON -DOLLAMA_WERROR=ON -DCMAKE_BUILD_TYPE=Debug
+scripts/build.sh build-asan -DOLLAMA_SANITIZE=ON -DOLLAMA_WERROR=ON -DOLLAMA_OPT_FLAGS="-O1 -g"
 echo "== tests under sanitizers"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j2 --timeout 900
