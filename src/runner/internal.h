@@ -91,6 +91,10 @@ struct runner {
 
 enum { RUNNER_LOADING = 0, RUNNER_READY = 1, RUNNER_FAILED = 2 };
 
+// Fills rn's model, tokenizer, sampling vocabulary and pooling from a
+// loaded model (runner.c). The fuzz target uses it too.
+int runner_attach_model(struct runner *rn, struct model *m, struct err *e);
+
 // Request parsing (request.c): build a request from a JSON body. On failure
 // returns NULL with *status (400/500) and e set.
 struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int *status,
