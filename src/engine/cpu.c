@@ -188,6 +188,7 @@ struct mm_task {
     int64_t n_rows, n_in;
     const struct kernels_type *kt[CPU_MAX_JOBS];
     int64_t chunk_rows;
+    bool private_rows;  // n_rows == 1: each thread converts x into its own slot
     // Jobs sharing a vec_dot_type form a group; groups run one after the
     // other (they share the conversion scratch), each with its own chunk
     // counter. Job j owns chunk ids [chunk_start[j], chunk_end[j]) of its group.
@@ -215,27 +216,25 @@ static void mm_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, cons
     int64_t n_out = w->ne[1], n_in = w->ne[0], nc = t->n_rows;
     float *y = job->y;
 
-    int64_t c = 0;
-    if (kt->gemm && nc > 1 && kt->gemm_nr > 0 && kt->gemm_nc > 0) {
-        int tr = kt->gemm_nr, tc = kt->gemm_nc;
-        int64_t r_full = r0 + (r1 - r0) / tr * tr;
-        for (; c + tc <= nc; c += tc) {
-            for (int64_t r = r0; r < r_full; r += tr)
-                kt->gemm(n_in, y + c * n_out + r, (size_t)n_out, wd + (size_t)r * w->row_bytes,
-                         w->row_bytes, xd + (size_t)c * xq_row_bytes, xq_row_bytes, tr, tc);
-            for (int64_t r = r_full; r < r1; r++)
-                for (int64_t cc = c; cc < c + tc; cc++)
-                    kt->vec_dot(n_in, y + cc * n_out + r, wd + (size_t)r * w->row_bytes,
-                                xd + (size_t)cc * xq_row_bytes);
+    if (kt->gemm && nc > 1) {
+        // Tiles over [r0, r1) × blocks of activation rows small enough to
+        // stay in L1 while the chunk's weight rows stream from L2.
+        const int64_t cb = 16;
+        for (int64_t c = 0; c < nc; c += cb) {
+            int64_t ce = c + cb < nc ? c + cb : nc;
+            kt->gemm(n_in, y + c * n_out + r0, (size_t)n_out, wd + (size_t)r0 * w->row_bytes,
+                     w->row_bytes, xd + (size_t)c * xq_row_bytes, xq_row_bytes, (int)(r1 - r0),
+                     (int)(ce - c));
         }
-    }
-    // Remaining activation rows: blocks of 4 columns keep a weight row hot.
-    for (; c < nc; c += 4) {
-        int64_t ce = c + 4 < nc ? c + 4 : nc;
-        for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *wr = wd + (size_t)r * w->row_bytes;
-            for (int64_t cc = c; cc < ce; cc++)
-                kt->vec_dot(n_in, y + cc * n_out + r, wr, xd + (size_t)cc * xq_row_bytes);
+    } else {
+        // Blocks of 4 activation rows keep a weight row hot.
+        for (int64_t c = 0; c < nc; c += 4) {
+            int64_t ce = c + 4 < nc ? c + 4 : nc;
+            for (int64_t r = r0; r < r1; r++) {
+                const uint8_t *wr = wd + (size_t)r * w->row_bytes;
+                for (int64_t cc = c; cc < ce; cc++)
+                    kt->vec_dot(n_in, y + cc * n_out + r, wr, xd + (size_t)cc * xq_row_bytes);
+            }
         }
     }
     if (job->bias) {
@@ -256,7 +255,13 @@ static void mm_task_run(void *arg, int ith, int nth)
                 kt = t->kt[j];
         size_t row_bytes = vdt_row_bytes(vdt, t->n_in);
         const void *xq = t->x;
-        if (vdt != GGUF_TYPE_F32) {
+        if (vdt != GGUF_TYPE_F32 && t->private_rows) {
+            // One activation row (decode): every thread converts its own copy,
+            // which costs less than a barrier.
+            uint8_t *mine = (uint8_t *)t->cpu->wdata + (size_t)ith * row_bytes;
+            kt->from_float(t->x, mine, t->n_in);
+            xq = mine;
+        } else if (vdt != GGUF_TYPE_F32) {
             if (g > 0)
                 engine_pool_barrier(t->cpu->pool);  // the previous group is done with wdata
             for (int64_t r = ith; r < t->n_rows; r += nth)
@@ -332,10 +337,15 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         next[g] += (jobs[j].w->ne[1] + chunk - 1) / chunk;
         t.chunk_end[j] = next[g];
     }
+    t.private_rows = n_rows == 1;
     for (int g = 0; g < t.n_groups; g++) {
         atomic_init(&t.next_chunk[g], 0);
-        if (t.group_vdt[g] != GGUF_TYPE_F32)
-            ASSERT(vdt_row_bytes(t.group_vdt[g], t.n_in) * (size_t)n_rows <= c->wdata_bytes);
+        size_t rb = vdt_row_bytes(t.group_vdt[g], t.n_in);
+        if (t.group_vdt[g] != GGUF_TYPE_F32) {
+            ASSERT(rb * (size_t)n_rows <= c->wdata_bytes);
+            if (rb * (size_t)c->n_threads > c->wdata_bytes)
+                t.private_rows = false;
+        }
     }
     if (c->n_threads == 1)
         mm_task_run(&t, 0, 1);

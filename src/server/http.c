@@ -301,15 +301,17 @@ static enum route_result route_find(const char *method, const char *path,
                                     const struct srv_route **out, const char **param)
 {
     bool path_seen = false;
-    for (const struct srv_route *rt = server_routes; rt->pattern; rt++) {
-        const char *p;
-        if (!pattern_match(rt->pattern, path, &p))
-            continue;
-        path_seen = true;
-        if (method_matches(rt->method, method)) {
-            *out = rt;
-            *param = p;
-            return ROUTE_FOUND;
+    for (const struct srv_route *const *t = server_route_tables; *t; t++) {
+        for (const struct srv_route *rt = *t; rt->pattern; rt++) {
+            const char *p;
+            if (!pattern_match(rt->pattern, path, &p))
+                continue;
+            path_seen = true;
+            if (method_matches(rt->method, method)) {
+                *out = rt;
+                *param = p;
+                return ROUTE_FOUND;
+            }
         }
     }
     return path_seen ? ROUTE_NO_METHOD : ROUTE_NO_PATH;
@@ -499,6 +501,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct conn_state *cs = *con_cls;
     if (!cs)
         return;
+    if (cs->req.upload && cs->req.upload_free)
+        cs->req.upload_free(cs->req.upload);
     buf_deinit(&cs->req.body);
     free(cs->req.content_type);
     free(cs->req.reply_body);
@@ -539,6 +543,20 @@ int server_start(struct server **out, const struct server_options *opts, struct 
     struct server *srv = xcalloc(1, sizeof(*srv));
     srv->cfg = opts->cfg;
     srv->self_exe = opts->self_exe;
+    int rc = store_open(&srv->store, opts->cfg->models_dir, e);
+    if (rc < 0) {
+        free(srv);
+        return rc;
+    }
+    // Start-up prune of blobs no manifest references (store.md §7.3).
+    if (!opts->cfg->noprune) {
+        struct err pe = {0};
+        int n = store_prune(srv->store, (int64_t)3600 * 1000000000, &pe);
+        if (n < 0)
+            log_warn("prune: %s", pe.msg);
+        else if (n > 0)
+            log_info("pruned %d unused blob(s)", n);
+    }
 
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_ERROR_LOG;
@@ -553,6 +571,7 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         snprintf(port, sizeof(port), "%u", h->port);
         int gai = getaddrinfo(h->host, port, &hints, &ai);
         if (gai != 0) {
+            store_close(srv->store);
             free(srv);
             return err_set(e, ERR_INVALID, "listen tcp: lookup %s: %s", h->host,
                            gai_strerror(gai));
@@ -576,6 +595,7 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)0, MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
     if (!srv->daemon) {
+        store_close(srv->store);
         free(srv);
         char url[300];
         host_format_url(h, url, sizeof(url));
@@ -598,6 +618,6 @@ void server_stop(struct server *s)
     if (!s)
         return;
     MHD_stop_daemon(s->daemon);
-    free(s->models_dir);
+    store_close(s->store);
     free(s);
 }

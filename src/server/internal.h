@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "json/json.h"
+#include "store/store.h"
 #include "server/server.h"
 #include "util/util.h"
 
@@ -34,8 +35,11 @@ struct srv_req {
     size_t reply_len;
     struct srv_stream *stream;
     char *location;  // Location header for redirects, or NULL
-    // Per-route state for streamed request bodies (blob uploads).
+    // Per-route state for streamed request bodies (blob uploads); freed with
+    // upload_free when the request ends without the handler taking it.
     void *upload;
+    void (*upload_free)(void *upload);
+    bool upload_started;
     int upload_rc;
     struct err upload_err;
 };
@@ -52,8 +56,15 @@ struct srv_route {
     srv_body_fn on_body;  // NULL: buffer the body (capped)
 };
 
-// The route table (routes.c): one row per endpoint, ended by a NULL row.
-extern const struct srv_route server_routes[];
+// Route tables: each area's file exports one (rows ended by a NULL row);
+// routes.c lists them in server_route_tables (NULL-terminated).
+extern const struct srv_route server_core_routes[];
+extern const struct srv_route server_model_routes[];
+extern const struct srv_route *const server_route_tables[];
+
+// The "model" field of a request body (legacy "name"); replies 400 "model is
+// required" (or the type error) and returns NULL when missing.
+const char *srv_model_field(struct srv_req *r, const json_t *body);
 
 struct server {
     const struct env_config *cfg;
@@ -61,7 +72,7 @@ struct server {
     void *daemon;  // struct MHD_Daemon *
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
-    char *models_dir;
+    struct store *store;
 };
 
 // Replies.

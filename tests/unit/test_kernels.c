@@ -521,8 +521,9 @@ static void test_isa_vs_scalar(void **state)
                 }
                 if (k->gemm) {
                     // full tiles, edge tiles and a single column
-                    const int shapes[][2] = {{NR, NC}, {k->gemm_nr, k->gemm_nc}, {NR, 1}, {1, NC}};
-                    for (size_t sh = 0; sh < 4; sh++) {
+                    const int shapes[][2] = {{NR, NC}, {k->gemm_nr, k->gemm_nc}, {NR, 1},
+                                             {1, NC}, {5, 2}, {NR, 3}};
+                    for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
                         int nr = shapes[sh][0] < NR ? shapes[sh][0] : NR;
                         int nc = shapes[sh][1] < NC ? shapes[sh][1] : NC;
                         for (int i = 0; i < NC * NR; i++)
@@ -542,6 +543,23 @@ static void test_isa_vs_scalar(void **state)
                                              want[c][r]);
                             }
                     }
+                }
+                // kernels_matmul (tile or vec_dot, whichever it picks) for a few shapes
+                const int mshapes[][2] = {{NR, NC}, {NR, 1}, {3, 2}};
+                for (size_t sh = 0; sh < 3; sh++) {
+                    for (int i = 0; i < NC * NR; i++)
+                        s[i] = NAN;
+                    kernels_matmul(k, n, s, NR, w, wrow, xq, xrow, mshapes[sh][0], mshapes[sh][1]);
+                    for (int c = 0; c < NC; c++)
+                        for (int r = 0; r < NR; r++) {
+                            float got = s[c * NR + r];
+                            if (r >= mshapes[sh][0] || c >= mshapes[sh][1])
+                                assert_true(isnan(got));
+                            else if (!(fabs(got - want[c][r]) <= scale[c][r]))
+                                fail_msg("%s %s kernels_matmul (%d,%d): %.9g scalar %.9g",
+                                         kernels_isa_name((enum kernels_isa)isa), type_name(type),
+                                         r, c, got, want[c][r]);
+                        }
                 }
                 checked++;
                 free(w);

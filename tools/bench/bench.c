@@ -5,7 +5,13 @@
 // RSS) or, with -o json, an array of objects.
 //
 //   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-r 3] [-o md|json]
+//   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
+//
+// The Markdown output also gives the bytes of weights a generated token
+// reads (every matrix once; the embedding table only when it is the output)
+// and, with --membw-gbs, generation as a fraction of the bandwidth limit.
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +24,8 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-r 3] [-o md|json] "
-                    "[--kv f16|f32|q8_0]\n");
+                    "[--kv f16|f32|q8_0] [--membw-gbs GBS]\n"
+                    "       bench --membw [-t THREADS]\n");
     exit(2);
 }
 
@@ -95,6 +102,72 @@ static double run_tg(struct model *m, int n_gen)
     return n_gen / (now_s() - t0);
 }
 
+// ---------------------------------------------------------------------------
+// Memory bandwidth: each thread sums its share of a 1 GiB buffer.
+
+struct bw_arg {
+    const uint64_t *p;
+    size_t n;
+    uint64_t sum;
+};
+
+static void *bw_thread(void *p)
+{
+    struct bw_arg *a = p;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= a->n; i += 4) {
+        s0 += a->p[i];
+        s1 += a->p[i + 1];
+        s2 += a->p[i + 2];
+        s3 += a->p[i + 3];
+    }
+    a->sum = s0 + s1 + s2 + s3;
+    return NULL;
+}
+
+static double measure_bw(int n_threads)
+{
+    const size_t bytes = (size_t)1 << 30, n = bytes / 8;
+    uint64_t *buf = xmalloc(bytes);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = i;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        pthread_t th[64];
+        struct bw_arg args[64];
+        int nt = n_threads > 64 ? 64 : n_threads;
+        double t0 = now_s();
+        for (int t = 0; t < nt; t++) {
+            args[t] = (struct bw_arg){buf + n / nt * t, n / nt, 0};
+            pthread_create(&th[t], NULL, bw_thread, &args[t]);
+        }
+        uint64_t sum = 0;
+        for (int t = 0; t < nt; t++) {
+            pthread_join(th[t], NULL);
+            sum += args[t].sum;
+        }
+        double gbs = bytes / (now_s() - t0) / 1e9;
+        if (gbs > best && sum != 1)
+            best = gbs;
+    }
+    free(buf);
+    return best;
+}
+
+// Bytes of weights one generated token reads.
+static uint64_t bytes_per_token(const struct gguf *g)
+{
+    uint64_t total = 0, embd = 0;
+    bool tied = gguf_tensor_find(g, "output.weight") == NULL;
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        total += t->n_bytes;
+        if (str_eq_cstr(t->name, "token_embd.weight"))
+            embd = t->n_bytes;
+    }
+    return tied ? total : total - embd;
+}
+
 struct result {
     char test[32];
     int n_prompt, n_gen;
@@ -115,6 +188,8 @@ static void stats(const double *v, int n, double *avg, double *sd)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *fmt = "md";
+    bool membw = false;
+    double membw_gbs = 0;
     int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3;
     struct model_options o = {0};
     for (int i = 1; i < argc; i++) {
@@ -137,10 +212,21 @@ int main(int argc, char **argv)
             if (k < 0)
                 usage();
             o.kv_type = (enum model_kv_type)k;
+        } else if (!strcmp(a, "--membw"))
+            membw = true;
+        else if (!strcmp(a, "--membw-gbs") && has) {
+            struct err e = {0};
+            if (str_to_double(argv[++i], &membw_gbs, &e) < 0)
+                usage();
         } else if (a[0] != '-' && !path)
             path = a;
         else
             usage();
+    }
+    if (membw) {
+        int nt = n_threads > 0 ? n_threads : 2;
+        printf("memory read bandwidth, %d threads: %.1f GB/s\n", nt, measure_bw(nt));
+        return 0;
     }
     if (!path)
         usage();
@@ -211,6 +297,14 @@ int main(int argc, char **argv)
                mem.total_bytes / 1048576.0, mem.weights_bytes / 1048576.0,
                mem.kv_bytes / 1048576.0, mem.scratch_bytes / 1048576.0, rss / 1048576.0,
                100.0 * ((double)rss - (double)mem.total_bytes) / (double)mem.total_bytes);
+        uint64_t bpt = bytes_per_token(model_gguf(m));
+        printf("weights read per generated token: %.1f MiB", bpt / 1048576.0);
+        if (membw_gbs > 0 && n_gen > 0) {
+            double limit = membw_gbs * 1e9 / (double)bpt;
+            printf("; bandwidth limit at %.1f GB/s: %.1f t/s; tg at %.0f%% of it", membw_gbs,
+                   limit, 100.0 * res[n_res - 1].avg / limit);
+        }
+        printf("\n");
     }
     free(buf), free(pos), free(slot), free(v);
     model_free(m);

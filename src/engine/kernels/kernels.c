@@ -152,6 +152,23 @@ const struct kernels_type *kernels_get(uint32_t type)
     return kernels_get_isa(type, kernels_best_isa());
 }
 
+void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_stride,
+                    const void *w, size_t w_stride, const void *x, size_t x_stride, int nr,
+                    int nc)
+{
+    // One column streams the weights once: the plain dot product measured
+    // as fast or faster than a one-column tile (bench/kernels).
+    if (k->gemm && nc >= 2) {
+        k->gemm(n, s, s_stride, w, w_stride, x, x_stride, nr, nc);
+        return;
+    }
+    const uint8_t *wp = w, *xp = x;
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            k->vec_dot(n, s + (size_t)c * s_stride + r, wp + (size_t)r * w_stride,
+                       xp + (size_t)c * x_stride);
+}
+
 const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa)
 {
     return kernels_isa_supported(isa) ? &resolved_ops[isa] : NULL;

@@ -39,6 +39,14 @@ struct kernels_type {
     int gemm_nr, gemm_nc;  // tile shape when gemm != NULL
 };
 
+// The matrix product the engine wants: s[c * s_stride + r] = dot(w row r,
+// x row c) for r < nr, c < nc (x already converted with k->from_float). Uses
+// the gemm tile where it pays (two or more columns) and vec_dot otherwise.
+// Thread-safe; callers split rows (or columns) across threads.
+void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_stride,
+                    const void *w, size_t w_stride, const void *x, size_t x_stride, int nr,
+                    int nc);
+
 // Detects the CPU once (thread-safe) and returns the best ISA available.
 enum kernels_isa kernels_best_isa(void);
 const char *kernels_isa_name(enum kernels_isa isa);

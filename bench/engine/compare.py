@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Side-by-side speed of our engine and llama.cpp's llama-bench on the same
+GGUF files and thread count, runs alternating (ours, theirs, ours, ...) so
+that load on a shared machine hits both alike.
+
+    compare.py --ours build/bin/bench --llama-bench /path/to/llama-bench \
+               [-t 2] [-p 128] [-n 32] [--rounds 3] MODEL.gguf ...
+
+llama.cpp is not part of this repository: build it yourself in a scratch
+folder and pass its llama-bench. Prints one Markdown table with mean ± sd
+tokens/s over the rounds and the ratio ours / llama.cpp.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out[out.index("["):])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ours", required=True)
+    ap.add_argument("--llama-bench", required=True)
+    ap.add_argument("-t", type=int, default=2)
+    ap.add_argument("-p", type=int, default=128)
+    ap.add_argument("-n", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("models", nargs="+")
+    a = ap.parse_args()
+
+    rows = []
+    for model in a.models:
+        ours = {"pp": [], "tg": []}
+        theirs = {"pp": [], "tg": []}
+        for _ in range(a.rounds):
+            for r in run_json([a.ours, model, "-t", str(a.t), "-p", str(a.p), "-n", str(a.n),
+                               "-r", "1", "-o", "json"]):
+                ours["pp" if r["n_prompt"] else "tg"].append(r["avg_ts"])
+            for r in run_json([a.llama_bench, "-m", model, "-t", str(a.t), "-p", str(a.p),
+                               "-n", str(a.n), "-r", "1", "-o", "json"]):
+                theirs["pp" if r["n_prompt"] else "tg"].append(r["avg_ts"])
+        for test, n in (("pp", a.p), ("tg", a.n)):
+            o, t = ours[test], theirs[test]
+            sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
+            rows.append((os.path.basename(model), f"{test}{n}",
+                         f"{statistics.mean(o):.2f} ± {sd(o):.2f}",
+                         f"{statistics.mean(t):.2f} ± {sd(t):.2f}",
+                         f"{statistics.mean(o) / statistics.mean(t):.2f}"))
+            print(rows[-1], flush=True)
+    print(f"\n| model | test | ours t/s | llama.cpp t/s | ratio |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+if __name__ == "__main__":
+    main()

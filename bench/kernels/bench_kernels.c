@@ -1,0 +1,199 @@
+// bench_kernels: single-thread throughput of the matrix kernels per weight
+// type and ISA.
+//   decode: one activation column against a weight matrix larger than the
+//           last-level cache (vec_dot row by row): GB/s of weights streamed;
+//           and the same through the gemm tile with one column;
+//   prompt: 128 activation columns against a cache-resident weight block
+//           (the gemm tile, or vec_dot per pair where a type has none).
+// Each figure is the best of repeated passes (the machine may be shared).
+// Usage: bench_kernels [-t TYPE[,TYPE...]] [-i ISA] [-s SECONDS_PER_CASE]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
+
+static const struct {
+    const char *name;
+    uint32_t type;
+    int block, off_d, off_m;  // f16 scale fields inside a block (-1: none)
+} types[] = {
+    {"F32", GGUF_TYPE_F32, 1, -1, -1},   {"F16", GGUF_TYPE_F16, 1, -1, -1},
+    {"BF16", GGUF_TYPE_BF16, 1, -1, -1}, {"Q4_0", GGUF_TYPE_Q4_0, 32, 0, -1},
+    {"Q4_1", GGUF_TYPE_Q4_1, 32, 0, 2},  {"Q5_0", GGUF_TYPE_Q5_0, 32, 0, -1},
+    {"Q5_1", GGUF_TYPE_Q5_1, 32, 0, 2},  {"Q8_0", GGUF_TYPE_Q8_0, 32, 0, -1},
+    {"Q2_K", GGUF_TYPE_Q2_K, 256, 80, 82}, {"Q3_K", GGUF_TYPE_Q3_K, 256, 108, -1},
+    {"Q4_K", GGUF_TYPE_Q4_K, 256, 0, 2}, {"Q5_K", GGUF_TYPE_Q5_K, 256, 0, 2},
+    {"Q6_K", GGUF_TYPE_Q6_K, 256, 208, -1},
+};
+#define N_TYPES (sizeof(types) / sizeof(types[0]))
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+static float rndf(void)
+{
+    return (float)(rnd() & 0xFFFF) / 32768.0f - 1.0f;
+}
+
+// Random weights with sane scales (so no inf / nan / subnormal slow paths).
+static void fill_weights(size_t ti, uint8_t *p, int64_t rows, int64_t k)
+{
+    const uint32_t type = types[ti].type;
+    const size_t row = kernels_row_size(type, k), total = row * (size_t)rows;
+    if (type == GGUF_TYPE_F32) {
+        for (size_t i = 0; i < total / 4; i++)
+            ((float *)p)[i] = rndf();
+        return;
+    }
+    if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
+        for (size_t i = 0; i < total / 2; i++)
+            ((uint16_t *)p)[i] = type == GGUF_TYPE_F16 ? quant_f32_to_f16(rndf())
+                                                      : quant_f32_to_bf16(rndf());
+        return;
+    }
+    for (size_t i = 0; i < total; i++)
+        p[i] = (uint8_t)rnd();
+    const size_t bb = kernels_row_size(type, types[ti].block);
+    for (size_t b = 0; b < total / bb; b++) {
+        uint16_t h = quant_f32_to_f16(0.01f * rndf());
+        memcpy(p + b * bb + types[ti].off_d, &h, 2);
+        if (types[ti].off_m >= 0)
+            memcpy(p + b * bb + types[ti].off_m, &h, 2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *only_types = NULL;
+    int only_isa = -1;
+    double secs = 0.15;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+            only_types = argv[++i];
+        } else if (!strcmp(argv[i], "-i") && i + 1 < argc) {
+            const char *want = argv[++i];
+            for (int j = 0; j < KERNELS_ISA_COUNT_; j++)
+                if (!strcmp(want, kernels_isa_name((enum kernels_isa)j)))
+                    only_isa = j;
+            if (only_isa < 0) {
+                fprintf(stderr, "unknown isa %s\n", want);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+            secs = atof(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [-t TYPE[,TYPE]] [-i scalar|avx2|avx512|neon] [-s SEC]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    // decode: K x ROWS_DEC sized to ~48 MiB of weights (beyond the LLC);
+    // prompt: K x 64 rows x 128 columns
+    enum { K = 2048, NCOL = 128, PROWS = 64 };
+    float *xf = malloc((size_t)K * NCOL * sizeof(float));
+    float *out = malloc((size_t)8192 * 2 * NCOL * sizeof(float));
+    for (int i = 0; i < K * NCOL; i++)
+        xf[i] = rndf();
+    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "type", "isa", "decode", "", "decode",
+           "prompt", "", "");
+    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "", "", "vec_dot", "", "gemm nc=1",
+           "gemm", "", "");
+    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "", "", "GB/s", "GFLOP/s", "GB/s",
+           "GFLOP/s", "kernel", "tile");
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        if (only_types && !strstr(only_types, types[ti].name))
+            continue;
+        const uint32_t type = types[ti].type;
+        const size_t row = kernels_row_size(type, K);
+        const int64_t drows = (int64_t)((48u << 20) / row);
+        uint8_t *w = malloc(row * (size_t)drows);
+        fill_weights(ti, w, drows, K);
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            if (only_isa >= 0 && isa != only_isa)
+                continue;
+            const struct kernels_type *k = kernels_get_isa(type, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            const size_t xrow = kernels_row_size(k->vec_dot_type, K);
+            uint8_t *xq = malloc(xrow * NCOL);
+            for (int c = 0; c < NCOL; c++)
+                k->from_float(xf + (size_t)c * K, xq + xrow * c, K);
+
+            // decode (best pass of several: the machine is shared, so the
+            // minimum is the figure least disturbed by other load)
+            double best = 1e30, t0 = now_s();
+            do {
+                double t1 = now_s();
+                for (int64_t r = 0; r < drows; r++)
+                    k->vec_dot(K, &out[r % 8192], w + row * (size_t)r, xq);
+                double dt = now_s() - t1;
+                best = dt < best ? dt : best;
+            } while (now_s() - t0 < secs);
+            double dec_gbs = (double)row * (double)drows / best / 1e9;
+            double dec_gflops = 2.0 * K * (double)drows / best / 1e9;
+
+            // decode through the gemm tile with one column (rows share the
+            // activation loads)
+            double dec1_gbs = 0.0;
+            if (k->gemm) {
+                best = 1e30;
+                t0 = now_s();
+                do {
+                    double t1 = now_s();
+                    for (int64_t r = 0; r < drows; r += 8192) {
+                        int nr = drows - r < 8192 ? (int)(drows - r) : 8192;
+                        k->gemm(K, out, 8192, w + row * (size_t)r, row, xq, xrow, nr, 1);
+                    }
+                    double dt = now_s() - t1;
+                    best = dt < best ? dt : best;
+                } while (now_s() - t0 < secs);
+                dec1_gbs = (double)row * (double)drows / best / 1e9;
+            }
+
+            // prompt: PROWS rows (cache-resident) x NCOL columns
+            best = 1e30;
+            t0 = now_s();
+            do {
+                double t1 = now_s();
+                if (k->gemm) {
+                    k->gemm(K, out, PROWS, w, row, xq, xrow, PROWS, NCOL);
+                } else {
+                    for (int c = 0; c < NCOL; c++)
+                        for (int r = 0; r < PROWS; r++)
+                            k->vec_dot(K, &out[c * PROWS + r], w + row * r, xq + xrow * c);
+                }
+                double dt = now_s() - t1;
+                best = dt < best ? dt : best;
+            } while (now_s() - t0 < secs);
+            double pp_gflops = 2.0 * K * PROWS * NCOL / best / 1e9;
+            char tile[16] = "-";
+            if (k->gemm)
+                snprintf(tile, sizeof(tile), "%dx%d", k->gemm_nr, k->gemm_nc);
+            printf("%-5s %-7s %10.2f %9.2f %10.2f %10.2f   %-6s %5s\n", types[ti].name,
+                   kernels_isa_name((enum kernels_isa)isa), dec_gbs, dec_gflops, dec1_gbs, pp_gflops,
+                   k->gemm ? "gemm" : "vecdot", tile);
+            fflush(stdout);
+            free(xq);
+        }
+        free(w);
+    }
+    free(xf);
+    free(out);
+    return 0;
+}

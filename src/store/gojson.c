@@ -1,0 +1,222 @@
+// Byte-exact Go encodings: encoding/json strings and float64 numbers
+// (store.md §4.2, §6.1) and sorted object keys as Go marshals maps (through
+// the json module's encoder), and the fmt %v / %#v forms used by `show`
+// (modelfile.md §6, api.md §5). Blobs are shared across the ecosystem by
+// digest, so these bytes must match Go's.
+#include "store/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+// Decodes one UTF-8 sequence at s (n bytes left): returns its length and the
+// code point, or 0 for an invalid sequence.
+static size_t utf8_decode1(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    size_t len;
+    uint32_t v, min;
+    if ((c & 0xe0) == 0xc0) {
+        len = 2, v = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+        len = 3, v = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+        len = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3f);
+    }
+    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+// Strings, numbers and values are written by the json module's Go encoder;
+// store only names the conventions it relies on.
+int gojson_string_n(struct buf *b, const char *s, size_t n)
+{
+    return jsonx_dump_string(s, n, 0, b);
+}
+
+int gojson_string(struct buf *b, const char *s)
+{
+    return gojson_string_n(b, s, strlen(s));
+}
+
+int float_shortest_digits(double v, char *digits, size_t n, int *n_digits)
+{
+    char tmp[64];
+    v = fabs(v);
+    if (v == 0) {
+        snprintf(digits, n, "0");
+        *n_digits = 1;
+        return 0;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, v);
+        if (strtod(tmp, NULL) == v || prec == 17)
+            break;
+    }
+    // tmp = d[.ddd]e±XX
+    int nd = 0;
+    const char *p = tmp;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && (size_t)nd + 1 < n)
+            digits[nd++] = *p;
+    // Drop trailing zeros of the mantissa (shortest form has none, but the
+    // 17-digit fallback might).
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    digits[nd] = '\0';
+    *n_digits = nd;
+    return *p == 'e' ? atoi(p + 1) : 0;
+}
+
+// Plain decimal ('f', shortest) of |v| from its digits and exponent.
+static void format_plain(char *out, size_t n, bool neg, const char *d, int nd, int exp)
+{
+    size_t o = 0;
+#define PUT(ch)                                                                                    \
+    do {                                                                                           \
+        if (o + 1 < n)                                                                             \
+            out[o++] = (ch);                                                                       \
+    } while (0)
+    if (neg)
+        PUT('-');
+    if (exp < 0) {
+        PUT('0');
+        PUT('.');
+        for (int i = 0; i < -exp - 1; i++)
+            PUT('0');
+        for (int i = 0; i < nd; i++)
+            PUT(d[i]);
+    } else {
+        for (int i = 0; i <= exp; i++)
+            PUT(i < nd ? d[i] : '0');
+        if (nd > exp + 1) {
+            PUT('.');
+            for (int i = exp + 1; i < nd; i++)
+                PUT(d[i]);
+        }
+    }
+    out[o] = '\0';
+#undef PUT
+}
+
+// Exponent form d[.ddd]e±XX (at least two exponent digits, like strconv).
+static void format_exp(char *out, size_t n, bool neg, const char *d, int nd, int exp, bool json)
+{
+    char mant[40];
+    size_t o = 0;
+    mant[o++] = d[0];
+    if (nd > 1) {
+        mant[o++] = '.';
+        for (int i = 1; i < nd && o + 1 < sizeof(mant); i++)
+            mant[o++] = d[i];
+    }
+    mant[o] = '\0';
+    int ax = exp < 0 ? -exp : exp;
+    // Go's JSON encoder turns "e-07" into "e-7"; strconv keeps two digits.
+    if (json && exp < 0 && ax < 10)
+        snprintf(out, n, "%s%se-%d", neg ? "-" : "", mant, ax);
+    else
+        snprintf(out, n, "%s%se%c%02d", neg ? "-" : "", mant, exp < 0 ? '-' : '+', ax);
+}
+
+int gojson_number(struct buf *b, double v)
+{
+    char out[64];
+    if (!jsonx_format_double(v, out, sizeof(out)))
+        return ERR_INVALID;
+    return buf_append_str(b, out);
+}
+
+void gofmt_float(double v, bool plain_ints, char *out, size_t n)
+{
+    if (isnan(v)) {
+        snprintf(out, n, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(out, n, v < 0 ? "-Inf" : "+Inf");
+        return;
+    }
+    if (plain_ints && v == floor(v) && fabs(v) < 9007199254740992.0) {
+        snprintf(out, n, "%.0f", v);
+        return;
+    }
+    char d[32];
+    int nd;
+    int exp = float_shortest_digits(v, d, sizeof(d), &nd);
+    bool neg = signbit(v) && v != 0;
+    // %v = %g with the shortest digits; exponent form when exp < -4 or
+    // exp >= 6 (strconv's "precision 6 for this decision" for shortest).
+    if (exp < -4 || exp >= 6)
+        format_exp(out, n, neg, d, nd, exp, false);
+    else
+        format_plain(out, n, neg, d, nd, exp);
+}
+
+int gofmt_quote(struct buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    const unsigned char *p = (const unsigned char *)s;
+    int rc = buf_append_char(b, '"');
+    size_t i = 0;
+    while (rc == 0 && i < n) {
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            uint32_t cp;
+            size_t len = utf8_decode1(p + i, n - i, &cp);
+            if (len == 0) {
+                rc = buf_printf(b, "\\x%02x", c);
+                i++;
+            } else if (cp < 0xa0 || cp == 0xad || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff ||
+                       (cp >= 0x200b && cp <= 0x200f)) {
+                rc = cp > 0xffff ? buf_printf(b, "\\U%08x", cp) : buf_printf(b, "\\u%04x", cp);
+                i += len;
+            } else {
+                rc = buf_append(b, p + i, len);
+                i += len;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"': rc = buf_append_str(b, "\\\""); break;
+        case '\\': rc = buf_append_str(b, "\\\\"); break;
+        case '\a': rc = buf_append_str(b, "\\a"); break;
+        case '\b': rc = buf_append_str(b, "\\b"); break;
+        case '\f': rc = buf_append_str(b, "\\f"); break;
+        case '\n': rc = buf_append_str(b, "\\n"); break;
+        case '\r': rc = buf_append_str(b, "\\r"); break;
+        case '\t': rc = buf_append_str(b, "\\t"); break;
+        case '\v': rc = buf_append_str(b, "\\v"); break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                rc = buf_printf(b, "\\x%02x", c);
+            else
+                rc = buf_append_char(b, (char)c);
+        }
+        i++;
+    }
+    if (rc == 0)
+        rc = buf_append_char(b, '"');
+    return rc;
+}
+
+int gojson_value(struct buf *b, const json_t *v)
+{
+    return jsonx_dump(v, JSONX_SORT_KEYS, b, NULL);
+}

@@ -1,0 +1,422 @@
+// The data behind POST /api/show (api.md §5): details, model_info from the
+// GGUF, tensors, capabilities, the parameters text and the generated
+// Modelfile (modelfile.md §6).
+#include "store/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+
+json_t *store_details_json(const struct store_config *c, const char *parent_model);
+
+// A float32 as the double of its shortest decimal (what Go's encoder writes
+// for a float32).
+static double f32_json(double v)
+{
+    float f = (float)v;
+    if (!isfinite(f))
+        return v;
+    char tmp[48];
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, (double)f);
+        if (strtof(tmp, NULL) == f)
+            break;
+    }
+    return strtod(tmp, NULL);
+}
+
+// A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD.
+static json_t *string_json(const char *p, size_t n)
+{
+    if (utf8_valid(p, n))
+        return json_stringn(p, n);
+    struct buf b;
+    buf_init(&b, 0);
+    size_t i = 0;
+    while (i < n) {
+        size_t k = 1;
+        while (k <= 4 && i + k <= n && !utf8_valid(p + i, k))
+            k++;
+        if (k <= 4 && i + k <= n) {
+            buf_append(&b, p + i, k);
+            i += k;
+        } else {
+            buf_append_str(&b, "\xef\xbf\xbd");
+            i++;
+        }
+    }
+    json_t *s = json_stringn(b.data ? b.data : "", b.len);
+    buf_deinit(&b);
+    return s;
+}
+
+static json_t *gguf_value_json(const struct gguf_value *v, int depth)
+{
+    switch (v->type) {
+    case GGUF_VAL_UINT8:
+    case GGUF_VAL_UINT16:
+    case GGUF_VAL_UINT32:
+    case GGUF_VAL_UINT64:
+        if (v->v.u64 > (uint64_t)INT64_MAX)
+            return json_real((double)v->v.u64);
+        return json_integer((json_int_t)v->v.u64);
+    case GGUF_VAL_INT8:
+    case GGUF_VAL_INT16:
+    case GGUF_VAL_INT32:
+    case GGUF_VAL_INT64:
+        return json_integer((json_int_t)v->v.i64);
+    case GGUF_VAL_FLOAT32:
+        return json_real(f32_json(v->v.f64));
+    case GGUF_VAL_FLOAT64:
+        return isfinite(v->v.f64) ? json_real(v->v.f64) : json_null();
+    case GGUF_VAL_BOOL:
+        return json_boolean(v->v.b);
+    case GGUF_VAL_STRING:
+        return string_json(v->s.ptr, v->s.len);
+    case GGUF_VAL_ARRAY: {
+        json_t *a = json_array();
+        if (depth > 8)
+            return a;
+        for (uint64_t i = 0; i < v->arr_count; i++) {
+            struct gguf_value el;
+            if (!gguf_arr_value(v, i, &el))
+                break;
+            json_array_append_new(a, gguf_value_json(&el, depth + 1));
+        }
+        return a;
+    }
+    default:
+        return json_null();
+    }
+}
+
+struct info_ctx {
+    json_t *obj;
+};
+
+static int info_cb(void *ctx, struct str key, const struct gguf_value *val, bool elided)
+{
+    struct info_ctx *c = ctx;
+    char *k = str_dup(key);
+    json_t *v = elided ? json_array() : gguf_value_json(val, 0);
+    if (!utf8_valid(key.ptr, key.len)) {
+        json_decref(v);
+    } else {
+        json_object_set_new(c->obj, k, v);
+    }
+    free(k);
+    return 0;
+}
+
+static bool has_key_suffix(const struct gguf *g, const char *suffix)
+{
+    struct str arch = gguf_architecture(g);
+    char key[256];
+    snprintf(key, sizeof(key), "%.*s.%s", (int)arch.len, arch.ptr, suffix);
+    return gguf_find(g, key) != NULL;
+}
+
+static size_t add_cap(const char **out, size_t n, size_t max, const char *cap)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(out[i], cap) == 0)
+            return n;
+    if (n < max)
+        out[n++] = cap;
+    return n;
+}
+
+static const char *const known_caps[] = {"completion", "tools", "insert", "vision",
+                                         "embedding", "thinking", "audio"};
+
+size_t store_model_capabilities(const struct store_model *m, const char **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->config.n_capabilities; i++)
+        for (size_t k = 0; k < sizeof(known_caps) / sizeof(known_caps[0]); k++)
+            if (strcmp(m->config.capabilities[i], known_caps[k]) == 0)
+                n = add_cap(out, n, max, known_caps[k]);
+    struct gguf *g = NULL;
+    if (m->model_path && gguf_open(&g, m->model_path, NULL) == 0) {
+        if (has_key_suffix(g, "pooling_type"))
+            n = add_cap(out, n, max, "embedding");
+        else
+            n = add_cap(out, n, max, "completion");
+        if (has_key_suffix(g, "vision.block_count"))
+            n = add_cap(out, n, max, "vision");
+        if (has_key_suffix(g, "audio.block_count"))
+            n = add_cap(out, n, max, "audio");
+        gguf_close(g);
+    }
+    if (m->n_projectors)
+        n = add_cap(out, n, max, "vision");
+    const char *t = m->template_text ? m->template_text : "";
+    if (strstr(t, ".Tools"))
+        n = add_cap(out, n, max, "tools");
+    if (strstr(t, ".Suffix"))
+        n = add_cap(out, n, max, "insert");
+    if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet"))
+        n = add_cap(out, n, max, "thinking");
+    return n;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+// Sorted keys of an object (borrowed strings).
+static const char **sorted_keys(const json_t *o, size_t *n)
+{
+    *n = json_object_size(o);
+    const char **keys = xcalloc(*n ? *n : 1, sizeof(*keys));
+    size_t i = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) keys[i++] = k;
+    qsort(keys, *n, sizeof(*keys), cmp_key);
+    return keys;
+}
+
+// A value as `show --modelfile` prints it after PARAMETER.
+static void param_text(const json_t *v, struct buf *out)
+{
+    char num[64];
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        buf_append_str(out, json_string_value(v));
+        break;
+    case JSON_INTEGER:
+        gofmt_float((double)json_integer_value(v), true, num, sizeof(num));
+        buf_append_str(out, num);
+        break;
+    case JSON_REAL:
+        gofmt_float(json_real_value(v), true, num, sizeof(num));
+        buf_append_str(out, num);
+        break;
+    case JSON_TRUE:
+        buf_append_str(out, "true");
+        break;
+    case JSON_FALSE:
+        buf_append_str(out, "false");
+        break;
+    default: {
+        struct buf b;
+        buf_init(&b, 0);
+        gojson_value(&b, v);
+        buf_append_str(out, buf_cstr(&b));
+        buf_deinit(&b);
+    }
+    }
+}
+
+// Go %#v of a decoded JSON value.
+static void param_gov(const json_t *v, struct buf *out)
+{
+    char num[64];
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        gofmt_quote(out, json_string_value(v));
+        break;
+    case JSON_INTEGER:
+        gofmt_float((double)json_integer_value(v), false, num, sizeof(num));
+        buf_append_str(out, num);
+        break;
+    case JSON_REAL:
+        gofmt_float(json_real_value(v), false, num, sizeof(num));
+        buf_append_str(out, num);
+        break;
+    default:
+        param_text(v, out);
+    }
+}
+
+int store_show_parameters(const json_t *params, struct buf *out)
+{
+    if (!params)
+        return 0;
+    size_t n;
+    const char **keys = sorted_keys(params, &n);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_object_get(params, keys[i]);
+        size_t count = json_is_array(v) ? json_array_size(v) : 1;
+        for (size_t j = 0; j < count; j++) {
+            if (!first)
+                buf_append_char(out, '\n');
+            first = false;
+            buf_printf(out, "%-30s ", keys[i]);
+            param_gov(json_is_array(v) ? json_array_get(v, j) : v, out);
+        }
+    }
+    free(keys);
+    return 0;
+}
+
+static void cmd_line(struct buf *out, const char *cmd, const char *arg)
+{
+    buf_printf(out, "%s ", cmd);
+    store_modelfile_quote(arg, out);
+    buf_append_char(out, '\n');
+}
+
+int store_show_modelfile(const struct store_model *m, const char *system_override,
+                         const json_t *options, struct buf *out)
+{
+    buf_append_str(out, "# Modelfile generated by \"ollama show\"\n"
+                        "# To build a new Modelfile based on this, replace FROM with:\n");
+    buf_printf(out, "# FROM %s\n\n", m->display);
+    if (m->model_path)
+        buf_printf(out, "FROM %s\n", m->model_path);
+    for (size_t i = 0; i < m->n_adapters; i++)
+        buf_printf(out, "ADAPTER %s\n", m->adapter_paths[i]);
+    for (size_t i = 0; i < m->n_projectors; i++)
+        buf_printf(out, "FROM %s\n", m->projector_paths[i]);
+    cmd_line(out, "TEMPLATE", m->template_text ? m->template_text : "{{ .Prompt }}");
+    const char *system = system_override && *system_override ? system_override : m->system;
+    if (system && *system)
+        cmd_line(out, "SYSTEM", system);
+    if (m->config.renderer && *m->config.renderer)
+        cmd_line(out, "RENDERER", m->config.renderer);
+    if (m->config.parser && *m->config.parser)
+        cmd_line(out, "PARSER", m->config.parser);
+
+    json_t *params = m->params ? json_deep_copy(m->params) : json_object();
+    if (options && json_is_object(options))
+        json_object_update(params, (json_t *)options);
+    size_t n;
+    const char **keys = sorted_keys(params, &n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_object_get(params, keys[i]);
+        size_t count = json_is_array(v) ? json_array_size(v) : 1;
+        for (size_t j = 0; j < count; j++) {
+            struct buf val;
+            buf_init(&val, 0);
+            param_text(json_is_array(v) ? json_array_get(v, j) : v, &val);
+            buf_printf(out, "PARAMETER %s ", keys[i]);
+            store_modelfile_quote(buf_cstr(&val), out);
+            buf_append_char(out, '\n');
+            buf_deinit(&val);
+        }
+    }
+    free(keys);
+    json_decref(params);
+
+    for (size_t i = 0; i < m->n_licenses; i++)
+        cmd_line(out, "LICENSE", m->licenses[i]);
+    for (size_t i = 0; m->messages && i < json_array_size(m->messages); i++) {
+        const json_t *msg = json_array_get(m->messages, i);
+        const char *role = json_string_value(json_object_get(msg, "role"));
+        const char *content = json_string_value(json_object_get(msg, "content"));
+        buf_printf(out, "MESSAGE %s ", role ? role : "");
+        store_modelfile_quote(content ? content : "", out);
+        buf_append_char(out, '\n');
+    }
+    return 0;
+}
+
+int store_show(struct store *s, const char *name, const struct store_show_opts *o, json_t **out,
+               struct err *e)
+{
+    struct store_show_opts none = {0};
+    if (!o)
+        o = &none;
+    struct store_model *m;
+    int rc = store_model_load(s, name, &m, e);
+    if (rc < 0)
+        return rc;
+    json_t *r = json_object();
+    struct buf b;
+    buf_init(&b, 0);
+
+    for (size_t i = 0; i < m->n_licenses; i++) {
+        if (i)
+            buf_append_char(&b, '\n');
+        buf_append_str(&b, m->licenses[i]);
+    }
+    if (b.len)
+        json_object_set_new(r, "license", json_string(buf_cstr(&b)));
+    buf_reset(&b);
+    store_show_modelfile(m, o->system, o->options, &b);
+    json_object_set_new(r, "modelfile", json_string(buf_cstr(&b)));
+    if (m->params) {
+        buf_reset(&b);
+        store_show_parameters(m->params, &b);
+        json_object_set_new(r, "parameters", json_string(buf_cstr(&b)));
+    }
+    if (m->template_text && *m->template_text)
+        json_object_set_new(r, "template", json_string(m->template_text));
+    const char *system = o->system && *o->system ? o->system : m->system;
+    if (system && *system)
+        json_object_set_new(r, "system", json_string(system));
+    json_object_set_new(r, "details", store_details_json(&m->config, m->parent_model));
+    if (m->messages && json_array_size(m->messages)) {
+        json_t *msgs = json_array();
+        for (size_t i = 0; i < json_array_size(m->messages); i++) {
+            const json_t *msg = json_array_get(m->messages, i);
+            json_t *role = json_object_get(msg, "role"), *content = json_object_get(msg, "content");
+            json_array_append_new(msgs, json_pack("{s:s,s:s}", "role",
+                                                  json_is_string(role) ? json_string_value(role) : "",
+                                                  "content",
+                                                  json_is_string(content) ? json_string_value(content)
+                                                                          : ""));
+        }
+        json_object_set_new(r, "messages", msgs);
+    }
+
+    json_t *info = json_object();
+    json_t *tensors = NULL;
+    struct gguf *g = NULL;
+    if (m->model_path && gguf_open(&g, m->model_path, NULL) == 0) {
+        struct info_ctx c = {.obj = info};
+        gguf_model_info(g, o->verbose, info_cb, &c);
+        tensors = json_array();
+        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            json_t *shape = json_array();
+            for (uint32_t d = 0; d < t->n_dims; d++)
+                json_array_append_new(shape, json_integer(t->ne[d]));
+            const char *tn = gguf_type_name(t->type);
+            json_array_append_new(tensors, json_pack("{s:s%,s:s,s:o}", "name", t->name.ptr,
+                                                     t->name.len, "type", tn ? tn : "unknown",
+                                                     "shape", shape));
+        }
+        gguf_close(g);
+    } else if (m->model_path) {
+        log_warn("model %s: cannot read the model file for model_info", m->display);
+    }
+    json_object_set_new(r, "model_info", info);
+    if (m->n_projectors) {
+        json_t *pinfo = json_object();
+        if (gguf_open(&g, m->projector_paths[0], NULL) == 0) {
+            struct info_ctx c = {.obj = pinfo};
+            gguf_model_info(g, o->verbose, info_cb, &c);
+            gguf_close(g);
+        }
+        json_object_set_new(r, "projector_info", pinfo);
+    }
+    if (tensors)
+        json_object_set_new(r, "tensors", tensors);
+
+    const char *caps[16];
+    size_t nc = store_model_capabilities(m, caps, 16);
+    json_t *capj = json_array();
+    for (size_t i = 0; i < nc; i++)
+        json_array_append_new(capj, json_string(caps[i]));
+    json_object_set_new(r, "capabilities", capj);
+    char ts[64];
+    time_format_rfc3339(m->info.modified_ns, ts, sizeof(ts));
+    json_object_set_new(r, "modified_at", json_string(ts));
+    if (m->config.renderer && *m->config.renderer)
+        json_object_set_new(r, "renderer", json_string(m->config.renderer));
+    if (m->config.parser && *m->config.parser)
+        json_object_set_new(r, "parser", json_string(m->config.parser));
+    if (m->config.requires && *m->config.requires)
+        json_object_set_new(r, "requires", json_string(m->config.requires));
+    buf_deinit(&b);
+    store_model_free(m);
+    *out = r;
+    return 0;
+}
