@@ -384,7 +384,16 @@ static void iterate(struct runner_loop *l)
     struct model_batch b = {.n_tokens = n, .tokens = l->b_tokens, .pos = l->b_pos,
                             .slot = l->b_slot, .logits = l->b_logits};
     struct err e = {0};
-    if (model_decode(l->m, &b, &e) < 0) {
+    int64_t t0 = time_monotonic_ns();
+    int rc = model_decode(l->m, &b, &e);
+    if (log_enabled(LOG_DEBUG)) {
+        int n_gen = 0;
+        for (int i = 0; i < l->n_slots; i++)
+            n_gen += l->slots[i].state == SLOT_GEN && l->slots[i].bn > 0;
+        log_debug("decode: %d tokens (%d generating slots) in %.2f ms", n, n_gen,
+                  (double)(time_monotonic_ns() - t0) / 1e6);
+    }
+    if (rc < 0) {
         log_error("decode failed: %s", e.msg);
         for (int i = 0; i < l->n_slots; i++) {
             struct slot *s = &l->slots[i];
