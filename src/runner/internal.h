@@ -42,6 +42,8 @@ struct rreq {
     bool shift;                   // context shift allowed when the window is full
     bool cache_prompt;            // reuse a slot's cached prefix
     bool return_context;          // final line carries prompt + output ids
+    bool logprobs;                // lines carry the sampled tokens' log probabilities
+    int top_logprobs;             // and this many alternatives (0-20)
     struct sampler *sampler;      // owned; prompt already fed
     struct sample_grammar *grammar;  // owned (the sampler borrows it), or NULL
     struct sample_stop *stop;     // owned
