@@ -273,6 +273,10 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
             goto fail;
         }
         truncate_prompt(&r->tokens, rn->n_ctx, r->n_keep);
+        if (r->tokens.len == 0) {  // a window of one token holds no prompt
+            rc = err_set(e, ERR_INVALID, "input length exceeds the context length");
+            goto fail;
+        }
     }
     r->limit = sample_predict_limit(g.num_predict, rn->n_ctx, (int64_t)r->tokens.len);
 
