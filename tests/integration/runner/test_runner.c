@@ -220,6 +220,21 @@ static void test_parallel_equals_single(void **state)
     stop(&h);
 }
 
+struct abandon {
+    const struct rharness *h;
+    const char *body;
+};
+
+// Reads 2000 lines of a long stream, then hangs up.
+static void *abandon_run(void *p)
+{
+    struct abandon *a = p;
+    char *out = NULL;
+    rh_request(a->h, "/completion", a->body, &out, 2000, 60);
+    free(out);
+    return NULL;
+}
+
 // A client that hangs up mid-stream frees its slot: with one slot, a second
 // request completes although the first asked for a million tokens.
 static void test_cancel_frees_slot(void **state)
@@ -235,6 +250,23 @@ static void test_cancel_frees_slot(void **state)
     free(out);
     char *b2 = greedy_body("The little dog was sad because", 16, NULL);
     struct rh_stream s;
+    out = NULL;
+    st = rh_request(&h, "/completion", b2, &out, 0, 30);
+    assert_int_equal(st, 200);
+    rh_stream_parse(out, &s);
+    assert_int_equal(rh_final_int(&s, "eval_count"), 16);
+    rh_stream_free(&s);
+    free(out);
+    // A request abandoned while it waits in the queue behind a running one
+    // (or, if the first has ended already, while it runs) is dropped too.
+    struct abandon a = {.h = &h, .body = body};
+    pthread_t t;
+    pthread_create(&t, NULL, abandon_run, &a);
+    harness_sleep_ms(100);
+    out = NULL;
+    assert_int_equal(rh_request(&h, "/completion", body, &out, 0, 1), -1);  // 1 s, then hang up
+    free(out);
+    pthread_join(t, NULL);
     out = NULL;
     st = rh_request(&h, "/completion", b2, &out, 0, 30);
     assert_int_equal(st, 200);
