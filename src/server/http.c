@@ -7,6 +7,7 @@
 // Lock order: a stream's mutex is the only lock here; nothing is called with
 // it held except memcpy and poll.
 #include "server/internal.h"
+#include "server/sched.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -234,6 +235,16 @@ json_t *srv_body_json(struct srv_req *r)
         return NULL;
     }
     return v;
+}
+
+bool srv_client_gone(struct srv_req *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return false;
+    struct pollfd pfd = {.fd = ci->connect_fd, .events = POLLRDHUP};
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 const char *srv_header(struct srv_req *r, const char *name)
@@ -548,6 +559,21 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         free(srv);
         return rc;
     }
+    struct sched_config sc = {
+        .self_exe = opts->self_exe,
+        .max_loaded = opts->cfg->max_loaded_models,
+        .max_queue = opts->cfg->max_queue,
+        .num_parallel = opts->cfg->num_parallel,
+        .default_keep_alive_ns = opts->cfg->keep_alive_ns,
+        .load_timeout_ns = opts->cfg->load_timeout_ns,
+        .kv_cache_type = opts->cfg->kv_cache_type,
+    };
+    rc = sched_new(&srv->sched, &sc, e);
+    if (rc < 0) {
+        store_close(srv->store);
+        free(srv);
+        return rc;
+    }
     // Start-up prune of blobs no manifest references (store.md §7.3).
     if (!opts->cfg->noprune) {
         struct err pe = {0};
@@ -571,6 +597,7 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         snprintf(port, sizeof(port), "%u", h->port);
         int gai = getaddrinfo(h->host, port, &hints, &ai);
         if (gai != 0) {
+            sched_free(srv->sched);
             store_close(srv->store);
             free(srv);
             return err_set(e, ERR_INVALID, "listen tcp: lookup %s: %s", h->host,
@@ -595,6 +622,7 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)0, MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
     if (!srv->daemon) {
+        sched_free(srv->sched);
         store_close(srv->store);
         free(srv);
         char url[300];
@@ -617,7 +645,9 @@ void server_stop(struct server *s)
 {
     if (!s)
         return;
+    sched_shutdown(s->sched);
     MHD_stop_daemon(s->daemon);
+    sched_free(s->sched);
     store_close(s->store);
     free(s);
 }

@@ -60,7 +60,18 @@ struct srv_route {
 // routes.c lists them in server_route_tables (NULL-terminated).
 extern const struct srv_route server_core_routes[];
 extern const struct srv_route server_model_routes[];
+extern const struct srv_route server_generate_routes[];
 extern const struct srv_route *const server_route_tables[];
+
+// Options (options.c): merges model params and request options with type
+// checks (ERR_INTERNAL "option \"top_k\" must be of type integer").
+int srv_options_merge(const json_t *model_params, const json_t *request, json_t **out,
+                      struct err *e);
+int64_t srv_option_int(const json_t *options, const char *name, int64_t dflt);
+// keep_alive of a request body: *set false when absent; ns < 0 = forever.
+int srv_keep_alive(const json_t *body, bool *set, int64_t *ns, struct err *e);
+// True when the client of r has closed its connection (socket hang-up).
+bool srv_client_gone(struct srv_req *r);
 
 // The "model" field of a request body (legacy "name"); replies 400 "model is
 // required" (or the type error) and returns NULL when missing.
@@ -73,6 +84,7 @@ struct server {
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
     struct store *store;
+    struct sched *sched;
 };
 
 // Replies.

@@ -2,6 +2,7 @@
 // delete, create (streamed progress) and blob upload. Each handler is a thin
 // call into the store module; the store decides paths, digests and wording.
 #include "server/internal.h"
+#include "template/template.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -138,11 +139,41 @@ static void create_progress(void *ctx, const struct store_progress *p)
     }
 }
 
+// A TEMPLATE given to create must parse (Go template syntax).
+static int create_template_check(void *ctx, const char *text, struct err *e)
+{
+    (void)ctx;
+    struct template *t = NULL;
+    struct err pe = {0};
+    int rc = template_parse(&t, text, strlen(text), &pe);
+    template_free(t);
+    if (rc < 0)
+        return err_set(e, ERR_INVALID, "template error: %s", pe.msg);
+    return 0;
+}
+
+// A GGUF without a TEMPLATE: pick the built-in Go template matching its Jinja
+// chat template, as Ollama does (templates.md).
+static bool create_template_detect(void *ctx, const char *chat_template, const char **name,
+                                   const char **go_template, const char *const **stops)
+{
+    (void)ctx;
+    const char *n = template_detect(chat_template, strlen(chat_template));
+    if (!n)
+        return false;
+    *name = n;
+    *go_template = template_builtin(n);
+    *stops = template_builtin_stops(n);
+    return *go_template != NULL;
+}
+
 static int create_run(struct create_job *job, struct err *e)
 {
     struct store_create_opts o = {
         .progress = create_progress,
         .progress_ctx = job,
+        .template_check = create_template_check,
+        .template_detect = create_template_detect,
         .noprune = job->srv->cfg->noprune,
         .cancel = &job->cancel,
     };

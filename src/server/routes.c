@@ -22,5 +22,6 @@ const struct srv_route server_core_routes[] = {
 const struct srv_route *const server_route_tables[] = {
     server_core_routes,
     server_model_routes,
+    server_generate_routes,
     NULL,
 };

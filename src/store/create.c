@@ -233,8 +233,8 @@ int store_create_validate(const struct store_create_req *r, struct err *e)
 
 struct layer {
     struct store_layer l;
-    bool is_new;             // created by this request ("creating new layer")
-    char status_extra[128];  // "using autodetected template X" etc. (unused: "" )
+    bool is_new;        // created by this request ("creating new layer")
+    char status[128];   // overrides the status line ("using autodetected template X")
 };
 
 struct layers {
@@ -279,6 +279,7 @@ struct create_ctx {
     // Blobs this request created (digests), removed again on failure unless
     // a manifest references them.
     struct store_manifest created;
+    char *chat_template;  // tokenizer.chat_template of the first imported GGUF
 };
 
 static void progress(const struct create_ctx *c, const char *status, const char *digest,
@@ -471,6 +472,9 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
             goto out;
         }
         const char *mt = adapters ? STORE_MT_ADAPTER : gguf_media_type(g);
+        struct str chat;
+        if (!adapters && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
+            c->chat_template = str_dup(chat);
         gguf_close(g);
         struct store_layer l = {.media_type = (char *)mt, .from = files[i].name};
         char hex[DIGEST_HEX_LEN + 1];
@@ -490,6 +494,36 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
 out:
     free(files);
     return rc;
+}
+
+// Adds the autodetected template (and its stop words as inherited params)
+// after the imported GGUF layers (modelfile.md §5).
+static int autodetect_template(struct create_ctx *c, struct base_info *bi, struct err *e)
+{
+    const char *name = NULL, *go = NULL;
+    const char *const *stops = NULL;
+    if (!c->chat_template || !c->o->template_detect ||
+        !c->o->template_detect(c->o->detect_ctx, c->chat_template, &name, &go, &stops) || !go)
+        return 0;
+    struct buf t;
+    buf_init(&t, 0);
+    for (const char *p = go; *p; p++)  // CRLF → LF
+        if (!(p[0] == '\r' && p[1] == '\n'))
+            buf_append_char(&t, *p);
+    int rc = add_data_layer(c, STORE_MT_TEMPLATE, t.data ? t.data : "", t.len, e);
+    buf_deinit(&t);
+    if (rc < 0)
+        return rc;
+    snprintf(c->layers.v[c->layers.n - 1].status, sizeof(c->layers.v[0].status),
+             "using autodetected template %s", name ? name : "");
+    if (stops && stops[0]) {
+        json_t *arr = json_array();
+        for (size_t i = 0; stops[i]; i++)
+            json_array_append_new(arr, json_string(stops[i]));
+        json_decref(bi->params);
+        bi->params = json_pack("{s:o}", "stop", arr);
+    }
+    return 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -838,6 +872,8 @@ int store_create(struct store *s, const struct store_create_req *r0,
         rc = layers_from_model(&c, r->from, &bi, e);
     } else if (r->n_files) {
         rc = layers_from_files(&c, r->files, r->n_files, false, e);
+        if (rc == 0)
+            rc = autodetect_template(&c, &bi, e);
     } else {
         rc = err_set(e, ERR_INVALID, "neither 'from' or 'files' was specified");
     }
@@ -880,7 +916,7 @@ int store_create(struct store *s, const struct store_create_req *r0,
         snprintf(status, sizeof(status), "%s %s",
                  c.layers.v[i].is_new ? "creating new layer" : "using existing layer",
                  c.layers.v[i].l.digest);
-        progress(&c, status, NULL, 0, 0);
+        progress(&c, c.layers.v[i].status[0] ? c.layers.v[i].status : status, NULL, 0, 0);
     }
     rc = check_cancel(&c, e);
     if (rc < 0)
@@ -925,6 +961,7 @@ out:
     store_config_deinit(&bi.config);
     json_decref(bi.params);
     layers_free(&c.layers);
+    free(c.chat_template);
     store_create_req_deinit(&eff);
     return rc;
 }

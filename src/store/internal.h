@@ -10,8 +10,8 @@ struct store {
     char *blobs_dir;
     char *manifests_dir;
     // Serialises operations that change which blobs are referenced (manifest
-    // writes by create/copy, delete, prune), so a delete never removes a blob
-    // that a concurrent create is about to reference.
+    // writes by create/copy, delete, prune). A create re-checks under it that
+    // every layer it reuses still exists before publishing its manifest.
     pthread_mutex_t mu;
 };
 
@@ -29,8 +29,8 @@ void gofmt_float(double v, bool plain_ints, char *out, size_t n);
 // Go %#v / strconv.Quote of a string.
 int gofmt_quote(struct buf *b, const char *s);
 
-// Shortest digits of v: writes the decimal digits (no dot) and returns the
-// decimal exponent of the first digit (v = 0.d1d2... * 10^(exp+1)).
+// Shortest round-trip digits of |v|: writes them (no dot) and returns the
+// decimal exponent of the first one (|v| = d1.d2d3... * 10^exp).
 int float_shortest_digits(double v, char *digits, size_t n, int *n_digits);
 
 // Loads the manifest file at path (parses it) and fills info.

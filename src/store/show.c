@@ -370,6 +370,15 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
     json_t *tensors = NULL;
     struct gguf *g = NULL;
     if (m->model_path && gguf_open(&g, m->model_path, NULL) == 0) {
+        // A config without a usable quantization level: take the file's.
+        const char *ql = m->config.file_type;
+        if (!ql || !*ql || ascii_ieq(ql, "unknown")) {
+            struct gguf_summary sum;
+            gguf_summarize(g, &sum);
+            if (sum.quantization_level[0] && !ascii_ieq(sum.quantization_level, "unknown"))
+                json_object_set_new(json_object_get(r, "details"), "quantization_level",
+                                    json_string(sum.quantization_level));
+        }
         struct info_ctx c = {.obj = info};
         gguf_model_info(g, o->verbose, info_cb, &c);
         tensors = json_array();

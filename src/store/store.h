@@ -15,6 +15,21 @@
 // corrupt manifest is ERR_IO → 500, ERR_UNSUPPORTED → 400, others → 500.
 // Messages use Ollama's wording where it has one.
 //
+// The HTTP endpoints are thin calls (api.md §3, §5, §12, §15, §16):
+//   GET  /api/tags           store_tags_json
+//   POST /api/show           store_show (empty model → 400 "model is required")
+//   POST /api/copy           store_copy
+//   DELETE /api/delete       store_delete
+//   POST /api/create         store_create_req_from_json, store_create_validate
+//                            (400 before streaming), store_create with a
+//                            progress callback writing NDJSON lines
+//   HEAD /api/blobs/:digest  store_digest_parse (400), store_blob_exists
+//   POST /api/blobs/:digest  store_digest_parse, store_blob_exists (→ 200
+//                            without reading the body), else writer open
+//                            (expected digest) / write / commit → 201;
+//                            ERR_DIGEST → 400
+//   server start             store_prune(s, 1h) unless OLLAMA_NOPRUNE
+//
 // Thread safety: a struct store may be used from many threads at once.
 // Operations that change reference counts (create's manifest write, copy,
 // delete, prune) are serialised inside; reads never block on them.
@@ -390,6 +405,13 @@ typedef int (*store_pull_fn)(void *ctx, const char *name, store_progress_fn prog
 // Checks a TEMPLATE parses (the server passes the template module); fills e.
 typedef int (*store_template_check_fn)(void *ctx, const char *text, struct err *e);
 
+// Template autodetection (modelfile.md §5): the built-in table lives with the
+// template module; given a GGUF's tokenizer.chat_template, returns true and
+// sets *name ("llama3-instruct"), *go_template and *stops (NULL-terminated,
+// may be NULL) when a built-in template matches. Borrowed strings.
+typedef bool (*store_template_detect_fn)(void *ctx, const char *chat_template, const char **name,
+                                         const char **go_template, const char *const **stops);
+
 struct store_create_opts {
     store_progress_fn progress;
     void *progress_ctx;
@@ -397,11 +419,12 @@ struct store_create_opts {
     void *pull_ctx;
     store_template_check_fn template_check;  // NULL: not checked
     void *template_ctx;
+    store_template_detect_fn template_detect;  // NULL: no autodetection
+    void *detect_ctx;
     bool noprune;                    // keep blobs of an overwritten manifest
-    const volatile int *cancel;      // non-zero → stop with ERR_CANCELLED
-    // Test hook: fail the quantized layer writer after this many bytes
-    // (0 = never), to prove a failed create leaves nothing behind.
-    uint64_t fail_after_bytes;
+    // Non-zero → stop with ERR_CANCELLED (checked between steps; a running
+    // quantization finishes its file first).
+    const volatile int *cancel;
 };
 
 // Creates (or replaces) a model. Progress statuses as Ollama streams them;

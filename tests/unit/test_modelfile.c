@@ -232,12 +232,53 @@ static void test_to_request(void **state)
     store_modelfile_deinit(&m);
 }
 
+// Cases mirroring upstream's parser behaviour (trimming, missing values,
+// multi-line messages, line numbers with a leading blank line).
+static void test_upstream_cases(void **state)
+{
+    (void)state;
+    struct store_modelfile m = parse_ok("\nFROM \"     model 1\"\nADAPTER      adapter3\n"
+                                        "LICENSE \"MIT       \"\nPARAMETER param1        value1\n"
+                                        "TEMPLATE \"\"\"   {{ .Prompt }}\n\n{{ .Response }}   \"\"\"    \n");
+    assert_int_equal(m.n, 5);
+    assert_string_equal(m.cmds[0].args, "     model 1");
+    assert_string_equal(m.cmds[1].args, "adapter3");
+    assert_string_equal(m.cmds[2].args, "MIT       ");
+    assert_string_equal(m.cmds[3].key, "param1");
+    assert_string_equal(m.cmds[3].args, "value1");
+    assert_string_equal(m.cmds[4].args, "   {{ .Prompt }}\n\n{{ .Response }}   ");
+    store_modelfile_deinit(&m);
+
+    m = parse_ok("\nFROM foo\nMESSAGE system \"\"\"\nYou are a multiline file parser.\n\"\"\"\n\t\t\t");
+    assert_int_equal(m.n, 2);
+    assert_string_equal(m.cmds[1].key, "system");
+    assert_string_equal(m.cmds[1].args, "\nYou are a multiline file parser.\n");
+    store_modelfile_deinit(&m);
+
+    m = parse_ok("\nFROM foo\nMESSAGE system You are a file parser. Always parse things.");
+    assert_string_equal(m.cmds[1].args, "You are a file parser. Always parse things.");
+    store_modelfile_deinit(&m);
+
+    expect_error("\nFROM foo\nPARAMETER param1\n", "unexpected EOF: param1");
+    expect_error("\nFROM foo\nMESSAGE system\n", "unexpected EOF: system");
+    expect_error("\nFROM foo\nMESSAGE system", "unexpected EOF");
+    expect_error("\nFROM foo\nBADCOMMAND param1 value1\n", "(line 3): " CMD_ERR);
+    expect_error("\nFROM foo\nMESSAGE badguy I'm a bad guy!\n",
+                 "(line 3): message role must be one of \"system\", \"user\", or \"assistant\"");
+    // Case-insensitive instruction words, multi-byte text kept.
+    m = parse_ok("from foo\nsystem 你好, мир 🌍\nTeMpLaTe x\n");
+    assert_string_equal(m.cmds[1].args, "你好, мир 🌍");
+    assert_string_equal(m.cmds[2].name, "template");
+    store_modelfile_deinit(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic),           cmocka_unit_test(test_quotes),
         cmocka_unit_test(test_errors),          cmocka_unit_test(test_render_roundtrip),
         cmocka_unit_test(test_params),          cmocka_unit_test(test_to_request),
+        cmocka_unit_test(test_upstream_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

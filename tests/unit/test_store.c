@@ -10,9 +10,13 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/quant/quant.h"
 #include "gguf/gguf.h"
 #include "store/internal.h"
 #include "testutil.h"
@@ -1241,6 +1245,9 @@ static void test_create_quantize(void **state)
     assert_consistent_except_upload(f->s);
 }
 
+// The disk fills up while the quantized layer is written (RLIMIT_FSIZE in a
+// child process makes writes past 200 kB fail with EFBIG): the create fails
+// with an I/O error and leaves nothing behind.
 static void test_create_quantize_disk_full(void **state)
 {
     struct fx *f = *state;
@@ -1250,22 +1257,201 @@ static void test_create_quantize_disk_full(void **state)
     char blobs[300];
     snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
     size_t before = count_files(blobs);
-    json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
-                           "\"system\":\"s\",\"quantize\":\"q4_K_M\"}", 0, NULL);
-    struct store_create_req cr;
-    struct err e = {0};
-    assert_int_equal(store_create_req_from_json(&cr, j, &e), 0);
-    struct store_create_opts o = {.fail_after_bytes = 100000};
-    assert_int_equal(store_create(f->s, &cr, &o, &e), ERR_IO);
-    assert_non_null(strstr(e.msg, "no space left on device"));
-    store_create_req_deinit(&cr);
-    json_decref(j);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {.rlim_cur = 200000, .rlim_max = 200000};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                               "\"system\":\"s\",\"quantize\":\"q8_0\"}", 0, NULL);
+        struct store_create_req cr;
+        struct err e = {0};
+        store_create_req_from_json(&cr, j, &e);
+        int rc = store_create(f->s, &cr, NULL, &e);
+        _exit(rc == ERR_IO ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
     assert_int_equal(count_files(blobs), before);
     assert_consistent_except_upload(f->s);
     struct store_list l;
     assert_int_equal(store_list(f->s, &l, NULL), 0);
     assert_int_equal(l.n, 0);
     store_list_deinit(&l);
+}
+
+// ---------------------------------------------------------------------------
+// Small generated GGUFs.
+
+// Writes a tiny llama-shaped GGUF (two 64x32 matrices of type `type`, one
+// norm) with general.file_type = ftype (< 0: absent) and an optional chat
+// template, and uploads it; returns its digest.
+static void make_gguf(struct fx *f, uint32_t type, int ftype, const char *chat_template,
+                      char digest[STORE_DIGEST_LEN + 1])
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/gen.gguf", f->root);
+    struct gguf_writer *w;
+    struct err e = {0};
+    assert_int_equal(gguf_writer_open(&w, path, &e), 0);
+    gguf_writer_kv_str(w, "general.architecture", "llama");
+    gguf_writer_kv_u32(w, "llama.block_count", 1);
+    gguf_writer_kv_u32(w, "llama.context_length", 128);
+    if (ftype >= 0)
+        gguf_writer_kv_u32(w, "general.file_type", (uint32_t)ftype);
+    if (chat_template)
+        gguf_writer_kv_str(w, "tokenizer.chat_template", chat_template);
+    int64_t ne[2] = {64, 32}, ne1[1] = {64};
+    gguf_writer_add_tensor(w, "token_embd.weight", type, 2, ne);
+    gguf_writer_add_tensor(w, "blk.0.attn_q.weight", type, 2, ne);
+    gguf_writer_add_tensor(w, "blk.0.attn_norm.weight", GGUF_TYPE_F32, 1, ne1);
+    assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < 64 * 32; i++) {
+            float v = (float)((i * 7919 + t * 31) % 1000) / 500.0f - 1.0f;
+            if (type == GGUF_TYPE_F32) {
+                gguf_writer_write_data(w, &v, 4, &e);
+            } else {
+                uint16_t h = quant_f32_to_f16(v);
+                gguf_writer_write_data(w, &h, 2, &e);
+            }
+        }
+    }
+    float one = 1.0f;
+    for (int i = 0; i < 64; i++)
+        gguf_writer_write_data(w, &one, 4, &e);
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    char hex[DIGEST_HEX_LEN + 1];
+    uint64_t size;
+    assert_int_equal(sha256_file(path, hex, &size, &e), 0);
+    snprintf(digest, STORE_DIGEST_LEN + 1, "sha256:%s", hex);
+    upload_file(f->s, path, digest);
+    unlink(path);
+}
+
+static const char *const chatml_stops[] = {"<|im_start|>", "<|im_end|>", NULL};
+
+static bool detect_chatml(void *ctx, const char *chat_template, const char **name,
+                          const char **go_template, const char *const **stops)
+{
+    (void)ctx;
+    if (strstr(chat_template, "im_start") == NULL)
+        return false;
+    *name = "chatml";
+    *go_template = "{{ .System }}\r\n{{ .Prompt }}";
+    *stops = chatml_stops;
+    return true;
+}
+
+static void test_create_generated(void **state)
+{
+    struct fx *f = *state;
+    struct err e = {0};
+    char d16[STORE_DIGEST_LEN + 1], body[512];
+    make_gguf(f, GGUF_TYPE_F16, 1, "{% for m in messages %}<|im_start|>{{ m.content }}{% endfor %}",
+              d16);
+
+    // Template autodetection adds the template and its stop words.
+    json_t *j;
+    snprintf(body, sizeof(body), "{\"model\":\"chat\",\"files\":{\"gen.gguf\":\"%s\"}}", d16);
+    j = json_loads(body, 0, NULL);
+    struct store_create_req cr;
+    assert_int_equal(store_create_req_from_json(&cr, j, &e), 0);
+    json_decref(j);
+    struct statuses st = {0};
+    struct store_create_opts o = {.progress = collect, .progress_ctx = &st,
+                                  .template_detect = detect_chatml};
+    assert_int_equal(store_create(f->s, &cr, &o, &e), 0);
+    store_create_req_deinit(&cr);
+    assert_true(has_status(&st, "using autodetected template chatml"));
+    struct store_model *m;
+    assert_int_equal(store_model_load(f->s, "chat", &m, &e), 0);
+    assert_string_equal(m->template_text, "{{ .System }}\n{{ .Prompt }}");
+    assert_int_equal(json_array_size(json_object_get(m->params, "stop")), 2);
+    assert_string_equal(m->config.file_type, "F16");
+    assert_string_equal(m->config.model_family, "llama");
+    store_model_free(m);
+
+    // F16 → Q8_0, with the status naming the source type.
+    memset(&st, 0, sizeof(st));
+    snprintf(body, sizeof(body), "{\"model\":\"chat-q8\",\"from\":\"chat\",\"quantize\":\"Q8_0\"}");
+    assert_int_equal(create_json(f->s, body, &st, &e), 0);
+    assert_true(has_status(&st, "quantizing F16 model to Q8_0"));
+    assert_int_equal(store_model_load(f->s, "chat-q8", &m, &e), 0);
+    assert_string_equal(m->config.file_type, "Q8_0");
+    struct gguf *g;
+    assert_int_equal(gguf_open(&g, m->model_path, &e), 0);
+    assert_int_equal(gguf_tensor_find(g, "blk.0.attn_q.weight")->type, GGUF_TYPE_Q8_0);
+    // Values survive quantization closely.
+    const struct gguf_tensor *t = gguf_tensor_find(g, "blk.0.attn_q.weight");
+    float back[64];
+    quant_traits_get(GGUF_TYPE_Q8_0)->to_float(t->data, back, 64);
+    for (int i = 0; i < 64; i++) {
+        float v = (float)((i * 7919 + 31) % 1000) / 500.0f - 1.0f;
+        assert_true(back[i] - v < 0.02f && v - back[i] < 0.02f);
+    }
+    gguf_close(g);
+    store_model_free(m);
+
+    // An already quantized GGUF with general.file_type set.
+    char dq[STORE_DIGEST_LEN + 1];
+    make_gguf(f, GGUF_TYPE_F16, 15, NULL, dq);  // claims Q4_K_M
+    snprintf(body, sizeof(body), "{\"model\":\"x\",\"files\":{\"x.gguf\":\"%s\"},\"quantize\":\"q8_0\"}",
+             dq);
+    err_clear(&e);
+    assert_int_equal(create_json(f->s, body, NULL, &e), ERR_INVALID);
+    assert_string_equal(e.msg, "quantization is only supported for F16, BF16 and F32 models");
+}
+
+static void die_mid_quantize(void *ctx, const struct store_progress *p)
+{
+    (void)ctx;
+    if (strncmp(p->status, "quantizing ", 11) == 0 && p->completed > p->total / 2)
+        raise(SIGKILL);
+}
+
+// A create killed mid-way (SIGKILL while quantizing): no manifest, nothing
+// missing or corrupt, and the start-up prune removes what it left.
+static void test_create_killed(void **state)
+{
+    struct fx *f = *state;
+    char model[512];
+    if (!stories_path(model, sizeof(model)))
+        skip();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                               "\"system\":\"s\",\"quantize\":\"q8_0\"}", 0, NULL);
+        struct store_create_req cr;
+        store_create_req_from_json(&cr, j, NULL);
+        struct store_create_opts o = {.progress = die_mid_quantize};
+        store_create(f->s, &cr, &o, NULL);
+        _exit(0);  // not reached when the kill happens
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    struct store_name n;
+    struct store_manifest m;
+    store_name_parse("m", &n, NULL);
+    assert_int_equal(store_manifest_load(f->s, &n, &m, NULL, NULL), ERR_NOT_FOUND);
+    struct store_check_report r;
+    assert_int_equal(store_check(f->s, &r, NULL), 0);
+    assert_int_equal(r.n_missing + r.n_corrupt, 0);
+    assert_int_equal(r.n_temporary, 1);  // the half-written quantized file
+    store_check_report_deinit(&r);
+    struct store_list l;
+    assert_int_equal(store_list(f->s, &l, NULL), 0);
+    assert_int_equal(l.n, 0);
+    store_list_deinit(&l);
+    assert_true(store_prune(f->s, 0, NULL) >= 1);
+    assert_int_equal(store_check(f->s, &r, NULL), 0);
+    assert_int_equal(r.n_temporary + r.n_missing + r.n_corrupt, 0);
+    store_check_report_deinit(&r);
 }
 
 int main(void)
@@ -1286,6 +1472,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_failure_leaves_nothing, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize_disk_full, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_generated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_killed, setup_stories, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

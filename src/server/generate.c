@@ -1,0 +1,949 @@
+// /api/generate and /api/chat (api.md §6, §7): request validation with
+// Ollama's wording, option merging, prompt rendering through the model's
+// template, a runner from the scheduler, and the response stream built from
+// the runner's pieces (thinking and tool calls split out by the template
+// module's output parser). Errors found before the first byte is sent get
+// their status code; later ones end the stream with an {"error"} line.
+#include "server/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "server/runner_client.h"
+#include "server/sched.h"
+#include "template/template.h"
+
+#define RUNNER_STOPPED_MSG                                                                         \
+    "model runner has unexpectedly stopped, this may be due to resource limitations or an "       \
+    "internal error, check ollama server logs for details"
+
+struct gen_job {
+    struct server *srv;
+    bool chat;
+    char *model_name;  // as sent
+    struct store_model *m;
+    json_t *body;  // the request (owned)
+    int64_t t_start;
+
+    // Derived from the request.
+    bool stream, raw;
+    json_t *options;  // merged (owned)
+    bool keep_alive_set;
+    int64_t keep_alive_ns;
+    struct template_think think;
+    bool think_on;
+    json_t *format;  // borrowed from body (NULL: none)
+    json_t *tools;   // borrowed from body
+    struct template *tmpl;
+    int n_ctx;
+    bool want_context;
+
+    // Runner.
+    struct sched_runner *runner;
+    int64_t load_ns;
+    struct buf prompt;
+
+    // Output.
+    struct srv_req *req;     // non-streaming: the request to reply to
+    struct srv_stream *st;   // streaming
+    struct template_output_parser *parser;
+    struct buf acc_content, acc_thinking;
+    json_t *acc_calls;
+    json_t *final;  // the runner's final line (owned)
+    struct err run_err;
+    int run_rc;
+};
+
+static void job_free(struct gen_job *j)
+{
+    if (!j)
+        return;
+    free(j->model_name);
+    store_model_free(j->m);
+    json_decref(j->body);
+    json_decref(j->options);
+    template_free(j->tmpl);
+    buf_deinit(&j->prompt);
+    template_output_parser_free(j->parser);
+    buf_deinit(&j->acc_content);
+    buf_deinit(&j->acc_thinking);
+    json_decref(j->acc_calls);
+    json_decref(j->final);
+    free(j);
+}
+
+static bool has_capability(const struct store_model *m, const char *cap)
+{
+    const char *caps[16];
+    size_t n = store_model_capabilities(m, caps, 16);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(caps[i], cap) == 0)
+            return true;
+    return false;
+}
+
+// The trained context length of a GGUF (<arch>.context_length), or 0.
+static int trained_context(const char *path)
+{
+    struct gguf *g = NULL;
+    if (!path || gguf_open(&g, path, NULL) < 0)
+        return 0;
+    uint32_t n = 0;
+    gguf_get_arch_u32(g, "context_length", &n);
+    gguf_close(g);
+    return n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
+// num_ctx: request/model option, else OLLAMA_CONTEXT_LENGTH, else 4096
+// (CPU); capped at the trained context; at least 4.
+static int effective_n_ctx(const struct server *srv, const json_t *options, const char *path)
+{
+    int64_t n = srv_option_int(options, "num_ctx", 0);
+    if (n <= 0)
+        n = srv->cfg->context_length ? (int64_t)srv->cfg->context_length : 4096;
+    int trained = trained_context(path);
+    if (trained > 0 && n > trained) {
+        log_warn("requested context size too large for model num_ctx=%lld n_ctx_train=%d",
+                 (long long)n, trained);
+        n = trained;
+    }
+    if (n < 4)
+        n = 4;
+    return (int)(n > INT32_MAX ? INT32_MAX : n);
+}
+
+// "think": bool or level. Returns < 0 after setting e.
+static int parse_think(const json_t *body, struct template_think *t, struct err *e)
+{
+    json_t *v = json_object_get(body, "think");
+    memset(t, 0, sizeof(*t));
+    if (!v || json_is_null(v))
+        return 0;
+    t->think_set = true;
+    if (json_is_boolean(v)) {
+        t->think = json_is_true(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        if (strcmp(s, "high") == 0 || strcmp(s, "medium") == 0 || strcmp(s, "low") == 0 ||
+            strcmp(s, "max") == 0) {
+            t->think = true;
+            t->level = s;
+            return 0;
+        }
+        if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) {
+            t->think = strcmp(s, "true") == 0;
+            return 0;
+        }
+        return err_set(e, ERR_INVALID,
+                       "invalid think value: \"%s\" (must be \"high\", \"medium\", \"low\", "
+                       "\"max\", true, or false)",
+                       s);
+    }
+    return err_set(e, ERR_INVALID,
+                   "invalid think value: must be \"high\", \"medium\", \"low\", \"max\", true, or "
+                   "false");
+}
+
+// format: "json", a schema object, "" or null.
+static int parse_format(const json_t *body, json_t **out, struct err *e)
+{
+    json_t *v = json_object_get(body, "format");
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        if (!*s)
+            return 0;
+        if (strcmp(s, "json") == 0) {
+            *out = v;
+            return 0;
+        }
+        return err_set(e, ERR_INVALID,
+                       "invalid format: \"%s\"; expected \"json\" or a valid JSON Schema object",
+                       s);
+    }
+    if (json_is_object(v)) {
+        *out = v;
+        return 0;
+    }
+    return err_set(e, ERR_INVALID,
+                   "invalid format: expected \"json\" or a valid JSON Schema object");
+}
+
+// ---------------------------------------------------------------------------
+// Response objects
+
+static json_t *base_object(const struct gen_job *j)
+{
+    json_t *o = json_object();
+    jsonx_set_str(o, "model", j->model_name);
+    char when[64];
+    time_format_rfc3339_utc(time_now_ns(), when, sizeof(when));
+    jsonx_set_str(o, "created_at", when);
+    return o;
+}
+
+// One streamed chunk (or, with final, the last object).
+static json_t *chunk_object(const struct gen_job *j, const char *content, size_t content_len,
+                            const char *thinking, size_t thinking_len, json_t *calls, bool done)
+{
+    json_t *o = base_object(j);
+    if (j->chat) {
+        json_t *msg = json_object();
+        jsonx_set_str(msg, "role", "assistant");
+        jsonx_set_strn(msg, "content", content ? content : "", content_len);
+        if (thinking_len)
+            jsonx_set_strn(msg, "thinking", thinking, thinking_len);
+        if (calls && json_array_size(calls))
+            json_object_set(msg, "tool_calls", calls);
+        jsonx_set(o, "message", msg);
+    } else {
+        jsonx_set_strn(o, "response", content ? content : "", content_len);
+        if (thinking_len)
+            jsonx_set_strn(o, "thinking", thinking, thinking_len);
+    }
+    jsonx_set_bool(o, "done", done);
+    if (!j->chat && calls && json_array_size(calls) && done)
+        json_object_set(o, "tool_calls", calls);
+    return o;
+}
+
+static void set_metric(json_t *o, const char *key, int64_t v)
+{
+    if (v)  // zero metrics are omitted
+        jsonx_set_int(o, key, v);
+}
+
+static void add_final_fields(const struct gen_job *j, json_t *o)
+{
+    const json_t *f = j->final;
+    const char *reason = json_string_value(json_object_get(f, "done_reason"));
+    jsonx_set_str(o, "done_reason", reason ? reason : "stop");
+    json_t *ctx = json_object_get(f, "context");
+    if (!j->chat && j->want_context && json_is_array(ctx))
+        json_object_set(o, "context", ctx);
+    set_metric(o, "total_duration", time_monotonic_ns() - j->t_start);
+    set_metric(o, "load_duration", j->load_ns);
+    set_metric(o, "prompt_eval_count", json_integer_value(json_object_get(f, "prompt_eval_count")));
+    set_metric(o, "prompt_eval_duration",
+               json_integer_value(json_object_get(f, "prompt_eval_duration")));
+    set_metric(o, "eval_count", json_integer_value(json_object_get(f, "eval_count")));
+    set_metric(o, "eval_duration", json_integer_value(json_object_get(f, "eval_duration")));
+}
+
+// Emits what the parser yielded: streamed as a chunk, or accumulated.
+static int emit(struct gen_job *j, struct buf *content, struct buf *thinking, json_t *calls)
+{
+    bool any = content->len || thinking->len || json_array_size(calls);
+    int rc = 0;
+    if (any && j->st) {
+        json_t *o = chunk_object(j, content->data, content->len, thinking->data, thinking->len,
+                                 calls, false);
+        // Tool calls arrive in their own chunk with empty content (api.md §7.3).
+        rc = srv_stream_json_line(j->st, o);
+    } else if (any) {
+        buf_append(&j->acc_content, content->data ? content->data : "", content->len);
+        buf_append(&j->acc_thinking, thinking->data ? thinking->data : "", thinking->len);
+        size_t i;
+        json_t *c;
+        json_array_foreach(calls, i, c) jsonx_arr_append(j->acc_calls, json_incref(c));
+    }
+    buf_reset(content);
+    buf_reset(thinking);
+    json_array_clear(calls);
+    return rc;
+}
+
+static int on_runner_line(void *ctx, const json_t *line)
+{
+    struct gen_job *j = ctx;
+    json_t *err = json_object_get(line, "error");
+    if (err) {
+        j->run_rc = err_set(&j->run_err, ERR_INTERNAL, "%s",
+                            json_is_string(err) ? json_string_value(err) : "runner error");
+        return ERR_INTERNAL;
+    }
+    if (json_is_true(json_object_get(line, "done"))) {
+        json_decref(j->final);
+        j->final = json_incref((json_t *)line);
+        return 0;
+    }
+    const char *piece = json_string_value(json_object_get(line, "content"));
+    if (!piece || !*piece)
+        return 0;
+    struct buf content, thinking;
+    buf_init(&content, 0);
+    buf_init(&thinking, 0);
+    json_t *calls = json_array();
+    struct err pe = {0};
+    int rc = template_output_parser_add(j->parser, piece, strlen(piece), &thinking, &content,
+                                        calls, &pe);
+    if (rc == 0)
+        rc = emit(j, &content, &thinking, calls);
+    buf_deinit(&content);
+    buf_deinit(&thinking);
+    json_decref(calls);
+    return rc;
+}
+
+static bool stream_cancelled(void *ctx)
+{
+    struct gen_job *j = ctx;
+    return j->st ? srv_stream_cancelled(j->st) : srv_client_gone(j->req);
+}
+
+// The runner request (src/runner/PROTOCOL.md).
+static json_t *completion_body(const struct gen_job *j)
+{
+    json_t *b = json_object();
+    jsonx_set_strn(b, "prompt", j->prompt.data ? j->prompt.data : "", j->prompt.len);
+    jsonx_set(b, "options", json_deep_copy(j->options));
+    if (j->format)
+        jsonx_set(b, "format", json_deep_copy(j->format));
+    json_t *shift = json_object_get(j->body, "shift");
+    json_t *truncate = json_object_get(j->body, "truncate");
+    jsonx_set_bool(b, "shift", !json_is_false(shift));
+    jsonx_set_bool(b, "truncate", !json_is_false(truncate));
+    jsonx_set_bool(b, "cache_prompt", true);
+    jsonx_set_bool(b, "return_context", j->want_context);
+    return b;
+}
+
+// Runs the completion against the acquired runner and produces the final
+// object (streamed, or returned via j->final for the non-streaming reply).
+static int run_completion(struct gen_job *j)
+{
+    json_t *body = completion_body(j);
+    int rc = runner_http_stream(sched_runner_port(j->runner), "/completion", body, on_runner_line,
+                                j, stream_cancelled, j, &j->run_err);
+    json_decref(body);
+    bool runner_failed = false;
+    if (rc == ERR_NETWORK || (rc < 0 && !sched_runner_alive(j->runner))) {
+        char last[512];
+        sched_runner_last_error(j->runner, last, sizeof(last));
+        err_clear(&j->run_err);
+        rc = err_set(&j->run_err, ERR_INTERNAL, "%s%s%s", RUNNER_STOPPED_MSG, last[0] ? ": " : "",
+                     last);
+        runner_failed = true;
+    }
+    if (rc == 0) {
+        // Flush what the output parser held back.
+        struct buf content, thinking;
+        buf_init(&content, 0);
+        buf_init(&thinking, 0);
+        json_t *calls = json_array();
+        template_output_parser_finish(j->parser, &thinking, &content, calls, NULL);
+        rc = emit(j, &content, &thinking, calls);
+        buf_deinit(&content);
+        buf_deinit(&thinking);
+        json_decref(calls);
+        if (!j->final)
+            j->final = json_pack("{s:b,s:s}", "done", 1, "done_reason", "stop");
+    }
+    sched_release(j->srv->sched, j->runner, runner_failed);
+    j->runner = NULL;
+    return rc;
+}
+
+static void gen_producer(struct srv_stream *st, void *arg)
+{
+    struct gen_job *j = arg;
+    int rc = run_completion(j);
+    if (rc == 0) {
+        json_t *o = chunk_object(j, "", 0, NULL, 0, NULL, true);
+        add_final_fields(j, o);
+        srv_stream_json_line(st, o);
+    } else if (rc != ERR_CANCELLED) {
+        srv_stream_json_line(st, json_pack("{s:s}", "error", j->run_err.msg));
+    }
+    srv_stream_end(st);
+    job_free(j);
+}
+
+// ---------------------------------------------------------------------------
+// Prompt
+
+static int64_t count_tokens(void *ctx, const char *text, size_t len, struct err *e)
+{
+    struct gen_job *j = ctx;
+    json_t *body = json_object();
+    jsonx_set_strn(body, "content", text, len);
+    json_t *out = NULL;
+    int rc = runner_http_json(sched_runner_port(j->runner), "/tokenize", body, 30000, NULL, &out,
+                              e);
+    json_decref(body);
+    if (rc < 0)
+        return rc;
+    int64_t n = (int64_t)json_array_size(json_object_get(out, "tokens"));
+    json_decref(out);
+    return n;
+}
+
+static int render_prompt(struct gen_job *j, struct err *e)
+{
+    const json_t *b = j->body;
+    const char *prompt = json_string_value(json_object_get(b, "prompt"));
+    const char *suffix = json_string_value(json_object_get(b, "suffix"));
+    if (j->raw) {
+        return buf_append_str(&j->prompt, prompt ? prompt : "");
+    }
+    // The deprecated `context` tokens are detokenized and put first.
+    json_t *ctx = json_object_get(b, "context");
+    if (!j->chat && json_is_array(ctx) && json_array_size(ctx)) {
+        json_t *req = json_pack("{s:O}", "tokens", ctx);
+        json_t *out = NULL;
+        int rc = runner_http_json(sched_runner_port(j->runner), "/detokenize", req, 30000, NULL,
+                                  &out, e);
+        json_decref(req);
+        if (rc < 0)
+            return rc;
+        const char *text = json_string_value(json_object_get(out, "content"));
+        buf_append_str(&j->prompt, text ? text : "");
+        json_decref(out);
+    }
+    struct template_prompt_req pr = {
+        .tools = j->tools,
+        .think = j->think,
+        .truncate = !json_is_false(json_object_get(b, "truncate")),
+        .n_ctx = j->n_ctx,
+        .count = count_tokens,
+        .count_ctx = j,
+    };
+    json_t *msgs = NULL;
+    const char *system = json_string_value(json_object_get(b, "system"));
+    if (!system)
+        system = j->m->system;
+    if (j->chat) {
+        const char *open = NULL, *close = NULL;
+        bool strip = template_thinking_tags(j->tmpl, &open, &close) &&
+                     (strstr(j->m->config.model_family ? j->m->config.model_family : "", "qwen3") ||
+                      strstr(j->model_name, "deepseek-r1"));
+        msgs = template_chat_messages(j->m->messages, json_object_get(b, "messages"),
+                                      j->m->system, strip, e);
+        if (!msgs)
+            return ERR_INVALID;
+    } else if (suffix && *suffix && prompt && *prompt) {
+        pr.prompt = prompt;
+        pr.suffix = suffix;
+    } else {
+        json_t *history = json_is_array(ctx) && json_array_size(ctx) ? NULL : j->m->messages;
+        msgs = template_generate_messages(system, history, prompt ? prompt : "",
+                                          json_object_get(b, "images"));
+    }
+    pr.messages = msgs;
+    int rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
+    json_decref(msgs);
+    if (rc < 0)
+        return rc;
+    if (log_enabled(LOG_DEBUG)) {
+        char *kv = xasprintf("prompt=%zu bytes", j->prompt.len);
+        log_kv(LOG_DEBUG, kv, "%s request: %s", j->chat ? "chat" : "generate",
+               buf_cstr(&j->prompt));
+        free(kv);
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Handler
+
+// Images anywhere in the request (generate images or chat message images).
+static bool has_images(const json_t *body, bool chat)
+{
+    if (!chat)
+        return json_array_size(json_object_get(body, "images")) > 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(body, "messages"), i, m) {
+        if (json_array_size(json_object_get(m, "images")) > 0)
+            return true;
+    }
+    return false;
+}
+
+static void reply_load_unload(struct gen_job *j, struct srv_req *r, const char *reason)
+{
+    json_t *o = base_object(j);
+    if (j->chat) {
+        json_t *msg = json_pack("{s:s,s:s}", "role", "assistant", "content", "");
+        jsonx_set(o, "message", msg);
+    } else {
+        jsonx_set_str(o, "response", "");
+    }
+    jsonx_set_bool(o, "done", true);
+    jsonx_set_str(o, "done_reason", reason);
+    srv_reply_json(r, 200, o);
+}
+
+static struct sched_request sched_req_for(struct gen_job *j, struct srv_req *r, json_t *details)
+{
+    return (struct sched_request){
+        .model_path = j->m->model_path,
+        .name = j->m->display,
+        .digest = j->m->info.digest,
+        .details = details,
+        .n_ctx = j->n_ctx,
+        .n_batch = (int)srv_option_int(j->options, "num_batch", 0),
+        .n_threads = (int)srv_option_int(j->options, "num_thread", 0),
+        .embedding = !has_capability(j->m, "completion"),
+        .keep_alive_set = j->keep_alive_set,
+        .keep_alive_ns = j->keep_alive_ns,
+        .cancelled = (bool (*)(void *))srv_client_gone,
+        .cancel_ctx = r,
+    };
+}
+
+static json_t *model_details(const struct store_model *m)
+{
+    json_t *d = json_object();
+    jsonx_set_str(d, "parent_model", m->parent_model ? m->parent_model : "");
+    jsonx_set_str(d, "format", m->config.model_format ? m->config.model_format : "gguf");
+    jsonx_set_str(d, "family", m->config.model_family ? m->config.model_family : "");
+    json_t *fams = json_array();
+    for (size_t i = 0; i < m->config.n_families; i++)
+        jsonx_arr_append(fams, jsonx_str(m->config.model_families[i]));
+    jsonx_set(d, "families", m->config.n_families ? fams : (json_decref(fams), json_null()));
+    jsonx_set_str(d, "parameter_size", m->config.model_type ? m->config.model_type : "");
+    jsonx_set_str(d, "quantization_level", m->config.file_type ? m->config.file_type : "");
+    return d;
+}
+
+static void handle_completion(struct srv_req *r, bool chat)
+{
+    struct gen_job *j = xcalloc(1, sizeof(*j));
+    j->srv = r->srv;
+    j->chat = chat;
+    j->t_start = time_monotonic_ns();
+    j->req = r;
+    buf_init(&j->prompt, 0);
+    buf_init(&j->acc_content, 0);
+    buf_init(&j->acc_thinking, 0);
+    j->acc_calls = json_array();
+    struct err e = {0};
+    int rc = 0;
+
+    j->body = srv_body_json(r);
+    if (!j->body)
+        goto out;
+    json_t *b = j->body;
+
+    const char *name = NULL;
+    if (jsonx_get_str(b, "model", &name, false, &e) < 0 ||
+        (!name && jsonx_get_str(b, "name", &name, false, &e) < 0)) {
+        srv_reply_error(r, 400, e.msg);
+        goto out;
+    }
+    if (!name || !*name) {
+        if (chat)
+            srv_reply_error(r, 400, "model is required");
+        else
+            srv_reply_error(r, 404, "model '' not found");
+        goto out;
+    }
+    j->model_name = xstrdup(name);
+    j->stream = !json_is_false(json_object_get(b, "stream"));
+    j->raw = json_is_true(json_object_get(b, "raw"));
+
+    // Field types.
+    const char *s;
+    bool bv;
+    json_t *arr;
+    if (jsonx_get_str(b, "prompt", &s, false, &e) < 0 || jsonx_get_str(b, "system", &s, false, &e) < 0 ||
+        jsonx_get_str(b, "suffix", &s, false, &e) < 0 ||
+        jsonx_get_str(b, "template", &s, false, &e) < 0 ||
+        jsonx_get_bool(b, "stream", &bv, false, &e) < 0 ||
+        jsonx_get_bool(b, "raw", &bv, false, &e) < 0 ||
+        jsonx_get_arr(b, "messages", &arr, false, &e) < 0 ||
+        jsonx_get_arr(b, "images", &arr, false, &e) < 0 ||
+        jsonx_get_arr(b, "tools", &arr, false, &e) < 0 ||
+        jsonx_get_arr(b, "context", &arr, false, &e) < 0) {
+        srv_reply_error(r, 400, e.msg);
+        goto out;
+    }
+    int64_t top_logprobs = 0;
+    if (jsonx_get_int(b, "top_logprobs", &top_logprobs, INT32_MIN, INT32_MAX, false, &e) < 0 ||
+        top_logprobs < 0 || top_logprobs > 20) {
+        srv_reply_error(r, 400, "top_logprobs must be between 0 and 20");
+        goto out;
+    }
+    if (parse_think(b, &j->think, &e) < 0 || parse_format(b, &j->format, &e) < 0 ||
+        srv_keep_alive(b, &j->keep_alive_set, &j->keep_alive_ns, &e) < 0) {
+        srv_reply_error(r, 400, e.msg);
+        goto out;
+    }
+
+    rc = store_model_load(r->srv->store, name, &j->m, &e);
+    if (rc < 0) {
+        if (rc == ERR_NOT_FOUND) {
+            char msg[700];
+            snprintf(msg, sizeof(msg), "model '%s' not found", name);
+            srv_reply_error(r, 404, msg);
+        } else {
+            srv_reply_err(r, rc, &e);
+        }
+        goto out;
+    }
+    if (!j->m->model_path || j->m->unsupported_format) {
+        srv_reply_error(r, 400, "model format is not supported by ollama-c (GGUF models only)");
+        goto out;
+    }
+    if (j->raw && (json_object_get(b, "template") || json_object_get(b, "system") ||
+                   json_object_get(b, "context"))) {
+        srv_reply_error(r, 400, "raw mode does not support template, system, or context");
+        goto out;
+    }
+
+    // Capabilities.
+    char full[STORE_NAME_MAX];
+    store_name_full(&j->m->name, full, sizeof(full));
+    char msg[800];
+    if (!has_capability(j->m, "completion")) {
+        snprintf(msg, sizeof(msg), "\"%s\" does not support %s", name, chat ? "chat" : "generate");
+        srv_reply_error(r, 400, msg);
+        goto out;
+    }
+    const char *suffix = json_string_value(json_object_get(b, "suffix"));
+    if (!chat && suffix && *suffix && !has_capability(j->m, "insert")) {
+        snprintf(msg, sizeof(msg), "%s does not support insert", full);
+        srv_reply_error(r, 400, msg);
+        goto out;
+    }
+    j->tools = json_object_get(b, "tools");
+    if (chat && json_array_size(j->tools) && !has_capability(j->m, "tools")) {
+        snprintf(msg, sizeof(msg), "%s does not support tools", full);
+        srv_reply_error(r, 400, msg);
+        goto out;
+    }
+    if (has_images(b, chat) && !has_capability(j->m, "vision")) {
+        snprintf(msg, sizeof(msg), "\"%s\" does not support vision", name);
+        srv_reply_error(r, 400, msg);
+        goto out;
+    }
+    bool can_think = has_capability(j->m, "thinking");
+    if (j->think.think_set && j->think.think && !can_think) {
+        snprintf(msg, sizeof(msg), "\"%s\" does not support thinking", name);
+        srv_reply_error(r, 400, msg);
+        goto out;
+    }
+    if (!j->think.think_set && can_think) {
+        j->think.think_set = true;
+        j->think.think = true;
+    }
+    j->think_on = j->think.think;
+
+    rc = srv_options_merge(j->m->params, json_object_get(b, "options"), &j->options, &e);
+    if (rc < 0) {
+        srv_reply_err(r, rc, &e);
+        goto out;
+    }
+    j->n_ctx = effective_n_ctx(r->srv, j->options, j->m->model_path);
+    j->want_context = !chat && !j->raw;
+
+    // Template: the request's, the model's, or the plain default.
+    const char *ttext = json_string_value(json_object_get(b, "template"));
+    if (!ttext || !*ttext)
+        ttext = j->m->template_text ? j->m->template_text : TEMPLATE_DEFAULT;
+    rc = template_parse(&j->tmpl, ttext, strlen(ttext), &e);
+    if (rc < 0) {
+        srv_reply_err(r, ERR_INVALID, &e);
+        goto out;
+    }
+
+    // Empty prompt / messages: load or unload only (api.md §6.4, §7.4).
+    const char *prompt = json_string_value(json_object_get(b, "prompt"));
+    bool empty = chat ? json_array_size(json_object_get(b, "messages")) == 0
+                      : (!prompt || !*prompt);
+    if (empty && j->keep_alive_set && j->keep_alive_ns == 0) {
+        sched_expire(r->srv->sched, j->m->model_path);
+        reply_load_unload(j, r, "unload");
+        goto out;
+    }
+
+    json_t *details = model_details(j->m);
+    struct sched_request sr = sched_req_for(j, r, details);
+    rc = sched_acquire(r->srv->sched, &sr, &j->runner, &j->load_ns, &e);
+    json_decref(details);
+    if (rc < 0) {
+        if (rc != ERR_CANCELLED)
+            srv_reply_err(r, rc == ERR_NOMEM ? ERR_INTERNAL : rc, &e);
+        else
+            srv_reply_error(r, 499, e.msg);
+        goto out;
+    }
+    if (empty) {
+        sched_release(r->srv->sched, j->runner, false);
+        j->runner = NULL;
+        reply_load_unload(j, r, "load");
+        goto out;
+    }
+
+    rc = render_prompt(j, &e);
+    if (rc < 0) {
+        sched_release(r->srv->sched, j->runner, !sched_runner_alive(j->runner));
+        j->runner = NULL;
+        srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, &e);
+        goto out;
+    }
+    j->parser = template_output_parser_new(j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
+
+    if (j->stream) {
+        // From here the producer thread owns the job.
+        if (srv_stream_start(r, 200, "application/x-ndjson", gen_producer, j) == 0) {
+            j->st = r->stream;
+            return;
+        }
+        sched_release(r->srv->sched, j->runner, false);
+        j->runner = NULL;
+        goto out;
+    }
+    rc = run_completion(j);
+    if (rc < 0) {
+        srv_reply_err(r, rc, &j->run_err);
+        goto out;
+    }
+    json_t *o = chunk_object(j, j->acc_content.data, j->acc_content.len, j->acc_thinking.data,
+                             j->acc_thinking.len, j->acc_calls, true);
+    add_final_fields(j, o);
+    srv_reply_json(r, 200, o);
+out:
+    job_free(j);
+}
+
+static void handle_generate(struct srv_req *r)
+{
+    handle_completion(r, false);
+}
+
+static void handle_chat(struct srv_req *r)
+{
+    handle_completion(r, true);
+}
+
+// ---------------------------------------------------------------------------
+// Embeddings (api.md §10, §11)
+
+// L2-normalises v in place (a zero vector stays zero).
+static void l2_normalise(float *v, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)v[i] * v[i];
+    if (sum <= 0)
+        return;
+    double inv = 1.0 / sqrt(sum);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(v[i] * inv);
+}
+
+static void handle_embed_common(struct srv_req *r, bool legacy)
+{
+    int64_t t0 = time_monotonic_ns();
+    struct err e = {0};
+    json_t *b = srv_body_json(r);
+    if (!b)
+        return;
+    struct store_model *m = NULL;
+    json_t *options = NULL, *result = NULL, *details = NULL;
+    struct sched_runner *runner = NULL;
+    const char *name = NULL;
+    if (jsonx_get_str(b, "model", &name, false, &e) < 0 ||
+        (!name && jsonx_get_str(b, "name", &name, false, &e) < 0)) {
+        srv_reply_error(r, 400, e.msg);
+        goto out;
+    }
+    if (!name || !*name) {
+        if (legacy)
+            srv_reply_error(r, 400, "model is required");
+        else
+            srv_reply_error(r, 404, "model '' not found");
+        goto out;
+    }
+    // Inputs: /api/embed "input" (string or array of strings); legacy "prompt".
+    json_t *inputs = json_array();
+    result = inputs;
+    if (legacy) {
+        const char *p = NULL;
+        if (jsonx_get_str(b, "prompt", &p, false, &e) < 0) {
+            srv_reply_error(r, 400, e.msg);
+            goto out;
+        }
+        if (p && *p)
+            jsonx_arr_append(inputs, jsonx_str(p));
+    } else {
+        json_t *in = json_object_get(b, "input");
+        if (json_is_string(in)) {
+            if (*json_string_value(in))
+                jsonx_arr_append(inputs, json_incref(in));
+        } else if (json_is_array(in)) {
+            size_t i;
+            json_t *it;
+            json_array_foreach(in, i, it) {
+                if (!json_is_string(it)) {
+                    srv_reply_error(r, 400, "invalid input type");
+                    goto out;
+                }
+                jsonx_arr_append(inputs, json_incref(it));
+            }
+        } else if (in && !json_is_null(in)) {
+            srv_reply_error(r, 400, "invalid input type");
+            goto out;
+        }
+    }
+    bool truncate = true;
+    int64_t dims = 0;
+    bool ka_set = false;
+    int64_t ka_ns = 0;
+    if (jsonx_get_bool(b, "truncate", &truncate, false, &e) < 0 ||
+        jsonx_get_int(b, "dimensions", &dims, 0, INT32_MAX, false, &e) < 0 ||
+        srv_keep_alive(b, &ka_set, &ka_ns, &e) < 0) {
+        srv_reply_error(r, 400, e.msg);
+        goto out;
+    }
+    int rc = store_model_load(r->srv->store, name, &m, &e);
+    if (rc < 0) {
+        char msg[700];
+        if (rc == ERR_NOT_FOUND && legacy)
+            snprintf(msg, sizeof(msg), "model \"%s\" not found, try pulling it first", name);
+        else if (rc == ERR_NOT_FOUND)
+            snprintf(msg, sizeof(msg), "model '%s' not found", name);
+        if (rc == ERR_NOT_FOUND)
+            srv_reply_error(r, 404, msg);
+        else
+            srv_reply_err(r, rc, &e);
+        goto out;
+    }
+    if (!m->model_path) {
+        srv_reply_error(r, 400, "model format is not supported by ollama-c (GGUF models only)");
+        goto out;
+    }
+    rc = srv_options_merge(m->params, json_object_get(b, "options"), &options, &e);
+    if (rc < 0) {
+        srv_reply_err(r, rc, &e);
+        goto out;
+    }
+    details = model_details(m);
+    bool completion = has_capability(m, "completion");
+    struct sched_request sr = {
+        .model_path = m->model_path,
+        .name = m->display,
+        .digest = m->info.digest,
+        .details = details,
+        .n_ctx = effective_n_ctx(r->srv, options, m->model_path),
+        .n_batch = (int)srv_option_int(options, "num_batch", 0),
+        .n_threads = (int)srv_option_int(options, "num_thread", 0),
+        .embedding = !completion,
+        .keep_alive_set = ka_set,
+        .keep_alive_ns = ka_ns,
+        .cancelled = (bool (*)(void *))srv_client_gone,
+        .cancel_ctx = r,
+    };
+    int64_t load_ns = 0;
+    rc = sched_acquire(r->srv->sched, &sr, &runner, &load_ns, &e);
+    if (rc < 0) {
+        srv_reply_err(r, rc == ERR_NOMEM ? ERR_INTERNAL : rc, &e);
+        goto out;
+    }
+    json_t *vectors = json_array();
+    int64_t n_tokens = 0;
+    bool failed = false;
+    size_t i;
+    json_t *in;
+    json_array_foreach(inputs, i, in) {
+        json_t *req = json_pack("{s:O,s:b}", "content", in, "truncate", truncate);
+        json_t *out = NULL;
+        long status = 0;
+        rc = runner_http_json(sched_runner_port(runner), "/embedding", req, 600000, &status, &out,
+                              &e);
+        json_decref(req);
+        if (rc < 0) {
+            failed = rc == ERR_NETWORK;
+            break;
+        }
+        json_t *vec = json_object_get(out, "embedding");
+        n_tokens += json_integer_value(json_object_get(out, "prompt_eval_count"));
+        size_t n = json_array_size(vec);
+        float *v = xmalloc((n ? n : 1) * sizeof(float));
+        bool finite = true;
+        for (size_t k = 0; k < n; k++) {
+            v[k] = (float)json_number_value(json_array_get(vec, k));
+            finite &= isfinite(v[k]);
+        }
+        json_decref(out);
+        if (!finite) {
+            free(v);
+            rc = err_set(&e, ERR_INVALID, "embedding contains NaN or Inf values");
+            break;
+        }
+        if (!legacy) {
+            l2_normalise(v, n);
+            if (dims > 0 && (size_t)dims < n) {
+                n = (size_t)dims;
+                l2_normalise(v, n);
+            }
+        }
+        json_t *row = json_array();
+        for (size_t k = 0; k < n; k++)
+            jsonx_arr_append(row, legacy ? json_real(v[k]) : jsonx_real_f32(v[k]));
+        free(v);
+        jsonx_arr_append(vectors, row);
+    }
+    sched_release(r->srv->sched, runner, failed || !sched_runner_alive(runner));
+    if (rc < 0) {
+        json_decref(vectors);
+        if (failed)
+            srv_reply_error(r, 500, RUNNER_STOPPED_MSG);
+        else
+            srv_reply_err(r, rc == ERR_INTERNAL && !legacy ? ERR_INVALID : rc, &e);
+        goto out;
+    }
+    json_t *o = json_object();
+    if (legacy) {
+        jsonx_set(o, "embedding", json_array_size(vectors) ? json_incref(json_array_get(vectors, 0))
+                                                           : json_array());
+        json_decref(vectors);
+    } else {
+        jsonx_set_str(o, "model", name);
+        jsonx_set(o, "embeddings", vectors);
+        if (json_array_size(inputs)) {
+            set_metric(o, "total_duration", time_monotonic_ns() - t0);
+            set_metric(o, "load_duration", load_ns);
+            set_metric(o, "prompt_eval_count", n_tokens);
+        }
+    }
+    srv_reply_json(r, 200, o);
+out:
+    json_decref(result);
+    json_decref(options);
+    json_decref(details);
+    store_model_free(m);
+    json_decref(b);
+}
+
+static void handle_embed(struct srv_req *r)
+{
+    handle_embed_common(r, false);
+}
+
+static void handle_embeddings(struct srv_req *r)
+{
+    handle_embed_common(r, true);
+}
+
+static void handle_ps(struct srv_req *r)
+{
+    srv_reply_json(r, 200, sched_ps_json(r->srv->sched));
+}
+
+const struct srv_route server_generate_routes[] = {
+    {"POST", "/api/generate", handle_generate, NULL},
+    {"POST", "/api/chat", handle_chat, NULL},
+    {"POST", "/api/embed", handle_embed, NULL},
+    {"POST", "/api/embeddings", handle_embeddings, NULL},
+    {"GET", "/api/ps", handle_ps, NULL},
+    {NULL, NULL, NULL, NULL},
+};

@@ -1,0 +1,914 @@
+// The scheduler (spec/scheduler.md): one runner process per model file,
+// reference counted, reused while its load options match, expiring after its
+// keep-alive, evicted least-recently-used (shortest keep-alive first) when
+// the number of loaded models or memory does not allow another, and a strict
+// FIFO queue of pending loads (one load at a time, bounded by
+// OLLAMA_MAX_QUEUE). A background thread reaps runners that died or expired.
+//
+// Lock order: s->mu only. Starting, health-polling and killing a runner
+// happen with the lock released; the runner is marked loading / unloading
+// meanwhile so nobody else uses it.
+#include "server/sched.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model/model.h"
+#include "server/runner_client.h"
+
+#define SCHED_ERR_TAIL 8192
+#define FOREVER_NS ((int64_t)292 * 365 * 24 * 3600 * 1000000000LL)
+
+struct sched_runner {
+    char *model_path, *name, *digest;
+    json_t *details;
+    pid_t pid;
+    uint16_t port;
+    int n_ctx, n_batch, n_threads, n_parallel;
+    bool embedding;
+    uint64_t size_bytes;
+    // Guarded by sched.mu:
+    int refs;
+    int64_t keep_alive_ns;   // session duration (< 0 never expires)
+    int64_t expires_at_ns;   // wall clock
+    int64_t last_used_ns;    // monotonic, for LRU
+    bool loading;            // being started; not usable yet
+    bool expired;            // unload as soon as idle
+    bool exited;             // the process is gone (reaped)
+    int exit_status;
+    // Output capture (own mutex: written by the log thread).
+    int log_fd;
+    pthread_t log_thread;
+    bool log_thread_started;
+    pthread_mutex_t err_mu;
+    char err_tail[SCHED_ERR_TAIL];
+    size_t err_len;
+    struct sched_runner *next;
+};
+
+struct waiter {
+    bool (*cancelled)(void *);
+    void *cancel_ctx;
+    struct waiter *next;
+};
+
+struct sched {
+    struct sched_config cfg;
+    char *self_exe;
+    char *kv_type;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;              // any change of runners or the queue
+    struct sched_runner *runners;   // (mu)
+    struct waiter *queue_head;      // pending loads, FIFO (mu)
+    struct waiter *queue_tail;
+    uint64_t pending;               // (mu)
+    bool stopping;                  // (mu)
+    pthread_t reaper;
+    // Runners are forked by one long-lived thread: PR_SET_PDEATHSIG fires
+    // when the forking *thread* exits, and connection threads are short-lived.
+    pthread_t spawner;
+    pthread_mutex_t spawn_mu;
+    pthread_cond_t spawn_cv;
+    struct sched_runner *spawn_req;  // (spawn_mu) runner to start, NULL when idle
+    bool spawn_done;                 // (spawn_mu)
+    int spawn_rc;                    // (spawn_mu)
+    struct err spawn_err;            // (spawn_mu)
+    bool spawn_stop;                 // (spawn_mu)
+};
+
+// ---------------------------------------------------------------------------
+// Runner output: copied to the server log; error-like lines remembered for
+// user-visible messages (scheduler.md §9).
+
+static bool error_like(const char *line)
+{
+    static const char *const prefixes[] = {"error:", "Error:", "panic:", "fatal error:",
+                                           "error loading model"};
+    static const char *const contains[] = {"CUDA error", "ROCm error", "cudaMalloc failed",
+                                           "GGML_ASSERT", "error loading model", "level=ERROR"};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (cstr_starts_with(line, prefixes[i]))
+            return true;
+    for (size_t i = 0; i < sizeof(contains) / sizeof(contains[0]); i++)
+        if (strstr(line, contains[i]))
+            return true;
+    return false;
+}
+
+static void remember_error(struct sched_runner *r, const char *line)
+{
+    pthread_mutex_lock(&r->err_mu);
+    size_t n = strlen(line);
+    if (n >= SCHED_ERR_TAIL / 2)
+        n = SCHED_ERR_TAIL / 2 - 1;
+    if (r->err_len + n + 2 > SCHED_ERR_TAIL) {
+        // Keep the newest lines: drop the oldest half.
+        size_t drop = r->err_len / 2;
+        memmove(r->err_tail, r->err_tail + drop, r->err_len - drop);
+        r->err_len -= drop;
+    }
+    if (r->err_len)
+        r->err_tail[r->err_len++] = '\n';
+    memcpy(r->err_tail + r->err_len, line, n);
+    r->err_len += n;
+    r->err_tail[r->err_len] = '\0';
+    pthread_mutex_unlock(&r->err_mu);
+}
+
+static void *log_thread_main(void *arg)
+{
+    struct sched_runner *r = arg;
+    struct buf line;
+    buf_init(&line, 1 << 20);
+    char chunk[4096];
+    for (;;) {
+        ssize_t n = read(r->log_fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++) {
+            if (chunk[i] != '\n') {
+                buf_append_char(&line, chunk[i]);
+                continue;
+            }
+            fprintf(stderr, "%s\n", buf_cstr(&line));
+            if (error_like(buf_cstr(&line)))
+                remember_error(r, buf_cstr(&line));
+            buf_reset(&line);
+        }
+    }
+    if (line.len) {
+        fprintf(stderr, "%s\n", buf_cstr(&line));
+        if (error_like(buf_cstr(&line)))
+            remember_error(r, buf_cstr(&line));
+    }
+    buf_deinit(&line);
+    return NULL;
+}
+
+void sched_runner_last_error(const struct sched_runner *r, char *out, size_t n)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&r->err_mu);
+    // The last line is the most useful one.
+    const char *last = strrchr(r->err_tail, '\n');
+    snprintf(out, n, "%s", last ? last + 1 : r->err_tail);
+    pthread_mutex_unlock((pthread_mutex_t *)&r->err_mu);
+}
+
+uint16_t sched_runner_port(const struct sched_runner *r)
+{
+    return r->port;
+}
+
+int sched_runner_n_ctx(const struct sched_runner *r)
+{
+    return r->n_ctx;
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    if (port <= 0)
+        port = 49152 + (int)(time_monotonic_ns() % 16383);
+    return port;
+}
+
+static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return err_set(e, ERR_IO, "pipe: %s", strerror(errno));
+    r->port = (uint16_t)free_port();
+    char port[16], ctx[16], par[16], batch[16], threads[16];
+    snprintf(port, sizeof(port), "%u", r->port);
+    snprintf(ctx, sizeof(ctx), "%d", r->n_ctx);
+    snprintf(par, sizeof(par), "%d", r->n_parallel);
+    snprintf(batch, sizeof(batch), "%d", r->n_batch);
+    snprintf(threads, sizeof(threads), "%d", r->n_threads);
+    const char *argv[24];
+    int argc = 0;
+    argv[argc++] = "ollama";
+    argv[argc++] = "runner";
+    argv[argc++] = "--model";
+    argv[argc++] = r->model_path;
+    argv[argc++] = "--port";
+    argv[argc++] = port;
+    argv[argc++] = "--ctx-size";
+    argv[argc++] = ctx;
+    argv[argc++] = "--parallel";
+    argv[argc++] = par;
+    if (r->n_batch > 0) {
+        argv[argc++] = "--batch-size";
+        argv[argc++] = batch;
+    }
+    if (r->n_threads > 0) {
+        argv[argc++] = "--threads";
+        argv[argc++] = threads;
+    }
+    argv[argc++] = "--kv-cache-type";
+    argv[argc++] = s->kv_type;
+    if (r->embedding)
+        argv[argc++] = "--embedding";
+    argv[argc] = NULL;
+
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return err_set(e, ERR_IO, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        // The runner dies with the server; its output goes to the pipe.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        sigset_t none;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        int dn = open("/dev/null", O_RDONLY);
+        if (dn >= 0)
+            dup2(dn, 0);
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        execv(s->self_exe, (char *const *)argv);
+        fprintf(stderr, "error: exec %s: %s\n", s->self_exe, strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    r->pid = pid;
+    r->log_fd = fds[0];
+    if (pthread_create(&r->log_thread, NULL, log_thread_main, r) == 0)
+        r->log_thread_started = true;
+    char *cmd = xasprintf("%s runner --model %s --port %s --ctx-size %s --parallel %s", s->self_exe,
+                          r->model_path, port, ctx, par);
+    log_info("starting runner: %s", cmd);
+    free(cmd);
+    return 0;
+}
+
+static void *spawner_main(void *arg)
+{
+    struct sched *s = arg;
+    pthread_mutex_lock(&s->spawn_mu);
+    for (;;) {
+        while (!s->spawn_req && !s->spawn_stop)
+            pthread_cond_wait(&s->spawn_cv, &s->spawn_mu);
+        if (s->spawn_stop)
+            break;
+        struct sched_runner *r = s->spawn_req;
+        err_clear(&s->spawn_err);
+        s->spawn_rc = spawn_here(s, r, &s->spawn_err);
+        s->spawn_req = NULL;
+        s->spawn_done = true;
+        pthread_cond_broadcast(&s->spawn_cv);
+    }
+    pthread_mutex_unlock(&s->spawn_mu);
+    return NULL;
+}
+
+// Starts r's process on the spawner thread (one spawn at a time: loads are
+// serialised by the queue anyway).
+static int spawn(struct sched *s, struct sched_runner *r, struct err *e)
+{
+    pthread_mutex_lock(&s->spawn_mu);
+    while (s->spawn_req)
+        pthread_cond_wait(&s->spawn_cv, &s->spawn_mu);
+    s->spawn_req = r;
+    s->spawn_done = false;
+    pthread_cond_broadcast(&s->spawn_cv);
+    while (!s->spawn_done)
+        pthread_cond_wait(&s->spawn_cv, &s->spawn_mu);
+    int rc = s->spawn_rc;
+    if (rc < 0)
+        err_set(e, s->spawn_err.code, "%s", s->spawn_err.msg);
+    s->spawn_done = false;
+    pthread_cond_broadcast(&s->spawn_cv);
+    pthread_mutex_unlock(&s->spawn_mu);
+    return rc;
+}
+
+// Non-blocking check whether the process has exited (reaps it). Caller
+// holds s->mu or owns r exclusively.
+static bool check_exited(struct sched_runner *r)
+{
+    if (r->exited)
+        return true;
+    int status;
+    pid_t got = waitpid(r->pid, &status, WNOHANG);
+    if (got == r->pid) {
+        r->exited = true;
+        r->exit_status = status;
+    }
+    return r->exited;
+}
+
+bool sched_runner_alive(struct sched_runner *r)
+{
+    return !check_exited(r);
+}
+
+static void exit_text(const struct sched_runner *r, char *out, size_t n)
+{
+    if (WIFEXITED(r->exit_status))
+        snprintf(out, n, "exit status %d", WEXITSTATUS(r->exit_status));
+    else if (WIFSIGNALED(r->exit_status))
+        snprintf(out, n, "signal: %s", strsignal(WTERMSIG(r->exit_status)));
+    else
+        snprintf(out, n, "exited");
+}
+
+// Kills and reaps the process, joins the log thread, frees r. r must no
+// longer be reachable from the runner list.
+static void runner_destroy(struct sched_runner *r)
+{
+    if (r->pid > 0 && !r->exited) {
+        kill(r->pid, SIGKILL);
+        int status;
+        while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        r->exited = true;
+    }
+    if (r->log_thread_started)
+        pthread_join(r->log_thread, NULL);
+    if (r->log_fd > 0)
+        close(r->log_fd);
+    pthread_mutex_destroy(&r->err_mu);
+    free(r->model_path);
+    free(r->name);
+    free(r->digest);
+    json_decref(r->details);
+    free(r);
+}
+
+// Polls the runner's /health until ready, failed, exited or stalled.
+static int wait_ready(struct sched *s, struct sched_runner *r, struct err *e)
+{
+    double last_progress = -1;
+    int64_t last_change = time_monotonic_ns();
+    for (;;) {
+        if (check_exited(r)) {
+            char status[64], last[1024];
+            exit_text(r, status, sizeof(status));
+            // Give the log thread a moment to drain the last lines.
+            if (r->log_thread_started) {
+                pthread_join(r->log_thread, NULL);
+                r->log_thread_started = false;
+            }
+            sched_runner_last_error(r, last, sizeof(last));
+            return err_set(e, ERR_INTERNAL, "llama runner process has terminated: %s%s%s", status,
+                           last[0] ? ": " : "", last);
+        }
+        json_t *h = NULL;
+        struct err he = {0};
+        if (runner_http_json(r->port, "/health", NULL, 2000, NULL, &h, &he) == 0) {
+            const char *st = json_string_value(json_object_get(h, "status"));
+            double progress = json_number_value(json_object_get(h, "progress"));
+            if (st && strcmp(st, "ok") == 0) {
+                json_decref(h);
+                return 0;
+            }
+            if (st && strcmp(st, "error") == 0) {
+                const char *msg = json_string_value(json_object_get(h, "error"));
+                int rc = err_set(e, ERR_INTERNAL, "llama runner process has terminated: %s",
+                                 msg ? msg : "error");
+                json_decref(h);
+                return rc;
+            }
+            if (progress != last_progress) {
+                last_progress = progress;
+                last_change = time_monotonic_ns();
+            }
+            json_decref(h);
+        }
+        if (s->cfg.load_timeout_ns > 0 &&
+            time_monotonic_ns() - last_change > s->cfg.load_timeout_ns) {
+            char last[1024];
+            sched_runner_last_error(r, last, sizeof(last));
+            return err_set(e, ERR_TIMEOUT,
+                           "timed out waiting for llama runner to start - progress %.2f - %s",
+                           last_progress < 0 ? 0.0 : last_progress, last);
+        }
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Bookkeeping (all with s->mu held)
+
+static struct sched_runner *find_runner(struct sched *s, const char *model_path)
+{
+    for (struct sched_runner *r = s->runners; r; r = r->next)
+        if (strcmp(r->model_path, model_path) == 0)
+            return r;
+    return NULL;
+}
+
+static void unlink_runner(struct sched *s, struct sched_runner *r)
+{
+    for (struct sched_runner **p = &s->runners; *p; p = &(*p)->next) {
+        if (*p == r) {
+            *p = r->next;
+            return;
+        }
+    }
+}
+
+static int count_runners(struct sched *s)
+{
+    int n = 0;
+    for (struct sched_runner *r = s->runners; r; r = r->next)
+        n++;
+    return n;
+}
+
+static int64_t effective_keep_alive(const struct sched *s, const struct sched_request *rq)
+{
+    return rq->keep_alive_set ? rq->keep_alive_ns : s->cfg.default_keep_alive_ns;
+}
+
+static void set_expiry(struct sched_runner *r)
+{
+    int64_t now = time_now_ns();
+    r->expires_at_ns = r->keep_alive_ns < 0 ? now + FOREVER_NS : now + r->keep_alive_ns;
+}
+
+static bool needs_reload(const struct sched_runner *r, const struct sched_request *rq,
+                         int n_parallel)
+{
+    return r->n_ctx != rq->n_ctx || r->embedding != rq->embedding ||
+           (rq->n_batch > 0 && r->n_batch != rq->n_batch) ||
+           (rq->n_threads > 0 && r->n_threads != rq->n_threads) || r->n_parallel != n_parallel;
+}
+
+// Unloads an idle runner: unlinks it, then kills it with the lock released.
+static void unload_locked(struct sched *s, struct sched_runner *r)
+{
+    unlink_runner(s, r);
+    log_info("unloading model %s", r->name);
+    pthread_mutex_unlock(&s->mu);
+    runner_destroy(r);
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->cv);
+}
+
+// Eviction candidate (scheduler.md §7): shortest keep-alive first (forever
+// last), then least recently used; idle runners before busy ones.
+static struct sched_runner *pick_victim(struct sched *s)
+{
+    struct sched_runner *best = NULL;
+    for (int pass = 0; pass < 2 && !best; pass++) {
+        for (struct sched_runner *r = s->runners; r; r = r->next) {
+            if (r->loading || (pass == 0 && r->refs > 0))
+                continue;
+            if (!best) {
+                best = r;
+                continue;
+            }
+            int64_t ka = r->keep_alive_ns < 0 ? INT64_MAX : r->keep_alive_ns;
+            int64_t kb = best->keep_alive_ns < 0 ? INT64_MAX : best->keep_alive_ns;
+            if (ka < kb || (ka == kb && r->last_used_ns < best->last_used_ns))
+                best = r;
+        }
+    }
+    return best;
+}
+
+// Expires r and unloads it if idle; otherwise the caller waits for its
+// requests to finish.
+static void expire_locked(struct sched *s, struct sched_runner *r)
+{
+    r->expired = true;
+    if (r->refs == 0 && !r->loading)
+        unload_locked(s, r);
+}
+
+static uint64_t mem_available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    uint64_t kb = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %lu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+static void gib(uint64_t bytes, char *out, size_t n)
+{
+    snprintf(out, n, "%.1f GiB", (double)bytes / (1024.0 * 1024 * 1024));
+}
+
+// ---------------------------------------------------------------------------
+// Reaper: expired idle runners are unloaded; dead ones forgotten.
+
+static void *reaper_main(void *arg)
+{
+    struct sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        bool changed = true;
+        while (changed && !s->stopping) {
+            changed = false;
+            int64_t now = time_now_ns();
+            for (struct sched_runner *r = s->runners; r; r = r->next) {
+                if (r->loading)
+                    continue;
+                bool dead = check_exited(r);
+                if (dead && !r->expired)
+                    log_warn("runner for %s exited unexpectedly", r->name);
+                if (dead)
+                    r->expired = true;
+                if (r->refs == 0 &&
+                    (r->expired || (r->keep_alive_ns >= 0 && now >= r->expires_at_ns))) {
+                    unload_locked(s, r);
+                    changed = true;
+                    break;  // the list changed
+                }
+            }
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int sched_new(struct sched **out, const struct sched_config *cfg, struct err *e)
+{
+    struct sched *s = xcalloc(1, sizeof(*s));
+    s->cfg = *cfg;
+    s->self_exe = xstrdup(cfg->self_exe ? cfg->self_exe : "/proc/self/exe");
+    s->kv_type = xstrdup(cfg->kv_cache_type && *cfg->kv_cache_type ? cfg->kv_cache_type : "f16");
+    if (s->cfg.max_loaded == 0)
+        s->cfg.max_loaded = 3;
+    if (s->cfg.num_parallel == 0)
+        s->cfg.num_parallel = 1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->spawn_mu, NULL);
+    pthread_cond_init(&s->spawn_cv, NULL);
+    if (pthread_create(&s->spawner, NULL, spawner_main, s) != 0) {
+        free(s->self_exe);
+        free(s->kv_type);
+        free(s);
+        return err_set(e, ERR_INTERNAL, "cannot start scheduler thread");
+    }
+    if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
+        free(s->self_exe);
+        free(s->kv_type);
+        free(s);
+        return err_set(e, ERR_INTERNAL, "cannot start scheduler thread");
+    }
+    *out = s;
+    return 0;
+}
+
+void sched_shutdown(struct sched *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    for (struct sched_runner *r = s->runners; r; r = r->next) {
+        r->expired = true;
+        if (r->pid > 0 && !r->exited)
+            kill(r->pid, SIGKILL);
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_free(struct sched *s)
+{
+    if (!s)
+        return;
+    sched_shutdown(s);
+    pthread_join(s->reaper, NULL);
+    pthread_mutex_lock(&s->spawn_mu);
+    s->spawn_stop = true;
+    pthread_cond_broadcast(&s->spawn_cv);
+    pthread_mutex_unlock(&s->spawn_mu);
+    pthread_join(s->spawner, NULL);
+    pthread_mutex_destroy(&s->spawn_mu);
+    pthread_cond_destroy(&s->spawn_cv);
+    // Requests still running lose their runner; the HTTP layer has stopped.
+    struct sched_runner *r = s->runners;
+    s->runners = NULL;
+    while (r) {
+        struct sched_runner *next = r->next;
+        runner_destroy(r);
+        r = next;
+    }
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->self_exe);
+    free(s->kv_type);
+    free(s);
+}
+
+// ---------------------------------------------------------------------------
+// Acquire / release
+
+static void queue_remove(struct sched *s, struct waiter *w)
+{
+    struct waiter *prev = NULL;
+    for (struct waiter *q = s->queue_head; q; prev = q, q = q->next) {
+        if (q != w)
+            continue;
+        if (prev)
+            prev->next = q->next;
+        else
+            s->queue_head = q->next;
+        if (s->queue_tail == q)
+            s->queue_tail = prev;
+        break;
+    }
+    s->pending--;
+    pthread_cond_broadcast(&s->cv);
+}
+
+static void timed_wait(struct sched *s, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    while (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+}
+
+// Takes r for a request (s->mu held).
+static void take(struct sched *s, struct sched_runner *r, const struct sched_request *rq)
+{
+    r->refs++;
+    r->last_used_ns = time_monotonic_ns();
+    if (rq->keep_alive_set)
+        r->keep_alive_ns = rq->keep_alive_ns;
+    set_expiry(r);
+    (void)s;
+}
+
+static bool usable(struct sched_runner *r, const struct sched_request *rq, int n_parallel)
+{
+    return !r->loading && !r->expired && !check_exited(r) && !needs_reload(r, rq, n_parallel);
+}
+
+int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_runner **out,
+                  int64_t *load_ns, struct err *e)
+{
+    int64_t t0 = time_monotonic_ns();
+    int n_parallel = rq->embedding ? 1 : (int)s->cfg.num_parallel;
+
+    // The memory estimate reads only the file header; do it unlocked.
+    struct model_options mo = {.n_ctx = rq->n_ctx, .n_batch = rq->n_batch,
+                               .n_slots = n_parallel, .n_threads = rq->n_threads,
+                               .kv_type = model_kv_type_parse(s->kv_type) < 0
+                                              ? MODEL_KV_F16
+                                              : (enum model_kv_type)model_kv_type_parse(s->kv_type),
+                               .embeddings = rq->embedding};
+    struct model_memory mem = {0};
+    int rc = model_estimate(rq->model_path, &mo, &mem, e);
+    if (rc < 0)
+        return rc;
+
+    pthread_mutex_lock(&s->mu);
+    struct sched_runner *r = find_runner(s, rq->model_path);
+    if (r && usable(r, rq, n_parallel)) {
+        take(s, r, rq);
+        pthread_mutex_unlock(&s->mu);
+        *out = r;
+        *load_ns = time_monotonic_ns() - t0;
+        return 0;
+    }
+    if (s->pending >= s->cfg.max_queue) {
+        pthread_mutex_unlock(&s->mu);
+        return err_set(e, ERR_BUSY,
+                       "server busy, please try again.  maximum pending requests exceeded");
+    }
+    struct waiter me = {.cancelled = rq->cancelled, .cancel_ctx = rq->cancel_ctx};
+    if (s->queue_tail)
+        s->queue_tail->next = &me;
+    else
+        s->queue_head = &me;
+    s->queue_tail = &me;
+    s->pending++;
+
+    for (;;) {
+        if (s->stopping) {
+            rc = err_set(e, ERR_CANCELLED, "server is shutting down");
+            break;
+        }
+        if (me.cancelled && me.cancelled(me.cancel_ctx)) {
+            rc = err_set(e, ERR_CANCELLED, "client connection closed before the model loaded");
+            break;
+        }
+        if (s->queue_head != &me) {
+            timed_wait(s, 100);
+            continue;
+        }
+        r = find_runner(s, rq->model_path);
+        if (r && usable(r, rq, n_parallel)) {
+            take(s, r, rq);
+            rc = 0;
+            break;
+        }
+        if (r) {
+            // Needs a reload, expired or dead: unload it first.
+            if (!r->loading)
+                expire_locked(s, r);
+            timed_wait(s, 100);
+            continue;
+        }
+        int loaded = count_runners(s);
+        uint64_t avail = mem_available_bytes();
+        bool too_many = (uint64_t)loaded >= s->cfg.max_loaded;
+        bool no_room = avail && loaded > 0 && (double)mem.total_bytes > 0.8 * (double)avail;
+        if (too_many || no_room) {
+            struct sched_runner *v = pick_victim(s);
+            if (v && !v->expired) {
+                log_info("evicting %s to make room for %s", v->name, rq->name);
+                expire_locked(s, v);
+            }
+            timed_wait(s, 100);
+            continue;
+        }
+        if (avail && mem.total_bytes > avail) {
+            char need[32], have[32];
+            gib(mem.total_bytes, need, sizeof(need));
+            gib(avail, have, sizeof(have));
+            rc = err_set(e, ERR_NOMEM,
+                         "model requires more system memory (%s) than is available (%s)", need,
+                         have);
+            break;
+        }
+        // Load: the runner is visible (loading) so /api/ps lists it.
+        r = xcalloc(1, sizeof(*r));
+        pthread_mutex_init(&r->err_mu, NULL);
+        r->model_path = xstrdup(rq->model_path);
+        r->name = xstrdup(rq->name ? rq->name : rq->model_path);
+        r->digest = xstrdup(rq->digest ? rq->digest : "");
+        r->details = rq->details ? json_deep_copy(rq->details) : NULL;
+        r->n_ctx = rq->n_ctx;
+        r->n_batch = rq->n_batch;
+        r->n_threads = rq->n_threads;
+        r->n_parallel = n_parallel;
+        r->embedding = rq->embedding;
+        r->size_bytes = mem.total_bytes;
+        r->keep_alive_ns = effective_keep_alive(s, rq);
+        r->loading = true;
+        r->refs = 1;
+        r->log_fd = -1;
+        set_expiry(r);
+        r->next = s->runners;
+        s->runners = r;
+        pthread_mutex_unlock(&s->mu);
+
+        rc = spawn(s, r, e);
+        if (rc == 0)
+            rc = wait_ready(s, r, e);
+
+        pthread_mutex_lock(&s->mu);
+        if (rc < 0) {
+            unlink_runner(s, r);
+            pthread_mutex_unlock(&s->mu);
+            runner_destroy(r);
+            pthread_mutex_lock(&s->mu);
+            pthread_cond_broadcast(&s->cv);
+            break;
+        }
+        r->loading = false;
+        r->last_used_ns = time_monotonic_ns();
+        set_expiry(r);
+        log_info("loaded %s on port %u (%d slot(s), ctx %d)", r->name, r->port, r->n_parallel,
+                 r->n_ctx);
+        break;
+    }
+    queue_remove(s, &me);
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0) {
+        *out = r;
+        *load_ns = time_monotonic_ns() - t0;
+    }
+    return rc;
+}
+
+void sched_release(struct sched *s, struct sched_runner *r, bool failed)
+{
+    pthread_mutex_lock(&s->mu);
+    if (failed && check_exited(r))
+        r->expired = true;
+    r->refs--;
+    r->last_used_ns = time_monotonic_ns();
+    if (r->refs == 0) {
+        if (r->expired || r->keep_alive_ns == 0)
+            unload_locked(s, r);
+        else
+            set_expiry(r);
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int sched_expire(struct sched *s, const char *model_path)
+{
+    pthread_mutex_lock(&s->mu);
+    struct sched_runner *r = find_runner(s, model_path);
+    if (!r) {
+        pthread_mutex_unlock(&s->mu);
+        return ERR_NOT_FOUND;
+    }
+    r->keep_alive_ns = 0;
+    r->expires_at_ns = time_now_ns();
+    expire_locked(s, r);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+void sched_wait_unloaded(struct sched *s, const char *model_path, int timeout_ms)
+{
+    int64_t deadline = time_monotonic_ns() + (int64_t)timeout_ms * 1000000;
+    pthread_mutex_lock(&s->mu);
+    while (find_runner(s, model_path) && time_monotonic_ns() < deadline)
+        timed_wait(s, 50);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int ps_cmp(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    int64_t ex = json_integer_value(json_object_get(x, "_expires"));
+    int64_t ey = json_integer_value(json_object_get(y, "_expires"));
+    return ex < ey ? 1 : ex > ey ? -1 : 0;
+}
+
+json_t *sched_ps_json(struct sched *s)
+{
+    json_t *items[64];
+    size_t n = 0;
+    pthread_mutex_lock(&s->mu);
+    for (struct sched_runner *r = s->runners; r && n < 64; r = r->next) {
+        json_t *o = json_object();
+        jsonx_set_str(o, "name", r->name);
+        jsonx_set_str(o, "model", r->name);
+        jsonx_set_int(o, "size", (int64_t)r->size_bytes);
+        jsonx_set_str(o, "digest", r->digest);
+        if (r->details)
+            jsonx_set(o, "details", json_deep_copy(r->details));
+        int64_t exp = r->expires_at_ns;
+        if (r->refs > 0 || r->loading)  // no timer while in use: now + duration
+            exp = r->keep_alive_ns < 0 ? time_now_ns() + FOREVER_NS
+                                       : time_now_ns() + r->keep_alive_ns;
+        char when[64];
+        time_format_rfc3339(exp, when, sizeof(when));
+        jsonx_set_str(o, "expires_at", when);
+        jsonx_set_int(o, "size_vram", 0);
+        jsonx_set_int(o, "context_length", r->n_ctx);
+        jsonx_set_int(o, "_expires", exp);
+        items[n++] = o;
+    }
+    pthread_mutex_unlock(&s->mu);
+    qsort(items, n, sizeof(items[0]), ps_cmp);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_object_del(items[i], "_expires");
+        jsonx_arr_append(arr, items[i]);
+    }
+    json_t *out = json_object();
+    jsonx_set(out, "models", arr);
+    return out;
+}

@@ -1,0 +1,894 @@
+// Template functions (templates.md §4): Go's built-ins (comparison, logic,
+// len/index/slice, print/printf/println with Go's verbs, html/js/urlquery)
+// and the ones Ollama adds (json, currentDate, yesterdayDate,
+// toTypeScriptType). and/or short-circuit in exec.c.
+#include "template/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const func_names[F_COUNT_] = {
+    [F_AND] = "and",          [F_OR] = "or",
+    [F_NOT] = "not",          [F_LEN] = "len",
+    [F_INDEX] = "index",      [F_SLICE] = "slice",
+    [F_EQ] = "eq",            [F_NE] = "ne",
+    [F_LT] = "lt",            [F_LE] = "le",
+    [F_GT] = "gt",            [F_GE] = "ge",
+    [F_PRINT] = "print",      [F_PRINTF] = "printf",
+    [F_PRINTLN] = "println",  [F_HTML] = "html",
+    [F_JS] = "js",            [F_URLQUERY] = "urlquery",
+    [F_CALL] = "call",        [F_JSON] = "json",
+    [F_CURRENTDATE] = "currentDate", [F_YESTERDAYDATE] = "yesterdayDate",
+    [F_TOTSTYPE] = "toTypeScriptType",
+};
+
+int tmpl_func_lookup(const char *name, size_t n)
+{
+    for (int i = 0; i < F_COUNT_; i++)
+        if (strlen(func_names[i]) == n && !memcmp(func_names[i], name, n))
+            return i;
+    return -1;
+}
+
+const char *tmpl_func_name(int id) { return id >= 0 && id < F_COUNT_ ? func_names[id] : "?"; }
+
+static int want_args(struct exec *x, int fn, size_t got, size_t want)
+{
+    if (got != want)
+        return exec_errorf(x, "error calling %s: wrong number of args for %s: want %zu got %zu",
+                           func_names[fn], func_names[fn], want, got);
+    return 0;
+}
+
+static int ret_buf(struct exec *x, struct buf *b, struct tval *out)
+{
+    int rc = exec_str(x, buf_cstr(b), b->len, out);
+    buf_deinit(b);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// Comparison
+
+enum { K_INVALID, K_BOOL, K_INT, K_FLOAT, K_COMPLEX, K_STRING, K_OTHER };
+
+static int basic_kind(const struct tval *v)
+{
+    switch (v->kind) {
+    case TV_NIL: return K_INVALID;
+    case TV_BOOL: return K_BOOL;
+    case TV_INT: return K_INT;
+    case TV_FLOAT: return K_FLOAT;
+    case TV_COMPLEX: return K_COMPLEX;
+    case TV_STR: return K_STRING;
+    default: return K_OTHER;
+    }
+}
+
+static int cmp_str(const struct tval *a, const struct tval *b)
+{
+    size_t n = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
+    int c = memcmp(a->u.s.p, b->u.s.p, n);
+    if (c)
+        return c;
+    return a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
+}
+
+static int fn_eq(struct exec *x, struct tval *args, size_t n, bool *out)
+{
+    if (n < 2)
+        return exec_errorf(x, "error calling eq: missing argument for comparison");
+    const struct tval *a = &args[0];
+    int k1 = basic_kind(a);
+    for (size_t i = 1; i < n; i++) {
+        const struct tval *b = &args[i];
+        int k2 = basic_kind(b);
+        bool t = false;
+        if (k1 != k2) {
+            if (a->kind != TV_NIL && b->kind != TV_NIL)
+                return exec_errorf(x, "error calling eq: incompatible types for comparison");
+        } else {
+            switch (k1) {
+            case K_BOOL: t = a->u.b == b->u.b; break;
+            case K_INT: t = a->u.i == b->u.i; break;
+            case K_FLOAT: t = a->u.f == b->u.f; break;
+            case K_COMPLEX: t = a->u.c.re == b->u.c.re && a->u.c.im == b->u.c.im; break;
+            case K_STRING: t = cmp_str(a, b) == 0; break;
+            case K_INVALID: t = true; break;
+            default:
+                if (tv_is_list(a) || tv_is_map(a) || tv_is_list(b) || tv_is_map(b))
+                    return exec_errorf(x, "error calling eq: non-comparable type %s",
+                                       tv_type_name(a));
+                t = a->schema == b->schema && a->u.j.j == b->u.j.j;
+            }
+        }
+        if (t) {
+            *out = true;
+            return 0;
+        }
+    }
+    *out = false;
+    return 0;
+}
+
+static int fn_lt(struct exec *x, const char *name, const struct tval *a, const struct tval *b,
+                 bool *out)
+{
+    int k1 = basic_kind(a), k2 = basic_kind(b);
+    if (k1 == K_INVALID || k1 == K_OTHER || k2 == K_INVALID || k2 == K_OTHER)
+        return exec_errorf(x, "error calling %s: invalid type for comparison", name);
+    if (k1 != k2)
+        return exec_errorf(x, "error calling %s: incompatible types for comparison", name);
+    switch (k1) {
+    case K_INT: *out = a->u.i < b->u.i; return 0;
+    case K_FLOAT: *out = a->u.f < b->u.f; return 0;
+    case K_STRING: *out = cmp_str(a, b) < 0; return 0;
+    default: return exec_errorf(x, "error calling %s: invalid type for comparison", name);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// fmt
+
+static bool is_str(const struct tval *v) { return v->kind == TV_STR; }
+
+static int sprint(struct buf *b, const struct tval *args, size_t n, bool ln)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (i > 0 && (ln || (!is_str(&args[i]) && !is_str(&args[i - 1]))))
+            rc = buf_append_char(b, ' ');
+        if (!rc)
+            rc = tv_print_nested(b, &args[i]);
+    }
+    if (ln && !rc)
+        rc = buf_append_char(b, '\n');
+    return rc;
+}
+
+struct spec {
+    bool minus, plus, sharp, zero, space;
+    int width, prec;  // -1 when absent
+};
+
+static size_t rune_count(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80)
+            c++;
+    return c;
+}
+
+// Appends s padded to the width; zero padding goes after a sign.
+static int pad(struct buf *b, const struct spec *sp, const char *s, size_t n, bool numeric)
+{
+    size_t w = rune_count(s, n);
+    size_t fill = sp->width > 0 && (size_t)sp->width > w ? (size_t)sp->width - w : 0;
+    int rc = 0;
+    if (sp->minus) {
+        rc |= buf_append(b, s, n);
+        for (size_t i = 0; i < fill; i++)
+            rc |= buf_append_char(b, ' ');
+    } else if (sp->zero && numeric) {
+        size_t k = 0;
+        if (n && (s[0] == '-' || s[0] == '+' || s[0] == ' '))
+            rc |= buf_append_char(b, s[k++]);
+        for (size_t i = 0; i < fill; i++)
+            rc |= buf_append_char(b, '0');
+        rc |= buf_append(b, s + k, n - k);
+    } else {
+        for (size_t i = 0; i < fill; i++)
+            rc |= buf_append_char(b, sp->zero ? '0' : ' ');
+        rc |= buf_append(b, s, n);
+    }
+    return rc ? ERR_TOO_LARGE : 0;
+}
+
+static size_t put_utf8(char *o, uint32_t c)
+{
+    if (c > 0x10FFFF || (c >= 0xD800 && c < 0xE000))
+        c = 0xFFFD;
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xC0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (char)(0xE0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (c >> 18));
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+static int fmt_int(struct buf *b, const struct spec *sp, int64_t v, char verb)
+{
+    char digits[80];
+    int base = 10;
+    const char *set = "0123456789abcdef";
+    switch (verb) {
+    case 'b': base = 2; break;
+    case 'o': case 'O': base = 8; break;
+    case 'x': base = 16; break;
+    case 'X': base = 16, set = "0123456789ABCDEF"; break;
+    default: break;
+    }
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    int k = 0;
+    do {
+        digits[k++] = set[u % (uint64_t)base];
+        u /= (uint64_t)base;
+    } while (u);
+    char s[160];
+    size_t n = 0;
+    if (v < 0)
+        s[n++] = '-';
+    else if (sp->plus)
+        s[n++] = '+';
+    else if (sp->space)
+        s[n++] = ' ';
+    if (verb == 'O' || (sp->sharp && base == 8))
+        s[n++] = '0', s[n++] = verb == 'O' ? 'o' : 0;
+    if (n && s[n - 1] == 0)
+        n--;
+    if (sp->sharp && base == 16)
+        s[n++] = '0', s[n++] = verb;
+    if (sp->sharp && base == 2)
+        s[n++] = '0', s[n++] = 'b';
+    int prec = sp->prec > 70 ? 70 : sp->prec;
+    for (int i = k; i < prec; i++)
+        s[n++] = '0';
+    if (!(prec == 0 && v == 0))
+        while (k)
+            s[n++] = digits[--k];
+    struct spec sp2 = *sp;
+    if (sp->prec >= 0)
+        sp2.zero = false;
+    return pad(b, &sp2, s, n, true);
+}
+
+static int fmt_float(struct buf *b, const struct spec *sp, double f, char verb)
+{
+    struct buf t;
+    buf_init(&t, 4096);
+    int rc = 0;
+    if (sp->plus && !signbit(f))
+        rc |= buf_append_char(&t, '+');
+    else if (sp->space && !signbit(f))
+        rc |= buf_append_char(&t, ' ');
+    if (verb == 'v')
+        verb = 'g';
+    if (verb == 'F')
+        verb = 'f';
+    int prec = sp->prec > 200 ? 200 : sp->prec;
+    if ((verb == 'g' || verb == 'G') && prec < 0) {
+        rc |= go_format_float(&t, f, 'g', -1);
+        if (verb == 'G')
+            for (size_t i = 0; i < t.len; i++)
+                if (t.data[i] == 'e')
+                    t.data[i] = 'E';
+    } else if (!isfinite(f)) {
+        rc |= go_format_float(&t, f, 'g', -1);
+    } else {
+        char cfmt[16];
+        snprintf(cfmt, sizeof(cfmt), "%%%s.%d%c", sp->sharp ? "#" : "", prec < 0 ? 6 : prec, verb);
+        rc |= buf_printf(&t, cfmt, f);
+    }
+    if (!rc)
+        rc = pad(b, sp, buf_cstr(&t), t.len, isfinite(f));
+    buf_deinit(&t);
+    return rc;
+}
+
+static int bad_verb(struct buf *b, char verb, const struct tval *v)
+{
+    int rc = buf_printf(b, "%%!%c(", verb);
+    if (v->kind == TV_NIL)
+        return rc | buf_append_str(b, "<nil>)");
+    rc |= buf_printf(b, "%s=", tv_type_name(v));
+    rc |= tv_print_nested(b, v);
+    return rc | buf_append_char(b, ')');
+}
+
+static int fmt_one(struct buf *b, const struct spec *sp, char verb, const struct tval *v)
+{
+    if (verb == 'T') {
+        const char *tn = v->kind == TV_NIL ? "<nil>" : tv_type_name(v);
+        return pad(b, sp, tn, strlen(tn), false);
+    }
+    switch (v->kind) {
+    case TV_NIL:
+        if (verb == 'v')
+            return pad(b, sp, "<nil>", 5, false);
+        return bad_verb(b, verb, v);
+    case TV_BOOL:
+        if (verb == 'v' || verb == 't')
+            return pad(b, sp, v->u.b ? "true" : "false", v->u.b ? 4 : 5, false);
+        return bad_verb(b, verb, v);
+    case TV_INT:
+        switch (verb) {
+        case 'v': case 'd': case 'b': case 'o': case 'O': case 'x': case 'X':
+            return fmt_int(b, sp, v->u.i, verb == 'v' ? 'd' : verb);
+        case 'c': {
+            char s[4];
+            size_t n = put_utf8(s, (uint32_t)v->u.i);
+            return pad(b, sp, s, n, false);
+        }
+        case 'q': {
+            char s[4];
+            size_t n = put_utf8(s, (uint32_t)v->u.i);
+            struct buf t;
+            buf_init(&t, 64);
+            go_quote(&t, s, n);
+            t.data[0] = t.data[t.len - 1] = '\'';
+            if (n == 1 && s[0] == '\'') {
+                buf_reset(&t);
+                buf_append_str(&t, "'\\''");
+            } else if (n == 1 && s[0] == '"') {
+                buf_reset(&t);
+                buf_append_str(&t, "'\"'");
+            }
+            int rc = pad(b, sp, buf_cstr(&t), t.len, false);
+            buf_deinit(&t);
+            return rc;
+        }
+        case 'U': {
+            char s[32];
+            int n = snprintf(s, sizeof(s), "U+%04llX", (unsigned long long)v->u.i);
+            return pad(b, sp, s, (size_t)n, false);
+        }
+        default: return bad_verb(b, verb, v);
+        }
+    case TV_FLOAT:
+        switch (verb) {
+        case 'v': case 'g': case 'G': case 'e': case 'E': case 'f': case 'F':
+            return fmt_float(b, sp, v->u.f, verb);
+        default: return bad_verb(b, verb, v);
+        }
+    case TV_STR:
+        switch (verb) {
+        case 'v':
+        case 's': {
+            size_t n = v->u.s.n;
+            if (sp->prec >= 0) {  // truncate to prec runes
+                size_t r = 0, i = 0;
+                for (; i < n; i++) {
+                    if (((unsigned char)v->u.s.p[i] & 0xC0) != 0x80) {
+                        if (r == (size_t)sp->prec)
+                            break;
+                        r++;
+                    }
+                }
+                n = i;
+            }
+            return pad(b, sp, v->u.s.p, n, false);
+        }
+        case 'q': {
+            struct buf t;
+            buf_init(&t, 0);
+            int rc = go_quote(&t, v->u.s.p, v->u.s.n);
+            if (!rc)
+                rc = pad(b, sp, buf_cstr(&t), t.len, false);
+            buf_deinit(&t);
+            return rc;
+        }
+        case 'x':
+        case 'X': {
+            struct buf t;
+            buf_init(&t, 0);
+            int rc = 0;
+            for (size_t i = 0; i < v->u.s.n && !rc; i++)
+                rc = buf_printf(&t, verb == 'x' ? "%02x" : "%02X", (unsigned char)v->u.s.p[i]);
+            if (!rc)
+                rc = pad(b, sp, buf_cstr(&t), t.len, false);
+            buf_deinit(&t);
+            return rc;
+        }
+        default: return bad_verb(b, verb, v);
+        }
+    default:
+        if (verb == 'v' || verb == 's') {
+            struct buf t;
+            buf_init(&t, TMPL_MAX_OUTPUT);
+            int rc = tv_print_nested(&t, v);
+            if (!rc)
+                rc = pad(b, sp, buf_cstr(&t), t.len, false);
+            buf_deinit(&t);
+            return rc;
+        }
+        return bad_verb(b, verb, v);
+    }
+}
+
+static int sprintf_go(struct buf *b, const char *f, size_t fn, const struct tval *args, size_t n)
+{
+    size_t ai = 0;
+    int rc = 0;
+    for (size_t i = 0; i < fn && !rc;) {
+        if (f[i] != '%') {
+            size_t j = i;
+            while (j < fn && f[j] != '%')
+                j++;
+            rc = buf_append(b, f + i, j - i);
+            i = j;
+            continue;
+        }
+        i++;
+        struct spec sp = {.width = -1, .prec = -1};
+        for (; i < fn; i++) {
+            char c = f[i];
+            if (c == '-')
+                sp.minus = true, sp.zero = false;
+            else if (c == '+')
+                sp.plus = true;
+            else if (c == '#')
+                sp.sharp = true;
+            else if (c == '0')
+                sp.zero = !sp.minus;
+            else if (c == ' ')
+                sp.space = true;
+            else
+                break;
+        }
+        if (i < fn && f[i] == '*') {
+            i++;
+            if (ai < n && args[ai].kind == TV_INT) {
+                int64_t w = args[ai++].u.i;
+                if (w < 0)
+                    sp.minus = true, w = -w;
+                sp.width = w > 10000 ? 10000 : (int)w;
+            } else {
+                rc |= buf_append_str(b, "%!(BADWIDTH)");
+                if (ai < n)
+                    ai++;
+            }
+        } else {
+            while (i < fn && f[i] >= '0' && f[i] <= '9') {
+                sp.width = (sp.width < 0 ? 0 : sp.width) * 10 + (f[i] - '0');
+                if (sp.width > 10000)
+                    sp.width = 10000;
+                i++;
+            }
+        }
+        if (i < fn && f[i] == '.') {
+            i++;
+            sp.prec = 0;
+            if (i < fn && f[i] == '*') {
+                i++;
+                if (ai < n && args[ai].kind == TV_INT) {
+                    int64_t p = args[ai++].u.i;
+                    sp.prec = p < 0 ? -1 : p > 10000 ? 10000 : (int)p;
+                } else {
+                    rc |= buf_append_str(b, "%!(BADPREC)");
+                    if (ai < n)
+                        ai++;
+                }
+            } else {
+                while (i < fn && f[i] >= '0' && f[i] <= '9') {
+                    sp.prec = sp.prec * 10 + (f[i] - '0');
+                    if (sp.prec > 10000)
+                        sp.prec = 10000;
+                    i++;
+                }
+            }
+        }
+        if (i >= fn) {
+            rc |= buf_append_str(b, "%!(NOVERB)");
+            break;
+        }
+        char verb = f[i++];
+        if (verb == '%') {
+            rc |= buf_append_char(b, '%');
+            continue;
+        }
+        if ((unsigned char)verb >= 0x80) {
+            rc |= buf_append_str(b, "%!");
+            rc |= buf_append_char(b, verb);
+            continue;
+        }
+        if (ai >= n) {
+            rc |= buf_printf(b, "%%!%c(MISSING)", verb);
+            continue;
+        }
+        rc |= fmt_one(b, &sp, verb, &args[ai++]);
+    }
+    if (ai < n && !rc) {
+        rc |= buf_append_str(b, "%!(EXTRA ");
+        for (size_t i = ai; i < n; i++) {
+            if (i > ai)
+                rc |= buf_append_str(b, ", ");
+            if (args[i].kind == TV_NIL) {
+                rc |= buf_append_str(b, "<nil>");
+                continue;
+            }
+            rc |= buf_printf(b, "%s=", tv_type_name(&args[i]));
+            rc |= tv_print_nested(b, &args[i]);
+        }
+        rc |= buf_append_char(b, ')');
+    }
+    return rc ? ERR_TOO_LARGE : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Escapers
+
+static int escape_arg(struct exec *x, struct tval *args, size_t n, struct buf *s)
+{
+    buf_init(s, TMPL_MAX_OUTPUT);
+    if (n == 1 && args[0].kind == TV_STR)
+        return buf_append(s, args[0].u.s.p, args[0].u.s.n);
+    if (sprint(s, args, n, false))
+        return exec_errorf(x, "output too large");
+    return 0;
+}
+
+static int html_escape(struct buf *o, const char *s, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        switch (s[i]) {
+        case '<': rc = buf_append_str(o, "&lt;"); break;
+        case '>': rc = buf_append_str(o, "&gt;"); break;
+        case '&': rc = buf_append_str(o, "&amp;"); break;
+        case '\'': rc = buf_append_str(o, "&#39;"); break;
+        case '"': rc = buf_append_str(o, "&#34;"); break;
+        case 0: rc = buf_append_str(o, "\xEF\xBF\xBD"); break;
+        default: rc = buf_append_char(o, s[i]);
+        }
+    }
+    return rc;
+}
+
+static int js_escape(struct buf *o, const char *s, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '\\': rc = buf_append_str(o, "\\\\"); break;
+        case '\'': rc = buf_append_str(o, "\\'"); break;
+        case '"': rc = buf_append_str(o, "\\\""); break;
+        case '<': rc = buf_append_str(o, "\\u003C"); break;
+        case '>': rc = buf_append_str(o, "\\u003E"); break;
+        case '&': rc = buf_append_str(o, "\\u0026"); break;
+        case '=': rc = buf_append_str(o, "\\u003D"); break;
+        default:
+            if (c < ' ' || c == 0x7f)
+                rc = buf_printf(o, "\\u%04X", c);
+            else
+                rc = buf_append_char(o, (char)c);
+        }
+    }
+    return rc;
+}
+
+static int url_escape(struct buf *o, const char *s, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~')
+            rc = buf_append_char(o, (char)c);
+        else if (c == ' ')
+            rc = buf_append_char(o, '+');
+        else
+            rc = buf_printf(o, "%%%02X", c);
+    }
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// Ollama's functions
+
+static const char *ts_type(const char *t)
+{
+    if (!strcmp(t, "string"))
+        return "string";
+    if (!strcmp(t, "number") || !strcmp(t, "integer"))
+        return "number";
+    if (!strcmp(t, "boolean"))
+        return "boolean";
+    if (!strcmp(t, "array"))
+        return "any[]";
+    if (!strcmp(t, "object"))
+        return "Record<string, any>";
+    if (!strcmp(t, "null"))
+        return "null";
+    return "any";
+}
+
+static int ts_of_prop(struct buf *b, json_t *prop, int depth)
+{
+    json_t *any = json_object_get(prop, "anyOf");
+    if (json_is_array(any) && json_array_size(any) > 0 && depth < 32) {
+        for (size_t i = 0; i < json_array_size(any); i++) {
+            if (i)
+                buf_append_str(b, " | ");
+            ts_of_prop(b, json_array_get(any, i), depth + 1);
+        }
+        return 0;
+    }
+    json_t *t = json_object_get(prop, "type");
+    if (json_is_string(t))
+        return buf_append_str(b, ts_type(json_string_value(t)));
+    if (!json_is_array(t) || json_array_size(t) == 0)
+        return buf_append_str(b, "any");
+    for (size_t i = 0; i < json_array_size(t); i++) {
+        if (i)
+            buf_append_str(b, " | ");
+        json_t *s = json_array_get(t, i);
+        buf_append_str(b, ts_type(json_is_string(s) ? json_string_value(s) : ""));
+    }
+    return 0;
+}
+
+static int date_str(struct exec *x, int days_back, struct tval *out)
+{
+    time_t now = time(NULL) - (time_t)days_back * 86400;
+    struct tm tm;
+    localtime_r(&now, &tm);
+    if (days_back) {  // calendar arithmetic: yesterday's date, DST-safe
+        time_t t = time(NULL);
+        localtime_r(&t, &tm);
+        tm.tm_mday -= days_back;
+        tm.tm_hour = 12;
+        tm.tm_isdst = -1;
+        mktime(&tm);
+    }
+    char s[32];
+    strftime(s, sizeof(s), "%Y-%m-%d", &tm);
+    return exec_str(x, s, strlen(s), out);
+}
+
+// ---------------------------------------------------------------------------
+
+int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct tval *out)
+{
+    int rc = 0;
+    struct buf b;
+    switch (fn) {
+    case F_NOT:
+        if ((rc = want_args(x, fn, n, 1)))
+            return rc;
+        *out = (struct tval){.kind = TV_BOOL, .u.b = !tv_truth(&args[0])};
+        return 0;
+    case F_AND:
+    case F_OR:
+        if (n == 0)
+            return want_args(x, fn, n, 1);
+        for (size_t i = 0; i < n; i++) {
+            bool t = tv_truth(&args[i]);
+            if ((fn == F_AND && !t) || (fn == F_OR && t) || i == n - 1) {
+                *out = args[i];
+                return 0;
+            }
+        }
+        return 0;
+    case F_LEN: {
+        if ((rc = want_args(x, fn, n, 1)))
+            return rc;
+        const struct tval *v = &args[0];
+        int64_t len;
+        if (v->kind == TV_STR)
+            len = (int64_t)v->u.s.n;
+        else if (tv_is_list(v))
+            len = (int64_t)tv_list_len(v);
+        else if (tv_is_map(v))
+            len = (int64_t)json_object_size(v->u.j.j);
+        else if (v->kind == TV_NIL)
+            return exec_errorf(x, "error calling len: len of nil pointer");
+        else
+            return exec_errorf(x, "error calling len: len of type %s", tv_type_name(v));
+        *out = (struct tval){.kind = TV_INT, .u.i = len};
+        return 0;
+    }
+    case F_INDEX: {
+        if (n == 0)
+            return exec_errorf(x, "wrong number of args for index: want at least 1 got 0");
+        struct tval v = args[0];
+        for (size_t i = 1; i < n; i++) {
+            const struct tval *ix = &args[i];
+            if (v.kind == TV_NIL)
+                return exec_errorf(x, "error calling index: index of untyped nil");
+            if (v.kind == TV_STR || tv_is_list(&v)) {
+                if (ix->kind != TV_INT)
+                    return exec_errorf(x, "error calling index: cannot index slice/array with type %s",
+                                       ix->kind == TV_NIL ? "nil" : tv_type_name(ix));
+                size_t len = v.kind == TV_STR ? v.u.s.n : tv_list_len(&v);
+                if (ix->u.i < 0 || (uint64_t)ix->u.i >= len)
+                    return exec_errorf(x, "error calling index: index out of range: %lld",
+                                       (long long)ix->u.i);
+                if (v.kind == TV_STR)
+                    v = (struct tval){.kind = TV_INT, .u.i = (unsigned char)v.u.s.p[ix->u.i]};
+                else
+                    v = tv_list_at(&v, (size_t)ix->u.i);
+            } else if (tv_is_map(&v)) {
+                if (ix->kind != TV_STR)
+                    return exec_errorf(x, "error calling index: value has type %s; should be string",
+                                       ix->kind == TV_NIL ? "nil" : tv_type_name(ix));
+                char *key = xstrndup(ix->u.s.p, ix->u.s.n);
+                json_t *j = json_object_get(v.u.j.j, key);
+                int sch = v.schema == S_PROPS ? S_PROP : S_GENERIC;
+                if (v.schema == S_ROOT)
+                    sch = !strcmp(key, "Messages") ? S_MSGS : !strcmp(key, "Tools") ? S_TOOLS : S_GENERIC;
+                free(key);
+                v = (j || sch == S_PROP) ? tv_from_json(j, sch) : tv_nil();
+            } else {
+                return exec_errorf(x, "error calling index: can't index item of type %s",
+                                   tv_type_name(&v));
+            }
+        }
+        *out = v;
+        return 0;
+    }
+    case F_SLICE: {
+        if (n == 0)
+            return exec_errorf(x, "wrong number of args for slice: want at least 1 got 0");
+        struct tval v = args[0];
+        if (n == 1) {
+            *out = v;
+            return 0;
+        }
+        if (n > 4)
+            return exec_errorf(x, "error calling slice: too many slice indexes: %zu", n - 1);
+        size_t len;
+        if (v.kind == TV_STR) {
+            if (n == 4)
+                return exec_errorf(x, "error calling slice: cannot 3-index slice a string");
+            len = v.u.s.n;
+        } else if (tv_is_list(&v) && v.schema != S_PTYPE) {
+            len = tv_list_len(&v);
+        } else if (v.kind == TV_NIL) {
+            return exec_errorf(x, "error calling slice: slice of untyped nil");
+        } else {
+            return exec_errorf(x, "error calling slice: can't slice item of type %s",
+                               tv_type_name(&v));
+        }
+        int64_t ix[3] = {0, (int64_t)len, (int64_t)len};
+        for (size_t i = 1; i < n; i++) {
+            if (args[i].kind != TV_INT)
+                return exec_errorf(x, "error calling slice: cannot index slice/array with type %s",
+                                   args[i].kind == TV_NIL ? "nil" : tv_type_name(&args[i]));
+            ix[i - 1] = args[i].u.i;
+            if (ix[i - 1] < 0 || (uint64_t)ix[i - 1] > len)
+                return exec_errorf(x, "error calling slice: index out of range: %lld",
+                                   (long long)ix[i - 1]);
+        }
+        if (ix[0] > ix[1])
+            return exec_errorf(x, "error calling slice: invalid slice index: %lld > %lld",
+                               (long long)ix[0], (long long)ix[1]);
+        if (n == 4 && ix[1] > ix[2])
+            return exec_errorf(x, "error calling slice: invalid slice index: %lld > %lld",
+                               (long long)ix[1], (long long)ix[2]);
+        if (v.kind == TV_STR) {
+            *out = (struct tval){.kind = TV_STR,
+                                 .u.s = {v.u.s.p + ix[0], (size_t)(ix[1] - ix[0])}};
+        } else {
+            *out = v;
+            out->u.j.hi = v.u.j.lo + (size_t)ix[1];
+            out->u.j.lo = v.u.j.lo + (size_t)ix[0];
+        }
+        return 0;
+    }
+    case F_EQ: {
+        bool t;
+        if ((rc = fn_eq(x, args, n, &t)))
+            return rc;
+        *out = (struct tval){.kind = TV_BOOL, .u.b = t};
+        return 0;
+    }
+    case F_NE: {
+        if ((rc = want_args(x, fn, n, 2)))
+            return rc;
+        bool t;
+        if ((rc = fn_eq(x, args, n, &t)))
+            return rc;
+        *out = (struct tval){.kind = TV_BOOL, .u.b = !t};
+        return 0;
+    }
+    case F_LT:
+    case F_LE:
+    case F_GT:
+    case F_GE: {
+        if ((rc = want_args(x, fn, n, 2)))
+            return rc;
+        bool lt, eq = false;
+        const struct tval *a = &args[0], *c = &args[1];
+        if (fn == F_GT || fn == F_LE) {  // a > c  ==  c < a ; a <= c == !(c < a)
+            if ((rc = fn_lt(x, func_names[fn], c, a, &lt)))
+                return rc;
+            *out = (struct tval){.kind = TV_BOOL, .u.b = fn == F_GT ? lt : !lt};
+            return 0;
+        }
+        if ((rc = fn_lt(x, func_names[fn], a, c, &lt)))
+            return rc;
+        (void)eq;
+        *out = (struct tval){.kind = TV_BOOL, .u.b = fn == F_LT ? lt : !lt};
+        return 0;
+    }
+    case F_PRINT:
+    case F_PRINTLN:
+        buf_init(&b, TMPL_MAX_OUTPUT);
+        if (sprint(&b, args, n, fn == F_PRINTLN)) {
+            buf_deinit(&b);
+            return exec_errorf(x, "output too large");
+        }
+        return ret_buf(x, &b, out);
+    case F_PRINTF:
+        if (n == 0)
+            return exec_errorf(x, "wrong number of args for printf: want at least 1 got 0");
+        if (args[0].kind != TV_STR)
+            return exec_errorf(x, "wrong type for value; expected string; got %s",
+                               args[0].kind == TV_NIL ? "nil" : tv_type_name(&args[0]));
+        buf_init(&b, TMPL_MAX_OUTPUT);
+        if (sprintf_go(&b, args[0].u.s.p, args[0].u.s.n, args + 1, n - 1)) {
+            buf_deinit(&b);
+            return exec_errorf(x, "output too large");
+        }
+        return ret_buf(x, &b, out);
+    case F_HTML:
+    case F_JS:
+    case F_URLQUERY: {
+        struct buf s;
+        if ((rc = escape_arg(x, args, n, &s))) {
+            buf_deinit(&s);
+            return rc;
+        }
+        buf_init(&b, TMPL_MAX_OUTPUT);
+        rc = fn == F_HTML ? html_escape(&b, s.data ? s.data : "", s.len)
+           : fn == F_JS   ? js_escape(&b, s.data ? s.data : "", s.len)
+                          : url_escape(&b, s.data ? s.data : "", s.len);
+        buf_deinit(&s);
+        if (rc) {
+            buf_deinit(&b);
+            return exec_errorf(x, "output too large");
+        }
+        return ret_buf(x, &b, out);
+    }
+    case F_CALL:
+        if (n == 0)
+            return exec_errorf(x, "wrong number of args for call: want at least 1 got 0");
+        if (args[0].kind == TV_NIL)
+            return exec_errorf(x, "error calling call: call of nil");
+        return exec_errorf(x, "error calling call: non-function of type %s", tv_type_name(&args[0]));
+    case F_JSON:
+        if ((rc = want_args(x, fn, n, 1)))
+            return rc;
+        buf_init(&b, TMPL_MAX_OUTPUT);
+        if (tv_json(&b, &args[0])) {
+            buf_deinit(&b);
+            return exec_errorf(x, "output too large");
+        }
+        return ret_buf(x, &b, out);
+    case F_CURRENTDATE:
+    case F_YESTERDAYDATE:
+        for (size_t i = 0; i < n; i++)
+            if (args[i].kind != TV_STR)
+                return exec_errorf(x, "wrong type for value; expected string; got %s",
+                                   args[i].kind == TV_NIL ? "nil" : tv_type_name(&args[i]));
+        return date_str(x, fn == F_YESTERDAYDATE ? 1 : 0, out);
+    case F_TOTSTYPE:
+        if ((rc = want_args(x, fn, n, 1)))
+            return rc;
+        buf_init(&b, 1 << 20);
+        if (args[0].kind == TV_JSON && args[0].schema == S_PROP)
+            ts_of_prop(&b, args[0].u.j.j, 0);
+        else
+            buf_append_str(&b, "any");
+        return ret_buf(x, &b, out);
+    default: return exec_errorf(x, "unknown function");
+    }
+}

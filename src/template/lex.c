@@ -1,0 +1,566 @@
+// Lexer for Go text/template (templates.md §2): splits the source into text
+// and action tokens, applying trim markers and dropping comments. The whole
+// source is tokenized up front; the parser walks the array.
+#include "template/internal.h"
+
+#include <string.h>
+
+struct lexer {
+    const char *src;
+    size_t len, pos;
+    struct arena *a;
+    struct toks *out;
+    struct err *e;
+    int line;            // line of pos
+    size_t line_start;   // offset of the first byte of that line
+    bool trim_next;      // the last action ended with " -}}"
+    int paren;
+};
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool is_alnum(unsigned char c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c >= 0x80;
+}
+
+static void advance(struct lexer *l, size_t n)
+{
+    for (size_t i = 0; i < n && l->pos < l->len; i++) {
+        if (l->src[l->pos] == '\n') {
+            l->line++;
+            l->line_start = l->pos + 1;
+        }
+        l->pos++;
+    }
+}
+
+static int lex_err(struct lexer *l, const char *msg, const char *detail)
+{
+    return err_set(l->e, ERR_FORMAT, "template: :%d:%zu: %s%s", l->line, l->pos - l->line_start,
+                   msg, detail ? detail : "");
+}
+
+static int emit(struct lexer *l, int type, const char *s, size_t n, int line, int col)
+{
+    struct toks *t = l->out;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64;
+        t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
+    }
+    t->v[t->n++] = (struct tok){.type = type, .s = s, .n = n, .line = line, .col = col};
+    return 0;
+}
+
+static bool starts(const struct lexer *l, size_t at, const char *p)
+{
+    size_t n = strlen(p);
+    return at + n <= l->len && memcmp(l->src + at, p, n) == 0;
+}
+
+// " -}}" (any blank before the minus) or "}}" at pos; *trim says which.
+static bool at_right_delim(const struct lexer *l, bool *trim)
+{
+    if (l->pos + 4 <= l->len && is_space(l->src[l->pos]) && starts(l, l->pos + 1, "-}}")) {
+        *trim = true;
+        return true;
+    }
+    *trim = false;
+    return starts(l, l->pos, "}}");
+}
+
+// Text up to the next "{{" (or the end).
+static int lex_text(struct lexer *l)
+{
+    const char *p = l->src + l->pos;
+    const char *end = l->src + l->len;
+    const char *d = NULL;
+    for (const char *q = p; q + 1 < end; q++)
+        if (q[0] == '{' && q[1] == '{') {
+            d = q;
+            break;
+        }
+    size_t n = (d ? d : end) - p;
+    int line = l->line, col = (int)(l->pos - l->line_start);
+    size_t s = 0, t = n;
+    if (l->trim_next)
+        while (s < t && is_space(p[s]))
+            s++;
+    if (d && d + 3 < end && d[2] == '-' && is_space(d[3]))
+        while (t > s && is_space(p[t - 1]))
+            t--;
+    l->trim_next = false;
+    if (t > s) {
+        // position of the first kept byte
+        size_t save_pos = l->pos;
+        int save_line = l->line;
+        size_t save_ls = l->line_start;
+        advance(l, s);
+        emit(l, T_TEXT, p + s, t - s, l->line, (int)(l->pos - l->line_start));
+        l->pos = save_pos, l->line = save_line, l->line_start = save_ls;
+        (void)line, (void)col;
+    }
+    advance(l, n);
+    return d ? 1 : 0;
+}
+
+static int lex_comment(struct lexer *l)
+{
+    // at "/*"
+    const char *p = l->src + l->pos + 2;
+    const char *end = l->src + l->len;
+    const char *c = NULL;
+    for (const char *q = p; q + 1 < end; q++)
+        if (q[0] == '*' && q[1] == '/') {
+            c = q;
+            break;
+        }
+    if (!c)
+        return lex_err(l, "unclosed comment", NULL);
+    advance(l, (size_t)(c + 2 - (l->src + l->pos)));
+    bool trim;
+    if (!at_right_delim(l, &trim))
+        return lex_err(l, "comment ends before closing delimiter", NULL);
+    advance(l, trim ? 4 : 2);
+    l->trim_next = trim;
+    return 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static size_t utf8_put(char *o, uint32_t c)
+{
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xC0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (char)(0xE0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (c >> 18));
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+// Decodes one escape at s (after the backslash) into o; returns bytes consumed
+// from s or 0 on a bad escape. *cp receives the code point / byte value and
+// *is_byte whether it was a \x or octal byte escape.
+static size_t unescape(const char *s, size_t n, char quote, char *o, size_t *on, uint32_t *cp)
+{
+    if (n == 0)
+        return 0;
+    char c = s[0];
+    uint32_t v = 0;
+    switch (c) {
+    case 'a': v = 7; break;
+    case 'b': v = 8; break;
+    case 'f': v = 12; break;
+    case 'n': v = 10; break;
+    case 'r': v = 13; break;
+    case 't': v = 9; break;
+    case 'v': v = 11; break;
+    case '\\': v = '\\'; break;
+    case '"':
+    case '\'':
+        if (c != quote)
+            return 0;
+        v = (uint32_t)c;
+        break;
+    case 'x':
+    case 'u':
+    case 'U': {
+        size_t k = c == 'x' ? 2 : c == 'u' ? 4 : 8;
+        if (n < 1 + k)
+            return 0;
+        for (size_t i = 1; i <= k; i++) {
+            int h = hexval(s[i]);
+            if (h < 0)
+                return 0;
+            v = v * 16 + (uint32_t)h;
+        }
+        if (c == 'x') {
+            o[0] = (char)v;
+            *on = 1;
+            *cp = v;
+            return 3;
+        }
+        if (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000))
+            return 0;
+        *on = utf8_put(o, v);
+        *cp = v;
+        return 1 + k;
+    }
+    default:
+        if (c >= '0' && c <= '7') {
+            if (n < 3)
+                return 0;
+            for (int i = 0; i < 3; i++) {
+                if (s[i] < '0' || s[i] > '7')
+                    return 0;
+                v = v * 8 + (uint32_t)(s[i] - '0');
+            }
+            if (v > 255)
+                return 0;
+            o[0] = (char)v;
+            *on = 1;
+            *cp = v;
+            return 3;
+        }
+        return 0;
+    }
+    o[0] = (char)v;
+    *on = 1;
+    *cp = v;
+    return 1;
+}
+
+static int lex_quote(struct lexer *l)
+{
+    int line = l->line, col = (int)(l->pos - l->line_start);
+    size_t i = l->pos + 1;
+    // the decoded string is never longer than the quoted source
+    size_t q = i;
+    while (q < l->len && l->src[q] != '"' && l->src[q] != '\n')
+        q += l->src[q] == '\\' ? 2 : 1;
+    char *o = arena_alloc(l->a, (q < l->len ? q : l->len) - l->pos + 1);
+    if (!o)
+        return err_set(l->e, ERR_TOO_LARGE, "template too large");
+    size_t on = 0;
+    for (;;) {
+        if (i >= l->len || l->src[i] == '\n')
+            return lex_err(l, "unterminated quoted string", NULL);
+        char c = l->src[i];
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            size_t k, w;
+            uint32_t cp;
+            k = unescape(l->src + i + 1, l->len - i - 1, '"', o + on, &w, &cp);
+            if (!k) {
+                advance(l, i - l->pos);
+                return lex_err(l, "invalid syntax in quoted string", NULL);
+            }
+            on += w;
+            i += 1 + k;
+            continue;
+        }
+        o[on++] = c;
+        i++;
+    }
+    o[on] = 0;
+    emit(l, T_STRING, o, on, line, col);
+    advance(l, i + 1 - l->pos);
+    return 0;
+}
+
+static int lex_raw(struct lexer *l)
+{
+    int line = l->line, col = (int)(l->pos - l->line_start);
+    const char *p = l->src + l->pos + 1;
+    const char *end = memchr(p, '`', l->len - l->pos - 1);
+    if (!end)
+        return lex_err(l, "unterminated raw quoted string", NULL);
+    char *o = arena_alloc(l->a, (size_t)(end - p) + 1);
+    if (!o)
+        return err_set(l->e, ERR_TOO_LARGE, "template too large");
+    size_t on = 0;
+    for (const char *q = p; q < end; q++)
+        if (*q != '\r')
+            o[on++] = *q;
+    o[on] = 0;
+    emit(l, T_STRING, o, on, line, col);
+    advance(l, (size_t)(end + 1 - (l->src + l->pos)));
+    return 0;
+}
+
+static uint32_t utf8_decode1(const unsigned char *s, size_t n, size_t *w)
+{
+    if (n == 0) {
+        *w = 0;
+        return 0;
+    }
+    if (s[0] < 0x80 || n < 2) {
+        *w = 1;
+        return s[0];
+    }
+    if ((s[0] & 0xE0) == 0xC0) {
+        *w = 2;
+        return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+    }
+    if ((s[0] & 0xF0) == 0xE0 && n >= 3) {
+        *w = 3;
+        return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    }
+    if ((s[0] & 0xF8) == 0xF0 && n >= 4) {
+        *w = 4;
+        return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+               ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+    }
+    *w = 1;
+    return 0xFFFD;
+}
+
+static int lex_char(struct lexer *l)
+{
+    int line = l->line, col = (int)(l->pos - l->line_start);
+    size_t i = l->pos + 1;
+    uint32_t cp;
+    if (i >= l->len || l->src[i] == '\n' || l->src[i] == '\'')
+        return lex_err(l, "unterminated character constant", NULL);
+    if (l->src[i] == '\\') {
+        char tmp[4];
+        size_t w;
+        size_t k = unescape(l->src + i + 1, l->len - i - 1, '\'', tmp, &w, &cp);
+        if (!k)
+            return lex_err(l, "invalid syntax in character constant", NULL);
+        i += 1 + k;
+    } else {
+        size_t w;
+        cp = utf8_decode1((const unsigned char *)l->src + i, l->len - i, &w);
+        i += w;
+    }
+    if (i >= l->len || l->src[i] != '\'')
+        return lex_err(l, "unterminated character constant", NULL);
+    emit(l, T_CHAR, l->src + l->pos, i + 1 - l->pos, line, col);
+    l->out->v[l->out->n - 1].num = cp;
+    advance(l, i + 1 - l->pos);
+    return 0;
+}
+
+static size_t accept_run(const struct lexer *l, size_t i, const char *set)
+{
+    while (i < l->len && l->src[i] && strchr(set, l->src[i]))
+        i++;
+    return i;
+}
+
+static int lex_number(struct lexer *l)
+{
+    int line = l->line, col = (int)(l->pos - l->line_start);
+    size_t i = l->pos;
+    if (i < l->len && (l->src[i] == '+' || l->src[i] == '-'))
+        i++;
+    const char *digits = "0123456789_";
+    bool hex = false;
+    if (i + 1 < l->len && l->src[i] == '0') {
+        char c = l->src[i + 1];
+        if (c == 'x' || c == 'X') {
+            i += 2, digits = "0123456789abcdefABCDEF_", hex = true;
+        } else if (c == 'o' || c == 'O') {
+            i += 2, digits = "01234567_";
+        } else if (c == 'b' || c == 'B') {
+            i += 2, digits = "01_";
+        }
+    }
+    i = accept_run(l, i, digits);
+    if (i < l->len && l->src[i] == '.')
+        i = accept_run(l, i + 1, digits);
+    if (!hex && strlen(digits) == 11 && i < l->len && (l->src[i] == 'e' || l->src[i] == 'E')) {
+        i++;
+        if (i < l->len && (l->src[i] == '+' || l->src[i] == '-'))
+            i++;
+        i = accept_run(l, i, "0123456789_");
+    }
+    if (hex && i < l->len && (l->src[i] == 'p' || l->src[i] == 'P')) {
+        i++;
+        if (i < l->len && (l->src[i] == '+' || l->src[i] == '-'))
+            i++;
+        i = accept_run(l, i, "0123456789_");
+    }
+    if (i < l->len && l->src[i] == 'i')
+        i++;
+    if (i < l->len && is_alnum((unsigned char)l->src[i])) {
+        size_t j = i;
+        while (j < l->len && is_alnum((unsigned char)l->src[j]))
+            j++;
+        char q[80];
+        snprintf(q, sizeof(q), "%.*s", (int)(j - l->pos > 60 ? 60 : j - l->pos), l->src + l->pos);
+        return lex_err(l, "bad number syntax: ", q);
+    }
+    emit(l, T_NUMBER, l->src + l->pos, i - l->pos, line, col);
+    advance(l, i - l->pos);
+    return 0;
+}
+
+static bool at_terminator(const struct lexer *l, size_t i)
+{
+    if (i >= l->len)
+        return true;
+    char c = l->src[i];
+    if (is_space(c) || c == '.' || c == ',' || c == '|' || c == ':' || c == ')' || c == '(' ||
+        c == '=')
+        return true;
+    return i + 1 < l->len && c == '}' && l->src[i + 1] == '}';
+}
+
+static const struct {
+    const char *word;
+    int type;
+} keywords[] = {
+    {"if", T_IF},         {"else", T_ELSE},         {"end", T_END},       {"range", T_RANGE},
+    {"with", T_WITH},     {"break", T_BREAK},       {"continue", T_CONTINUE},
+    {"define", T_DEFINE}, {"template", T_TEMPLATE}, {"block", T_BLOCK},   {"nil", T_NIL},
+    {"true", T_BOOL},     {"false", T_BOOL},
+};
+
+static int lex_word(struct lexer *l, int kind)  // kind: T_IDENT, T_FIELD, T_VAR
+{
+    int line = l->line, col = (int)(l->pos - l->line_start);
+    size_t i = l->pos + (kind == T_IDENT ? 0 : 1);
+    size_t s = i;
+    while (i < l->len && is_alnum((unsigned char)l->src[i]))
+        i++;
+    if (!at_terminator(l, i)) {
+        advance(l, i - l->pos);
+        char q[16];
+        snprintf(q, sizeof(q), "%c", l->src[i]);
+        return lex_err(l, "bad character ", q);
+    }
+    if (kind == T_FIELD && i == s) {
+        emit(l, T_DOT, l->src + l->pos, 1, line, col);
+    } else if (kind == T_VAR) {
+        emit(l, T_VAR, l->src + l->pos, i - l->pos, line, col);
+    } else if (kind == T_FIELD) {
+        emit(l, T_FIELD, l->src + s, i - s, line, col);
+    } else {
+        int type = T_IDENT;
+        for (size_t k = 0; k < sizeof(keywords) / sizeof(keywords[0]); k++)
+            if (strlen(keywords[k].word) == i - s && !memcmp(keywords[k].word, l->src + s, i - s))
+                type = keywords[k].type;
+        emit(l, type, l->src + s, i - s, line, col);
+        if (type == T_BOOL)
+            l->out->v[l->out->n - 1].num = l->src[s] == 't';
+    }
+    advance(l, i - l->pos);
+    return 0;
+}
+
+static int lex_action(struct lexer *l)
+{
+    for (;;) {
+        bool trim;
+        if (at_right_delim(l, &trim)) {
+            if (l->paren > 0)
+                return lex_err(l, "unclosed left paren", NULL);
+            if (trim) {
+                advance(l, 1);  // the blank before "-}}"
+            }
+            emit(l, T_RDELIM, l->src + l->pos, trim ? 3 : 2, l->line,
+                 (int)(l->pos - l->line_start));
+            advance(l, trim ? 3 : 2);
+            l->trim_next = trim;
+            return 0;
+        }
+        if (l->pos >= l->len)
+            return lex_err(l, "unclosed action", NULL);
+        char c = l->src[l->pos];
+        int line = l->line, col = (int)(l->pos - l->line_start);
+        int rc = 0;
+        if (is_space(c)) {
+            size_t i = l->pos;
+            // stop before a blank that starts " -}}"
+            while (i < l->len && is_space(l->src[i]) &&
+                   !(i + 4 <= l->len && starts(l, i + 1, "-}}")))
+                i++;
+            if (i == l->pos)
+                i++;  // unreachable: at_right_delim handled " -}}"
+            emit(l, T_SPACE, l->src + l->pos, i - l->pos, line, col);
+            advance(l, i - l->pos);
+        } else if (c == '=') {
+            emit(l, T_ASSIGN, l->src + l->pos, 1, line, col);
+            advance(l, 1);
+        } else if (c == ':') {
+            if (!starts(l, l->pos, ":="))
+                return lex_err(l, "expected :=", NULL);
+            emit(l, T_DECLARE, l->src + l->pos, 2, line, col);
+            advance(l, 2);
+        } else if (c == '|') {
+            emit(l, T_PIPE, l->src + l->pos, 1, line, col);
+            advance(l, 1);
+        } else if (c == '"') {
+            rc = lex_quote(l);
+        } else if (c == '`') {
+            rc = lex_raw(l);
+        } else if (c == '$') {
+            rc = lex_word(l, T_VAR);
+        } else if (c == '\'') {
+            rc = lex_char(l);
+        } else if (c == '.') {
+            if (l->pos + 1 < l->len && l->src[l->pos + 1] >= '0' && l->src[l->pos + 1] <= '9')
+                rc = lex_number(l);
+            else
+                rc = lex_word(l, T_FIELD);
+        } else if (c == '+' || c == '-' || (c >= '0' && c <= '9')) {
+            rc = lex_number(l);
+        } else if (is_alnum((unsigned char)c)) {
+            rc = lex_word(l, T_IDENT);
+        } else if (c == '(') {
+            l->paren++;
+            emit(l, T_LPAREN, l->src + l->pos, 1, line, col);
+            advance(l, 1);
+        } else if (c == ')') {
+            if (--l->paren < 0)
+                return lex_err(l, "unexpected right paren", NULL);
+            emit(l, T_RPAREN, l->src + l->pos, 1, line, col);
+            advance(l, 1);
+        } else if (c == ',') {
+            emit(l, T_COMMA, l->src + l->pos, 1, line, col);
+            advance(l, 1);
+        } else {
+            char q[32];
+            if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f)
+                snprintf(q, sizeof(q), "U+%04X", (unsigned char)c);
+            else
+                snprintf(q, sizeof(q), "U+%04X '%c'", (unsigned char)c, c);
+            return lex_err(l, "unrecognized character in action: ", q);
+        }
+        if (rc)
+            return rc;
+    }
+}
+
+int tmpl_lex(const char *src, size_t len, struct arena *a, struct toks *out, struct err *e)
+{
+    struct lexer l = {.src = src, .len = len, .a = a, .out = out, .e = e, .line = 1};
+    for (;;) {
+        if (!lex_text(&l))
+            break;
+        // at "{{"
+        int line = l.line, col = (int)(l.pos - l.line_start);
+        advance(&l, 2);
+        if (l.pos + 1 < l.len && l.src[l.pos] == '-' && is_space(l.src[l.pos + 1]))
+            advance(&l, 2);
+        l.paren = 0;
+        if (starts(&l, l.pos, "/*")) {
+            int rc = lex_comment(&l);
+            if (rc)
+                return rc;
+            continue;
+        }
+        emit(&l, T_LDELIM, src + l.pos, 0, line, col);
+        int rc = lex_action(&l);
+        if (rc)
+            return rc;
+    }
+    emit(&l, T_EOF, src + len, 0, l.line, (int)(l.pos - l.line_start));
+    return 0;
+}

@@ -1,0 +1,558 @@
+// Streaming parsers for the model's output (templates.md §10): thinking
+// sections between the template's tags, and tool calls after the template's
+// tool-call tag. Both accept input in arbitrary pieces and hold back only
+// what is still ambiguous (a partial tag, an incomplete JSON object).
+#include "template/template.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+static size_t skip_ws(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_ws(s[i]))
+        i++;
+    return i;
+}
+
+// Length of the longest suffix of s[0..n) that is a proper prefix of tag.
+static size_t partial_suffix(const char *s, size_t n, const char *tag)
+{
+    size_t tl = strlen(tag);
+    for (size_t k = tl > 0 ? tl - 1 : 0; k > 0; k--)
+        if (k <= n && !memcmp(s + n - k, tag, k))
+            return k;
+    return 0;
+}
+
+static const char *find(const char *s, size_t n, const char *tag)
+{
+    size_t tl = strlen(tag);
+    if (tl == 0 || tl > n)
+        return NULL;
+    for (size_t i = 0; i + tl <= n; i++)
+        if (s[i] == tag[0] && !memcmp(s + i, tag, tl))
+            return s + i;
+    return NULL;
+}
+
+// Replaces the buffer's contents with s[0..n) (s may point into it).
+static void buf_set(struct buf *b, const char *s, size_t n)
+{
+    char *tmp = xstrndup(s, n);
+    buf_reset(b);
+    buf_append(b, tmp, n);
+    free(tmp);
+}
+
+// ---------------------------------------------------------------------------
+// Thinking
+
+enum { TH_LOOK, TH_AFTER_OPEN, TH_THINKING, TH_AFTER_CLOSE, TH_DONE };
+
+void template_think_parser_init(struct template_think_parser *p, const char *open,
+                                const char *close, bool start_inside)
+{
+    p->open = xstrdup(open ? open : "<think>");
+    p->close = xstrdup(close ? close : "</think>");
+    p->state = start_inside ? TH_AFTER_OPEN : TH_LOOK;
+    buf_init(&p->acc, 0);
+}
+
+void template_think_parser_deinit(struct template_think_parser *p)
+{
+    free(p->open);
+    free(p->close);
+    p->open = p->close = NULL;
+    buf_deinit(&p->acc);
+}
+
+int template_think_parser_add(struct template_think_parser *p, const char *s, size_t n,
+                              struct buf *thinking, struct buf *content)
+{
+    if (buf_append(&p->acc, s, n))
+        return ERR_TOO_LARGE;
+    int rc = 0;
+    for (;;) {
+        const char *a = p->acc.data ? p->acc.data : "";
+        size_t len = p->acc.len;
+        switch (p->state) {
+        case TH_LOOK: {
+            size_t w = skip_ws(a, len);
+            size_t ol = strlen(p->open);
+            if (len - w >= ol && !memcmp(a + w, p->open, ol)) {
+                size_t r = w + ol;
+                r += skip_ws(a + r, len - r);
+                buf_set(&p->acc, a + r, len - r);
+                p->state = p->acc.len ? TH_THINKING : TH_AFTER_OPEN;
+                continue;
+            }
+            if (len - w < ol && !memcmp(a + w, p->open, len - w))
+                return 0;  // only white space, or a prefix of the tag: wait
+            rc |= buf_append(content, a, len);
+            buf_reset(&p->acc);
+            p->state = TH_DONE;
+            return rc;
+        }
+        case TH_AFTER_OPEN: {
+            size_t w = skip_ws(a, len);
+            if (w == len) {
+                buf_reset(&p->acc);
+                return 0;
+            }
+            buf_set(&p->acc, a + w, len - w);
+            p->state = TH_THINKING;
+            continue;
+        }
+        case TH_THINKING: {
+            const char *c = find(a, len, p->close);
+            if (c) {
+                size_t before = (size_t)(c - a);
+                rc |= buf_append(thinking, a, before);
+                size_t r = before + strlen(p->close);
+                r += skip_ws(a + r, len - r);
+                if (r < len) {
+                    rc |= buf_append(content, a + r, len - r);
+                    p->state = TH_DONE;
+                } else {
+                    p->state = TH_AFTER_CLOSE;
+                }
+                buf_reset(&p->acc);
+                return rc;
+            }
+            size_t keep = partial_suffix(a, len, p->close);
+            rc |= buf_append(thinking, a, len - keep);
+            buf_set(&p->acc, a + len - keep, keep);
+            return rc;
+        }
+        case TH_AFTER_CLOSE: {
+            size_t w = skip_ws(a, len);
+            if (w < len) {
+                rc |= buf_append(content, a + w, len - w);
+                p->state = TH_DONE;
+            }
+            buf_reset(&p->acc);
+            return rc;
+        }
+        default:
+            rc |= buf_append(content, a, len);
+            buf_reset(&p->acc);
+            return rc;
+        }
+    }
+}
+
+int template_think_parser_finish(struct template_think_parser *p, struct buf *thinking,
+                                 struct buf *content)
+{
+    int rc = 0;
+    if (p->acc.len) {
+        if (p->state == TH_THINKING)
+            rc = buf_append(thinking, p->acc.data, p->acc.len);
+        else if (p->state == TH_LOOK || p->state == TH_DONE)
+            rc = buf_append(content, p->acc.data, p->acc.len);
+    }
+    buf_reset(&p->acc);
+    return rc;
+}
+
+bool template_think_starts_inside(const char *prompt, size_t len, const char *open)
+{
+    while (len && is_ws(prompt[len - 1]))
+        len--;
+    size_t ol = open ? strlen(open) : 0;
+    return ol && len >= ol && !memcmp(prompt + len - ol, open, ol);
+}
+
+char *template_strip_thinking(const char *text, const char *open, const char *close)
+{
+    struct template_think_parser p;
+    template_think_parser_init(&p, open, close, false);
+    struct buf th, co;
+    buf_init(&th, 0);
+    buf_init(&co, 0);
+    template_think_parser_add(&p, text, strlen(text), &th, &co);
+    template_think_parser_finish(&p, &th, &co);
+    template_think_parser_deinit(&p);
+    buf_deinit(&th);
+    char *r = buf_take(&co);
+    return r ? r : xstrdup("");
+}
+
+// ---------------------------------------------------------------------------
+// Tool calls
+
+enum { TC_LOOK, TC_CALLING, TC_CONTENT };
+
+struct template_tool_parser {
+    char *tag;
+    bool json_tag;  // "{" or "["
+    char **names;
+    size_t n_names;
+    int state;
+    struct buf acc;
+    int n_calls;
+};
+
+struct template_tool_parser *template_tool_parser_new(const char *tag, json_t *tools)
+{
+    struct template_tool_parser *p = xcalloc(1, sizeof(*p));
+    p->tag = xstrdup(tag && *tag ? tag : "{");
+    p->json_tag = !strcmp(p->tag, "{") || !strcmp(p->tag, "[");
+    size_t n = json_array_size(tools);
+    p->names = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(json_array_get(tools, i), "function"),
+                                              "name"));
+        if (name && *name)
+            p->names[p->n_names++] = xstrdup(name);
+    }
+    buf_init(&p->acc, 0);
+    return p;
+}
+
+void template_tool_parser_free(struct template_tool_parser *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_names; i++)
+        free(p->names[i]);
+    free(p->names);
+    free(p->tag);
+    buf_deinit(&p->acc);
+    free(p);
+}
+
+// An object holding JSON of an object (or an object) → new reference.
+static json_t *as_object(json_t *v)
+{
+    if (json_is_object(v))
+        return json_incref(v);
+    if (json_is_string(v)) {
+        json_t *o = json_loads(json_string_value(v), JSON_DECODE_ANY, NULL);
+        if (json_is_object(o))
+            return o;
+        json_decref(o);
+    }
+    return NULL;
+}
+
+static json_t *find_args(json_t *obj, const char *name, int depth)
+{
+    if (depth > 32)
+        return NULL;
+    if (json_object_get(obj, "name")) {
+        json_t *a = json_object_get(obj, "arguments");
+        if (!a)
+            a = json_object_get(obj, "parameters");
+        json_t *o = as_object(a);
+        return o ? o : json_object();
+    }
+    json_t *o = as_object(json_object_get(obj, name));
+    if (o)
+        return o;
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        if (json_is_object(v)) {
+            json_t *r = find_args(v, name, depth + 1);
+            if (r)
+                return r;
+        } else if (json_is_array(v)) {
+            for (size_t i = 0; i < json_array_size(v); i++)
+                if (json_is_object(json_array_get(v, i))) {
+                    json_t *r = find_args(json_array_get(v, i), name, depth + 1);
+                    if (r)
+                        return r;
+                }
+        }
+    }
+    return NULL;
+}
+
+// First complete, parseable {...} object in s: its arguments and end offset.
+static json_t *scan_object(const char *s, size_t n, const char *name, size_t *end)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (s[i] != '{') {
+            i++;
+            continue;
+        }
+        size_t start = i;
+        int depth = 0;
+        bool in_str = false, esc = false, closed = false;
+        for (; i < n; i++) {
+            char c = s[i];
+            if (esc) {  // a backslash escapes the next byte, in strings or not
+                esc = false;
+                continue;
+            }
+            if (c == '\\') {
+                esc = true;
+                continue;
+            }
+            if (c == '"') {
+                in_str = !in_str;
+                continue;
+            }
+            if (in_str)
+                continue;
+            if (c == '{')
+                depth++;
+            else if (c == '}' && --depth == 0) {
+                closed = true;
+                break;
+            }
+        }
+        if (!closed)
+            return NULL;  // incomplete: wait for more
+        json_t *o = json_loadb(s + start, i + 1 - start, 0, NULL);
+        if (json_is_object(o)) {
+            json_t *a = find_args(o, name, 0);
+            if (!a)
+                a = json_incref(o);
+            json_decref(o);
+            *end = i + 1;
+            return a;
+        }
+        json_decref(o);
+        i++;
+    }
+    return NULL;
+}
+
+static void make_id(char out[16])
+{
+    static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char r[8];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        for (int i = 0; i < 8; i++)
+            r[i] = (unsigned char)rand();
+    memcpy(out, "call_", 5);
+    for (int i = 0; i < 8; i++)
+        out[5 + i] = set[r[i] % 36];
+    out[13] = 0;
+}
+
+// With a "{" or "[" tag: true when, counted outside JSON strings, the
+// braces (brackets) of the buffer come back to zero at a closing one: a JSON
+// value that was not a call is complete, so the rest is content.
+static bool json_done(const char *s, size_t n, char open, char close)
+{
+    int d = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (esc) {
+            esc = false;
+            continue;
+        }
+        if (c == '\\') {
+            esc = true;
+            continue;
+        }
+        if (c == '"') {
+            in_str = !in_str;
+            continue;
+        }
+        if (in_str)
+            continue;
+        if (c == open)
+            d++;
+        else if (c == close && --d == 0)
+            return true;
+    }
+    return false;
+}
+
+// One extraction: 1 = a call was emitted, 0 = wait.
+static int extract(struct template_tool_parser *p, json_t *calls, bool final)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t len = p->acc.len;
+    for (size_t i = 0; i < p->n_names && !final; i++)
+        if (partial_suffix(a, len, p->names[i]))
+            return 0;
+    const char *best = NULL;
+    size_t best_len = 0, best_i = 0;
+    for (size_t i = 0; i < p->n_names; i++) {
+        const char *f = find(a, len, p->names[i]);
+        size_t nl = strlen(p->names[i]);
+        if (f && (!best || f < best || (f == best && nl > best_len)))
+            best = f, best_len = nl, best_i = i;
+    }
+    if (!best)
+        return 0;
+    size_t end;
+    json_t *args = scan_object(a, len, p->names[best_i], &end);
+    if (!args)
+        return 0;
+    char id[16];
+    make_id(id);
+    json_t *call = json_object();
+    json_object_set_new(call, "id", json_string(id));
+    json_t *fn = json_object();
+    json_object_set_new(fn, "index", json_integer(p->n_calls++));
+    json_object_set_new(fn, "name", json_string(p->names[best_i]));
+    json_object_set_new(fn, "arguments", args);
+    json_object_set_new(call, "function", fn);
+    json_array_append_new(calls, call);
+    size_t name_end = (size_t)(best - a) + best_len;
+    size_t cut = name_end > end ? name_end : end;
+    buf_set(&p->acc, a + cut, len - cut);
+    return 1;
+}
+
+int template_tool_parser_add(struct template_tool_parser *p, const char *s, size_t n,
+                             struct buf *content, json_t *calls, struct err *e)
+{
+    if (buf_append(&p->acc, s, n))
+        return err_set(e, ERR_TOO_LARGE, "tool call output too large");
+    int rc = 0;
+    if (p->state == TC_CONTENT) {
+        rc = buf_append(content, p->acc.data, p->acc.len);
+        buf_reset(&p->acc);
+        return rc;
+    }
+    if (p->state == TC_LOOK) {
+        const char *a = p->acc.data;
+        size_t len = p->acc.len;
+        const char *t = find(a, len, p->tag);
+        if (p->json_tag) {
+            // tools only when the first non-blank character is the tag
+            size_t w = skip_ws(a, len);
+            if (w < len && t != a + w) {
+                p->state = TC_CONTENT;
+                rc = buf_append(content, a, len);
+                buf_reset(&p->acc);
+                return rc;
+            }
+            rc = buf_append(content, a, w);
+            buf_set(&p->acc, a + w, len - w);
+            if (w == len)
+                return rc;
+            p->state = TC_CALLING;
+        } else if (t) {
+            rc |= buf_append(content, a, (size_t)(t - a));
+            buf_set(&p->acc, t, len - (size_t)(t - a));
+            p->state = TC_CALLING;
+        } else {
+            size_t keep = partial_suffix(a, len, p->tag);
+            rc |= buf_append(content, a, len - keep);
+            buf_set(&p->acc, a + len - keep, keep);
+            return rc;
+        }
+    }
+    // calling
+    while (extract(p, calls, false) == 1)
+        ;
+    if (p->json_tag) {
+        char o = p->tag[0], c = o == '{' ? '}' : ']';
+        if (json_done(p->acc.data ? p->acc.data : "", p->acc.len, o, c)) {
+            p->state = TC_CONTENT;
+            rc |= buf_append(content, p->acc.data, p->acc.len);
+            buf_reset(&p->acc);
+        }
+    }
+    return rc ? err_set(e, ERR_TOO_LARGE, "output too large") : 0;
+}
+
+int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content,
+                                json_t *calls)
+{
+    int rc = 0;
+    // a name prefix at the very end no longer needs more input
+    if (p->state == TC_CALLING)
+        while (extract(p, calls, true) == 1)
+            ;
+    if (p->state == TC_LOOK || (p->json_tag && p->n_calls == 0) || p->state == TC_CONTENT)
+        rc = buf_append(content, p->acc.data, p->acc.len);
+    buf_reset(&p->acc);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// Chained parsers
+
+struct template_output_parser {
+    bool thinking;
+    struct template_think_parser think;
+    struct template_tool_parser *tools;  // NULL when the request has none
+};
+
+struct template_output_parser *template_output_parser_new(const struct template *t, bool think,
+                                                          json_t *tools, const char *prompt)
+{
+    struct template_output_parser *p = xcalloc(1, sizeof(*p));
+    const char *open = NULL, *close = NULL;
+    if (think && t && template_thinking_tags(t, &open, &close)) {
+        p->thinking = true;
+        bool inside = prompt && template_think_starts_inside(prompt, strlen(prompt), open);
+        template_think_parser_init(&p->think, open, close, inside);
+    }
+    if (json_is_array(tools) && json_array_size(tools) > 0)
+        p->tools = template_tool_parser_new(t ? template_tool_tag(t) : "{", tools);
+    return p;
+}
+
+void template_output_parser_free(struct template_output_parser *p)
+{
+    if (!p)
+        return;
+    if (p->thinking)
+        template_think_parser_deinit(&p->think);
+    template_tool_parser_free(p->tools);
+    free(p);
+}
+
+static int route_content(struct template_output_parser *p, const char *s, size_t n,
+                         struct buf *content, json_t *calls, struct err *e)
+{
+    if (!n)
+        return 0;
+    if (p->tools)
+        return template_tool_parser_add(p->tools, s, n, content, calls, e);
+    return buf_append(content, s, n) ? err_set(e, ERR_TOO_LARGE, "output too large") : 0;
+}
+
+int template_output_parser_add(struct template_output_parser *p, const char *s, size_t n,
+                               struct buf *thinking, struct buf *content, json_t *calls,
+                               struct err *e)
+{
+    if (!p->thinking)
+        return route_content(p, s, n, content, calls, e);
+    struct buf c;
+    buf_init(&c, 0);
+    int rc = template_think_parser_add(&p->think, s, n, thinking, &c);
+    if (rc)
+        rc = err_set(e, ERR_TOO_LARGE, "output too large");
+    if (!rc)
+        rc = route_content(p, c.data ? c.data : "", c.len, content, calls, e);
+    buf_deinit(&c);
+    return rc;
+}
+
+int template_output_parser_finish(struct template_output_parser *p, struct buf *thinking,
+                                  struct buf *content, json_t *calls, struct err *e)
+{
+    int rc = 0;
+    if (p->thinking) {
+        struct buf c;
+        buf_init(&c, 0);
+        template_think_parser_finish(&p->think, thinking, &c);
+        rc = route_content(p, c.data ? c.data : "", c.len, content, calls, e);
+        buf_deinit(&c);
+    }
+    if (!rc && p->tools && template_tool_parser_finish(p->tools, content, calls))
+        rc = err_set(e, ERR_TOO_LARGE, "output too large");
+    return rc;
+}

@@ -1,0 +1,521 @@
+// Integration tests of generation through a real `ollama serve` and its
+// runner processes (issue 8): /api/generate and /api/chat streamed and not,
+// option and field errors with Ollama's statuses, load / unload with an
+// empty prompt, /api/ps, keep-alive expiry, embeddings, parallel chats on
+// several slots, client disconnect, and a runner killed with SIGKILL.
+//
+// Uses the real TinyStories model (tests/fixtures/stories260K.gguf), so the
+// greedy text is known: ", there was a little girl named Lily."
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <pthread.h>
+
+#include "integration/models.h"
+#include "json/json.h"
+#include "testutil.h"
+
+static struct harness srv;
+static char stories_path[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    test_fixture(stories_path, sizeof(stories_path), "stories260K.gguf");
+    static const char *const env[] = {"OLLAMA_NUM_PARALLEL=4", NULL};
+    if (harness_start(&srv, env) != 0) {
+        harness_dump_log(&srv);
+        return -1;
+    }
+    if (models_create(&srv, "stories", stories_path, "\"parameters\":{\"temperature\":0}") < 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    int rc = harness_stop(&srv);
+    curl_global_cleanup();
+    return rc == 0 ? 0 : -1;
+}
+
+static void post(const char *path, const char *body, struct http_resp *r)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
+    assert_int_equal(http_request(url, "POST", NULL, body, strlen(body), 0, r), 0);
+}
+
+static void expect(const char *path, const char *body, long status, const char *substr)
+{
+    struct http_resp r;
+    post(path, body, &r);
+    if (r.status != status || (substr && !strstr(r.body, substr)))
+        fprintf(stderr, "POST %s %s -> %ld %s\n", path, body, r.status, r.body);
+    assert_int_equal(r.status, status);
+    if (substr)
+        assert_non_null(strstr(r.body, substr));
+    http_resp_free(&r);
+}
+
+static json_t *parse(const char *s)
+{
+    json_t *v = NULL;
+    assert_int_equal(jsonx_parse(s, strlen(s), &v, NULL), 0);
+    return v;
+}
+
+static void test_generate_not_streamed(void **state)
+{
+    (void)state;
+    struct http_resp r;
+    post("/api/generate",
+         "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"stream\":false,"
+         "\"options\":{\"num_predict\":12}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    json_t *v = parse(r.body);
+    const char *text = json_string_value(json_object_get(v, "response"));
+    assert_non_null(text);
+    // llama.cpp's greedy continuation of this prompt (stories260K.reference.json).
+    assert_true(cstr_starts_with(text, ", there was a little girl named Lily"));
+    assert_true(json_is_true(json_object_get(v, "done")));
+    assert_string_equal(json_string_value(json_object_get(v, "done_reason")), "length");
+    assert_int_equal(json_integer_value(json_object_get(v, "eval_count")), 12);
+    assert_true(json_integer_value(json_object_get(v, "prompt_eval_count")) > 0);
+    assert_true(json_integer_value(json_object_get(v, "total_duration")) > 0);
+    assert_true(json_integer_value(json_object_get(v, "eval_duration")) > 0);
+    assert_true(json_array_size(json_object_get(v, "context")) > 12);
+    assert_string_equal(json_string_value(json_object_get(v, "model")), "stories");
+    json_decref(v);
+    http_resp_free(&r);
+}
+
+static void test_generate_streamed(void **state)
+{
+    (void)state;
+    struct http_resp r;
+    post("/api/generate",
+         "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"options\":{\"num_predict\":8}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    assert_true(http_has_header(&r, "Content-Type: application/x-ndjson"));
+    // Concatenated pieces equal the non-streamed text; the last line is done.
+    struct buf text;
+    buf_init(&text, 0);
+    int lines = 0, done = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(r.body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_t *v = parse(line);
+        lines++;
+        buf_append_str(&text, json_string_value(json_object_get(v, "response")));
+        if (json_is_true(json_object_get(v, "done"))) {
+            done++;
+            assert_string_equal(json_string_value(json_object_get(v, "done_reason")), "length");
+            assert_int_equal(json_integer_value(json_object_get(v, "eval_count")), 8);
+        }
+        json_decref(v);
+    }
+    assert_int_equal(done, 1);
+    assert_true(lines >= 2);
+    assert_true(cstr_starts_with(buf_cstr(&text), ", there was a little"));
+    buf_deinit(&text);
+    http_resp_free(&r);
+}
+
+static void test_chat(void **state)
+{
+    (void)state;
+    struct http_resp r;
+    post("/api/chat",
+         "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],"
+         "\"stream\":false,\"options\":{\"num_predict\":6}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    json_t *v = parse(r.body);
+    json_t *msg = json_object_get(v, "message");
+    assert_string_equal(json_string_value(json_object_get(msg, "role")), "assistant");
+    assert_true(strlen(json_string_value(json_object_get(msg, "content"))) > 0);
+    assert_null(json_object_get(v, "context"));
+    json_decref(v);
+    http_resp_free(&r);
+
+    // Streamed: every line has a message; the final one is done.
+    post("/api/chat",
+         "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],"
+         "\"options\":{\"num_predict\":4}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"message\":{\"role\":\"assistant\""));
+    assert_non_null(strstr(r.body, "\"done\":true"));
+    http_resp_free(&r);
+}
+
+static void test_stop_and_options(void **state)
+{
+    (void)state;
+    struct http_resp r;
+    // A stop sequence ends the text before it and is not returned.
+    post("/api/generate",
+         "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"stream\":false,"
+         "\"options\":{\"num_predict\":40,\"stop\":[\"Lily\"]}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    json_t *v = parse(r.body);
+    const char *text = json_string_value(json_object_get(v, "response"));
+    assert_null(strstr(text, "Lily"));
+    assert_true(cstr_ends_with(text, "named "));
+    assert_string_equal(json_string_value(json_object_get(v, "done_reason")), "stop");
+    json_decref(v);
+    http_resp_free(&r);
+    // Same seed, same options, same output at a high temperature.
+    const char *seeded = "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":"
+                         "{\"num_predict\":16,\"temperature\":1.5,\"seed\":42}}";
+    struct http_resp a, b;
+    post("/api/generate", seeded, &a);
+    post("/api/generate", seeded, &b);
+    json_t *va = parse(a.body), *vb = parse(b.body);
+    assert_string_equal(json_string_value(json_object_get(va, "response")),
+                        json_string_value(json_object_get(vb, "response")));
+    json_decref(va);
+    json_decref(vb);
+    http_resp_free(&a);
+    http_resp_free(&b);
+    // Raw mode: the prompt is sent as is, no context returned.
+    post("/api/generate",
+         "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"raw\":true,\"stream\":false,"
+         "\"options\":{\"num_predict\":3}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    assert_null(strstr(r.body, "\"context\""));
+    http_resp_free(&r);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    expect("/api/generate", "{\"model\":\"\"}", 404, "model '' not found");
+    expect("/api/chat", "{\"model\":\"\"}", 400, "model is required");
+    expect("/api/generate", "{\"model\":\"nope\",\"prompt\":\"x\"}", 404, "model 'nope' not found");
+    expect("/api/generate", "{\"model\":\"bad name!\",\"prompt\":\"x\"}", 400, "invalid model name");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":1}", 400, "\"error\"");
+    expect("/api/generate", "not json", 400, "\"error\"");
+    expect("/api/generate", "", 400, "missing request body");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"raw\":true,\"system\":\"s\"}",
+           400, "raw mode does not support template, system, or context");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"top_logprobs\":21}", 400,
+           "top_logprobs must be between 0 and 20");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"think\":true}", 400,
+           "\\\"stories\\\" does not support thinking");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"think\":\"huge\"}", 400,
+           "invalid think value");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"format\":\"yaml\"}", 400,
+           "invalid format");
+    expect("/api/generate",
+           "{\"model\":\"stories\",\"prompt\":\"x\",\"options\":{\"top_k\":\"many\"}}", 500,
+           "option \\\"top_k\\\" must be of type integer");
+    expect("/api/generate",
+           "{\"model\":\"stories\",\"prompt\":\"x\",\"options\":{\"stop\":[1]}}", 500,
+           "must be of type");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"keep_alive\":\"300\"}", 400,
+           "time: missing unit in duration \\\"300\\\"");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"keep_alive\":true}", 400,
+           "Unsupported type");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"images\":[\"aGk=\"]}", 400,
+           "does not support vision");
+    expect("/api/chat",
+           "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+           "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}",
+           400, "registry.ollama.ai/library/stories:latest does not support tools");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"suffix\":\"y\"}", 400,
+           "does not support insert");
+    // Unknown options are ignored; think:false is accepted for any model.
+    expect("/api/generate",
+           "{\"model\":\"stories\",\"prompt\":\"x\",\"stream\":false,\"think\":false,"
+           "\"options\":{\"num_predict\":1,\"bogus\":1}}",
+           200, "\"done\":true");
+}
+
+static void test_load_unload_and_ps(void **state)
+{
+    (void)state;
+    expect("/api/generate", "{\"model\":\"stories\"}", 200, "\"done_reason\":\"load\"");
+    struct http_resp r;
+    char url[256];
+    snprintf(url, sizeof(url), "%s/api/ps", srv.base_url);
+    assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"name\":\"stories:latest\""));
+    assert_non_null(strstr(r.body, "\"size_vram\":0"));
+    assert_non_null(strstr(r.body, "\"context_length\":"));
+    assert_non_null(strstr(r.body, "\"expires_at\":"));
+    http_resp_free(&r);
+    expect("/api/chat", "{\"model\":\"stories\",\"messages\":[],\"keep_alive\":0}", 200,
+           "\"done_reason\":\"unload\"");
+    // Unloaded right away (nothing is using it).
+    bool gone = false;
+    for (int i = 0; i < 50 && !gone; i++) {
+        assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+        gone = strcmp(r.body, "{\"models\":[]}") == 0;
+        http_resp_free(&r);
+        if (!gone)
+            harness_sleep_ms(100);
+    }
+    assert_true(gone);
+    // keep_alive "1s": loaded, then expires by itself.
+    expect("/api/generate",
+           "{\"model\":\"stories\",\"prompt\":\"x\",\"keep_alive\":\"1s\",\"stream\":false,"
+           "\"options\":{\"num_predict\":1}}",
+           200, "\"done\":true");
+    assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+    assert_non_null(strstr(r.body, "stories:latest"));
+    http_resp_free(&r);
+    gone = false;
+    for (int i = 0; i < 60 && !gone; i++) {
+        harness_sleep_ms(100);
+        assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+        gone = strcmp(r.body, "{\"models\":[]}") == 0;
+        http_resp_free(&r);
+    }
+    assert_true(gone);
+}
+
+static void test_embed(void **state)
+{
+    (void)state;
+    struct http_resp r;
+    post("/api/embed", "{\"model\":\"stories\",\"input\":[\"hello there\",\"a cat\"]}", &r);
+    assert_int_equal(r.status, 200);
+    json_t *v = parse(r.body);
+    json_t *embs = json_object_get(v, "embeddings");
+    assert_int_equal(json_array_size(embs), 2);
+    for (size_t k = 0; k < 2; k++) {
+        json_t *vec = json_array_get(embs, k);
+        assert_int_equal(json_array_size(vec), 64);  // n_embd of stories260K
+        double norm = 0;
+        for (size_t i = 0; i < json_array_size(vec); i++)
+            norm += json_number_value(json_array_get(vec, i)) *
+                    json_number_value(json_array_get(vec, i));
+        assert_true(norm > 0.999 && norm < 1.001);  // L2-normalised
+    }
+    assert_true(json_integer_value(json_object_get(v, "prompt_eval_count")) > 0);
+    json_decref(v);
+    http_resp_free(&r);
+
+    post("/api/embed", "{\"model\":\"stories\",\"input\":\"hello\",\"dimensions\":8}", &r);
+    v = parse(r.body);
+    assert_int_equal(json_array_size(json_array_get(json_object_get(v, "embeddings"), 0)), 8);
+    json_decref(v);
+    http_resp_free(&r);
+
+    expect("/api/embed", "{\"model\":\"stories\",\"input\":[1]}", 400, "invalid input type");
+    expect("/api/embed", "{\"model\":\"stories\",\"input\":[]}", 200, "\"embeddings\":[]");
+    expect("/api/embeddings", "{\"model\":\"stories\",\"prompt\":\"hi\"}", 200, "\"embedding\":[");
+    expect("/api/embeddings", "{\"model\":\"nope\",\"prompt\":\"hi\"}", 404,
+           "model \\\"nope\\\" not found, try pulling it first");
+}
+
+// --- concurrency ---------------------------------------------------------------
+
+struct chat_job {
+    char *text;
+    long status;
+};
+
+static void *chat_thread(void *arg)
+{
+    struct chat_job *job = arg;
+    struct http_resp r;
+    char url[256];
+    snprintf(url, sizeof(url), "%s/api/chat", srv.base_url);
+    const char *body = "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":"
+                       "\"Once upon a time\"}],\"stream\":false,\"options\":{\"num_predict\":24}}";
+    if (http_request(url, "POST", NULL, body, strlen(body), 0, &r) == 0) {
+        job->status = r.status;
+        json_t *v = NULL;
+        if (jsonx_parse(r.body, r.body_len, &v, NULL) == 0) {
+            const char *c =
+                json_string_value(json_object_get(json_object_get(v, "message"), "content"));
+            job->text = c ? xstrdup(c) : NULL;
+            json_decref(v);
+        }
+    }
+    http_resp_free(&r);
+    return NULL;
+}
+
+static void test_parallel_chats(void **state)
+{
+    (void)state;
+    // 8 concurrent greedy chats on 4 slots: all complete with the same text
+    // as a lone request.
+    struct chat_job solo = {0};
+    chat_thread(&solo);
+    assert_int_equal(solo.status, 200);
+    assert_non_null(solo.text);
+    struct chat_job jobs[8] = {0};
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&th[i], NULL, chat_thread, &jobs[i]);
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(jobs[i].status, 200);
+        assert_non_null(jobs[i].text);
+        assert_string_equal(jobs[i].text, solo.text);
+        free(jobs[i].text);
+    }
+    free(solo.text);
+}
+
+// Reads a streamed generate until n lines arrived, then hangs up.
+struct partial_read {
+    int lines_wanted, lines;
+    char last[4096];
+};
+
+static size_t partial_cb(char *p, size_t size, size_t n, void *ctx)
+{
+    struct partial_read *pr = ctx;
+    for (size_t i = 0; i < size * n; i++)
+        if (p[i] == '\n')
+            pr->lines++;
+    size_t len = size * n < sizeof(pr->last) - 1 ? size * n : sizeof(pr->last) - 1;
+    memcpy(pr->last, p, len);
+    pr->last[len] = '\0';
+    return pr->lines >= pr->lines_wanted ? 0 : size * n;
+}
+
+static int stream_lines(const char *body, int lines_wanted, struct partial_read *pr)
+{
+    memset(pr, 0, sizeof(*pr));
+    pr->lines_wanted = lines_wanted;
+    CURL *h = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof(url), "%s/api/generate", srv.base_url);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, partial_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, pr);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+    CURLcode cc = curl_easy_perform(h);
+    curl_easy_cleanup(h);
+    return (int)cc;
+}
+
+static void test_client_disconnect(void **state)
+{
+    (void)state;
+    // Hang up after 3 pieces of an endless generation: the slot is freed and
+    // the next requests are served promptly (4 of them fill every slot).
+    for (int i = 0; i < 4; i++) {
+        struct partial_read pr;
+        stream_lines("{\"model\":\"stories\",\"prompt\":\"Once upon a time\","
+                     "\"options\":{\"num_predict\":-1,\"temperature\":1}}",
+                     3, &pr);
+        assert_true(pr.lines >= 3);
+    }
+    int64_t t0 = time_monotonic_ns();
+    expect("/api/generate",
+           "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_predict\":4}}",
+           200, "\"done\":true");
+    // Generous bound: only a leaked slot would make this wait for minutes.
+    assert_true(time_monotonic_ns() - t0 < 60LL * 1000000000);
+}
+
+// The pid of the server's runner child (from /proc), or 0.
+static pid_t find_runner_pid(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    pid_t found = 0;
+    while (d && (de = readdir(d)) && !found) {
+        char path[300], stat[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+        fclose(f);
+        stat[n] = '\0';
+        const char *rp = strrchr(stat, ')');
+        int ppid = 0;
+        char st;
+        if (!rp || sscanf(rp + 2, "%c %d", &st, &ppid) != 2 || ppid != srv.pid)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        char cmd[512];
+        n = fread(cmd, 1, sizeof(cmd) - 1, f);
+        fclose(f);
+        cmd[n] = '\0';
+        if (n > 7 && memmem(cmd, n, "runner", 6))
+            found = (pid_t)atoi(de->d_name);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+struct killer {
+    int delay_ms;
+};
+
+static void *kill_runner_later(void *arg)
+{
+    struct killer *k = arg;
+    harness_sleep_ms(k->delay_ms);
+    pid_t pid = find_runner_pid();
+    if (pid > 0)
+        kill(pid, SIGKILL);
+    return NULL;
+}
+
+static void test_runner_killed(void **state)
+{
+    (void)state;
+    expect("/api/generate", "{\"model\":\"stories\"}", 200, "\"done_reason\":\"load\"");
+    pid_t before = find_runner_pid();
+    assert_true(before > 0);
+    // Kill it in the middle of an endless stream: the stream ends with
+    // Ollama's error line, the server keeps serving, the next request loads
+    // a fresh runner.
+    struct killer k = {.delay_ms = 500};
+    pthread_t th;
+    pthread_create(&th, NULL, kill_runner_later, &k);
+    struct partial_read pr;
+    stream_lines("{\"model\":\"stories\",\"prompt\":\"Once upon a time\","
+                 "\"options\":{\"num_predict\":-1,\"temperature\":1}}",
+                 1000000, &pr);
+    pthread_join(th, NULL);
+    assert_non_null(strstr(pr.last, "model runner has unexpectedly stopped"));
+    expect("/api/generate",
+           "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_predict\":2}}",
+           200, "\"done\":true");
+    pid_t after = find_runner_pid();
+    assert_true(after > 0 && after != before);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generate_not_streamed),
+        cmocka_unit_test(test_generate_streamed),
+        cmocka_unit_test(test_chat),
+        cmocka_unit_test(test_stop_and_options),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_load_unload_and_ps),
+        cmocka_unit_test(test_embed),
+        cmocka_unit_test(test_parallel_chats),
+        cmocka_unit_test(test_client_disconnect),
+        cmocka_unit_test(test_runner_killed),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
