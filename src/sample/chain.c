@@ -97,6 +97,8 @@ struct cands {
     struct cand *v;
     size_t n;
     size_t n_sorted;  // v[0..n_sorted) are the largest logits, sorted descending
+    double extra;     // softmax weight (relative to the max logit) of tokens left out
+    bool p_ready;     // p already holds the softmax of the current list (+ extra)
 };
 
 // Total order: larger logit first, then lower id — so results never depend on the sort.
@@ -177,7 +179,7 @@ static float cands_max_logit(const struct cands *c)
 static void cands_softmax(struct cands *c)
 {
     float mx = cands_max_logit(c);
-    double sum = 0;
+    double sum = c->extra;
     for (size_t i = 0; i < c->n; i++) {
         float w = expf(c->v[i].logit - mx);
         c->v[i].p = w;
@@ -207,6 +209,8 @@ struct sampler {
     uint32_t step;
 
     float *work;  // n_vocab logits after penalties
+    float *heap;  // top_k values
+    float *wbuf;  // n_vocab softmax weights (top_p pre-filter)
     struct cands c;
     struct cand *cbuf;
 
@@ -235,7 +239,6 @@ static void stage_top_k(struct sampler *s, struct cands *c)
 
 static void stage_typical(struct sampler *s, struct cands *c)
 {
-    cands_sort_prefix(c, c->n);
     cands_softmax(c);
     double ent = 0;
     for (size_t i = 0; i < c->n; i++)
@@ -248,28 +251,96 @@ static void stage_typical(struct sampler *s, struct cands *c)
         double surprise = c->v[i].p > 0 ? -log(c->v[i].p) : INFINITY;
         tmp[i].logit = -(float)fabs(surprise - ent);  // larger = more typical
     }
-    qsort(tmp, c->n, sizeof(*tmp), cmp_cand);
+    // shortest prefix in that order whose mass exceeds typical_p: sort only as much of the
+    // order as the prefix needs
+    struct cands t = {tmp, c->n, 0};
     double cum = 0;
-    size_t keep = c->n;
-    for (size_t i = 0; i < c->n; i++) {
-        cum += tmp[i].p;
-        if (cum > s->opt.typical_p) {
-            keep = i + 1;
-            break;
+    size_t keep = c->n, i = 0, m = 64;
+    for (bool found = false; !found;) {
+        cands_sort_prefix(&t, m);
+        for (; i < t.n_sorted; i++) {
+            cum += tmp[i].p;
+            if (cum > s->opt.typical_p) {
+                keep = i + 1;
+                found = true;
+                break;
+            }
         }
+        if (t.n_sorted >= t.n)
+            break;
+        m *= 4;
     }
     // restore the real logits (looked up from the sorted copy by id)
-    for (size_t i = 0; i < keep; i++)
-        tmp[i].logit = s->work[tmp[i].id];
+    for (size_t j = 0; j < keep; j++)
+        tmp[j].logit = s->work[tmp[j].id];
     memcpy(c->v, tmp, keep * sizeof(*tmp));
     free(tmp);
     c->n = keep;
     c->n_sorted = 0;  // typicality order, not logit order
 }
 
+// top_p on a long unsorted list: bucket the candidates by logit (quarter-nat bins below the
+// max), find the bin where the cumulative mass crosses top_p, keep the bins above it as
+// they are and sort only that bin to place the cut. The kept set is the reference's
+// (smallest sorted prefix reaching top_p); only the order of the bins above the cut is not
+// sorted, which changes which token a given draw lands on, not the distribution. Returns
+// false when the crossing lies beyond the binned range (the caller sorts instead).
+#define TOP_P_BINS 128
+static bool top_p_binned(struct sampler *s, struct cands *c)
+{
+    float mx = cands_max_logit(c);
+    double mass[TOP_P_BINS] = {0};
+    for (size_t i = 0; i < c->n; i++) {
+        float d = (mx - c->v[i].logit) * 4.0f;
+        if (d < TOP_P_BINS)
+            mass[(int)d] += c->v[i].p;
+    }
+    double cum = 0;
+    int cut = -1;
+    for (int b = 0; b < TOP_P_BINS; b++) {
+        if (cum + mass[b] >= s->opt.top_p) {
+            cut = b;
+            break;
+        }
+        cum += mass[b];
+    }
+    if (cut < 0)
+        return false;
+    // partition: bins before the cut, then the cut bin, then the rest
+    size_t k0 = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        float d = (mx - c->v[i].logit) * 4.0f;
+        if (d < (float)cut)
+            cand_swap(&c->v[k0++], &c->v[i]);
+    }
+    size_t k1 = k0;
+    for (size_t i = k0; i < c->n; i++) {
+        float d = (mx - c->v[i].logit) * 4.0f;
+        if (d < (float)(cut + 1))
+            cand_swap(&c->v[k1++], &c->v[i]);
+    }
+    qsort(c->v + k0, k1 - k0, sizeof(struct cand), cmp_cand);
+    size_t n = k1;
+    for (size_t i = k0; i < k1; i++) {
+        cum += c->v[i].p;
+        if (cum >= s->opt.top_p) {
+            n = i + 1;
+            break;
+        }
+    }
+    c->n = n ? n : 1;
+    c->n_sorted = k0 == 0 ? c->n : 0;
+    return true;
+}
+
 static void stage_top_p(struct sampler *s, struct cands *c)
 {
-    cands_softmax(c);
+    if (!c->p_ready)
+        cands_softmax(c);
+    c->p_ready = false;
+    c->extra = 0;  // later stages see only the kept tokens, as in the reference
+    if (c->n > 4096 && c->n_sorted == 0 && top_p_binned(s, c))
+        return;
     double cum = 0;
     size_t i = 0, m = 64;
     if (c->n_sorted == 0 && c->n <= 64)
@@ -297,8 +368,17 @@ static void stage_top_p(struct sampler *s, struct cands *c)
 static void stage_min_p(struct sampler *s, struct cands *c)
 {
     float thr = cands_max_logit(c) + logf(s->opt.min_p);
-    size_t k = 0;
-    size_t sorted_kept = 0;
+    size_t best = 0;
+    for (size_t i = 1; i < c->n; i++)
+        if (cand_before(&c->v[i], &c->v[best]))
+            best = i;
+    if (c->v[best].logit < thr) {  // min_p > 1 keeps nothing: keep the most likely token
+        c->v[0] = c->v[best];
+        c->n = 1;
+        c->n_sorted = 1;
+        return;
+    }
+    size_t k = 0, sorted_kept = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (c->v[i].logit >= thr) {
             if (i < c->n_sorted)
@@ -306,9 +386,10 @@ static void stage_min_p(struct sampler *s, struct cands *c)
             c->v[k++] = c->v[i];
         }
     }
-    // sorted entries form a prefix and the max always survives, so the prefix stays sorted
-    c->n_sorted = sorted_kept == c->n_sorted ? c->n_sorted : 0;
-    c->n = k ? k : 1;
+    // the sorted entries are the largest, so those kept are still a sorted prefix; if some
+    // were dropped, everything after them was dropped too and the whole list is sorted
+    c->n_sorted = sorted_kept;
+    c->n = k;
 }
 
 static void stage_temperature(struct sampler *s, struct cands *c)
@@ -373,8 +454,13 @@ static void stage_mirostat1(struct sampler *s, struct cands *c)
     if (fabs(eps) > 1e-9 && s_hat > 0)
         k = pow(eps * pow(2.0, s->mu) / (1 - pow(n, -eps)), 1 / s_hat);
     size_t keep = !(k >= 1) ? 1 : k >= (double)c->n ? c->n : (size_t)k;
-    cands_sort_prefix(c, keep);
+    // the top `keep` (their order only matters for which token a given draw lands on, so
+    // they are not sorted beyond the prefix already sorted)
+    if (keep > c->n_sorted && keep < c->n)
+        select_top(c->v, c->n_sorted, c->n, keep);
     c->n = keep;
+    if (c->n_sorted > keep)
+        c->n_sorted = keep;
     cands_softmax(c);
 }
 
@@ -395,7 +481,8 @@ static void stage_mirostat2(struct sampler *s, struct cands *c)
         c->v[k++] = top;
     c->n = k;
     c->n_sorted = 0;
-    cands_sort_prefix(c, k);
+    if (k <= 1024)
+        cands_sort_prefix(c, k);  // small lists: draw in probability order, like the reference
     cands_softmax(c);
 }
 
@@ -496,6 +583,8 @@ void sample_free(struct sampler *s)
     free(s->stamp);
     free(s->count);
     free(s->work);
+    free(s->heap);
+    free(s->wbuf);
     free(s->cbuf);
     gstate_free(&s->gs);
     gstate_free(&s->gnext);
@@ -529,7 +618,13 @@ void sample_grammar_set_active(struct sampler *s, bool active)
 
 bool sample_grammar_complete(const struct sampler *s)
 {
-    return s->grammar && s->grammar_active && s->gs.complete;
+    if (!s->grammar || !s->grammar_active || !s->gs.complete)
+        return false;
+    for (int c = 0; c < 256; c++)
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r' &&
+            gstate_may_accept(s->grammar, &s->gs, (uint8_t)c))
+            return false;
+    return true;
 }
 
 uint64_t sample_full_mask_count(const struct sampler *s)
@@ -567,6 +662,81 @@ static void apply_penalties(struct sampler *s)
             s->work[v->newline_ids[i]] = saved_nl[i];
 }
 
+// k-th largest finite logit among the allowed tokens (a min-heap of k values), or -inf
+// when fewer than k exist.
+static float kth_largest(const float *l, int32_t n, const uint64_t *allowed, size_t k,
+                         float *heap)
+{
+    size_t h = 0;
+    for (int32_t i = 0; i < n; i++) {
+        float x = l[i];
+        if (x != x || x == -INFINITY || (allowed && !((allowed[i >> 6] >> (i & 63)) & 1)))
+            continue;
+        if (h < k) {  // sift up
+            size_t j = h++;
+            while (j > 0 && heap[(j - 1) / 2] > x) {
+                heap[j] = heap[(j - 1) / 2];
+                j = (j - 1) / 2;
+            }
+            heap[j] = x;
+        } else if (x > heap[0]) {  // replace the root, sift down
+            size_t j = 0;
+            for (;;) {
+                size_t c = 2 * j + 1;
+                if (c >= k)
+                    break;
+                if (c + 1 < k && heap[c + 1] < heap[c])
+                    c++;
+                if (heap[c] >= x)
+                    break;
+                heap[j] = heap[c];
+                j = c;
+            }
+            heap[j] = x;
+        }
+    }
+    return h < k ? -INFINITY : heap[0];
+}
+
+static void stage_top_p(struct sampler *s, struct cands *c);
+
+// top_p first in the chain (top_k and typical_p off): when the tokens within 20 nats of the
+// max already hold top_p of the mass, the others can never be kept; they stay out of the
+// candidate list and only their total weight (*extra) enters the top_p softmax.
+static float top_p_threshold(struct sampler *s, const uint64_t *allowed, double *extra,
+                             double *total)
+{
+    int32_t n = sample_vocab_size(s->vocab);
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (s->work[i] > mx && (!allowed || ((allowed[i >> 6] >> (i & 63)) & 1)))
+            mx = s->work[i];
+    if (mx == -INFINITY)
+        return -INFINITY;
+    float thr = mx - 20.0f;
+    double above = 0, below = 0;
+    if (!s->wbuf)
+        s->wbuf = xmalloc((size_t)n * sizeof(float));
+    for (int32_t i = 0; i < n; i++) {
+        float x = s->work[i];
+        if (x != x || x == -INFINITY || (allowed && !((allowed[i >> 6] >> (i & 63)) & 1)))
+            continue;
+        float w = expf(x - mx);
+        s->wbuf[i] = w;  // the same weights cands_softmax would compute
+        if (x >= thr)
+            above += w;
+        else
+            below += w;
+    }
+    *total = above + below;
+    if (above < s->opt.top_p * (above + below)) {
+        *extra = 0;
+        return -INFINITY;
+    }
+    *extra = below;
+    return thr;
+}
+
 // Runs the stages on s->c and draws. allowed (NULL = all) restricts the candidates.
 static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_after)
 {
@@ -575,12 +745,28 @@ static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_a
     c->v = s->cbuf;
     c->n = 0;
     c->n_sorted = 0;
+    // top_k first in the chain: only candidates at or above the k-th largest logit enter
+    // the list (ties at the threshold enter too; the top_k stage then cuts by id)
+    c->extra = 0;
+    c->p_ready = false;
+    double total = 0;
+    float thr = -INFINITY;
+    if (s->opt.mirostat == 0 && s->opt.top_k > 0 && (size_t)s->opt.top_k * 8 < (size_t)n_vocab) {
+        if (!s->heap)
+            s->heap = xmalloc((size_t)s->opt.top_k * sizeof(float));
+        thr = kth_largest(s->work, n_vocab, allowed, (size_t)s->opt.top_k, s->heap);
+    } else if (s->n_stages > 0 && s->stages[0].fn == stage_top_p) {
+        thr = top_p_threshold(s, allowed, &c->extra, &total);
+        c->p_ready = total > 0;
+    }
+    double inv_total = total > 0 ? 1.0 / total : 0;
     for (int32_t i = 0; i < n_vocab; i++) {
+        float x = s->work[i];
+        if (x != x || x == -INFINITY || x < thr)
+            continue;  // NaN, masked by the model, or below the top_k / top_p threshold
         if (allowed && !((allowed[i >> 6] >> (i & 63)) & 1))
             continue;
-        if (s->work[i] != s->work[i] || s->work[i] == -INFINITY)
-            continue;  // NaN or masked by the model
-        c->v[c->n++] = (struct cand){i, s->work[i], 0};
+        c->v[c->n++] = (struct cand){i, x, c->p_ready ? (float)(s->wbuf[i] * inv_total) : 0};
     }
     if (c->n == 0)
         return -1;
@@ -591,10 +777,10 @@ static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_a
     *mu_after = s->mu;
     if (s->opt.mirostat && s->opt.temperature > 0) {
         double px = c->v[k].p;
-        double total = 0;
+        double wsum = 0;
         for (size_t i = 0; i < c->n; i++)
-            total += c->v[i].p;
-        double surprise = -log2(px / total);
+            wsum += c->v[i].p;
+        double surprise = -log2(px / wsum);
         *mu_after = s->mu - s->opt.mirostat_eta * (float)(surprise - s->opt.mirostat_tau);
     }
     return tok;
@@ -634,6 +820,45 @@ int sample_next(struct sampler *s, const float *logits, int32_t *token, struct e
     hist_push(s, tok);
     *token = tok;
     return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Log probabilities
+
+int sample_logprobs(const float *logits, int32_t n_vocab, int32_t token, float *token_logprob,
+                    struct sample_logprob *top, int top_n)
+{
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (logits[i] > mx)
+            mx = logits[i];
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (logits[i] == logits[i])
+            sum += exp((double)logits[i] - mx);
+    float lse = mx + (float)log(sum);
+    if (token_logprob)
+        *token_logprob = token >= 0 && token < n_vocab ? logits[token] - lse : -INFINITY;
+    if (top_n <= 0 || !top)
+        return 0;
+    // insertion into a small sorted list: top_n is at most 20 in the API
+    int n = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        float x = logits[i];
+        if (x != x || x == -INFINITY)
+            continue;
+        if (n == top_n && !(x > top[n - 1].logprob))
+            continue;
+        int j = n < top_n ? n++ : n - 1;
+        while (j > 0 && x > top[j - 1].logprob) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = (struct sample_logprob){i, x};
+    }
+    for (int j = 0; j < n; j++)
+        top[j].logprob -= lse;
+    return n;
 }
 
 // ---------------------------------------------------------------------------

@@ -79,6 +79,12 @@ static inline bool set_has(const uint64_t set[4], unsigned c)
     return (set[c >> 6] >> (c & 63)) & 1;
 }
 
+// JSON Schema `pattern` → a rule for the content of a JSON string (regex.c). r_u8 matches
+// one raw multi-byte UTF-8 character, r_any_char one JSON string character. On error sets
+// *rc (ERR_UNSUPPORTED, message in e) and returns 0.
+int32_t regex_content_rule(struct gbuilder *b, const char *pattern, size_t len, int32_t r_u8,
+                           int32_t r_any_char, int *rc, struct err *e);
+
 // ---------------------------------------------------------------------------
 // Matcher state: a set of stacks, stored back to back as [hash, len, pos...]. The top of a
 // stack (its last position) is always a CHAR element; an empty stack means "complete".
@@ -126,8 +132,23 @@ static inline const char *vocab_piece(const struct sample_vocab *v, int32_t id, 
 }
 
 // Per-sampler scratch for token masks.
+// Matcher states met during mask walks are interned, with their byte transitions
+// memoised: inside a JSON string, say, almost every byte leads back to the same state, so
+// a walk over the vocabulary is mostly table lookups.
+#define GMASK_MAX_STATES 2048
+#define GMASK_UNKNOWN (-1)
+#define GMASK_DEAD (-2)
+
 struct gmask_ctx {
-    struct gstate *depth;  // states after 0..max_len bytes
+    struct gmask_state {
+        struct gstate st;
+        uint32_t hash;
+        int32_t next[256];  // state id after a byte, GMASK_UNKNOWN or GMASK_DEAD
+    } *states;
+    int32_t n_states, cap_states;
+    int32_t *index;  // open addressing over hash: state id + 1, 0 = empty
+    int32_t index_cap;
+    int32_t *depth;  // state id after 0..max_len bytes of the current token
     int32_t n_depth;
     struct gstate tmp;
     // a small cache of masks keyed by the exact state

@@ -10,6 +10,21 @@
 // end-of-generation flag, fed by the runner from the tokenizer. A vocab and a compiled
 // grammar are immutable and may be shared between threads; a sampler or a stop matcher
 // belongs to one sequence (not thread-safe).
+//
+// A runner's generation loop:
+//
+//   sample_vocab_new(&vocab, ...)                         once per model
+//   sample_format_compile(&g, req_format, &e)             per request (error → reply e.msg)
+//   sample_new(&s, vocab, &opts, g, &e); sample_stop_new(&st, stops, n, &e)
+//   for each prompt token t: sample_feed_prompt(s, t)
+//   limit = sample_predict_limit(num_predict, num_ctx, n_prompt)
+//   for (n = 0;; n++) {
+//       if (n == limit) → done "length"
+//       logits = decode(...); sample_next(s, logits, &tok, &e)
+//       if tok is EOG → sample_stop_flush(st, out); done "stop"
+//       if (sample_stop_feed(st, piece(tok), len, out) == 1) → done "stop"
+//       stream out
+//   }
 #pragma once
 
 #include <stdbool.h>
@@ -49,7 +64,10 @@ void sample_options_default(struct sample_options *o);
 struct sample_vocab;
 
 // Copies everything it needs. pieces[i] has piece_lens[i] bytes (NULL allowed when the
-// length is 0); is_eog may be NULL (no EOG tokens).
+// length is 0): the token's detokenized bytes (byte-level BPE decoded, SentencePiece "▁"
+// as a space, <0xNN> byte tokens as that byte); special/control tokens as their literal
+// text or empty (empty tokens are never allowed under a grammar). is_eog may be NULL (no
+// EOG tokens). Build once per model; ~40 ms for 152k tokens.
 int sample_vocab_new(struct sample_vocab **out, int32_t n_vocab, const char *const *pieces,
                      const uint32_t *piece_lens, const bool *is_eog, struct err *e);
 void sample_vocab_free(struct sample_vocab *v);
@@ -101,11 +119,28 @@ void sample_grammar_set_active(struct sampler *s, bool active);
 // valid token (the vocabulary cannot continue the output).
 int sample_next(struct sampler *s, const float *logits, int32_t *token, struct err *e);
 
-// True when the grammar (if any, and active) has a complete value: the runner may end.
+// True when the grammar (if any, and active) has a complete value and nothing but white
+// space could follow it: the runner may end generation here (done_reason "stop") instead
+// of waiting for the model's EOG. False while the value could still grow (a top-level
+// number "1" may become "12").
 bool sample_grammar_complete(const struct sampler *s);
 
 // Statistics for benchmarks: how many sample_next() calls needed the full vocab mask.
 uint64_t sample_full_mask_count(const struct sampler *s);
+
+// ---------------------------------------------------------------------------
+// Log probabilities (spec/api.md §6.7), from the raw logits: log_softmax over the whole
+// vocabulary. Writes the chosen token's log probability to *token_logprob and the top_n
+// most likely tokens (descending, ties by lower id) to top[0..top_n); returns how many
+// were written (min(top_n, finite logits)). top may be NULL when top_n is 0.
+
+struct sample_logprob {
+    int32_t token;
+    float logprob;
+};
+
+int sample_logprobs(const float *logits, int32_t n_vocab, int32_t token, float *token_logprob,
+                    struct sample_logprob *top, int top_n);
 
 // ---------------------------------------------------------------------------
 // num_predict and done_reason.

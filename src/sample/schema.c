@@ -9,10 +9,13 @@
 //  * numbers are bounded (≤ 16 integer digits, ≤ 16 fraction digits, ≤ 2 exponent
 //    digits), and `\u` escapes exclude U+0000 and the surrogate block (jansson rejects
 //    those); raw characters are well-formed UTF-8 spelled out byte by byte;
-//  * keywords we cannot enforce are errors instead of being ignored (see reject_words);
+//  * keywords we cannot enforce are errors instead of being ignored (see reject_words;
+//    minimum/maximum are enforced on integers and rejected on numbers);
 //  * additional property keys are written without escapes and never equal a declared name.
 #include "sample/internal.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +38,8 @@ struct conv {
     } *refs;
     int32_t n_refs;
 };
+
+static int cmp_cstr(const void *a, const void *b);
 
 static int32_t conv_fail(struct conv *c, int code, const char *msg, const char *detail)
 {
@@ -512,24 +517,30 @@ static int32_t conv_schema(struct conv *c, const json_t *s);
 
 // Keywords that constrain values in ways this translation does not enforce.
 static const char *const reject_words[] = {
-    "pattern",          "not",           "if",
-    "then",             "else",          "allOf",
+    "not",              "if",
+    "then",             "else",
     "uniqueItems",      "contains",      "minContains",
     "maxContains",      "patternProperties", "propertyNames",
-    "minProperties",    "maxProperties", "prefixItems",
+    "minProperties",    "maxProperties",
     "multipleOf",       "dependentRequired", "dependentSchemas",
     "dependencies",     "unevaluatedProperties", "unevaluatedItems",
     "additionalItems",  "$dynamicRef",   "$recursiveRef",
-    "minimum",          "maximum",       "exclusiveMinimum",
-    "exclusiveMaximum",
 };
+
+static bool has_bounds(const json_t *s)
+{
+    return json_object_get(s, "minimum") || json_object_get(s, "maximum") ||
+           json_object_get(s, "exclusiveMinimum") || json_object_get(s, "exclusiveMaximum");
+}
 
 static bool is_constraint_word(const char *k)
 {
     static const char *const words[] = {"type",     "properties", "required", "additionalProperties",
                                          "items",    "minItems",   "maxItems", "enum",
                                          "const",    "anyOf",      "oneOf",    "$ref",
-                                         "minLength", "maxLength"};
+                                         "minLength", "maxLength", "minimum", "maximum",
+                                         "exclusiveMinimum", "exclusiveMaximum", "allOf",
+                                         "prefixItems", "pattern"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strcmp(k, words[i]) == 0)
             return true;
@@ -543,6 +554,69 @@ static int32_t literal_rule(struct conv *c, const json_t *v)
         return conv_fail(c, ERR_INVALID, "cannot encode enum/const value", NULL);
     int32_t r = lit_space(c, txt, strlen(txt));
     free(txt);
+    return r;
+}
+
+// The literals lits[0..n) (sorted, distinct, sharing their first d bytes) from byte d on, as
+// a trie of rules: one stack whatever the number of literals.
+static int32_t literal_trie_rule(struct conv *c, char **lits, size_t n, size_t d)
+{
+    int32_t r = gb_rule(&c->b);
+    struct gseq s = {0};
+    size_t i = 0;
+    while (i < n) {
+        if (strlen(lits[i]) == d) {
+            gseq_reset(&s);
+            gb_alt(&c->b, r, &s);  // this literal ends here
+            i++;
+            continue;
+        }
+        uint8_t b = (uint8_t)lits[i][d];
+        size_t j = i;
+        while (j < n && strlen(lits[j]) > d && (uint8_t)lits[j][d] == b)
+            j++;
+        gseq_reset(&s);
+        seq_byte(c, &s, b);
+        gseq_ref(&s, literal_trie_rule(c, lits + i, j - i, d + 1));
+        gb_alt(&c->b, r, &s);
+        i = j;
+    }
+    gseq_free(&s);
+    return r;
+}
+
+static int32_t enum_rule(struct conv *c, const json_t *values)
+{
+    size_t n = json_array_size(values), k = 0;
+    char **lits = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        lits[k] = json_dumps(json_array_get(values, i), JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!lits[k]) {
+            conv_fail(c, ERR_INVALID, "cannot encode enum value", NULL);
+            continue;
+        }
+        k++;
+    }
+    qsort(lits, k, sizeof(char *), cmp_cstr);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (u > 0 && strcmp(lits[u - 1], lits[i]) == 0) {
+            free(lits[i]);
+            continue;
+        }
+        lits[u++] = lits[i];
+    }
+    int32_t r = 0;
+    if (u > 0 && c->rc == 0) {
+        struct gseq s = {0};
+        gseq_ref(&s, literal_trie_rule(c, lits, u, 0));
+        gseq_ref(&s, get_space(c));
+        r = rule_from_seq(c, &s);
+        gseq_free(&s);
+    }
+    for (size_t i = 0; i < u; i++)
+        free(lits[i]);
+    free(lits);
     return r;
 }
 
@@ -630,11 +704,43 @@ static int64_t int_field(struct conv *c, const json_t *s, const char *k, int64_t
     return dflt;
 }
 
+// prefixItems (or draft-4 tuple "items"): exactly those items, in order — always valid,
+// since further items are optional.
+static int32_t conv_tuple(struct conv *c, const json_t *s, const json_t *parts)
+{
+    size_t n = json_array_size(parts);
+    int64_t lo = int_field(c, s, "minItems", 0), hi = int_field(c, s, "maxItems", -1);
+    if (lo > (int64_t)n || (hi >= 0 && hi < (int64_t)n))
+        return conv_fail(c, ERR_UNSUPPORTED,
+                         "minItems/maxItems other than the number of prefixItems", NULL);
+    struct gseq q = {0};
+    seq_byte(c, &q, '[');
+    gseq_ref(&q, get_space(c));
+    for (size_t i = 0; i < n && c->rc == 0; i++) {
+        int32_t r = conv_schema(c, json_array_get(parts, i));
+        if (i) {
+            seq_byte(c, &q, ',');
+            gseq_ref(&q, get_space(c));
+        }
+        gseq_ref(&q, r);
+    }
+    seq_byte(c, &q, ']');
+    gseq_ref(&q, get_space(c));
+    int32_t r = rule_from_seq(c, &q);
+    gseq_free(&q);
+    return r;
+}
+
 static int32_t conv_array(struct conv *c, const json_t *s)
 {
     const json_t *items = json_object_get(s, "items");
+    const json_t *prefix = json_object_get(s, "prefixItems");
+    if (prefix && !json_is_array(prefix))
+        return conv_fail(c, ERR_INVALID, "prefixItems must be an array", NULL);
+    if (prefix)
+        return conv_tuple(c, s, prefix);
     if (items && json_is_array(items))
-        return conv_fail(c, ERR_UNSUPPORTED, "tuple \"items\" arrays are not supported", NULL);
+        return conv_tuple(c, s, items);
     int64_t lo = int_field(c, s, "minItems", 0), hi = int_field(c, s, "maxItems", -1);
     if (hi >= 0 && hi < lo)
         return conv_fail(c, ERR_INVALID, "maxItems is smaller than minItems", NULL);
@@ -1039,7 +1145,26 @@ static int32_t conv_string(struct conv *c, const json_t *s)
     const char *f = json_is_string(fmt) ? json_string_value(fmt) : "";
     bool has_len = json_object_get(s, "minLength") || json_object_get(s, "maxLength");
     struct gseq q = {0}, d = {0};
-    if (!has_len && (strcmp(f, "date") == 0 || strcmp(f, "time") == 0 ||
+    const json_t *pat = json_object_get(s, "pattern");
+    if (pat) {
+        if (!json_is_string(pat))
+            return conv_fail(c, ERR_INVALID, "pattern must be a string", NULL);
+        if (has_len)
+            return conv_fail(c, ERR_UNSUPPORTED,
+                             "pattern together with minLength/maxLength is not supported", NULL);
+        int rc = 0;
+        int32_t body = regex_content_rule(&c->b, json_string_value(pat),
+                                          json_string_length(pat), get_u8(c), get_char(c), &rc,
+                                          c->e);
+        if (rc) {
+            c->rc = rc;
+            return 0;
+        }
+        seq_byte(c, &q, '"');
+        gseq_ref(&q, body);
+        seq_byte(c, &q, '"');
+        gseq_ref(&q, get_space(c));
+    } else if (!has_len && (strcmp(f, "date") == 0 || strcmp(f, "time") == 0 ||
                      strcmp(f, "date-time") == 0 || strcmp(f, "uuid") == 0)) {
         seq_byte(c, &q, '"');
         if (strcmp(f, "date") == 0) {
@@ -1081,14 +1206,145 @@ static int32_t conv_string(struct conv *c, const json_t *s)
     return r;
 }
 
+// ---------------------------------------------------------------------------
+// Integer ranges (§6.4 "Integer ranges"): digit strings of equal length between lo and hi
+// split on the first differing digit; lengths are covered one by one; negative ranges get
+// a "-" and mirrored bounds. Every integer stays within the 16 digits of `integral-part`.
+
+#define INT_RANGE_MAX 9999999999999999ull  // 16 digits
+
+// Digit strings d with lo <= d <= hi, all of length n (lo, hi: n digits each).
+static int32_t digits_range(struct conv *c, const char *lo, const char *hi, size_t n)
+{
+    int32_t r = gb_rule(&c->b);
+    struct gseq s = {0};
+    if (n == 0 || c->rc) {
+        gb_alt(&c->b, r, &s);
+        return r;
+    }
+    static const char zeros[] = "0000000000000000000", nines[] = "9999999999999999999";
+    bool lo_min = memcmp(lo + 1, zeros, n - 1) == 0, hi_max = memcmp(hi + 1, nines, n - 1) == 0;
+    int a = lo[0], b = hi[0];
+    if (a == b) {
+        seq_byte(c, &s, a);
+        gseq_ref(&s, digits_range(c, lo + 1, hi + 1, n - 1));
+        gb_alt(&c->b, r, &s);
+    } else {
+        if (!lo_min) {
+            seq_byte(c, &s, a);
+            gseq_ref(&s, digits_range(c, lo + 1, nines, n - 1));
+            gb_alt(&c->b, r, &s);
+            a++;
+        }
+        if (!hi_max) {
+            gseq_reset(&s);
+            seq_byte(c, &s, b);
+            gseq_ref(&s, digits_range(c, zeros, hi + 1, n - 1));
+            gb_alt(&c->b, r, &s);
+            b--;
+        }
+        if (a <= b) {
+            struct gseq d = {0};
+            gseq_reset(&s);
+            gseq_range(&c->b, &s, a, b);
+            gseq_range(&c->b, &d, '0', '9');
+            seq_repeat(c, &s, &d, (int64_t)n - 1, (int64_t)n - 1);
+            gb_alt(&c->b, r, &s);
+            gseq_free(&d);
+        }
+    }
+    gseq_free(&s);
+    return r;
+}
+
+static size_t n_digits(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+// Adds to rule r one alternative per digit count covering [a, b] (0 <= a <= b), each
+// prefixed with "-" when neg.
+static void add_nonneg_range(struct conv *c, int32_t r, uint64_t a, uint64_t b, bool neg)
+{
+    uint64_t p10 = 1;
+    for (size_t len = 1; len <= n_digits(b); len++, p10 *= 10) {
+        uint64_t lo = len == 1 ? 0 : p10, hi = p10 * 10 - 1;
+        if (lo < a)
+            lo = a;
+        if (hi > b)
+            hi = b;
+        if (lo > hi)
+            continue;
+        char los[24], his[24];
+        snprintf(los, sizeof(los), "%llu", (unsigned long long)lo);
+        snprintf(his, sizeof(his), "%llu", (unsigned long long)hi);
+        struct gseq s = {0};
+        if (neg)
+            seq_byte(c, &s, '-');
+        gseq_ref(&s, digits_range(c, los, his, len));
+        gb_alt(&c->b, r, &s);
+        gseq_free(&s);
+    }
+}
+
+static bool bound_value(struct conv *c, const json_t *s, const char *key, double *out)
+{
+    const json_t *v = json_object_get(s, key);
+    if (!v || json_is_boolean(v))
+        return false;
+    if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+        conv_fail(c, ERR_INVALID, "must be a number:", key);
+        return false;
+    }
+    *out = json_number_value(v);
+    return true;
+}
+
+static int32_t conv_integer(struct conv *c, const json_t *s)
+{
+    if (!has_bounds(s))
+        return get_integer(c);
+    double lo = -(double)INT_RANGE_MAX, hi = (double)INT_RANGE_MAX, v;
+    // draft 4 spelled exclusive bounds as booleans beside minimum/maximum
+    bool excl_min = json_is_true(json_object_get(s, "exclusiveMinimum"));
+    bool excl_max = json_is_true(json_object_get(s, "exclusiveMaximum"));
+    if (bound_value(c, s, "minimum", &v))
+        lo = fmax(lo, excl_min ? floor(v) + 1 : ceil(v));
+    if (bound_value(c, s, "exclusiveMinimum", &v))
+        lo = fmax(lo, floor(v) + 1);
+    if (bound_value(c, s, "maximum", &v))
+        hi = fmin(hi, excl_max ? ceil(v) - 1 : floor(v));
+    if (bound_value(c, s, "exclusiveMaximum", &v))
+        hi = fmin(hi, ceil(v) - 1);
+    if (c->rc)
+        return 0;
+    if (lo > hi)
+        return conv_fail(c, ERR_INVALID, "no integer lies within minimum/maximum", NULL);
+    int64_t a = (int64_t)lo, b = (int64_t)hi;
+    int32_t digits = gb_rule(&c->b);
+    if (a < 0)  // negative part: -(1 .. -a) limited by b when b < 0
+        add_nonneg_range(c, digits, b < 0 ? (uint64_t)-b : 1, (uint64_t)-a, true);
+    if (b >= 0)
+        add_nonneg_range(c, digits, a > 0 ? (uint64_t)a : 0, (uint64_t)b, false);
+    return with_space(c, digits);
+}
+
 static int32_t conv_typed(struct conv *c, const json_t *s, const char *type)
 {
     if (strcmp(type, "string") == 0)
         return conv_string(c, s);
     if (strcmp(type, "number") == 0)
-        return get_number(c);
+        return has_bounds(s) ? conv_fail(c, ERR_UNSUPPORTED,
+                                         "minimum/maximum are supported for integers only",
+                                         NULL)
+                             : get_number(c);
     if (strcmp(type, "integer") == 0)
-        return get_integer(c);
+        return conv_integer(c, s);
     if (strcmp(type, "boolean") == 0)
         return get_boolean(c);
     if (strcmp(type, "null") == 0)
@@ -1116,6 +1372,14 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
             if (strcmp(key, reject_words[i]) == 0)
                 return conv_fail(c, ERR_UNSUPPORTED, "unsupported keyword:", key);
         n_constraints += is_constraint_word(key);
+    }
+    const json_t *all = json_object_get(s, "allOf");
+    if (all) {  // one part (as pydantic writes a described $ref) is that part
+        if (!json_is_array(all) || json_array_size(all) != 1 || n_constraints > 1)
+            return conv_fail(c, ERR_UNSUPPORTED,
+                             "allOf is supported with a single schema and no other keywords",
+                             NULL);
+        return conv_schema(c, json_array_get(all, 0));
     }
     const json_t *ref = json_object_get(s, "$ref");
     const json_t *any = json_object_get(s, "anyOf");
@@ -1148,13 +1412,7 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
     if (en) {
         if (!json_is_array(en) || json_array_size(en) == 0)
             return conv_fail(c, ERR_INVALID, "enum must be a non-empty array", NULL);
-        size_t n = json_array_size(en);
-        int32_t *rules = xmalloc(n * sizeof(int32_t));
-        for (size_t i = 0; i < n; i++)
-            rules[i] = literal_rule(c, json_array_get(en, i));
-        int32_t r = alt_rule(c, rules, n);
-        free(rules);
-        return r;
+        return enum_rule(c, en);
     }
     const json_t *type = json_object_get(s, "type");
     if (json_is_string(type))
@@ -1180,10 +1438,14 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
         json_object_get(s, "required"))
         return conv_object(c, s);
     if (json_object_get(s, "items") || json_object_get(s, "minItems") ||
-        json_object_get(s, "maxItems"))
+        json_object_get(s, "maxItems") || json_object_get(s, "prefixItems"))
         return conv_array(c, s);
-    if (json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
+    if (json_object_get(s, "minLength") || json_object_get(s, "maxLength") ||
+        json_object_get(s, "pattern"))
         return conv_string(c, s);
+    if (has_bounds(s))
+        return conv_fail(c, ERR_UNSUPPORTED, "minimum/maximum need \"type\": \"integer\"",
+                         NULL);
     return get_value(c);
 }
 
@@ -1249,8 +1511,21 @@ int sample_format_compile(struct sample_grammar **out, const json_t *format, str
     conv_init(&c, format, e);
     int32_t root = json_is_string(format) ? json_format_grammar(&c) : conv_schema(&c, format);
     int rc = c.rc;
-    if (rc == 0)
+    if (rc == 0) {
         rc = gb_finish(&c.b, root, out, e);
+        if (rc < 0)
+            err_prefix(e, "invalid JSON schema in format");
+    }
+    if (rc == 0) {  // the start state must fit the matcher's bounds
+        struct gstate st = {0};
+        if (gstate_start(*out, &st) <= 0) {
+            sample_grammar_free(*out);
+            *out = NULL;
+            rc = err_set(e, ERR_UNSUPPORTED,
+                         "invalid JSON schema in format: too many alternatives at the start");
+        }
+        gstate_free(&st);
+    }
     gb_deinit(&c.b);
     free(c.refs);
     return rc;

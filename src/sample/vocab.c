@@ -120,8 +120,10 @@ int32_t sample_vocab_size(const struct sample_vocab *v)
 
 void gmask_ctx_free(struct gmask_ctx *m)
 {
-    for (int32_t i = 0; i < m->n_depth; i++)
-        gstate_free(&m->depth[i]);
+    for (int32_t i = 0; i < m->n_states; i++)
+        gstate_free(&m->states[i].st);
+    free(m->states);
+    free(m->index);
     free(m->depth);
     gstate_free(&m->tmp);
     for (size_t i = 0; i < sizeof(m->cache) / sizeof(m->cache[0]); i++) {
@@ -129,6 +131,71 @@ void gmask_ctx_free(struct gmask_ctx *m)
         free(m->cache[i].bits);
     }
     memset(m, 0, sizeof(*m));
+}
+
+static uint32_t state_hash(const struct gstate *st)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)st->complete;
+    for (int32_t i = 0; i < st->n; i++)
+        h = (h ^ (uint32_t)st->d[i]) * 16777619u;
+    return h;
+}
+
+static void intern_reset(struct gmask_ctx *m)
+{
+    for (int32_t i = 0; i < m->n_states; i++)
+        gstate_free(&m->states[i].st);
+    m->n_states = 0;
+    if (m->index)
+        memset(m->index, 0, (size_t)m->index_cap * sizeof(int32_t));
+}
+
+// Id of the state equal to st (added when new).
+static int32_t intern(struct gmask_ctx *m, const struct gstate *st)
+{
+    if (!m->index) {
+        m->index_cap = 2 * GMASK_MAX_STATES;
+        m->index = xcalloc((size_t)m->index_cap, sizeof(int32_t));
+    }
+    uint32_t h = state_hash(st);
+    uint32_t mask = (uint32_t)m->index_cap - 1;
+    uint32_t slot = h & mask;
+    for (; m->index[slot]; slot = (slot + 1) & mask) {
+        struct gmask_state *x = &m->states[m->index[slot] - 1];
+        if (x->hash == h && x->st.n == st->n && x->st.complete == st->complete &&
+            memcmp(x->st.d, st->d, (size_t)st->n * sizeof(int32_t)) == 0)
+            return m->index[slot] - 1;
+    }
+    if (m->n_states == m->cap_states) {
+        m->cap_states = m->cap_states ? m->cap_states * 2 : 64;
+        m->states = xrealloc(m->states, (size_t)m->cap_states * sizeof(*m->states));
+    }
+    struct gmask_state *x = &m->states[m->n_states];
+    memset(&x->st, 0, sizeof(x->st));
+    gstate_copy(&x->st, st);
+    x->hash = h;
+    for (int i = 0; i < 256; i++)
+        x->next[i] = GMASK_UNKNOWN;
+    m->index[slot] = m->n_states + 1;
+    return m->n_states++;
+}
+
+// State id after byte c from state id, or GMASK_DEAD.
+static int32_t step(struct gmask_ctx *m, const struct sample_grammar *g, int32_t id, uint8_t c)
+{
+    int32_t nx = m->states[id].next[c];
+    if (nx != GMASK_UNKNOWN)
+        return nx;
+    const struct gstate *cur = &m->states[id].st;
+    if (!gstate_may_accept(g, cur, c) || gstate_advance(g, cur, c, &m->tmp) <= 0) {
+        nx = GMASK_DEAD;
+    } else if (m->n_states >= GMASK_MAX_STATES) {
+        return GMASK_UNKNOWN;  // table full: the caller walks without memoising
+    } else {
+        nx = intern(m, &m->tmp);
+    }
+    m->states[id].next[c] = nx;
+    return nx;
 }
 
 bool gmask_token_ok(const struct sample_grammar *g, const struct sample_vocab *v,
@@ -168,15 +235,6 @@ bool gmask_token_ok(const struct sample_grammar *g, const struct sample_vocab *v
     return ok;
 }
 
-static void depth_reserve(struct gmask_ctx *m, int32_t n)
-{
-    if (m->n_depth >= n)
-        return;
-    m->depth = xrealloc(m->depth, (size_t)n * sizeof(*m->depth));
-    memset(m->depth + m->n_depth, 0, (size_t)(n - m->n_depth) * sizeof(*m->depth));
-    m->n_depth = n;
-}
-
 static void mask_walk(struct gmask_ctx *m, const struct sample_grammar *g,
                       const struct sample_vocab *v, const struct gstate *st, uint64_t *bits)
 {
@@ -185,9 +243,15 @@ static void mask_walk(struct gmask_ctx *m, const struct sample_grammar *g,
     if (st->complete)
         for (int32_t i = 0; i < v->n_eog; i++)
             bits[v->eog_ids[i] >> 6] |= 1ull << (v->eog_ids[i] & 63);
-    depth_reserve(m, (int32_t)v->max_len + 1);
-    uint32_t valid = 0;      // depth[1..valid] hold states for the current token's prefix
-    int64_t dead_at = -1;    // depth at which the previous walk died, or -1
+    if (m->n_states > GMASK_MAX_STATES / 2)
+        intern_reset(m);  // keep the table small and mostly relevant
+    if (m->n_depth < (int32_t)v->max_len + 1) {
+        m->n_depth = (int32_t)v->max_len + 1;
+        m->depth = xrealloc(m->depth, (size_t)m->n_depth * sizeof(int32_t));
+    }
+    m->depth[0] = intern(m, st);
+    uint32_t valid = 0;    // depth[0..valid] hold states for the current token's prefix
+    int64_t dead_at = -1;  // depth at which the previous walk died, or -1
     for (int32_t i = 0; i < v->n_sorted; i++) {
         int32_t id = v->sorted[i];
         uint32_t len;
@@ -198,12 +262,24 @@ static void mask_walk(struct gmask_ctx *m, const struct sample_grammar *g,
             continue;  // shares a rejected prefix
         dead_at = -1;
         uint32_t j = valid;
+        bool full = false;
         for (; j < len; j++) {
-            const struct gstate *cur = j == 0 ? st : &m->depth[j];
-            if (!gstate_may_accept(g, cur, p[j]) || gstate_advance(g, cur, p[j], &m->depth[j + 1]) <= 0) {
+            int32_t nx = step(m, g, m->depth[j], p[j]);
+            if (nx == GMASK_UNKNOWN) {
+                full = true;
+                break;
+            }
+            if (nx == GMASK_DEAD) {
                 dead_at = (int64_t)j + 1;
                 break;
             }
+            m->depth[j + 1] = nx;
+        }
+        if (full) {  // state table full: check this token directly, keep the known prefix
+            if (gmask_token_ok(g, v, st, id, NULL, NULL))
+                bits[id >> 6] |= 1ull << (id & 63);
+            valid = j;
+            continue;
         }
         valid = dead_at >= 0 ? (uint32_t)dead_at : len;
         if (dead_at < 0)

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "sample/internal.h"
 #include "sample/sample.h"
@@ -253,6 +255,65 @@ static void test_top_p_exact(void **state)
     assert_int_equal(c[1], 200);
 }
 
+// Large vocabulary: the top_p pre-filter leaves the far tail out of the candidate list but
+// must still count its mass. p(0) = p(1) = e^21 / (2 e^21 + 100000) = 0.499981 < 0.49999,
+// so token 1 is needed as well; ignoring the tail would give p(0) = 0.5 and keep token 0 only.
+static void test_top_p_tail_mass(void **state)
+{
+    (void)state;
+    int32_t n = 100000;
+    float *l = calloc((size_t)n, sizeof(float));
+    l[0] = l[1] = 21.0f;
+    struct sample_options o = opts_free();
+    o.top_p = 0.49999f;
+    int *c = calloc((size_t)n, sizeof(int));
+    histogram(&o, l, n, 400, c);
+    assert_true(c[0] > 100 && c[1] > 100);
+    assert_int_equal(c[0] + c[1], 400);
+    o.top_p = 0.49f;
+    histogram(&o, l, n, 100, c);
+    assert_int_equal(c[0], 100);
+    free(c);
+    free(l);
+}
+
+// A long candidate list takes the bucketed top_p path: same cut as an explicit sort.
+static void test_top_p_long_list(void **state)
+{
+    (void)state;
+    int32_t n = 10000;
+    float *l = calloc((size_t)n, sizeof(float));
+    for (int i = 0; i < 10; i++)
+        l[i * 37] = 10.0f - 0.1f * (float)i;
+    double total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += exp(l[i]);
+    struct sample_options o = opts_free();
+    o.top_p = 0.45f;
+    int expect_n = 0;
+    double cum = 0;
+    for (int i = 0; i < 10 && cum < o.top_p; i++, expect_n++)
+        cum += exp(l[i * 37]) / total;
+    assert_int_equal(expect_n, 4);
+    int *c = calloc((size_t)n, sizeof(int));
+    histogram(&o, l, n, 2000, c);
+    int seen = 0, total_kept = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool kept = i % 37 == 0 && i / 37 < expect_n;
+        if (kept) {
+            assert_true(c[i] > 0);
+            total_kept += c[i];
+            seen++;
+        } else if (c[i]) {
+            fail_msg("token %d drawn outside the nucleus", (int)i);
+        }
+    }
+    assert_int_equal(seen, expect_n);
+    assert_int_equal(total_kept, 2000);
+    free(c);
+    free(l);
+}
+
 static void test_min_p_exact(void **state)
 {
     (void)state;
@@ -262,6 +323,14 @@ static void test_min_p_exact(void **state)
     struct sample_options o = opts_free();
     o.min_p = 0.2f;  // keep p >= 0.08
     int c[5];
+    histogram(&o, l, 5, 3000, c);
+    assert_true(c[0] > 0 && c[1] > 0 && c[2] > 0);
+    assert_int_equal(c[3] + c[4], 0);
+    o.min_p = 1.5f;  // nothing passes: the most likely token stays
+    histogram(&o, l, 5, 50, c);
+    assert_int_equal(c[0], 50);
+    o.min_p = 0.2f;  // after top_k (a sorted prefix)
+    o.top_k = 4;
     histogram(&o, l, 5, 3000, c);
     assert_true(c[0] > 0 && c[1] > 0 && c[2] > 0);
     assert_int_equal(c[3] + c[4], 0);
@@ -434,6 +503,27 @@ static void test_bad_input(void **state)
     assert_int_equal(sample_vocab_new(&bad, 0, NULL, NULL, NULL, &e), ERR_INVALID);
 }
 
+static void test_logprobs(void **state)
+{
+    (void)state;
+    float l[6] = {1.0f, 3.0f, -INFINITY, 3.0f, 2.0f, NAN};
+    // log-sum-exp over the finite logits
+    double lse = log(exp(1.0) + 2 * exp(3.0) + exp(2.0));
+    struct sample_logprob top[4];
+    float lp;
+    int n = sample_logprobs(l, 6, 4, &lp, top, 4);
+    assert_int_equal(n, 4);
+    assert_true(fabs(lp - (2.0 - lse)) < 1e-5);
+    static const int32_t order[4] = {1, 3, 4, 0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(top[i].token, order[i]);
+        assert_true(fabs(top[i].logprob - (l[order[i]] - lse)) < 1e-5);
+    }
+    assert_int_equal(sample_logprobs(l, 6, 1, &lp, top, 2), 2);
+    assert_int_equal(top[1].token, 3);
+    assert_int_equal(sample_logprobs(l, 6, 1, NULL, NULL, 0), 0);
+}
+
 static void test_predict_limit(void **state)
 {
     (void)state;
@@ -592,9 +682,16 @@ static void test_format_errors(void **state)
     static const char *const bad[] = {
         "[1]",
         "12",
-        "{\"type\":\"string\",\"pattern\":\"^a$\"}",
-        "{\"type\":\"integer\",\"minimum\":3}",
-        "{\"allOf\":[{}]}",
+        "{\"type\":\"string\",\"pattern\":\"^(?=a)$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}",
+        "{\"type\":\"string\",\"pattern\":\"^[a-\"}",
+        "{\"type\":\"string\",\"pattern\":\"^a{3,2}$\"}",
+        "{\"type\":\"string\",\"pattern\":\"a^b\"}",
+        "{\"type\":\"string\",\"pattern\":\"(ab\"}",
+        "{\"type\":\"string\",\"pattern\":\"^[\xc3\xa9]$\"}",
+        "{\"type\":\"number\",\"minimum\":3}",
+        "{\"allOf\":[{},{}]}",
+        "{\"prefixItems\":[{}],\"minItems\":2}",
         "{\"$ref\":\"#\"}",
         "{\"$ref\":\"http://x/y\"}",
         "{\"$ref\":\"#/$defs/missing\"}",
@@ -664,11 +761,176 @@ static void test_schema_example(void **state)
     assert_int_equal(check(g, "{\"v\":1,\"k\":[{\"v\":2,\"k\":[]},{\"v\":-3}]}", &done), 1);
     assert_true(done);
     sample_grammar_free(g);
+    // tuples, and allOf with one part (pydantic's described $ref)
+    g = compile("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"allOf\":"
+                "[{\"type\":\"null\"}],\"description\":\"d\"}]}");
+    assert_int_equal(check(g, "[1, null]", &done), 1);
+    assert_true(done);
+    assert_int_equal(check(g, "[1", &done), 1);
+    assert_false(done);
+    assert_int_equal(check(g, "[1]", &done), 0);
+    assert_int_equal(check(g, "[1, 2]", &done), 0);
+    sample_grammar_free(g);
     g = compile("{\"type\":\"string\",\"format\":\"date-time\"}");
     assert_int_equal(check(g, "\"2024-02-29T13:05:59.123+01:00\"", &done), 1);
     assert_true(done);
     assert_int_equal(check(g, "\"2024-13-01T00:00:00Z\"", &done), 0);
     sample_grammar_free(g);
+}
+
+// Large enums become a trie (one matcher stack); too many start alternatives are refused at
+// compile time rather than at the first token.
+static void test_large_alternatives(void **state)
+{
+    (void)state;
+    json_t *en = json_array(), *any = json_array();
+    for (int i = 0; i < 5000; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "item_%d", i);
+        json_array_append_new(en, json_string(name));
+        json_array_append_new(any, json_pack("{s:s}", "const", name));
+    }
+    json_array_append_new(en, json_integer(7));
+    json_t *schema = json_pack("{s:o}", "enum", en);
+    struct sample_grammar *g = NULL;
+    assert_int_equal(sample_format_compile(&g, schema, NULL), 0);
+    bool done;
+    assert_true(check(g, "\"item_4999\"", &done) == 1 && done);
+    assert_true(check(g, "7", &done) == 1 && done);
+    assert_int_equal(check(g, "\"item_5000\"", &done), 0);
+    struct gstate st = {0};
+    assert_true(gstate_start(g, &st) <= 2);  // the trie root: a quote or a 7
+    gstate_free(&st);
+    sample_grammar_free(g);
+    json_decref(schema);
+    schema = json_pack("{s:o}", "anyOf", any);
+    struct err e = {0};
+    assert_int_equal(sample_format_compile(&g, schema, &e), ERR_UNSUPPORTED);
+    assert_null(g);
+    json_decref(schema);
+}
+
+static void test_integer_ranges(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bounds;
+        long lo, hi;  // expected inclusive range within the probe window
+    } cases[] = {
+        {"\"minimum\":0,\"maximum\":150", 0, 150},
+        {"\"minimum\":-7,\"maximum\":7", -7, 7},
+        {"\"minimum\":-1234,\"maximum\":-99", -1234, -99},
+        {"\"minimum\":37,\"maximum\":1010", 37, 1010},
+        {"\"exclusiveMinimum\":9,\"exclusiveMaximum\":100", 10, 99},
+        {"\"minimum\":2.5,\"maximum\":5.5", 3, 5},
+        {"\"minimum\":5,\"maximum\":5", 5, 5},
+        {"\"minimum\":-20", -20, 100000},
+        {"\"maximum\":-3", -100000, -3},
+        {"\"minimum\":10,\"exclusiveMinimum\":true", 11, 100000},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char schema[256];
+        snprintf(schema, sizeof(schema), "{\"type\":\"integer\",%s}", cases[k].bounds);
+        struct sample_grammar *g = compile(schema);
+        for (long n = -1500; n <= 1500; n++) {
+            char txt[32];
+            snprintf(txt, sizeof(txt), "%ld", n);
+            bool done = false;
+            int rc = check(g, txt, &done);
+            bool want = n >= cases[k].lo && n <= cases[k].hi;
+            if ((rc == 1 && done) != want)
+                fail_msg("%s: %ld gives %d/%d", schema, n, rc, done);
+        }
+        bool done;
+        assert_int_equal(check(g, "-0", &done) == 1 && done, false);
+        assert_int_equal(check(g, "007", &done) == 1 && done, false);
+        sample_grammar_free(g);
+    }
+    struct sample_grammar *bad = NULL;
+    const char *t = "{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}";
+    assert_int_equal(sample_format_compile_text(&bad, t, strlen(t), NULL), ERR_INVALID);
+    t = "{\"type\":\"number\",\"minimum\":5}";
+    assert_true(sample_format_compile_text(&bad, t, strlen(t), NULL) < 0);
+    t = "{\"type\":\"string\",\"minimum\":5}";  // bounds do not apply to strings
+    assert_int_equal(sample_format_compile_text(&bad, t, strlen(t), NULL), 0);
+    sample_grammar_free(bad);
+}
+
+static bool pcre_search(const char *pattern, const char *s, size_t n)
+{
+    int code;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code,
+                                   &off, NULL);
+    if (!re)
+        fail_msg("pcre2 cannot compile %s", pattern);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, n, 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    return rc >= 0;
+}
+
+static char *generate(const struct sample_vocab *v, const struct sample_grammar *g, int32_t eog,
+                      const int32_t *closers, int n_closers, const struct sample_options *o,
+                      int max_tokens, bool *finished);
+static struct sample_vocab *synthetic_vocab(int32_t *eog_id, int32_t **closers, int *n_closers);
+
+static void test_patterns(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern;  // as a C string (JSON-escaped below)
+        const char *yes, *no;  // JSON string texts that must / must not be accepted
+    } cases[] = {
+        {"^[a-z]{2,5}$", "\"abc\"", "\"abcdef\""},
+        {"^\\d{3}-\\d{4}$", "\"555-1234\"", "\"555-123\""},
+        {"^(foo|bar)+baz?$", "\"foobarba\"", "\"foob\""},
+        {"[A-Z]", "\"xxAyy\"", "\"xyz\""},
+        {"^a.c$", "\"a\\\"c\"", "\"a\\nc\""},
+        {"^[^\\\"\\\\]*$", "\"plain \xc3\xa9\"", "\"q\\\"\""},
+        {"^\\w+@\\w+\\.com$", "\"a_1@b.com\"", "\"a@b.org\""},
+        {"^[\\s\\S]{0,3}$", "\"\\t\\n\\u0001\"", "\"abcd\""},
+        {"^(?:x|y\\.z)*\\$$", "\"xy.zx$\"", "\"y.\""},
+        {"^\\(\\d+\\)$", "\"(12)\"", "\"()\""},
+        {"quote\"d", "\"a quote\\\"d b\"", "\"quoted\""},
+        {"^\xc3\xa9+$", "\"\xc3\xa9\xc3\xa9\"", "\"e\""},
+        {"^a|b$", "\"a\"", "\"xax\""},  // anchors taken for the whole: a subset, still sound
+        {"", "\"anything\"", "\"\\u0000\""},
+    };
+    int32_t eog, *closers, n_closers;
+    struct sample_vocab *v = synthetic_vocab(&eog, &closers, &n_closers);
+    lcg_state = 777;
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        json_t *schema = json_pack("{s:s, s:s}", "type", "string", "pattern", cases[k].pattern);
+        struct sample_grammar *g = NULL;
+        struct err e = {0};
+        if (sample_format_compile(&g, schema, &e) != 0)
+            fail_msg("pattern %s: %s", cases[k].pattern, e.msg);
+        bool done = false;
+        if (!(check(g, cases[k].yes, &done) == 1 && done))
+            fail_msg("pattern %s rejects %s", cases[k].pattern, cases[k].yes);
+        if (check(g, cases[k].no, &done) == 1 && done)
+            fail_msg("pattern %s accepts %s", cases[k].pattern, cases[k].no);
+        for (int i = 0; i < 20; i++) {
+            struct sample_options o = opts_free();
+            o.seed = (int64_t)(k * 100 + (size_t)i);
+            bool finished;
+            char *out = generate(v, g, eog, closers, n_closers, &o, 300, &finished);
+            if (finished) {
+                json_t *val = json_loads(out, JSON_DECODE_ANY, NULL);
+                if (!val || !json_is_string(val) ||
+                    !pcre_search(cases[k].pattern, json_string_value(val), json_string_length(val)))
+                    fail_msg("pattern %s: output %s does not match", cases[k].pattern, out);
+                json_decref(val);
+            }
+            free(out);
+        }
+        sample_grammar_free(g);
+        json_decref(schema);
+    }
+    free(closers);
+    sample_vocab_free(v);
 }
 
 // ---------------------------------------------------------------------------
@@ -697,12 +959,25 @@ static json_t *rand_schema(int depth, bool have_defs)
     switch (kind) {
     case 0:
         json_object_set_new(s, "type", json_string("string"));
-        if (lcg() % 3 == 0) {
+        if (lcg() % 4 == 0) {
+            static const char *const pats[] = {"^[a-c]+$", "^\\d{2,3}(-\\d)?$", "x", "^(ab|c)*$",
+                                               "^[^a-z]{1,4}$"};
+            json_object_set_new(s, "pattern", json_string(pats[lcg() % 5]));
+        } else if (lcg() % 3 == 0) {
             json_object_set_new(s, "minLength", json_integer(lcg() % 3));
             json_object_set_new(s, "maxLength", json_integer(3 + lcg() % 4));
         }
         break;
-    case 1: json_object_set_new(s, "type", json_string("integer")); break;
+    case 1:
+        json_object_set_new(s, "type", json_string("integer"));
+        if (lcg() % 2) {
+            int lo = (int)(lcg() % 300) - 150;
+            if (lcg() % 3)
+                json_object_set_new(s, "minimum", json_integer(lo));
+            if (lcg() % 3)
+                json_object_set_new(s, "maximum", json_integer(lo + (int)(lcg() % 2000)));
+        }
+        break;
     case 2: json_object_set_new(s, "type", json_string("number")); break;
     case 3: json_object_set_new(s, "type", json_string("boolean")); break;
     case 4: json_object_set_new(s, "type", json_string("null")); break;
@@ -727,6 +1002,14 @@ static json_t *rand_schema(int depth, bool have_defs)
         break;
     case 8: {
         json_object_set_new(s, "type", json_string("array"));
+        if (lcg() % 4 == 0) {  // a tuple
+            json_t *parts = json_array();
+            int n = 1 + (int)(lcg() % 3);
+            for (int i = 0; i < n; i++)
+                json_array_append_new(parts, rand_schema(depth + 1, have_defs));
+            json_object_set_new(s, "prefixItems", parts);
+            break;
+        }
         json_object_set_new(s, "items", rand_schema(depth + 1, have_defs));
         if (lcg() % 2) {
             int lo = (int)(lcg() % 3);
@@ -771,6 +1054,14 @@ static json_t *rand_schema(int depth, bool have_defs)
     }
     if (lcg() % 5 == 0)
         json_object_set_new(s, "description", json_string("ignored"));
+    if (lcg() % 10 == 0) {  // pydantic style: {"allOf": [S], "description": ...}
+        json_t *w = json_object();
+        json_t *a = json_array();
+        json_array_append_new(a, s);
+        json_object_set_new(w, "allOf", a);
+        json_object_set_new(w, "title", json_string("T"));
+        return w;
+    }
     return s;
 }
 
@@ -791,12 +1082,20 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
         return json_is_null(v);
     if (strcmp(t, "boolean") == 0)
         return json_is_boolean(v);
-    if (strcmp(t, "integer") == 0)
-        return json_is_integer(v);
+    if (strcmp(t, "integer") == 0) {
+        if (!json_is_integer(v))
+            return false;
+        const json_t *lo = json_object_get(s, "minimum"), *hi = json_object_get(s, "maximum");
+        return (!lo || json_integer_value(v) >= json_integer_value(lo)) &&
+               (!hi || json_integer_value(v) <= json_integer_value(hi));
+    }
     if (strcmp(t, "number") == 0)
         return json_is_number(v);
     if (strcmp(t, "string") == 0) {
         if (!json_is_string(v))
+            return false;
+        const json_t *pat = json_object_get(s, "pattern");
+        if (pat && !pcre_search(json_string_value(pat), json_string_value(v), json_string_length(v)))
             return false;
         size_t n = utf8_count(json_string_value(v));
         const json_t *lo = json_object_get(s, "minLength"), *hi = json_object_get(s, "maxLength");
@@ -811,9 +1110,13 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
         if ((lo && n < (size_t)json_integer_value(lo)) || (hi && n > (size_t)json_integer_value(hi)))
             return false;
         const json_t *items = json_object_get(s, "items");
-        for (size_t i = 0; items && i < n; i++)
-            if (!validate(root, items, json_array_get(v, i), depth + 1))
+        const json_t *prefix = json_object_get(s, "prefixItems");
+        for (size_t i = 0; i < n; i++) {
+            const json_t *is = prefix && i < json_array_size(prefix) ? json_array_get(prefix, i)
+                                                                     : items;
+            if (is && !validate(root, is, json_array_get(v, i), depth + 1))
                 return false;
+        }
         return true;
     }
     if (strcmp(t, "object") == 0) {
@@ -855,6 +1158,12 @@ static bool validate(const json_t *root, const json_t *s, const json_t *v, int d
         const char *ref = json_string_value(x);
         const json_t *t = json_object_get(json_object_get(root, "$defs"), ref + strlen("#/$defs/"));
         return t && validate(root, t, v, depth + 1);
+    }
+    if ((x = json_object_get(s, "allOf"))) {
+        for (size_t i = 0; i < json_array_size(x); i++)
+            if (!validate(root, json_array_get(x, i), v, depth + 1))
+                return false;
+        return true;
     }
     if ((x = json_object_get(s, "anyOf"))) {
         for (size_t i = 0; i < json_array_size(x); i++)
@@ -1089,6 +1398,45 @@ static void test_mask_agrees(void **state)
     sample_vocab_free(v);
 }
 
+// sample_grammar_complete: complete and only white space may follow.
+static void test_grammar_done(void **state)
+{
+    (void)state;
+    int32_t eog, *closers, n_closers;
+    struct sample_vocab *v = synthetic_vocab(&eog, &closers, &n_closers);
+    float *l = calloc((size_t)sample_vocab_size(v), sizeof(float));
+    static const struct {
+        const char *format, *text;
+        bool done_at[8];  // after each byte
+    } cases[] = {
+        {"{\"type\":\"integer\"}", "12", {false, false}},
+        {"{\"type\":\"boolean\"}", "true", {false, false, false, true}},
+        {"\"json\"", "{}", {false, true}},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"null\"}}}", "{} ",
+         {false, true, true}},
+        {"{\"enum\":[\"a\",\"ab\"]}", "\"a\"", {false, false, true}},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct sample_grammar *g = compile(cases[k].format);
+        struct sample_options o = opts_greedy();
+        struct sampler *s = NULL;
+        assert_int_equal(sample_new(&s, v, &o, g, NULL), 0);
+        assert_false(sample_grammar_complete(s));
+        for (size_t i = 0; cases[k].text[i]; i++) {
+            memset(l, 0, (size_t)sample_vocab_size(v) * sizeof(float));
+            l[(uint8_t)cases[k].text[i]] = 50;  // the single-byte token
+            assert_int_equal(next_tok(s, l), (uint8_t)cases[k].text[i]);
+            if (sample_grammar_complete(s) != cases[k].done_at[i])
+                fail_msg("%s after %zu bytes of %s", cases[k].format, i + 1, cases[k].text);
+        }
+        sample_free(s);
+        sample_grammar_free(g);
+    }
+    free(l);
+    free(closers);
+    sample_vocab_free(v);
+}
+
 // A thinking model: the grammar only starts constraining once activated.
 static void test_grammar_inactive(void **state)
 {
@@ -1122,12 +1470,16 @@ int main(void)
         cmocka_unit_test(test_defaults),        cmocka_unit_test(test_greedy_ties),
         cmocka_unit_test(test_penalties),       cmocka_unit_test(test_top_k_exact),
         cmocka_unit_test(test_top_p_exact),     cmocka_unit_test(test_min_p_exact),
+        cmocka_unit_test(test_top_p_tail_mass), cmocka_unit_test(test_top_p_long_list),
         cmocka_unit_test(test_typical_exact),   cmocka_unit_test(test_temperature),
         cmocka_unit_test(test_mirostat),        cmocka_unit_test(test_seed_reproducible),
         cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_predict_limit),
         cmocka_unit_test(test_stop_split),      cmocka_unit_test(test_format_json),
         cmocka_unit_test(test_format_errors),   cmocka_unit_test(test_schema_example),
+        cmocka_unit_test(test_integer_ranges),  cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_patterns),        cmocka_unit_test(test_large_alternatives),
         cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
+        cmocka_unit_test(test_grammar_done),
         cmocka_unit_test(test_random_schemas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
