@@ -19,6 +19,7 @@
 
 // Below this many float operations an op runs on the caller thread.
 #define CPU_INLINE_WORK 32768
+#define CPU_INLINE_MATMUL (256 * 1024)  // multiply-adds
 #define CPU_ALIGN 64
 #define CPU_MAX_JOBS 8
 
@@ -262,12 +263,13 @@ static void mm_task_run(void *arg, int ith, int nth)
             kt->from_float(t->x, mine, t->n_in);
             xq = mine;
         } else if (vdt != GGUF_TYPE_F32) {
-            if (g > 0)
+            if (g > 0 && nth > 1)
                 engine_pool_barrier(t->cpu->pool);  // the previous group is done with wdata
             for (int64_t r = ith; r < t->n_rows; r += nth)
                 kt->from_float(t->x + r * t->n_in,
                                (uint8_t *)t->cpu->wdata + (size_t)r * row_bytes, t->n_in);
-            engine_pool_barrier(t->cpu->pool);
+            if (nth > 1)
+                engine_pool_barrier(t->cpu->pool);
             xq = t->cpu->wdata;
         }
         for (;;) {
@@ -347,7 +349,9 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
                 t.private_rows = false;
         }
     }
-    if (c->n_threads == 1)
+    // Small products (tiny models) run on the caller: waking the pool would
+    // cost more than the work.
+    if (c->n_threads == 1 || total_rows * t.n_in * n_rows < CPU_INLINE_MATMUL)
         mm_task_run(&t, 0, 1);
     else
         engine_pool_run(c->pool, mm_task_run, &t);
