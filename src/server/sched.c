@@ -683,6 +683,18 @@ static void take(struct sched *s, struct sched_runner *r, const struct sched_req
     (void)s;
 }
 
+// Health check of a ready runner (1 s).
+static bool runner_ping(struct sched_runner *r)
+{
+    json_t *h = NULL;
+    long status = 0;
+    int rc = runner_http_json(r->port, "/health", NULL, 1000, &status, &h, NULL);
+    const char *st = rc == 0 ? json_string_value(json_object_get(h, "status")) : NULL;
+    bool ok = status == 200 && st && strcmp(st, "ok") == 0;
+    json_decref(h);
+    return ok;
+}
+
 static bool usable(struct sched_runner *r, const struct sched_request *rq, int n_parallel)
 {
     return !r->loading && !r->expired && !check_exited(r) && !needs_reload(r, rq, n_parallel);
@@ -711,9 +723,16 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
     if (r && usable(r, rq, n_parallel)) {
         take(s, r, rq);
         pthread_mutex_unlock(&s->mu);
-        *out = r;
-        *load_ns = time_monotonic_ns() - t0;
-        return 0;
+        // A runner that was just killed may not be reaped yet: ping it, as
+        // Ollama does before reusing one (scheduler.md §4).
+        if (runner_ping(r)) {
+            *out = r;
+            *load_ns = time_monotonic_ns() - t0;
+            return 0;
+        }
+        log_warn("runner for %s does not answer; reloading", r->name);
+        sched_release(s, r, true);
+        pthread_mutex_lock(&s->mu);
     }
     if (s->pending >= s->cfg.max_queue) {
         pthread_mutex_unlock(&s->mu);
@@ -830,7 +849,9 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
 void sched_release(struct sched *s, struct sched_runner *r, bool failed)
 {
     pthread_mutex_lock(&s->mu);
-    if (failed && check_exited(r))
+    // A runner that failed a request (dropped connection, died) is not
+    // trusted again, even if its exit has not been reaped yet.
+    if (failed)
         r->expired = true;
     r->refs--;
     r->last_used_ns = time_monotonic_ns();

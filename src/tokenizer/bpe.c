@@ -92,13 +92,20 @@ static int emit_fallback(const struct tokenizer *t, const char *word, const stru
 static int bpe_word(const struct tokenizer *t, struct tok_scratch *s, const char *word, size_t n,
                     struct tokenizer_ids *out)
 {
-    if (t->ignore_merges) {
+    if (t->ignore_merges && n <= t->max_token_len) {
+        // The word as byte-level text (each byte 1 or 2 bytes of UTF-8).
         buf_reset(&s->text);
+        if (buf_reserve(&s->text, n * 2 + 1) < 0)
+            return ERR_NOMEM;
+        char *m = s->text.data;
+        size_t k = 0;
         for (size_t i = 0; i < n; i++) {
             const char *u = t->byte_char[(unsigned char)word[i]];
-            buf_append(&s->text, u, (size_t)u[2]);
+            m[k] = u[0];
+            m[k + 1] = u[1];
+            k += (size_t)u[2];
         }
-        int32_t id = tok_lookup_real(t, s->text.data, s->text.len);
+        int32_t id = tok_lookup_real(t, m, k);
         if (id >= 0)
             return tokenizer_ids_push(out, id);
     }
@@ -140,6 +147,20 @@ static int bpe_word(const struct tokenizer *t, struct tok_scratch *s, const char
     return 0;
 }
 
+static int bpe_word_cached(const struct tokenizer *t, struct tok_scratch *s, const char *word,
+                           size_t n, struct tokenizer_ids *out)
+{
+    uint32_t h;
+    int rc;
+    if (tok_wc_get(s, word, n, &h, out, &rc))
+        return rc;
+    size_t start = out->len;
+    rc = bpe_word(t, s, word, n, out);
+    if (rc == 0 && n >= 2 && n <= TOK_WC_MAX_WORD)
+        tok_wc_put(s, word, n, h, out->data + start, out->len - start);
+    return rc;
+}
+
 int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
                    struct tokenizer_ids *out, struct err *e)
 {
@@ -148,7 +169,7 @@ int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < s->spans.n; i += 2) {
-        rc = bpe_word(t, s, text + s->spans.v[i], s->spans.v[i + 1], out);
+        rc = bpe_word_cached(t, s, text + s->spans.v[i], s->spans.v[i + 1], out);
         if (rc < 0)
             return err_set(e, rc, NULL);
     }

@@ -43,10 +43,87 @@ int tokenizer_ids_push(struct tokenizer_ids *v, int32_t id)
 void tok_scratch_deinit(struct tok_scratch *s)
 {
     tok_spans_deinit(&s->spans);
+    free(s->wc);
+    tokenizer_ids_deinit(&s->wc_ids);
+    buf_deinit(&s->wc_text);
     free(s->syms);
     free(s->heap);
     buf_deinit(&s->text);
     memset(s, 0, sizeof(*s));
+}
+
+// Word cache: natural text repeats its words, and the ids of a BPE word
+// (or an SPM chunk) depend only on its bytes. Kept per call, so the
+// tokenizer itself stays read-only; sized by the text.
+#define WC_MAX_ENTRIES (1u << 16)
+
+void tok_wc_init(struct tok_scratch *s, size_t text_len)
+{
+    if (s->wc)
+        return;
+    uint32_t slots = 256;
+    while (slots < 2 * WC_MAX_ENTRIES && slots < text_len / 2)
+        slots <<= 1;
+    s->wc = xcalloc(slots, sizeof(*s->wc));
+    s->wc_mask = slots - 1;
+    buf_init(&s->wc_text, 0);
+}
+
+static struct tok_wc_slot *wc_find(struct tok_scratch *s, const char *w, uint32_t n, uint32_t h)
+{
+    uint32_t i = h & s->wc_mask;
+    for (;;) {
+        struct tok_wc_slot *q = &s->wc[i];
+        if (!q->len || (q->hash == h && q->len == n && memcmp(s->wc_text.data + q->text_off, w, n) == 0))
+            return q;
+        i = (i + 1) & s->wc_mask;
+    }
+}
+
+bool tok_wc_get(struct tok_scratch *s, const char *w, size_t n, uint32_t *hash,
+                struct tokenizer_ids *out, int *rc)
+{
+    *rc = 0;
+    if (!s->wc || n < 2 || n > TOK_WC_MAX_WORD)
+        return false;
+    *hash = (uint32_t)tok_hash(w, n);
+    const struct tok_wc_slot *q = wc_find(s, w, (uint32_t)n, *hash);
+    if (!q->len)
+        return false;
+    for (uint32_t i = 0; i < q->n_ids; i++)
+        if (tokenizer_ids_push(out, s->wc_ids.data[q->off + i]) < 0) {
+            *rc = ERR_NOMEM;
+            break;
+        }
+    return true;
+}
+
+void tok_wc_put(struct tok_scratch *s, const char *w, size_t n, uint32_t hash, const int32_t *ids,
+                size_t n_ids)
+{
+    if (!s->wc || n < 2 || n > TOK_WC_MAX_WORD || s->wc_n * 2 >= s->wc_mask ||
+        s->wc_ids.len + n_ids >= UINT32_MAX / 2 || s->wc_text.len + n >= UINT32_MAX / 2)
+        return;
+    struct tok_wc_slot *q = wc_find(s, w, (uint32_t)n, hash);
+    if (q->len)
+        return;
+    size_t off = s->wc_ids.len;
+    for (size_t i = 0; i < n_ids; i++)
+        if (tokenizer_ids_push(&s->wc_ids, ids[i]) < 0) {
+            s->wc_ids.len = off;
+            return;
+        }
+    size_t text_off = s->wc_text.len;
+    if (buf_append(&s->wc_text, w, n) < 0) {
+        s->wc_ids.len = off;
+        return;
+    }
+    q->len = (uint32_t)n;
+    q->hash = hash;
+    q->text_off = (uint32_t)text_off;
+    q->off = (uint32_t)off;
+    q->n_ids = (uint32_t)n_ids;
+    s->wc_n++;
 }
 
 int tok_scratch_syms(struct tok_scratch *s, size_t n)
@@ -103,13 +180,20 @@ static void partition(const struct tokenizer *t, const char *text, size_t len, b
     size_t n_seen = 0;
     for (size_t p = 0; p < len && n_seen < t->n_cands; p++) {
         unsigned char b = (unsigned char)text[p];
-        for (uint32_t k = t->cand_first[b]; k < t->cand_first[b + 1]; k++) {
-            uint32_t ci = t->cand_idx[k];
-            int32_t id = t->cands[ci];
-            size_t n = t->text_len[id];
-            if (!seen[ci] && n <= len - p && memcmp(text + p, tok_text(t, id), n) == 0) {
-                seen[ci] = 1;
-                n_seen++;
+        if (!t->cand_lead[b])
+            continue;
+        uint32_t buckets[2] = {0x10000u + b, p + 1 < len ? (uint32_t)b << 8 | (unsigned char)text[p + 1]
+                                                         : 0x10000u + b};
+        for (int k2 = 0; k2 < (buckets[1] == buckets[0] ? 1 : 2); k2++) {
+            uint32_t bk = buckets[k2];
+            for (uint32_t k = t->cand_first[bk]; k < t->cand_first[bk + 1]; k++) {
+                uint32_t ci = t->cand_idx[k];
+                int32_t id = t->cands[ci];
+                size_t n = t->text_len[id];
+                if (!seen[ci] && n <= len - p && memcmp(text + p, tok_text(t, id), n) == 0) {
+                    seen[ci] = 1;
+                    n_seen++;
+                }
             }
         }
     }
@@ -187,6 +271,7 @@ int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, bo
         partition(t, text, len, parse_special, &fr);
     struct tok_scratch s = {0};
     buf_init(&s.text, 0);
+    tok_wc_init(&s, len);
     int rc = 0;
 
     bool lead = add_special && (t->kind == TOKENIZER_WPM || t->add_bos);

@@ -24,17 +24,23 @@ enum {
 
 // Open-addressing map from token text to id. Texts live in the tokenizer's
 // text table, so a slot stores only the hash and the id.
+struct tok_slot {
+    uint32_t hash;
+    int32_t id;  // -1 = empty slot
+};
 struct tok_map {
-    uint32_t *hash;
-    int32_t *ids;  // -1 = empty slot
+    struct tok_slot *slots;
     uint32_t mask;
 };
 
 // BPE merge table keyed by (left id, right id).
+struct tok_pair {
+    uint64_t key;  // UINT64_MAX = empty
+    int32_t rank;
+    int32_t result;
+};
 struct tok_pair_map {
-    uint64_t *keys;  // UINT64_MAX = empty
-    int32_t *rank;
-    int32_t *result;
+    struct tok_pair *slots;
     uint32_t mask;
 };
 
@@ -89,9 +95,16 @@ struct tokenizer {
     // Special-token candidates (CONTROL | USER_DEFINED | UNKNOWN), longest first.
     int32_t *cands;
     size_t n_cands;
-    // Candidates by first byte: cand_idx[cand_first[b] .. cand_first[b+1]) index cands.
-    uint32_t cand_first[257];
+    // Candidates by their first two bytes (one-byte candidates under
+    // 0x10000 + b): cand_idx[cand_first[k] .. cand_first[k + 1]) index cands.
+    uint32_t *cand_first;  // 0x10100 + 1 entries
     uint32_t *cand_idx;
+    uint8_t cand_lead[256];  // some candidate starts with this byte
+
+    // SPM: hashes of the adjacent character pairs inside tokens; a text
+    // position whose pair is absent can never be merged across.
+    uint64_t *spm_pairs;
+    uint32_t spm_pairs_mask;
 
     uint8_t *eog;  // bitmap over n_vocab
 };
@@ -115,16 +128,17 @@ static inline const char *tok_text(const struct tokenizer *t, int32_t id)
 static inline bool tok_pair_find(const struct tokenizer *t, int32_t a, int32_t b, int32_t *rank,
                                  int32_t *result)
 {
-    if (!t->pairs.keys || a < 0 || b < 0)
+    if (!t->pairs.slots || a < 0 || b < 0)
         return false;
     uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
     uint32_t i = (uint32_t)(h >> 32) & t->pairs.mask;
     for (;;) {
-        uint64_t k = t->pairs.keys[i];
+        const struct tok_pair *q = &t->pairs.slots[i];
+        uint64_t k = q->key;
         if (k == key) {
-            *rank = t->pairs.rank[i];
-            *result = t->pairs.result[i];
+            *rank = q->rank;
+            *result = q->result;
             return true;
         }
         if (k == UINT64_MAX)
@@ -152,8 +166,19 @@ struct tok_sym {
     uint32_t start, len;
     int32_t prev, next;
 };
+// Per-call word cache (BPE words, SPM chunks): bytes -> ids.
+struct tok_wc_slot {
+    uint32_t len;  // 0 = empty slot
+    uint32_t hash;
+    uint32_t text_off;    // into tok_scratch.wc_text
+    uint32_t off, n_ids;  // into tok_scratch.wc_ids
+};
 struct tok_scratch {
     struct tok_spans spans;
+    struct tok_wc_slot *wc;
+    uint32_t wc_mask, wc_n;
+    struct tokenizer_ids wc_ids;
+    struct buf wc_text;
     struct tok_sym *syms;
     size_t cap_syms;
     void *heap;
@@ -161,6 +186,14 @@ struct tok_scratch {
     struct buf text;
 };
 void tok_scratch_deinit(struct tok_scratch *s);
+// Word cache: words of 2..TOK_WC_MAX_WORD bytes. tok_wc_get appends the
+// cached ids and returns true on a hit; tok_wc_put remembers ids for a word.
+#define TOK_WC_MAX_WORD 64
+bool tok_wc_get(struct tok_scratch *s, const char *w, size_t n, uint32_t *hash,
+                struct tokenizer_ids *out, int *rc);
+void tok_wc_put(struct tok_scratch *s, const char *w, size_t n, uint32_t hash, const int32_t *ids,
+                size_t n_ids);
+void tok_wc_init(struct tok_scratch *s, size_t text_len);
 int tok_scratch_syms(struct tok_scratch *s, size_t n);
 
 // Model encoders: append ids for one raw text fragment.

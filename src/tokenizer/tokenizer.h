@@ -57,7 +57,16 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e);
 
 // The same from plain arrays (tests, tools, vocabularies not in a GGUF).
 // Arrays are copied. scores/types may be NULL (0 / NORMAL); merges only for
-// BPE. Options left 0/NULL take the model's defaults.
+// BPE. A zero-initialised field keeps the model's default.
+enum tokenizer_flag {
+    TOKENIZER_FLAG_DEFAULT = 0,
+    TOKENIZER_FLAG_ON = 1,
+    TOKENIZER_FLAG_OFF = 2,
+};
+struct tokenizer_id_override {
+    bool set;    // false: keep the model's default id
+    int32_t id;  // TOKENIZER_NULL or out of range: no such token
+};
 struct tokenizer_desc {
     enum tokenizer_kind kind;
     const char *pre;  // BPE pre-tokenizer name (NULL = "default")
@@ -67,8 +76,8 @@ struct tokenizer_desc {
     const int32_t *types;
     size_t n_merges;
     const struct str *merges;  // "left right"
-    int32_t bos, eos, unk;     // -2 = model default
-    int add_bos, add_eos, add_space_prefix;  // -1 = model default, 0/1 forced
+    struct tokenizer_id_override bos, eos, unk;
+    enum tokenizer_flag add_bos, add_eos, add_space_prefix;
 };
 int tokenizer_build(struct tokenizer **out, const struct tokenizer_desc *d, struct err *e);
 

@@ -11,6 +11,7 @@
 
 #define TOK_MAX_TOKENS (1 << 24)
 #define TOK_MAX_BLOB ((size_t)1 << 31)
+#define TOK_CAND_BUCKETS 0x10100u
 
 // ---------------------------------------------------------------------------
 // Hashing: 8 bytes at a time, multiply-xorshift mixing.
@@ -50,15 +51,16 @@ static void map_insert(struct tokenizer *t, int32_t id)
     uint32_t h = (uint32_t)tok_hash(s, n);
     uint32_t i = h & t->map.mask;
     for (;;) {
-        int32_t cur = t->map.ids[i];
+        struct tok_slot *q = &t->map.slots[i];
+        int32_t cur = q->id;
         if (cur < 0) {
-            t->map.ids[i] = id;
-            t->map.hash[i] = h;
+            q->id = id;
+            q->hash = h;
             return;
         }
-        if (t->map.hash[i] == h && t->text_len[cur] == n && memcmp(tok_text(t, cur), s, n) == 0) {
+        if (q->hash == h && t->text_len[cur] == n && memcmp(tok_text(t, cur), s, n) == 0) {
             // Duplicate text: the later id wins (as a std::map assignment).
-            t->map.ids[i] = id;
+            q->id = id;
             return;
         }
         i = (i + 1) & t->map.mask;
@@ -70,11 +72,9 @@ static void map_rebuild(struct tokenizer *t, size_t n_entries)
     uint32_t size = 16;
     while (size < n_entries * 2 + 16)
         size <<= 1;
-    free(t->map.hash);
-    free(t->map.ids);
-    t->map.hash = xmalloc(size * sizeof(uint32_t));
-    t->map.ids = xmalloc(size * sizeof(int32_t));
-    memset(t->map.ids, 0xff, size * sizeof(int32_t));
+    free(t->map.slots);
+    t->map.slots = xmalloc(size * sizeof(struct tok_slot));
+    memset(t->map.slots, 0xff, size * sizeof(struct tok_slot));
     t->map.mask = size - 1;
     for (int32_t i = 0; i < t->n_text; i++)
         map_insert(t, i);
@@ -85,10 +85,11 @@ int32_t tok_lookup(const struct tokenizer *t, const char *s, size_t n)
     uint32_t h = (uint32_t)tok_hash(s, n);
     uint32_t i = h & t->map.mask;
     for (;;) {
-        int32_t cur = t->map.ids[i];
+        const struct tok_slot *q = &t->map.slots[i];
+        int32_t cur = q->id;
         if (cur < 0)
             return -1;
-        if (t->map.hash[i] == h && t->text_len[cur] == n && memcmp(tok_text(t, cur), s, n) == 0)
+        if (q->hash == h && t->text_len[cur] == n && memcmp(tok_text(t, cur), s, n) == 0)
             return cur;
         i = (i + 1) & t->map.mask;
     }
@@ -143,10 +144,8 @@ static void pairs_alloc(struct tokenizer *t, size_t n)
     uint32_t size = 16;
     while (size < n * 2 + 16)
         size <<= 1;
-    t->pairs.keys = xmalloc(size * sizeof(uint64_t));
-    memset(t->pairs.keys, 0xff, size * sizeof(uint64_t));
-    t->pairs.rank = xmalloc(size * sizeof(int32_t));
-    t->pairs.result = xmalloc(size * sizeof(int32_t));
+    t->pairs.slots = xmalloc(size * sizeof(struct tok_pair));
+    memset(t->pairs.slots, 0xff, size * sizeof(struct tok_pair));
     t->pairs.mask = size - 1;
 }
 
@@ -156,13 +155,13 @@ static void pairs_insert(struct tokenizer *t, int32_t a, int32_t b, int32_t rank
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
     uint32_t i = (uint32_t)(h >> 32) & t->pairs.mask;
     for (;;) {
-        uint64_t k = t->pairs.keys[i];
-        if (k == key)
+        struct tok_pair *q = &t->pairs.slots[i];
+        if (q->key == key)
             return;  // first (lowest) rank wins
-        if (k == UINT64_MAX) {
-            t->pairs.keys[i] = key;
-            t->pairs.rank[i] = rank;
-            t->pairs.result[i] = result;
+        if (q->key == UINT64_MAX) {
+            q->key = key;
+            q->rank = rank;
+            q->result = result;
             return;
         }
         i = (i + 1) & t->pairs.mask;
@@ -449,6 +448,46 @@ static int cand_cmp(const void *a, const void *b, void *ctx)
     return x < y ? -1 : x > y;
 }
 
+static uint32_t cand_bucket(const struct tokenizer *t, int32_t id)
+{
+    const unsigned char *p = (const unsigned char *)tok_text(t, id);
+    return t->text_len[id] >= 2 ? (uint32_t)p[0] << 8 | p[1] : 0x10000u + p[0];
+}
+
+// SPM: the set of adjacent character pairs found inside tokens (characters
+// split by lead byte as the encoder does). Only hashes are kept: a collision
+// merely hides a cut point, it never changes a result.
+static void spm_pairs_build(struct tokenizer *t)
+{
+    size_t n_pairs = 0;
+    for (int32_t i = 0; i < t->n_vocab; i++)
+        n_pairs += t->text_len[i];
+    uint32_t size = 16;
+    while (size < n_pairs * 2 + 16)
+        size <<= 1;
+    t->spm_pairs = xcalloc(size, sizeof(uint64_t));
+    t->spm_pairs_mask = size - 1;
+    for (int32_t i = 0; i < t->n_vocab; i++) {
+        const char *s = tok_text(t, i);
+        size_t n = t->text_len[i];
+        size_t a = 0, la = tok_utf8_len((unsigned char)s[0]);
+        if (la > n)
+            la = n;
+        while (a + la < n) {
+            size_t b = a + la, lb = tok_utf8_len((unsigned char)s[b]);
+            if (lb > n - b)
+                lb = n - b;
+            uint64_t h = tok_hash(s + a, la + lb) | 1;
+            uint32_t k = (uint32_t)(h >> 32) & t->spm_pairs_mask;
+            while (t->spm_pairs[k] && t->spm_pairs[k] != h)
+                k = (k + 1) & t->spm_pairs_mask;
+            t->spm_pairs[k] = h;
+            a = b;
+            la = lb;
+        }
+    }
+}
+
 static void lowercase_ascii(char *s)
 {
     for (; *s; s++)
@@ -520,18 +559,23 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
         if (t->attrs[i] & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN))
             t->cands[t->n_cands++] = i;
     qsort_r(t->cands, t->n_cands, sizeof(int32_t), cand_cmp, t);
-    memset(t->cand_first, 0, sizeof(t->cand_first));
-    for (size_t i = 0; i < t->n_cands; i++)
-        t->cand_first[(unsigned char)tok_text(t, t->cands[i])[0] + 1]++;
-    for (int b = 0; b < 256; b++)
-        t->cand_first[b + 1] += t->cand_first[b];
+    t->cand_first = xcalloc(TOK_CAND_BUCKETS + 1, sizeof(uint32_t));
+    for (size_t i = 0; i < t->n_cands; i++) {
+        t->cand_first[cand_bucket(t, t->cands[i]) + 1]++;
+        t->cand_lead[(unsigned char)tok_text(t, t->cands[i])[0]] = 1;
+    }
+    for (uint32_t k = 0; k < TOK_CAND_BUCKETS; k++)
+        t->cand_first[k + 1] += t->cand_first[k];
     t->cand_idx = xmalloc((t->n_cands + 1) * sizeof(uint32_t));
     {
-        uint32_t fill[256];
-        memcpy(fill, t->cand_first, sizeof(fill));
+        uint32_t *fill = xmalloc(TOK_CAND_BUCKETS * sizeof(uint32_t));
+        memcpy(fill, t->cand_first, TOK_CAND_BUCKETS * sizeof(uint32_t));
         for (size_t i = 0; i < t->n_cands; i++)
-            t->cand_idx[fill[(unsigned char)tok_text(t, t->cands[i])[0]]++] = (uint32_t)i;
+            t->cand_idx[fill[cand_bucket(t, t->cands[i])]++] = (uint32_t)i;
+        free(fill);
     }
+    if (t->kind == TOKENIZER_SPM)
+        spm_pairs_build(t);
 
     // Per-model strip attributes (llama.cpp sets them by name).
     if (strstr(t->pre_name, "jina-v2-de") || strstr(t->pre_name, "jina-v2-es") ||
@@ -636,16 +680,15 @@ void tokenizer_free(struct tokenizer *t)
     free(t->scores);
     free(t->types);
     free(t->attrs);
-    free(t->map.hash);
-    free(t->map.ids);
+    free(t->map.slots);
     free(t->piece_blob);
     free(t->piece_off);
     free(t->piece_len);
-    free(t->pairs.keys);
-    free(t->pairs.rank);
-    free(t->pairs.result);
+    free(t->pairs.slots);
     free(t->cands);
+    free(t->cand_first);
     free(t->cand_idx);
+    free(t->spm_pairs);
     free(t->eog);
     tok_pretok_deinit(&t->pre);
     free(t);
@@ -671,18 +714,18 @@ int tokenizer_build(struct tokenizer **out, const struct tokenizer_desc *d, stru
         rc = init_merges(t, d->merges ? d->n_merges : 0, desc_merge_at, d, e);
     if (rc < 0)
         goto fail;
-    if (d->bos != -2)
-        t->sp.bos = d->bos >= 0 && d->bos < t->n_vocab ? d->bos : TOKENIZER_NULL;
-    if (d->eos != -2)
-        t->sp.eos = d->eos >= 0 && d->eos < t->n_vocab ? d->eos : TOKENIZER_NULL;
-    if (d->unk != -2)
-        t->sp.unk = d->unk >= 0 && d->unk < t->n_vocab ? d->unk : TOKENIZER_NULL;
-    if (d->add_bos >= 0)
-        t->add_bos = d->add_bos;
-    if (d->add_eos >= 0)
-        t->add_eos = d->add_eos;
-    if (d->add_space_prefix >= 0)
-        t->add_space_prefix = d->add_space_prefix;
+    if (d->bos.set)
+        t->sp.bos = d->bos.id >= 0 && d->bos.id < t->n_vocab ? d->bos.id : TOKENIZER_NULL;
+    if (d->eos.set)
+        t->sp.eos = d->eos.id >= 0 && d->eos.id < t->n_vocab ? d->eos.id : TOKENIZER_NULL;
+    if (d->unk.set)
+        t->sp.unk = d->unk.id >= 0 && d->unk.id < t->n_vocab ? d->unk.id : TOKENIZER_NULL;
+    if (d->add_bos != TOKENIZER_FLAG_DEFAULT)
+        t->add_bos = d->add_bos == TOKENIZER_FLAG_ON;
+    if (d->add_eos != TOKENIZER_FLAG_DEFAULT)
+        t->add_eos = d->add_eos == TOKENIZER_FLAG_ON;
+    if (d->add_space_prefix != TOKENIZER_FLAG_DEFAULT)
+        t->add_space_prefix = d->add_space_prefix == TOKENIZER_FLAG_ON;
     rc = finalize(t, NULL, 0, NULL);
     if (rc < 0) {
         err_set(e, rc, "tokenizer pieces are too large");

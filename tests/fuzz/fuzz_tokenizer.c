@@ -1,7 +1,9 @@
-// libFuzzer target for the tokenizer: arbitrary bytes through the committed
-// llama-spm (SPM), gpt-2 (BPE) and bert-bge (WordPiece) vocabularies, with
-// special parsing on and off, then decoded whole and streamed. GPT-2 must
-// round-trip byte for byte; streaming must equal the whole decode.
+// libFuzzer target for the tokenizer. First byte < 0x80: arbitrary text
+// through the committed llama-spm (SPM), gpt-2 (BPE) and bert-bge (WordPiece)
+// vocabularies, with special parsing on and off, then decoded whole and
+// streamed (GPT-2 must round-trip byte for byte; streaming must equal the
+// whole decode). First byte >= 0x80: the rest is a GGUF image whose
+// tokenizer metadata is loaded and, when accepted, used.
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +33,35 @@ static struct tokenizer *load(const char *name)
     return t;
 }
 
+static int fuzz_load(const uint8_t *data, size_t size)
+{
+    struct gguf *g = NULL;
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+    if (gguf_open_memory(&g, data, size, &e) == 0 && tokenizer_load(&t, g, &e) == 0) {
+        gguf_close(g);
+        g = NULL;
+        static const char text[] = "Hello <s> world <|im_end|> ab\n\xff\xc3 \xe2\x96\x81 123";
+        struct tokenizer_ids ids = {0};
+        if (tokenizer_encode(t, text, sizeof(text) - 1, true, true, &ids, &e) < 0)
+            abort();
+        struct buf out;
+        buf_init(&out, 0);
+        if (tokenizer_decode(t, ids.data, ids.len, false, true, &out, &e) < 0)
+            abort();
+        for (int32_t i = 0; i < tokenizer_n_vocab(t) && i < 4096; i++) {
+            struct str p = tokenizer_piece(t, i, true);
+            buf_append(&out, p.ptr, p.len);
+            (void)tokenizer_is_eog(t, i);
+        }
+        buf_deinit(&out);
+        tokenizer_ids_deinit(&ids);
+        tokenizer_free(t);
+    }
+    gguf_close(g);
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!models[0]) {
@@ -43,6 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t ctl = data[0];
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
+    if (ctl & 0x80)
+        return fuzz_load(data + 1, size - 1);
     const struct tokenizer *t = models[(ctl & 3) % 3];
     bool add_special = ctl & 4, parse_special = ctl & 8;
 

@@ -264,10 +264,10 @@ static int block_of(uint32_t t)
 static int lengths_for(uint32_t t, int64_t *out)
 {
     static const int64_t flt[] = {1, 7, 8, 31, 32, 33, 100, 256, 1000, 4096};
-    static const int64_t q32[] = {32, 64, 96, 256, 288, 1056, 4096};
+    static const int64_t q32[] = {32, 64, 96, 256, 288, 1056, 4096, 16416};
     static const int64_t qk[] = {256, 512, 768, 2048, 4096};
     const int64_t *src = block_of(t) == 1 ? flt : block_of(t) == 32 ? q32 : qk;
-    int cnt = block_of(t) == 1 ? 10 : block_of(t) == 32 ? 7 : 5;
+    int cnt = block_of(t) == 1 ? 10 : block_of(t) == 32 ? 8 : 5;
     memcpy(out, src, (size_t)cnt * sizeof(*out));
     return cnt;
 }
@@ -573,6 +573,95 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
+// The test-local reference dequantizers against ggml's reference output
+// (fixtures/quant: 8 blocks per type with random bits and finite scales),
+// then every ISA's vec_dot on those real blocks against the float reference.
+static void *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc(n > 0 ? (size_t)n : 1);
+    if (p && n > 0 && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+static void test_fixture_vectors(void **state)
+{
+    (void)state;
+    static const uint32_t qtypes[] = {GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0,
+                                      GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_0, GGUF_TYPE_Q2_K,
+                                      GGUF_TYPE_Q3_K, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K,
+                                      GGUF_TYPE_Q6_K};
+    int found = 0;
+    for (size_t t = 0; t < sizeof(qtypes) / sizeof(qtypes[0]); t++) {
+        const uint32_t type = qtypes[t];
+        char rel[64], path[1024], path2[1024];
+        snprintf(rel, sizeof(rel), "quant/%s.blocks", type_name(type));
+        const char *pb = test_shared_fixture(path, sizeof(path), rel);
+        if (!pb) {
+            test_fixture(path, sizeof(path), rel);
+            pb = path;
+        }
+        snprintf(path2, sizeof(path2), "%.*s.f32", (int)(strlen(pb) - strlen(".blocks")), pb);
+        size_t nb_bytes = 0, nf_bytes = 0;
+        uint8_t *blocks = read_all(pb, &nb_bytes);
+        float *want = read_all(path2, &nf_bytes);
+        if (!blocks || !want) {
+            free(blocks);
+            free(want);
+            continue;
+        }
+        found++;
+        const int64_t n = (int64_t)(nf_bytes / sizeof(float));
+        assert_int_equal(kernels_row_size(type, n), nb_bytes);
+        float *got = malloc((size_t)n * sizeof(float));
+        deq_weights(type, blocks, got, n);
+        for (int64_t i = 0; i < n; i++)
+            if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
+                fail_msg("%s element %lld: %.9g, ggml %.9g", type_name(type), (long long)i,
+                         got[i], want[i]);
+        // vec_dot of the fixture blocks against random activations
+        const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
+        float *x = malloc((size_t)n * sizeof(float)), *xf = malloc((size_t)n * sizeof(float));
+        void *xq = malloc(kernels_row_size(ref->vec_dot_type, n));
+        rnd_floats(x, n);
+        ref->from_float(x, xq, n);
+        deq_acts(ref->vec_dot_type, xq, xf, n);
+        double exact = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            exact += (double)want[i] * (double)xf[i];
+        double tol_rel = (type == GGUF_TYPE_Q4_1 || type == GGUF_TYPE_Q5_1) ? 2e-3 : 2e-5;
+        double tol = tol_rel * abs_dot(want, xf, n) + 1e-6;
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            const struct kernels_type *k = kernels_get_isa(type, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            float s;
+            k->vec_dot(n, &s, blocks, xq);
+            if (fabs(s - exact) > tol)
+                fail_msg("%s %s fixture vec_dot %.9g reference %.9g",
+                         kernels_isa_name((enum kernels_isa)isa), type_name(type), s, exact);
+        }
+        free(x);
+        free(xf);
+        free(xq);
+        free(got);
+        free(blocks);
+        free(want);
+    }
+    if (!found)
+        skip();
+}
+
 static void test_elementwise(void **state)
 {
     (void)state;
@@ -656,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_from_float),
         cmocka_unit_test(test_scalar_vs_reference),
         cmocka_unit_test(test_isa_vs_scalar),
+        cmocka_unit_test(test_fixture_vectors),
         cmocka_unit_test(test_elementwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -547,8 +547,7 @@ static void test_llama3_from_arrays(void **state)
     }
     struct tokenizer_desc d = {
         .kind = TOKENIZER_BPE, .pre = "llama-bpe", .n_tokens = n, .tokens = tokens,
-        .n_merges = n_merges, .merges = merges, .bos = -2, .eos = -2, .unk = -2,
-        .add_bos = -1, .add_eos = -1, .add_space_prefix = -1};
+        .n_merges = n_merges, .merges = merges};
     struct tokenizer *t = NULL;
     struct err e = {0};
     assert_int_equal(tokenizer_build(&t, &d, &e), 0);
@@ -886,8 +885,8 @@ static void test_build_small(void **state)
     static const float scores[] = {0, 0, 0, -1, -1, -1, -2, -3, -5, 0, 0};
     static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 6, 4};
     struct tokenizer_desc d = {.kind = TOKENIZER_SPM, .n_tokens = 11, .tokens = toks,
-                               .scores = scores, .types = types, .bos = -2, .eos = -2,
-                               .unk = -2, .add_bos = -1, .add_eos = 1, .add_space_prefix = -1};
+                               .scores = scores, .types = types,
+                               .add_eos = TOKENIZER_FLAG_ON};
     struct tokenizer *t = NULL;
     struct err e = {0};
     assert_int_equal(tokenizer_build(&t, &d, &e), 0);
@@ -944,8 +943,7 @@ static void test_every_pre_compiles(void **state)
     const char *sample = "Hello, World! It's 2024: naïve 日本語 🦙 x=1;\n\n  done  ";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         struct tokenizer_desc d = {.kind = TOKENIZER_BPE, .pre = names[i], .n_tokens = 256,
-                                   .tokens = toks, .bos = -2, .eos = -2, .unk = -2,
-                                   .add_bos = -1, .add_eos = -1, .add_space_prefix = -1};
+                                   .tokens = toks};
         struct tokenizer *t = NULL;
         struct err e = {0};
         if (tokenizer_build(&t, &d, &e) < 0)
@@ -961,6 +959,200 @@ static void test_every_pre_compiles(void **state)
         tokenizer_ids_deinit(&ids);
         tokenizer_free(t);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Hand-made GGUF metadata, good and hostile.
+
+struct gb {
+    struct buf kv;
+    uint64_t n_kv;
+};
+
+static void gb_raw(struct buf *b, const void *p, size_t n)
+{
+    buf_append(b, p, n);
+}
+
+static void gb_u32(struct buf *b, uint32_t v)
+{
+    gb_raw(b, &v, 4);
+}
+
+static void gb_u64(struct buf *b, uint64_t v)
+{
+    gb_raw(b, &v, 8);
+}
+
+static void gb_s(struct buf *b, const char *s)
+{
+    gb_u64(b, strlen(s));
+    gb_raw(b, s, strlen(s));
+}
+
+static void gb_key(struct gb *g, const char *key, uint32_t type)
+{
+    gb_s(&g->kv, key);
+    gb_u32(&g->kv, type);
+    g->n_kv++;
+}
+
+static void gb_str(struct gb *g, const char *key, const char *v)
+{
+    gb_key(g, key, GGUF_VAL_STRING);
+    gb_s(&g->kv, v);
+}
+
+static void gb_u32kv(struct gb *g, const char *key, uint32_t v)
+{
+    gb_key(g, key, GGUF_VAL_UINT32);
+    gb_u32(&g->kv, v);
+}
+
+static void gb_bool(struct gb *g, const char *key, bool v)
+{
+    gb_key(g, key, GGUF_VAL_BOOL);
+    uint8_t b = v;
+    gb_raw(&g->kv, &b, 1);
+}
+
+static void gb_strs(struct gb *g, const char *key, const char *const *v, size_t n)
+{
+    gb_key(g, key, GGUF_VAL_ARRAY);
+    gb_u32(&g->kv, GGUF_VAL_STRING);
+    gb_u64(&g->kv, n);
+    for (size_t i = 0; i < n; i++)
+        gb_s(&g->kv, v[i]);
+}
+
+static void gb_arr(struct gb *g, const char *key, uint32_t type, const void *v, size_t n, size_t size)
+{
+    gb_key(g, key, GGUF_VAL_ARRAY);
+    gb_u32(&g->kv, type);
+    gb_u64(&g->kv, n);
+    gb_raw(&g->kv, v, n * size);
+}
+
+// Opens the image and loads a tokenizer; returns the rc, *out on success.
+static int gb_load(struct gb *g, struct tokenizer **out, struct err *e)
+{
+    struct buf img;
+    buf_init(&img, 0);
+    gb_u32(&img, GGUF_MAGIC);
+    gb_u32(&img, 3);
+    gb_u64(&img, 0);
+    gb_u64(&img, g->n_kv);
+    gb_raw(&img, g->kv.data, g->kv.len);
+    while (img.len % 32)
+        buf_append_char(&img, 0);
+    struct gguf *gg = NULL;
+    int rc = gguf_open_memory(&gg, img.data, img.len, e);
+    if (rc == 0)
+        rc = tokenizer_load(out, gg, e);
+    gguf_close(gg);
+    buf_deinit(&img);
+    buf_deinit(&g->kv);
+    return rc;
+}
+
+static const char *const spm_toks[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "ab", "<|im_end|>"};
+static const float spm_scores[] = {0, 0, 0, -1, -1, -1, -1, 0};
+static const int32_t spm_types[] = {2, 3, 3, 1, 1, 1, 1, 1};
+
+static void gb_spm(struct gb *g)
+{
+    buf_init(&g->kv, 0);
+    g->n_kv = 0;
+    gb_str(g, "general.architecture", "llama");
+    gb_str(g, "tokenizer.ggml.model", "llama");
+    gb_strs(g, "tokenizer.ggml.tokens", spm_toks, 8);
+    gb_arr(g, "tokenizer.ggml.scores", GGUF_VAL_FLOAT32, spm_scores, 8, 4);
+}
+
+static void test_gguf_metadata(void **state)
+{
+    (void)state;
+    struct gb g;
+    struct tokenizer *t = NULL;
+    struct err e = {0};
+
+    // A good one, with out-of-range ids ignored and extra EOG ids.
+    gb_spm(&g);
+    gb_arr(&g, "tokenizer.ggml.token_type", GGUF_VAL_INT32, spm_types, 8, 4);
+    gb_u32kv(&g, "tokenizer.ggml.bos_token_id", 99999);
+    gb_u32kv(&g, "tokenizer.ggml.eos_token_id", 2);
+    gb_bool(&g, "tokenizer.ggml.add_eos_token", true);
+    static const int32_t extra[] = {4, 12345};
+    gb_arr(&g, "tokenizer.ggml.eos_token_ids", GGUF_VAL_INT32, extra, 2, 4);
+    assert_int_equal(gb_load(&g, &t, &e), 0);
+    assert_int_equal(tokenizer_special_ids(t)->bos, 1);  // default kept
+    assert_true(tokenizer_add_eos(t));
+    assert_true(tokenizer_is_eog(t, 2));
+    assert_true(tokenizer_is_eog(t, 4));
+    assert_true(tokenizer_is_eog(t, 7));  // <|im_end|> by text, made CONTROL
+    assert_true(tokenizer_is_control(t, 7));
+    assert_false(tokenizer_is_eog(t, 12345));
+    EXPECT(t, "ab", true, false, 1, 3, 6, 2);
+    EXPECT(t, "ab<|im_end|>", false, true, 3, 6, 7);
+    tokenizer_free(t);
+
+    // Hostile or unsupported metadata: errors, never crashes.
+    gb_spm(&g);
+    static const int32_t bad_types[] = {1, 99, -5, 1, 1, 1, 1, 1};
+    gb_arr(&g, "tokenizer.ggml.token_type", GGUF_VAL_INT32, bad_types, 8, 4);
+    assert_int_equal(gb_load(&g, &t, &e), 0);  // unknown types are UNDEFINED
+    assert_int_equal(tokenizer_token_type(t, 1), TOKENIZER_TYPE_UNDEFINED);
+    tokenizer_free(t);
+
+    buf_init(&g.kv, 0);
+    g.n_kv = 0;
+    gb_strs(&g, "tokenizer.ggml.tokens", spm_toks, 8);
+    assert_int_equal(gb_load(&g, &t, &e), ERR_FORMAT);  // no model
+    err_clear(&e);
+
+    buf_init(&g.kv, 0);
+    g.n_kv = 0;
+    gb_str(&g, "tokenizer.ggml.model", "t5");
+    gb_strs(&g, "tokenizer.ggml.tokens", spm_toks, 8);
+    assert_int_equal(gb_load(&g, &t, &e), ERR_UNSUPPORTED);
+    err_clear(&e);
+
+    buf_init(&g.kv, 0);
+    g.n_kv = 0;
+    gb_str(&g, "tokenizer.ggml.model", "llama");
+    static const uint32_t nums[] = {1, 2, 3};
+    gb_arr(&g, "tokenizer.ggml.tokens", GGUF_VAL_UINT32, nums, 3, 4);
+    assert_int_equal(gb_load(&g, &t, &e), ERR_FORMAT);  // tokens not strings
+    err_clear(&e);
+
+    gb_spm(&g);
+    gb_arr(&g, "tokenizer.ggml.token_type", GGUF_VAL_INT32, spm_types, 3, 4);
+    assert_int_equal(gb_load(&g, &t, &e), ERR_FORMAT);  // count mismatch
+    err_clear(&e);
+
+    buf_init(&g.kv, 0);
+    g.n_kv = 0;
+    gb_str(&g, "tokenizer.ggml.model", "gpt2");
+    gb_str(&g, "tokenizer.ggml.pre", "who-knows");
+    gb_strs(&g, "tokenizer.ggml.tokens", spm_toks, 8);
+    assert_int_equal(gb_load(&g, &t, &e), ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "who-knows"));
+    err_clear(&e);
+
+    // BPE with odd merges: no space, leading space, unknown parts.
+    buf_init(&g.kv, 0);
+    g.n_kv = 0;
+    gb_str(&g, "tokenizer.ggml.model", "gpt2");
+    gb_str(&g, "tokenizer.ggml.pre", "gpt-2");
+    static const char *const bpe_toks[] = {"a", "b", "ab", "Ġ", "Ġab", ""};
+    gb_strs(&g, "tokenizer.ggml.tokens", bpe_toks, 6);
+    static const char *const merges[] = {"nospace", " x", "a b", "q r", "Ġ ab", "ab", ""};
+    gb_strs(&g, "tokenizer.ggml.merges", merges, 7);
+    assert_int_equal(gb_load(&g, &t, &e), 0);
+    EXPECT(t, "ab ab", false, false, 2, 4);
+    struct str empty = tokenizer_token_text(t, 5);
+    assert_int_equal(empty.len, strlen("[EMPTY_5]"));
+    tokenizer_free(t);
 }
 
 int main(void)
@@ -989,6 +1181,7 @@ int main(void)
         cmocka_unit_test(test_hostile_llama3),
         cmocka_unit_test(test_build_small),
         cmocka_unit_test(test_every_pre_compiles),
+        cmocka_unit_test(test_gguf_metadata),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,9 +76,25 @@ int main(int argc, char **argv)
         rc = tokenizer_encode(t, in.data ? in.data : "", in.len, !no_bos, !no_special, &ids, &e);
         if (rc < 0)
             goto out;
-        for (size_t i = 0; i < ids.len; i++)
-            buf_printf(&out, i ? " %d" : "%d", (int)ids.data[i]);
-        buf_append_char(&out, '\n');
+        if (buf_reserve(&out, ids.len * 12 + 2) < 0) {
+            rc = err_set(&e, ERR_NOMEM, NULL);
+            goto out;
+        }
+        for (size_t i = 0; i < ids.len; i++) {
+            char tmp[16];
+            int n = 0;
+            uint32_t v = (uint32_t)ids.data[i];
+            do {
+                tmp[n++] = (char)('0' + v % 10);
+                v /= 10;
+            } while (v);
+            if (i)
+                out.data[out.len++] = ' ';
+            while (n)
+                out.data[out.len++] = tmp[--n];
+        }
+        out.data[out.len++] = '\n';
+        out.data[out.len] = 0;
     } else {
         const char *p = buf_cstr(&in);
         for (;;) {

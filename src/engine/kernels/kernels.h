@@ -4,8 +4,10 @@
 //
 // The model of a matrix product is ggml's: a weight row of type T is dotted
 // with an activation row that was first converted to T's vec_dot_type (Q8_0
-// for the legacy 32-element quants, Q8_K for the k-quants, F16 or F32 for the
-// float types). Integer dot products then do the bulk of the work.
+// for Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1 as in ggml, Q8_K for the
+// k-quants, and F32 / F16 / BF16 for the float types). Integer dot products
+// then do the bulk of the work. OLLAMA_KERNELS_ISA=scalar|avx2|avx512 caps
+// the ISA kernels_best_isa picks.
 #pragma once
 
 #include <stdbool.h>
