@@ -19,6 +19,7 @@
 
 // Below this many float operations an op runs on the caller thread.
 #define CPU_INLINE_WORK 32768
+#define CPU_INLINE_MATMUL (256 * 1024)  // multiply-adds
 #define CPU_ALIGN 64
 #define CPU_MAX_JOBS 8
 
@@ -188,6 +189,7 @@ struct mm_task {
     int64_t n_rows, n_in;
     const struct kernels_type *kt[CPU_MAX_JOBS];
     int64_t chunk_rows;
+    bool private_rows;  // n_rows == 1: each thread converts x into its own slot
     // Jobs sharing a vec_dot_type form a group; groups run one after the
     // other (they share the conversion scratch), each with its own chunk
     // counter. Job j owns chunk ids [chunk_start[j], chunk_end[j]) of its group.
@@ -254,13 +256,20 @@ static void mm_task_run(void *arg, int ith, int nth)
                 kt = t->kt[j];
         size_t row_bytes = vdt_row_bytes(vdt, t->n_in);
         const void *xq = t->x;
-        if (vdt != GGUF_TYPE_F32) {
-            if (g > 0)
+        if (vdt != GGUF_TYPE_F32 && t->private_rows) {
+            // One activation row (decode): every thread converts its own copy,
+            // which costs less than a barrier.
+            uint8_t *mine = (uint8_t *)t->cpu->wdata + (size_t)ith * row_bytes;
+            kt->from_float(t->x, mine, t->n_in);
+            xq = mine;
+        } else if (vdt != GGUF_TYPE_F32) {
+            if (g > 0 && nth > 1)
                 engine_pool_barrier(t->cpu->pool);  // the previous group is done with wdata
             for (int64_t r = ith; r < t->n_rows; r += nth)
                 kt->from_float(t->x + r * t->n_in,
                                (uint8_t *)t->cpu->wdata + (size_t)r * row_bytes, t->n_in);
-            engine_pool_barrier(t->cpu->pool);
+            if (nth > 1)
+                engine_pool_barrier(t->cpu->pool);
             xq = t->cpu->wdata;
         }
         for (;;) {
@@ -330,12 +339,19 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         next[g] += (jobs[j].w->ne[1] + chunk - 1) / chunk;
         t.chunk_end[j] = next[g];
     }
+    t.private_rows = n_rows == 1;
     for (int g = 0; g < t.n_groups; g++) {
         atomic_init(&t.next_chunk[g], 0);
-        if (t.group_vdt[g] != GGUF_TYPE_F32)
-            ASSERT(vdt_row_bytes(t.group_vdt[g], t.n_in) * (size_t)n_rows <= c->wdata_bytes);
+        size_t rb = vdt_row_bytes(t.group_vdt[g], t.n_in);
+        if (t.group_vdt[g] != GGUF_TYPE_F32) {
+            ASSERT(rb * (size_t)n_rows <= c->wdata_bytes);
+            if (rb * (size_t)c->n_threads > c->wdata_bytes)
+                t.private_rows = false;
+        }
     }
-    if (c->n_threads == 1)
+    // Small products (tiny models) run on the caller: waking the pool would
+    // cost more than the work.
+    if (c->n_threads == 1 || total_rows * t.n_in * n_rows < CPU_INLINE_MATMUL)
         mm_task_run(&t, 0, 1);
     else
         engine_pool_run(c->pool, mm_task_run, &t);

@@ -27,8 +27,10 @@
 #define cpu_relax() ((void)0)
 #endif
 
-// Spin this many rounds before sleeping (a few tens of microseconds).
-#define POOL_SPIN_ROUNDS 20000
+// Spin this many rounds before sleeping (some tens of microseconds: longer
+// than the gap between two ops of a decode step, short enough not to steal
+// much CPU from other processes on a busy machine).
+#define POOL_SPIN_ROUNDS 4000
 
 struct engine_pool {
     int n_threads;

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,14 @@ static enum MHD_Result handle_completion(struct runner *rn, struct MHD_Connectio
 // ---------------------------------------------------------------------------
 // /embedding: waits for the loop, then one JSON object.
 
+static bool all_finite(const float *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return false;
+    return true;
+}
+
 static enum MHD_Result handle_embedding(struct runner *rn, struct MHD_Connection *c,
                                         const json_t *body)
 {
@@ -147,6 +156,8 @@ static enum MHD_Result handle_embedding(struct runner *rn, struct MHD_Connection
         ret = reply_error(c, 500, r->error);
     } else if (!r->embd) {
         ret = reply_error(c, 500, "request cancelled");
+    } else if (!all_finite(r->embd, r->n_embd)) {
+        ret = reply_error(c, 500, "embedding contains NaN or Inf values");
     } else {
         json_t *o = json_object();
         json_t *v = json_array();

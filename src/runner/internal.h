@@ -42,6 +42,8 @@ struct rreq {
     bool shift;                   // context shift allowed when the window is full
     bool cache_prompt;            // reuse a slot's cached prefix
     bool return_context;          // final line carries prompt + output ids
+    bool logprobs;                // lines carry the sampled tokens' log probabilities
+    int top_logprobs;             // and this many alternatives (0-20)
     struct sampler *sampler;      // owned; prompt already fed
     struct sample_grammar *grammar;  // owned (the sampler borrows it), or NULL
     struct sample_stop *stop;     // owned
@@ -90,6 +92,10 @@ struct runner {
 };
 
 enum { RUNNER_LOADING = 0, RUNNER_READY = 1, RUNNER_FAILED = 2 };
+
+// Fills rn's model, tokenizer, sampling vocabulary and pooling from a
+// loaded model (runner.c). The fuzz target uses it too.
+int runner_attach_model(struct runner *rn, struct model *m, struct err *e);
 
 // Request parsing (request.c): build a request from a JSON body. On failure
 // returns NULL with *status (400/500) and e set.

@@ -9,6 +9,7 @@
 // Lock order: loop->mu, then a request's mu.
 #include "runner/internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@ struct slot {
     struct buf piece, text;
     // Batch bookkeeping of the current iteration: entries [b0, b0 + bn).
     int b0, bn;
+    json_t *logprobs;  // entries not yet sent (attached to the next line), or NULL
     // Embedding accumulator (n_embd floats).
     double *pool;
     int n_pooled;
@@ -61,12 +63,71 @@ static void emit_content(struct slot *s)
         return;
     json_t *o = json_object();
     jsonx_set_strn(o, "content", s->text.data, s->text.len);
+    if (s->logprobs) {
+        jsonx_set(o, "logprobs", s->logprobs);
+        s->logprobs = NULL;
+    }
     rreq_emit(s->req, o);
     buf_reset(&s->text);
 }
 
+// {"token":..., "logprob":..., "bytes":[...]} for one token.
+static json_t *logprob_entry(const struct runner_loop *l, int32_t id, float lp)
+{
+    struct str piece = tokenizer_piece(l->rn->tok, id, true);
+    json_t *o = json_object();
+    jsonx_set_strn(o, "token", piece.ptr, piece.len);
+    jsonx_set_f32(o, "logprob", lp);
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < piece.len; i++)
+        json_array_append_new(bytes, json_integer((unsigned char)piece.ptr[i]));
+    jsonx_set(o, "bytes", bytes);
+    return o;
+}
+
+// Log-probabilities from the model's raw logits (log-softmax), as Ollama
+// reports them: the sampled token and the top_logprobs most likely ones.
+static void add_logprobs(struct runner_loop *l, struct slot *s, const float *logits, int32_t tok)
+{
+    int n = model_n_vocab(l->m);
+    float mx = logits[0];
+    for (int i = 1; i < n; i++)
+        if (logits[i] > mx)
+            mx = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += exp((double)logits[i] - mx);
+    float lse = mx + (float)log(sum);
+    json_t *e = logprob_entry(l, tok, logits[tok] - lse);
+    int k = s->req->top_logprobs < n ? s->req->top_logprobs : n;
+    if (k > 0) {
+        // Partial selection of the k largest logits (k <= 20).
+        int32_t best[20];
+        int nb = 0;
+        for (int i = 0; i < n; i++) {
+            if (nb == k && logits[i] <= logits[best[nb - 1]])
+                continue;
+            int j = nb < k ? nb++ : k - 1;
+            while (j > 0 && logits[best[j - 1]] < logits[i]) {
+                best[j] = best[j - 1];
+                j--;
+            }
+            best[j] = i;
+        }
+        json_t *top = json_array();
+        for (int i = 0; i < nb; i++)
+            json_array_append_new(top, logprob_entry(l, best[i], logits[best[i]] - lse));
+        jsonx_set(e, "top_logprobs", top);
+    }
+    if (!s->logprobs)
+        s->logprobs = json_array();
+    json_array_append_new(s->logprobs, e);
+}
+
 static void slot_release(struct runner_loop *l, struct slot *s)
 {
+    json_decref(s->logprobs);
+    s->logprobs = NULL;
     rreq_finish(s->req);
     rreq_unref(s->req);
     s->req = NULL;
@@ -109,6 +170,10 @@ static void finish_done(struct runner_loop *l, struct slot *s, enum sample_done 
     jsonx_set_int(o, "prompt_eval_duration", s->t_first - s->t_start);
     jsonx_set_int(o, "eval_count", s->n_generated);
     jsonx_set_int(o, "eval_duration", now - s->t_first);
+    if (s->logprobs) {
+        jsonx_set(o, "logprobs", s->logprobs);
+        s->logprobs = NULL;
+    }
     if (r->return_context) {
         json_t *ctx = json_array();
         for (size_t i = 0; i < r->context.len; i++)
@@ -257,6 +322,8 @@ static void sample_slot(struct runner_loop *l, struct slot *s, int entry)
         finish_error(l, s, e.msg);
         return;
     }
+    if (s->req->logprobs)
+        add_logprobs(l, s, logits, tok);
     accept_token(l, s, tok);
 }
 
@@ -384,7 +451,16 @@ static void iterate(struct runner_loop *l)
     struct model_batch b = {.n_tokens = n, .tokens = l->b_tokens, .pos = l->b_pos,
                             .slot = l->b_slot, .logits = l->b_logits};
     struct err e = {0};
-    if (model_decode(l->m, &b, &e) < 0) {
+    int64_t t0 = time_monotonic_ns();
+    int rc = model_decode(l->m, &b, &e);
+    if (log_enabled(LOG_DEBUG)) {
+        int n_gen = 0;
+        for (int i = 0; i < l->n_slots; i++)
+            n_gen += l->slots[i].state == SLOT_GEN && l->slots[i].bn > 0;
+        log_debug("decode: %d tokens (%d generating slots) in %.2f ms", n, n_gen,
+                  (double)(time_monotonic_ns() - t0) / 1e6);
+    }
+    if (rc < 0) {
         log_error("decode failed: %s", e.msg);
         for (int i = 0; i < l->n_slots; i++) {
             struct slot *s = &l->slots[i];

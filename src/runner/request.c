@@ -235,8 +235,17 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
         (rc = jsonx_get_bool(body, "truncate", &truncate, false, e)) < 0 ||
         (rc = jsonx_get_bool(body, "cache_prompt", &r->cache_prompt, false, e)) < 0 ||
         (rc = jsonx_get_bool(body, "return_context", &r->return_context, false, e)) < 0 ||
+        (rc = jsonx_get_bool(body, "logprobs", &r->logprobs, false, e)) < 0 ||
         (rc = parse_options(json_object_get(body, "options"), &g, e)) < 0)
         goto fail;
+    int64_t top = 0;
+    if ((rc = jsonx_get_int(body, "top_logprobs", &top, INT32_MIN, INT32_MAX, false, e)) < 0)
+        goto fail;
+    if (top < 0 || top > 20) {
+        rc = err_set(e, ERR_INVALID, "top_logprobs must be between 0 and 20");
+        goto fail;
+    }
+    r->top_logprobs = (int)top;
     if (rn->no_context_shift)
         r->shift = false;
     if ((rc = sample_format_compile(&r->grammar, json_object_get(body, "format"), e)) < 0)
@@ -264,6 +273,10 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
             goto fail;
         }
         truncate_prompt(&r->tokens, rn->n_ctx, r->n_keep);
+        if (r->tokens.len == 0) {  // a window of one token holds no prompt
+            rc = err_set(e, ERR_INVALID, "input length exceeds the context length");
+            goto fail;
+        }
     }
     r->limit = sample_predict_limit(g.num_predict, rn->n_ctx, (int64_t)r->tokens.len);
 

@@ -97,6 +97,11 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
             if (!val)
                 return usage_error("flag needs an argument: %s", name);
             int t = model_kv_type_parse(val);
+            if (t < 0 && ascii_ieq(val, "q4_0")) {
+                // OLLAMA_KV_CACHE_TYPE allows q4_0; the engine has no q4_0 cache.
+                log_warn("kv cache type q4_0 is not supported by this engine; using f16");
+                t = MODEL_KV_F16;
+            }
             if (t < 0)
                 return usage_error("unsupported --kv-cache-type \"%s\" (f16, q8_0 or f32)", val);
             a->mo.kv_type = (enum model_kv_type)t;
@@ -148,6 +153,16 @@ static int build_vocab(struct runner *rn, struct err *e)
     return rc;
 }
 
+int runner_attach_model(struct runner *rn, struct model *m, struct err *e)
+{
+    rn->model = m;
+    rn->tok = model_tokenizer(m);
+    rn->n_ctx = model_n_ctx(m);
+    rn->add_bos = tokenizer_add_bos(rn->tok);
+    rn->pooling = pooling_of(m);
+    return build_vocab(rn, e);
+}
+
 struct load_job {
     struct runner *rn;
     const struct runner_args *args;
@@ -161,13 +176,8 @@ static void *load_thread(void *p)
     struct runner *rn = j->rn;
     int64_t t0 = time_monotonic_ns();
     j->rc = model_load(&rn->model, j->args->model_path, &j->args->mo, &j->e);
-    if (j->rc == 0) {
-        rn->tok = model_tokenizer(rn->model);
-        rn->n_ctx = model_n_ctx(rn->model);
-        rn->add_bos = tokenizer_add_bos(rn->tok);
-        rn->pooling = pooling_of(rn->model);
-        j->rc = build_vocab(rn, &j->e);
-    }
+    if (j->rc == 0)
+        j->rc = runner_attach_model(rn, rn->model, &j->e);
     if (j->rc == 0)
         j->rc = runner_loop_start(&rn->loop, rn, &j->e);
     if (j->rc < 0) {

@@ -135,7 +135,7 @@ static void round_activation(uint32_t wtype, const float *x, float *out, int64_t
 
 static void check_matmul(int n_threads, uint32_t type, int64_t n_rows, bool bias)
 {
-    const int64_t n_in = 256, n_out = 70;
+    const int64_t n_in = 256, n_out = 1100;  // large enough for the pool (not inline)
     struct engine_backend *be = backend(n_threads);
     struct engine_tensor w;
     void *wd;
@@ -180,18 +180,18 @@ static void test_matmul_n(void **state)
     struct engine_tensor w1, w2;
     void *d1, *d2;
     float *q1, *q2;
-    make_weight(GGUF_TYPE_Q8_0, 256, 70, &w1, &d1, &q1);
+    make_weight(GGUF_TYPE_Q8_0, 256, 700, &w1, &d1, &q1);
     make_weight(GGUF_TYPE_F32, 256, 33, &w2, &d2, &q2);
     float *x = rand_vec(256 * 5);
-    float *y1 = engine_buf_alloc(be, 70 * 5 * sizeof(float));
+    float *y1 = engine_buf_alloc(be, 700 * 5 * sizeof(float));
     float *y2 = engine_buf_alloc(be, 33 * 5 * sizeof(float));
-    float *z1 = engine_buf_alloc(be, 70 * 5 * sizeof(float));
+    float *z1 = engine_buf_alloc(be, 700 * 5 * sizeof(float));
     float *z2 = engine_buf_alloc(be, 33 * 5 * sizeof(float));
     struct engine_matmul_job jobs[2] = {{&w1, y1, NULL}, {&w2, y2, NULL}};
     engine_matmul_n(be, jobs, 2, x, 5);
     engine_matmul(be, z1, &w1, NULL, x, 5);
     engine_matmul(be, z2, &w2, NULL, x, 5);
-    assert_memory_equal(y1, z1, 70 * 5 * sizeof(float));
+    assert_memory_equal(y1, z1, 700 * 5 * sizeof(float));
     assert_memory_equal(y2, z2, 33 * 5 * sizeof(float));
     engine_buf_free(be, y1), engine_buf_free(be, y2), engine_buf_free(be, z1),
         engine_buf_free(be, z2);

@@ -514,6 +514,41 @@ static void test_context_shift(void **state)
     model_free(m);
 }
 
+// Embeddings are the final normed hidden states: the logits are the output
+// matrix times them.
+static void test_embeddings(void **state)
+{
+    (void)state;
+    char path[1024];
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .embeddings = true};
+    struct model *m = load(stories_path(path, sizeof path), o);
+    decode_seq(m, 0, story, 6, 0, true);
+    const struct gguf_tensor *out = gguf_tensor_find(model_gguf(m), "output.weight");
+    assert_non_null(out);
+    assert_int_equal(out->type, GGUF_TYPE_F32);
+    const float *w = out->data;
+    int ne = model_n_embd(m), nv = model_n_vocab(m);
+    for (int i = 0; i < 6; i++) {
+        const float *h = model_embeddings(m, i), *lg = model_logits(m, i);
+        assert_non_null(h);
+        for (int j = 0; j < nv; j++) {
+            double d = 0;
+            for (int k = 0; k < ne; k++)
+                d += (double)w[(size_t)j * ne + k] * h[k];
+            if (fabs(d - lg[j]) > 1e-3)
+                fail_msg("row %d logit %d: %f vs %f", i, j, d, (double)lg[j]);
+        }
+    }
+    model_free(m);
+    o.embeddings = false;
+    m = load(stories_path(path, sizeof path), o);
+    decode_seq(m, 0, story, 2, 0, false);
+    assert_null(model_embeddings(m, 1));
+    assert_non_null(model_logits(m, 1));
+    assert_null(model_logits(m, 0));
+    model_free(m);
+}
+
 static void test_bad_batches(void **state)
 {
     (void)state;
@@ -653,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_context_shift),
+        cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_memory_estimate),

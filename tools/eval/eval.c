@@ -37,11 +37,24 @@ static int argmax(const float *x, int n)
     return best;
 }
 
+// A JSON string; bytes that are not valid UTF-8 (a piece cut inside a
+// character) become U+FFFD so the output always parses.
 static void json_string(struct buf *b, const char *s, size_t n)
 {
     buf_append_char(b, '"');
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+            if (len > 1 && i + len <= n && utf8_valid(s + i, len)) {
+                buf_append(b, s + i, len);
+                i += len;
+            } else {
+                buf_append_str(b, "\\ufffd");
+                i++;
+            }
+            continue;
+        }
         if (c == '"' || c == '\\')
             buf_printf(b, "\\%c", c);
         else if (c == '\n')
@@ -54,6 +67,7 @@ static void json_string(struct buf *b, const char *s, size_t n)
             buf_printf(b, "\\u%04x", c);
         else
             buf_append_char(b, (char)c);
+        i++;
     }
     buf_append_char(b, '"');
 }

@@ -4,6 +4,7 @@
 // more requests than slots, cancellation, stop sequences, num_predict,
 // truncation, context shift, JSON format, embeddings, tokenize round trip,
 // health, flag and load errors.
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -219,6 +220,21 @@ static void test_parallel_equals_single(void **state)
     stop(&h);
 }
 
+struct abandon {
+    const struct rharness *h;
+    const char *body;
+};
+
+// Reads 2000 lines of a long stream, then hangs up.
+static void *abandon_run(void *p)
+{
+    struct abandon *a = p;
+    char *out = NULL;
+    rh_request(a->h, "/completion", a->body, &out, 2000, 60);
+    free(out);
+    return NULL;
+}
+
 // A client that hangs up mid-stream frees its slot: with one slot, a second
 // request completes although the first asked for a million tokens.
 static void test_cancel_frees_slot(void **state)
@@ -234,6 +250,23 @@ static void test_cancel_frees_slot(void **state)
     free(out);
     char *b2 = greedy_body("The little dog was sad because", 16, NULL);
     struct rh_stream s;
+    out = NULL;
+    st = rh_request(&h, "/completion", b2, &out, 0, 30);
+    assert_int_equal(st, 200);
+    rh_stream_parse(out, &s);
+    assert_int_equal(rh_final_int(&s, "eval_count"), 16);
+    rh_stream_free(&s);
+    free(out);
+    // A request abandoned while it waits in the queue behind a running one
+    // (or, if the first has ended already, while it runs) is dropped too.
+    struct abandon a = {.h = &h, .body = body};
+    pthread_t t;
+    pthread_create(&t, NULL, abandon_run, &a);
+    harness_sleep_ms(100);
+    out = NULL;
+    assert_int_equal(rh_request(&h, "/completion", body, &out, 0, 1), -1);  // 1 s, then hang up
+    free(out);
+    pthread_join(t, NULL);
     out = NULL;
     st = rh_request(&h, "/completion", b2, &out, 0, 30);
     assert_int_equal(st, 200);
@@ -453,6 +486,50 @@ static void test_sampling_options(void **state)
     stop(&h);
 }
 
+// logprobs: one entry per sampled token; under greedy decoding the sampled
+// token is the most likely one, so it heads top_logprobs.
+static void test_logprobs(void **state)
+{
+    (void)state;
+    struct rharness h;
+    start(&h, NULL);
+    char *b = greedy_body("Once upon a time", 12, "\"logprobs\":true,\"top_logprobs\":3");
+    char *out = NULL;
+    assert_int_equal(rh_request(&h, "/completion", b, &out, 0, 60), 200);
+    size_t n_entries = 0;
+    for (const char *p = out; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        json_t *v = NULL;
+        assert_int_equal(jsonx_parse(p, len, &v, NULL), 0);
+        json_t *lps = json_object_get(v, "logprobs");
+        for (size_t i = 0; i < json_array_size(lps); i++) {
+            json_t *e = json_array_get(lps, i);
+            double lp = json_number_value(json_object_get(e, "logprob"));
+            json_t *top = json_object_get(e, "top_logprobs");
+            assert_int_equal(json_array_size(top), 3);
+            assert_true(lp <= 0);
+            assert_string_equal(json_string_value(json_object_get(e, "token")),
+                                json_string_value(json_object_get(json_array_get(top, 0), "token")));
+            double t0 = json_number_value(json_object_get(json_array_get(top, 0), "logprob"));
+            double t1 = json_number_value(json_object_get(json_array_get(top, 1), "logprob"));
+            assert_true(t0 >= t1 && fabs(t0 - lp) < 1e-6);
+            n_entries++;
+        }
+        json_decref(v);
+        p += len + (nl ? 1 : 0);
+    }
+    assert_int_equal(n_entries, 12);
+    free(out);
+    free(b);
+    b = greedy_body("Once upon a time", 12, "\"top_logprobs\":21");
+    assert_int_equal(rh_request(&h, "/completion", b, &out, 0, 60), 400);
+    assert_non_null(strstr(out, "top_logprobs must be between 0 and 20"));
+    free(out);
+    free(b);
+    stop(&h);
+}
+
 // ---------------------------------------------------------------------------
 // Embeddings, tokenize
 
@@ -602,6 +679,7 @@ int main(void)
         cmocka_unit_test(test_context_shift),
         cmocka_unit_test(test_format_json),
         cmocka_unit_test(test_sampling_options),
+        cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_tokenize_roundtrip),
         cmocka_unit_test(test_health),
