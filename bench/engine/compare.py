@@ -30,6 +30,7 @@ def main():
     ap.add_argument("-p", type=int, default=128)
     ap.add_argument("-n", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--llama-args", default="", help="extra llama-bench arguments, e.g. '--poll 0'")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
 
@@ -42,7 +43,7 @@ def main():
                                "-r", "1", "-o", "json"]):
                 ours["pp" if r["n_prompt"] else "tg"].append(r["avg_ts"])
             for r in run_json([a.llama_bench, "-m", model, "-t", str(a.t), "-p", str(a.p),
-                               "-n", str(a.n), "-r", "1", "-o", "json"]):
+                               "-n", str(a.n), "-r", "1", "-o", "json"] + a.llama_args.split()):
                 theirs["pp" if r["n_prompt"] else "tg"].append(r["avg_ts"])
         for test, n in (("pp", a.p), ("tg", a.n)):
             o, t = ours[test], theirs[test]

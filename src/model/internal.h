@@ -92,6 +92,8 @@ struct model {
     int out_cap;         // rows allocated in logits
     int n_batch_entries;
     int32_t *ub_buf;     // ubatch index arrays: 6 × n_batch
+    int out_index_cap;
+    int *slot_next, *slot_last;  // model_decode bookkeeping, [n_slots]
 };
 
 extern const struct model_arch model_arch_llama;

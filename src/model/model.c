@@ -340,6 +340,8 @@ static void model_release(struct model *m)
     free(m->embd);
     free(m->out_index);
     free(m->ub_buf);
+    free(m->slot_next);
+    free(m->slot_last);
     tokenizer_free(m->tok);
     gguf_close(m->g);
     free(m);
@@ -478,6 +480,8 @@ int model_load(struct model **out, const char *path, const struct model_options 
 
     m->ub_buf = xcalloc(nb * 7, sizeof(int32_t));
     m->slots = xcalloc((size_t)o->n_slots, sizeof *m->slots);
+    m->slot_next = xcalloc((size_t)o->n_slots, sizeof(int));
+    m->slot_last = xcalloc((size_t)o->n_slots, sizeof(int));
     for (int i = 0; i < o->n_slots; i++)
         m->slots[i].tokens = xcalloc((size_t)o->n_ctx, sizeof(int32_t));
     m->out_cap = m->s.n_out_max;
@@ -553,8 +557,11 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
 
     // Validate: known tokens and slots; per slot, consecutive positions that
     // start at or below the slot's length and stay inside the context.
-    int *next = xcalloc((size_t)n_slots, sizeof(int));  // expected next position + 1 (0 = none)
-    int *last = xcalloc((size_t)n_slots, sizeof(int));  // last entry index per slot
+    // Per-slot bookkeeping, allocated at load: expected next position + 1
+    // (0 = slot not in the batch) and the slot's last entry.
+    int *next = m->slot_next, *last = m->slot_last;
+    memset(next, 0, (size_t)n_slots * sizeof(int));
+    memset(last, 0, (size_t)n_slots * sizeof(int));
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         int s = b->slot[i], p = b->pos[i], t = b->tokens[i];
@@ -583,8 +590,11 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
         goto out;
 
     // Output rows, numbered in entry order.
-    free(m->out_index);
-    m->out_index = xmalloc((size_t)n * sizeof(int32_t));
+    if (n > m->out_index_cap) {
+        free(m->out_index);
+        m->out_index = xmalloc((size_t)n * sizeof(int32_t));
+        m->out_index_cap = n;
+    }
     int n_out = 0;
     for (int i = 0; i < n; i++) {
         bool want = b->logits ? b->logits[i] : last[b->slot[i]] == i;
@@ -647,8 +657,6 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
     }
     m->n_batch_entries = n;
 out:
-    free(next);
-    free(last);
     return rc;
 }
 
