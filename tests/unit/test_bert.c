@@ -6,7 +6,7 @@
 //
 // Tolerance: cosine similarity >= 0.9999 with the reference vector (F32
 // weights; llama.cpp rounds GELU through an F16 table and prints 7 decimals).
-// A sequence embedded alone or in a batch of six must agree within 1e-5.
+// A sequence embedded alone or batched with another must agree within 1e-5.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
