@@ -368,9 +368,15 @@ static void gen_producer(struct srv_stream *st, void *arg)
 // ---------------------------------------------------------------------------
 // Prompt
 
+// Token count for truncation (the template module only compares it with
+// num_ctx). A text of N bytes has at most N + 2 tokens (every token covers at
+// least one byte; BOS/EOS are added), so a short text needs no round trip to
+// the runner's tokenizer.
 static int64_t count_tokens(void *ctx, const char *text, size_t len, struct err *e)
 {
     struct gen_job *j = ctx;
+    if ((int64_t)len + 2 <= (int64_t)j->n_ctx)
+        return (int64_t)len + 2;
     json_t *body = json_object();
     jsonx_set_strn(body, "content", text, len);
     json_t *out = NULL;
