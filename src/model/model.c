@@ -541,7 +541,8 @@ enum model_pooling model_pooling(const struct model *m)
 
 const float *model_logits(const struct model *m, int i)
 {
-    if (m->arch->encoder || i < 0 || i >= m->n_batch_entries || !m->out_index || m->out_index[i] < 0)
+    if (m->arch->encoder || i < 0 || i >= m->n_batch_entries || !m->out_index ||
+        m->out_index[i] < 0)
         return NULL;
     return m->logits + (size_t)m->out_index[i] * m->hp.n_vocab;
 }
