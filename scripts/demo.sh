@@ -26,13 +26,22 @@ echo "\$ curl http://$OLLAMA_HOST/api/version"
 curl -s "http://$OLLAMA_HOST/api/version"; echo
 echo "\$ ollama --version"
 "$bin" --version
-if "$bin" help 2>/dev/null | grep -q "^  run" && [ -f tests/fixtures/stories260K.gguf ] \
-   && "$bin" create --help >/dev/null 2>&1 && ! "$bin" list 2>&1 | grep -q "not implemented"; then
-    dir=$(mktemp -d)
-    printf 'FROM %s\nPARAMETER temperature 0\n' "$PWD/tests/fixtures/stories260K.gguf" > "$dir/Modelfile"
-    echo "\$ ollama create stories -f Modelfile"
-    "$bin" create stories -f "$dir/Modelfile"
-    echo "\$ ollama run stories \"Once upon a time\""
-    "$bin" run stories "Once upon a time"
-    rm -rf "$dir"
-fi
+# The demo model: stories260K (a real TinyStories model, MIT licensed; see
+# tests/fixtures/stories260K.LICENSE.md), created from a Modelfile and run.
+dir=$(mktemp -d)
+cat > "$dir/Modelfile" <<EOF
+FROM $PWD/tests/fixtures/stories260K.gguf
+PARAMETER temperature 0
+PARAMETER num_predict 128
+EOF
+echo "\$ cat Modelfile"
+cat "$dir/Modelfile"
+echo "\$ ollama create stories -f Modelfile"
+"$bin" create stories -f "$dir/Modelfile"
+echo "\$ ollama list"
+"$bin" list
+echo "\$ ollama run stories \"Once upon a time\""
+"$bin" run stories "Once upon a time" </dev/null
+echo "\$ ollama ps"
+"$bin" ps
+rm -rf "$dir"

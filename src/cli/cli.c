@@ -106,34 +106,28 @@ static int cmd_runner(struct cli_args *a)
     return rc;
 }
 
-// Commands whose implementation has not landed yet say so plainly.
-static int cmd_not_implemented(struct cli_args *a)
-{
-    return cli_fail("'ollama %s' is not implemented yet in ollama-c", a->cmd->name);
-}
-
 const struct cli_command cli_commands[] = {
     {"serve", "start", "serve [flags]", "Start ollama", 0, 0, NULL, env_serve, cmd_serve, false},
     {"create", NULL, "create MODEL [flags]", "Create a model", 1, 1, flags_create, env_host_only,
-     cmd_not_implemented, false},
+     cli_cmd_create, false},
     {"show", NULL, "show MODEL [flags]", "Show information for a model", 1, 1, flags_show,
-     env_host_only, cmd_not_implemented, false},
+     env_host_only, cli_cmd_show, false},
     {"run", NULL, "run MODEL [PROMPT] [flags]", "Run a model", 1, -1, flags_run, env_run,
-     cmd_not_implemented, false},
+     cli_cmd_run, false},
     {"stop", NULL, "stop MODEL [flags]", "Stop a running model", 1, 1, NULL, env_host_only,
-     cmd_not_implemented, false},
+     cli_cmd_stop, false},
     {"pull", NULL, "pull MODEL [flags]", "Pull a model from a registry", 1, 1, flags_insecure,
-     env_host_only, cmd_not_implemented, false},
+     env_host_only, cli_cmd_pull, false},
     {"push", NULL, "push MODEL [flags]", "Push a model to a registry", 1, 1, flags_insecure,
-     env_host_only, cmd_not_implemented, false},
-    {"list", "ls", "list [flags]", "List models", 0, 1, NULL, env_host_only, cmd_not_implemented,
+     env_host_only, cli_cmd_push, false},
+    {"list", "ls", "list [flags]", "List models", 0, 1, NULL, env_host_only, cli_cmd_list,
      false},
     {"ps", NULL, "ps [flags]", "List running models", 0, 1, NULL, env_host_only,
-     cmd_not_implemented, false},
+     cli_cmd_ps, false},
     {"cp", NULL, "cp SOURCE DESTINATION [flags]", "Copy a model", 2, 2, NULL, env_host_only,
-     cmd_not_implemented, false},
+     cli_cmd_cp, false},
     {"rm", NULL, "rm MODEL [MODEL...] [flags]", "Remove a model", 1, -1, NULL, env_host_only,
-     cmd_not_implemented, false},
+     cli_cmd_rm, false},
     {"runner", NULL, "runner [flags]", "Run a model runner (internal)", 0, -1, flags_runner, NULL,
      cmd_runner, true},
     {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, false},

@@ -2,6 +2,10 @@
 #include "client/client.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,31 +15,48 @@
 
 struct client {
     char *base_url;
+    const volatile sig_atomic_t *cancel;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static char user_agent[128]; // written once under curl_once
+
+// "ollama/<version> (<arch> <os>) ..." with Go's names for the platform.
 static void curl_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct utsname u;
+    const char *arch = "amd64";
+    if (uname(&u) == 0) {
+        if (strcmp(u.machine, "aarch64") == 0 || strcmp(u.machine, "arm64") == 0)
+            arch = "arm64";
+        else if (strcmp(u.machine, "x86_64") != 0)
+            arch = u.machine;
+    }
+    snprintf(user_agent, sizeof(user_agent), "ollama/%s (%s linux) ollama-c", OLLAMA_VERSION, arch);
+}
+
+int client_url_from_host(const char *ollama_host, char *out, size_t n, struct err *e)
+{
+    struct host_addr h;
+    char tmp[512];
+    const char *v = env_clean(ollama_host, tmp, sizeof(tmp));
+    int rc = host_parse(v ? v : "", &h, e);
+    if (rc < 0)
+        return rc;
+    // An unspecified address means "this machine" for a client.
+    host_format_connect_url(&h, out, n);
+    return 0;
 }
 
 int client_new(struct client **out, const char *base_url, struct err *e)
 {
     pthread_once(&curl_once, curl_init_once);
-    char url[320];
+    char url[600];
     if (!base_url) {
-        struct host_addr h;
-        char tmp[512];
-        const char *v = env_clean(getenv("OLLAMA_HOST"), tmp, sizeof(tmp));
-        int rc = host_parse(v ? v : "", &h, e);
+        int rc = client_url_from_host(getenv("OLLAMA_HOST"), url, sizeof(url), e);
         if (rc < 0)
             return rc;
-        // An unspecified address means "this machine" for a client.
-        if (!h.host[0] || strcmp(h.host, "0.0.0.0") == 0)
-            snprintf(h.host, sizeof(h.host), "127.0.0.1");
-        else if (strcmp(h.host, "::") == 0)
-            snprintf(h.host, sizeof(h.host), "::1");
-        host_format_url(&h, url, sizeof(url));
         base_url = url;
     }
     struct client *c = xcalloc(1, sizeof(*c));
@@ -60,6 +81,19 @@ const char *client_base_url(const struct client *c)
     return c->base_url;
 }
 
+void client_set_cancel(struct client *c, const volatile sig_atomic_t *flag)
+{
+    c->cancel = flag;
+}
+
+static int xfer_cancel(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    const struct client *c = ctx;
+    return c->cancel && *c->cancel ? 1 : 0;
+}
+
 static size_t write_buf(char *p, size_t size, size_t n, void *ctx)
 {
     struct buf *b = ctx;
@@ -76,7 +110,7 @@ static CURL *easy_new(struct client *c, const char *method, const char *path, co
     curl_easy_setopt(h, CURLOPT_URL, url);
     free(url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "ollama/" OLLAMA_VERSION " (amd64 linux) ollama-c");
+    curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent);
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     else if (strcmp(method, "GET") != 0)
@@ -88,7 +122,13 @@ static CURL *easy_new(struct client *c, const char *method, const char *path, co
     *headers = curl_slist_append(NULL, "Content-Type: application/json");
     *headers = curl_slist_append(*headers, stream ? "Accept: application/x-ndjson"
                                                   : "Accept: application/json");
+    *headers = curl_slist_append(*headers, "Expect:");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
+    if (c->cancel) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xfer_cancel);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     return h;
 }
 
@@ -99,6 +139,8 @@ static int curl_fail(CURLcode cc, struct err *e)
                        "could not connect to ollama server, run 'ollama serve' to start it");
     if (cc == CURLE_WRITE_ERROR)
         return err_set(e, ERR_TOO_LARGE, "response too large");
+    if (cc == CURLE_ABORTED_BY_CALLBACK)
+        return err_set(e, ERR_CANCELLED, "cancelled");
     return err_set(e, ERR_NETWORK, "%s", curl_easy_strerror(cc));
 }
 
@@ -142,10 +184,11 @@ struct line_reader {
     client_line_fn fn;
     void *ctx;
     CURL *h;
-    bool ok_status;  // decided on the first byte
+    bool ok_status; // decided on the first byte
     bool checked;
     struct buf *err_body;
     bool stopped;
+    const struct client *c;
 };
 
 static size_t write_lines(char *p, size_t size, size_t n, void *ctx)
@@ -169,6 +212,10 @@ static size_t write_lines(char *p, size_t size, size_t n, void *ctx)
                 return 0;
             continue;
         }
+        if (lr->c->cancel && *lr->c->cancel) {
+            lr->stopped = true;
+            return 0;
+        }
         if (lr->line.len && lr->fn(lr->ctx, lr->line.data, lr->line.len) < 0) {
             lr->stopped = true;
             return 0;
@@ -179,29 +226,398 @@ static size_t write_lines(char *p, size_t size, size_t n, void *ctx)
 }
 
 int client_stream(struct client *c, const char *method, const char *path, const char *body,
-                  size_t body_len, client_line_fn fn, void *ctx, long *status,
-                  struct buf *err_body, struct err *e)
+                  size_t body_len, client_line_fn fn, void *ctx, long *status, struct buf *err_body,
+                  struct err *e)
 {
     struct curl_slist *headers = NULL;
     CURL *h = easy_new(c, method, path, body, body_len, &headers, true);
     if (!h)
         return err_set(e, ERR_NOMEM, "curl_easy_init failed");
-    struct line_reader lr = {.fn = fn, .ctx = ctx, .h = h, .err_body = err_body};
+    struct line_reader lr = {.fn = fn, .ctx = ctx, .h = h, .err_body = err_body, .c = c};
     buf_init(&lr.line, CLIENT_MAX_LINE_BYTES);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_lines);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &lr);
     CURLcode cc = curl_easy_perform(h);
     int rc = 0;
-    if (cc == CURLE_WRITE_ERROR && lr.stopped)
-        rc = ERR_CANCELLED;
+    if ((cc == CURLE_WRITE_ERROR && lr.stopped) || cc == CURLE_ABORTED_BY_CALLBACK)
+        rc = err_set(e, ERR_CANCELLED, "cancelled");
     else if (cc != CURLE_OK)
         rc = curl_fail(cc, e);
-    if (rc == 0 && lr.line.len)  // a last line without newline
-        fn(ctx, lr.line.data, lr.line.len);
+    if (rc == 0 && lr.line.len && lr.ok_status) // a last line without newline
+        if (fn(ctx, lr.line.data, lr.line.len) < 0)
+            rc = ERR_CANCELLED;
     if (status)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     buf_deinit(&lr.line);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// JSON calls and the server's error messages (cli.md §1.3).
+
+const char *client_status_text(long status)
+{
+    static const struct {
+        long code;
+        const char *text;
+    } table[] = {
+        {200, "OK"},
+        {201, "Created"},
+        {204, "No Content"},
+        {301, "Moved Permanently"},
+        {307, "Temporary Redirect"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {408, "Request Timeout"},
+        {409, "Conflict"},
+        {413, "Request Entity Too Large"},
+        {429, "Too Many Requests"},
+        {499, "Client Closed Request"},
+        {500, "Internal Server Error"},
+        {501, "Not Implemented"},
+        {502, "Bad Gateway"},
+        {503, "Service Unavailable"},
+        {504, "Gateway Timeout"},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (table[i].code == status)
+            return table[i].text;
+    return "";
+}
+
+static int status_code(long status)
+{
+    switch (status) {
+    case 400:
+        return ERR_INVALID;
+    case 401:
+    case 403:
+        return ERR_UNAUTHORIZED;
+    case 404:
+        return ERR_NOT_FOUND;
+    case 503:
+        return ERR_BUSY;
+    default:
+        return ERR_INTERNAL;
+    }
+}
+
+// The message of an error body: its "error" string, else the body as is.
+static void error_message(const struct buf *body, long status, char *out, size_t n)
+{
+    json_t *v = NULL;
+    const char *msg = NULL;
+    if (body->len && jsonx_parse(body->data, body->len, &v, NULL) == 0 && json_is_object(v))
+        msg = json_string_value(json_object_get(v, "error"));
+    if (msg)
+        snprintf(out, n, "%s", msg);
+    else if (body->len) {
+        // Trim the trailing newline a text body ends with.
+        size_t len = body->len;
+        while (len && (body->data[len - 1] == '\n' || body->data[len - 1] == '\r'))
+            len--;
+        snprintf(out, n, "%.*s", (int)len, body->data);
+    } else
+        snprintf(out, n, "%ld %s", status, client_status_text(status));
+    json_decref(v);
+}
+
+int client_call(struct client *c, const char *method, const char *path, const json_t *req,
+                json_t **out, struct err *e)
+{
+    char *body = req ? jsonx_dumps(req, JSON_COMPACT) : NULL;
+    struct buf resp;
+    buf_init(&resp, CLIENT_MAX_BODY_BYTES);
+    long status = 0;
+    int rc = client_request(c, method, path, body, body ? strlen(body) : 0, &status, &resp, e);
+    free(body);
+    if (rc < 0)
+        goto out;
+    if (status >= 400) {
+        char msg[ERR_MSG_MAX];
+        error_message(&resp, status, msg, sizeof(msg));
+        rc = err_set(e, status_code(status), "%s", msg);
+        goto out;
+    }
+    if (out) {
+        *out = NULL;
+        if (resp.len) {
+            rc = jsonx_parse(resp.data, resp.len, out, e);
+            if (rc < 0)
+                err_prefix(e, "%s %s", method, path);
+        }
+    }
+out:
+    buf_deinit(&resp);
+    return rc;
+}
+
+struct json_stream {
+    client_json_fn fn;
+    void *ctx;
+    struct err *e;
+    int rc;
+};
+
+static int stream_line(void *ctx, const char *line, size_t len)
+{
+    struct json_stream *js = ctx;
+    json_t *v = NULL;
+    struct err pe = {0};
+    if (jsonx_parse(line, len, &v, &pe) < 0) {
+        js->rc = err_set(js->e, ERR_FORMAT, "%.*s", (int)(len > 200 ? 200 : len), line);
+        return -1;
+    }
+    const char *msg = json_is_object(v) ? json_string_value(json_object_get(v, "error")) : NULL;
+    if (msg) {
+        js->rc = err_set(js->e, ERR_INTERNAL, "%s", msg);
+        json_decref(v);
+        return -1;
+    }
+    int rc = js->fn ? js->fn(js->ctx, v, js->e) : 0;
+    json_decref(v);
+    if (rc < 0) {
+        js->rc = rc;
+        return -1;
+    }
+    return 0;
+}
+
+int client_call_stream(struct client *c, const char *path, const json_t *req, client_json_fn fn,
+                       void *ctx, struct err *e)
+{
+    char *body = req ? jsonx_dumps(req, JSON_COMPACT) : NULL;
+    struct json_stream js = {.fn = fn, .ctx = ctx, .e = e};
+    struct buf err_body;
+    buf_init(&err_body, CLIENT_MAX_BODY_BYTES);
+    long status = 0;
+    int rc = client_stream(c, "POST", path, body, body ? strlen(body) : 0, stream_line, &js,
+                           &status, &err_body, e);
+    free(body);
+    if (js.rc < 0)
+        rc = js.rc;
+    else if (rc == 0 && status >= 400) {
+        char msg[ERR_MSG_MAX];
+        error_message(&err_body, status, msg, sizeof(msg));
+        rc = err_set(e, status_code(status), "%ld %s: %s", status, client_status_text(status), msg);
+    }
+    buf_deinit(&err_body);
+    return rc;
+}
+
+int client_version(struct client *c, char *out, size_t n, struct err *e)
+{
+    json_t *v = NULL;
+    int rc = client_call(c, "GET", "/api/version", NULL, &v, e);
+    if (rc < 0)
+        return rc;
+    const char *s = json_string_value(json_object_get(v, "version"));
+    if (!s)
+        rc = err_set(e, ERR_FORMAT, "no version in the server's answer");
+    else
+        snprintf(out, n, "%s", s);
+    json_decref(v);
+    return rc;
+}
+
+static int get_object(struct client *c, const char *path, json_t **out, struct err *e)
+{
+    json_t *v = NULL;
+    int rc = client_call(c, "GET", path, NULL, &v, e);
+    if (rc < 0)
+        return rc;
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return err_set(e, ERR_FORMAT, "unexpected answer from %s", path);
+    }
+    *out = v;
+    return 0;
+}
+
+int client_list(struct client *c, json_t **out, struct err *e)
+{
+    return get_object(c, "/api/tags", out, e);
+}
+
+int client_ps(struct client *c, json_t **out, struct err *e)
+{
+    return get_object(c, "/api/ps", out, e);
+}
+
+int client_show(struct client *c, const json_t *req, json_t **out, struct err *e)
+{
+    json_t *v = NULL;
+    int rc = client_call(c, "POST", "/api/show", req, &v, e);
+    if (rc < 0)
+        return rc;
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return err_set(e, ERR_FORMAT, "unexpected answer from /api/show");
+    }
+    *out = v;
+    return 0;
+}
+
+int client_copy(struct client *c, const char *src, const char *dst, struct err *e)
+{
+    json_t *req = json_pack("{s:s,s:s}", "source", src, "destination", dst);
+    int rc = client_call(c, "POST", "/api/copy", req, NULL, e);
+    json_decref(req);
+    return rc;
+}
+
+int client_delete(struct client *c, const char *model, struct err *e)
+{
+    json_t *req = json_pack("{s:s}", "model", model);
+    int rc = client_call(c, "DELETE", "/api/delete", req, NULL, e);
+    json_decref(req);
+    return rc;
+}
+
+int client_embed(struct client *c, const json_t *req, json_t **out, struct err *e)
+{
+    return client_call(c, "POST", "/api/embed", req, out, e);
+}
+
+int client_create(struct client *c, const json_t *req, client_json_fn fn, void *ctx, struct err *e)
+{
+    return client_call_stream(c, "/api/create", req, fn, ctx, e);
+}
+
+static int transfer(struct client *c, const char *path, const char *model, bool insecure,
+                    client_json_fn fn, void *ctx, struct err *e)
+{
+    json_t *req = json_pack("{s:s}", "model", model);
+    if (insecure)
+        json_object_set_new(req, "insecure", json_true());
+    int rc = client_call_stream(c, path, req, fn, ctx, e);
+    json_decref(req);
+    return rc;
+}
+
+int client_pull(struct client *c, const char *model, bool insecure, client_json_fn fn, void *ctx,
+                struct err *e)
+{
+    return transfer(c, "/api/pull", model, insecure, fn, ctx, e);
+}
+
+int client_push(struct client *c, const char *model, bool insecure, client_json_fn fn, void *ctx,
+                struct err *e)
+{
+    return transfer(c, "/api/push", model, insecure, fn, ctx, e);
+}
+
+int client_generate(struct client *c, const json_t *req, client_json_fn fn, void *ctx,
+                    struct err *e)
+{
+    return client_call_stream(c, "/api/generate", req, fn, ctx, e);
+}
+
+int client_chat(struct client *c, const json_t *req, client_json_fn fn, void *ctx, struct err *e)
+{
+    return client_call_stream(c, "/api/chat", req, fn, ctx, e);
+}
+
+// ---------------------------------------------------------------------------
+// Blobs (api.md §16).
+
+int client_blob_exists(struct client *c, const char *digest, bool *exists, struct err *e)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/api/blobs/%s", digest);
+    long status = 0;
+    int rc = client_request(c, "HEAD", path, NULL, 0, &status, NULL, e);
+    if (rc < 0)
+        return rc;
+    if (status == 200 || status == 404) {
+        *exists = status == 200;
+        return 0;
+    }
+    return err_set(e, status_code(status), "%ld %s", status, client_status_text(status));
+}
+
+struct upload {
+    FILE *f;
+    client_progress_fn fn;
+    void *ctx;
+    const struct client *c;
+};
+
+static size_t read_file(char *p, size_t size, size_t n, void *ctx)
+{
+    struct upload *u = ctx;
+    size_t got = fread(p, 1, size * n, u->f);
+    if (got == 0 && ferror(u->f))
+        return CURL_READFUNC_ABORT;
+    return got;
+}
+
+static int upload_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                           curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow;
+    struct upload *u = ctx;
+    if (u->c->cancel && *u->c->cancel)
+        return 1;
+    if (u->fn && ultotal > 0)
+        u->fn(u->ctx, (uint64_t)ulnow, (uint64_t)ultotal);
+    return 0;
+}
+
+int client_blob_upload(struct client *c, const char *digest, const char *path,
+                       client_progress_fn fn, void *ctx, struct err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_set(e, ERR_IO, "open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) < 0) {
+        fclose(f);
+        return err_set(e, ERR_IO, "stat %s: %s", path, strerror(errno));
+    }
+    char url_path[128];
+    snprintf(url_path, sizeof(url_path), "/api/blobs/%s", digest);
+    struct curl_slist *headers = NULL;
+    CURL *h = easy_new(c, "POST", url_path, NULL, 0, &headers, false);
+    if (!h) {
+        fclose(f);
+        return err_set(e, ERR_NOMEM, "curl_easy_init failed");
+    }
+    struct upload u = {.f = f, .fn = fn, .ctx = ctx, .c = c};
+    struct buf resp;
+    buf_init(&resp, 1 << 20);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, read_file);
+    curl_easy_setopt(h, CURLOPT_READDATA, &u);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)st.st_size);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, upload_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &u);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_buf);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
+    CURLcode cc = curl_easy_perform(h);
+    int rc = 0;
+    long status = 0;
+    if (cc != CURLE_OK) {
+        rc = curl_fail(cc, e);
+    } else {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 400) {
+            char msg[ERR_MSG_MAX];
+            error_message(&resp, status, msg, sizeof(msg));
+            rc = err_set(e, status_code(status), "%s", msg);
+        } else if (fn) {
+            fn(ctx, (uint64_t)st.st_size, (uint64_t)st.st_size);
+        }
+    }
+    buf_deinit(&resp);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(h);
+    fclose(f);
     return rc;
 }

@@ -270,7 +270,7 @@ static int dump_value(const json_t *v, int flags, int depth, struct buf *out, st
             keys[k].len = json_object_iter_key_len(it);
             keys[k].v = json_object_iter_value(it);
         }
-        if (flags & JSONX_SORT_KEYS)
+        if ((flags & JSONX_SORT_KEYS) && k > 1)
             qsort(keys, k, sizeof(*keys), key_cmp);
         rc = buf_append_char(out, '{');
         for (size_t i = 0; i < k && rc == 0; i++) {

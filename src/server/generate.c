@@ -101,12 +101,14 @@ static int trained_context(const char *path)
 static int effective_n_ctx(const struct server *srv, const json_t *options, const char *path)
 {
     int64_t n = srv_option_int(options, "num_ctx", 0);
+    bool requested = n > 0;
     if (n <= 0)
         n = srv->cfg->context_length ? (int64_t)srv->cfg->context_length : 4096;
     int trained = trained_context(path);
     if (trained > 0 && n > trained) {
-        log_warn("requested context size too large for model num_ctx=%lld n_ctx_train=%d",
-                 (long long)n, trained);
+        if (requested)  // the automatic default is capped silently
+            log_warn("requested context size too large for model num_ctx=%lld n_ctx_train=%d",
+                     (long long)n, trained);
         n = trained;
     }
     if (n < 4)
@@ -538,19 +540,9 @@ static void handle_completion(struct srv_req *r, bool chat)
         goto out;
     json_t *b = j->body;
 
-    const char *name = NULL;
-    if (jsonx_get_str(b, "model", &name, false, &e) < 0 ||
-        (!name && jsonx_get_str(b, "name", &name, false, &e) < 0)) {
-        srv_reply_error(r, 400, e.msg);
+    const char *name = srv_model_field(r, b, chat ? 400 : 404);
+    if (!name)
         goto out;
-    }
-    if (!name || !*name) {
-        if (chat)
-            srv_reply_error(r, 400, "model is required");
-        else
-            srv_reply_error(r, 404, "model '' not found");
-        goto out;
-    }
     j->model_name = xstrdup(name);
     j->stream = !json_is_false(json_object_get(b, "stream"));
     j->raw = json_is_true(json_object_get(b, "raw"));
@@ -756,19 +748,9 @@ static void handle_embed_common(struct srv_req *r, bool legacy)
     struct store_model *m = NULL;
     json_t *options = NULL, *result = NULL, *details = NULL;
     struct sched_runner *runner = NULL;
-    const char *name = NULL;
-    if (jsonx_get_str(b, "model", &name, false, &e) < 0 ||
-        (!name && jsonx_get_str(b, "name", &name, false, &e) < 0)) {
-        srv_reply_error(r, 400, e.msg);
+    const char *name = srv_model_field(r, b, legacy ? 400 : 404);
+    if (!name)
         goto out;
-    }
-    if (!name || !*name) {
-        if (legacy)
-            srv_reply_error(r, 400, "model is required");
-        else
-            srv_reply_error(r, 404, "model '' not found");
-        goto out;
-    }
     // Inputs: /api/embed "input" (string or array of strings); legacy "prompt".
     json_t *inputs = json_array();
     result = inputs;

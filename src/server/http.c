@@ -29,6 +29,7 @@ struct srv_stream {
     int fd;  // the client socket, polled for hang-up (-1 once closed)
     srv_producer_fn fn;
     void *arg;
+    struct srv_encoder enc;  // taken from the request (encode NULL: NDJSON)
 };
 
 #define STREAM_MAX_PENDING (64u * 1024 * 1024)
@@ -40,6 +41,8 @@ static void stream_unref(struct srv_stream *st)
     pthread_mutex_unlock(&st->mu);
     if (refs > 0)
         return;
+    if (st->enc.free)
+        st->enc.free(st->enc.ctx);
     buf_deinit(&st->pending);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
@@ -59,6 +62,11 @@ int srv_stream_write(struct srv_stream *st, const char *p, size_t n)
 
 int srv_stream_json_line(struct srv_stream *st, json_t *obj)
 {
+    if (st->enc.encode) {
+        int erc = st->enc.encode(st->enc.ctx, st, obj);
+        json_decref(obj);
+        return erc;
+    }
     struct buf line;
     buf_init(&line, 0);
     int rc = jsonx_dump(obj, 0, &line, NULL);
@@ -87,6 +95,8 @@ bool srv_stream_cancelled(struct srv_stream *st)
 
 void srv_stream_end(struct srv_stream *st)
 {
+    if (st->enc.finish)
+        st->enc.finish(st->enc.ctx, st);
     pthread_mutex_lock(&st->mu);
     st->ended = true;
     pthread_cond_signal(&st->cv);
@@ -151,6 +161,12 @@ int srv_stream_start(struct srv_req *r, int status, const char *content_type, sr
         st->fd = ci->connect_fd;
     st->fn = fn;
     st->arg = arg;
+    if (r->encoder.encode) {
+        st->enc = r->encoder;
+        memset(&r->encoder, 0, sizeof(r->encoder));
+        if (st->enc.content_type)
+            content_type = st->enc.content_type;
+    }
     r->stream = st;
     r->status = status;
     free(r->content_type);

@@ -18,6 +18,21 @@
 struct server;
 struct srv_stream;
 
+// An output encoder for a streamed reply (openai.c uses it to turn native
+// NDJSON objects into Server-Sent Events). Set on a request before its
+// handler runs; srv_stream_start takes it over (ctx included) and then every
+// object the handler writes with srv_stream_json_line goes to encode()
+// instead of becoming an NDJSON line, and finish() runs once in
+// srv_stream_end, before the stream closes. If no stream starts, whoever set
+// it frees ctx.
+struct srv_encoder {
+    const char *content_type;  // static string; replaces the handler's
+    int (*encode)(void *ctx, struct srv_stream *st, const json_t *obj);
+    void (*finish)(void *ctx, struct srv_stream *st);
+    void (*free)(void *ctx);
+    void *ctx;
+};
+
 // One HTTP request, owned by the connection. Handlers read it and answer with
 // exactly one srv_reply_* call or one srv_stream_start.
 struct srv_req {
@@ -42,6 +57,8 @@ struct srv_req {
     bool upload_started;
     int upload_rc;
     struct err upload_err;
+    // Output encoder for the next stream (encode == NULL: plain NDJSON).
+    struct srv_encoder encoder;
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);
@@ -61,7 +78,26 @@ struct srv_route {
 extern const struct srv_route server_core_routes[];
 extern const struct srv_route server_model_routes[];
 extern const struct srv_route server_generate_routes[];
+extern const struct srv_route server_openai_routes[];
 extern const struct srv_route *const server_route_tables[];
+
+// OpenAI translation (openai.c; spec/openai.md), exposed for tests.
+// A /v1/chat/completions or /v1/completions body (any JSON object) → the
+// native /api/chat or /api/generate body; NULL with e set (a 400: wrong
+// field types with the decoder's wording, or upstream's translation errors).
+json_t *srv_openai_chat_request(const json_t *body, struct err *e);
+json_t *srv_openai_completion_request(const json_t *body, struct err *e);
+// A native non-streamed answer → chat.completion / text_completion object.
+json_t *srv_openai_chat_completion(const char *id, const json_t *native);
+json_t *srv_openai_text_completion(const char *id, const json_t *native, bool chunk);
+// Streaming: one state per stream (free() it); each native object appends
+// its SSE events ("data: {...}\n\n") to out. [DONE] is the caller's.
+struct srv_openai_stream;
+struct srv_openai_stream *srv_openai_stream_new(bool chat, bool include_usage);
+void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *native, struct buf *out);
+// Standard base64 with padding; valid = what Go's StdEncoding decodes.
+void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out);
+bool srv_base64_valid(const char *s);
 
 // Options (options.c): merges model params and request options with type
 // checks (ERR_INTERNAL "option \"top_k\" must be of type integer").
@@ -73,9 +109,10 @@ int srv_keep_alive(const json_t *body, bool *set, int64_t *ns, struct err *e);
 // True when the client of r has closed its connection (socket hang-up).
 bool srv_client_gone(struct srv_req *r);
 
-// The "model" field of a request body (legacy "name"); replies 400 "model is
-// required" (or the type error) and returns NULL when missing.
-const char *srv_model_field(struct srv_req *r, const json_t *body);
+// The "model" field of a request body (legacy "name"); replies (400 for a
+// type error; empty_status 400 "model is required" or 404 "model '' not
+// found" when empty) and returns NULL when missing.
+const char *srv_model_field(struct srv_req *r, const json_t *body, int empty_status);
 
 struct server {
     const struct env_config *cfg;

@@ -8,8 +8,9 @@
 #include <string.h>
 
 // The model name of a request: "model", else the legacy "name". Replies 400
-// and returns NULL when missing or of the wrong type.
-const char *srv_model_field(struct srv_req *r, const json_t *body)
+// on a type error; an empty name is answered with empty_status: 400 "model is
+// required" (most endpoints) or 404 "model '' not found" (generate, embed).
+const char *srv_model_field(struct srv_req *r, const json_t *body, int empty_status)
 {
     struct err e = {0};
     const char *name = NULL;
@@ -19,7 +20,10 @@ const char *srv_model_field(struct srv_req *r, const json_t *body)
         return NULL;
     }
     if (!name || !*name) {
-        srv_reply_error(r, 400, "model is required");
+        if (empty_status == 404)
+            srv_reply_error(r, 404, "model '' not found");
+        else
+            srv_reply_error(r, 400, "model is required");
         return NULL;
     }
     return name;
@@ -42,7 +46,7 @@ static void handle_show(struct srv_req *r)
     json_t *body = srv_body_json(r);
     if (!body)
         return;
-    const char *name = srv_model_field(r, body);
+    const char *name = srv_model_field(r, body, 400);
     struct err e = {0};
     struct store_show_opts o = {0};
     json_t *options = NULL;
@@ -89,7 +93,7 @@ static void handle_delete(struct srv_req *r)
     json_t *body = srv_body_json(r);
     if (!body)
         return;
-    const char *name = srv_model_field(r, body);
+    const char *name = srv_model_field(r, body, 400);
     if (name) {
         struct err e = {0};
         int rc = store_delete(r->srv->store, name, &e);

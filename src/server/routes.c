@@ -23,5 +23,6 @@ const struct srv_route *const server_route_tables[] = {
     server_core_routes,
     server_model_routes,
     server_generate_routes,
+    server_openai_routes,
     NULL,
 };

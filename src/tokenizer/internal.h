@@ -197,6 +197,51 @@ void tok_wc_init(struct tok_scratch *s, size_t text_len);
 int tok_scratch_syms(struct tok_scratch *s, size_t n);
 
 // Model encoders: append ids for one raw text fragment.
+// A binary min-heap of pairs in the scratch's heap buffer, ordered by a
+// `before(a, b)` predicate: TOK_PAIR_HEAP(bpe_pair, pair_before) defines
+// static heap_push / heap_pop for that element type. A macro rather than a
+// comparator callback: the merge loops of SPM and BPE are the hot path.
+#define TOK_PAIR_HEAP(T, before)                                                                   \
+    static void heap_push(struct tok_scratch *s, size_t *n, struct T p)                            \
+    {                                                                                              \
+        if ((*n + 1) * sizeof(struct T) > s->cap_heap_bytes) {                                     \
+            size_t cap = s->cap_heap_bytes ? s->cap_heap_bytes * 2 : 64 * sizeof(struct T);        \
+            s->heap = xrealloc(s->heap, cap);                                                      \
+            s->cap_heap_bytes = cap;                                                               \
+        }                                                                                          \
+        struct T *h = s->heap;                                                                     \
+        size_t i = (*n)++;                                                                         \
+        while (i > 0) {                                                                            \
+            size_t parent = (i - 1) / 2;                                                           \
+            if (!before(&p, &h[parent]))                                                           \
+                break;                                                                             \
+            h[i] = h[parent];                                                                      \
+            i = parent;                                                                            \
+        }                                                                                          \
+        h[i] = p;                                                                                  \
+    }                                                                                              \
+    static struct T heap_pop(struct tok_scratch *s, size_t *n)                                     \
+    {                                                                                              \
+        struct T *h = s->heap;                                                                     \
+        struct T top = h[0];                                                                       \
+        struct T last = h[--(*n)];                                                                 \
+        size_t i = 0;                                                                              \
+        for (;;) {                                                                                 \
+            size_t c = 2 * i + 1;                                                                  \
+            if (c >= *n)                                                                           \
+                break;                                                                             \
+            if (c + 1 < *n && before(&h[c + 1], &h[c]))                                            \
+                c++;                                                                               \
+            if (!before(&h[c], &last))                                                             \
+                break;                                                                             \
+            h[i] = h[c];                                                                           \
+            i = c;                                                                                 \
+        }                                                                                          \
+        if (*n > 0)                                                                                \
+            h[i] = last;                                                                           \
+        return top;                                                                                \
+    }
+
 int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
                    bool space_prefix, struct tokenizer_ids *out, struct err *e);
 int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,

@@ -20,46 +20,7 @@ static inline bool pair_before(const struct spm_pair *a, const struct spm_pair *
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-static void heap_push(struct tok_scratch *s, size_t *n, struct spm_pair p)
-{
-    if ((*n + 1) * sizeof(struct spm_pair) > s->cap_heap_bytes) {
-        size_t cap = s->cap_heap_bytes ? s->cap_heap_bytes * 2 : 64 * sizeof(struct spm_pair);
-        s->heap = xrealloc(s->heap, cap);
-        s->cap_heap_bytes = cap;
-    }
-    struct spm_pair *h = s->heap;
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!pair_before(&p, &h[parent]))
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = p;
-}
-
-static struct spm_pair heap_pop(struct tok_scratch *s, size_t *n)
-{
-    struct spm_pair *h = s->heap;
-    struct spm_pair top = h[0];
-    struct spm_pair last = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && pair_before(&h[c + 1], &h[c]))
-            c++;
-        if (!pair_before(&h[c], &last))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n > 0)
-        h[i] = last;
-    return top;
-}
+TOK_PAIR_HEAP(spm_pair, pair_before)
 
 static void try_pair(const struct tokenizer *t, struct tok_scratch *s, size_t *n_heap, int32_t l,
                      int32_t r)

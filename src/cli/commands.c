@@ -1,0 +1,709 @@
+// The model-management subcommands (spec/cli.md §3.2–§3.10): create, show,
+// stop, pull, push, list, ps, cp, rm. Each is a thin client of the API that
+// prints what Ollama prints.
+#include "cli/internal.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "store/store.h"
+
+int cli_fail_err(const struct err *e)
+{
+    return cli_fail("%s", e->msg[0] ? e->msg : err_str(e->code));
+}
+
+struct client *cli_connect(void)
+{
+    struct client *c = NULL;
+    struct err e = {0};
+    if (client_new(&c, NULL, &e) < 0 || client_heartbeat(c, &e) < 0) {
+        client_free(c);
+        cli_fail_err(&e);
+        return NULL;
+    }
+    return c;
+}
+
+static bool stderr_tty(void)
+{
+    return isatty(STDERR_FILENO);
+}
+
+// ---------------------------------------------------------------------------
+// Progress streams of pull, push and create.
+
+enum progress_mode { MODE_PULL, MODE_PUSH, MODE_CREATE };
+
+struct progress_ctx {
+    struct cli_progress *p;
+    enum progress_mode mode;
+    int spinner;
+    char status[512];
+};
+
+static int on_progress(void *ctx, const json_t *obj, struct err *e)
+{
+    (void)e;
+    struct progress_ctx *pc = ctx;
+    const char *status = json_string_value(json_object_get(obj, "status"));
+    const char *digest = json_string_value(json_object_get(obj, "digest"));
+    json_int_t total = json_integer_value(json_object_get(obj, "total"));
+    json_int_t completed = json_integer_value(json_object_get(obj, "completed"));
+    if (digest && *digest) {
+        // A pull shows a bar once bytes start arriving.
+        if (pc->mode == MODE_PULL && completed == 0)
+            return 0;
+        if (pc->spinner >= 0) {
+            cli_progress_spinner_stop(pc->p, pc->spinner);
+            pc->spinner = -1;
+        }
+        char label[600];
+        if (pc->mode == MODE_PULL || !status || !*status) {
+            const char *hex = strncmp(digest, "sha256:", 7) == 0 ? digest + 7 : digest;
+            snprintf(label, sizeof(label), "pulling %.12s:", hex);
+        } else {
+            snprintf(label, sizeof(label), "%s", status);
+        }
+        int idx = cli_progress_bar(pc->p, digest, label, (uint64_t)total);
+        cli_progress_bar_set(pc->p, idx, (uint64_t)completed, (uint64_t)total);
+    } else if (status && strcmp(status, pc->status) != 0) {
+        snprintf(pc->status, sizeof(pc->status), "%s", status);
+        pc->spinner = cli_progress_spinner(pc->p, status);
+    }
+    return 0;
+}
+
+int cli_pull_model(struct client *c, const char *model, bool insecure, struct err *e)
+{
+    struct progress_ctx pc = {
+        .p = cli_progress_new(stderr, stderr_tty()), .mode = MODE_PULL, .spinner = -1};
+    int rc = client_pull(c, model, insecure, on_progress, &pc, e);
+    cli_progress_stop(pc.p);
+    cli_progress_free(pc.p);
+    return rc;
+}
+
+int cli_cmd_pull(struct cli_args *a)
+{
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    struct err e = {0};
+    int rc = cli_pull_model(c, a->pos[0], cli_flag(a, "insecure") != NULL, &e);
+    client_free(c);
+    return rc < 0 ? cli_fail_err(&e) : 0;
+}
+
+int cli_cmd_push(struct cli_args *a)
+{
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    struct err e = {0};
+    struct progress_ctx pc = {
+        .p = cli_progress_new(stderr, stderr_tty()), .mode = MODE_PUSH, .spinner = -1};
+    int rc = client_push(c, a->pos[0], cli_flag(a, "insecure") != NULL, on_progress, &pc, &e);
+    cli_progress_stop(pc.p);
+    cli_progress_free(pc.p);
+    client_free(c);
+    if (rc < 0) {
+        if (strstr(e.msg, "access denied") || strstr(e.msg, "unauthorized"))
+            return cli_fail("you are not authorized to push to this namespace, create the model "
+                            "under a namespace you own");
+        return cli_fail_err(&e);
+    }
+    struct store_name n;
+    char addr[1024];
+    if (store_name_parse(a->pos[0], &n, NULL) == 0 &&
+        (strcmp(n.host, "registry.ollama.ai") == 0 || strcmp(n.host, "ollama.com") == 0))
+        snprintf(addr, sizeof(addr), "https://ollama.com/%s/%s", n.ns, n.model);
+    else
+        snprintf(addr, sizeof(addr), "%s", a->pos[0]);
+    printf("\nYou can find your model at:\n\n\t%s\n", addr);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// list, ps, cp, rm, stop.
+
+int cli_list_print(struct client *c, const char *prefix, struct err *e)
+{
+    json_t *resp = NULL;
+    int rc = client_list(c, &resp, e);
+    if (rc < 0)
+        return rc;
+    struct cli_table t;
+    cli_table_init(&t, 4);
+    const char *header[4] = {"NAME", "ID", "SIZE", "MODIFIED"};
+    cli_table_add(&t, header);
+    int64_t now = time_now_ns();
+    size_t i;
+    const json_t *m;
+    json_array_foreach(json_object_get(resp, "models"), i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!name)
+            continue;
+        if (prefix && strncasecmp(name, prefix, strlen(prefix)) != 0)
+            continue;
+        const char *digest = json_string_value(json_object_get(m, "digest"));
+        char id[16], size[32], modified[64];
+        snprintf(id, sizeof(id), "%.12s", digest ? digest : "");
+        if (json_object_get(m, "remote_host"))
+            snprintf(size, sizeof(size), "-");
+        else
+            size_format_human((uint64_t)json_integer_value(json_object_get(m, "size")), size,
+                              sizeof(size));
+        int64_t t_ns = TIME_ZERO;
+        const char *mod = json_string_value(json_object_get(m, "modified_at"));
+        if (mod)
+            time_parse_rfc3339(mod, &t_ns, NULL);
+        time_format_relative(t_ns, now, modified, sizeof(modified));
+        const char *row[4] = {name, id, size, modified};
+        cli_table_add(&t, row);
+    }
+    struct buf out;
+    buf_init(&out, 0);
+    cli_table_render_list(&t, &out);
+    fwrite(out.data, 1, out.len, stdout);
+    buf_deinit(&out);
+    cli_table_deinit(&t);
+    json_decref(resp);
+    return 0;
+}
+
+int cli_cmd_list(struct cli_args *a)
+{
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    struct err e = {0};
+    int rc = cli_list_print(c, a->n_pos ? a->pos[0] : NULL, &e);
+    client_free(c);
+    return rc < 0 ? cli_fail_err(&e) : 0;
+}
+
+int cli_cmd_ps(struct cli_args *a)
+{
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    struct err e = {0};
+    json_t *resp = NULL;
+    int rc = client_ps(c, &resp, &e);
+    client_free(c);
+    if (rc < 0)
+        return cli_fail_err(&e);
+    struct cli_table t;
+    cli_table_init(&t, 6);
+    const char *header[6] = {"NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"};
+    cli_table_add(&t, header);
+    int64_t now = time_now_ns();
+    const char *prefix = a->n_pos ? a->pos[0] : NULL;
+    size_t i;
+    const json_t *m;
+    json_array_foreach(json_object_get(resp, "models"), i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!name || (prefix && strncmp(name, prefix, strlen(prefix)) != 0))
+            continue;
+        const char *digest = json_string_value(json_object_get(m, "digest"));
+        int64_t size = json_integer_value(json_object_get(m, "size"));
+        int64_t vram = json_integer_value(json_object_get(m, "size_vram"));
+        char id[16], sz[32], proc[48], ctx[32], until[64];
+        snprintf(id, sizeof(id), "%.12s", digest ? digest : "");
+        size_format_human((uint64_t)size, sz, sizeof(sz));
+        cli_processor(size, vram, proc, sizeof(proc));
+        snprintf(ctx, sizeof(ctx), "%lld",
+                 (long long)json_integer_value(json_object_get(m, "context_length")));
+        int64_t exp = TIME_ZERO;
+        const char *es = json_string_value(json_object_get(m, "expires_at"));
+        if (es)
+            time_parse_rfc3339(es, &exp, NULL);
+        if (exp != TIME_ZERO && exp < now)
+            snprintf(until, sizeof(until), "Stopping...");
+        else
+            time_format_relative(exp, now, until, sizeof(until));
+        const char *row[6] = {name, id, sz, proc, ctx, until};
+        cli_table_add(&t, row);
+    }
+    struct buf out;
+    buf_init(&out, 0);
+    cli_table_render_list(&t, &out);
+    fwrite(out.data, 1, out.len, stdout);
+    buf_deinit(&out);
+    cli_table_deinit(&t);
+    json_decref(resp);
+    return 0;
+}
+
+int cli_cmd_cp(struct cli_args *a)
+{
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    struct err e = {0};
+    int rc = client_copy(c, a->pos[0], a->pos[1], &e);
+    client_free(c);
+    if (rc < 0)
+        return cli_fail_err(&e);
+    printf("copied '%s' to '%s'\n", a->pos[0], a->pos[1]);
+    return 0;
+}
+
+// Unloads model: /api/generate with keep_alive 0 and no prompt.
+static int unload(struct client *c, const char *model, struct err *e)
+{
+    json_t *req = json_pack("{s:s,s:i}", "model", model, "keep_alive", 0);
+    int rc = client_generate(c, req, NULL, NULL, e);
+    json_decref(req);
+    return rc;
+}
+
+int cli_cmd_stop(struct cli_args *a)
+{
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    struct err e = {0};
+    json_t *req = json_pack("{s:s}", "model", a->pos[0]), *show = NULL;
+    int rc = client_show(c, req, &show, &e);
+    json_decref(req);
+    json_decref(show);
+    if (rc == ERR_NOT_FOUND) {
+        client_free(c);
+        return cli_fail("couldn't find model \"%s\" to stop", a->pos[0]);
+    }
+    if (rc == 0)
+        rc = unload(c, a->pos[0], &e);
+    client_free(c);
+    return rc < 0 ? cli_fail_err(&e) : 0;
+}
+
+int cli_cmd_rm(struct cli_args *a)
+{
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    int status = 0;
+    for (int i = 0; i < a->n_pos; i++) {
+        struct err e = {0};
+        int rc = unload(c, a->pos[i], &e);
+        if (rc < 0 && rc != ERR_NOT_FOUND && !strstr(e.msg, "not found"))
+            fprintf(stderr, "Warning: unable to stop model '%s'\n", a->pos[i]);
+        err_clear(&e);
+        if (client_delete(c, a->pos[i], &e) < 0) {
+            status = cli_fail_err(&e);
+            break;
+        }
+        printf("deleted '%s'\n", a->pos[i]);
+    }
+    client_free(c);
+    return status;
+}
+
+// ---------------------------------------------------------------------------
+// show.
+
+int cli_cmd_show(struct cli_args *a)
+{
+    static const char *const selectors[] = {"license", "modelfile", "parameters", "system",
+                                            "template"};
+    const char *which = NULL;
+    int n_sel = 0;
+    for (int i = 0; i < 5; i++)
+        if (cli_flag(a, selectors[i])) {
+            which = selectors[i];
+            n_sel++;
+        }
+    if (n_sel > 1)
+        return cli_fail("only one of '--license', '--modelfile', '--parameters', '--system', or "
+                        "'--template' can be specified");
+    struct client *c = cli_connect();
+    if (!c)
+        return 1;
+    bool verbose = cli_flag(a, "verbose") != NULL;
+    struct err e = {0};
+    json_t *req = json_pack("{s:s}", "model", a->pos[0]), *show = NULL;
+    if (verbose)
+        json_object_set_new(req, "verbose", json_true());
+    int rc = client_show(c, req, &show, &e);
+    json_decref(req);
+    client_free(c);
+    if (rc < 0)
+        return cli_fail_err(&e);
+    if (which) {
+        const char *v = json_string_value(json_object_get(show, which));
+        bool newline = strcmp(which, "system") != 0 && strcmp(which, "template") != 0;
+        printf("%s%s", v ? v : "", newline ? "\n" : "");
+    } else {
+        struct buf out;
+        buf_init(&out, 0);
+        cli_show_report(show, verbose, &out);
+        fwrite(out.data, 1, out.len, stdout);
+        buf_deinit(&out);
+    }
+    json_decref(show);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// create (cli.md §3.2, modelfile.md §3).
+
+struct local_file {
+    char *path; // absolute
+    char *key;  // name in the request
+    char digest[80];
+};
+
+// Resolves a FROM/ADAPTER argument to an absolute path (modelfile.md §1.5).
+static char *resolve_path(const char *arg, const char *base_dir)
+{
+    if (arg[0] == '/' || arg[0] == '\\')
+        return xstrdup(arg);
+    if (arg[0] == '~') {
+        const char *rest = arg + 1;
+        const char *home = NULL;
+        if (*rest == '/' || *rest == '\0') {
+            home = env_home_dir();
+        } else {
+            size_t len = strcspn(rest, "/");
+            char user[256];
+            snprintf(user, sizeof(user), "%.*s", (int)len, rest);
+            struct passwd *pw = getpwnam(user);
+            if (pw)
+                home = pw->pw_dir;
+            rest += len;
+        }
+        if (home)
+            return xasprintf("%s%s", home, rest);
+    }
+    char *p = xasprintf("%s/%s", base_dir, arg);
+    char *real = realpath(p, NULL);
+    if (real) {
+        free(p);
+        return real;
+    }
+    return p;
+}
+
+static int add_file(struct local_file **files, size_t *n, const char *path)
+{
+    *files = xrealloc(*files, (*n + 1) * sizeof(**files));
+    struct local_file *f = &(*files)[(*n)++];
+    memset(f, 0, sizeof(*f));
+    f->path = xstrdup(path);
+    return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+// A directory FROM: its GGUF files (ollama-c imports GGUF only).
+static int add_dir(struct local_file **files, size_t *n, const char *dir, struct err *e)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return err_set(e, ERR_IO, "open %s: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n_names = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (cstr_ends_with(de->d_name, ".gguf")) {
+            names = xrealloc(names, (n_names + 1) * sizeof(char *));
+            names[n_names++] = xstrdup(de->d_name);
+        }
+    closedir(d);
+    if (n_names == 0) {
+        free(names);
+        return err_set(e, ERR_NOT_FOUND, "no Modelfile or safetensors files found");
+    }
+    qsort(names, n_names, sizeof(char *), name_cmp);
+    for (size_t i = 0; i < n_names; i++) {
+        char *p = xasprintf("%s/%s", dir, names[i]);
+        add_file(files, n, p);
+        free(p);
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
+// Request keys: the base name for one file, else paths relative to the
+// files' common parent directory.
+static void set_keys(struct local_file *files, size_t n)
+{
+    if (n == 0)
+        return;
+    size_t common = strlen(files[0].path);
+    for (size_t i = 1; i < n; i++) {
+        size_t k = 0;
+        while (k < common && files[i].path[k] == files[0].path[k])
+            k++;
+        common = k;
+    }
+    // Back up to a directory boundary.
+    while (common > 0 && files[0].path[common - 1] != '/')
+        common--;
+    for (size_t i = 0; i < n; i++) {
+        if (n == 1) {
+            const char *slash = strrchr(files[i].path, '/');
+            files[i].key = xstrdup(slash ? slash + 1 : files[i].path);
+        } else {
+            files[i].key = xstrdup(files[i].path + common);
+        }
+    }
+}
+
+struct upload_ctx {
+    struct cli_progress *p;
+    int idx;
+    char digest[80];
+    int last_pct;
+};
+
+static void on_upload(void *ctx, uint64_t sent, uint64_t total)
+{
+    struct upload_ctx *u = ctx;
+    int pct = total ? (int)(100 * sent / total) : 100;
+    if (pct == u->last_pct)
+        return;
+    u->last_pct = pct;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "copying file %s %d%%", u->digest, pct);
+    cli_progress_spinner_set(u->p, u->idx, msg);
+}
+
+// Hashes and uploads one file unless the server has it.
+static int upload_file(struct client *c, struct cli_progress *p, struct local_file *f,
+                       struct err *e)
+{
+    char hex[DIGEST_HEX_LEN + 1];
+    uint64_t size = 0;
+    int rc = sha256_file(f->path, hex, &size, e);
+    if (rc < 0)
+        return rc;
+    snprintf(f->digest, sizeof(f->digest), "sha256:%s", hex);
+    struct upload_ctx u = {.p = p, .last_pct = -1};
+    snprintf(u.digest, sizeof(u.digest), "%s", f->digest);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "copying file %s 0%%", f->digest);
+    u.idx = cli_progress_spinner(p, msg);
+    bool exists = false;
+    rc = client_blob_exists(c, f->digest, &exists, e);
+    if (rc == 0 && !exists)
+        rc = client_blob_upload(c, f->digest, f->path, on_upload, &u, e);
+    if (rc == 0) {
+        snprintf(msg, sizeof(msg), "copying file %s 100%%", f->digest);
+        cli_progress_spinner_set(p, u.idx, msg);
+        cli_progress_spinner_stop(p, u.idx);
+    }
+    return rc;
+}
+
+struct upload_job {
+    struct client *c;
+    struct cli_progress *p;
+    struct local_file *f;
+    struct err e;
+    int rc;
+};
+
+static void *upload_main(void *arg)
+{
+    struct upload_job *j = arg;
+    j->rc = upload_file(j->c, j->p, j->f, &j->e);
+    return NULL;
+}
+
+// Hashes and uploads every file, about one at a time per CPU.
+static int upload_all(struct client *c, struct cli_progress *p, struct local_file **list, size_t n,
+                      struct err *e)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t width = cpus > 0 ? (size_t)cpus : 1;
+    struct upload_job *jobs = xcalloc(n ? n : 1, sizeof(*jobs));
+    pthread_t *threads = xcalloc(n ? n : 1, sizeof(*threads));
+    int rc = 0;
+    for (size_t start = 0; start < n; start += width) {
+        size_t end = start + width < n ? start + width : n;
+        for (size_t i = start; i < end; i++) {
+            jobs[i] = (struct upload_job){.c = c, .p = p, .f = list[i]};
+            if (pthread_create(&threads[i], NULL, upload_main, &jobs[i]) != 0)
+                upload_main(&jobs[i]), threads[i] = 0;
+        }
+        for (size_t i = start; i < end; i++)
+            if (threads[i])
+                pthread_join(threads[i], NULL);
+        for (size_t i = start; i < end && rc == 0; i++)
+            if (jobs[i].rc < 0) {
+                rc = jobs[i].rc;
+                err_set(e, jobs[i].e.code, "%s", jobs[i].e.msg);
+            }
+        if (rc < 0)
+            break;
+    }
+    free(jobs);
+    free(threads);
+    return rc;
+}
+
+static void free_files(struct local_file *files, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(files[i].path);
+        free(files[i].key);
+    }
+    free(files);
+}
+
+int cli_cmd_create(struct cli_args *a)
+{
+    const char *name = a->pos[0];
+    if (!store_name_valid(name))
+        return cli_fail("invalid model name: %s", name);
+    const char *file = cli_flag(a, "file");
+    bool explicit_file = file != NULL;
+    if (!file)
+        file = "Modelfile";
+    struct err e = {0};
+    struct buf text;
+    buf_init(&text, 64u << 20);
+    char *base_dir = NULL;
+    int status = 1;
+    struct local_file *files = NULL, *adapters = NULL;
+    size_t n_files = 0, n_adapters = 0;
+    json_t *req = NULL;
+    struct store_modelfile mf = {0};
+    struct client *c = NULL;
+    struct cli_progress *p = NULL;
+
+    if (!explicit_file && !fs_exists(file)) {
+        buf_append_str(&text, "FROM .\n");
+        base_dir = getcwd(NULL, 0);
+    } else {
+        if (fs_read_all(file, 64u << 20, &text, &e) < 0) {
+            if (!fs_exists(file))
+                cli_fail("open %s: no such file or directory", file);
+            else
+                cli_fail_err(&e);
+            goto out;
+        }
+        char *dup = xstrdup(file);
+        char *dir = realpath(dirname(dup), NULL);
+        base_dir = dir ? dir : xstrdup(".");
+        free(dup);
+    }
+    if (store_modelfile_parse(text.data, text.len, &mf, &e) < 0 ||
+        store_modelfile_to_request(&mf, &req, &e) < 0) {
+        cli_fail_err(&e);
+        goto out;
+    }
+    for (size_t i = 0; i < mf.n; i++)
+        if (strcmp(mf.cmds[i].name, "parameter") == 0 && store_param_deprecated(mf.cmds[i].key))
+            fprintf(stderr, "warning: parameter %s is deprecated\n", mf.cmds[i].key);
+
+    c = cli_connect();
+    if (!c)
+        goto out;
+    p = cli_progress_new(stderr, stderr_tty());
+    int gather = cli_progress_spinner(p, "gathering model components");
+
+    // FROM paths that exist become files; otherwise the last FROM is a name.
+    const char *from_name = NULL;
+    for (size_t i = 0; i < mf.n; i++) {
+        const struct store_mf_command *cmd = &mf.cmds[i];
+        bool is_from = strcmp(cmd->name, "from") == 0;
+        bool is_adapter = strcmp(cmd->name, "adapter") == 0;
+        if (!is_from && !is_adapter)
+            continue;
+        char *path = resolve_path(cmd->args, base_dir);
+        struct stat st;
+        int rc = 0;
+        if (stat(path, &st) == 0) {
+            if (is_adapter) {
+                free_files(adapters, n_adapters); // last ADAPTER wins
+                adapters = NULL;
+                n_adapters = 0;
+            }
+            if (S_ISDIR(st.st_mode))
+                rc = add_dir(is_from ? &files : &adapters, is_from ? &n_files : &n_adapters, path,
+                             &e);
+            else
+                rc = add_file(is_from ? &files : &adapters, is_from ? &n_files : &n_adapters, path);
+        } else if (is_from) {
+            from_name = cmd->args;
+        } else {
+            rc = err_set(&e, ERR_NOT_FOUND, "stat %s: no such file or directory", path);
+        }
+        free(path);
+        if (rc < 0) {
+            cli_progress_stop(p);
+            cli_fail_err(&e);
+            goto out;
+        }
+    }
+    cli_progress_spinner_stop(p, gather);
+    set_keys(files, n_files);
+    set_keys(adapters, n_adapters);
+    struct local_file **all = xcalloc(n_files + n_adapters + 1, sizeof(*all));
+    for (size_t i = 0; i < n_files + n_adapters; i++)
+        all[i] = i < n_files ? &files[i] : &adapters[i - n_files];
+    int up = upload_all(c, p, all, n_files + n_adapters, &e);
+    free(all);
+    if (up < 0) {
+        cli_progress_stop(p);
+        cli_fail_err(&e);
+        goto out;
+    }
+    json_object_set_new(req, "model", json_string(name));
+    json_object_del(req, "from");
+    if (n_files) {
+        json_t *m = json_object();
+        for (size_t i = 0; i < n_files; i++)
+            json_object_set_new(m, files[i].key, json_string(files[i].digest));
+        json_object_set_new(req, "files", m);
+    } else if (from_name) {
+        json_object_set_new(req, "from", json_string(from_name));
+    }
+    if (n_adapters) {
+        json_t *m = json_object();
+        for (size_t i = 0; i < n_adapters; i++)
+            json_object_set_new(m, adapters[i].key, json_string(adapters[i].digest));
+        json_object_set_new(req, "adapters", m);
+    }
+    const char *quant = cli_flag(a, "quantize");
+    if (quant && *quant)
+        json_object_set_new(req, "quantize", json_string(quant));
+
+    struct progress_ctx pc = {.p = p, .mode = MODE_CREATE, .spinner = -1};
+    int rc = client_create(c, req, on_progress, &pc, &e);
+    cli_progress_stop(p);
+    if (rc < 0) {
+        cli_fail_err(&e);
+        goto out;
+    }
+    status = 0;
+out:
+    cli_progress_free(p);
+    client_free(c);
+    store_modelfile_deinit(&mf);
+    json_decref(req);
+    free_files(files, n_files);
+    free_files(adapters, n_adapters);
+    free(base_dir);
+    buf_deinit(&text);
+    return status;
+}
