@@ -21,6 +21,10 @@ struct model_layer {
     const float *ffn_norm;                // [n_embd]
     struct engine_tensor w_gate, w_up, w_down;  // [n_embd, n_ff] ×2, [n_ff, n_embd]
     struct engine_kv_layer kv;
+    // Encoders (bert.c): attn_norm / ffn_norm hold the post-norms
+    // attn_output_norm / layer_output_norm, whose LayerNorm biases are here.
+    const float *attn_norm_b, *ffn_norm_b;  // [n_embd]
+    const float *b_up, *b_down;             // [n_ff], [n_embd] or NULL
 };
 
 // One forward pass over at most n_batch rows, prepared by model.c.
@@ -58,6 +62,13 @@ struct model_arch {
     int (*load)(struct model *m, struct err *e);
     // Runs the forward pass of one ubatch.
     void (*forward)(struct model *m, const struct model_ubatch *ub);
+    // Embedding-only encoder (bert): non-causal attention over each slot's
+    // whole sequence, which arrives in one ubatch from position 0 (n_visible
+    // is the sequence length); no logits; one KV buffer shared by all layers
+    // (it only holds the current layer's keys and values), always F32.
+    bool encoder;
+    // Optional: called once at the end of model_load (scratch allocated).
+    int (*prepare)(struct model *m, struct err *e);
 };
 
 struct model_slot {
@@ -80,6 +91,11 @@ struct model {
     const float *output_bias;         // [n_vocab] or NULL
     const float *rope_freqs;          // [n_rot/2] or NULL
     struct model_layer *layers;
+    // Encoders (bert.c).
+    struct engine_tensor type_embd;    // [n_embd, n_token_types]
+    struct engine_tensor pos_embd;     // [n_embd, n_ctx_train] (bert) or none
+    const float *embd_norm, *embd_norm_b;  // [n_embd] LayerNorm after the embeddings
+    int32_t *type_ids;                 // host [n_batch] zeros: every token is type 0
 
     struct model_scratch s;
     struct model_slot *slots;
@@ -98,6 +114,8 @@ struct model {
 
 extern const struct model_arch model_arch_llama;
 extern const struct model_arch model_arch_qwen2;
+extern const struct model_arch model_arch_bert;
+extern const struct model_arch model_arch_nomic_bert;
 
 // Helpers for the architecture loaders (model.c).
 int model_bind_matrix(struct model *m, struct engine_tensor *t, const char *name, int64_t ne0,

@@ -20,6 +20,8 @@
 static const struct model_arch *const model_archs[] = {
     &model_arch_llama,
     &model_arch_qwen2,
+    &model_arch_bert,
+    &model_arch_nomic_bert,
 };
 
 static const struct model_arch *arch_find(struct str name)
@@ -254,7 +256,7 @@ int model_bind_llama_tensors(struct model *m, struct err *e)
 // ---------------------------------------------------------------------------
 // Sizes.
 
-static void resolve_options(struct model_options *o, const struct model_hparams *hp)
+static void resolve_options(struct model_options *o, const struct model_hparams *hp, bool encoder)
 {
     if (o->n_ctx <= 0)
         o->n_ctx = MODEL_DEFAULT_CTX;
@@ -262,6 +264,8 @@ static void resolve_options(struct model_options *o, const struct model_hparams 
         o->n_ctx = hp->n_ctx_train;  // as Ollama: never past the training context
     if (o->n_batch <= 0)
         o->n_batch = MODEL_DEFAULT_BATCH;
+    if (encoder && o->n_batch < o->n_ctx)
+        o->n_batch = o->n_ctx;  // a whole sequence goes through in one pass
     if (o->n_slots <= 0)
         o->n_slots = 1;
     if (o->n_threads <= 0)
@@ -290,12 +294,12 @@ struct sizes {
 };
 
 static struct sizes compute_sizes(const struct model_hparams *hp, const struct model_options *o,
-                                  uint32_t kv_type)
+                                  uint32_t kv_type, int n_kv_layers)
 {
     struct sizes s;
     uint64_t q_dim = (uint64_t)hp->n_head * hp->head_dim, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
     uint64_t cells = (uint64_t)o->n_ctx * (uint64_t)o->n_slots;
-    s.kv = 2ull * (uint64_t)hp->n_layer * cells * engine_kv_row_bytes(kv_type, (int64_t)kv_dim);
+    s.kv = 2ull * (uint64_t)n_kv_layers * cells * engine_kv_row_bytes(kv_type, (int64_t)kv_dim);
     uint64_t nb = (uint64_t)o->n_batch;
     uint64_t f = sizeof(float);
     uint64_t acts = nb * (2 * (uint64_t)hp->n_embd + 2 * q_dim + 2 * kv_dim + 2 * (uint64_t)hp->n_ff) +
@@ -321,7 +325,9 @@ static void model_release(struct model *m)
     if (!m)
         return;
     if (m->be) {
-        for (int il = 0; m->layers && il < m->hp.n_layer; il++) {
+        // Encoders share layer 0's KV buffers.
+        int n_kv_layers = m->arch->encoder && m->hp.n_layer > 0 ? 1 : m->hp.n_layer;
+        for (int il = 0; m->layers && il < n_kv_layers; il++) {
             engine_buf_free(m->be, m->layers[il].kv.k);
             engine_buf_free(m->be, m->layers[il].kv.v);
         }
@@ -340,6 +346,7 @@ static void model_release(struct model *m)
     free(m->embd);
     free(m->out_index);
     free(m->ub_buf);
+    free(m->type_ids);
     free(m->slot_next);
     free(m->slot_last);
     tokenizer_free(m->tok);
@@ -378,8 +385,12 @@ static int model_open(struct model **out, const char *path, const struct model_o
         return rc;
     }
     m->opts = opts ? *opts : (struct model_options){0};
-    resolve_options(&m->opts, &m->hp);
-    m->kv_type = choose_kv_type(&m->opts, &m->hp);
+    resolve_options(&m->opts, &m->hp, m->arch->encoder);
+    // An encoder's cache is scratch for one pass: F32, as the reference
+    // computes attention of encoders in F32.
+    m->kv_type = m->arch->encoder ? GGUF_TYPE_F32 : choose_kv_type(&m->opts, &m->hp);
+    if (m->arch->encoder)
+        m->opts.embeddings = true;
     *out = m;
     return 0;
 }
@@ -391,7 +402,8 @@ int model_estimate(const char *path, const struct model_options *opts, struct mo
     int rc = model_open(&m, path, opts, e);
     if (rc < 0)
         return rc;
-    struct sizes s = compute_sizes(&m->hp, &m->opts, m->kv_type);
+    struct sizes s = compute_sizes(&m->hp, &m->opts, m->kv_type,
+                                   m->arch->encoder ? 1 : m->hp.n_layer);
     out->weights_bytes = gguf_file_size(m->g);
     out->kv_bytes = s.kv;
     out->scratch_bytes = s.scratch;
@@ -441,6 +453,10 @@ int model_load(struct model **out, const char *path, const struct model_options 
     }
     for (int il = 0; il < hp->n_layer; il++) {
         struct engine_kv_layer *kv = &m->layers[il].kv;
+        if (m->arch->encoder && il > 0) {
+            *kv = m->layers[0].kv;  // one layer's keys and values at a time
+            continue;
+        }
         kv->row_bytes = row_bytes;
         kv->k = engine_buf_alloc(m->be, layer_bytes);
         kv->v = engine_buf_alloc(m->be, layer_bytes);
@@ -492,6 +508,8 @@ int model_load(struct model **out, const char *path, const struct model_options 
         rc = err_set(e, ERR_NOMEM, "allocate logits");
         goto fail;
     }
+    if (m->arch->prepare && (rc = m->arch->prepare(m, e)) < 0)
+        goto fail;
     *out = m;
     return 0;
 fail:
@@ -511,9 +529,20 @@ int model_n_threads(const struct model *m) { return engine_cpu_n_threads(m->be);
 const char *model_arch_name(const struct model *m) { return m->arch->name; }
 const struct gguf *model_gguf(const struct model *m) { return m->g; }
 
+bool model_is_encoder(const struct model *m) { return m->arch->encoder; }
+
+enum model_pooling model_pooling(const struct model *m)
+{
+    uint32_t t;
+    if (!gguf_get_arch_u32(m->g, "pooling_type", &t))
+        return MODEL_POOLING_MEAN;
+    return t <= MODEL_POOLING_RANK ? (enum model_pooling)t : MODEL_POOLING_NONE;
+}
+
 const float *model_logits(const struct model *m, int i)
 {
-    if (i < 0 || i >= m->n_batch_entries || !m->out_index || m->out_index[i] < 0)
+    if (m->arch->encoder || i < 0 || i >= m->n_batch_entries || !m->out_index ||
+        m->out_index[i] < 0)
         return NULL;
     return m->logits + (size_t)m->out_index[i] * m->hp.n_vocab;
 }
@@ -532,10 +561,12 @@ static int grow_outputs(struct model *m, int n_out, struct err *e)
 {
     if (n_out <= m->out_cap)
         return 0;
-    float *l = realloc(m->logits, (size_t)n_out * m->hp.n_vocab * sizeof(float));
-    if (!l)
-        return err_set(e, ERR_NOMEM, "allocate logits for %d outputs", n_out);
-    m->logits = l;
+    if (!m->arch->encoder) {  // encoders have no logits
+        float *l = realloc(m->logits, (size_t)n_out * m->hp.n_vocab * sizeof(float));
+        if (!l)
+            return err_set(e, ERR_NOMEM, "allocate logits for %d outputs", n_out);
+        m->logits = l;
+    }
     if (m->opts.embeddings) {
         float *em = realloc(m->embd, (size_t)n_out * m->hp.n_embd * sizeof(float));
         if (!em)
@@ -574,6 +605,10 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
         else if (p < 0 || p >= n_ctx)
             rc = err_set(e, ERR_RANGE, "batch entry %d: position %d outside the context of %d",
                          i, p, n_ctx);
+        else if (m->arch->encoder && next[s] == 0 && p != 0)
+            rc = err_set(e, ERR_INVALID,
+                         "batch entry %d: an encoder takes slot %d's whole sequence from "
+                         "position 0", i, s);
         else if (next[s] == 0 && p > m->slots[s].n_past)
             rc = err_set(e, ERR_INVALID,
                          "batch entry %d: position %d leaves a gap after slot %d's %d tokens", i,
@@ -581,6 +616,9 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
         else if (next[s] != 0 && p != next[s] - 1)
             rc = err_set(e, ERR_INVALID, "batch entry %d: slot %d positions not consecutive", i,
                          s);
+        else if (m->arch->encoder && next[s] != 0 && b->slot[i - 1] != s)
+            rc = err_set(e, ERR_INVALID, "batch entry %d: slot %d's entries are not contiguous",
+                         i, s);
         if (rc == 0) {
             next[s] = p + 2;
             last[s] = i;
@@ -618,8 +656,13 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
     int nb = m->opts.n_batch;
     int32_t *tokens = m->ub_buf, *pos = tokens + nb, *cells = pos + nb, *cell0 = cells + nb,
             *n_vis = cell0 + nb, *out_rows = n_vis + nb;
-    for (int i0 = 0; i0 < n; i0 += nb) {
+    for (int i0 = 0; i0 < n;) {
         int un = n - i0 < nb ? n - i0 : nb;
+        // An encoder's sequence is never split: end the ubatch before the
+        // sequence that crosses it (each fits, as n_batch >= n_ctx).
+        while (m->arch->encoder && i0 + un < n && un > 1 &&
+               b->slot[i0 + un] == b->slot[i0 + un - 1])
+            un--;
         int u_out = 0, first_out = -1;
         for (int r = 0; r < un; r++) {
             int i = i0 + r, s = b->slot[i];
@@ -634,6 +677,15 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
                 out_rows[u_out++] = r;
             }
         }
+        if (m->arch->encoder) {
+            // Non-causal: every row sees its whole sequence (a run of rows).
+            for (int r0 = 0, r1; r0 < un; r0 = r1) {
+                for (r1 = r0 + 1; r1 < un && cell0[r1] == cell0[r0];)
+                    r1++;
+                for (int r = r0; r < r1; r++)
+                    n_vis[r] = r1 - r0;
+            }
+        }
         struct model_ubatch ub = {
             .n = un,
             .tokens = tokens,
@@ -643,7 +695,9 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
             .n_visible = n_vis,
             .n_out = u_out,
             .out_rows = out_rows,
-            .out_logits = m->logits + (size_t)(first_out < 0 ? 0 : first_out) * m->hp.n_vocab,
+            .out_logits = m->arch->encoder ? NULL
+                                           : m->logits + (size_t)(first_out < 0 ? 0 : first_out) *
+                                                             m->hp.n_vocab,
             .out_embd = m->embd ? m->embd + (size_t)(first_out < 0 ? 0 : first_out) * m->hp.n_embd
                                 : NULL,
         };
@@ -654,6 +708,7 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
             sl->tokens[b->pos[i]] = b->tokens[i];
             sl->n_past = b->pos[i] + 1;
         }
+        i0 += un;
     }
     m->n_batch_entries = n;
 out:

@@ -5,8 +5,8 @@
 // cache (prefix reuse, context shift), free.
 //
 // Architectures are rows of a table keyed by general.architecture (llama,
-// qwen2); anything else, or a tensor type the engine cannot use, fails at
-// load with a clear message.
+// qwen2, and the encoders bert, nomic-bert); anything else, or a tensor
+// type the engine cannot use, fails at load with a clear message.
 //
 // Thread-safety: a struct model is used by one thread at a time (the
 // runner's batching loop); compute runs on the model's own thread pool.
@@ -102,8 +102,28 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e);
 // if that entry did not request outputs. Valid until the next decode.
 const float *model_logits(const struct model *m, int i);
 // Final hidden state (after the output norm, n_embd floats), when the
-// model was loaded with embeddings = true; NULL otherwise.
+// model was loaded with embeddings = true; NULL otherwise. Encoders always
+// keep it (it is their only output).
 const float *model_embeddings(const struct model *m, int i);
+
+// Embedding-only encoders (bert, nomic-bert): attention is not causal and
+// there are no logits (model_logits gives NULL). model_decode must get each
+// slot's whole sequence in one call, as consecutive entries from position 0
+// (at most model_n_ctx tokens; n_batch is raised to n_ctx for them).
+bool model_is_encoder(const struct model *m);
+
+// How the final hidden states become one embedding (GGUF
+// <arch>.pooling_type, spec/architectures.md §9).
+enum model_pooling {
+    MODEL_POOLING_NONE = 0,
+    MODEL_POOLING_MEAN = 1,  // average over all tokens ([CLS] and [SEP] included)
+    MODEL_POOLING_CLS = 2,   // the first token
+    MODEL_POOLING_LAST = 3,  // the last token
+    MODEL_POOLING_RANK = 4,  // reranker head (not supported)
+};
+// The file's pooling type; MEAN when the key is absent (generative models,
+// as ollama-c embeds with them: spec/api.md §10).
+enum model_pooling model_pooling(const struct model *m);
 
 // Slots: each holds the tokens of one sequence at positions 0..n_past-1.
 int model_slot_n_past(const struct model *m, int slot);

@@ -49,6 +49,7 @@ struct runner_loop {
     // Loop-thread state.
     struct slot *slots;
     int n_slots, n_ctx, n_batch, n_embd;
+    bool encoder;  // embedding-only model: whole inputs per batch, no logits
     uint64_t tick;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
@@ -412,11 +413,17 @@ static int build_batch(struct runner_loop *l)
         struct rreq *r = s->req;
         int left = (int)r->tokens.len - s->n_done;
         int take = left < l->n_batch - n ? left : l->n_batch - n;
-        // Every row of an embedding wants outputs, and the model computes
-        // logits for each output row: keep those chunks small.
-        if (r->kind == RREQ_EMBEDDING && l->rn->pooling == RUNNER_POOL_MEAN &&
-            take > EMBED_CHUNK)
+        if (l->encoder) {
+            // An encoder reads each input whole, in one pass (it fits an
+            // empty batch: n_batch >= n_ctx); else it waits for the next one.
+            if (take < left)
+                continue;
+        } else if (r->kind == RREQ_EMBEDDING && l->rn->pooling == RUNNER_POOL_MEAN &&
+                   take > EMBED_CHUNK) {
+            // Every row of an embedding wants outputs, and the model computes
+            // logits for each output row: keep those chunks small.
             take = EMBED_CHUNK;
+        }
         s->b0 = n;
         s->bn = take;
         for (int j = 0; j < take; j++) {
@@ -531,6 +538,7 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
     l->n_ctx = model_n_ctx(l->m);
     l->n_batch = model_n_batch(l->m);
     l->n_embd = model_n_embd(l->m);
+    l->encoder = model_is_encoder(l->m);
     if (l->n_batch < l->n_slots)
         l->n_batch = l->n_slots;  // room for one token of every slot
     pthread_mutex_init(&l->mu, NULL);

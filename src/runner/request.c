@@ -229,6 +229,11 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
     r->cache_prompt = true;
     *status = 400;
     int rc;
+    if (model_is_encoder(rn->model)) {
+        err_set(e, ERR_UNSUPPORTED, "%s is an embedding model and does not generate text",
+                model_arch_name(rn->model));
+        goto fail;
+    }
     if ((rc = jsonx_get_strn(body, "prompt", &prompt, &prompt_len, true, e)) < 0 ||
         (rc = jsonx_get_bool(body, "add_special", &add_special, false, e)) < 0 ||
         (rc = jsonx_get_bool(body, "shift", &r->shift, false, e)) < 0 ||

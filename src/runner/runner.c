@@ -119,18 +119,17 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
     return 0;
 }
 
+// The model's pooling type (GGUF <arch>.pooling_type; generative models
+// without it: mean of the final hidden states).
 static enum runner_pooling pooling_of(const struct model *m)
 {
-    uint32_t t = 0;
-    if (!gguf_get_arch_u32(model_gguf(m), "pooling_type", &t))
-        return RUNNER_POOL_MEAN;  // generative models: mean of the final hidden states
-    switch (t) {
-    case 2:
+    switch (model_pooling(m)) {
+    case MODEL_POOLING_CLS:
         return RUNNER_POOL_CLS;
-    case 3:
+    case MODEL_POOLING_LAST:
         return RUNNER_POOL_LAST;
     default:
-        return RUNNER_POOL_MEAN;  // 1 = MEAN; NONE / RANK have no single-vector form
+        return RUNNER_POOL_MEAN;  // MEAN; NONE / RANK have no single-vector form
     }
 }
 
