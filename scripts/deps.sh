@@ -7,7 +7,7 @@ set -euo pipefail
 want=(cmake make gcc pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev
       libpcre2-dev libutf8proc-dev libedit-dev libcmocka-dev curl ca-certificates)
 if [ "${1:-build}" = test ]; then
-    want+=(clang docker-registry)
+    want+=(clang clang-format docker-registry)
     # node and npm: a preinstalled Node.js (e.g. nodesource, which bundles npm) is fine
     command -v node >/dev/null 2>&1 || want+=(nodejs)
     command -v npm >/dev/null 2>&1 || want+=(npm)

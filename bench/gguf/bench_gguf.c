@@ -46,7 +46,7 @@ static int make_model(const char *path, struct err *e)
     for (int l = 0; l < n_layer; l++) {
         int64_t sq[2] = {n_embd, n_embd}, kv[2] = {n_embd, 512}, up[2] = {n_embd, n_ff},
                 down[2] = {n_ff, n_embd}, norm[1] = {n_embd};
-        static const char *const mats[] = {"attn_q", "attn_k", "attn_v", "attn_output",
+        static const char *const mats[] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
                                            "ffn_gate", "ffn_up", "ffn_down"};
         const int64_t *shapes[] = {sq, kv, kv, sq, up, up, down};
         for (int m = 0; m < 7; m++) {
@@ -62,9 +62,9 @@ static int make_model(const char *path, struct err *e)
     gguf_writer_add_tensor(w, "output_norm.weight", GGUF_TYPE_F32, 1, onorm);
     rc = gguf_writer_write_header(w, e);
     // All data as holes: Q8_0 matrices (34 bytes per 32) and F32 norms.
-    uint64_t q8 = (uint64_t)n_embd * n_vocab +
-                  (uint64_t)n_layer * (2ull * n_embd * n_embd + 2ull * n_embd * 512 +
-                                       3ull * n_embd * n_ff);
+    uint64_t q8 =
+        (uint64_t)n_embd * n_vocab +
+        (uint64_t)n_layer * (2ull * n_embd * n_embd + 2ull * n_embd * 512 + 3ull * n_embd * n_ff);
     uint64_t f32 = (uint64_t)(2 * n_layer + 1) * n_embd;
     if (rc == 0)
         rc = gguf_writer_skip_data(w, q8 / 32 * 34 + f32 * 4, e);

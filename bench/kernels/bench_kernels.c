@@ -20,12 +20,12 @@ static const struct {
     uint32_t type;
     int block, off_d, off_m;  // f16 scale fields inside a block (-1: none)
 } types[] = {
-    {"F32", GGUF_TYPE_F32, 1, -1, -1},   {"F16", GGUF_TYPE_F16, 1, -1, -1},
-    {"BF16", GGUF_TYPE_BF16, 1, -1, -1}, {"Q4_0", GGUF_TYPE_Q4_0, 32, 0, -1},
-    {"Q4_1", GGUF_TYPE_Q4_1, 32, 0, 2},  {"Q5_0", GGUF_TYPE_Q5_0, 32, 0, -1},
-    {"Q5_1", GGUF_TYPE_Q5_1, 32, 0, 2},  {"Q8_0", GGUF_TYPE_Q8_0, 32, 0, -1},
-    {"Q2_K", GGUF_TYPE_Q2_K, 256, 80, 82}, {"Q3_K", GGUF_TYPE_Q3_K, 256, 108, -1},
-    {"Q4_K", GGUF_TYPE_Q4_K, 256, 0, 2}, {"Q5_K", GGUF_TYPE_Q5_K, 256, 0, 2},
+    {"F32", GGUF_TYPE_F32, 1, -1, -1},      {"F16", GGUF_TYPE_F16, 1, -1, -1},
+    {"BF16", GGUF_TYPE_BF16, 1, -1, -1},    {"Q4_0", GGUF_TYPE_Q4_0, 32, 0, -1},
+    {"Q4_1", GGUF_TYPE_Q4_1, 32, 0, 2},     {"Q5_0", GGUF_TYPE_Q5_0, 32, 0, -1},
+    {"Q5_1", GGUF_TYPE_Q5_1, 32, 0, 2},     {"Q8_0", GGUF_TYPE_Q8_0, 32, 0, -1},
+    {"Q2_K", GGUF_TYPE_Q2_K, 256, 80, 82},  {"Q3_K", GGUF_TYPE_Q3_K, 256, 108, -1},
+    {"Q4_K", GGUF_TYPE_Q4_K, 256, 0, 2},    {"Q5_K", GGUF_TYPE_Q5_K, 256, 0, 2},
     {"Q6_K", GGUF_TYPE_Q6_K, 256, 208, -1},
 };
 #define N_TYPES (sizeof(types) / sizeof(types[0]))
@@ -63,8 +63,8 @@ static void fill_weights(size_t ti, uint8_t *p, int64_t rows, int64_t k)
     }
     if (type == GGUF_TYPE_F16 || type == GGUF_TYPE_BF16) {
         for (size_t i = 0; i < total / 2; i++)
-            ((uint16_t *)p)[i] = type == GGUF_TYPE_F16 ? quant_f32_to_f16(rndf())
-                                                      : quant_f32_to_bf16(rndf());
+            ((uint16_t *)p)[i] =
+                type == GGUF_TYPE_F16 ? quant_f32_to_f16(rndf()) : quant_f32_to_bf16(rndf());
         return;
     }
     for (size_t i = 0; i < total; i++)
@@ -112,8 +112,8 @@ int main(int argc, char **argv)
         xf[i] = rndf();
     printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "type", "isa", "decode", "", "decode",
            "prompt", "", "");
-    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "", "", "vec_dot", "", "gemm nc=1",
-           "gemm", "", "");
+    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "", "", "vec_dot", "", "gemm nc=1", "gemm",
+           "", "");
     printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "", "", "GB/s", "GFLOP/s", "GB/s",
            "GFLOP/s", "kernel", "tile");
     for (size_t ti = 0; ti < N_TYPES; ti++) {
@@ -186,8 +186,8 @@ int main(int argc, char **argv)
             if (k->gemm)
                 snprintf(tile, sizeof(tile), "%dx%d", k->gemm_nr, k->gemm_nc);
             printf("%-5s %-7s %10.2f %9.2f %10.2f %10.2f   %-6s %5s\n", types[ti].name,
-                   kernels_isa_name((enum kernels_isa)isa), dec_gbs, dec_gflops, dec1_gbs, pp_gflops,
-                   k->gemm ? "gemm" : "vecdot", tile);
+                   kernels_isa_name((enum kernels_isa)isa), dec_gbs, dec_gflops, dec1_gbs,
+                   pp_gflops, k->gemm ? "gemm" : "vecdot", tile);
             fflush(stdout);
             free(xq);
         }

@@ -133,7 +133,8 @@ static double run_round(int port, int n, int n_tokens, int prompt_words, double 
         snprintf(ss[i].url, sizeof(ss[i].url), "http://127.0.0.1:%d/completion", port);
         int off = snprintf(ss[i].body, sizeof(ss[i].body), "{\"prompt\":\"Story %d.%d:", round, i);
         for (int w = 0; w < prompt_words && off < (int)sizeof(ss[i].body) - 200; w++)
-            off += snprintf(ss[i].body + off, sizeof(ss[i].body) - (size_t)off, " w%d", (w * 7 + i) % 97);
+            off += snprintf(ss[i].body + off, sizeof(ss[i].body) - (size_t)off, " w%d",
+                            (w * 7 + i) % 97);
         snprintf(ss[i].body + off, sizeof(ss[i].body) - (size_t)off,
                  "\",\"cache_prompt\":false,\"options\":{\"temperature\":0,\"num_predict\":%d}}",
                  n_tokens);

@@ -18,7 +18,7 @@
 #include "gguf/gguf.h"
 #endif
 
-#define N_VOCAB 151936
+#define N_VOCAB   151936
 #define DECODE_MS 20.0
 
 static uint64_t rng_state = 0x1234567;
@@ -132,7 +132,8 @@ static void fill_synthetic(struct vocab_src *v, int32_t from)
         v->pieces[i] = malloc(len);
         v->pieces[i][0] = urand() < 0.4 ? ' ' : alphabet[(int)(urand() * 26)];
         for (uint32_t j = 1; j < len; j++)
-            v->pieces[i][j] = alphabet[(int)(urand() * (urand() < 0.8 ? 26 : sizeof(alphabet) - 1))];
+            v->pieces[i][j] =
+                alphabet[(int)(urand() * (urand() < 0.8 ? 26 : sizeof(alphabet) - 1))];
         v->lens[i] = len;
     }
 }
@@ -184,9 +185,9 @@ static int32_t *tokenize(const struct vocab_src *v, const char *text, int *n_out
 
 static int32_t hostile = -1;  // when >= 0, a token the grammar never allows is boosted
 
-static void run(const char *name, const struct sample_vocab *vocab,
-                const struct sample_options *o, const struct sample_grammar *g, int steps,
-                const int32_t *follow, int n_follow, int32_t eog)
+static void run(const char *name, const struct sample_vocab *vocab, const struct sample_options *o,
+                const struct sample_grammar *g, int steps, const int32_t *follow, int n_follow,
+                int32_t eog)
 {
     struct sampler *s = NULL;
     struct err e = {0};
@@ -229,8 +230,8 @@ static void run(const char *name, const struct sample_vocab *vocab,
         }
     }
     double us = total / done;
-    printf("%-44s %9.1f us/token  %6.2f %% of %.0f ms decode  (%d tokens, %llu full masks)\n",
-           name, us, us / (DECODE_MS * 10.0), DECODE_MS, done,
+    printf("%-44s %9.1f us/token  %6.2f %% of %.0f ms decode  (%d tokens, %llu full masks)\n", name,
+           us, us / (DECODE_MS * 10.0), DECODE_MS, done,
            (unsigned long long)sample_full_mask_count(s));
     free(l);
     sample_free(s);
@@ -251,9 +252,11 @@ int main(int argc, char **argv)
     if (argc > 1)
         snprintf(path, sizeof(path), "%s", argv[1]);
     else if (getenv("OLLAMA_SHARED_DIR"))
-        snprintf(path, sizeof(path), "%s/fixtures/tiny-qwen2-f32.gguf", getenv("OLLAMA_SHARED_DIR"));
+        snprintf(path, sizeof(path), "%s/fixtures/tiny-qwen2-f32.gguf",
+                 getenv("OLLAMA_SHARED_DIR"));
     else
-        snprintf(path, sizeof(path), "%s/../shared/fixtures/tiny-qwen2-f32.gguf", OLLAMA_SOURCE_DIR);
+        snprintf(path, sizeof(path), "%s/../shared/fixtures/tiny-qwen2-f32.gguf",
+                 OLLAMA_SOURCE_DIR);
     if (load_gguf(&v, path))
         v.origin = path;
 #endif
@@ -276,8 +279,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "vocab: %s\n", e.msg);
         return 1;
     }
-    printf("vocabulary: %d tokens (%d from %s), built in %.1f ms\n", N_VOCAB, v.n_real,
-           v.origin, (now_us() - t0) / 1e3);
+    printf("vocabulary: %d tokens (%d from %s), built in %.1f ms\n", N_VOCAB, v.n_real, v.origin,
+           (now_us() - t0) / 1e3);
 
     struct sample_options o;
     sample_options_default(&o);
@@ -309,11 +312,10 @@ int main(int argc, char **argv)
     o.mirostat = 1;
     run("mirostat 1", vocab, &o, NULL, steps, NULL, 0, eog);
 
-    const char *schema =
-        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
-        "\"age\":{\"type\":\"integer\"},\"tags\":{\"type\":\"array\",\"items\":"
-        "{\"type\":\"string\"}},\"ok\":{\"type\":\"boolean\"}},"
-        "\"required\":[\"name\",\"age\",\"tags\",\"ok\"]}";
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                         "\"age\":{\"type\":\"integer\"},\"tags\":{\"type\":\"array\",\"items\":"
+                         "{\"type\":\"string\"}},\"ok\":{\"type\":\"boolean\"}},"
+                         "\"required\":[\"name\",\"age\",\"tags\",\"ok\"]}";
     const char *doc = "{\"name\": \"Jane Smith lives in a small town\", \"age\": 42, \"tags\": "
                       "[\"alpha\", \"beta\", \"gamma delta\"], \"ok\": true}";
     struct sample_grammar *gs = NULL, *gj = NULL;
@@ -338,8 +340,8 @@ int main(int argc, char **argv)
         if (v.lens[i] == 1 && v.pieces[i][0] == 0x01)
             hostile = i;  // byte 0x01 is never valid JSON text: every step needs the full mask
     if (follow && hostile >= 0)
-        run("schema, full mask every token (worst case)", vocab, &o, gs, steps, follow,
-            n_follow, eog);
+        run("schema, full mask every token (worst case)", vocab, &o, gs, steps, follow, n_follow,
+            eog);
     free(follow);
     sample_grammar_free(gs);
     sample_grammar_free(gj);

@@ -37,7 +37,8 @@ static const char *const samples[] = {
 // Letters for made-up words, so that the text is not just the samples
 // repeated (a real text keeps meeting new words).
 static const char *const alphabets[] = {"abcdefghijklmnopqrstuvwxyz", "aeiouybcdfghklmnprstvz",
-                                        "абвгдеёжзийклмнопрстуфхцчшщыэюя", "αβγδεζηθικλμνξοπρστυφχψω"};
+                                        "абвгдеёжзийклмнопрстуфхцчшщыэюя",
+                                        "αβγδεζηθικλμνξοπρστυφχψω"};
 
 static uint32_t next_rand(uint32_t *rng)
 {
@@ -139,8 +140,12 @@ static void bench(const char *path, const char *label, const char *text, size_t 
     double a = now_s();
     tokenizer_decode(t, ids.data, ids.len, false, false, &out, &e);
     double dec = now_s() - a;
-    printf("%-14s %-4s %-13s %7zu tokens  encode %6.2f MB/s wall, %6.2f MB/s cpu  decode %7.1f MB/s  load %6.1f ms\n",
-           label, tokenizer_kind(t) == TOKENIZER_SPM ? "SPM" : tokenizer_kind(t) == TOKENIZER_BPE ? "BPE" : "WPM",
+    printf("%-14s %-4s %-13s %7zu tokens  encode %6.2f MB/s wall, %6.2f MB/s cpu  decode %7.1f "
+           "MB/s  load %6.1f ms\n",
+           label,
+           tokenizer_kind(t) == TOKENIZER_SPM   ? "SPM"
+           : tokenizer_kind(t) == TOKENIZER_BPE ? "BPE"
+                                                : "WPM",
            tokenizer_kind(t) == TOKENIZER_BPE ? tokenizer_pre_name(t) : "-", ids.len,
            len / best / 1e6, len / (best_cpu > 0 ? best_cpu : 1e-9) / 1e6,
            out.len / (dec > 0 ? dec : 1e-9) / 1e6, load_ms);
@@ -201,10 +206,11 @@ int main(int argc, char **argv)
            len, iters);
     if (n_models > 0) {
         for (int i = 0; i < n_models; i++)
-            bench(models[i], strrchr(models[i], '/') ? strrchr(models[i], '/') + 1 : models[i], text,
-                  len, iters);
+            bench(models[i], strrchr(models[i], '/') ? strrchr(models[i], '/') + 1 : models[i],
+                  text, len, iters);
     } else {
-        static const char *const vocabs[] = {"llama-spm", "phi-3", "gpt-2", "deepseek-llm", "bert-bge"};
+        static const char *const vocabs[] = {"llama-spm", "phi-3", "gpt-2", "deepseek-llm",
+                                             "bert-bge"};
         char path[1024], rel[128];
         for (size_t i = 0; i < sizeof(vocabs) / sizeof(vocabs[0]); i++) {
             snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf", vocabs[i]);

@@ -15,12 +15,24 @@
 
 static const char *const env_host_only[] = {"OLLAMA_HOST", NULL};
 static const char *const env_run[] = {"OLLAMA_EDITOR", "OLLAMA_HOST", "OLLAMA_NOHISTORY", NULL};
-static const char *const env_serve[] = {
-    "OLLAMA_DEBUG", "OLLAMA_HOST", "OLLAMA_CONTEXT_LENGTH", "OLLAMA_KEEP_ALIVE",
-    "OLLAMA_MAX_LOADED_MODELS", "OLLAMA_MAX_QUEUE", "OLLAMA_MODELS", "OLLAMA_NUM_PARALLEL",
-    "OLLAMA_NOPRUNE", "OLLAMA_ORIGINS", "OLLAMA_SCHED_SPREAD", "OLLAMA_FLASH_ATTENTION",
-    "OLLAMA_KV_CACHE_TYPE", "OLLAMA_LLM_LIBRARY", "OLLAMA_GPU_OVERHEAD", "OLLAMA_LOAD_TIMEOUT",
-    "OLLAMA_REGISTRY_MIRROR", NULL};
+static const char *const env_serve[] = {"OLLAMA_DEBUG",
+                                        "OLLAMA_HOST",
+                                        "OLLAMA_CONTEXT_LENGTH",
+                                        "OLLAMA_KEEP_ALIVE",
+                                        "OLLAMA_MAX_LOADED_MODELS",
+                                        "OLLAMA_MAX_QUEUE",
+                                        "OLLAMA_MODELS",
+                                        "OLLAMA_NUM_PARALLEL",
+                                        "OLLAMA_NOPRUNE",
+                                        "OLLAMA_ORIGINS",
+                                        "OLLAMA_SCHED_SPREAD",
+                                        "OLLAMA_FLASH_ATTENTION",
+                                        "OLLAMA_KV_CACHE_TYPE",
+                                        "OLLAMA_LLM_LIBRARY",
+                                        "OLLAMA_GPU_OVERHEAD",
+                                        "OLLAMA_LOAD_TIMEOUT",
+                                        "OLLAMA_REGISTRY_MIRROR",
+                                        NULL};
 
 static const struct cli_flag flags_create[] = {
     {"file", 'f', "string", "Name of the Modelfile (default \"Modelfile\")"},
@@ -37,7 +49,8 @@ static const struct cli_flag flags_show[] = {
     {NULL, 0, NULL, NULL},
 };
 static const struct cli_flag flags_run[] = {
-    {"dimensions", 0, "int", "Truncate output embeddings to specified dimension (embedding models only)"},
+    {"dimensions", 0, "int",
+     "Truncate output embeddings to specified dimension (embedding models only)"},
     {"format", 0, "string", "Response format (e.g. json)"},
     {"hidethinking", 0, NULL, "Hide thinking output (if provided)"},
     {"insecure", 0, NULL, "Use an insecure registry"},
@@ -77,12 +90,18 @@ static int cmd_serve(struct cli_args *a)
 // The hidden `runner` command: its flags are parsed here like any other
 // command's, then handed to runner_main as "--name value" pairs.
 static const struct cli_flag flags_runner[] = {
-    {"model", 0, "string", "Model file"}, {"port", 0, "int", "Port to listen on"},
-    {"ctx-size", 0, "int", "Context per slot"}, {"parallel", 0, "int", "Slots"},
-    {"batch-size", 0, "int", "Batch size"}, {"threads", 0, "int", "Threads"},
-    {"kv-cache-type", 0, "string", "KV cache type"}, {"n-gpu-layers", 0, "int", "GPU layers"},
-    {"embedding", 0, NULL, "Embedding runner"}, {"no-context-shift", 0, NULL, "No shift"},
-    {"flash-attn", 0, NULL, "Flash attention"}, {"no-mmap", 0, NULL, "No mmap"},
+    {"model", 0, "string", "Model file"},
+    {"port", 0, "int", "Port to listen on"},
+    {"ctx-size", 0, "int", "Context per slot"},
+    {"parallel", 0, "int", "Slots"},
+    {"batch-size", 0, "int", "Batch size"},
+    {"threads", 0, "int", "Threads"},
+    {"kv-cache-type", 0, "string", "KV cache type"},
+    {"n-gpu-layers", 0, "int", "GPU layers"},
+    {"embedding", 0, NULL, "Embedding runner"},
+    {"no-context-shift", 0, NULL, "No shift"},
+    {"flash-attn", 0, NULL, "Flash attention"},
+    {"no-mmap", 0, NULL, "No mmap"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -120,10 +139,8 @@ const struct cli_command cli_commands[] = {
      env_host_only, cli_cmd_pull, false},
     {"push", NULL, "push MODEL [flags]", "Push a model to a registry", 1, 1, flags_insecure,
      env_host_only, cli_cmd_push, false},
-    {"list", "ls", "list [flags]", "List models", 0, 1, NULL, env_host_only, cli_cmd_list,
-     false},
-    {"ps", NULL, "ps [flags]", "List running models", 0, 1, NULL, env_host_only,
-     cli_cmd_ps, false},
+    {"list", "ls", "list [flags]", "List models", 0, 1, NULL, env_host_only, cli_cmd_list, false},
+    {"ps", NULL, "ps [flags]", "List running models", 0, 1, NULL, env_host_only, cli_cmd_ps, false},
     {"cp", NULL, "cp SOURCE DESTINATION [flags]", "Copy a model", 2, 2, NULL, env_host_only,
      cli_cmd_cp, false},
     {"rm", NULL, "rm MODEL [MODEL...] [flags]", "Remove a model", 1, -1, NULL, env_host_only,

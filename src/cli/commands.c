@@ -361,8 +361,8 @@ int cli_cmd_show(struct cli_args *a)
 // create (cli.md §3.2, modelfile.md §3).
 
 struct local_file {
-    char *path; // absolute
-    char *key;  // name in the request
+    char *path;  // absolute
+    char *key;   // name in the request
     char digest[80];
 };
 
@@ -634,7 +634,7 @@ int cli_cmd_create(struct cli_args *a)
         int rc = 0;
         if (stat(path, &st) == 0) {
             if (is_adapter) {
-                free_files(adapters, n_adapters); // last ADAPTER wins
+                free_files(adapters, n_adapters);  // last ADAPTER wins
                 adapters = NULL;
                 n_adapters = 0;
             }

@@ -56,7 +56,8 @@ static void flag_left(const struct cli_flag *f, char *out, size_t n)
     char shorthand[8] = "    ";
     if (f->shorthand)
         snprintf(shorthand, sizeof(shorthand), "-%c, ", f->shorthand);
-    snprintf(out, n, "  %s--%s%s%s", shorthand, f->name, f->type ? " " : "", f->type ? f->type : "");
+    snprintf(out, n, "  %s--%s%s%s", shorthand, f->name, f->type ? " " : "",
+             f->type ? f->type : "");
 }
 
 static int flag_cmp(const void *a, const void *b)

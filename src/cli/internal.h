@@ -25,7 +25,7 @@ struct cli_env_doc {
 // Parsed arguments of one invocation.
 struct cli_args {
     int n_pos;
-    char **pos;          // positional arguments
+    char **pos;              // positional arguments
     const char *values[32];  // values[i] for flags[i]: NULL unset, "true" for bools
     const struct cli_command *cmd;
 };
@@ -37,7 +37,7 @@ struct cli_command {
     const char *aliases;  // "start" (comma-separated) or NULL
     const char *use;      // "run MODEL [PROMPT]"
     const char *short_help;
-    int min_args, max_args;  // -1 = unlimited
+    int min_args, max_args;        // -1 = unlimited
     const struct cli_flag *flags;  // NULL-terminated array or NULL
     const char *const *env;        // environment variables shown in help
     cli_cmd_fn run;
@@ -88,20 +88,19 @@ void cli_stats_render(const json_t *final, struct buf *out);
 // Remaining-time text of a progress bar: "56s", "3m56s", "1h5m", "99h+".
 void cli_eta_format(double seconds, char *out, size_t n);
 // One progress bar line (cli.md §4); rate_bps < 0 when unknown.
-void cli_bar_render(const char *label, uint64_t current, uint64_t total, double rate_bps,
-                    int width, struct buf *out);
+void cli_bar_render(const char *label, uint64_t current, uint64_t total, double rate_bps, int width,
+                    struct buf *out);
 // The same for output that is not a terminal: "<label> NN% <size>".
-void cli_bar_render_plain(const char *label, uint64_t current, uint64_t total,
-                          struct buf *out);
+void cli_bar_render_plain(const char *label, uint64_t current, uint64_t total, struct buf *out);
 // One spinner line (cli.md §4): frame is an index into the 10 frames.
 void cli_spinner_render(const char *message, int frame, bool stopped, struct buf *out);
 
 // Word wrap of streamed text (cli.md §6.6): state kept across chunks.
 struct cli_wrap {
     bool enabled;
-    int width;          // terminal columns
-    int line_len;       // columns on the current line
-    struct buf word;    // the partial word on the current line
+    int width;        // terminal columns
+    int line_len;     // columns on the current line
+    struct buf word;  // the partial word on the current line
 };
 void cli_wrap_init(struct cli_wrap *w, bool enabled, int width);
 void cli_wrap_deinit(struct cli_wrap *w);
@@ -158,15 +157,15 @@ int cli_fail_err(const struct err *e);
 // Options of one run/REPL session.
 struct cli_run_opts {
     char *model;
-    char *parent;          // details.parent_model of the model (for /save)
-    const char *format;    // "json" or NULL
+    char *parent;        // details.parent_model of the model (for /save)
+    const char *format;  // "json" or NULL
     const char *keep_alive;
-    const char *think;     // NULL unset, "true", "false", "high", ...
+    const char *think;  // NULL unset, "true", "false", "high", ...
     bool verbose, wordwrap, hide_thinking, insecure;
-    json_t *options;       // session options (/set parameter)
-    char *system;          // session system message
-    json_t *show;          // the model's /api/show answer
-    json_t *messages;      // chat history (REPL)
+    json_t *options;   // session options (/set parameter)
+    char *system;      // session system message
+    json_t *show;      // the model's /api/show answer
+    json_t *messages;  // chat history (REPL)
 };
 // Streams one /api/generate (chat=false) or /api/chat request and prints
 // it. Returns 0, ERR_CANCELLED on Ctrl+C, or an error. *reply (may be

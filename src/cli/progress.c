@@ -18,25 +18,25 @@
 struct line {
     bool is_bar;
     bool stopped;
-    char *text; // spinner message, or bar label
-    char *key;  // bar key (digest)
+    char *text;  // spinner message, or bar label
+    char *key;   // bar key (digest)
     uint64_t completed, total;
     int64_t started_ns;
     // rate samples: one per second, the last MAX_SAMPLES
     int64_t sample_ns[MAX_SAMPLES];
     uint64_t sample_bytes[MAX_SAMPLES];
     int n_samples;
-    bool printed; // plain mode: already written
+    bool printed;  // plain mode: already written
 };
 
 struct cli_progress {
     FILE *out;
     bool tty;
-    pthread_mutex_t mu; // guards everything below
+    pthread_mutex_t mu;  // guards everything below
     pthread_cond_t cv;
     struct line *lines;
     int n_lines, cap;
-    int drawn; // lines drawn by the last redraw
+    int drawn;  // lines drawn by the last redraw
     int frame;
     bool done;
     pthread_t ticker;

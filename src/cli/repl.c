@@ -28,17 +28,17 @@ struct repl {
     EditLine *el;
     History *hist;
     const char *prompt;
-    const char *placeholder; // to draw before the first key of a line, or NULL
+    const char *placeholder;  // to draw before the first key of a line, or NULL
     bool placeholder_shown;
-    bool fancy; // a terminal that understands colours
+    bool fancy;  // a terminal that understands colours
     bool ctrl_c;
     bool history_on;
-    char *history_path; // NULL when history is disabled by OLLAMA_NOHISTORY
-    char **entries;     // the last HISTORY_MAX lines, oldest first
+    char *history_path;  // NULL when history is disabled by OLLAMA_NOHISTORY
+    char **entries;      // the last HISTORY_MAX lines, oldest first
     int n_entries;
 };
 
-static struct repl *g_repl; // for libedit's callbacks (one REPL per process)
+static struct repl *g_repl;  // for libedit's callbacks (one REPL per process)
 
 static char *prompt_fn(EditLine *el)
 {
@@ -823,7 +823,7 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     el_set(r.el, EL_BIND, "^U", "vi-kill-line-prev", NULL);
     el_wset(r.el, EL_ADDFN, L"ollama-paste", L"Bracketed paste", on_paste);
     el_set(r.el, EL_BIND, "\x1b[200~", "ollama-paste", NULL);
-    fputs("\x1b[?2004h", stdout); // bracketed paste on
+    fputs("\x1b[?2004h", stdout);  // bracketed paste on
 
     struct err e = {0};
     int status = 0;
@@ -847,7 +847,7 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
             if (empty && ml == ML_NONE && sb.len == 0)
                 printf("\nUse Ctrl + d or /bye to exit.\n");
             else if (!empty)
-                printf("\r\x1b[K"); // the typed text is dropped: clear the line
+                printf("\r\x1b[K");  // the typed text is dropped: clear the line
             else
                 printf("\n");
             fflush(stdout);

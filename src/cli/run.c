@@ -35,7 +35,7 @@ void cli_sigint_install(void)
 struct gen_ctx {
     struct cli_run_opts *o;
     bool chat;
-    bool plain; // stdout is not a terminal: no colours
+    bool plain;  // stdout is not a terminal: no colours
     struct cli_progress *spinner;
     struct cli_wrap wrap;
     bool think_open, think_closed;

@@ -19,7 +19,7 @@ struct client {
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static char user_agent[128]; // written once under curl_once
+static char user_agent[128];  // written once under curl_once
 
 // "ollama/<version> (<arch> <os>) ..." with Go's names for the platform.
 static void curl_init_once(void)
@@ -184,7 +184,7 @@ struct line_reader {
     client_line_fn fn;
     void *ctx;
     CURL *h;
-    bool ok_status; // decided on the first byte
+    bool ok_status;  // decided on the first byte
     bool checked;
     struct buf *err_body;
     bool stopped;
@@ -243,7 +243,7 @@ int client_stream(struct client *c, const char *method, const char *path, const 
         rc = err_set(e, ERR_CANCELLED, "cancelled");
     else if (cc != CURLE_OK)
         rc = curl_fail(cc, e);
-    if (rc == 0 && lr.line.len && lr.ok_status) // a last line without newline
+    if (rc == 0 && lr.line.len && lr.ok_status)  // a last line without newline
         if (fn(ctx, lr.line.data, lr.line.len) < 0)
             rc = ERR_CANCELLED;
     if (status)

@@ -44,8 +44,8 @@ typedef int (*client_line_fn)(void *ctx, const char *line, size_t len);
 // A request reading a line-based (NDJSON) response. Non-2xx statuses are
 // reported through *status with the body in err_body.
 int client_stream(struct client *c, const char *method, const char *path, const char *body,
-                  size_t body_len, client_line_fn fn, void *ctx, long *status,
-                  struct buf *err_body, struct err *e);
+                  size_t body_len, client_line_fn fn, void *ctx, long *status, struct buf *err_body,
+                  struct err *e);
 
 // "404 Not Found": the status line text Go's net/http prints.
 const char *client_status_text(long status);
@@ -66,23 +66,21 @@ int client_call_stream(struct client *c, const char *path, const json_t *req, cl
                        void *ctx, struct err *e);
 
 // Typed calls (api.md). Objects returned through out are owned by the caller.
-int client_version(struct client *c, char *out, size_t n, struct err *e);   // GET /api/version
-int client_list(struct client *c, json_t **out, struct err *e);             // GET /api/tags
-int client_ps(struct client *c, json_t **out, struct err *e);               // GET /api/ps
+int client_version(struct client *c, char *out, size_t n, struct err *e);  // GET /api/version
+int client_list(struct client *c, json_t **out, struct err *e);            // GET /api/tags
+int client_ps(struct client *c, json_t **out, struct err *e);              // GET /api/ps
 int client_show(struct client *c, const json_t *req, json_t **out, struct err *e);
 int client_copy(struct client *c, const char *src, const char *dst, struct err *e);
 int client_delete(struct client *c, const char *model, struct err *e);
 int client_embed(struct client *c, const json_t *req, json_t **out, struct err *e);
-int client_create(struct client *c, const json_t *req, client_json_fn fn, void *ctx,
-                  struct err *e);
+int client_create(struct client *c, const json_t *req, client_json_fn fn, void *ctx, struct err *e);
 int client_pull(struct client *c, const char *model, bool insecure, client_json_fn fn, void *ctx,
                 struct err *e);
 int client_push(struct client *c, const char *model, bool insecure, client_json_fn fn, void *ctx,
                 struct err *e);
 int client_generate(struct client *c, const json_t *req, client_json_fn fn, void *ctx,
                     struct err *e);
-int client_chat(struct client *c, const json_t *req, client_json_fn fn, void *ctx,
-                struct err *e);
+int client_chat(struct client *c, const json_t *req, client_json_fn fn, void *ctx, struct err *e);
 
 // HEAD /api/blobs/<digest> ("sha256:<hex>"): *exists set on 200/404.
 int client_blob_exists(struct client *c, const char *digest, bool *exists, struct err *e);

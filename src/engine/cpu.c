@@ -18,10 +18,10 @@
 #include "engine/quant/quant.h"
 
 // Below this many float operations an op runs on the caller thread.
-#define CPU_INLINE_WORK 32768
+#define CPU_INLINE_WORK   32768
 #define CPU_INLINE_MATMUL (256 * 1024)  // multiply-adds
-#define CPU_ALIGN 64
-#define CPU_MAX_JOBS 8
+#define CPU_ALIGN         64
+#define CPU_MAX_JOBS      8
 
 struct cpu {
     struct engine_backend base;
@@ -266,8 +266,8 @@ static void mm_task_run(void *arg, int ith, int nth)
             if (g > 0 && nth > 1)
                 engine_pool_barrier(t->cpu->pool);  // the previous group is done with wdata
             for (int64_t r = ith; r < t->n_rows; r += nth)
-                kt->from_float(t->x + r * t->n_in,
-                               (uint8_t *)t->cpu->wdata + (size_t)r * row_bytes, t->n_in);
+                kt->from_float(t->x + r * t->n_in, (uint8_t *)t->cpu->wdata + (size_t)r * row_bytes,
+                               t->n_in);
             if (nth > 1)
                 engine_pool_barrier(t->cpu->pool);
             xq = t->cpu->wdata;
@@ -460,8 +460,7 @@ static void rope_range(void *p, int64_t r0, int64_t r1)
     for (int64_t r = r0; r < r1; r++) {
         engine_rope_cache(c->rp, (float)c->pos[r], cs, sn);
         for (int h = 0; h < c->n_head; h++)
-            rope_head(c->x + (r * c->n_head + h) * c->head_dim, c->rp->n_rot, c->rp->mode, cs,
-                      sn);
+            rope_head(c->x + (r * c->n_head + h) * c->head_dim, c->rp->n_rot, c->rp->mode, cs, sn);
     }
 }
 
@@ -617,9 +616,9 @@ static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
         head_off = 0;
     const float *q = c->q + (r * a->n_head + h) * hd;
     float *out = c->out + (r * a->n_head + h) * hd;
-    float *s = scratch;                        // [nv]
+    float *s = scratch;                                    // [nv]
     float *qf = scratch + c->cpu->att_stride - 2048 - 64;  // [hd] rounded q / dequantized v
-    void *qq = qf + 1024;                       // q as Q8_0
+    void *qq = qf + 1024;                                  // q as Q8_0
 
     const uint8_t *kbase = (const uint8_t *)c->kv->k + (size_t)cell0 * rb + head_off;
     const uint8_t *vbase = (const uint8_t *)c->kv->v + (size_t)cell0 * rb + head_off;

@@ -94,8 +94,8 @@ void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, 
     float low = 0, high = 0;
     float mscale = rp->attn_factor != 0.0f ? rp->attn_factor : 1.0f;
     if (rp->ext_factor != 0.0f) {
-        low = fmaxf(0.0f, floorf(yarn_corr_dim(rp->n_rot, rp->n_ctx_orig, rp->beta_fast,
-                                               rp->freq_base)));
+        low = fmaxf(0.0f,
+                    floorf(yarn_corr_dim(rp->n_rot, rp->n_ctx_orig, rp->beta_fast, rp->freq_base)));
         high = fminf((float)(rp->n_rot - 1),
                      ceilf(yarn_corr_dim(rp->n_rot, rp->n_ctx_orig, rp->beta_slow, rp->freq_base)));
         mscale *= 1.0f + 0.1f * logf(1.0f / rp->freq_scale);
@@ -145,8 +145,8 @@ void engine_buf_write(struct engine_backend *be, void *buf, const void *host, si
     be->ops->buf_write(be, buf, host, n_bytes);
 }
 
-int engine_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_row_len,
-                   int64_t max_kv, struct err *e)
+int engine_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_row_len, int64_t max_kv,
+                   struct err *e)
 {
     return be->ops->reserve(be, max_rows, max_row_len, max_kv, e);
 }

@@ -36,8 +36,7 @@ struct engine_tensor {
 
 // Makes a view of a GGUF tensor (2-D at most; higher dims folded into rows).
 // Fails with ERR_UNSUPPORTED for types the engine cannot multiply with.
-int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *gt,
-                            struct err *e);
+int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *gt, struct err *e);
 // True if the engine can use `type` as a matrix weight (matmul + row lookup).
 bool engine_type_supported(uint32_t type);
 
@@ -74,9 +73,9 @@ enum engine_rope_mode {
 
 struct engine_rope {
     enum engine_rope_mode mode;
-    int n_rot;            // rotated dims per head (<= head_dim)
-    float freq_base;      // theta
-    float freq_scale;     // 1 / linear factor
+    int n_rot;                  // rotated dims per head (<= head_dim)
+    float freq_base;            // theta
+    float freq_scale;           // 1 / linear factor
     const float *freq_factors;  // [n_rot/2] or NULL (llama3 rope_freqs)
     // YaRN (ext_factor 0 = off)
     float ext_factor, attn_factor, beta_fast, beta_slow;
@@ -85,13 +84,13 @@ struct engine_rope {
 
 // KV cache of one layer: K and V rows of kv_dim per cell.
 struct engine_kv_layer {
-    void *k, *v;     // backend buffers, n_cells rows each
+    void *k, *v;       // backend buffers, n_cells rows each
     size_t row_bytes;  // bytes per cell row (kv_dim elements of kv_type)
 };
 
 struct engine_attn {
     int n_head, n_head_kv, head_dim;
-    float scale;  // usually 1/sqrt(head_dim)
+    float scale;       // usually 1/sqrt(head_dim)
     uint32_t kv_type;  // GGUF_TYPE_F32, F16 or Q8_0
 };
 
@@ -117,8 +116,8 @@ struct engine_backend_ops {
     void (*buf_write)(struct engine_backend *be, void *buf, const void *host, size_t n_bytes);
     // Reserves the per-context scratch (quantized activations, attention
     // rows); called once at load with the largest sizes that will be used.
-    int (*reserve)(struct engine_backend *be, int64_t max_rows, int64_t max_row_len,
-                   int64_t max_kv, struct err *e);
+    int (*reserve)(struct engine_backend *be, int64_t max_rows, int64_t max_row_len, int64_t max_kv,
+                   struct err *e);
 
     void (*get_rows)(struct engine_backend *be, float *y, const struct engine_tensor *w,
                      const int32_t *ids, int64_t n_rows);
@@ -130,25 +129,25 @@ struct engine_backend_ops {
                       const float *b, int64_t n_rows, int64_t n, float eps);
     void (*rope)(struct engine_backend *be, float *x, int64_t n_rows, int n_head, int head_dim,
                  const int32_t *pos, const struct engine_rope *rp);
-    void (*kv_store)(struct engine_backend *be, const struct engine_kv_layer *kv,
-                     uint32_t kv_type, const int32_t *cells, const float *k, const float *v,
-                     int64_t n_rows, int64_t kv_dim);
+    void (*kv_store)(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
+                     const int32_t *cells, const float *k, const float *v, int64_t n_rows,
+                     int64_t kv_dim);
     // out (n_rows × n_head·head_dim): row r attends cells
     // [cell0[r], cell0[r] + n_visible[r]) with causal softmax.
     void (*attention)(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
                       const struct engine_kv_layer *kv, const int32_t *cell0,
                       const int32_t *n_visible, const struct engine_attn *a);
     // Re-rotates the K rows of cells [c0, c0 + n) by a position delta.
-    void (*kv_shift)(struct engine_backend *be, const struct engine_kv_layer *kv,
-                     uint32_t kv_type, int64_t c0, int64_t n, int32_t delta, int n_head_kv,
-                     int head_dim, const struct engine_rope *rp);
+    void (*kv_shift)(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
+                     int64_t c0, int64_t n, int32_t delta, int n_head_kv, int head_dim,
+                     const struct engine_rope *rp);
     // Moves cells [src, src + n) to [dst, dst + n) (overlap allowed).
     void (*kv_move)(struct engine_backend *be, const struct engine_kv_layer *kv, int64_t dst,
                     int64_t src, int64_t n);
     void (*softmax)(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale);
     // y = act(gate) * up, act = SiLU (gelu false) or GELU-tanh.
-    void (*glu)(struct engine_backend *be, float *y, const float *gate, const float *up,
-                int64_t n, bool gelu);
+    void (*glu)(struct engine_backend *be, float *y, const float *gate, const float *up, int64_t n,
+                bool gelu);
     void (*add)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
     void (*mul)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
     void (*scale)(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
@@ -171,8 +170,8 @@ void *engine_buf_alloc(struct engine_backend *be, size_t n_bytes);
 void engine_buf_free(struct engine_backend *be, void *buf);
 void engine_buf_read(struct engine_backend *be, void *host, const void *buf, size_t n_bytes);
 void engine_buf_write(struct engine_backend *be, void *buf, const void *host, size_t n_bytes);
-int engine_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_row_len,
-                   int64_t max_kv, struct err *e);
+int engine_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_row_len, int64_t max_kv,
+                   struct err *e);
 void engine_get_rows(struct engine_backend *be, float *y, const struct engine_tensor *w,
                      const int32_t *ids, int64_t n_rows);
 void engine_matmul(struct engine_backend *be, float *y, const struct engine_tensor *w,

@@ -123,8 +123,8 @@ int engine_physical_cores(void)
                 core = -1;
             fclose(f);
         }
-        snprintf(path, sizeof path,
-                 "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
+                 cpu);
         f = fopen(path, "r");
         if (f) {
             if (fscanf(f, "%ld", &pkg) != 1)

@@ -14,10 +14,10 @@
 
 #include "util/util.h"
 
-#define GGUF_MAGIC 0x46554747u  // "GGUF" as a little-endian u32
-#define GGUF_MAX_DIMS 4
+#define GGUF_MAGIC             0x46554747u  // "GGUF" as a little-endian u32
+#define GGUF_MAX_DIMS          4
 #define GGUF_DEFAULT_ALIGNMENT 32
-#define GGUF_MAX_NAME_LEN 63  // tensor names, as llama.cpp
+#define GGUF_MAX_NAME_LEN      63  // tensor names, as llama.cpp
 
 enum gguf_value_type {
     GGUF_VAL_UINT8 = 0,
@@ -163,8 +163,8 @@ bool gguf_get_str(const struct gguf *g, const char *key, struct str *out);
 bool gguf_get_arr(const struct gguf *g, const char *key, enum gguf_value_type *elem_type,
                   uint64_t *count);
 bool gguf_arr_str(const struct gguf_kv *kv, uint64_t i, struct str *out);
-bool gguf_arr_i64(const struct gguf_kv *kv, uint64_t i, int64_t *out);   // any integer element type
-bool gguf_arr_f32(const struct gguf_kv *kv, uint64_t i, float *out);     // F32/F64 elements
+bool gguf_arr_i64(const struct gguf_kv *kv, uint64_t i, int64_t *out);  // any integer element type
+bool gguf_arr_f32(const struct gguf_kv *kv, uint64_t i, float *out);    // F32/F64 elements
 // Element i of any array value (nested arrays included) decoded as a value
 // view; false when i is out of range or arr is not an array.
 bool gguf_arr_value(const struct gguf_value *arr, uint64_t i, struct gguf_value *out);

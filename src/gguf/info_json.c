@@ -10,11 +10,17 @@
 static json_t *value_json(const struct gguf_value *v, int depth)
 {
     switch (v->type) {
-    case GGUF_VAL_UINT8: case GGUF_VAL_UINT16: case GGUF_VAL_UINT32: case GGUF_VAL_UINT64:
+    case GGUF_VAL_UINT8:
+    case GGUF_VAL_UINT16:
+    case GGUF_VAL_UINT32:
+    case GGUF_VAL_UINT64:
         if (v->v.u64 > (uint64_t)INT64_MAX)
             return json_real((double)v->v.u64);
         return json_integer((json_int_t)v->v.u64);
-    case GGUF_VAL_INT8: case GGUF_VAL_INT16: case GGUF_VAL_INT32: case GGUF_VAL_INT64:
+    case GGUF_VAL_INT8:
+    case GGUF_VAL_INT16:
+    case GGUF_VAL_INT32:
+    case GGUF_VAL_INT64:
         return json_integer((json_int_t)v->v.i64);
     case GGUF_VAL_FLOAT32:
         return isfinite(v->v.f64) ? jsonx_real_f32((float)v->v.f64) : json_null();

@@ -24,7 +24,7 @@
 #define MAX_ARRAY_DEPTH 8
 // Smallest encodings: key (8-byte length + 1 byte) + type + 1-byte value;
 // tensor info: name (8 + 1) + n_dims + one dim + type + offset.
-#define MIN_KV_BYTES 14u
+#define MIN_KV_BYTES     14u
 #define MIN_TENSOR_BYTES 33u
 
 struct gguf {
@@ -124,18 +124,59 @@ void gguf_decode_scalar(uint32_t type, const uint8_t *p, struct gguf_value *v)
     memset(v, 0, sizeof(*v));
     v->type = (enum gguf_value_type)type;
     switch (type) {
-    case GGUF_VAL_UINT8: v->v.u64 = p[0]; break;
-    case GGUF_VAL_INT8: v->v.i64 = (int8_t)p[0]; break;
-    case GGUF_VAL_UINT16: { uint16_t x; memcpy(&x, p, 2); v->v.u64 = x; break; }
-    case GGUF_VAL_INT16: { int16_t x; memcpy(&x, p, 2); v->v.i64 = x; break; }
-    case GGUF_VAL_UINT32: v->v.u64 = load_u32(p); break;
-    case GGUF_VAL_INT32: { int32_t x; memcpy(&x, p, 4); v->v.i64 = x; break; }
-    case GGUF_VAL_FLOAT32: { float x; memcpy(&x, p, 4); v->v.f64 = x; break; }
-    case GGUF_VAL_BOOL: v->v.b = p[0] != 0; break;
-    case GGUF_VAL_UINT64: v->v.u64 = load_u64(p); break;
-    case GGUF_VAL_INT64: { int64_t x; memcpy(&x, p, 8); v->v.i64 = x; break; }
-    case GGUF_VAL_FLOAT64: { double x; memcpy(&x, p, 8); v->v.f64 = x; break; }
-    default: break;
+    case GGUF_VAL_UINT8:
+        v->v.u64 = p[0];
+        break;
+    case GGUF_VAL_INT8:
+        v->v.i64 = (int8_t)p[0];
+        break;
+    case GGUF_VAL_UINT16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        v->v.u64 = x;
+        break;
+    }
+    case GGUF_VAL_INT16: {
+        int16_t x;
+        memcpy(&x, p, 2);
+        v->v.i64 = x;
+        break;
+    }
+    case GGUF_VAL_UINT32:
+        v->v.u64 = load_u32(p);
+        break;
+    case GGUF_VAL_INT32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        v->v.i64 = x;
+        break;
+    }
+    case GGUF_VAL_FLOAT32: {
+        float x;
+        memcpy(&x, p, 4);
+        v->v.f64 = x;
+        break;
+    }
+    case GGUF_VAL_BOOL:
+        v->v.b = p[0] != 0;
+        break;
+    case GGUF_VAL_UINT64:
+        v->v.u64 = load_u64(p);
+        break;
+    case GGUF_VAL_INT64: {
+        int64_t x;
+        memcpy(&x, p, 8);
+        v->v.i64 = x;
+        break;
+    }
+    case GGUF_VAL_FLOAT64: {
+        double x;
+        memcpy(&x, p, 8);
+        v->v.f64 = x;
+        break;
+    }
+    default:
+        break;
     }
 }
 
@@ -175,12 +216,12 @@ static int parse_value(struct rd *r, uint32_t type, struct gguf_value *v, int de
     if (type != GGUF_VAL_ARRAY) {
         size_t n = gguf_value_type_size(type);
         if (rd_left(r) < n)
-            return err_set(e, ERR_FORMAT, "key %.*s: value extends past end of file",
-                           (int)key.len, key.ptr);
+            return err_set(e, ERR_FORMAT, "key %.*s: value extends past end of file", (int)key.len,
+                           key.ptr);
         gguf_decode_scalar(type, r->p + r->pos, v);
         if (type == GGUF_VAL_BOOL && r->p[r->pos] > 1)
-            return err_set(e, ERR_FORMAT, "key %.*s: invalid bool value %u", (int)key.len,
-                           key.ptr, r->p[r->pos]);
+            return err_set(e, ERR_FORMAT, "key %.*s: invalid bool value %u", (int)key.len, key.ptr,
+                           r->p[r->pos]);
         r->pos += n;
         return 0;
     }
@@ -272,8 +313,7 @@ static int hash_build(uint32_t **table, size_t *cap_out, size_t n, struct err *e
 
 // Inserts index i with name s; returns false when the name is already there.
 static bool hash_insert(uint32_t *table, size_t cap, struct str s, uint32_t i,
-                        struct str (*name_of)(const struct gguf *, uint32_t),
-                        const struct gguf *g)
+                        struct str (*name_of)(const struct gguf *, uint32_t), const struct gguf *g)
 {
     size_t mask = cap - 1;
     size_t h = (size_t)hash_bytes(s.ptr, s.len) & mask;
@@ -405,8 +445,7 @@ static int parse_tensor(struct gguf *g, struct rd *r, uint64_t i, struct gguf_te
     for (uint32_t d = 0; d < t->n_dims; d++) {
         uint64_t ne;
         if (!rd_u64(r, &ne))
-            return err_set(e, ERR_FORMAT, "tensor %.*s: info extends past end of file",
-                           TNAME(t));
+            return err_set(e, ERR_FORMAT, "tensor %.*s: info extends past end of file", TNAME(t));
         if (ne == 0)
             return err_set(e, ERR_FORMAT, "tensor %.*s: dimension %u is zero", TNAME(t), d);
         if (ne > (uint64_t)INT64_MAX)
@@ -431,8 +470,10 @@ static int parse_tensor(struct gguf *g, struct rd *r, uint64_t i, struct gguf_te
         return err_set(e, ERR_FORMAT, "tensor %.*s: byte size overflows", TNAME(t));
     t->n_bytes = nb;
     if (t->offset % g->alignment != 0)
-        return err_set(e, ERR_FORMAT, "tensor %.*s: data offset %llu is not a multiple of the "
-                       "alignment %u", TNAME(t), (unsigned long long)t->offset, g->alignment);
+        return err_set(e, ERR_FORMAT,
+                       "tensor %.*s: data offset %llu is not a multiple of the "
+                       "alignment %u",
+                       TNAME(t), (unsigned long long)t->offset, g->alignment);
     return 0;
 }
 
@@ -509,8 +550,8 @@ static int parse(struct gguf *g, struct err *e)
         return err_set(e, ERR_FORMAT, "not a GGUF file: too short (%zu bytes)", g->size);
     rd_u32(&r, &magic);
     if (magic != GGUF_MAGIC)
-        return err_set(e, ERR_FORMAT, "not a GGUF file: bad magic %02x %02x %02x %02x",
-                       g->base[0], g->base[1], g->base[2], g->base[3]);
+        return err_set(e, ERR_FORMAT, "not a GGUF file: bad magic %02x %02x %02x %02x", g->base[0],
+                       g->base[1], g->base[2], g->base[3]);
     if (!rd_u32(&r, &version) || !rd_u64(&r, &tensor_count) || !rd_u64(&r, &kv_count))
         return err_set(e, ERR_FORMAT, "GGUF header truncated (%zu bytes)", g->size);
     if (version != 0 && (version & 0xFFFF) == 0)

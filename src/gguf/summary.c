@@ -39,8 +39,7 @@ void gguf_summarize(const struct gguf *g, struct gguf_summary *out)
     struct str arch = gguf_architecture(g);
     snprintf(out->architecture, sizeof(out->architecture), "%.*s", (int)arch.len, arch.ptr);
     out->parameter_count = param_count(g);
-    gguf_format_param_count(out->parameter_count, out->parameter_size,
-                            sizeof(out->parameter_size));
+    gguf_format_param_count(out->parameter_count, out->parameter_size, sizeof(out->parameter_size));
     uint32_t ft;
     out->file_type = gguf_get_u32(g, "general.file_type", &ft) ? ft : UINT32_MAX;
     // Ollama's accessor treats a missing key and the value 0 alike and prints
@@ -59,8 +58,7 @@ int gguf_model_info(const struct gguf *g, bool verbose, gguf_model_info_fn fn, v
     bool pc_done = false;
     for (size_t i = 0; i < gguf_kv_count(g); i++) {
         const struct gguf_kv *kv = gguf_kv_at(g, i);
-        if (str_eq_cstr(kv->key, "general.name") ||
-            str_eq_cstr(kv->key, "tokenizer.chat_template"))
+        if (str_eq_cstr(kv->key, "general.name") || str_eq_cstr(kv->key, "tokenizer.chat_template"))
             continue;
         int rc;
         if (str_eq_cstr(kv->key, "general.parameter_count")) {

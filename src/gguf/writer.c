@@ -32,7 +32,7 @@ struct gguf_writer {
     struct wtensor *tensors;
     size_t n_tensors, cap_tensors;
     bool header_done;
-    size_t cur;        // tensor being filled
+    size_t cur;         // tensor being filled
     uint64_t cur_done;  // bytes of it written
     uint64_t pos;       // file position
     bool sparse_tail;   // last bytes were skipped: extend with ftruncate at close
@@ -105,8 +105,7 @@ static int put(struct gguf_writer *w, const void *p, size_t n)
     return 0;
 }
 
-static int kv_scalar(struct gguf_writer *w, const char *key, uint32_t type, const void *p,
-                     size_t n)
+static int kv_scalar(struct gguf_writer *w, const char *key, uint32_t type, const void *p, size_t n)
 {
     int rc = add_key(w, key, type);
     return rc < 0 ? rc : put(w, p, n);
@@ -195,15 +194,19 @@ int gguf_writer_kv_arr_str(struct gguf_writer *w, const char *key, const struct 
 static int put_value(struct gguf_writer *w, const struct gguf_value *v)
 {
     switch (v->type) {
-    case GGUF_VAL_UINT8: case GGUF_VAL_INT8: case GGUF_VAL_BOOL: {
+    case GGUF_VAL_UINT8:
+    case GGUF_VAL_INT8:
+    case GGUF_VAL_BOOL: {
         uint8_t b = v->type == GGUF_VAL_BOOL ? (uint8_t)v->v.b : (uint8_t)v->v.u64;
         return put(w, &b, 1);
     }
-    case GGUF_VAL_UINT16: case GGUF_VAL_INT16: {
+    case GGUF_VAL_UINT16:
+    case GGUF_VAL_INT16: {
         uint16_t x = (uint16_t)v->v.u64;
         return put(w, &x, 2);
     }
-    case GGUF_VAL_UINT32: case GGUF_VAL_INT32: {
+    case GGUF_VAL_UINT32:
+    case GGUF_VAL_INT32: {
         uint32_t x = (uint32_t)v->v.u64;
         return put(w, &x, 4);
     }
@@ -211,7 +214,8 @@ static int put_value(struct gguf_writer *w, const struct gguf_value *v)
         float x = (float)v->v.f64;
         return put(w, &x, 4);
     }
-    case GGUF_VAL_UINT64: case GGUF_VAL_INT64:
+    case GGUF_VAL_UINT64:
+    case GGUF_VAL_INT64:
         return put(w, &v->v.u64, 8);
     case GGUF_VAL_FLOAT64:
         return put(w, &v->v.f64, 8);

@@ -146,18 +146,33 @@ int jsonx_dump_string(const char *str, size_t n, int flags, struct buf *out)
         char u[8];
         size_t adv = 1;
         if (c < 0x80) {
-            if (c >= 0x20 && c != '"' && c != '\\' && !(html && (c == '<' || c == '>' || c == '&'))) {
+            if (c >= 0x20 && c != '"' && c != '\\' &&
+                !(html && (c == '<' || c == '>' || c == '&'))) {
                 i++;
                 continue;
             }
             switch (c) {
-            case '"': esc = "\\\""; break;
-            case '\\': esc = "\\\\"; break;
-            case '\b': esc = "\\b"; break;
-            case '\f': esc = "\\f"; break;
-            case '\n': esc = "\\n"; break;
-            case '\r': esc = "\\r"; break;
-            case '\t': esc = "\\t"; break;
+            case '"':
+                esc = "\\\"";
+                break;
+            case '\\':
+                esc = "\\\\";
+                break;
+            case '\b':
+                esc = "\\b";
+                break;
+            case '\f':
+                esc = "\\f";
+                break;
+            case '\n':
+                esc = "\\n";
+                break;
+            case '\r':
+                esc = "\\r";
+                break;
+            case '\t':
+                esc = "\\t";
+                break;
             default:
                 snprintf(u, sizeof(u), "\\u00%c%c", hex[c >> 4], hex[c & 15]);
                 esc = u;
@@ -175,8 +190,7 @@ int jsonx_dump_string(const char *str, size_t n, int flags, struct buf *out)
                 continue;
             }
         }
-        if ((rc = buf_append(out, s + start, i - start)) < 0 ||
-            (rc = buf_append_str(out, esc)) < 0)
+        if ((rc = buf_append(out, s + start, i - start)) < 0 || (rc = buf_append_str(out, esc)) < 0)
             return rc;
         i += adv;
         start = i;

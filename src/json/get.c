@@ -48,8 +48,7 @@ static int field(const json_t *obj, const char *key, bool required, json_t **v, 
     return 1;
 }
 
-int jsonx_as_strn(const json_t *v, const char *what, const char **out, size_t *len,
-                  struct err *e)
+int jsonx_as_strn(const json_t *v, const char *what, const char **out, size_t *len, struct err *e)
 {
     if (!json_is_string(v))
         return type_error(v, what, "string", e);
@@ -84,12 +83,10 @@ int jsonx_as_int(const json_t *v, const char *what, int64_t *out, int64_t min, i
         jsonx_format_double(d, num, sizeof(num));
         if (d != trunc(d))
             return err_set(e, ERR_INVALID,
-                           "json: cannot unmarshal number %s into field %s of type int", num,
-                           what);
+                           "json: cannot unmarshal number %s into field %s of type int", num, what);
         // 2^63 is exactly representable; anything at or past it does not fit.
         if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
-            return err_set(e, ERR_RANGE, "json: number %s for field %s is out of range", num,
-                           what);
+            return err_set(e, ERR_RANGE, "json: number %s for field %s is out of range", num, what);
         x = (int64_t)d;
     } else {
         return type_error(v, what, "int", e);
@@ -109,8 +106,8 @@ int jsonx_as_double(const json_t *v, const char *what, double *out, struct err *
     return 0;
 }
 
-int jsonx_get_strn(const json_t *obj, const char *key, const char **out, size_t *len,
-                   bool required, struct err *e)
+int jsonx_get_strn(const json_t *obj, const char *key, const char **out, size_t *len, bool required,
+                   struct err *e)
 {
     json_t *v;
     int rc = field(obj, key, required, &v, e);
@@ -147,8 +144,7 @@ int jsonx_get_int(const json_t *obj, const char *key, int64_t *out, int64_t min,
     return rc < 0 ? rc : 1;
 }
 
-int jsonx_get_double(const json_t *obj, const char *key, double *out, bool required,
-                     struct err *e)
+int jsonx_get_double(const json_t *obj, const char *key, double *out, bool required, struct err *e)
 {
     json_t *v;
     int rc = field(obj, key, required, &v, e);
@@ -171,14 +167,12 @@ static int get_typed(const json_t *obj, const char *key, json_t **out, bool requ
     return 1;
 }
 
-int jsonx_get_obj(const json_t *obj, const char *key, json_t **out, bool required,
-                  struct err *e)
+int jsonx_get_obj(const json_t *obj, const char *key, json_t **out, bool required, struct err *e)
 {
     return get_typed(obj, key, out, required, JSON_OBJECT, "object", e);
 }
 
-int jsonx_get_arr(const json_t *obj, const char *key, json_t **out, bool required,
-                  struct err *e)
+int jsonx_get_arr(const json_t *obj, const char *key, json_t **out, bool required, struct err *e)
 {
     return get_typed(obj, key, out, required, JSON_ARRAY, "array", e);
 }

@@ -49,8 +49,8 @@ const char *jsonx_type_name(const json_t *v);
 int jsonx_get_str(const json_t *obj, const char *key, const char **out, bool required,
                   struct err *e);
 // As jsonx_get_str, also giving the length (strings may hold "\u0000").
-int jsonx_get_strn(const json_t *obj, const char *key, const char **out, size_t *len,
-                   bool required, struct err *e);
+int jsonx_get_strn(const json_t *obj, const char *key, const char **out, size_t *len, bool required,
+                   struct err *e);
 int jsonx_get_bool(const json_t *obj, const char *key, bool *out, bool required, struct err *e);
 // Integers in [min, max]. Integral reals (5.0, 1e3) are accepted; 5.5 is
 // "json: cannot unmarshal number 5.5 into field num_ctx of type int"; values
@@ -58,18 +58,14 @@ int jsonx_get_bool(const json_t *obj, const char *key, bool *out, bool required,
 int jsonx_get_int(const json_t *obj, const char *key, int64_t *out, int64_t min, int64_t max,
                   bool required, struct err *e);
 // Any number.
-int jsonx_get_double(const json_t *obj, const char *key, double *out, bool required,
-                     struct err *e);
-int jsonx_get_obj(const json_t *obj, const char *key, json_t **out, bool required,
-                  struct err *e);
-int jsonx_get_arr(const json_t *obj, const char *key, json_t **out, bool required,
-                  struct err *e);
+int jsonx_get_double(const json_t *obj, const char *key, double *out, bool required, struct err *e);
+int jsonx_get_obj(const json_t *obj, const char *key, json_t **out, bool required, struct err *e);
+int jsonx_get_arr(const json_t *obj, const char *key, json_t **out, bool required, struct err *e);
 
 // The same checks on a value already in hand (array elements); what names
 // it in messages ("stop[2]"). v == NULL or null is ERR_INVALID here.
 int jsonx_as_str(const json_t *v, const char *what, const char **out, struct err *e);
-int jsonx_as_strn(const json_t *v, const char *what, const char **out, size_t *len,
-                  struct err *e);
+int jsonx_as_strn(const json_t *v, const char *what, const char **out, size_t *len, struct err *e);
 int jsonx_as_bool(const json_t *v, const char *what, bool *out, struct err *e);
 int jsonx_as_int(const json_t *v, const char *what, int64_t *out, int64_t min, int64_t max,
                  struct err *e);
@@ -80,7 +76,7 @@ int jsonx_as_double(const json_t *v, const char *what, double *out, struct err *
 // written as \ufffd by jsonx_dump, as Go does). The setters return 0 or
 // ERR_NOMEM; obj must be an object.
 
-json_t *jsonx_str(const char *s);                // NULL s → JSON null
+json_t *jsonx_str(const char *s);  // NULL s → JSON null
 json_t *jsonx_strn(const char *s, size_t n);
 // A real that jsonx_dump prints as Go prints a float32 (0.8 stays "0.8").
 json_t *jsonx_real_f32(float f);

@@ -28,9 +28,9 @@ static void quote_char(unsigned char c, char *out, size_t n)
     } else if (c >= 0x20 && c < 0x7f) {
         snprintf(out, n, "'%c'", c);
     } else {
-        static const char *const named[] = {['\a'] = "\\a", ['\b'] = "\\b", ['\f'] = "\\f",
-                                            ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t",
-                                            ['\v'] = "\\v"};
+        static const char *const named[] = {
+            ['\a'] = "\\a", ['\b'] = "\\b", ['\f'] = "\\f", ['\n'] = "\\n",
+            ['\r'] = "\\r", ['\t'] = "\\t", ['\v'] = "\\v"};
         if (c < sizeof(named) / sizeof(named[0]) && named[c])
             snprintf(out, n, "'%s'", named[c]);
         else if (c < 0x20 || c == 0x7f)
@@ -458,8 +458,8 @@ int jsonx_parse(const char *s, size_t n, json_t **out, struct err *e)
         // hold, or memory.
         enum json_error_code code = json_error_code(&jerr);
         if (code == json_error_numeric_overflow)
-            rc = err_set(e, ERR_RANGE, "json: number out of range at line %d column %d",
-                         jerr.line, jerr.column);
+            rc = err_set(e, ERR_RANGE, "json: number out of range at line %d column %d", jerr.line,
+                         jerr.column);
         else if (code == json_error_out_of_memory)
             rc = err_set(e, ERR_NOMEM, "json: out of memory");
         else

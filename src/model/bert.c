@@ -49,8 +49,7 @@ static int read_hparams(struct model *m, struct err *e)
     hp->n_head_kv = gguf_get_arch_u32(m->g, "attention.head_count_kv", &v) ? (int)v : hp->n_head;
     if (hp->n_layer < 1 || hp->n_layer > MODEL_MAX_LAYERS || hp->n_embd < 2 ||
         hp->n_embd > (1 << 20) || hp->n_head < 1 || hp->n_head > 4096 ||
-        hp->n_embd % hp->n_head != 0 || hp->n_ff < 1 || hp->n_ff > (1 << 22) ||
-        hp->n_ctx_train < 1)
+        hp->n_embd % hp->n_head != 0 || hp->n_ff < 1 || hp->n_ff > (1 << 22) || hp->n_ctx_train < 1)
         return err_set(e, ERR_FORMAT,
                        "invalid hyper-parameters: %d layers, n_embd %d, %d heads, n_ff %d, "
                        "context %d",
@@ -118,12 +117,11 @@ static int bind_tensors(struct model *m, struct err *e)
     int rc;
     if ((rc = model_bind_matrix(m, &m->tok_embd, "token_embd.weight", n_embd, hp->n_vocab, true,
                                 e)) < 0 ||
-        (rc = model_bind_matrix(m, &m->type_embd, "token_types.weight", n_embd, n_types, true,
-                                e)) < 0 ||
-        (rc = model_bind_matrix(m, &m->pos_embd, "position_embd.weight", n_embd,
-                                hp->n_ctx_train, !nomic, e)) < 0 ||
-        (rc = model_bind_vector(m, &m->embd_norm, "token_embd_norm.weight", n_embd, true, e)) <
+        (rc = model_bind_matrix(m, &m->type_embd, "token_types.weight", n_embd, n_types, true, e)) <
             0 ||
+        (rc = model_bind_matrix(m, &m->pos_embd, "position_embd.weight", n_embd, hp->n_ctx_train,
+                                !nomic, e)) < 0 ||
+        (rc = model_bind_vector(m, &m->embd_norm, "token_embd_norm.weight", n_embd, true, e)) < 0 ||
         (rc = model_bind_vector(m, &m->embd_norm_b, "token_embd_norm.bias", n_embd, true, e)) < 0)
         return rc;
 
@@ -134,14 +132,14 @@ static int bind_tensors(struct model *m, struct err *e)
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, il), n)
         if (nomic) {
             struct engine_tensor qkv;
-            if ((rc = model_bind_matrix(m, &qkv, NAME("attn_qkv.weight"), n_embd, 3 * n_embd,
-                                        true, e)) < 0)
+            if ((rc = model_bind_matrix(m, &qkv, NAME("attn_qkv.weight"), n_embd, 3 * n_embd, true,
+                                        e)) < 0)
                 return rc;
             row_view(&L->wq, &qkv, 0, n_embd);
             row_view(&L->wk, &qkv, n_embd, n_embd);
             row_view(&L->wv, &qkv, 2 * n_embd, n_embd);
-            if ((rc = model_bind_matrix(m, &L->w_gate, NAME("ffn_gate.weight"), n_embd, n_ff,
-                                        true, e)) < 0)
+            if ((rc = model_bind_matrix(m, &L->w_gate, NAME("ffn_gate.weight"), n_embd, n_ff, true,
+                                        e)) < 0)
                 return rc;
         } else {
             if ((rc = model_bind_matrix(m, &L->wq, NAME("attn_q.weight"), n_embd, n_embd, true,
@@ -159,20 +157,20 @@ static int bind_tensors(struct model *m, struct err *e)
             (rc = model_bind_matrix(m, &L->wo, NAME("attn_output.weight"), n_embd, n_embd, true,
                                     e)) < 0 ||
             (rc = model_bind_vector(m, &L->bo, NAME("attn_output.bias"), n_embd, false, e)) < 0 ||
-            (rc = model_bind_vector(m, &L->attn_norm, NAME("attn_output_norm.weight"), n_embd,
-                                    true, e)) < 0 ||
-            (rc = model_bind_vector(m, &L->attn_norm_b, NAME("attn_output_norm.bias"), n_embd,
-                                    true, e)) < 0 ||
+            (rc = model_bind_vector(m, &L->attn_norm, NAME("attn_output_norm.weight"), n_embd, true,
+                                    e)) < 0 ||
+            (rc = model_bind_vector(m, &L->attn_norm_b, NAME("attn_output_norm.bias"), n_embd, true,
+                                    e)) < 0 ||
             (rc = model_bind_matrix(m, &L->w_up, NAME("ffn_up.weight"), n_embd, n_ff, true, e)) <
                 0 ||
             (rc = model_bind_vector(m, &L->b_up, NAME("ffn_up.bias"), n_ff, false, e)) < 0 ||
             (rc = model_bind_matrix(m, &L->w_down, NAME("ffn_down.weight"), n_ff, n_embd, true,
                                     e)) < 0 ||
             (rc = model_bind_vector(m, &L->b_down, NAME("ffn_down.bias"), n_embd, false, e)) < 0 ||
-            (rc = model_bind_vector(m, &L->ffn_norm, NAME("layer_output_norm.weight"), n_embd,
-                                    true, e)) < 0 ||
-            (rc = model_bind_vector(m, &L->ffn_norm_b, NAME("layer_output_norm.bias"), n_embd,
-                                    true, e)) < 0)
+            (rc = model_bind_vector(m, &L->ffn_norm, NAME("layer_output_norm.weight"), n_embd, true,
+                                    e)) < 0 ||
+            (rc = model_bind_vector(m, &L->ffn_norm_b, NAME("layer_output_norm.bias"), n_embd, true,
+                                    e)) < 0)
             return rc;
 #undef NAME
     }
@@ -276,7 +274,7 @@ static void encoder_forward(struct model *m, const struct model_ubatch *ub)
             engine_matmul_n(be, gate_up, 2, s->x, n);
             engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * n_ff, false);
         } else {
-            engine_matmul(be, s->hb, &L->w_up, L->b_up, s->x, n);       // (n, n_ff)
+            engine_matmul(be, s->hb, &L->w_up, L->b_up, s->x, n);           // (n, n_ff)
             engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * n_ff, true);  // hb2: ones
         }
         engine_matmul(be, s->xb, &L->w_down, L->b_down, s->hb, n);  // (n, n_embd)

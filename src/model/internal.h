@@ -29,29 +29,29 @@ struct model_layer {
 
 // One forward pass over at most n_batch rows, prepared by model.c.
 struct model_ubatch {
-    int n;                 // rows
-    const int32_t *tokens;  // [n]
-    const int32_t *pos;     // [n] position in the row's sequence
-    const int32_t *cells;   // [n] KV cell to write
-    const int32_t *cell0;   // [n] first cell of the row's slot
+    int n;                     // rows
+    const int32_t *tokens;     // [n]
+    const int32_t *pos;        // [n] position in the row's sequence
+    const int32_t *cells;      // [n] KV cell to write
+    const int32_t *cell0;      // [n] first cell of the row's slot
     const int32_t *n_visible;  // [n] = pos + 1 (causal)
-    int n_out;              // rows that want outputs
-    const int32_t *out_rows;  // [n_out] row index of each
-    float *out_logits;      // host [n_out × n_vocab]
-    float *out_embd;        // host [n_out × n_embd] or NULL
+    int n_out;                 // rows that want outputs
+    const int32_t *out_rows;   // [n_out] row index of each
+    float *out_logits;         // host [n_out × n_vocab]
+    float *out_embd;           // host [n_out × n_embd] or NULL
 };
 
 // Activation buffers (backend memory), sized for n_batch rows once at load.
 struct model_scratch {
-    float *x;    // [n_batch, n_embd] residual stream
-    float *xb;   // [n_batch, n_embd] normed
-    float *q;    // [n_batch, q_dim]
-    float *k;    // [n_batch, kv_dim]
-    float *v;    // [n_batch, kv_dim]
-    float *att;  // [n_batch, q_dim]
-    float *hb;   // [n_batch, n_ff]
-    float *hb2;  // [n_batch, n_ff]
-    float *xo;   // [n_out_max, n_embd] output rows
+    float *x;       // [n_batch, n_embd] residual stream
+    float *xb;      // [n_batch, n_embd] normed
+    float *q;       // [n_batch, q_dim]
+    float *k;       // [n_batch, kv_dim]
+    float *v;       // [n_batch, kv_dim]
+    float *att;     // [n_batch, q_dim]
+    float *hb;      // [n_batch, n_ff]
+    float *hb2;     // [n_batch, n_ff]
+    float *xo;      // [n_out_max, n_embd] output rows
     float *logits;  // [n_out_max, n_vocab]
     int n_out_max;
 };
@@ -85,17 +85,17 @@ struct model {
     struct model_hparams hp;
     uint32_t kv_type;  // gguf type id
 
-    struct engine_tensor tok_embd;    // [n_embd, n_vocab]
-    struct engine_tensor output;      // [n_embd, n_vocab] (= tok_embd when tied)
-    const float *output_norm;         // [n_embd]
-    const float *output_bias;         // [n_vocab] or NULL
-    const float *rope_freqs;          // [n_rot/2] or NULL
+    struct engine_tensor tok_embd;  // [n_embd, n_vocab]
+    struct engine_tensor output;    // [n_embd, n_vocab] (= tok_embd when tied)
+    const float *output_norm;       // [n_embd]
+    const float *output_bias;       // [n_vocab] or NULL
+    const float *rope_freqs;        // [n_rot/2] or NULL
     struct model_layer *layers;
     // Encoders (bert.c).
-    struct engine_tensor type_embd;    // [n_embd, n_token_types]
-    struct engine_tensor pos_embd;     // [n_embd, n_ctx_train] (bert) or none
+    struct engine_tensor type_embd;        // [n_embd, n_token_types]
+    struct engine_tensor pos_embd;         // [n_embd, n_ctx_train] (bert) or none
     const float *embd_norm, *embd_norm_b;  // [n_embd] LayerNorm after the embeddings
-    int32_t *type_ids;                 // host [n_batch] zeros: every token is type 0
+    int32_t *type_ids;                     // host [n_batch] zeros: every token is type 0
 
     struct model_scratch s;
     struct model_slot *slots;
@@ -107,7 +107,7 @@ struct model {
     int32_t *out_index;  // [batch entries] → output row or -1
     int out_cap;         // rows allocated in logits
     int n_batch_entries;
-    int32_t *ub_buf;     // ubatch index arrays: 6 × n_batch
+    int32_t *ub_buf;  // ubatch index arrays: 6 × n_batch
     int out_index_cap;
     int *slot_next, *slot_last;  // model_decode bookkeeping, [n_slots]
 };

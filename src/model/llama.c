@@ -53,7 +53,7 @@ void model_forward_llama(struct model *m, const struct model_ubatch *ub)
             n = ub->n_out;
         }
 
-        engine_matmul(be, s->xb, &L->wo, L->bo, s->att, n);  // (n, n_embd)
+        engine_matmul(be, s->xb, &L->wo, L->bo, s->att, n);      // (n, n_embd)
         engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);  // residual
 
         // MLP: x += W_down(silu(W_gate h) * (W_up h)), h = RMSNorm(x).

@@ -14,7 +14,7 @@
 #include "engine/quant/quant.h"
 #include "tokenizer/tokenizer.h"
 
-#define MODEL_DEFAULT_CTX 4096
+#define MODEL_DEFAULT_CTX   4096
 #define MODEL_DEFAULT_BATCH 512
 
 static const struct model_arch *const model_archs[] = {
@@ -90,12 +90,11 @@ int model_read_hparams(struct model *m, enum engine_rope_mode rope_mode, struct 
                        "invalid hyper-parameters: %d layers, n_embd %d, %d heads, %d kv heads, "
                        "n_ff %d",
                        hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_ff);
-    hp->head_dim = gguf_get_arch_u32(m->g, "attention.key_length", &v) ? (int)v
-                                                                      : hp->n_embd / hp->n_head;
+    hp->head_dim =
+        gguf_get_arch_u32(m->g, "attention.key_length", &v) ? (int)v : hp->n_embd / hp->n_head;
     uint32_t vlen;
     if (gguf_get_arch_u32(m->g, "attention.value_length", &vlen) && (int)vlen != hp->head_dim)
-        return err_set(e, ERR_UNSUPPORTED, "value_length %u != key_length %d", vlen,
-                       hp->head_dim);
+        return err_set(e, ERR_UNSUPPORTED, "value_length %u != key_length %d", vlen, hp->head_dim);
     if (hp->head_dim < 2 || hp->head_dim > 1024 || hp->head_dim % 2 != 0)
         return err_set(e, ERR_FORMAT, "invalid head dimension %d", hp->head_dim);
     if (!gguf_get_arch_f32(m->g, "attention.layer_norm_rms_epsilon", &hp->eps))
@@ -206,8 +205,8 @@ int model_bind_llama_tensors(struct model *m, struct err *e)
     hp->n_vocab = (int)te->ne[1];
     const int q_dim = hp->n_head * hp->head_dim, kv_dim = hp->n_head_kv * hp->head_dim;
     int rc;
-    if ((rc = model_bind_matrix(m, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab,
-                                true, e)) < 0 ||
+    if ((rc = model_bind_matrix(m, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true,
+                                e)) < 0 ||
         (rc = model_bind_vector(m, &m->output_norm, "output_norm.weight", hp->n_embd, true, e)) <
             0 ||
         (rc = model_bind_matrix(m, &m->output, "output.weight", hp->n_embd, hp->n_vocab, false,
@@ -224,14 +223,14 @@ int model_bind_llama_tensors(struct model *m, struct err *e)
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d." s, il), n)
         if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), hp->n_embd, true,
                                     e)) < 0 ||
-            (rc = model_bind_matrix(m, &L->wq, NAME("attn_q.weight"), hp->n_embd, q_dim, true,
-                                    e)) < 0 ||
+            (rc = model_bind_matrix(m, &L->wq, NAME("attn_q.weight"), hp->n_embd, q_dim, true, e)) <
+                0 ||
             (rc = model_bind_matrix(m, &L->wk, NAME("attn_k.weight"), hp->n_embd, kv_dim, true,
                                     e)) < 0 ||
             (rc = model_bind_matrix(m, &L->wv, NAME("attn_v.weight"), hp->n_embd, kv_dim, true,
                                     e)) < 0 ||
-            (rc = model_bind_matrix(m, &L->wo, NAME("attn_output.weight"), q_dim, hp->n_embd,
-                                    true, e)) < 0 ||
+            (rc = model_bind_matrix(m, &L->wo, NAME("attn_output.weight"), q_dim, hp->n_embd, true,
+                                    e)) < 0 ||
             (rc = model_bind_vector(m, &L->bq, NAME("attn_q.bias"), q_dim, false, e)) < 0 ||
             (rc = model_bind_vector(m, &L->bk, NAME("attn_k.bias"), kv_dim, false, e)) < 0 ||
             (rc = model_bind_vector(m, &L->bv, NAME("attn_v.bias"), kv_dim, false, e)) < 0 ||
@@ -297,13 +296,15 @@ static struct sizes compute_sizes(const struct model_hparams *hp, const struct m
                                   uint32_t kv_type, int n_kv_layers)
 {
     struct sizes s;
-    uint64_t q_dim = (uint64_t)hp->n_head * hp->head_dim, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t q_dim = (uint64_t)hp->n_head * hp->head_dim,
+             kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
     uint64_t cells = (uint64_t)o->n_ctx * (uint64_t)o->n_slots;
     s.kv = 2ull * (uint64_t)n_kv_layers * cells * engine_kv_row_bytes(kv_type, (int64_t)kv_dim);
     uint64_t nb = (uint64_t)o->n_batch;
     uint64_t f = sizeof(float);
-    uint64_t acts = nb * (2 * (uint64_t)hp->n_embd + 2 * q_dim + 2 * kv_dim + 2 * (uint64_t)hp->n_ff) +
-                    nb * (uint64_t)hp->n_embd;  // x xb q att k v hb hb2 xo
+    uint64_t acts =
+        nb * (2 * (uint64_t)hp->n_embd + 2 * q_dim + 2 * kv_dim + 2 * (uint64_t)hp->n_ff) +
+        nb * (uint64_t)hp->n_embd;  // x xb q att k v hb hb2 xo
     uint64_t logits = (uint64_t)n_out_max_for(o) * (uint64_t)hp->n_vocab * 2;  // device + host
     uint64_t max_row = (uint64_t)hp->n_embd;
     if ((uint64_t)hp->n_ff > max_row)
@@ -331,7 +332,7 @@ static void model_release(struct model *m)
             engine_buf_free(m->be, m->layers[il].kv.k);
             engine_buf_free(m->be, m->layers[il].kv.v);
         }
-        float **bufs[] = {&m->s.x,  &m->s.xb, &m->s.q,   &m->s.k,     &m->s.v,
+        float **bufs[] = {&m->s.x,   &m->s.xb, &m->s.q,   &m->s.k,  &m->s.v,
                           &m->s.att, &m->s.hb, &m->s.hb2, &m->s.xo, &m->s.logits};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             engine_buf_free(m->be, *bufs[i]);
@@ -402,8 +403,8 @@ int model_estimate(const char *path, const struct model_options *opts, struct mo
     int rc = model_open(&m, path, opts, e);
     if (rc < 0)
         return rc;
-    struct sizes s = compute_sizes(&m->hp, &m->opts, m->kv_type,
-                                   m->arch->encoder ? 1 : m->hp.n_layer);
+    struct sizes s =
+        compute_sizes(&m->hp, &m->opts, m->kv_type, m->arch->encoder ? 1 : m->hp.n_layer);
     out->weights_bytes = gguf_file_size(m->g);
     out->kv_bytes = s.kv;
     out->scratch_bytes = s.scratch;
@@ -520,16 +521,43 @@ fail:
 // ---------------------------------------------------------------------------
 // Accessors.
 
-int model_n_vocab(const struct model *m) { return m->hp.n_vocab; }
-int model_n_embd(const struct model *m) { return m->hp.n_embd; }
-int model_n_ctx(const struct model *m) { return m->opts.n_ctx; }
-int model_n_slots(const struct model *m) { return m->opts.n_slots; }
-int model_n_batch(const struct model *m) { return m->opts.n_batch; }
-int model_n_threads(const struct model *m) { return engine_cpu_n_threads(m->be); }
-const char *model_arch_name(const struct model *m) { return m->arch->name; }
-const struct gguf *model_gguf(const struct model *m) { return m->g; }
+int model_n_vocab(const struct model *m)
+{
+    return m->hp.n_vocab;
+}
+int model_n_embd(const struct model *m)
+{
+    return m->hp.n_embd;
+}
+int model_n_ctx(const struct model *m)
+{
+    return m->opts.n_ctx;
+}
+int model_n_slots(const struct model *m)
+{
+    return m->opts.n_slots;
+}
+int model_n_batch(const struct model *m)
+{
+    return m->opts.n_batch;
+}
+int model_n_threads(const struct model *m)
+{
+    return engine_cpu_n_threads(m->be);
+}
+const char *model_arch_name(const struct model *m)
+{
+    return m->arch->name;
+}
+const struct gguf *model_gguf(const struct model *m)
+{
+    return m->g;
+}
 
-bool model_is_encoder(const struct model *m) { return m->arch->encoder; }
+bool model_is_encoder(const struct model *m)
+{
+    return m->arch->encoder;
+}
 
 enum model_pooling model_pooling(const struct model *m)
 {
@@ -603,22 +631,22 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
             rc = err_set(e, ERR_INVALID, "batch entry %d: token id %d out of range [0, %d)", i, t,
                          m->hp.n_vocab);
         else if (p < 0 || p >= n_ctx)
-            rc = err_set(e, ERR_RANGE, "batch entry %d: position %d outside the context of %d",
-                         i, p, n_ctx);
+            rc = err_set(e, ERR_RANGE, "batch entry %d: position %d outside the context of %d", i,
+                         p, n_ctx);
         else if (m->arch->encoder && next[s] == 0 && p != 0)
             rc = err_set(e, ERR_INVALID,
                          "batch entry %d: an encoder takes slot %d's whole sequence from "
-                         "position 0", i, s);
+                         "position 0",
+                         i, s);
         else if (next[s] == 0 && p > m->slots[s].n_past)
             rc = err_set(e, ERR_INVALID,
-                         "batch entry %d: position %d leaves a gap after slot %d's %d tokens", i,
-                         p, s, m->slots[s].n_past);
+                         "batch entry %d: position %d leaves a gap after slot %d's %d tokens", i, p,
+                         s, m->slots[s].n_past);
         else if (next[s] != 0 && p != next[s] - 1)
-            rc = err_set(e, ERR_INVALID, "batch entry %d: slot %d positions not consecutive", i,
-                         s);
+            rc = err_set(e, ERR_INVALID, "batch entry %d: slot %d positions not consecutive", i, s);
         else if (m->arch->encoder && next[s] != 0 && b->slot[i - 1] != s)
-            rc = err_set(e, ERR_INVALID, "batch entry %d: slot %d's entries are not contiguous",
-                         i, s);
+            rc = err_set(e, ERR_INVALID, "batch entry %d: slot %d's entries are not contiguous", i,
+                         s);
         if (rc == 0) {
             next[s] = p + 2;
             last[s] = i;
@@ -695,11 +723,11 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
             .n_visible = n_vis,
             .n_out = u_out,
             .out_rows = out_rows,
-            .out_logits = m->arch->encoder ? NULL
-                                           : m->logits + (size_t)(first_out < 0 ? 0 : first_out) *
-                                                             m->hp.n_vocab,
-            .out_embd = m->embd ? m->embd + (size_t)(first_out < 0 ? 0 : first_out) * m->hp.n_embd
-                                : NULL,
+            .out_logits = m->arch->encoder
+                              ? NULL
+                              : m->logits + (size_t)(first_out < 0 ? 0 : first_out) * m->hp.n_vocab,
+            .out_embd =
+                m->embd ? m->embd + (size_t)(first_out < 0 ? 0 : first_out) * m->hp.n_embd : NULL,
         };
         m->arch->forward(m, &ub);
         for (int r = 0; r < un; r++) {

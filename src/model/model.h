@@ -31,12 +31,12 @@ enum model_kv_type {
 int model_kv_type_parse(const char *s);
 
 struct model_options {
-    int n_ctx;       // context per slot (0: min(2048, training context))
-    int n_batch;     // max tokens per forward pass (0: 512)
-    int n_slots;     // parallel sequences sharing the cache (0: 1)
-    int n_threads;   // compute threads (0: physical cores)
+    int n_ctx;      // context per slot (0: min(2048, training context))
+    int n_batch;    // max tokens per forward pass (0: 512)
+    int n_slots;    // parallel sequences sharing the cache (0: 1)
+    int n_threads;  // compute threads (0: physical cores)
     enum model_kv_type kv_type;
-    bool embeddings;   // keep the final hidden state of output rows
+    bool embeddings;  // keep the final hidden state of output rows
 };
 
 // Memory a load with these options will use, computed from the file's

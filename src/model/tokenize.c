@@ -18,8 +18,8 @@ int model_tokenize(const struct model *m, const char *text, size_t len, bool add
     int rc = tokenizer_encode(m->tok, text, len, add_special, parse_special, &v, e);
     if (rc >= 0) {
         if (v.len > (size_t)cap)
-            rc = err_set(e, ERR_TOO_LARGE, "prompt is %zu tokens, more than the %d allowed",
-                         v.len, cap);
+            rc = err_set(e, ERR_TOO_LARGE, "prompt is %zu tokens, more than the %d allowed", v.len,
+                         cap);
         else {
             if (v.len)
                 memcpy(ids, v.data, v.len * sizeof(int32_t));

@@ -16,8 +16,8 @@
 
 struct reg_token {
     struct reg_token *next;
-    char *key;  // "host scope"
-    char *value;  // "Bearer <token>"
+    char *key;           // "host scope"
+    char *value;         // "Bearer <token>"
     int64_t expires_ns;  // monotonic
 };
 
@@ -177,8 +177,7 @@ static bool str_is(const uint8_t *p, uint32_t n, const char *s)
     return n == strlen(s) && memcmp(p, s, n) == 0;
 }
 
-int registry_key_parse(const char *text, size_t n, uint8_t seed[32], uint8_t pub[32],
-                       struct err *e)
+int registry_key_parse(const char *text, size_t n, uint8_t seed[32], uint8_t pub[32], struct err *e)
 {
     static const char begin[] = "-----BEGIN OPENSSH PRIVATE KEY-----";
     static const char end[] = "-----END OPENSSH PRIVATE KEY-----";
@@ -418,8 +417,10 @@ static void form_escape(struct buf *b, const char *s)
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 static char *form_unescape(const char *s, size_t n)
@@ -650,7 +651,8 @@ static int fetch_token(struct reg_session *s, const struct registry_challenge *c
     uint8_t nonce[16], seed[32], pub[32];
     struct reg_rsp rsp;
     reg_rsp_init(&rsp);
-    int rc = RAND_bytes(nonce, sizeof(nonce)) == 1 ? 0 : err_set(e, ERR_INTERNAL, "no random bytes");
+    int rc =
+        RAND_bytes(nonce, sizeof(nonce)) == 1 ? 0 : err_set(e, ERR_INTERNAL, "no random bytes");
     if (rc == 0)
         rc = registry_token_url(c, time_now_ns() / 1000000000, nonce, &url, e);
     if (rc == 0 && s->reg->basic_auth && !ascii_ieq(s->host, STORE_DEFAULT_HOST)) {
@@ -664,8 +666,8 @@ static int fetch_token(struct reg_session *s, const struct registry_challenge *c
         OPENSSL_cleanse(seed, sizeof(seed));
     }
     if (rc == 0) {
-        struct reg_rq rq = {.method = "GET", .url = url.data, .max_body = REG_MAX_SMALL_BODY,
-                            .timeout_s = 60};
+        struct reg_rq rq = {
+            .method = "GET", .url = url.data, .max_body = REG_MAX_SMALL_BODY, .timeout_s = 60};
         rc = reg_http(&rq, auth.data, s->cancel, &rsp, e);
     }
     if (rc == 0 && rsp.status >= 400) {

@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #define DL_MAX_PARTS_INFLIGHT 16
-#define DL_MAX_FAILURES 6
-#define DL_SIDECAR_EVERY (16u << 20)  // rewrite a sidecar mid-attempt this often
-#define DL_MAX_PARTS 4096
-#define DL_RAMP_INTERVAL_MS 500
-#define DL_FAST_LINK_BPS 150e6  // one stream this fast needs no company
+#define DL_MAX_FAILURES       6
+#define DL_SIDECAR_EVERY      (16u << 20)  // rewrite a sidecar mid-attempt this often
+#define DL_MAX_PARTS          4096
+#define DL_RAMP_INTERVAL_MS   500
+#define DL_FAST_LINK_BPS      150e6  // one stream this fast needs no company
 
 struct dl_part {
     int n;
@@ -101,9 +101,9 @@ static int sidecar_write(struct reg_download *d, struct dl_part *p)
     char path[4300], line[160];
     sidecar_path(d, p->n, path, sizeof(path));
     uint64_t c = atomic_load(&p->completed);
-    int len = snprintf(line, sizeof(line), "{\"N\":%d,\"Offset\":%llu,\"Size\":%llu,\"Completed\":%llu}\n",
-                       p->n, (unsigned long long)p->off, (unsigned long long)p->size,
-                       (unsigned long long)c);
+    int len = snprintf(
+        line, sizeof(line), "{\"N\":%d,\"Offset\":%llu,\"Size\":%llu,\"Completed\":%llu}\n", p->n,
+        (unsigned long long)p->off, (unsigned long long)p->size, (unsigned long long)c);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return -errno;
@@ -148,16 +148,16 @@ static bool sidecars_load(struct reg_download *d)
             jsonx_get_int(o, "N", &N, 0, DL_MAX_PARTS, true, NULL) < 0 ||
             jsonx_get_int(o, "Offset", &off, 0, INT64_MAX, true, NULL) < 0 ||
             jsonx_get_int(o, "Size", &size, 1, INT64_MAX, true, NULL) < 0 ||
-            jsonx_get_int(o, "Completed", &c, 0, INT64_MAX, true, NULL) < 0 ||
-            (size_t)N != n || (uint64_t)off != next_off || c > size)
+            jsonx_get_int(o, "Completed", &c, 0, INT64_MAX, true, NULL) < 0 || (size_t)N != n ||
+            (uint64_t)off != next_off || c > size)
             ok = false;
         json_decref(o);
         buf_deinit(&b);
         if (!ok)
             break;
         parts = xrealloc(parts, (n + 1) * sizeof(*parts));
-        parts[n] = (struct dl_part){.n = (int)n, .off = (uint64_t)off, .size = (uint64_t)size,
-                                    .saved = (uint64_t)c};
+        parts[n] = (struct dl_part){
+            .n = (int)n, .off = (uint64_t)off, .size = (uint64_t)size, .saved = (uint64_t)c};
         atomic_store(&parts[n].completed, (uint64_t)c);
         next_off += (uint64_t)size;
     }
@@ -213,7 +213,8 @@ static int query_size(struct reg_download *d, struct err *e)
 {
     char url[1024];
     snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", d->sess.base, d->sess.repo, d->digest);
-    struct reg_rq rq = {.method = "HEAD", .url = url, .follow = true, .timeout_s = REG_SLOW_REPLY_S};
+    struct reg_rq rq = {
+        .method = "HEAD", .url = url, .follow = true, .timeout_s = REG_SLOW_REPLY_S};
     struct reg_rsp rsp;
     reg_rsp_init(&rsp);
     int rc = reg_session_do(&d->sess, &rq, &rsp, e);
@@ -252,7 +253,8 @@ static int resolve_once(struct reg_download *d, struct err *e)
     char url[4096];
     snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", d->sess.base, d->sess.repo, d->digest);
     for (int hops = 0;; hops++) {
-        struct reg_rq rq = {.method = "GET", .url = url, .stop_body = true, .timeout_s = REG_SLOW_REPLY_S};
+        struct reg_rq rq = {
+            .method = "GET", .url = url, .stop_body = true, .timeout_s = REG_SLOW_REPLY_S};
         struct reg_rsp rsp;
         reg_rsp_init(&rsp);
         int rc = reg_session_do(&d->sess, &rq, &rsp, e);
@@ -306,8 +308,8 @@ static int resolve_data_url(struct reg_download *d, struct err *e)
         int rc = resolve_once(d, &le);
         if (rc == 0)
             return 0;
-        bool retry = rc == ERR_NETWORK && !d->cancel &&
-                     time_monotonic_ns() - start < 30LL * 1000000000;
+        bool retry =
+            rc == ERR_NETWORK && !d->cancel && time_monotonic_ns() - start < 30LL * 1000000000;
         if (!retry) {
             err_set(e, rc, "%s", le.msg);
             return rc;
@@ -419,8 +421,12 @@ static void part_run(struct reg_download *d, struct dl_part *p)
         struct reg_rsp rsp;
         reg_rsp_init(&rsp);
         struct attempt a = {.d = d, .p = p, .rsp = &rsp};
-        struct reg_rq rq = {.method = "GET", .url = d->data_url, .headers = hdrs, .follow = true,
-                            .stall_ms = d->sess.reg->stall_timeout_ms, .sink = part_sink,
+        struct reg_rq rq = {.method = "GET",
+                            .url = d->data_url,
+                            .headers = hdrs,
+                            .follow = true,
+                            .stall_ms = d->sess.reg->stall_timeout_ms,
+                            .sink = part_sink,
                             .sink_ctx = &a};
         struct err he = {0};
         int rc = reg_http(&rq, auth, &d->cancel, &rsp, &he);
@@ -555,7 +561,8 @@ static int dl_work(struct reg_download *d, struct err *e)
     if (d->fd < 0)
         return err_set(e, ERR_IO, "open %s: %s", d->partial, strerror(errno));
     struct stat st;
-    if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size != total && ftruncate(d->fd, (off_t)total) < 0) {
+    if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size != total &&
+        ftruncate(d->fd, (off_t)total) < 0) {
         rc = err_set(e, ERR_IO, "truncate %s: %s", d->partial, strerror(errno));
         close(d->fd);
         return rc;

@@ -230,8 +230,8 @@ int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *canc
     rsp_clear_headers(rsp);
     rsp->status = 0;
     rsp->stalled = false;
-    struct xfer x = {.rq = rq, .rsp = rsp, .h = h, .cancel = cancel,
-                     .last_move_ns = time_monotonic_ns()};
+    struct xfer x = {
+        .rq = rq, .rsp = rsp, .h = h, .cancel = cancel, .last_move_ns = time_monotonic_ns()};
     struct curl_slist *hl = NULL;
     for (const char *const *p = rq->headers; p && *p; p++)
         hl = curl_slist_append(hl, *p);
@@ -304,18 +304,16 @@ int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *canc
         if (reg_cancelled(cancel))
             rc = err_set(e, ERR_CANCELLED, "context canceled");
         else if (x.too_large)
-            rc = err_set(e, ERR_TOO_LARGE, "%s %s: response body larger than %zu bytes",
-                         rq->method, rq->url, cap);
+            rc = err_set(e, ERR_TOO_LARGE, "%s %s: response body larger than %zu bytes", rq->method,
+                         rq->url, cap);
         else if (rsp->stalled)
             rc = err_set(e, ERR_TIMEOUT, "%s %s: download stalled", rq->method, rq->url);
         else if (x.sink_failed)
             rc = ERR_IO;  // the sink set its own error
         else if (cc == CURLE_TOO_MANY_REDIRECTS)
-            rc = err_set(e, ERR_NETWORK, "%s %s: stopped after 10 redirects", rq->method,
-                         rq->url);
+            rc = err_set(e, ERR_NETWORK, "%s %s: stopped after 10 redirects", rq->method, rq->url);
         else
-            rc = err_set(e, ERR_NETWORK, "%s %s: %s", rq->method, rq->url,
-                         curl_easy_strerror(cc));
+            rc = err_set(e, ERR_NETWORK, "%s %s: %s", rq->method, rq->url, curl_easy_strerror(cc));
     }
     curl_slist_free_all(hl);
     free(auth_line);
@@ -396,8 +394,7 @@ int reg_session_do(struct reg_session *s, const struct reg_rq *rq, struct reg_rs
             if (text[0])
                 return err_set(e, rsp->status >= 500 ? ERR_NETWORK : ERR_INVALID, "%ld: %s",
                                rsp->status, text);
-            return err_set(e, rsp->status >= 500 ? ERR_NETWORK : ERR_INVALID, "%ld",
-                           rsp->status);
+            return err_set(e, rsp->status >= 500 ? ERR_NETWORK : ERR_INVALID, "%ld", rsp->status);
         }
         return 0;
     }
@@ -408,7 +405,7 @@ void reg_progress(const struct registry_opts *o, const char *status, const char 
 {
     if (!o || !o->progress)
         return;
-    struct store_progress p = {.status = status, .digest = digest, .total = total,
-                               .completed = completed};
+    struct store_progress p = {
+        .status = status, .digest = digest, .total = total, .completed = completed};
     o->progress(o->progress_ctx, &p);
 }

@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 
 #define REG_MAX_MANIFEST_BYTES (4u << 20)
-#define REG_MAX_SMALL_BODY (64u << 10)  // error bodies, tokens
-#define REG_MAX_BLOB_BYTES ((uint64_t)1 << 42)  // 4 TiB: anything above is a lie
+#define REG_MAX_SMALL_BODY     (64u << 10)          // error bodies, tokens
+#define REG_MAX_BLOB_BYTES     ((uint64_t)1 << 42)  // 4 TiB: anything above is a lie
 // Requests that carry no body bytes for a while by design (a pull-through
 // mirror fetches the blob upstream before it answers) get a long limit
 // instead of stall detection.
@@ -68,15 +68,15 @@ struct reg_rq {
     const char *const *headers;  // NULL-terminated "Name: value" or NULL
     const void *body;            // request body in memory
     size_t body_len;
-    int body_fd;                 // or: body from a file range (when body_fd > 0)
+    int body_fd;  // or: body from a file range (when body_fd > 0)
     uint64_t body_off, body_size;
-    void *md5;                   // EVP_MD_CTX fed with file-range bytes, or NULL
-    bool follow;                 // follow redirects (at most 10)
-    bool no_auth;                // never send credentials
-    bool stop_body;              // do not read the response body (close early)
-    size_t max_body;             // cap for the collected response body
-    long timeout_s;              // 0 = no total limit (stall detection only)
-    int stall_ms;                // abort when no byte moves for this long (0 = off)
+    void *md5;        // EVP_MD_CTX fed with file-range bytes, or NULL
+    bool follow;      // follow redirects (at most 10)
+    bool no_auth;     // never send credentials
+    bool stop_body;   // do not read the response body (close early)
+    size_t max_body;  // cap for the collected response body
+    long timeout_s;   // 0 = no total limit (stall detection only)
+    int stall_ms;     // abort when no byte moves for this long (0 = off)
     // Response body sink (blob data); returns false to abort. NULL = collect.
     bool (*sink)(void *ctx, long status, const char *p, size_t n);
     void *sink_ctx;
@@ -88,7 +88,7 @@ struct reg_rq {
 struct reg_rsp {
     long status;
     struct buf body;
-    char *location;       // Location (resolved against the request URL)
+    char *location;         // Location (resolved against the request URL)
     char *upload_location;  // Docker-Upload-Location
     char *www_auth;
     char *content_digest;

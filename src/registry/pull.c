@@ -134,8 +134,12 @@ int reg_fetch_manifest(struct reg_session *s, const char *ref, struct buf *body,
         "Accept: application/vnd.docker.distribution.manifest.v2+json, "
         "application/vnd.oci.image.manifest.v1+json",
         NULL};
-    struct reg_rq rq = {.method = "GET", .url = url, .headers = hdrs, .follow = true,
-                        .max_body = REG_MAX_MANIFEST_BYTES, .timeout_s = REG_SLOW_REPLY_S};
+    struct reg_rq rq = {.method = "GET",
+                        .url = url,
+                        .headers = hdrs,
+                        .follow = true,
+                        .max_body = REG_MAX_MANIFEST_BYTES,
+                        .timeout_s = REG_SLOW_REPLY_S};
     struct reg_rsp rsp;
     reg_rsp_init(&rsp);
     int rc = reg_session_do(s, &rq, &rsp, e);
@@ -304,7 +308,8 @@ static int find_local(struct registry *r, const char *repo, const char *ref, str
         if (by_digest ? !ascii_ieq(l.items[i].digest, hex) : !ascii_ieq(p->tag, ref))
             continue;
         int rank = up_host[0] && ascii_ieq(p->host, up_host) ? 0
-                   : ascii_ieq(p->host, STORE_DEFAULT_HOST) ? 1 : 2;
+                   : ascii_ieq(p->host, STORE_DEFAULT_HOST)  ? 1
+                                                             : 2;
         if (rank < best_rank) {
             best_rank = rank;
             best = &l.items[i];
@@ -392,8 +397,8 @@ static int mirror_upstream_manifest(struct registry *r, const struct store_name 
     return 0;
 }
 
-int registry_mirror_manifest(struct registry *r, const char *repo, const char *ref,
-                             struct buf *out, const char **media_type, struct err *e)
+int registry_mirror_manifest(struct registry *r, const char *repo, const char *ref, struct buf *out,
+                             const char **media_type, struct err *e)
 {
     *media_type = STORE_MT_MANIFEST;
     buf_reset(out);
@@ -448,8 +453,8 @@ int registry_mirror_blob(struct registry *r, const char *repo, const char *diges
             // A HEAD is answered from upstream's HEAD; nothing is fetched.
             char url[1024];
             snprintf(url, sizeof(url), "%s/v2/%s/blobs/%s", s.base, s.repo, canon);
-            struct reg_rq rq = {.method = "HEAD", .url = url, .follow = true,
-                                .timeout_s = REG_SLOW_REPLY_S};
+            struct reg_rq rq = {
+                .method = "HEAD", .url = url, .follow = true, .timeout_s = REG_SLOW_REPLY_S};
             struct reg_rsp rsp;
             reg_rsp_init(&rsp);
             rc = reg_session_do(&s, &rq, &rsp, e);

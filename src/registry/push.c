@@ -126,9 +126,15 @@ static int upload_blob(struct reg_session *s, const struct store_layer *l,
             EVP_MD_CTX *md5 = EVP_MD_CTX_new();
             EVP_DigestInit_ex(md5, EVP_md5(), NULL);
             struct up_progress up = {o, status, l->digest, total, sent, time_monotonic_ns()};
-            struct reg_rq rq = {.method = "PATCH", .url = upload_url, .headers = hdrs,
-                                .body_fd = fd, .body_off = off, .body_size = size, .md5 = md5,
-                                .stall_ms = r->stall_timeout_ms, .on_xfer = on_upload,
+            struct reg_rq rq = {.method = "PATCH",
+                                .url = upload_url,
+                                .headers = hdrs,
+                                .body_fd = fd,
+                                .body_off = off,
+                                .body_size = size,
+                                .md5 = md5,
+                                .stall_ms = r->stall_timeout_ms,
+                                .on_xfer = on_upload,
                                 .xfer_ctx = &up};
             struct err ae = {0};
             int arc = reg_http(&rq, reg_session_auth_for(s, upload_url), s->cancel, &rsp, &ae);
@@ -139,9 +145,14 @@ static int upload_blob(struct reg_session *s, const struct store_layer *l,
                 EVP_DigestInit_ex(md5, EVP_md5(), NULL);
                 static const char *const put_hdrs[] = {"Content-Type: application/octet-stream",
                                                        NULL};
-                struct reg_rq put = {.method = "PUT", .url = target, .headers = put_hdrs,
-                                     .body_fd = fd, .body_off = off, .body_size = size,
-                                     .md5 = md5, .no_auth = true,
+                struct reg_rq put = {.method = "PUT",
+                                     .url = target,
+                                     .headers = put_hdrs,
+                                     .body_fd = fd,
+                                     .body_off = off,
+                                     .body_size = size,
+                                     .md5 = md5,
+                                     .no_auth = true,
                                      .stall_ms = r->stall_timeout_ms};
                 arc = reg_http(&put, NULL, s->cancel, &rsp, &ae);
                 free(target);
@@ -207,7 +218,8 @@ static int upload_blob(struct reg_session *s, const struct store_layer *l,
         url_add_query(&fin, upload_url, params);
         const char *hdrs[] = {"Content-Type: application/octet-stream", NULL};
         for (int failures = 0;;) {
-            struct reg_rq rq = {.method = "PUT", .url = fin.data, .headers = hdrs, .timeout_s = 300};
+            struct reg_rq rq = {
+                .method = "PUT", .url = fin.data, .headers = hdrs, .timeout_s = 300};
             struct err fe = {0};
             rc = reg_session_do(s, &rq, &rsp, &fe);
             if (rc == 0 || rc == ERR_CANCELLED || rc == ERR_UNAUTHORIZED || ++failures >= 6 ||
@@ -305,8 +317,12 @@ int registry_push(struct registry *r, const char *name, const struct registry_op
         char url[1024];
         snprintf(url, sizeof(url), "%s/v2/%s/manifests/%s", s.base, s.repo, n.tag);
         const char *hdrs[] = {"Content-Type: " STORE_MT_MANIFEST, NULL};
-        struct reg_rq rq = {.method = "PUT", .url = url, .headers = hdrs, .body = body.data,
-                            .body_len = body.len, .timeout_s = 120};
+        struct reg_rq rq = {.method = "PUT",
+                            .url = url,
+                            .headers = hdrs,
+                            .body = body.data,
+                            .body_len = body.len,
+                            .timeout_s = 120};
         struct reg_rsp rsp;
         reg_rsp_init(&rsp);
         rc = reg_session_do(&s, &rq, &rsp, e);

@@ -57,8 +57,8 @@ int registry_new(struct registry **out, struct store *s, const struct registry_c
 void registry_free(struct registry *r);
 
 struct registry_opts {
-    bool insecure;   // plain http:// to the registry (required for http)
-    bool noprune;    // OLLAMA_NOPRUNE: keep layers the old manifest used
+    bool insecure;               // plain http:// to the registry (required for http)
+    bool noprune;                // OLLAMA_NOPRUNE: keep layers the old manifest used
     store_progress_fn progress;  // may be NULL
     void *progress_ctx;
     const volatile int *cancel;  // non-zero → stop with ERR_CANCELLED (may be NULL)
@@ -83,8 +83,8 @@ int registry_push(struct registry *r, const char *name, const struct registry_op
 // served as received while the model is pulled into the store in the
 // background (the manifest is stored after its blobs verified). *media_type
 // is the manifest's mediaType (static string). ERR_NOT_FOUND when absent.
-int registry_mirror_manifest(struct registry *r, const char *repo, const char *ref,
-                             struct buf *out, const char **media_type, struct err *e);
+int registry_mirror_manifest(struct registry *r, const char *repo, const char *ref, struct buf *out,
+                             const char **media_type, struct err *e);
 // Makes sure blob digest is in the store (pull-through from upstream's repo
 // when configured and missing; concurrent requests share one download) and
 // writes its path. With head_only, a missing blob is not fetched: *size

@@ -281,9 +281,8 @@ static enum MHD_Result route(struct runner *rn, struct MHD_Connection *c, const 
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     struct runner *rn = cls;
@@ -328,15 +327,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 int runner_http_start(struct runner *rn, uint16_t port, struct err *e)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     unsigned flags =
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    rn->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, rn,
-                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, rn,
-                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
-                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+    rn->daemon = MHD_start_daemon(
+        flags, port, NULL, NULL, on_request, rn, MHD_OPTION_NOTIFY_COMPLETED, on_completed, rn,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
     if (!rn->daemon)
         return err_set(e, ERR_IO, "listen tcp 127.0.0.1:%u: %s", port,
                        errno == EADDRINUSE ? "bind: address already in use" : strerror(errno));

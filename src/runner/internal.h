@@ -18,7 +18,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/util.h"
 
-#define RUNNER_MAX_BODY_BYTES (64u * 1024 * 1024)
+#define RUNNER_MAX_BODY_BYTES    (64u * 1024 * 1024)
 #define RUNNER_MAX_PENDING_BYTES (64u * 1024 * 1024)
 
 // Embedding pooling (GGUF <arch>.pooling_type).
@@ -36,18 +36,18 @@ enum rreq_kind { RREQ_COMPLETION, RREQ_EMBEDDING };
 struct rreq {
     enum rreq_kind kind;
     // Input (read-only once submitted).
-    struct tokenizer_ids tokens;  // prompt, already truncated to fit
-    int n_keep;                   // tokens kept at the front on a context shift
-    int64_t limit;                // most tokens to generate
-    bool shift;                   // context shift allowed when the window is full
-    bool cache_prompt;            // reuse a slot's cached prefix
-    bool return_context;          // final line carries prompt + output ids
-    bool logprobs;                // lines carry the sampled tokens' log probabilities
-    int top_logprobs;             // and this many alternatives (0-20)
-    struct sampler *sampler;      // owned; prompt already fed
+    struct tokenizer_ids tokens;     // prompt, already truncated to fit
+    int n_keep;                      // tokens kept at the front on a context shift
+    int64_t limit;                   // most tokens to generate
+    bool shift;                      // context shift allowed when the window is full
+    bool cache_prompt;               // reuse a slot's cached prefix
+    bool return_context;             // final line carries prompt + output ids
+    bool logprobs;                   // lines carry the sampled tokens' log probabilities
+    int top_logprobs;                // and this many alternatives (0-20)
+    struct sampler *sampler;         // owned; prompt already fed
     struct sample_grammar *grammar;  // owned (the sampler borrows it), or NULL
-    struct sample_stop *stop;     // owned
-    struct tokenizer_ids context;  // prompt + generated ids (loop thread)
+    struct sample_stop *stop;        // owned
+    struct tokenizer_ids context;    // prompt + generated ids (loop thread)
 
     // Output and lifetime (mu).
     pthread_mutex_t mu;
@@ -78,17 +78,17 @@ bool rreq_cancelled(struct rreq *r);
 
 // The runner-wide state shared by the HTTP threads.
 struct runner {
-    atomic_int status;  // RUNNER_LOADING / RUNNER_READY / RUNNER_FAILED
+    atomic_int status;        // RUNNER_LOADING / RUNNER_READY / RUNNER_FAILED
     char error[ERR_MSG_MAX];  // set before status becomes RUNNER_FAILED
     struct model *model;      // set before status becomes RUNNER_READY
     const struct tokenizer *tok;
     struct sample_vocab *vocab;
     struct runner_loop *loop;
     enum runner_pooling pooling;
-    bool add_bos;            // the tokenizer adds BOS with add_special
-    bool no_context_shift;   // --no-context-shift
-    int n_ctx;               // per slot
-    void *daemon;            // struct MHD_Daemon *, only http.c looks inside
+    bool add_bos;           // the tokenizer adds BOS with add_special
+    bool no_context_shift;  // --no-context-shift
+    int n_ctx;              // per slot
+    void *daemon;           // struct MHD_Daemon *, only http.c looks inside
 };
 
 enum { RUNNER_LOADING = 0, RUNNER_READY = 1, RUNNER_FAILED = 2 };

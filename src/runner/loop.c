@@ -455,8 +455,11 @@ static void iterate(struct runner_loop *l)
     int n = build_batch(l);
     if (n == 0)
         return;
-    struct model_batch b = {.n_tokens = n, .tokens = l->b_tokens, .pos = l->b_pos,
-                            .slot = l->b_slot, .logits = l->b_logits};
+    struct model_batch b = {.n_tokens = n,
+                            .tokens = l->b_tokens,
+                            .pos = l->b_pos,
+                            .slot = l->b_slot,
+                            .logits = l->b_logits};
     struct err e = {0};
     int64_t t0 = time_monotonic_ns();
     int rc = model_decode(l->m, &b, &e);

@@ -331,8 +331,8 @@ struct rreq *runner_embedding_parse(struct runner *rn, const json_t *body, int *
         // ([SEP], EOS) stays last.
         int32_t last = r->tokens.data[r->tokens.len - 1];
         const struct tokenizer_special *sp = tokenizer_special_ids(rn->tok);
-        bool keep_last = tokenizer_add_eos(rn->tok) || (tokenizer_kind(rn->tok) == TOKENIZER_WPM &&
-                                                        last == sp->sep);
+        bool keep_last = tokenizer_add_eos(rn->tok) ||
+                         (tokenizer_kind(rn->tok) == TOKENIZER_WPM && last == sp->sep);
         r->tokens.len = (size_t)rn->n_ctx;
         if (keep_last)
             r->tokens.data[r->tokens.len - 1] = last;

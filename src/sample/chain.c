@@ -487,9 +487,13 @@ static void stage_mirostat2(struct sampler *s, struct cands *c)
 }
 
 static const struct stage stage_table[] = {
-    {"top_k", stage_top_k},     {"typical_p", stage_typical},   {"top_p", stage_top_p},
-    {"min_p", stage_min_p},     {"temperature", stage_temperature},
-    {"mirostat1", stage_mirostat1}, {"mirostat2", stage_mirostat2},
+    {"top_k", stage_top_k},
+    {"typical_p", stage_typical},
+    {"top_p", stage_top_p},
+    {"min_p", stage_min_p},
+    {"temperature", stage_temperature},
+    {"mirostat1", stage_mirostat1},
+    {"mirostat2", stage_mirostat2},
 };
 
 static void add_stage(struct sampler *s, const char *name)
@@ -502,8 +506,7 @@ static void add_stage(struct sampler *s, const char *name)
 static uint64_t random_seed(void)
 {
     uint64_t x = 0;
-    if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
-    {
+    if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x)) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         x = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
@@ -512,17 +515,15 @@ static uint64_t random_seed(void)
 }
 
 int sample_new(struct sampler **out, const struct sample_vocab *vocab,
-               const struct sample_options *o, const struct sample_grammar *grammar,
-               struct err *e)
+               const struct sample_options *o, const struct sample_grammar *grammar, struct err *e)
 {
     if (!vocab)
         return err_set(e, ERR_INVALID, "sampler needs a vocabulary");
     if (o->mirostat < 0 || o->mirostat > 2)
         return err_set(e, ERR_INVALID, "mirostat must be 0, 1 or 2");
     if (!isfinite(o->temperature) || !isfinite(o->top_p) || !isfinite(o->min_p) ||
-        !isfinite(o->typical_p) || !isfinite(o->repeat_penalty) ||
-        !isfinite(o->presence_penalty) || !isfinite(o->frequency_penalty) ||
-        !isfinite(o->mirostat_tau) || !isfinite(o->mirostat_eta))
+        !isfinite(o->typical_p) || !isfinite(o->repeat_penalty) || !isfinite(o->presence_penalty) ||
+        !isfinite(o->frequency_penalty) || !isfinite(o->mirostat_tau) || !isfinite(o->mirostat_eta))
         return err_set(e, ERR_INVALID, "sampling options must be finite numbers");
     struct sampler *s = xcalloc(1, sizeof(*s));
     s->vocab = vocab;
@@ -533,11 +534,10 @@ int sample_new(struct sampler **out, const struct sample_vocab *vocab,
     rng_seed(&s->rng, o->seed >= 0 ? (uint64_t)o->seed : random_seed());
     s->mu = 2 * o->mirostat_tau;
     int32_t n_vocab = sample_vocab_size(vocab);
-    int32_t n_hist = o->repeat_last_n < 0 ? (o->num_ctx > 0 ? o->num_ctx : 4096)
-                                          : o->repeat_last_n;
-    bool penalties = o->mirostat == 0 && n_hist > 0 &&
-                     (o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f ||
-                      o->frequency_penalty != 0.0f);
+    int32_t n_hist = o->repeat_last_n < 0 ? (o->num_ctx > 0 ? o->num_ctx : 4096) : o->repeat_last_n;
+    bool penalties =
+        o->mirostat == 0 && n_hist > 0 &&
+        (o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f || o->frequency_penalty != 0.0f);
     if (penalties) {
         if (n_hist > (1 << 22))
             n_hist = 1 << 22;
@@ -664,8 +664,7 @@ static void apply_penalties(struct sampler *s)
 
 // k-th largest finite logit among the allowed tokens (a min-heap of k values), or -inf
 // when fewer than k exist.
-static float kth_largest(const float *l, int32_t n, const uint64_t *allowed, size_t k,
-                         float *heap)
+static float kth_largest(const float *l, int32_t n, const uint64_t *allowed, size_t k, float *heap)
 {
     size_t h = 0;
     for (int32_t i = 0; i < n; i++) {

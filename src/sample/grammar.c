@@ -423,8 +423,8 @@ int gstate_advance(const struct sample_grammar *g, const struct gstate *in, uint
     return out->n_stacks;
 }
 
-int sample_grammar_check(const struct sample_grammar *g, const char *s, size_t n,
-                         bool *complete, struct err *e)
+int sample_grammar_check(const struct sample_grammar *g, const char *s, size_t n, bool *complete,
+                         struct err *e)
 {
     struct gstate a = {0}, b = {0};
     int rc = gstate_start(g, &a);

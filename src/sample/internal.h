@@ -12,14 +12,14 @@
 
 enum { GEL_END = 0, GEL_ALT = 1, GEL_CHAR = 2, GEL_REF = 3 };
 #define GEL(kind, arg) ((int32_t)(((uint32_t)(arg) << 2) | (uint32_t)(kind)))
-#define GEL_KIND(x) ((x) & 3)
-#define GEL_ARG(x) ((int32_t)((uint32_t)(x) >> 2))
+#define GEL_KIND(x)    ((x)&3)
+#define GEL_ARG(x)     ((int32_t)((uint32_t)(x) >> 2))
 
-#define GRAMMAR_MAX_STACK 256     // nesting depth of one matcher stack
-#define GRAMMAR_MAX_STACKS 4096   // stacks alive in one state (ambiguity bound)
-#define GRAMMAR_MAX_EXPAND 128    // nested rule expansions at one position
-#define GRAMMAR_MAX_RULES 200000  // rules in one grammar
-#define GRAMMAR_MAX_REPEAT 10000  // x{m,n} bound
+#define GRAMMAR_MAX_STACK  256     // nesting depth of one matcher stack
+#define GRAMMAR_MAX_STACKS 4096    // stacks alive in one state (ambiguity bound)
+#define GRAMMAR_MAX_EXPAND 128     // nested rule expansions at one position
+#define GRAMMAR_MAX_RULES  200000  // rules in one grammar
+#define GRAMMAR_MAX_REPEAT 10000   // x{m,n} bound
 
 struct sample_grammar {
     int32_t *elems;
@@ -44,7 +44,7 @@ struct gbuilder {
         int32_t *alts;  // elements with GEL_ALT after each alternative
         int32_t n, cap;
         int32_t n_alts;
-    } *rules;
+    } * rules;
     int32_t n_rules, cap_rules;
     uint64_t (*sets)[4];
     int32_t n_sets, cap_sets;
@@ -112,13 +112,13 @@ bool gstate_may_accept(const struct sample_grammar *g, const struct gstate *st, 
 
 struct sample_vocab {
     int32_t n_vocab;
-    char *bytes;         // all pieces back to back
-    uint32_t *off;       // piece i = bytes[off[i] .. off[i+1])
+    char *bytes;    // all pieces back to back
+    uint32_t *off;  // piece i = bytes[off[i] .. off[i+1])
     uint8_t *is_eog;
-    int32_t *eog_ids;    // the EOG tokens
+    int32_t *eog_ids;  // the EOG tokens
     int32_t n_eog;
-    int32_t *sorted;     // non-EOG tokens with a non-empty piece, sorted by bytes
-    uint32_t *lcp;       // common prefix length of sorted[i] with sorted[i-1]
+    int32_t *sorted;  // non-EOG tokens with a non-empty piece, sorted by bytes
+    uint32_t *lcp;    // common prefix length of sorted[i] with sorted[i-1]
     int32_t n_sorted;
     uint32_t max_len;
     int32_t *newline_ids;  // tokens whose piece is exactly "\n"
@@ -136,15 +136,15 @@ static inline const char *vocab_piece(const struct sample_vocab *v, int32_t id, 
 // memoised: inside a JSON string, say, almost every byte leads back to the same state, so
 // a walk over the vocabulary is mostly table lookups.
 #define GMASK_MAX_STATES 2048
-#define GMASK_UNKNOWN (-1)
-#define GMASK_DEAD (-2)
+#define GMASK_UNKNOWN    (-1)
+#define GMASK_DEAD       (-2)
 
 struct gmask_ctx {
     struct gmask_state {
         struct gstate st;
         uint32_t hash;
         int32_t next[256];  // state id after a byte, GMASK_UNKNOWN or GMASK_DEAD
-    } *states;
+    } * states;
     int32_t n_states, cap_states;
     int32_t *index;  // open addressing over hash: state id + 1, 0 = empty
     int32_t index_cap;
@@ -169,5 +169,4 @@ const uint64_t *gmask_compute(struct gmask_ctx *m, const struct sample_grammar *
                               const struct sample_vocab *v, const struct gstate *st);
 // Whether token id may follow state st; if so and next != NULL, next = the state after it.
 bool gmask_token_ok(const struct sample_grammar *g, const struct sample_vocab *v,
-                    const struct gstate *st, int32_t id, struct gstate *next,
-                    struct gstate *tmp);
+                    const struct gstate *st, int32_t id, struct gstate *next, struct gstate *tmp);

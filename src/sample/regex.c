@@ -79,15 +79,32 @@ static int32_t cset_rule(struct rx *x, const struct cset *s)
             continue;
         char esc[8];
         switch (c) {
-        case '"': snprintf(esc, sizeof(esc), "\\\""); break;
-        case '\\': snprintf(esc, sizeof(esc), "\\\\"); break;
-        case '\n': snprintf(esc, sizeof(esc), "\\n"); break;
-        case '\t': snprintf(esc, sizeof(esc), "\\t"); break;
-        case '\r': snprintf(esc, sizeof(esc), "\\r"); break;
-        case '\b': snprintf(esc, sizeof(esc), "\\b"); break;
-        case '\f': snprintf(esc, sizeof(esc), "\\f"); break;
-        case 0: continue;  // U+0000: jansson refuses it
-        default: snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)c); break;
+        case '"':
+            snprintf(esc, sizeof(esc), "\\\"");
+            break;
+        case '\\':
+            snprintf(esc, sizeof(esc), "\\\\");
+            break;
+        case '\n':
+            snprintf(esc, sizeof(esc), "\\n");
+            break;
+        case '\t':
+            snprintf(esc, sizeof(esc), "\\t");
+            break;
+        case '\r':
+            snprintf(esc, sizeof(esc), "\\r");
+            break;
+        case '\b':
+            snprintf(esc, sizeof(esc), "\\b");
+            break;
+        case '\f':
+            snprintf(esc, sizeof(esc), "\\f");
+            break;
+        case 0:
+            continue;  // U+0000: jansson refuses it
+        default:
+            snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)c);
+            break;
         }
         gseq_reset(&q);
         gseq_lit(b, &q, esc, strlen(esc));
@@ -108,18 +125,25 @@ static void class_escape(struct cset *s, char c, bool *ok)
 {
     struct cset t = {{0, 0}, false};
     switch (c) {
-    case 'd': case 'D': cset_add(&t, '0', '9'); break;
-    case 'w': case 'W':
+    case 'd':
+    case 'D':
+        cset_add(&t, '0', '9');
+        break;
+    case 'w':
+    case 'W':
         cset_add(&t, 'a', 'z');
         cset_add(&t, 'A', 'Z');
         cset_add(&t, '0', '9');
         cset_add(&t, '_', '_');
         break;
-    case 's': case 'S':
+    case 's':
+    case 'S':
         cset_add(&t, ' ', ' ');
         cset_add(&t, '\t', '\r');  // \t \n \v \f \r
         break;
-    default: *ok = false; return;
+    default:
+        *ok = false;
+        return;
     }
     if (c == 'D' || c == 'W' || c == 'S')
         cset_invert(&t);
@@ -133,12 +157,18 @@ static void class_escape(struct cset *s, char c, bool *ok)
 static int char_escape(char c)
 {
     switch (c) {
-    case 'n': return '\n';
-    case 't': return '\t';
-    case 'r': return '\r';
-    case 'f': return '\f';
-    case 'v': return '\v';
-    case '0': return -1;
+    case 'n':
+        return '\n';
+    case 't':
+        return '\t';
+    case 'r':
+        return '\r';
+    case 'f':
+        return '\f';
+    case 'v':
+        return '\v';
+    case '0':
+        return -1;
     default:
         if ((c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
             (c >= 0x7B && c <= 0x7E))
@@ -234,7 +264,8 @@ static int32_t rx_atom(struct rx *x)
         x->p++;
         return r;
     }
-    case '[': return rx_class(x);
+    case '[':
+        return rx_class(x);
     case '.':
         cset_add(&s, 0, 127);
         s.ascii[0] &= ~((1ull << '\n') | (1ull << '\r'));
@@ -255,9 +286,14 @@ static int32_t rx_atom(struct rx *x)
         }
         return cset_rule(x, &s);
     }
-    case '^': return rx_fail(x, "^ is only supported at the start");
-    case '$': return rx_fail(x, "$ is only supported at the end");
-    case '*': case '+': case '?': case '{':
+    case '^':
+        return rx_fail(x, "^ is only supported at the start");
+    case '$':
+        return rx_fail(x, "$ is only supported at the end");
+    case '*':
+    case '+':
+    case '?':
+    case '{':
         return rx_fail(x, "quantifier without an atom");
     default:
         break;
@@ -382,8 +418,8 @@ int32_t regex_content_rule(struct gbuilder *b, const char *pattern, size_t len, 
 {
     struct rx x = {b, pattern, pattern + len, r_u8, 0, e, 0};
     bool start = len > 0 && pattern[0] == '^';
-    bool end = len > (size_t)start && pattern[len - 1] == '$' &&
-               !(len >= 2 && pattern[len - 2] == '\\');
+    bool end =
+        len > (size_t)start && pattern[len - 1] == '$' && !(len >= 2 && pattern[len - 2] == '\\');
     if (start)
         x.p++;
     if (end)

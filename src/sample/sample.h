@@ -91,8 +91,8 @@ void sample_grammar_free(struct sample_grammar *g);
 // Checks bytes against the grammar from its start: returns 1 when s[0..n) is a valid
 // prefix of some accepted text (and sets *complete when it is a full accepted text),
 // 0 when it is not, or a negative ERR_* (grammar too ambiguous/deep).
-int sample_grammar_check(const struct sample_grammar *g, const char *s, size_t n,
-                         bool *complete, struct err *e);
+int sample_grammar_check(const struct sample_grammar *g, const char *s, size_t n, bool *complete,
+                         struct err *e);
 
 // ---------------------------------------------------------------------------
 // The sampler: one per sequence.
@@ -102,8 +102,7 @@ struct sampler;
 // vocab and grammar (may be NULL) are borrowed and must outlive the sampler. The RNG is
 // seeded from o->seed (random when negative): same seed + prompt + options → same tokens.
 int sample_new(struct sampler **out, const struct sample_vocab *vocab,
-               const struct sample_options *o, const struct sample_grammar *grammar,
-               struct err *e);
+               const struct sample_options *o, const struct sample_grammar *grammar, struct err *e);
 void sample_free(struct sampler *s);
 
 // Feeds a prompt token into the penalty history (no grammar effect).
@@ -162,8 +161,7 @@ const char *sample_done_reason(enum sample_done d);  // "stop" / "length"
 struct sample_stop;
 
 // Copies the n stop strings (empty strings are ignored). Never fails for n = 0.
-int sample_stop_new(struct sample_stop **out, const char *const *stops, size_t n,
-                    struct err *e);
+int sample_stop_new(struct sample_stop **out, const char *const *stops, size_t n, struct err *e);
 void sample_stop_free(struct sample_stop *st);
 
 // Feeds a generated piece. Appends to out the text that can be shown now: text that

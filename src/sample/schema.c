@@ -35,7 +35,7 @@ struct conv {
     struct ref_memo {
         const json_t *target;
         int32_t rule;
-    } *refs;
+    } * refs;
     int32_t n_refs;
 };
 
@@ -44,8 +44,8 @@ static int cmp_cstr(const void *a, const void *b);
 static int32_t conv_fail(struct conv *c, int code, const char *msg, const char *detail)
 {
     if (c->rc == 0)
-        c->rc = err_set(c->e, code, "invalid JSON schema in format: %s%s%s", msg,
-                        detail ? " " : "", detail ? detail : "");
+        c->rc = err_set(c->e, code, "invalid JSON schema in format: %s%s%s", msg, detail ? " " : "",
+                        detail ? detail : "");
     return 0;
 }
 
@@ -68,8 +68,7 @@ static int32_t rule_from_seq(struct conv *c, const struct gseq *s)
 }
 
 // Appends S{m,n} to out (n < 0: unbounded).
-static void seq_repeat(struct conv *c, struct gseq *out, const struct gseq *s, int64_t m,
-                       int64_t n)
+static void seq_repeat(struct conv *c, struct gseq *out, const struct gseq *s, int64_t m, int64_t n)
 {
     if (m < 0 || m > GRAMMAR_MAX_REPEAT || (n >= 0 && (n < m || n - m > GRAMMAR_MAX_REPEAT))) {
         conv_fail(c, ERR_INVALID, "repetition bound too large", NULL);
@@ -517,14 +516,27 @@ static int32_t conv_schema(struct conv *c, const json_t *s);
 
 // Keywords that constrain values in ways this translation does not enforce.
 static const char *const reject_words[] = {
-    "not",              "if",
-    "then",             "else",
-    "uniqueItems",      "contains",      "minContains",
-    "maxContains",      "patternProperties", "propertyNames",
-    "minProperties",    "maxProperties",
-    "multipleOf",       "dependentRequired", "dependentSchemas",
-    "dependencies",     "unevaluatedProperties", "unevaluatedItems",
-    "additionalItems",  "$dynamicRef",   "$recursiveRef",
+    "not",
+    "if",
+    "then",
+    "else",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "multipleOf",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+    "$dynamicRef",
+    "$recursiveRef",
 };
 
 static bool has_bounds(const json_t *s)
@@ -535,12 +547,27 @@ static bool has_bounds(const json_t *s)
 
 static bool is_constraint_word(const char *k)
 {
-    static const char *const words[] = {"type",     "properties", "required", "additionalProperties",
-                                         "items",    "minItems",   "maxItems", "enum",
-                                         "const",    "anyOf",      "oneOf",    "$ref",
-                                         "minLength", "maxLength", "minimum", "maximum",
-                                         "exclusiveMinimum", "exclusiveMaximum", "allOf",
-                                         "prefixItems", "pattern"};
+    static const char *const words[] = {"type",
+                                        "properties",
+                                        "required",
+                                        "additionalProperties",
+                                        "items",
+                                        "minItems",
+                                        "maxItems",
+                                        "enum",
+                                        "const",
+                                        "anyOf",
+                                        "oneOf",
+                                        "$ref",
+                                        "minLength",
+                                        "maxLength",
+                                        "minimum",
+                                        "maximum",
+                                        "exclusiveMinimum",
+                                        "exclusiveMaximum",
+                                        "allOf",
+                                        "prefixItems",
+                                        "pattern"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strcmp(k, words[i]) == 0)
             return true;
@@ -674,8 +701,7 @@ static int32_t conv_ref(struct conv *c, const char *ref)
 {
     const json_t *t = resolve_ref(c, ref);
     if (!t)
-        return conv_fail(c, ERR_INVALID, "unresolvable $ref (only local refs are supported):",
-                         ref);
+        return conv_fail(c, ERR_INVALID, "unresolvable $ref (only local refs are supported):", ref);
     for (int32_t i = 0; i < c->n_refs; i++)
         if (c->refs[i].target == t)
             return c->refs[i].rule;
@@ -883,7 +909,8 @@ static int32_t other_key_rule(struct conv *c, const json_t *props)
     const char *key;
     const json_t *val;
     if (props) {
-        json_object_foreach((json_t *)props, key, val) {
+        json_object_foreach((json_t *)props, key, val)
+        {
             bool plain = true;
             for (const char *p = key; *p; p++)
                 if ((uint8_t)*p < 0x20 || *p == '"' || *p == '\\' || *p == 0x7F)
@@ -960,7 +987,8 @@ static int32_t conv_object(struct conv *c, const json_t *s)
     for (int pass = 0; pass < 2; pass++) {
         if (!props)
             break;
-        json_object_foreach((json_t *)props, key, val) {
+        json_object_foreach((json_t *)props, key, val)
+        {
             bool is_req = false;
             for (size_t i = 0; i < n_req; i++)
                 if (strcmp(json_string_value(json_array_get(req, i)), key) == 0)
@@ -1153,9 +1181,8 @@ static int32_t conv_string(struct conv *c, const json_t *s)
             return conv_fail(c, ERR_UNSUPPORTED,
                              "pattern together with minLength/maxLength is not supported", NULL);
         int rc = 0;
-        int32_t body = regex_content_rule(&c->b, json_string_value(pat),
-                                          json_string_length(pat), get_u8(c), get_char(c), &rc,
-                                          c->e);
+        int32_t body = regex_content_rule(&c->b, json_string_value(pat), json_string_length(pat),
+                                          get_u8(c), get_char(c), &rc, c->e);
         if (rc) {
             c->rc = rc;
             return 0;
@@ -1165,7 +1192,7 @@ static int32_t conv_string(struct conv *c, const json_t *s)
         seq_byte(c, &q, '"');
         gseq_ref(&q, get_space(c));
     } else if (!has_len && (strcmp(f, "date") == 0 || strcmp(f, "time") == 0 ||
-                     strcmp(f, "date-time") == 0 || strcmp(f, "uuid") == 0)) {
+                            strcmp(f, "date-time") == 0 || strcmp(f, "uuid") == 0)) {
         seq_byte(c, &q, '"');
         if (strcmp(f, "date") == 0) {
             gseq_ref(&q, get_date(c));
@@ -1340,8 +1367,7 @@ static int32_t conv_typed(struct conv *c, const json_t *s, const char *type)
         return conv_string(c, s);
     if (strcmp(type, "number") == 0)
         return has_bounds(s) ? conv_fail(c, ERR_UNSUPPORTED,
-                                         "minimum/maximum are supported for integers only",
-                                         NULL)
+                                         "minimum/maximum are supported for integers only", NULL)
                              : get_number(c);
     if (strcmp(type, "integer") == 0)
         return conv_integer(c, s);
@@ -1367,7 +1393,8 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
     const char *key;
     const json_t *val;
     int n_constraints = 0;
-    json_object_foreach((json_t *)s, key, val) {
+    json_object_foreach((json_t *)s, key, val)
+    {
         for (size_t i = 0; i < sizeof(reject_words) / sizeof(reject_words[0]); i++)
             if (strcmp(key, reject_words[i]) == 0)
                 return conv_fail(c, ERR_UNSUPPORTED, "unsupported keyword:", key);
@@ -1377,8 +1404,7 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
     if (all) {  // one part (as pydantic writes a described $ref) is that part
         if (!json_is_array(all) || json_array_size(all) != 1 || n_constraints > 1)
             return conv_fail(c, ERR_UNSUPPORTED,
-                             "allOf is supported with a single schema and no other keywords",
-                             NULL);
+                             "allOf is supported with a single schema and no other keywords", NULL);
         return conv_schema(c, json_array_get(all, 0));
     }
     const json_t *ref = json_object_get(s, "$ref");
@@ -1425,8 +1451,7 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
         for (size_t i = 0; i < n; i++) {
             const json_t *t = json_array_get(type, i);
             rules[i] = json_is_string(t) ? conv_typed(c, s, json_string_value(t))
-                                         : conv_fail(c, ERR_INVALID, "type must be a string",
-                                                     NULL);
+                                         : conv_fail(c, ERR_INVALID, "type must be a string", NULL);
         }
         int32_t r = alt_rule(c, rules, n);
         free(rules);
@@ -1444,8 +1469,7 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
         json_object_get(s, "pattern"))
         return conv_string(c, s);
     if (has_bounds(s))
-        return conv_fail(c, ERR_UNSUPPORTED, "minimum/maximum need \"type\": \"integer\"",
-                         NULL);
+        return conv_fail(c, ERR_UNSUPPORTED, "minimum/maximum need \"type\": \"integer\"", NULL);
     return get_value(c);
 }
 
@@ -1470,12 +1494,11 @@ static void conv_init(struct conv *c, const json_t *doc, struct err *e)
     gb_init(&c->b);
     c->doc = doc;
     c->e = e;
-    int32_t *shared[] = {&c->r_space,  &c->r_u8,       &c->r_hex,     &c->r_u4,
-                         &c->r_char,   &c->r_str_raw,  &c->r_num_raw, &c->r_int_raw,
-                         &c->r_int_part, &c->r_string, &c->r_number,  &c->r_integer,
-                         &c->r_boolean, &c->r_null,    &c->r_value,   &c->r_object,
-                         &c->r_array,  &c->r_plain_char, &c->r_key_rest, &c->r_date,
-                         &c->r_time};
+    int32_t *shared[] = {
+        &c->r_space,    &c->r_u8,      &c->r_hex,      &c->r_u4,     &c->r_char,   &c->r_str_raw,
+        &c->r_num_raw,  &c->r_int_raw, &c->r_int_part, &c->r_string, &c->r_number, &c->r_integer,
+        &c->r_boolean,  &c->r_null,    &c->r_value,    &c->r_object, &c->r_array,  &c->r_plain_char,
+        &c->r_key_rest, &c->r_date,    &c->r_time};
     for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
         *shared[i] = -1;
 }

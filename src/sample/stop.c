@@ -14,8 +14,7 @@ struct sample_stop {
     bool stopped;
 };
 
-int sample_stop_new(struct sample_stop **out, const char *const *stops, size_t n,
-                    struct err *e)
+int sample_stop_new(struct sample_stop **out, const char *const *stops, size_t n, struct err *e)
 {
     (void)e;
     struct sample_stop *st = xcalloc(1, sizeof(*st));

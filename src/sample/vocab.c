@@ -199,8 +199,7 @@ static int32_t step(struct gmask_ctx *m, const struct sample_grammar *g, int32_t
 }
 
 bool gmask_token_ok(const struct sample_grammar *g, const struct sample_vocab *v,
-                    const struct gstate *st, int32_t id, struct gstate *next,
-                    struct gstate *tmp)
+                    const struct gstate *st, int32_t id, struct gstate *next, struct gstate *tmp)
 {
     if (id < 0 || id >= v->n_vocab)
         return false;

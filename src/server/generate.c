@@ -16,7 +16,7 @@
 #include "template/template.h"
 
 #define RUNNER_STOPPED_MSG                                                                         \
-    "model runner has unexpectedly stopped, this may be due to resource limitations or an "       \
+    "model runner has unexpectedly stopped, this may be due to resource limitations or an "        \
     "internal error, check ollama server logs for details"
 
 struct gen_job {
@@ -46,8 +46,8 @@ struct gen_job {
     struct buf prompt;
 
     // Output.
-    struct srv_req *req;     // non-streaming: the request to reply to
-    struct srv_stream *st;   // streaming
+    struct srv_req *req;    // non-streaming: the request to reply to
+    struct srv_stream *st;  // streaming
     struct template_output_parser *parser;
     struct buf acc_content, acc_thinking;
     json_t *acc_calls;
@@ -283,8 +283,8 @@ static int on_runner_line(void *ctx, const json_t *line)
     buf_init(&thinking, 0);
     json_t *calls = json_array();
     struct err pe = {0};
-    int rc = template_output_parser_add(j->parser, piece, strlen(piece), &thinking, &content,
-                                        calls, &pe);
+    int rc = template_output_parser_add(j->parser, piece, strlen(piece), &thinking, &content, calls,
+                                        &pe);
     if (rc == 0)
         rc = emit(j, &content, &thinking, calls);
     buf_deinit(&content);
@@ -383,8 +383,8 @@ static int64_t count_tokens(void *ctx, const char *text, size_t len, struct err 
     json_t *body = json_object();
     jsonx_set_strn(body, "content", text, len);
     json_t *out = NULL;
-    int rc = runner_http_json(sched_runner_port(j->runner), "/tokenize", body, 30000, NULL, &out,
-                              e);
+    int rc =
+        runner_http_json(sched_runner_port(j->runner), "/tokenize", body, 30000, NULL, &out, e);
     json_decref(body);
     if (rc < 0)
         return rc;
@@ -432,8 +432,8 @@ static int render_prompt(struct gen_job *j, struct err *e)
         bool strip = template_thinking_tags(j->tmpl, &open, &close) &&
                      (strstr(j->m->config.model_family ? j->m->config.model_family : "", "qwen3") ||
                       strstr(j->model_name, "deepseek-r1"));
-        msgs = template_chat_messages(j->m->messages, json_object_get(b, "messages"),
-                                      j->m->system, strip, e);
+        msgs = template_chat_messages(j->m->messages, json_object_get(b, "messages"), j->m->system,
+                                      strip, e);
         if (!msgs)
             return ERR_INVALID;
     } else if (suffix && *suffix && prompt && *prompt) {
@@ -468,7 +468,8 @@ static bool has_images(const json_t *body, bool chat)
         return json_array_size(json_object_get(body, "images")) > 0;
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(body, "messages"), i, m) {
+    json_array_foreach(json_object_get(body, "messages"), i, m)
+    {
         if (json_array_size(json_object_get(m, "images")) > 0)
             return true;
     }
@@ -552,7 +553,8 @@ static void handle_completion(struct srv_req *r, bool chat)
     const char *s;
     bool bv;
     json_t *arr;
-    if (jsonx_get_str(b, "prompt", &s, false, &e) < 0 || jsonx_get_str(b, "system", &s, false, &e) < 0 ||
+    if (jsonx_get_str(b, "prompt", &s, false, &e) < 0 ||
+        jsonx_get_str(b, "system", &s, false, &e) < 0 ||
         jsonx_get_str(b, "suffix", &s, false, &e) < 0 ||
         jsonx_get_str(b, "template", &s, false, &e) < 0 ||
         jsonx_get_bool(b, "stream", &bv, false, &e) < 0 ||
@@ -655,8 +657,8 @@ static void handle_completion(struct srv_req *r, bool chat)
 
     // Empty prompt / messages: load or unload only (api.md §6.4, §7.4).
     const char *prompt = json_string_value(json_object_get(b, "prompt"));
-    bool empty = chat ? json_array_size(json_object_get(b, "messages")) == 0
-                      : (!prompt || !*prompt);
+    bool empty =
+        chat ? json_array_size(json_object_get(b, "messages")) == 0 : (!prompt || !*prompt);
     if (empty && j->keep_alive_set && j->keep_alive_ns == 0) {
         sched_expire(r->srv->sched, j->m->model_path);
         reply_load_unload(j, r, "unload");
@@ -769,7 +771,8 @@ static void handle_embed_common(struct srv_req *r, bool legacy)
         } else if (json_is_array(in)) {
             size_t i;
             json_t *it;
-            json_array_foreach(in, i, it) {
+            json_array_foreach(in, i, it)
+            {
                 if (!json_is_string(it)) {
                     srv_reply_error(r, 400, "invalid input type");
                     goto out;
@@ -840,7 +843,8 @@ static void handle_embed_common(struct srv_req *r, bool legacy)
     bool failed = false;
     size_t i;
     json_t *in;
-    json_array_foreach(inputs, i, in) {
+    json_array_foreach(inputs, i, in)
+    {
         json_t *req = json_pack("{s:O,s:b}", "content", in, "truncate", truncate);
         json_t *out = NULL;
         long status = 0;
@@ -890,8 +894,9 @@ static void handle_embed_common(struct srv_req *r, bool legacy)
     }
     json_t *o = json_object();
     if (legacy) {
-        jsonx_set(o, "embedding", json_array_size(vectors) ? json_incref(json_array_get(vectors, 0))
-                                                           : json_array());
+        jsonx_set(o, "embedding",
+                  json_array_size(vectors) ? json_incref(json_array_get(vectors, 0))
+                                           : json_array());
         json_decref(vectors);
     } else {
         jsonx_set_str(o, "model", name);

@@ -482,9 +482,8 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct conn_stat
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     struct server *srv = cls;
@@ -603,13 +602,14 @@ int server_start(struct server **out, const struct server_options *opts, struct 
             log_info("pruned %d unused blob(s)", n);
     }
 
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ERROR_LOG;
+    unsigned flags =
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
     bool have_addr = false;
     if (h->host[0]) {
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+        struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                 .ai_socktype = SOCK_STREAM,
                                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
         struct addrinfo *ai = NULL;
         char port[8];
@@ -619,8 +619,7 @@ int server_start(struct server **out, const struct server_options *opts, struct 
             sched_free(srv->sched);
             store_close(srv->store);
             free(srv);
-            return err_set(e, ERR_INVALID, "listen tcp: lookup %s: %s", h->host,
-                           gai_strerror(gai));
+            return err_set(e, ERR_INVALID, "listen tcp: lookup %s: %s", h->host, gai_strerror(gai));
         }
         memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
         freeaddrinfo(ai);
@@ -637,9 +636,9 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         {MHD_OPTION_END, 0, NULL},
     };
     srv->daemon = MHD_start_daemon(
-        flags, h->port, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)0, MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
+        flags, h->port, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+        MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
     if (!srv->daemon) {
         sched_free(srv->sched);
         store_close(srv->store);

@@ -39,9 +39,9 @@ struct srv_req {
     struct server *srv;
     void *conn;  // struct MHD_Connection *, only http.c looks inside
     const char *method;
-    const char *url;     // path without query
-    const char *param;   // the part of the path matched by a route's '*' (or NULL)
-    struct buf body;     // the request body (capped), unless the route streams it
+    const char *url;    // path without query
+    const char *param;  // the part of the path matched by a route's '*' (or NULL)
+    struct buf body;    // the request body (capped), unless the route streams it
     bool body_too_large;
     // Reply to send (set by srv_reply_*); a stream replaces it.
     int status;
@@ -49,7 +49,7 @@ struct srv_req {
     char *reply_body;
     size_t reply_len;
     struct srv_stream *stream;
-    char *location;  // Location header for redirects, or NULL
+    char *location;      // Location header for redirects, or NULL
     void *mhd_response;  // a prepared struct MHD_Response * sent as is (registry /v2/), or NULL
     // Per-route state for streamed request bodies (blob uploads); freed with
     // upload_free when the request ends without the handler taking it.

@@ -113,8 +113,8 @@ static void handle_delete(struct srv_req *r)
 struct create_job {
     struct server *srv;
     struct store_create_req req;
-    struct srv_stream *st;      // NULL when not streaming
-    json_t *last;               // last progress object (non-streaming reply)
+    struct srv_stream *st;  // NULL when not streaming
+    json_t *last;           // last progress object (non-streaming reply)
     volatile int cancel;
 };
 

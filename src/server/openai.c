@@ -736,7 +736,7 @@ struct srv_openai_stream {
     bool chat;
     bool include_usage;
     char id[32];
-    int64_t created; // pinned from the first native object (chat)
+    int64_t created;  // pinned from the first native object (chat)
     bool first_sent;
     bool tool_call_sent;
 };
@@ -1031,7 +1031,7 @@ static void run_completion(struct srv_req *r, bool chat)
     }
     bool ran = run_native(r, chat ? "/api/chat" : "/api/generate", native);
     if (stream && !r->encoder.ctx)
-        s = NULL; // srv_stream_start took it: owned by the stream now
+        s = NULL;  // srv_stream_start took it: owned by the stream now
     memset(&r->encoder, 0, sizeof(r->encoder));
     if (!ran || r->stream) {
         free(s);
@@ -1134,7 +1134,7 @@ static void handle_embeddings(struct srv_req *r)
                 float f = (float)json_number_value(json_array_get(vec, k));
                 uint32_t u;
                 memcpy(&u, &f, 4);
-                for (int j = 0; j < 4; j++) // little-endian whatever the host
+                for (int j = 0; j < 4; j++)  // little-endian whatever the host
                     bytes[k * 4 + (size_t)j] = (unsigned char)(u >> (8 * j));
             }
             struct buf enc;

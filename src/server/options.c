@@ -11,17 +11,37 @@ static const struct {
     const char *name;
     enum opt_type type;
 } option_types[] = {
-    {"num_ctx", OPT_INT},           {"num_batch", OPT_INT},       {"num_gpu", OPT_INT},
-    {"main_gpu", OPT_INT},          {"num_thread", OPT_INT},      {"draft_num_predict", OPT_INT},
-    {"num_keep", OPT_INT},          {"seed", OPT_INT},            {"num_predict", OPT_INT},
-    {"top_k", OPT_INT},             {"repeat_last_n", OPT_INT},   {"mirostat", OPT_INT},
-    {"top_p", OPT_FLOAT},           {"min_p", OPT_FLOAT},         {"typical_p", OPT_FLOAT},
-    {"temperature", OPT_FLOAT},     {"repeat_penalty", OPT_FLOAT},
-    {"presence_penalty", OPT_FLOAT}, {"frequency_penalty", OPT_FLOAT},
-    {"mirostat_tau", OPT_FLOAT},    {"mirostat_eta", OPT_FLOAT},  {"tfs_z", OPT_FLOAT},
-    {"use_mmap", OPT_BOOL},         {"penalize_newline", OPT_BOOL}, {"numa", OPT_BOOL},
-    {"low_vram", OPT_BOOL},         {"f16_kv", OPT_BOOL},         {"logits_all", OPT_BOOL},
-    {"vocab_only", OPT_BOOL},       {"use_mlock", OPT_BOOL},      {"stop", OPT_STRINGS},
+    {"num_ctx", OPT_INT},
+    {"num_batch", OPT_INT},
+    {"num_gpu", OPT_INT},
+    {"main_gpu", OPT_INT},
+    {"num_thread", OPT_INT},
+    {"draft_num_predict", OPT_INT},
+    {"num_keep", OPT_INT},
+    {"seed", OPT_INT},
+    {"num_predict", OPT_INT},
+    {"top_k", OPT_INT},
+    {"repeat_last_n", OPT_INT},
+    {"mirostat", OPT_INT},
+    {"top_p", OPT_FLOAT},
+    {"min_p", OPT_FLOAT},
+    {"typical_p", OPT_FLOAT},
+    {"temperature", OPT_FLOAT},
+    {"repeat_penalty", OPT_FLOAT},
+    {"presence_penalty", OPT_FLOAT},
+    {"frequency_penalty", OPT_FLOAT},
+    {"mirostat_tau", OPT_FLOAT},
+    {"mirostat_eta", OPT_FLOAT},
+    {"tfs_z", OPT_FLOAT},
+    {"use_mmap", OPT_BOOL},
+    {"penalize_newline", OPT_BOOL},
+    {"numa", OPT_BOOL},
+    {"low_vram", OPT_BOOL},
+    {"f16_kv", OPT_BOOL},
+    {"logits_all", OPT_BOOL},
+    {"vocab_only", OPT_BOOL},
+    {"use_mlock", OPT_BOOL},
+    {"stop", OPT_STRINGS},
 };
 
 static const char *type_word(enum opt_type t)
@@ -63,7 +83,8 @@ static json_t *normalise(const char *name, enum opt_type t, json_t *v, struct er
         if (json_is_array(v)) {
             size_t i;
             json_t *item;
-            json_array_foreach(v, i, item) {
+            json_array_foreach(v, i, item)
+            {
                 if (!json_is_string(item)) {
                     err_set(e, ERR_INTERNAL, "option \"%s\" must be of type %s", name,
                             type_word(t));
@@ -91,7 +112,8 @@ static int merge_into(json_t *out, const json_t *src, struct err *e)
         return err_set(e, ERR_INVALID, "options must be an object");
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)src, key, v) {
+    json_object_foreach((json_t *)src, key, v)
+    {
         if (json_is_null(v))
             continue;
         size_t i;

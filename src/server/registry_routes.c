@@ -93,10 +93,13 @@ static int job_run(struct reg_job *job, struct err *e)
     struct registry *reg = server_registry(job->srv);
     if (!reg)
         return err_set(e, ERR_INTERNAL, "registry client unavailable");
-    struct registry_opts o = {.insecure = job->insecure, .noprune = job->srv->cfg->noprune,
-                              .progress = job_progress, .progress_ctx = job,
+    struct registry_opts o = {.insecure = job->insecure,
+                              .noprune = job->srv->cfg->noprune,
+                              .progress = job_progress,
+                              .progress_ctx = job,
                               .cancel = &job->cancel};
-    return job->push ? registry_push(reg, job->model, &o, e) : registry_pull(reg, job->model, &o, e);
+    return job->push ? registry_push(reg, job->model, &o, e)
+                     : registry_pull(reg, job->model, &o, e);
 }
 
 static void job_free(struct reg_job *job)
@@ -181,12 +184,13 @@ int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, v
     struct registry *reg = server_registry(srv);
     if (!reg)
         return err_set(e, ERR_INTERNAL, "registry client unavailable");
-    struct registry_opts o = {.noprune = srv->cfg->noprune, .progress = progress,
-                              .progress_ctx = progress_ctx};
+    struct registry_opts o = {
+        .noprune = srv->cfg->noprune, .progress = progress, .progress_ctx = progress_ctx};
     int rc = registry_pull(reg, name, &o, e);
     // A base model neither local nor obtainable from its registry is "not
     // found" (api.md §12), whatever kept the manifest from arriving.
-    if (rc < 0 && rc != ERR_CANCELLED && cstr_starts_with(e ? e->msg : "", "pull model manifest:")) {
+    if (rc < 0 && rc != ERR_CANCELLED &&
+        cstr_starts_with(e ? e->msg : "", "pull model manifest:")) {
         rc = ERR_NOT_FOUND;
         if (e)
             e->code = ERR_NOT_FOUND;
@@ -229,8 +233,8 @@ static void v2_err(struct srv_req *r, int rc, const struct err *e, const char *c
 
 static void handle_v2_base(struct srv_req *r)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(2, (void *)"{}",
-                                                                MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(2, (void *)"{}", MHD_RESPMEM_PERSISTENT);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
     v2_headers(resp);
     r->mhd_response = resp;
@@ -330,9 +334,9 @@ static void v2_blob(struct srv_req *r, const char *repo, const char *digest)
             *p = (char)(*p + 32);
     bool head = strcmp(r->method, "HEAD") == 0;
     uint64_t upstream_size = 0;
-    int rc = reg ? registry_mirror_blob(reg, repo, digest, head, path, sizeof(path),
-                                        &upstream_size, &e)
-                 : err_set(&e, ERR_INTERNAL, "registry client unavailable");
+    int rc =
+        reg ? registry_mirror_blob(reg, repo, digest, head, path, sizeof(path), &upstream_size, &e)
+            : err_set(&e, ERR_INTERNAL, "registry client unavailable");
     if (rc < 0) {
         v2_err(r, rc, &e, "BLOB_UNKNOWN");
         return;
@@ -361,8 +365,8 @@ static void v2_blob(struct srv_req *r, const char *repo, const char *digest)
     bool whole = true;
     if (!parse_range(srv_header(r, "Range"), size, &start, &len, &whole)) {
         close(fd);
-        struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
-                                                                    MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         char cr[64];
         snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
@@ -439,10 +443,7 @@ static void handle_v2(struct srv_req *r)
 }
 
 const struct srv_route server_registry_routes[] = {
-    {"POST", "/api/pull", handle_pull, NULL},
-    {"POST", "/api/push", handle_push, NULL},
-    {"GET", "/v2/", handle_v2_base, NULL},
-    {"GET", "/v2", handle_v2_base, NULL},
-    {"GET", "/v2/*", handle_v2, NULL},
-    {NULL, NULL, NULL, NULL},
+    {"POST", "/api/pull", handle_pull, NULL}, {"POST", "/api/push", handle_push, NULL},
+    {"GET", "/v2/", handle_v2_base, NULL},    {"GET", "/v2", handle_v2_base, NULL},
+    {"GET", "/v2/*", handle_v2, NULL},        {NULL, NULL, NULL, NULL},
 };

@@ -20,10 +20,6 @@ const struct srv_route server_core_routes[] = {
 };
 
 const struct srv_route *const server_route_tables[] = {
-    server_core_routes,
-    server_model_routes,
-    server_generate_routes,
-    server_openai_routes,
-    server_registry_routes,
-    NULL,
+    server_core_routes,   server_model_routes,    server_generate_routes,
+    server_openai_routes, server_registry_routes, NULL,
 };

@@ -94,8 +94,8 @@ struct stream_ctx {
     void *ctx;
     runner_cancel_fn cancel;
     void *cancel_ctx;
-    bool stopped;      // fn or cancel asked to stop
-    bool saw_final;    // a line with "done" or "error" arrived
+    bool stopped;    // fn or cancel asked to stop
+    bool saw_final;  // a line with "done" or "error" arrived
     int line_rc;
     struct err *e;
 };
@@ -161,8 +161,8 @@ int runner_http_stream(uint16_t port, const char *path, const json_t *body, runn
     CURL *h = easy(port, path, body, &text, &headers);
     if (!h)
         return err_set(e, ERR_NOMEM, NULL);
-    struct stream_ctx sc = {.h = h, .fn = fn, .ctx = ctx, .cancel = cancel,
-                            .cancel_ctx = cancel_ctx, .e = e};
+    struct stream_ctx sc = {
+        .h = h, .fn = fn, .ctx = ctx, .cancel = cancel, .cancel_ctx = cancel_ctx, .e = e};
     buf_init(&sc.line, 64u << 20);
     buf_init(&sc.err_body, 1u << 20);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream_write);

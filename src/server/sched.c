@@ -27,7 +27,7 @@
 #include "server/runner_client.h"
 
 #define SCHED_ERR_TAIL 8192
-#define FOREVER_NS ((int64_t)292 * 365 * 24 * 3600 * 1000000000LL)
+#define FOREVER_NS     ((int64_t)292 * 365 * 24 * 3600 * 1000000000LL)
 
 struct sched_runner {
     char *model_path, *name, *digest;
@@ -39,12 +39,12 @@ struct sched_runner {
     uint64_t size_bytes;
     // Guarded by sched.mu:
     int refs;
-    int64_t keep_alive_ns;   // session duration (< 0 never expires)
-    int64_t expires_at_ns;   // wall clock
-    int64_t last_used_ns;    // monotonic, for LRU
-    bool loading;            // being started; not usable yet
-    bool expired;            // unload as soon as idle
-    bool exited;             // the process is gone (reaped)
+    int64_t keep_alive_ns;  // session duration (< 0 never expires)
+    int64_t expires_at_ns;  // wall clock
+    int64_t last_used_ns;   // monotonic, for LRU
+    bool loading;           // being started; not usable yet
+    bool expired;           // unload as soon as idle
+    bool exited;            // the process is gone (reaped)
     int exit_status;
     // Output capture (own mutex: written by the log thread).
     int log_fd;
@@ -67,12 +67,12 @@ struct sched {
     char *self_exe;
     char *kv_type;
     pthread_mutex_t mu;
-    pthread_cond_t cv;              // any change of runners or the queue
-    struct sched_runner *runners;   // (mu)
-    struct waiter *queue_head;      // pending loads, FIFO (mu)
+    pthread_cond_t cv;             // any change of runners or the queue
+    struct sched_runner *runners;  // (mu)
+    struct waiter *queue_head;     // pending loads, FIFO (mu)
     struct waiter *queue_tail;
-    uint64_t pending;               // (mu)
-    bool stopping;                  // (mu)
+    uint64_t pending;  // (mu)
+    bool stopping;     // (mu)
     pthread_t reaper;
     // Runners are forked by one long-lived thread: PR_SET_PDEATHSIG fires
     // when the forking *thread* exits, and connection threads are short-lived.
@@ -92,10 +92,11 @@ struct sched {
 
 static bool error_like(const char *line)
 {
-    static const char *const prefixes[] = {"error:", "Error:", "panic:", "fatal error:",
-                                           "error loading model"};
-    static const char *const contains[] = {"CUDA error", "ROCm error", "cudaMalloc failed",
-                                           "GGML_ASSERT", "error loading model", "level=ERROR"};
+    static const char *const prefixes[] = {
+        "error:", "Error:", "panic:", "fatal error:", "error loading model"};
+    static const char *const contains[] = {"CUDA error",          "ROCm error",
+                                           "cudaMalloc failed",   "GGML_ASSERT",
+                                           "error loading model", "level=ERROR"};
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
         if (cstr_starts_with(line, prefixes[i]))
             return true;
@@ -707,8 +708,10 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
     int n_parallel = rq->embedding ? 1 : (int)s->cfg.num_parallel;
 
     // The memory estimate reads only the file header; do it unlocked.
-    struct model_options mo = {.n_ctx = rq->n_ctx, .n_batch = rq->n_batch,
-                               .n_slots = n_parallel, .n_threads = rq->n_threads,
+    struct model_options mo = {.n_ctx = rq->n_ctx,
+                               .n_batch = rq->n_batch,
+                               .n_slots = n_parallel,
+                               .n_threads = rq->n_threads,
                                .kv_type = model_kv_type_parse(s->kv_type) < 0
                                               ? MODEL_KV_F16
                                               : (enum model_kv_type)model_kv_type_parse(s->kv_type),

@@ -18,27 +18,27 @@ struct sched;
 struct sched_runner;
 
 struct sched_config {
-    const char *self_exe;        // the ollama binary (runners are `self_exe runner ...`)
-    uint64_t max_loaded;         // 0 = 3 (CPU)
-    uint64_t max_queue;          // pending loads; beyond → ERR_BUSY
-    uint64_t num_parallel;       // slots per runner
+    const char *self_exe;   // the ollama binary (runners are `self_exe runner ...`)
+    uint64_t max_loaded;    // 0 = 3 (CPU)
+    uint64_t max_queue;     // pending loads; beyond → ERR_BUSY
+    uint64_t num_parallel;  // slots per runner
     int64_t default_keep_alive_ns;
-    int64_t load_timeout_ns;     // <= 0: no limit
-    const char *kv_cache_type;   // "f16", "q8_0"
+    int64_t load_timeout_ns;    // <= 0: no limit
+    const char *kv_cache_type;  // "f16", "q8_0"
 };
 
 // What a request needs loaded. Strings are copied.
 struct sched_request {
-    const char *model_path;    // GGUF blob path: the model key
-    const char *name;          // display name (for /api/ps)
-    const char *digest;        // manifest digest hex (for /api/ps)
-    json_t *details;           // borrowed; copied into the runner for /api/ps
-    int n_ctx;                 // requested num_ctx (0: default), capped at the trained context
-    int n_batch;               // 0: default
-    int n_threads;             // 0: default
-    bool embedding;            // embedding-only model: one slot
+    const char *model_path;  // GGUF blob path: the model key
+    const char *name;        // display name (for /api/ps)
+    const char *digest;      // manifest digest hex (for /api/ps)
+    json_t *details;         // borrowed; copied into the runner for /api/ps
+    int n_ctx;               // requested num_ctx (0: default), capped at the trained context
+    int n_batch;             // 0: default
+    int n_threads;           // 0: default
+    bool embedding;          // embedding-only model: one slot
     bool keep_alive_set;
-    int64_t keep_alive_ns;     // < 0 forever, 0 unload after the request
+    int64_t keep_alive_ns;  // < 0 forever, 0 unload after the request
     // Returns true when the requesting client has gone away (may be NULL).
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;

@@ -30,9 +30,13 @@ static char *dup_str_field(const json_t *body, const char *key, int *rc, struct 
     if (!v || json_is_null(v))
         return NULL;
     if (!json_is_string(v)) {
-        *rc = err_set(e, ERR_INVALID, "json: cannot unmarshal %s into Go struct field "
-                                      "CreateRequest.%s of type string",
-                      json_is_number(v) ? "number" : json_is_boolean(v) ? "bool" : "object", key);
+        *rc = err_set(e, ERR_INVALID,
+                      "json: cannot unmarshal %s into Go struct field "
+                      "CreateRequest.%s of type string",
+                      json_is_number(v)    ? "number"
+                      : json_is_boolean(v) ? "bool"
+                                           : "object",
+                      key);
         return NULL;
     }
     return xstrdup(json_string_value(v));
@@ -47,16 +51,20 @@ static int file_map(const json_t *body, const char *key, struct store_file_ref *
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_object(v))
-        return err_set(e, ERR_INVALID, "json: cannot unmarshal into Go struct field "
-                                       "CreateRequest.%s of type map[string]string", key);
+        return err_set(e, ERR_INVALID,
+                       "json: cannot unmarshal into Go struct field "
+                       "CreateRequest.%s of type map[string]string",
+                       key);
     *out = xcalloc(json_object_size(v) + 1, sizeof(**out));
     const char *k;
     json_t *d;
     json_object_foreach((json_t *)v, k, d)
     {
         if (!json_is_string(d))
-            return err_set(e, ERR_INVALID, "json: cannot unmarshal into Go struct field "
-                                           "CreateRequest.%s of type string", key);
+            return err_set(e, ERR_INVALID,
+                           "json: cannot unmarshal into Go struct field "
+                           "CreateRequest.%s of type string",
+                           key);
         (*out)[*n].name = xstrdup(k);
         (*out)[*n].digest = xstrdup(json_string_value(d));
         (*n)++;
@@ -68,8 +76,9 @@ int store_create_req_from_json(struct store_create_req *r, const json_t *body, s
 {
     memset(r, 0, sizeof(*r));
     if (!json_is_object(body))
-        return err_set(e, ERR_INVALID, "json: cannot unmarshal into Go value of type "
-                                       "api.CreateRequest");
+        return err_set(e, ERR_INVALID,
+                       "json: cannot unmarshal into Go value of type "
+                       "api.CreateRequest");
     int rc = 0;
     r->model = dup_str_field(body, "model", &rc, e);
     if (!r->model || !*r->model) {
@@ -89,7 +98,8 @@ int store_create_req_from_json(struct store_create_req *r, const json_t *body, s
     r->requires = dup_str_field(body, "requires", &rc, e);
     r->modelfile = dup_str_field(body, "modelfile", &rc, e);
     const json_t *path = json_object_get(body, "path");
-    r->has_path = path && !json_is_null(path) && !(json_is_string(path) && !*json_string_value(path));
+    r->has_path =
+        path && !json_is_null(path) && !(json_is_string(path) && !*json_string_value(path));
     if (rc < 0)
         return rc;
     rc = file_map(body, "files", &r->files, &r->n_files, e);
@@ -115,19 +125,22 @@ int store_create_req_from_json(struct store_create_req *r, const json_t *body, s
     const json_t *p = json_object_get(body, "parameters");
     if (p && !json_is_null(p)) {
         if (!json_is_object(p))
-            return err_set(e, ERR_INVALID, "json: cannot unmarshal into Go struct field "
-                                           "CreateRequest.parameters of type map[string]interface {}");
+            return err_set(e, ERR_INVALID,
+                           "json: cannot unmarshal into Go struct field "
+                           "CreateRequest.parameters of type map[string]interface {}");
         r->parameters = json_deep_copy(p);
     }
     const json_t *msgs = json_object_get(body, "messages");
     if (msgs && !json_is_null(msgs)) {
         if (!json_is_array(msgs))
-            return err_set(e, ERR_INVALID, "json: cannot unmarshal into Go struct field "
-                                           "CreateRequest.messages of type []api.Message");
+            return err_set(e, ERR_INVALID,
+                           "json: cannot unmarshal into Go struct field "
+                           "CreateRequest.messages of type []api.Message");
         for (size_t i = 0; i < json_array_size(msgs); i++)
             if (!json_is_object(json_array_get(msgs, i)))
-                return err_set(e, ERR_INVALID, "json: cannot unmarshal into Go struct field "
-                                               "CreateRequest.messages of type api.Message");
+                return err_set(e, ERR_INVALID,
+                               "json: cannot unmarshal into Go struct field "
+                               "CreateRequest.messages of type api.Message");
         r->messages = json_deep_copy(msgs);
     }
     return 0;
@@ -233,8 +246,8 @@ int store_create_validate(const struct store_create_req *r, struct err *e)
 
 struct layer {
     struct store_layer l;
-    bool is_new;        // created by this request ("creating new layer")
-    char status[128];   // overrides the status line ("using autodetected template X")
+    bool is_new;       // created by this request ("creating new layer")
+    char status[128];  // overrides the status line ("using autodetected template X")
 };
 
 struct layers {
@@ -255,7 +268,8 @@ static void layers_remove_type(struct layers *ls, const char *mt, const char *mt
 {
     size_t o = 0;
     for (size_t i = 0; i < ls->n; i++) {
-        if (strcmp(ls->v[i].l.media_type, mt) == 0 || (mt2 && strcmp(ls->v[i].l.media_type, mt2) == 0)) {
+        if (strcmp(ls->v[i].l.media_type, mt) == 0 ||
+            (mt2 && strcmp(ls->v[i].l.media_type, mt2) == 0)) {
             store_layer_deinit(&ls->v[i].l);
             continue;
         }
@@ -287,8 +301,8 @@ static void progress(const struct create_ctx *c, const char *status, const char 
 {
     if (!c->o->progress)
         return;
-    struct store_progress p = {.status = status, .digest = digest, .total = total,
-                               .completed = completed};
+    struct store_progress p = {
+        .status = status, .digest = digest, .total = total, .completed = completed};
     c->o->progress(c->o->progress_ctx, &p);
 }
 
@@ -393,7 +407,8 @@ static int layers_from_model(struct create_ctx *c, const char *from, struct base
 
 static int cmp_ref(const void *a, const void *b)
 {
-    return strcmp(((const struct store_file_ref *)a)->name, ((const struct store_file_ref *)b)->name);
+    return strcmp(((const struct store_file_ref *)a)->name,
+                  ((const struct store_file_ref *)b)->name);
 }
 
 static bool blob_has_gguf_magic(const char *path)
@@ -434,8 +449,9 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
     char path[4096];
     for (size_t i = 0; i < n; i++) {
         if (cstr_ends_with(files[i].name, ".safetensors")) {
-            rc = err_set(e, ERR_UNSUPPORTED, "safetensors models are not supported; import a "
-                                             "GGUF file");
+            rc = err_set(e, ERR_UNSUPPORTED,
+                         "safetensors models are not supported; import a "
+                         "GGUF file");
             goto out;
         }
         if (cstr_ends_with(files[i].name, ".gguf"))
@@ -561,8 +577,10 @@ static const char *infer_float_type(const struct gguf *g)
             return "unknown";
         type = (int)t->type;
     }
-    return type == GGUF_TYPE_F32 ? "F32" : type == GGUF_TYPE_F16 ? "F16"
-                                         : type == GGUF_TYPE_BF16 ? "BF16" : "unknown";
+    return type == GGUF_TYPE_F32    ? "F32"
+           : type == GGUF_TYPE_F16  ? "F16"
+           : type == GGUF_TYPE_BF16 ? "BF16"
+                                    : "unknown";
 }
 
 static int quantize_layers(struct create_ctx *c, const char *requested, struct err *e)
@@ -574,8 +592,10 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
         for (; requested[k] && k + 1 < sizeof(up); k++)
             up[k] = (char)toupper((unsigned char)requested[k]);
         up[k] = '\0';
-        return err_set(e, ERR_INVALID, "unsupported quantization type %s - supported types are "
-                                       "F32, F16, Q4_K_S, Q4_K_M, Q8_0", up);
+        return err_set(e, ERR_INVALID,
+                       "unsupported quantization type %s - supported types are "
+                       "F32, F16, Q4_K_S, Q4_K_M, Q8_0",
+                       up);
     }
     for (size_t i = 0; i < c->layers.n; i++) {
         struct layer *x = &c->layers.v[i];
@@ -591,7 +611,8 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
             return err_set(e, ERR_FORMAT, "model layer %s: %s", x->l.digest, ge.msg);
         struct gguf_summary sum;
         gguf_summarize(g, &sum);
-        const char *src = sum.file_type == UINT32_MAX ? infer_float_type(g) : sum.quantization_level;
+        const char *src =
+            sum.file_type == UINT32_MAX ? infer_float_type(g) : sum.quantization_level;
         gguf_close(g);
         if (strcmp(src, "F32") != 0 && strcmp(src, "F16") != 0 && strcmp(src, "BF16") != 0)
             return err_set(e, ERR_INVALID,
@@ -620,7 +641,7 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
 
 static int encode_messages(const json_t *msgs, struct buf *b)
 {
-    static const char *const fields[] = {"role", "content", "thinking", "images",
+    static const char *const fields[] = {"role",       "content",   "thinking",    "images",
                                          "tool_calls", "tool_name", "tool_call_id"};
     int rc = buf_append_char(b, '[');
     for (size_t i = 0; !rc && i < json_array_size(msgs); i++) {
@@ -748,7 +769,8 @@ static int build_config(struct create_ctx *c, const struct store_create_req *r,
 {
     memset(cfg, 0, sizeof(*cfg));
     const struct store_config *b = bi->have_config ? &bi->config : NULL;
-    cfg->model_format = xstrdup(b && b->model_format && *b->model_format ? b->model_format : "gguf");
+    cfg->model_format =
+        xstrdup(b && b->model_format && *b->model_format ? b->model_format : "gguf");
     cfg->renderer = dup_or_null(r->renderer, b ? b->renderer : NULL);
     cfg->parser = dup_or_null(r->parser, b ? b->parser : NULL);
     cfg->requires = dup_or_null(r->requires, b ? b->requires : NULL);
@@ -935,8 +957,10 @@ int store_create(struct store *s, const struct store_create_req *r0,
     for (size_t i = 0; rc == 0 && i <= m.n_layers; i++) {
         const struct store_layer *l = i < m.n_layers ? &m.layers[i] : &m.config;
         if (!store_blob_exists(s, l->digest))
-            rc = err_set(e, ERR_IO, "layer %s was removed while the model was being created; "
-                                    "try again", l->digest);
+            rc = err_set(e, ERR_IO,
+                         "layer %s was removed while the model was being created; "
+                         "try again",
+                         l->digest);
     }
     if (rc == 0)
         rc = store_manifest_write(s, &name, b.data, b.len, e);

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 // Decodes one UTF-8 sequence at s (n bytes left): returns its length and the
 // code point, or 0 for an invalid sequence.
 static size_t utf8_decode1(const unsigned char *s, size_t n, uint32_t *cp)
@@ -194,15 +193,33 @@ int gofmt_quote(struct buf *b, const char *s)
             continue;
         }
         switch (c) {
-        case '"': rc = buf_append_str(b, "\\\""); break;
-        case '\\': rc = buf_append_str(b, "\\\\"); break;
-        case '\a': rc = buf_append_str(b, "\\a"); break;
-        case '\b': rc = buf_append_str(b, "\\b"); break;
-        case '\f': rc = buf_append_str(b, "\\f"); break;
-        case '\n': rc = buf_append_str(b, "\\n"); break;
-        case '\r': rc = buf_append_str(b, "\\r"); break;
-        case '\t': rc = buf_append_str(b, "\\t"); break;
-        case '\v': rc = buf_append_str(b, "\\v"); break;
+        case '"':
+            rc = buf_append_str(b, "\\\"");
+            break;
+        case '\\':
+            rc = buf_append_str(b, "\\\\");
+            break;
+        case '\a':
+            rc = buf_append_str(b, "\\a");
+            break;
+        case '\b':
+            rc = buf_append_str(b, "\\b");
+            break;
+        case '\f':
+            rc = buf_append_str(b, "\\f");
+            break;
+        case '\n':
+            rc = buf_append_str(b, "\\n");
+            break;
+        case '\r':
+            rc = buf_append_str(b, "\\r");
+            break;
+        case '\t':
+            rc = buf_append_str(b, "\\t");
+            break;
+        case '\v':
+            rc = buf_append_str(b, "\\v");
+            break;
         default:
             if (c < 0x20 || c == 0x7f)
                 rc = buf_printf(b, "\\x%02x", c);

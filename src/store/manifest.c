@@ -202,8 +202,8 @@ int store_manifest_load(struct store *s, const struct store_name *n, struct stor
     return store_manifest_load_path(path, m, info, e);
 }
 
-int store_manifest_write(struct store *s, const struct store_name *n, const void *data,
-                         size_t len, struct err *e)
+int store_manifest_write(struct store *s, const struct store_name *n, const void *data, size_t len,
+                         struct err *e)
 {
     char path[4096], dir[4096];
     int rc = store_manifest_path(s, n, path, sizeof(path), e);

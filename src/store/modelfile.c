@@ -16,8 +16,8 @@
 
 #define MF_MAX_COMMANDS 100000
 
-static const char *const mf_instructions[] = {"from",   "license", "template",  "system",
-                                              "adapter", "draft",  "renderer", "parser",
+static const char *const mf_instructions[] = {"from",      "license", "template", "system",
+                                              "adapter",   "draft",   "renderer", "parser",
                                               "parameter", "message", "requires"};
 
 #define MF_ERR_COMMAND                                                                             \
@@ -37,7 +37,8 @@ static uint32_t *decode_input(const char *text, size_t n, size_t *n_out)
     if (n >= 2 && ((p[0] == 0xff && p[1] == 0xfe) || (p[0] == 0xfe && p[1] == 0xff))) {
         bool le = p[0] == 0xff;
         for (i = 2; i + 1 < n; i += 2) {
-            uint32_t u = le ? (uint32_t)(p[i] | (p[i + 1] << 8)) : (uint32_t)((p[i] << 8) | p[i + 1]);
+            uint32_t u =
+                le ? (uint32_t)(p[i] | (p[i + 1] << 8)) : (uint32_t)((p[i] << 8) | p[i + 1]);
             if (u >= 0xd800 && u <= 0xdbff && i + 3 < n) {
                 uint32_t lo = le ? (uint32_t)(p[i + 2] | (p[i + 3] << 8))
                                  : (uint32_t)((p[i + 2] << 8) | p[i + 3]);
@@ -81,13 +82,27 @@ static bool is_print(uint32_t cp)
     if (cp < 0x7f)
         return true;
     switch (utf8proc_category((utf8proc_int32_t)cp)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO: case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS: case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF: case UTF8PROC_CATEGORY_PO:
-    case UTF8PROC_CATEGORY_SM: case UTF8PROC_CATEGORY_SC: case UTF8PROC_CATEGORY_SK:
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_PD:
+    case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI:
+    case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO:
+    case UTF8PROC_CATEGORY_SM:
+    case UTF8PROC_CATEGORY_SC:
+    case UTF8PROC_CATEGORY_SK:
     case UTF8PROC_CATEGORY_SO:
         return true;
     default:
@@ -95,10 +110,22 @@ static bool is_print(uint32_t cp)
     }
 }
 
-static bool is_blank(uint32_t c) { return c == ' ' || c == '\t'; }
-static bool is_newline(uint32_t c) { return c == '\r' || c == '\n'; }
-static bool is_alpha(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool is_digit(uint32_t c) { return c >= '0' && c <= '9'; }
+static bool is_blank(uint32_t c)
+{
+    return c == ' ' || c == '\t';
+}
+static bool is_newline(uint32_t c)
+{
+    return c == '\r' || c == '\n';
+}
+static bool is_alpha(uint32_t c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+static bool is_digit(uint32_t c)
+{
+    return c >= '0' && c <= '9';
+}
 
 static void put_cp(struct buf *b, uint32_t cp)
 {
@@ -263,7 +290,8 @@ int store_modelfile_parse(const char *text, size_t n, struct store_modelfile *ou
                     rc = err_set(e, ERR_TOO_LARGE, "too many commands");
                     goto out;
                 }
-                bool has_key = strcmp(cmd_name, "parameter") == 0 || strcmp(cmd_name, "message") == 0;
+                bool has_key =
+                    strcmp(cmd_name, "parameter") == 0 || strcmp(cmd_name, "message") == 0;
                 add_command(&m, &cap, cmd_name, has_key ? key : NULL, v, line);
                 break;
             }
@@ -350,15 +378,17 @@ int store_modelfile_render(const struct store_modelfile *m, struct buf *out)
         if (strcmp(c->name, "from") == 0) {
             rc = buf_printf(out, "FROM %s", c->args);
         } else if (strcmp(c->name, "parameter") == 0 || strcmp(c->name, "message") == 0) {
-            rc = buf_printf(out, "%s %s ", strcmp(c->name, "message") == 0 ? "MESSAGE" : "PARAMETER",
-                            c->key ? c->key : "");
+            rc =
+                buf_printf(out, "%s %s ", strcmp(c->name, "message") == 0 ? "MESSAGE" : "PARAMETER",
+                           c->key ? c->key : "");
             if (rc == 0)
                 rc = store_modelfile_quote(c->args, out);
         } else {
             char upper[16];
             size_t k = 0;
             for (; c->name[k] && k + 1 < sizeof(upper); k++)
-                upper[k] = (char)(c->name[k] >= 'a' && c->name[k] <= 'z' ? c->name[k] - 32 : c->name[k]);
+                upper[k] =
+                    (char)(c->name[k] >= 'a' && c->name[k] <= 'z' ? c->name[k] - 32 : c->name[k]);
             upper[k] = '\0';
             rc = buf_printf(out, "%s ", upper);
             if (rc == 0)
@@ -377,21 +407,31 @@ static const struct {
     const char *name;
     enum store_param_type type;
 } param_table[] = {
-    {"num_ctx", STORE_PARAM_INT},          {"num_batch", STORE_PARAM_INT},
-    {"num_gpu", STORE_PARAM_INT},          {"main_gpu", STORE_PARAM_INT},
-    {"use_mmap", STORE_PARAM_BOOL},        {"num_thread", STORE_PARAM_INT},
-    {"num_keep", STORE_PARAM_INT},         {"seed", STORE_PARAM_INT},
-    {"num_predict", STORE_PARAM_INT},      {"top_k", STORE_PARAM_INT},
-    {"top_p", STORE_PARAM_FLOAT},          {"min_p", STORE_PARAM_FLOAT},
-    {"typical_p", STORE_PARAM_FLOAT},      {"repeat_last_n", STORE_PARAM_INT},
-    {"temperature", STORE_PARAM_FLOAT},    {"repeat_penalty", STORE_PARAM_FLOAT},
-    {"presence_penalty", STORE_PARAM_FLOAT}, {"frequency_penalty", STORE_PARAM_FLOAT},
-    {"stop", STORE_PARAM_STRING},          {"draft_num_predict", STORE_PARAM_INT},
+    {"num_ctx", STORE_PARAM_INT},
+    {"num_batch", STORE_PARAM_INT},
+    {"num_gpu", STORE_PARAM_INT},
+    {"main_gpu", STORE_PARAM_INT},
+    {"use_mmap", STORE_PARAM_BOOL},
+    {"num_thread", STORE_PARAM_INT},
+    {"num_keep", STORE_PARAM_INT},
+    {"seed", STORE_PARAM_INT},
+    {"num_predict", STORE_PARAM_INT},
+    {"top_k", STORE_PARAM_INT},
+    {"top_p", STORE_PARAM_FLOAT},
+    {"min_p", STORE_PARAM_FLOAT},
+    {"typical_p", STORE_PARAM_FLOAT},
+    {"repeat_last_n", STORE_PARAM_INT},
+    {"temperature", STORE_PARAM_FLOAT},
+    {"repeat_penalty", STORE_PARAM_FLOAT},
+    {"presence_penalty", STORE_PARAM_FLOAT},
+    {"frequency_penalty", STORE_PARAM_FLOAT},
+    {"stop", STORE_PARAM_STRING},
+    {"draft_num_predict", STORE_PARAM_INT},
 };
 
 static const char *const deprecated_params[] = {
-    "penalize_newline", "low_vram", "f16_kv", "logits_all", "vocab_only",
-    "use_mlock", "mirostat", "mirostat_tau", "mirostat_eta",
+    "penalize_newline", "low_vram", "f16_kv",       "logits_all",   "vocab_only",
+    "use_mlock",        "mirostat", "mirostat_tau", "mirostat_eta",
 };
 
 bool store_param_type(const char *name, enum store_param_type *out)

@@ -146,8 +146,8 @@ void store_name_full(const struct store_name *n, char *out, size_t n_out)
 
 bool store_name_eq(const struct store_name *a, const struct store_name *b)
 {
-    return ascii_ieq(a->host, b->host) && ascii_ieq(a->ns, b->ns) && ascii_ieq(a->model, b->model) &&
-           ascii_ieq(a->tag, b->tag);
+    return ascii_ieq(a->host, b->host) && ascii_ieq(a->ns, b->ns) &&
+           ascii_ieq(a->model, b->model) && ascii_ieq(a->tag, b->tag);
 }
 
 static bool is_hex(char c)

@@ -25,8 +25,8 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
     struct quant_progress_ctx *c = ctx;
     if (!c->o || !c->o->progress)
         return;
-    struct store_progress p = {.status = c->status, .digest = "0000000000000000000",
-                               .total = total, .completed = done};
+    struct store_progress p = {
+        .status = c->status, .digest = "0000000000000000000", .total = total, .completed = done};
     c->o->progress(c->o->progress_ctx, &p);
 }
 

@@ -128,8 +128,8 @@ static size_t add_cap(const char **out, size_t n, size_t max, const char *cap)
     return n;
 }
 
-static const char *const known_caps[] = {"completion", "tools", "insert", "vision",
-                                         "embedding", "thinking", "audio"};
+static const char *const known_caps[] = {"completion", "tools",    "insert", "vision",
+                                         "embedding",  "thinking", "audio"};
 
 size_t store_model_capabilities(const struct store_model *m, const char **out, size_t max)
 {
@@ -357,11 +357,10 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
         for (size_t i = 0; i < json_array_size(m->messages); i++) {
             const json_t *msg = json_array_get(m->messages, i);
             json_t *role = json_object_get(msg, "role"), *content = json_object_get(msg, "content");
-            json_array_append_new(msgs, json_pack("{s:s,s:s}", "role",
-                                                  json_is_string(role) ? json_string_value(role) : "",
-                                                  "content",
-                                                  json_is_string(content) ? json_string_value(content)
-                                                                          : ""));
+            json_array_append_new(
+                msgs,
+                json_pack("{s:s,s:s}", "role", json_is_string(role) ? json_string_value(role) : "",
+                          "content", json_is_string(content) ? json_string_value(content) : ""));
         }
         json_object_set_new(r, "messages", msgs);
     }
@@ -388,9 +387,9 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
             for (uint32_t d = 0; d < t->n_dims; d++)
                 json_array_append_new(shape, json_integer(t->ne[d]));
             const char *tn = gguf_type_name(t->type);
-            json_array_append_new(tensors, json_pack("{s:s%,s:s,s:o}", "name", t->name.ptr,
-                                                     t->name.len, "type", tn ? tn : "unknown",
-                                                     "shape", shape));
+            json_array_append_new(tensors,
+                                  json_pack("{s:s%,s:s,s:o}", "name", t->name.ptr, t->name.len,
+                                            "type", tn ? tn : "unknown", "shape", shape));
         }
         gguf_close(g);
     } else if (m->model_path) {

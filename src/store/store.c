@@ -87,8 +87,8 @@ int store_manifest_path(const struct store *s, const struct store_name *n, char 
     struct store_name check;
     if (store_name_from_parts(n->host, n->ns, n->model, n->tag, &check) < 0)
         return err_set(e, ERR_NOT_FOUND, "invalid model name");
-    int w = snprintf(out, n_out, "%s/%s/%s/%s/%s", s->manifests_dir, n->host, n->ns, n->model,
-                     n->tag);
+    int w =
+        snprintf(out, n_out, "%s/%s/%s/%s/%s", s->manifests_dir, n->host, n->ns, n->model, n->tag);
     if (w < 0 || (size_t)w >= n_out)
         return err_set(e, ERR_TOO_LARGE, "path too long");
     return 0;
@@ -165,8 +165,8 @@ int store_walk_manifests(struct store *s, store_walk_fn fn, void *ctx, struct er
                     snprintf(path, sizeof(path), "%s/%s", d3, tags[t]);
                     const char *parts[4] = {hosts[a], nss[b], models[c], tags[t]};
                     struct store_name name;
-                    bool ok = store_name_from_parts(parts[0], parts[1], parts[2], parts[3],
-                                                    &name) == 0;
+                    bool ok =
+                        store_name_from_parts(parts[0], parts[1], parts[2], parts[3], &name) == 0;
                     rc = fn(ctx, ok ? &name : NULL, parts, path);
                 }
                 free_list(tags, nt);

@@ -45,11 +45,11 @@
 // ---------------------------------------------------------------------------
 // Model names (store.md §1): [[scheme://]host/][namespace/]model[:tag]
 
-#define STORE_DEFAULT_HOST "registry.ollama.ai"
+#define STORE_DEFAULT_HOST      "registry.ollama.ai"
 #define STORE_DEFAULT_NAMESPACE "library"
-#define STORE_DEFAULT_TAG "latest"
-#define STORE_HOST_MAX 350
-#define STORE_PART_MAX 80
+#define STORE_DEFAULT_TAG       "latest"
+#define STORE_HOST_MAX          350
+#define STORE_PART_MAX          80
 // Enough for any valid name in any display form, NUL included.
 #define STORE_NAME_MAX 600
 
@@ -143,21 +143,21 @@ int store_blob_put(struct store *s, const void *p, size_t n, char digest_out[STO
 // ---------------------------------------------------------------------------
 // Manifests and config blobs (store.md §4, §5).
 
-#define STORE_MT_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
-#define STORE_MT_CONFIG "application/vnd.docker.container.image.v1+json"
-#define STORE_MT_MODEL "application/vnd.ollama.image.model"
-#define STORE_MT_ADAPTER "application/vnd.ollama.image.adapter"
+#define STORE_MT_MANIFEST  "application/vnd.docker.distribution.manifest.v2+json"
+#define STORE_MT_CONFIG    "application/vnd.docker.container.image.v1+json"
+#define STORE_MT_MODEL     "application/vnd.ollama.image.model"
+#define STORE_MT_ADAPTER   "application/vnd.ollama.image.adapter"
 #define STORE_MT_PROJECTOR "application/vnd.ollama.image.projector"
-#define STORE_MT_TEMPLATE "application/vnd.ollama.image.template"
-#define STORE_MT_PROMPT "application/vnd.ollama.image.prompt"
-#define STORE_MT_SYSTEM "application/vnd.ollama.image.system"
-#define STORE_MT_PARAMS "application/vnd.ollama.image.params"
-#define STORE_MT_MESSAGES "application/vnd.ollama.image.messages"
-#define STORE_MT_LICENSE "application/vnd.ollama.image.license"
-#define STORE_MT_EMBED "application/vnd.ollama.image.embed"
-#define STORE_MT_DRAFT "application/vnd.ollama.image.draft"
-#define STORE_MT_TENSOR "application/vnd.ollama.image.tensor"
-#define STORE_MT_JSON "application/vnd.ollama.image.json"
+#define STORE_MT_TEMPLATE  "application/vnd.ollama.image.template"
+#define STORE_MT_PROMPT    "application/vnd.ollama.image.prompt"
+#define STORE_MT_SYSTEM    "application/vnd.ollama.image.system"
+#define STORE_MT_PARAMS    "application/vnd.ollama.image.params"
+#define STORE_MT_MESSAGES  "application/vnd.ollama.image.messages"
+#define STORE_MT_LICENSE   "application/vnd.ollama.image.license"
+#define STORE_MT_EMBED     "application/vnd.ollama.image.embed"
+#define STORE_MT_DRAFT     "application/vnd.ollama.image.draft"
+#define STORE_MT_TENSOR    "application/vnd.ollama.image.tensor"
+#define STORE_MT_JSON      "application/vnd.ollama.image.json"
 
 struct store_layer {
     char *media_type;
@@ -195,8 +195,8 @@ struct store_manifest_info {
 int store_manifest_load(struct store *s, const struct store_name *n, struct store_manifest *m,
                         struct store_manifest_info *info, struct err *e);
 // Writes manifest bytes atomically for n (directories created on demand).
-int store_manifest_write(struct store *s, const struct store_name *n, const void *data,
-                         size_t len, struct err *e);
+int store_manifest_write(struct store *s, const struct store_name *n, const void *data, size_t len,
+                         struct err *e);
 
 struct store_config {
     char *model_format, *model_family, *model_type, *file_type;
@@ -223,9 +223,9 @@ struct store_model {
     struct store_manifest manifest;
     struct store_manifest_info info;
     struct store_config config;
-    char *model_path;        // blob path of the (first) model layer, NULL if none
-    char *parent_model;      // `from` of the model layer ("" if none)
-    char **adapter_paths;    // adapter blob paths
+    char *model_path;      // blob path of the (first) model layer, NULL if none
+    char *parent_model;    // `from` of the model layer ("" if none)
+    char **adapter_paths;  // adapter blob paths
     size_t n_adapters;
     char **projector_paths;  // projector blob paths
     size_t n_projectors;
@@ -341,9 +341,9 @@ int store_modelfile_to_request(const struct store_modelfile *m, json_t **out, st
 // Show (api.md §5).
 
 struct store_show_opts {
-    bool verbose;              // full arrays in model_info
-    const char *system;        // overrides system (NULL = none)
-    const json_t *options;     // merged into parameters (NULL = none)
+    bool verbose;           // full arrays in model_info
+    const char *system;     // overrides system (NULL = none)
+    const json_t *options;  // merged into parameters (NULL = none)
 };
 // Builds the /api/show response object for name.
 int store_show(struct store *s, const char *name, const struct store_show_opts *o, json_t **out,
@@ -380,7 +380,7 @@ struct store_create_req {
     json_t *messages;    // array or NULL (owned)
     char *quantize;      // "q4_K_M" ... (or legacy "quantization")
     char *renderer, *parser, *requires;
-    bool has_path;  // legacy "path" field given (always rejected)
+    bool has_path;    // legacy "path" field given (always rejected)
     char *modelfile;  // legacy "modelfile" field (parsed; path FROMs rejected)
 };
 
@@ -421,7 +421,7 @@ struct store_create_opts {
     void *template_ctx;
     store_template_detect_fn template_detect;  // NULL: no autodetection
     void *detect_ctx;
-    bool noprune;                    // keep blobs of an overwritten manifest
+    bool noprune;  // keep blobs of an overwritten manifest
     // Non-zero → stop with ERR_CANCELLED (checked between steps; a running
     // quantization finishes its file first).
     const volatile int *cancel;

@@ -31,10 +31,18 @@ static void node_str(struct buf *b, const struct node *n)
         for (size_t i = 0; i < n->n_idents; i++)
             buf_printf(b, ".%s", n->idents[i]);
         break;
-    case N_IDENT: buf_append_str(b, n->s); break;
-    case N_DOT: buf_append_char(b, '.'); break;
-    case N_NIL: buf_append_str(b, "nil"); break;
-    case N_STR: buf_printf(b, "%.*s", (int)(n->n > 30 ? 30 : n->n), n->s); break;
+    case N_IDENT:
+        buf_append_str(b, n->s);
+        break;
+    case N_DOT:
+        buf_append_char(b, '.');
+        break;
+    case N_NIL:
+        buf_append_str(b, "nil");
+        break;
+    case N_STR:
+        buf_printf(b, "%.*s", (int)(n->n > 30 ? 30 : n->n), n->s);
+        break;
     case N_PIPE:
         for (size_t i = 0; i < n->n_kids; i++) {
             if (i)
@@ -50,8 +58,11 @@ static void node_str(struct buf *b, const struct node *n)
         }
         break;
     case N_BOOL:
-    case N_NUM: tv_print(b, &n->val); break;
-    default: break;
+    case N_NUM:
+        tv_print(b, &n->val);
+        break;
+    default:
+        break;
     }
 }
 
@@ -134,8 +145,12 @@ static int field(struct exec *x, const struct tval *recv, const char *name, stru
             else
                 *out = tv_from_json(j, root_schema(name));
             return 0;
-        case S_PROPS: *out = tv_from_json(j, S_PROP); return 0;
-        default: *out = j ? tv_from_json(j, S_GENERIC) : tv_nil(); return 0;
+        case S_PROPS:
+            *out = tv_from_json(j, S_PROP);
+            return 0;
+        default:
+            *out = j ? tv_from_json(j, S_GENERIC) : tv_nil();
+            return 0;
         }
     }
     if (tv_is_struct(recv) && tv_struct_field(recv, name, out))
@@ -173,12 +188,22 @@ static int eval_arg(struct exec *x, struct tval dot, const struct node *n, struc
     const struct node *save = x->at;
     x->at = n;
     switch (n->type) {
-    case N_DOT: *out = dot; break;
-    case N_NIL: *out = tv_nil(); break;
+    case N_DOT:
+        *out = dot;
+        break;
+    case N_NIL:
+        *out = tv_nil();
+        break;
     case N_BOOL:
-    case N_NUM: *out = n->val; break;
-    case N_STR: *out = (struct tval){.kind = TV_STR, .u.s = {n->s, n->n}}; break;
-    case N_FIELD: rc = fields(x, dot, n->idents, n->n_idents, false, out); break;
+    case N_NUM:
+        *out = n->val;
+        break;
+    case N_STR:
+        *out = (struct tval){.kind = TV_STR, .u.s = {n->s, n->n}};
+        break;
+    case N_FIELD:
+        rc = fields(x, dot, n->idents, n->n_idents, false, out);
+        break;
     case N_VAR: {
         struct tval *v = var_find(x, n->idents[0]);
         if (!v) {
@@ -203,8 +228,12 @@ static int eval_arg(struct exec *x, struct tval dot, const struct node *n, struc
         rc = eval_pipeline(x, dot, n, true, out);
         x->depth--;
         break;
-    case N_IDENT: rc = tmpl_call_func(x, n->func, NULL, 0, out); break;
-    default: rc = exec_errorf(x, "can't handle argument"); break;
+    case N_IDENT:
+        rc = tmpl_call_func(x, n->func, NULL, 0, out);
+        break;
+    default:
+        rc = exec_errorf(x, "can't handle argument");
+        break;
     }
     x->at = save;
     return rc;
@@ -221,7 +250,8 @@ static int eval_command(struct exec *x, struct tval dot, const struct node *cmd,
         return rc;
     bool has_args = cmd->n_kids > 1 || final;
     switch (first->type) {
-    case N_FIELD: return fields(x, dot, first->idents, first->n_idents, has_args, out);
+    case N_FIELD:
+        return fields(x, dot, first->idents, first->n_idents, has_args, out);
     case N_VAR: {
         struct tval *v = var_find(x, first->idents[0]);
         if (!v)
@@ -237,8 +267,10 @@ static int eval_command(struct exec *x, struct tval dot, const struct node *cmd,
         x->at = first;
         return fields(x, v, first->idents, first->n_idents, has_args, out);
     }
-    case N_IDENT: break;
-    case N_NIL: return exec_errorf(x, "nil is not a command");
+    case N_IDENT:
+        break;
+    case N_NIL:
+        return exec_errorf(x, "nil is not a command");
     default:
         if (has_args)
             return exec_errorf(x, "can't give argument to non-function");
@@ -363,11 +395,11 @@ static int walk_range(struct exec *x, struct tval dot, const struct node *n)
         } else if (is_map) {
             idx = (struct tval){.kind = TV_STR, .u.s = {keys[i], strlen(keys[i])}};
             json_t *j = json_object_get(v.u.j.j, keys[i]);
-            int sch = v.schema == S_PROPS ? S_PROP
-                    : v.schema == S_ROOT  ? (!strcmp(keys[i], "Messages") ? S_MSGS
-                                            : !strcmp(keys[i], "Tools")   ? S_TOOLS
-                                                                          : S_GENERIC)
-                                          : S_GENERIC;
+            int sch = v.schema == S_PROPS  ? S_PROP
+                      : v.schema == S_ROOT ? (!strcmp(keys[i], "Messages") ? S_MSGS
+                                              : !strcmp(keys[i], "Tools")  ? S_TOOLS
+                                                                           : S_GENERIC)
+                                           : S_GENERIC;
             elem = tv_from_json(j, sch);
         } else {
             idx = elem = (struct tval){.kind = TV_INT, .u.i = (int64_t)i};
@@ -451,9 +483,12 @@ static int walk(struct exec *x, struct tval dot, const struct node *n)
         x->n_vars = mark;
         return rc;
     }
-    case N_RANGE: return walk_range(x, dot, n);
-    case N_BREAK: return W_BREAK;
-    case N_CONTINUE: return W_CONTINUE;
+    case N_RANGE:
+        return walk_range(x, dot, n);
+    case N_BREAK:
+        return W_BREAK;
+    case N_CONTINUE:
+        return W_CONTINUE;
     case N_TEMPLATE: {
         const struct node *def = find_def(x->t, n->s, n->n);
         if (!def)
@@ -474,12 +509,13 @@ static int walk(struct exec *x, struct tval dot, const struct node *n)
         // break/continue cannot cross a template call (parse rejects it)
         return rc < 0 ? rc : 0;
     }
-    default: return exec_errorf(x, "unknown node");
+    default:
+        return exec_errorf(x, "unknown node");
     }
 }
 
-int tmpl_exec_node(const struct template *t, const struct node *root, json_t *data,
-                   struct buf *out, struct err *e)
+int tmpl_exec_node(const struct template *t, const struct node *root, json_t *data, struct buf *out,
+                   struct err *e)
 {
     struct arena a;
     arena_init(&a, 256u << 20);

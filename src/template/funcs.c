@@ -10,17 +10,28 @@
 #include <time.h>
 
 static const char *const func_names[F_COUNT_] = {
-    [F_AND] = "and",          [F_OR] = "or",
-    [F_NOT] = "not",          [F_LEN] = "len",
-    [F_INDEX] = "index",      [F_SLICE] = "slice",
-    [F_EQ] = "eq",            [F_NE] = "ne",
-    [F_LT] = "lt",            [F_LE] = "le",
-    [F_GT] = "gt",            [F_GE] = "ge",
-    [F_PRINT] = "print",      [F_PRINTF] = "printf",
-    [F_PRINTLN] = "println",  [F_HTML] = "html",
-    [F_JS] = "js",            [F_URLQUERY] = "urlquery",
-    [F_CALL] = "call",        [F_JSON] = "json",
-    [F_CURRENTDATE] = "currentDate", [F_YESTERDAYDATE] = "yesterdayDate",
+    [F_AND] = "and",
+    [F_OR] = "or",
+    [F_NOT] = "not",
+    [F_LEN] = "len",
+    [F_INDEX] = "index",
+    [F_SLICE] = "slice",
+    [F_EQ] = "eq",
+    [F_NE] = "ne",
+    [F_LT] = "lt",
+    [F_LE] = "le",
+    [F_GT] = "gt",
+    [F_GE] = "ge",
+    [F_PRINT] = "print",
+    [F_PRINTF] = "printf",
+    [F_PRINTLN] = "println",
+    [F_HTML] = "html",
+    [F_JS] = "js",
+    [F_URLQUERY] = "urlquery",
+    [F_CALL] = "call",
+    [F_JSON] = "json",
+    [F_CURRENTDATE] = "currentDate",
+    [F_YESTERDAYDATE] = "yesterdayDate",
     [F_TOTSTYPE] = "toTypeScriptType",
 };
 
@@ -32,7 +43,10 @@ int tmpl_func_lookup(const char *name, size_t n)
     return -1;
 }
 
-const char *tmpl_func_name(int id) { return id >= 0 && id < F_COUNT_ ? func_names[id] : "?"; }
+const char *tmpl_func_name(int id)
+{
+    return id >= 0 && id < F_COUNT_ ? func_names[id] : "?";
+}
 
 static int want_args(struct exec *x, int fn, size_t got, size_t want)
 {
@@ -57,13 +71,20 @@ enum { K_INVALID, K_BOOL, K_INT, K_FLOAT, K_COMPLEX, K_STRING, K_OTHER };
 static int basic_kind(const struct tval *v)
 {
     switch (v->kind) {
-    case TV_NIL: return K_INVALID;
-    case TV_BOOL: return K_BOOL;
-    case TV_INT: return K_INT;
-    case TV_FLOAT: return K_FLOAT;
-    case TV_COMPLEX: return K_COMPLEX;
-    case TV_STR: return K_STRING;
-    default: return K_OTHER;
+    case TV_NIL:
+        return K_INVALID;
+    case TV_BOOL:
+        return K_BOOL;
+    case TV_INT:
+        return K_INT;
+    case TV_FLOAT:
+        return K_FLOAT;
+    case TV_COMPLEX:
+        return K_COMPLEX;
+    case TV_STR:
+        return K_STRING;
+    default:
+        return K_OTHER;
     }
 }
 
@@ -91,12 +112,24 @@ static int fn_eq(struct exec *x, struct tval *args, size_t n, bool *out)
                 return exec_errorf(x, "error calling eq: incompatible types for comparison");
         } else {
             switch (k1) {
-            case K_BOOL: t = a->u.b == b->u.b; break;
-            case K_INT: t = a->u.i == b->u.i; break;
-            case K_FLOAT: t = a->u.f == b->u.f; break;
-            case K_COMPLEX: t = a->u.c.re == b->u.c.re && a->u.c.im == b->u.c.im; break;
-            case K_STRING: t = cmp_str(a, b) == 0; break;
-            case K_INVALID: t = true; break;
+            case K_BOOL:
+                t = a->u.b == b->u.b;
+                break;
+            case K_INT:
+                t = a->u.i == b->u.i;
+                break;
+            case K_FLOAT:
+                t = a->u.f == b->u.f;
+                break;
+            case K_COMPLEX:
+                t = a->u.c.re == b->u.c.re && a->u.c.im == b->u.c.im;
+                break;
+            case K_STRING:
+                t = cmp_str(a, b) == 0;
+                break;
+            case K_INVALID:
+                t = true;
+                break;
             default:
                 if (tv_is_list(a) || tv_is_map(a) || tv_is_list(b) || tv_is_map(b))
                     return exec_errorf(x, "error calling eq: non-comparable type %s",
@@ -122,17 +155,27 @@ static int fn_lt(struct exec *x, const char *name, const struct tval *a, const s
     if (k1 != k2)
         return exec_errorf(x, "error calling %s: incompatible types for comparison", name);
     switch (k1) {
-    case K_INT: *out = a->u.i < b->u.i; return 0;
-    case K_FLOAT: *out = a->u.f < b->u.f; return 0;
-    case K_STRING: *out = cmp_str(a, b) < 0; return 0;
-    default: return exec_errorf(x, "error calling %s: invalid type for comparison", name);
+    case K_INT:
+        *out = a->u.i < b->u.i;
+        return 0;
+    case K_FLOAT:
+        *out = a->u.f < b->u.f;
+        return 0;
+    case K_STRING:
+        *out = cmp_str(a, b) < 0;
+        return 0;
+    default:
+        return exec_errorf(x, "error calling %s: invalid type for comparison", name);
     }
 }
 
 // ---------------------------------------------------------------------------
 // fmt
 
-static bool is_str(const struct tval *v) { return v->kind == TV_STR; }
+static bool is_str(const struct tval *v)
+{
+    return v->kind == TV_STR;
+}
 
 static int sprint(struct buf *b, const struct tval *args, size_t n, bool ln)
 {
@@ -219,11 +262,21 @@ static int fmt_int(struct buf *b, const struct spec *sp, int64_t v, char verb)
     int base = 10;
     const char *set = "0123456789abcdef";
     switch (verb) {
-    case 'b': base = 2; break;
-    case 'o': case 'O': base = 8; break;
-    case 'x': base = 16; break;
-    case 'X': base = 16, set = "0123456789ABCDEF"; break;
-    default: break;
+    case 'b':
+        base = 2;
+        break;
+    case 'o':
+    case 'O':
+        base = 8;
+        break;
+    case 'x':
+        base = 16;
+        break;
+    case 'X':
+        base = 16, set = "0123456789ABCDEF";
+        break;
+    default:
+        break;
     }
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
     int k = 0;
@@ -319,7 +372,13 @@ static int fmt_one(struct buf *b, const struct spec *sp, char verb, const struct
         return bad_verb(b, verb, v);
     case TV_INT:
         switch (verb) {
-        case 'v': case 'd': case 'b': case 'o': case 'O': case 'x': case 'X':
+        case 'v':
+        case 'd':
+        case 'b':
+        case 'o':
+        case 'O':
+        case 'x':
+        case 'X':
             return fmt_int(b, sp, v->u.i, verb == 'v' ? 'd' : verb);
         case 'c': {
             char s[4];
@@ -349,13 +408,21 @@ static int fmt_one(struct buf *b, const struct spec *sp, char verb, const struct
             int n = snprintf(s, sizeof(s), "U+%04llX", (unsigned long long)v->u.i);
             return pad(b, sp, s, (size_t)n, false);
         }
-        default: return bad_verb(b, verb, v);
+        default:
+            return bad_verb(b, verb, v);
         }
     case TV_FLOAT:
         switch (verb) {
-        case 'v': case 'g': case 'G': case 'e': case 'E': case 'f': case 'F':
+        case 'v':
+        case 'g':
+        case 'G':
+        case 'e':
+        case 'E':
+        case 'f':
+        case 'F':
             return fmt_float(b, sp, v->u.f, verb);
-        default: return bad_verb(b, verb, v);
+        default:
+            return bad_verb(b, verb, v);
         }
     case TV_STR:
         switch (verb) {
@@ -396,7 +463,8 @@ static int fmt_one(struct buf *b, const struct spec *sp, char verb, const struct
             buf_deinit(&t);
             return rc;
         }
-        default: return bad_verb(b, verb, v);
+        default:
+            return bad_verb(b, verb, v);
         }
     default:
         if (verb == 'v' || verb == 's') {
@@ -539,13 +607,26 @@ static int html_escape(struct buf *o, const char *s, size_t n)
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         switch (s[i]) {
-        case '<': rc = buf_append_str(o, "&lt;"); break;
-        case '>': rc = buf_append_str(o, "&gt;"); break;
-        case '&': rc = buf_append_str(o, "&amp;"); break;
-        case '\'': rc = buf_append_str(o, "&#39;"); break;
-        case '"': rc = buf_append_str(o, "&#34;"); break;
-        case 0: rc = buf_append_str(o, "\xEF\xBF\xBD"); break;
-        default: rc = buf_append_char(o, s[i]);
+        case '<':
+            rc = buf_append_str(o, "&lt;");
+            break;
+        case '>':
+            rc = buf_append_str(o, "&gt;");
+            break;
+        case '&':
+            rc = buf_append_str(o, "&amp;");
+            break;
+        case '\'':
+            rc = buf_append_str(o, "&#39;");
+            break;
+        case '"':
+            rc = buf_append_str(o, "&#34;");
+            break;
+        case 0:
+            rc = buf_append_str(o, "\xEF\xBF\xBD");
+            break;
+        default:
+            rc = buf_append_char(o, s[i]);
         }
     }
     return rc;
@@ -557,13 +638,27 @@ static int js_escape(struct buf *o, const char *s, size_t n)
     for (size_t i = 0; i < n && !rc; i++) {
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '\\': rc = buf_append_str(o, "\\\\"); break;
-        case '\'': rc = buf_append_str(o, "\\'"); break;
-        case '"': rc = buf_append_str(o, "\\\""); break;
-        case '<': rc = buf_append_str(o, "\\u003C"); break;
-        case '>': rc = buf_append_str(o, "\\u003E"); break;
-        case '&': rc = buf_append_str(o, "\\u0026"); break;
-        case '=': rc = buf_append_str(o, "\\u003D"); break;
+        case '\\':
+            rc = buf_append_str(o, "\\\\");
+            break;
+        case '\'':
+            rc = buf_append_str(o, "\\'");
+            break;
+        case '"':
+            rc = buf_append_str(o, "\\\"");
+            break;
+        case '<':
+            rc = buf_append_str(o, "\\u003C");
+            break;
+        case '>':
+            rc = buf_append_str(o, "\\u003E");
+            break;
+        case '&':
+            rc = buf_append_str(o, "\\u0026");
+            break;
+        case '=':
+            rc = buf_append_str(o, "\\u003D");
+            break;
         default:
             if (c < ' ' || c == 0x7f)
                 rc = buf_printf(o, "\\u%04X", c);
@@ -705,7 +800,8 @@ int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct t
                 return exec_errorf(x, "error calling index: index of untyped nil");
             if (v.kind == TV_STR || tv_is_list(&v)) {
                 if (ix->kind != TV_INT)
-                    return exec_errorf(x, "error calling index: cannot index slice/array with type %s",
+                    return exec_errorf(x,
+                                       "error calling index: cannot index slice/array with type %s",
                                        ix->kind == TV_NIL ? "nil" : tv_type_name(ix));
                 size_t len = v.kind == TV_STR ? v.u.s.n : tv_list_len(&v);
                 if (ix->u.i < 0 || (uint64_t)ix->u.i >= len)
@@ -717,13 +813,16 @@ int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct t
                     v = tv_list_at(&v, (size_t)ix->u.i);
             } else if (tv_is_map(&v)) {
                 if (ix->kind != TV_STR)
-                    return exec_errorf(x, "error calling index: value has type %s; should be string",
+                    return exec_errorf(x,
+                                       "error calling index: value has type %s; should be string",
                                        ix->kind == TV_NIL ? "nil" : tv_type_name(ix));
                 char *key = xstrndup(ix->u.s.p, ix->u.s.n);
                 json_t *j = json_object_get(v.u.j.j, key);
                 int sch = v.schema == S_PROPS ? S_PROP : S_GENERIC;
                 if (v.schema == S_ROOT)
-                    sch = !strcmp(key, "Messages") ? S_MSGS : !strcmp(key, "Tools") ? S_TOOLS : S_GENERIC;
+                    sch = !strcmp(key, "Messages") ? S_MSGS
+                          : !strcmp(key, "Tools")  ? S_TOOLS
+                                                   : S_GENERIC;
                 free(key);
                 v = (j || sch == S_PROP) ? tv_from_json(j, sch) : tv_nil();
             } else {
@@ -774,8 +873,7 @@ int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct t
             return exec_errorf(x, "error calling slice: invalid slice index: %lld > %lld",
                                (long long)ix[1], (long long)ix[2]);
         if (v.kind == TV_STR) {
-            *out = (struct tval){.kind = TV_STR,
-                                 .u.s = {v.u.s.p + ix[0], (size_t)(ix[1] - ix[0])}};
+            *out = (struct tval){.kind = TV_STR, .u.s = {v.u.s.p + ix[0], (size_t)(ix[1] - ix[0])}};
         } else {
             *out = v;
             out->u.j.hi = v.u.j.lo + (size_t)ix[1];
@@ -849,7 +947,7 @@ int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct t
         }
         buf_init(&b, TMPL_MAX_OUTPUT);
         rc = fn == F_HTML ? html_escape(&b, s.data ? s.data : "", s.len)
-           : fn == F_JS   ? js_escape(&b, s.data ? s.data : "", s.len)
+             : fn == F_JS ? js_escape(&b, s.data ? s.data : "", s.len)
                           : url_escape(&b, s.data ? s.data : "", s.len);
         buf_deinit(&s);
         if (rc) {
@@ -863,7 +961,8 @@ int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct t
             return exec_errorf(x, "wrong number of args for call: want at least 1 got 0");
         if (args[0].kind == TV_NIL)
             return exec_errorf(x, "error calling call: call of nil");
-        return exec_errorf(x, "error calling call: non-function of type %s", tv_type_name(&args[0]));
+        return exec_errorf(x, "error calling call: non-function of type %s",
+                           tv_type_name(&args[0]));
     case F_JSON:
         if ((rc = want_args(x, fn, n, 1)))
             return rc;
@@ -889,6 +988,7 @@ int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct t
         else
             buf_append_str(&b, "any");
         return ret_buf(x, &b, out);
-    default: return exec_errorf(x, "unknown function");
+    default:
+        return exec_errorf(x, "unknown function");
     }
 }

@@ -13,10 +13,10 @@
 // ---------------------------------------------------------------------------
 // Limits that keep hostile templates and data cheap.
 
-#define TMPL_MAX_DEPTH 200            // nested parse constructs and template calls
-#define TMPL_MAX_STEPS 5000000        // evaluation steps per execution
-#define TMPL_MAX_OUTPUT (64u << 20)   // bytes of rendered output
-#define TMPL_MAX_SOURCE (4u << 20)    // bytes of template source
+#define TMPL_MAX_DEPTH  200          // nested parse constructs and template calls
+#define TMPL_MAX_STEPS  5000000      // evaluation steps per execution
+#define TMPL_MAX_OUTPUT (64u << 20)  // bytes of rendered output
+#define TMPL_MAX_SOURCE (4u << 20)   // bytes of template source
 
 // ---------------------------------------------------------------------------
 // Lexer
@@ -124,7 +124,10 @@ struct tval {
     } u;
 };
 
-static inline struct tval tv_nil(void) { return (struct tval){.kind = TV_NIL}; }
+static inline struct tval tv_nil(void)
+{
+    return (struct tval){.kind = TV_NIL};
+}
 
 bool tv_is_list(const struct tval *v);
 bool tv_is_map(const struct tval *v);
@@ -170,15 +173,15 @@ enum node_type {
     // inside pipelines
     N_PIPE,
     N_CMD,
-    N_FIELD,   // .A.B: idents
-    N_VAR,     // $x.A: idents[0] = "$x"
+    N_FIELD,  // .A.B: idents
+    N_VAR,    // $x.A: idents[0] = "$x"
     N_DOT,
     N_NIL,
     N_BOOL,
     N_NUM,
     N_STR,
-    N_IDENT,   // function name
-    N_CHAIN,   // (pipe).A.B: sub + idents
+    N_IDENT,  // function name
+    N_CHAIN,  // (pipe).A.B: sub + idents
 };
 
 struct node {
@@ -210,7 +213,8 @@ struct named {
     struct node *root;
 };
 
-struct template {
+struct template
+{
     struct arena arena;
     char *src;  // copy of the text
     size_t src_len;
@@ -265,7 +269,7 @@ struct exec {
     struct {
         const char *name;
         struct tval v;
-    } *vars;
+    } * vars;
     size_t n_vars, cap_vars;
     size_t var_base;  // first variable visible in the current template call
     long steps;
@@ -280,5 +284,5 @@ int tmpl_call_func(struct exec *x, int fn, struct tval *args, size_t n, struct t
 int exec_str(struct exec *x, const char *s, size_t n, struct tval *out);
 
 int tmpl_parse_tree(struct template *t, struct err *e);
-int tmpl_exec_node(const struct template *t, const struct node *root, json_t *data,
-                   struct buf *out, struct err *e);
+int tmpl_exec_node(const struct template *t, const struct node *root, json_t *data, struct buf *out,
+                   struct err *e);

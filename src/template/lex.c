@@ -11,13 +11,16 @@ struct lexer {
     struct arena *a;
     struct toks *out;
     struct err *e;
-    int line;            // line of pos
-    size_t line_start;   // offset of the first byte of that line
-    bool trim_next;      // the last action ended with " -}}"
+    int line;           // line of pos
+    size_t line_start;  // offset of the first byte of that line
+    bool trim_next;     // the last action ended with " -}}"
     int paren;
 };
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 static bool is_alnum(unsigned char c)
 {
     return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -171,14 +174,30 @@ static size_t unescape(const char *s, size_t n, char quote, char *o, size_t *on,
     char c = s[0];
     uint32_t v = 0;
     switch (c) {
-    case 'a': v = 7; break;
-    case 'b': v = 8; break;
-    case 'f': v = 12; break;
-    case 'n': v = 10; break;
-    case 'r': v = 13; break;
-    case 't': v = 9; break;
-    case 'v': v = 11; break;
-    case '\\': v = '\\'; break;
+    case 'a':
+        v = 7;
+        break;
+    case 'b':
+        v = 8;
+        break;
+    case 'f':
+        v = 12;
+        break;
+    case 'n':
+        v = 10;
+        break;
+    case 'r':
+        v = 13;
+        break;
+    case 't':
+        v = 9;
+        break;
+    case 'v':
+        v = 11;
+        break;
+    case '\\':
+        v = '\\';
+        break;
     case '"':
     case '\'':
         if (c != quote)
@@ -416,10 +435,19 @@ static const struct {
     const char *word;
     int type;
 } keywords[] = {
-    {"if", T_IF},         {"else", T_ELSE},         {"end", T_END},       {"range", T_RANGE},
-    {"with", T_WITH},     {"break", T_BREAK},       {"continue", T_CONTINUE},
-    {"define", T_DEFINE}, {"template", T_TEMPLATE}, {"block", T_BLOCK},   {"nil", T_NIL},
-    {"true", T_BOOL},     {"false", T_BOOL},
+    {"if", T_IF},
+    {"else", T_ELSE},
+    {"end", T_END},
+    {"range", T_RANGE},
+    {"with", T_WITH},
+    {"break", T_BREAK},
+    {"continue", T_CONTINUE},
+    {"define", T_DEFINE},
+    {"template", T_TEMPLATE},
+    {"block", T_BLOCK},
+    {"nil", T_NIL},
+    {"true", T_BOOL},
+    {"false", T_BOOL},
 };
 
 static int lex_word(struct lexer *l, int kind)  // kind: T_IDENT, T_FIELD, T_VAR

@@ -208,9 +208,8 @@ struct template_tool_parser *template_tool_parser_new(const char *tag, json_t *t
     size_t n = json_array_size(tools);
     p->names = xcalloc(n + 1, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
-        const char *name =
-            json_string_value(json_object_get(json_object_get(json_array_get(tools, i), "function"),
-                                              "name"));
+        const char *name = json_string_value(
+            json_object_get(json_object_get(json_array_get(tools, i), "function"), "name"));
         if (name && *name)
             p->names[p->n_names++] = xstrdup(name);
     }
@@ -466,8 +465,7 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
     return rc ? err_set(e, ERR_TOO_LARGE, "output too large") : 0;
 }
 
-int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content,
-                                json_t *calls)
+int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content, json_t *calls)
 {
     int rc = 0;
     // a name prefix at the very end no longer needs more input

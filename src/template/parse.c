@@ -43,7 +43,10 @@ static int vec_push(struct parser *p, struct vec *vc, void *x)
     return 0;
 }
 
-static struct tok *peek(struct parser *p) { return &p->v[p->i]; }
+static struct tok *peek(struct parser *p)
+{
+    return &p->v[p->i];
+}
 static struct tok *next(struct parser *p)
 {
     struct tok *t = &p->v[p->i];
@@ -66,15 +69,30 @@ static struct tok *next_ns(struct parser *p)
 static const char *tok_desc(const struct tok *t, char *buf, size_t n)
 {
     switch (t->type) {
-    case T_EOF: return "EOF";
-    case T_RDELIM: return "\"}}\"";
-    case T_LDELIM: return "\"{{\"";
-    case T_SPACE: return "space";
-    case T_IF: case T_ELSE: case T_END: case T_RANGE: case T_WITH: case T_BREAK:
-    case T_CONTINUE: case T_DEFINE: case T_TEMPLATE: case T_BLOCK: case T_NIL:
+    case T_EOF:
+        return "EOF";
+    case T_RDELIM:
+        return "\"}}\"";
+    case T_LDELIM:
+        return "\"{{\"";
+    case T_SPACE:
+        return "space";
+    case T_IF:
+    case T_ELSE:
+    case T_END:
+    case T_RANGE:
+    case T_WITH:
+    case T_BREAK:
+    case T_CONTINUE:
+    case T_DEFINE:
+    case T_TEMPLATE:
+    case T_BLOCK:
+    case T_NIL:
         snprintf(buf, n, "<%.*s>", (int)(t->n > 40 ? 40 : t->n), t->s);
         return buf;
-    case T_STRING: snprintf(buf, n, "string"); return buf;
+    case T_STRING:
+        snprintf(buf, n, "string");
+        return buf;
     default:
         snprintf(buf, n, "%.*s", (int)(t->n > 40 ? 40 : t->n), t->s);
         return buf;
@@ -200,8 +218,7 @@ static int parse_number(struct parser *p, const struct tok *t, struct tval *out)
             v = v * (uint64_t)base + (uint64_t)dv;
         }
         if (ok && (neg ? v <= (uint64_t)INT64_MAX + 1 : v <= (uint64_t)INT64_MAX)) {
-            *out = (struct tval){.kind = TV_INT,
-                                 .u.i = neg ? (int64_t)(0 - v) : (int64_t)v};
+            *out = (struct tval){.kind = TV_INT, .u.i = neg ? (int64_t)(0 - v) : (int64_t)v};
             return 0;
         }
     }
@@ -209,8 +226,7 @@ static int parse_number(struct parser *p, const struct tok *t, struct tval *out)
     char *end;
     double f = strtod(buf, &end);
     bool octal_float_like = base == 8 && !(s[1] == 'o' || s[1] == 'O');
-    if (*end || k == 0 || (base != 10 && !hex && !octal_float_like) ||
-        !strpbrk(buf, "0123456789"))
+    if (*end || k == 0 || (base != 10 && !hex && !octal_float_like) || !strpbrk(buf, "0123456789"))
         return perr(p, t, "illegal number syntax: %.*s", (int)(t->n > 40 ? 40 : t->n), t->s);
     if (hex && !strpbrk(buf, "pP"))
         return perr(p, t, "illegal number syntax: %.*s", (int)(t->n > 40 ? 40 : t->n), t->s);
@@ -246,8 +262,10 @@ static struct node *term(struct parser *p)
         n->func = f;
         return n;
     }
-    case T_DOT: return new_node(p, N_DOT, t);
-    case T_NIL: return new_node(p, N_NIL, t);
+    case T_DOT:
+        return new_node(p, N_DOT, t);
+    case T_NIL:
+        return new_node(p, N_NIL, t);
     case T_VAR:
         if (!has_var(p, t->s, t->n)) {
             perr(p, t, "undefined variable \"%.*s\"", (int)(t->n > 60 ? 60 : t->n), t->s);
@@ -461,8 +479,16 @@ static struct node *parse_pipeline(struct parser *p, const char *ctx, int end_ty
             break;
         }
         switch (t->type) {
-        case T_BOOL: case T_CHAR: case T_DOT: case T_FIELD: case T_IDENT: case T_NUMBER:
-        case T_NIL: case T_STRING: case T_VAR: case T_LPAREN: {
+        case T_BOOL:
+        case T_CHAR:
+        case T_DOT:
+        case T_FIELD:
+        case T_IDENT:
+        case T_NUMBER:
+        case T_NIL:
+        case T_STRING:
+        case T_VAR:
+        case T_LPAREN: {
             struct node *c = command(p, ctx, end_type);
             if (!c || vec_push(p, &cmds, c))
                 return NULL;
@@ -480,10 +506,15 @@ static struct node *parse_pipeline(struct parser *p, const char *ctx, int end_ty
     for (size_t i = 1; i < cmds.n; i++) {
         struct node *a0 = ((struct node *)cmds.v[i])->kids[0];
         switch (a0->type) {
-        case N_BOOL: case N_DOT: case N_NIL: case N_NUM: case N_STR:
+        case N_BOOL:
+        case N_DOT:
+        case N_NIL:
+        case N_NUM:
+        case N_STR:
             perr(p, start, "non executable command in pipeline stage %zu", i + 1);
             return NULL;
-        default: break;
+        default:
+            break;
         }
     }
     pipe->kids = (struct node **)cmds.v;
@@ -627,9 +658,15 @@ static struct node *parse_action(struct parser *p, int *ended, bool top)
         // "else if" is handled by the caller: do not consume the delimiter yet
         *ended = END_ELSE;
         return NULL;
-    case T_IF: next(p); return parse_control(p, N_IF, t);
-    case T_RANGE: next(p); return parse_control(p, N_RANGE, t);
-    case T_WITH: next(p); return parse_control(p, N_WITH, t);
+    case T_IF:
+        next(p);
+        return parse_control(p, N_IF, t);
+    case T_RANGE:
+        next(p);
+        return parse_control(p, N_RANGE, t);
+    case T_WITH:
+        next(p);
+        return parse_control(p, N_WITH, t);
     case T_BREAK:
     case T_CONTINUE: {
         next(p);
@@ -796,7 +833,8 @@ static int idents_walk(const struct node *n, struct strset *s)
         if (!n->pipe)
             return -1;
         return idents_walk(n->pipe, s);
-    case N_ACTION: return idents_walk(n->pipe, s);
+    case N_ACTION:
+        return idents_walk(n->pipe, s);
     case N_IF:
     case N_RANGE:
     case N_WITH:
@@ -808,7 +846,8 @@ static int idents_walk(const struct node *n, struct strset *s)
         for (size_t i = 0; i < n->n_idents; i++)
             set_add(s, n->idents[i]);
         return 0;
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -856,7 +895,8 @@ static const struct node *find_toolcalls_if(const struct node *list)
             if ((r = find_toolcalls_if(n->list)) || (r = find_toolcalls_if(n->else_list)))
                 return r;
             break;
-        default: break;
+        default:
+            break;
         }
     }
     return NULL;
@@ -883,8 +923,10 @@ static const struct node *first_text(const struct node *list)
             if ((r = first_text(n->list)) || (r = first_text(n->else_list)))
                 return r;
             return NULL;
-        case N_ACTION: return NULL;
-        default: break;
+        case N_ACTION:
+            return NULL;
+        default:
+            break;
         }
     }
     return NULL;
@@ -939,8 +981,10 @@ static bool pipe_has_first_field(const struct node *n, const char *name)
             if (pipe_has_first_field(n->kids[i], name))
                 return true;
         return false;
-    case N_FIELD: return n->n_idents > 0 && !strcmp(n->idents[0], name);
-    default: return false;
+    case N_FIELD:
+        return n->n_idents > 0 && !strcmp(n->idents[0], name);
+    default:
+        return false;
     }
 }
 
@@ -989,7 +1033,8 @@ static void think_walk(const struct node *n, const struct node *list, bool in_ms
             }
         }
         return;
-    default: return;
+    default:
+        return;
     }
 }
 
@@ -1076,7 +1121,8 @@ static struct node *cut_walk(struct cutter *c, const struct node *n)
         m->n_kids = k;
         return m;
     }
-    default: return m;
+    default:
+        return m;
     }
 }
 

@@ -164,9 +164,9 @@ static int render(const struct template *t, const struct template_prompt_req *re
         json_t *root = json_object();
         json_object_set_new(root, "System", json_string(system));
         json_object_set(root, "Messages", col);
-        json_object_set(root, "Tools", json_is_array(req->tools) && json_array_size(req->tools)
-                                           ? req->tools
-                                           : json_null());
+        json_object_set(root, "Tools",
+                        json_is_array(req->tools) && json_array_size(req->tools) ? req->tools
+                                                                                 : json_null());
         json_object_set_new(root, "Response", json_string(""));
         set_think(root, &req->think);
         rc = template_execute(t, root, out, e);

@@ -40,7 +40,10 @@ void template_free(struct template *t)
     free(t);
 }
 
-const char *template_text(const struct template *t) { return t->src; }
+const char *template_text(const struct template *t)
+{
+    return t->src;
+}
 
 bool template_has_ident(const struct template *t, const char *lower_name)
 {
@@ -58,8 +61,14 @@ bool template_has_ident(const struct template *t, const char *lower_name)
     return false;
 }
 
-bool template_supports_tools(const struct template *t) { return template_has_ident(t, "tools"); }
-bool template_supports_insert(const struct template *t) { return template_has_ident(t, "suffix"); }
+bool template_supports_tools(const struct template *t)
+{
+    return template_has_ident(t, "tools");
+}
+bool template_supports_insert(const struct template *t)
+{
+    return template_has_ident(t, "suffix");
+}
 
 bool template_thinking_tags(const struct template *t, const char **open, const char **close)
 {
@@ -71,7 +80,10 @@ bool template_thinking_tags(const struct template *t, const char **open, const c
     return ok;
 }
 
-const char *template_tool_tag(const struct template *t) { return t->tool_tag; }
+const char *template_tool_tag(const struct template *t)
+{
+    return t->tool_tag;
+}
 
 int template_execute(const struct template *t, json_t *data, struct buf *out, struct err *e)
 {

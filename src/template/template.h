@@ -89,7 +89,7 @@ struct template_prompt_req {
 };
 
 struct template_prompt_info {
-    json_t *images;  // owned: base64 image strings in [img-N] order (N = index)
+    json_t *images;    // owned: base64 image strings in [img-N] order (N = index)
     size_t n_dropped;  // messages dropped by truncation
 };
 
@@ -151,8 +151,7 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
 // End of response: calls still complete in the buffer go to calls; with a
 // "{"/"[" tag and no call found, the buffered text goes to content (also a
 // held-back partial tag).
-int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content,
-                                json_t *calls);
+int template_tool_parser_finish(struct template_tool_parser *p, struct buf *content, json_t *calls);
 
 // Both parsers chained as the server uses them: thinking (when think is on
 // and the template has tags; started inside when the rendered prompt ends

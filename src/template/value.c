@@ -162,14 +162,30 @@ int go_json_string(struct buf *b, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         if (c < 0x80) {
             switch (c) {
-            case '"': rc = buf_append_str(b, "\\\""); break;
-            case '\\': rc = buf_append_str(b, "\\\\"); break;
-            case '\n': rc = buf_append_str(b, "\\n"); break;
-            case '\r': rc = buf_append_str(b, "\\r"); break;
-            case '\t': rc = buf_append_str(b, "\\t"); break;
-            case '\b': rc = buf_append_str(b, "\\b"); break;
-            case '\f': rc = buf_append_str(b, "\\f"); break;
-            case '<': case '>': case '&':
+            case '"':
+                rc = buf_append_str(b, "\\\"");
+                break;
+            case '\\':
+                rc = buf_append_str(b, "\\\\");
+                break;
+            case '\n':
+                rc = buf_append_str(b, "\\n");
+                break;
+            case '\r':
+                rc = buf_append_str(b, "\\r");
+                break;
+            case '\t':
+                rc = buf_append_str(b, "\\t");
+                break;
+            case '\b':
+                rc = buf_append_str(b, "\\b");
+                break;
+            case '\f':
+                rc = buf_append_str(b, "\\f");
+                break;
+            case '<':
+            case '>':
+            case '&':
                 rc = buf_printf(b, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
                 break;
             default:
@@ -220,13 +236,27 @@ int go_quote(struct buf *b, const char *s, size_t n)
             rc = buf_append(b, s + i, w);
         } else {
             switch (cp) {
-            case '\a': rc = buf_append_str(b, "\\a"); break;
-            case '\b': rc = buf_append_str(b, "\\b"); break;
-            case '\f': rc = buf_append_str(b, "\\f"); break;
-            case '\n': rc = buf_append_str(b, "\\n"); break;
-            case '\r': rc = buf_append_str(b, "\\r"); break;
-            case '\t': rc = buf_append_str(b, "\\t"); break;
-            case '\v': rc = buf_append_str(b, "\\v"); break;
+            case '\a':
+                rc = buf_append_str(b, "\\a");
+                break;
+            case '\b':
+                rc = buf_append_str(b, "\\b");
+                break;
+            case '\f':
+                rc = buf_append_str(b, "\\f");
+                break;
+            case '\n':
+                rc = buf_append_str(b, "\\n");
+                break;
+            case '\r':
+                rc = buf_append_str(b, "\\r");
+                break;
+            case '\t':
+                rc = buf_append_str(b, "\\t");
+                break;
+            case '\v':
+                rc = buf_append_str(b, "\\v");
+                break;
             default:
                 if (cp < 0x20 || cp == 0x7f)
                     rc = buf_printf(b, "\\x%02x", cp);
@@ -271,9 +301,16 @@ bool tv_is_list(const struct tval *v)
     if (v->kind != TV_JSON)
         return false;
     switch (v->schema) {
-    case S_MSGS: case S_TCS: case S_TOOLS: case S_PROPLIST: case S_PTYPE: return true;
-    case S_GENERIC: return json_is_array(v->u.j.j);
-    default: return false;
+    case S_MSGS:
+    case S_TCS:
+    case S_TOOLS:
+    case S_PROPLIST:
+    case S_PTYPE:
+        return true;
+    case S_GENERIC:
+        return json_is_array(v->u.j.j);
+    default:
+        return false;
     }
 }
 
@@ -282,9 +319,14 @@ bool tv_is_map(const struct tval *v)
     if (v->kind != TV_JSON)
         return false;
     switch (v->schema) {
-    case S_ROOT: case S_ARGS: case S_PROPS: return true;
-    case S_GENERIC: return json_is_object(v->u.j.j);
-    default: return false;
+    case S_ROOT:
+    case S_ARGS:
+    case S_PROPS:
+        return true;
+    case S_GENERIC:
+        return json_is_object(v->u.j.j);
+    default:
+        return false;
     }
 }
 
@@ -311,11 +353,16 @@ struct tval tv_from_json(json_t *j, int schema)
                                  .u.s = {json_string_value(j), json_string_length(j)}};
         case JSON_INTEGER:
             return (struct tval){.kind = TV_FLOAT, .u.f = (double)json_integer_value(j)};
-        case JSON_REAL: return (struct tval){.kind = TV_FLOAT, .u.f = json_real_value(j)};
-        case JSON_TRUE: return (struct tval){.kind = TV_BOOL, .u.b = true};
-        case JSON_FALSE: return (struct tval){.kind = TV_BOOL, .u.b = false};
-        case JSON_NULL: return tv_nil();
-        default: break;
+        case JSON_REAL:
+            return (struct tval){.kind = TV_FLOAT, .u.f = json_real_value(j)};
+        case JSON_TRUE:
+            return (struct tval){.kind = TV_BOOL, .u.b = true};
+        case JSON_FALSE:
+            return (struct tval){.kind = TV_BOOL, .u.b = false};
+        case JSON_NULL:
+            return tv_nil();
+        default:
+            break;
         }
     }
     if (schema == S_PTYPE) {
@@ -337,11 +384,16 @@ struct tval tv_from_json(json_t *j, int schema)
 static int elem_schema(int list_schema)
 {
     switch (list_schema) {
-    case S_MSGS: return S_MSG;
-    case S_TCS: return S_TC;
-    case S_TOOLS: return S_TOOL;
-    case S_PROPLIST: return S_PROP;
-    default: return S_GENERIC;
+    case S_MSGS:
+        return S_MSG;
+    case S_TCS:
+        return S_TC;
+    case S_TOOLS:
+        return S_TOOL;
+    case S_PROPLIST:
+        return S_PROP;
+    default:
+        return S_GENERIC;
     }
 }
 
@@ -356,12 +408,18 @@ struct tval tv_list_at(const struct tval *v, size_t i)
 bool tv_truth(const struct tval *v)
 {
     switch (v->kind) {
-    case TV_NIL: return false;
-    case TV_BOOL: return v->u.b;
-    case TV_INT: return v->u.i != 0;
-    case TV_FLOAT: return v->u.f != 0;
-    case TV_COMPLEX: return v->u.c.re != 0 || v->u.c.im != 0;
-    case TV_STR: return v->u.s.n > 0;
+    case TV_NIL:
+        return false;
+    case TV_BOOL:
+        return v->u.b;
+    case TV_INT:
+        return v->u.i != 0;
+    case TV_FLOAT:
+        return v->u.f != 0;
+    case TV_COMPLEX:
+        return v->u.c.re != 0 || v->u.c.im != 0;
+    case TV_STR:
+        return v->u.s.n > 0;
     default:
         if (tv_is_list(v))
             return tv_list_len(v) > 0;
@@ -374,31 +432,54 @@ bool tv_truth(const struct tval *v)
 const char *tv_type_name(const struct tval *v)
 {
     switch (v->kind) {
-    case TV_NIL: return "nil";
-    case TV_BOOL: return "bool";
-    case TV_INT: return "int";
-    case TV_FLOAT: return "float64";
-    case TV_COMPLEX: return "complex128";
-    case TV_STR: return "string";
-    default: break;
+    case TV_NIL:
+        return "nil";
+    case TV_BOOL:
+        return "bool";
+    case TV_INT:
+        return "int";
+    case TV_FLOAT:
+        return "float64";
+    case TV_COMPLEX:
+        return "complex128";
+    case TV_STR:
+        return "string";
+    default:
+        break;
     }
     switch (v->schema) {
-    case S_ROOT: return "map[string]interface {}";
-    case S_MSGS: return "[]*template.templateMessage";
-    case S_MSG: return "*template.templateMessage";
-    case S_TCS: return "[]template.templateToolCall";
-    case S_TC: return "template.templateToolCall";
-    case S_TCFUNC: return "template.templateToolCallFunction";
-    case S_ARGS: return "template.templateArgs";
-    case S_TOOLS: return "template.templateTools";
-    case S_TOOL: return "template.templateTool";
-    case S_TFUNC: return "template.templateToolFunction";
-    case S_PARAMS: return "template.templateToolFunctionParameters";
-    case S_PROPS: return "template.templateProperties";
-    case S_PROP: return "api.ToolProperty";
-    case S_PROPLIST: return "[]api.ToolProperty";
-    case S_PTYPE: return "api.PropertyType";
-    default: return json_is_array(v->u.j.j) ? "[]interface {}" : "map[string]interface {}";
+    case S_ROOT:
+        return "map[string]interface {}";
+    case S_MSGS:
+        return "[]*template.templateMessage";
+    case S_MSG:
+        return "*template.templateMessage";
+    case S_TCS:
+        return "[]template.templateToolCall";
+    case S_TC:
+        return "template.templateToolCall";
+    case S_TCFUNC:
+        return "template.templateToolCallFunction";
+    case S_ARGS:
+        return "template.templateArgs";
+    case S_TOOLS:
+        return "template.templateTools";
+    case S_TOOL:
+        return "template.templateTool";
+    case S_TFUNC:
+        return "template.templateToolFunction";
+    case S_PARAMS:
+        return "template.templateToolFunctionParameters";
+    case S_PROPS:
+        return "template.templateProperties";
+    case S_PROP:
+        return "api.ToolProperty";
+    case S_PROPLIST:
+        return "[]api.ToolProperty";
+    case S_PTYPE:
+        return "api.PropertyType";
+    default:
+        return json_is_array(v->u.j.j) ? "[]interface {}" : "map[string]interface {}";
     }
 }
 
@@ -414,60 +495,62 @@ struct fdef {
     int omitempty;
 };
 
-static const struct fdef msg_f[] = {
-    {"Role", "role", FK_STR, 0, 0},
-    {"Content", "content", FK_STR, 0, 0},
-    {"Thinking", "thinking", FK_STR, 0, 2},
-    {"Images", "images", FK_JSON, S_GENERIC, 2},
-    {"ToolCalls", "tool_calls", FK_JSON, S_TCS, 2},
-    {"ToolName", "tool_name", FK_STR, 0, 2},
-    {"ToolCallID", "tool_call_id", FK_STR, 0, 2},
-    {0}};
+static const struct fdef msg_f[] = {{"Role", "role", FK_STR, 0, 0},
+                                    {"Content", "content", FK_STR, 0, 0},
+                                    {"Thinking", "thinking", FK_STR, 0, 2},
+                                    {"Images", "images", FK_JSON, S_GENERIC, 2},
+                                    {"ToolCalls", "tool_calls", FK_JSON, S_TCS, 2},
+                                    {"ToolName", "tool_name", FK_STR, 0, 2},
+                                    {"ToolCallID", "tool_call_id", FK_STR, 0, 2},
+                                    {0}};
 static const struct fdef tc_f[] = {
     {"ID", "id", FK_STR, 0, 2}, {"Function", "function", FK_JSON, S_TCFUNC, 0}, {0}};
-static const struct fdef tcfunc_f[] = {
-    {"Index", "index", FK_INT, 0, 0},
-    {"Name", "name", FK_STR, 0, 0},
-    {"Arguments", "arguments", FK_JSON, S_ARGS, 0},
-    {0}};
-static const struct fdef tool_f[] = {
-    {"Type", "type", FK_STR, 0, 0},
-    {"Items", "items", FK_JSON, S_GENERIC, 1},
-    {"Function", "function", FK_JSON, S_TFUNC, 0},
-    {0}};
-static const struct fdef tfunc_f[] = {
-    {"Name", "name", FK_STR, 0, 0},
-    {"Description", "description", FK_STR, 0, 2},
-    {"Parameters", "parameters", FK_JSON, S_PARAMS, 0},
-    {0}};
-static const struct fdef params_f[] = {
-    {"Type", "type", FK_STR, 0, 0},
-    {"Defs", "$defs", FK_JSON, S_GENERIC, 1},
-    {"Items", "items", FK_JSON, S_GENERIC, 1},
-    {"Required", "required", FK_JSON, S_GENERIC, 2},
-    {"Properties", "properties", FK_JSON, S_PROPS, 0},
-    {0}};
-static const struct fdef prop_f[] = {
-    {"AnyOf", "anyOf", FK_JSON, S_PROPLIST, 2},
-    {"Type", "type", FK_JSON, S_PTYPE, 2},
-    {"Items", "items", FK_JSON, S_GENERIC, 1},
-    {"Description", "description", FK_STR, 0, 2},
-    {"Enum", "enum", FK_JSON, S_GENERIC, 2},
-    {"Properties", "properties", FK_JSON, S_PROPS, 1},
-    {"Required", "required", FK_JSON, S_GENERIC, 2},
-    {0}};
+static const struct fdef tcfunc_f[] = {{"Index", "index", FK_INT, 0, 0},
+                                       {"Name", "name", FK_STR, 0, 0},
+                                       {"Arguments", "arguments", FK_JSON, S_ARGS, 0},
+                                       {0}};
+static const struct fdef tool_f[] = {{"Type", "type", FK_STR, 0, 0},
+                                     {"Items", "items", FK_JSON, S_GENERIC, 1},
+                                     {"Function", "function", FK_JSON, S_TFUNC, 0},
+                                     {0}};
+static const struct fdef tfunc_f[] = {{"Name", "name", FK_STR, 0, 0},
+                                      {"Description", "description", FK_STR, 0, 2},
+                                      {"Parameters", "parameters", FK_JSON, S_PARAMS, 0},
+                                      {0}};
+static const struct fdef params_f[] = {{"Type", "type", FK_STR, 0, 0},
+                                       {"Defs", "$defs", FK_JSON, S_GENERIC, 1},
+                                       {"Items", "items", FK_JSON, S_GENERIC, 1},
+                                       {"Required", "required", FK_JSON, S_GENERIC, 2},
+                                       {"Properties", "properties", FK_JSON, S_PROPS, 0},
+                                       {0}};
+static const struct fdef prop_f[] = {{"AnyOf", "anyOf", FK_JSON, S_PROPLIST, 2},
+                                     {"Type", "type", FK_JSON, S_PTYPE, 2},
+                                     {"Items", "items", FK_JSON, S_GENERIC, 1},
+                                     {"Description", "description", FK_STR, 0, 2},
+                                     {"Enum", "enum", FK_JSON, S_GENERIC, 2},
+                                     {"Properties", "properties", FK_JSON, S_PROPS, 1},
+                                     {"Required", "required", FK_JSON, S_GENERIC, 2},
+                                     {0}};
 
 static const struct fdef *schema_fields(int schema)
 {
     switch (schema) {
-    case S_MSG: return msg_f;
-    case S_TC: return tc_f;
-    case S_TCFUNC: return tcfunc_f;
-    case S_TOOL: return tool_f;
-    case S_TFUNC: return tfunc_f;
-    case S_PARAMS: return params_f;
-    case S_PROP: return prop_f;
-    default: return NULL;
+    case S_MSG:
+        return msg_f;
+    case S_TC:
+        return tc_f;
+    case S_TCFUNC:
+        return tcfunc_f;
+    case S_TOOL:
+        return tool_f;
+    case S_TFUNC:
+        return tfunc_f;
+    case S_PARAMS:
+        return params_f;
+    case S_PROP:
+        return prop_f;
+    default:
+        return NULL;
     }
 }
 
@@ -573,21 +656,30 @@ static int json_list(struct buf *b, json_t *j, size_t lo, size_t hi, int eschema
 static int json_generic(struct buf *b, json_t *j)
 {
     switch (json_typeof(j ? j : json_null())) {
-    case JSON_OBJECT: return json_map(b, j, S_GENERIC);
-    case JSON_ARRAY: return json_list(b, j, 0, json_array_size(j), S_GENERIC);
-    case JSON_STRING: return go_json_string(b, json_string_value(j), json_string_length(j));
-    case JSON_INTEGER: return go_json_float(b, (double)json_integer_value(j));
-    case JSON_REAL: return go_json_float(b, json_real_value(j));
-    case JSON_TRUE: return buf_append_str(b, "true");
-    case JSON_FALSE: return buf_append_str(b, "false");
-    default: return buf_append_str(b, "null");
+    case JSON_OBJECT:
+        return json_map(b, j, S_GENERIC);
+    case JSON_ARRAY:
+        return json_list(b, j, 0, json_array_size(j), S_GENERIC);
+    case JSON_STRING:
+        return go_json_string(b, json_string_value(j), json_string_length(j));
+    case JSON_INTEGER:
+        return go_json_float(b, (double)json_integer_value(j));
+    case JSON_REAL:
+        return go_json_float(b, json_real_value(j));
+    case JSON_TRUE:
+        return buf_append_str(b, "true");
+    case JSON_FALSE:
+        return buf_append_str(b, "false");
+    default:
+        return buf_append_str(b, "null");
     }
 }
 
 static int json_schema(struct buf *b, json_t *j, int schema)
 {
     switch (schema) {
-    case S_GENERIC: return json_generic(b, j);
+    case S_GENERIC:
+        return json_generic(b, j);
     case S_MSGS:
     case S_TCS:
     case S_PROPLIST:
@@ -610,21 +702,30 @@ static int json_schema(struct buf *b, json_t *j, int schema)
         if (!json_is_object(j))
             return buf_append_str(b, "{}");
         return json_map(b, j, S_PROP);
-    case S_ROOT: return json_map(b, j, S_GENERIC);
-    default: return json_struct(b, j, schema_fields(schema));
+    case S_ROOT:
+        return json_map(b, j, S_GENERIC);
+    default:
+        return json_struct(b, j, schema_fields(schema));
     }
 }
 
 int tv_json(struct buf *b, const struct tval *v)
 {
     switch (v->kind) {
-    case TV_NIL: return buf_append_str(b, "null");
-    case TV_BOOL: return buf_append_str(b, v->u.b ? "true" : "false");
-    case TV_INT: return buf_printf(b, "%lld", (long long)v->u.i);
-    case TV_FLOAT: return go_json_float(b, v->u.f);
-    case TV_COMPLEX: return 0;  // json.Marshal fails: upstream prints ""
-    case TV_STR: return go_json_string(b, v->u.s.p, v->u.s.n);
-    default: break;
+    case TV_NIL:
+        return buf_append_str(b, "null");
+    case TV_BOOL:
+        return buf_append_str(b, v->u.b ? "true" : "false");
+    case TV_INT:
+        return buf_printf(b, "%lld", (long long)v->u.i);
+    case TV_FLOAT:
+        return go_json_float(b, v->u.f);
+    case TV_COMPLEX:
+        return 0;  // json.Marshal fails: upstream prints ""
+    case TV_STR:
+        return go_json_string(b, v->u.s.p, v->u.s.n);
+    default:
+        break;
     }
     if (tv_is_list(v) && v->schema != S_PTYPE) {
         if (!v->u.j.j || (v->schema == S_TOOLS && tv_list_len(v) == 0))
@@ -668,10 +769,14 @@ static int root_schema_of(const char *key)
 static int print_in(struct buf *b, const struct tval *v, bool nested)
 {
     switch (v->kind) {
-    case TV_NIL: return buf_append_str(b, nested ? "<nil>" : "<no value>");
-    case TV_BOOL: return buf_append_str(b, v->u.b ? "true" : "false");
-    case TV_INT: return buf_printf(b, "%lld", (long long)v->u.i);
-    case TV_FLOAT: return go_format_float(b, v->u.f, 'g', -1);
+    case TV_NIL:
+        return buf_append_str(b, nested ? "<nil>" : "<no value>");
+    case TV_BOOL:
+        return buf_append_str(b, v->u.b ? "true" : "false");
+    case TV_INT:
+        return buf_printf(b, "%lld", (long long)v->u.i);
+    case TV_FLOAT:
+        return go_format_float(b, v->u.f, 'g', -1);
     case TV_COMPLEX: {
         int rc = buf_append_char(b, '(');
         rc |= go_format_float(b, v->u.c.re, 'g', -1);
@@ -680,8 +785,10 @@ static int print_in(struct buf *b, const struct tval *v, bool nested)
         rc |= go_format_float(b, v->u.c.im, 'g', -1);
         return rc ? ERR_TOO_LARGE : buf_append_str(b, "i)");
     }
-    case TV_STR: return buf_append(b, v->u.s.p, v->u.s.n);
-    default: break;
+    case TV_STR:
+        return buf_append(b, v->u.s.p, v->u.s.n);
+    default:
+        break;
     }
     switch (v->schema) {
     case S_GENERIC:
@@ -725,7 +832,8 @@ static int print_in(struct buf *b, const struct tval *v, bool nested)
                 rc |= buf_append_char(b, ' ');
             rc |= buf_append_str(b, keys[i]);
             rc |= buf_append_char(b, ':');
-            struct tval x = tv_from_json(json_object_get(v->u.j.j, keys[i]), root_schema_of(keys[i]));
+            struct tval x =
+                tv_from_json(json_object_get(v->u.j.j, keys[i]), root_schema_of(keys[i]));
             rc |= print_in(b, &x, true);
         }
         free(keys);
@@ -737,6 +845,12 @@ static int print_in(struct buf *b, const struct tval *v, bool nested)
     }
 }
 
-int tv_print(struct buf *b, const struct tval *v) { return print_in(b, v, false); }
+int tv_print(struct buf *b, const struct tval *v)
+{
+    return print_in(b, v, false);
+}
 
-int tv_print_nested(struct buf *b, const struct tval *v) { return print_in(b, v, true); }
+int tv_print_nested(struct buf *b, const struct tval *v)
+{
+    return print_in(b, v, true);
+}

@@ -20,8 +20,8 @@ int tokenizer_decode(const struct tokenizer *t, const int32_t *ids, size_t n, bo
         n--;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= t->n_vocab)
-            return err_set(e, ERR_RANGE, "token id %d is out of range (vocabulary of %d)", (int)ids[i],
-                           (int)t->n_vocab);
+            return err_set(e, ERR_RANGE, "token id %d is out of range (vocabulary of %d)",
+                           (int)ids[i], (int)t->n_vocab);
         struct str p = tokenizer_piece(t, ids[i], render_special);
         if (remove_space && p.len > 0 && p.ptr[0] == ' ') {
             p.ptr++;
@@ -52,7 +52,10 @@ static size_t incomplete_tail(const unsigned char *p, size_t n)
         unsigned char c = p[n - back];
         if ((c & 0xC0) == 0x80)
             continue;  // continuation byte: keep looking for the lead
-        size_t need = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 1;
+        size_t need = c >= 0xF0 && c < 0xF5   ? 4
+                      : c >= 0xE0 && c < 0xF0 ? 3
+                      : c >= 0xC2 && c < 0xE0 ? 2
+                                              : 1;
         return need > back ? back : 0;
     }
     return 0;

@@ -74,7 +74,8 @@ static struct tok_wc_slot *wc_find(struct tok_scratch *s, const char *w, uint32_
     uint32_t i = h & s->wc_mask;
     for (;;) {
         struct tok_wc_slot *q = &s->wc[i];
-        if (!q->len || (q->hash == h && q->len == n && memcmp(s->wc_text.data + q->text_off, w, n) == 0))
+        if (!q->len ||
+            (q->hash == h && q->len == n && memcmp(s->wc_text.data + q->text_off, w, n) == 0))
             return q;
         i = (i + 1) & s->wc_mask;
     }
@@ -182,8 +183,9 @@ static void partition(const struct tokenizer *t, const char *text, size_t len, b
         unsigned char b = (unsigned char)text[p];
         if (!t->cand_lead[b])
             continue;
-        uint32_t buckets[2] = {0x10000u + b, p + 1 < len ? (uint32_t)b << 8 | (unsigned char)text[p + 1]
-                                                         : 0x10000u + b};
+        uint32_t buckets[2] = {0x10000u + b, p + 1 < len
+                                                 ? (uint32_t)b << 8 | (unsigned char)text[p + 1]
+                                                 : 0x10000u + b};
         for (int k2 = 0; k2 < (buckets[1] == buckets[0] ? 1 : 2); k2++) {
             uint32_t bk = buckets[k2];
             for (uint32_t k = t->cand_first[bk]; k < t->cand_first[bk + 1]; k++) {
@@ -289,7 +291,8 @@ int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, bo
         }
         switch (t->kind) {
         case TOKENIZER_SPM:
-            rc = tok_spm_encode(t, &s, text + f->off, f->len, t->add_space_prefix && prev_special, out, e);
+            rc = tok_spm_encode(t, &s, text + f->off, f->len, t->add_space_prefix && prev_special,
+                                out, e);
             break;
         case TOKENIZER_BPE:
             rc = tok_bpe_encode(t, &s, text + f->off, f->len, out, e);

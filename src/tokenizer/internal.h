@@ -156,8 +156,8 @@ struct tok_spans {
     uint32_t *v;  // offset, length pairs
     size_t n, cap;
 };
-int tok_pretok_split(const struct tok_pretok *p, const char *text, size_t len, struct tok_spans *out,
-                     struct err *e);
+int tok_pretok_split(const struct tok_pretok *p, const char *text, size_t len,
+                     struct tok_spans *out, struct err *e);
 void tok_spans_deinit(struct tok_spans *s);
 
 // Working memory of one encode call, reused across its fragments.

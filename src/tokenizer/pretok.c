@@ -13,48 +13,50 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#define WS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-#define S "[" WS "]"
-#define NS "[^" WS "]"
-#define CONTR_I "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
-#define CONTR "'s|'t|'re|'ve|'m|'ll|'d"
+#define WS                                                                                         \
+    "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}" \
+    "\\x{3000}"
+#define S        "[" WS "]"
+#define NS       "[^" WS "]"
+#define CONTR_I  "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
+#define CONTR    "'s|'t|'re|'ve|'m|'ll|'d"
 #define UPPERISH "(?:(?=\\p{L})[^a-z])"
 #define LOWERISH "(?:(?=\\p{L})[^A-Z])"
 
-static const char *const re_llama3[] = {
-    CONTR_I "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|" S
-            "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
-    NULL};
-static const char *const re_qwen2[] = {
-    CONTR_I "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|" S
-            "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
-    NULL};
+static const char *const re_llama3[] = {CONTR_I "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS
+                                                "\\p{L}\\p{N}]+[\\r\\n]*|" S "*[\\r\\n]+|" S
+                                                "+(?!" NS ")|" S "+",
+                                        NULL};
+static const char *const re_qwen2[] = {CONTR_I "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" WS
+                                               "\\p{L}\\p{N}]+[\\r\\n]*|" S "*[\\r\\n]+|" S
+                                               "+(?!" NS ")|" S "+",
+                                       NULL};
 static const char *const re_qwen35[] = {
-    CONTR_I "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^" WS "\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|" S
-            "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
+    CONTR_I "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^" WS
+            "\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|" S "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
     NULL};
 static const char *const re_gpt2[] = {
     CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S "+(?!" NS ")|" S "+", NULL};
 static const char *const re_starcoder[] = {
     "\\p{N}", CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S "+(?!" NS ")", NULL};
-#define DS_LLM_LETTERS \
-    "A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}" \
-    "\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}" \
-    "\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}\\x{3A3}-\\x{3F5}\\x{3F7}-" \
-    "\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}" \
-    "\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}" \
-    "\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}" \
-    "\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}\\x{1F5D}" \
-    "\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}\\x{1FC2}-" \
-    "\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}\\x{1FE0}-" \
-    "\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}\\x{210A}-\\x{2113}" \
-    "\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}\\x{212A}-\\x{212D}\\x{212F}-" \
-    "\\x{2134}\\x{2139}\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}\\x{2183}\\x{2184}" \
-    "\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}\\x{2CF2}\\x{2CF3}" \
-    "\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}\\x{A771}-\\x{A787}" \
-    "\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}" \
-    "\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}" \
-    "\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}" \
+#define DS_LLM_LETTERS                                                                             \
+    "A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}"                 \
+    "\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}"         \
+    "\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}\\x{3A3}-\\x{3F5}\\x{3F7}-"         \
+    "\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}"             \
+    "\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}"                 \
+    "\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}"                 \
+    "\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}\\x{1F5D}"         \
+    "\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}\\x{1FC2}-"                 \
+    "\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}\\x{1FE0}-"                 \
+    "\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}\\x{210A}-\\x{2113}"         \
+    "\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}\\x{212A}-\\x{212D}\\x{212F}-"         \
+    "\\x{2134}\\x{2139}\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}\\x{2183}\\x{2184}"          \
+    "\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}\\x{2CF2}\\x{2CF3}"                  \
+    "\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}\\x{A771}-\\x{A787}"                 \
+    "\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}"                 \
+    "\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}"             \
+    "\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}"         \
     "\\x{1E900}-\\x{1E943}"
 static const char *const re_deepseek_llm[] = {
     "[\\r\\n]",
@@ -65,46 +67,45 @@ static const char *const re_deepseek_llm[] = {
     "\\p{N}+",
     NULL};
 static const char *const re_deepseek_coder[] = {
-    "[\\r\\n]", S "?\\p{L}+", S "?\\p{P}+",
-    "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+", "\\p{N}", NULL};
+    "[\\r\\n]",   S "?\\p{L}+",
+    S "?\\p{P}+", "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+",
+    "\\p{N}",     NULL};
 static const char *const re_deepseek_v3[] = {
-    "\\p{N}{1,3}",
-    "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
-    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+    "\\p{N}{1,3}", "[\\x{4E00}-\\x{9FA5}\\x{3040}-\\x{309F}\\x{30A0}-\\x{30FF}]+",
+    "[!\"#$%&'()*+,\\-./"
+    ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
     "?[\\p{P}\\p{S}]+[\\r\\n]*|" S "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
     NULL};
 static const char *const re_tekken[] = {
     "[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "+" LOWERISH
     "*|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*|" S "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
     NULL};
-static const char *const re_gpt4o[] = {
-    "[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+" CONTR_I "?|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH
-    "+" LOWERISH "*" CONTR_I "?|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*|" S "*[\\r\\n]+|" S
-    "+(?!" NS ")|" S "+",
-    NULL};
-static const char *const re_falcon[] = {
-    "[\\p{P}\\$\\+<=>\\^~\\|`]+",
-    CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S "+(?!" NS ")",
-    "[0-9][0-9][0-9]",
-    NULL};
+static const char *const re_gpt4o[] = {"[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+" CONTR_I
+                                       "?|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "+" LOWERISH "*" CONTR_I
+                                       "?|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*|" S
+                                       "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
+                                       NULL};
+static const char *const re_falcon[] = {"[\\p{P}\\$\\+<=>\\^~\\|`]+",
+                                        CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S
+                                              "+(?!" NS ")",
+                                        "[0-9][0-9][0-9]", NULL};
 static const char *const re_bloom[] = {
     " ?[^(" WS "|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+", NULL};
 static const char *const re_viking[] = {
-    " ?[^(" WS "|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+", "\\p{N}", NULL};
-static const char *const re_chameleon[] = {
-    "<sentinel:[0-9]+>",
-    "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
-    "([\\t\\n]|    |  )",
-    "\\p{N}",
-    "[\\p{P}!-/:-@\\[-`{-~]",
-    CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S "+(?!" NS ")",
+    " ?[^(" WS "|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+", "\\p{N}",
     NULL};
-static const char *const re_default[] = {
-    "[\\p{P}\\$\\+<=>\\^~\\|]+",
-    CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S "+(?!" NS ")",
-    "\\p{N}+",
-    "[0-9][0-9][0-9]",
-    NULL};
+static const char *const re_chameleon[] = {"<sentinel:[0-9]+>",
+                                           "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+                                           "([\\t\\n]|    |  )",
+                                           "\\p{N}",
+                                           "[\\p{P}!-/:-@\\[-`{-~]",
+                                           CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S
+                                                 "+(?!" NS ")",
+                                           NULL};
+static const char *const re_default[] = {"[\\p{P}\\$\\+<=>\\^~\\|]+",
+                                         CONTR "| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|" S
+                                               "+(?!" NS ")",
+                                         "\\p{N}+", "[0-9][0-9][0-9]", NULL};
 
 // One row per group of names: regexes and flags.
 struct pretok_row {
@@ -116,11 +117,11 @@ struct pretok_row {
 };
 
 static const struct pretok_row pretok_rows[] = {
-    {"llama-bpe llama3 llama-v3 falcon3 falcon-h1 pixtral midm-2.0 lfm2 jina-v5-nano", re_llama3, true,
-     1, true},
+    {"llama-bpe llama3 llama-v3 falcon3 falcon-h1 pixtral midm-2.0 lfm2 jina-v5-nano", re_llama3,
+     true, 1, true},
     {"dbrx smaug-bpe glm4 chatglm-bpe", re_llama3, false, -1, true},
-    {"qwen2 deepseek-r1-qwen kormo f2llmv2 megrez stablelm2 hunyuan solar-open", re_qwen2, false, -1,
-     false},
+    {"qwen2 deepseek-r1-qwen kormo f2llmv2 megrez stablelm2 hunyuan solar-open", re_qwen2, false,
+     -1, false},
     {"qwen35", re_qwen35, false, -1, false},
     {"gpt-2 phi-2 mpt olmo jais jina-es jina-de jina-v2-es jina-v2-de gigachat a.x-4.0 mellum "
      "modern-bert exaone4 trillion granite-docling jina-v1-en jina-v2-code roberta-bpe",
@@ -174,10 +175,10 @@ int tok_pretok_init(struct tok_pretok *p, const char *name, bool *ignore_merges,
     for (int i = 0; row->re[i]; i++) {
         int errcode;
         PCRE2_SIZE erroff;
-        pcre2_code *re = pcre2_compile((PCRE2_SPTR)row->re[i], PCRE2_ZERO_TERMINATED,
-                                       PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF |
-                                           PCRE2_DOLLAR_ENDONLY,
-                                       &errcode, &erroff, NULL);
+        pcre2_code *re =
+            pcre2_compile((PCRE2_SPTR)row->re[i], PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY,
+                          &errcode, &erroff, NULL);
         if (!re) {
             PCRE2_UCHAR msg[128];
             pcre2_get_error_message(errcode, msg, sizeof(msg));
@@ -217,8 +218,9 @@ void tok_spans_deinit(struct tok_spans *s)
 }
 
 // Splits text[off, off+len) with one regex, appending words to out.
-static int split_one(const struct tok_pretok *p, int k, pcre2_match_data *md, pcre2_match_context *mc,
-                     const char *text, size_t off, size_t len, struct tok_spans *out, struct err *e)
+static int split_one(const struct tok_pretok *p, int k, pcre2_match_data *md,
+                     pcre2_match_context *mc, const char *text, size_t off, size_t len,
+                     struct tok_spans *out, struct err *e)
 {
     const pcre2_code *re = p->re[k];
     PCRE2_SPTR subj = (PCRE2_SPTR)(text + off);
@@ -249,8 +251,8 @@ static int split_one(const struct tok_pretok *p, int k, pcre2_match_data *md, pc
     return 0;
 }
 
-int tok_pretok_split(const struct tok_pretok *p, const char *text, size_t len, struct tok_spans *out,
-                     struct err *e)
+int tok_pretok_split(const struct tok_pretok *p, const char *text, size_t len,
+                     struct tok_spans *out, struct err *e)
 {
     if (len == 0)
         return 0;

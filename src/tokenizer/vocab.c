@@ -9,8 +9,8 @@
 #include "gguf/gguf.h"
 #include "tokenizer/internal.h"
 
-#define TOK_MAX_TOKENS (1 << 24)
-#define TOK_MAX_BLOB ((size_t)1 << 31)
+#define TOK_MAX_TOKENS   (1 << 24)
+#define TOK_MAX_BLOB     ((size_t)1 << 31)
 #define TOK_CAND_BUCKETS 0x10100u
 
 // ---------------------------------------------------------------------------
@@ -267,8 +267,9 @@ static void sp_clear(struct tokenizer_special *sp)
         p[i] = TOKENIZER_NULL;
 }
 
-static int init_tokens(struct tokenizer *t, enum tokenizer_kind kind, size_t n, const struct str *tokens,
-                       const float *scores, const int32_t *types, struct err *e)
+static int init_tokens(struct tokenizer *t, enum tokenizer_kind kind, size_t n,
+                       const struct str *tokens, const float *scores, const int32_t *types,
+                       struct err *e)
 {
     if (kind != TOKENIZER_SPM && kind != TOKENIZER_BPE && kind != TOKENIZER_WPM)
         return err_set(e, ERR_UNSUPPORTED, "unknown tokenizer kind %d", (int)kind);
@@ -298,13 +299,28 @@ static int init_tokens(struct tokenizer *t, enum tokenizer_kind kind, size_t n, 
         int32_t ty = types ? types[i] : TOKENIZER_TYPE_NORMAL;
         uint32_t a;
         switch (ty) {
-        case TOKENIZER_TYPE_NORMAL: a = TOK_ATTR_NORMAL; break;
-        case TOKENIZER_TYPE_UNKNOWN: a = TOK_ATTR_UNKNOWN; break;
-        case TOKENIZER_TYPE_CONTROL: a = TOK_ATTR_CONTROL; break;
-        case TOKENIZER_TYPE_USER_DEFINED: a = TOK_ATTR_USER_DEFINED; break;
-        case TOKENIZER_TYPE_UNUSED: a = TOK_ATTR_UNUSED; break;
-        case TOKENIZER_TYPE_BYTE: a = TOK_ATTR_BYTE; break;
-        default: a = TOK_ATTR_UNDEFINED; ty = TOKENIZER_TYPE_UNDEFINED; break;
+        case TOKENIZER_TYPE_NORMAL:
+            a = TOK_ATTR_NORMAL;
+            break;
+        case TOKENIZER_TYPE_UNKNOWN:
+            a = TOK_ATTR_UNKNOWN;
+            break;
+        case TOKENIZER_TYPE_CONTROL:
+            a = TOK_ATTR_CONTROL;
+            break;
+        case TOKENIZER_TYPE_USER_DEFINED:
+            a = TOK_ATTR_USER_DEFINED;
+            break;
+        case TOKENIZER_TYPE_UNUSED:
+            a = TOK_ATTR_UNUSED;
+            break;
+        case TOKENIZER_TYPE_BYTE:
+            a = TOK_ATTR_BYTE;
+            break;
+        default:
+            a = TOK_ATTR_UNDEFINED;
+            ty = TOKENIZER_TYPE_UNDEFINED;
+            break;
         }
         t->types[i] = (uint8_t)ty;
         t->attrs[i] = a;
@@ -367,7 +383,8 @@ static int init_pre(struct tokenizer *t, const char *pre, struct err *e)
 // Merge entries "left right": split at the first space at index >= 1.
 typedef bool (*merge_at_fn)(const void *ctx, size_t i, struct str *out);
 
-static int init_merges(struct tokenizer *t, size_t n, merge_at_fn at, const void *ctx, struct err *e)
+static int init_merges(struct tokenizer *t, size_t n, merge_at_fn at, const void *ctx,
+                       struct err *e)
 {
     if (t->kind != TOKENIZER_BPE)
         return 0;
@@ -506,17 +523,24 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
         if ((t->attrs[i] & TOK_ATTR_CONTROL) && strstr(tok_text(t, i), "unused"))
             t->attrs[i] |= TOK_ATTR_UNUSED;
 
-    static const char *const eot_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                            "<|endoftext|>", "<EOT>", "<｜end▁of▁sentence｜>", NULL};
+    static const char *const eot_names[] = {"<|eot_id|>",
+                                            "<|im_end|>",
+                                            "<|end|>",
+                                            "<end_of_turn>",
+                                            "<|endoftext|>",
+                                            "<EOT>",
+                                            "<｜end▁of▁sentence｜>",
+                                            NULL};
     static const char *const eom_names[] = {"<|eom_id|>", NULL};
-    static const char *const pre_names[] = {"<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>",
-                                            NULL};
-    static const char *const suf_names[] = {"<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>",
-                                            NULL};
-    static const char *const mid_names[] = {"<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>",
-                                            NULL};
+    static const char *const pre_names[] = {"<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>",
+                                            "<PRE>", NULL};
+    static const char *const suf_names[] = {"<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>",
+                                            "<SUF>", NULL};
+    static const char *const mid_names[] = {"<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>",
+                                            "<MID>", NULL};
     static const char *const pad_names[] = {"<|fim_pad|>", "<fim-pad>", "<PAD>", NULL};
-    static const char *const rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", NULL};
+    static const char *const rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
+                                            NULL};
     static const char *const sep_names[] = {"<|file_sep|>", NULL};
     detect_by_text(t, &t->sp.eot, eot_names);
     detect_by_text(t, &t->sp.eom, eom_names);
@@ -537,9 +561,18 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
     eog_add(t, t->sp.fim_sep);
     for (size_t i = 0; i < n_extra_eog; i++)
         eog_add(t, extra_eog[i]);
-    static const char *const eog_names[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>",
-                                            "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
-                                            "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>", NULL};
+    static const char *const eog_names[] = {"<|eot_id|>",
+                                            "<|eom_id|>",
+                                            "<|im_end|>",
+                                            "<|end|>",
+                                            "<end_of_turn>",
+                                            "<|endoftext|>",
+                                            "<|end_of_text|>",
+                                            "<EOT>",
+                                            "_<EOT>",
+                                            "<｜end▁of▁sentence｜>",
+                                            "<end_of_utterance>",
+                                            NULL};
     for (size_t i = 0; eog_names[i]; i++) {
         int32_t id = find_cstr(t, eog_names[i]);
         if (id >= 0) {
@@ -548,7 +581,8 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
         }
     }
     // Harmony (gpt-oss): <|end|> separates channels when <|return|> and <|call|> exist.
-    int32_t ret = find_cstr(t, "<|return|>"), call = find_cstr(t, "<|call|>"), end = find_cstr(t, "<|end|>");
+    int32_t ret = find_cstr(t, "<|return|>"), call = find_cstr(t, "<|call|>"),
+            end = find_cstr(t, "<|end|>");
     if (ret >= 0 && call >= 0 && end >= 0 && tokenizer_is_eog(t, ret) && tokenizer_is_eog(t, call))
         t->eog[end >> 3] &= (uint8_t) ~(1u << (end & 7));
 
@@ -812,7 +846,8 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
         int64_t ty;
         if (types) {
             if (!gguf_arr_i64(kv_ty, i, &ty)) {
-                rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.token_type must be an array of integers");
+                rc = err_set(e, ERR_FORMAT,
+                             "tokenizer.ggml.token_type must be an array of integers");
                 goto out;
             }
             types[i] = ty < 0 || ty > 6 ? 0 : (int32_t)ty;
@@ -895,7 +930,8 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
     }
 
     const struct gguf_kv *kv_eos = gguf_find(g, "tokenizer.ggml.eos_token_ids");
-    if (kv_eos && kv_eos->val.type == GGUF_VAL_ARRAY && kv_eos->val.arr_count <= (uint64_t)t->n_vocab) {
+    if (kv_eos && kv_eos->val.type == GGUF_VAL_ARRAY &&
+        kv_eos->val.arr_count <= (uint64_t)t->n_vocab) {
         extra = xmalloc((kv_eos->val.arr_count + 1) * sizeof(int64_t));
         for (uint64_t i = 0; i < kv_eos->val.arr_count; i++)
             if (gguf_arr_i64(kv_eos, i, &extra[n_extra]))
@@ -932,13 +968,34 @@ out:
 // ---------------------------------------------------------------------------
 // Accessors.
 
-enum tokenizer_kind tokenizer_kind(const struct tokenizer *t) { return t->kind; }
-const char *tokenizer_pre_name(const struct tokenizer *t) { return t->pre_name; }
-int32_t tokenizer_n_vocab(const struct tokenizer *t) { return t->n_vocab; }
-const struct tokenizer_special *tokenizer_special_ids(const struct tokenizer *t) { return &t->sp; }
-bool tokenizer_add_bos(const struct tokenizer *t) { return t->add_bos; }
-bool tokenizer_add_eos(const struct tokenizer *t) { return t->add_eos; }
-bool tokenizer_add_space_prefix(const struct tokenizer *t) { return t->add_space_prefix; }
+enum tokenizer_kind tokenizer_kind(const struct tokenizer *t)
+{
+    return t->kind;
+}
+const char *tokenizer_pre_name(const struct tokenizer *t)
+{
+    return t->pre_name;
+}
+int32_t tokenizer_n_vocab(const struct tokenizer *t)
+{
+    return t->n_vocab;
+}
+const struct tokenizer_special *tokenizer_special_ids(const struct tokenizer *t)
+{
+    return &t->sp;
+}
+bool tokenizer_add_bos(const struct tokenizer *t)
+{
+    return t->add_bos;
+}
+bool tokenizer_add_eos(const struct tokenizer *t)
+{
+    return t->add_eos;
+}
+bool tokenizer_add_space_prefix(const struct tokenizer *t)
+{
+    return t->add_space_prefix;
+}
 
 struct str tokenizer_token_text(const struct tokenizer *t, int32_t id)
 {

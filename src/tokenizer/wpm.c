@@ -26,7 +26,8 @@ static uint32_t nfd_first(uint32_t c)
         return c;
     utf8proc_int32_t buf[8];
     int bound = 0;
-    utf8proc_ssize_t n = utf8proc_decompose_char((utf8proc_int32_t)c, buf, 8, UTF8PROC_DECOMPOSE, &bound);
+    utf8proc_ssize_t n =
+        utf8proc_decompose_char((utf8proc_int32_t)c, buf, 8, UTF8PROC_DECOMPOSE, &bound);
     return n >= 1 ? (uint32_t)buf[0] : c;
 }
 
@@ -74,8 +75,8 @@ int tok_wpm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
     int rc = 0;
     for (size_t i = 0; i < len && rc == 0;) {
         utf8proc_int32_t cp;
-        utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)text + i,
-                                              (utf8proc_ssize_t)(len - i), &cp);
+        utf8proc_ssize_t l =
+            utf8proc_iterate((const utf8proc_uint8_t *)text + i, (utf8proc_ssize_t)(len - i), &cp);
         if (l <= 0) {
             l = 1;
             cp = 0xFFFD;

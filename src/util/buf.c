@@ -229,8 +229,11 @@ size_t utf8_complete_prefix(const char *s, size_t n)
         unsigned char c = p[n - back];
         if ((c & 0xC0) == 0x80)
             continue;  // continuation byte: keep looking for the lead
-        size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
-                                   : (c & 0xF8) == 0xF0 ? 4 : 1;
+        size_t need = c < 0x80             ? 1
+                      : (c & 0xE0) == 0xC0 ? 2
+                      : (c & 0xF0) == 0xE0 ? 3
+                      : (c & 0xF8) == 0xF0 ? 4
+                                           : 1;
         return back >= need ? n : n - back;
     }
     return n;

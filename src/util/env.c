@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define ENV_VALUE_MAX 4096
-#define DEFAULT_PORT 11434
+#define DEFAULT_PORT  11434
 
 // ---------------------------------------------------------------------------
 // Parsing rules (§1)
@@ -235,8 +235,8 @@ int host_parse(const char *s, struct host_addr *out, struct err *e)
             port_val = (unsigned)pn;
         } else {
             char kv[128];
-            snprintf(kv, sizeof(kv), "port=\"%.*s\" default=%u", (int)(port.len > 32 ? 32 : port.len),
-                     port.ptr, default_port);
+            snprintf(kv, sizeof(kv), "port=\"%.*s\" default=%u",
+                     (int)(port.len > 32 ? 32 : port.len), port.ptr, default_port);
             log_kv(LOG_WARN, kv, "invalid port, using default");
         }
     } else {
@@ -425,7 +425,8 @@ static void level_string(int level, char *out, size_t n)
     static const struct {
         int base;
         const char *name;
-    } names[] = {{LOG_ERROR, "ERROR"}, {LOG_WARN, "WARN"}, {LOG_INFO, "INFO"}, {LOG_DEBUG, "DEBUG"}};
+    } names[] = {
+        {LOG_ERROR, "ERROR"}, {LOG_WARN, "WARN"}, {LOG_INFO, "INFO"}, {LOG_DEBUG, "DEBUG"}};
     for (size_t i = 0; i < 4; i++) {
         if (level >= names[i].base || i == 3) {
             int d = level - names[i].base;
@@ -465,7 +466,8 @@ int env_config_describe(const struct env_config *c, struct buf *out)
     const char *kv_cache = strcmp(c->kv_cache_type, "f16") == 0 ? "" : c->kv_cache_type;
     items[n++] = xasprintf("OLLAMA_CONTEXT_LENGTH:%llu", (unsigned long long)c->context_length);
     items[n++] = xasprintf("OLLAMA_DEBUG:%s", lvl);
-    items[n++] = xasprintf("OLLAMA_DEBUG_LOG_REQUESTS:%s", c->debug_log_requests ? "true" : "false");
+    items[n++] =
+        xasprintf("OLLAMA_DEBUG_LOG_REQUESTS:%s", c->debug_log_requests ? "true" : "false");
     items[n++] = xasprintf("OLLAMA_EDITOR:%s", c->editor ? c->editor : "");
     items[n++] = xasprintf("OLLAMA_FLASH_ATTENTION:%s", fa);
     items[n++] = xasprintf("OLLAMA_GO_TEMPLATE:%s", c->go_template ? "true" : "false");
@@ -475,17 +477,19 @@ int env_config_describe(const struct env_config *c, struct buf *out)
     items[n++] = xasprintf("OLLAMA_KV_CACHE_TYPE:%s", kv_cache);
     items[n++] = xasprintf("OLLAMA_LLM_LIBRARY:%s", c->llm_library ? c->llm_library : "");
     items[n++] = xasprintf("OLLAMA_LOAD_TIMEOUT:%s", lt);
-    items[n++] = xasprintf("OLLAMA_MAX_LOADED_MODELS:%llu", (unsigned long long)c->max_loaded_models);
+    items[n++] =
+        xasprintf("OLLAMA_MAX_LOADED_MODELS:%llu", (unsigned long long)c->max_loaded_models);
     items[n++] = xasprintf("OLLAMA_MAX_QUEUE:%llu", (unsigned long long)c->max_queue);
-    items[n++] = xasprintf("OLLAMA_MAX_TRANSFER_STREAMS:%llu",
-                           (unsigned long long)c->max_transfer_streams);
+    items[n++] =
+        xasprintf("OLLAMA_MAX_TRANSFER_STREAMS:%llu", (unsigned long long)c->max_transfer_streams);
     items[n++] = xasprintf("OLLAMA_MODELS:%s", c->models_dir ? c->models_dir : "");
     items[n++] = xasprintf("OLLAMA_NOHISTORY:%s", c->nohistory ? "true" : "false");
     items[n++] = xasprintf("OLLAMA_NOPRUNE:%s", c->noprune ? "true" : "false");
     items[n++] = xasprintf("OLLAMA_NO_CLOUD:%s", c->no_cloud ? "true" : "false");
     items[n++] = xasprintf("OLLAMA_NUM_PARALLEL:%llu", (unsigned long long)c->num_parallel);
     items[n++] = xasprintf("OLLAMA_ORIGINS:%s", buf_cstr(&origins));
-    items[n++] = xasprintf("OLLAMA_REGISTRY_MIRROR:%s", c->registry_mirror ? c->registry_mirror : "");
+    items[n++] =
+        xasprintf("OLLAMA_REGISTRY_MIRROR:%s", c->registry_mirror ? c->registry_mirror : "");
     items[n++] = xasprintf("OLLAMA_SCHED_SPREAD:%s", c->sched_spread ? "true" : "false");
     buf_deinit(&origins);
     qsort(items, n, sizeof(items[0]), describe_cmp);

@@ -50,8 +50,9 @@ int fs_mkdir_p(const char *path, struct err *e)
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
             int err = errno;
             if (err == EACCES)
-                rc = err_set(e, ERR_PERMISSION,
-                             "mkdir %s: permission denied: ensure path elements are traversable", p);
+                rc =
+                    err_set(e, ERR_PERMISSION,
+                            "mkdir %s: permission denied: ensure path elements are traversable", p);
             else
                 rc = err_set(e, errno_code(err), "mkdir %s: %s", p, strerror(err));
             p[i] = saved;

@@ -53,11 +53,21 @@ static int log_append_value(struct buf *b, const char *s)
             continue;
         }
         switch (*p) {
-        case '"': buf_append_str(b, "\\\""); break;
-        case '\\': buf_append_str(b, "\\\\"); break;
-        case '\n': buf_append_str(b, "\\n"); break;
-        case '\r': buf_append_str(b, "\\r"); break;
-        case '\t': buf_append_str(b, "\\t"); break;
+        case '"':
+            buf_append_str(b, "\\\"");
+            break;
+        case '\\':
+            buf_append_str(b, "\\\\");
+            break;
+        case '\n':
+            buf_append_str(b, "\\n");
+            break;
+        case '\r':
+            buf_append_str(b, "\\r");
+            break;
+        case '\t':
+            buf_append_str(b, "\\t");
+            break;
         default:
             if (*p < 0x20 || *p == 0x7f)
                 buf_printf(b, "\\x%02x", *p);
@@ -108,8 +118,7 @@ void log_write(int level, const char *file, int line, const char *kv, const char
     if (tm.tm_gmtoff == 0)
         snprintf(when + w, sizeof(when) - w, ".%03ldZ", ts.tv_nsec / 1000000);
     else
-        snprintf(when + w, sizeof(when) - w, ".%03ld%.3s:%s", ts.tv_nsec / 1000000, zone,
-                 zone + 3);
+        snprintf(when + w, sizeof(when) - w, ".%03ld%.3s:%s", ts.tv_nsec / 1000000, zone, zone + 3);
 
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;

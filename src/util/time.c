@@ -147,8 +147,7 @@ int duration_parse(const char *s, int64_t *out_ns, struct err *e)
         if (f > 0) {
             v += (uint64_t)((double)f * ((double)unit / scale));
             if (v > (UINT64_C(1) << 63))
-                return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range",
-                               orig);
+                return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range", orig);
         }
         total += v;
         if (total > (UINT64_C(1) << 63))
@@ -372,8 +371,8 @@ static void format_rfc3339(int64_t t_ns, bool utc, char *out, size_t n)
         snprintf(zone, sizeof(zone), "%c%02ld:%02ld", offset < 0 ? '-' : '+', a / 3600,
                  (a / 60) % 60);
     }
-    snprintf(out, n, "%04lld-%02u-%02uT%02d:%02d:%02d%s%s", (long long)y, mo, d,
-             (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), fbuf, zone);
+    snprintf(out, n, "%04lld-%02u-%02uT%02d:%02d:%02d%s%s", (long long)y, mo, d, (int)(rem / 3600),
+             (int)(rem / 60 % 60), (int)(rem % 60), fbuf, zone);
 }
 
 void time_format_rfc3339(int64_t t_ns, char *out, size_t n)
@@ -409,14 +408,12 @@ int time_parse_rfc3339(const char *s, int64_t *out_ns, struct err *e)
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     const char *p = s ? s : "";
     int year, mon, day, hour, min, sec;
-    if (!read_digits(&p, 4, &year) || *p++ != '-' || !read_digits(&p, 2, &mon) ||
-        *p++ != '-' || !read_digits(&p, 2, &day) || *p++ != 'T' ||
-        !read_digits(&p, 2, &hour) || *p++ != ':' || !read_digits(&p, 2, &min) ||
-        *p++ != ':' || !read_digits(&p, 2, &sec))
+    if (!read_digits(&p, 4, &year) || *p++ != '-' || !read_digits(&p, 2, &mon) || *p++ != '-' ||
+        !read_digits(&p, 2, &day) || *p++ != 'T' || !read_digits(&p, 2, &hour) || *p++ != ':' ||
+        !read_digits(&p, 2, &min) || *p++ != ':' || !read_digits(&p, 2, &sec))
         return err_set(e, ERR_INVALID, "invalid RFC 3339 time \"%s\"", s ? s : "");
-    if (mon < 1 || mon > 12 || day < 1 ||
-        day > mdays[mon - 1] + (mon == 2 && is_leap(year)) || hour > 23 || min > 59 ||
-        sec > 59)
+    if (mon < 1 || mon > 12 || day < 1 || day > mdays[mon - 1] + (mon == 2 && is_leap(year)) ||
+        hour > 23 || min > 59 || sec > 59)
         return err_set(e, ERR_RANGE, "RFC 3339 time \"%s\": field out of range", s);
     int64_t frac = 0;
     if (*p == '.' || *p == ',') {

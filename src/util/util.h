@@ -25,7 +25,7 @@
     X(EXISTS, "already exists")                                                                    \
     X(TOO_LARGE, "too large")                                                                      \
     X(RANGE, "value out of range")                                                                 \
-    X(FORMAT, "malformed input")                                                               \
+    X(FORMAT, "malformed input")                                                                   \
     X(UNSUPPORTED, "not supported")                                                                \
     X(DIGEST, "digest mismatch")                                                                   \
     X(PERMISSION, "permission denied")                                                             \
@@ -178,8 +178,8 @@ void log_write(int level, const char *file, int line, const char *kv, const char
     __attribute__((format(printf, 5, 6)));
 #define log_trace(...) log_write(LOG_TRACE, __FILE__, __LINE__, NULL, __VA_ARGS__)
 #define log_debug(...) log_write(LOG_DEBUG, __FILE__, __LINE__, NULL, __VA_ARGS__)
-#define log_info(...) log_write(LOG_INFO, __FILE__, __LINE__, NULL, __VA_ARGS__)
-#define log_warn(...) log_write(LOG_WARN, __FILE__, __LINE__, NULL, __VA_ARGS__)
+#define log_info(...)  log_write(LOG_INFO, __FILE__, __LINE__, NULL, __VA_ARGS__)
+#define log_warn(...)  log_write(LOG_WARN, __FILE__, __LINE__, NULL, __VA_ARGS__)
 #define log_error(...) log_write(LOG_ERROR, __FILE__, __LINE__, NULL, __VA_ARGS__)
 // With key=value pairs: log_kv(LOG_INFO, "model=%s", "loaded model", name)
 #define log_kv(level, kv, ...) log_write(level, __FILE__, __LINE__, kv, __VA_ARGS__)
@@ -191,7 +191,7 @@ int log_kv_append(struct buf *b, const char *key, const char *value);
 // ---------------------------------------------------------------------------
 // Time, durations and sizes.
 
-int64_t time_now_ns(void);       // CLOCK_REALTIME
+int64_t time_now_ns(void);        // CLOCK_REALTIME
 int64_t time_monotonic_ns(void);  // CLOCK_MONOTONIC
 
 #define DURATION_FOREVER INT64_MIN  // a negative duration: keep forever
@@ -253,26 +253,26 @@ void host_format_connect_url(const struct host_addr *h, char *out, size_t n);
 
 struct env_config {
     struct host_addr host;
-    char *models_dir;      // OLLAMA_MODELS or $HOME/.ollama/models
-    int64_t keep_alive_ns;  // OLLAMA_KEEP_ALIVE (5m); < 0 = forever, 0 = unload at once
-    uint64_t context_length;  // 0 = automatic
-    uint64_t num_parallel;    // 1
+    char *models_dir;               // OLLAMA_MODELS or $HOME/.ollama/models
+    int64_t keep_alive_ns;          // OLLAMA_KEEP_ALIVE (5m); < 0 = forever, 0 = unload at once
+    uint64_t context_length;        // 0 = automatic
+    uint64_t num_parallel;          // 1
     uint64_t max_transfer_streams;  // 4
-    uint64_t max_loaded_models;  // 0 = automatic (3 on CPU)
-    uint64_t max_queue;          // 512
-    char **origins;              // OLLAMA_ORIGINS entries, then defaults; NULL-terminated
-    int debug_level;             // log level from OLLAMA_DEBUG (LOG_INFO, LOG_DEBUG, LOG_TRACE, -4n);
-                                 // the caller applies it with log_set_level()
+    uint64_t max_loaded_models;     // 0 = automatic (3 on CPU)
+    uint64_t max_queue;             // 512
+    char **origins;                 // OLLAMA_ORIGINS entries, then defaults; NULL-terminated
+    int debug_level;  // log level from OLLAMA_DEBUG (LOG_INFO, LOG_DEBUG, LOG_TRACE, -4n);
+                      // the caller applies it with log_set_level()
     bool noprune;
-    int flash_attention;  // -1 automatic, 0 off, 1 on
-    char kv_cache_type[8];  // "f16", "q8_0", "q4_0" (others warn and keep "f16")
+    int flash_attention;      // -1 automatic, 0 off, 1 on
+    char kv_cache_type[8];    // "f16", "q8_0", "q4_0" (others warn and keep "f16")
     int64_t load_timeout_ns;  // 5m; <= 0 = no limit
     uint64_t gpu_overhead;
     bool sched_spread;
     bool nohistory;
     bool auth;
     bool no_cloud;
-    char *registry_mirror;  // OLLAMA_REGISTRY_MIRROR (ollama-c extension), NULL = off
+    char *registry_mirror;    // OLLAMA_REGISTRY_MIRROR (ollama-c extension), NULL = off
     bool go_template;         // OLLAMA_GO_TEMPLATE (true): prefer the Modelfile TEMPLATE
     bool debug_log_requests;  // OLLAMA_DEBUG_LOG_REQUESTS
     char *llm_library;        // OLLAMA_LLM_LIBRARY, NULL = automatic

@@ -11,8 +11,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void exercise_getters(const json_t *o)
 {
-    static const char *const keys[] = {"model", "prompt", "stream", "options", "messages",
-                                       "num_ctx", "temperature", "stop", "keep_alive", "format"};
+    static const char *const keys[] = {"model",   "prompt",      "stream", "options",    "messages",
+                                       "num_ctx", "temperature", "stop",   "keep_alive", "format"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         struct err e = {0};
         const char *s;

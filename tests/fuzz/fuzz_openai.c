@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(text);
             json_decref(n);
         } else if (!e.msg[0]) {
-            abort(); // a failed translation always says why
+            abort();  // a failed translation always says why
         }
         struct srv_openai_stream *s = srv_openai_stream_new(chat, true);
         struct buf out;

@@ -1,6 +1,7 @@
 // libFuzzer target: the `format` compiler (JSON text → grammar) and the grammar matcher.
-// Input: format text (schemas with patterns reach the regex translation), a NUL byte, then bytes walked through the compiled grammar (and
-// through the token mask of a small byte-level vocabulary).
+// Input: format text (schemas with patterns reach the regex translation), a NUL byte, then bytes
+// walked through the compiled grammar (and through the token mask of a small byte-level
+// vocabulary).
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -17,7 +17,8 @@ static const char *data_json =
     "\"c\":{\"d\":null}}}}]},{\"role\":\"tool\",\"content\":\"r\",\"tool_name\":\"f\"}],"
     "\"Tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"d\","
     "\"parameters\":{\"type\":\"object\",\"required\":[\"a\"],\"properties\":{\"a\":{"
-    "\"type\":[\"number\",\"null\"],\"enum\":[1,2]},\"b\":{\"anyOf\":[{\"type\":\"string\"}]}}}}}]}";
+    "\"type\":[\"number\",\"null\"],\"enum\":[1,2]},\"b\":{\"anyOf\":[{\"type\":\"string\"}]}}}}}]"
+    "}";
 
 // Inputs that are a JSON object are used as data instead: root data for a
 // few real templates, and messages/tools for prompt building.
@@ -45,9 +46,10 @@ static void fuzz_data(const uint8_t *data, size_t size)
         buf_init(&out, 1 << 20);
         template_execute(t, root, &out, NULL);
         buf_reset(&out);
-        json_t *msgs = template_chat_messages(NULL, json_object_get(root, "Messages"), "sys", true,
-                                              NULL);
-        struct template_prompt_req req = {.messages = msgs, .tools = json_object_get(root, "Tools")};
+        json_t *msgs =
+            template_chat_messages(NULL, json_object_get(root, "Messages"), "sys", true, NULL);
+        struct template_prompt_req req = {.messages = msgs,
+                                          .tools = json_object_get(root, "Tools")};
         template_render_prompt(t, &req, &out, NULL, NULL);
         json_decref(msgs);
         buf_deinit(&out);
@@ -88,8 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     template_think_parser_add(&tp, (const char *)data + half, size - half, &a, &b);
     template_think_parser_finish(&tp, &a, &b);
     template_think_parser_deinit(&tp);
-    json_t *tools = json_loads("[{\"function\":{\"name\":\"f\"}},{\"function\":{\"name\":\"fg\"}}]",
-                               0, NULL);
+    json_t *tools =
+        json_loads("[{\"function\":{\"name\":\"f\"}},{\"function\":{\"name\":\"fg\"}}]", 0, NULL);
     json_t *calls = json_array();
     struct template_tool_parser *p = template_tool_parser_new(size & 2 ? "{" : "<tc>", tools);
     template_tool_parser_add(p, (const char *)data, half, &a, calls, NULL);

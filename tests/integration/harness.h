@@ -22,8 +22,8 @@ struct harness {
     pid_t pid;
     int port;
     char base_url[64];
-    char host[32];       // "127.0.0.1:PORT"
-    char tmp_dir[256];   // removed by harness_stop
+    char host[32];      // "127.0.0.1:PORT"
+    char tmp_dir[256];  // removed by harness_stop
     char models_dir[300];
     char log_path[300];
 };
@@ -53,7 +53,8 @@ static inline const char *harness_bin(void)
 static inline bool harness_port_open(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
     if (fd >= 0)

@@ -26,9 +26,9 @@
 #include "model/model.h"
 #include "testutil.h"
 
-#define MIN_COSINE 0.9999
+#define MIN_COSINE      0.9999
 #define MIN_COSINE_Q8_0 0.99995
-#define N_MODELS 2
+#define N_MODELS        2
 
 static const char *const model_names[N_MODELS] = {"tiny-bert", "tiny-nomic-bert"};
 
@@ -143,13 +143,12 @@ static int group_setup(void **state)
         snprintf(fx.path[mi], sizeof fx.path[mi], "%s/%s.gguf", fx.dir, model_names[mi]);
         snprintf(fx.cls_path[mi], sizeof fx.cls_path[mi], "%s/%s-cls.gguf", fx.dir,
                  model_names[mi]);
-        snprintf(fx.q8_path[mi], sizeof fx.q8_path[mi], "%s/%s-q8_0.gguf", fx.dir,
-                 model_names[mi]);
+        snprintf(fx.q8_path[mi], sizeof fx.q8_path[mi], "%s/%s-q8_0.gguf", fx.dir, model_names[mi]);
         char *cmd = xasprintf("'%s/gguf-gen' --preset %s --seed 1 --vocab '%s' --quiet -o '%s' && "
                               "'%s/gguf-gen' --preset %s --seed 1 --vocab '%s' --quiet "
                               "--type q8_0 -o '%s'",
-                              bin, model_names[mi], vocab, fx.path[mi], bin, model_names[mi],
-                              vocab, fx.q8_path[mi]);
+                              bin, model_names[mi], vocab, fx.path[mi], bin, model_names[mi], vocab,
+                              fx.q8_path[mi]);
         int rc = system(cmd);
         free(cmd);
         if (rc != 0 || write_with_pooling(fx.path[mi], fx.cls_path[mi], 2) < 0)
@@ -262,8 +261,7 @@ static void check_batch(int mi, bool cls, bool q8)
         if (c < min_c)
             min_c = c;
     }
-    printf("%s %s: %d inputs, lowest cosine 1 - %.1e\n", model_names[mi], kind, n_in,
-           1 - min_c);
+    printf("%s %s: %d inputs, lowest cosine 1 - %.1e\n", model_names[mi], kind, n_in, 1 - min_c);
     free(got);
     free(ref);
     model_free(m);

@@ -143,8 +143,8 @@ static void test_numbers(void **state)
     }
 
     assert_int_equal(cli_text_width("abc", 3), 3);
-    assert_int_equal(cli_text_width("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 4); // two wide CJK
-    assert_int_equal(cli_text_width("\xe2\x96\x88", 3), 1);             // a bar block
+    assert_int_equal(cli_text_width("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 4);  // two wide CJK
+    assert_int_equal(cli_text_width("\xe2\x96\x88", 3), 1);              // a bar block
 }
 
 static void test_progress_lines(void **state)
@@ -227,7 +227,7 @@ static void test_word_wrap(void **state)
     struct cli_wrap w;
     struct buf b;
     buf_init(&b, 0);
-    cli_wrap_init(&w, true, 20); // wraps once a line would pass 15 columns
+    cli_wrap_init(&w, true, 20);  // wraps once a line would pass 15 columns
     cli_wrap_feed(&w, "aaaa bbbb ccccccc", 17, &b);
     assert_buf(&b, "aaaa bbbb ccccc\x1b[5D\x1b[K\nccccccc");
     cli_wrap_reset(&w);

@@ -426,13 +426,14 @@ static void test_kv_shift_and_move(void **state)
     (void)state;
     struct engine_backend *be = backend(2);
     const int n_head_kv = 2, hd = 16, kv_dim = 32;
-    struct engine_rope rp = {.mode = ENGINE_ROPE_NORMAL, .n_rot = 16, .freq_base = 500000.0f,
-                             .freq_scale = 1.0f};
+    struct engine_rope rp = {
+        .mode = ENGINE_ROPE_NORMAL, .n_rot = 16, .freq_base = 500000.0f, .freq_scale = 1.0f};
     struct engine_kv_layer kv = {NULL, NULL, kv_dim * sizeof(float)};
     kv.k = engine_buf_alloc(be, kv.row_bytes * 8);
     kv.v = engine_buf_alloc(be, kv.row_bytes * 8);
     float *k = rand_vec(4 * kv_dim), *v = rand_vec(4 * kv_dim);
-    float *k_at = xmalloc(4 * kv_dim * sizeof(float)), *k_later = xmalloc(4 * kv_dim * sizeof(float));
+    float *k_at = xmalloc(4 * kv_dim * sizeof(float)),
+          *k_later = xmalloc(4 * kv_dim * sizeof(float));
     memcpy(k_at, k, 4 * kv_dim * sizeof(float));
     memcpy(k_later, k, 4 * kv_dim * sizeof(float));
     int32_t pos[4] = {5, 6, 7, 8}, later[4] = {2, 3, 4, 5}, cells[4] = {4, 5, 6, 7};
@@ -455,8 +456,12 @@ static void test_tensor_view(void **state)
 {
     (void)state;
     float data[64 * 2] = {0};
-    struct gguf_tensor gt = {.name = STR_LIT("x"), .type = GGUF_TYPE_Q8_0, .n_dims = 2,
-                             .ne = {64, 2, 1, 1}, .n_bytes = 2 * 68, .data = data};
+    struct gguf_tensor gt = {.name = STR_LIT("x"),
+                             .type = GGUF_TYPE_Q8_0,
+                             .n_dims = 2,
+                             .ne = {64, 2, 1, 1},
+                             .n_bytes = 2 * 68,
+                             .data = data};
     struct engine_tensor t;
     struct err e = {0};
     assert_int_equal(engine_tensor_from_gguf(&t, &gt, &e), 0);

@@ -261,8 +261,8 @@ static void test_tiny_llama_summary(void **state)
     gguf_summarize(b, &sb);
     // 128256x64 embedding + 2 blocks (2 norms, q/o 64x64, k/v 64x32, 3x 64x128)
     // + output_norm + rope_freqs (8).
-    uint64_t expect = 128256ull * 64 + 2 * (2 * 64 + 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128) +
-                      64 + 8;
+    uint64_t expect =
+        128256ull * 64 + 2 * (2 * 64 + 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128) + 64 + 8;
     assert_int_equal(sa.parameter_count, expect);
     assert_int_equal(sb.parameter_count, expect);
     assert_string_equal(sa.parameter_size, "8.28M");
@@ -298,8 +298,8 @@ static void test_tiny_qwen2_summary(void **state)
     gguf_summarize(g, &s);
     // 151936x64 embedding, 2 blocks (2 norms, q/o 64x64, k/v 64x32, q/k/v
     // biases 64+32+32, 3x 64x128), output_norm.
-    uint64_t expect = 151936ull * 64 +
-                      2 * (2 * 64 + 2 * 64 * 64 + 2 * 64 * 32 + 128 + 3 * 64 * 128) + 64;
+    uint64_t expect =
+        151936ull * 64 + 2 * (2 * 64 + 2 * 64 * 64 + 2 * 64 * 32 + 128 + 3 * 64 * 128) + 64;
     assert_int_equal(s.parameter_count, expect);
     assert_string_equal(s.parameter_size, "9.80M");
     assert_string_equal(s.architecture, "qwen2");

@@ -48,8 +48,8 @@ static void test_parse_values(void **state)
     json_decref(v);
 
     // Any top-level value.
-    const char *scalars[] = {"1", "-0", "0.25", "1e3", "\"s\"", "true", "false", "null", "[]",
-                             "{}", " \t\r\n7 \t\r\n"};
+    const char *scalars[] = {"1",     "-0",   "0.25", "1e3", "\"s\"",          "true",
+                             "false", "null", "[]",   "{}",  " \t\r\n7 \t\r\n"};
     for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
         json_decref(parse_ok(scalars[i]));
 
@@ -92,7 +92,8 @@ static void test_parse_repairs_like_go(void **state)
     v = parse_ok("[\"\\ud800\", \"x\\udc00y\", \"\\ud83d\\u0041\", \"\\ud83d\\ude00\"]");
     assert_string_equal(json_string_value(json_array_get(v, 0)), "\xef\xbf\xbd");
     assert_string_equal(json_string_value(json_array_get(v, 1)), "x\xef\xbf\xbdy");
-    assert_string_equal(json_string_value(json_array_get(v, 2)), "\xef\xbf\xbd" "A");
+    assert_string_equal(json_string_value(json_array_get(v, 2)), "\xef\xbf\xbd"
+                                                                 "A");
     assert_string_equal(json_string_value(json_array_get(v, 3)), "\xf0\x9f\x98\x80");
     json_decref(v);
 }
@@ -107,9 +108,11 @@ static void test_parse_errors(void **state)
         {"", "unexpected end of JSON input"},
         {"   ", "unexpected end of JSON input"},
         {"x", "invalid character 'x' looking for beginning of value at line 1 column 1"},
-        {"{\"a\":1,}", "invalid character '}' looking for beginning of object key string at line 1 column 8"},
+        {"{\"a\":1,}",
+         "invalid character '}' looking for beginning of object key string at line 1 column 8"},
         {"{\"a\" 1}", "invalid character '1' after object key at line 1 column 6"},
-        {"{\"a\":1 \"b\":2}", "invalid character '\"' after object key:value pair at line 1 column 8"},
+        {"{\"a\":1 \"b\":2}",
+         "invalid character '\"' after object key:value pair at line 1 column 8"},
         {"[1 2]", "invalid character '2' after array element at line 1 column 4"},
         {"[1,]", "invalid character ']' looking for beginning of value at line 1 column 4"},
         {"[1,2", "unexpected end of JSON input"},
@@ -131,11 +134,14 @@ static void test_parse_errors(void **state)
         {"nulL", "invalid character 'L' in literal null (expecting 'l') at line 1 column 4"},
         {"\"a\x01\"", "invalid character '\\x01' in string literal at line 1 column 3"},
         {"\"\\x\"", "invalid character 'x' in string escape code at line 1 column 3"},
-        {"\"\\u12g4\"", "invalid character 'g' in \\u hexadecimal character escape at line 1 column 6"},
-        {"{\n  \"a\":\n   x}", "invalid character 'x' looking for beginning of value at line 3 column 4"},
+        {"\"\\u12g4\"",
+         "invalid character 'g' in \\u hexadecimal character escape at line 1 column 6"},
+        {"{\n  \"a\":\n   x}",
+         "invalid character 'x' looking for beginning of value at line 3 column 4"},
         {"'a'", "invalid character '\\'' looking for beginning of value at line 1 column 1"},
         {"\n\t", "unexpected end of JSON input"},
-        {"[\"a\"\n,\n\t}", "invalid character '}' looking for beginning of value at line 3 column 2"},
+        {"[\"a\"\n,\n\t}",
+         "invalid character '}' looking for beginning of value at line 3 column 2"},
         {"\xff", "invalid character '\xc3\xbf' looking for beginning of value at line 1 column 1"},
         {"\x80", "invalid character '\\u0080' looking for beginning of value at line 1 column 1"},
         {"{\"a\":1}\n{\"a\":2}", "invalid character '{' after top-level value at line 2 column 1"},
@@ -156,7 +162,8 @@ static void test_parse_errors(void **state)
     json_t *v;
     struct err e = {0};
     assert_int_equal(jsonx_parse("1\0", 2, &v, &e), ERR_INVALID);
-    assert_string_equal(e.msg, "invalid character '\\x00' after top-level value at line 1 column 2");
+    assert_string_equal(e.msg,
+                        "invalid character '\\x00' after top-level value at line 1 column 2");
     assert_int_equal(jsonx_parse(NULL, 0, &v, NULL), ERR_INVALID);
     assert_int_equal(jsonx_parse(NULL, 5, &v, NULL), ERR_INVALID);
     assert_int_equal(jsonx_parse("{}", JSONX_MAX_BYTES + 1, &v, NULL), ERR_TOO_LARGE);
@@ -446,9 +453,11 @@ static void test_format_double(void **state)
         float v;
         const char *s;
     } f32[] = {
-        {0.8f, "0.8"},      {0.1f, "0.1"},        {0.95f, "0.95"},   {1.1f, "1.1"},
-        {40.0f, "40"},      {16777217.0f, "16777216"}, {1e-7f, "1e-7"}, {3.4028235e38f, "3.4028235e+38"},
-        {-0.0f, "-0"},      {0.3333333f, "0.3333333"},
+        {0.8f, "0.8"},   {0.1f, "0.1"},
+        {0.95f, "0.95"}, {1.1f, "1.1"},
+        {40.0f, "40"},   {16777217.0f, "16777216"},
+        {1e-7f, "1e-7"}, {3.4028235e38f, "3.4028235e+38"},
+        {-0.0f, "-0"},   {0.3333333f, "0.3333333"},
     };
     for (size_t i = 0; i < sizeof(f32) / sizeof(f32[0]); i++) {
         assert_true(jsonx_format_float32(f32[i].v, out, sizeof(out)));
@@ -488,14 +497,15 @@ static void test_dump_strings(void **state)
         {"\b\f\n\r\t", 5, 0, "\"\\b\\f\\n\\r\\t\""},
         {"\x01\x1f\x7f", 3, 0, "\"\\u0001\\u001f\x7f\""},
         {"a\0b", 3, 0, "\"a\\u0000b\""},
-        {"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 12, 0, "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 12, 0,
+         "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
         {"\xe2\x80\xa8\xe2\x80\xa9", 6, 0, "\"\\u2028\\u2029\""},
         {"\xe2\x80\xa8", 3, JSONX_NO_HTML_ESCAPE, "\"\\u2028\""},
         {"a\xffz", 3, 0, "\"a\\ufffdz\""},
-        {"\xc3", 1, 0, "\"\\ufffd\""},                // truncated sequence
-        {"\xe2\x82", 2, 0, "\"\\ufffd\\ufffd\""},     // each bad byte
+        {"\xc3", 1, 0, "\"\\ufffd\""},                        // truncated sequence
+        {"\xe2\x82", 2, 0, "\"\\ufffd\\ufffd\""},             // each bad byte
         {"\xed\xa0\x80", 3, 0, "\"\\ufffd\\ufffd\\ufffd\""},  // UTF-8 surrogate
-        {"\xc0\xaf", 2, 0, "\"\\ufffd\\ufffd\""},     // overlong
+        {"\xc0\xaf", 2, 0, "\"\\ufffd\\ufffd\""},             // overlong
         {"", 0, 0, "\"\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -572,7 +582,7 @@ static void test_build(void **state)
     assert_int_equal(jsonx_arr_append(arr, NULL), ERR_NOMEM);
     assert_int_equal(jsonx_arr_append(o, json_integer(1)), ERR_INVALID);  // not an array
     assert_int_equal(jsonx_set(arr, "k", json_integer(1)), ERR_INVALID);  // not an object
-    assert_int_equal(jsonx_set_int(o, "total_duration", 5), 0);  // replaces in place
+    assert_int_equal(jsonx_set_int(o, "total_duration", 5), 0);           // replaces in place
     char *s = jsonx_dumps(o, 0);
     assert_string_equal(s, "{\"model\":\"llama3.2\",\"created_at\":\"2024-07-22T20:47:51.147561Z\","
                            "\"response\":\"Hi \\u003cb\\u003e\",\"done\":true,\"total_duration\":5,"
@@ -643,20 +653,13 @@ static void test_roundtrip_fidelity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_values),
-        cmocka_unit_test(test_parse_repairs_like_go),
-        cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_parse_numbers_out_of_range),
-        cmocka_unit_test(test_parse_depth),
-        cmocka_unit_test(test_parse_object),
-        cmocka_unit_test(test_getters),
-        cmocka_unit_test(test_int_limits),
-        cmocka_unit_test(test_format_double),
-        cmocka_unit_test(test_dump_strings),
-        cmocka_unit_test(test_dump_values),
-        cmocka_unit_test(test_build),
-        cmocka_unit_test(test_dump_deep),
-        cmocka_unit_test(test_roundtrip_fidelity),
+        cmocka_unit_test(test_parse_values),  cmocka_unit_test(test_parse_repairs_like_go),
+        cmocka_unit_test(test_parse_errors),  cmocka_unit_test(test_parse_numbers_out_of_range),
+        cmocka_unit_test(test_parse_depth),   cmocka_unit_test(test_parse_object),
+        cmocka_unit_test(test_getters),       cmocka_unit_test(test_int_limits),
+        cmocka_unit_test(test_format_double), cmocka_unit_test(test_dump_strings),
+        cmocka_unit_test(test_dump_values),   cmocka_unit_test(test_build),
+        cmocka_unit_test(test_dump_deep),     cmocka_unit_test(test_roundtrip_fidelity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

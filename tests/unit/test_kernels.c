@@ -87,13 +87,33 @@ static void *rnd_weights(uint32_t type, int64_t n)
     // (offset of d, offset of dmin/m or -1) per block, block bytes
     int od = 0, om = -1;
     switch (type) {
-    case GGUF_TYPE_Q4_0: case GGUF_TYPE_Q5_0: case GGUF_TYPE_Q8_0: od = 0; break;
-    case GGUF_TYPE_Q4_1: case GGUF_TYPE_Q5_1: od = 0; om = 2; break;
-    case GGUF_TYPE_Q2_K: od = 80; om = 82; break;
-    case GGUF_TYPE_Q3_K: od = 108; break;
-    case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: od = 0; om = 2; break;
-    case GGUF_TYPE_Q6_K: od = 208; break;
-    default: fail_msg("type %u", type);
+    case GGUF_TYPE_Q4_0:
+    case GGUF_TYPE_Q5_0:
+    case GGUF_TYPE_Q8_0:
+        od = 0;
+        break;
+    case GGUF_TYPE_Q4_1:
+    case GGUF_TYPE_Q5_1:
+        od = 0;
+        om = 2;
+        break;
+    case GGUF_TYPE_Q2_K:
+        od = 80;
+        om = 82;
+        break;
+    case GGUF_TYPE_Q3_K:
+        od = 108;
+        break;
+    case GGUF_TYPE_Q4_K:
+    case GGUF_TYPE_Q5_K:
+        od = 0;
+        om = 2;
+        break;
+    case GGUF_TYPE_Q6_K:
+        od = 208;
+        break;
+    default:
+        fail_msg("type %u", type);
     }
     size_t bb = kernels_row_size(type, type >= GGUF_TYPE_Q2_K ? 256 : 32);
     for (size_t b = 0; b < size / bb; b++) {
@@ -113,8 +133,12 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
         const int64_t nb32 = e / 32, nb256 = e / 256;
         const int j32 = (int)(e % 32), i = (int)(e % 256);
         switch (type) {
-        case GGUF_TYPE_F32: memcpy(&y[e], p + 4 * e, 4); break;
-        case GGUF_TYPE_F16: y[e] = get_f16(p + 2 * e); break;
+        case GGUF_TYPE_F32:
+            memcpy(&y[e], p + 4 * e, 4);
+            break;
+        case GGUF_TYPE_F16:
+            y[e] = get_f16(p + 2 * e);
+            break;
         case GGUF_TYPE_BF16: {
             uint16_t h;
             memcpy(&h, p + 2 * e, 2);
@@ -133,7 +157,8 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
             y[e] = (float)q * get_f16(b) + get_f16(b + 2);
             break;
         }
-        case GGUF_TYPE_Q5_0: case GGUF_TYPE_Q5_1: {
+        case GGUF_TYPE_Q5_0:
+        case GGUF_TYPE_Q5_1: {
             const bool one = type == GGUF_TYPE_Q5_1;
             const uint8_t *b = p + (one ? 24 : 22) * nb32;
             const uint8_t *qh = b + (one ? 4 : 2), *qs = qh + 4;
@@ -161,12 +186,13 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
             int lo4 = si < 8 ? (sc[si] & 15) : (sc[si - 8] >> 4);
             int hi2 = (sc[8 + si % 4] >> (2 * (si / 4))) & 3;
             int s = (lo4 | hi2 << 4) - 32;
-            int q = ((b[32 + 32 * half + l] >> (2 * j)) & 3) -
-                    (((b[l] >> (4 * half + j)) & 1) ? 0 : 4);
+            int q =
+                ((b[32 + 32 * half + l] >> (2 * j)) & 3) - (((b[l] >> (4 * half + j)) & 1) ? 0 : 4);
             y[e] = get_f16(b + 108) * (float)s * (float)q;
             break;
         }
-        case GGUF_TYPE_Q4_K: case GGUF_TYPE_Q5_K: {
+        case GGUF_TYPE_Q4_K:
+        case GGUF_TYPE_Q5_K: {
             const bool five = type == GGUF_TYPE_Q5_K;
             const uint8_t *b = p + (five ? 176 : 144) * nb256, *s = b + 4;
             const uint8_t *qs = b + (five ? 48 : 16);
@@ -191,10 +217,12 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
             int lb = b[64 * half + l + ((j == 1 || j == 3) ? 32 : 0)];
             int low4 = j < 2 ? (lb & 15) : (lb >> 4);
             int high2 = (b[128 + 32 * half + l] >> (2 * j)) & 3;
-            y[e] = get_f16(b + 208) * (float)(int8_t)b[192 + i / 16] * (float)((low4 | high2 << 4) - 32);
+            y[e] = get_f16(b + 208) * (float)(int8_t)b[192 + i / 16] *
+                   (float)((low4 | high2 << 4) - 32);
             break;
         }
-        default: fail_msg("type %u", type);
+        default:
+            fail_msg("type %u", type);
         }
     }
 }
@@ -220,7 +248,9 @@ static void deq_acts(uint32_t vdt, const uint8_t *p, float *y, int64_t n)
             y[e] = d * (float)(int8_t)b[4 + e % 256];
             break;
         }
-        default: deq_weights(vdt, p, y, n); return;
+        default:
+            deq_weights(vdt, p, y, n);
+            return;
         }
     }
 }
@@ -237,20 +267,34 @@ static const uint32_t all_types[] = {
 static const char *type_name(uint32_t t)
 {
     switch (t) {
-    case GGUF_TYPE_F32: return "F32";
-    case GGUF_TYPE_F16: return "F16";
-    case GGUF_TYPE_BF16: return "BF16";
-    case GGUF_TYPE_Q4_0: return "Q4_0";
-    case GGUF_TYPE_Q4_1: return "Q4_1";
-    case GGUF_TYPE_Q5_0: return "Q5_0";
-    case GGUF_TYPE_Q5_1: return "Q5_1";
-    case GGUF_TYPE_Q8_0: return "Q8_0";
-    case GGUF_TYPE_Q2_K: return "Q2_K";
-    case GGUF_TYPE_Q3_K: return "Q3_K";
-    case GGUF_TYPE_Q4_K: return "Q4_K";
-    case GGUF_TYPE_Q5_K: return "Q5_K";
-    case GGUF_TYPE_Q6_K: return "Q6_K";
-    default: return "?";
+    case GGUF_TYPE_F32:
+        return "F32";
+    case GGUF_TYPE_F16:
+        return "F16";
+    case GGUF_TYPE_BF16:
+        return "BF16";
+    case GGUF_TYPE_Q4_0:
+        return "Q4_0";
+    case GGUF_TYPE_Q4_1:
+        return "Q4_1";
+    case GGUF_TYPE_Q5_0:
+        return "Q5_0";
+    case GGUF_TYPE_Q5_1:
+        return "Q5_1";
+    case GGUF_TYPE_Q8_0:
+        return "Q8_0";
+    case GGUF_TYPE_Q2_K:
+        return "Q2_K";
+    case GGUF_TYPE_Q3_K:
+        return "Q3_K";
+    case GGUF_TYPE_Q4_K:
+        return "Q4_K";
+    case GGUF_TYPE_Q5_K:
+        return "Q5_K";
+    case GGUF_TYPE_Q6_K:
+        return "Q6_K";
+    default:
+        return "?";
     }
 }
 
@@ -521,8 +565,8 @@ static void test_isa_vs_scalar(void **state)
                 }
                 if (k->gemm) {
                     // full tiles, edge tiles and a single column
-                    const int shapes[][2] = {{NR, NC}, {k->gemm_nr, k->gemm_nc}, {NR, 1},
-                                             {1, NC}, {5, 2}, {NR, 3}};
+                    const int shapes[][2] = {
+                        {NR, NC}, {k->gemm_nr, k->gemm_nc}, {NR, 1}, {1, NC}, {5, 2}, {NR, 3}};
                     for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
                         int nr = shapes[sh][0] < NR ? shapes[sh][0] : NR;
                         int nc = shapes[sh][1] < NC ? shapes[sh][1] : NC;
@@ -597,10 +641,9 @@ static void *read_all(const char *path, size_t *len)
 static void test_fixture_vectors(void **state)
 {
     (void)state;
-    static const uint32_t qtypes[] = {GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0,
-                                      GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_0, GGUF_TYPE_Q2_K,
-                                      GGUF_TYPE_Q3_K, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K,
-                                      GGUF_TYPE_Q6_K};
+    static const uint32_t qtypes[] = {
+        GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0, GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_0,
+        GGUF_TYPE_Q2_K, GGUF_TYPE_Q3_K, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K};
     int found = 0;
     for (size_t t = 0; t < sizeof(qtypes) / sizeof(qtypes[0]); t++) {
         const uint32_t type = qtypes[t];
@@ -627,8 +670,8 @@ static void test_fixture_vectors(void **state)
         deq_weights(type, blocks, got, n);
         for (int64_t i = 0; i < n; i++)
             if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
-                fail_msg("%s element %lld: %.9g, ggml %.9g", type_name(type), (long long)i,
-                         got[i], want[i]);
+                fail_msg("%s element %lld: %.9g, ggml %.9g", type_name(type), (long long)i, got[i],
+                         want[i]);
         // vec_dot of the fixture blocks against random activations
         const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
         float *x = malloc((size_t)n * sizeof(float)), *xf = malloc((size_t)n * sizeof(float));

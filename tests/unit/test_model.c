@@ -30,9 +30,9 @@ enum jt { J_NULL, J_NUM, J_STR, J_ARR, J_OBJ, J_BOOL };
 struct jv {
     enum jt t;
     double num;
-    char *str;          // J_STR
-    struct jv *items;   // J_ARR / J_OBJ values
-    char **keys;        // J_OBJ
+    char *str;         // J_STR
+    struct jv *items;  // J_ARR / J_OBJ values
+    char **keys;       // J_OBJ
     size_t n;
 };
 
@@ -262,8 +262,8 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     if (prompt && add && parse) {
         int32_t *tok = xcalloc((size_t)n + 64, sizeof(int32_t));
         struct err e = {0};
-        int nt = model_tokenize(m, prompt->str, strlen(prompt->str), add->num != 0,
-                                parse->num != 0, tok, n + 64, &e);
+        int nt = model_tokenize(m, prompt->str, strlen(prompt->str), add->num != 0, parse->num != 0,
+                                tok, n + 64, &e);
         assert_int_equal(nt, n);
         assert_memory_equal(tok, ids, (size_t)n * sizeof(int32_t));
         free(tok);
@@ -425,7 +425,7 @@ static void test_batched_equals_unbatched(void **state)
     for (int i = 0; i < STORY_N; i++) {
         tok[2 * i] = story[i], pos[2 * i] = i, sl[2 * i] = 0, lg[2 * i] = true;
         tok[2 * i + 1] = story[STORY_N - 1 - i], pos[2 * i + 1] = i, sl[2 * i + 1] = 1,
-                lg[2 * i + 1] = false;
+                    lg[2 * i + 1] = false;
     }
     struct model_batch b = {2 * STORY_N, tok, pos, sl, lg};
     struct err e = {0};

@@ -63,9 +63,9 @@ static void test_basic(void **state)
 static void test_quotes(void **state)
 {
     (void)state;
-    struct store_modelfile m =
-        parse_ok("FROM x\nSYSTEM \"abc\"def\nnext\"\nTEMPLATE \"\"\"a\n\"b\"\n  \"\"\"\n"
-                 "SYSTEM \"\"\"b\"\"\"c\"\"\"\nSYSTEM \"\"\nSYSTEM \"\"\"\"\"\"\nLICENSE \"\"\" x \"\"\"");
+    struct store_modelfile m = parse_ok(
+        "FROM x\nSYSTEM \"abc\"def\nnext\"\nTEMPLATE \"\"\"a\n\"b\"\n  \"\"\"\n"
+        "SYSTEM \"\"\"b\"\"\"c\"\"\"\nSYSTEM \"\"\nSYSTEM \"\"\"\"\"\"\nLICENSE \"\"\" x \"\"\"");
     assert_int_equal(m.n, 7);
     assert_string_equal(m.cmds[1].args, "abc\"def\nnext");
     assert_string_equal(m.cmds[2].args, "a\n\"b\"\n  ");
@@ -77,23 +77,29 @@ static void test_quotes(void **state)
 
     // CRLF inside an open quote is kept; control characters are dropped,
     // tabs kept, U+00A0 dropped.
-    m = parse_ok("FROM x\r\nTEMPLATE \"a\r\nb\"\r\nSYSTEM a\tb\x01" "c\xc2\xa0" "d\r\n");
+    m = parse_ok("FROM x\r\nTEMPLATE \"a\r\nb\"\r\nSYSTEM a\tb\x01"
+                 "c\xc2\xa0"
+                 "d\r\n");
     assert_string_equal(m.cmds[1].args, "a\r\nb");
     assert_string_equal(m.cmds[2].args, "a\tbcd");
     store_modelfile_deinit(&m);
 
     // BOM, UTF-16LE.
-    m = parse_ok("\xef\xbb\xbf" "FROM x");
+    m = parse_ok("\xef\xbb\xbf"
+                 "FROM x");
     assert_string_equal(m.cmds[0].args, "x");
     store_modelfile_deinit(&m);
-    const char u16[] = "\xff\xfe" "F\0R\0O\0M\0 \0y\0";
+    const char u16[] = "\xff\xfe"
+                       "F\0R\0O\0M\0 \0y\0";
     struct err e = {0};
     assert_int_equal(store_modelfile_parse(u16, sizeof(u16) - 1, &m, &e), 0);
     assert_string_equal(m.cmds[0].args, "y");
     store_modelfile_deinit(&m);
     // Invalid UTF-8 becomes U+FFFD.
-    m = parse_ok("FROM a\xff" "b");
-    assert_string_equal(m.cmds[0].args, "a\xef\xbf\xbd" "b");
+    m = parse_ok("FROM a\xff"
+                 "b");
+    assert_string_equal(m.cmds[0].args, "a\xef\xbf\xbd"
+                                        "b");
     store_modelfile_deinit(&m);
 }
 
@@ -103,7 +109,7 @@ static void test_errors(void **state)
     expect_error("FROM x\nFOO bar\n", "(line 2): " CMD_ERR);
     expect_error("FROM x\nSYSTEM\nfoo", "(line 3): " CMD_ERR);
     expect_error("FROM x\nMESSAGE User hi\n", "(line 2): message role must be one of \"system\", "
-                                               "\"user\", or \"assistant\"");
+                                              "\"user\", or \"assistant\"");
     expect_error("FROM x\nPARAMETER temp-erature 1\n", "unexpected EOF: temp");
     expect_error("FROM x\nSYSTEM \"\"\"open\n", "unexpected EOF");
     expect_error("FROM x\nSYSTEM \"open", "unexpected EOF");
@@ -207,9 +213,10 @@ static void test_params(void **state)
 static void test_to_request(void **state)
 {
     (void)state;
-    struct store_modelfile m = parse_ok("FROM llama3.2\nSYSTEM You are a pirate.\n"
-                                        "PARAMETER temperature 0.7\nLICENSE \"\"\"Apache 2.0\"\"\"\n"
-                                        "MESSAGE user Who?\nREQUIRES v0.14.0\n");
+    struct store_modelfile m =
+        parse_ok("FROM llama3.2\nSYSTEM You are a pirate.\n"
+                 "PARAMETER temperature 0.7\nLICENSE \"\"\"Apache 2.0\"\"\"\n"
+                 "MESSAGE user Who?\nREQUIRES v0.14.0\n");
     json_t *req;
     struct err e = {0};
     assert_int_equal(store_modelfile_to_request(&m, &req, &e), 0);
@@ -237,9 +244,10 @@ static void test_to_request(void **state)
 static void test_upstream_cases(void **state)
 {
     (void)state;
-    struct store_modelfile m = parse_ok("\nFROM \"     model 1\"\nADAPTER      adapter3\n"
-                                        "LICENSE \"MIT       \"\nPARAMETER param1        value1\n"
-                                        "TEMPLATE \"\"\"   {{ .Prompt }}\n\n{{ .Response }}   \"\"\"    \n");
+    struct store_modelfile m =
+        parse_ok("\nFROM \"     model 1\"\nADAPTER      adapter3\n"
+                 "LICENSE \"MIT       \"\nPARAMETER param1        value1\n"
+                 "TEMPLATE \"\"\"   {{ .Prompt }}\n\n{{ .Response }}   \"\"\"    \n");
     assert_int_equal(m.n, 5);
     assert_string_equal(m.cmds[0].args, "     model 1");
     assert_string_equal(m.cmds[1].args, "adapter3");
@@ -249,7 +257,8 @@ static void test_upstream_cases(void **state)
     assert_string_equal(m.cmds[4].args, "   {{ .Prompt }}\n\n{{ .Response }}   ");
     store_modelfile_deinit(&m);
 
-    m = parse_ok("\nFROM foo\nMESSAGE system \"\"\"\nYou are a multiline file parser.\n\"\"\"\n\t\t\t");
+    m = parse_ok(
+        "\nFROM foo\nMESSAGE system \"\"\"\nYou are a multiline file parser.\n\"\"\"\n\t\t\t");
     assert_int_equal(m.n, 2);
     assert_string_equal(m.cmds[1].key, "system");
     assert_string_equal(m.cmds[1].args, "\nYou are a multiline file parser.\n");
@@ -275,9 +284,9 @@ static void test_upstream_cases(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_basic),           cmocka_unit_test(test_quotes),
-        cmocka_unit_test(test_errors),          cmocka_unit_test(test_render_roundtrip),
-        cmocka_unit_test(test_params),          cmocka_unit_test(test_to_request),
+        cmocka_unit_test(test_basic),          cmocka_unit_test(test_quotes),
+        cmocka_unit_test(test_errors),         cmocka_unit_test(test_render_roundtrip),
+        cmocka_unit_test(test_params),         cmocka_unit_test(test_to_request),
         cmocka_unit_test(test_upstream_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

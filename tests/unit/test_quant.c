@@ -35,8 +35,8 @@ static void test_vectors(void **state)
 {
     (void)state;
     static const uint32_t types[] = {
-        GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1, GGUF_TYPE_Q5_0, GGUF_TYPE_Q5_1,   GGUF_TYPE_Q8_0,
-        GGUF_TYPE_Q2_K, GGUF_TYPE_Q3_K, GGUF_TYPE_Q4_K, GGUF_TYPE_Q5_K,   GGUF_TYPE_Q6_K,
+        GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1,   GGUF_TYPE_Q5_0,   GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_0,
+        GGUF_TYPE_Q2_K, GGUF_TYPE_Q3_K,   GGUF_TYPE_Q4_K,   GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K,
         GGUF_TYPE_Q8_K, GGUF_TYPE_IQ4_NL, GGUF_TYPE_IQ4_XS,
     };
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
@@ -111,11 +111,11 @@ static void test_roundtrip_bounds(void **state)
         uint32_t type;
         double max_rel_rmse;  // RMSE of the error / RMS of the data
     } cases[] = {
-        {GGUF_TYPE_F16, 0.001},  {GGUF_TYPE_BF16, 0.005}, {GGUF_TYPE_Q8_0, 0.01},
-        {GGUF_TYPE_Q8_K, 0.03},  {GGUF_TYPE_Q8_1, 0.01},  {GGUF_TYPE_Q6_K, 0.03},  {GGUF_TYPE_Q5_0, 0.08},
-        {GGUF_TYPE_Q5_1, 0.05},  {GGUF_TYPE_Q5_K, 0.05},  {GGUF_TYPE_Q4_0, 0.16},
-        {GGUF_TYPE_Q4_1, 0.12},  {GGUF_TYPE_Q4_K, 0.11},  {GGUF_TYPE_Q3_K, 0.25},
-        {GGUF_TYPE_Q2_K, 0.45},  {GGUF_TYPE_F32, 0.0},
+        {GGUF_TYPE_F16, 0.001}, {GGUF_TYPE_BF16, 0.005}, {GGUF_TYPE_Q8_0, 0.01},
+        {GGUF_TYPE_Q8_K, 0.03}, {GGUF_TYPE_Q8_1, 0.01},  {GGUF_TYPE_Q6_K, 0.03},
+        {GGUF_TYPE_Q5_0, 0.08}, {GGUF_TYPE_Q5_1, 0.05},  {GGUF_TYPE_Q5_K, 0.05},
+        {GGUF_TYPE_Q4_0, 0.16}, {GGUF_TYPE_Q4_1, 0.12},  {GGUF_TYPE_Q4_K, 0.11},
+        {GGUF_TYPE_Q3_K, 0.25}, {GGUF_TYPE_Q2_K, 0.45},  {GGUF_TYPE_F32, 0.0},
     };
     const int64_t n = 4096;
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
@@ -135,7 +135,8 @@ static void test_roundtrip_bounds(void **state)
         for (int64_t i = 0; i < n; i++)
             err += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
         err = sqrt(err / (double)n) / rms;
-        print_message("%-5s relative rmse %.5f (bound %.3f)\n", tr->name, err, cases[c].max_rel_rmse);
+        print_message("%-5s relative rmse %.5f (bound %.3f)\n", tr->name, err,
+                      cases[c].max_rel_rmse);
         if (err > cases[c].max_rel_rmse)
             fail_msg("%s: relative rmse %.4f > %.4f", tr->name, err, cases[c].max_rel_rmse);
         // Deterministic: the same input gives the same bytes.
@@ -192,8 +193,8 @@ static void test_q8_0_matches_llama_cpp(void **state)
     assert_int_equal(gguf_open(&a, p32, &e), 0);
     assert_int_equal(gguf_open(&b, p8, &e), 0);
     int compared = 0;
-    struct quant_mix_model mm = {.arch = "llama", .n_layers = 2, .n_gqa = 2,
-                                 .tied_embeddings = true};
+    struct quant_mix_model mm = {
+        .arch = "llama", .n_layers = 2, .n_gqa = 2, .tied_embeddings = true};
     for (size_t i = 0; i < gguf_tensor_count(b); i++) {
         const struct gguf_tensor *tq = gguf_tensor_at(b, i);
         char name[80];
@@ -302,8 +303,8 @@ static void test_mixes(void **state)
     assert_int_equal(quant_mix_tensor_type(19, "x.weight", 0, 2, 256, NULL), -1);
 
     // Llama 3.2 1B shape: 16 layers, 32 heads / 8 kv heads, tied output.
-    struct quant_mix_model m = {.arch = "llama", .n_layers = 16, .n_gqa = 4,
-                                .tied_embeddings = true};
+    struct quant_mix_model m = {
+        .arch = "llama", .n_layers = 16, .n_gqa = 4, .tied_embeddings = true};
     expect_type(q4km, "token_embd.weight", 2, 2048, &m, GGUF_TYPE_Q6_K);
     expect_type(q4km, "blk.0.attn_norm.weight", 1, 2048, &m, GGUF_TYPE_F32);
     expect_type(q4km, "rope_freqs.weight", 1, 32, &m, GGUF_TYPE_F32);

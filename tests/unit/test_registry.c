@@ -60,7 +60,9 @@ static void test_key_parse_spec(void **state)
     struct buf line;
     buf_init(&line, 0);
     registry_key_pub_line(pub, &line);
-    assert_string_equal(line.data, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4");
+    assert_string_equal(
+        line.data,
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4");
     buf_deinit(&line);
 
     // Our writer produces the same binary (wrapped differently) and parses back.
@@ -89,7 +91,8 @@ static void test_key_parse_spec(void **state)
     // Rejected: broken armour, bad check ints, garbage.
     assert_true(registry_key_parse("nope", 4, seed, pub, NULL) < 0);
     // Fuzzer find: markers sharing their dashes.
-    static const char overlap[] = "-----BEGIN OPENSSH PRIVATE KEY------END OPENSSH PRIVATE KEY-----AAAA";
+    static const char overlap[] =
+        "-----BEGIN OPENSSH PRIVATE KEY------END OPENSSH PRIVATE KEY-----AAAA";
     assert_true(registry_key_parse(overlap, strlen(overlap), seed, pub, NULL) < 0);
     char bad[sizeof(spec_key)];
     memcpy(bad, spec_key, sizeof(spec_key));
@@ -136,11 +139,12 @@ static void test_token_signature_spec(void **state)
     (void)state;
     struct registry_challenge c;
     struct err e = {0};
-    assert_int_equal(registry_challenge_parse(
-                         "Bearer realm=\"https://registry.example.com/v2/token\",service=\"registry."
-                         "example.com\",scope=\"repository:library/test:pull,push\"",
-                         &c, &e),
-                     0);
+    assert_int_equal(
+        registry_challenge_parse(
+            "Bearer realm=\"https://registry.example.com/v2/token\",service=\"registry."
+            "example.com\",scope=\"repository:library/test:pull,push\"",
+            &c, &e),
+        0);
     assert_string_equal(c.scheme, "Bearer");
     assert_string_equal(c.realm, "https://registry.example.com/v2/token");
     assert_string_equal(c.service, "registry.example.com");
@@ -172,15 +176,16 @@ static void test_challenge_forms(void **state)
     (void)state;
     struct registry_challenge c;
     // Unquoted, any order, realm query kept; multiple scopes.
-    assert_int_equal(registry_challenge_parse("Bearer scope=a:b:pull service=s, realm=http://h:1/t?x=1",
-                                              &c, NULL),
+    assert_int_equal(registry_challenge_parse(
+                         "Bearer scope=a:b:pull service=s, realm=http://h:1/t?x=1", &c, NULL),
                      0);
     assert_string_equal(c.realm, "http://h:1/t?x=1");
     assert_string_equal(c.service, "s");
     struct buf url;
     buf_init(&url, 0);
     uint8_t nonce[16] = {0};
-    c = (struct registry_challenge){.realm = "http://h:1/t?x=1", .service = "",
+    c = (struct registry_challenge){.realm = "http://h:1/t?x=1",
+                                    .service = "",
                                     .scope = "repository:a/b:pull repository:c/d:pull"};
     assert_int_equal(registry_token_url(&c, 5, nonce, &url, NULL), 0);
     assert_string_equal(url.data, "http://h:1/t?nonce=AAAAAAAAAAAAAAAAAAAAAA&scope=repository%3Aa%"
@@ -221,24 +226,24 @@ struct fake {
     pthread_mutex_t mu;
     struct fake_blob blobs[FAKE_MAX_BLOBS];
     int n_blobs;
-    char *manifest;  // served for any repo/tag unless 404
+    char *manifest;         // served for any repo/tag unless 404
     char *manifests[4][2];  // extra: {"repo:tag", body}
     // Faults.
     bool wrong_bytes;
-    atomic_int truncate_n;   // next N ranged GETs send half their bytes then drop
-    atomic_int fail5xx_n;    // next N ranged GETs answer 503
-    atomic_int stall_n;      // next N ranged GETs stall after some bytes
+    atomic_int truncate_n;  // next N ranged GETs send half their bytes then drop
+    atomic_int fail5xx_n;   // next N ranged GETs answer 503
+    atomic_int stall_n;     // next N ranged GETs stall after some bytes
     bool redirect_loop;
     bool redirect_other_host;  // blob GET → 307 to http://localhost:PORT/data/...
-    bool bearer;             // require "Bearer tok-N"
-    bool no_challenge;       // 401 without WWW-Authenticate
-    bool basic;              // require HTTP basic auth user:pass
-    bool realm_elsewhere;    // realm on another host
+    bool bearer;               // require "Bearer tok-N"
+    bool no_challenge;         // 401 without WWW-Authenticate
+    bool basic;                // require HTTP basic auth user:pass
+    bool realm_elsewhere;      // realm on another host
     bool head_no_length;
-    bool head_404;           // HEAD of a blob says "unknown" (so push must upload or mount)
+    bool head_404;  // HEAD of a blob says "unknown" (so push must upload or mount)
     // Observations.
     atomic_int token_requests;
-    atomic_int data_gets;      // ranged GETs that sent bytes
+    atomic_int data_gets;  // ranged GETs that sent bytes
     atomic_llong bytes_served;
     atomic_int auth_to_other_host;  // Authorization seen on /data/
     atomic_llong min_range_start[FAKE_MAX_BLOBS];
@@ -301,8 +306,8 @@ static ssize_t reader_cb(void *cls, uint64_t pos, char *out, size_t max)
 static enum MHD_Result reply(struct MHD_Connection *c, int status, const char *body,
                              const char *const *hdrs)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
-                                                             MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     for (const char *const *h = hdrs; h && h[0]; h += 2)
         MHD_add_response_header(r, h[0], h[1]);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
@@ -354,7 +359,8 @@ static enum MHD_Result serve_blob(struct fake *f, struct MHD_Connection *c, cons
         atomic_fetch_add(&f->data_gets, 1);
     }
     if (strcmp(method, "HEAD") == 0) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         if (!f->head_no_length) {
             // MHD computes Content-Length from the body; give a fake size via a callback.
             MHD_destroy_response(r);
@@ -444,9 +450,10 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
         bool ok = auth && strcmp(auth, "Bearer tok-1") == 0;
         if (!ok) {
             char ch[300];
-            snprintf(ch, sizeof(ch),
-                     "Bearer realm=\"http://%s:%d/token\",service=\"fake\",scope=\"repository:x:pull\"",
-                     f->realm_elsewhere ? "localhost" : "127.0.0.1", f->port);
+            snprintf(
+                ch, sizeof(ch),
+                "Bearer realm=\"http://%s:%d/token\",service=\"fake\",scope=\"repository:x:pull\"",
+                f->realm_elsewhere ? "localhost" : "127.0.0.1", f->port);
             const char *h[] = {"WWW-Authenticate", ch, NULL};
             return reply(c, 401, "{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}",
                          f->no_challenge ? NULL : h);
@@ -518,8 +525,8 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
             if (ok && f->n_blobs < FAKE_MAX_BLOBS && !find_blob(f, want, NULL))
                 fake_add_blob(f, f->upload ? f->upload : "", f->upload_len, NULL);
             pthread_mutex_unlock(&f->mu);
-            return reply(c, ok ? 201 : 400, ok ? "" : "{\"errors\":[{\"code\":\"DIGEST_INVALID\"}]}",
-                         NULL);
+            return reply(c, ok ? 201 : 400,
+                         ok ? "" : "{\"errors\":[{\"code\":\"DIGEST_INVALID\"}]}", NULL);
         }
     }
     const char *b = strstr(url, "/blobs/");
@@ -592,12 +599,16 @@ static void fake_model(struct fake *f, size_t n, char model_digest[80], char con
     free(data);
     const char *cfg = "{\"model_format\":\"gguf\",\"model_family\":\"llama\"}";
     fake_add_blob(f, cfg, strlen(cfg), config_digest);
-    f->manifest = xasprintf(
-        "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.docker.distribution.manifest.v2+json\","
-        "\"config\":{\"mediaType\":\"application/vnd.docker.container.image.v1+json\",\"digest\":\"%s\","
-        "\"size\":%zu},\"layers\":[{\"mediaType\":\"application/vnd.ollama.image.model\",\"digest\":"
-        "\"%s\",\"size\":%zu},{\"mediaType\":\"application/x-unknown-layer\",\"digest\":\"%s\",\"size\":%zu}]}",
-        config_digest, strlen(cfg), model_digest, n, config_digest, strlen(cfg));
+    f->manifest =
+        xasprintf("{\"schemaVersion\":2,\"mediaType\":\"application/"
+                  "vnd.docker.distribution.manifest.v2+json\","
+                  "\"config\":{\"mediaType\":\"application/"
+                  "vnd.docker.container.image.v1+json\",\"digest\":\"%s\","
+                  "\"size\":%zu},\"layers\":[{\"mediaType\":\"application/"
+                  "vnd.ollama.image.model\",\"digest\":"
+                  "\"%s\",\"size\":%zu},{\"mediaType\":\"application/"
+                  "x-unknown-layer\",\"digest\":\"%s\",\"size\":%zu}]}",
+                  config_digest, strlen(cfg), model_digest, n, config_digest, strlen(cfg));
 }
 
 // ---------------------------------------------------------------------------
@@ -630,8 +641,11 @@ static struct fx *fx_new(size_t model_bytes, uint64_t part_min)
     snprintf(key, sizeof(key), "%s/home/.ollama/id_ed25519", x->root);
     struct err e = {0};
     assert_int_equal(store_open(&x->s, models, &e), 0);
-    struct registry_config cfg = {.key_path = key, .stall_timeout_ms = 400, .backoff_unit_ms = 10,
-                                  .part_min_bytes = part_min, .part_max_bytes = part_min};
+    struct registry_config cfg = {.key_path = key,
+                                  .stall_timeout_ms = 400,
+                                  .backoff_unit_ms = 10,
+                                  .part_min_bytes = part_min,
+                                  .part_max_bytes = part_min};
     assert_int_equal(registry_new(&x->reg, x->s, &cfg, &e), 0);
     fake_start(&x->f);
     fake_model(&x->f, model_bytes, x->model_digest, x->config_digest);
@@ -744,8 +758,9 @@ static void test_pull_digest_mismatch(void **state)
     struct err e = {0};
     assert_int_equal(fx_pull(x, &e), ERR_DIGEST);
     char want[200];
-    snprintf(want, sizeof(want), "digest mismatch, file must be downloaded again: want %s, got sha256:",
-             x->model_digest);
+    snprintf(
+        want, sizeof(want),
+        "digest mismatch, file must be downloaded again: want %s, got sha256:", x->model_digest);
     assert_true(cstr_starts_with(e.msg, want));
     assert_false(manifest_present(x));
     char dir[300];
@@ -876,16 +891,21 @@ static void test_pull_bad_manifests(void **state)
     (void)state;
     struct fx *x = fx_new(1000, 64 * 1024);
     const char *bad[][2] = {
-        {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"sha256:../../../../etc/passwd\",\"size\":1}]}",
+        {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"sha256:../../../../"
+         "etc/passwd\",\"size\":1}]}",
          "invalid digest format"},
-        {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"sha256:aa/bb\",\"size\":1}]}",
+        {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"sha256:aa/"
+         "bb\",\"size\":1}]}",
          "invalid digest format"},
-        {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"sha256:abcd\",\"size\":1}]}",
+        {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"sha256:abcd\","
+         "\"size\":1}]}",
          "invalid digest format"},
         {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"sha256:"
-         "0000000000000000000000000000000000000000000000000000000000000000\",\"size\":9000000000000000000}]}",
+         "0000000000000000000000000000000000000000000000000000000000000000\",\"size\":"
+         "9000000000000000000}]}",
          "invalid size"},
-        {"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[]}",
+        {"{\"schemaVersion\":2,\"mediaType\":\"application/"
+         "vnd.oci.image.index.v1+json\",\"manifests\":[]}",
          "unsupported manifest media type"},
         {"{\"schemaVersion\":2,\"layers\":[{\"mediaType\":\"x\",\"digest\":\"\",\"size\":1}]}",
          "invalid digest format"},

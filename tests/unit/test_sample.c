@@ -650,10 +650,16 @@ static void test_format_json(void **state)
         assert_int_equal(check(g, ok[i], &done), 1);
         assert_true(done);
     }
-    static const char *const bad[] = {"{\"a\": \"b\" , \"c\": 1}", "{\"a\" : 1}", "[1]",
-                                      "{\"a\":01}", "{\"a\":\"\\u0000\"}",
-                                      "{\"a\":\"\\ud800\"}", "{\"a\":\"\xed\xa0\x80\"}",
-                                      "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\x01\"}", " {}",
+    static const char *const bad[] = {"{\"a\": \"b\" , \"c\": 1}",
+                                      "{\"a\" : 1}",
+                                      "[1]",
+                                      "{\"a\":01}",
+                                      "{\"a\":\"\\u0000\"}",
+                                      "{\"a\":\"\\ud800\"}",
+                                      "{\"a\":\"\xed\xa0\x80\"}",
+                                      "{\"a\":\"\xc0\xaf\"}",
+                                      "{\"a\":\"\x01\"}",
+                                      " {}",
                                       "{} x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(check(g, bad[i], &done), 0);
@@ -716,17 +722,17 @@ static void test_format_errors(void **state)
 static void test_schema_example(void **state)
 {
     (void)state;
-    struct sample_grammar *g = compile(
-        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
-        "\"age\":{\"type\":\"integer\"}},\"required\":[\"name\"]}");
+    struct sample_grammar *g =
+        compile("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                "\"age\":{\"type\":\"integer\"}},\"required\":[\"name\"]}");
     bool done;
     assert_int_equal(check(g, "{\"name\":\"Al\"}", &done), 1);
     assert_true(done);
     assert_int_equal(check(g, "{ \"name\" : \"Al\", \"age\": 3 }", &done), 1);
     assert_true(done);
     assert_int_equal(check(g, "{\"age\":3,\"name\":\"Al\"}", &done), 0);  // order
-    assert_int_equal(check(g, "{\"name\":\"Al\",\"x\":1}", &done), 0);  // additional
-    assert_int_equal(check(g, "{}", &done), 0);                         // required
+    assert_int_equal(check(g, "{\"name\":\"Al\",\"x\":1}", &done), 0);    // additional
+    assert_int_equal(check(g, "{}", &done), 0);                           // required
     assert_int_equal(check(g, "{\"name\":\"Al\",\"age\":1.5}", &done), 0);
     sample_grammar_free(g);
 
@@ -734,8 +740,12 @@ static void test_schema_example(void **state)
     // that differ from the declared names
     g = compile("{\"properties\":{\"a\":{\"type\":\"null\"},\"b\":{\"type\":\"boolean\"},"
                 "\"c\":{\"enum\":[1,\"x\"]}},\"additionalProperties\":{\"type\":\"integer\"}}");
-    static const char *const ok[] = {"{}", "{\"b\":true}", "{\"a\":null,\"c\":\"x\"}",
-                                     "{\"c\":1,\"ab\":5,\"\":6}", "{\"d\":7}", "{\"b\":false,\"aa\":1}"};
+    static const char *const ok[] = {"{}",
+                                     "{\"b\":true}",
+                                     "{\"a\":null,\"c\":\"x\"}",
+                                     "{\"c\":1,\"ab\":5,\"\":6}",
+                                     "{\"d\":7}",
+                                     "{\"b\":false,\"aa\":1}"};
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         assert_int_equal(check(g, ok[i], &done), 1);
         assert_true(done);
@@ -860,8 +870,8 @@ static bool pcre_search(const char *pattern, const char *s, size_t n)
 {
     int code;
     PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code,
-                                   &off, NULL);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
     if (!re)
         fail_msg("pcre2 cannot compile %s", pattern);
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
@@ -880,7 +890,7 @@ static void test_patterns(void **state)
 {
     (void)state;
     static const struct {
-        const char *pattern;  // as a C string (JSON-escaped below)
+        const char *pattern;   // as a C string (JSON-escaped below)
         const char *yes, *no;  // JSON string texts that must / must not be accepted
     } cases[] = {
         {"^[a-z]{2,5}$", "\"abc\"", "\"abcdef\""},
@@ -936,17 +946,23 @@ static void test_patterns(void **state)
 // ---------------------------------------------------------------------------
 // Random schemas: generation, an independent validator, constrained sampling.
 
-static const char *const prop_names[] = {"a", "b", "name", "age", "x_y", "\xc3\xa9t\xc3\xa9", "id", "k"};
+static const char *const prop_names[] = {"a",  "b", "name", "age", "x_y", "\xc3\xa9t\xc3\xa9",
+                                         "id", "k"};
 #define N_PROP_NAMES (sizeof(prop_names) / sizeof(prop_names[0]))
 
 static json_t *rand_scalar_value(void)
 {
     switch (lcg() % 5) {
-    case 0: return json_integer((json_int_t)(lcg() % 200) - 100);
-    case 1: return json_string(prop_names[lcg() % N_PROP_NAMES]);
-    case 2: return json_true();
-    case 3: return json_null();
-    default: return json_real(0.5 * (lcg() % 9));
+    case 0:
+        return json_integer((json_int_t)(lcg() % 200) - 100);
+    case 1:
+        return json_string(prop_names[lcg() % N_PROP_NAMES]);
+    case 2:
+        return json_true();
+    case 3:
+        return json_null();
+    default:
+        return json_real(0.5 * (lcg() % 9));
     }
 }
 
@@ -978,9 +994,15 @@ static json_t *rand_schema(int depth, bool have_defs)
                 json_object_set_new(s, "maximum", json_integer(lo + (int)(lcg() % 2000)));
         }
         break;
-    case 2: json_object_set_new(s, "type", json_string("number")); break;
-    case 3: json_object_set_new(s, "type", json_string("boolean")); break;
-    case 4: json_object_set_new(s, "type", json_string("null")); break;
+    case 2:
+        json_object_set_new(s, "type", json_string("number"));
+        break;
+    case 3:
+        json_object_set_new(s, "type", json_string("boolean"));
+        break;
+    case 4:
+        json_object_set_new(s, "type", json_string("null"));
+        break;
     case 5: {
         json_t *e = json_array();
         int n = 1 + (int)(lcg() % 4);
@@ -989,7 +1011,9 @@ static json_t *rand_schema(int depth, bool have_defs)
         json_object_set_new(s, "enum", e);
         break;
     }
-    case 6: json_object_set_new(s, "const", rand_scalar_value()); break;
+    case 6:
+        json_object_set_new(s, "const", rand_scalar_value());
+        break;
     case 7:
         if (have_defs) {
             json_object_set_new(s, "$ref", json_string(lcg() % 2 ? "#/$defs/d0" : "#/$defs/d1"));
@@ -1042,12 +1066,17 @@ static json_t *rand_schema(int depth, bool have_defs)
         json_object_set_new(s, "properties", props);
         json_object_set_new(s, "required", req);
         switch (lcg() % 4) {
-        case 0: json_object_set_new(s, "additionalProperties", json_true()); break;
+        case 0:
+            json_object_set_new(s, "additionalProperties", json_true());
+            break;
         case 1:
             json_object_set_new(s, "additionalProperties", rand_schema(depth + 1, have_defs));
             break;
-        case 2: json_object_set_new(s, "additionalProperties", json_false()); break;
-        default: break;
+        case 2:
+            json_object_set_new(s, "additionalProperties", json_false());
+            break;
+        default:
+            break;
         }
         break;
     }
@@ -1095,7 +1124,8 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
         if (!json_is_string(v))
             return false;
         const json_t *pat = json_object_get(s, "pattern");
-        if (pat && !pcre_search(json_string_value(pat), json_string_value(v), json_string_length(v)))
+        if (pat &&
+            !pcre_search(json_string_value(pat), json_string_value(v), json_string_length(v)))
             return false;
         size_t n = utf8_count(json_string_value(v));
         const json_t *lo = json_object_get(s, "minLength"), *hi = json_object_get(s, "maxLength");
@@ -1107,13 +1137,14 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
             return false;
         const json_t *lo = json_object_get(s, "minItems"), *hi = json_object_get(s, "maxItems");
         size_t n = json_array_size(v);
-        if ((lo && n < (size_t)json_integer_value(lo)) || (hi && n > (size_t)json_integer_value(hi)))
+        if ((lo && n < (size_t)json_integer_value(lo)) ||
+            (hi && n > (size_t)json_integer_value(hi)))
             return false;
         const json_t *items = json_object_get(s, "items");
         const json_t *prefix = json_object_get(s, "prefixItems");
         for (size_t i = 0; i < n; i++) {
-            const json_t *is = prefix && i < json_array_size(prefix) ? json_array_get(prefix, i)
-                                                                     : items;
+            const json_t *is =
+                prefix && i < json_array_size(prefix) ? json_array_get(prefix, i) : items;
             if (is && !validate(root, is, json_array_get(v, i), depth + 1))
                 return false;
         }
@@ -1130,7 +1161,8 @@ static bool validate_type(const json_t *root, const json_t *s, const char *t, co
                 return false;
         const char *k;
         const json_t *x;
-        json_object_foreach((json_t *)v, k, x) {
+        json_object_foreach((json_t *)v, k, x)
+        {
             const json_t *ps = props ? json_object_get(props, k) : NULL;
             if (ps) {
                 if (!validate(root, ps, x, depth + 1))
@@ -1198,11 +1230,54 @@ static bool validate(const json_t *root, const json_t *s, const json_t *v, int d
 static struct sample_vocab *synthetic_vocab(int32_t *eog_id, int32_t **closers, int *n_closers)
 {
     static const char *const multi[] = {
-        "{\"", "\"}", "\":", "\": ", ", \"", ",\"", "true", "false", "null", "12", "345", "-0.5",
-        "e+1", " \"", "\n  ", "\"a\"", "name", "age", "\"name\": \"", "]", "[{", "}]", "\\u00e9",
-        "\xc3\xa9", "\xe4\xb8\xad", "\xe4\xb8", "\xad", "\xe6\x97\xa5\xe6\x9c\xac",
-        "\xf0\x9f\x98\x80", "\xf0\x9f", "\\n", "\\\"", "x_y", "id", "\xc3\xa9t\xc3\xa9", "\": [",
-        "\": {", "0", "00", "1.", ".5", "\"\"", "{}", "[]", "}}", "]]", "\": \"", "\"]",
+        "{\"",
+        "\"}",
+        "\":",
+        "\": ",
+        ", \"",
+        ",\"",
+        "true",
+        "false",
+        "null",
+        "12",
+        "345",
+        "-0.5",
+        "e+1",
+        " \"",
+        "\n  ",
+        "\"a\"",
+        "name",
+        "age",
+        "\"name\": \"",
+        "]",
+        "[{",
+        "}]",
+        "\\u00e9",
+        "\xc3\xa9",
+        "\xe4\xb8\xad",
+        "\xe4\xb8",
+        "\xad",
+        "\xe6\x97\xa5\xe6\x9c\xac",
+        "\xf0\x9f\x98\x80",
+        "\xf0\x9f",
+        "\\n",
+        "\\\"",
+        "x_y",
+        "id",
+        "\xc3\xa9t\xc3\xa9",
+        "\": [",
+        "\": {",
+        "0",
+        "00",
+        "1.",
+        ".5",
+        "\"\"",
+        "{}",
+        "[]",
+        "}}",
+        "]]",
+        "\": \"",
+        "\"]",
     };
     size_t n_multi = sizeof(multi) / sizeof(multi[0]);
     int32_t n = (int32_t)(256 + n_multi + 3);
@@ -1228,7 +1303,8 @@ static struct sample_vocab *synthetic_vocab(int32_t *eog_id, int32_t **closers, 
     *n_closers = 0;
     for (int32_t i = 0; i < n; i++)
         for (size_t j = 0; j < sizeof(close) / sizeof(close[0]); j++)
-            if (pieces[i] && lens[i] == strlen(close[j]) && memcmp(pieces[i], close[j], lens[i]) == 0)
+            if (pieces[i] && lens[i] == strlen(close[j]) &&
+                memcmp(pieces[i], close[j], lens[i]) == 0)
                 (*closers)[(*n_closers)++] = i;
     for (int32_t i = 0; i < n; i++)
         free(pieces[i]);
@@ -1365,8 +1441,12 @@ static void test_mask_agrees(void **state)
     struct sample_grammar *g = compile("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
                                        "\"string\"},\"n\":{\"type\":\"array\",\"items\":{\"type\":"
                                        "\"number\"}}},\"required\":[\"name\",\"n\"]}");
-    static const char *const prefixes[] = {"", "{", "{\"na", "{\"name\": \"ab\xe4\xb8",
-                                           "{\"name\":\"\"", "{\"name\":\"x\",\"n\":[1",
+    static const char *const prefixes[] = {"",
+                                           "{",
+                                           "{\"na",
+                                           "{\"name\": \"ab\xe4\xb8",
+                                           "{\"name\":\"\"",
+                                           "{\"name\":\"x\",\"n\":[1",
                                            "{\"name\":\"x\",\"n\":[]}"};
     struct gmask_ctx m = {0};
     struct gstate st = {0}, next = {0}, tmp = {0};
@@ -1412,7 +1492,8 @@ static void test_grammar_done(void **state)
         {"{\"type\":\"integer\"}", "12", {false, false}},
         {"{\"type\":\"boolean\"}", "true", {false, false, false, true}},
         {"\"json\"", "{}", {false, true}},
-        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"null\"}}}", "{} ",
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"null\"}}}",
+         "{} ",
          {false, true, true}},
         {"{\"enum\":[\"a\",\"ab\"]}", "\"a\"", {false, false, true}},
     };
@@ -1479,8 +1560,7 @@ int main(void)
         cmocka_unit_test(test_integer_ranges),  cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_patterns),        cmocka_unit_test(test_large_alternatives),
         cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
-        cmocka_unit_test(test_grammar_done),
-        cmocka_unit_test(test_random_schemas),
+        cmocka_unit_test(test_grammar_done),    cmocka_unit_test(test_random_schemas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

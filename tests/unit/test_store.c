@@ -106,8 +106,8 @@ static void make_model(struct store *s, const char *name, const char *const *lay
         l.size = (int64_t)strlen(layers[2 * i + 1]);
         store_manifest_add_layer(&m, &l);
     }
-    struct store_config c = {.model_format = "gguf", .model_family = "llama",
-                             .model_type = "260K", .file_type = "F32"};
+    struct store_config c = {
+        .model_format = "gguf", .model_family = "llama", .model_type = "260K", .file_type = "F32"};
     char *fam[] = {"llama"};
     c.model_families = fam;
     c.n_families = 1;
@@ -168,10 +168,32 @@ static void test_names(void **state)
     memset(long_part, 'a', 81);
     long_part[81] = '\0';
     const char *bad[] = {
-        "localhost:5000/model", "a/b/c/d", "model:", ":tag", "/model", "ns//m", "model@sha256:abc",
-        "", "..", "../x", "x/../y", "a/..:b", "ns/.hidden", "m:.tag", "m:a/b", "ns.dot/m",
-        "-model", "mo del", "mo\\del", "m\xc3\xa9", "x:y:z", "@sha256:" , long_part,
-        "h/n/m:t/", "a//", "./m",
+        "localhost:5000/model",
+        "a/b/c/d",
+        "model:",
+        ":tag",
+        "/model",
+        "ns//m",
+        "model@sha256:abc",
+        "",
+        "..",
+        "../x",
+        "x/../y",
+        "a/..:b",
+        "ns/.hidden",
+        "m:.tag",
+        "m:a/b",
+        "ns.dot/m",
+        "-model",
+        "mo del",
+        "mo\\del",
+        "m\xc3\xa9",
+        "x:y:z",
+        "@sha256:",
+        long_part,
+        "h/n/m:t/",
+        "a//",
+        "./m",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct err e = {0};
@@ -193,9 +215,13 @@ static void test_digests(void **state)
     assert_int_equal(store_digest_parse(good, hex, NULL), 0);
     assert_string_equal(hex, good + 7);
     assert_int_equal(store_digest_parse("sha256-270cba1bd5109f42d03350f60406024560464db173c0e387d"
-                                        "91f0426d3bd256d", hex, NULL), 0);
+                                        "91f0426d3bd256d",
+                                        hex, NULL),
+                     0);
     assert_int_equal(store_digest_parse("sha256:270CBA1BD5109F42D03350F60406024560464DB173C0E387D"
-                                        "91F0426D3BD256D", hex, NULL), 0);
+                                        "91F0426D3BD256D",
+                                        hex, NULL),
+                     0);
     const char *bad[] = {
         "sha256:../../../../home/u/.ssh/authorized_keys",
         "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256",
@@ -203,7 +229,9 @@ static void test_digests(void **state)
         "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256/",
         "sha512:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d",
         "sha256_270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d",
-        "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", "", "sha256:",
+        "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d",
+        "",
+        "sha256:",
         "sha256:270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd25.d",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -220,8 +248,8 @@ static void test_gojson(void **state)
 {
     (void)state;
     // The params layers of llama3.2 and llama3 (store.md §6.1): bytes and digests.
-    json_t *p = json_pack("{s:[s,s,s]}", "stop", "<|start_header_id|>", "<|end_header_id|>",
-                          "<|eot_id|>");
+    json_t *p =
+        json_pack("{s:[s,s,s]}", "stop", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>");
     struct buf b;
     buf_init(&b, 0);
     assert_int_equal(gojson_value(&b, p), 0);
@@ -243,11 +271,16 @@ static void test_gojson(void **state)
         double v;
         const char *json, *fmt_v;
     } nums[] = {
-        {0.7, "0.7", "0.7"},           {4096, "4096", "4096"},
-        {1000000, "1000000", "1e+06"}, {0.00001, "0.00001", "1e-05"},
-        {1e-7, "1e-7", "1e-07"},       {1e21, "1e+21", "1e+21"},
-        {1048576, "1048576", "1.048576e+06"}, {-1, "-1", "-1"},
-        {0, "0", "0"},                 {123456, "123456", "123456"},
+        {0.7, "0.7", "0.7"},
+        {4096, "4096", "4096"},
+        {1000000, "1000000", "1e+06"},
+        {0.00001, "0.00001", "1e-05"},
+        {1e-7, "1e-7", "1e-07"},
+        {1e21, "1e+21", "1e+21"},
+        {1048576, "1048576", "1.048576e+06"},
+        {-1, "-1", "-1"},
+        {0, "0", "0"},
+        {123456, "123456", "123456"},
         {0.1 + 0.2, "0.30000000000000004", "0.30000000000000004"},
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
@@ -264,7 +297,8 @@ static void test_gojson(void **state)
 
     buf_reset(&b);
     gojson_string(&b, "a<b>&\"\\\n\t\x01\xe2\x80\xa8z\xc3\xa9");
-    assert_string_equal(buf_cstr(&b), "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\t\\u0001\\u2028z\xc3\xa9\"");
+    assert_string_equal(buf_cstr(&b),
+                        "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\t\\u0001\\u2028z\xc3\xa9\"");
     buf_reset(&b);
     gofmt_quote(&b, "<|im_end|>\"\n");
     assert_string_equal(buf_cstr(&b), "\"<|im_end|>\\\"\\n\"");
@@ -341,7 +375,8 @@ static void test_manifest_roundtrip(void **state)
 {
     (void)state;
     const char *text =
-        "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.docker.distribution.manifest.v2+json\","
+        "{\"schemaVersion\":2,\"mediaType\":\"application/"
+        "vnd.docker.distribution.manifest.v2+json\","
         "\"config\":{\"mediaType\":\"application/vnd.docker.container.image.v1+json\",\"digest\":"
         "\"sha256:1111111111111111111111111111111111111111111111111111111111111111\",\"size\":488},"
         "\"layers\":[{\"mediaType\":\"application/vnd.ollama.image.model\",\"digest\":\"sha256:"
@@ -375,8 +410,8 @@ static void test_list_copy_delete(void **state)
 {
     struct fx *f = *state;
     struct err e = {0};
-    const char *a[] = {STORE_MT_MODEL, "weights-a", STORE_MT_TEMPLATE, "{{ .Prompt }}",
-                       STORE_MT_LICENSE, "MIT"};
+    const char *a[] = {STORE_MT_MODEL,  "weights-a",      STORE_MT_TEMPLATE,
+                       "{{ .Prompt }}", STORE_MT_LICENSE, "MIT"};
     const char *b[] = {STORE_MT_MODEL, "weights-b", STORE_MT_TEMPLATE, "{{ .Prompt }}"};
     make_model(f->s, "alpha", a, 3);
     make_model(f->s, "team/Beta:v1", b, 2);
@@ -385,7 +420,8 @@ static void test_list_copy_delete(void **state)
     char pa[4096], pb[4096];
     snprintf(pa, sizeof(pa), "%s/manifests/registry.ollama.ai/library/alpha/latest", f->root);
     snprintf(pb, sizeof(pb), "%s/manifests/registry.ollama.ai/team/Beta/v1", f->root);
-    struct timespec ts[2] = {{.tv_sec = 1700000000, .tv_nsec = 5}, {.tv_sec = 1700000000, .tv_nsec = 5}};
+    struct timespec ts[2] = {{.tv_sec = 1700000000, .tv_nsec = 5},
+                             {.tv_sec = 1700000000, .tv_nsec = 5}};
     utimensat(AT_FDCWD, pa, ts, 0);
     ts[0].tv_nsec = ts[1].tv_nsec = 900000000;
     utimensat(AT_FDCWD, pb, ts, 0);
@@ -662,23 +698,24 @@ static void test_ollama_store_show(void **state)
     json_t *r;
     assert_int_equal(store_show(f->s, "JMorgan/Pirate:V1", NULL, &r, &e), 0);
     char expect[4096];
-    snprintf(expect, sizeof(expect),
-             "# Modelfile generated by \"ollama show\"\n"
-             "# To build a new Modelfile based on this, replace FROM with:\n"
-             "# FROM jmorgan/pirate:v1\n\n"
-             "FROM %s/blobs/sha256-270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d\n"
-             "TEMPLATE \"{{ if .System }}<|system|>\n{{ .System }}</s>\n{{ end }}<|user|>\n"
-             "{{ .Prompt }}</s>\n<|assistant|>\n\"\n"
-             "SYSTEM You are a pirate. Answer <briefly> & \"kindly\".\n"
-             "PARAMETER num_ctx 4096\n"
-             "PARAMETER stop <|start_header_id|>\n"
-             "PARAMETER stop <|end_header_id|>\n"
-             "PARAMETER stop <|eot_id|>\n"
-             "PARAMETER temperature 0.7\n"
-             "LICENSE \"MIT License\n\nCopyright (c) 2023 Andrej Karpathy\n\"\n"
-             "MESSAGE user Who are you?\n"
-             "MESSAGE assistant Arr, a pirate!\n",
-             f->root);
+    snprintf(
+        expect, sizeof(expect),
+        "# Modelfile generated by \"ollama show\"\n"
+        "# To build a new Modelfile based on this, replace FROM with:\n"
+        "# FROM jmorgan/pirate:v1\n\n"
+        "FROM %s/blobs/sha256-270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d\n"
+        "TEMPLATE \"{{ if .System }}<|system|>\n{{ .System }}</s>\n{{ end }}<|user|>\n"
+        "{{ .Prompt }}</s>\n<|assistant|>\n\"\n"
+        "SYSTEM You are a pirate. Answer <briefly> & \"kindly\".\n"
+        "PARAMETER num_ctx 4096\n"
+        "PARAMETER stop <|start_header_id|>\n"
+        "PARAMETER stop <|end_header_id|>\n"
+        "PARAMETER stop <|eot_id|>\n"
+        "PARAMETER temperature 0.7\n"
+        "LICENSE \"MIT License\n\nCopyright (c) 2023 Andrej Karpathy\n\"\n"
+        "MESSAGE user Who are you?\n"
+        "MESSAGE assistant Arr, a pirate!\n",
+        f->root);
     assert_string_equal(json_string_value(json_object_get(r, "modelfile")), expect);
     assert_string_equal(json_string_value(json_object_get(r, "parameters")),
                         "num_ctx                        4096\n"
@@ -815,11 +852,12 @@ static void test_create_from_files(void **state)
         skip();
     struct err e = {0};
     struct statuses st = {0};
-    const char *body = "{\"model\":\"tiny\",\"files\":{\"stories260K.gguf\":\"" STORIES_DIGEST "\"},"
-                       "\"template\":\"{{ .System }} {{ .Prompt }}\",\"system\":\"Be a pirate.\","
-                       "\"parameters\":{\"temperature\":0.7,\"num_ctx\":8192,\"stop\":[\"<|im_end|>\"]},"
-                       "\"messages\":[{\"role\":\"User\",\"content\":\"hi\"}],"
-                       "\"license\":[\"MIT\",\"\"]}";
+    const char *body =
+        "{\"model\":\"tiny\",\"files\":{\"stories260K.gguf\":\"" STORIES_DIGEST "\"},"
+        "\"template\":\"{{ .System }} {{ .Prompt }}\",\"system\":\"Be a pirate.\","
+        "\"parameters\":{\"temperature\":0.7,\"num_ctx\":8192,\"stop\":[\"<|im_end|>\"]},"
+        "\"messages\":[{\"role\":\"User\",\"content\":\"hi\"}],"
+        "\"license\":[\"MIT\",\"\"]}";
     assert_int_equal(create_json(f->s, body, &st, &e), 0);
     assert_true(has_status(&st, "parsing GGUF"));
     assert_true(has_status(&st, "using existing layer " STORIES_DIGEST));
@@ -842,16 +880,17 @@ static void test_create_from_files(void **state)
     assert_string_equal(m->config.file_type, "unknown");
     assert_int_equal(m->config.n_families, 1);
     assert_int_equal(m->manifest.n_layers, 6);
-    static const char *const order[] = {STORE_MT_MODEL, STORE_MT_TEMPLATE, STORE_MT_SYSTEM,
-                                        STORE_MT_LICENSE, STORE_MT_PARAMS, STORE_MT_MESSAGES};
+    static const char *const order[] = {STORE_MT_MODEL,   STORE_MT_TEMPLATE, STORE_MT_SYSTEM,
+                                        STORE_MT_LICENSE, STORE_MT_PARAMS,   STORE_MT_MESSAGES};
     for (size_t i = 0; i < 6; i++)
         assert_string_equal(m->manifest.layers[i].media_type, order[i]);
     // Params and messages blobs are byte-exact Go encodings.
     struct buf b;
     buf_init(&b, 0);
     assert_int_equal(store_blob_read(f->s, m->manifest.layers[4].digest, 4096, &b, NULL), 0);
-    assert_string_equal(buf_cstr(&b),
-                        "{\"num_ctx\":8192,\"stop\":[\"\\u003c|im_end|\\u003e\"],\"temperature\":0.7}\n");
+    assert_string_equal(
+        buf_cstr(&b),
+        "{\"num_ctx\":8192,\"stop\":[\"\\u003c|im_end|\\u003e\"],\"temperature\":0.7}\n");
     buf_reset(&b);
     assert_int_equal(store_blob_read(f->s, m->manifest.layers[5].digest, 4096, &b, NULL), 0);
     assert_string_equal(buf_cstr(&b), "[{\"role\":\"user\",\"content\":\"hi\"}]\n");
@@ -878,8 +917,11 @@ static void test_create_from_files(void **state)
     // FROM an existing model: layers copied with "from", system replaced,
     // params merged (request wins, inherited keys kept).
     memset(&st, 0, sizeof(st));
-    assert_int_equal(create_json(f->s, "{\"model\":\"tiny2\",\"from\":\"TINY\",\"system\":\"Be brief.\","
-                                       "\"parameters\":{\"temperature\":0.2}}", &st, &e), 0);
+    assert_int_equal(create_json(f->s,
+                                 "{\"model\":\"tiny2\",\"from\":\"TINY\",\"system\":\"Be brief.\","
+                                 "\"parameters\":{\"temperature\":0.2}}",
+                                 &st, &e),
+                     0);
     assert_true(has_status(&st, "reading model metadata"));
     assert_int_equal(store_model_load(f->s, "tiny2", &m, &e), 0);
     assert_string_equal(m->system, "Be brief.");
@@ -894,8 +936,8 @@ static void test_create_from_files(void **state)
     // Overwriting a name removes the old manifest's now-unused blobs.
     char blobs[300];
     snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
-    assert_int_equal(create_json(f->s, "{\"model\":\"tiny2\",\"from\":\"tiny\",\"system\":\"X\"}",
-                                 NULL, &e), 0);
+    assert_int_equal(
+        create_json(f->s, "{\"model\":\"tiny2\",\"from\":\"tiny\",\"system\":\"X\"}", NULL, &e), 0);
     struct store_check_report r;
     assert_int_equal(store_check(f->s, &r, &e), 0);
     assert_true(store_check_ok(&r));
@@ -919,15 +961,18 @@ static void test_create_from_files(void **state)
     assert_string_equal(d1, d2);
 
     // Legacy "modelfile" request naming a model: accepted, same layers.
-    assert_int_equal(create_json(f->s, "{\"model\":\"tiny4\",\"modelfile\":\"FROM tiny\\nSYSTEM X\"}",
-                                 NULL, &e), 0);
+    assert_int_equal(
+        create_json(f->s, "{\"model\":\"tiny4\",\"modelfile\":\"FROM tiny\\nSYSTEM X\"}", NULL, &e),
+        0);
     manifest_digest(f, "tiny4", d2);
     assert_string_equal(d1, d2);
 
     // An adapter layer, shown as ADAPTER in the generated Modelfile.
-    assert_int_equal(create_json(f->s, "{\"model\":\"withlora\",\"from\":\"tiny\","
-                                       "\"adapters\":{\"lora.gguf\":\"" STORIES_DIGEST "\"}}",
-                                 NULL, &e), 0);
+    assert_int_equal(create_json(f->s,
+                                 "{\"model\":\"withlora\",\"from\":\"tiny\","
+                                 "\"adapters\":{\"lora.gguf\":\"" STORIES_DIGEST "\"}}",
+                                 NULL, &e),
+                     0);
     assert_int_equal(store_model_load(f->s, "withlora", &m, &e), 0);
     assert_int_equal(m->n_adapters, 1);
     // Base layers first, then the adapter, then the (re-added) merged params
@@ -980,13 +1025,17 @@ static void test_create_bad_input(void **state)
         skip();
     const char *F = "\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"}";
     char body[1024];
-    expect_create_error(f, "{\"model\":\"bad name\",\"files\":{}}", ERR_INVALID, "invalid model name");
+    expect_create_error(f, "{\"model\":\"bad name\",\"files\":{}}", ERR_INVALID,
+                        "invalid model name");
     expect_create_error(f, "{\"model\":\"../../etc\",\"from\":\"x\"}", ERR_INVALID,
                         "invalid model name");
-    expect_create_error(f, "{\"model\":\"a/b/c/d\",\"from\":\"x\"}", ERR_INVALID, "invalid model name");
-    expect_create_error(f, "{\"model\":\"m:..\",\"from\":\"x\"}", ERR_INVALID, "invalid model name");
+    expect_create_error(f, "{\"model\":\"a/b/c/d\",\"from\":\"x\"}", ERR_INVALID,
+                        "invalid model name");
+    expect_create_error(f, "{\"model\":\"m:..\",\"from\":\"x\"}", ERR_INVALID,
+                        "invalid model name");
     expect_create_error(f, "{\"from\":\"x\"}", ERR_INVALID, "invalid model name");
-    expect_create_error(f, "{\"model\":\"m\"}", ERR_INVALID, "neither 'from' or 'files' was specified");
+    expect_create_error(f, "{\"model\":\"m\"}", ERR_INVALID,
+                        "neither 'from' or 'files' was specified");
     expect_create_error(f, "{\"model\":\"m\",\"from\":\"unknown\"}", ERR_NOT_FOUND,
                         "model 'unknown:latest' not found");
     expect_create_error(f, "{\"model\":\"m\",\"from\":\"bad/../from\"}", ERR_INVALID,
@@ -1000,15 +1049,18 @@ static void test_create_bad_input(void **state)
     }
     expect_create_error(f, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"\"}}", ERR_INVALID,
                         "invalid digest format");
-    expect_create_error(f, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"sha256:../../../etc/passwd\"}}",
+    expect_create_error(f,
+                        "{\"model\":\"m\",\"files\":{\"m.gguf\":\"sha256:../../../etc/passwd\"}}",
                         ERR_INVALID, "invalid digest format");
     expect_create_error(f, "{\"model\":\"m\",\"adapters\":{\"a.gguf\":\"\"},\"from\":\"x\"}",
                         ERR_INVALID, "invalid digest format");
-    expect_create_error(f, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"sha256:"
-                           "0000000000000000000000000000000000000000000000000000000000000000\"}}",
+    expect_create_error(f,
+                        "{\"model\":\"m\",\"files\":{\"m.gguf\":\"sha256:"
+                        "0000000000000000000000000000000000000000000000000000000000000000\"}}",
                         ERR_INVALID, NULL);
     // Legacy server paths: one message whether or not the path exists.
-    expect_create_error(f, "{\"model\":\"m\",\"path\":\"/etc/passwd\"}", ERR_INVALID, SERVER_PATH_MSG);
+    expect_create_error(f, "{\"model\":\"m\",\"path\":\"/etc/passwd\"}", ERR_INVALID,
+                        SERVER_PATH_MSG);
     expect_create_error(f, "{\"model\":\"m\",\"path\":\"/nonexistent/x\"}", ERR_INVALID,
                         SERVER_PATH_MSG);
     snprintf(body, sizeof(body), "{\"model\":\"m\",\"modelfile\":\"FROM %s\"}", model);
@@ -1052,13 +1104,15 @@ static void test_create_bad_input(void **state)
     assert_int_equal(create_json(f->s, body, NULL, &e), ERR_FORMAT);
     assert_non_null(strstr(e.msg, "invalid GGUF file \"m.gguf\""));
     // Adapters: only one.
-    snprintf(body, sizeof(body), "{\"model\":\"m\",%s,\"adapters\":{\"a.gguf\":\"%s\",\"b.gguf\":\"%s\"}}",
-             F, STORIES_DIGEST, STORIES_DIGEST);
+    snprintf(body, sizeof(body),
+             "{\"model\":\"m\",%s,\"adapters\":{\"a.gguf\":\"%s\",\"b.gguf\":\"%s\"}}", F,
+             STORIES_DIGEST, STORIES_DIGEST);
     expect_create_error(f, body, ERR_INVALID, "only one adapter is currently supported");
     // Quantize: unsupported type.
     snprintf(body, sizeof(body), "{\"model\":\"m\",%s,\"quantize\":\"q9_z\"}", F);
-    expect_create_error(f, body, ERR_INVALID, "unsupported quantization type Q9_Z - supported types "
-                                              "are F32, F16, Q4_K_S, Q4_K_M, Q8_0");
+    expect_create_error(f, body, ERR_INVALID,
+                        "unsupported quantization type Q9_Z - supported types "
+                        "are F32, F16, Q4_K_S, Q4_K_M, Q8_0");
     // Wrong JSON types.
     e = (struct err){0};
     json_t *j = json_loads("{\"model\":\"m\",\"license\":5}", 0, NULL);
@@ -1074,7 +1128,9 @@ static void test_create_bad_input(void **state)
 static int reject_template(void *ctx, const char *text, struct err *e)
 {
     (void)ctx;
-    return strstr(text, "{{ end") && !strstr(text, "{{ if") ? err_set(e, ERR_INVALID, "unexpected {{end}}") : 0;
+    return strstr(text, "{{ end") && !strstr(text, "{{ if")
+               ? err_set(e, ERR_INVALID, "unexpected {{end}}")
+               : 0;
 }
 
 static void test_create_failure_leaves_nothing(void **state)
@@ -1092,8 +1148,10 @@ static void test_create_failure_leaves_nothing(void **state)
     // blobs go again, no manifest, store consistent.
     volatile int cancel = 0;
     struct statuses st = {.cancel_on_new = (int *)&cancel};
-    int rc = create_json(f->s, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
-                               "\"system\":\"new system\",\"license\":\"new license\"}", &st, &e);
+    int rc = create_json(f->s,
+                         "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
+                         "\"system\":\"new system\",\"license\":\"new license\"}",
+                         &st, &e);
     assert_int_equal(rc, ERR_CANCELLED);
     assert_int_equal(count_files(blobs), before);
     struct store_check_report r;
@@ -1107,7 +1165,8 @@ static void test_create_failure_leaves_nothing(void **state)
 
     // Template rejected by the template engine: nothing written.
     json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
-                           "\"system\":\"s\",\"template\":\"{{ end }}\"}", 0, NULL);
+                           "\"system\":\"s\",\"template\":\"{{ end }}\"}",
+                           0, NULL);
     struct store_create_req cr;
     assert_int_equal(store_create_req_from_json(&cr, j, &e), 0);
     struct store_create_opts o = {.template_check = reject_template};
@@ -1119,16 +1178,22 @@ static void test_create_failure_leaves_nothing(void **state)
     assert_int_equal(count_files(blobs), before);
 
     // A failed re-create keeps the previous model intact.
-    assert_int_equal(create_json(f->s, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST
-                                       "\"},\"system\":\"v1\"}", NULL, &e), 0);
+    assert_int_equal(create_json(f->s,
+                                 "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST
+                                 "\"},\"system\":\"v1\"}",
+                                 NULL, &e),
+                     0);
     char d1[DIGEST_HEX_LEN + 1], d2[DIGEST_HEX_LEN + 1];
     manifest_digest(f, "m", d1);
     cancel = 0;
     memset(&st, 0, sizeof(st));
     st.cancel_on_new = (int *)&cancel;
     err_clear(&e);
-    assert_int_equal(create_json(f->s, "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST
-                                       "\"},\"system\":\"v2\"}", &st, &e), ERR_CANCELLED);
+    assert_int_equal(create_json(f->s,
+                                 "{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST
+                                 "\"},\"system\":\"v2\"}",
+                                 &st, &e),
+                     ERR_CANCELLED);
     manifest_digest(f, "m", d2);
     assert_string_equal(d1, d2);
     struct store_model *sm;
@@ -1152,7 +1217,9 @@ static void assert_consistent_except_upload(struct store *s)
     assert_int_equal(r.n_missing + r.n_corrupt + r.n_temporary, 0);
     assert_true(r.n_orphaned <= 1);
     if (r.n_orphaned)
-        assert_string_equal(r.orphaned[0], "sha256-270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");
+        assert_string_equal(
+            r.orphaned[0],
+            "sha256-270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");
     store_check_report_deinit(&r);
 }
 
@@ -1205,20 +1272,21 @@ static void test_create_quantize(void **state)
 
     // Quantizing a quantized model is refused.
     err_clear(&e);
-    assert_int_equal(create_json(f->s, "{\"model\":\"q4\",\"from\":\"q8\",\"quantize\":\"q4_0\"}",
-                                 NULL, &e), ERR_INVALID);
+    assert_int_equal(
+        create_json(f->s, "{\"model\":\"q4\",\"from\":\"q8\",\"quantize\":\"q4_0\"}", NULL, &e),
+        ERR_INVALID);
     assert_string_equal(e.msg, "quantization is only supported for F16, BF16 and F32 models");
 
     // Every mix we can produce, from F32 and from F16.
-    static const char *const mixes[] = {"f16",    "bf16",   "q4_0",   "q4_1",   "q5_0",
-                                        "q5_1",   "q2_K",   "q3_K_S", "q3_K_M", "q3_K_L",
-                                        "q4_K_S", "q4_K_M", "q4_K",   "q5_K_S", "q5_K_M",
-                                        "q6_K"};
+    static const char *const mixes[] = {"f16",  "bf16",   "q4_0",   "q4_1",   "q5_0",   "q5_1",
+                                        "q2_K", "q3_K_S", "q3_K_M", "q3_K_L", "q4_K_S", "q4_K_M",
+                                        "q4_K", "q5_K_S", "q5_K_M", "q6_K"};
     for (size_t i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++) {
         char body2[512];
         snprintf(body2, sizeof(body2),
                  "{\"model\":\"mix%zu\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
-                 "\"quantize\":\"%s\"}", i, mixes[i]);
+                 "\"quantize\":\"%s\"}",
+                 i, mixes[i]);
         err_clear(&e);
         if (create_json(f->s, body2, NULL, &e) != 0)
             fail_msg("quantize %s: %s", mixes[i], e.msg);
@@ -1231,15 +1299,19 @@ static void test_create_quantize(void **state)
         store_model_free(m);
     }
     err_clear(&e);
-    assert_int_equal(create_json(f->s, "{\"model\":\"from-f16\",\"from\":\"mix0\","
-                                       "\"quantize\":\"Q4_K_M\"}", &st, &e), 0);
+    assert_int_equal(create_json(f->s,
+                                 "{\"model\":\"from-f16\",\"from\":\"mix0\","
+                                 "\"quantize\":\"Q4_K_M\"}",
+                                 &st, &e),
+                     0);
     assert_int_equal(store_model_load(f->s, "from-f16", &m, &e), 0);
     assert_string_equal(m->config.file_type, "Q4_K_M");
     store_model_free(m);
     // Same type: nothing to do, the layer is reused.
     memset(&st, 0, sizeof(st));
-    assert_int_equal(create_json(f->s, "{\"model\":\"same\",\"from\":\"mix0\",\"quantize\":\"F16\"}",
-                                 &st, &e), 0);
+    assert_int_equal(
+        create_json(f->s, "{\"model\":\"same\",\"from\":\"mix0\",\"quantize\":\"F16\"}", &st, &e),
+        0);
     assert_int_equal(st.quant_reports, 0);
 
     assert_consistent_except_upload(f->s);
@@ -1264,7 +1336,8 @@ static void test_create_quantize_disk_full(void **state)
         struct rlimit lim = {.rlim_cur = 200000, .rlim_max = 200000};
         setrlimit(RLIMIT_FSIZE, &lim);
         json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
-                               "\"system\":\"s\",\"quantize\":\"q8_0\"}", 0, NULL);
+                               "\"system\":\"s\",\"quantize\":\"q8_0\"}",
+                               0, NULL);
         struct store_create_req cr;
         struct err e = {0};
         store_create_req_from_json(&cr, j, &e);
@@ -1362,8 +1435,8 @@ static void test_create_generated(void **state)
     assert_int_equal(store_create_req_from_json(&cr, j, &e), 0);
     json_decref(j);
     struct statuses st = {0};
-    struct store_create_opts o = {.progress = collect, .progress_ctx = &st,
-                                  .template_detect = detect_chatml};
+    struct store_create_opts o = {
+        .progress = collect, .progress_ctx = &st, .template_detect = detect_chatml};
     assert_int_equal(store_create(f->s, &cr, &o, &e), 0);
     store_create_req_deinit(&cr);
     assert_true(has_status(&st, "using autodetected template chatml"));
@@ -1399,8 +1472,8 @@ static void test_create_generated(void **state)
     // An already quantized GGUF with general.file_type set.
     char dq[STORE_DIGEST_LEN + 1];
     make_gguf(f, GGUF_TYPE_F16, 15, NULL, dq);  // claims Q4_K_M
-    snprintf(body, sizeof(body), "{\"model\":\"x\",\"files\":{\"x.gguf\":\"%s\"},\"quantize\":\"q8_0\"}",
-             dq);
+    snprintf(body, sizeof(body),
+             "{\"model\":\"x\",\"files\":{\"x.gguf\":\"%s\"},\"quantize\":\"q8_0\"}", dq);
     err_clear(&e);
     assert_int_equal(create_json(f->s, body, NULL, &e), ERR_INVALID);
     assert_string_equal(e.msg, "quantization is only supported for F16, BF16 and F32 models");
@@ -1425,7 +1498,8 @@ static void test_create_killed(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         json_t *j = json_loads("{\"model\":\"m\",\"files\":{\"m.gguf\":\"" STORIES_DIGEST "\"},"
-                               "\"system\":\"s\",\"quantize\":\"q8_0\"}", 0, NULL);
+                               "\"system\":\"s\",\"quantize\":\"q8_0\"}",
+                               0, NULL);
         struct store_create_req cr;
         store_create_req_from_json(&cr, j, NULL);
         struct store_create_opts o = {.progress = die_mid_quantize};
@@ -1469,7 +1543,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ollama_store_show, setup_ollama, teardown),
         cmocka_unit_test_setup_teardown(test_create_from_files, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_bad_input, setup_stories, teardown),
-        cmocka_unit_test_setup_teardown(test_create_failure_leaves_nothing, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_failure_leaves_nothing, setup_stories,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize_disk_full, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_generated, setup, teardown),

@@ -73,8 +73,7 @@ static char *render_msgs(const char *tmpl, json_t *msgs, json_t *tools, struct e
     return s ? s : xstrdup("");
 }
 
-static void check_vector(const char *tmpl_file, const char *out_file, json_t *msgs,
-                         json_t *tools)
+static void check_vector(const char *tmpl_file, const char *out_file, json_t *msgs, json_t *tools)
 {
     char *tmpl = read_fixture(tmpl_file);
     char *want = read_fixture(out_file);
@@ -102,8 +101,8 @@ static void test_spec_vectors(void **state)
                  NULL);
     check_vector("templates/spec/gemma-instruct.gotmpl", "templates/spec/gemma-instruct.out", c,
                  NULL);
-    check_vector("templates/spec/mistral-instruct.gotmpl", "templates/spec/mistral-instruct.out",
-                 c, NULL);
+    check_vector("templates/spec/mistral-instruct.gotmpl", "templates/spec/mistral-instruct.out", c,
+                 NULL);
     check_vector("templates/spec/llama3-legacy.gotmpl", "templates/spec/llama3-legacy.out", c,
                  NULL);
     json_decref(c);
@@ -118,9 +117,11 @@ static void test_spec_vector_hashes(void **state)
         const char *sha;
     } v[] = {
         {"qwen2.5", 1482, "eb4402837c7829a690fa845de4d7f3fd842c2adee476d5341da8a46ea9255175"},
-        {"llama3-instruct", 153, "61dc7b1a77154f4015bbf548fb63b33550162cfd5d6cbf59b7e7843ece99a49e"},
+        {"llama3-instruct", 153,
+         "61dc7b1a77154f4015bbf548fb63b33550162cfd5d6cbf59b7e7843ece99a49e"},
         {"gemma-instruct", 445, "4ea0df93422f8340a23cbb30feb814196a03aed2e1d97382b6529fad7c541f79"},
-        {"mistral-instruct", 218, "c502cd9313888317b670db1c6d5698783656a22ea75101651baa2c94d42397fb"},
+        {"mistral-instruct", 218,
+         "c502cd9313888317b670db1c6d5698783656a22ea75101651baa2c94d42397fb"},
         {"llama3-legacy", 254, "8ab4849b038cf0abc5b1c9b8ee1443dca6b93a045c2272180d985126eb40bf6f"},
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -193,11 +194,26 @@ static void test_tools_qwen(void **state)
 static void test_builtin_renderings(void **state)
 {
     (void)state;
-    static const char *names[] = {
-        "alfred", "alpaca", "chatml", "chatqa", "codellama-70b-instruct", "command-r",
-        "falcon-instruct", "gemma-instruct", "gemma3-instruct", "granite-instruct", "llama2-chat",
-        "llama3-instruct", "magicoder", "mistral-instruct", "openchat", "phi-3", "solar-instruct",
-        "starcoder2-instruct", "vicuna", "zephyr"};
+    static const char *names[] = {"alfred",
+                                  "alpaca",
+                                  "chatml",
+                                  "chatqa",
+                                  "codellama-70b-instruct",
+                                  "command-r",
+                                  "falcon-instruct",
+                                  "gemma-instruct",
+                                  "gemma3-instruct",
+                                  "granite-instruct",
+                                  "llama2-chat",
+                                  "llama3-instruct",
+                                  "magicoder",
+                                  "mistral-instruct",
+                                  "openchat",
+                                  "phi-3",
+                                  "solar-instruct",
+                                  "starcoder2-instruct",
+                                  "vicuna",
+                                  "zephyr"};
     static const char *trim_space[] = {"chatqa", "llama2-chat", "mistral-instruct", "openchat",
                                        "vicuna"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -237,7 +253,7 @@ static void test_tool_templates(void **state)
 {
     (void)state;
     static const char *names[] = {"command-r-plus", "firefunction", "llama3-groq-tool-use",
-                                  "mistral", "nemotron", "xlam"};
+                                  "mistral",        "nemotron",     "xlam"};
     char *mj = read_fixture("templates/tools/messages.json");
     char *tj = read_fixture("templates/tools/tools.json");
     json_t *msgs = json_loads(mj, 0, NULL), *tools = json_loads(tj, 0, NULL);
@@ -290,7 +306,8 @@ static void check_snippets(const struct snippet *s, size_t n)
 static void test_language_checks(void **state)
 {
     (void)state;
-    static const struct snippet s[] = {  // templates.md §9.8
+    static const struct snippet s[] = {
+        // templates.md §9.8
         {"{{ and \"\" \"x\" }}", ""},
         {"{{ or \"\" \"x\" }}", "x"},
         {"{{ or 0 \"\" }}", ""},
@@ -309,7 +326,8 @@ static void test_language_checks(void **state)
         {"{{ 3 }} {{ 3.0 }} {{ 1e3 }} {{ 0x10 }} {{ 'a' }}", "3 3 1000 16 97"},
         {"{{ range $i, $m := .Messages }}{{ $i }}:{{ $m.Role }},{{ end }}",
          "0:system,1:user,2:assistant,3:user,"},
-        {"{{ range .Messages }}{{ if eq .Role \"assistant\" }}{{ break }}{{ end }}{{ .Role }};{{ end }}",
+        {"{{ range .Messages }}{{ if eq .Role \"assistant\" }}{{ break }}{{ end }}{{ .Role }};{{ "
+         "end }}",
          "system;user;"},
         {"{{ .Prompt }}", "<no value>"},
         {"{{ if .Prompt }}y{{ else }}n{{ end }}", "n"},
@@ -336,7 +354,8 @@ static void test_language_more(void **state)
         {"{{ 1e6 }} {{ 123456.0 }} {{ 0.0001 }} {{ 0.00001 }} {{ 1234567.0 }}",
          "1e+06 123456 0.0001 1e-05 1.234567e+06"},
         {"{{ 1i }} {{ '\\n' }} {{ true }} {{ false }}", "(0+1i) 10 true false"},
-        {"{{ \"a\\tb\\x41\\u00e9\\101\" }}", "a\tbA\xc3\xa9" "A"},
+        {"{{ \"a\\tb\\x41\\u00e9\\101\" }}", "a\tbA\xc3\xa9"
+                                             "A"},
         {"{{ `raw\\n` }}", "raw\\n"},
         // variables and scope
         {"{{ $x := 1 }}{{ range .Messages }}{{ $x = 5 }}{{ end }}{{ $x }}", "5"},
@@ -358,7 +377,8 @@ static void test_language_more(void **state)
         {"{{ lt 1 2 }} {{ le 2 2 }} {{ gt \"b\" \"a\" }} {{ ge 1.5 2.5 }} {{ ne 1 2 }}",
          "true true true false true"},
         {"{{ eq .Missing \"x\" }} {{ eq 1 2 3 1 }}", "false true"},
-        {"{{ not 0 }} {{ not \"x\" }} {{ and 1 2 }} {{ or 0 .Missing }}", "true false 2 <no value>"},
+        {"{{ not 0 }} {{ not \"x\" }} {{ and 1 2 }} {{ or 0 .Missing }}",
+         "true false 2 <no value>"},
         // len / index / slice
         {"{{ len .Messages }} {{ (index .Messages 2).Role }} {{ index \"abc\" 1 }}",
          "4 assistant 98"},
@@ -385,9 +405,11 @@ static void test_language_more(void **state)
         {"{{ json .Tools }} {{ json 1.5 }} {{ json .Missing }} {{ json true }}",
          "null 1.5 null true"},
         {"{{ toTypeScriptType \"x\" }}", "any"},
-        {"{{ json 1e21 }} {{ json 0.000001 }} {{ json 0.0000001 }} {{ json 100 }} {{ json 2.5e20 }}",
+        {"{{ json 1e21 }} {{ json 0.000001 }} {{ json 0.0000001 }} {{ json 100 }} {{ json 2.5e20 "
+         "}}",
          "1e+21 0.000001 1e-7 100 250000000000000000000"},
-        {"{{ 0.1 }} {{ 123456789.0 }} {{ -2.5e-7 }} {{ 1e21 }}", "0.1 1.23456789e+08 -2.5e-07 1e+21"},
+        {"{{ 0.1 }} {{ 123456789.0 }} {{ -2.5e-7 }} {{ 1e21 }}",
+         "0.1 1.23456789e+08 -2.5e-07 1e+21"},
         {"{{ json \"\\u2028\\t\\u0001\" }}", "\"\\u2028\\t\\u0001\""},
         {"{{ printf \"%q|%T|%T\" \"\\x01\\u00e9\" 1 \"s\" }}", "\"\\x01\xc3\xa9\"|int|string"},
         {"{{ json (index .Messages 0) }}",
@@ -441,12 +463,14 @@ static void test_tool_data(void **state)
          "\"c\":{\"anyOf\":[{\"type\":\"array\"},{\"type\":\"object\"}]},\"d\":{}}}}}"},
         {"{{ range .Tools }}{{ range $k, $v := .Function.Parameters.Properties }}{{ $k }}={{ "
          "toTypeScriptType $v }}/{{ $v.Type }};{{ end }}{{ end }}",
-         "a=string | null/[string null];b=number/integer;c=any[] | Record<string, any>/[];d=any/[];"},
+         "a=string | null/[string null];b=number/integer;c=any[] | Record<string, "
+         "any>/[];d=any/[];"},
         {"{{ range .Tools }}{{ .Function.Parameters.Required }} {{ .Function.Name }}{{ end }}",
          "[b] f"},
         {"{{ range .Messages }}{{ range .ToolCalls }}{{ .ID }} {{ .Function.Index }} "
          "{{ .Function.Arguments }}{{ end }}{{ end }}",
-         "call_1 3 {\"l\":[\"a\",\"b\"],\"n\":1000000,\"o\":{\"k\":1},\"s\":\"a\\u003cb\",\"x\":2.5}"},
+         "call_1 3 "
+         "{\"l\":[\"a\",\"b\"],\"n\":1000000,\"o\":{\"k\":1},\"s\":\"a\\u003cb\",\"x\":2.5}"},
         {"{{ range .Messages }}{{ range .ToolCalls }}{{ range $k, $v := .Function.Arguments }}"
          "{{ $k }}:{{ $v }},{{ end }}{{ end }}{{ end }}",
          "l:[a b],n:1e+06,o:map[k:1],s:a<b,x:2.5,"},
@@ -473,8 +497,10 @@ static void test_tool_json_omit(void **state)
     json_t *tools = json_loads(
         "[{\"type\":\"function\",\"items\":[],\"function\":{\"name\":\"g\",\"description\":\"\","
         "\"parameters\":{\"type\":\"object\",\"required\":[],\"$defs\":{},\"properties\":{"
-        "\"p\":{\"type\":\"object\",\"properties\":{},\"enum\":[],\"items\":{},\"description\":\"\"}}}}},"
-        "{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{\"type\":\"object\"}}}]",
+        "\"p\":{\"type\":\"object\",\"properties\":{},\"enum\":[],\"items\":{},\"description\":"
+        "\"\"}}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{\"type\":\"object\"}}}"
+        "]",
         0, NULL);
     json_t *m = json_array();
     json_array_append_new(m, msg("user", "hi"));
@@ -484,11 +510,13 @@ static void test_tool_json_omit(void **state)
                             m, tools, &e);
     assert_non_null(got);
     assert_string_equal(
-        got, "[{\"type\":\"function\",\"items\":[],\"function\":{\"name\":\"g\",\"parameters\":{"
-             "\"type\":\"object\",\"$defs\":{},\"properties\":{\"p\":{\"type\":\"object\",\"items\":{},"
-             "\"properties\":{}}}}}},{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{"
-             "\"type\":\"object\",\"properties\":null}}}]|{\"p\":{\"type\":\"object\",\"items\":{},"
-             "\"properties\":{}}};{};");
+        got,
+        "[{\"type\":\"function\",\"items\":[],\"function\":{\"name\":\"g\",\"parameters\":{"
+        "\"type\":\"object\",\"$defs\":{},\"properties\":{\"p\":{\"type\":\"object\",\"items\":{},"
+        "\"properties\":{}}}}}},{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":"
+        "{"
+        "\"type\":\"object\",\"properties\":null}}}]|{\"p\":{\"type\":\"object\",\"items\":{},"
+        "\"properties\":{}}};{};");
     free(got);
     json_decref(m);
     json_decref(tools);
@@ -642,7 +670,8 @@ static void test_idents_and_tags(void **state)
     template_free(t);
 
     // Llama 3.1 style: calls printed as bare JSON → "{"
-    s = "{{ range .Messages }}{{ if eq .Role \"assistant\" }}{{ if .ToolCalls }}{{ range .ToolCalls }}"
+    s = "{{ range .Messages }}{{ if eq .Role \"assistant\" }}{{ if .ToolCalls }}{{ range "
+        ".ToolCalls }}"
         "{\"name\": \"{{ .Function.Name }}\", \"parameters\": {{ .Function.Arguments }}}{{ end }}"
         "{{ else }}{{ .Content }}{{ end }}{{ end }}{{ end }}";
     assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
@@ -676,8 +705,8 @@ static void test_legacy_turns(void **state)
     json_array_append_new(m, msg("user", "u2"));
     struct err e = {0};
     char *got = render_msgs(
-        "{{ if .System }}S:{{ .System }} {{ end }}U:{{ .Prompt }} A:{{ .Response }}<eos>", m,
-        NULL, &e);
+        "{{ if .System }}S:{{ .System }} {{ end }}U:{{ .Prompt }} A:{{ .Response }}<eos>", m, NULL,
+        &e);
     assert_non_null(got);
     assert_string_equal(got, "S:s U:u1 A:a1<eos>U:u2 A:");
     free(got);
@@ -780,8 +809,8 @@ static void test_truncation(void **state)
     json_array_append_new(mi, u1);
     json_array_append_new(mi, msg("assistant", "ok"));
     json_array_append_new(mi, u2);
-    struct template_prompt_req ri = {.messages = mi, .truncate = true, .n_ctx = 130,
-                                     .image_tokens = 100, .count = count_bytes};
+    struct template_prompt_req ri = {
+        .messages = mi, .truncate = true, .n_ctx = 130, .image_tokens = 100, .count = count_bytes};
     buf_reset(&b);
     assert_int_equal(template_render_prompt(t, &ri, &b, &info, NULL), 0);
     assert_string_equal(buf_cstr(&b), "[assistant:ok][user:[img-0]two]");
@@ -793,7 +822,8 @@ static void test_truncation(void **state)
     buf_reset(&b);
     req.truncate = false;
     assert_int_equal(template_render_prompt(t, &req, &b, NULL, NULL), 0);
-    assert_string_equal(buf_cstr(&b), "[system:S][user:u1-aaaaaaaa][assistant:a1-aaaaaaaa][user:u2]");
+    assert_string_equal(buf_cstr(&b),
+                        "[system:S][user:u1-aaaaaaaa][assistant:a1-aaaaaaaa][user:u2]");
     buf_deinit(&b);
     json_decref(m);
     template_free(t);
@@ -811,7 +841,8 @@ static void test_chat_assembly(void **state)
     json_t *out = template_chat_messages(hist, req, "SYS", true, NULL);
     assert_non_null(out);
     assert_int_equal(json_array_size(out), 5);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(out, 0), "role")), "system");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(out, 0), "role")),
+                        "system");
     assert_string_equal(json_string_value(json_object_get(json_array_get(out, 1), "role")), "user");
     assert_string_equal(json_string_value(json_object_get(json_array_get(out, 3), "content")),
                         "answer");
@@ -821,7 +852,8 @@ static void test_chat_assembly(void **state)
     json_array_append_new(req2, msg("system", "mine"));
     out = template_chat_messages(hist, req2, "SYS", false, NULL);
     assert_int_equal(json_array_size(out), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(out, 1), "content")), "mine");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(out, 1), "content")),
+                        "mine");
     json_decref(out);
     json_t *bad = json_pack("[i]", 1);
     struct err e = {0};
@@ -863,7 +895,8 @@ static void test_think_parser(void **state)
     think_feed((const char *[]){"<think>abc</think>def", NULL}, false, "abc", "def");
     think_feed((const char *[]){" <th", "ink>\n a", "bc</th", "ink>\n\n", "def", NULL}, false,
                "abc", "def");
-    think_feed((const char *[]){"hello <think>x</think>", NULL}, false, "", "hello <think>x</think>");
+    think_feed((const char *[]){"hello <think>x</think>", NULL}, false, "",
+               "hello <think>x</think>");
     think_feed((const char *[]){"<", "t", "x", NULL}, false, "", "<tx");
     think_feed((const char *[]){"reason</think>answer", NULL}, true, "reason", "answer");
     think_feed((const char *[]){"<think>unfinished </thi", NULL}, false, "unfinished </thi", "");
@@ -874,9 +907,8 @@ static void test_think_parser(void **state)
     free(s);
 }
 
-static const char *tools_json =
-    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"
-    "{\"type\":\"function\",\"function\":{\"name\":\"get\"}}]";
+static const char *tools_json = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"
+                                "{\"type\":\"function\",\"function\":{\"name\":\"get\"}}]";
 
 static void tool_feed(const char *tag, const char *const *pieces, const char *want_content,
                       const char *want_calls)
@@ -912,8 +944,8 @@ static void tool_feed(const char *tag, const char *const *pieces, const char *wa
 static void test_tool_parser(void **state)
 {
     (void)state;
-    const char *one =
-        "[{\"function\":{\"arguments\":{\"city\":\"Paris\"},\"index\":0,\"name\":\"get_weather\"}}]";
+    const char *one = "[{\"function\":{\"arguments\":{\"city\":\"Paris\"},\"index\":0,\"name\":"
+                      "\"get_weather\"}}]";
     // Qwen-style tag, split everywhere
     tool_feed("<tool_call>",
               (const char *[]){"Sure. <tool", "_call>\n{\"name\": \"get_w", "eather\", \"argu",
@@ -922,8 +954,9 @@ static void test_tool_parser(void **state)
     // no tool call at all
     tool_feed("<tool_call>", (const char *[]){"Hello <to", "day>", NULL}, "Hello <today>", "[]");
     // Llama-style "{" tag with parameters
-    tool_feed("{", (const char *[]){"{\"name\": \"get_weather\", \"parameters\": {\"city\": ",
-                                    "\"Paris\"}}", NULL},
+    tool_feed("{",
+              (const char *[]){
+                  "{\"name\": \"get_weather\", \"parameters\": {\"city\": ", "\"Paris\"}}", NULL},
               "", one);
     // JSON that names no tool comes back as content
     tool_feed("{", (const char *[]){"{\"answer\": ", "42}", NULL}, "{\"answer\": 42}", "[]");
@@ -931,28 +964,34 @@ static void test_tool_parser(void **state)
     tool_feed("{", (const char *[]){"x {\"name\": \"get_weather\"}", NULL},
               "x {\"name\": \"get_weather\"}", "[]");
     // Mistral-style, two calls; arguments as a JSON string; braces inside strings
-    tool_feed("[TOOL_CALLS] [",
-              (const char *[]){"[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": "
-                               "\"{\\\"city\\\": \\\"Paris\\\"}\"}, {\"name\": \"get\", "
-                               "\"arguments\": {\"q\": \"a}b{\"}}]",
-                               NULL},
-              "",
-              "[{\"function\":{\"arguments\":{\"city\":\"Paris\"},\"index\":0,\"name\":\"get_weather\"}},"
-              "{\"function\":{\"arguments\":{\"q\":\"a}b{\"},\"index\":1,\"name\":\"get\"}}]");
+    tool_feed(
+        "[TOOL_CALLS] [",
+        (const char *[]){"[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": "
+                         "\"{\\\"city\\\": \\\"Paris\\\"}\"}, {\"name\": \"get\", "
+                         "\"arguments\": {\"q\": \"a}b{\"}}]",
+                         NULL},
+        "",
+        "[{\"function\":{\"arguments\":{\"city\":\"Paris\"},\"index\":0,\"name\":\"get_weather\"}},"
+        "{\"function\":{\"arguments\":{\"q\":\"a}b{\"},\"index\":1,\"name\":\"get\"}}]");
     // tool name as key
-    tool_feed("<tool_call>", (const char *[]){"<tool_call>{\"get_weather\": {\"city\": \"Paris\"}}", NULL},
-              "", one);
+    tool_feed("<tool_call>",
+              (const char *[]){"<tool_call>{\"get_weather\": {\"city\": \"Paris\"}}", NULL}, "",
+              one);
     // "{" tag: white space before the call is content; a second call in a later piece
-    tool_feed("{",
-              (const char *[]){"\n ", "{\"name\": \"get_weather\", \"parameters\": {\"city\": "
-                               "\"Paris\"}}", "{\"name\": \"get\", \"parameters\": {}}", NULL},
-              "\n ",
-              "[{\"function\":{\"arguments\":{\"city\":\"Paris\"},\"index\":0,\"name\":\"get_weather\"}},"
-              "{\"function\":{\"arguments\":{},\"index\":1,\"name\":\"get\"}}]");
+    tool_feed(
+        "{",
+        (const char *[]){"\n ",
+                         "{\"name\": \"get_weather\", \"parameters\": {\"city\": "
+                         "\"Paris\"}}",
+                         "{\"name\": \"get\", \"parameters\": {}}", NULL},
+        "\n ",
+        "[{\"function\":{\"arguments\":{\"city\":\"Paris\"},\"index\":0,\"name\":\"get_weather\"}},"
+        "{\"function\":{\"arguments\":{},\"index\":1,\"name\":\"get\"}}]");
     // non-JSON tag: text after the calls is dropped
     tool_feed("<tool_call>",
               (const char *[]){"<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"city\":"
-                               "\"Paris\"}}</tool_call> trailing", NULL},
+                               "\"Paris\"}}</tool_call> trailing",
+                               NULL},
               "", one);
     // incomplete at the end with "{": returned as content
     tool_feed("{", (const char *[]){"{\"name\": \"get_weather\", ", NULL},
@@ -968,16 +1007,21 @@ static void test_output_parser(void **state)
     struct template *t;
     assert_int_equal(template_parse(&t, s, strlen(s), NULL), 0);
     json_t *tools = json_loads(tools_json, 0, NULL);
-    static const char *pieces[] = {"<thi", "nk>plan", "ning</th", "ink>\n\nOK. <tool", "_call>{\"name\"",
-                                   ": \"get\", \"arguments\": {}}</tool_call>", NULL};
+    static const char *pieces[] = {"<thi",
+                                   "nk>plan",
+                                   "ning</th",
+                                   "ink>\n\nOK. <tool",
+                                   "_call>{\"name\"",
+                                   ": \"get\", \"arguments\": {}}</tool_call>",
+                                   NULL};
     struct template_output_parser *p = template_output_parser_new(t, true, tools, "x");
     struct buf th, co;
     buf_init(&th, 0);
     buf_init(&co, 0);
     json_t *calls = json_array();
     for (size_t i = 0; pieces[i]; i++)
-        assert_int_equal(template_output_parser_add(p, pieces[i], strlen(pieces[i]), &th, &co,
-                                                    calls, NULL), 0);
+        assert_int_equal(
+            template_output_parser_add(p, pieces[i], strlen(pieces[i]), &th, &co, calls, NULL), 0);
     assert_int_equal(template_output_parser_finish(p, &th, &co, calls, NULL), 0);
     assert_string_equal(buf_cstr(&th), "planning");
     assert_string_equal(buf_cstr(&co), "OK. ");
@@ -991,8 +1035,9 @@ static void test_output_parser(void **state)
         template_output_parser_add(p, pieces[i], strlen(pieces[i]), &th, &co, calls, NULL);
     template_output_parser_finish(p, &th, &co, calls, NULL);
     assert_string_equal(buf_cstr(&th), "");
-    assert_string_equal(buf_cstr(&co), "<think>planning</think>\n\nOK. <tool_call>{\"name\": \"get\", "
-                                       "\"arguments\": {}}</tool_call>");
+    assert_string_equal(buf_cstr(&co),
+                        "<think>planning</think>\n\nOK. <tool_call>{\"name\": \"get\", "
+                        "\"arguments\": {}}</tool_call>");
     template_output_parser_free(p);
     // prompt ending in the opening tag: starts inside the thinking
     buf_reset(&th);

@@ -61,7 +61,8 @@ static void encode(const struct tokenizer *t, const char *s, size_t n, bool add_
     assert_int_equal((size_t)rc, ids->len);
 }
 
-static void assert_ids(const struct tokenizer_ids *got, const int32_t *want, size_t n, const char *what)
+static void assert_ids(const struct tokenizer_ids *got, const int32_t *want, size_t n,
+                       const char *what)
 {
     if (got->len != n || (n && memcmp(got->data, want, n * sizeof(int32_t)) != 0)) {
         fprintf(stderr, "mismatch for %s\n  want:", what);
@@ -312,11 +313,21 @@ static char *jp_string(struct jp *j, size_t *len)
         }
         c = *j->p++;
         switch (c) {
-        case 'n': buf_append_char(&b, '\n'); break;
-        case 't': buf_append_char(&b, '\t'); break;
-        case 'r': buf_append_char(&b, '\r'); break;
-        case 'b': buf_append_char(&b, '\b'); break;
-        case 'f': buf_append_char(&b, '\f'); break;
+        case 'n':
+            buf_append_char(&b, '\n');
+            break;
+        case 't':
+            buf_append_char(&b, '\t');
+            break;
+        case 'r':
+            buf_append_char(&b, '\r');
+            break;
+        case 'b':
+            buf_append_char(&b, '\b');
+            break;
+        case 'f':
+            buf_append_char(&b, '\f');
+            break;
         case 'u': {
             uint32_t cp = hex4(j->p);
             j->p += 4;
@@ -328,7 +339,9 @@ static char *jp_string(struct jp *j, size_t *len)
             put_cp(&b, cp);
             break;
         }
-        default: buf_append_char(&b, c); break;
+        default:
+            buf_append_char(&b, c);
+            break;
         }
     }
     j->p++;
@@ -545,9 +558,12 @@ static void test_llama3_from_arrays(void **state)
             merges[n_merges++] = (struct str){p, len};
         p += len + 1;
     }
-    struct tokenizer_desc d = {
-        .kind = TOKENIZER_BPE, .pre = "llama-bpe", .n_tokens = n, .tokens = tokens,
-        .n_merges = n_merges, .merges = merges};
+    struct tokenizer_desc d = {.kind = TOKENIZER_BPE,
+                               .pre = "llama-bpe",
+                               .n_tokens = n,
+                               .tokens = tokens,
+                               .n_merges = n_merges,
+                               .merges = merges};
     struct tokenizer *t = NULL;
     struct err e = {0};
     assert_int_equal(tokenizer_build(&t, &d, &e), 0);
@@ -563,8 +579,8 @@ static void test_llama3_from_arrays(void **state)
 // ---------------------------------------------------------------------------
 // Behaviour beyond the vectors (spec §10).
 
-static void expect(const struct tokenizer *t, const char *text, bool add_special, bool parse_special,
-                   const int32_t *want, size_t n)
+static void expect(const struct tokenizer *t, const char *text, bool add_special,
+                   bool parse_special, const int32_t *want, size_t n)
 {
     struct tokenizer_ids ids = {0};
     encode(t, text, strlen(text), add_special, parse_special, &ids);
@@ -797,9 +813,10 @@ static void hostile(const struct tokenizer *t, bool bytes_lossless)
 
     // Invalid UTF-8 of every kind: no crash, and byte-exact round trips
     // where the model is lossless.
-    static const char *const bad[] = {"\xff", "a\x80z", "\xC3", "\xE2\x82", "\xF0\x9F\xA6",
-                                      "\xED\xA0\x80 x", "\xC0\xAF", "ok \xF8\x88\x80\x80\x80 ok",
-                                      "\xE2\x96", "\x00mid\x00", " \xC3 \xA9 "};
+    static const char *const bad[] = {
+        "\xff",         "a\x80z",         "\xC3",       "\xE2\x82",
+        "\xF0\x9F\xA6", "\xED\xA0\x80 x", "\xC0\xAF",   "ok \xF8\x88\x80\x80\x80 ok",
+        "\xE2\x96",     "\x00mid\x00",    " \xC3 \xA9 "};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         size_t n = i == 9 ? 5 : strlen(bad[i]);
         encode(t, bad[i], n, true, true, &ids);
@@ -878,14 +895,25 @@ static void test_build_small(void **state)
 {
     (void)state;
     // SPM: scores decide the merge order; ties go to the leftmost pair.
-    static const struct str toks[] = {
-        STR_LIT("<unk>"), STR_LIT("<s>"), STR_LIT("</s>"), STR_LIT("\xe2\x96\x81"), STR_LIT("a"),
-        STR_LIT("b"), STR_LIT("ab"), STR_LIT("bb"), STR_LIT("\xe2\x96\x81" "a"), STR_LIT("<0x63>"),
-        STR_LIT("<USER>")};
+    static const struct str toks[] = {STR_LIT("<unk>"),
+                                      STR_LIT("<s>"),
+                                      STR_LIT("</s>"),
+                                      STR_LIT("\xe2\x96\x81"),
+                                      STR_LIT("a"),
+                                      STR_LIT("b"),
+                                      STR_LIT("ab"),
+                                      STR_LIT("bb"),
+                                      STR_LIT("\xe2\x96\x81"
+                                              "a"),
+                                      STR_LIT("<0x63>"),
+                                      STR_LIT("<USER>")};
     static const float scores[] = {0, 0, 0, -1, -1, -1, -2, -3, -5, 0, 0};
     static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 6, 4};
-    struct tokenizer_desc d = {.kind = TOKENIZER_SPM, .n_tokens = 11, .tokens = toks,
-                               .scores = scores, .types = types,
+    struct tokenizer_desc d = {.kind = TOKENIZER_SPM,
+                               .n_tokens = 11,
+                               .tokens = toks,
+                               .scores = scores,
+                               .types = types,
                                .add_eos = TOKENIZER_FLAG_ON};
     struct tokenizer *t = NULL;
     struct err e = {0};
@@ -915,15 +943,18 @@ static void test_every_pre_compiles(void **state)
 {
     (void)state;
     static const char *const names[] = {
-        "default", "llama-bpe", "llama3", "dbrx", "smaug-bpe", "qwen2", "qwen35", "gpt-2", "phi-2",
-        "starcoder", "command-r", "smollm", "deepseek-llm", "deepseek-coder", "deepseek-v3",
-        "tekken", "gpt-4o", "falcon", "bloom", "poro-chat", "viking", "chameleon", "chatglm-bpe",
-        "roberta-bpe", "stablelm2", "olmo", "mpt", "jais", "refact", "exaone", "minerva-7b"};
+        "default",      "llama-bpe",      "llama3",      "dbrx",      "smaug-bpe",   "qwen2",
+        "qwen35",       "gpt-2",          "phi-2",       "starcoder", "command-r",   "smollm",
+        "deepseek-llm", "deepseek-coder", "deepseek-v3", "tekken",    "gpt-4o",      "falcon",
+        "bloom",        "poro-chat",      "viking",      "chameleon", "chatglm-bpe", "roberta-bpe",
+        "stablelm2",    "olmo",           "mpt",         "jais",      "refact",      "exaone",
+        "minerva-7b"};
     // A byte-level vocabulary without merges: every byte a token.
     struct str toks[256];
     char text[256][3];
     for (int b = 0; b < 256; b++) {
-        uint32_t c = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE ? (uint32_t)b : 0;
+        uint32_t c =
+            (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE ? (uint32_t)b : 0;
         if (!c) {
             uint32_t k = 0;
             for (int x = 0; x < b; x++)
@@ -942,8 +973,8 @@ static void test_every_pre_compiles(void **state)
     }
     const char *sample = "Hello, World! It's 2024: naïve 日本語 🦙 x=1;\n\n  done  ";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        struct tokenizer_desc d = {.kind = TOKENIZER_BPE, .pre = names[i], .n_tokens = 256,
-                                   .tokens = toks};
+        struct tokenizer_desc d = {
+            .kind = TOKENIZER_BPE, .pre = names[i], .n_tokens = 256, .tokens = toks};
         struct tokenizer *t = NULL;
         struct err e = {0};
         if (tokenizer_build(&t, &d, &e) < 0)
@@ -1025,7 +1056,8 @@ static void gb_strs(struct gb *g, const char *key, const char *const *v, size_t 
         gb_s(&g->kv, v[i]);
 }
 
-static void gb_arr(struct gb *g, const char *key, uint32_t type, const void *v, size_t n, size_t size)
+static void gb_arr(struct gb *g, const char *key, uint32_t type, const void *v, size_t n,
+                   size_t size)
 {
     gb_key(g, key, GGUF_VAL_ARRAY);
     gb_u32(&g->kv, type);
@@ -1055,7 +1087,8 @@ static int gb_load(struct gb *g, struct tokenizer **out, struct err *e)
     return rc;
 }
 
-static const char *const spm_toks[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "ab", "<|im_end|>"};
+static const char *const spm_toks[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81",
+                                       "a",     "b",   "ab",   "<|im_end|>"};
 static const float spm_scores[] = {0, 0, 0, -1, -1, -1, -1, 0};
 static const int32_t spm_types[] = {2, 3, 3, 1, 1, 1, 1, 1};
 

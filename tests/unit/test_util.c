@@ -279,18 +279,18 @@ static void test_utf8(void **state)
     assert_true(utf8_valid("", 0));
     assert_true(utf8_valid("hello", 5));
     assert_true(utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 16));
-    assert_false(utf8_valid("\xc3", 1));                 // truncated 2-byte
-    assert_false(utf8_valid("\xe2\x82", 2));             // truncated 3-byte
-    assert_false(utf8_valid("\xf0\x9f\x98", 3));         // truncated 4-byte
-    assert_false(utf8_valid("\xc0\xaf", 2));             // overlong '/'
-    assert_false(utf8_valid("\xe0\x80\xaf", 3));         // overlong
-    assert_false(utf8_valid("\xf0\x80\x80\xaf", 4));     // overlong
-    assert_false(utf8_valid("\xed\xa0\x80", 3));         // surrogate D800
-    assert_false(utf8_valid("\xf4\x90\x80\x80", 4));     // > U+10FFFF
-    assert_false(utf8_valid("\x80", 1));                 // stray continuation
+    assert_false(utf8_valid("\xc3", 1));              // truncated 2-byte
+    assert_false(utf8_valid("\xe2\x82", 2));          // truncated 3-byte
+    assert_false(utf8_valid("\xf0\x9f\x98", 3));      // truncated 4-byte
+    assert_false(utf8_valid("\xc0\xaf", 2));          // overlong '/'
+    assert_false(utf8_valid("\xe0\x80\xaf", 3));      // overlong
+    assert_false(utf8_valid("\xf0\x80\x80\xaf", 4));  // overlong
+    assert_false(utf8_valid("\xed\xa0\x80", 3));      // surrogate D800
+    assert_false(utf8_valid("\xf4\x90\x80\x80", 4));  // > U+10FFFF
+    assert_false(utf8_valid("\x80", 1));              // stray continuation
     assert_false(utf8_valid("\xff", 1));
-    assert_false(utf8_valid("\xc3\x28", 2));             // bad continuation
-    assert_true(utf8_valid("a\0b", 3));                  // NUL is valid UTF-8
+    assert_false(utf8_valid("\xc3\x28", 2));  // bad continuation
+    assert_true(utf8_valid("a\0b", 3));       // NUL is valid UTF-8
 
     const char *s = "ab\xe2\x82\xac";  // "ab€"
     assert_int_equal(utf8_complete_prefix(s, 5), 5);
@@ -427,11 +427,11 @@ static void test_log_line_shape(void **state)
 // ---------------------------------------------------------------------------
 // Durations
 
-#define NS 1LL
-#define US 1000LL
-#define MS 1000000LL
-#define SEC 1000000000LL
-#define MIN (60 * SEC)
+#define NS   1LL
+#define US   1000LL
+#define MS   1000000LL
+#define SEC  1000000000LL
+#define MIN  (60 * SEC)
 #define HOUR (60 * MIN)
 
 static void test_duration_parse_ok(void **state)
@@ -517,8 +517,12 @@ static void test_duration_parse_bad(void **state)
         {"5m3", ERR_INVALID},
         {"1.5", ERR_INVALID},
         {"\x85\x85", ERR_INVALID},
-        {"\xff" "ff", ERR_INVALID},
-        {"hello \xff" "ff world", ERR_INVALID},
+        {"\xff"
+         "ff",
+         ERR_INVALID},
+        {"hello \xff"
+         "ff world",
+         ERR_INVALID},
         {"5 m", ERR_INVALID},
         {" 5m", ERR_INVALID},
         {"5mm", ERR_INVALID},
@@ -529,8 +533,8 @@ static void test_duration_parse_bad(void **state)
         {"9223372036854775807h", ERR_RANGE},
         {"3000000h", ERR_RANGE},
         {"99999999999999999999999s", ERR_RANGE},
-        {"9223372036854775808", ERR_RANGE},   // bare integer seconds overflow
-        {"9223372036854775807", ERR_RANGE},   // fits int64 but not as nanoseconds
+        {"9223372036854775808", ERR_RANGE},  // bare integer seconds overflow
+        {"9223372036854775807", ERR_RANGE},  // fits int64 but not as nanoseconds
         {"-9300000000", ERR_RANGE},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -588,7 +592,7 @@ static void test_duration_format(void **state)
     }
     char small[4];
     duration_format(5 * MIN, small, sizeof(small));
-    assert_string_equal(small, "5m0");  // truncated, still terminated
+    assert_string_equal(small, "5m0");   // truncated, still terminated
     duration_format(5 * MIN, small, 0);  // no-op
 }
 
@@ -820,12 +824,30 @@ static void test_size_format(void **state)
 // Environment
 
 static const char *const env_vars[] = {
-    "OLLAMA_HOST", "OLLAMA_MODELS", "OLLAMA_KEEP_ALIVE", "OLLAMA_CONTEXT_LENGTH",
-    "OLLAMA_NUM_PARALLEL", "OLLAMA_MAX_LOADED_MODELS", "OLLAMA_MAX_QUEUE", "OLLAMA_ORIGINS",
-    "OLLAMA_DEBUG", "OLLAMA_NOPRUNE", "OLLAMA_FLASH_ATTENTION", "OLLAMA_KV_CACHE_TYPE",
-    "OLLAMA_LOAD_TIMEOUT", "OLLAMA_GPU_OVERHEAD", "OLLAMA_SCHED_SPREAD", "OLLAMA_NOHISTORY",
-    "OLLAMA_AUTH", "OLLAMA_NO_CLOUD", "OLLAMA_REGISTRY_MIRROR", "OLLAMA_MAX_TRANSFER_STREAMS",
-    "OLLAMA_GO_TEMPLATE", "OLLAMA_DEBUG_LOG_REQUESTS", "OLLAMA_LLM_LIBRARY", "OLLAMA_EDITOR",
+    "OLLAMA_HOST",
+    "OLLAMA_MODELS",
+    "OLLAMA_KEEP_ALIVE",
+    "OLLAMA_CONTEXT_LENGTH",
+    "OLLAMA_NUM_PARALLEL",
+    "OLLAMA_MAX_LOADED_MODELS",
+    "OLLAMA_MAX_QUEUE",
+    "OLLAMA_ORIGINS",
+    "OLLAMA_DEBUG",
+    "OLLAMA_NOPRUNE",
+    "OLLAMA_FLASH_ATTENTION",
+    "OLLAMA_KV_CACHE_TYPE",
+    "OLLAMA_LOAD_TIMEOUT",
+    "OLLAMA_GPU_OVERHEAD",
+    "OLLAMA_SCHED_SPREAD",
+    "OLLAMA_NOHISTORY",
+    "OLLAMA_AUTH",
+    "OLLAMA_NO_CLOUD",
+    "OLLAMA_REGISTRY_MIRROR",
+    "OLLAMA_MAX_TRANSFER_STREAMS",
+    "OLLAMA_GO_TEMPLATE",
+    "OLLAMA_DEBUG_LOG_REQUESTS",
+    "OLLAMA_LLM_LIBRARY",
+    "OLLAMA_EDITOR",
 };
 
 static void env_clear_all(void)
@@ -847,7 +869,7 @@ static void test_env_clean(void **state)
     assert_string_equal(env_clean(" '0.0.0.0:8080' ", tmp, sizeof(tmp)), "0.0.0.0:8080");
     assert_string_equal(env_clean("\"'x'\"", tmp, sizeof(tmp)), "x");
     assert_string_equal(env_clean("a\"b", tmp, sizeof(tmp)), "a\"b");  // inner quotes kept
-    assert_null(env_clean("0123456789", tmp, 10));                      // does not fit
+    assert_null(env_clean("0123456789", tmp, 10));                     // does not fit
     assert_string_equal(env_clean("012345678", tmp, 10), "012345678");
 }
 
@@ -998,8 +1020,9 @@ static void test_env_config_defaults(void **state)
     static const char *const want_origins[] = {
         "http://localhost", "https://localhost", "http://localhost:*", "https://localhost:*",
         "http://127.0.0.1", "https://127.0.0.1", "http://127.0.0.1:*", "https://127.0.0.1:*",
-        "http://0.0.0.0", "https://0.0.0.0", "http://0.0.0.0:*", "https://0.0.0.0:*",
-        "app://*", "file://*", "tauri://*", "vscode-webview://*", "vscode-file://*",
+        "http://0.0.0.0",   "https://0.0.0.0",   "http://0.0.0.0:*",   "https://0.0.0.0:*",
+        "app://*",          "file://*",          "tauri://*",          "vscode-webview://*",
+        "vscode-file://*",
     };
     size_t n = 0;
     while (c.origins[n])
@@ -1093,7 +1116,9 @@ static void test_env_config_values(void **state)
     assert_non_null(strstr(buf_cstr(&b), " OLLAMA_LOAD_TIMEOUT:2562047h47m16.854775807s "));
     assert_non_null(strstr(buf_cstr(&b), " OLLAMA_KV_CACHE_TYPE:q8_0 "));
     assert_non_null(strstr(buf_cstr(&b), " OLLAMA_HOST:http://0.0.0.0:8080 "));
-    assert_non_null(strstr(buf_cstr(&b), " OLLAMA_ORIGINS:[chrome-extension://* https://example.com http://localhost "));
+    assert_non_null(
+        strstr(buf_cstr(&b),
+               " OLLAMA_ORIGINS:[chrome-extension://* https://example.com http://localhost "));
     buf_deinit(&b);
     assert_string_equal(c.origins[0], "chrome-extension://*");
     assert_string_equal(c.origins[1], "https://example.com");
@@ -1148,15 +1173,23 @@ static void test_env_origins(void **state)
     struct env_config c;
     env_config_load(&c);
     static const char *const yes[] = {
-        "http://localhost", "https://localhost", "http://localhost:3000", "https://127.0.0.1:8080",
-        "http://0.0.0.0:1", "app://obsidian.md", "file://", "tauri://localhost",
-        "vscode-webview://abc", "vscode-file://vscode-app",
+        "http://localhost",
+        "https://localhost",
+        "http://localhost:3000",
+        "https://127.0.0.1:8080",
+        "http://0.0.0.0:1",
+        "app://obsidian.md",
+        "file://",
+        "tauri://localhost",
+        "vscode-webview://abc",
+        "vscode-file://vscode-app",
         "http://localhost:3000.evil.com",  // the wildcard matches anything after it, as upstream
     };
     static const char *const no[] = {
-        "http://evil.com", "chrome-extension://abc", "http://localhost.evil.com",
-        "https://localhost.evil.com:443", "HTTP://LOCALHOST", "", "http://127.0.0.2",
-        "null",
+        "http://evil.com",           "chrome-extension://abc",
+        "http://localhost.evil.com", "https://localhost.evil.com:443",
+        "HTTP://LOCALHOST",          "",
+        "http://127.0.0.2",          "null",
     };
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
         if (!env_origin_allowed(&c, yes[i]))
@@ -1190,16 +1223,34 @@ static void test_env_hosts(void **state)
 {
     (void)state;
     static const char *const yes[] = {
-        "localhost:11434", "LOCALHOST", "localhost", "127.0.0.1:11434", "127.8.9.10",
-        "[::1]:11434", "::1", "[::1]", "10.1.2.3", "172.16.0.1:80", "172.31.255.255",
-        "192.168.1.1", "0.0.0.0", "[::]:1", "[fd00::1]:80", "fc00::5", "foo.localhost",
-        "printer.local:631", "host.docker.internal", "HOST.DOCKER.INTERNAL:11434", "",
-        "[::ffff:127.0.0.1]:80", "[::ffff:10.0.0.1]",
+        "localhost:11434",
+        "LOCALHOST",
+        "localhost",
+        "127.0.0.1:11434",
+        "127.8.9.10",
+        "[::1]:11434",
+        "::1",
+        "[::1]",
+        "10.1.2.3",
+        "172.16.0.1:80",
+        "172.31.255.255",
+        "192.168.1.1",
+        "0.0.0.0",
+        "[::]:1",
+        "[fd00::1]:80",
+        "fc00::5",
+        "foo.localhost",
+        "printer.local:631",
+        "host.docker.internal",
+        "HOST.DOCKER.INTERNAL:11434",
+        "",
+        "[::ffff:127.0.0.1]:80",
+        "[::ffff:10.0.0.1]",
     };
     static const char *const no[] = {
-        "8.8.8.8:80", "evil.com", "evil.com:11434", "example.com.evil", "localhost.evil.com",
-        "172.32.0.1", "172.15.0.1", "192.169.1.1", "[2001:db8::1]", "11.0.0.1",
-        "local", "internal", "evil.localhost.com",
+        "8.8.8.8:80", "evil.com",   "evil.com:11434",     "example.com.evil", "localhost.evil.com",
+        "172.32.0.1", "172.15.0.1", "192.169.1.1",        "[2001:db8::1]",    "11.0.0.1",
+        "local",      "internal",   "evil.localhost.com",
     };
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
         if (!env_host_allowed(yes[i]))
@@ -1239,7 +1290,7 @@ static void test_env_home(void **state)
 // Digests
 
 #define SHA_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define SHA_ABC "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+#define SHA_ABC   "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 static void test_sha256(void **state)
 {
@@ -1498,8 +1549,7 @@ static void test_path_join(void **state)
     assert_int_equal(path_join_under("/models", "..a/b..", out, sizeof(out), &e), 0);
 
     static const char *const bad[] = {
-        "/etc/passwd", "..", "../x", "a/..", "a/../b", "a/b/../../..", "a//..//b", "..\\x",
-        "a\\b",
+        "/etc/passwd", "..", "../x", "a/..", "a/../b", "a/b/../../..", "a//..//b", "..\\x", "a\\b",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err_clear(&e);

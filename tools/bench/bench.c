@@ -248,7 +248,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int cap = n_prompt > 0 ? n_prompt : 1;
-    int32_t *buf = xcalloc((size_t)cap, sizeof(int32_t)), *pos = xcalloc((size_t)cap, sizeof(int32_t)),
+    int32_t *buf = xcalloc((size_t)cap, sizeof(int32_t)),
+            *pos = xcalloc((size_t)cap, sizeof(int32_t)),
             *slot = xcalloc((size_t)cap, sizeof(int32_t));
     double *v = xcalloc((size_t)reps, sizeof(double));
     struct result res[2];
@@ -288,21 +289,21 @@ int main(int argc, char **argv)
         printf("| model | size | params | backend | threads | test | t/s | peak RSS |\n");
         printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
         for (int i = 0; i < n_res; i++)
-            printf("| %s %s | %.2f GiB | %s | CPU | %d | %s | %.2f ± %.2f | %.1f MiB |\n",
-                   base, sum.quantization_level, gguf_file_size(model_gguf(m)) / 1073741824.0,
+            printf("| %s %s | %.2f GiB | %s | CPU | %d | %s | %.2f ± %.2f | %.1f MiB |\n", base,
+                   sum.quantization_level, gguf_file_size(model_gguf(m)) / 1073741824.0,
                    sum.parameter_size, n_threads, res[i].test, res[i].avg, res[i].sd,
                    rss / 1048576.0);
         printf("\nmemory estimate: %.1f MiB (weights %.1f + KV %.1f + scratch %.1f), peak RSS "
                "%.1f MiB (%+.1f%%)\n",
-               mem.total_bytes / 1048576.0, mem.weights_bytes / 1048576.0,
-               mem.kv_bytes / 1048576.0, mem.scratch_bytes / 1048576.0, rss / 1048576.0,
+               mem.total_bytes / 1048576.0, mem.weights_bytes / 1048576.0, mem.kv_bytes / 1048576.0,
+               mem.scratch_bytes / 1048576.0, rss / 1048576.0,
                100.0 * ((double)rss - (double)mem.total_bytes) / (double)mem.total_bytes);
         uint64_t bpt = bytes_per_token(model_gguf(m));
         printf("weights read per generated token: %.1f MiB", bpt / 1048576.0);
         if (membw_gbs > 0 && n_gen > 0) {
             double limit = membw_gbs * 1e9 / (double)bpt;
-            printf("; bandwidth limit at %.1f GB/s: %.1f t/s; tg at %.0f%% of it", membw_gbs,
-                   limit, 100.0 * res[n_res - 1].avg / limit);
+            printf("; bandwidth limit at %.1f GB/s: %.1f t/s; tg at %.0f%% of it", membw_gbs, limit,
+                   100.0 * res[n_res - 1].avg / limit);
         }
         printf("\n");
     }

@@ -150,7 +150,8 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    int32_t *pos = xcalloc((size_t)cap, sizeof(int32_t)), *slot = xcalloc((size_t)cap, sizeof(int32_t));
+    int32_t *pos = xcalloc((size_t)cap, sizeof(int32_t)),
+            *slot = xcalloc((size_t)cap, sizeof(int32_t));
     for (int i = 0; i < n; i++)
         pos[i] = i;
     struct model_batch b = {n, ids, pos, slot, NULL};

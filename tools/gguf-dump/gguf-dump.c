@@ -6,7 +6,7 @@
 
 #include "gguf/gguf.h"
 
-#define ARRAY_SHOW 8
+#define ARRAY_SHOW  8
 #define STRING_SHOW 120
 
 static void print_str(struct str s, size_t max)
@@ -34,13 +34,20 @@ static void print_str(struct str s, size_t max)
 static void print_value(const struct gguf_value *v, int depth)
 {
     switch (v->type) {
-    case GGUF_VAL_UINT8: case GGUF_VAL_UINT16: case GGUF_VAL_UINT32: case GGUF_VAL_UINT64:
+    case GGUF_VAL_UINT8:
+    case GGUF_VAL_UINT16:
+    case GGUF_VAL_UINT32:
+    case GGUF_VAL_UINT64:
         printf("%llu", (unsigned long long)v->v.u64);
         break;
-    case GGUF_VAL_INT8: case GGUF_VAL_INT16: case GGUF_VAL_INT32: case GGUF_VAL_INT64:
+    case GGUF_VAL_INT8:
+    case GGUF_VAL_INT16:
+    case GGUF_VAL_INT32:
+    case GGUF_VAL_INT64:
         printf("%lld", (long long)v->v.i64);
         break;
-    case GGUF_VAL_FLOAT32: case GGUF_VAL_FLOAT64:
+    case GGUF_VAL_FLOAT32:
+    case GGUF_VAL_FLOAT64:
         printf("%.9g", v->v.f64);
         break;
     case GGUF_VAL_BOOL:

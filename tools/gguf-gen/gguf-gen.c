@@ -50,7 +50,8 @@ static const struct preset presets[] = {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|bert|nomic-bert --n-embd N --n-layer N --n-head N\n"
+            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|bert|nomic-bert --n-embd N "
+            "--n-layer N --n-head N\n"
             "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
             "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
             "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K] [--seed N]\n"
@@ -302,18 +303,26 @@ static void synthetic_vocab(struct gguf_writer *w, int64_t n_vocab)
 // Tensor data
 
 static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t seed,
-                        int64_t n_embd, float *xbuf, void *qbuf, size_t chunk_elems,
-                        struct err *e)
+                        int64_t n_embd, float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
 {
     const struct quant_traits *tr = quant_traits_get(t->type);
     struct rng r;
     rng_seed(&r, seed, t->name);
     float std, mean = 0.0f;
     switch (t->init) {
-    case INIT_EMBD: std = 0.1f; break;
-    case INIT_NORM: std = 0.1f; mean = 1.0f; break;
-    case INIT_BIAS: std = 0.1f; break;
-    default: std = 1.0f / sqrtf((float)n_embd); break;
+    case INIT_EMBD:
+        std = 0.1f;
+        break;
+    case INIT_NORM:
+        std = 0.1f;
+        mean = 1.0f;
+        break;
+    case INIT_BIAS:
+        std = 0.1f;
+        break;
+    default:
+        std = 1.0f / sqrtf((float)n_embd);
+        break;
     }
     int64_t rows = t->ne[1], row_len = t->ne[0];
     int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
@@ -350,13 +359,20 @@ static int parse_args(int argc, char **argv, struct opts *o)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t *num = NULL;
-        if (!strcmp(a, "--n-embd")) num = &o->n_embd;
-        else if (!strcmp(a, "--n-layer")) num = &o->n_layer;
-        else if (!strcmp(a, "--n-head")) num = &o->n_head;
-        else if (!strcmp(a, "--n-head-kv")) num = &o->n_head_kv;
-        else if (!strcmp(a, "--n-ff")) num = &o->n_ff;
-        else if (!strcmp(a, "--n-vocab")) num = &o->n_vocab;
-        else if (!strcmp(a, "--n-ctx")) num = &o->n_ctx;
+        if (!strcmp(a, "--n-embd"))
+            num = &o->n_embd;
+        else if (!strcmp(a, "--n-layer"))
+            num = &o->n_layer;
+        else if (!strcmp(a, "--n-head"))
+            num = &o->n_head;
+        else if (!strcmp(a, "--n-head-kv"))
+            num = &o->n_head_kv;
+        else if (!strcmp(a, "--n-ff"))
+            num = &o->n_ff;
+        else if (!strcmp(a, "--n-vocab"))
+            num = &o->n_vocab;
+        else if (!strcmp(a, "--n-ctx"))
+            num = &o->n_ctx;
         if (num) {
             if (!v || !arg_i64(v, num)) {
                 fprintf(stderr, "gguf-gen: %s needs a positive integer\n", a);
@@ -365,21 +381,41 @@ static int parse_args(int argc, char **argv, struct opts *o)
             i++;
             continue;
         }
-        if (!strcmp(a, "--sparse")) { o->sparse = true; continue; }
-        if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
-        if (!strcmp(a, "--tied")) { o->tied = 1; continue; }
-        if (!strcmp(a, "--untied")) { o->tied = 0; continue; }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
+        if (!strcmp(a, "--sparse")) {
+            o->sparse = true;
+            continue;
+        }
+        if (!strcmp(a, "--quiet")) {
+            o->quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--tied")) {
+            o->tied = 1;
+            continue;
+        }
+        if (!strcmp(a, "--untied")) {
+            o->tied = 0;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
         if (!v) {
             fprintf(stderr, "gguf-gen: unknown or incomplete option %s\n", a);
             return -1;
         }
         i++;
-        if (!strcmp(a, "--preset")) o->preset = v;
-        else if (!strcmp(a, "--arch")) snprintf(o->arch, sizeof(o->arch), "%s", v);
-        else if (!strcmp(a, "--type")) o->type = v;
-        else if (!strcmp(a, "--vocab")) o->vocab = v;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+        if (!strcmp(a, "--preset"))
+            o->preset = v;
+        else if (!strcmp(a, "--arch"))
+            snprintf(o->arch, sizeof(o->arch), "%s", v);
+        else if (!strcmp(a, "--type"))
+            o->type = v;
+        else if (!strcmp(a, "--vocab"))
+            o->vocab = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+            o->out = v;
         else if (!strcmp(a, "--seed")) {
             struct err e = {0};
             if (str_to_u64(v, UINT64_MAX, &o->seed, &e) < 0) {
@@ -416,25 +452,36 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        if (!o.arch[0]) snprintf(o.arch, sizeof(o.arch), "%s", p->arch);
-        if (!o.n_embd) o.n_embd = p->n_embd;
-        if (!o.n_layer) o.n_layer = p->n_layer;
-        if (!o.n_head) o.n_head = p->n_head;
-        if (!o.n_head_kv) o.n_head_kv = p->n_head_kv;
-        if (!o.n_ff) o.n_ff = p->n_ff;
-        if (!o.n_vocab && !o.vocab) o.n_vocab = p->n_vocab;
-        if (!o.n_ctx) o.n_ctx = p->n_ctx;
+        if (!o.arch[0])
+            snprintf(o.arch, sizeof(o.arch), "%s", p->arch);
+        if (!o.n_embd)
+            o.n_embd = p->n_embd;
+        if (!o.n_layer)
+            o.n_layer = p->n_layer;
+        if (!o.n_head)
+            o.n_head = p->n_head;
+        if (!o.n_head_kv)
+            o.n_head_kv = p->n_head_kv;
+        if (!o.n_ff)
+            o.n_ff = p->n_ff;
+        if (!o.n_vocab && !o.vocab)
+            o.n_vocab = p->n_vocab;
+        if (!o.n_ctx)
+            o.n_ctx = p->n_ctx;
         o.rope_base = p->rope_base;
         o.eps = p->eps;
         tied = p->tied;
     } else {
-        if (!o.arch[0]) snprintf(o.arch, sizeof(o.arch), "llama");
+        if (!o.arch[0])
+            snprintf(o.arch, sizeof(o.arch), "llama");
         o.rope_base = strcmp(o.arch, "qwen2") == 0        ? 1000000.f
                       : strcmp(o.arch, "nomic-bert") == 0 ? 1000.f
                                                           : 10000.f;
         o.eps = strcmp(o.arch, "qwen2") == 0 ? 1e-6f : is_encoder(o.arch) ? 1e-12f : 1e-5f;
-        if (!o.n_head_kv) o.n_head_kv = o.n_head;
-        if (!o.n_ctx) o.n_ctx = 4096;
+        if (!o.n_head_kv)
+            o.n_head_kv = o.n_head;
+        if (!o.n_ctx)
+            o.n_ctx = 4096;
     }
     if (o.tied >= 0)
         tied = o.tied;
@@ -493,8 +540,10 @@ int main(int argc, char **argv)
 
     struct model m = {0};
     build_layout(&o, tied, &m);
-    struct quant_mix_model mm = {.arch = o.arch, .n_layers = (int)o.n_layer,
-                                 .n_gqa = (int)(o.n_head / o.n_head_kv), .tied_embeddings = tied};
+    struct quant_mix_model mm = {.arch = o.arch,
+                                 .n_layers = (int)o.n_layer,
+                                 .n_gqa = (int)(o.n_head / o.n_head_kv),
+                                 .tied_embeddings = tied};
     uint64_t n_params = 0, n_bytes = 0;
     for (size_t i = 0; i < m.n; i++) {
         struct gtensor *t = &m.t[i];

@@ -119,10 +119,11 @@ static void vec_dot_q4_K_neon(int64_t n, float *s, const void *vw, const void *v
             const uint8_t *q = w[i].qs + 32 * c;
             const int8_t *a = x[i].qs + 64 * c;
             uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);
-            int32x4_t dlo = dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(a));
+            int32x4_t dlo =
+                dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(a));
             dlo = dot_s8(dlo, vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(a + 16));
-            int32x4_t dhi = dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)),
-                                   vld1q_s8(a + 32));
+            int32x4_t dhi =
+                dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(a + 32));
             dhi = dot_s8(dhi, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(a + 48));
             isum += vaddvq_s32(dlo) * sc[2 * c] + vaddvq_s32(dhi) * sc[2 * c + 1];
         }
@@ -149,8 +150,8 @@ static void vec_dot_q6_K_neon(int64_t n, float *s, const void *vw, const void *v
                     uint8x16_t low4 = j < 2 ? vandq_u8(lb, m4) : vshrq_n_u8(lb, 4);
                     uint8x16_t hb = vld1q_u8(qh + 16 * h16);
                     uint8x16_t high2 = vandq_u8(vshlq_u8(hb, vdupq_n_s8((int8_t)(-2 * j))), m3);
-                    int8x16_t q = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low4, vshlq_n_u8(high2, 4))),
-                                           off);
+                    int8x16_t q =
+                        vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low4, vshlq_n_u8(high2, 4))), off);
                     int32x4_t d = dot_s8(vdupq_n_s32(0), q,
                                          vld1q_s8(x[i].qs + 128 * half + 32 * j + 16 * h16));
                     isum += vaddvq_s32(d) * w[i].scales[8 * half + 2 * j + h16];

@@ -81,8 +81,8 @@ static void overlay(struct kernels_type *dst, const struct kernels_type *src)
 
 static void overlay_ops(struct kernels_ops *dst, const struct kernels_ops *src)
 {
-#define OV(f) \
-    if (src->f) \
+#define OV(f)                                                                                      \
+    if (src->f)                                                                                    \
         dst->f = src->f;
     OV(f16_to_f32_row) OV(f32_to_f16_row) OV(dot_f32) OV(axpy_f32) OV(dot_f16_f32) OV(axpy_f16)
 #undef OV
@@ -153,8 +153,7 @@ const struct kernels_type *kernels_get(uint32_t type)
 }
 
 void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_stride,
-                    const void *w, size_t w_stride, const void *x, size_t x_stride, int nr,
-                    int nc)
+                    const void *w, size_t w_stride, const void *x, size_t x_stride, int nr, int nc)
 {
     // One column streams the weights once: the plain dot product measured
     // as fast or faster than a one-column tile (bench/kernels).

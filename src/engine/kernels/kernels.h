@@ -16,8 +16,8 @@
 
 enum kernels_isa {
     KERNELS_ISA_SCALAR = 0,
-    KERNELS_ISA_AVX2,     // AVX2 + FMA + F16C
-    KERNELS_ISA_AVX512,   // AVX-512 F/BW/VL (+VNNI, BF16 where present)
+    KERNELS_ISA_AVX2,    // AVX2 + FMA + F16C
+    KERNELS_ISA_AVX512,  // AVX-512 F/BW/VL (+VNNI, BF16 where present)
     KERNELS_ISA_NEON,
     KERNELS_ISA_COUNT_,
 };
@@ -46,8 +46,7 @@ struct kernels_type {
 // the gemm tile where it pays (two or more columns) and vec_dot otherwise.
 // Thread-safe; callers split rows (or columns) across threads.
 void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_stride,
-                    const void *w, size_t w_stride, const void *x, size_t x_stride, int nr,
-                    int nc);
+                    const void *w, size_t w_stride, const void *x, size_t x_stride, int nr, int nc);
 
 // Detects the CPU once (thread-safe) and returns the best ISA available.
 enum kernels_isa kernels_best_isa(void);
@@ -67,7 +66,7 @@ const struct kernels_type *kernels_get_isa(uint32_t type, enum kernels_isa isa);
 void kernels_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
 void kernels_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
 float kernels_dot_f32(const float *a, const float *b, int64_t n);
-void kernels_axpy_f32(float *y, float a, const float *x, int64_t n);  // y += a*x
+void kernels_axpy_f32(float *y, float a, const float *x, int64_t n);      // y += a*x
 float kernels_dot_f16_f32(const uint16_t *a, const float *b, int64_t n);  // K cache in f16
 void kernels_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);   // V cache in f16
 

@@ -401,7 +401,7 @@ void kernels_axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n)
 
 // ---------------------------------------------------------------------------
 
-#define ROW(t, vdt, ff, vd) \
+#define ROW(t, vdt, ff, vd)                                                                        \
     [t] = {.vec_dot_type = (vdt), .from_float = (ff), .vec_dot = (vd), .gemm = NULL}
 
 const struct kernels_type kernels_scalar_table[KERNELS_NTYPES] = {

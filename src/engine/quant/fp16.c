@@ -44,7 +44,7 @@ uint16_t quant_f32_to_f16(float f)
         return (uint16_t)(sign | 0x7C00 | (abs > 0x7F800000u ? 0x200 : 0));
     if (abs >= 0x477FF000u)  // rounds to >= 65520: overflow to inf
         return (uint16_t)(sign | 0x7C00);
-    if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    if (abs < 0x38800000u) {    // below the smallest normal half: subnormal or zero
         if (abs < 0x33000000u)  // < 2^-25 rounds to zero
             return (uint16_t)sign;
         uint32_t e = abs >> 23;

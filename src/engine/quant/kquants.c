@@ -361,8 +361,8 @@ void quant_q2_k_from_float(const float *x, void *vy, int64_t n)
         for (int j = 0; j < QK_K / 16; j++) {
             for (int l = 0; l < 16; l++)
                 w[l] = fabsf(x[16 * j + l]);
-            scales[j] = search_affine(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.5f,
-                                      0.1f, 15, true);
+            scales[j] = search_affine(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f,
+                                      15, true);
             if (scales[j] > max_scale)
                 max_scale = scales[j];
             if (mins[j] > max_min)
@@ -459,8 +459,8 @@ void quant_q3_k_from_float(const float *x, void *vy, int64_t n)
 
 // Shared by Q4_K and Q5_K: per-sub-block affine search with weights
 // av_x + |x|, 6-bit scale/min packing, then re-quantization to [0, nmax].
-static void kx_scales(const float *x, int nmax, float rmin, int nstep, uint8_t *d_out,
-                      uint16_t *d, uint16_t *dmin, uint8_t L[QK_K])
+static void kx_scales(const float *x, int nmax, float rmin, int nstep, uint8_t *d_out, uint16_t *d,
+                      uint16_t *dmin, uint8_t L[QK_K])
 {
     uint8_t Laux[32];
     float w[32], mins[QK_K / 32], scales[QK_K / 32];
@@ -589,7 +589,8 @@ void quant_q6_k_from_float(const float *x, void *vy, int64_t n)
                 int q1 = L[j + l], q2 = L[j + l + 32], q3 = L[j + l + 64], q4 = L[j + l + 96];
                 ql[l] = (uint8_t)((q1 & 0x0F) | ((q3 & 0x0F) << 4));
                 ql[l + 32] = (uint8_t)((q2 & 0x0F) | ((q4 & 0x0F) << 4));
-                qh[l] = (uint8_t)((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+                qh[l] =
+                    (uint8_t)((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
             }
         }
     }

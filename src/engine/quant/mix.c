@@ -41,20 +41,38 @@ enum {
 int quant_mix_default_type(int32_t ftype)
 {
     switch (ftype) {
-    case FT_F32: return GGUF_TYPE_F32;
-    case FT_F16: return GGUF_TYPE_F16;
-    case FT_BF16: return GGUF_TYPE_BF16;
-    case FT_Q4_0: return GGUF_TYPE_Q4_0;
-    case FT_Q4_1: return GGUF_TYPE_Q4_1;
-    case FT_Q5_0: return GGUF_TYPE_Q5_0;
-    case FT_Q5_1: return GGUF_TYPE_Q5_1;
-    case FT_Q8_0: return GGUF_TYPE_Q8_0;
-    case FT_Q2_K: return GGUF_TYPE_Q2_K;
-    case FT_Q3_K_S: case FT_Q3_K_M: case FT_Q3_K_L: return GGUF_TYPE_Q3_K;
-    case FT_Q4_K_S: case FT_Q4_K_M: return GGUF_TYPE_Q4_K;
-    case FT_Q5_K_S: case FT_Q5_K_M: return GGUF_TYPE_Q5_K;
-    case FT_Q6_K: return GGUF_TYPE_Q6_K;
-    default: return -1;
+    case FT_F32:
+        return GGUF_TYPE_F32;
+    case FT_F16:
+        return GGUF_TYPE_F16;
+    case FT_BF16:
+        return GGUF_TYPE_BF16;
+    case FT_Q4_0:
+        return GGUF_TYPE_Q4_0;
+    case FT_Q4_1:
+        return GGUF_TYPE_Q4_1;
+    case FT_Q5_0:
+        return GGUF_TYPE_Q5_0;
+    case FT_Q5_1:
+        return GGUF_TYPE_Q5_1;
+    case FT_Q8_0:
+        return GGUF_TYPE_Q8_0;
+    case FT_Q2_K:
+        return GGUF_TYPE_Q2_K;
+    case FT_Q3_K_S:
+    case FT_Q3_K_M:
+    case FT_Q3_K_L:
+        return GGUF_TYPE_Q3_K;
+    case FT_Q4_K_S:
+    case FT_Q4_K_M:
+        return GGUF_TYPE_Q4_K;
+    case FT_Q5_K_S:
+    case FT_Q5_K_M:
+        return GGUF_TYPE_Q5_K;
+    case FT_Q6_K:
+        return GGUF_TYPE_Q6_K;
+    default:
+        return -1;
     }
 }
 
@@ -82,8 +100,16 @@ bool quant_mix_tensor_quantizable(const char *name, uint32_t n_dims)
     if (n_dims < 2 || !ends_with(name, "weight"))
         return false;
     static const char *const skip[] = {
-        "_norm.weight", "ffn_gate_inp.weight", "altup", "laurel", "per_layer_model_proj",
-        "ssm_conv1d", "attn_rel_b.weight", ".position_embd", ".patch_embd", "time_mix_",
+        "_norm.weight",
+        "ffn_gate_inp.weight",
+        "altup",
+        "laurel",
+        "per_layer_model_proj",
+        "ssm_conv1d",
+        "attn_rel_b.weight",
+        ".position_embd",
+        ".patch_embd",
+        "time_mix_",
     };
     for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
         if (has(name, skip[i]))
@@ -113,11 +139,22 @@ static uint32_t fallback(uint32_t type, int64_t ne0)
         return type;
     uint32_t alt;
     switch (type) {
-    case GGUF_TYPE_Q2_K: case GGUF_TYPE_Q3_K: alt = GGUF_TYPE_Q4_0; break;
-    case GGUF_TYPE_Q4_K: alt = GGUF_TYPE_Q5_0; break;
-    case GGUF_TYPE_Q5_K: alt = GGUF_TYPE_Q5_1; break;
-    case GGUF_TYPE_Q6_K: alt = GGUF_TYPE_Q8_0; break;
-    default: alt = GGUF_TYPE_F16; break;
+    case GGUF_TYPE_Q2_K:
+    case GGUF_TYPE_Q3_K:
+        alt = GGUF_TYPE_Q4_0;
+        break;
+    case GGUF_TYPE_Q4_K:
+        alt = GGUF_TYPE_Q5_0;
+        break;
+    case GGUF_TYPE_Q5_K:
+        alt = GGUF_TYPE_Q5_1;
+        break;
+    case GGUF_TYPE_Q6_K:
+        alt = GGUF_TYPE_Q8_0;
+        break;
+    default:
+        alt = GGUF_TYPE_F16;
+        break;
     }
     gguf_type_geometry(alt, &bs, NULL);
     return ne0 % bs == 0 ? alt : GGUF_TYPE_F16;
@@ -147,8 +184,8 @@ int quant_mix_tensor_type(int32_t ftype, const char *name, uint32_t cur_type, ui
 
     bool is_output = strcmp(name, "output.weight") == 0;
     bool is_embd = strcmp(name, "token_embd.weight") == 0;
-    bool attn_v = has(name, "attn_v.weight") || has(name, "attn_qkv.weight") ||
-                  has(name, "attn_kv_b.weight");
+    bool attn_v =
+        has(name, "attn_v.weight") || has(name, "attn_qkv.weight") || has(name, "attn_kv_b.weight");
     if (is_output || (tied && is_embd)) {
         uint32_t bs = 1;
         gguf_type_geometry(t, &bs, NULL);
@@ -175,14 +212,14 @@ int quant_mix_tensor_type(int32_t ftype, const char *name, uint32_t cur_type, ui
         if (ftype == FT_Q2_K) {
             t = GGUF_TYPE_Q3_K;
         } else if (ftype == FT_Q3_K_M) {
-            t = layer < n_layers / 16                        ? GGUF_TYPE_Q5_K
+            t = layer < n_layers / 16                          ? GGUF_TYPE_Q5_K
                 : !is_falcon || use_more_bits(layer, n_layers) ? GGUF_TYPE_Q4_K
                                                                : GGUF_TYPE_Q3_K;
         } else if (ftype == FT_Q3_K_L) {
             t = is_falcon ? GGUF_TYPE_Q4_K : GGUF_TYPE_Q5_K;
         } else if (ftype == FT_Q4_K_M) {
             if (is_falcon)
-                t = layer < n_layers / 16 ? GGUF_TYPE_Q6_K
+                t = layer < n_layers / 16            ? GGUF_TYPE_Q6_K
                     : use_more_bits(layer, n_layers) ? GGUF_TYPE_Q5_K
                                                      : GGUF_TYPE_Q4_K;
             else if (use_more_bits(layer, n_layers))

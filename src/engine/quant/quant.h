@@ -13,31 +13,86 @@
 
 #include "gguf/gguf.h"
 
-#define QK4_0 32
-#define QK4_1 32
-#define QK5_0 32
-#define QK5_1 32
-#define QK8_0 32
-#define QK8_1 32
-#define QK_K 256
+#define QK4_0        32
+#define QK4_1        32
+#define QK5_0        32
+#define QK5_1        32
+#define QK8_0        32
+#define QK8_1        32
+#define QK_K         256
 #define K_SCALE_SIZE 12
-#define QK4_NL 32
+#define QK4_NL       32
 
 // Block layouts, byte-exact with GGUF. f16 fields are raw IEEE half bits.
-struct block_q4_0 { uint16_t d; uint8_t qs[QK4_0 / 2]; };
-struct block_q4_1 { uint16_t d, m; uint8_t qs[QK4_1 / 2]; };
-struct block_q5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[QK5_0 / 2]; };
-struct block_q5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; };
-struct block_q8_0 { uint16_t d; int8_t qs[QK8_0]; };
-struct block_q8_1 { uint16_t d, s; int8_t qs[QK8_1]; };  // s = d * sum(qs), activations only
-struct block_q2_K { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d, dmin; };
-struct block_q3_K { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint16_t d; };
-struct block_q4_K { uint16_t d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K / 2]; };
-struct block_q5_K { uint16_t d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; };
-struct block_q6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; };
-struct block_q8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };
-struct block_iq4_nl { uint16_t d; uint8_t qs[QK4_NL / 2]; };
-struct block_iq4_xs { uint16_t d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; };
+struct block_q4_0 {
+    uint16_t d;
+    uint8_t qs[QK4_0 / 2];
+};
+struct block_q4_1 {
+    uint16_t d, m;
+    uint8_t qs[QK4_1 / 2];
+};
+struct block_q5_0 {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[QK5_0 / 2];
+};
+struct block_q5_1 {
+    uint16_t d, m;
+    uint8_t qh[4];
+    uint8_t qs[QK5_1 / 2];
+};
+struct block_q8_0 {
+    uint16_t d;
+    int8_t qs[QK8_0];
+};
+struct block_q8_1 {
+    uint16_t d, s;
+    int8_t qs[QK8_1];
+};  // s = d * sum(qs), activations only
+struct block_q2_K {
+    uint8_t scales[QK_K / 16];
+    uint8_t qs[QK_K / 4];
+    uint16_t d, dmin;
+};
+struct block_q3_K {
+    uint8_t hmask[QK_K / 8];
+    uint8_t qs[QK_K / 4];
+    uint8_t scales[12];
+    uint16_t d;
+};
+struct block_q4_K {
+    uint16_t d, dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qs[QK_K / 2];
+};
+struct block_q5_K {
+    uint16_t d, dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qh[QK_K / 8];
+    uint8_t qs[QK_K / 2];
+};
+struct block_q6_K {
+    uint8_t ql[QK_K / 2];
+    uint8_t qh[QK_K / 4];
+    int8_t scales[QK_K / 16];
+    uint16_t d;
+};
+struct block_q8_K {
+    float d;
+    int8_t qs[QK_K];
+    int16_t bsums[QK_K / 16];
+};
+struct block_iq4_nl {
+    uint16_t d;
+    uint8_t qs[QK4_NL / 2];
+};
+struct block_iq4_xs {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[QK_K / 64];
+    uint8_t qs[QK_K / 2];
+};
 
 // Scalar conversions (exact, round-to-nearest-even).
 float quant_f16_to_f32(uint16_t h);
@@ -51,9 +106,9 @@ typedef void (*quant_to_float_fn)(const void *x, float *y, int64_t n);
 typedef void (*quant_from_float_fn)(const float *x, void *y, int64_t n);
 
 struct quant_traits {
-    const char *name;       // "Q4_K"
-    uint32_t block_size;    // elements per block
-    uint32_t type_size;     // bytes per block
+    const char *name;     // "Q4_K"
+    uint32_t block_size;  // elements per block
+    uint32_t type_size;   // bytes per block
     bool is_quantized;
     quant_to_float_fn to_float;          // every supported type
     quant_from_float_fn from_float_ref;  // NULL where we do not quantize to this type

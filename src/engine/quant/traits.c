@@ -6,7 +6,11 @@
 #include "engine/quant/internal.h"
 
 #define ROW(id, nm, bs, ts, q, to, from)                                                           \
-    [id] = {.name = nm, .block_size = bs, .type_size = ts, .is_quantized = q, .to_float = to,     \
+    [id] = {.name = nm,                                                                            \
+            .block_size = bs,                                                                      \
+            .type_size = ts,                                                                       \
+            .is_quantized = q,                                                                     \
+            .to_float = to,                                                                        \
             .from_float_ref = from}
 
 static const struct quant_traits traits[] = {

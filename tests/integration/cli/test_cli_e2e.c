@@ -346,7 +346,7 @@ static void test_run_one_shot(void **state)
     const char *out = buf_cstr(&r.out);
     assert_true(r.out.len > 10);
     assert_true(cstr_ends_with(out, "\n\n"));
-    assert_null(strchr(out, '\x1b')); // not a terminal: no wrap escapes
+    assert_null(strchr(out, '\x1b'));  // not a terminal: no wrap escapes
     assert_non_null(strstr(buf_cstr(&r.err), "eval count:           12 token(s)\n"));
     assert_non_null(strstr(buf_cstr(&r.err), "total duration:       "));
     // Deterministic at temperature 0: the same text again, from piped stdin.
@@ -582,8 +582,8 @@ static void test_pull_push(void **state)
 struct pty {
     pid_t pid;
     int fd;
-    struct buf seen; // everything read so far
-    size_t mark;     // expect() searches from here
+    struct buf seen;  // everything read so far
+    size_t mark;      // expect() searches from here
 };
 
 static void pty_start(struct pty *p, const char *const *args, const char *const *env)

@@ -163,8 +163,8 @@ static void check_model(const char *name, const char *ref_model, const char *kin
     json_decref(req);
     json_t *embs = json_object_get(v, "embeddings");
     assert_int_equal(json_array_size(embs), json_array_size(inputs));
-    json_t *tokens = json_object_get(json_object_get(json_object_get(ref, "models"), ref_model),
-                                     "tokens");
+    json_t *tokens =
+        json_object_get(json_object_get(json_object_get(ref, "models"), ref_model), "tokens");
     int64_t n_tokens = 0;
     for (size_t i = 0; i < json_array_size(inputs); i++) {
         double c = ref_cosine(ref_model, kind, i, json_array_get(embs, i));
@@ -236,18 +236,16 @@ static void test_truncation(void **state)
                   "{\"model\":\"bert\",\"input\":\"one two three four five six seven eight nine "
                   "ten\",\"truncate\":false,\"options\":{\"num_ctx\":8}}",
                   400);
-    assert_non_null(strstr(json_string_value(json_object_get(v, "error")),
-                           "exceeds the context length"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(v, "error")), "exceeds the context length"));
     json_decref(v);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_mean),
-        cmocka_unit_test(test_nomic_mean),
-        cmocka_unit_test(test_bert_cls),
-        cmocka_unit_test(test_capabilities),
+        cmocka_unit_test(test_bert_mean),  cmocka_unit_test(test_nomic_mean),
+        cmocka_unit_test(test_bert_cls),   cmocka_unit_test(test_capabilities),
         cmocka_unit_test(test_truncation),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -133,7 +133,8 @@ static void test_chat(void **state)
     (void)state;
     struct http_resp r;
     post("/api/chat",
-         "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],"
+         "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a "
+         "time\"}],"
          "\"stream\":false,\"options\":{\"num_predict\":6}}",
          &r);
     assert_int_equal(r.status, 200);
@@ -202,12 +203,14 @@ static void test_errors(void **state)
     expect("/api/generate", "{\"model\":\"\"}", 404, "model '' not found");
     expect("/api/chat", "{\"model\":\"\"}", 400, "model is required");
     expect("/api/generate", "{\"model\":\"nope\",\"prompt\":\"x\"}", 404, "model 'nope' not found");
-    expect("/api/generate", "{\"model\":\"bad name!\",\"prompt\":\"x\"}", 400, "invalid model name");
+    expect("/api/generate", "{\"model\":\"bad name!\",\"prompt\":\"x\"}", 400,
+           "invalid model name");
     expect("/api/generate", "{\"model\":\"stories\",\"prompt\":1}", 400, "\"error\"");
     expect("/api/generate", "not json", 400, "\"error\"");
     expect("/api/generate", "", 400, "missing request body");
-    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"raw\":true,\"system\":\"s\"}",
-           400, "raw mode does not support template, system, or context");
+    expect("/api/generate",
+           "{\"model\":\"stories\",\"prompt\":\"x\",\"raw\":true,\"system\":\"s\"}", 400,
+           "raw mode does not support template, system, or context");
     expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"top_logprobs\":21}", 400,
            "top_logprobs must be between 0 and 20");
     expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"think\":true}", 400,
@@ -219,9 +222,8 @@ static void test_errors(void **state)
     expect("/api/generate",
            "{\"model\":\"stories\",\"prompt\":\"x\",\"options\":{\"top_k\":\"many\"}}", 500,
            "option \\\"top_k\\\" must be of type integer");
-    expect("/api/generate",
-           "{\"model\":\"stories\",\"prompt\":\"x\",\"options\":{\"stop\":[1]}}", 500,
-           "must be of type");
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"options\":{\"stop\":[1]}}",
+           500, "must be of type");
     expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"keep_alive\":\"300\"}", 400,
            "time: missing unit in duration \\\"300\\\"");
     expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"x\",\"keep_alive\":true}", 400,
@@ -422,7 +424,8 @@ static void test_client_disconnect(void **state)
     }
     int64_t t0 = time_monotonic_ns();
     expect("/api/generate",
-           "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_predict\":4}}",
+           "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_"
+           "predict\":4}}",
            200, "\"done\":true");
     // Generous bound: only a leaked slot would make this wait for minutes.
     assert_true(time_monotonic_ns() - t0 < 60LL * 1000000000);
@@ -497,7 +500,8 @@ static void test_runner_killed(void **state)
     pthread_join(th, NULL);
     assert_non_null(strstr(pr.last, "model runner has unexpectedly stopped"));
     expect("/api/generate",
-           "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_predict\":2}}",
+           "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_"
+           "predict\":2}}",
            200, "\"done\":true");
     pid_t after = find_runner_pid();
     assert_true(after > 0 && after != before);

@@ -25,7 +25,7 @@
 
 static struct harness srv;
 static char stories_path[512];
-static bool models_were_null; // GET /v1/models on the empty store gave "data": null
+static bool models_were_null;  // GET /v1/models on the empty store gave "data": null
 
 #define GREEDY ", there was a little girl named Lily"
 
@@ -934,7 +934,7 @@ static void test_stream_runner_killed(void **state)
                      "{\"model\":\"stories\",\"prompt\":\"Once\",\"max_tokens\":1}", 200);
     json_decref(v);
     if (find_runner_pid() <= 0)
-        skip(); // runners are not children of the server here
+        skip();  // runners are not children of the server here
     pthread_t th;
     pthread_create(&th, NULL, kill_runner_later, NULL);
     // An endless stream: the runner dies, the error arrives as an event,
@@ -976,7 +976,7 @@ static size_t abort_after_bytes(char *p, size_t size, size_t n, void *arg)
     (void)p;
     struct abort_ctx *a = arg;
     a->received += size * n;
-    return a->received > 600 ? 0 : size * n; // 0 aborts the transfer
+    return a->received > 600 ? 0 : size * n;  // 0 aborts the transfer
 }
 
 static void test_stream_abort(void **state)

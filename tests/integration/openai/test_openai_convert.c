@@ -511,7 +511,7 @@ static void test_base64(void **state)
         buf_deinit(&b);
     }
     assert_false(srv_base64_valid("Zg="));
-    assert_false(srv_base64_valid("Zh==")); // non-zero padding bits
+    assert_false(srv_base64_valid("Zh=="));  // non-zero padding bits
     assert_false(srv_base64_valid("Zg==Zg=="));
     assert_false(srv_base64_valid("Z!=="));
     assert_false(srv_base64_valid("Zm9"));

@@ -127,8 +127,8 @@ static void read_file(const char *path, struct buf *out)
         fail_msg("read %s: %s", path, e.msg);
 }
 
-static void manifest_path(const struct harness *h, const char *host, const char *model,
-                          char *out, size_t n)
+static void manifest_path(const struct harness *h, const char *host, const char *model, char *out,
+                          size_t n)
 {
     snprintf(out, n, "%s/manifests/%s/library/%s/latest", h->models_dir, host, model);
 }
@@ -210,7 +210,8 @@ static void test_push_pull_roundtrip(void **state)
     struct buf m;
     buf_init(&m, 0);
     read_file(path, &m);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v2/library/stories/manifests/latest", g_reg.port);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v2/library/stories/manifests/latest",
+             g_reg.port);
     const char *acc[] = {"Accept: application/vnd.docker.distribution.manifest.v2+json", NULL};
     struct http_resp r;
     assert_int_equal(http_request(url, "GET", acc, NULL, 0, 0, &r), 0);
@@ -240,9 +241,10 @@ static void test_push_pull_roundtrip(void **state)
 
     // create FROM a model that is not local goes through the registry
     // (https here, so the plain-http registry cannot answer it).
-    snprintf(json, sizeof(json),
-             "{\"model\":\"derived\",\"from\":\"127.0.0.1:%d/library/nope:latest\",\"stream\":false}",
-             g_reg.port);
+    snprintf(
+        json, sizeof(json),
+        "{\"model\":\"derived\",\"from\":\"127.0.0.1:%d/library/nope:latest\",\"stream\":false}",
+        g_reg.port);
     assert_true(post(&a, "/api/create", json, &body) >= 400);
     assert_non_null(strstr(body, "pull model manifest: "));
     free(body);

@@ -201,7 +201,7 @@ static inline int rh_stop(struct rharness *h)
 
 // A parsed completion stream.
 struct rh_stream {
-    char *text;  // concatenated content
+    char *text;     // concatenated content
     json_t *final;  // the last line (done or error), or NULL
     int n_lines;
     bool all_lines_valid;  // every line parsed and content lines were UTF-8

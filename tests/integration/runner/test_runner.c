@@ -129,8 +129,9 @@ static void test_greedy_reference(void **state)
             assert_int_equal(json_integer_value(json_array_get(ctx, k)),
                              json_integer_value(json_array_get(prompt_tokens, k)));
         for (size_t k = 0; k < json_array_size(want_tokens); k++)
-            assert_int_equal(json_integer_value(json_array_get(ctx, json_array_size(prompt_tokens) + k)),
-                             json_integer_value(json_array_get(want_tokens, k)));
+            assert_int_equal(
+                json_integer_value(json_array_get(ctx, json_array_size(prompt_tokens) + k)),
+                json_integer_value(json_array_get(want_tokens, k)));
         assert_true(rh_final_int(&s, "eval_duration") > 0);
         rh_stream_free(&s);
         // The same prompt again reuses the cached prefix: only the last
@@ -289,7 +290,8 @@ static void test_stop_sequences(void **state)
     start(&h, NULL);
     struct rh_stream s;
     // Greedy: ", there was a little girl named Lily. She loved ..."
-    char *b = greedy_body("Once upon a time", 64, "\"options\":{\"temperature\":0,\"stop\":[\"Lily\"]}");
+    char *b =
+        greedy_body("Once upon a time", 64, "\"options\":{\"temperature\":0,\"stop\":[\"Lily\"]}");
     assert_int_equal(complete(&h, b, &s), 200);
     assert_string_equal(s.text, ", there was a little girl named ");
     assert_string_equal(rh_final_str(&s, "done_reason"), "stop");
@@ -435,8 +437,8 @@ static void test_format_json(void **state)
     free(b);
     // Bad options and bad JSON are 400 too.
     out = NULL;
-    assert_int_equal(rh_request(&h, "/completion", "{\"prompt\":\"x\",\"options\":{\"top_k\":\"a\"}}",
-                                &out, 0, 30),
+    assert_int_equal(rh_request(&h, "/completion",
+                                "{\"prompt\":\"x\",\"options\":{\"top_k\":\"a\"}}", &out, 0, 30),
                      400);
     free(out);
     assert_int_equal(rh_request(&h, "/completion", "{\"prompt\":", &out, 0, 30), 400);
@@ -471,7 +473,8 @@ static void test_sampling_options(void **state)
     assert_string_not_equal(s1.text, s2.text);
     assert_string_equal(s3.text, g.text);
     // Penalties apply under greedy decoding too (R1) and change this text.
-    char *pb = greedy_body("Once upon a time", 32, "\"options\":{\"temperature\":0,"
+    char *pb = greedy_body("Once upon a time", 32,
+                           "\"options\":{\"temperature\":0,"
                            "\"num_predict\":32,\"repeat_penalty\":1.5,\"repeat_last_n\":64}");
     assert_int_equal(complete(&h, pb, &p), 200);
     assert_string_not_equal(p.text, g.text);
@@ -509,8 +512,9 @@ static void test_logprobs(void **state)
             json_t *top = json_object_get(e, "top_logprobs");
             assert_int_equal(json_array_size(top), 3);
             assert_true(lp <= 0);
-            assert_string_equal(json_string_value(json_object_get(e, "token")),
-                                json_string_value(json_object_get(json_array_get(top, 0), "token")));
+            assert_string_equal(
+                json_string_value(json_object_get(e, "token")),
+                json_string_value(json_object_get(json_array_get(top, 0), "token")));
             double t0 = json_number_value(json_object_get(json_array_get(top, 0), "logprob"));
             double t1 = json_number_value(json_object_get(json_array_get(top, 1), "logprob"));
             assert_true(t0 >= t1 && fabs(t0 - lp) < 1e-6);
@@ -533,8 +537,7 @@ static void test_logprobs(void **state)
 // ---------------------------------------------------------------------------
 // Embeddings, tokenize
 
-static json_t *post_json(const struct rharness *h, const char *path, const char *body,
-                         long *status)
+static json_t *post_json(const struct rharness *h, const char *path, const char *body, long *status)
 {
     char *out = NULL;
     *status = rh_request(h, path, body, &out, 0, 60);
@@ -608,7 +611,8 @@ static void test_tokenize_roundtrip(void **state)
     char *body = jsonx_dumps(req, 0);
     json_t *d = post_json(&h, "/detokenize", body, &st);
     assert_int_equal(st, 200);
-    assert_string_equal(json_string_value(json_object_get(d, "content")), "Once upon a time, a dog.");
+    assert_string_equal(json_string_value(json_object_get(d, "content")),
+                        "Once upon a time, a dog.");
     json_decref(d);
     free(body);
     json_decref(req);

@@ -116,7 +116,8 @@ static void test_cors(void **state)
 
     get("OPTIONS", "/api/chat", allowed, &r);
     assert_int_equal(r.status, 204);
-    assert_true(http_has_header(&r, "Access-Control-Allow-Methods: GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS"));
+    assert_true(http_has_header(
+        &r, "Access-Control-Allow-Methods: GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS"));
     assert_true(http_has_header(&r, "Access-Control-Max-Age: 43200"));
     http_resp_free(&r);
 
@@ -161,9 +162,12 @@ static void test_allowed_hosts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_root),          cmocka_unit_test(test_version),
-        cmocka_unit_test(test_not_found_and_method), cmocka_unit_test(test_body_cap),
-        cmocka_unit_test(test_cors),          cmocka_unit_test(test_allowed_hosts),
+        cmocka_unit_test(test_root),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_not_found_and_method),
+        cmocka_unit_test(test_body_cap),
+        cmocka_unit_test(test_cors),
+        cmocka_unit_test(test_allowed_hosts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -174,7 +174,8 @@ static void test_bad_input(void **state)
     expect("POST", "/api/create", "{\"model\":\"x\",\"path\":\"/etc/passwd\"}", 400, "\"error\"");
     char body[512];
     snprintf(body, sizeof(body),
-             "{\"model\":\"x\",\"files\":{\"../../x.gguf\":\"%s\"},\"stream\":false}", model_digest);
+             "{\"model\":\"x\",\"files\":{\"../../x.gguf\":\"%s\"},\"stream\":false}",
+             model_digest);
     expect("POST", "/api/create", body, 400, "file path must be relative");
     expect("POST", "/api/create", "{\"model\":\"x\",\"files\":{\"a.gguf\":\"\"},\"stream\":false}",
            400, "invalid digest format");
