@@ -295,6 +295,10 @@ void cli_go_float(double v, char *out, size_t n)
 static void value_text_ex(const json_t *v, bool ints, struct buf *out)
 {
     char tmp[64];
+    if (!v) {  // a field the server left out (Go prints a nil interface so)
+        buf_append_str(out, "<nil>");
+        return;
+    }
     switch (json_typeof(v)) {
     case JSON_STRING:
         buf_append(out, json_string_value(v), json_string_length(v));
@@ -569,9 +573,11 @@ void cli_show_report(const json_t *show, bool verbose, struct buf *out)
 static int64_t get_i64(const json_t *o, const char *key)
 {
     const json_t *v = json_object_get(o, key);
-    return json_is_integer(v) ? (int64_t)json_integer_value(v)
-           : json_is_real(v)  ? (int64_t)json_real_value(v)
-                              : 0;
+    if (json_is_integer(v))
+        return (int64_t)json_integer_value(v);
+    // A real from a misbehaving server: only in-range values convert.
+    double d = json_is_real(v) ? json_real_value(v) : 0;
+    return d > -9.2e18 && d < 9.2e18 ? (int64_t)d : 0;
 }
 
 void cli_stats_render(const json_t *final, struct buf *out)

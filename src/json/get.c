@@ -255,3 +255,19 @@ int jsonx_arr_append(json_t *arr, json_t *v)
     }
     return json_array_append_new(arr, v) == 0 ? 0 : ERR_NOMEM;
 }
+
+int64_t jsonx_number_i64(const json_t *v)
+{
+    if (json_is_integer(v))
+        return (int64_t)json_integer_value(v);
+    if (!json_is_real(v))
+        return 0;
+    double d = json_real_value(v);
+    if (d != d)
+        return 0;
+    if (d >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (d <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)d;
+}

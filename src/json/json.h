@@ -71,6 +71,11 @@ int jsonx_as_int(const json_t *v, const char *what, int64_t *out, int64_t min, i
                  struct err *e);
 int jsonx_as_double(const json_t *v, const char *what, double *out, struct err *e);
 
+// A JSON number as an int64, truncated toward zero and saturated at the
+// int64 range (NaN and non-numbers give 0): no undefined conversion for
+// absurd client values such as 1e300.
+int64_t jsonx_number_i64(const json_t *v);
+
 // ---------------------------------------------------------------------------
 // Building. Strings are stored as given (not validated: invalid UTF-8 is
 // written as \ufffd by jsonx_dump, as Go does). The setters return 0 or

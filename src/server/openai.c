@@ -651,11 +651,11 @@ json_t *srv_openai_chat_request(const json_t *b, struct err *e)
     if (!json_is_number(v = json_object_get(b, "max_tokens")))
         v = json_object_get(b, "max_completion_tokens");
     if (json_is_number(v))
-        jsonx_set_int(options, "num_predict", (int64_t)json_number_value(v));
+        jsonx_set_int(options, "num_predict", jsonx_number_i64(v));
     v = json_object_get(b, "temperature");
     jsonx_set(options, "temperature", json_real(json_is_number(v) ? json_number_value(v) : 1.0));
     if (json_is_number(v = json_object_get(b, "seed")))
-        jsonx_set_int(options, "seed", (int64_t)json_number_value(v));
+        jsonx_set_int(options, "seed", jsonx_number_i64(v));
     if (json_is_number(v = json_object_get(b, "frequency_penalty")))
         set_real(options, "frequency_penalty", v);
     if (json_is_number(v = json_object_get(b, "presence_penalty")))
@@ -705,11 +705,11 @@ json_t *srv_openai_completion_request(const json_t *b, struct err *e)
         return NULL;
     }
     if (json_is_number(v = json_object_get(b, "max_tokens")))
-        jsonx_set_int(options, "num_predict", (int64_t)json_number_value(v));
+        jsonx_set_int(options, "num_predict", jsonx_number_i64(v));
     v = json_object_get(b, "temperature");
     jsonx_set(options, "temperature", json_real(json_is_number(v) ? json_number_value(v) : 1.0));
     if (json_is_number(v = json_object_get(b, "seed")))
-        jsonx_set_int(options, "seed", (int64_t)json_number_value(v));
+        jsonx_set_int(options, "seed", jsonx_number_i64(v));
     v = json_object_get(b, "frequency_penalty");
     jsonx_set(options, "frequency_penalty",
               json_real(json_is_number(v) ? json_number_value(v) : 0));
@@ -721,7 +721,7 @@ json_t *srv_openai_completion_request(const json_t *b, struct err *e)
     v = json_object_get(b, "logprobs");
     if (json_is_number(v) && json_number_value(v) > 0) {
         jsonx_set_bool(n, "logprobs", true);
-        jsonx_set_int(n, "top_logprobs", (int64_t)json_number_value(v));
+        jsonx_set_int(n, "top_logprobs", jsonx_number_i64(v));
     }
     if (json_is_true(json_object_get(b, "_debug_render_only")))
         jsonx_set_bool(n, "_debug_render_only", true);
@@ -1111,7 +1111,7 @@ static void handle_embeddings(struct srv_req *r)
     jsonx_set_str(native, "model", json_string_value(model) ? json_string_value(model) : "");
     json_t *dims = json_object_get(b, "dimensions");
     if (json_is_number(dims) && json_number_value(dims) != 0)
-        jsonx_set_int(native, "dimensions", (int64_t)json_number_value(dims));
+        jsonx_set_int(native, "dimensions", jsonx_number_i64(dims));
     if (!run_native(r, "/api/embed", native))
         goto out;
     if (r->status != 200) {

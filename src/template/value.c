@@ -572,8 +572,7 @@ bool tv_struct_field(const struct tval *v, const char *name, struct tval *out)
                 *out = (struct tval){.kind = TV_STR, .u.s = {"", 0}};
             return true;
         case FK_INT:
-            *out = (struct tval){.kind = TV_INT,
-                                 .u.i = json_is_number(j) ? (int64_t)json_number_value(j) : 0};
+            *out = (struct tval){.kind = TV_INT, .u.i = jsonx_number_i64(j)};
             return true;
         default:
             *out = tv_from_json(j, f->schema);

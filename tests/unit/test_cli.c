@@ -725,15 +725,40 @@ static void test_media(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+// Found by fuzz_cli: a tensor without "shape" in a malformed /api/show answer
+// crashed the verbose report. It prints <nil> now, as Go's %v of a nil value.
+static void test_show_report_missing_fields(void **state)
+{
+    (void)state;
+    const char *text = "{\"model_info\":{\"general.architecture\":\"llama\"},"
+                       "\"tensors\":[{\"name\":\"a\",\"type\":\"F32\",\"s\\u00e9ape\":[1,2]},"
+                       "{\"name\":\"b\"},7]}";
+    json_t *show = NULL;
+    assert_int_equal(jsonx_parse(text, strlen(text), &show, NULL), 0);
+    struct buf b;
+    buf_init(&b, 0);
+    cli_show_report(show, true, &b);
+    assert_non_null(strstr(buf_cstr(&b), "<nil>"));
+    buf_deinit(&b);
+    json_decref(show);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table_list),       cmocka_unit_test(test_numbers),
-        cmocka_unit_test(test_progress_lines),   cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_word_wrap),        cmocka_unit_test(test_show_report),
-        cmocka_unit_test(test_host_urls),        cmocka_unit_test(test_client_errors),
-        cmocka_unit_test(test_pull_progress),    cmocka_unit_test(test_progress_tty),
-        cmocka_unit_test(test_generate_display), cmocka_unit_test(test_media),
+        cmocka_unit_test(test_table_list),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_progress_lines),
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_word_wrap),
+        cmocka_unit_test(test_show_report),
+        cmocka_unit_test(test_host_urls),
+        cmocka_unit_test(test_client_errors),
+        cmocka_unit_test(test_pull_progress),
+        cmocka_unit_test(test_progress_tty),
+        cmocka_unit_test(test_generate_display),
+        cmocka_unit_test(test_media),
+        cmocka_unit_test(test_show_report_missing_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
