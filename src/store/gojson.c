@@ -9,39 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Decodes one UTF-8 sequence at s (n bytes left): returns its length and the
-// code point, or 0 for an invalid sequence.
-static size_t utf8_decode1(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t v, min;
-    if ((c & 0xe0) == 0xc0) {
-        len = 2, v = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        len = 3, v = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return len;
-}
-
 // Strings, numbers and values are written by the json module's Go encoder;
 // store only names the conventions it relies on.
 int gojson_string_n(struct buf *b, const char *s, size_t n)
@@ -170,67 +137,7 @@ void gofmt_float(double v, bool plain_ints, char *out, size_t n)
 
 int gofmt_quote(struct buf *b, const char *s)
 {
-    size_t n = strlen(s);
-    const unsigned char *p = (const unsigned char *)s;
-    int rc = buf_append_char(b, '"');
-    size_t i = 0;
-    while (rc == 0 && i < n) {
-        unsigned char c = p[i];
-        if (c >= 0x80) {
-            uint32_t cp;
-            size_t len = utf8_decode1(p + i, n - i, &cp);
-            if (len == 0) {
-                rc = buf_printf(b, "\\x%02x", c);
-                i++;
-            } else if (cp < 0xa0 || cp == 0xad || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff ||
-                       (cp >= 0x200b && cp <= 0x200f)) {
-                rc = cp > 0xffff ? buf_printf(b, "\\U%08x", cp) : buf_printf(b, "\\u%04x", cp);
-                i += len;
-            } else {
-                rc = buf_append(b, p + i, len);
-                i += len;
-            }
-            continue;
-        }
-        switch (c) {
-        case '"':
-            rc = buf_append_str(b, "\\\"");
-            break;
-        case '\\':
-            rc = buf_append_str(b, "\\\\");
-            break;
-        case '\a':
-            rc = buf_append_str(b, "\\a");
-            break;
-        case '\b':
-            rc = buf_append_str(b, "\\b");
-            break;
-        case '\f':
-            rc = buf_append_str(b, "\\f");
-            break;
-        case '\n':
-            rc = buf_append_str(b, "\\n");
-            break;
-        case '\r':
-            rc = buf_append_str(b, "\\r");
-            break;
-        case '\t':
-            rc = buf_append_str(b, "\\t");
-            break;
-        case '\v':
-            rc = buf_append_str(b, "\\v");
-            break;
-        default:
-            if (c < 0x20 || c == 0x7f)
-                rc = buf_printf(b, "\\x%02x", c);
-            else
-                rc = buf_append_char(b, (char)c);
-        }
-        i++;
-    }
-    if (rc == 0)
-        rc = buf_append_char(b, '"');
-    return rc;
+    return buf_append_go_quoted(b, s, strlen(s));
 }
 
 int gojson_value(struct buf *b, const json_t *v)

@@ -210,65 +210,9 @@ int go_json_string(struct buf *b, const char *s, size_t n)
     return rc ? rc : buf_append_char(b, '"');
 }
 
-static bool is_print_cp(uint32_t cp)
-{
-    if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xA0) || cp == 0xAD)
-        return false;
-    if (cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF || (cp >= 0xE000 && cp <= 0xF8FF) ||
-        (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
-        (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFFFE || cp == 0xFFFF)
-        return false;
-    return true;
-}
-
 int go_quote(struct buf *b, const char *s, size_t n)
 {
-    int rc = buf_append_char(b, '"');
-    size_t i = 0;
-    while (i < n && !rc) {
-        size_t w;
-        uint32_t cp = dec_utf8((const unsigned char *)s + i, n - i, &w);
-        if (cp == 0xFFFFFFFF) {
-            rc = buf_printf(b, "\\x%02x", (unsigned char)s[i]);
-        } else if (cp == '"' || cp == '\\') {
-            rc = buf_append_char(b, '\\') | buf_append_char(b, (char)cp);
-        } else if (is_print_cp(cp)) {
-            rc = buf_append(b, s + i, w);
-        } else {
-            switch (cp) {
-            case '\a':
-                rc = buf_append_str(b, "\\a");
-                break;
-            case '\b':
-                rc = buf_append_str(b, "\\b");
-                break;
-            case '\f':
-                rc = buf_append_str(b, "\\f");
-                break;
-            case '\n':
-                rc = buf_append_str(b, "\\n");
-                break;
-            case '\r':
-                rc = buf_append_str(b, "\\r");
-                break;
-            case '\t':
-                rc = buf_append_str(b, "\\t");
-                break;
-            case '\v':
-                rc = buf_append_str(b, "\\v");
-                break;
-            default:
-                if (cp < 0x20 || cp == 0x7f)
-                    rc = buf_printf(b, "\\x%02x", cp);
-                else if (cp < 0x10000)
-                    rc = buf_printf(b, "\\u%04x", cp);
-                else
-                    rc = buf_printf(b, "\\U%08x", cp);
-            }
-        }
-        i += w;
-    }
-    return rc ? ERR_TOO_LARGE : buf_append_char(b, '"');
+    return buf_append_go_quoted(b, s, n);
 }
 
 // ---------------------------------------------------------------------------

@@ -286,3 +286,107 @@ int str_to_double(const char *s, double *out, struct err *e)
     *out = v;
     return 0;
 }
+
+// ---------------------------------------------------------------------------
+// Go's strconv.Quote (also fmt's %q and Go-literal values in Modelfiles):
+// printable runes as they are, the usual backslash escapes, \xNN for bytes
+// that are not UTF-8, \uNNNN / \UNNNNNNNN for runes Go does not print.
+
+static uint32_t go_utf8_decode(const unsigned char *s, size_t n, size_t *w)
+{
+    unsigned char c = s[0];
+    uint32_t cp;
+    size_t len;
+    if (c < 0x80) {
+        *w = 1;
+        return c;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        len = 2, cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3, cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4, cp = c & 0x07;
+    } else {
+        *w = 1;
+        return 0xFFFFFFFF;
+    }
+    if (n < len) {
+        *w = 1;
+        return 0xFFFFFFFF;
+    }
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) {
+            *w = 1;
+            return 0xFFFFFFFF;
+        }
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+        *w = 1;
+        return 0xFFFFFFFF;
+    }
+    *w = len;
+    return cp;
+}
+
+static bool go_is_print(uint32_t cp)
+{
+    if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xA0) || cp == 0xAD)
+        return false;
+    if (cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF || (cp >= 0xE000 && cp <= 0xF8FF) ||
+        (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+        (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFFFE || cp == 0xFFFF)
+        return false;
+    return true;
+}
+
+int buf_append_go_quoted(struct buf *b, const char *s, size_t n)
+{
+    int rc = buf_append_char(b, '"');
+    size_t i = 0;
+    while (i < n && !rc) {
+        size_t w;
+        uint32_t cp = go_utf8_decode((const unsigned char *)s + i, n - i, &w);
+        if (cp == 0xFFFFFFFF) {
+            rc = buf_printf(b, "\\x%02x", (unsigned char)s[i]);
+        } else if (cp == '"' || cp == '\\') {
+            rc = buf_append_char(b, '\\') | buf_append_char(b, (char)cp);
+        } else if (go_is_print(cp)) {
+            rc = buf_append(b, s + i, w);
+        } else {
+            switch (cp) {
+            case '\a':
+                rc = buf_append_str(b, "\\a");
+                break;
+            case '\b':
+                rc = buf_append_str(b, "\\b");
+                break;
+            case '\f':
+                rc = buf_append_str(b, "\\f");
+                break;
+            case '\n':
+                rc = buf_append_str(b, "\\n");
+                break;
+            case '\r':
+                rc = buf_append_str(b, "\\r");
+                break;
+            case '\t':
+                rc = buf_append_str(b, "\\t");
+                break;
+            case '\v':
+                rc = buf_append_str(b, "\\v");
+                break;
+            default:
+                if (cp < 0x20 || cp == 0x7f)
+                    rc = buf_printf(b, "\\x%02x", cp);
+                else if (cp < 0x10000)
+                    rc = buf_printf(b, "\\u%04x", cp);
+                else
+                    rc = buf_printf(b, "\\U%08x", cp);
+            }
+        }
+        i += w;
+    }
+    return rc ? ERR_TOO_LARGE : buf_append_char(b, '"');
+}

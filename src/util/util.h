@@ -127,6 +127,10 @@ const char *buf_cstr(const struct buf *b);
 // Takes ownership of the data (caller frees); the buffer is reset to empty.
 char *buf_take(struct buf *b);
 
+// Appends s[0..n) quoted as Go's strconv.Quote does (fmt's %q; Go-literal
+// strings in Modelfiles and show output).
+int buf_append_go_quoted(struct buf *b, const char *s, size_t n);
+
 // Non-owning slice.
 struct str {
     const char *ptr;

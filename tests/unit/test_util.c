@@ -1575,9 +1575,27 @@ static void test_path_join(void **state)
     assert_int_equal(path_join(NULL, "b", out, sizeof(out), NULL), ERR_INVALID);
 }
 
+// Go's strconv.Quote: escapes, \x for invalid bytes and controls, \u for
+// runes Go does not print, printable UTF-8 as it is.
+static void test_go_quoted(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 0);
+    const char in[] = "a\"b\\\n\t\x01\xc3\xa9\xff\xe2\x80\x8b\xf0\x9f\x98\x80";
+    assert_int_equal(buf_append_go_quoted(&b, in, sizeof(in) - 1), 0);
+    assert_string_equal(buf_cstr(&b),
+                        "\"a\\\"b\\\\\\n\\t\\x01\xc3\xa9\\xff\\u200b\xf0\x9f\x98\x80\"");
+    buf_reset(&b);
+    assert_int_equal(buf_append_go_quoted(&b, "", 0), 0);
+    assert_string_equal(buf_cstr(&b), "\"\"");
+    buf_deinit(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_go_quoted),
         cmocka_unit_test(test_err_first_wins),
         cmocka_unit_test(test_err_names),
         cmocka_unit_test(test_err_long_message_truncates),
