@@ -231,7 +231,7 @@ static int parse_number(struct parser *p, const struct tok *t, struct tval *out)
     if (hex && !strpbrk(buf, "pP"))
         return perr(p, t, "illegal number syntax: %.*s", (int)(t->n > 40 ? 40 : t->n), t->s);
     // "08" parses as the float 8 and is then an integer constant
-    if (!strpbrk(buf, ".eEpP") && f == (double)(int64_t)f) {
+    if (!strpbrk(buf, ".eEpP") && f > -9.2e18 && f < 9.2e18 && f == (double)(int64_t)f) {
         *out = (struct tval){.kind = TV_INT, .u.i = (int64_t)f};
         return 0;
     }

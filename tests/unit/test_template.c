@@ -1105,32 +1105,35 @@ static void test_detect(void **state)
     assert_null(template_builtin("nope"));
 }
 
+// Found by fuzz_template: an integer literal beyond int64 was converted to an
+// integer (undefined behaviour). Go makes it a float constant.
+static void test_huge_integer_literal(void **state)
+{
+    (void)state;
+    json_t *m = json_array();
+    struct err e = {0};
+    char *got = render_msgs("{{ 33333333333333333333333333333 }}", m, NULL, &e);
+    assert_non_null(got);
+    assert_string_equal(got, "3.3333333333333333e+28");
+    free(got);
+    json_decref(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_vectors),
-        cmocka_unit_test(test_spec_vector_hashes),
-        cmocka_unit_test(test_collation_prefill),
-        cmocka_unit_test(test_tools_qwen),
-        cmocka_unit_test(test_builtin_renderings),
-        cmocka_unit_test(test_tool_templates),
-        cmocka_unit_test(test_language_checks),
-        cmocka_unit_test(test_language_more),
-        cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_tool_data),
-        cmocka_unit_test(test_tool_json_omit),
-        cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_exec_errors),
-        cmocka_unit_test(test_idents_and_tags),
-        cmocka_unit_test(test_legacy_turns),
-        cmocka_unit_test(test_suffix_and_think),
-        cmocka_unit_test(test_images),
-        cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_chat_assembly),
-        cmocka_unit_test(test_think_parser),
-        cmocka_unit_test(test_tool_parser),
-        cmocka_unit_test(test_output_parser),
-        cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_spec_vectors),       cmocka_unit_test(test_huge_integer_literal),
+        cmocka_unit_test(test_spec_vector_hashes), cmocka_unit_test(test_collation_prefill),
+        cmocka_unit_test(test_tools_qwen),         cmocka_unit_test(test_builtin_renderings),
+        cmocka_unit_test(test_tool_templates),     cmocka_unit_test(test_language_checks),
+        cmocka_unit_test(test_language_more),      cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_tool_data),          cmocka_unit_test(test_tool_json_omit),
+        cmocka_unit_test(test_parse_errors),       cmocka_unit_test(test_exec_errors),
+        cmocka_unit_test(test_idents_and_tags),    cmocka_unit_test(test_legacy_turns),
+        cmocka_unit_test(test_suffix_and_think),   cmocka_unit_test(test_images),
+        cmocka_unit_test(test_truncation),         cmocka_unit_test(test_chat_assembly),
+        cmocka_unit_test(test_think_parser),       cmocka_unit_test(test_tool_parser),
+        cmocka_unit_test(test_output_parser),      cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
