@@ -117,7 +117,8 @@ static int bpe_word_cached(const struct tokenizer *t, struct tok_scratch *s, con
         return rc;
     size_t start = out->len;
     rc = bpe_word(t, s, word, n, out);
-    if (rc == 0 && n >= 2 && n <= TOK_WC_MAX_WORD)
+    // A word that produced no ids (data may still be NULL) is not cached.
+    if (rc == 0 && n >= 2 && n <= TOK_WC_MAX_WORD && out->len > start)
         tok_wc_put(s, word, n, h, out->data + start, out->len - start);
     return rc;
 }

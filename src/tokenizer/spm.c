@@ -116,7 +116,8 @@ static int spm_chunk_cached(const struct tokenizer *t, struct tok_scratch *s, si
         return rc;
     size_t start = out->len;
     rc = spm_chunk(t, s, a, b, out);
-    if (rc == 0 && wn >= 2 && wn <= TOK_WC_MAX_WORD)
+    // A chunk that produced no ids (data may still be NULL) is not cached.
+    if (rc == 0 && wn >= 2 && wn <= TOK_WC_MAX_WORD && out->len > start)
         tok_wc_put(s, w, wn, h, out->data + start, out->len - start);
     return rc;
 }
