@@ -77,9 +77,9 @@ static inline int http_request(const char *url, const char *method, const char *
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_collect_);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, body_ctx);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)body_ctx);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_collect_);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, head_ctx);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, (void *)head_ctx);
     CURLcode cc = curl_easy_perform(h);
     if (cc == CURLE_OK)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);

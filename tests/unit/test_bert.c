@@ -139,11 +139,13 @@ static int group_setup(void **state)
         return -1;
     char vocab[512];
     test_fixture(vocab, sizeof vocab, "vocab/ggml-vocab-bert-bge.gguf");
+    // A local copy: gcc's -Wrestrict cannot tell fx.dir from fx.path[].
+    char dir[sizeof fx.dir];
+    memcpy(dir, fx.dir, sizeof dir);
     for (int mi = 0; mi < N_MODELS; mi++) {
-        snprintf(fx.path[mi], sizeof fx.path[mi], "%s/%s.gguf", fx.dir, model_names[mi]);
-        snprintf(fx.cls_path[mi], sizeof fx.cls_path[mi], "%s/%s-cls.gguf", fx.dir,
-                 model_names[mi]);
-        snprintf(fx.q8_path[mi], sizeof fx.q8_path[mi], "%s/%s-q8_0.gguf", fx.dir, model_names[mi]);
+        snprintf(fx.path[mi], sizeof fx.path[mi], "%s/%s.gguf", dir, model_names[mi]);
+        snprintf(fx.cls_path[mi], sizeof fx.cls_path[mi], "%s/%s-cls.gguf", dir, model_names[mi]);
+        snprintf(fx.q8_path[mi], sizeof fx.q8_path[mi], "%s/%s-q8_0.gguf", dir, model_names[mi]);
         char *cmd = xasprintf("'%s/gguf-gen' --preset %s --seed 1 --vocab '%s' --quiet -o '%s' && "
                               "'%s/gguf-gen' --preset %s --seed 1 --vocab '%s' --quiet "
                               "--type q8_0 -o '%s'",
