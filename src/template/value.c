@@ -115,44 +115,6 @@ int go_json_float(struct buf *b, double f)
 // ---------------------------------------------------------------------------
 // Strings
 
-static uint32_t dec_utf8(const unsigned char *s, size_t n, size_t *w)
-{
-    unsigned char c = s[0];
-    uint32_t cp;
-    size_t len;
-    if (c < 0x80) {
-        *w = 1;
-        return c;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-        len = 2, cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3, cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4, cp = c & 0x07;
-    } else {
-        *w = 1;
-        return 0xFFFFFFFF;
-    }
-    if (n < len) {
-        *w = 1;
-        return 0xFFFFFFFF;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *w = 1;
-            return 0xFFFFFFFF;
-        }
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-        *w = 1;
-        return 0xFFFFFFFF;
-    }
-    *w = len;
-    return cp;
-}
-
 int go_json_string(struct buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -198,7 +160,7 @@ int go_json_string(struct buf *b, const char *s, size_t n)
             continue;
         }
         size_t w;
-        uint32_t cp = dec_utf8((const unsigned char *)s + i, n - i, &w);
+        uint32_t cp = utf8_decode((const unsigned char *)s + i, n - i, &w);
         if (cp == 0xFFFFFFFF)
             rc = buf_append_str(b, "\\ufffd");
         else if (cp == 0x2028 || cp == 0x2029)

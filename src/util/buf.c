@@ -292,7 +292,7 @@ int str_to_double(const char *s, double *out, struct err *e)
 // printable runes as they are, the usual backslash escapes, \xNN for bytes
 // that are not UTF-8, \uNNNN / \UNNNNNNNN for runes Go does not print.
 
-static uint32_t go_utf8_decode(const unsigned char *s, size_t n, size_t *w)
+uint32_t utf8_decode(const unsigned char *s, size_t n, size_t *w)
 {
     unsigned char c = s[0];
     uint32_t cp;
@@ -308,23 +308,23 @@ static uint32_t go_utf8_decode(const unsigned char *s, size_t n, size_t *w)
         len = 4, cp = c & 0x07;
     } else {
         *w = 1;
-        return 0xFFFFFFFF;
+        return UTF8_INVALID;
     }
     if (n < len) {
         *w = 1;
-        return 0xFFFFFFFF;
+        return UTF8_INVALID;
     }
     for (size_t i = 1; i < len; i++) {
         if ((s[i] & 0xC0) != 0x80) {
             *w = 1;
-            return 0xFFFFFFFF;
+            return UTF8_INVALID;
         }
         cp = (cp << 6) | (s[i] & 0x3F);
     }
     if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) ||
         (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
         *w = 1;
-        return 0xFFFFFFFF;
+        return UTF8_INVALID;
     }
     *w = len;
     return cp;
@@ -347,8 +347,8 @@ int buf_append_go_quoted(struct buf *b, const char *s, size_t n)
     size_t i = 0;
     while (i < n && !rc) {
         size_t w;
-        uint32_t cp = go_utf8_decode((const unsigned char *)s + i, n - i, &w);
-        if (cp == 0xFFFFFFFF) {
+        uint32_t cp = utf8_decode((const unsigned char *)s + i, n - i, &w);
+        if (cp == UTF8_INVALID) {
             rc = buf_printf(b, "\\x%02x", (unsigned char)s[i]);
         } else if (cp == '"' || cp == '\\') {
             rc = buf_append_char(b, '\\') | buf_append_char(b, (char)cp);

@@ -152,6 +152,10 @@ bool cstr_ends_with(const char *s, const char *suffix);
 
 // UTF-8: true if the n bytes are valid UTF-8 (no overlongs, no surrogates).
 bool utf8_valid(const char *s, size_t n);
+// Decodes the UTF-8 sequence at s (n > 0 bytes): the code point, with *w its
+// length; UTF8_INVALID with *w = 1 for a byte that starts no valid sequence.
+#define UTF8_INVALID 0xFFFFFFFFu
+uint32_t utf8_decode(const unsigned char *s, size_t n, size_t *w);
 // Length in bytes of the longest prefix of s[0..n) that ends on a character
 // boundary (an incomplete trailing sequence is excluded).
 size_t utf8_complete_prefix(const char *s, size_t n);
