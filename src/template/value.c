@@ -161,7 +161,7 @@ int go_json_string(struct buf *b, const char *s, size_t n)
         }
         size_t w;
         uint32_t cp = utf8_decode((const unsigned char *)s + i, n - i, &w);
-        if (cp == 0xFFFFFFFF)
+        if (cp == UTF8_INVALID)
             rc = buf_append_str(b, "\\ufffd");
         else if (cp == 0x2028 || cp == 0x2029)
             rc = buf_printf(b, "\\u%04x", cp);
