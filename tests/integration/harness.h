@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,6 +113,41 @@ static inline int harness_start(struct harness *h, const char *const *extra_env)
         harness_sleep_ms(50);
     }
     return -1;
+}
+
+// The pid of a live `ollama runner` child of the server (from /proc), or 0.
+static inline pid_t harness_runner_pid(const struct harness *h)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    pid_t found = 0;
+    while (d && (de = readdir(d)) && !found) {
+        char path[300], stat[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+        fclose(f);
+        stat[n] = '\0';
+        const char *rp = strrchr(stat, ')');
+        int ppid = 0;
+        char st;
+        if (!rp || sscanf(rp + 2, "%c %d", &st, &ppid) != 2 || ppid != h->pid || st == 'Z')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        char cmd[512];
+        n = fread(cmd, 1, sizeof(cmd) - 1, f);
+        fclose(f);
+        if (n > 7 && memmem(cmd, n, "runner", 6))
+            found = (pid_t)atoi(de->d_name);
+    }
+    if (d)
+        closedir(d);
+    return found;
 }
 
 // Prints the server log (for failures).

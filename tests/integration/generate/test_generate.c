@@ -431,42 +431,6 @@ static void test_client_disconnect(void **state)
     assert_true(time_monotonic_ns() - t0 < 60LL * 1000000000);
 }
 
-// The pid of the server's runner child (from /proc), or 0.
-static pid_t find_runner_pid(void)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *de;
-    pid_t found = 0;
-    while (d && (de = readdir(d)) && !found) {
-        char path[300], stat[512];
-        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
-        fclose(f);
-        stat[n] = '\0';
-        const char *rp = strrchr(stat, ')');
-        int ppid = 0;
-        char st;
-        if (!rp || sscanf(rp + 2, "%c %d", &st, &ppid) != 2 || ppid != srv.pid)
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-        f = fopen(path, "r");
-        if (!f)
-            continue;
-        char cmd[512];
-        n = fread(cmd, 1, sizeof(cmd) - 1, f);
-        fclose(f);
-        cmd[n] = '\0';
-        if (n > 7 && memmem(cmd, n, "runner", 6))
-            found = (pid_t)atoi(de->d_name);
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
 struct killer {
     int delay_ms;
 };
@@ -475,7 +439,7 @@ static void *kill_runner_later(void *arg)
 {
     struct killer *k = arg;
     harness_sleep_ms(k->delay_ms);
-    pid_t pid = find_runner_pid();
+    pid_t pid = harness_runner_pid(&srv);
     if (pid > 0)
         kill(pid, SIGKILL);
     return NULL;
@@ -485,7 +449,7 @@ static void test_runner_killed(void **state)
 {
     (void)state;
     expect("/api/generate", "{\"model\":\"stories\"}", 200, "\"done_reason\":\"load\"");
-    pid_t before = find_runner_pid();
+    pid_t before = harness_runner_pid(&srv);
     assert_true(before > 0);
     // Kill it in the middle of an endless stream: the stream ends with
     // Ollama's error line, the server keeps serving, the next request loads
@@ -503,7 +467,7 @@ static void test_runner_killed(void **state)
            "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_"
            "predict\":2}}",
            200, "\"done\":true");
-    pid_t after = find_runner_pid();
+    pid_t after = harness_runner_pid(&srv);
     assert_true(after > 0 && after != before);
 }
 

@@ -882,46 +882,11 @@ static void test_embeddings(void **state)
 // ---------------------------------------------------------------------------
 // Streams cut short
 
-// The pid of the server's runner child (from /proc), or 0.
-static pid_t find_runner_pid(void)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *de;
-    pid_t found = 0;
-    while (d && (de = readdir(d)) && !found) {
-        char path[300], stat[512];
-        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
-        fclose(f);
-        stat[n] = '\0';
-        const char *rp = strrchr(stat, ')');
-        int ppid = 0;
-        char st;
-        if (!rp || sscanf(rp + 2, "%c %d", &st, &ppid) != 2 || ppid != srv.pid || st == 'Z')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-        f = fopen(path, "r");
-        if (!f)
-            continue;
-        char cmd[512];
-        n = fread(cmd, 1, sizeof(cmd) - 1, f);
-        fclose(f);
-        if (n > 7 && memmem(cmd, n, "runner", 6))
-            found = (pid_t)atoi(de->d_name);
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
 static void *kill_runner_later(void *arg)
 {
     (void)arg;
     harness_sleep_ms(700);
-    pid_t pid = find_runner_pid();
+    pid_t pid = harness_runner_pid(&srv);
     if (pid > 0)
         kill(pid, SIGKILL);
     return NULL;
@@ -933,7 +898,7 @@ static void test_stream_runner_killed(void **state)
     json_t *v = call("/v1/completions",
                      "{\"model\":\"stories\",\"prompt\":\"Once\",\"max_tokens\":1}", 200);
     json_decref(v);
-    if (find_runner_pid() <= 0)
+    if (harness_runner_pid(&srv) <= 0)
         skip();  // runners are not children of the server here
     pthread_t th;
     pthread_create(&th, NULL, kill_runner_later, NULL);
