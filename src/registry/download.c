@@ -3,9 +3,9 @@
 // blobs/sha256-<hex>-partial with one JSON sidecar per part, so a download
 // cut at any point (kill -9, network loss) resumes without fetching finished
 // bytes again. Parts run in parallel with retries, backoff and a stall
-// watchdog; a hasher thread follows the contiguous written prefix so the
-// SHA-256 is ready when the last byte lands, and the file is renamed into
-// place only when it matches.
+// watchdog; their bytes go through a blob file (blobfile.c) that writes
+// and hashes on threads of its own, so the SHA-256 is ready when the last
+// byte lands, and the file is renamed into place only when it matches.
 //
 // Lock order: registry.mu, then a download's own mu.
 #include "registry/internal.h"
@@ -47,23 +47,18 @@ struct reg_download {
     int64_t size_hint;
     // Worker state.
     char path[4096], partial[4200];
-    int fd;
+    struct reg_blobfile *bf;
     struct dl_part *parts;
     size_t n_parts;
     _Atomic size_t next_part;
     char data_url[4096];
-    pthread_mutex_t mu;  // first error below
+    pthread_mutex_t mu;       // first error below
+    pthread_cond_t parts_cv;  // with mu: a part thread ended
     int fail_rc;
     struct err fail_err;
     atomic_int stop;  // a fatal error: other parts give up
     atomic_int parts_done;
     atomic_int running;  // part threads alive
-    // SHA-256 of bytes [0, hashed): fed inline by the part whose bytes are
-    // next in order, else by the hasher thread reading the file back.
-    pthread_mutex_t hash_mu;
-    struct sha256 sh;  // (hash_mu)
-    uint64_t hashed;   // (hash_mu)
-    atomic_bool hashing;
 };
 
 static void dl_free(struct reg_download *d)
@@ -71,7 +66,7 @@ static void dl_free(struct reg_download *d)
     reg_session_deinit(&d->sess);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
-    pthread_mutex_destroy(&d->hash_mu);
+    pthread_cond_destroy(&d->parts_cv);
     free(d->parts);
     free(d);
 }
@@ -328,6 +323,7 @@ static int resolve_data_url(struct reg_download *d, struct err *e)
 struct attempt {
     struct reg_download *d;
     struct dl_part *p;
+    struct reg_blobstream *out;
     struct reg_rsp *rsp;
     bool checked;
     int rc;
@@ -339,7 +335,7 @@ static bool part_sink(void *ctx, long status, const char *data, size_t n)
 {
     struct attempt *a = ctx;
     struct dl_part *p = a->p;
-    uint64_t done = atomic_load(&p->completed);
+    uint64_t done = a->out->next - p->off;  // received, landed or not
     if (!a->checked) {
         uint64_t start = p->off + done;
         bool whole = p->off + done == 0 && p->size == atomic_load(&a->d->total);
@@ -360,34 +356,38 @@ static bool part_sink(void *ctx, long status, const char *data, size_t n)
         a->rc = err_set(&a->err, ERR_NETWORK, "registry sent more bytes than requested");
         return false;
     }
-    size_t off = 0;
-    while (off < n) {
-        ssize_t w = pwrite(a->d->fd, data + off, n - off, (off_t)(p->off + done + off));
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            a->fatal = errno == ENOSPC || errno == EFBIG || errno == EDQUOT;
-            a->rc = err_set(&a->err, ERR_IO, "write %s: %s", a->d->partial, strerror(errno));
-            // Count what did land.
-            atomic_fetch_add(&p->completed, off);
-            atomic_fetch_add(&a->d->completed, off);
-            return false;
-        }
-        off += (size_t)w;
+    int rc = reg_blobstream_put(a->out, data, n, &a->err);
+    if (rc < 0) {
+        a->rc = rc;
+        a->fatal = true;  // the disk failed: another attempt would too
+        return false;
     }
-    // In-order bytes are hashed right here, saving the hasher a read back.
-    if (atomic_load(&a->d->hashing) && pthread_mutex_trylock(&a->d->hash_mu) == 0) {
-        if (a->d->hashed == p->off + done) {
-            sha256_update(&a->d->sh, data, n);
-            a->d->hashed += n;
-        }
-        pthread_mutex_unlock(&a->d->hash_mu);
-    }
-    atomic_fetch_add(&p->completed, n);
-    atomic_fetch_add(&a->d->completed, n);
-    if (done + n - p->saved >= DL_SIDECAR_EVERY)
-        sidecar_write(a->d, p);
     return true;
+}
+
+// Blob file hooks: a part's bytes count once they are on file.
+static void part_landed(void *ctx, void *tag, uint64_t off, uint64_t n)
+{
+    (void)off;
+    struct reg_download *d = ctx;
+    struct dl_part *p = tag;
+    uint64_t c = atomic_fetch_add(&p->completed, n) + n;
+    atomic_fetch_add(&d->completed, n);
+    if (c - p->saved >= DL_SIDECAR_EVERY)
+        sidecar_write(d, p);
+}
+
+static uint64_t frontier(void *ctx)
+{
+    struct reg_download *d = ctx;
+    uint64_t f = 0;
+    for (size_t i = 0; i < d->n_parts; i++) {
+        uint64_t c = atomic_load(&d->parts[i].completed);
+        f = d->parts[i].off + c;
+        if (c < d->parts[i].size)
+            break;
+    }
+    return f;
 }
 
 static void set_failure(struct reg_download *d, int rc, const struct err *e)
@@ -420,7 +420,9 @@ static void part_run(struct reg_download *d, struct dl_part *p)
         const char *hdrs[] = {range, NULL};
         struct reg_rsp rsp;
         reg_rsp_init(&rsp);
-        struct attempt a = {.d = d, .p = p, .rsp = &rsp};
+        struct reg_blobstream out;
+        reg_blobstream_init(&out, d->bf, p, p->off + done);
+        struct attempt a = {.d = d, .p = p, .out = &out, .rsp = &rsp};
         struct reg_rq rq = {.method = "GET",
                             .url = d->data_url,
                             .headers = hdrs,
@@ -432,7 +434,8 @@ static void part_run(struct reg_download *d, struct dl_part *p)
         int rc = reg_http(&rq, auth, &d->cancel, &rsp, &he);
         bool stalled = rsp.stalled;
         reg_rsp_deinit(&rsp);
-        sidecar_write(d, p);  // after every attempt, successful or not
+        reg_blobstream_deinit(&out);  // what was received lands before the next range
+        sidecar_write(d, p);          // after every attempt, successful or not
         if (rc == 0 && a.rc == 0 && atomic_load(&p->completed) < p->size) {
             rc = ERR_NETWORK;
             err_set(&he, ERR_NETWORK, "unexpected EOF");
@@ -479,66 +482,24 @@ static void *part_thread(void *arg)
         }
         part_run(d, &d->parts[i]);
     }
+    pthread_mutex_lock(&d->mu);
     atomic_fetch_sub(&d->running, 1);
+    pthread_cond_broadcast(&d->parts_cv);
+    pthread_mutex_unlock(&d->mu);
     return NULL;
 }
 
-// Follows the contiguous written prefix and hashes it while parts arrive.
-struct hasher {
-    struct reg_download *d;
-    atomic_int finish;  // parts ended (successfully or not)
-    bool ok;
-    char hex[DIGEST_HEX_LEN + 1];
-    struct err err;
-};
-
-static uint64_t frontier(struct reg_download *d)
+// A pthread_cond_timedwait deadline ms (< 1000) from now.
+static struct timespec deadline_in_ms(long ms)
 {
-    uint64_t f = 0;
-    for (size_t i = 0; i < d->n_parts; i++) {
-        uint64_t c = atomic_load(&d->parts[i].completed);
-        f = d->parts[i].off + c;
-        if (c < d->parts[i].size)
-            break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += ms * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
     }
-    return f;
-}
-
-static void *hasher_thread(void *arg)
-{
-    struct hasher *h = arg;
-    struct reg_download *d = h->d;
-    size_t cap = 4u << 20;
-    char *chunk = xmalloc(cap);
-    uint64_t total = atomic_load(&d->total);
-    for (;;) {
-        pthread_mutex_lock(&d->hash_mu);
-        uint64_t pos = d->hashed;
-        pthread_mutex_unlock(&d->hash_mu);
-        if (pos >= total)
-            break;
-        uint64_t f = frontier(d);
-        if (f <= pos) {
-            if (atomic_load(&h->finish) && frontier(d) <= pos)
-                break;
-            reg_sleep_ms(2);
-            continue;
-        }
-        size_t want = f - pos > cap ? cap : (size_t)(f - pos);
-        ssize_t got = pread(d->fd, chunk, want, (off_t)pos);
-        if (got <= 0) {
-            err_set(&h->err, ERR_IO, "read %s: %s", d->partial, got < 0 ? strerror(errno) : "EOF");
-            break;
-        }
-        pthread_mutex_lock(&d->hash_mu);
-        if (d->hashed == pos) {  // else a part hashed these bytes inline meanwhile
-            sha256_update(&d->sh, chunk, (size_t)got);
-            d->hashed += (uint64_t)got;
-        }
-        pthread_mutex_unlock(&d->hash_mu);
-    }
-    free(chunk);
-    return NULL;
+    return ts;
 }
 
 static int dl_work(struct reg_download *d, struct err *e)
@@ -557,25 +518,12 @@ static int dl_work(struct reg_download *d, struct err *e)
                        (unsigned long long)total, (long long)d->size_hint);
     if (total > 0 && (rc = resolve_data_url(d, e)) < 0)
         return rc;
-    d->fd = open(d->partial, O_RDWR | O_CREAT, 0644);
-    if (d->fd < 0)
-        return err_set(e, ERR_IO, "open %s: %s", d->partial, strerror(errno));
-    struct stat st;
-    if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size != total &&
-        ftruncate(d->fd, (off_t)total) < 0) {
-        rc = err_set(e, ERR_IO, "truncate %s: %s", d->partial, strerror(errno));
-        close(d->fd);
+    int64_t t_start = time_monotonic_ns();
+    uint64_t resumed_bytes = atomic_load(&d->completed);
+    struct reg_blobfile_hooks hooks = {.ctx = d, .landed = part_landed, .frontier = frontier};
+    rc = reg_blobfile_open(&d->bf, d->partial, total, &hooks, d->sess.reg->direct_io, e);
+    if (rc < 0)
         return rc;
-    }
-    struct hasher h = {.d = d};
-    if (sha256_init(&d->sh) < 0) {
-        close(d->fd);
-        return err_set(e, ERR_NOMEM, "sha256");
-    }
-    d->hashed = 0;
-    atomic_store(&d->hashing, true);
-    pthread_t ht;
-    pthread_create(&ht, NULL, hasher_thread, &h);
     // Connections ramp up from one: while the link is slower than the
     // hasher, another part starts every half second (up to 16). On a fast
     // link (loopback, LAN) one stream already saturates it, parts then land
@@ -614,49 +562,49 @@ static int dl_work(struct reg_download *d, struct err *e)
             }
             continue;
         }
+        // Sleep until a part thread ends or the next ramp-up check is due.
+        pthread_mutex_lock(&d->mu);
         if (atomic_load(&d->running) == 0 &&
-            (atomic_load(&d->next_part) >= d->n_parts || dl_should_stop(d)))
+            (atomic_load(&d->next_part) >= d->n_parts || dl_should_stop(d))) {
+            pthread_mutex_unlock(&d->mu);
             break;
-        reg_sleep_ms(20);
+        }
+        struct timespec ts = deadline_in_ms(started < n_threads ? DL_RAMP_INTERVAL_MS / 5 : 250);
+        pthread_cond_timedwait(&d->parts_cv, &d->mu, &ts);
+        pthread_mutex_unlock(&d->mu);
     }
     for (size_t i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
-    atomic_store(&h.finish, 1);
-    pthread_join(ht, NULL);
-    atomic_store(&d->hashing, false);
-    if (d->hashed == total && h.err.code == 0) {
-        sha256_final(&d->sh, h.hex);
-        h.ok = true;
-    } else {
-        sha256_abort(&d->sh);
-    }
     if (d->fail_rc < 0) {
-        close(d->fd);
+        reg_blobfile_close(d->bf, false, NULL);
         *e = d->fail_err;
         return d->fail_rc;
     }
-    if (!h.ok) {
-        close(d->fd);
-        if (h.err.code)
-            *e = h.err;
-        else
-            err_set(e, ERR_IO, "download of %s ended early", d->digest);
-        return e->code ? e->code : ERR_IO;
+    int64_t t_landed = time_monotonic_ns();
+    char hex[DIGEST_HEX_LEN + 1];
+    bool direct = reg_blobfile_direct(d->bf);
+    rc = reg_blobfile_digest(d->bf, hex, e);
+    int64_t t_hashed = time_monotonic_ns();
+    if (rc < 0) {
+        reg_blobfile_close(d->bf, false, NULL);
+        return rc;
     }
-    if (strcmp(h.hex, d->hex) != 0) {
-        close(d->fd);
+    if (strcmp(hex, d->hex) != 0) {
+        reg_blobfile_close(d->bf, false, NULL);
         unlink(d->partial);
         sidecars_remove(d, d->n_parts);
         return err_set(e, ERR_DIGEST,
                        "digest mismatch, file must be downloaded again: want %s, got sha256:%s",
-                       d->digest, h.hex);
+                       d->digest, hex);
     }
-    if (fsync(d->fd) < 0) {
-        rc = err_set(e, ERR_IO, "fsync %s: %s", d->partial, strerror(errno));
-        close(d->fd);
+    if ((rc = reg_blobfile_close(d->bf, true, e)) < 0)
         return rc;
-    }
-    close(d->fd);
+    int64_t t_synced = time_monotonic_ns();
+    log_debug("blob %.12s: %llu bytes (%llu resumed) in %.0f ms over %zu connections, %s writes; "
+              "hash done %.0f ms and fsync %.0f ms after the last byte",
+              d->hex, (unsigned long long)total, (unsigned long long)resumed_bytes,
+              (double)(t_synced - t_start) / 1e6, started, direct ? "direct" : "buffered",
+              (double)(t_hashed - t_landed) / 1e6, (double)(t_synced - t_hashed) / 1e6);
     sidecars_remove(d, d->n_parts);
     if (rename(d->partial, d->path) < 0)
         return err_set(e, ERR_IO, "rename %s: %s", d->partial, strerror(errno));
@@ -723,13 +671,12 @@ int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
         snprintf(d->hex, sizeof(d->hex), "%s", hex);
         pthread_cond_init(&d->cv, NULL);
         pthread_mutex_init(&d->mu, NULL);
-        pthread_mutex_init(&d->hash_mu, NULL);
+        pthread_cond_init(&d->parts_cv, NULL);
         d->sess = *s;
         d->sess.token = s->token ? xstrdup(s->token) : NULL;
         d->sess.basic = s->basic ? xstrdup(s->basic) : NULL;
         d->sess.cancel = NULL;
         d->size_hint = size;
-        d->fd = -1;
         int prc = store_blob_path(reg->store, canon, d->path, sizeof(d->path), e);
         if (prc < 0) {
             pthread_mutex_unlock(&reg->mu);
@@ -755,13 +702,7 @@ int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
     // Attached: report the shared progress every 60 ms until it ends.
     rc = 0;
     while (!d->done) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 60 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = deadline_in_ms(60);
         pthread_cond_timedwait(&d->cv, &reg->mu, &ts);
         if (d->done)
             break;

@@ -42,6 +42,7 @@ struct registry {
     char *basic_auth;
     char *mirror_upstream;
     uint64_t part_min, part_max;
+    bool direct_io;
     pthread_mutex_t mu;  // guards downloads and tokens
     struct reg_download *downloads;
     struct reg_token *tokens;
@@ -131,3 +132,52 @@ int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
 
 void reg_progress(const struct registry_opts *o, const char *status, const char *digest,
                   uint64_t total, uint64_t completed);
+
+// ---------------------------------------------------------------------------
+// Blob files filled by parallel streams, written with O_DIRECT where the
+// file system takes it and hashed in file order on threads of their own
+// (blobfile.c).
+
+#define REG_BLOBFILE_BUF_BYTES (2u << 20)
+
+struct reg_blobfile;
+struct reg_bf_buf;
+
+struct reg_blobfile_hooks {
+    void *ctx;
+    // On the writer thread, unlocked, after bytes [off, off + n) of the
+    // stream tagged `tag` are on file. A stream's bytes land in order.
+    void (*landed)(void *ctx, void *tag, uint64_t off, uint64_t n);
+    // Bytes [0, result) are on file. Called with the blob file's lock held:
+    // must not block or call back into it.
+    uint64_t (*frontier)(void *ctx);
+};
+
+// One writer of consecutive bytes from `next` on (a download part's
+// attempt). Caller's storage; used by one thread at a time.
+struct reg_blobstream {
+    struct reg_blobfile *f;
+    void *tag;
+    uint64_t next;  // file offset of the next byte put
+    struct reg_bf_buf *cur;
+    uint64_t pending;  // submitted, not landed yet (blob file's lock)
+};
+
+// Opens (creating, sized to total) path and starts the writer and hasher.
+// direct=false keeps every write in the page cache.
+int reg_blobfile_open(struct reg_blobfile **out, const char *path, uint64_t total,
+                      const struct reg_blobfile_hooks *hooks, bool direct, struct err *e);
+// Whether the aligned bulk of the writes bypasses the page cache.
+bool reg_blobfile_direct(const struct reg_blobfile *f);
+void reg_blobstream_init(struct reg_blobstream *s, struct reg_blobfile *f, void *tag, uint64_t off);
+// Copies n bytes in; may wait for a free buffer. Fails with the file's
+// first error (a write that failed, say ENOSPC) once there is one.
+int reg_blobstream_put(struct reg_blobstream *s, const void *data, size_t n, struct err *e);
+// Submits what is staged and waits until all of it has landed (or failed).
+int reg_blobstream_flush(struct reg_blobstream *s, struct err *e);
+void reg_blobstream_deinit(struct reg_blobstream *s);  // flushes first
+// After every stream has flushed: waits for the hasher to reach the end of
+// the file and gives the SHA-256 (ERR_IO when bytes are missing).
+int reg_blobfile_digest(struct reg_blobfile *f, char hex[DIGEST_HEX_LEN + 1], struct err *e);
+// Stops the threads, fsyncs when sync (and nothing failed), closes.
+int reg_blobfile_close(struct reg_blobfile *f, bool sync, struct err *e);

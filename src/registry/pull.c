@@ -47,6 +47,7 @@ int registry_new(struct registry **out, struct store *s, const struct registry_c
     }
     r->part_min = cfg->part_min_bytes ? cfg->part_min_bytes : 100000000ull;
     r->part_max = cfg->part_max_bytes ? cfg->part_max_bytes : 1000000000ull;
+    r->direct_io = !cfg->buffered_io;
     if (r->part_max < r->part_min)
         r->part_max = r->part_min;
     pthread_mutex_init(&r->mu, NULL);

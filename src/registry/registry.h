@@ -49,6 +49,9 @@ struct registry_config {
     // Smallest and largest part of a download (spec: 100 MB, 1000 MB);
     // 0 → defaults. Tests shrink them to exercise multi-part downloads.
     uint64_t part_min_bytes, part_max_bytes;
+    // Keep blob writes in the page cache instead of O_DIRECT (tests of the
+    // buffered path; file systems without O_DIRECT fall back by themselves).
+    bool buffered_io;
 };
 
 // The store must outlive the registry.
