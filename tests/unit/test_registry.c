@@ -631,6 +631,8 @@ static void on_progress(void *ctx, const struct store_progress *p)
                (unsigned long long)p->total);
 }
 
+static bool g_buffered_io;  // pull through the page cache instead of O_DIRECT
+
 static struct fx *fx_new(size_t model_bytes, uint64_t part_min)
 {
     struct fx *x = calloc(1, sizeof(*x));
@@ -645,7 +647,8 @@ static struct fx *fx_new(size_t model_bytes, uint64_t part_min)
                                   .stall_timeout_ms = 400,
                                   .backoff_unit_ms = 10,
                                   .part_min_bytes = part_min,
-                                  .part_max_bytes = part_min};
+                                  .part_max_bytes = part_min,
+                                  .buffered_io = g_buffered_io};
     assert_int_equal(registry_new(&x->reg, x->s, &cfg, &e), 0);
     fake_start(&x->f);
     fake_model(&x->f, model_bytes, x->model_digest, x->config_digest);
@@ -1036,6 +1039,17 @@ static void test_pull_disk_full(void **state)
     fx_free(x);
 }
 
+static void test_pull_buffered_io(void **state)
+{
+    // The same pulls with every write through the page cache (the path of
+    // file systems without O_DIRECT).
+    g_buffered_io = true;
+    test_pull_multipart(state);
+    test_pull_resume(state);
+    test_pull_digest_mismatch(state);
+    g_buffered_io = false;
+}
+
 static void test_push(void **state)
 {
     (void)state;
@@ -1159,6 +1173,7 @@ int main(void)
         cmocka_unit_test(test_pull_resume),
         cmocka_unit_test(test_pull_concurrent_shared_blob),
         cmocka_unit_test(test_pull_disk_full),
+        cmocka_unit_test(test_pull_buffered_io),
         cmocka_unit_test(test_push),
         cmocka_unit_test(test_push_concurrent_shared),
     };
