@@ -39,6 +39,8 @@ struct gen_job {
     struct template *tmpl;
     int n_ctx;
     bool want_context;
+    bool logprobs;  // api.md §6.7
+    int top_logprobs;
 
     // Runner.
     struct sched_runner *runner;
@@ -51,7 +53,9 @@ struct gen_job {
     struct template_output_parser *parser;
     struct buf acc_content, acc_thinking;
     json_t *acc_calls;
-    json_t *final;  // the runner's final line (owned)
+    json_t *lp_pending;    // runner logprob entries not yet emitted (owned, may be NULL)
+    json_t *acc_logprobs;  // non-streaming: every entry emitted so far (owned, may be NULL)
+    json_t *final;         // the runner's final line (owned)
     struct err run_err;
     int run_rc;
 };
@@ -70,6 +74,8 @@ static void job_free(struct gen_job *j)
     buf_deinit(&j->acc_content);
     buf_deinit(&j->acc_thinking);
     json_decref(j->acc_calls);
+    json_decref(j->lp_pending);
+    json_decref(j->acc_logprobs);
     json_decref(j->final);
     free(j);
 }
@@ -238,17 +244,45 @@ static void add_final_fields(const struct gen_job *j, json_t *o)
     set_metric(o, "eval_duration", json_integer_value(json_object_get(f, "eval_duration")));
 }
 
-// Emits what the parser yielded: streamed as a chunk, or accumulated.
+// Appends the entries of from (an array, may be NULL) to *to.
+static void logprobs_extend(json_t **to, const json_t *from)
+{
+    if (!json_array_size(from))
+        return;
+    if (!*to)
+        *to = json_array();
+    json_array_extend(*to, (json_t *)from);
+}
+
+// Moves the pending logprob entries onto o (the last field, api.md §6.3).
+static void attach_logprobs(struct gen_job *j, json_t *o)
+{
+    if (json_array_size(j->lp_pending))
+        jsonx_set(o, "logprobs", j->lp_pending);
+    else
+        json_decref(j->lp_pending);
+    j->lp_pending = NULL;
+}
+
+// Emits what the parser yielded: streamed as a chunk, or accumulated. A
+// chunk also goes out when only log probabilities are pending (the tokens'
+// text was held back by the output parser), as Ollama does.
 static int emit(struct gen_job *j, struct buf *content, struct buf *thinking, json_t *calls)
 {
     bool any = content->len || thinking->len || json_array_size(calls);
     int rc = 0;
-    if (any && j->st) {
+    if (j->st && (any || json_array_size(j->lp_pending))) {
         json_t *o = chunk_object(j, content->data, content->len, thinking->data, thinking->len,
                                  calls, false);
+        attach_logprobs(j, o);
         // Tool calls arrive in their own chunk with empty content (api.md §7.3).
         rc = srv_stream_json_line(j->st, o);
-    } else if (any) {
+    } else if (!j->st) {
+        logprobs_extend(&j->acc_logprobs, j->lp_pending);
+        json_decref(j->lp_pending);
+        j->lp_pending = NULL;
+    }
+    if (!j->st && any) {
         buf_append(&j->acc_content, content->data ? content->data : "", content->len);
         buf_append(&j->acc_thinking, thinking->data ? thinking->data : "", thinking->len);
         size_t i;
@@ -270,6 +304,8 @@ static int on_runner_line(void *ctx, const json_t *line)
                             json_is_string(err) ? json_string_value(err) : "runner error");
         return ERR_INTERNAL;
     }
+    // Entries of tokens whose text comes on this line (or never: an end token).
+    logprobs_extend(&j->lp_pending, json_object_get(line, "logprobs"));
     if (json_is_true(json_object_get(line, "done"))) {
         json_decref(j->final);
         j->final = json_incref((json_t *)line);
@@ -313,6 +349,11 @@ static json_t *completion_body(const struct gen_job *j)
     jsonx_set_bool(b, "truncate", !json_is_false(truncate));
     jsonx_set_bool(b, "cache_prompt", true);
     jsonx_set_bool(b, "return_context", j->want_context);
+    if (j->logprobs) {
+        jsonx_set_bool(b, "logprobs", true);
+        if (j->top_logprobs > 0)
+            jsonx_set_int(b, "top_logprobs", j->top_logprobs);
+    }
     return b;
 }
 
@@ -360,6 +401,7 @@ static void gen_producer(struct srv_stream *st, void *arg)
     if (rc == 0) {
         json_t *o = chunk_object(j, "", 0, NULL, 0, NULL, true);
         add_final_fields(j, o);
+        attach_logprobs(j, o);
         srv_stream_json_line(st, o);
     } else if (rc != ERR_CANCELLED) {
         srv_stream_json_line(st, json_pack("{s:s}", "error", j->run_err.msg));
@@ -572,6 +614,11 @@ static void handle_completion(struct srv_req *r, bool chat)
         srv_reply_error(r, 400, "top_logprobs must be between 0 and 20");
         goto out;
     }
+    if (jsonx_get_bool(b, "logprobs", &j->logprobs, false, &e) < 0) {
+        srv_reply_error(r, 400, e.msg);
+        goto out;
+    }
+    j->top_logprobs = j->logprobs ? (int)top_logprobs : 0;
     if (parse_think(b, &j->think, &e) < 0 || parse_format(b, &j->format, &e) < 0 ||
         srv_keep_alive(b, &j->keep_alive_set, &j->keep_alive_ns, &e) < 0) {
         srv_reply_error(r, 400, e.msg);
@@ -708,6 +755,9 @@ static void handle_completion(struct srv_req *r, bool chat)
     json_t *o = chunk_object(j, j->acc_content.data, j->acc_content.len, j->acc_thinking.data,
                              j->acc_thinking.len, j->acc_calls, true);
     add_final_fields(j, o);
+    logprobs_extend(&j->acc_logprobs, j->lp_pending);
+    if (json_array_size(j->acc_logprobs))
+        jsonx_set(o, "logprobs", json_incref(j->acc_logprobs));
     srv_reply_json(r, 200, o);
 out:
     job_free(j);

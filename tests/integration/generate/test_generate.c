@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 
 #include "integration/models.h"
@@ -154,6 +155,118 @@ static void test_chat(void **state)
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body, "\"message\":{\"role\":\"assistant\""));
     assert_non_null(strstr(r.body, "\"done\":true"));
+    http_resp_free(&r);
+}
+
+// Checks one logprob entry of a greedy run: a real log probability, the
+// chosen token the most likely of top_n alternatives, sorted, bytes = text.
+static void check_logprob_entry(const json_t *e, size_t top_n, struct buf *text)
+{
+    const char *tok = json_string_value(json_object_get(e, "token"));
+    assert_non_null(tok);
+    double lp = json_number_value(json_object_get(e, "logprob"));
+    assert_true(lp <= 0.0 && lp > -100.0);
+    json_t *bytes = json_object_get(e, "bytes");
+    if (*tok) {
+        assert_int_equal(json_array_size(bytes), strlen(tok));
+        for (size_t i = 0; i < strlen(tok); i++)
+            assert_int_equal(json_integer_value(json_array_get(bytes, i)), (unsigned char)tok[i]);
+    }
+    json_t *top = json_object_get(e, "top_logprobs");
+    if (top_n == 0) {
+        assert_null(top);
+    } else {
+        assert_int_equal(json_array_size(top), top_n);
+        // Greedy (temperature 0): the chosen token is the most likely one.
+        assert_string_equal(json_string_value(json_object_get(json_array_get(top, 0), "token")),
+                            tok);
+        assert_true(fabs(json_number_value(json_object_get(json_array_get(top, 0), "logprob")) -
+                         lp) < 1e-6);
+        for (size_t i = 1; i < top_n; i++)
+            assert_true(json_number_value(json_object_get(json_array_get(top, i), "logprob")) <=
+                        json_number_value(json_object_get(json_array_get(top, i - 1), "logprob")));
+    }
+    buf_append_str(text, tok);
+}
+
+static void test_logprobs(void **state)
+{
+    (void)state;
+    // Not streamed: one entry per sampled token, their text is the response.
+    struct http_resp r;
+    post("/api/generate",
+         "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"stream\":false,"
+         "\"logprobs\":true,\"top_logprobs\":3,\"options\":{\"num_predict\":8}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    json_t *v = parse(r.body);
+    json_t *lps = json_object_get(v, "logprobs");
+    assert_int_equal(json_array_size(lps), 8);
+    struct buf text;
+    buf_init(&text, 0);
+    size_t i;
+    json_t *e;
+    json_array_foreach(lps, i, e) check_logprob_entry(e, 3, &text);
+    assert_string_equal(buf_cstr(&text), json_string_value(json_object_get(v, "response")));
+    // logprobs is the last field (api.md §6.3).
+    assert_non_null(strstr(r.body, "\"eval_duration\":"));
+    assert_true(strstr(r.body, "\"logprobs\":[") > strstr(r.body, "\"eval_duration\":"));
+    json_decref(v);
+    http_resp_free(&r);
+
+    // Streamed chat: each chunk carries its tokens' entries; no alternatives.
+    post("/api/chat",
+         "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a "
+         "time\"}],\"logprobs\":true,\"options\":{\"num_predict\":6}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    buf_reset(&text);
+    struct buf content;
+    buf_init(&content, 0);
+    size_t n_entries = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(r.body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_t *c = parse(line);
+        json_array_foreach(json_object_get(c, "logprobs"), i, e)
+        {
+            check_logprob_entry(e, 0, &text);
+            n_entries++;
+        }
+        buf_append_str(
+            &content, json_string_value(json_object_get(json_object_get(c, "message"), "content")));
+        json_decref(c);
+    }
+    assert_int_equal(n_entries, 6);
+    assert_string_equal(buf_cstr(&text), buf_cstr(&content));
+    buf_deinit(&content);
+    buf_deinit(&text);
+    http_resp_free(&r);
+
+    // Not asked: no logprobs key; a bad type is a 400.
+    post("/api/generate",
+         "{\"model\":\"stories\",\"prompt\":\"Once\",\"stream\":false,\"top_logprobs\":2,"
+         "\"options\":{\"num_predict\":2}}",
+         &r);
+    assert_int_equal(r.status, 200);
+    assert_null(strstr(r.body, "logprobs"));
+    http_resp_free(&r);
+    expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"Once\",\"logprobs\":\"yes\"}", 400,
+           "cannot unmarshal");
+
+    // OpenAI: choices[0].logprobs.content.
+    post("/v1/chat/completions",
+         "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a "
+         "time\"}],\"logprobs\":true,\"top_logprobs\":2,\"max_tokens\":5}",
+         &r);
+    assert_int_equal(r.status, 200);
+    v = parse(r.body);
+    json_t *content_lps = json_object_get(
+        json_object_get(json_array_get(json_object_get(v, "choices"), 0), "logprobs"), "content");
+    assert_int_equal(json_array_size(content_lps), 5);
+    buf_init(&text, 0);
+    json_array_foreach(content_lps, i, e) check_logprob_entry(e, 2, &text);
+    buf_deinit(&text);
+    json_decref(v);
     http_resp_free(&r);
 }
 
@@ -477,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_generate_not_streamed),
         cmocka_unit_test(test_generate_streamed),
         cmocka_unit_test(test_chat),
+        cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_stop_and_options),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_load_unload_and_ps),
