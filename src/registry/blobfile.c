@@ -21,6 +21,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
 
 #define BF_ALIGN      4096u
 #define BF_SPARE_BUFS 6           // buffers beyond one per stream
@@ -244,6 +247,30 @@ static void *hasher_main(void *arg)
     return NULL;
 }
 
+// O_DIRECT only where it is a plain win: local block-device file systems.
+// On NFS it makes every write synchronous with the server, on tmpfs it is
+// a copy like any other, and other file systems vary.
+static bool direct_io_suits(int fd)
+{
+#ifdef __linux__
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0)
+        return false;
+    switch ((unsigned long)sf.f_type) {
+    case 0xEF53UL:      // ext2/3/4
+    case 0x58465342UL:  // xfs
+    case 0x9123683EUL:  // btrfs
+    case 0xF2F52010UL:  // f2fs
+        return true;
+    default:
+        return false;
+    }
+#else
+    (void)fd;
+    return false;
+#endif
+}
+
 int reg_blobfile_open(struct reg_blobfile **out, const char *path, uint64_t total,
                       const struct reg_blobfile_hooks *hooks, bool direct, struct err *e)
 {
@@ -270,7 +297,7 @@ int reg_blobfile_open(struct reg_blobfile **out, const char *path, uint64_t tota
         return rc;
     }
 #ifdef O_DIRECT
-    if (direct)
+    if (direct && direct_io_suits(f->fd))
         f->dfd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);  // -1: not here
 #else
     (void)direct;

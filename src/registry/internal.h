@@ -164,7 +164,8 @@ struct reg_blobstream {
 };
 
 // Opens (creating, sized to total) path and starts the writer and hasher.
-// direct=false keeps every write in the page cache.
+// direct=false keeps every write in the page cache, as do file systems where
+// O_DIRECT is no clear win (anything but ext4, xfs, btrfs and f2fs).
 int reg_blobfile_open(struct reg_blobfile **out, const char *path, uint64_t total,
                       const struct reg_blobfile_hooks *hooks, bool direct, struct err *e);
 // Whether the aligned bulk of the writes bypasses the page cache.
