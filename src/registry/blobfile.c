@@ -308,30 +308,22 @@ int reg_blobfile_open(struct reg_blobfile **out, const char *path, uint64_t tota
     }
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
+    const char *failed = NULL;
     if (pthread_create(&f->writer, NULL, writer_main, f) != 0) {
-        pthread_cond_destroy(&f->cv);
-        pthread_mutex_destroy(&f->mu);
-        sha256_abort(&f->sh);
-        close(f->fd);
-        if (f->dfd >= 0)
-            close(f->dfd);
-        free(f);
-        return err_set(e, ERR_INTERNAL, "cannot start the blob writer");
-    }
-    if (pthread_create(&f->hasher, NULL, hasher_main, f) != 0) {
+        failed = "writer";
+    } else if (pthread_create(&f->hasher, NULL, hasher_main, f) != 0) {
+        failed = "hasher";
         pthread_mutex_lock(&f->mu);
         f->stop = true;
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
         pthread_join(f->writer, NULL);
+    }
+    if (failed) {
         pthread_cond_destroy(&f->cv);
         pthread_mutex_destroy(&f->mu);
-        sha256_abort(&f->sh);
-        close(f->fd);
-        if (f->dfd >= 0)
-            close(f->dfd);
-        free(f);
-        return err_set(e, ERR_INTERNAL, "cannot start the blob hasher");
+        reg_blobfile_close(f, false, NULL);  // no threads: closes and frees
+        return err_set(e, ERR_INTERNAL, "cannot start the blob %s", failed);
     }
     f->threads = true;
     *out = f;

@@ -176,6 +176,17 @@ static void check_file(struct fx *x, const char *hex)
     assert_int_equal(atomic_load(&x->out_of_order), 0);
 }
 
+// Every stream has flushed: the digest and the file are the expected ones.
+static void finish_and_check(struct fx *x, struct reg_blobfile *f)
+{
+    char hex[DIGEST_HEX_LEN + 1];
+    struct err e = {0};
+    assert_int_equal(reg_blobfile_digest(f, hex, &e), 0);
+    assert_int_equal(reg_blobfile_close(f, true, &e), 0);
+    check_file(x, hex);
+    fx_free(x);
+}
+
 static void whole_file(uint64_t total, size_t n_segs, bool direct)
 {
     struct fx *x = fx_new(total, n_segs);
@@ -183,12 +194,7 @@ static void whole_file(uint64_t total, size_t n_segs, bool direct)
     if (!direct)
         assert_false(reg_blobfile_direct(f));
     run_writers(x, f, x->n_segs, NULL);
-    char hex[DIGEST_HEX_LEN + 1];
-    struct err e = {0};
-    assert_int_equal(reg_blobfile_digest(f, hex, &e), 0);
-    assert_int_equal(reg_blobfile_close(f, true, &e), 0);
-    check_file(x, hex);
-    fx_free(x);
+    finish_and_check(x, f);
 }
 
 static void test_one_stream(void **state)
@@ -224,12 +230,7 @@ static void test_tiny_and_empty(void **state)
     whole_file(1, 1, true);
     whole_file(83, 1, true);
     struct fx *x = fx_new(0, 1);
-    struct reg_blobfile *f = fx_open(x, true);
-    char hex[DIGEST_HEX_LEN + 1];
-    assert_int_equal(reg_blobfile_digest(f, hex, NULL), 0);
-    assert_int_equal(reg_blobfile_close(f, true, NULL), 0);
-    check_file(x, hex);
-    fx_free(x);
+    finish_and_check(x, fx_open(x, true));
 }
 
 static void test_resume_reads_back(void **state)
@@ -250,12 +251,7 @@ static void test_resume_reads_back(void **state)
     close(fd);
     struct reg_blobfile *f = fx_open(x, true);
     run_writers(x, f, x->n_segs, from);
-    char hex[DIGEST_HEX_LEN + 1];
-    struct err e = {0};
-    assert_int_equal(reg_blobfile_digest(f, hex, &e), 0);
-    assert_int_equal(reg_blobfile_close(f, true, &e), 0);
-    check_file(x, hex);
-    fx_free(x);
+    finish_and_check(x, f);
 }
 
 static void test_missing_bytes(void **state)
