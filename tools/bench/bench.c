@@ -1,10 +1,12 @@
 // bench: prompt processing and generation speed of the engine, like
 // llama-bench: pp<P> evaluates P tokens in one batch, tg<N> generates N
-// tokens one at a time from an empty context; each test runs once to warm
-// up and then -r times. Prints a Markdown table (mean ± sd tokens/s, peak
-// RSS) or, with -o json, an array of objects.
+// tokens one at a time from an empty context, and with -B S, tg<N>xS
+// generates N tokens in each of S sequences decoded together, one batch of
+// S tokens per step (the runner's continuous batching; t/s counts every
+// sequence's tokens). Each test runs once to warm up and then -r times. Prints a Markdown table
+// (mean ± sd tokens/s, peak RSS) or, with -o json, an array of objects.
 //
-//   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-r 3] [-o md|json]
+//   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-B S] [-r 3] [-o md|json]
 //   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
 //
 // The Markdown output also gives the bytes of weights a generated token
@@ -23,7 +25,8 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-r 3] [-o md|json] "
+    fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-B S] [-r 3] "
+                    "[-o md|json] "
                     "[--kv f16|f32|q8_0] [--membw-gbs GBS]\n"
                     "       bench --membw [-t THREADS]\n");
     exit(2);
@@ -100,6 +103,39 @@ static double run_tg(struct model *m, int n_gen)
         tok = best;
     }
     return n_gen / (now_s() - t0);
+}
+
+// S sequences generate n_gen tokens each, one batch of S tokens per step
+// (greedy, every row wants logits). Returns tokens/s over all sequences.
+static double run_tg_batch(struct model *m, int n_gen, int n_seq)
+{
+    struct err e = {0};
+    int n_vocab = model_n_vocab(m);
+    int32_t tok[64], pos[64], slot[64];
+    bool want[64];
+    for (int s = 0; s < n_seq; s++) {
+        model_slot_clear(m, s);
+        tok[s] = (1 + s) % n_vocab;  // distinct sequences
+        slot[s] = s;
+        want[s] = true;
+    }
+    double t0 = now_s();
+    for (int i = 0; i < n_gen; i++) {
+        for (int s = 0; s < n_seq; s++)
+            pos[s] = i;
+        struct model_batch b = {n_seq, tok, pos, slot, want};
+        if (model_decode(m, &b, &e) < 0)
+            die(&e);
+        for (int s = 0; s < n_seq; s++) {
+            const float *lg = model_logits(m, s);
+            int best = 0;
+            for (int k = 1; k < n_vocab; k++)
+                if (lg[k] > lg[best])
+                    best = k;
+            tok[s] = best;
+        }
+    }
+    return (double)n_gen * n_seq / (now_s() - t0);
 }
 
 // ---------------------------------------------------------------------------
@@ -190,7 +226,7 @@ int main(int argc, char **argv)
     const char *path = NULL, *fmt = "md";
     bool membw = false;
     double membw_gbs = 0;
-    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3;
+    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0;
     struct model_options o = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -201,6 +237,8 @@ int main(int argc, char **argv)
             n_prompt = int_arg(argv[++i], 0, 1 << 20);
         else if (!strcmp(a, "-n") && has)
             n_gen = int_arg(argv[++i], 0, 1 << 20);
+        else if (!strcmp(a, "-B") && has)
+            n_seq = int_arg(argv[++i], 1, 64);
         else if (!strcmp(a, "-r") && has)
             reps = int_arg(argv[++i], 1, 1000);
         else if (!strcmp(a, "-o") && has) {
@@ -233,6 +271,7 @@ int main(int argc, char **argv)
     o.n_threads = n_threads;
     o.n_ctx = n_prompt + n_gen > 0 ? n_prompt + n_gen : 1;
     o.n_batch = 512;
+    o.n_slots = n_seq > 1 ? n_seq : 1;
 
     struct err e = {0};
     struct model_memory mem;
@@ -252,7 +291,7 @@ int main(int argc, char **argv)
             *pos = xcalloc((size_t)cap, sizeof(int32_t)),
             *slot = xcalloc((size_t)cap, sizeof(int32_t));
     double *v = xcalloc((size_t)reps, sizeof(double));
-    struct result res[2];
+    struct result res[3];
     int n_res = 0;
     if (n_prompt > 0) {
         run_pp(m, n_prompt, buf, pos, slot);  // warm-up
@@ -270,6 +309,15 @@ int main(int argc, char **argv)
         struct result *x = &res[n_res++];
         snprintf(x->test, sizeof x->test, "tg%d", n_gen);
         x->n_prompt = 0, x->n_gen = n_gen;
+        stats(v, reps, &x->avg, &x->sd);
+    }
+    if (n_gen > 0 && n_seq > 1) {
+        run_tg_batch(m, n_gen > 4 ? 4 : n_gen, n_seq);  // warm-up
+        for (int r = 0; r < reps; r++)
+            v[r] = run_tg_batch(m, n_gen, n_seq);
+        struct result *x = &res[n_res++];
+        snprintf(x->test, sizeof x->test, "tg%dx%d", n_gen, n_seq);
+        x->n_prompt = 0, x->n_gen = n_gen * n_seq;
         stats(v, reps, &x->avg, &x->sd);
     }
     uint64_t rss = peak_rss_bytes();
