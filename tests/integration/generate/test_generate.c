@@ -158,8 +158,9 @@ static void test_chat(void **state)
     http_resp_free(&r);
 }
 
-// Checks one logprob entry of a greedy run: a real log probability, the
-// chosen token the most likely of top_n alternatives, sorted, bytes = text.
+// Checks one logprob entry of a greedy run without penalties (so the chosen
+// token is the argmax of the raw logits): a real log probability, the chosen
+// token the most likely of top_n alternatives, sorted, bytes = text.
 static void check_logprob_entry(const json_t *e, size_t top_n, struct buf *text)
 {
     const char *tok = json_string_value(json_object_get(e, "token"));
@@ -196,7 +197,8 @@ static void test_logprobs(void **state)
     struct http_resp r;
     post("/api/generate",
          "{\"model\":\"stories\",\"prompt\":\"Once upon a time\",\"stream\":false,"
-         "\"logprobs\":true,\"top_logprobs\":3,\"options\":{\"num_predict\":8}}",
+         "\"logprobs\":true,\"top_logprobs\":3,\"options\":{\"num_predict\":8,"
+         "\"repeat_penalty\":1}}",
          &r);
     assert_int_equal(r.status, 200);
     json_t *v = parse(r.body);
@@ -217,7 +219,7 @@ static void test_logprobs(void **state)
     // Streamed chat: each chunk carries its tokens' entries; no alternatives.
     post("/api/chat",
          "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a "
-         "time\"}],\"logprobs\":true,\"options\":{\"num_predict\":6}}",
+         "time\"}],\"logprobs\":true,\"options\":{\"num_predict\":6,\"repeat_penalty\":1}}",
          &r);
     assert_int_equal(r.status, 200);
     buf_reset(&text);
@@ -253,10 +255,11 @@ static void test_logprobs(void **state)
     expect("/api/generate", "{\"model\":\"stories\",\"prompt\":\"Once\",\"logprobs\":\"yes\"}", 400,
            "cannot unmarshal");
 
-    // OpenAI: choices[0].logprobs.content.
+    // OpenAI: choices[0].logprobs.content (temperature: /v1 sends 1.0 when absent).
     post("/v1/chat/completions",
          "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a "
-         "time\"}],\"logprobs\":true,\"top_logprobs\":2,\"max_tokens\":5}",
+         "time\"}],\"logprobs\":true,\"top_logprobs\":2,\"max_tokens\":5,\"temperature\":0,"
+         "\"frequency_penalty\":0,\"presence_penalty\":0}",
          &r);
     assert_int_equal(r.status, 200);
     v = parse(r.body);
