@@ -194,6 +194,20 @@ static int32_t get_u4(struct conv *c)
     return r;
 }
 
+// Adds to rule r the alternatives [ -~ except " and \] and u8 (s is scratch).
+static void add_plain_alts(struct conv *c, int32_t r, struct gseq *s)
+{
+    uint64_t plain[4] = {0};
+    set_add_range(plain, 0x20, 0x7E);
+    plain[0] &= ~(1ull << '"');
+    plain[1] &= ~(1ull << ('\\' - 64));
+    gseq_set(&c->b, s, plain);
+    gb_alt(&c->b, r, s);
+    gseq_reset(s);
+    gseq_ref(s, get_u8(c));
+    gb_alt(&c->b, r, s);
+}
+
 // char ::= [ -~ except " \] | u8 | "\" ( ["\/bfnrt] | "u" u4 )
 static int32_t get_char(struct conv *c)
 {
@@ -201,15 +215,7 @@ static int32_t get_char(struct conv *c)
         return c->r_char;
     int32_t r = c->r_char = gb_rule(&c->b);
     struct gseq s = {0};
-    uint64_t plain[4] = {0};
-    set_add_range(plain, 0x20, 0x7E);
-    plain[0] &= ~(1ull << '"');
-    plain[1] &= ~(1ull << ('\\' - 64));
-    gseq_set(&c->b, &s, plain);
-    gb_alt(&c->b, r, &s);
-    gseq_reset(&s);
-    gseq_ref(&s, get_u8(c));
-    gb_alt(&c->b, r, &s);
+    add_plain_alts(c, r, &s);
     gseq_reset(&s);
     seq_byte(c, &s, '\\');
     uint64_t esc[4] = {0};
@@ -802,15 +808,7 @@ static int32_t get_plain_char(struct conv *c)
         return c->r_plain_char;
     int32_t r = c->r_plain_char = gb_rule(&c->b);
     struct gseq s = {0};
-    uint64_t plain[4] = {0};
-    set_add_range(plain, 0x20, 0x7E);
-    plain[0] &= ~(1ull << '"');
-    plain[1] &= ~(1ull << ('\\' - 64));
-    gseq_set(&c->b, &s, plain);
-    gb_alt(&c->b, r, &s);
-    gseq_reset(&s);
-    gseq_ref(&s, get_u8(c));
-    gb_alt(&c->b, r, &s);
+    add_plain_alts(c, r, &s);
     gseq_free(&s);
     return r;
 }
