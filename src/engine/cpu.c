@@ -166,6 +166,7 @@ static void get_rows_range(void *p, int64_t r0, int64_t r1)
 static void cpu_get_rows(struct engine_backend *be, float *y, const struct engine_tensor *w,
                          const int32_t *ids, int64_t n_rows)
 {
+    ASSERT(!w->interleave);  // interleaved weights are matmul-only
     const struct quant_traits *qt = quant_traits_get(w->type);
     struct get_rows_ctx g = {y, w, ids, qt ? qt->to_float : NULL};
     par_rows(cpu_of(be), n_rows, w->ne[0] * 4, get_rows_range, &g);
@@ -217,15 +218,18 @@ static void mm_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, cons
     int64_t n_out = w->ne[1], n_in = w->ne[0], nc = t->n_rows;
     float *y = job->y;
 
-    if (kt->gemm && nc > 1) {
+    if ((kt->gemm && nc > 1) || w->interleave) {
         // Tiles over [r0, r1) × blocks of activation rows small enough to
         // stay in L1 while the chunk's weight rows stream from L2.
+        // Interleaved weights always go through their own product (r0 and
+        // r1 are multiples of 8: see the chunk size).
+        kernels_gemm_fn gemm = w->interleave ? kt->gemm_x8 : kt->gemm;
         const int64_t cb = 16;
         for (int64_t c = 0; c < nc; c += cb) {
             int64_t ce = c + cb < nc ? c + cb : nc;
-            kt->gemm(n_in, y + c * n_out + r0, (size_t)n_out, wd + (size_t)r0 * w->row_bytes,
-                     w->row_bytes, xd + (size_t)c * xq_row_bytes, xq_row_bytes, (int)(r1 - r0),
-                     (int)(ce - c));
+            gemm(n_in, y + c * n_out + r0, (size_t)n_out, wd + (size_t)r0 * w->row_bytes,
+                 w->row_bytes, xd + (size_t)c * xq_row_bytes, xq_row_bytes, (int)(r1 - r0),
+                 (int)(ce - c));
         }
     } else {
         // Blocks of 4 activation rows keep a weight row hot.
@@ -321,6 +325,8 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         total_rows += jobs[j].w->ne[1];
         if (t.kt[j]->gemm && n_rows > 1 && t.kt[j]->gemm_nr > tile_nr)
             tile_nr = t.kt[j]->gemm_nr;
+        if (jobs[j].w->interleave > tile_nr)
+            tile_nr = jobs[j].w->interleave;
     }
     // About 8 chunks per thread for load balance; at least 16 rows; a
     // multiple of the gemm tile height; at most 64 rows for batches (the

@@ -3,7 +3,10 @@
 #include "engine/engine.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
@@ -12,6 +15,32 @@ bool engine_type_supported(uint32_t type)
 {
     const struct quant_traits *qt = quant_traits_get(type);
     return qt && qt->to_float && kernels_get(type) != NULL;
+}
+
+int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **owned, struct err *e)
+{
+    *owned = NULL;
+    const struct kernels_type *kt = kernels_get(t->type);
+    if (!kt || !kt->gemm_x8 || t->interleave || t->ne[1] % 8 != 0 || t->ne[1] == 0)
+        return 0;
+    size_t bytes = t->row_bytes * (size_t)t->ne[1];
+    void *buf = NULL;
+    if (posix_memalign(&buf, 64, bytes) != 0)
+        return err_set(e, ERR_NOMEM, "allocate %zu bytes for interleaved weights", bytes);
+    if (!kernels_interleave_x8(t->type, buf, t->data, t->ne[1], t->ne[0])) {
+        free(buf);
+        return 0;
+    }
+    // The mapped rows are not read again: give their pages back (they stay
+    // in the page cache; a later touch would fault them in again).
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)t->data;
+    uintptr_t a = (lo + page - 1) & ~(page - 1), b = (lo + bytes) & ~(page - 1);
+    if (file_mapped && b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
+    t->data = buf;
+    t->interleave = 8;
+    *owned = buf;
+    return 1;
 }
 
 int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *gt, struct err *e)
@@ -39,6 +68,7 @@ int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *g
     if (!gt->data)
         return err_set(e, ERR_INVALID, "tensor %.*s: no data", (int)gt->name.len, gt->name.ptr);
     t->name = NULL;
+    t->interleave = 0;
     t->type = gt->type;
     t->ne[0] = gt->ne[0];
     t->ne[1] = rows;

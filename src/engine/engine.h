@@ -32,6 +32,9 @@ struct engine_tensor {
     int64_t ne[2];
     size_t row_bytes;
     const void *data;
+    // 8 when engine_tensor_interleave rewrote the rows in groups of 8 (then
+    // the tensor is a matmul weight only: no row lookups), else 0.
+    int interleave;
 };
 
 // Makes a view of a GGUF tensor (2-D at most; higher dims folded into rows).
@@ -39,6 +42,15 @@ struct engine_tensor {
 int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *gt, struct err *e);
 // True if the engine can use `type` as a matrix weight (matmul + row lookup).
 bool engine_type_supported(uint32_t type);
+// Rewrites a matmul weight into the kernels' interleaved layout when its
+// type has one (Q4_0) and its row count is a multiple of 8: the copy (same
+// size, *owned, free() it after the last use) replaces t->data. With
+// file_mapped (t->data is a read-only mapping of a file) the old pages are
+// given back to the page cache; a later touch reads them in again. Returns
+// 1 when rewritten, 0 when the tensor stays as it is, ERR_NOMEM when the
+// copy cannot be allocated.
+int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **owned,
+                             struct err *e);
 
 // ---------------------------------------------------------------------------
 // Thread pool: persistent workers, spin-then-sleep dispatch, and a barrier

@@ -97,6 +97,9 @@ struct model {
     const float *embd_norm, *embd_norm_b;  // [n_embd] LayerNorm after the embeddings
     int32_t *type_ids;                     // host [n_batch] zeros: every token is type 0
 
+    void **weight_copies;  // interleaved matmul weights (engine_tensor_interleave), owned
+    size_t n_weight_copies;
+
     struct model_scratch s;
     struct model_slot *slots;
     int n_cells;  // n_ctx × n_slots

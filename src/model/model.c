@@ -342,6 +342,9 @@ static void model_release(struct model *m)
         for (int i = 0; i < m->opts.n_slots; i++)
             free(m->slots[i].tokens);
     free(m->slots);
+    for (size_t i = 0; i < m->n_weight_copies; i++)
+        free(m->weight_copies[i]);
+    free(m->weight_copies);
     free(m->layers);
     free(m->logits);
     free(m->embd);
@@ -421,6 +424,37 @@ static float *alloc_act(struct model *m, size_t n_floats, int *failed)
     return p;
 }
 
+// Interleaves the Q4_0 matmul weights of decoder models (the kernels then
+// multiply 8 rows per vector lane set). The embedding table stays as mapped:
+// it is also read by row lookups (a tied output gets its own copy).
+static int interleave_weights(struct model *m, struct err *e)
+{
+    if (m->arch->encoder || m->opts.mapped_weights_only || !m->layers)
+        return 0;
+    size_t n = (size_t)m->hp.n_layer * 7 + 1, k = 0;
+    struct engine_tensor **ts = xcalloc(n, sizeof *ts);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        struct engine_tensor *lt[] = {&L->wq,     &L->wk,   &L->wv,    &L->wo,
+                                      &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++)
+            ts[k++] = lt[i];
+    }
+    ts[k++] = &m->output;
+    m->weight_copies = xcalloc(k, sizeof *m->weight_copies);
+    int rc = 0;
+    for (size_t i = 0; i < k && rc >= 0; i++) {
+        void *copy = NULL;
+        if (!ts[i]->data)
+            continue;
+        rc = engine_tensor_interleave(ts[i], true, &copy, e);
+        if (copy)
+            m->weight_copies[m->n_weight_copies++] = copy;
+    }
+    free(ts);
+    return rc < 0 ? rc : 0;
+}
+
 int model_load(struct model **out, const char *path, const struct model_options *opts,
                struct err *e)
 {
@@ -437,6 +471,8 @@ int model_load(struct model **out, const char *path, const struct model_options 
     }
     rc = engine_cpu_new(&m->be, o->n_threads, e);
     if (rc < 0)
+        goto fail;
+    if ((rc = interleave_weights(m, e)) < 0)
         goto fail;
 
     // KV cache: n_slots × n_ctx cells per layer.

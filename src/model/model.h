@@ -37,6 +37,10 @@ struct model_options {
     int n_threads;  // compute threads (0: physical cores)
     enum model_kv_type kv_type;
     bool embeddings;  // keep the final hidden state of output rows
+    // Use every weight as mapped: no interleaved copies of Q4_0 matrices
+    // (they cost a pass over those weights at load and speed up products;
+    // this switch exists for measuring that).
+    bool mapped_weights_only;
 };
 
 // Memory a load with these options will use, computed from the file's

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
 #include "gguf/gguf.h"
 #include "model/internal.h"
@@ -441,6 +442,55 @@ static void test_batched_equals_unbatched(void **state)
     free(all);
 }
 
+// A Q4_0 copy of stories260K (quantized here) decodes the same with its
+// matmul weights interleaved for the kernels as with them used as mapped:
+// logits within float-rounding distance, the same greedy continuation.
+static void test_interleaved_weights(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-q4_0-XXXXXX";
+    int fd = mkstemp(q);
+    assert_true(fd >= 0);
+    close(fd);
+    struct err e = {0};
+    if (quant_model_quantize(stories_path(path, sizeof path), q, 2 /* MOSTLY_Q4_0 */, NULL, NULL,
+                             &e) < 0)
+        fail_msg("quantize: %s", e.msg);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *a = load(q, o);
+    o.mapped_weights_only = true;
+    struct model *b = load(q, o);
+    // The Q4_0 matrices with 8k rows are interleaved where the kernels have
+    // the layout (AVX2, AVX-512; not the scalar code or NEON).
+    if (kernels_get(GGUF_TYPE_Q4_0)->gemm_x8)
+        assert_true(a->n_weight_copies > 0);
+    else
+        assert_int_equal(a->n_weight_copies, 0);
+    assert_int_equal(b->n_weight_copies, 0);
+    int nv = model_n_vocab(a);
+    int32_t ta = story[0], tb = story[0];
+    for (int i = 0; i < 24; i++) {
+        if (i < STORY_N)
+            ta = tb = story[i];
+        decode_seq(a, 0, &ta, 1, i, false);
+        decode_seq(b, 0, &tb, 1, i, false);
+        assert_close(model_logits(a, 0), model_logits(b, 0), nv, 2e-3f);
+        if (i >= STORY_N - 1) {  // greedy from the end of the prompt on
+            ta = argmax(model_logits(a, 0), nv);
+            tb = argmax(model_logits(b, 0), nv);
+            assert_int_equal(ta, tb);
+        }
+    }
+    // A prompt in one batch (the tiled path) agrees as well.
+    decode_seq(a, 1, story, STORY_N, 0, true);
+    decode_seq(b, 1, story, STORY_N, 0, true);
+    for (int i = 0; i < STORY_N; i++)
+        assert_close(model_logits(a, i), model_logits(b, i), nv, 2e-3f);
+    model_free(a);
+    model_free(b);
+    unlink(q);
+}
+
 static void test_prefix_reuse(void **state)
 {
     (void)state;
@@ -686,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_tiny_llama_reference),
         cmocka_unit_test(test_tiny_qwen2_reference),
         cmocka_unit_test(test_batched_equals_unbatched),
+        cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_context_shift),
         cmocka_unit_test(test_embeddings),

@@ -7,6 +7,7 @@
 // (mean ± sd tokens/s, peak RSS) or, with -o json, an array of objects.
 //
 //   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-B S] [-r 3] [-o md|json]
+//                    [--mapped-weights]   (no interleaved Q4_0 copies: A/B)
 //   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
 //
 // The Markdown output also gives the bytes of weights a generated token
@@ -26,7 +27,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-B S] [-r 3] "
-                    "[-o md|json] "
+                    "[-o md|json] [--mapped-weights] "
                     "[--kv f16|f32|q8_0] [--membw-gbs GBS]\n"
                     "       bench --membw [-t THREADS]\n");
     exit(2);
@@ -250,7 +251,9 @@ int main(int argc, char **argv)
             if (k < 0)
                 usage();
             o.kv_type = (enum model_kv_type)k;
-        } else if (!strcmp(a, "--membw"))
+        } else if (!strcmp(a, "--mapped-weights"))
+            o.mapped_weights_only = true;
+        else if (!strcmp(a, "--membw"))
             membw = true;
         else if (!strcmp(a, "--membw-gbs") && has) {
             struct err e = {0};

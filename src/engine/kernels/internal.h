@@ -12,6 +12,19 @@
 
 #define KERNELS_NTYPES GGUF_TYPE_COUNT_
 
+// One block of columns of 8 interleaved Q4_0 rows (kernels_interleave_x8):
+// qs[32 * p + 4 * j + t] is row j's qs[4 * p + t], so the low nibbles of
+// bytes [32p, 32p + 32) are weights 4p..4p+3 of each row (a lane per row)
+// and the high nibbles weights 16 + 4p..16 + 4p + 3.
+struct block_q4_0x8 {
+    uint16_t d[8];
+    uint8_t qs[8 * QK4_0 / 2];
+};
+_Static_assert(sizeof(struct block_q4_0x8) == 8 * sizeof(struct block_q4_0), "x8 block size");
+
+void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
+                             const void *x, size_t x_stride, int nr, int nc);
+
 // Scalar reference twins (scalar.c): always complete for every supported type.
 extern const struct kernels_type kernels_scalar_table[KERNELS_NTYPES];
 extern const struct kernels_ops kernels_scalar_ops;

@@ -65,8 +65,10 @@ static void detect_x86(void)
 static void overlay(struct kernels_type *dst, const struct kernels_type *src)
 {
     for (int t = 0; t < KERNELS_NTYPES; t++) {
-        if (!src[t].vec_dot && !src[t].gemm && !src[t].from_float)
+        if (!src[t].vec_dot && !src[t].gemm && !src[t].from_float && !src[t].gemm_x8)
             continue;
+        if (src[t].gemm_x8)
+            dst[t].gemm_x8 = src[t].gemm_x8;
         if (src[t].from_float)
             dst[t].from_float = src[t].from_float;
         if (src[t].vec_dot)
@@ -166,6 +168,27 @@ void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_
         for (int r = 0; r < nr; r++)
             k->vec_dot(n, s + (size_t)c * s_stride + r, wp + (size_t)r * w_stride,
                        xp + (size_t)c * x_stride);
+}
+
+bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n)
+{
+    if (type != GGUF_TYPE_Q4_0 || n_rows % 8 != 0 || n % QK4_0 != 0 || n <= 0)
+        return false;
+    const int64_t nb = n / QK4_0;
+    const size_t row_bytes = (size_t)nb * sizeof(struct block_q4_0);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
+        struct block_q4_0x8 *g = (struct block_q4_0x8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
+        for (int j = 0; j < 8; j++) {
+            const struct block_q4_0 *row =
+                (const struct block_q4_0 *)((const uint8_t *)src + (size_t)(r0 + j) * row_bytes);
+            for (int64_t k = 0; k < nb; k++) {
+                g[k].d[j] = row[k].d;
+                for (int p = 0; p < 4; p++)
+                    memcpy(&g[k].qs[32 * p + 4 * j], &row[k].qs[4 * p], 4);
+            }
+        }
+    }
+    return true;
 }
 
 const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa)

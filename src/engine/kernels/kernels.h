@@ -39,7 +39,20 @@ struct kernels_type {
     kernels_vec_dot_fn vec_dot;
     kernels_gemm_fn gemm;  // may be NULL
     int gemm_nr, gemm_nc;  // tile shape when gemm != NULL
+    // The product over weights rewritten by kernels_interleave_x8 (rows in
+    // groups of 8, w at a group start, rows still w_stride bytes apart on
+    // average): nr a multiple of 8, any nc (one column too). NULL when the
+    // type has no interleaved layout.
+    kernels_gemm_fn gemm_x8;
 };
+
+// Rewrites n_rows rows of n elements of `type` (contiguous rows) into the
+// layout gemm_x8 reads: each group of 8 rows becomes, per block of columns,
+// the 8 rows' scales and then their quants interleaved 4 bytes at a time, so
+// one vector lane holds one row. Same size as the input; dst and src must
+// not overlap. False (nothing written) when the type has no such layout or
+// n_rows is not a multiple of 8.
+bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n);
 
 // The matrix product the engine wants: s[c * s_stride + r] = dot(w row r,
 // x row c) for r < nr, c < nc (x already converted with k->from_float). Uses
