@@ -55,7 +55,8 @@ struct model_memory {
 int model_estimate(const char *path, const struct model_options *opts, struct model_memory *out,
                    struct err *e);
 
-// Loads a model (mmap, weights used in place). Errors: ERR_IO / ERR_FORMAT
+// Loads a model (mmap, weights used in place, except Q4_0 matrices, which
+// are copied once into the SIMD kernels' interleaved layout). Errors: ERR_IO / ERR_FORMAT
 // for the file, ERR_UNSUPPORTED for an unknown architecture or tensor type,
 // ERR_NOMEM when the KV cache or scratch cannot be allocated.
 int model_load(struct model **out, const char *path, const struct model_options *opts,
