@@ -25,8 +25,7 @@
 
 // A 2-D view: ne[1] rows of ne[0] elements of `type`, rows row_bytes apart.
 // Weights point into the GGUF mapping (only engine_tensor_interleave makes a
-// copy, in the kernels' layout); 1-D tensors have
-// ne[1] == 1.
+// copy, in the kernels' layout); 1-D tensors have ne[1] == 1.
 struct engine_tensor {
     const char *name;  // NUL-terminated copy owned by whoever made the view
     uint32_t type;     // enum gguf_type
