@@ -446,6 +446,72 @@ static void assert_close(const float *a, const float *b, int n, float tol)
             fail_msg("element %d: %f vs %f (tol %g)", i, (double)a[i], (double)b[i], (double)tol);
 }
 
+// Sliding-window layers with a ring cache (tiny-gemma3: window 8; n_batch 4
+// gives rings of 12 cells) compute what a full-length cache computes
+// (n_batch 512: ring >= n_ctx, so every layer is linear): prompt, one token
+// at a time, two slots, prefix reuse and a context shift. The ring's
+// memory does not grow with n_ctx.
+static void test_swa_ring_cache(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "tiny-gemma3-f32.gguf")) {
+        char dir[1024];
+        if (test_shared_fixture(dir, sizeof dir, "README.md"))
+            fail_msg("shared fixtures present but tiny-gemma3-f32.gguf is missing");
+        skip();
+    }
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    o.n_batch = 512;
+    struct model *lin = load(path, o);
+    o.n_batch = 4;
+    struct model *ring = load(path, o);
+    int nv = model_n_vocab(lin);
+    int32_t toks[40];
+    for (int i = 0; i < 40; i++)
+        toks[i] = 100 + (i * 7919) % 5000;
+    // Whole prompt (split into ubatches of 4 by the ring model), logits everywhere.
+    decode_seq(lin, 0, toks, 40, 0, true);
+    decode_seq(ring, 0, toks, 40, 0, true);
+    for (int i = 0; i < 40; i++)
+        assert_close(model_logits(ring, i), model_logits(lin, i), nv, 1e-3f);
+    // One token at a time in slot 1.
+    for (int i = 0; i < 40; i++) {
+        decode_seq(lin, 1, &toks[i], 1, i, false);
+        decode_seq(ring, 1, &toks[i], 1, i, false);
+        assert_close(model_logits(ring, 0), model_logits(lin, 0), nv, 1e-3f);
+    }
+    // Prefix reuse: keep 39 and evaluate the last again.
+    assert_int_equal(model_slot_reuse_prefix(ring, 0, toks, 40), 39);
+    // Too far back for the ring: everything is evaluated again.
+    assert_int_equal(model_slot_reuse_prefix(ring, 1, toks, 20), 0);
+    // Context shift: keep 4, drop half of the rest; then continue.
+    struct err e = {0};
+    assert_int_equal(model_context_shift(lin, 0, 4, &e), 18);
+    decode_seq(ring, 0, &toks[39], 1, 39, false);  // the reused prefix + the last again
+    assert_int_equal(model_slot_n_past(ring, 0), 40);
+    assert_int_equal(model_context_shift(ring, 0, 4, &e), 18);
+    for (int i = 0; i < 6; i++) {
+        int p = model_slot_n_past(lin, 0);
+        decode_seq(lin, 0, &toks[i], 1, p, false);
+        decode_seq(ring, 0, &toks[i], 1, p, false);
+        assert_close(model_logits(ring, 0), model_logits(lin, 0), nv, 1e-3f);
+    }
+    model_free(lin);
+    model_free(ring);
+
+    // Memory: the 5 local layers of 6 hold n_swa + n_batch cells whatever n_ctx.
+    struct model_memory m1, m2;
+    struct model_options big = {.n_ctx = 65536, .n_batch = 512, .n_threads = 1};
+    assert_int_equal(model_estimate(path, &big, &m1, &e), 0);
+    big.n_ctx = 131072;
+    assert_int_equal(model_estimate(path, &big, &m2, &e), 0);
+    // kv_dim 64 × f16 × (K + V) per cell.
+    uint64_t cell = 64 * 2 * 2;
+    assert_int_equal(m1.kv_bytes, cell * (65536 + 5 * (8 + 512)));
+    assert_int_equal(m2.kv_bytes, cell * (131072 + 5 * (8 + 512)));
+}
+
 static void test_batched_equals_unbatched(void **state)
 {
     (void)state;
@@ -786,6 +852,7 @@ int main(void)
         cmocka_unit_test(test_tiny_gemma2_reference),
         cmocka_unit_test(test_tiny_gemma3_reference),
         cmocka_unit_test(test_tiny_phi3_reference),
+        cmocka_unit_test(test_swa_ring_cache),
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),
