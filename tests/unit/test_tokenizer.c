@@ -125,13 +125,14 @@ static void check_stream(const struct tokenizer *t, const struct tokenizer_ids *
 
 #define VOCAB_SEP "\n__ggml_vocab_test__\n"
 
-static void run_vectors(const struct tokenizer *t, const char *name)
+static void run_vectors_file(const struct tokenizer *t, const char *name, const char *stem,
+                             size_t n_want)
 {
     char rel[256], path[1024];
     size_t n_inp, n_out;
-    snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.inp", name);
+    snprintf(rel, sizeof(rel), "%s.inp", stem);
     char *inp = read_file(test_fixture(path, sizeof(path), rel), &n_inp);
-    snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.out", name);
+    snprintf(rel, sizeof(rel), "%s.out", stem);
     char *out = read_file(test_fixture(path, sizeof(path), rel), &n_out);
 
     struct tokenizer_ids ids = {0}, want = {0};
@@ -172,13 +173,20 @@ static void run_vectors(const struct tokenizer *t, const char *name)
         n_cases++;
         pos += len + sep_len;
     }
-    assert_int_equal(n_cases, 46);
+    assert_int_equal(n_cases, n_want);
     assert_int_equal(line, n_out);
     tokenizer_ids_deinit(&ids);
     tokenizer_ids_deinit(&want);
     buf_deinit(&full);
     free(inp);
     free(out);
+}
+
+static void run_vectors(const struct tokenizer *t, const char *name)
+{
+    char stem[256];
+    snprintf(stem, sizeof stem, "vocab/ggml-vocab-%s.gguf", name);
+    run_vectors_file(t, name, stem, 46);
 }
 
 static void vectors_committed(const char *name)
@@ -216,6 +224,16 @@ static void test_vectors_bert_bge(void **state)
 {
     (void)state;
     vectors_committed("bert-bge");
+}
+
+// WordPiece as llama.cpp ec98e2002 on accents (pre- and decomposed), emoji
+// flags and keycaps, Hangul, Devanagari, Arabic, ... (vocab/README.md).
+static void test_vectors_wpm_unicode(void **state)
+{
+    (void)state;
+    struct tokenizer *t = load_vocab("bert-bge");
+    run_vectors_file(t, "wpm-unicode", "vocab/wpm-unicode", 20);
+    tokenizer_free(t);
 }
 
 static void test_vectors_llama_bpe(void **state)
@@ -1196,6 +1214,7 @@ int main(void)
         cmocka_unit_test(test_vectors_gpt2),
         cmocka_unit_test(test_vectors_deepseek_llm),
         cmocka_unit_test(test_vectors_bert_bge),
+        cmocka_unit_test(test_vectors_wpm_unicode),
         cmocka_unit_test(test_vectors_llama_bpe),
         cmocka_unit_test(test_vectors_qwen2),
         cmocka_unit_test(test_reference_stories260k),
