@@ -512,6 +512,69 @@ static void test_swa_ring_cache(void **state)
     assert_int_equal(m2.kv_bytes, cell * (131072 + 5 * (8 + 512)));
 }
 
+// gguf-gen's family presets: the tiny ones load and decode (F32 and a
+// quantized mix), the real shapes (written sparse) read back with the
+// hyper-parameters of the models they stand for.
+static void gen(const char *preset, const char *type, bool sparse, const char *out)
+{
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    assert_non_null(bin);
+    char *cmd = xasprintf("'%s/gguf-gen' --preset %s --type %s %s --quiet -o '%s'", bin, preset,
+                          type, sparse ? "--sparse" : "", out);
+    int rc = system(cmd);
+    free(cmd);
+    assert_int_equal(rc, 0);
+}
+
+static void test_gguf_gen_family_presets(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/test_model_gen_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/m.gguf", tmp);
+    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"};
+    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3"};
+    for (size_t i = 0; i < 4; i++)
+        for (int q = 0; q < 2; q++) {
+            gen(tiny[i], q ? "q8_0" : "f32", false, path);
+            struct model_options o = {.n_ctx = 64, .n_threads = 2};
+            struct model *m = load(path, o);
+            assert_string_equal(model_arch_name(m), arch[i]);
+            decode_seq(m, 0, story, 20, 0, false);
+            const float *lg = model_logits(m, 19);
+            for (int k = 0; k < model_n_vocab(m); k++)
+                assert_true(isfinite(lg[k]));
+            model_free(m);
+        }
+    // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
+    // models have them; gemma3's local layers keep n_swa + n_batch cells.
+    struct {
+        const char *preset;
+        uint64_t cells_kv_bytes;
+    } real[] = {
+        {"qwen3-0.6b", 28ull * 8192 * (8 * 128 * 2 * 2)},
+        {"qwen3-8b", 36ull * 8192 * (8 * 128 * 2 * 2)},
+        {"gemma2-2b", 13ull * 8192 * (4 * 256 * 2 * 2) + 13ull * (4096 + 512) * (4 * 256 * 2 * 2)},
+        {"gemma3-1b", 4ull * 8192 * (256 * 2 * 2) + 22ull * (512 + 512) * (256 * 2 * 2)},
+        {"gemma3-12b", 8ull * 8192 * (8 * 256 * 2 * 2) + 40ull * (1024 + 512) * (8 * 256 * 2 * 2)},
+        {"phi4-mini", 32ull * 8192 * (8 * 128 * 2 * 2)},
+    };
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        gen(real[i].preset, "q4_0", true, path);
+        struct model_options o = {.n_ctx = 8192, .n_batch = 512, .n_threads = 1};
+        struct model_memory mem;
+        struct err e = {0};
+        if (model_estimate(path, &o, &mem, &e) < 0)
+            fail_msg("%s: %s", real[i].preset, e.msg);
+        if (mem.kv_bytes != real[i].cells_kv_bytes)
+            fail_msg("%s: kv %llu bytes, want %llu", real[i].preset,
+                     (unsigned long long)mem.kv_bytes, (unsigned long long)real[i].cells_kv_bytes);
+    }
+    unlink(path);
+    rmdir(tmp);
+}
+
 static void test_batched_equals_unbatched(void **state)
 {
     (void)state;
@@ -853,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_tiny_gemma3_reference),
         cmocka_unit_test(test_tiny_phi3_reference),
         cmocka_unit_test(test_swa_ring_cache),
+        cmocka_unit_test(test_gguf_gen_family_presets),
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),

@@ -57,6 +57,24 @@ if [ -f "$bvocab" ]; then
 fi
 "$gen" --preset tiny-bert -o "$tmp/x.gguf" 2>/dev/null && fail "bert without vocab accepted"
 
+# The newer families: their own tensors and keys.
+"$gen" --preset tiny-phi3 --quiet -o "$tmp/p.gguf"
+"$dump" "$tmp/p.gguf" > "$tmp/p.txt"
+grep -q 'blk.1.attn_qkv.weight' "$tmp/p.txt" || fail "phi3 fused qkv"
+grep -q 'rope_factors_long.weight' "$tmp/p.txt" || fail "phi3 longrope"
+grep -q 'phi3.rope.dimension_count = 12' "$tmp/p.txt" || fail "phi3 partial rotary"
+"$gen" --preset tiny-gemma2 --quiet -o "$tmp/g.gguf"
+"$dump" "$tmp/g.gguf" > "$tmp/g.txt"
+grep -q 'blk.0.post_ffw_norm.weight' "$tmp/g.txt" || fail "gemma2 post norms"
+grep -q 'gemma2.attn_logit_softcapping = 50' "$tmp/g.txt" || fail "gemma2 softcap"
+"$gen" --preset gemma3-4b --sparse --quiet -o "$tmp/s.gguf"
+"$dump" "$tmp/s.gguf" > "$tmp/s.txt"
+grep -q 'gemma3.rope.scaling.factor = 8' "$tmp/s.txt" || fail "gemma3 scaling"
+grep -q 'gemma3.attention.sliding_window = 1024' "$tmp/s.txt" || fail "gemma3 window"
+grep -q 'blk.33.attn_k_norm.weight' "$tmp/s.txt" || fail "gemma3 k norm"
+"$gen" --preset qwen3-8b --sparse --quiet -o "$tmp/s.gguf"
+"$dump" "$tmp/s.gguf" | grep -q '4096 x 151936 .*output.weight' || fail "qwen3-8b untied"
+
 # Sparse: full length, header readable.
 "$gen" --preset tiny --type f16 --sparse --quiet -o "$tmp/s.gguf"
 "$dump" "$tmp/s.gguf" > /dev/null || fail "sparse dump"
