@@ -5,8 +5,9 @@
 // cache (prefix reuse, context shift), free.
 //
 // Architectures are rows of a table keyed by general.architecture (llama,
-// qwen2, and the encoders bert, nomic-bert); anything else, or a tensor
-// type the engine cannot use, fails at load with a clear message.
+// qwen2, qwen3, gemma2, gemma3, phi3, and the encoders bert, nomic-bert);
+// anything else, or a tensor type the engine cannot use, fails at load with
+// a clear message.
 //
 // Thread-safety: a struct model is used by one thread at a time (the
 // runner's batching loop); compute runs on the model's own thread pool.
