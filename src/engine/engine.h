@@ -102,8 +102,8 @@ struct engine_kv_layer {
 
 struct engine_attn {
     int n_head, n_head_kv, head_dim;
-    float scale;       // usually 1/sqrt(head_dim)
-    uint32_t kv_type;  // GGUF_TYPE_F32, F16 or Q8_0
+    float scale;         // usually 1/sqrt(head_dim)
+    uint32_t kv_type;    // GGUF_TYPE_F32, F16 or Q8_0
     float softcap;       // > 0: each scaled score s becomes softcap * tanhf(s / softcap)
                          //      before the softmax (gemma2 attn_logit_softcapping)
     int window;          // > 0: sliding window: row r attends only positions

@@ -36,7 +36,6 @@ static uint32_t kv_gguf_type(enum model_kv_type t)
     }
 }
 
-
 // ---------------------------------------------------------------------------
 // Sizes.
 
@@ -401,4 +400,3 @@ const float *model_embeddings(const struct model *m, int i)
         return NULL;
     return m->embd + (size_t)m->out_index[i] * m->hp.n_embd;
 }
-

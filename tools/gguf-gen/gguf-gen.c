@@ -22,7 +22,7 @@ struct opts {
     float rope_base, eps;
     int64_t head_dim, n_rot, n_swa;  // 0: n_embd / n_head, head_dim, none
     float rope_scale;                // linear factor (0: none)
-    int tied;  // -1 = preset default
+    int tied;                        // -1 = preset default
     const char *type;
     uint64_t seed;
     const char *vocab;
@@ -57,8 +57,8 @@ static const struct preset presets[] = {
     {"qwen3-8b", "qwen3", 4096, 36, 32, 8, 12288, 151936, 40960, 1e6f, 1e-6f, false, 128},
     {"gemma2-2b", "gemma2", 2304, 26, 8, 4, 9216, 256000, 8192, 1e4f, 1e-6f, true, 256, 0, 4096},
     {"gemma3-1b", "gemma3", 1152, 26, 4, 1, 6912, 262144, 32768, 1e6f, 1e-6f, true, 256, 0, 512},
-    {"gemma3-4b", "gemma3", 2560, 34, 8, 4, 10240, 262208, 131072, 1e6f, 1e-6f, true, 256, 0,
-     1024, 8.f},
+    {"gemma3-4b", "gemma3", 2560, 34, 8, 4, 10240, 262208, 131072, 1e6f, 1e-6f, true, 256, 0, 1024,
+     8.f},
     {"gemma3-12b", "gemma3", 3840, 48, 16, 8, 15360, 262208, 131072, 1e6f, 1e-6f, true, 256, 0,
      1024, 8.f},
     {"phi4-mini", "phi3", 3072, 32, 24, 8, 8192, 200064, 131072, 1e4f, 1e-5f, true, 128, 96},

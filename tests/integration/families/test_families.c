@@ -20,6 +20,7 @@
 #include "gguf/gguf.h"
 #include "integration/models.h"
 #include "json/json.h"
+#include "testgguf.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,39 +44,6 @@ static const struct family families[] = {
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
-// Rewrites a GGUF with <arch>.pooling_type = pooling added.
-static int write_with_pooling(const char *src, const char *dst, uint32_t pooling)
-{
-    struct gguf *g;
-    struct gguf_writer *w;
-    struct err e = {0};
-    if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0)
-        return -1;
-    struct str arch = gguf_architecture(g);
-    char key[128];
-    snprintf(key, sizeof key, "%.*s.pooling_type", (int)arch.len, arch.ptr);
-    for (size_t i = 0; i < gguf_kv_count(g); i++)
-        gguf_writer_kv_copy(w, gguf_kv_at(g, i));
-    gguf_writer_kv_u32(w, key, pooling);
-    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        char *name = str_dup(t->name);
-        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
-        free(name);
-    }
-    int rc = gguf_writer_write_header(w, &e);
-    for (size_t i = 0; rc == 0 && i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        rc = gguf_writer_write_data(w, t->data, t->n_bytes, &e);
-    }
-    if (rc == 0)
-        rc = gguf_writer_close(w, &e);
-    else
-        gguf_writer_abort(w);
-    gguf_close(g);
-    return rc;
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -86,8 +54,7 @@ static int setup(void **state)
     }
     have_shared = true;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    static const char *const env[] = {"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=2",
-                                      NULL};
+    static const char *const env[] = {"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=2", NULL};
     if (harness_start(&srv, env) != 0) {
         harness_dump_log(&srv);
         return -1;
@@ -109,7 +76,8 @@ static int setup(void **state)
         return -1;
     snprintf(embed_path, sizeof embed_path, "%s/qwen3-embedding.gguf", tmp);
     if (!test_shared_fixture(p, sizeof p, "tiny-qwen3-f32.gguf") ||
-        write_with_pooling(p, embed_path, 3) < 0 || models_create(&srv, "qwen3-embed", embed_path, "") < 0)
+        test_gguf_set_arch_u32(p, embed_path, "pooling_type", 3) < 0 ||
+        models_create(&srv, "qwen3-embed", embed_path, "") < 0)
         return -1;
     return 0;
 }
@@ -192,8 +160,8 @@ static void check_generate(const struct family *f)
             fail_msg("%s case %zu: context of %zu tokens, want %zu", f->name, i,
                      json_array_size(ctx), np + ng);
         for (size_t k = 0; k < np + ng; k++) {
-            json_int_t want = json_integer_value(k < np ? json_array_get(pt, k)
-                                                        : json_array_get(gt, k - np));
+            json_int_t want =
+                json_integer_value(k < np ? json_array_get(pt, k) : json_array_get(gt, k - np));
             json_int_t got = json_integer_value(json_array_get(ctx, k));
             if (got != want)
                 fail_msg("%s case %zu: token %zu is %lld, llama.cpp %lld", f->name, i, k,
@@ -254,9 +222,8 @@ static void test_chat_and_show(void **state)
         assert_true(completion);
         // Ollama's gemma3 file carries its vision tower's keys: it says so.
         assert_int_equal(vision, strcmp(f->name, "gemma3-ollama") == 0);
-        assert_string_equal(json_string_value(json_object_get(json_object_get(v, "details"),
-                                                              "family")),
-                            f->arch);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(v, "details"), "family")), f->arch);
         json_decref(v);
     }
 }
