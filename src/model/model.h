@@ -42,6 +42,9 @@ struct model_options {
     // (they cost a pass over those weights at load and speed up products;
     // this switch exists for measuring that).
     bool mapped_weights_only;
+    // Give sliding-window layers a full-length cache instead of a ring of
+    // window + n_batch cells (for measuring what the ring saves).
+    bool kv_full_length;
 };
 
 // Memory a load with these options will use, computed from the file's
