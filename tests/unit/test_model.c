@@ -280,6 +280,14 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     for (size_t k = 0; k < top->n; k++) {
         int want = (int)top->items[k].items[0].num;
         float want_logit = (float)top->items[k].items[1].num;
+        if (q8) {
+            // Quantized activations: logits within tol, so ids closer than
+            // tol may trade places; each reference id must have its logit.
+            if (fabsf(lg[want] - want_logit) > tol)
+                fail_msg("logit of %d (top-%zu): %f vs reference %f (tol %g)", want, k,
+                         (double)lg[want], (double)want_logit, (double)tol);
+            continue;
+        }
         int got = argmax(copy, n_vocab);
         if (got != want)
             fail_msg("top-%zu id %d, reference %d", k, got, want);
@@ -298,7 +306,9 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     for (int g = 0; g < steps; g++) {
         int want = (int)greedy->items[g].num;
         if (tok != want) {
-            if (q8 && g > 0 && margin && margin->items[g - 1].num < 0.01) {
+            // (or this very choice is a near-tie within the tolerance)
+            if (q8 && margin &&
+                ((g > 0 && margin->items[g - 1].num < 0.01) || margin->items[g].num < tol)) {
                 diverged = true;
                 break;  // llama.cpp itself is unstable here (see top of file)
             }
@@ -366,8 +376,13 @@ static void run_fixture_reference(const char *ref_name)
             snprintf(loaded, sizeof loaded, "%s", file);
             snprintf(loaded_kv, sizeof loaded_kv, "%s", kv);
         }
-        bool q8 = strstr(file, "q8_0") != NULL;
-        check_case(m, c, q8 ? 0.05f : 2e-3f, q8, 16);
+        // Quantized weights against quantized activations: the integer
+        // products match, the float rounding differs (README: 5e-2).
+        // With an F16 cache llama.cpp's own runs move by up to 0.16 on the
+        // i-quant files (README), so those cases get twice the tolerance.
+        bool iq = strstr(file, "tiny-iq-") != NULL && strstr(file, "-f32") == NULL;
+        bool q8 = strstr(file, "q8_0") != NULL || iq;
+        check_case(m, c, !q8 ? 2e-3f : iq && strcmp(kv, "f16") == 0 ? 0.1f : 0.05f, q8, 16);
     }
     model_free(m);
     jfree(&root);
@@ -383,6 +398,13 @@ static void test_tiny_qwen2_reference(void **state)
 {
     (void)state;
     run_fixture_reference("tiny-qwen2.reference.json");
+}
+
+// One tiny model per i-quant / ternary type (and its F32 twin).
+static void test_tiny_iq_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference("tiny-iq.reference.json");
 }
 
 // ---------------------------------------------------------------------------
@@ -697,7 +719,7 @@ static void test_load_errors(void **state)
     unlink(path);
 
     snprintf(path, sizeof path, "%s/type.gguf", tmp);
-    write_variant(path, NULL, "blk.0.attn_q.weight", GGUF_TYPE_IQ4_NL);
+    write_variant(path, NULL, "blk.0.attn_q.weight", GGUF_TYPE_NVFP4);
     err_clear(&e);
     int rc = model_load(&m, path, &o, &e);
     assert_true(rc == ERR_UNSUPPORTED || rc == ERR_FORMAT);
@@ -735,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_stories260k_reference),
         cmocka_unit_test(test_tiny_llama_reference),
         cmocka_unit_test(test_tiny_qwen2_reference),
+        cmocka_unit_test(test_tiny_iq_reference),
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),
