@@ -301,8 +301,10 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     for (int g = 0; g < steps; g++) {
         int want = (int)greedy->items[g].num;
         if (tok != want) {
+            // (or this very choice is a near-tie within the tolerance)
             if (q8 && margin &&
-                (margin->items[g].num < 0.01 || (g > 0 && margin->items[g - 1].num < 0.01))) {
+                (margin->items[g].num < 0.01 || (g > 0 && margin->items[g - 1].num < 0.01) ||
+                 margin->items[g].num < tol)) {
                 diverged = true;
                 break;  // llama.cpp itself is unstable here (see top of file)
             }
@@ -383,8 +385,14 @@ static void run_fixture_reference_tol(const char *ref_name, bool strict, float t
             snprintf(loaded, sizeof loaded, "%s", file);
             snprintf(loaded_kv, sizeof loaded_kv, "%s", kv);
         }
-        bool q8 = strstr(file, "q8_0") != NULL;
-        check_case(m, c, q8 ? 0.05f : tol, q8 || strict, 16);
+        // Quantized weights against quantized activations: the integer
+        // products match, the float rounding differs (README: 5e-2; with an
+        // F16 cache llama.cpp's own i-quant runs move by up to 0.16, so
+        // those cases get twice that).
+        bool iq = strstr(file, "tiny-iq-") != NULL && strstr(file, "-f32") == NULL;
+        bool q8 = strstr(file, "q8_0") != NULL || iq;
+        float case_tol = !q8 ? tol : iq && strcmp(kv, "f16") == 0 ? 0.1f : 0.05f;
+        check_case(m, c, case_tol, q8 || strict, 16);
     }
     model_free(m);
     jfree(&root);
@@ -430,6 +438,13 @@ static void test_tiny_qwen2_reference(void **state)
 {
     (void)state;
     run_fixture_reference("tiny-qwen2.reference.json");
+}
+
+// One tiny model per i-quant / ternary type (and its F32 twin).
+static void test_tiny_iq_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-iq.reference.json", true, 5e-3f);
 }
 
 // ---------------------------------------------------------------------------
@@ -873,7 +888,7 @@ static void test_load_errors(void **state)
     unlink(path);
 
     snprintf(path, sizeof path, "%s/type.gguf", tmp);
-    write_variant(path, NULL, "blk.0.attn_q.weight", GGUF_TYPE_IQ4_NL);
+    write_variant(path, NULL, "blk.0.attn_q.weight", GGUF_TYPE_NVFP4);
     err_clear(&e);
     int rc = model_load(&m, path, &o, &e);
     assert_true(rc == ERR_UNSUPPORTED || rc == ERR_FORMAT);
@@ -917,6 +932,7 @@ int main(void)
         cmocka_unit_test(test_tiny_phi3_reference),
         cmocka_unit_test(test_swa_ring_cache),
         cmocka_unit_test(test_gguf_gen_family_presets),
+        cmocka_unit_test(test_tiny_iq_reference),
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),
