@@ -243,6 +243,8 @@ void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const flo
 int model_prepare_moe(struct model *m, struct err *e);
 // Bytes of that scratch (0 for a model without MoE layers).
 uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch);
+// Bytes of the file's 3-D expert tensors (0 without experts).
+uint64_t model_moe_experts_bytes(const struct model *m);
 
 // decoder.c: the generic decoder block.
 void model_forward_decoder(struct model *m, const struct model_ubatch *ub);

@@ -223,6 +223,7 @@ int model_estimate(const char *path, const struct model_options *opts, struct mo
         return rc;
     struct sizes s = compute_sizes(m);
     out->weights_bytes = gguf_file_size(m->g);
+    out->experts_bytes = model_moe_experts_bytes(m);
     out->kv_bytes = s.kv;
     out->scratch_bytes = s.scratch;
     out->total_bytes = out->weights_bytes + out->kv_bytes + out->scratch_bytes;

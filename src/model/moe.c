@@ -144,3 +144,14 @@ uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch)
     return pairs * (n_embd * 8 + n_ff * 12 + 16) + (uint64_t)n_batch * (uint64_t)p->n_expert * 4 +
            (uint64_t)p->n_expert * 40 + 16 * 64;
 }
+
+uint64_t model_moe_experts_bytes(const struct model *m)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < gguf_tensor_count(m->g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(m->g, i);
+        if (t->n_dims == 3 && str_ends_with(t->name, "_exps.weight"))
+            n += t->n_bytes;
+    }
+    return n;
+}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -894,6 +895,24 @@ static void test_memory_estimate(void **state)
     assert_int_equal(mem.kv_bytes, 2ull * 5 * 512 * 32 * 2);
     assert_int_equal(model_kv_type_parse("Q8_0"), MODEL_KV_Q8_0);
     assert_int_equal(model_kv_type_parse("q4_1"), -1);
+    assert_int_equal(mem.experts_bytes, 0);
+
+    // Mixture of experts: every expert is resident, so the weights are the
+    // whole file and the experts part of them (2 layers × gate, up, down of
+    // 8 experts × 32 × 64 F32); the op's scratch grows with the batch.
+    if (!test_shared_fixture(path, sizeof path, "tiny-qwen3moe-f32.gguf"))
+        return;
+    struct model_memory small, big;
+    o = (struct model_options){.n_ctx = 256, .n_batch = 32, .n_threads = 2};
+    assert_int_equal(model_estimate(path, &o, &small, &e), 0);
+    o.n_batch = 512;
+    assert_int_equal(model_estimate(path, &o, &big, &e), 0);
+    assert_int_equal(big.experts_bytes, 2ull * 3 * 8 * 32 * 64 * 4);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(big.weights_bytes, (uint64_t)st.st_size);
+    // At least each (token, expert) pair's rows: x, gate, up, hidden, down.
+    assert_true(big.scratch_bytes - small.scratch_bytes >= 480ull * 2 * (64 * 8 + 32 * 12));
 }
 
 int main(void)
