@@ -178,11 +178,8 @@ static int str_split(struct jrender *r, int line, struct jv s, struct jv sep, in
                     i++;
                 if (i >= n)
                     break;
-                if (maxsplit >= 0 && k == maxsplit) {
-                    size_t e = n;
-                    while (e > i && in_chars(p[e - 1], jv_none()))
-                        e--;
-                    rc = jv_list_push(r, l, jv_str(p + i, e - i));
+                if (maxsplit >= 0 && k == maxsplit) {  // the rest, trailing space kept
+                    rc = jv_list_push(r, l, jv_str(p + i, n - i));
                     break;
                 }
                 size_t j = i;
@@ -200,11 +197,8 @@ static int str_split(struct jrender *r, int line, struct jv s, struct jv sep, in
                     e--;
                 if (e == 0)
                     break;
-                if (maxsplit >= 0 && k == maxsplit) {
-                    size_t b = 0;
-                    while (b < e && in_chars(p[b], jv_none()))
-                        b++;
-                    rc = jv_list_push(r, parts, jv_str(p + b, e - b));
+                if (maxsplit >= 0 && k == maxsplit) {  // the rest, leading space kept
+                    rc = jv_list_push(r, parts, jv_str(p, e));
                     break;
                 }
                 size_t j = e;
@@ -1048,10 +1042,90 @@ static int f_wordcount(struct jrender *r, int line, struct jv in, const struct j
     return rc;
 }
 
+// "%s, %d" | format(a, b): printf-style, as the % operator.
+static int f_format(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+{
+    int rc = jv_stringify(r, in, &in);
+    if (rc)
+        return rc;
+    struct jv_list *args = jv_list_new(r, c->n_pos);
+    if (!args)
+        return jr_oom(r);
+    args->tuple = true;
+    for (size_t i = 0; i < c->n_pos; i++)
+        args->items[args->n++] = c->pos[i];
+    return jr_str_format(r, line, in, list_value(args), out);
+}
+
+static int f_center(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+{
+    (void)line;
+    int rc = jv_stringify(r, in, &in);
+    if (rc)
+        return rc;
+    int64_t width = int_or(jr_arg(c, 0, "width"), 80), len = (int64_t)jv_utf8_len(in.u.s.p, in.u.s.n);
+    if (width > 4096)
+        width = 4096;
+    if (width <= len) {
+        *out = in;
+        return 0;
+    }
+    // Python's str.center: the extra space goes left when the margin and width are both odd
+    int64_t marg = width - len, left = marg / 2 + (marg & width & 1);
+    char pad[4096];
+    memset(pad, ' ', sizeof pad);
+    struct buf b;
+    buf_init(&b, 0);
+    buf_append(&b, pad, (size_t)left);
+    buf_append(&b, in.u.s.p, in.u.s.n);
+    buf_append(&b, pad, (size_t)(marg - left));
+    rc = jv_str_new(r, b.data, b.len, out);
+    buf_deinit(&b);
+    return rc;
+}
+
+static int f_batch(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+{
+    struct jv_list *l;
+    int rc = jv_iterate(r, in, &l);
+    if (rc)
+        return rc;
+    int64_t size = int_or(jr_arg(c, 0, "linecount"), 0);
+    struct jv fill = jr_arg(c, 1, "fill_with");
+    if (size <= 0)
+        return jr_fail(r, line, "%s", "batch size must be positive");
+    struct jv_list *res = jv_list_new(r, 0), *cur = NULL;
+    if (!res)
+        return jr_oom(r);
+    for (size_t i = 0; !rc && i < l->n; i++) {
+        if (!cur || (int64_t)cur->n == size) {
+            if (!(cur = jv_list_new(r, 0)))
+                return jr_oom(r);
+            rc = jv_list_push(r, res, list_value(cur));
+        }
+        if (!rc)
+            rc = jv_list_push(r, cur, l->items[i]);
+    }
+    while (!rc && cur && fill.t != JV_UNDEF && (int64_t)cur->n < size)
+        rc = jv_list_push(r, cur, fill);
+    *out = list_value(res);
+    return rc;
+}
+
+static int f_attr(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+{
+    (void)line;
+    struct jv name = jr_arg(c, 0, "name");
+    *out = name.t == JV_STR ? attr_path(r, in, name) : jv_undef(".attribute");
+    return 0;
+}
+
 static const struct {
     const char *name;
     filter_fn fn;
 } filters[] = {
+    {"attr", f_attr},         {"batch", f_batch},           {"center", f_center},
+    {"format", f_format},
     {"abs", f_abs},           {"capitalize", f_capitalize}, {"count", f_length},
     {"d", f_default},         {"default", f_default},       {"dictsort", f_dictsort},
     {"e", f_escape},          {"escape", f_escape},         {"first", f_first},

@@ -360,7 +360,7 @@ static int repeat(struct jrender *r, int line, struct jv seq, int64_t times, str
 }
 
 // printf-style "%s" % args (the conversions templates use: s, d, i, r, f, %).
-static int str_format(struct jrender *r, int line, struct jv fmt, struct jv args, struct jv *out)
+int jr_str_format(struct jrender *r, int line, struct jv fmt, struct jv args, struct jv *out)
 {
     struct jv_list one = {.items = &args, .n = 1};
     struct jv_list *a = args.t == JV_LIST && args.u.l->tuple ? args.u.l : &one;
@@ -465,7 +465,7 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
     if (op == '*' && (b.t == JV_STR || b.t == JV_LIST) && is_int(a))
         return repeat(r, n->line, b, ival(a), out);
     if (op == '%' && a.t == JV_STR)
-        return str_format(r, n->line, a, b, out);
+        return jr_str_format(r, n->line, a, b, out);
     bool num_a = is_int(a) || a.t == JV_FLOAT, num_b = is_int(b) || b.t == JV_FLOAT;
     if (!num_a || !num_b) {
         static const char *names[] = {['+'] = "+", ['-'] = "-", ['*'] = "*", ['/'] = "/",

@@ -269,6 +269,8 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
 int jr_call(struct jrender *r, int line, struct jv fn, struct jv *pos, size_t n_pos,
             const char **kw_names, struct jv *kw, size_t n_kw, struct jv *out);
 int jr_step(struct jrender *r);
+// fmt % args (printf-style: s, r, d, i, f, %%); args a tuple or one value.
+int jr_str_format(struct jrender *r, int line, struct jv fmt, struct jv args, struct jv *out);
 
 // Built-ins (builtins.c)
 struct jcall {

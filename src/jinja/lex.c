@@ -267,9 +267,13 @@ static int lex_number(struct lexer *l, struct jtoken *t)
         *t = (struct jtoken){.type = JT_FLOAT, .line = l->line, .f = f};
     } else {
         int64_t v;
-        if (str_to_i64(digits, 0, INT64_MAX, &v, NULL) != 0)
-            return lex_fail(l, "%s", "integer literal too large");
-        *t = (struct jtoken){.type = JT_INT, .line = l->line, .i = v};
+        double f;
+        if (str_to_i64(digits, 0, INT64_MAX, &v, NULL) == 0)
+            *t = (struct jtoken){.type = JT_INT, .line = l->line, .i = v};
+        else if (str_to_double(digits, &f, NULL) == 0)  // beyond 64 bits: approximate
+            *t = (struct jtoken){.type = JT_FLOAT, .line = l->line, .f = f};
+        else
+            return lex_fail(l, "%s", "malformed number");
     }
     l->pos += i;
     return 0;

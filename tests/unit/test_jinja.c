@@ -154,6 +154,48 @@ static void test_chat_templates(void **state)
     printf("checked %d template x case renderings\n", n_checked);
 }
 
+// Splits s in place at "\n====\n"; returns the number of parts.
+static size_t split_cases(char *s, char **parts, size_t max)
+{
+    size_t n = 0;
+    while (n < max) {
+        parts[n++] = s;
+        char *sep = strstr(s, "\n====\n");
+        if (!sep)
+            break;
+        *sep = 0;
+        s = sep + 6;
+    }
+    return n;
+}
+
+// language.cases: one construct per case, expected output from Jinja2 (regen.sh).
+static void test_language_cases(void **state)
+{
+    (void)state;
+    char p1[1024], p2[1024], p3[1024];
+    char *src = read_file(test_fixture(p1, sizeof p1, "jinja/language.cases"));
+    char *want = read_file(test_fixture(p2, sizeof p2, "jinja/language.expected"));
+    char *ctx = read_file(test_fixture(p3, sizeof p3, "jinja/language.context.json"));
+    assert_non_null(src);
+    assert_non_null(want);
+    assert_non_null(ctx);
+    char *cases[256], *wants[256];
+    size_t n = split_cases(src, cases, 256), m = split_cases(want, wants, 256);
+    assert_int_equal(n, m);
+    for (size_t i = 0; i < n; i++) {
+        struct err e = {0};
+        char *got = render(cases[i], ctx, &e);
+        const char *g = got ? got : "ERROR";
+        if (strcmp(g, wants[i]) != 0)
+            fail_msg("case %zu %s:\n got  [%s] %s\n want [%s]", i, cases[i], g, e.msg, wants[i]);
+        free(got);
+    }
+    free(src);
+    free(want);
+    free(ctx);
+}
+
 // A prompt that begins with the BOS text loses it when the tokenizer adds BOS.
 static void test_bos_strip(void **state)
 {
@@ -451,7 +493,8 @@ static void test_capabilities(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chat_templates), cmocka_unit_test(test_bos_strip),
+        cmocka_unit_test(test_chat_templates), cmocka_unit_test(test_language_cases),
+        cmocka_unit_test(test_bos_strip),
         cmocka_unit_test(test_chat_context),   cmocka_unit_test(test_expressions),
         cmocka_unit_test(test_statements),     cmocka_unit_test(test_whitespace),
         cmocka_unit_test(test_filters),        cmocka_unit_test(test_tests_and_methods),
