@@ -1,0 +1,106 @@
+// Shared between the renderer module's files: the renderer and parser
+// tables, the parser object and the text helpers every family uses.
+#pragma once
+
+#include "renderer/renderer.h"
+
+#include <stdint.h>
+
+// ---------------------------------------------------------------------------
+// Renderers
+
+// One renderer: appends the prompt for (messages, tools, think) to out.
+typedef int (*rnd_render_fn)(json_t *messages, json_t *tools, const struct renderer_think *think,
+                             int variant, struct buf *out, struct err *e);
+
+struct rnd_renderer {
+    const char *name;
+    rnd_render_fn render;
+    int variant;  // passed to render (family options, e.g. thinking on)
+};
+
+int rnd_render_qwen3coder(json_t *msgs, json_t *tools, const struct renderer_think *think,
+                          int variant, struct buf *out, struct err *e);
+int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                       struct buf *out, struct err *e);
+
+// ---------------------------------------------------------------------------
+// Parsers
+
+struct rnd_out {
+    struct buf *content, *thinking;
+    json_t *calls;
+};
+
+struct rnd_parser_kind;
+
+struct renderer_parser {
+    const struct rnd_parser_kind *kind;
+    json_t *tools;         // the request's tools (owned reference, may be NULL)
+    json_t *prompt_tools;  // as rendered (owned reference, may be NULL)
+    struct buf acc;        // text not yet resolved
+    int state;
+    int n_calls;  // index of the next call
+    bool flag;    // family-specific (e.g. "thinking open tag may come")
+    void *impl;   // family-specific state (freed by kind->deinit)
+};
+
+struct rnd_parser_kind {
+    const char *name;
+    bool tools, thinking;  // capabilities
+    int variant;
+    // Sets the initial state; may fill p->prompt_tools (default: tools).
+    int (*init)(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                int variant, struct err *e);
+    // Consumes what it can of p->acc (the new piece is already appended).
+    int (*add)(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+    void (*deinit)(struct renderer_parser *p);
+};
+
+int rnd_qwen3coder_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+int rnd_qwen3_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                   int variant, struct err *e);
+int rnd_qwen3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                     int variant, struct err *e);
+int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+void rnd_harmony_deinit(struct renderer_parser *p);
+
+// ---------------------------------------------------------------------------
+// Helpers (util.c)
+
+// A message's string field, "" when absent.
+const char *rnd_str(const json_t *m, const char *key);
+// A tool's function object field (tool.function.<key>), or NULL.
+json_t *rnd_tool_fn(const json_t *tool, const char *key);
+// The function of a tool call (call.function), or NULL.
+json_t *rnd_call_fn(const json_t *call);
+
+// Go's unicode.IsSpace over UTF-8: bytes of leading / trailing white space.
+size_t rnd_leading_ws(const char *s, size_t n);
+size_t rnd_trailing_ws(const char *s, size_t n);
+// The longest suffix of s[0..n) that is a proper prefix of delim (Ollama's
+// overlap()).
+size_t rnd_overlap(const char *s, size_t n, const char *delim);
+// First occurrence of needle in s[0..n), or NULL.
+const char *rnd_find(const char *s, size_t n, const char *needle);
+// Drops the first k bytes of b.
+void rnd_buf_consume(struct buf *b, size_t k);
+
+// Go's json.Marshal of a decoded value: map keys sorted, <, >, & escaped.
+int rnd_go_json(struct buf *out, const json_t *v);
+// The same with a space after each ':' and ',' outside strings (Ollama's
+// marshalWithSpaces).
+int rnd_go_json_spaced(struct buf *out, const json_t *v);
+// fmt's %v of a decoded JSON value (numbers are float64: 1e+06, 0.5).
+int rnd_go_value(struct buf *out, const json_t *v);
+
+// Appends {"id","function":{"index","name","arguments"}} to calls (args
+// stolen; NULL = {}).
+void rnd_call_append(struct renderer_parser *p, json_t *calls, const char *name, json_t *args);
+
+// Emits the unambiguous part of p->acc as content (or thinking) while waiting
+// on `tag`: a partial tag at the end and the white space before it are held
+// back (Ollama's parsers withhold trailing white space too).
+void rnd_emit_until_partial(struct renderer_parser *p, const char *tag, const char *tag2,
+                            struct buf *to);

@@ -1,0 +1,669 @@
+// Unit tests of the built-in renderers and parsers: the behaviours Ollama's
+// Go tests describe (model/renderers/*_test.go, model/parsers/*_test.go,
+// harmony/harmonyparser_test.go), including pieces split inside markers.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "renderer/renderer.h"
+
+static json_t *J(const char *text)
+{
+    json_error_t je;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+    if (!v)
+        fail_msg("bad test JSON (%s): %s", je.text, text);
+    return v;
+}
+
+static char *render(const char *name, const char *msgs, const char *tools,
+                    const struct renderer_think *think)
+{
+    json_t *m = J(msgs);
+    json_t *t = tools ? J(tools) : NULL;
+    struct buf out;
+    buf_init(&out, 0);
+    struct err e = {0};
+    int rc = renderer_render(name, m, t, think, &out, &e);
+    if (rc < 0)
+        fail_msg("render %s: %s", name, e.msg);
+    json_decref(m);
+    json_decref(t);
+    return buf_take(&out);
+}
+
+// The result of feeding pieces (NULL-terminated) to a parser, done on the
+// last one.
+struct parsed {
+    struct buf content, thinking;
+    json_t *calls;
+    int rc;
+    struct err e;
+};
+
+static void parse_steps(struct parsed *r, const char *name, const char *tools, const char *last,
+                        const struct renderer_think *think, const char *const *pieces)
+{
+    memset(r, 0, sizeof(*r));
+    buf_init(&r->content, 0);
+    buf_init(&r->thinking, 0);
+    r->calls = json_array();
+    json_t *t = tools ? J(tools) : NULL;
+    json_t *l = last ? J(last) : NULL;
+    struct renderer_parser *p = NULL;
+    assert_int_equal(renderer_parser_new(&p, name, t, l, think, &r->e), 0);
+    for (size_t i = 0; pieces[i] && r->rc == 0; i++)
+        r->rc = renderer_parser_add(p, pieces[i], strlen(pieces[i]), pieces[i + 1] == NULL,
+                                    &r->content, &r->thinking, r->calls, &r->e);
+    renderer_parser_free(p);
+    json_decref(t);
+    json_decref(l);
+}
+
+static void parsed_deinit(struct parsed *r)
+{
+    buf_deinit(&r->content);
+    buf_deinit(&r->thinking);
+    json_decref(r->calls);
+}
+
+// Calls without their random ids, as compact JSON.
+static char *calls_text(json_t *calls)
+{
+    json_t *c = json_deep_copy(calls);
+    size_t i;
+    json_t *call;
+    json_array_foreach(c, i, call)
+    {
+        const char *id = json_string_value(json_object_get(call, "id"));
+        assert_non_null(id);
+        assert_int_equal(strlen(id), 13);
+        assert_memory_equal(id, "call_", 5);
+        json_object_del(call, "id");
+    }
+    char *s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(c);
+    return s;
+}
+
+#define ASSERT_CALLS(calls, want)                                                                  \
+    do {                                                                                           \
+        char *got_ = calls_text(calls);                                                            \
+        assert_string_equal(got_, want);                                                           \
+        free(got_);                                                                                \
+    } while (0)
+
+// ---------------------------------------------------------------------------
+// Registry
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_true(renderer_known("qwen3-coder"));
+    assert_true(renderer_known("harmony"));
+    assert_false(renderer_known("qwen3-nope"));
+    assert_true(renderer_parser_known("qwen3"));
+    assert_true(renderer_parser_known("qwen3-thinking"));
+    assert_true(renderer_parser_known("passthrough"));
+    assert_false(renderer_parser_known(""));
+    assert_true(renderer_parser_tools("qwen3-coder"));
+    assert_false(renderer_parser_thinking("qwen3-coder"));
+    assert_true(renderer_parser_thinking("harmony"));
+    assert_false(renderer_parser_tools("passthrough"));
+
+    struct buf out;
+    buf_init(&out, 0);
+    struct err e = {0};
+    json_t *m = J("[]");
+    assert_int_equal(renderer_render("x", m, NULL, NULL, &out, &e), ERR_NOT_FOUND);
+    assert_string_equal(e.msg, "unknown renderer \"x\"");
+    struct renderer_parser *p = NULL;
+    err_clear(&e);
+    assert_int_equal(renderer_parser_new(&p, "y", NULL, NULL, NULL, &e), ERR_NOT_FOUND);
+    assert_string_equal(e.msg, "unknown parser \"y\"");
+    json_t *bad = J("[{\"role\":1}]");
+    err_clear(&e);
+    assert_int_equal(renderer_render("qwen3-coder", bad, NULL, NULL, &out, &e), ERR_INVALID);
+    json_decref(bad);
+    json_decref(m);
+    buf_deinit(&out);
+}
+
+// ---------------------------------------------------------------------------
+// qwen3-coder renderer (TestQwen3CoderRenderer)
+
+#define QC_FOOTER                                                                                  \
+    "\n\nIf you choose to call a function ONLY reply in the following format with NO "             \
+    "suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>"    \
+    "\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second "  \
+    "parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"        \
+    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "         \
+    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"     \
+    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "      \
+    "function call in natural language BEFORE the function call, but NOT after\n- If there is "    \
+    "no function call available, answer the question like normal with your current knowledge "     \
+    "and do not tell the user about function calls\n</IMPORTANT>"
+
+static void test_qwen3coder_basic(void **state)
+{
+    (void)state;
+    char *got = render("qwen3-coder",
+                       "[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},"
+                       "{\"role\":\"user\",\"content\":\"Hello, how are you?\"}]",
+                       NULL, NULL);
+    assert_string_equal(got, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+                             "<|im_start|>user\nHello, how are you?<|im_end|>\n"
+                             "<|im_start|>assistant\n");
+    free(got);
+}
+
+static void test_qwen3coder_tools_and_response(void **state)
+{
+    (void)state;
+    char *got = render(
+        "qwen3-coder",
+        "[{\"role\":\"system\",\"content\":\"You are a helpful assistant with access to tools.\"},"
+        "{\"role\":\"user\",\"content\":\"What is the weather like in San Francisco?\"},"
+        "{\"role\":\"assistant\",\"content\":\"I'll check the weather in San Francisco for you.\","
+        "\"tool_calls\":[{\"function\":{\"name\":\"get_weather\",\"arguments\":{\"unit\":"
+        "\"fahrenheit\"}}}]},"
+        "{\"role\":\"tool\",\"content\":\"{\\\"location\\\": \\\"San Francisco, CA\\\", "
+        "\\\"temperature\\\": 68, \\\"condition\\\": \\\"partly cloudy\\\", \\\"humidity\\\": 65, "
+        "\\\"wind_speed\\\": 12}\",\"tool_name\":\"get_weather\"},"
+        "{\"role\":\"user\",\"content\":\"That sounds nice! What about New York?\"}]",
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get the "
+        "current weather in a given location\",\"parameters\":{\"type\":\"object\",\"required\":"
+        "[\"unit\"],\"properties\":{\"unit\":{\"type\":\"string\",\"enum\":[\"celsius\","
+        "\"fahrenheit\"],\"description\":\"The unit of temperature\"}}}}}]",
+        NULL);
+    assert_string_equal(
+        got, "<|im_start|>system\nYou are a helpful assistant with access to tools.\n\n# Tools\n\n"
+             "You have access to the following functions:\n\n<tools>\n<function>\n<name>get_weather"
+             "</name>\n<description>Get the current weather in a given location</description>\n"
+             "<parameters>\n<parameter>\n<name>unit</name>\n<type>string</type>\n<description>The "
+             "unit of temperature</description>\n<enum>[\"celsius\",\"fahrenheit\"]</enum>\n"
+             "</parameter>\n<required>[\"unit\"]</required>\n</parameters>\n</function>\n</"
+             "tools>" QC_FOOTER "<|im_end|>\n"
+             "<|im_start|>user\nWhat is the weather like in San Francisco?<|im_end|>\n"
+             "<|im_start|>assistant\nI'll check the weather in San Francisco for you.\n\n"
+             "<tool_call>\n<function=get_weather>\n<parameter=unit>\nfahrenheit\n</parameter>\n"
+             "</function>\n</tool_call><|im_end|>\n"
+             "<|im_start|>user\n<tool_response>\n{\"location\": \"San Francisco, CA\", "
+             "\"temperature\": 68, \"condition\": \"partly cloudy\", \"humidity\": 65, "
+             "\"wind_speed\": 12}\n</tool_response><|im_end|>\n"
+             "<|im_start|>user\nThat sounds nice! What about New York?<|im_end|>\n"
+             "<|im_start|>assistant\n");
+    free(got);
+}
+
+static void test_qwen3coder_parallel_and_defaults(void **state)
+{
+    (void)state;
+    // Parallel calls and consecutive tool results sharing one user turn;
+    // tools without a system message get Qwen's default system text.
+    char *got =
+        render("qwen3-coder",
+               "[{\"role\":\"user\",\"content\":\"call double(1) and triple(2)\"},"
+               "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":["
+               "{\"function\":{\"name\":\"double\",\"arguments\":{\"number\":\"1\"}}},"
+               "{\"function\":{\"name\":\"triple\",\"arguments\":{\"number\":2,\"big\":1000000,"
+               "\"f\":0.5,\"o\":{\"b\":1,\"a\":\"<x>\"},\"n\":null,\"t\":true}}}]},"
+               "{\"role\":\"tool\",\"content\":\"{\\\"number\\\": 2}\",\"tool_name\":\"double\"},"
+               "{\"role\":\"tool\",\"content\":\"{\\\"number\\\": 6}\",\"tool_name\":\"triple\"}]",
+               "[{\"type\":\"function\",\"function\":{\"name\":\"double\",\"parameters\":{\"type\":"
+               "\"object\",\"properties\":{\"number\":{\"type\":[\"string\",\"null\"]}}}}}]",
+               NULL);
+    assert_string_equal(
+        got,
+        "<|im_start|>system\nYou are Qwen, a helpful AI assistant that can interact with a "
+        "computer to solve tasks.\n\n# Tools\n\nYou have access to the following functions:\n\n"
+        "<tools>\n<function>\n<name>double</name>\n<parameters>\n<parameter>\n<name>number</name>"
+        "\n<type>[\"string\",\"null\"]</type>\n</parameter>\n</parameters>\n</function>\n</"
+        "tools>" QC_FOOTER "<|im_end|>\n"
+        "<|im_start|>user\ncall double(1) and triple(2)<|im_end|>\n"
+        "<|im_start|>assistant\n\n<tool_call>\n<function=double>\n<parameter=number>\n1\n"
+        "</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=triple>\n"
+        "<parameter=number>\n2\n</parameter>\n<parameter=big>\n1e+06\n</parameter>\n"
+        "<parameter=f>\n0.5\n</parameter>\n<parameter=o>\n{\"a\":\"\\u003cx\\u003e\",\"b\":1}\n"
+        "</parameter>\n<parameter=n>\nnull\n</parameter>\n<parameter=t>\ntrue\n</parameter>\n"
+        "</function>\n</tool_call><|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\n{\"number\": 2}\n</tool_response>\n<tool_response>\n"
+        "{\"number\": 6}\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
+    free(got);
+}
+
+static void test_qwen3coder_prefill(void **state)
+{
+    (void)state;
+    char *got = render("qwen3-coder",
+                       "[{\"role\":\"user\",\"content\":\"Tell me\"},"
+                       "{\"role\":\"assistant\",\"content\":\"Sure, \"}]",
+                       NULL, NULL);
+    assert_string_equal(got, "<|im_start|>user\nTell me<|im_end|>\n<|im_start|>assistant\nSure, ");
+    free(got);
+}
+
+// ---------------------------------------------------------------------------
+// qwen3-coder parser (TestQwenParserStreaming, TestQwenToolParser,
+// TestQwenToolCallValueParsing)
+
+static void expect_content(const char *name, const char *const *pieces, const char *content)
+{
+    struct parsed r;
+    parse_steps(&r, name, NULL, NULL, NULL, pieces);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.content), content);
+    parsed_deinit(&r);
+}
+
+static void test_qwen3coder_parser_streaming(void **state)
+{
+    (void)state;
+    expect_content("qwen3-coder", (const char *[]){"hi", " there", NULL}, "hi there");
+    // Trailing white space is held back (it may precede a tool call).
+    expect_content("qwen3-coder", (const char *[]){"abc \n", NULL}, "abc");
+    // A partial tag that turns out not to be one.
+    expect_content("qwen3-coder", (const char *[]){"abc\n<tool_call", " fakeout", NULL},
+                   "abc\n<tool_call fakeout");
+    // Split inside both tags; content after the call.
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                        "\"parameters\":{\"type\":\"object\",\"properties\":{\"days\":{\"type\":"
+                        "\"integer\"},\"city\":{\"type\":\"string\"}}}}}]";
+    struct parsed r;
+    parse_steps(&r, "qwen3-coder", tools, NULL, NULL,
+                (const char *[]){"before<tool", "_call>\n<function=get_weather>\n<param",
+                                 "eter=city>\nSan Francisco\n</parameter>\n<parameter=days>\n3\n"
+                                 "</parameter>\n</function>\n</tool",
+                                 "_call>af", "ter", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.content), "beforeafter");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":"
+                          "{\"city\":\"San Francisco\",\"days\":3}}}]");
+    parsed_deinit(&r);
+
+    // One byte at a time.
+    const char *text = "<tool_call><function=a><parameter=x>1</parameter></function></tool_call>"
+                       "<tool_call><function=b></function></tool_call>";
+    const char *bytes[200];
+    char one[200][2];
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i++) {
+        one[i][0] = text[i];
+        one[i][1] = 0;
+        bytes[i] = one[i];
+    }
+    bytes[n] = NULL;
+    parse_steps(&r, "qwen3-coder", NULL, NULL, NULL, bytes);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.content), "");
+    ASSERT_CALLS(r.calls,
+                 "[{\"function\":{\"index\":0,\"name\":\"a\",\"arguments\":{\"x\":\"1\"}}},"
+                 "{\"function\":{\"index\":1,\"name\":\"b\",\"arguments\":{}}}]");
+    parsed_deinit(&r);
+
+    // XML special characters in values are kept as written.
+    parse_steps(&r, "qwen3-coder", NULL, NULL, NULL,
+                (const char *[]){"<tool_call>\n<function=exec>\n<parameter=cmd>\nls && echo "
+                                 "\"a > b\" <c\n</parameter>\n</function>\n</tool_call>",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"exec\",\"arguments\":"
+                          "{\"cmd\":\"ls && echo \\\"a > b\\\" <c\"}}}]");
+    parsed_deinit(&r);
+
+    // A broken call is an error.
+    parse_steps(&r, "qwen3-coder", NULL, NULL, NULL,
+                (const char *[]){"<tool_call>nothing</tool_call>", NULL});
+    assert_int_equal(r.rc, ERR_INVALID);
+    parsed_deinit(&r);
+}
+
+// One parameter value under a declared type list (JSON array text).
+static void check_value(const char *types, const char *raw, const char *want)
+{
+    char tools[512], text[512];
+    snprintf(tools, sizeof(tools),
+             "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":"
+             "\"object\",\"properties\":{\"p\":{\"type\":%s}}}}}]",
+             types);
+    snprintf(text, sizeof(text),
+             "<tool_call><function=f><parameter=p>%s</parameter></function></tool_call>", raw);
+    struct parsed r;
+    parse_steps(&r, "qwen3-coder", tools, NULL, NULL, (const char *[]){text, NULL});
+    assert_int_equal(r.rc, 0);
+    json_t *fn = json_object_get(json_array_get(r.calls, 0), "function");
+    json_t *got = json_object_get(json_object_get(fn, "arguments"), "p");
+    json_t *w = J(want);
+    if (!json_equal(got, w)) {
+        char *s = json_dumps(got, JSON_ENCODE_ANY | JSON_COMPACT);
+        fail_msg("types %s raw %s: got %s, want %s", types, raw, s, want);
+    }
+    json_decref(w);
+    parsed_deinit(&r);
+}
+
+static void test_qwen3coder_values(void **state)
+{
+    (void)state;
+    check_value("[]", "some-string", "\"some-string\"");
+    check_value("[]", "\nsome-string\n", "\"some-string\"");
+    check_value("[]", "\n\nsome-string\n\n", "\"\\nsome-string\\n\"");
+    check_value("[]", " \nsome-string\n ", "\" \\nsome-string\\n \"");
+    check_value("\"number\"", "123", "123");
+    check_value("\"integer\"", "42", "42");
+    check_value("\"integer\"", "-100", "-100");
+    check_value("\"integer\"", "007", "7");
+    check_value("\"integer\"", "2147483648", "2147483648");
+    check_value("\"integer\"", "12.5", "\"12.5\"");
+    check_value("\"number\"", "3.14", "3.14");
+    check_value("\"number\"", "-273.15", "-273.15");
+    check_value("\"number\"", "100.0", "100");
+    check_value("\"number\"", "1.23e5", "123000");
+    check_value("\"number\"", "1.5e-3", "0.0015");
+    check_value("\"number\"", "abc", "\"abc\"");
+    check_value("\"string\"", "hello world", "\"hello world\"");
+    check_value("\"boolean\"", "true", "true");
+    check_value("\"boolean\"", "False", "false");
+    check_value("\"boolean\"", "yes", "false");
+    check_value("[\"boolean\",\"string\"]", "yes", "\"yes\"");
+    check_value("\"string\"", "null", "null");
+    check_value("\"integer\"", "NULL", "null");
+    check_value("\"array\"", "[1, \"a\"]", "[1, \"a\"]");
+    check_value("\"array\"", "not an array", "\"not an array\"");
+    check_value("\"object\"", "{\"k\": [true]}", "{\"k\": [true]}");
+    check_value("[\"string\",\"number\"]", "123", "123");
+    check_value("[\"string\",\"number\"]", "hello", "\"hello\"");
+    check_value("[\"integer\",\"number\"]", "1.5", "1.5");
+    check_value("[\"array\",\"object\"]", "{\"a\":1}", "{\"a\":1}");
+}
+
+static void test_qwen3coder_anyof(void **state)
+{
+    (void)state;
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{"
+                        "\"type\":\"object\",\"properties\":{\"p\":{\"anyOf\":[{\"type\":"
+                        "\"integer\"},{\"type\":\"null\"}]}}}}}]";
+    struct parsed r;
+    parse_steps(&r, "qwen3-coder", tools, NULL, NULL,
+                (const char *[]){"<tool_call><function=f><parameter=p>\n5\n</parameter></function>"
+                                 "</tool_call>",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"f\",\"arguments\":{\"p\":5}}}]");
+    parsed_deinit(&r);
+}
+
+// ---------------------------------------------------------------------------
+// qwen3 / qwen3-thinking parsers (model/parsers/qwen3_test.go)
+
+static void test_qwen3_parser(void **state)
+{
+    (void)state;
+    struct renderer_think on = {.set = true, .on = true}, off = {.set = true, .on = false};
+    struct parsed r;
+    // Thinking on: starts inside the thinking.
+    parse_steps(&r, "qwen3-thinking", NULL, NULL, &on,
+                (const char *[]){"Let me think", "...</think>Answer.", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "Let me think...");
+    assert_string_equal(buf_cstr(&r.content), "Answer.");
+    parsed_deinit(&r);
+    // An explicit opening tag, split across pieces.
+    parse_steps(&r, "qwen3-thinking", NULL, NULL, &on,
+                (const char *[]){"<thi", "nk>\nPlan</th", "ink>\n\nDone", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "Plan");
+    assert_string_equal(buf_cstr(&r.content), "Done");
+    parsed_deinit(&r);
+    // Thinking off, and the instruct parser: all content.
+    parse_steps(&r, "qwen3-thinking", NULL, NULL, &off, (const char *[]){"Plain answer", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "");
+    assert_string_equal(buf_cstr(&r.content), "Plain answer");
+    parsed_deinit(&r);
+    parse_steps(&r, "qwen3", NULL, NULL, NULL, (const char *[]){"<think>x</think>y", NULL});
+    assert_string_equal(buf_cstr(&r.content), "<think>x</think>y");
+    parsed_deinit(&r);
+    // Tool calls (JSON), index counting, and a split opening tag.
+    parse_steps(&r, "qwen3", NULL, NULL, NULL,
+                (const char *[]){"Calling <tool_",
+                                 "call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}"
+                                 "\n</tool_call><tool_call>{\"name\":\"b\",\"arguments\":{}}"
+                                 "</tool_call>",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.content), "Calling");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"a\",\"arguments\":{\"x\":1}}},"
+                          "{\"function\":{\"index\":1,\"name\":\"b\",\"arguments\":{}}}]");
+    parsed_deinit(&r);
+    // A tool call before the thinking closes ends the thinking.
+    parse_steps(&r, "qwen3-thinking", NULL, NULL, &on,
+                (const char *[]){"I should call it <tool_call>{\"name\":\"a\",\"arguments\":{}}"
+                                 "</tool_call>",
+                                 NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "I should call it");
+    assert_int_equal(json_array_size(r.calls), 1);
+    parsed_deinit(&r);
+    // Invalid JSON is an error.
+    parse_steps(&r, "qwen3", NULL, NULL, NULL,
+                (const char *[]){"<tool_call>{oops}</tool_call>", NULL});
+    assert_int_equal(r.rc, ERR_INVALID);
+    parsed_deinit(&r);
+}
+
+static void test_passthrough(void **state)
+{
+    (void)state;
+    expect_content("passthrough", (const char *[]){"<tool_call> a ", " b\n", NULL},
+                   "<tool_call> a  b\n");
+}
+
+// ---------------------------------------------------------------------------
+// harmony
+
+static void test_harmony_parser(void **state)
+{
+    (void)state;
+    struct parsed r;
+    // analysis → thinking, final → content; the prompt ended with
+    // "<|start|>assistant".
+    parse_steps(&r, "harmony", NULL, NULL, NULL,
+                (const char *[]){"<|channel|>analysis<|message|>Thinking about the request<|end|>"
+                                 "<|start|>assistant<|channel|>final<|message|>The answer is 4"
+                                 "<|end|>",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "Thinking about the request");
+    assert_string_equal(buf_cstr(&r.content), "The answer is 4");
+    parsed_deinit(&r);
+
+    // Streamed with splits inside every marker.
+    parse_steps(&r, "harmony", NULL, NULL, NULL,
+                (const char *[]){"<|chan", "nel|>analy", "sis<|mess", "age|>Hmm", " ok<|e", "nd",
+                                 "|><|st", "art|>assistant<|channel|>final<|message|>Hi <", "|",
+                                 "done", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "Hmm ok");
+    assert_string_equal(buf_cstr(&r.content), "Hi <|done");
+    parsed_deinit(&r);
+
+    // A tool call: commentary to=functions.NAME, renamed back to the user's
+    // name; arguments decoded at the end.
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get-weather\","
+                        "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]";
+    parse_steps(&r, "harmony", tools, NULL, NULL,
+                (const char *[]){"<|channel|>analysis<|message|>Need weather.<|end|><|start|>"
+                                 "assistant<|channel|>commentary to=functions.get_weather "
+                                 "<|constrain|>json<|message|>{\"city\":",
+                                 " \"Paris\"}", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "Need weather.");
+    assert_string_equal(buf_cstr(&r.content), "");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get-weather\",\"arguments\":"
+                          "{\"city\":\"Paris\"}}}]");
+    parsed_deinit(&r);
+
+    // Recipient before the channel; role "to=" form.
+    parse_steps(&r, "harmony", NULL, NULL, NULL,
+                (const char *[]){" to=functions.calc<|channel|>commentary<|message|>{}", NULL});
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"calc\",\"arguments\":{}}}]");
+    parsed_deinit(&r);
+
+    // Prefill of a final answer: the output continues the content.
+    parse_steps(&r, "harmony", NULL, "{\"role\":\"assistant\",\"content\":\"The answer\"}", NULL,
+                (const char *[]){" is 4<|end|>", NULL});
+    assert_string_equal(buf_cstr(&r.content), " is 4");
+    parsed_deinit(&r);
+
+    // Bad tool JSON is an error with Ollama's wording.
+    parse_steps(&r, "harmony", NULL, NULL, NULL,
+                (const char *[]){"<|channel|>commentary to=functions.f<|message|>{nope", NULL});
+    assert_int_equal(r.rc, ERR_INVALID);
+    assert_non_null(strstr(r.e.msg, "error parsing tool call: raw='{nope'"));
+    parsed_deinit(&r);
+}
+
+static void test_harmony_names(void **state)
+{
+    (void)state;
+    struct {
+        const char *in, *want;
+    } cases[] = {
+        {"[\"get weather\"]", "[\"get_weather\"]"},
+        {"[\"get-weather\"]", "[\"get_weather\"]"},
+        {"[\"get weather!\"]", "[\"get_weather\"]"},
+        {"[\"a\\ud83e\\udee0bc\"]", "[\"abc\"]"},
+        {"[\"\\ud83e\\udee0\"]", "[\"unnamed\"]"},
+        {"[\"123\"]", "[\"_123\"]"},
+        {"[\"$\"]", "[\"$\"]"},
+        {"[\"\\u24de\\u24db123\"]", "[\"_123\"]"},
+        {"[\"get weather\",\"get_weather\",\"get-weather\",\"something-different\"]",
+         "[\"get_weather\",\"get_weather_2\",\"get_weather_3\",\"something_different\"]"},
+        {"[\"a\",\"a\",\"b\",\"a\",\"a\",\"b\",\"a\"]",
+         "[\"a\",\"a_2\",\"b\",\"a_3\",\"a_4\",\"b_2\",\"a_5\"]"},
+        {"[\"browser.open\",\"python\",\"not.a.built-in.function\"]",
+         "[\"browser.open\",\"python\",\"not_a_built_in_function\"]"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        json_t *names = J(cases[c].in), *want = J(cases[c].want);
+        json_t *tools = json_array();
+        size_t i;
+        json_t *nm;
+        json_array_foreach(names, i, nm) json_array_append_new(
+            tools, json_pack("{s:s,s:{s:O}}", "type", "function", "function", "name", nm));
+        struct renderer_parser *p = NULL;
+        assert_int_equal(renderer_parser_new(&p, "harmony", tools, NULL, NULL, NULL), 0);
+        json_t *pt = renderer_parser_prompt_tools(p);
+        json_array_foreach(want, i, nm)
+        {
+            const char *got = json_string_value(
+                json_object_get(json_object_get(json_array_get(pt, i), "function"), "name"));
+            assert_string_equal(got, json_string_value(nm));
+        }
+        // The caller's tools are untouched.
+        assert_true(json_equal(
+            json_object_get(json_object_get(json_array_get(tools, 0), "function"), "name"),
+            json_array_get(names, 0)));
+        json_decref(pt);
+        renderer_parser_free(p);
+        json_decref(tools);
+        json_decref(names);
+        json_decref(want);
+    }
+}
+
+static void today(char out[32])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(out, 32, "%Y-%m-%d", &tm);
+}
+
+static void test_harmony_render(void **state)
+{
+    (void)state;
+    char date[32], want[4096];
+    today(date);
+    struct renderer_think high = {.set = true, .on = true, .level = "high"};
+    char *got =
+        render("harmony", "[{\"role\":\"user\",\"content\":\"What is 2 + 2?\"}]", NULL, &high);
+    snprintf(want, sizeof(want),
+             "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+             "OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: %s\n\nReasoning: high\n\n# Valid "
+             "channels: analysis, commentary, final. Channel must be included for every message."
+             "<|end|><|start|>user<|message|>What is 2 + 2?<|end|><|start|>assistant",
+             date);
+    assert_string_equal(got, want);
+    free(got);
+
+    // think:false drops the Reasoning line (the model still reasons: gpt-oss
+    // cannot turn it off); tools, the system text, history with a call.
+    struct renderer_think off = {.set = true, .on = false};
+    got = render(
+        "harmony",
+        "[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+        "{\"role\":\"user\",\"content\":\"Weather in Paris?\"},"
+        "{\"role\":\"assistant\",\"thinking\":\"Call it.\",\"tool_calls\":[{\"function\":{"
+        "\"name\":\"get_weather\",\"arguments\":{\"unit\":\"c\",\"city\":\"Paris\"}}}]},"
+        "{\"role\":\"tool\",\"tool_name\":\"get_weather\",\"content\":\"18C\"}]",
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get "
+        "the weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"unit\":{\"type\":"
+        "\"string\",\"enum\":[\"c\",\"f\"]},\"city\":{\"type\":\"string\",\"description\":\"The "
+        "city\"},\"days\":{\"type\":[\"integer\",\"null\"]}}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]",
+        &off);
+    snprintf(want, sizeof(want),
+             "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+             "OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: %s\n\n# Valid channels: analysis, "
+             "commentary, final. Channel must be included for every message.\nCalls to these "
+             "tools must go to the commentary channel: 'functions'.<|end|>"
+             "<|start|>developer<|message|># Tools\n\n## functions\n\nnamespace functions {\n\n"
+             "// Get the weather\ntype get_weather = (_: {\n  // The city\n  city: string,\n"
+             "  days: number | null,\n  unit: string,\n}) => any;\ntype now = () => any;\n\n"
+             "} // namespace functions\n\n# Instructions\n\nBe brief.<|end|>"
+             "<|start|>user<|message|>Weather in Paris?<|end|>"
+             "<|start|>assistant<|channel|>analysis<|message|>Call it.<|end|>"
+             "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+             "<|message|>{\"city\":\"Paris\",\"unit\":\"c\"}<|call|>"
+             "<|start|>functions.get_weather to=assistant<|message|>18C<|end|>"
+             "<|start|>assistant",
+             date);
+    assert_string_equal(got, want);
+    free(got);
+
+    // Thinking of turns before the last user message is dropped; no think
+    // value means medium.
+    got = render("harmony",
+                 "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"thinking\":"
+                 "\"old\",\"content\":\"b\"},{\"role\":\"user\",\"content\":\"c\"}]",
+                 NULL, NULL);
+    assert_non_null(strstr(got, "\n\nReasoning: medium\n\n"));
+    assert_null(strstr(got, "old"));
+    assert_non_null(strstr(got, "<|start|>assistant<|channel|>final<|message|>b<|end|>"
+                                "<|start|>user<|message|>c<|end|><|start|>assistant"));
+    free(got);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_qwen3coder_basic),
+        cmocka_unit_test(test_qwen3coder_tools_and_response),
+        cmocka_unit_test(test_qwen3coder_parallel_and_defaults),
+        cmocka_unit_test(test_qwen3coder_prefill),
+        cmocka_unit_test(test_qwen3coder_parser_streaming),
+        cmocka_unit_test(test_qwen3coder_values),
+        cmocka_unit_test(test_qwen3coder_anyof),
+        cmocka_unit_test(test_qwen3_parser),
+        cmocka_unit_test(test_passthrough),
+        cmocka_unit_test(test_harmony_parser),
+        cmocka_unit_test(test_harmony_names),
+        cmocka_unit_test(test_harmony_render),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
