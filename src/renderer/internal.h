@@ -21,6 +21,8 @@ struct rnd_renderer {
 
 int rnd_render_qwen3coder(json_t *msgs, json_t *tools, const struct renderer_think *think,
                           int variant, struct buf *out, struct err *e);
+int rnd_render_qwen35(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e);
 int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                        struct buf *out, struct err *e);
 
@@ -61,6 +63,10 @@ int rnd_qwen3coder_add(struct renderer_parser *p, bool done, struct rnd_out *o, 
 int rnd_qwen3_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                    int variant, struct err *e);
 int rnd_qwen3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+int rnd_qwen35_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                    int variant, struct err *e);
+int rnd_qwen35_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+void rnd_qwen35_deinit(struct renderer_parser *p);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
@@ -92,6 +98,18 @@ int rnd_go_json(struct buf *out, const json_t *v);
 // The same with a space after each ':' and ',' outside strings (Ollama's
 // marshalWithSpaces).
 int rnd_go_json_spaced(struct buf *out, const json_t *v);
+// The same keeping the objects' key order (a Go struct or ordered map).
+int rnd_go_json_spaced_ordered(struct buf *out, const json_t *v);
+// An API tool as Go's json.Marshal(api.Tool) writes it: struct field order,
+// omitempty, a single type as a string, properties in request order, free
+// form values ("items", "$defs", "enum") with sorted keys. New reference.
+json_t *rnd_go_tool(const json_t *tool);
+// Appends that encoding (spaced: marshalWithSpaces).
+int rnd_go_tool_json(struct buf *out, const json_t *tool, bool spaced);
+// Ollama's renderContentWithImageTags: [img-N] tags (N from offset) replace
+// "[img]" placeholders in order or go in front; returns the next offset.
+size_t rnd_image_tags(struct buf *out, const char *content, size_t n_images, size_t offset);
+
 // fmt's %v of a decoded JSON value (numbers are float64: 1e+06, 0.5).
 int rnd_go_value(struct buf *out, const json_t *v);
 

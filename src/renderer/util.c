@@ -113,11 +113,11 @@ int rnd_go_json(struct buf *out, const json_t *v)
     return jsonx_dump(v, JSONX_SORT_KEYS, out, NULL);
 }
 
-int rnd_go_json_spaced(struct buf *out, const json_t *v)
+static int spaced(struct buf *out, const json_t *v, int flags)
 {
     struct buf tmp;
     buf_init(&tmp, 0);
-    int rc = rnd_go_json(&tmp, v);
+    int rc = jsonx_dump(v, flags, &tmp, NULL);
     bool in_str = false, esc = false;
     for (size_t i = 0; rc == 0 && i < tmp.len; i++) {
         char c = tmp.data[i];
@@ -137,6 +137,16 @@ int rnd_go_json_spaced(struct buf *out, const json_t *v)
     }
     buf_deinit(&tmp);
     return rc;
+}
+
+int rnd_go_json_spaced(struct buf *out, const json_t *v)
+{
+    return spaced(out, v, JSONX_SORT_KEYS);
+}
+
+int rnd_go_json_spaced_ordered(struct buf *out, const json_t *v)
+{
+    return spaced(out, v, 0);
 }
 
 // fmt's %v of a float64: shortest round-trip digits, %e form when the
@@ -255,4 +265,168 @@ void rnd_emit_until_partial(struct renderer_parser *p, const char *tag, const ch
     if (keep_from > 0)
         buf_append(to, a, keep_from);
     rnd_buf_consume(&p->acc, keep_from);
+}
+
+// A copy whose objects have their keys in byte order (a Go map).
+static json_t *sorted_copy(const json_t *v, int depth)
+{
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < json_array_size(v); i++)
+            json_array_append_new(a, sorted_copy(json_array_get(v, i), depth + 1));
+        return a;
+    }
+    if (!json_is_object(v) || depth > 64)
+        return json_deep_copy(v);
+    size_t n = json_object_size(v);
+    const char **keys = xcalloc(n ? n : 1, sizeof(*keys));
+    size_t k = 0;
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)v, key, x) keys[k++] = key;
+    for (size_t i = 1; i < n; i++)  // insertion sort: schemas are small
+        for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+            const char *t = keys[j];
+            keys[j] = keys[j - 1];
+            keys[j - 1] = t;
+        }
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, keys[i], sorted_copy(json_object_get(v, keys[i]), depth + 1));
+    free(keys);
+    return o;
+}
+
+static bool empty_value(const json_t *v)
+{
+    return !v || json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0) ||
+           (json_is_string(v) && json_string_length(v) == 0);
+}
+
+// api.PropertyType: one type as a string, several as a list.
+static json_t *go_type(const json_t *t)
+{
+    if (json_is_array(t) && json_array_size(t) == 1)
+        return json_deep_copy(json_array_get(t, 0));
+    return json_deep_copy(t);
+}
+
+static json_t *go_props(const json_t *props, int depth);
+
+// api.ToolProperty in its field order with omitempty.
+static json_t *go_prop(const json_t *p, int depth)
+{
+    json_t *o = json_object();
+    json_t *any = json_object_get(p, "anyOf");
+    if (json_is_array(any) && json_array_size(any) && depth < 32) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < json_array_size(any); i++)
+            json_array_append_new(a, go_prop(json_array_get(any, i), depth + 1));
+        json_object_set_new(o, "anyOf", a);
+    }
+    json_t *t = json_object_get(p, "type");
+    if (!empty_value(t))
+        json_object_set_new(o, "type", go_type(t));
+    if (!empty_value(json_object_get(p, "items")))
+        json_object_set_new(o, "items", sorted_copy(json_object_get(p, "items"), 0));
+    if (!empty_value(json_object_get(p, "description")))
+        json_object_set(o, "description", json_object_get(p, "description"));
+    if (!empty_value(json_object_get(p, "enum")))
+        json_object_set_new(o, "enum", sorted_copy(json_object_get(p, "enum"), 0));
+    json_t *props = json_object_get(p, "properties");
+    if (json_is_object(props) && depth < 32)
+        json_object_set_new(o, "properties", go_props(props, depth + 1));
+    if (!empty_value(json_object_get(p, "required")))
+        json_object_set(o, "required", json_object_get(p, "required"));
+    return o;
+}
+
+static json_t *go_props(const json_t *props, int depth)
+{
+    json_t *o = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)props, k, v) json_object_set_new(o, k, go_prop(v, depth));
+    return o;
+}
+
+json_t *rnd_go_tool(const json_t *tool)
+{
+    json_t *o = json_object();
+    json_t *t = json_object_get(tool, "type");
+    json_object_set_new(o, "type", json_string(json_is_string(t) ? json_string_value(t) : ""));
+    if (!empty_value(json_object_get(tool, "items")))
+        json_object_set_new(o, "items", sorted_copy(json_object_get(tool, "items"), 0));
+    json_t *fn = json_object_get(tool, "function");
+    json_t *f = json_object();
+    json_object_set_new(f, "name", json_string(rnd_str(fn, "name")));
+    if (*rnd_str(fn, "description"))
+        json_object_set_new(f, "description", json_string(rnd_str(fn, "description")));
+    json_t *params = json_object_get(fn, "parameters");
+    json_t *p = json_object();
+    json_object_set_new(p, "type", json_string(rnd_str(params, "type")));
+    if (!empty_value(json_object_get(params, "$defs")))
+        json_object_set_new(p, "$defs", sorted_copy(json_object_get(params, "$defs"), 0));
+    if (!empty_value(json_object_get(params, "items")))
+        json_object_set_new(p, "items", sorted_copy(json_object_get(params, "items"), 0));
+    if (!empty_value(json_object_get(params, "required")))
+        json_object_set(p, "required", json_object_get(params, "required"));
+    json_t *props = json_object_get(params, "properties");
+    json_object_set_new(p, "properties", json_is_object(props) ? go_props(props, 0) : json_null());
+    json_object_set_new(f, "parameters", p);
+    json_object_set_new(o, "function", f);
+    return o;
+}
+
+int rnd_go_tool_json(struct buf *out, const json_t *tool, bool spaced)
+{
+    json_t *t = rnd_go_tool(tool);
+    int rc;
+    if (spaced) {
+        rc = rnd_go_json_spaced_ordered(out, t);
+    } else {
+        rc = jsonx_dump(t, 0, out, NULL);
+    }
+    json_decref(t);
+    return rc;
+}
+
+size_t rnd_image_tags(struct buf *out, const char *content, size_t n_images, size_t offset)
+{
+    if (n_images == 0 || strstr(content, "[img-")) {
+        buf_append_str(out, content);
+        return offset + n_images;
+    }
+    struct buf prefix, body;
+    buf_init(&prefix, 0);
+    buf_init(&body, 0);
+    buf_append_str(&body, content);
+    for (size_t i = 0; i < n_images; i++) {
+        char tag[32];
+        snprintf(tag, sizeof(tag), "[img-%zu]", offset + i);
+        const char *at = rnd_find(body.data, body.len, "[img]");
+        if (at) {
+            size_t pos = (size_t)(at - body.data);
+            struct buf nb;
+            buf_init(&nb, 0);
+            buf_append(&nb, body.data, pos);
+            buf_append_str(&nb, tag);
+            buf_append_str(&nb, body.data + pos + 5);
+            buf_deinit(&body);
+            body = nb;
+        } else {
+            buf_append_str(&prefix, tag);
+        }
+    }
+    if (prefix.len && body.len) {
+        size_t w = 0;
+        uint32_t r = utf8_decode((const unsigned char *)body.data, body.len, &w);
+        if (r != UTF8_INVALID && !go_space(r))
+            buf_append_char(&prefix, ' ');
+    }
+    buf_append(out, prefix.data ? prefix.data : "", prefix.len);
+    buf_append(out, body.data ? body.data : "", body.len);
+    buf_deinit(&prefix);
+    buf_deinit(&body);
+    return offset + n_images;
 }

@@ -648,6 +648,205 @@ static void test_harmony_render(void **state)
     free(got);
 }
 
+// ---------------------------------------------------------------------------
+// qwen3.5 / qwen3.8 (model/renderers/qwen35_test.go, qwen38_test.go,
+// model/parsers/qwen35_test.go)
+
+static const char q35_math_tools[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"add\",\"description\":\"Add two numbers\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{"
+    "\"type\":\"integer\"}},\"required\":[\"a\",\"b\"]}}}]";
+
+static void test_qwen35_render(void **state)
+{
+    (void)state;
+    // Tools as Go marshals api.Tool (struct order: required before
+    // properties), with spaces; the system prompt after the tool text;
+    // back-to-back calls and tool results; the thinking of a turn before the
+    // last query is not shown; the prompt ends in an open think block.
+    char *got =
+        render("qwen3.5",
+               "[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},"
+               "{\"role\":\"user\",\"content\":\"Run add.\"},"
+               "{\"role\":\"assistant\",\"content\":\"I'll run it.\",\"thinking\":\"Need add.\","
+               "\"tool_calls\":[{\"function\":{\"name\":\"add\",\"arguments\":{\"a\":2,\"b\":3}}},"
+               "{\"function\":{\"name\":\"add\",\"arguments\":{\"a\":4,\"b\":5}}}]},"
+               "{\"role\":\"tool\",\"content\":\"5\"},{\"role\":\"tool\",\"content\":\"9\"},"
+               "{\"role\":\"user\",\"content\":\"Summarize.\"}]",
+               q35_math_tools, NULL);
+    const char *want_head =
+        "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n"
+        "{\"type\": \"function\", \"function\": {\"name\": \"add\", \"description\": \"Add two "
+        "numbers\", \"parameters\": {\"type\": \"object\", \"required\": [\"a\", \"b\"], "
+        "\"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": {\"type\": \"integer\"}}}}}\n"
+        "</tools>\n\nIf you choose";
+    assert_memory_equal(got, want_head, strlen(want_head));
+    const char *want_tail =
+        "</IMPORTANT>\n\nYou are a helpful assistant.<|im_end|>\n"
+        "<|im_start|>user\nRun add.<|im_end|>\n"
+        "<|im_start|>assistant\nI'll run it.\n\n<tool_call>\n<function=add>\n<parameter=a>\n2\n"
+        "</parameter>\n<parameter=b>\n3\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n"
+        "<function=add>\n<parameter=a>\n4\n</parameter>\n<parameter=b>\n5\n</parameter>\n"
+        "</function>\n</tool_call><|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\n5\n</tool_response>\n<tool_response>\n9\n"
+        "</tool_response><|im_end|>\n"
+        "<|im_start|>user\nSummarize.<|im_end|>\n<|im_start|>assistant\n<think>\n";
+    assert_non_null(strstr(got, want_tail));
+    assert_string_equal(strstr(got, want_tail), want_tail);
+    free(got);
+
+    // After the last query (tool turns) thinking is shown.
+    got = render("qwen3.5",
+                 "[{\"role\":\"user\",\"content\":\"Plan a picnic.\"},"
+                 "{\"role\":\"assistant\",\"content\":\"Checking weather first.\",\"thinking\":"
+                 "\"Need weather.\",\"tool_calls\":[{\"function\":{\"name\":\"get_weather\","
+                 "\"arguments\":{\"location\":\"Paris\"}}}]},"
+                 "{\"role\":\"tool\",\"content\":\"22C\"}]",
+                 NULL, NULL);
+    assert_string_equal(got, "<|im_start|>user\nPlan a picnic.<|im_end|>\n"
+                             "<|im_start|>assistant\n<think>\nNeed weather.\n</think>\n\n"
+                             "Checking weather first.\n\n<tool_call>\n<function=get_weather>\n"
+                             "<parameter=location>\nParis\n</parameter>\n</function>\n"
+                             "</tool_call><|im_end|>\n"
+                             "<|im_start|>user\n<tool_response>\n22C\n</tool_response><|im_end|>\n"
+                             "<|im_start|>assistant\n<think>\n");
+    free(got);
+
+    // Prefill with thinking; think:false closes an empty think block.
+    got = render("qwen3.5",
+                 "[{\"role\":\"user\",\"content\":\"Write two words.\"},{\"role\":\"assistant\","
+                 "\"thinking\":\"Keep it short.\",\"content\":\"Hello world\"}]",
+                 NULL, NULL);
+    assert_string_equal(got, "<|im_start|>user\nWrite two words.<|im_end|>\n<|im_start|>assistant"
+                             "\n<think>\nKeep it short.\n</think>\n\nHello world");
+    free(got);
+    struct renderer_think off = {.set = true, .on = false};
+    got = render("qwen3.5", "[{\"role\":\"user\",\"content\":\"hello\"}]", NULL, &off);
+    assert_string_equal(got, "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n<think>"
+                             "\n\n</think>\n\n");
+    free(got);
+    // Reasoning in the content (<think>…</think>) is split out.
+    got = render("qwen3.5",
+                 "[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":"
+                 "\"<think>\\nr\\n</think>\\n\\nanswer\"},{\"role\":\"tool\",\"content\":\"t\"}]",
+                 NULL, NULL);
+    assert_non_null(strstr(got, "<|im_start|>assistant\n<think>\nr\n</think>\n\nanswer<|im_end|>"));
+    free(got);
+}
+
+static void test_qwen38_render(void **state)
+{
+    (void)state;
+    struct {
+        struct renderer_think think;
+        bool set;
+        const char *want;
+    } cases[] = {
+        {{0},
+         false,
+         "<|im_start|>system\nReasoning effort is set to xhigh. Please think carefully through "
+         "the task, validate key assumptions, consider plausible alternatives, and prioritize "
+         "correctness, consistency, and clarity in the final answer.<|im_end|>\n"},
+        {{.set = true, .on = true}, true, ""},
+        {{.set = true, .on = false}, true, ""},
+        {{.set = true, .on = true, .level = "medium"}, true, ""},
+        {{.set = true, .on = true, .level = "low"},
+         true,
+         "<|im_start|>system\nReasoning effort is set to low. Keep your thinking brief and "
+         "focused, moving directly to the conclusion without unnecessary elaboration.<|im_end|>\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = render("qwen3.8", "[{\"role\":\"user\",\"content\":\"hi\"}]", NULL,
+                           cases[i].set ? &cases[i].think : NULL);
+        assert_memory_equal(got, cases[i].want, strlen(cases[i].want));
+        assert_non_null(strstr(got, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));
+        free(got);
+    }
+    // System and developer messages fold into one leading system turn; the
+    // assistant's think block is always shown.
+    struct renderer_think on = {.set = true, .on = true};
+    char *got = render("qwen3.8",
+                       "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"system\",\"content\":"
+                       "\" s1 \"},{\"role\":\"developer\",\"content\":\"s2\"},{\"role\":"
+                       "\"assistant\",\"content\":\"b\"},{\"role\":\"user\",\"content\":\"c\"}]",
+                       NULL, &on);
+    assert_string_equal(got, "<|im_start|>system\ns1\n\ns2<|im_end|>\n<|im_start|>user\na<|im_end|>"
+                             "\n<|im_start|>assistant\n<think>\n\n</think>\n\nb<|im_end|>\n"
+                             "<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n<think>\n");
+    free(got);
+    // Invalid transcripts.
+    struct {
+        const char *msgs, *err;
+    } bad[] = {
+        {"[]", "no messages provided"},
+        {"[{\"role\":\"system\",\"content\":\"Hello\"}]", "no user query found in messages"},
+        {"[{\"role\":\"system\",\"images\":[\"AQ==\"]},{\"role\":\"user\",\"content\":\"x\"}]",
+         "system message cannot contain images"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *m = J(bad[i].msgs);
+        struct buf out;
+        buf_init(&out, 0);
+        struct err e = {0};
+        assert_int_equal(renderer_render("qwen3.8", m, NULL, NULL, &out, &e), ERR_INVALID);
+        assert_string_equal(e.msg, bad[i].err);
+        buf_deinit(&out);
+        json_decref(m);
+    }
+}
+
+static void test_qwen35_parser(void **state)
+{
+    (void)state;
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                        "\"parameters\":{\"properties\":{\"location\":{\"type\":\"string\"}}}}}]";
+    struct renderer_think on = {.set = true, .on = true}, off = {.set = true, .on = false};
+    struct parsed r;
+    // A tool call inside the thinking ends it.
+    parse_steps(&r, "qwen3.5", tools, NULL, &on,
+                (const char *[]){"Need weather lookup<tool_c",
+                                 "all><function=get_weather><parameter=location>\nSF\n</parameter>"
+                                 "</function></tool_call>",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "Need weather lookup");
+    assert_string_equal(buf_cstr(&r.content), "");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":"
+                          "{\"location\":\"SF\"}}}]");
+    parsed_deinit(&r);
+    // A partial tool tag that was thinking after all.
+    parse_steps(&r, "qwen3.5", tools, NULL, &on,
+                (const char *[]){"Need weather lookup<tool_c", "</thi", "nk>", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "Need weather lookup<tool_c");
+    assert_string_equal(buf_cstr(&r.content), "");
+    parsed_deinit(&r);
+    // Explicit opening tag; white space after the close is eaten.
+    parse_steps(&r, "qwen3.5", NULL, NULL, NULL,
+                (const char *[]){"<think>\n", "plan</think>", "\n\n", "Hi there", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "plan");
+    assert_string_equal(buf_cstr(&r.content), "Hi there");
+    parsed_deinit(&r);
+    // Thinking off, and an assistant prefill: content from the start.
+    parse_steps(&r, "qwen3.5", NULL, NULL, &off, (const char *[]){"a</think>b", NULL});
+    assert_string_equal(buf_cstr(&r.content), "a</think>b");
+    parsed_deinit(&r);
+    parse_steps(&r, "qwen3.5", NULL, "{\"role\":\"assistant\",\"content\":\"Hel\"}", &on,
+                (const char *[]){"lo", NULL});
+    assert_string_equal(buf_cstr(&r.content), "lo");
+    assert_string_equal(buf_cstr(&r.thinking), "");
+    parsed_deinit(&r);
+    // A call after the thinking.
+    parse_steps(&r, "qwen3.5", tools, NULL, &on,
+                (const char *[]){"x</think>\nok <tool_call>\n<function=get_weather>\n"
+                                 "<parameter=location>\nNY\n</parameter>\n</function>\n"
+                                 "</tool_call>",
+                                 NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "x");
+    assert_string_equal(buf_cstr(&r.content), "ok");
+    assert_int_equal(json_array_size(r.calls), 1);
+    parsed_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -664,6 +863,9 @@ int main(void)
         cmocka_unit_test(test_harmony_parser),
         cmocka_unit_test(test_harmony_names),
         cmocka_unit_test(test_harmony_render),
+        cmocka_unit_test(test_qwen35_render),
+        cmocka_unit_test(test_qwen38_render),
+        cmocka_unit_test(test_qwen35_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
