@@ -23,6 +23,8 @@ int rnd_render_qwen3coder(json_t *msgs, json_t *tools, const struct renderer_thi
                           int variant, struct buf *out, struct err *e);
 int rnd_render_qwen35(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                       struct buf *out, struct err *e);
+int rnd_render_deepseek3(json_t *msgs, json_t *tools, const struct renderer_think *think,
+                         int variant, struct buf *out, struct err *e);
 int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                        struct buf *out, struct err *e);
 
@@ -67,6 +69,9 @@ int rnd_qwen35_init(struct renderer_parser *p, json_t *last, const struct render
                     int variant, struct err *e);
 int rnd_qwen35_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 void rnd_qwen35_deinit(struct renderer_parser *p);
+int rnd_deepseek3_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                       int variant, struct err *e);
+int rnd_deepseek3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
@@ -106,6 +111,9 @@ int rnd_go_json_spaced_ordered(struct buf *out, const json_t *v);
 json_t *rnd_go_tool(const json_t *tool);
 // Appends that encoding (spaced: marshalWithSpaces).
 int rnd_go_tool_json(struct buf *out, const json_t *tool, bool spaced);
+// Go's json.Marshal of api.ToolCallFunctionArguments: the arguments in
+// their order, nested objects with sorted keys.
+int rnd_go_args_json(struct buf *out, const json_t *args);
 // Ollama's renderContentWithImageTags: [img-N] tags (N from offset) replace
 // "[img]" placeholders in order or go in front; returns the next offset.
 size_t rnd_image_tags(struct buf *out, const char *content, size_t n_images, size_t offset);

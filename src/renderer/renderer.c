@@ -8,10 +8,9 @@
 #include "renderer/internal.h"
 
 static const struct rnd_renderer renderers[] = {
-    {"qwen3-coder", rnd_render_qwen3coder, 0},
-    {"harmony", rnd_render_harmony, 0},
-    {"qwen3.5", rnd_render_qwen35, 0},
-    {"qwen3.8", rnd_render_qwen35, 1},
+    {"qwen3-coder", rnd_render_qwen3coder, 0}, {"harmony", rnd_render_harmony, 0},
+    {"qwen3.5", rnd_render_qwen35, 0},         {"qwen3.8", rnd_render_qwen35, 1},
+    {"deepseek3.1", rnd_render_deepseek3, 0},
 };
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
 
@@ -31,6 +30,7 @@ static const struct rnd_parser_kind parsers[] = {
     {"qwen3-coder", true, false, 0, NULL, rnd_qwen3coder_add, NULL},
     {"harmony", true, true, 0, rnd_harmony_init, rnd_harmony_add, rnd_harmony_deinit},
     {"qwen3.5", true, true, 0, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
+    {"deepseek3", true, true, 0, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -430,3 +430,16 @@ size_t rnd_image_tags(struct buf *out, const char *content, size_t n_images, siz
     buf_deinit(&body);
     return offset + n_images;
 }
+
+int rnd_go_args_json(struct buf *out, const json_t *args)
+{
+    if (!json_is_object(args))
+        return buf_append_str(out, "{}");
+    json_t *o = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)args, k, v) json_object_set_new(o, k, sorted_copy(v, 1));
+    int rc = jsonx_dump(o, 0, out, NULL);
+    json_decref(o);
+    return rc;
+}

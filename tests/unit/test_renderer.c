@@ -847,6 +847,108 @@ static void test_qwen35_parser(void **state)
     parsed_deinit(&r);
 }
 
+// ---------------------------------------------------------------------------
+// deepseek3.1 / deepseek3 (model/renderers/deepseek3_test.go,
+// model/parsers/deepseek3_test.go)
+
+#define DSB  "<｜begin▁of▁sentence｜>"
+#define DSE  "<｜end▁of▁sentence｜>"
+#define DSU  "<｜User｜>"
+#define DSA  "<｜Assistant｜>"
+#define DSC  "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>"
+#define DSS  "<｜tool▁sep｜>"
+#define DSCE "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+
+static void test_deepseek3_render(void **state)
+{
+    (void)state;
+    struct renderer_think on = {.set = true, .on = true}, off = {.set = true, .on = false};
+    struct {
+        const char *msgs, *tools;
+        const struct renderer_think *think;
+        const char *want;
+    } cases[] = {
+        {"[{\"role\":\"user\",\"content\":\"Hello, how are you?\"}]", NULL, NULL,
+         DSB DSU "Hello, how are you?" DSA "</think>"},
+        {"[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},{\"role\":\"user\","
+         "\"content\":\"Hello, how are you?\"}]",
+         NULL, &on, DSB "You are a helpful assistant." DSU "Hello, how are you?" DSA "<think>"},
+        {"[{\"role\":\"user\",\"content\":\"What's the weather?\"},{\"role\":\"assistant\","
+         "\"tool_calls\":[{\"function\":{\"name\":\"get_weather\",\"arguments\":{\"location\":"
+         "\"Paris\"}}}]},{\"role\":\"tool\",\"content\":\"Temperature: 22°C, Sunny\"}]",
+         NULL, NULL,
+         DSB DSU "What's the weather?" DSA "</think>" DSC "get_weather" DSS
+                 "{\"location\":\"Paris\"}" DSCE DSE
+                 "<｜tool▁output▁begin｜>Temperature: 22°C, Sunny<｜tool▁output▁end｜>"},
+        {"[{\"role\":\"user\",\"content\":\"Think about this\"},{\"role\":\"assistant\","
+         "\"content\":\"I'm thinking about this.</think>The answer is 42.\"}]",
+         NULL, &off, DSB DSU "Think about this" DSA "</think>The answer is 42." DSE},
+        {"[{\"role\":\"user\",\"content\":\"Complex question\"},{\"role\":\"assistant\","
+         "\"content\":\"First thought</think>Second thought</think>Final answer\"}]",
+         NULL, &off,
+         DSB DSU "Complex question" DSA "</think>Second thought</think>Final answer" DSE},
+        {"[{\"role\":\"user\",\"content\":\"Process data\"},{\"role\":\"assistant\","
+         "\"tool_calls\":[{\"function\":{\"name\":\"process\",\"arguments\":{\"data\":\"test\"}}}]}"
+         ","
+         "{\"role\":\"tool\",\"content\":\"Success\"},{\"role\":\"assistant\",\"content\":"
+         "\"Done\"}]",
+         NULL, &off,
+         DSB DSU "Process data" DSA "</think>" DSC "process" DSS "{\"data\":\"test\"}" DSCE DSE
+                 "<｜tool▁output▁begin｜>Success<｜tool▁output▁end｜>Done" DSE},
+        {"[]", NULL, NULL, DSB},
+        {"[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},{\"role\":\"user\","
+         "\"content\":\"What's the weather like?\"}]",
+         "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get "
+         "current weather information\",\"parameters\":{\"type\":\"object\",\"properties\":{"
+         "\"location\":{\"type\":\"string\",\"description\":\"City name\"}},\"required\":["
+         "\"location\"]}}}]",
+         &off,
+         DSB "You are a helpful assistant.\n\n## Tools\nYou have access to the following "
+             "tools:\n\n### get_weather\nDescription: Get current weather information\n\n"
+             "Parameters: {\"type\":\"object\",\"required\":[\"location\"],\"properties\":{"
+             "\"location\":{\"type\":\"string\",\"description\":\"City name\"}}}\n\nIMPORTANT: "
+             "ALWAYS adhere to this exact format for tool use:\n<｜tool▁calls▁begin｜>"
+             "<｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_arguments"
+             "<｜tool▁call▁end｜>{{additional_tool_calls}}<｜tool▁calls▁end｜>\n\nWhere:\n\n"
+             "- `tool_call_name` must be an exact match to one of the available tools\n"
+             "- `tool_call_arguments` must be valid JSON that strictly follows the tool's "
+             "Parameters Schema\n- For multiple tool calls, chain them directly without "
+             "separators or spaces\n" DSU "What's the weather like?" DSA "</think>"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = render("deepseek3.1", cases[i].msgs, cases[i].tools, cases[i].think);
+        assert_string_equal(got, cases[i].want);
+        free(got);
+    }
+}
+
+static void test_deepseek3_parser(void **state)
+{
+    (void)state;
+    struct renderer_think on = {.set = true, .on = true};
+    struct parsed r;
+    parse_steps(&r, "deepseek3", NULL, NULL, &on,
+                (const char *[]){"I should check.  </th",
+                                 "ink>\n\nLet me look."
+                                 "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather"
+                                 "<｜tool▁sep｜>{\"location\": \"Paris\"}<｜tool▁call▁end｜>"
+                                 "<｜tool▁call▁begin｜>b<｜tool▁sep｜>{}",
+                                 "<｜tool▁call▁end｜><｜tool▁calls▁end｜> after", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "I should check.");
+    assert_string_equal(buf_cstr(&r.content), "Let me look.after");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":"
+                          "{\"location\":\"Paris\"}}},{\"function\":{\"index\":1,\"name\":\"b\","
+                          "\"arguments\":{}}}]");
+    parsed_deinit(&r);
+    // Thinking off: content (tool outputs included as content).
+    parse_steps(&r, "deepseek3", NULL, NULL, NULL,
+                (const char *[]){"a <｜tool▁output▁begin｜>out<｜tool▁output▁end｜> b", NULL});
+    assert_string_equal(buf_cstr(&r.content), "a out b");
+    assert_string_equal(buf_cstr(&r.thinking), "");
+    parsed_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -866,6 +968,8 @@ int main(void)
         cmocka_unit_test(test_qwen35_render),
         cmocka_unit_test(test_qwen38_render),
         cmocka_unit_test(test_qwen35_parser),
+        cmocka_unit_test(test_deepseek3_render),
+        cmocka_unit_test(test_deepseek3_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
