@@ -25,6 +25,8 @@ int rnd_render_qwen35(json_t *msgs, json_t *tools, const struct renderer_think *
                       struct buf *out, struct err *e);
 int rnd_render_deepseek3(json_t *msgs, json_t *tools, const struct renderer_think *think,
                          int variant, struct buf *out, struct err *e);
+int rnd_render_cogito(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e);
 int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                        struct buf *out, struct err *e);
 
@@ -45,6 +47,7 @@ struct renderer_parser {
     struct buf acc;        // text not yet resolved
     int state;
     int n_calls;  // index of the next call
+    int variant;  // the kind's variant
     bool flag;    // family-specific (e.g. "thinking open tag may come")
     void *impl;   // family-specific state (freed by kind->deinit)
 };
@@ -114,6 +117,9 @@ int rnd_go_tool_json(struct buf *out, const json_t *tool, bool spaced);
 // Go's json.Marshal of api.ToolCallFunctionArguments: the arguments in
 // their order, nested objects with sorted keys.
 int rnd_go_args_json(struct buf *out, const json_t *args);
+// Go's json.MarshalIndent(v, "", indent) of a value already in its Go
+// order (re-indents the compact encoding).
+int rnd_go_json_indent(struct buf *out, const json_t *v, const char *indent);
 // Ollama's renderContentWithImageTags: [img-N] tags (N from offset) replace
 // "[img]" placeholders in order or go in front; returns the next offset.
 size_t rnd_image_tags(struct buf *out, const char *content, size_t n_images, size_t offset);

@@ -10,7 +10,7 @@
 static const struct rnd_renderer renderers[] = {
     {"qwen3-coder", rnd_render_qwen3coder, 0}, {"harmony", rnd_render_harmony, 0},
     {"qwen3.5", rnd_render_qwen35, 0},         {"qwen3.8", rnd_render_qwen35, 1},
-    {"deepseek3.1", rnd_render_deepseek3, 0},
+    {"deepseek3.1", rnd_render_deepseek3, 0},  {"cogito", rnd_render_cogito, 0},
 };
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
 
@@ -31,6 +31,7 @@ static const struct rnd_parser_kind parsers[] = {
     {"harmony", true, true, 0, rnd_harmony_init, rnd_harmony_add, rnd_harmony_deinit},
     {"qwen3.5", true, true, 0, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
     {"deepseek3", true, true, 0, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
+    {"cogito", true, true, 1, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))
@@ -139,6 +140,7 @@ int renderer_parser_new(struct renderer_parser **out, const char *name, json_t *
         return err_set(e, ERR_NOT_FOUND, "unknown parser \"%s\"", name ? name : "");
     struct renderer_parser *p = xcalloc(1, sizeof(*p));
     p->kind = k;
+    p->variant = k->variant;
     p->tools = json_is_array(tools) ? json_incref(tools) : NULL;
     p->prompt_tools = json_incref(p->tools);
     buf_init(&p->acc, 0);

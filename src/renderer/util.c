@@ -443,3 +443,65 @@ int rnd_go_args_json(struct buf *out, const json_t *args)
     json_decref(o);
     return rc;
 }
+
+int rnd_go_json_indent(struct buf *out, const json_t *v, const char *indent)
+{
+    struct buf c;
+    buf_init(&c, 0);
+    int rc = jsonx_dump(v, 0, &c, NULL);
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; rc == 0 && i < c.len; i++) {
+        char ch = c.data[i];
+        if (in_str) {
+            buf_append_char(out, ch);
+            if (esc)
+                esc = false;
+            else if (ch == '\\')
+                esc = true;
+            else if (ch == '"')
+                in_str = false;
+            continue;
+        }
+        switch (ch) {
+        case '"':
+            in_str = true;
+            buf_append_char(out, ch);
+            break;
+        case '{':
+        case '[':
+            buf_append_char(out, ch);
+            // Empty objects and arrays stay "{}" / "[]".
+            if (i + 1 < c.len && (c.data[i + 1] == '}' || c.data[i + 1] == ']')) {
+                buf_append_char(out, c.data[++i]);
+                break;
+            }
+            depth++;
+            buf_append_char(out, '\n');
+            for (int d = 0; d < depth; d++)
+                buf_append_str(out, indent);
+            break;
+        case '}':
+        case ']':
+            depth--;
+            buf_append_char(out, '\n');
+            for (int d = 0; d < depth; d++)
+                buf_append_str(out, indent);
+            buf_append_char(out, ch);
+            break;
+        case ',':
+            buf_append_char(out, ',');
+            buf_append_char(out, '\n');
+            for (int d = 0; d < depth; d++)
+                buf_append_str(out, indent);
+            break;
+        case ':':
+            buf_append_str(out, ": ");
+            break;
+        default:
+            buf_append_char(out, ch);
+        }
+    }
+    buf_deinit(&c);
+    return rc;
+}

@@ -949,6 +949,91 @@ static void test_deepseek3_parser(void **state)
     parsed_deinit(&r);
 }
 
+// ---------------------------------------------------------------------------
+// cogito (model/renderers/cogito_test.go, model/parsers/cogito_test.go)
+
+#define COG                                                                                        \
+    "You are Cogito, an AI assistant created by Deep Cogito, which is an AI research lab based "   \
+    "in San Francisco."
+
+static void test_cogito_render(void **state)
+{
+    (void)state;
+    struct renderer_think on = {.set = true, .on = true}, off = {.set = true, .on = false};
+    struct {
+        const char *msgs, *tools;
+        const struct renderer_think *think;
+        const char *want;
+    } cases[] = {
+        {"[{\"role\":\"user\",\"content\":\"Hello, how are you?\"}]", NULL, NULL,
+         DSB COG DSU "Hello, how are you?" DSA},
+        {"[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},{\"role\":\"user\","
+         "\"content\":\"Hello, how are you?\"}]",
+         NULL, &on,
+         DSB "Enable deep thinking subroutine.\n\n" COG "\n\nYou are a helpful assistant.\n\n" DSU
+             "Hello, how are you?" DSA "<think>\n"},
+        {"[{\"role\":\"user\",\"content\":\"What's the weather like?\"}]",
+         "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get "
+         "current weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"location\":{"
+         "\"type\":\"string\",\"description\":\"City name\"}},\"required\":[\"location\"]}}}]",
+         &off,
+         DSB COG "\nYou have the following functions available:\n```json\n{\n    \"type\": "
+                 "\"function\",\n    \"function\": {\n        \"name\": \"get_weather\",\n"
+                 "        \"description\": \"Get current weather\",\n        \"parameters\": {\n"
+                 "            \"type\": \"object\",\n            \"required\": [\n"
+                 "                \"location\"\n            ],\n            \"properties\": {\n"
+                 "                \"location\": {\n                    \"type\": \"string\",\n"
+                 "                    \"description\": \"City name\"\n                }\n"
+                 "            }\n        }\n    }\n}\n```\n" DSU "What's the weather like?" DSA},
+        {"[{\"role\":\"user\",\"content\":\"Get weather for Paris and London\"},{\"role\":"
+         "\"assistant\",\"tool_calls\":[{\"function\":{\"name\":\"get_weather\",\"arguments\":{"
+         "\"location\":\"Paris\"}}},{\"function\":{\"name\":\"get_weather\",\"arguments\":{"
+         "\"location\":\"London\"}}}]},{\"role\":\"tool\",\"content\":\"Paris: 22°C, Sunny\"},"
+         "{\"role\":\"tool\",\"content\":\"London: 18°C, Cloudy\"}]",
+         NULL, &off,
+         DSB COG DSU
+         "Get weather for Paris and London" DSA
+         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+         "{\"location\":\"Paris\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function"
+         "<｜tool▁sep｜>get_weather\n```json\n{\"location\":\"London\"}\n```"
+         "<｜tool▁call▁end｜><｜tool▁calls▁end｜>" DSE
+         "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>Paris: 22°C, Sunny"
+         "<｜tool▁output▁end｜>\n<｜tool▁output▁begin｜>London: 18°C, Cloudy"
+         "<｜tool▁output▁end｜><｜tool▁outputs▁end｜>" DSA},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = render("cogito", cases[i].msgs, cases[i].tools, cases[i].think);
+        assert_string_equal(got, cases[i].want);
+        free(got);
+    }
+}
+
+static void test_cogito_parser(void **state)
+{
+    (void)state;
+    struct renderer_think on = {.set = true, .on = true};
+    struct parsed r;
+    parse_steps(
+        &r, "cogito", NULL, NULL, &on,
+        (const char *[]){"Let me think.</think>Answer <｜tool▁calls▁begin｜>"
+                         "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+                         "{\"location\":\"Paris\"}\n```<｜tool▁call▁end｜>",
+                         "<｜tool▁calls▁end｜><｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>"
+                         "x<｜tool▁output▁end｜><｜tool▁outputs▁end｜> done",
+                         NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "Let me think.");
+    assert_string_equal(buf_cstr(&r.content), "Answerdone");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":"
+                          "{\"location\":\"Paris\"}}}]");
+    parsed_deinit(&r);
+    // With tools, cogito starts in the content even when thinking.
+    parse_steps(&r, "cogito", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", NULL, &on,
+                (const char *[]){"plain", NULL});
+    assert_string_equal(buf_cstr(&r.content), "plain");
+    parsed_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -970,6 +1055,8 @@ int main(void)
         cmocka_unit_test(test_qwen35_parser),
         cmocka_unit_test(test_deepseek3_render),
         cmocka_unit_test(test_deepseek3_parser),
+        cmocka_unit_test(test_cogito_render),
+        cmocka_unit_test(test_cogito_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
