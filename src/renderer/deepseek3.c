@@ -24,7 +24,7 @@
 #define DS_OUTPUTS_BEGIN "<｜tool▁outputs▁begin｜>"
 #define DS_OUTPUTS_END   "<｜tool▁outputs▁end｜>"
 
-enum { DEEPSEEK = 0, COGITO = 1 };
+enum { DEEPSEEK = 0, COGITO = 1, OLMO3_THINK = 2 };
 
 int rnd_render_deepseek3(json_t *msgs, json_t *tools, const struct renderer_think *think,
                          int variant, struct buf *out, struct err *e)
@@ -144,8 +144,11 @@ int rnd_deepseek3_init(struct renderer_parser *p, json_t *last, const struct ren
     bool on = think && think->set && think->on;
     bool prefill =
         last && strcmp(rnd_str(last, "role"), "assistant") == 0 && *rnd_str(last, "content");
-    // cogito answers a request with tools without thinking first.
+    // cogito answers a request with tools without thinking first;
+    // olmo3-think always thinks.
     bool tools = variant == COGITO && json_array_size(p->tools) > 0;
+    if (variant == OLMO3_THINK)
+        on = true;
     p->state = on && !prefill && !tools ? DS_THINKING : DS_CONTENT;
     return 0;
 }
@@ -207,6 +210,10 @@ int rnd_deepseek3_add(struct renderer_parser *p, bool done, struct rnd_out *o, s
             after += rnd_leading_ws(a + after, n - after);
             rnd_buf_consume(&p->acc, after);
             p->state = DS_CONTENT;
+        } else if (p->state == DS_CONTENT && p->variant == OLMO3_THINK) {
+            buf_append(o->content, a, n);
+            buf_reset(&p->acc);
+            return 0;
         } else if (p->state == DS_CONTENT) {
             const char *calls = rnd_find(a, n, DS_CALLS_BEGIN);
             bool cogito = p->variant == COGITO;

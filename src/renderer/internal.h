@@ -27,6 +27,10 @@ int rnd_render_deepseek3(json_t *msgs, json_t *tools, const struct renderer_thin
                          int variant, struct buf *out, struct err *e);
 int rnd_render_cogito(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                       struct buf *out, struct err *e);
+int rnd_render_olmo3(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                     struct buf *out, struct err *e);
+int rnd_render_olmo3_think(json_t *msgs, json_t *tools, const struct renderer_think *think,
+                           int variant, struct buf *out, struct err *e);
 int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                        struct buf *out, struct err *e);
 
@@ -75,6 +79,7 @@ void rnd_qwen35_deinit(struct renderer_parser *p);
 int rnd_deepseek3_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                        int variant, struct err *e);
 int rnd_deepseek3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+int rnd_olmo3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);

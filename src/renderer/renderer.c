@@ -7,11 +7,22 @@
 
 #include "renderer/internal.h"
 
+// One row per renderer name (Ollama's rendererForName); the variant selects
+// a family's options.
+// clang-format off
 static const struct rnd_renderer renderers[] = {
-    {"qwen3-coder", rnd_render_qwen3coder, 0}, {"harmony", rnd_render_harmony, 0},
-    {"qwen3.5", rnd_render_qwen35, 0},         {"qwen3.8", rnd_render_qwen35, 1},
-    {"deepseek3.1", rnd_render_deepseek3, 0},  {"cogito", rnd_render_cogito, 0},
+    {"qwen3-coder",     rnd_render_qwen3coder,   0},
+    {"harmony",         rnd_render_harmony,      0},
+    {"qwen3.5",         rnd_render_qwen35,       0},
+    {"qwen3.8",         rnd_render_qwen35,       1},
+    {"deepseek3.1",     rnd_render_deepseek3,    0},
+    {"cogito",          rnd_render_cogito,       0},
+    {"olmo3",           rnd_render_olmo3,        0},
+    {"olmo3.1",         rnd_render_olmo3,        1},
+    {"olmo3-think",     rnd_render_olmo3_think,  1},
+    {"olmo3-32b-think", rnd_render_olmo3_think,  0},
 };
+// clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
 
 // passthrough: the text is content.
@@ -32,6 +43,8 @@ static const struct rnd_parser_kind parsers[] = {
     {"qwen3.5", true, true, 0, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
     {"deepseek3", true, true, 0, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
     {"cogito", true, true, 1, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
+    {"olmo3", true, false, 0, NULL, rnd_olmo3_add, NULL},
+    {"olmo3-think", false, true, 2, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -1034,6 +1034,108 @@ static void test_cogito_parser(void **state)
     parsed_deinit(&r);
 }
 
+// ---------------------------------------------------------------------------
+// olmo3 family (model/renderers/olmo3*_test.go, model/parsers/olmo3*_test.go)
+
+static const char olmo_tools[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get the "
+    "current weather\",\"parameters\":{\"type\":\"object\",\"required\":[\"location\"],"
+    "\"properties\":{\"location\":{\"type\":\"string\",\"description\":\"The city\"}}}}}]";
+#define OLMO_FUNCS                                                                                 \
+    "<functions>[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "              \
+    "\"description\": \"Get the current weather\", \"parameters\": {\"type\": \"object\", "        \
+    "\"required\": [\"location\"], \"properties\": {\"location\": {\"type\": \"string\", "         \
+    "\"description\": \"The city\"}}}}}]</functions>"
+
+static void test_olmo3_render(void **state)
+{
+    (void)state;
+    char *got = render(
+        "olmo3",
+        "[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},"
+        "{\"role\":\"user\",\"content\":\"What is the weather in SF?\"},"
+        "{\"role\":\"assistant\",\"content\":\"Let me check the weather.\",\"tool_calls\":[{"
+        "\"id\":\"call_1\",\"function\":{\"name\":\"get_weather\",\"arguments\":{\"location\":"
+        "\"San Francisco\"}}},{\"function\":{\"name\":\"f\",\"arguments\":{\"z\":1,\"a\":[true]}}}"
+        "]},{\"role\":\"tool\",\"content\":\"{\\\"temperature\\\": 68}\",\"tool_name\":"
+        "\"get_weather\"}]",
+        olmo_tools, NULL);
+    assert_string_equal(got, "<|im_start|>system\nYou are a helpful assistant." OLMO_FUNCS
+                             "<|im_end|>\n<|im_start|>user\nWhat is the weather in SF?<|im_end|>\n"
+                             "<|im_start|>assistant\nLet me check the weather.<function_calls>"
+                             "get_weather(location=\"San Francisco\")\nf(a=[true], z=1)"
+                             "</function_calls><|im_end|>\n<|im_start|>environment\n"
+                             "{\"temperature\": 68}<|im_end|>\n<|im_start|>assistant\n");
+    free(got);
+    got = render("olmo3", "[{\"role\":\"user\",\"content\":\"What is the weather?\"}]", olmo_tools,
+                 NULL);
+    assert_string_equal(
+        got, "<|im_start|>system\nYou are a helpful function-calling AI assistant. You are "
+             "provided with function signatures within <functions></functions> XML tags. You may "
+             "call one or more functions to assist with the user query. Output any function calls "
+             "within <function_calls></function_calls> XML tags. Do not make assumptions about "
+             "what values to plug into functions." OLMO_FUNCS "<|im_end|>\n<|im_start|>user\n"
+             "What is the weather?<|im_end|>\n<|im_start|>assistant\n");
+    free(got);
+    // No tools, and a prefill.
+    got = render("olmo3.1",
+                 "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":"
+                 "\"Hel\"}]",
+                 NULL, NULL);
+    assert_string_equal(got, "<|im_start|>system\nYou are Olmo, a helpful AI assistant built by "
+                             "Ai2. Your date cutoff is December 2024, and your model weights are "
+                             "available at https://huggingface.co/allenai. You do not currently "
+                             "have access to any functions. <functions></functions><|im_end|>\n"
+                             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHel");
+    free(got);
+    got = render("olmo3-32b-think",
+                 "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"tool\",\"content\":\"x\"}]",
+                 NULL, NULL);
+    assert_string_equal(got, "<|im_start|>system\nYou are a helpful AI assistant.<|im_end|>\n"
+                             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>");
+    free(got);
+    got = render("olmo3-think",
+                 "[{\"role\":\"system\",\"content\":\"Be nice.\"},{\"role\":\"user\",\"content\":"
+                 "\"Hi\"}]",
+                 NULL, NULL);
+    assert_string_equal(got, "<|im_start|>system\nBe nice. You do not currently have access to any "
+                             "functions. <functions></functions><|im_end|>\n<|im_start|>user\nHi"
+                             "<|im_end|>\n<|im_start|>assistant\n<think>");
+    free(got);
+}
+
+static void test_olmo3_parser(void **state)
+{
+    (void)state;
+    struct parsed r;
+    parse_steps(&r, "olmo3", NULL, NULL, NULL,
+                (const char *[]){"Let me check.<function_ca",
+                                 "lls>get_weather(location=\"San Francisco\", days=3, f=1.5, "
+                                 "ok=True, n=None, l=[1, 'a'], d={'k': \"v\"}, s='it\\'s')\n"
+                                 "other()</function_calls> Done.",
+                                 "", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.content), "Let me check. Done.");
+    ASSERT_CALLS(r.calls,
+                 "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":{"
+                 "\"location\":\"San Francisco\",\"days\":3,\"f\":1.5,\"ok\":true,\"n\":null,"
+                 "\"l\":[1,\"a\"],\"d\":{\"k\":\"v\"},\"s\":\"it's\"}}},{\"function\":{\"index\":1,"
+                 "\"name\":\"other\",\"arguments\":{}}}]");
+    parsed_deinit(&r);
+    // A malformed line drops the block.
+    parse_steps(&r, "olmo3", NULL, NULL, NULL,
+                (const char *[]){"<function_calls>not a call</function_calls>", "", NULL});
+    assert_int_equal(json_array_size(r.calls), 0);
+    parsed_deinit(&r);
+    // olmo3-think: thinking until </think>, whatever the think value.
+    struct renderer_think off = {.set = true, .on = false};
+    parse_steps(&r, "olmo3-think", NULL, NULL, &off,
+                (const char *[]){"hmm </thi", "nk>  answer", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "hmm");
+    assert_string_equal(buf_cstr(&r.content), "answer");
+    parsed_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1057,6 +1159,8 @@ int main(void)
         cmocka_unit_test(test_deepseek3_parser),
         cmocka_unit_test(test_cogito_render),
         cmocka_unit_test(test_cogito_parser),
+        cmocka_unit_test(test_olmo3_render),
+        cmocka_unit_test(test_olmo3_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
