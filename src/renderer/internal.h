@@ -80,6 +80,10 @@ int rnd_deepseek3_init(struct renderer_parser *p, json_t *last, const struct ren
                        int variant, struct err *e);
 int rnd_deepseek3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_olmo3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+int rnd_ministral_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                       int variant, struct err *e);
+int rnd_ministral_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+void rnd_ministral_deinit(struct renderer_parser *p);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);

@@ -45,6 +45,7 @@ static const struct rnd_parser_kind parsers[] = {
     {"cogito", true, true, 1, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
     {"olmo3", true, false, 0, NULL, rnd_olmo3_add, NULL},
     {"olmo3-think", false, true, 2, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
+    {"ministral", true, false, 0, rnd_ministral_init, rnd_ministral_add, rnd_ministral_deinit},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -1136,6 +1136,39 @@ static void test_olmo3_parser(void **state)
     parsed_deinit(&r);
 }
 
+// ---------------------------------------------------------------------------
+// ministral (model/parsers/ministral_test.go)
+
+static void test_ministral_parser(void **state)
+{
+    (void)state;
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"
+                        "{\"type\":\"function\",\"function\":{\"name\":\"update_config\"}}]";
+    struct parsed r;
+    parse_steps(&r, "ministral", tools, NULL, NULL,
+                (const char *[]){"Hello,", " let me check. [TOOL_", "CALLS]get_weather[AR",
+                                 "GS]{\"location\": \"San Francisco\"}[TOOL_CALLS]update_config"
+                                 "[ARGS]{\"settings\": {\"user\": {\"name\": \"}{\"}}, \"x\": [1]}",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.content), "Hello, let me check.");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":"
+                          "{\"location\":\"San Francisco\"}}},{\"function\":{\"index\":1,\"name\":"
+                          "\"update_config\",\"arguments\":{\"settings\":{\"user\":{\"name\":"
+                          "\"}{\"}},\"x\":[1]}}}]");
+    parsed_deinit(&r);
+    parse_steps(&r, "ministral", tools, NULL, NULL,
+                (const char *[]){"[THINK]hmm[/TH", "INK]  ok", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "hmm");
+    assert_string_equal(buf_cstr(&r.content), "ok");
+    parsed_deinit(&r);
+    parse_steps(&r, "ministral", tools, NULL, NULL,
+                (const char *[]){"[TOOL_CALLS]nope[ARGS]{}", NULL});
+    assert_int_equal(r.rc, ERR_INVALID);
+    assert_string_equal(r.e.msg, "tool 'nope' not found");
+    parsed_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1161,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_cogito_parser),
         cmocka_unit_test(test_olmo3_render),
         cmocka_unit_test(test_olmo3_parser),
+        cmocka_unit_test(test_ministral_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
