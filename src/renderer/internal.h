@@ -84,6 +84,11 @@ int rnd_ministral_init(struct renderer_parser *p, json_t *last, const struct ren
                        int variant, struct err *e);
 int rnd_ministral_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 void rnd_ministral_deinit(struct renderer_parser *p);
+int rnd_render_glm47(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                     struct buf *out, struct err *e);
+int rnd_glm47_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                   int variant, struct err *e);
+int rnd_glm47_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
@@ -135,6 +140,14 @@ size_t rnd_image_tags(struct buf *out, const char *content, size_t n_images, siz
 
 // fmt's %v of a decoded JSON value (numbers are float64: 1e+06, 0.5).
 int rnd_go_value(struct buf *out, const json_t *v);
+
+// The declared types of a tool parameter (its "type", or every anyOf
+// branch's), borrowed; at most max.
+void rnd_param_types(json_t *tools, const char *fn_name, const char *param, const char **types,
+                     size_t *n_types, size_t max);
+// Ollama's parseTypedToolValue: raw text typed by the declared types (null,
+// then boolean, integer, number, array, object, string). New reference.
+json_t *rnd_typed_value(const char *raw, const char *const *types, size_t n);
 
 // Appends {"id","function":{"index","name","arguments"}} to calls (args
 // stolen; NULL = {}).

@@ -213,8 +213,8 @@ enum { QC_LOOKING, QC_COLLECTING };
 
 // The parameter's declared types: its "type" (string or list) or, with
 // anyOf, the types of every branch.
-static void param_types(json_t *tools, const char *fn_name, const char *param, const char **types,
-                        size_t *n_types, size_t max)
+void rnd_param_types(json_t *tools, const char *fn_name, const char *param, const char **types,
+                     size_t *n_types, size_t max)
 {
     *n_types = 0;
     size_t i;
@@ -298,7 +298,7 @@ static json_t *number_value(double f)
 
 // parseTypedToolValue: null first, then boolean, integer, number, array,
 // object, string in that order of preference.
-static json_t *typed_value(const char *raw, const char *const *types, size_t n)
+json_t *rnd_typed_value(const char *raw, const char *const *types, size_t n)
 {
     if (ascii_ieq(raw, "null"))
         return json_null();
@@ -406,8 +406,8 @@ static int parse_call(struct renderer_parser *p, const char *raw, size_t n, json
         char *value = xstrndup(vs, (size_t)(ve - vs));
         const char *types[32];
         size_t n_types;
-        param_types(p->tools, fname, pname, types, &n_types, 32);
-        json_object_set_new(args, pname, typed_value(value, types, n_types));
+        rnd_param_types(p->tools, fname, pname, types, &n_types, 32);
+        json_object_set_new(args, pname, rnd_typed_value(value, types, n_types));
         free(pname);
         free(value);
         q = close + strlen("</parameter>");

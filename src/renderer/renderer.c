@@ -21,6 +21,7 @@ static const struct rnd_renderer renderers[] = {
     {"olmo3.1",         rnd_render_olmo3,        1},
     {"olmo3-think",     rnd_render_olmo3_think,  1},
     {"olmo3-32b-think", rnd_render_olmo3_think,  0},
+    {"glm-4.7",         rnd_render_glm47,        0},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
@@ -46,6 +47,7 @@ static const struct rnd_parser_kind parsers[] = {
     {"olmo3", true, false, 0, NULL, rnd_olmo3_add, NULL},
     {"olmo3-think", false, true, 2, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
     {"ministral", true, false, 0, rnd_ministral_init, rnd_ministral_add, rnd_ministral_deinit},
+    {"glm-4.7", true, true, 0, rnd_glm47_init, rnd_glm47_add, NULL},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))
