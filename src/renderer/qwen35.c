@@ -432,6 +432,10 @@ int rnd_qwen35_add(struct renderer_parser *p, bool done, struct rnd_out *o, stru
             continue;
         }
         const char *close = rnd_find(a, n, THINK_CLOSE);
+        // Nemotron: whichever of </think> and <tool_call> comes first.
+        const char *early_tool = p->variant == 1 ? rnd_find(a, n, TOOL_OPEN) : NULL;
+        if (early_tool && (!close || early_tool < close))
+            close = NULL;
         if (close) {
             size_t before = (size_t)(close - a);
             buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
@@ -442,7 +446,7 @@ int rnd_qwen35_add(struct renderer_parser *p, bool done, struct rnd_out *o, stru
             continue;
         }
         size_t ov = rnd_overlap(a, n, THINK_CLOSE), ov2 = rnd_overlap(a, n, TOOL_OPEN);
-        if (ov || ov2) {
+        if ((ov || ov2) && !early_tool) {
             rnd_emit_until_partial(p, THINK_CLOSE, TOOL_OPEN, o->thinking);
             break;
         }

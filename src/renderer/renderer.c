@@ -22,6 +22,8 @@ static const struct rnd_renderer renderers[] = {
     {"olmo3-think",     rnd_render_olmo3_think,  1},
     {"olmo3-32b-think", rnd_render_olmo3_think,  0},
     {"glm-4.7",         rnd_render_glm47,        0},
+    {"nemotron-3-nano",   rnd_render_nemotron,   0},
+    {"nemotron-3.5-nano", rnd_render_nemotron,   1},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
@@ -48,6 +50,8 @@ static const struct rnd_parser_kind parsers[] = {
     {"olmo3-think", false, true, 2, rnd_deepseek3_init, rnd_deepseek3_add, NULL},
     {"ministral", true, false, 0, rnd_ministral_init, rnd_ministral_add, rnd_ministral_deinit},
     {"glm-4.7", true, true, 0, rnd_glm47_init, rnd_glm47_add, NULL},
+    {"nemotron-3-nano", true, true, 1, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
+    {"nemotron-3.5-nano", true, true, 1, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -13,6 +13,13 @@
 #include <cmocka.h>
 
 #include "renderer/renderer.h"
+#include "testutil.h"
+
+static const char *rnd_test_str(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
 
 static json_t *J(const char *text)
 {
@@ -1242,6 +1249,50 @@ static void test_glm47(void **state)
     parsed_deinit(&r);
 }
 
+// ---------------------------------------------------------------------------
+// Ollama's expectation tables (tests/fixtures/renderer/ollama_cases.json)
+
+static void test_ollama_cases(void **state)
+{
+    (void)state;
+    char path[1024];
+    test_fixture(path, sizeof(path), "renderer/ollama_cases.json");
+    json_error_t je;
+    json_t *cases = json_load_file(path, 0, &je);
+    if (!cases)
+        fail_msg("%s: %s", path, je.text);
+    assert_true(json_array_size(cases) >= 50);
+    size_t i, failed = 0;
+    json_t *c;
+    json_array_foreach(cases, i, c)
+    {
+        const char *name = rnd_test_str(c, "renderer");
+        json_t *think = json_object_get(c, "think");
+        struct renderer_think th = {0};
+        if (json_is_boolean(think)) {
+            th.set = true;
+            th.on = json_is_true(think);
+        } else if (json_is_string(think)) {
+            th.set = th.on = true;
+            th.level = json_string_value(think);
+        }
+        struct buf out;
+        buf_init(&out, 0);
+        struct err e = {0};
+        int rc = renderer_render(name, json_object_get(c, "messages"), NULL,
+                                 json_is_null(think) || !think ? NULL : &th, &out, &e);
+        const char *want = rnd_test_str(c, "expected");
+        if (rc < 0 || strcmp(buf_cstr(&out), want) != 0) {
+            fprintf(stderr, "%s / %s:\n got: %s\nwant: %s\n", name, rnd_test_str(c, "name"),
+                    rc < 0 ? e.msg : buf_cstr(&out), want);
+            failed++;
+        }
+        buf_deinit(&out);
+    }
+    json_decref(cases);
+    assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1269,6 +1320,7 @@ int main(void)
         cmocka_unit_test(test_olmo3_parser),
         cmocka_unit_test(test_ministral_parser),
         cmocka_unit_test(test_glm47),
+        cmocka_unit_test(test_ollama_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
