@@ -91,6 +91,11 @@ int rnd_glm47_init(struct renderer_parser *p, json_t *last, const struct rendere
 int rnd_glm47_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_render_nemotron(json_t *msgs, json_t *tools, const struct renderer_think *think,
                         int variant, struct buf *out, struct err *e);
+int rnd_render_cohere(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e);
+int rnd_cohere_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                    int variant, struct err *e);
+int rnd_cohere_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);

@@ -24,6 +24,7 @@ static const struct rnd_renderer renderers[] = {
     {"glm-4.7",         rnd_render_glm47,        0},
     {"nemotron-3-nano",   rnd_render_nemotron,   0},
     {"nemotron-3.5-nano", rnd_render_nemotron,   1},
+    {"cohere",          rnd_render_cohere,       0},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
@@ -52,6 +53,7 @@ static const struct rnd_parser_kind parsers[] = {
     {"glm-4.7", true, true, 0, rnd_glm47_init, rnd_glm47_add, NULL},
     {"nemotron-3-nano", true, true, 1, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
     {"nemotron-3.5-nano", true, true, 1, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
+    {"cohere", true, true, 0, rnd_cohere_init, rnd_cohere_add, NULL},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -1293,6 +1293,87 @@ static void test_ollama_cases(void **state)
     assert_int_equal(failed, 0);
 }
 
+// ---------------------------------------------------------------------------
+// cohere (model/renderers/cohere_test.go, model/parsers/cohere_test.go)
+
+#define COH_SYS_NO_TOOLS                                                                           \
+    "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|># Available Tools\n```json\n[\n\n\n\n]"  \
+    "\n```<|END_TEXT|><|END_OF_TURN_TOKEN|>"
+
+static void test_cohere(void **state)
+{
+    (void)state;
+    char *got = render("cohere",
+                       "[{\"role\":\"system\",\"content\":\"DEVPREAMBLE\"},{\"role\":\"user\","
+                       "\"content\":\"Q1\"},{\"role\":\"assistant\",\"content\":\"A1\","
+                       "\"thinking\":\"THINK1\"},{\"role\":\"user\",\"content\":\"Q2\"}]",
+                       NULL, NULL);
+    assert_string_equal(
+        got, "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>DEVPREAMBLE\n\n\n\n# Available "
+             "Tools\n```json\n[\n\n\n\n]\n```<|END_TEXT|><|END_OF_TURN_TOKEN|>"
+             "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>Q1<|END_TEXT|>"
+             "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|>"
+             "THINK1<|END_THINKING|><|START_TEXT|>A1<|END_TEXT|><|END_OF_TURN_TOKEN|>"
+             "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>Q2<|END_TEXT|>"
+             "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|>");
+    free(got);
+    got = render(
+        "cohere",
+        "[{\"role\":\"user\",\"content\":\"weather in Paris?\"},{\"role\":\"assistant\","
+        "\"thinking\":\"I should call the tool\",\"tool_calls\":[{\"id\":\"call_x\",\"function\":"
+        "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]},{\"role\":\"tool\","
+        "\"tool_call_id\":\"call_x\",\"content\":\"15C sunny\"},{\"role\":\"user\",\"content\":"
+        "\"thanks\"}]",
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get "
+        "weather\",\"parameters\":{\"type\":\"object\",\"required\":[\"city\"],\"properties\":{"
+        "\"city\":{\"type\":\"string\"}}}}}]",
+        NULL);
+    assert_non_null(strstr(
+        got,
+        "# Available Tools\n```json\n[\n\n    {\"name\": \"get_weather\", \"description\": "
+        "\"Get weather\", \"parameters\": {\"type\": \"object\", \"required\": [\"city\"], "
+        "\"properties\": {\"city\": {\"type\": \"string\"}}}, \"responses\": null}\n\n\n]\n```"));
+    assert_non_null(strstr(
+        got, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>\n            \n                "
+             "<|START_THINKING|>I should call the tool<|END_THINKING|><|START_ACTION|>[\n\n    "
+             "{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": "
+             "\"Paris\"}}\n\n]<|END_ACTION|><|END_OF_TURN_TOKEN|>"));
+    assert_non_null(strstr(
+        got, "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>[\n    {\n        "
+             "\"tool_call_id\": \"0\",\n        \"results\": {\n\n            \n            \"0\": "
+             "{\"content\": \"15C sunny\"}\n\n        },\n        \"is_error\": null\n    }\n\n]"
+             "<|END_TOOL_RESULT|><|END_OF_TURN_TOKEN|>"));
+    free(got);
+    struct renderer_think off = {.set = true, .on = false};
+    got = render("cohere",
+                 "[{\"role\":\"user\",\"content\":\"Q\"},{\"role\":\"assistant\",\"content\":"
+                 "\"partial\"}]",
+                 NULL, &off);
+    assert_string_equal(got, COH_SYS_NO_TOOLS "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>"
+                                              "Q<|END_TEXT|><|END_OF_TURN_TOKEN|>"
+                                              "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
+                                              "<|START_TEXT|>partial");
+    free(got);
+
+    struct parsed r;
+    parse_steps(&r, "cohere", NULL, NULL, NULL,
+                (const char *[]){"Let me think.<|END_THIN",
+                                 "KING|><|START_ACTION|>[\n    {"
+                                 "\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", "
+                                 "\"parameters\": {\"city\": \"Paris\"}}\n]<|END_ACTION|>",
+                                 "<|START_TEXT|>Done<|END_TE", "XT|>", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "Let me think.");
+    assert_string_equal(buf_cstr(&r.content), "Done");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":"
+                          "{\"city\":\"Paris\"}}}]");
+    parsed_deinit(&r);
+    // Thinking off: plain text is content.
+    parse_steps(&r, "cohere", NULL, NULL, &off, (const char *[]){"  plain answer", NULL});
+    assert_string_equal(buf_cstr(&r.content), "plain answer");
+    parsed_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1321,6 +1402,7 @@ int main(void)
         cmocka_unit_test(test_ministral_parser),
         cmocka_unit_test(test_glm47),
         cmocka_unit_test(test_ollama_cases),
+        cmocka_unit_test(test_cohere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
