@@ -25,6 +25,8 @@ static const struct rnd_renderer renderers[] = {
     {"nemotron-3-nano",   rnd_render_nemotron,   0},
     {"nemotron-3.5-nano", rnd_render_nemotron,   1},
     {"cohere",          rnd_render_cohere,       0},
+    {"lfm2",            rnd_render_lfm2,         0},
+    {"lfm2-thinking",   rnd_render_lfm2,         1},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
@@ -54,6 +56,8 @@ static const struct rnd_parser_kind parsers[] = {
     {"nemotron-3-nano", true, true, 1, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
     {"nemotron-3.5-nano", true, true, 1, rnd_qwen35_init, rnd_qwen35_add, rnd_qwen35_deinit},
     {"cohere", true, true, 0, rnd_cohere_init, rnd_cohere_add, NULL},
+    {"lfm2", true, false, 0, rnd_lfm2_init, rnd_lfm2_add, rnd_lfm2_deinit},
+    {"lfm2-thinking", true, true, 1, rnd_lfm2_init, rnd_lfm2_add, rnd_lfm2_deinit},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

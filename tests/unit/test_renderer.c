@@ -1374,6 +1374,58 @@ static void test_cohere(void **state)
     parsed_deinit(&r);
 }
 
+// ---------------------------------------------------------------------------
+// lfm2 (model/renderers/lfm2_test.go, model/parsers/lfm2_test.go)
+
+static void test_lfm2(void **state)
+{
+    (void)state;
+    struct renderer_think off = {.set = true, .on = false}, on = {.set = true, .on = true};
+    char *got = render("lfm2", "[{\"role\":\"user\",\"content\":\"Use tools\"}]",
+                       "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                       "\"parameters\":{\"type\":\"object\"}}}]",
+                       &off);
+    assert_string_equal(got, "<|startoftext|><|im_start|>system\nList of tools: <|tool_list_start|>"
+                             "[{\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", "
+                             "\"properties\": null}}]<|tool_list_end|><|im_end|>\n<|im_start|>user"
+                             "\nUse tools<|im_end|>\n<|im_start|>assistant\n");
+    free(got);
+    got = render("lfm2",
+                 "[{\"role\":\"user\",\"content\":\"w?\"},{\"role\":\"assistant\",\"content\":\"\","
+                 "\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":{\"b\":\"<x>\","
+                 "\"a\":{\"z\":1,\"y\":[true]}}}}]},{\"role\":\"tool\",\"content\":\"r\"}]",
+                 NULL, &off);
+    assert_non_null(strstr(got, "<|im_start|>assistant\n<|tool_call_start|>[f(a={\"y\": [true], "
+                                "\"z\": 1},b=\"<x>\")]<|tool_call_end|><|im_end|>\n<|im_start|>"
+                                "tool\n<|tool_response_start|>r<|tool_response_end|><|im_end|>\n"));
+    free(got);
+
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}]";
+    struct parsed r;
+    parse_steps(&r, "lfm2-thinking", tools, NULL, &on,
+                (const char *[]){"<think>\nplan</think>\nI'll check. <|tool_call_start|>[get_",
+                                 "weather(city='Paris', days=2, opts={'a': True}, x=None)]"
+                                 "<|tool_call_end|>ok",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "plan");
+    assert_string_equal(buf_cstr(&r.content), "I'll check.ok");
+    ASSERT_CALLS(r.calls, "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":{"
+                          "\"city\":\"Paris\",\"days\":2,\"opts\":{\"a\":true},\"x\":null}}}]");
+    parsed_deinit(&r);
+    // Without markers, a last piece that is only calls to known tools is
+    // calls (Ollama looks at the content of the final Add only).
+    parse_steps(&r, "lfm2", tools, NULL, NULL,
+                (const char *[]){"[get_weather(city=\"Oslo\")]", NULL});
+    assert_string_equal(buf_cstr(&r.content), "");
+    assert_int_equal(json_array_size(r.calls), 1);
+    parsed_deinit(&r);
+    parse_steps(&r, "lfm2", tools, NULL, NULL, (const char *[]){"[other(x=1)]", NULL});
+    assert_string_equal(buf_cstr(&r.content), "[other(x=1)]");
+    assert_int_equal(json_array_size(r.calls), 0);
+    parsed_deinit(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1403,6 +1455,7 @@ int main(void)
         cmocka_unit_test(test_glm47),
         cmocka_unit_test(test_ollama_cases),
         cmocka_unit_test(test_cohere),
+        cmocka_unit_test(test_lfm2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
