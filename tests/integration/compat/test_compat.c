@@ -15,6 +15,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include "integration/models.h"
 #include "json/json.h"
 #include "testutil.h"
@@ -519,6 +522,86 @@ static void test_responses_tools_thinking(void **state)
 }
 
 // ---------------------------------------------------------------------------
+// ollama launch: fake agents on PATH print the arguments and environment
+// they were started with.
+
+// Runs `ollama launch ARGS` (PATH: the fake agents first); returns its exit
+// status and its output (stdout and stderr) in out.
+static int launch(const char *args, char *out, size_t n)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "PATH=%s/fake:/usr/bin:/bin OLLAMA_HOST=%s %s launch %s </dev/null 2>&1", srv.tmp_dir,
+             srv.host, harness_bin(), args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_launch(void **state)
+{
+    (void)state;
+    char dir[400], path[500], out[8192], want[600];
+    snprintf(dir, sizeof(dir), "%s/fake", srv.tmp_dir);
+    mkdir(dir, 0755);
+    static const char *const agents[] = {"claude", "codex"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, agents[i]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("#!/bin/sh\necho \"argv: $*\"\nenv | grep -E '^(ANTHROPIC|CLAUDE|OPENAI)' | "
+              "sort\nexit 7\n",
+              f);
+        fclose(f);
+        chmod(path, 0755);
+    }
+    // Claude Code: every tier is the model, the base URL is this server.
+    assert_int_equal(launch("claude --model stories -- -p 'say hi'", out, sizeof(out)), 7);
+    assert_non_null(strstr(out, "argv: --model stories -p say hi\n"));
+    snprintf(want, sizeof(want), "ANTHROPIC_BASE_URL=%s\n", srv.base_url);
+    assert_non_null(strstr(out, want));
+    static const char *const env[] = {"ANTHROPIC_API_KEY=\n",
+                                      "ANTHROPIC_AUTH_TOKEN=ollama\n",
+                                      "ANTHROPIC_DEFAULT_OPUS_MODEL=stories\n",
+                                      "ANTHROPIC_DEFAULT_SONNET_MODEL=stories\n",
+                                      "ANTHROPIC_DEFAULT_HAIKU_MODEL=stories\n",
+                                      "CLAUDE_CODE_SUBAGENT_MODEL=stories\n"};
+    for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+        if (!strstr(out, env[i]))
+            fail_msg("no %s in:\n%s", env[i], out);
+    // Codex: a provider of its own on /v1 with the Responses wire API.
+    assert_int_equal(launch("codex --model stories -- exec hi", out, sizeof(out)), 7);
+    snprintf(want, sizeof(want),
+             "argv: -c model_provider=\"ollama-launch\" -c model_providers.ollama-launch.name="
+             "\"Ollama\" -c model_providers.ollama-launch.base_url=\"%s/v1\" -c "
+             "model_providers.ollama-launch.wire_api=\"responses\" -m stories exec hi\n",
+             srv.base_url);
+    if (!strstr(out, want))
+        fail_msg("want %s in:\n%s", want, out);
+    assert_non_null(strstr(out, "OPENAI_API_KEY=ollama\n"));
+    // Not installed: the install hint. Unknown model, unknown integration.
+    assert_int_equal(launch("opencode --model stories", out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "Error: OpenCode is not installed (no 'opencode' on PATH)."));
+    assert_non_null(strstr(out, "npm install -g opencode-ai"));
+    assert_int_equal(launch("claude --model nope", out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "Error: model 'nope' not found; pull it first with: ollama "
+                                "pull nope"));
+    assert_int_equal(launch("vim", out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "Error: unknown integration: vim"));
+    // No terminal, no integration: the list.
+    assert_int_equal(launch("", out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "  claude     Claude Code\n"));
+    assert_non_null(strstr(out, "  opencode   OpenCode\n"));
+    // --config prints the setup instead of running it.
+    assert_int_equal(launch("opencode --model stories --config", out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "export OPENCODE_CONFIG_CONTENT='{"));
+    assert_non_null(strstr(out, "\"model\":\"ollama/stories\""));
+}
+
+// ---------------------------------------------------------------------------
 // /metrics and the access log (run last: counts what the tests above did)
 
 static void test_metrics_and_log(void **state)
@@ -580,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_messages_thinking),
         cmocka_unit_test(test_responses),
         cmocka_unit_test(test_responses_tools_thinking),
+        cmocka_unit_test(test_launch),
         cmocka_unit_test(test_metrics_and_log),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
