@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end with the real coding agents (issue 18): Claude Code, Codex and
-# OpenCode from npm (pinned in package-lock.json), each started by
+# OpenCode from npm (pinned in package.json and package-lock.json), each started by
 # `ollama launch` against a live `ollama serve` on a loopback port with a
 # temporary store, HOME and working directory, given one non-interactive
 # prompt. Each must exit 0 and print the model's text; the server's access
@@ -20,7 +20,9 @@ cd "$here"
 stamp="node_modules/.lock-sha256"
 want="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    npm ci --no-audit --no-fund --loglevel=error
+    # Not `npm ci`: npm leaves the other platforms' optional binaries of
+    # opencode-ai out of the lock file and then refuses to `ci` from it.
+    npm install --no-save --no-audit --no-fund --loglevel=error
     echo "$want" > "$stamp"
 fi
 bin="$here/node_modules/.bin"
