@@ -609,12 +609,21 @@ static float round_f16(float x)
     return quant_f16_to_f32(quant_f32_to_f16(x));
 }
 
+// Cell of position p of the row's slot: linear, or a ring of kv_ring cells.
+static int64_t attn_cell(const struct engine_attn *a, int64_t cell0, int64_t p)
+{
+    return cell0 + (a->kv_ring > 0 ? p % a->kv_ring : p);
+}
+
 static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
 {
     const struct engine_attn *a = c->a;
     int hd = a->head_dim;
     int kvh = h / (a->n_head / a->n_head_kv);
-    int64_t nv = c->n_visible[r];
+    // Visible positions [p0, p1): the causal prefix, or its last `window`.
+    int64_t p1 = c->n_visible[r];
+    int64_t p0 = a->window > 0 && p1 > a->window ? p1 - a->window : 0;
+    int64_t nv = p1 - p0;
     int64_t cell0 = c->cell0[r];
     size_t rb = c->kv->row_bytes;
     size_t head_off = quant_row_size(a->kv_type, (int64_t)kvh * hd);
@@ -626,30 +635,34 @@ static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
     float *qf = scratch + c->cpu->att_stride - 2048 - 64;  // [hd] rounded q / dequantized v
     void *qq = qf + 1024;                                  // q as Q8_0
 
-    const uint8_t *kbase = (const uint8_t *)c->kv->k + (size_t)cell0 * rb + head_off;
-    const uint8_t *vbase = (const uint8_t *)c->kv->v + (size_t)cell0 * rb + head_off;
+    const uint8_t *kbase = (const uint8_t *)c->kv->k + head_off;
+    const uint8_t *vbase = (const uint8_t *)c->kv->v + head_off;
+#define KROW(j) (kbase + (size_t)attn_cell(a, cell0, p0 + (j)) * rb)
+#define VROW(j) (vbase + (size_t)attn_cell(a, cell0, p0 + (j)) * rb)
     switch (a->kv_type) {
     case GGUF_TYPE_F32:
         for (int64_t j = 0; j < nv; j++)
-            s[j] = kernels_dot_f32((const float *)(kbase + (size_t)j * rb), q, hd);
+            s[j] = kernels_dot_f32((const float *)KROW(j), q, hd);
         break;
     case GGUF_TYPE_F16:
         for (int i = 0; i < hd; i++)
             qf[i] = round_f16(q[i]);
         for (int64_t j = 0; j < nv; j++)
-            s[j] = kernels_dot_f16_f32((const uint16_t *)(kbase + (size_t)j * rb), qf, hd);
+            s[j] = kernels_dot_f16_f32((const uint16_t *)KROW(j), qf, hd);
         break;
     default: {
         const struct kernels_type *kt = kernels_get(GGUF_TYPE_Q8_0);
         kt->from_float(q, qq, hd);
         for (int64_t j = 0; j < nv; j++)
-            kt->vec_dot(hd, &s[j], kbase + (size_t)j * rb, qq);
+            kt->vec_dot(hd, &s[j], KROW(j), qq);
         break;
     }
     }
     float max = -INFINITY;
     for (int64_t j = 0; j < nv; j++) {
         s[j] *= a->scale;
+        if (a->softcap > 0)
+            s[j] = engine_softcap_f32(s[j], a->softcap);
         if (s[j] > max)
             max = s[j];
     }
@@ -663,7 +676,7 @@ static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
     memset(out, 0, (size_t)hd * sizeof(float));
     for (int64_t j = 0; j < nv; j++) {
         float pj = s[j] * inv;
-        const uint8_t *vr = vbase + (size_t)j * rb;
+        const uint8_t *vr = VROW(j);
         switch (a->kv_type) {
         case GGUF_TYPE_F32:
             kernels_axpy_f32(out, pj, (const float *)vr, hd);
@@ -677,6 +690,8 @@ static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
             break;
         }
     }
+#undef KROW
+#undef VROW
 }
 
 static void attn_task(void *arg, int ith, int nth)
@@ -749,7 +764,7 @@ static void cpu_softmax(struct engine_backend *be, float *x, int64_t n_rows, int
     par_rows(cpu_of(be), n_rows, n * 8, softmax_range, &c);
 }
 
-enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SILU_GLU, EW_GELU_GLU };
+enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SOFTCAP, EW_SILU_GLU, EW_GELU_GLU };
 
 struct ew_ctx {
     enum ew_kind kind;
@@ -776,6 +791,10 @@ static void ew_range(void *p, int64_t i0, int64_t i1)
         for (int64_t i = i0; i < i1; i++)
             y[i] = a[i] * c->s;
         break;
+    case EW_SOFTCAP:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = engine_softcap_f32(a[i], c->s);
+        break;
     case EW_SILU_GLU:
         for (int64_t i = i0; i < i1; i++)
             y[i] = engine_silu(a[i]) * b[i];
@@ -789,7 +808,7 @@ static void ew_range(void *p, int64_t i0, int64_t i1)
 
 static void run_ew(struct engine_backend *be, struct ew_ctx *c, int64_t n)
 {
-    int64_t cost = c->kind >= EW_SILU_GLU ? 20 : 1;
+    int64_t cost = c->kind >= EW_SOFTCAP ? 20 : 1;
     par_rows(cpu_of(be), n, cost, ew_range, c);
 }
 
@@ -815,6 +834,12 @@ static void cpu_mul(struct engine_backend *be, float *y, const float *a, const f
 static void cpu_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n)
 {
     struct ew_ctx c = {EW_SCALE, y, x, NULL, s};
+    run_ew(be, &c, n);
+}
+
+static void cpu_softcap(struct engine_backend *be, float *y, const float *x, float cap, int64_t n)
+{
+    struct ew_ctx c = {EW_SOFTCAP, y, x, NULL, cap};
     run_ew(be, &c, n);
 }
 
@@ -857,6 +882,7 @@ static const struct engine_backend_ops cpu_ops = {
     .kv_move = cpu_kv_move,
     .softmax = cpu_softmax,
     .glu = cpu_glu,
+    .softcap = cpu_softcap,
     .add = cpu_add,
     .mul = cpu_mul,
     .scale = cpu_scale,

@@ -104,6 +104,20 @@ struct engine_attn {
     int n_head, n_head_kv, head_dim;
     float scale;       // usually 1/sqrt(head_dim)
     uint32_t kv_type;  // GGUF_TYPE_F32, F16 or Q8_0
+    float softcap;       // > 0: each scaled score s becomes softcap * tanhf(s / softcap)
+                         //      before the softmax (gemma2 attn_logit_softcapping)
+    int window;          // > 0: sliding window: row r attends only positions
+                         //      [max(0, n_visible[r] - window), n_visible[r]) of its slot
+                         //      (llama.cpp LLAMA_SWA_TYPE_STANDARD: masked when
+                         //      pos_q - pos_k >= window)
+    int kv_ring;         // > 0: the layer's cache holds kv_ring cells per slot as a ring:
+                         //      position p of the row's slot is in cell cell0[r] + p % kv_ring
+                         //      (the model sizes kv_ring >= window + n_batch so a ubatch never
+                         //      overwrites a key one of its rows still needs).
+                         //      0: linear, position p is in cell cell0[r] + p (as today).
+    const float *sinks;  // [n_head] F32 (host, a weight) or NULL: per-head "attention sink"
+                         //      logit (gpt-oss): adds exp(sink_h - max) to the softmax
+                         //      denominator, with no value row (max taken over scores AND sink).
 };
 
 // Matmul job: y (n_rows × w->ne[1]) = x (n_rows × w->ne[0]) · wᵀ (+ bias).
@@ -157,6 +171,8 @@ struct engine_backend_ops {
     void (*kv_move)(struct engine_backend *be, const struct engine_kv_layer *kv, int64_t dst,
                     int64_t src, int64_t n);
     void (*softmax)(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale);
+    // y = cap * tanh(x / cap) (final-logit soft-capping).
+    void (*softcap)(struct engine_backend *be, float *y, const float *x, float cap, int64_t n);
     // y = act(gate) * up, act = SiLU (gelu false) or GELU-tanh.
     void (*glu)(struct engine_backend *be, float *y, const float *gate, const float *up, int64_t n,
                 bool gelu);
@@ -210,6 +226,7 @@ void engine_kv_move(struct engine_backend *be, const struct engine_kv_layer *kv,
 void engine_softmax(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale);
 void engine_glu(struct engine_backend *be, float *y, const float *gate, const float *up, int64_t n,
                 bool gelu);
+void engine_softcap(struct engine_backend *be, float *y, const float *x, float cap, int64_t n);
 void engine_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
 void engine_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
 void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
@@ -224,6 +241,10 @@ size_t engine_kv_row_bytes(uint32_t kv_type, int64_t kv_dim);
 // Scalar math shared with tests (the reference the ops are checked against).
 
 float engine_silu(float x);
+// GELU (tanh form) as the reference's CPU backend computes it: the input
+// rounded to f16, the result rounded to f16 (its lookup table), and the
+// identity / zero past ±10.
 float engine_gelu(float x);
+float engine_softcap_f32(float x, float cap);
 // Fills cos/sin for the n_rot/2 pairs at position pos.
 void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out);

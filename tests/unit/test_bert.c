@@ -434,6 +434,63 @@ static void test_load_errors(void **state)
     unlink(bad);
 }
 
+// The shared tiny-nomic-bert fixture against llama.cpp ec98e2002: token ids
+// ([CLS] ... [SEP]), the mean-pooled embedding within 1e-3 per component
+// and its L2-normalised form (what /api/embed returns).
+static void test_nomic_shared_reference(void **state)
+{
+    (void)state;
+    char ref[1024], path[1024];
+    if (!test_shared_fixture(ref, sizeof ref, "tiny-nomic-bert.reference.json")) {
+        if (test_shared_fixture(path, sizeof path, "README.md"))
+            fail_msg("shared fixtures present but tiny-nomic-bert.reference.json is missing");
+        skip();
+    }
+    json_error_t je;
+    json_t *root = json_load_file(ref, 0, &je);
+    assert_non_null(root);
+    json_t *cases = json_object_get(root, "embedding_cases");
+    assert_true(json_array_size(cases) >= 3);
+    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-nomic-bert-f32.gguf"));
+    struct model *m = load(path, 512, 1);
+    int d = model_n_embd(m);
+    float *got = malloc((size_t)d * sizeof(float));
+    for (size_t ci = 0; ci < json_array_size(cases); ci++) {
+        json_t *c = json_array_get(cases, ci);
+        const char *text = json_string_value(json_object_get(c, "prompt"));
+        json_t *want_ids = json_object_get(c, "prompt_tokens");
+        int32_t ids[512], pos[512], slot[512];
+        struct err e = {0};
+        int n = model_tokenize(m, text, strlen(text), true, false, ids, 512, &e);
+        assert_int_equal((size_t)n, json_array_size(want_ids));
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(ids[k], json_integer_value(json_array_get(want_ids, (size_t)k)));
+            pos[k] = k;
+            slot[k] = 0;
+        }
+        bool want[512];
+        for (int k = 0; k < n; k++)
+            want[k] = true;
+        struct model_batch b = {n, ids, pos, slot, want};
+        assert_int_equal(model_decode(m, &b, &e), 0);
+        pool(m, 0, n, got);
+        json_t *emb = json_object_get(c, "embedding"), *norm = json_object_get(c, "embedding_normalized");
+        assert_int_equal(json_array_size(emb), (size_t)d);
+        double ss = 0;
+        for (int j = 0; j < d; j++)
+            ss += (double)got[j] * got[j];
+        for (int j = 0; j < d; j++) {
+            double w = json_number_value(json_array_get(emb, (size_t)j));
+            double wn = json_number_value(json_array_get(norm, (size_t)j));
+            if (fabs(got[j] - w) > 1e-3 || fabs(got[j] / sqrt(ss) - wn) > 1e-3)
+                fail_msg("case %zu component %d: %f vs reference %f", ci, j, (double)got[j], w);
+        }
+    }
+    free(got);
+    model_free(m);
+    json_decref(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_single_vs_batch),
         cmocka_unit_test(test_encoder_input_rules),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_nomic_shared_reference),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
