@@ -897,10 +897,10 @@ uint16_t httpd_port(const struct httpd *d)
     return d->port;
 }
 
-void httpd_stop(struct httpd *d)
+bool httpd_stop(struct httpd *d)
 {
     if (!d)
-        return;
+        return true;
     MHD_socket lfd = MHD_quiesce_daemon(d->mhd);  // no new connections
     pthread_mutex_lock(&g_mu);
     struct timespec deadline;
@@ -922,8 +922,9 @@ void httpd_stop(struct httpd *d)
     if (left > 0) {
         // A handler that outlived the grace period still holds d: leak it.
         log_warn("%s: %d request handler(s) still running at shutdown", d->cfg.name, left);
-        return;
+        return false;
     }
     pthread_cond_destroy(&d->idle_cv);
     free(d);
+    return true;
 }

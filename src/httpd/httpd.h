@@ -93,8 +93,10 @@ struct httpd_config {
 int httpd_start(struct httpd **out, const struct httpd_config *cfg, struct err *e);
 uint16_t httpd_port(const struct httpd *d);
 // Stops accepting, waits a bounded time for running handlers, closes every
-// connection and frees d.
-void httpd_stop(struct httpd *d);
+// connection and frees d. Returns false when a handler still runs after the
+// grace period (d is then left allocated, and so must be whatever the
+// handlers use).
+bool httpd_stop(struct httpd *d);
 void *httpd_ctx(const struct httpd_req *r);
 
 // The request.

@@ -263,6 +263,7 @@ int runner_http_start(struct runner *rn, uint16_t port, struct err *e)
 
 void runner_http_stop(struct runner *rn)
 {
-    httpd_stop(rn->httpd);
+    if (!httpd_stop(rn->httpd))
+        log_warn("runner: stopped with request handlers still running");
     rn->httpd = NULL;
 }

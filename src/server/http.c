@@ -53,7 +53,7 @@ int srv_stream_json_line(struct srv_stream *st, json_t *obj)
 
 bool srv_stream_cancelled(struct srv_stream *st)
 {
-    return httpd_stream_gone(st->hs);
+    return atomic_load(&st->srv->stopping) || httpd_stream_gone(st->hs);
 }
 
 // Producer threads are counted so that shutdown frees nothing they use.
@@ -187,7 +187,7 @@ json_t *srv_body_json(struct srv_req *r)
 
 bool srv_client_gone(struct srv_req *r)
 {
-    return httpd_req_client_gone(r->h);
+    return atomic_load(&r->srv->stopping) || httpd_req_client_gone(r->h);
 }
 
 const char *srv_header(struct srv_req *r, const char *name)
@@ -524,9 +524,10 @@ void server_stop(struct server *s)
 {
     if (!s)
         return;
+    atomic_store(&s->stopping, true);  // pulls and waits see their clients gone
     sched_shutdown(s->sched);
-    httpd_stop(s->httpd);
-    if (!producers_wait(s, 10))
-        return;  // a stream still uses the store: leaking it beats freeing it under the stream
+    bool handlers_done = httpd_stop(s->httpd);
+    if (!producers_wait(s, 10) || !handlers_done)
+        return;  // a thread still uses the store: leaking it beats freeing it under the thread
     server_free(s);
 }

@@ -127,6 +127,7 @@ struct server {
     pthread_mutex_t producers_mu;
     pthread_cond_t producers_cv;  // producers reached 0
     int producers;                // (producers_mu) stream producer threads running
+    atomic_bool stopping;         // server_stop has begun: every client counts as gone
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
     struct store *store;

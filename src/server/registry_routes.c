@@ -78,6 +78,8 @@ static json_t *progress_obj(const struct store_progress *p)
 static void job_progress(void *ctx, const struct store_progress *p)
 {
     struct reg_job *job = ctx;
+    if (atomic_load(&job->srv->stopping))
+        job->cancel = 1;  // shutting down: the pull stops before the store goes
     if (job->st) {
         if (srv_stream_json_line(job->st, progress_obj(p)) == ERR_CANCELLED)
             job->cancel = 1;
