@@ -168,9 +168,16 @@ void httpd_limits_load(struct httpd_limits *l, uint64_t default_max_body)
 // ---------------------------------------------------------------------------
 // Request lifetime and suspension (g_mu held)
 
-static void req_unref_locked(struct httpd_req *r)
+// Drops a reference (g_mu held); returns r when that was the last one, for
+// req_free once g_mu is released (the app's free function may do I/O).
+static struct httpd_req *req_unref_locked(struct httpd_req *r)
 {
-    if (--r->refs > 0)
+    return --r->refs > 0 ? NULL : r;
+}
+
+static void req_free(struct httpd_req *r)
+{
+    if (!r)
         return;
     if (r->data_free)
         r->data_free(r->data);
@@ -460,11 +467,12 @@ static void stream_free(void *cls)
 {
     struct httpd_stream *st = cls;
     pthread_mutex_lock(&g_mu);
-    struct httpd_req *r = st->req;
+    struct httpd_req *r = st->req, *dead = NULL;
     st->req = NULL;
     if (r)
-        req_unref_locked(r);
+        dead = req_unref_locked(r);
     pthread_mutex_unlock(&g_mu);
+    req_free(dead);
     pthread_mutex_lock(&st->mu);
     st->fd = -1;
     pthread_mutex_unlock(&st->mu);
@@ -681,10 +689,11 @@ static void *handler_main(void *p)
     r->handled = true;
     if (r->susp == SUSP_HANDLER)
         resume_locked(r);
-    req_unref_locked(r);
+    struct httpd_req *dead = req_unref_locked(r);
     if (--d->handlers == 0)
         pthread_cond_broadcast(&d->idle_cv);
     pthread_mutex_unlock(&g_mu);
+    req_free(dead);
     return NULL;
 }
 
@@ -801,8 +810,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pthread_mutex_lock(&g_mu);
     resume_locked(r);  // (never suspended here in practice)
     r->alive = false;
-    req_unref_locked(r);
+    struct httpd_req *dead = req_unref_locked(r);
     pthread_mutex_unlock(&g_mu);
+    req_free(dead);
 }
 
 // ---------------------------------------------------------------------------
