@@ -677,6 +677,17 @@ static enum MHD_Result request_body(struct httpd_req *r, const char *p, size_t n
     return MHD_YES;
 }
 
+int httpd_spawn(void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t tid;
+    int rc = pthread_create(&tid, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc == 0 ? 0 : ERR_INTERNAL;
+}
+
 static void *handler_main(void *p)
 {
     struct httpd_req *r = p;
@@ -713,13 +724,7 @@ static enum MHD_Result request_dispatch(struct httpd_req *r)
     d->handlers++;
     pthread_mutex_unlock(&g_mu);
 
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t tid;
-    int rc = pthread_create(&tid, &attr, handler_main, r);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
+    if (httpd_spawn(handler_main, r) < 0) {
         httpd_reply(r, 500, "application/json; charset=utf-8",
                     "{\"error\":\"cannot start request thread\"}", 38);
         pthread_mutex_lock(&g_mu);

@@ -125,6 +125,10 @@ int httpd_reply_fd(struct httpd_req *r, int status, int fd, uint64_t offset, uin
 void httpd_reply_length(struct httpd_req *r, int status, uint64_t len);
 bool httpd_replied(const struct httpd_req *r);
 
+// Runs fn(arg) on a new detached thread; 0, or ERR_INTERNAL when the
+// thread cannot start.
+int httpd_spawn(void *(*fn)(void *), void *arg);
+
 // Streamed replies: bytes written by any thread are sent as they come. The
 // writer holds a reference until httpd_stream_end. max_pending bounds what
 // may wait for a slow reader (past it the stream counts as cancelled).

@@ -103,13 +103,7 @@ int srv_stream_start(struct srv_req *r, int status, const char *content_type, sr
     r->status = status;
 
     producers_add(r->srv, 1);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t tid;
-    int rc = pthread_create(&tid, &attr, stream_thread, st);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
+    if (httpd_spawn(stream_thread, st) < 0) {
         r->stream = NULL;
         st->fn = NULL;
         srv_stream_end(st);

@@ -6,18 +6,10 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-static bool copy_str(char *dst, size_t n, const char *p, size_t len)
-{
-    if (len >= n)
-        return false;
-    memcpy(dst, p, len);
-    dst[len] = '\0';
-    return true;
-}
 
 bool srv_same_origin(const char *origin, const char *host)
 {
@@ -64,8 +56,9 @@ static bool parse_ip16(const char *s, unsigned char a[16])
     char tmp[64];
     size_t n = strlen(s);
     if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-        if (!copy_str(tmp, sizeof(tmp), s + 1, n - 2))
+        if (n - 2 >= sizeof(tmp))
             return false;
+        snprintf(tmp, sizeof(tmp), "%.*s", (int)(n - 2), s + 1);
         s = tmp;
     }
     unsigned char v4[4];
@@ -158,8 +151,9 @@ bool srv_host_allowed(const char *host_header)
     struct str h, port;
     if (!host_split_port(str_from(host_header), &h, &port))
         h = str_from(host_header);
-    if (!copy_str(host, sizeof(host), h.ptr, h.len))
+    if (h.len >= sizeof(host))
         return false;
+    snprintf(host, sizeof(host), "%.*s", (int)h.len, h.ptr);
 
     unsigned char a[16];
     if (parse_ip16(host, a))
