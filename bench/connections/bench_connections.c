@@ -42,7 +42,8 @@ static void *client_main(void *p)
 {
     struct client *c = p;
     char url[256];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, c->generate ? "/api/generate" : "/api/version");
+    snprintf(url, sizeof(url), "%s%s", srv.base_url,
+             c->generate ? "/api/generate" : "/api/version");
     CURL *h = curl_easy_init();
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
@@ -182,8 +183,8 @@ int main(int argc, char **argv)
             long rss;
             server_status(&threads, &rss);
             measure(g == 1, &r, &p, &f);
-            printf("%-6d %-10s %10.0f %10.2f %8d %8d %10.1f\n", open,
-                   g ? "generate" : "version", r, p, f, threads, (double)rss / 1024);
+            printf("%-6d %-10s %10.0f %10.2f %8d %8d %10.1f\n", open, g ? "generate" : "version", r,
+                   p, f, threads, (double)rss / 1024);
         }
     }
     for (int i = 0; i < open; i++)

@@ -56,13 +56,13 @@ struct httpd_req {
     void (*data_free)(void *);
     int64_t start_ns;
     uint64_t body_bytes;
-    bool early;        // answered before the body: the body is discarded
-    bool too_large;    // the body passed the limit: 413
-    bool body_failed;  // the body callback gave up: the rest is discarded
-    bool dispatched;   // the handler thread was started
-    bool handled;      // (g_mu) the handler has returned
-    bool alive;        // (g_mu) the MHD connection exists
-    enum susp susp;    // (g_mu)
+    bool early;                               // answered before the body: the body is discarded
+    bool too_large;                           // the body passed the limit: 413
+    bool body_failed;                         // the body callback gave up: the rest is discarded
+    bool dispatched;                          // the handler thread was started
+    bool handled;                             // (g_mu) the handler has returned
+    bool alive;                               // (g_mu) the MHD connection exists
+    enum susp susp;                           // (g_mu)
     struct httpd_req *susp_prev, *susp_next;  // (g_mu) d->suspended list
     int refs;                                 // (g_mu) MHD, handler thread, stream
     int sent_status;                          // status queued (event thread)
@@ -496,7 +496,8 @@ static struct MHD_Response *make_response(struct httpd_req *r)
         return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read,
                                                  r->stream, stream_free);
     case REPLY_FD: {
-        struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(r->len, r->fd, r->offset);
+        struct MHD_Response *resp =
+            MHD_create_response_from_fd_at_offset64(r->len, r->fd, r->offset);
         if (resp)
             r->fd = -1;  // MHD closes it
         return resp;
@@ -562,8 +563,8 @@ static bool method_matches(const char *route_method, const char *method)
 }
 
 // 0: found; 404: no such path; 405: the path exists for other methods.
-static int route_find(const struct httpd_route *const *tables, const char *method,
-                      const char *path, const struct httpd_route **out, const char **param)
+static int route_find(const struct httpd_route *const *tables, const char *method, const char *path,
+                      const struct httpd_route **out, const char **param)
 {
     bool path_seen = false;
     for (const struct httpd_route *const *t = tables; t && *t; t++) {
@@ -898,8 +899,9 @@ int httpd_start(struct httpd **out, const struct httpd_config *cfg, struct err *
         int err = errno;
         pthread_cond_destroy(&d->idle_cv);
         free(d);
-        return err_set(e, ERR_IO, "%s", err == EADDRINUSE ? "bind: address already in use"
-                                                          : strerror(err ? err : EIO));
+        return err_set(e, ERR_IO, "%s",
+                       err == EADDRINUSE ? "bind: address already in use"
+                                         : strerror(err ? err : EIO));
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d->mhd, MHD_DAEMON_INFO_BIND_PORT);
     d->port = di ? di->port : cfg->port;
@@ -921,8 +923,7 @@ bool httpd_stop(struct httpd *d)
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += STOP_GRACE_S;
-    while (d->handlers > 0 &&
-           pthread_cond_timedwait(&d->idle_cv, &g_mu, &deadline) != ETIMEDOUT) {
+    while (d->handlers > 0 && pthread_cond_timedwait(&d->idle_cv, &g_mu, &deadline) != ETIMEDOUT) {
     }
     int left = d->handlers;
     // MHD must not be stopped with suspended connections: wake them all;

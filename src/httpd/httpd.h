@@ -67,9 +67,9 @@ struct httpd_observation {
 };
 
 struct httpd_config {
-    const char *name;                      // in log lines: "server", "runner"
-    const struct sockaddr *addr;           // NULL: every address (dual stack)
-    uint16_t port;                         // 0: any free port
+    const char *name;             // in log lines: "server", "runner"
+    const struct sockaddr *addr;  // NULL: every address (dual stack)
+    uint16_t port;                // 0: any free port
     struct httpd_limits limits;
     const struct httpd_route *const *routes;  // tables, NULL-terminated list
     bool redirect_trailing_slash;  // "/x/" answers 301 (GET) / 307 to "/x" when "/x" routes

@@ -56,7 +56,7 @@ struct rreq {
     pthread_cond_t cv;
     struct httpd_stream *stream;  // the /completion reply (NDJSON lines), until finished
     bool finished;                // no more output will come
-    int refs;        // HTTP side + loop side
+    int refs;                     // HTTP side + loop side
     int fd;  // /embedding: client socket polled for hang-up; -1 once the reply is sent
     atomic_bool cancelled;
     // Embedding result (set before finished).

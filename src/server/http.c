@@ -178,7 +178,6 @@ json_t *srv_body_json(struct srv_req *r)
     return v;
 }
 
-
 bool srv_client_gone(struct srv_req *r)
 {
     return atomic_load(&r->srv->stopping) || httpd_req_client_gone(r->h);
@@ -281,8 +280,7 @@ static void reply_commit(struct srv_req *r)
         return;
     if (r->status == 0)
         srv_reply_error(r, 500, "handler did not reply");
-    httpd_reply(r->h, r->status, r->content_type, r->reply_body ? r->reply_body : "",
-                r->reply_len);
+    httpd_reply(r->h, r->status, r->content_type, r->reply_body ? r->reply_body : "", r->reply_len);
 }
 
 static void req_free(void *p)
