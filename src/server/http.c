@@ -521,5 +521,6 @@ void server_stop(struct server *s)
     bool handlers_done = httpd_stop(s->httpd);
     if (!producers_wait(s, 10) || !handlers_done)
         return;  // a thread still uses the store: leaking it beats freeing it under the thread
+    srv_registry_release(s);
     server_free(s);
 }

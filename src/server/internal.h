@@ -84,6 +84,9 @@ extern const struct srv_route server_registry_routes[];
 int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, void *progress_ctx,
                       struct err *e);
 extern const struct srv_route *const server_route_tables[];
+// Frees the registry client of srv's store (at shutdown, before the store):
+// background mirror pulls are cancelled and waited for.
+void srv_registry_release(struct server *srv);
 
 // OpenAI translation (openai.c; spec/openai.md), exposed for tests.
 // A /v1/chat/completions or /v1/completions body (any JSON object) → the

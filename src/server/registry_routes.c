@@ -49,6 +49,23 @@ static struct registry *server_registry(struct server *srv)
     return s ? s->reg : NULL;
 }
 
+void srv_registry_release(struct server *srv)
+{
+    pthread_mutex_lock(&reg_slots_mu);
+    struct reg_slot **pp = &reg_slots, *s = NULL;
+    while (*pp && (*pp)->store != srv->store)
+        pp = &(*pp)->next;
+    if (*pp) {
+        s = *pp;
+        *pp = s->next;
+    }
+    pthread_mutex_unlock(&reg_slots_mu);
+    if (s) {
+        registry_free(s->reg);  // stops the mirror's background pulls and waits for them
+        free(s);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Pull and push: progress lines while streaming, the last object otherwise.
 
@@ -79,10 +96,10 @@ static void job_progress(void *ctx, const struct store_progress *p)
 {
     struct reg_job *job = ctx;
     if (atomic_load(&job->srv->stopping))
-        job->cancel = 1;  // shutting down: the pull stops before the store goes
+        __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);  // shutting down: stop the pull
     if (job->st) {
         if (srv_stream_json_line(job->st, progress_obj(p)) == ERR_CANCELLED)
-            job->cancel = 1;
+            __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);
     } else {
         json_decref(job->last);
         job->last = progress_obj(p);
