@@ -372,6 +372,41 @@ static void test_slow_stream(void **state)
     memset(&h, 0, sizeof(h));
 }
 
+// SIGTERM while a generation streams: the server ends the stream, stops its
+// runner and exits 0 (under ThreadSanitizer: without a race).
+static void test_sigterm_during_stream(void **state)
+{
+    (void)state;
+    char model[512];
+    test_fixture(model, sizeof(model), "stories260K.gguf");
+    assert_int_equal(harness_start(&h, NULL), 0);
+    assert_int_equal(models_create(&h, "stories", model, "\"parameters\":{\"temperature\":0}"), 0);
+    fds_alloc(1);
+    fds[0] = connect_to(h.port);
+    static const char body[] = "{\"model\":\"stories\",\"prompt\":\"Once\",\"options\":"
+                               "{\"num_predict\":100000,\"num_ctx\":256}}";
+    char req[512];
+    int n = snprintf(req, sizeof(req),
+                     "POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     sizeof(body) - 1, body);
+    send_all(fds[0], req, (size_t)n);
+    char buf[4096] = "";
+    size_t got = 0;
+    for (int64_t end = now_ms() + 30000; !strstr(buf, "\"response\"") && now_ms() < end;) {
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        if (poll(&p, 1, 1000) != 1)
+            continue;
+        ssize_t r = recv(fds[0], buf + got, sizeof(buf) - 1 - got, 0);
+        assert_true(r > 0);
+        got += (size_t)r;
+        buf[got] = '\0';
+    }
+    assert_non_null(strstr(buf, "\"response\""));  // streaming
+    assert_int_equal(harness_stop(&h), 0);         // a clean exit on SIGTERM
+    memset(&h, 0, sizeof(h));
+}
+
 // Past the cap new connections are closed at once, with one log line per
 // burst; the server serves again when connections go.
 static void test_connection_cap(void **state)
@@ -420,6 +455,7 @@ int main(void)
         cmocka_unit_test_teardown(test_header_timeout, teardown),
         cmocka_unit_test_teardown(test_idle_keep_alive, teardown),
         cmocka_unit_test_teardown(test_slow_stream, teardown),
+        cmocka_unit_test_teardown(test_sigterm_during_stream, teardown),
         cmocka_unit_test_teardown(test_connection_cap, teardown),
     };
     curl_global_init(CURL_GLOBAL_DEFAULT);
