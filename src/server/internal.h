@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "httpd/httpd.h"
 #include "json/json.h"
 #include "store/store.h"
 #include "template/template.h"
@@ -42,20 +43,18 @@ struct srv_encoder {
 // exactly one srv_reply_* call or one srv_stream_start.
 struct srv_req {
     struct server *srv;
-    void *conn;  // struct MHD_Connection *, only http.c looks inside
+    struct httpd_req *h;  // the wrapper's request (headers, direct replies)
     const char *method;
     const char *url;    // path without query
     const char *param;  // the part of the path matched by a route's '*' (or NULL)
-    struct buf body;    // the request body (capped), unless the route streams it
-    bool body_too_large;
+    struct buf body;    // the request body (the wrapper caps it), unless the route streams it
     // Reply to send (set by srv_reply_*); a stream replaces it.
     int status;
     char *content_type;
     char *reply_body;
     size_t reply_len;
     struct srv_stream *stream;
-    char *location;      // Location header for redirects, or NULL
-    void *mhd_response;  // a prepared struct MHD_Response * sent as is (registry /v2/), or NULL
+    bool raw_reply;  // the reply was set on h directly (registry /v2/ files and headers)
     // Per-route state for streamed request bodies (blob uploads); freed with
     // upload_free when the request ends without the handler taking it.
     void *upload;
@@ -94,6 +93,9 @@ extern const struct srv_route server_metrics_routes[];
 int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, void *progress_ctx,
                       struct err *e);
 extern const struct srv_route *const server_route_tables[];
+// Frees the registry client of srv's store (at shutdown, before the store):
+// background mirror pulls are cancelled and waited for.
+void srv_registry_release(struct server *srv);
 
 // OpenAI translation (openai.c; spec/openai.md), exposed for tests.
 // A /v1/chat/completions or /v1/completions body (any JSON object) → the
@@ -205,11 +207,11 @@ void srv_responses_stream_encode(struct srv_responses_stream *s, const json_t *n
 void srv_responses_stream_free(struct srv_responses_stream *s);
 
 // Observability (metrics.c). http.c calls server_observe_request once per
-// request, when it ends (peer: the client's address, may be NULL): the
-// access-log line at INFO and the request counters. The others add to the
-// counters; all are lock-free and thread-safe.
-struct sockaddr;
-void server_observe_request(const struct srv_req *r, const struct sockaddr *peer);
+// finished request (the httpd observation hook; client "ip:port", may be ""):
+// the access-log line at INFO and the request counters. The others add to
+// the counters; all are lock-free and thread-safe.
+void server_observe_request(const char *method, const char *path, int status,
+                            int64_t latency_ns, const char *client);
 void server_metrics_tokens(int64_t prompt, int64_t generated, int64_t generation_ns);
 void server_metrics_pulled(uint64_t bytes);
 // The /metrics page (Prometheus text format) into out.
@@ -233,12 +235,36 @@ const char *srv_model_field(struct srv_req *r, const json_t *body, int empty_sta
 struct server {
     const struct env_config *cfg;
     const char *self_exe;
-    void *daemon;  // struct MHD_Daemon *
+    struct httpd *httpd;
+    struct httpd_route *routes;  // every srv_route, for the wrapper
+    const struct httpd_route *route_tables[2];
+    pthread_mutex_t producers_mu;
+    pthread_cond_t producers_cv;  // producers reached 0
+    int producers;                // (producers_mu) stream producer threads running
+    atomic_bool stopping;         // server_stop has begun: every client counts as gone
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
     struct store *store;
     struct sched *sched;
 };
+
+// HTTP policy (policy.c): CORS origins (env.md §6) and allowed hosts
+// against DNS rebinding (env.md §7).
+// True when origin is allowed by the NULL-terminated list (OLLAMA_ORIGINS
+// then the defaults): an entry "*", an exact match, or a match of an entry
+// with one '*' wildcard. NULL origin or list → false.
+bool srv_origin_allowed(char *const *origins, const char *origin);
+// True when origin is "http(s)://" + the Host header (no CORS checks apply).
+bool srv_same_origin(const char *origin, const char *host);
+// Allowed-hosts check for a Host header value ("localhost:11434",
+// "[::1]:11434", "192.168.1.5"): loopback / private / unspecified / local
+// interface IPs, "", "localhost", the machine's hostname, *.localhost,
+// *.local, *.internal (case-insensitive). Applied only when the server
+// listens on a loopback address.
+bool srv_host_allowed(const char *host_header);
+// True when host (no port, brackets optional) is a loopback IP address
+// (127.0.0.0/8, ::1, ::ffff:127.x) or "localhost".
+bool srv_addr_is_loopback(const char *host);
 
 // Replies.
 void srv_reply(struct srv_req *r, int status, const char *content_type, const char *body,

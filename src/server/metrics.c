@@ -89,22 +89,27 @@ static void format_duration(int64_t ns, char *out, size_t n)
     snprintf(out + k, n - (size_t)k, "%s", unit);
 }
 
-static void format_peer(const struct sockaddr *sa, char *out, size_t n)
+// "127.0.0.1:54321" or "[::1]:54321" -> the address alone, as gin prints it.
+static void client_ip(const char *client, char *out, size_t n)
 {
-    snprintf(out, n, "%s", "");
-    if (sa && sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
-                  (socklen_t)n);
-    else if (sa && sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
-                  (socklen_t)n);
+    const char *p = client ? client : "";
+    size_t len = strlen(p);
+    const char *colon = strrchr(p, ':');
+    if (*p == '[') {
+        const char *close = strchr(p, ']');
+        p++;
+        len = close ? (size_t)(close - p) : strlen(p);
+    } else if (colon && strchr(p, ':') == colon) {
+        len = (size_t)(colon - p);
+    }
+    snprintf(out, n, "%.*s", (int)len, p);
 }
 
-void server_observe_request(const struct srv_req *r, const struct sockaddr *peer)
+void server_observe_request(const char *method, const char *path, int status, int64_t ns,
+                            const char *client)
 {
-    int64_t ns = r->t_start_ns ? time_monotonic_ns() - r->t_start_ns : 0;
-    size_t ri = route_index(r->method, r->url);
-    atomic_fetch_add_explicit(&requests[ri][status_index(r->status)], 1, memory_order_relaxed);
+    size_t ri = route_index(method, path);
+    atomic_fetch_add_explicit(&requests[ri][status_index(status)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&request_ns_sum[ri], (uint_fast64_t)(ns > 0 ? ns : 0),
                               memory_order_relaxed);
     if (!log_enabled(LOG_INFO))
@@ -116,14 +121,14 @@ void server_observe_request(const struct srv_req *r, const struct sockaddr *peer
     localtime_r(&now, &tm);
     strftime(when, sizeof(when), "%Y/%m/%d - %H:%M:%S", &tm);
     format_duration(ns, lat, sizeof(lat));
-    format_peer(peer, ip, sizeof(ip));
+    client_ip(client, ip, sizeof(ip));
     struct buf line;
     buf_init(&line, 0);
     // "µ" is two bytes but one column: pad as gin does, by characters.
     int pad = 13 + (strstr(lat, "µ") ? 1 : 0);
-    buf_printf(&line, "[GIN] %s | %3d | %*s | %15s | %-7s ", when, r->status, pad, lat, ip,
-               r->method);
-    jsonx_dump_string(r->url, strlen(r->url), 0, &line);
+    buf_printf(&line, "[GIN] %s | %3d | %*s | %15s | %-7s ", when, status, pad, lat, ip,
+               method);
+    jsonx_dump_string(path, strlen(path), 0, &line);
     buf_append_str(&line, "\n");
     fwrite(line.data, 1, line.len, stderr);
     buf_deinit(&line);
