@@ -107,8 +107,10 @@ describe('messages', () => {
 
   test('count tokens', async () => {
     const short = await client.messages.countTokens({ model: 'stories', messages });
+    // stories renders with the default template ({{ .Prompt }}: the last user
+    // message alone, as Ollama's), so the longer prompt is in that message.
     const long = await client.messages.countTokens({
-      model: 'stories', system: 'A long system prompt about stories.', messages,
+      model: 'stories', messages: [{ role: 'user', content: 'Once upon a time there was a little dog' }],
     });
     assert.ok(short.input_tokens > 0);
     assert.ok(long.input_tokens > short.input_tokens);

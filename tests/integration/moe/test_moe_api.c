@@ -25,7 +25,9 @@ static int setup(void **state)
     if (!have_fixtures)
         return 0;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (harness_start(&srv, NULL) != 0) {
+    // The `{{ .Prompt }}` TEMPLATE as given, not the files' Jinja templates.
+    static const char *const env[] = {"OLLAMA_GO_TEMPLATE=1", NULL};
+    if (harness_start(&srv, env) != 0) {
         harness_dump_log(&srv);
         return -1;
     }
