@@ -108,7 +108,7 @@ describe('messages', () => {
   test('count tokens', async () => {
     const short = await client.messages.countTokens({ model: 'stories', messages });
     const long = await client.messages.countTokens({
-      model: 'stories', system: 'A long system prompt about stories.', messages,
+      model: 'stories', messages: [{ role: 'user', content: 'Once upon a time there was a dog and a cat' }],
     });
     assert.ok(short.input_tokens > 0);
     assert.ok(long.input_tokens > short.input_tokens);
