@@ -311,7 +311,8 @@ describe('responses', () => {
     }
     const final = await stream.finalResponse();
     assert.ok(text.startsWith(GREEDY), text);
-    assert.equal(final.output_text, text);
+    assert.equal(final.status, 'completed');
+    assert.equal(final.output.find((o) => o.type === 'message').content[0].text, text);
   });
 
   test('function calls', async () => {
