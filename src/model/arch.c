@@ -9,8 +9,9 @@
 #include <string.h>
 
 static const struct model_arch *const model_archs[] = {
-    &model_arch_llama,  &model_arch_qwen2, &model_arch_qwen3, &model_arch_gemma2,
-    &model_arch_gemma3, &model_arch_phi3,  &model_arch_bert,  &model_arch_nomic_bert,
+    &model_arch_llama,    &model_arch_qwen2,   &model_arch_qwen3,  &model_arch_gemma2,
+    &model_arch_gemma3,   &model_arch_phi3,    &model_arch_bert,   &model_arch_nomic_bert,
+    &model_arch_qwen3moe, &model_arch_gpt_oss, &model_arch_gptoss,
 };
 
 const struct model_arch *model_arch_find(struct str name)
@@ -324,6 +325,8 @@ static int bind_layer(struct model *m, int il, struct err *e)
     char n[GGUF_MAX_NAME_LEN + 1];
     int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
+#define NAMED(name, dflt, suffix)                                                                  \
+    (snprintf(n, sizeof n, "blk.%d.%s.%s", il, name_or(name, dflt), suffix), n)
     if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), n_embd, true, e)) < 0 ||
         (rc = bind_qkv(m, L, il, e)) < 0)
         return rc;
@@ -333,8 +336,10 @@ static int bind_layer(struct model *m, int il, struct err *e)
     if ((rc = model_bind_vector(m, &L->bq, NAME("attn_q.bias"), q_dim, a->qkv_bias, e)) < 0 ||
         (rc = model_bind_vector(m, &L->bk, NAME("attn_k.bias"), kv_dim, a->qkv_bias, e)) < 0 ||
         (rc = model_bind_vector(m, &L->bv, NAME("attn_v.bias"), kv_dim, a->qkv_bias, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->bo, NAME("attn_output.bias"), n_embd, false, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->ffn_norm, NAME("ffn_norm.weight"), n_embd, true, e)) < 0)
+        (rc = model_bind_vector(m, &L->bo, NAMED(a->names.attn_output, "attn_output", "bias"),
+                                n_embd, false, e)) < 0 ||
+        (rc = model_bind_vector(m, &L->ffn_norm, NAMED(a->names.ffn_norm, "ffn_norm", "weight"),
+                                n_embd, true, e)) < 0)
         return rc;
     if (a->qk_norm && ((rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"),
                                                hp->head_dim, true, e)) < 0 ||
@@ -358,6 +363,7 @@ static int bind_layer(struct model *m, int il, struct err *e)
                                 e)) < 0)
         return rc;
 #undef NAME
+#undef NAMED
     return 0;
 }
 

@@ -90,7 +90,8 @@ enum model_ffn_act {
 // Name of a tensor the table may rename (Ollama's converter writes some
 // families with other names than llama.cpp's); NULL = the llama.cpp name.
 struct model_tensor_names {
-    const char *attn_output;     // "attn_output"
+    const char *attn_output;     // "attn_output" (weight and bias)
+    const char *ffn_norm;        // "ffn_norm"
     const char *attn_post_norm;  // "post_attention_norm"
     const char *ffn_post_norm;   // "post_ffw_norm"
 };
@@ -199,6 +200,9 @@ extern const struct model_arch model_arch_qwen3;
 extern const struct model_arch model_arch_gemma2;
 extern const struct model_arch model_arch_gemma3;
 extern const struct model_arch model_arch_phi3;
+extern const struct model_arch model_arch_qwen3moe;
+extern const struct model_arch model_arch_gpt_oss;
+extern const struct model_arch model_arch_gptoss;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 
@@ -222,6 +226,25 @@ const char *model_key(const struct model *m, char *buf, size_t n, const char *su
 // gemma2.c: the Gemma query scale (27B: 1/sqrt(n_embd / n_head)), a load
 // hook shared by gemma2 and gemma3.
 int model_gemma_query_scale(struct model *m, struct err *e);
+
+// moe.c: the mixture-of-experts FFN (qwen3moe.c, gpt_oss.c).
+struct model_moe_spec {
+    enum engine_moe_gating gating;
+    bool norm_w;  // renormalise the chosen experts' weights
+    enum engine_moe_act act;
+    bool biases;  // router and expert biases (gpt-oss)
+};
+// Reads expert_count / expert_used_count / expert_feed_forward_length and
+// binds each layer's router and 3-D experts (layer.ext, freed with the model).
+int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct err *e);
+// The FFN hook (struct model_arch.ffn); out may be in.
+void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n);
+// The prepare hook: reserves the MoE op's scratch for n_batch rows.
+int model_prepare_moe(struct model *m, struct err *e);
+// Bytes of that scratch (0 for a model without MoE layers).
+uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch);
+// Bytes of the file's 3-D expert tensors (0 without experts).
+uint64_t model_moe_experts_bytes(const struct model *m);
 
 // decoder.c: the generic decoder block.
 void model_forward_decoder(struct model *m, const struct model_ubatch *ub);

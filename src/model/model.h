@@ -51,6 +51,9 @@ struct model_options {
 // header alone (nothing is loaded): weights are the mapped tensor data.
 struct model_memory {
     uint64_t weights_bytes;
+    // Of weights_bytes, the mixture-of-experts expert tensors (*_exps): all
+    // resident (mapped) although a token reads only the chosen experts.
+    uint64_t experts_bytes;
     uint64_t kv_bytes;
     uint64_t scratch_bytes;  // activations, logits, per-thread buffers
     uint64_t total_bytes;

@@ -542,6 +542,49 @@ static void test_reference_tiny_qwen2(void **state)
     reference_shared("tiny-qwen2-f32.gguf", "tiny-qwen2.reference.json");
 }
 
+// gpt-oss: Ollama's files say pre "default" and get the gpt-4o
+// pre-tokenizer as Ollama forces it; llama.cpp's file says "gpt-2" (the
+// fixtures borrow the GPT-2 vocabulary). The llama.cpp file gives every
+// reference prompt's ids; the Ollama file gives those of the prompts
+// without digits (gpt-4o splits numbers in threes, so " 1492" is " ",
+// "149", "2" there, as Ollama would tokenize it).
+static void test_reference_tiny_gpt_oss(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof(path), "tiny-gpt-oss.reference.json"))
+        skip();
+    struct jv root;
+    parse_json_file(path, &root);
+    struct tokenizer *ollama = load_shared("tiny-gpt-oss-ollama-f32.gguf");
+    struct tokenizer *upstream = load_shared("tiny-gpt-oss-f32.gguf");
+    assert_non_null(ollama);
+    assert_non_null(upstream);
+    assert_string_equal(tokenizer_pre_name(ollama), "gpt-4o");
+    assert_string_equal(tokenizer_pre_name(upstream), "gpt-2");
+    assert_true(reference_cases(upstream, &root) >= 18);
+    const struct jv *lc = jv_get(&root, "logit_cases");
+    int n_checked = 0;
+    for (size_t i = 0; lc && i < lc->n; i++) {
+        const struct jv *c = &lc->items[i], *text = jv_get(c, "prompt");
+        if (strpbrk(text->str, "0123456789"))
+            continue;
+        check_case(ollama, text, true, false, jv_get(c, "prompt_tokens"));
+        n_checked++;
+    }
+    assert_true(n_checked >= 6);  // "Hello, world!" for every model file and cache type
+    struct tokenizer_ids a = {0}, b = {0};
+    const char *text = "In 1492, we're";
+    encode(ollama, text, strlen(text), false, false, &a);
+    encode(upstream, text, strlen(text), false, false, &b);
+    assert_true(a.len != b.len || memcmp(a.data, b.data, a.len * sizeof(int32_t)) != 0);
+    tokenizer_ids_deinit(&a);
+    tokenizer_ids_deinit(&b);
+    tokenizer_free(ollama);
+    tokenizer_free(upstream);
+    jv_free(&root);
+}
+
 // The Llama 3 vocabulary from encoder.json + vocab.bpe (Ollama's test data),
 // built from arrays: exercises tokenizer_build and ignore_merges.
 static void test_llama3_from_arrays(void **state)
@@ -1220,6 +1263,7 @@ int main(void)
         cmocka_unit_test(test_reference_stories260k),
         cmocka_unit_test(test_reference_tiny_llama),
         cmocka_unit_test(test_reference_tiny_qwen2),
+        cmocka_unit_test(test_reference_tiny_gpt_oss),
         cmocka_unit_test(test_llama3_from_arrays),
         cmocka_unit_test(test_spm_basics),
         cmocka_unit_test(test_stream_holds_partial_utf8),

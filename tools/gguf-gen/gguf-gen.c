@@ -79,7 +79,9 @@ static void usage(FILE *f)
             "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
             "                [--head-dim N] [--n-rot N] [--n-swa N]\n"
             "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
-            "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K] [--seed N]\n"
+            "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
+            "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
+            "                        tq1_0|tq2_0] [--seed N]\n"
             "                [--vocab VOCAB.gguf] [--sparse] [--quiet] -o OUT.gguf\n"
             "presets:");
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
@@ -349,6 +351,75 @@ static void synthetic_vocab(struct gguf_writer *w, int64_t n_vocab)
 // ---------------------------------------------------------------------------
 // Tensor data
 
+// Block types without a quantizer here (the i-quants need an importance
+// matrix; no quality is needed for benchmarks): random bytes per block,
+// then the f16 scale d set to one value per tensor that gives the
+// dequantized tensor the standard deviation the float weights would have.
+// d_off: the offset of d in a block.
+static bool random_block_type(uint32_t type, size_t *d_off)
+{
+    switch (type) {
+    case GGUF_TYPE_IQ2_XXS:
+    case GGUF_TYPE_IQ2_XS:
+    case GGUF_TYPE_IQ2_S:
+    case GGUF_TYPE_IQ3_XXS:
+    case GGUF_TYPE_IQ3_S:
+    case GGUF_TYPE_IQ1_S:
+    case GGUF_TYPE_IQ4_NL:
+    case GGUF_TYPE_IQ4_XS:
+        *d_off = 0;
+        return true;
+    case GGUF_TYPE_TQ1_0:
+    case GGUF_TYPE_TQ2_0:
+        *d_off = quant_traits_get(type)->type_size - 2;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void random_blocks(struct rng *r, uint8_t *q, size_t n_bytes, uint32_t type, uint16_t d)
+{
+    for (size_t i = 0; i < n_bytes; i += 8) {
+        uint64_t v = rng_next(r);
+        memcpy(q + i, &v, n_bytes - i < 8 ? n_bytes - i : 8);
+    }
+    size_t d_off = 0, bs = quant_traits_get(type)->type_size;
+    random_block_type(type, &d_off);
+    for (size_t b = 0; b + bs <= n_bytes; b += bs)
+        memcpy(q + b + d_off, &d, 2);
+}
+
+static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, struct rng *r,
+                               float std, float *xbuf, void *qbuf, size_t chunk_elems,
+                               struct err *e)
+{
+    const struct quant_traits *tr = quant_traits_get(t->type);
+    int64_t rows = t->ne[1], row_len = t->ne[0];
+    size_t row_bytes = quant_row_size(t->type, row_len);
+    // The scale: the standard deviation of a row decoded with d = 1, from a
+    // stream of its own (the data stream stays a function of the name).
+    struct rng probe = *r;
+    random_blocks(&probe, qbuf, row_bytes, t->type, quant_f32_to_f16(1.0f));
+    tr->to_float(qbuf, xbuf, row_len);
+    double ss = 0.0;
+    for (int64_t i = 0; i < row_len; i++)
+        ss += (double)xbuf[i] * xbuf[i];
+    double sd = sqrt(ss / (double)row_len);
+    uint16_t d = quant_f32_to_f16(sd > 0.0 ? (float)(std / sd) : std);
+    int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
+    if (rows_per_chunk < 1)
+        rows_per_chunk = 1;
+    for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+        int64_t nr = rows - r0 < rows_per_chunk ? rows - r0 : rows_per_chunk;
+        random_blocks(r, qbuf, row_bytes * (size_t)nr, t->type, d);
+        int rc = gguf_writer_write_data(w, qbuf, row_bytes * (size_t)nr, e);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t seed,
                         int64_t n_embd, float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
 {
@@ -371,6 +442,8 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t
         std = 1.0f / sqrtf((float)n_embd);
         break;
     }
+    if (!tr->from_float_ref)
+        return write_random_tensor(w, t, &r, std, xbuf, qbuf, chunk_elems, e);
     int64_t rows = t->ne[1], row_len = t->ne[0];
     if (t->init == INIT_ROPE_LONG || t->init == INIT_ROPE_SHORT) {
         // LongRoPE factors: fixed ramps (long 1 + 12 i/n, short 1 + 3 i/n),
@@ -397,6 +470,21 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t
 }
 
 // ---------------------------------------------------------------------------
+
+// The type of each tensor in a random-block model (see main).
+static int random_block_tensor_type(uint32_t block_type, const struct gtensor *t)
+{
+    if (t->n_dims < 2)
+        return GGUF_TYPE_F32;
+    uint32_t ty = block_type;
+    if (!strcmp(t->name, "token_embd.weight"))
+        ty = GGUF_TYPE_Q4_K;
+    else if (!strcmp(t->name, "output.weight"))
+        ty = GGUF_TYPE_Q6_K;
+    else if (strncmp(t->name, "blk.", 4) != 0)
+        return GGUF_TYPE_F32;
+    return quant_row_size(ty, t->ne[0]) ? (int)ty : GGUF_TYPE_Q8_0;
+}
 
 static bool arg_i64(const char *s, int64_t *out)
 {
@@ -590,10 +678,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "gguf-gen: --n-rot must be even and at most the head dimension\n");
         return 2;
     }
+    // A mix llama-quantize makes, or a block type written as random blocks
+    // (iq4_xs, iq2_xxs, tq2_0 ...): then every block matrix has that type,
+    // token_embd Q4_K and output Q6_K (as llama.cpp's i-quant mixes keep
+    // them in k-quants), norms F32.
     int32_t ftype = quant_mix_from_name(o.type);
+    int block_type = -1;
+    size_t d_off;
     if (ftype < 0) {
-        fprintf(stderr, "gguf-gen: unsupported --type %s\n", o.type);
-        return 2;
+        block_type = gguf_type_from_name(o.type);
+        ftype = gguf_file_type_from_name(o.type);
+        if (block_type < 0 || ftype < 0 || !random_block_type((uint32_t)block_type, &d_off)) {
+            fprintf(stderr, "gguf-gen: unsupported --type %s\n", o.type);
+            return 2;
+        }
     }
 
     struct err e = {0};
@@ -635,10 +733,12 @@ int main(int argc, char **argv)
     uint64_t n_params = 0, n_bytes = 0;
     for (size_t i = 0; i < m.n; i++) {
         struct gtensor *t = &m.t[i];
-        int ty = quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims, t->ne[0], &mm);
+        int ty = block_type >= 0
+                     ? random_block_tensor_type((uint32_t)block_type, t)
+                     : quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims, t->ne[0], &mm);
         t->type = (uint32_t)ty;
         const struct quant_traits *tr = quant_traits_get(t->type);
-        if (!tr || !tr->from_float_ref) {
+        if (!tr || (!tr->from_float_ref && !random_block_type(t->type, &d_off))) {
             fprintf(stderr, "gguf-gen: %s: cannot write type %s\n", t->name,
                     gguf_type_name(t->type));
             return 1;
