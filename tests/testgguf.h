@@ -7,10 +7,11 @@
 
 #include "gguf/gguf.h"
 
-// Copies src to dst with <general.architecture>.<suffix> set to v (replaced
-// where src has it, added otherwise). 0 on success.
-static inline int test_gguf_set_arch_u32(const char *src, const char *dst, const char *suffix,
-                                         uint32_t v)
+// Copies src to dst without the metadata key `drop` (NULL: none) and with
+// <general.architecture>.<suffix> set to v when suffix is not NULL
+// (replaced where src has it, added otherwise). 0 on success.
+static inline int test_gguf_copy(const char *src, const char *dst, const char *drop,
+                                 const char *suffix, uint32_t v)
 {
     struct gguf *g;
     struct gguf_writer *w;
@@ -23,14 +24,16 @@ static inline int test_gguf_set_arch_u32(const char *src, const char *dst, const
         return -1;
     }
     struct str arch = gguf_architecture(g);
-    char key[128];
-    snprintf(key, sizeof key, "%.*s.%s", (int)arch.len, arch.ptr, suffix);
+    char key[128] = "";
+    if (suffix)
+        snprintf(key, sizeof key, "%.*s.%s", (int)arch.len, arch.ptr, suffix);
     for (size_t i = 0; i < gguf_kv_count(g); i++) {
         const struct gguf_kv *kv = gguf_kv_at(g, i);
-        if (!str_eq_cstr(kv->key, key))
+        if (!str_eq_cstr(kv->key, key) && !(drop && str_eq_cstr(kv->key, drop)))
             gguf_writer_kv_copy(w, kv);
     }
-    gguf_writer_kv_u32(w, key, v);
+    if (suffix)
+        gguf_writer_kv_u32(w, key, v);
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
         char *name = str_dup(t->name);
@@ -50,4 +53,10 @@ static inline int test_gguf_set_arch_u32(const char *src, const char *dst, const
         fprintf(stderr, "%s\n", e.msg);
     gguf_close(g);
     return rc;
+}
+
+static inline int test_gguf_set_arch_u32(const char *src, const char *dst, const char *suffix,
+                                         uint32_t v)
+{
+    return test_gguf_copy(src, dst, NULL, suffix, v);
 }

@@ -131,7 +131,8 @@ struct model_arch {
 
     // Hooks (all optional).
     // Adjusts or checks hyper-parameters after the common ones are read
-    // (before any tensor is bound).
+    // (before any tensor is bound). Encoders (encoder = true) read and bind
+    // everything in it themselves (bert.c).
     int (*load)(struct model *m, struct err *e);
     // Binds what is unusual after the common tensors are bound.
     int (*bind)(struct model *m, struct err *e);

@@ -429,6 +429,21 @@ static void test_tiny_phi3_reference(void **state)
 {
     (void)state;
     run_fixture_reference_tol("tiny-phi3.reference.json", true, 5e-3f);
+    // LongRoPE: the short factors up to the original context (4096), the
+    // long ones past it; the attention factor on cos/sin either way.
+    char path[1024];
+    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-phi3-f32.gguf"));
+    struct model_options o = {.n_ctx = 4096, .n_threads = 1};
+    struct model *m = load(path, o);
+    assert_ptr_equal(m->hp.rope.freq_factors, m->rope_short);
+    assert_true(fabsf(m->hp.rope.attn_factor - 1.190238f) < 1e-5f);
+    assert_int_equal(m->hp.rope.n_rot, 12);
+    model_free(m);
+    o.n_ctx = 4097;
+    m = load(path, o);
+    assert_ptr_equal(m->hp.rope.freq_factors, m->rope_long);
+    assert_non_null(m->rope_long);
+    model_free(m);
 }
 
 // Mixture-of-experts families (qwen3moe, gpt-oss with its Ollama layout and

@@ -26,7 +26,7 @@
 
 static struct harness srv;
 static bool have_shared;
-static char tmp[64], embed_path[128];
+static char tmp[64], embed_path[128], plain_path[8][160];
 
 struct family {
     const char *name;  // model name in the store
@@ -62,20 +62,24 @@ static int setup(void **state)
         harness_dump_log(&srv);
         return -1;
     }
+    snprintf(tmp, sizeof tmp, "/tmp/test_families.XXXXXX");
+    if (!mkdtemp(tmp))
+        return -1;
+    // Without the file's Jinja chat template, with a pass-through Go
+    // template: the prompt reaches the model as it is.
     const char *extra = "\"template\":\"{{ .Prompt }}\",\"parameters\":{\"temperature\":0}";
     for (size_t i = 0; i < N_FAMILIES; i++) {
         if (!test_shared_fixture(p, sizeof p, families[i].file)) {
             fprintf(stderr, "missing fixture %s\n", families[i].file);
             return -1;
         }
-        if (models_create(&srv, families[i].name, p, extra) < 0)
+        snprintf(plain_path[i], sizeof plain_path[i], "%s/%s", tmp, families[i].file);
+        if (test_gguf_copy(p, plain_path[i], "tokenizer.chat_template", NULL, 0) < 0 ||
+            models_create(&srv, families[i].name, plain_path[i], extra) < 0)
             return -1;
     }
     if (!test_shared_fixture(p, sizeof p, "tiny-nomic-bert-f32.gguf") ||
         models_create(&srv, "nomic", p, "") < 0)
-        return -1;
-    snprintf(tmp, sizeof tmp, "/tmp/test_families.XXXXXX");
-    if (!mkdtemp(tmp))
         return -1;
     snprintf(embed_path, sizeof embed_path, "%s/qwen3-embedding.gguf", tmp);
     if (!test_shared_fixture(p, sizeof p, "tiny-qwen3-f32.gguf") ||
@@ -92,6 +96,8 @@ static int teardown(void **state)
         return 0;
     int rc = harness_stop(&srv);
     unlink(embed_path);
+    for (size_t i = 0; i < N_FAMILIES; i++)
+        unlink(plain_path[i]);
     rmdir(tmp);
     curl_global_cleanup();
     return rc == 0 ? 0 : -1;
