@@ -54,10 +54,7 @@ static int setup(void **state)
     }
     have_shared = true;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    // OLLAMA_GO_TEMPLATE=1: the `{{ .Prompt }}` TEMPLATE is used as given (Ollama
-    // 0.33 would prefer these files' Jinja templates, which offer more).
-    static const char *const env[] = {"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=2",
-                                      "OLLAMA_GO_TEMPLATE=1", NULL};
+    static const char *const env[] = {"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=2", NULL};
     if (harness_start(&srv, env) != 0) {
         harness_dump_log(&srv);
         return -1;
