@@ -596,6 +596,21 @@ static void gen(const char *preset, const char *type, bool sparse, const char *o
     assert_int_equal(rc, 0);
 }
 
+// Generates a gguf-gen preset, loads it as `arch` and decodes 20 tokens to
+// finite logits.
+static void gen_and_decode(const char *preset, const char *arch, const char *type, const char *path)
+{
+    gen(preset, type, false, path);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2};
+    struct model *m = load(path, o);
+    assert_string_equal(model_arch_name(m), arch);
+    decode_seq(m, 0, story, 20, 0, false);
+    const float *lg = model_logits(m, 19);
+    for (int k = 0; k < model_n_vocab(m); k++)
+        assert_true(isfinite(lg[k]));
+    model_free(m);
+}
+
 static void test_gguf_gen_family_presets(void **state)
 {
     (void)state;
@@ -606,17 +621,8 @@ static void test_gguf_gen_family_presets(void **state)
     const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"};
     const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3"};
     for (size_t i = 0; i < 4; i++)
-        for (int q = 0; q < 2; q++) {
-            gen(tiny[i], q ? "q8_0" : "f32", false, path);
-            struct model_options o = {.n_ctx = 64, .n_threads = 2};
-            struct model *m = load(path, o);
-            assert_string_equal(model_arch_name(m), arch[i]);
-            decode_seq(m, 0, story, 20, 0, false);
-            const float *lg = model_logits(m, 19);
-            for (int k = 0; k < model_n_vocab(m); k++)
-                assert_true(isfinite(lg[k]));
-            model_free(m);
-        }
+        for (int q = 0; q < 2; q++)
+            gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
     // models have them; gemma3's local layers keep n_swa + n_batch cells.
     struct {
@@ -658,17 +664,8 @@ static void test_gguf_gen_moe_presets(void **state)
     const char *tiny[] = {"tiny-qwen3moe", "tiny-gpt-oss"};
     const char *arch[] = {"qwen3moe", "gpt-oss"};
     for (size_t i = 0; i < 2; i++)
-        for (int q = 0; q < 2; q++) {
-            gen(tiny[i], q ? "q8_0" : "f32", false, path);
-            struct model_options o = {.n_ctx = 64, .n_threads = 2};
-            struct model *m = load(path, o);
-            assert_string_equal(model_arch_name(m), arch[i]);
-            decode_seq(m, 0, story, 20, 0, false);
-            const float *lg = model_logits(m, 19);
-            for (int k = 0; k < model_n_vocab(m); k++)
-                assert_true(isfinite(lg[k]));
-            model_free(m);
-        }
+        for (int q = 0; q < 2; q++)
+            gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Q4_0 rows: 18 bytes per 32 values. qwen3-30b-a3b: 48 layers of 128
     // experts (gate, up 768 x 2048; down 2048 x 768), 4 KV heads of 128;
     // gpt-oss-20b: 24 layers of 32 experts of 2880 x 2880, 8 KV heads of
