@@ -494,6 +494,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         cs->req.conn = conn;
         cs->req.method = method;
         cs->req.url = url;
+        cs->req.t_start_ns = time_monotonic_ns();
         buf_init(&cs->req.body, SERVER_MAX_BODY_BYTES);
         *con_cls = cs;
         begin_request(cs);
@@ -530,6 +531,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct conn_state *cs = *con_cls;
     if (!cs)
         return;
+    const union MHD_ConnectionInfo *peer =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    server_observe_request(&cs->req, peer ? peer->client_addr : NULL);
     if (cs->req.upload && cs->req.upload_free)
         cs->req.upload_free(cs->req.upload);
     buf_deinit(&cs->req.body);

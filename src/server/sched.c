@@ -942,3 +942,14 @@ json_t *sched_ps_json(struct sched *s)
     jsonx_set(out, "models", arr);
     return out;
 }
+
+void sched_counts(struct sched *s, uint64_t *active, uint64_t *queued)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = 0;
+    for (struct sched_runner *r = s->runners; r; r = r->next)
+        n += r->refs > 0 ? (uint64_t)r->refs : 0;
+    *active = n;
+    *queued = s->pending;
+    pthread_mutex_unlock(&s->mu);
+}
