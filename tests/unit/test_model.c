@@ -611,6 +611,21 @@ static void gen(const char *preset, const char *type, bool sparse, const char *o
     assert_int_equal(rc, 0);
 }
 
+// Generates a gguf-gen preset, loads it as `arch` and decodes 20 tokens to
+// finite logits.
+static void gen_and_decode(const char *preset, const char *arch, const char *type, const char *path)
+{
+    gen(preset, type, false, path);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2};
+    struct model *m = load(path, o);
+    assert_string_equal(model_arch_name(m), arch);
+    decode_seq(m, 0, story, 20, 0, false);
+    const float *lg = model_logits(m, 19);
+    for (int k = 0; k < model_n_vocab(m); k++)
+        assert_true(isfinite(lg[k]));
+    model_free(m);
+}
+
 static void test_gguf_gen_family_presets(void **state)
 {
     (void)state;
@@ -621,17 +636,8 @@ static void test_gguf_gen_family_presets(void **state)
     const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"};
     const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3"};
     for (size_t i = 0; i < 4; i++)
-        for (int q = 0; q < 2; q++) {
-            gen(tiny[i], q ? "q8_0" : "f32", false, path);
-            struct model_options o = {.n_ctx = 64, .n_threads = 2};
-            struct model *m = load(path, o);
-            assert_string_equal(model_arch_name(m), arch[i]);
-            decode_seq(m, 0, story, 20, 0, false);
-            const float *lg = model_logits(m, 19);
-            for (int k = 0; k < model_n_vocab(m); k++)
-                assert_true(isfinite(lg[k]));
-            model_free(m);
-        }
+        for (int q = 0; q < 2; q++)
+            gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
     // models have them; gemma3's local layers keep n_swa + n_batch cells.
     struct {
@@ -655,6 +661,52 @@ static void test_gguf_gen_family_presets(void **state)
         if (mem.kv_bytes != real[i].cells_kv_bytes)
             fail_msg("%s: kv %llu bytes, want %llu", real[i].preset,
                      (unsigned long long)mem.kv_bytes, (unsigned long long)real[i].cells_kv_bytes);
+    }
+    unlink(path);
+    rmdir(tmp);
+}
+
+// gguf-gen's mixture-of-experts presets: the tiny ones load and decode;
+// the real shapes (sparse files, header only) give the KV cache, and the
+// expert bytes all resident, that the models have.
+static void test_gguf_gen_moe_presets(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/test_model_moe_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/m.gguf", tmp);
+    const char *tiny[] = {"tiny-qwen3moe", "tiny-gpt-oss"};
+    const char *arch[] = {"qwen3moe", "gpt-oss"};
+    for (size_t i = 0; i < 2; i++)
+        for (int q = 0; q < 2; q++)
+            gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
+    // Q4_0 rows: 18 bytes per 32 values. qwen3-30b-a3b: 48 layers of 128
+    // experts (gate, up 768 x 2048; down 2048 x 768), 4 KV heads of 128;
+    // gpt-oss-20b: 24 layers of 32 experts of 2880 x 2880, 8 KV heads of
+    // 64, even layers windowed (128 + n_batch ring cells).
+    struct {
+        const char *preset;
+        uint64_t experts_bytes, kv_bytes;
+    } real[] = {
+        {"qwen3-30b-a3b", 48ull * 128 * (2 * 768 * (2048 / 32 * 18) + 2048 * (768 / 32 * 18)),
+         48ull * 8192 * (4 * 128 * 2 * 2)},
+        {"gpt-oss-20b", 24ull * 32 * 3 * 2880 * (2880 / 32 * 18),
+         12ull * 8192 * (8 * 64 * 2 * 2) + 12ull * (128 + 512) * (8 * 64 * 2 * 2)},
+    };
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        gen(real[i].preset, "q4_0", true, path);
+        struct model_options o = {.n_ctx = 8192, .n_batch = 512, .n_threads = 1};
+        struct model_memory mem;
+        struct err e = {0};
+        if (model_estimate(path, &o, &mem, &e) < 0)
+            fail_msg("%s: %s", real[i].preset, e.msg);
+        if (mem.experts_bytes != real[i].experts_bytes || mem.kv_bytes != real[i].kv_bytes)
+            fail_msg("%s: experts %llu bytes (want %llu), kv %llu (want %llu)", real[i].preset,
+                     (unsigned long long)mem.experts_bytes,
+                     (unsigned long long)real[i].experts_bytes, (unsigned long long)mem.kv_bytes,
+                     (unsigned long long)real[i].kv_bytes);
+        assert_true(mem.weights_bytes > mem.experts_bytes);
     }
     unlink(path);
     rmdir(tmp);
@@ -1022,6 +1074,7 @@ int main(void)
         cmocka_unit_test(test_tiny_phi3_reference),
         cmocka_unit_test(test_swa_ring_cache),
         cmocka_unit_test(test_gguf_gen_family_presets),
+        cmocka_unit_test(test_gguf_gen_moe_presets),
         cmocka_unit_test(test_tiny_iq_reference),
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),

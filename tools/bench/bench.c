@@ -191,17 +191,26 @@ static double measure_bw(int n_threads)
     return best;
 }
 
-// Bytes of weights one generated token reads.
+// Bytes of weights one generated token reads: every matrix once, but of a
+// mixture of experts' 3-D expert tensors only the expert_used_count chosen
+// of expert_count.
 static uint64_t bytes_per_token(const struct gguf *g)
 {
-    uint64_t total = 0, embd = 0;
+    uint64_t total = 0, embd = 0, experts = 0;
     bool tied = gguf_tensor_find(g, "output.weight") == NULL;
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        total += t->n_bytes;
+        if (t->n_dims == 3 && str_ends_with(t->name, "_exps.weight"))
+            experts += t->n_bytes;
+        else
+            total += t->n_bytes;
         if (str_eq_cstr(t->name, "token_embd.weight"))
             embd = t->n_bytes;
     }
+    uint32_t n_expert = 0, n_used = 0;
+    if (experts && gguf_get_arch_u32(g, "expert_count", &n_expert) &&
+        gguf_get_arch_u32(g, "expert_used_count", &n_used) && n_expert > 0)
+        total += experts / n_expert * n_used;
     return tied ? total : total - embd;
 }
 

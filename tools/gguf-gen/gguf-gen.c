@@ -20,9 +20,10 @@ struct opts {
     char arch[32];
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     float rope_base, eps;
-    int64_t head_dim, n_rot, n_swa;  // 0: n_embd / n_head, head_dim, none
-    float rope_scale;                // linear factor (0: none)
-    int tied;                        // -1 = preset default
+    int64_t head_dim, n_rot, n_swa;             // 0: n_embd / n_head, head_dim, none
+    float rope_scale;                           // linear factor (0: none)
+    int64_t n_expert, n_expert_used, n_ff_exp;  // mixture of experts (qwen3moe, gpt-oss)
+    int tied;                                   // -1 = preset default
     const char *type;
     uint64_t seed;
     const char *vocab;
@@ -36,8 +37,9 @@ struct preset {
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     float rope_base, eps;
     bool tied;
-    int64_t head_dim, n_rot, n_swa;  // 0: n_embd / n_head, head_dim, none
-    float rope_scale;                // linear factor (0: none)
+    int64_t head_dim, n_rot, n_swa;             // 0: n_embd / n_head, head_dim, none
+    float rope_scale;                           // linear factor (0: none)
+    int64_t n_expert, n_expert_used, n_ff_exp;  // mixture of experts
 };
 
 static const struct preset presets[] = {
@@ -68,6 +70,16 @@ static const struct preset presets[] = {
     {"tiny-gemma2", "gemma2", 64, 2, 4, 2, 128, 512, 8192, 1e4f, 1e-6f, true, 32, 0, 8},
     {"tiny-gemma3", "gemma3", 64, 6, 4, 2, 128, 512, 131072, 1e6f, 1e-6f, true, 32, 0, 8, 8.f},
     {"tiny-phi3", "phi3", 64, 2, 4, 2, 128, 512, 131072, 1e4f, 1e-5f, false, 16, 12},
+    // Mixtures of experts (issue 17): Qwen3-30B-A3B and gpt-oss-20b shapes
+    // (use --type q4_K_M and --type mxfp4_moe), and tiny ones.
+    {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 6144, 151936, 40960, 1e6f, 1e-6f, false, 128, 0,
+     0, 0.f, 128, 8, 768},
+    {"gpt-oss-20b", "gpt-oss", 2880, 24, 64, 8, 2880, 201088, 131072, 150000.f, 1e-5f, false, 64, 0,
+     128, 32.f, 32, 4, 2880},
+    {"tiny-qwen3moe", "qwen3moe", 64, 2, 4, 2, 96, 512, 40960, 1e6f, 1e-6f, true, 32, 0, 0, 0.f, 8,
+     2, 32},
+    {"tiny-gpt-oss", "gpt-oss", 64, 2, 4, 2, 64, 512, 131072, 150000.f, 1e-5f, false, 32, 0, 8,
+     32.f, 8, 2, 64},
 };
 
 static void usage(FILE *f)
@@ -78,6 +90,7 @@ static void usage(FILE *f)
             "--n-layer N --n-head N\n"
             "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
             "                [--head-dim N] [--n-rot N] [--n-swa N]\n"
+            "                [--n-expert N --n-expert-used N --n-ff-exp N] (qwen3moe, gpt-oss)\n"
             "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
             "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
             "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
@@ -163,7 +176,7 @@ enum init_kind { INIT_EMBD, INIT_MATRIX, INIT_NORM, INIT_BIAS, INIT_ROPE_LONG, I
 struct gtensor {
     char name[64];
     uint32_t n_dims;
-    int64_t ne[2];
+    int64_t ne[3];  // ne[2]: experts of a 3-D expert tensor (else 1)
     enum init_kind init;
     uint32_t type;
 };
@@ -186,7 +199,21 @@ static void add(struct model *m, const char *name, uint32_t n_dims, int64_t ne0,
     t->n_dims = n_dims;
     t->ne[0] = ne0;
     t->ne[1] = ne1;
+    t->ne[2] = 1;
     t->init = init;
+}
+
+// A 3-D expert tensor: n_expert matrices of ne1 rows of ne0.
+static void add_experts(struct model *m, const char *name, int64_t ne0, int64_t ne1,
+                        int64_t n_expert)
+{
+    add(m, name, 3, ne0, ne1, INIT_MATRIX);
+    m->t[m->n - 1].ne[2] = n_expert;
+}
+
+static int64_t rows_of(const struct gtensor *t)
+{
+    return t->ne[1] * t->ne[2];
 }
 
 // bert / nomic-bert (spec/architectures.md §8): post-norm encoder with
@@ -247,7 +274,9 @@ static void build_layout(const struct opts *o, bool tied, struct model *m)
     int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
     bool qwen2 = strcmp(o->arch, "qwen2") == 0, phi3 = strcmp(o->arch, "phi3") == 0;
     bool gemma = strncmp(o->arch, "gemma", 5) == 0;
-    bool qk_norm = strcmp(o->arch, "qwen3") == 0 || strcmp(o->arch, "gemma3") == 0;
+    bool qk_norm = strcmp(o->arch, "qwen3") == 0 || strcmp(o->arch, "gemma3") == 0 ||
+                   strcmp(o->arch, "qwen3moe") == 0;
+    bool gpt_oss = strcmp(o->arch, "gpt-oss") == 0;
     char name[64];
     add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
     if (phi3) {  // LongRoPE factor pairs
@@ -264,7 +293,7 @@ static void build_layout(const struct opts *o, bool tied, struct model *m)
             add(m, BLK("attn_k.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
             add(m, BLK("attn_v.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
         }
-        if (qwen2) {
+        if (qwen2 || gpt_oss) {
             add(m, BLK("attn_q.bias"), 1, q_dim, 1, INIT_BIAS);
             add(m, BLK("attn_k.bias"), 1, kv_dim, 1, INIT_BIAS);
             add(m, BLK("attn_v.bias"), 1, kv_dim, 1, INIT_BIAS);
@@ -276,6 +305,27 @@ static void build_layout(const struct opts *o, bool tied, struct model *m)
         add(m, BLK("attn_output.weight"), 2, q_dim, o->n_embd, INIT_MATRIX);
         if (gemma)
             add(m, BLK("post_attention_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        if (o->n_expert) {  // mixture of experts (qwen3moe, gpt-oss)
+            int64_t E = o->n_expert, F = o->n_ff_exp;
+            if (gpt_oss) {
+                add(m, BLK("attn_output.bias"), 1, o->n_embd, 1, INIT_BIAS);
+                add(m, BLK("attn_sinks.weight"), 1, o->n_head, 1, INIT_BIAS);
+                add(m, BLK("post_attention_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+            } else {
+                add(m, BLK("ffn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+            }
+            add(m, BLK("ffn_gate_inp.weight"), 2, o->n_embd, E, INIT_MATRIX);
+            add_experts(m, BLK("ffn_gate_exps.weight"), o->n_embd, F, E);
+            add_experts(m, BLK("ffn_up_exps.weight"), o->n_embd, F, E);
+            add_experts(m, BLK("ffn_down_exps.weight"), F, o->n_embd, E);
+            if (gpt_oss) {
+                add(m, BLK("ffn_gate_inp.bias"), 1, E, 1, INIT_BIAS);
+                add(m, BLK("ffn_gate_exps.bias"), 2, F, E, INIT_BIAS);
+                add(m, BLK("ffn_up_exps.bias"), 2, F, E, INIT_BIAS);
+                add(m, BLK("ffn_down_exps.bias"), 2, o->n_embd, E, INIT_BIAS);
+            }
+            continue;
+        }
         add(m, BLK("ffn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
         if (phi3) {
             add(m, BLK("ffn_up.weight"), 2, o->n_embd, 2 * o->n_ff, INIT_MATRIX);
@@ -395,7 +445,7 @@ static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, s
                                struct err *e)
 {
     const struct quant_traits *tr = quant_traits_get(t->type);
-    int64_t rows = t->ne[1], row_len = t->ne[0];
+    int64_t rows = rows_of(t), row_len = t->ne[0];
     size_t row_bytes = quant_row_size(t->type, row_len);
     // The scale: the standard deviation of a row decoded with d = 1, from a
     // stream of its own (the data stream stays a function of the name).
@@ -444,7 +494,7 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t
     }
     if (!tr->from_float_ref)
         return write_random_tensor(w, t, &r, std, xbuf, qbuf, chunk_elems, e);
-    int64_t rows = t->ne[1], row_len = t->ne[0];
+    int64_t rows = rows_of(t), row_len = t->ne[0];
     if (t->init == INIT_ROPE_LONG || t->init == INIT_ROPE_SHORT) {
         // LongRoPE factors: fixed ramps (long 1 + 12 i/n, short 1 + 3 i/n),
         // as the shared fixtures.
@@ -474,7 +524,7 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t
 // The type of each tensor in a random-block model (see main).
 static int random_block_tensor_type(uint32_t block_type, const struct gtensor *t)
 {
-    if (t->n_dims < 2)
+    if (t->n_dims < 2 || t->init == INIT_BIAS)
         return GGUF_TYPE_F32;
     uint32_t ty = block_type;
     if (!strcmp(t->name, "token_embd.weight"))
@@ -523,6 +573,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
             num = &o->n_rot;
         else if (!strcmp(a, "--n-swa"))
             num = &o->n_swa;
+        else if (!strcmp(a, "--n-expert"))
+            num = &o->n_expert;
+        else if (!strcmp(a, "--n-expert-used"))
+            num = &o->n_expert_used;
+        else if (!strcmp(a, "--n-ff-exp"))
+            num = &o->n_ff_exp;
         if (num) {
             if (!v || !arg_i64(v, num)) {
                 fprintf(stderr, "gguf-gen: %s needs a positive integer\n", a);
@@ -628,6 +684,12 @@ int main(int argc, char **argv)
         if (!o.n_swa)
             o.n_swa = p->n_swa;
         o.rope_scale = p->rope_scale;
+        if (!o.n_expert)
+            o.n_expert = p->n_expert;
+        if (!o.n_expert_used)
+            o.n_expert_used = p->n_expert_used;
+        if (!o.n_ff_exp)
+            o.n_ff_exp = p->n_ff_exp;
     } else {
         if (!o.arch[0])
             snprintf(o.arch, sizeof(o.arch), "llama");
@@ -645,15 +707,15 @@ int main(int argc, char **argv)
     }
     if (o.tied >= 0)
         tied = o.tied;
-    static const char *const archs[] = {"llama",  "qwen2", "qwen3", "gemma2",
-                                        "gemma3", "phi3",  "bert",  "nomic-bert"};
+    static const char *const archs[] = {"llama", "qwen2", "qwen3",      "gemma2",   "gemma3",
+                                        "phi3",  "bert",  "nomic-bert", "qwen3moe", "gpt-oss"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;
     if (!known) {
         fprintf(stderr,
                 "gguf-gen: unsupported architecture %s (llama, qwen2, qwen3, gemma2, gemma3, "
-                "phi3, bert, nomic-bert)\n",
+                "phi3, bert, nomic-bert, qwen3moe, gpt-oss)\n",
                 o.arch);
         return 2;
     }
@@ -668,6 +730,13 @@ int main(int argc, char **argv)
     if ((!o.head_dim && o.n_embd % o.n_head != 0) || o.n_head % o.n_head_kv != 0) {
         fprintf(stderr, "gguf-gen: n_embd must divide by n_head (or give --head-dim), n_head by "
                         "n_head_kv\n");
+        return 2;
+    }
+    bool moe_arch = !strcmp(o.arch, "qwen3moe") || !strcmp(o.arch, "gpt-oss");
+    if (moe_arch != (o.n_expert > 0) || o.n_expert_used > o.n_expert ||
+        (o.n_expert && (!o.n_expert_used || !o.n_ff_exp))) {
+        fprintf(stderr, "gguf-gen: qwen3moe and gpt-oss (only) need --n-expert, "
+                        "--n-expert-used <= n_expert and --n-ff-exp\n");
         return 2;
     }
     if (!o.head_dim)
@@ -733,9 +802,9 @@ int main(int argc, char **argv)
     uint64_t n_params = 0, n_bytes = 0;
     for (size_t i = 0; i < m.n; i++) {
         struct gtensor *t = &m.t[i];
-        int ty = block_type >= 0
-                     ? random_block_tensor_type((uint32_t)block_type, t)
-                     : quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims, t->ne[0], &mm);
+        int ty = block_type >= 0 ? random_block_tensor_type((uint32_t)block_type, t)
+                                 : quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims,
+                                                         t->ne[0], &mm);
         t->type = (uint32_t)ty;
         const struct quant_traits *tr = quant_traits_get(t->type);
         if (!tr || (!tr->from_float_ref && !random_block_type(t->type, &d_off))) {
@@ -743,8 +812,8 @@ int main(int argc, char **argv)
                     gguf_type_name(t->type));
             return 1;
         }
-        n_params += (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
-        n_bytes += quant_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1];
+        n_params += (uint64_t)t->ne[0] * (uint64_t)rows_of(t);
+        n_bytes += quant_row_size(t->type, t->ne[0]) * (uint64_t)rows_of(t);
     }
 
     struct gguf_writer *w = NULL;
@@ -789,6 +858,11 @@ int main(int argc, char **argv)
         kv_arch_u32(w, arch, "rope.dimension_count", o.n_rot);
         if (o.n_swa)
             kv_arch_u32(w, arch, "attention.sliding_window", o.n_swa);
+        if (o.n_expert) {
+            kv_arch_u32(w, arch, "expert_count", o.n_expert);
+            kv_arch_u32(w, arch, "expert_used_count", o.n_expert_used);
+            kv_arch_u32(w, arch, "expert_feed_forward_length", o.n_ff_exp);
+        }
         if (!strcmp(arch, "gemma2")) {
             kv_arch_f32(w, arch, "attn_logit_softcapping", 50.0f);
             kv_arch_f32(w, arch, "final_logit_softcapping", 30.0f);
@@ -796,7 +870,10 @@ int main(int argc, char **argv)
         if (o.rope_scale > 0) {
             char key[128];
             snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
-            gguf_writer_kv_str(w, key, "linear");
+            // gpt-oss: YaRN from a 4k original context.
+            gguf_writer_kv_str(w, key, strcmp(arch, "gpt-oss") == 0 ? "yarn" : "linear");
+            if (!strcmp(arch, "gpt-oss"))
+                kv_arch_u32(w, arch, "rope.scaling.original_context_length", 4096);
             kv_arch_f32(w, arch, "rope.scaling.factor", o.rope_scale);
         }
         if (!strcmp(arch, "phi3")) {  // LongRoPE from a 4k original context
@@ -832,7 +909,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; rc == 0 && i < m.n; i++) {
         const struct gtensor *t = &m.t[i];
         if (o.sparse) {
-            uint64_t nb = quant_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1];
+            uint64_t nb = quant_row_size(t->type, t->ne[0]) * (uint64_t)rows_of(t);
             rc = gguf_writer_skip_data(w, nb, &e);
         } else {
             rc = write_tensor(w, t, o.seed, o.n_embd, xbuf, qbuf, chunk, &e);
