@@ -303,6 +303,7 @@ static void on_begin(struct httpd_req *h)
     r->h = h;
     r->method = httpd_req_method(h);
     r->url = httpd_req_path(h);
+    r->t_start_ns = time_monotonic_ns();
     buf_init(&r->body, 0);  // the wrapper enforces the limit
     httpd_req_set_data(h, r, req_free);
     if (check_cors(r) || check_host(r))
@@ -342,8 +343,9 @@ static void on_handle(struct httpd_req *h)
 static void on_observe(void *ctx, const struct httpd_observation *o)
 {
     (void)ctx;
-    log_debug("http: %s %s %d %.3fms %s", o->method, o->path, o->status,
-              (double)o->latency_ns / 1e6, o->client);
+    struct srv_req *r = o->data;
+    r->status = o->status;  // what was sent (the wrapper's 413 included)
+    server_observe_request(r, o->peer);
 }
 
 // ---------------------------------------------------------------------------

@@ -9,12 +9,17 @@
 #include "httpd/httpd.h"
 #include "json/json.h"
 #include "store/store.h"
+#include "template/template.h"
 #include "server/server.h"
 #include "util/util.h"
 
 // Largest JSON request body accepted (bigger bodies get 413). Images in chat
 // requests are base64 in the body, so this is generous.
 #define SERVER_MAX_BODY_BYTES (256u * 1024 * 1024)
+
+// The error of every cloud-only route and CLI command (Ollama's wording with
+// cloud disabled, and why).
+#define SERVER_NO_CLOUD_MSG "ollama cloud is disabled: this build has no ollama.com account support"
 
 struct server;
 struct srv_stream;
@@ -59,6 +64,7 @@ struct srv_req {
     struct err upload_err;
     // Output encoder for the next stream (encode == NULL: plain NDJSON).
     struct srv_encoder encoder;
+    int64_t t_start_ns;  // monotonic, when the request began (access log, /metrics)
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);
@@ -80,6 +86,9 @@ extern const struct srv_route server_model_routes[];
 extern const struct srv_route server_generate_routes[];
 extern const struct srv_route server_openai_routes[];
 extern const struct srv_route server_registry_routes[];
+extern const struct srv_route server_anthropic_routes[];
+extern const struct srv_route server_responses_routes[];
+extern const struct srv_route server_metrics_routes[];
 // store_pull_fn for create FROM a model that is not local (registry_routes.c); ctx = server.
 int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, void *progress_ctx,
                       struct err *e);
@@ -102,9 +111,111 @@ json_t *srv_openai_text_completion(const char *id, const json_t *native, bool ch
 struct srv_openai_stream;
 struct srv_openai_stream *srv_openai_stream_new(bool chat, bool include_usage);
 void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *native, struct buf *out);
+
+// The translation layers in front of the native handlers (openai.c,
+// anthropic.c, responses.c) share these. srv_run_native replaces r's body
+// with native and runs the native handler for POST path on r; with enc set,
+// a stream the handler starts goes through enc (enc->ctx becomes NULL when
+// the stream took it over; otherwise the caller still owns it). Returns
+// SRV_NATIVE_STREAMED (the stream is running), SRV_NATIVE_REPLIED (the
+// native reply is in r->status / r->reply_body, to be rewritten), or < 0
+// without replying (ERR_TOO_LARGE: body over the cap; ERR_INTERNAL).
+enum { SRV_NATIVE_REPLIED = 0, SRV_NATIVE_STREAMED = 1 };
+int srv_run_native(struct srv_req *r, const char *path, const json_t *native,
+                   struct srv_encoder *enc);
+// The native reply parsed (NULL if not JSON); the caller owns it.
+json_t *srv_native_reply(const struct srv_req *r);
+// The message of a native error reply ({"error": "..."} or the raw text); free() it.
+char *srv_native_error_msg(const struct srv_req *r);
+// The name of the tool whose call (in native or OpenAI messages' tool_calls)
+// has this id, or "" (the last match wins). Borrowed from messages.
+const char *srv_tool_name_for(const json_t *messages, const char *id);
+// A data: URL → its base64 payload (borrowed), or NULL with e set ("invalid
+// image input"; http(s) URLs are refused with Ollama's wording).
+const char *srv_image_payload(const char *url, struct err *e);
+// reasoning.effort (or reasoning_effort) of a body → native think, NULL when
+// unset; an unknown level is an error with Ollama's wording.
+int srv_openai_effort(const json_t *body, json_t **think, struct err *e);
+// tool_choice that forces a call (anthropic.c): the JSON schema of
+// {"name", "arguments"} for the tool named only (or any of the native tools
+// when only is NULL), and, on the answer, that JSON turned into the message's
+// tool call (ids "<id_prefix>_<hex>") unless the model's own tool-call
+// format was recognised.
+json_t *srv_forced_call_schema(const json_t *native_tools, const char *only);
+void srv_forced_call_from_content(json_t *native, const char *id_prefix);
 // Standard base64 with padding; valid = what Go's StdEncoding decodes.
 void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out);
 bool srv_base64_valid(const char *s);
+
+// Prompt sources (prompt_source.c). A chat for a model whose source is its
+// GGUF Jinja chat template (store_prompt_choose), rendered with the context
+// Ollama 0.33 hands llama-server, truncated like the Go path (oldest
+// non-system messages dropped until it fits n_ctx tokens).
+struct srv_prompt_req {
+    const struct store_prompt_choice *pc;
+    json_t *messages;  // the assembled chat (API messages)
+    json_t *tools;     // request tools, or NULL
+    struct template_think think;
+    bool truncate;
+    int64_t n_ctx;
+    template_count_fn count;  // NULL: no truncation
+    void *count_ctx;
+};
+int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e);
+// Field types of a request, checked as Go's decoder checks a struct: kind
+// 'S' string, 'I' integer, 'N' number, 'B' bool, 'A' array, 'O' object;
+// null or absent passes. A mismatch is ERR_INVALID with the decoder's wording.
+struct srv_go_field {
+    const char *name;
+    char kind;
+    const char *go_type;
+};
+int srv_check_go_fields(const json_t *body, const struct srv_go_field *fields, size_t n,
+                        const char *go_struct, struct err *e);
+
+// Anthropic Messages translation (anthropic.c), exposed for tests and fuzzing.
+// A /v1/messages body (any JSON object) → the native /api/chat body; NULL
+// with e set (a 400 with Ollama's wording).
+json_t *srv_anthropic_request(const json_t *body, struct err *e);
+// A native non-streamed chat answer → Anthropic Message object.
+json_t *srv_anthropic_response(const char *id, const char *model, const json_t *native);
+// {"type":"error","error":{type,message},"request_id"}; type from the status.
+json_t *srv_anthropic_error(int status, const char *msg);
+// "<prefix>_<24 hex digits>" (msg_, toolu_, req_) into out.
+void srv_anthropic_id(char *out, size_t n, const char *prefix);
+// Streaming: one state per stream; each native object appends its events
+// ("event: NAME\ndata: {...}\n\n") to out.
+struct srv_anthropic_stream;
+struct srv_anthropic_stream *srv_anthropic_stream_new(const char *id, const char *model);
+void srv_anthropic_stream_encode(struct srv_anthropic_stream *s, const json_t *native,
+                                 struct buf *out);
+void srv_anthropic_stream_free(struct srv_anthropic_stream *s);
+
+// Responses API translation (responses.c), exposed for tests and fuzzing.
+// A /v1/responses body → the native /api/chat body; NULL with e set (a 400).
+json_t *srv_responses_request(const json_t *body, struct err *e);
+// A native non-streamed chat answer → Response object echoing the request.
+json_t *srv_responses_response(const json_t *req, const char *resp_id, const char *item_id,
+                               const json_t *native);
+// Streaming: one state per stream; each native object appends its events
+// ("event: response.X\ndata: {...,\"sequence_number\":n}\n\n") to out.
+struct srv_responses_stream;
+struct srv_responses_stream *srv_responses_stream_new(const json_t *req, const char *resp_id,
+                                                      const char *item_id);
+void srv_responses_stream_encode(struct srv_responses_stream *s, const json_t *native,
+                                 struct buf *out);
+void srv_responses_stream_free(struct srv_responses_stream *s);
+
+// Observability (metrics.c). http.c calls server_observe_request once per
+// request, when it ends (peer: the client's address, may be NULL): the
+// access-log line at INFO and the request counters. The others add to the
+// counters; all are lock-free and thread-safe.
+struct sockaddr;
+void server_observe_request(const struct srv_req *r, const struct sockaddr *peer);
+void server_metrics_tokens(int64_t prompt, int64_t generated, int64_t generation_ns);
+void server_metrics_pulled(uint64_t bytes);
+// The /metrics page (Prometheus text format) into out.
+void srv_metrics_text(struct server *srv, struct buf *out);
 
 // Options (options.c): merges model params and request options with type
 // checks (ERR_INTERNAL "option \"top_k\" must be of type integer").

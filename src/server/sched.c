@@ -815,6 +815,12 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
         r->n_parallel = n_parallel;
         r->embedding = rq->embedding;
         r->size_bytes = mem.total_bytes;
+        if (mem.experts_bytes > 0) {  // counted in full: every expert stays mapped
+            char ex[32], tot[32];
+            gib(mem.experts_bytes, ex, sizeof(ex));
+            gib(mem.total_bytes, tot, sizeof(tot));
+            log_info("%s: mixture of experts, all experts resident (%s of %s)", r->name, ex, tot);
+        }
         r->keep_alive_ns = effective_keep_alive(s, rq);
         r->loading = true;
         r->refs = 1;
@@ -939,4 +945,15 @@ json_t *sched_ps_json(struct sched *s)
     json_t *out = json_object();
     jsonx_set(out, "models", arr);
     return out;
+}
+
+void sched_counts(struct sched *s, uint64_t *active, uint64_t *queued)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = 0;
+    for (struct sched_runner *r = s->runners; r; r = r->next)
+        n += r->refs > 0 ? (uint64_t)r->refs : 0;
+    *active = n;
+    *queued = s->pending;
+    pthread_mutex_unlock(&s->mu);
 }
