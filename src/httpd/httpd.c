@@ -773,13 +773,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     return request_complete(r);
 }
 
-static void format_client(struct MHD_Connection *c, char *out, size_t n)
+// Formats the client's address into out and returns it (NULL if unknown).
+static const struct sockaddr *format_client(struct MHD_Connection *c, char *out, size_t n)
 {
     out[0] = '\0';
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci || !ci->client_addr)
-        return;
+        return NULL;
     char ip[INET6_ADDRSTRLEN] = "";
     const struct sockaddr *sa = ci->client_addr;
     if (sa->sa_family == AF_INET) {
@@ -791,6 +792,7 @@ static void format_client(struct MHD_Connection *c, char *out, size_t n)
         inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
         snprintf(out, n, "[%s]:%u", ip, ntohs(in6->sin6_port));
     }
+    return sa;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -804,12 +806,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
     if (d->cfg.observe && r->sent_status) {
         char client[INET6_ADDRSTRLEN + 16];
-        format_client(c, client, sizeof(client));
+        const struct sockaddr *peer = format_client(c, client, sizeof(client));
         struct httpd_observation o = {.method = r->method,
                                       .path = r->path,
                                       .status = r->sent_status,
                                       .latency_ns = time_monotonic_ns() - r->start_ns,
-                                      .client = client};
+                                      .client = client,
+                                      .peer = peer,
+                                      .data = r->data};
         d->cfg.observe(d->cfg.ctx, &o);
     }
     set_timeout(c, d->cfg.limits.idle_timeout_s);  // until the next request's headers

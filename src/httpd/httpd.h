@@ -61,9 +61,11 @@ struct httpd_route {
 struct httpd_observation {
     const char *method;
     const char *path;
-    int status;          // 0 when the connection ended before a reply
-    int64_t latency_ns;  // from the end of the headers to the end of the reply
-    const char *client;  // "127.0.0.1:54321", "[::1]:54321" or ""
+    int status;                   // 0 when the connection ended before a reply
+    int64_t latency_ns;           // from the end of the headers to the end of the reply
+    const char *client;           // "127.0.0.1:54321", "[::1]:54321" or ""
+    const struct sockaddr *peer;  // the client's address, or NULL
+    void *data;                   // the app's per-request data (httpd_req_set_data)
 };
 
 struct httpd_config {

@@ -342,6 +342,7 @@ static void on_handle(struct httpd_req *h)
 static void on_observe(void *ctx, const struct httpd_observation *o)
 {
     (void)ctx;
+    // o->status is what was sent (the wrapper's 413 included).
     server_observe_request(o->method, o->path, o->status, o->latency_ns, o->client);
 }
 

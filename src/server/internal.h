@@ -64,7 +64,6 @@ struct srv_req {
     struct err upload_err;
     // Output encoder for the next stream (encode == NULL: plain NDJSON).
     struct srv_encoder encoder;
-    int64_t t_start_ns;  // monotonic, when the request began (access log, /metrics)
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);

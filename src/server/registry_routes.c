@@ -95,10 +95,10 @@ static json_t *progress_obj(const struct store_progress *p)
 static void job_progress(void *ctx, const struct store_progress *p)
 {
     struct reg_job *job = ctx;
-    if (!job->push && p->digest && p->total && p->completed == p->total)
-        server_metrics_pulled(p->total);  // a layer finished
     if (atomic_load(&job->srv->stopping))
         __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);  // shutting down: stop the pull
+    if (!job->push && p->digest && p->total && p->completed == p->total)
+        server_metrics_pulled(p->total);  // a layer finished
     if (job->st) {
         if (srv_stream_json_line(job->st, progress_obj(p)) == ERR_CANCELLED)
             __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);
