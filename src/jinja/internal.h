@@ -184,7 +184,7 @@ struct jnode {
     struct jv lit;     // LITERAL
     struct jnode *a, *b, *c, *d;
     struct jnodes body, else_body;
-    struct jnodes list;  // LIST/TUPLE/DICT items (dict: k0, v0, k1, v1 …); IF conditions
+    struct jnodes list;        // LIST/TUPLE/DICT items (dict: k0, v0, k1, v1 …); IF conditions
     struct jnodes *if_bodies;  // IF: one body per condition
     struct jargs args;         // CALL/FILTER/TEST args; MACRO/CALL_BLOCK params (kw = defaults)
     const char **targets;      // FOR / SET unpack targets
@@ -227,7 +227,8 @@ struct jrender {
 
 // Errors during rendering: "line N: message" (ERR_FORMAT), or ERR_TOO_LARGE
 // for the limits.
-int jr_fail(struct jrender *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int jr_fail(struct jrender *r, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int jr_oom(struct jrender *r);
 
 // Values (value.c)
@@ -297,10 +298,10 @@ enum jfunc_kind { JF_GLOBAL, JF_METHOD, JF_MACRO, JF_CYCLE };
 struct jv_func {
     enum jfunc_kind kind;
     const char *name;
-    struct jv self;           // METHOD receiver; CYCLE: loop index (int)
-    struct jnode *macro;      // MACRO
-    struct jframe *closure;   // MACRO: defining scope
-    struct jv caller;         // MACRO called from {% call %}: the caller() macro
+    struct jv self;          // METHOD receiver; CYCLE: loop index (int)
+    struct jnode *macro;     // MACRO
+    struct jframe *closure;  // MACRO: defining scope
+    struct jv caller;        // MACRO called from {% call %}: the caller() macro
 };
 int jr_call_builtin(struct jrender *r, int line, struct jv_func *fn, const struct jcall *c,
                     struct jv *out);

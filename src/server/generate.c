@@ -492,9 +492,14 @@ static int render_prompt(struct gen_job *j, struct err *e)
     pr.messages = msgs;
     int rc;
     if (msgs && j->pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
-        struct srv_prompt_req jr = {.pc = &j->pc, .messages = msgs, .tools = j->tools,
-                                    .think = j->think, .truncate = pr.truncate, .n_ctx = pr.n_ctx,
-                                    .count = count_tokens, .count_ctx = j};
+        struct srv_prompt_req jr = {.pc = &j->pc,
+                                    .messages = msgs,
+                                    .tools = j->tools,
+                                    .think = j->think,
+                                    .truncate = pr.truncate,
+                                    .n_ctx = pr.n_ctx,
+                                    .count = count_tokens,
+                                    .count_ctx = j};
         rc = srv_prompt_render_jinja(&jr, &j->prompt, e);
     } else {
         rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
@@ -710,7 +715,8 @@ static void handle_completion(struct srv_req *r, bool chat)
     if (ttext && *ttext)
         j->pc.source = STORE_PROMPT_GO_TEMPLATE;
     if (log_enabled(LOG_DEBUG)) {
-        char *kv = xasprintf("model=%s selected=%s", name, store_prompt_source_name(j->m, j->pc.source));
+        char *kv =
+            xasprintf("model=%s selected=%s", name, store_prompt_source_name(j->m, j->pc.source));
         log_kv(LOG_DEBUG, kv, "template selection");
         free(kv);
     }

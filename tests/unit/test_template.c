@@ -1074,8 +1074,8 @@ static char *parse_format(const char *jinja, const char *prompt, const char *out
     for (size_t i = 0;; i++) {
         size_t end = cuts[i] < 0 || (size_t)cuts[i] > n ? n : (size_t)cuts[i];
         if (end > at)
-            assert_int_equal(template_output_parser_add(p, out + at, end - at, &th, &co, calls, NULL),
-                             0);
+            assert_int_equal(
+                template_output_parser_add(p, out + at, end - at, &th, &co, calls, NULL), 0);
         at = end;
         if (cuts[i] < 0 || at == n)
             break;
@@ -1271,18 +1271,31 @@ static void test_huge_integer_literal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_vectors),       cmocka_unit_test(test_huge_integer_literal),
-        cmocka_unit_test(test_spec_vector_hashes), cmocka_unit_test(test_collation_prefill),
-        cmocka_unit_test(test_tools_qwen),         cmocka_unit_test(test_builtin_renderings),
-        cmocka_unit_test(test_tool_templates),     cmocka_unit_test(test_language_checks),
-        cmocka_unit_test(test_language_more),      cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_tool_data),          cmocka_unit_test(test_tool_json_omit),
-        cmocka_unit_test(test_parse_errors),       cmocka_unit_test(test_exec_errors),
-        cmocka_unit_test(test_idents_and_tags),    cmocka_unit_test(test_legacy_turns),
-        cmocka_unit_test(test_suffix_and_think),   cmocka_unit_test(test_images),
-        cmocka_unit_test(test_truncation),         cmocka_unit_test(test_chat_assembly),
-        cmocka_unit_test(test_think_parser),       cmocka_unit_test(test_tool_parser),
-        cmocka_unit_test(test_output_parser),      cmocka_unit_test(test_chat_formats),      cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_spec_vectors),
+        cmocka_unit_test(test_huge_integer_literal),
+        cmocka_unit_test(test_spec_vector_hashes),
+        cmocka_unit_test(test_collation_prefill),
+        cmocka_unit_test(test_tools_qwen),
+        cmocka_unit_test(test_builtin_renderings),
+        cmocka_unit_test(test_tool_templates),
+        cmocka_unit_test(test_language_checks),
+        cmocka_unit_test(test_language_more),
+        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_tool_data),
+        cmocka_unit_test(test_tool_json_omit),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_exec_errors),
+        cmocka_unit_test(test_idents_and_tags),
+        cmocka_unit_test(test_legacy_turns),
+        cmocka_unit_test(test_suffix_and_think),
+        cmocka_unit_test(test_images),
+        cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_chat_assembly),
+        cmocka_unit_test(test_think_parser),
+        cmocka_unit_test(test_tool_parser),
+        cmocka_unit_test(test_output_parser),
+        cmocka_unit_test(test_chat_formats),
+        cmocka_unit_test(test_detect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
