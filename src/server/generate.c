@@ -490,20 +490,15 @@ static int render_prompt(struct gen_job *j, struct err *e)
                                           json_object_get(b, "images"));
     }
     pr.messages = msgs;
-    int rc;
-    if (msgs && j->pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
-        struct srv_prompt_req jr = {.pc = &j->pc,
-                                    .messages = msgs,
-                                    .tools = j->tools,
-                                    .think = j->think,
-                                    .truncate = pr.truncate,
-                                    .n_ctx = pr.n_ctx,
-                                    .count = count_tokens,
-                                    .count_ctx = j};
-        rc = srv_prompt_render_jinja(&jr, &j->prompt, e);
-    } else {
-        rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
-    }
+    struct srv_prompt_req jr = {.pc = &j->pc,
+                                .messages = msgs,
+                                .tools = j->tools,
+                                .think = j->think,
+                                .truncate = pr.truncate,
+                                .n_ctx = pr.n_ctx,
+                                .count = count_tokens,
+                                .count_ctx = j};
+    int rc = srv_prompt_render(&jr, j->tmpl, &pr, &j->prompt, e);
     json_decref(msgs);
     if (rc < 0)
         return rc;
@@ -763,13 +758,7 @@ static void handle_completion(struct srv_req *r, bool chat)
         srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, &e);
         goto out;
     }
-    if (j->pc.source == STORE_PROMPT_CHAT_TEMPLATE)
-        j->parser = template_output_parser_new_format(
-            template_chat_format_detect(j->pc.chat_template), j->pc.chat_template, j->think_on,
-            j->tools, buf_cstr(&j->prompt));
-    else
-        j->parser =
-            template_output_parser_new(j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
+    j->parser = srv_output_parser_new(&j->pc, j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
 
     if (j->stream) {
         // From here the producer thread owns the job.

@@ -65,7 +65,7 @@ static bool is_system(json_t *m)
     return role && !strcmp(role, "system");
 }
 
-int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e)
+static int render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e)
 {
     const struct jinja_template *t;
     bool owned;
@@ -116,4 +116,45 @@ int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, str
     if (rc == ERR_FORMAT)
         err_prefix(e, "chat template");
     return rc;
+}
+
+int srv_prompt_render(const struct srv_prompt_req *r, const struct template *go,
+                      const struct template_prompt_req *go_req, struct buf *out, struct err *e)
+{
+    switch (r->pc->source) {
+    case STORE_PROMPT_CHAT_TEMPLATE:
+        // suffix mode (no messages) has no Jinja form: the Go template renders it
+        if (r->messages)
+            return render_jinja(r, out, e);
+        break;
+    case STORE_PROMPT_RENDERER:
+        // Built-in renderers (src/renderer: RENDERER in the config): renderer_render() for
+        // the config's renderer name goes here. Until it is wired the Go template renders.
+        break;
+    case STORE_PROMPT_HARMONY:
+        // gpt-oss: the harmony renderer goes here; until then the Go template renders.
+        break;
+    case STORE_PROMPT_GO_TEMPLATE:
+    case STORE_PROMPT_NONE:
+        break;
+    }
+    return template_render_prompt(go, go_req, out, NULL, e);
+}
+
+struct template_output_parser *srv_output_parser_new(const struct store_prompt_choice *pc,
+                                                     const struct template *go, bool think,
+                                                     json_t *tools, const char *prompt)
+{
+    switch (pc->source) {
+    case STORE_PROMPT_CHAT_TEMPLATE:
+        return template_output_parser_new_format(template_chat_format_detect(pc->chat_template),
+                                                 pc->chat_template, think, tools, prompt);
+    case STORE_PROMPT_RENDERER:
+        // Built-in parsers (PARSER in the config) go here; until then the Go template's tags.
+    case STORE_PROMPT_HARMONY:
+    case STORE_PROMPT_GO_TEMPLATE:
+    case STORE_PROMPT_NONE:
+        break;
+    }
+    return template_output_parser_new(go, think, tools, prompt);
 }
