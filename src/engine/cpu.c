@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/internal.h"
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
 
@@ -32,6 +33,7 @@ struct cpu {
     float *att;  // per-thread attention rows: n_threads × att_stride
     int64_t att_stride;
     int64_t max_kv;
+    struct engine_moe_ws moe_ws;  // mixture-of-experts scratch (moe.c)
 };
 
 static struct cpu *cpu_of(struct engine_backend *be)
@@ -658,7 +660,7 @@ static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
         break;
     }
     }
-    float max = -INFINITY;
+    float max = a->sinks ? a->sinks[h] : -INFINITY;
     for (int64_t j = 0; j < nv; j++) {
         s[j] *= a->scale;
         if (a->softcap > 0)
@@ -672,6 +674,8 @@ static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
         s[j] = ev;
         sum += (double)ev;
     }
+    if (a->sinks)  // the sink joins the denominator only (no value row)
+        sum += (double)expf(a->sinks[h] - max);
     float inv = (float)(1.0 / sum);
     memset(out, 0, (size_t)hd * sizeof(float));
     for (int64_t j = 0; j < nv; j++) {
@@ -851,6 +855,19 @@ static void cpu_gather(struct engine_backend *be, float *y, const float *x, cons
         memmove(y + r * n, x + (int64_t)idx[r] * n, (size_t)n * sizeof(float));
 }
 
+static void cpu_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                    const struct engine_moe *p)
+{
+    struct cpu *c = cpu_of(be);
+    engine_cpu_moe(c->pool, c->n_threads, &c->moe_ws, y, x, n_rows, p);
+}
+
+static int cpu_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                           struct err *e)
+{
+    return engine_cpu_moe_reserve(&cpu_of(be)->moe_ws, max_rows, p, e);
+}
+
 // ---------------------------------------------------------------------------
 // Backend object.
 
@@ -860,6 +877,7 @@ static void cpu_destroy(struct engine_backend *be)
     engine_pool_free(c->pool);
     free(c->wdata);
     free(c->att);
+    engine_moe_ws_free(&c->moe_ws);
     free(c);
 }
 
@@ -887,6 +905,8 @@ static const struct engine_backend_ops cpu_ops = {
     .mul = cpu_mul,
     .scale = cpu_scale,
     .gather = cpu_gather,
+    .moe = cpu_moe,
+    .moe_reserve = cpu_moe_reserve,
 };
 
 int engine_cpu_new(struct engine_backend **out, int n_threads, struct err *e)

@@ -292,3 +292,15 @@ void engine_gather(struct engine_backend *be, float *y, const float *x, const in
 {
     be->ops->gather(be, y, x, idx, n_rows, n);
 }
+
+void engine_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                const struct engine_moe *p)
+{
+    be->ops->moe(be, y, x, n_rows, p);
+}
+
+int engine_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                       struct err *e)
+{
+    return be->ops->moe_reserve(be, max_rows, p, e);
+}

@@ -52,6 +52,21 @@ bool engine_type_supported(uint32_t type);
 int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **owned,
                              struct err *e);
 
+// Expert weights of a mixture-of-experts layer: a 3-D GGUF tensor
+// [n_expert, rows, cols] (GGUF ne = {cols, rows, n_expert}), used in place
+// from the mapping. Expert e's matrix is rows [e·rows, (e+1)·rows) of `all`.
+struct engine_experts {
+    struct engine_tensor all;  // ne[1] = n_expert × rows
+    int64_t n_expert, rows;
+};
+
+// Makes the view of a 3-D expert tensor. Fails with ERR_FORMAT when the
+// tensor is not 3-D, ERR_UNSUPPORTED for a type without matmul kernels.
+int engine_experts_from_gguf(struct engine_experts *x, const struct gguf_tensor *gt, struct err *e);
+// The 2-D view of rows [r0, r0 + n_rows) of expert ie's matrix (no copy).
+struct engine_tensor engine_expert_view(const struct engine_experts *x, int64_t ie, int64_t r0,
+                                        int64_t n_rows);
+
 // ---------------------------------------------------------------------------
 // Thread pool: persistent workers, spin-then-sleep dispatch, and a barrier
 // that task functions may call between phases.
@@ -102,8 +117,8 @@ struct engine_kv_layer {
 
 struct engine_attn {
     int n_head, n_head_kv, head_dim;
-    float scale;       // usually 1/sqrt(head_dim)
-    uint32_t kv_type;  // GGUF_TYPE_F32, F16 or Q8_0
+    float scale;         // usually 1/sqrt(head_dim)
+    uint32_t kv_type;    // GGUF_TYPE_F32, F16 or Q8_0
     float softcap;       // > 0: each scaled score s becomes softcap * tanhf(s / softcap)
                          //      before the softmax (gemma2 attn_logit_softcapping)
     int window;          // > 0: sliding window: row r attends only positions
@@ -119,6 +134,53 @@ struct engine_attn {
                          //      logit (gpt-oss): adds exp(sink_h - max) to the softmax
                          //      denominator, with no value row (max taken over scores AND sink).
 };
+
+// Mixture-of-experts FFN (llama.cpp build_moe_ffn): router logits
+// gate_inp·x (+ gate_inp_b) -> probabilities -> the n_expert_used largest
+// (ties to the lower expert id) -> weights; each chosen expert computes
+// down(act(gate·x + b_g, up·x + b_u)) + b_d, and the result is the weighted
+// sum over the chosen experts in rank order (+ the shared expert, if any).
+enum engine_moe_gating {
+    ENGINE_MOE_SOFTMAX = 0,     // softmax over all experts' logits (qwen3moe, mixtral)
+    ENGINE_MOE_SIGMOID,         // sigmoid of each logit (deepseek v3, llama4)
+    ENGINE_MOE_SOFTMAX_WEIGHT,  // choose by logit, weights = softmax over the chosen (gpt-oss)
+};
+
+enum engine_moe_act {
+    ENGINE_MOE_SILU = 0,    // silu(gate) * up, or silu(up) without a gate
+    ENGINE_MOE_GELU,        // gelu(gate) * up, or gelu(up) without a gate
+    ENGINE_MOE_SWIGLU_OAI,  // gpt-oss: g = min(gate, limit), u = clamp(up, ±limit):
+                            // g·sigmoid(alpha·g)·(u + 1)   (ggml_swiglu_oai)
+    ENGINE_MOE_RELU_SQR,    // relu(up)^2, no gate (nemotron-h)
+};
+
+struct engine_moe {
+    int n_expert, n_expert_used;
+    enum engine_moe_gating gating;
+    bool norm_w;                 // divide the chosen weights by their sum (>= 2^-14)
+    float w_scale;               // != 0: multiply the weights by it (expert_weights_scale)
+    const float *sel_bias;       // [n_expert] or NULL: added to probs for the choice only
+    enum engine_moe_act act;     //   (deepseek v3 exp_probs_b)
+    float oai_alpha, oai_limit;  // ENGINE_MOE_SWIGLU_OAI (gpt-oss: 1.702, 7.0)
+    const struct engine_tensor *gate_inp;  // router [n_embd, n_expert]
+    const float *gate_inp_b;               // [n_expert] or NULL
+    // Experts: gate NULL means no gate; fused_gate_up means `up` holds
+    // 2·n_ff rows per expert, gate rows first (ffn_gate_up_exps).
+    const struct engine_experts *gate, *up, *down;
+    bool fused_gate_up;
+    const float *gate_b, *up_b, *down_b;  // [n_expert × n_ff], [.. × n_ff], [.. × n_embd] or NULL
+    // Optional shared expert, run for every token with weight 1 (deepseek2,
+    // llama4, qwen2moe without its gate): dense [n_embd, n_ff_shexp] etc.
+    const struct engine_tensor *sh_gate, *sh_up, *sh_down;
+};
+
+// Routing of one token (the scalar reference the backends follow): fills
+// ids[n_expert_used] (rank order) and weights[n_expert_used] from the
+// router logits [n_expert]. probs is scratch of n_expert floats.
+void engine_moe_route(const struct engine_moe *p, const float *logits, float *probs, int32_t *ids,
+                      float *weights);
+// The gated activation of one element (ENGINE_MOE_* act with a gate).
+float engine_moe_act_gated(const struct engine_moe *p, float gate, float up);
 
 // Matmul job: y (n_rows × w->ne[1]) = x (n_rows × w->ne[0]) · wᵀ (+ bias).
 struct engine_matmul_job {
@@ -179,6 +241,13 @@ struct engine_backend_ops {
     void (*add)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
     void (*mul)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
     void (*scale)(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
+    // Mixture-of-experts FFN: y (n_rows × n_embd) from the normed x
+    // (n_rows × n_embd); y does not include the residual.
+    void (*moe)(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                const struct engine_moe *p);
+    // Reserves the MoE op's scratch for up to max_rows rows of p (at load).
+    int (*moe_reserve)(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                       struct err *e);
     // Gathers rows: y[i] = x[idx[i]] (row length n).
     void (*gather)(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
@@ -232,6 +301,11 @@ void engine_mul(struct engine_backend *be, float *y, const float *a, const float
 void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
 void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
+
+void engine_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                const struct engine_moe *p);
+int engine_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                       struct err *e);
 
 // Bytes of one KV cell row of kv_dim elements for a cache type (0 if the
 // type is not a supported cache type or kv_dim does not fit its blocks).

@@ -9,8 +9,9 @@
 #include <string.h>
 
 static const struct model_arch *const model_archs[] = {
-    &model_arch_llama,  &model_arch_qwen2, &model_arch_qwen3,      &model_arch_gemma2,
-    &model_arch_gemma3, &model_arch_phi3,  &model_arch_bert,       &model_arch_nomic_bert,
+    &model_arch_llama,    &model_arch_qwen2,   &model_arch_qwen3,  &model_arch_gemma2,
+    &model_arch_gemma3,   &model_arch_phi3,    &model_arch_bert,   &model_arch_nomic_bert,
+    &model_arch_qwen3moe, &model_arch_gpt_oss, &model_arch_gptoss,
 };
 
 const struct model_arch *model_arch_find(struct str name)
@@ -111,8 +112,8 @@ static int read_swa(struct model *m, struct err *e)
         return 0;
     }
     char key[128];
-    const struct gguf_kv *kv = gguf_find(m->g, model_key(m, key, sizeof key,
-                                                          "attention.sliding_window_pattern"));
+    const struct gguf_kv *kv =
+        gguf_find(m->g, model_key(m, key, sizeof key, "attention.sliding_window_pattern"));
     if (kv && kv->val.type == GGUF_VAL_ARRAY) {
         if (kv->val.arr_count != (uint64_t)hp->n_layer)
             return err_set(e, ERR_FORMAT, "%s has %llu entries for %d layers", key,
@@ -148,8 +149,7 @@ int model_read_hparams(struct model *m, struct err *e)
     hp->n_head_kv = gguf_get_arch_u32(m->g, "attention.head_count_kv", &v) ? (int)v : hp->n_head;
     if (hp->n_layer < 1 || hp->n_layer > MODEL_MAX_LAYERS || hp->n_embd < 1 || hp->n_head < 1 ||
         hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv != 0 || hp->n_ff < 1 ||
-        hp->n_embd > (1 << 20) || hp->n_ff > (1 << 22) || hp->n_head > 4096 ||
-        hp->n_ctx_train < 1)
+        hp->n_embd > (1 << 20) || hp->n_ff > (1 << 22) || hp->n_head > 4096 || hp->n_ctx_train < 1)
         return err_set(e, ERR_FORMAT,
                        "invalid hyper-parameters: %d layers, n_embd %d, %d heads, %d kv heads, "
                        "n_ff %d",
@@ -249,8 +249,7 @@ int model_bind_vector(struct model *m, const float **out, const char *name, int6
     return 0;
 }
 
-void model_row_view(struct engine_tensor *out, const struct engine_tensor *t, int64_t r0,
-                    int64_t n)
+void model_row_view(struct engine_tensor *out, const struct engine_tensor *t, int64_t r0, int64_t n)
 {
     *out = *t;
     out->ne[1] = n;
@@ -282,8 +281,7 @@ static int bind_qkv(struct model *m, struct model_layer *L, int il, struct err *
             0 ||
         (rc = model_bind_matrix(m, &L->wk, NAME("attn_k.weight"), hp->n_embd, kv_dim, true, e)) <
             0 ||
-        (rc = model_bind_matrix(m, &L->wv, NAME("attn_v.weight"), hp->n_embd, kv_dim, true, e)) <
-            0)
+        (rc = model_bind_matrix(m, &L->wv, NAME("attn_v.weight"), hp->n_embd, kv_dim, true, e)) < 0)
         return rc;
 #undef NAME
     return 0;
@@ -327,8 +325,9 @@ static int bind_layer(struct model *m, int il, struct err *e)
     char n[GGUF_MAX_NAME_LEN + 1];
     int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
-    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), n_embd, true, e)) <
-            0 ||
+#define NAMED(name, dflt, suffix)                                                                  \
+    (snprintf(n, sizeof n, "blk.%d.%s.%s", il, name_or(name, dflt), suffix), n)
+    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), n_embd, true, e)) < 0 ||
         (rc = bind_qkv(m, L, il, e)) < 0)
         return rc;
     snprintf(n, sizeof n, "blk.%d.%s.weight", il, name_or(a->names.attn_output, "attn_output"));
@@ -337,14 +336,15 @@ static int bind_layer(struct model *m, int il, struct err *e)
     if ((rc = model_bind_vector(m, &L->bq, NAME("attn_q.bias"), q_dim, a->qkv_bias, e)) < 0 ||
         (rc = model_bind_vector(m, &L->bk, NAME("attn_k.bias"), kv_dim, a->qkv_bias, e)) < 0 ||
         (rc = model_bind_vector(m, &L->bv, NAME("attn_v.bias"), kv_dim, a->qkv_bias, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->bo, NAME("attn_output.bias"), n_embd, false, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->ffn_norm, NAME("ffn_norm.weight"), n_embd, true, e)) < 0)
+        (rc = model_bind_vector(m, &L->bo, NAMED(a->names.attn_output, "attn_output", "bias"),
+                                n_embd, false, e)) < 0 ||
+        (rc = model_bind_vector(m, &L->ffn_norm, NAMED(a->names.ffn_norm, "ffn_norm", "weight"),
+                                n_embd, true, e)) < 0)
         return rc;
-    if (a->qk_norm &&
-        ((rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"), hp->head_dim,
-                                 true, e)) < 0 ||
-         (rc = model_bind_vector(m, &L->attn_k_norm, NAME("attn_k_norm.weight"), hp->head_dim,
-                                 true, e)) < 0))
+    if (a->qk_norm && ((rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"),
+                                               hp->head_dim, true, e)) < 0 ||
+                       (rc = model_bind_vector(m, &L->attn_k_norm, NAME("attn_k_norm.weight"),
+                                               hp->head_dim, true, e)) < 0))
         return rc;
     if (a->post_norms) {
         char pn[64];
@@ -363,6 +363,7 @@ static int bind_layer(struct model *m, int il, struct err *e)
                                 e)) < 0)
         return rc;
 #undef NAME
+#undef NAMED
     return 0;
 }
 
@@ -401,11 +402,10 @@ int model_bind_decoder(struct model *m, struct err *e)
         hp->rope.freq_factors = m->rope_freqs;
         hp->rope_swa.freq_factors = m->rope_freqs;
     }
-    if (a->longrope &&
-        ((rc = model_bind_vector(m, &m->rope_long, "rope_factors_long.weight", n_pairs, false,
-                                 e)) < 0 ||
-         (rc = model_bind_vector(m, &m->rope_short, "rope_factors_short.weight", n_pairs, false,
-                                 e)) < 0))
+    if (a->longrope && ((rc = model_bind_vector(m, &m->rope_long, "rope_factors_long.weight",
+                                                n_pairs, false, e)) < 0 ||
+                        (rc = model_bind_vector(m, &m->rope_short, "rope_factors_short.weight",
+                                                n_pairs, false, e)) < 0))
         return rc;
     if ((m->rope_long == NULL) != (m->rope_short == NULL))
         return err_set(e, ERR_FORMAT, "rope_factors_long and rope_factors_short come in pairs");

@@ -175,4 +175,3 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
 out:
     return rc;
 }
-

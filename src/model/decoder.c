@@ -30,8 +30,7 @@ static void dense_ffn(struct model *m, struct model_layer *L, float *out, const 
         {&L->w_up, s->hb2, NULL},   // (n, n_ff)
     };
     engine_matmul_n(be, gate_up, 2, in, n);
-    engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * m->hp.n_ff,
-               m->arch->act == MODEL_ACT_GELU);
+    engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * m->hp.n_ff, m->arch->act == MODEL_ACT_GELU);
     engine_matmul(be, out, &L->w_down, NULL, s->hb, n);  // (n, n_embd)
 }
 
@@ -76,8 +75,7 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
         engine_matmul_n(be, qkv, 3, s->xb, n);
         if (L->attn_q_norm) {  // per head: rows of head_dim
             engine_rmsnorm(be, s->q, s->q, L->attn_q_norm, (int64_t)n * hp->n_head, hd, hp->eps);
-            engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd,
-                           hp->eps);
+            engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd, hp->eps);
         }
         engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
         engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
@@ -123,8 +121,7 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
         engine_matmul(be, s->logits, &m->output, m->output_bias, s->xo + (size_t)r0 * n_embd,
                       nr);  // (nr, n_vocab)
         if (hp->final_softcap > 0)
-            engine_softcap(be, s->logits, s->logits, hp->final_softcap,
-                           (int64_t)nr * hp->n_vocab);
+            engine_softcap(be, s->logits, s->logits, hp->final_softcap, (int64_t)nr * hp->n_vocab);
         engine_buf_read(be, ub->out_logits + (size_t)r0 * hp->n_vocab, s->logits,
                         (size_t)nr * hp->n_vocab * sizeof(float));
     }

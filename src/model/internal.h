@@ -34,7 +34,7 @@ struct model_layer {
     const float *attn_norm;               // [n_embd]
     struct engine_tensor wq, wk, wv, wo;  // [n_embd, q_dim], [n_embd, kv_dim] ×2, [q_dim, n_embd]
     const float *bq, *bk, *bv, *bo;       // optional biases
-    const float *attn_q_norm, *attn_k_norm;      // [head_dim] per-head RMSNorm or NULL
+    const float *attn_q_norm, *attn_k_norm;       // [head_dim] per-head RMSNorm or NULL
     const float *attn_post_norm, *ffn_post_norm;  // [n_embd] norms after the sub-blocks or NULL
     const float *ffn_norm;                        // [n_embd]
     struct engine_tensor w_gate, w_up, w_down;    // [n_embd, n_ff] ×2, [n_ff, n_embd]
@@ -53,18 +53,18 @@ struct model_layer {
 
 // One forward pass over at most n_batch rows, prepared by batch.c.
 struct model_ubatch {
-    int n;                     // rows
-    const int32_t *tokens;     // [n]
-    const int32_t *pos;        // [n] position in the row's sequence
-    const int32_t *cells;      // [n] KV cell to write (linear layers)
-    const int32_t *cell0;      // [n] first cell of the row's slot (linear layers)
+    int n;                      // rows
+    const int32_t *tokens;      // [n]
+    const int32_t *pos;         // [n] position in the row's sequence
+    const int32_t *cells;       // [n] KV cell to write (linear layers)
+    const int32_t *cell0;       // [n] first cell of the row's slot (linear layers)
     const int32_t *ring_cells;  // [n] KV cell to write (ring layers) or NULL
     const int32_t *ring_cell0;  // [n] first cell of the row's slot (ring layers) or NULL
-    const int32_t *n_visible;  // [n] = pos + 1 (causal)
-    int n_out;                 // rows that want outputs
-    const int32_t *out_rows;   // [n_out] row index of each
-    float *out_logits;         // host [n_out × n_vocab]
-    float *out_embd;           // host [n_out × n_embd] or NULL
+    const int32_t *n_visible;   // [n] = pos + 1 (causal)
+    int n_out;                  // rows that want outputs
+    const int32_t *out_rows;    // [n_out] row index of each
+    float *out_logits;          // host [n_out × n_vocab]
+    float *out_embd;            // host [n_out × n_embd] or NULL
 };
 
 // Activation buffers (backend memory), sized for n_batch rows once at load.
@@ -90,7 +90,8 @@ enum model_ffn_act {
 // Name of a tensor the table may rename (Ollama's converter writes some
 // families with other names than llama.cpp's); NULL = the llama.cpp name.
 struct model_tensor_names {
-    const char *attn_output;     // "attn_output"
+    const char *attn_output;     // "attn_output" (weight and bias)
+    const char *ffn_norm;        // "ffn_norm"
     const char *attn_post_norm;  // "post_attention_norm"
     const char *ffn_post_norm;   // "post_ffw_norm"
 };
@@ -99,21 +100,21 @@ struct model_tensor_names {
 // its family's file. Everything the generic loader and decoder block need is
 // data here; hooks are for what no field describes.
 struct model_arch {
-    const char *name;  // general.architecture (also the GGUF key prefix)
+    const char *name;   // general.architecture (also the GGUF key prefix)
     const char *alias;  // another general.architecture naming the same family, or NULL
 
     // Hyper-parameters.
     enum engine_rope_mode rope_mode;
-    bool rope_full;      // rope.dimension_count must equal head_dim
-    float default_eps;   // when layer_norm_rms_epsilon is absent (0: required)
-    bool embd_scale;     // x = token_embd[t] · sqrt(n_embd)
-    bool q_prescale;     // Q multiplied by the scale before Q·K (gemma), not the scores
+    bool rope_full;     // rope.dimension_count must equal head_dim
+    float default_eps;  // when layer_norm_rms_epsilon is absent (0: required)
+    bool embd_scale;    // x = token_embd[t] · sqrt(n_embd)
+    bool q_prescale;    // Q multiplied by the scale before Q·K (gemma), not the scores
     // Sliding window: layer il is local when il % swa_pattern < swa_pattern - 1
     // (and the file has a window); a bool array sliding_window_pattern wins.
     int swa_pattern;
-    int default_swa;          // window when the key is absent (0: none)
-    float swa_freq_base;      // local layers' RoPE base when the file has none (0: global's)
-    bool swa_unscaled;        // local layers use no RoPE scaling
+    int default_swa;      // window when the key is absent (0: none)
+    float swa_freq_base;  // local layers' RoPE base when the file has none (0: global's)
+    bool swa_unscaled;    // local layers use no RoPE scaling
     bool softcaps;  // read attn_logit_softcapping / final_logit_softcapping (else the defaults)
     float default_attn_softcap, default_final_softcap;
 
@@ -161,11 +162,11 @@ struct model {
     struct model_hparams hp;
     uint32_t kv_type;  // gguf type id
 
-    struct engine_tensor tok_embd;  // [n_embd, n_vocab]
-    struct engine_tensor output;    // [n_embd, n_vocab] (= tok_embd when tied)
-    const float *output_norm;       // [n_embd]
-    const float *output_bias;       // [n_vocab] or NULL
-    const float *rope_freqs;        // [n_rot/2] or NULL
+    struct engine_tensor tok_embd;        // [n_embd, n_vocab]
+    struct engine_tensor output;          // [n_embd, n_vocab] (= tok_embd when tied)
+    const float *output_norm;             // [n_embd]
+    const float *output_bias;             // [n_vocab] or NULL
+    const float *rope_freqs;              // [n_rot/2] or NULL
     const float *rope_long, *rope_short;  // Phi-3 LongRoPE factors [n_rot/2] or NULL
     struct model_layer *layers;
     // Encoders (bert.c).
@@ -199,6 +200,9 @@ extern const struct model_arch model_arch_qwen3;
 extern const struct model_arch model_arch_gemma2;
 extern const struct model_arch model_arch_gemma3;
 extern const struct model_arch model_arch_phi3;
+extern const struct model_arch model_arch_qwen3moe;
+extern const struct model_arch model_arch_gpt_oss;
+extern const struct model_arch model_arch_gptoss;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 
@@ -222,6 +226,25 @@ const char *model_key(const struct model *m, char *buf, size_t n, const char *su
 // gemma2.c: the Gemma query scale (27B: 1/sqrt(n_embd / n_head)), a load
 // hook shared by gemma2 and gemma3.
 int model_gemma_query_scale(struct model *m, struct err *e);
+
+// moe.c: the mixture-of-experts FFN (qwen3moe.c, gpt_oss.c).
+struct model_moe_spec {
+    enum engine_moe_gating gating;
+    bool norm_w;  // renormalise the chosen experts' weights
+    enum engine_moe_act act;
+    bool biases;  // router and expert biases (gpt-oss)
+};
+// Reads expert_count / expert_used_count / expert_feed_forward_length and
+// binds each layer's router and 3-D experts (layer.ext, freed with the model).
+int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct err *e);
+// The FFN hook (struct model_arch.ffn); out may be in.
+void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n);
+// The prepare hook: reserves the MoE op's scratch for n_batch rows.
+int model_prepare_moe(struct model *m, struct err *e);
+// Bytes of that scratch (0 for a model without MoE layers).
+uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch);
+// Bytes of the file's 3-D expert tensors (0 without experts).
+uint64_t model_moe_experts_bytes(const struct model *m);
 
 // decoder.c: the generic decoder block.
 void model_forward_decoder(struct model *m, const struct model_ubatch *ub);

@@ -29,7 +29,7 @@ void model_kv_plan(struct model *m)
     const struct model_options *o = &m->opts;
     m->n_cells = o->n_ctx * o->n_slots;
     m->kv_ring = 0;
-    if (m->arch->encoder || m->hp.n_swa <= 0)
+    if (m->arch->encoder || m->hp.n_swa <= 0 || o->kv_full_length)
         return;
     int64_t ring = (int64_t)m->hp.n_swa + o->n_batch;
     if (ring >= o->n_ctx)

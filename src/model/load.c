@@ -36,7 +36,6 @@ static uint32_t kv_gguf_type(enum model_kv_type t)
     }
 }
 
-
 // ---------------------------------------------------------------------------
 // Sizes.
 
@@ -100,7 +99,10 @@ static struct sizes compute_sizes(const struct model *m)
     uint64_t wdata = nb * (max_row * 2 + 512);
     uint64_t att = (uint64_t)o->n_threads * ((uint64_t)o->n_ctx + 2048 + 64 + 16) * f;
     uint64_t ubatch = nb * 4 * 8 + cells * 4;  // ubatch arrays + slot token lists
-    s.scratch = acts * f + logits * f + wdata + att + ubatch;
+    // Mixture of experts: every expert stays resident (mapped, counted in
+    // the weights); the op's per-batch scratch is counted here.
+    uint64_t moe = model_moe_scratch_bytes(m, o->n_batch);
+    s.scratch = acts * f + logits * f + wdata + att + ubatch + moe;
     return s;
 }
 
@@ -126,6 +128,9 @@ static void model_release(struct model *m)
     for (size_t i = 0; i < m->n_weight_copies; i++)
         free(m->weight_copies[i]);
     free(m->weight_copies);
+    if (m->layers)
+        for (int il = 0; il < m->hp.n_layer; il++)
+            free(m->layers[il].ext);
     free(m->layers);
     free(m->logits);
     free(m->embd);
@@ -217,6 +222,7 @@ int model_estimate(const char *path, const struct model_options *opts, struct mo
         return rc;
     struct sizes s = compute_sizes(m);
     out->weights_bytes = gguf_file_size(m->g);
+    out->experts_bytes = model_moe_experts_bytes(m);
     out->kv_bytes = s.kv;
     out->scratch_bytes = s.scratch;
     out->total_bytes = out->weights_bytes + out->kv_bytes + out->scratch_bytes;
@@ -401,4 +407,3 @@ const float *model_embeddings(const struct model *m, int i)
         return NULL;
     return m->embd + (size_t)m->out_index[i] * m->hp.n_embd;
 }
-

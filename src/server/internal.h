@@ -119,10 +119,10 @@ struct srv_prompt_req {
     template_count_fn count;  // NULL: no truncation
     void *count_ctx;
 };
-// Renders the prompt from the chosen source: the Jinja template (r; messages
-// NULL = suffix mode, which only the Go template renders), the built-in
-// renderer or harmony (hooks; the Go template until they are wired), else the
-// Go template go with go_req.
+// Renders the prompt from the chosen template source: the Jinja template (r;
+// messages NULL = suffix mode, which only the Go template renders), else the
+// Go template go with go_req. Built-in renderers and harmony are src/renderer's
+// and are handled before this.
 int srv_prompt_render(const struct srv_prompt_req *r, const struct template *go,
                       const struct template_prompt_req *go_req, struct buf *out, struct err *e);
 // The output parser for the chosen source (thinking and tool calls).

@@ -1,9 +1,9 @@
 // Prompt rendering by source (store_prompt_choose picks it, in Ollama 0.33's
-// order): the renderer/parser named in the model's config, harmony, the Go
-// template, or the GGUF's Jinja chat template. This file renders the Jinja
-// source (parsed once per template text and cached) with truncation to the
-// context window, and builds the output parser for it; the Go template path
-// stays in the template module.
+// order): the renderer/parser named in the model's config and harmony
+// (src/renderer, selected in generate.c first), the Go template, or the
+// GGUF's Jinja chat template. This file renders the Jinja source (parsed once
+// per template text and cached) with truncation to the context window, and
+// builds the output parser for the template sources.
 #include "server/internal.h"
 
 #include <pthread.h>
@@ -128,11 +128,10 @@ int srv_prompt_render(const struct srv_prompt_req *r, const struct template *go,
             return render_jinja(r, out, e);
         break;
     case STORE_PROMPT_RENDERER:
-        // Built-in renderers (src/renderer: RENDERER in the config): renderer_render() for
-        // the config's renderer name goes here. Until it is wired the Go template renders.
-        break;
     case STORE_PROMPT_HARMONY:
-        // gpt-oss: the harmony renderer goes here; until then the Go template renders.
+        // A named renderer and harmony are rendered by src/renderer before this is called
+        // (generate.c, renderer_select); what reaches here is a config with only a parser,
+        // whose prompt the Go template renders, as Ollama does.
         break;
     case STORE_PROMPT_GO_TEMPLATE:
     case STORE_PROMPT_NONE:
@@ -149,8 +148,7 @@ struct template_output_parser *srv_output_parser_new(const struct store_prompt_c
     case STORE_PROMPT_CHAT_TEMPLATE:
         return template_output_parser_new_format(template_chat_format_detect(pc->chat_template),
                                                  pc->chat_template, think, tools, prompt);
-    case STORE_PROMPT_RENDERER:
-        // Built-in parsers (PARSER in the config) go here; until then the Go template's tags.
+    case STORE_PROMPT_RENDERER:  // a named parser is src/renderer's (generate.c)
     case STORE_PROMPT_HARMONY:
     case STORE_PROMPT_GO_TEMPLATE:
     case STORE_PROMPT_NONE:

@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/quant/quant.h"
 #include "gguf/gguf.h"
+#include "renderer/renderer.h"
 
 #define ERR_SERVER_PATH                                                                            \
     "the server does not read files by path: upload them with /api/blobs/:digest and name them "   \
@@ -197,7 +199,8 @@ static bool valid_rel_path(const char *p)
 }
 
 // A Modelfile sent by an old client: its FROM must name a model (never a
-// server path); ADAPTER / DRAFT always name paths.
+// server path); ADAPTER / DRAFT always name paths; RENDERER / PARSER must be
+// built in.
 static int check_modelfile_paths(const struct store_modelfile *m, struct err *e)
 {
     for (size_t i = 0; i < m->n; i++) {
@@ -206,6 +209,10 @@ static int check_modelfile_paths(const struct store_modelfile *m, struct err *e)
             return err_set(e, ERR_INVALID, ERR_SERVER_PATH);
         if (strcmp(c->name, "from") == 0 && !store_name_valid(c->args))
             return err_set(e, ERR_INVALID, ERR_SERVER_PATH);
+        if (strcmp(c->name, "renderer") == 0 && !renderer_known(c->args))
+            return err_set(e, ERR_INVALID, "unknown renderer \"%s\"", c->args);
+        if (strcmp(c->name, "parser") == 0 && !renderer_parser_known(c->args))
+            return err_set(e, ERR_INVALID, "unknown parser \"%s\"", c->args);
     }
     return 0;
 }
@@ -228,6 +235,12 @@ int store_create_validate(const struct store_create_req *r, struct err *e)
     }
     if (!r->model || !store_name_valid(r->model))
         return err_set(e, ERR_INVALID, "invalid model name");
+    // Only names this build can render with (a pulled model keeps whatever
+    // its config names; its chat requests report the missing one).
+    if (r->renderer && *r->renderer && !renderer_known(r->renderer))
+        return err_set(e, ERR_INVALID, "unknown renderer \"%s\"", r->renderer);
+    if (r->parser && *r->parser && !renderer_parser_known(r->parser))
+        return err_set(e, ERR_INVALID, "unknown parser \"%s\"", r->parser);
     if (r->modelfile) {
         struct store_modelfile m;
         int rc = store_modelfile_parse(r->modelfile, strlen(r->modelfile), &m, e);
@@ -438,6 +451,22 @@ static const char *gguf_media_type(const struct gguf *g)
     return STORE_MT_MODEL;
 }
 
+// A model whose tensors have a type the engine cannot read would be created
+// and then fail every request: refuse it here.
+static int check_tensor_types(const struct gguf *g, const char *file, struct err *e)
+{
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (quant_traits_get(t->type))
+            continue;
+        const char *tn = gguf_type_name(t->type);
+        return err_set(e, ERR_UNSUPPORTED,
+                       "file \"%s\": tensor %.*s has type %s, which this version cannot run",
+                       file, (int)t->name.len, t->name.ptr, tn ? tn : "unknown");
+    }
+    return 0;
+}
+
 static int layers_from_files(struct create_ctx *c, const struct store_file_ref *files0, size_t n,
                              bool adapters, struct err *e)
 {
@@ -488,6 +517,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
             goto out;
         }
         const char *mt = adapters ? STORE_MT_ADAPTER : gguf_media_type(g);
+        if (strcmp(mt, STORE_MT_MODEL) == 0 && (rc = check_tensor_types(g, files[i].name, e)) < 0) {
+            gguf_close(g);
+            goto out;
+        }
         struct str chat;
         if (!adapters && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
             c->chat_template = str_dup(chat);
@@ -583,6 +616,14 @@ static const char *infer_float_type(const struct gguf *g)
                                     : "unknown";
 }
 
+// The i-quant mixes (IQ2_XXS ... IQ4_XS) and Q2_K_S: llama-quantize makes
+// them only with an importance matrix.
+static bool is_imatrix_type(const char *upper)
+{
+    return gguf_file_type_from_name(upper) >= 0 &&
+           (strncmp(upper, "IQ", 2) == 0 || strcmp(upper, "Q2_K_S") == 0);
+}
+
 static int quantize_layers(struct create_ctx *c, const char *requested, struct err *e)
 {
     const char *label = store_quantize_label(requested);
@@ -592,6 +633,12 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
         for (; requested[k] && k + 1 < sizeof(up); k++)
             up[k] = (char)toupper((unsigned char)requested[k]);
         up[k] = '\0';
+        if (is_imatrix_type(up))
+            return err_set(e, ERR_INVALID,
+                           "quantization type %s needs an importance matrix, which create "
+                           "does not compute; import a GGUF file already quantized to %s "
+                           "(supported types are F32, F16, Q4_K_S, Q4_K_M, Q8_0)",
+                           up, up);
         return err_set(e, ERR_INVALID,
                        "unsupported quantization type %s - supported types are "
                        "F32, F16, Q4_K_S, Q4_K_M, Q8_0",

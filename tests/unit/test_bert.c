@@ -24,6 +24,7 @@
 #include "gguf/gguf.h"
 #include "json/json.h"
 #include "model/model.h"
+#include "testgguf.h"
 #include "testutil.h"
 
 #define MIN_COSINE      0.9999
@@ -76,47 +77,6 @@ static double cosine(const float *a, const float *b, int n)
     return ab / (sqrt(aa) * sqrt(bb) + 1e-30);
 }
 
-// Rewrites a GGUF with another <arch>.pooling_type (the CLS variants).
-static int write_with_pooling(const char *src, const char *dst, uint32_t pooling)
-{
-    struct gguf *g;
-    struct gguf_writer *w;
-    struct err e = {0};
-    if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0) {
-        fprintf(stderr, "%s\n", e.msg);
-        return -1;
-    }
-    struct str arch = gguf_architecture(g);
-    char key[128];
-    snprintf(key, sizeof key, "%.*s.pooling_type", (int)arch.len, arch.ptr);
-    for (size_t i = 0; i < gguf_kv_count(g); i++) {
-        const struct gguf_kv *kv = gguf_kv_at(g, i);
-        if (str_eq_cstr(kv->key, key))
-            gguf_writer_kv_u32(w, key, pooling);
-        else
-            gguf_writer_kv_copy(w, kv);
-    }
-    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        char *name = str_dup(t->name);
-        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
-        free(name);
-    }
-    int rc = gguf_writer_write_header(w, &e);
-    for (size_t i = 0; rc == 0 && i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        rc = gguf_writer_write_data(w, t->data, t->n_bytes, &e);
-    }
-    if (rc == 0)
-        rc = gguf_writer_close(w, &e);
-    else
-        gguf_writer_abort(w);
-    if (rc < 0)
-        fprintf(stderr, "%s\n", e.msg);
-    gguf_close(g);
-    return rc;
-}
-
 static int group_setup(void **state)
 {
     (void)state;
@@ -153,7 +113,7 @@ static int group_setup(void **state)
                               fx.q8_path[mi]);
         int rc = system(cmd);
         free(cmd);
-        if (rc != 0 || write_with_pooling(fx.path[mi], fx.cls_path[mi], 2) < 0)
+        if (rc != 0 || test_gguf_set_arch_u32(fx.path[mi], fx.cls_path[mi], "pooling_type", 2) < 0)
             return -1;
     }
     return 0;
@@ -474,7 +434,8 @@ static void test_nomic_shared_reference(void **state)
         struct model_batch b = {n, ids, pos, slot, want};
         assert_int_equal(model_decode(m, &b, &e), 0);
         pool(m, 0, n, got);
-        json_t *emb = json_object_get(c, "embedding"), *norm = json_object_get(c, "embedding_normalized");
+        json_t *emb = json_object_get(c, "embedding"),
+               *norm = json_object_get(c, "embedding_normalized");
         assert_int_equal(json_array_size(emb), (size_t)d);
         double ss = 0;
         for (int j = 0; j < d; j++)

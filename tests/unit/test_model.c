@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -260,7 +261,9 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     // The tokenizer pass-through gives the reference's prompt ids.
     const struct jv *prompt = jget(c, "prompt"), *add = jget(c, "add_special"),
                     *parse = jget(c, "parse_special");
-    if (prompt && add && parse) {
+    // (Ollama's gpt-oss layout forces the gpt-4o pre-tokenizer, which splits
+    // the digits of these prompts unlike the reference's gpt-2: ids only.)
+    if (prompt && add && parse && strcmp(model_arch_name(m), "gptoss") != 0) {
         int32_t *tok = xcalloc((size_t)n + 64, sizeof(int32_t));
         struct err e = {0};
         int nt = model_tokenize(m, prompt->str, strlen(prompt->str), add->num != 0, parse->num != 0,
@@ -301,8 +304,10 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
     for (int g = 0; g < steps; g++) {
         int want = (int)greedy->items[g].num;
         if (tok != want) {
+            // (or this very choice is a near-tie within the tolerance)
             if (q8 && margin &&
-                (margin->items[g].num < 0.01 || (g > 0 && margin->items[g - 1].num < 0.01))) {
+                (margin->items[g].num < 0.01 || (g > 0 && margin->items[g - 1].num < 0.01) ||
+                 margin->items[g].num < tol)) {
                 diverged = true;
                 break;  // llama.cpp itself is unstable here (see top of file)
             }
@@ -383,8 +388,14 @@ static void run_fixture_reference_tol(const char *ref_name, bool strict, float t
             snprintf(loaded, sizeof loaded, "%s", file);
             snprintf(loaded_kv, sizeof loaded_kv, "%s", kv);
         }
-        bool q8 = strstr(file, "q8_0") != NULL;
-        check_case(m, c, q8 ? 0.05f : tol, q8 || strict, 16);
+        // Quantized weights against quantized activations: the integer
+        // products match, the float rounding differs (README: 5e-2; with an
+        // F16 cache llama.cpp's own i-quant runs move by up to 0.16, so
+        // those cases get twice that).
+        bool iq = strstr(file, "tiny-iq-") != NULL && strstr(file, "-f32") == NULL;
+        bool q8 = strstr(file, "q8_0") != NULL || iq;
+        float case_tol = !q8 ? tol : iq && strcmp(kv, "f16") == 0 ? 0.1f : 0.05f;
+        check_case(m, c, case_tol, q8 || strict, 16);
     }
     model_free(m);
     jfree(&root);
@@ -420,6 +431,58 @@ static void test_tiny_phi3_reference(void **state)
     run_fixture_reference_tol("tiny-phi3.reference.json", true, 5e-3f);
 }
 
+// Mixture-of-experts families (qwen3moe, gpt-oss with its Ollama layout and
+// MXFP4 experts): every case of the reference file, strict as the newer
+// families; the MXFP4 file's Q8_0 matrices quantize activations as
+// llama.cpp does (README: 5e-2). It needs the MXFP4 type, which is skipped
+// with a message while the engine lacks it.
+static void run_moe_reference(const char *ref_name)
+{
+    char ref[1024], path[1024];
+    if (!test_shared_fixture(ref, sizeof ref, ref_name)) {
+        char dir[1024];
+        if (test_shared_fixture(dir, sizeof dir, "README.md"))
+            fail_msg("shared fixtures present but %s is missing", ref_name);
+        skip();
+    }
+    struct jv root;
+    assert_true(jload(&root, ref));
+    const struct jv *cases = jget(&root, "logit_cases");
+    assert_non_null(cases);
+    int n_run = 0;
+    for (size_t i = 0; i < cases->n; i++) {
+        const struct jv *c = &cases->items[i];
+        const char *file = jget(c, "model")->str, *kv = jget(c, "kv_cache_type")->str;
+        if (!test_shared_fixture(path, sizeof path, file))
+            fail_msg("%s: model %s is missing", ref_name, file);
+        bool mxfp4 = strstr(file, "mxfp4") != NULL;
+        if (mxfp4 && !engine_type_supported(GGUF_TYPE_MXFP4)) {
+            printf("skipping %s: the engine has no MXFP4 kernels yet\n", file);
+            continue;
+        }
+        struct model_options o = {.n_ctx = 512, .n_threads = 2};
+        o.kv_type = !strcmp(kv, "f32") ? MODEL_KV_F32 : MODEL_KV_F16;
+        struct model *m = load(path, o);
+        check_case(m, c, mxfp4 ? 0.05f : 5e-3f, true, 16);
+        model_free(m);
+        n_run++;
+    }
+    assert_true(n_run >= 6);
+    jfree(&root);
+}
+
+static void test_tiny_qwen3moe_reference(void **state)
+{
+    (void)state;
+    run_moe_reference("tiny-qwen3moe.reference.json");
+}
+
+static void test_tiny_gpt_oss_reference(void **state)
+{
+    (void)state;
+    run_moe_reference("tiny-gpt-oss.reference.json");
+}
+
 static void test_tiny_llama_reference(void **state)
 {
     (void)state;
@@ -430,6 +493,13 @@ static void test_tiny_qwen2_reference(void **state)
 {
     (void)state;
     run_fixture_reference("tiny-qwen2.reference.json");
+}
+
+// One tiny model per i-quant / ternary type (and its F32 twin).
+static void test_tiny_iq_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-iq.reference.json", true, 5e-3f);
 }
 
 // ---------------------------------------------------------------------------
@@ -510,6 +580,69 @@ static void test_swa_ring_cache(void **state)
     uint64_t cell = 64 * 2 * 2;
     assert_int_equal(m1.kv_bytes, cell * (65536 + 5 * (8 + 512)));
     assert_int_equal(m2.kv_bytes, cell * (131072 + 5 * (8 + 512)));
+}
+
+// gguf-gen's family presets: the tiny ones load and decode (F32 and a
+// quantized mix), the real shapes (written sparse) read back with the
+// hyper-parameters of the models they stand for.
+static void gen(const char *preset, const char *type, bool sparse, const char *out)
+{
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    assert_non_null(bin);
+    char *cmd = xasprintf("'%s/gguf-gen' --preset %s --type %s %s --quiet -o '%s'", bin, preset,
+                          type, sparse ? "--sparse" : "", out);
+    int rc = system(cmd);
+    free(cmd);
+    assert_int_equal(rc, 0);
+}
+
+static void test_gguf_gen_family_presets(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/test_model_gen_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/m.gguf", tmp);
+    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"};
+    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3"};
+    for (size_t i = 0; i < 4; i++)
+        for (int q = 0; q < 2; q++) {
+            gen(tiny[i], q ? "q8_0" : "f32", false, path);
+            struct model_options o = {.n_ctx = 64, .n_threads = 2};
+            struct model *m = load(path, o);
+            assert_string_equal(model_arch_name(m), arch[i]);
+            decode_seq(m, 0, story, 20, 0, false);
+            const float *lg = model_logits(m, 19);
+            for (int k = 0; k < model_n_vocab(m); k++)
+                assert_true(isfinite(lg[k]));
+            model_free(m);
+        }
+    // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
+    // models have them; gemma3's local layers keep n_swa + n_batch cells.
+    struct {
+        const char *preset;
+        uint64_t cells_kv_bytes;
+    } real[] = {
+        {"qwen3-0.6b", 28ull * 8192 * (8 * 128 * 2 * 2)},
+        {"qwen3-8b", 36ull * 8192 * (8 * 128 * 2 * 2)},
+        {"gemma2-2b", 13ull * 8192 * (4 * 256 * 2 * 2) + 13ull * (4096 + 512) * (4 * 256 * 2 * 2)},
+        {"gemma3-1b", 4ull * 8192 * (256 * 2 * 2) + 22ull * (512 + 512) * (256 * 2 * 2)},
+        {"gemma3-12b", 8ull * 8192 * (8 * 256 * 2 * 2) + 40ull * (1024 + 512) * (8 * 256 * 2 * 2)},
+        {"phi4-mini", 32ull * 8192 * (8 * 128 * 2 * 2)},
+    };
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        gen(real[i].preset, "q4_0", true, path);
+        struct model_options o = {.n_ctx = 8192, .n_batch = 512, .n_threads = 1};
+        struct model_memory mem;
+        struct err e = {0};
+        if (model_estimate(path, &o, &mem, &e) < 0)
+            fail_msg("%s: %s", real[i].preset, e.msg);
+        if (mem.kv_bytes != real[i].cells_kv_bytes)
+            fail_msg("%s: kv %llu bytes, want %llu", real[i].preset,
+                     (unsigned long long)mem.kv_bytes, (unsigned long long)real[i].cells_kv_bytes);
+    }
+    unlink(path);
+    rmdir(tmp);
 }
 
 static void test_batched_equals_unbatched(void **state)
@@ -810,7 +943,7 @@ static void test_load_errors(void **state)
     unlink(path);
 
     snprintf(path, sizeof path, "%s/type.gguf", tmp);
-    write_variant(path, NULL, "blk.0.attn_q.weight", GGUF_TYPE_IQ4_NL);
+    write_variant(path, NULL, "blk.0.attn_q.weight", GGUF_TYPE_NVFP4);
     err_clear(&e);
     int rc = model_load(&m, path, &o, &e);
     assert_true(rc == ERR_UNSUPPORTED || rc == ERR_FORMAT);
@@ -840,6 +973,24 @@ static void test_memory_estimate(void **state)
     assert_int_equal(mem.kv_bytes, 2ull * 5 * 512 * 32 * 2);
     assert_int_equal(model_kv_type_parse("Q8_0"), MODEL_KV_Q8_0);
     assert_int_equal(model_kv_type_parse("q4_1"), -1);
+    assert_int_equal(mem.experts_bytes, 0);
+
+    // Mixture of experts: every expert is resident, so the weights are the
+    // whole file and the experts part of them (2 layers × gate, up, down of
+    // 8 experts × 32 × 64 F32); the op's scratch grows with the batch.
+    if (!test_shared_fixture(path, sizeof path, "tiny-qwen3moe-f32.gguf"))
+        return;
+    struct model_memory small, big;
+    o = (struct model_options){.n_ctx = 256, .n_batch = 32, .n_threads = 2};
+    assert_int_equal(model_estimate(path, &o, &small, &e), 0);
+    o.n_batch = 512;
+    assert_int_equal(model_estimate(path, &o, &big, &e), 0);
+    assert_int_equal(big.experts_bytes, 2ull * 3 * 8 * 32 * 64 * 4);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(big.weights_bytes, (uint64_t)st.st_size);
+    // At least each (token, expert) pair's rows: x, gate, up, hidden, down.
+    assert_true(big.scratch_bytes - small.scratch_bytes >= 480ull * 2 * (64 * 8 + 32 * 12));
 }
 
 int main(void)
@@ -849,10 +1000,14 @@ int main(void)
         cmocka_unit_test(test_tiny_llama_reference),
         cmocka_unit_test(test_tiny_qwen2_reference),
         cmocka_unit_test(test_tiny_qwen3_reference),
+        cmocka_unit_test(test_tiny_qwen3moe_reference),
+        cmocka_unit_test(test_tiny_gpt_oss_reference),
         cmocka_unit_test(test_tiny_gemma2_reference),
         cmocka_unit_test(test_tiny_gemma3_reference),
         cmocka_unit_test(test_tiny_phi3_reference),
         cmocka_unit_test(test_swa_ring_cache),
+        cmocka_unit_test(test_gguf_gen_family_presets),
+        cmocka_unit_test(test_tiny_iq_reference),
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),

@@ -1207,6 +1207,50 @@ static void test_chat_formats(void **state)
 // ---------------------------------------------------------------------------
 // Built-ins and detection
 
+// The builtin template create picks for the new families' real Jinja
+// templates (shared/fixtures/chat-templates), as Ollama's template.Named:
+// Gemma 2 gets gemma-instruct; Phi-3.5-mini's and Qwen3's templates are too
+// far from every known one, so Ollama keeps no template layer for them.
+static void test_detect_families(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *want;
+    } cases[] = {
+        {"chat-templates/google-gemma-2-2b-it.jinja", "gemma-instruct"},
+        {"chat-templates/microsoft-Phi-3.5-mini-instruct.jinja", NULL},
+        {"chat-templates/qwen3.8.jinja", NULL},
+    };
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "README.md"))
+        skip();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!test_shared_fixture(path, sizeof path, cases[i].file))
+            fail_msg("missing shared fixture %s", cases[i].file);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        struct buf b;
+        buf_init(&b, 0);
+        char chunk[4096];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+            buf_append(&b, chunk, n);
+        fclose(f);
+        const char *got = template_detect(b.data, b.len);
+        if (cases[i].want)
+            assert_string_equal(got ? got : "(none)", cases[i].want);
+        else if (got)
+            fail_msg("%s: detected %s, Ollama keeps none", cases[i].file, got);
+        buf_deinit(&b);
+    }
+    const char *const *stops = template_builtin_stops("gemma-instruct");
+    assert_non_null(stops);
+    bool eot = false;
+    for (; *stops; stops++)
+        eot |= strcmp(*stops, "<end_of_turn>") == 0;
+    assert_true(eot);
+}
+
 static void test_detect(void **state)
 {
     (void)state;
@@ -1271,31 +1315,19 @@ static void test_huge_integer_literal(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_vectors),
-        cmocka_unit_test(test_huge_integer_literal),
-        cmocka_unit_test(test_spec_vector_hashes),
-        cmocka_unit_test(test_collation_prefill),
-        cmocka_unit_test(test_tools_qwen),
-        cmocka_unit_test(test_builtin_renderings),
-        cmocka_unit_test(test_tool_templates),
-        cmocka_unit_test(test_language_checks),
-        cmocka_unit_test(test_language_more),
-        cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_tool_data),
-        cmocka_unit_test(test_tool_json_omit),
-        cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_exec_errors),
-        cmocka_unit_test(test_idents_and_tags),
-        cmocka_unit_test(test_legacy_turns),
-        cmocka_unit_test(test_suffix_and_think),
-        cmocka_unit_test(test_images),
-        cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_chat_assembly),
-        cmocka_unit_test(test_think_parser),
-        cmocka_unit_test(test_tool_parser),
-        cmocka_unit_test(test_output_parser),
-        cmocka_unit_test(test_chat_formats),
-        cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_spec_vectors),       cmocka_unit_test(test_huge_integer_literal),
+        cmocka_unit_test(test_spec_vector_hashes), cmocka_unit_test(test_collation_prefill),
+        cmocka_unit_test(test_tools_qwen),         cmocka_unit_test(test_builtin_renderings),
+        cmocka_unit_test(test_tool_templates),     cmocka_unit_test(test_language_checks),
+        cmocka_unit_test(test_language_more),      cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_tool_data),          cmocka_unit_test(test_tool_json_omit),
+        cmocka_unit_test(test_parse_errors),       cmocka_unit_test(test_exec_errors),
+        cmocka_unit_test(test_idents_and_tags),    cmocka_unit_test(test_legacy_turns),
+        cmocka_unit_test(test_suffix_and_think),   cmocka_unit_test(test_images),
+        cmocka_unit_test(test_truncation),         cmocka_unit_test(test_chat_assembly),
+        cmocka_unit_test(test_think_parser),       cmocka_unit_test(test_tool_parser),
+        cmocka_unit_test(test_output_parser),      cmocka_unit_test(test_chat_formats),
+        cmocka_unit_test(test_detect),             cmocka_unit_test(test_detect_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
