@@ -386,7 +386,7 @@ static int sort_list(struct jrender *r, struct jv_list *l, struct sort_ctx *s, b
             while (j < hi)
                 tmp[k++] = l->items[j++];
         }
-        memcpy(l->items, tmp, l->n * sizeof *tmp);
+        jv_copy(l->items, tmp, l->n * sizeof *tmp);
         if (s->err)
             return s->err;
         int rc = jr_step(r);
@@ -406,7 +406,7 @@ static int copy_list(struct jrender *r, struct jv v, struct jv_list **out)
     if (!l)
         return jr_oom(r);
     if (src->n)
-        memcpy(l->items, src->items, src->n * sizeof *l->items);
+        jv_copy(l->items, src->items, src->n * sizeof *l->items);
     l->n = src->n;
     *out = l;
     return 0;
@@ -1730,7 +1730,7 @@ static int call_dict_method(struct jrender *r, int line, const char *m, struct j
         struct jv_list *l = jv_list_new(r, d->n);
         if (!l)
             return jr_oom(r);
-        memcpy(l->items, m[0] == 'k' ? d->keys : d->vals, d->n * sizeof *l->items);
+        jv_copy(l->items, m[0] == 'k' ? d->keys : d->vals, d->n * sizeof *l->items);
         l->n = d->n;
         *out = list_value(l);
     } else if (is(m, "get")) {
@@ -1761,8 +1761,8 @@ static int call_dict_method(struct jrender *r, int line, const char *m, struct j
         struct jv_dict *nd = jv_dict_new(r, d->n);
         if (!nd)
             return jr_oom(r);
-        memcpy(nd->keys, d->keys, d->n * sizeof *d->keys);
-        memcpy(nd->vals, d->vals, d->n * sizeof *d->vals);
+        jv_copy(nd->keys, d->keys, d->n * sizeof *d->keys);
+        jv_copy(nd->vals, d->vals, d->n * sizeof *d->vals);
         nd->n = d->n;
         *out = (struct jv){.t = JV_DICT, .u.d = nd};
     } else if (is(m, "update")) {

@@ -169,7 +169,7 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
     // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
     // needs an object).
     bool retry = has_tool_calls(req->messages) && rc != ERR_TOO_LARGE &&
-                 (rc || memmem(out->data + start, out->len - start, "{'", 2));
+                 (rc || memmem(buf_cstr(out) + start, out->len - start, "{'", 2));
     if (retry) {
         struct buf second;
         buf_init(&second, out->max_len);

@@ -455,8 +455,8 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
         struct jv_list *l = jv_list_new(r, a.u.l->n + b.u.l->n);
         if (!l)
             return jr_oom(r);
-        memcpy(l->items, a.u.l->items, a.u.l->n * sizeof *l->items);
-        memcpy(l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof *l->items);
+        jv_copy(l->items, a.u.l->items, a.u.l->n * sizeof *l->items);
+        jv_copy(l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof *l->items);
         l->n = a.u.l->n + b.u.l->n;
         l->tuple = a.u.l->tuple;
         *out = (struct jv){.t = JV_LIST, .u.l = l};

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "util/util.h"
 
@@ -86,6 +87,13 @@ static inline struct jv jv_float(double f)
 static inline struct jv jv_str(const char *p, size_t n)
 {
     return (struct jv){.t = JV_STR, .u.s = {p, n}};
+}
+
+// memcpy for possibly empty arrays (whose pointers may be NULL).
+static inline void jv_copy(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
 }
 
 // ---------------------------------------------------------------------------

@@ -684,7 +684,7 @@ int jv_iterate(struct jrender *r, struct jv v, struct jv_list **out)
         struct jv_list *l = jv_list_new(r, v.u.d->n);
         if (!l)
             return jr_oom(r);
-        memcpy(l->items, v.u.d->keys, v.u.d->n * sizeof *l->items);
+        jv_copy(l->items, v.u.d->keys, v.u.d->n * sizeof *l->items);
         l->n = v.u.d->n;
         *out = l;
         return 0;

@@ -93,7 +93,7 @@ static int render_jinja(const struct srv_prompt_req *r, struct buf *out, struct 
         rc = jinja_chat_render(t, &req, out, e);
         if (rc || !r->truncate || !r->count)
             break;
-        int64_t n = r->count(r->count_ctx, out->data + start, out->len - start, e);
+        int64_t n = r->count(r->count_ctx, buf_cstr(out) + start, out->len - start, e);
         if (n < 0) {
             rc = (int)n;
             break;
