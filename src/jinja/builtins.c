@@ -610,6 +610,17 @@ static int f_list(struct jrender *r, int line, struct jv in, const struct jcall 
     return rc;
 }
 
+// The stripped text of a number in a string, NUL-terminated in tmp; false when empty or too long.
+static bool number_text(struct jv s, char tmp[64])
+{
+    s = strip(s, jv_none(), true, true);
+    if (s.u.s.n == 0 || s.u.s.n >= 64)
+        return false;
+    memcpy(tmp, s.u.s.p, s.u.s.n);
+    tmp[s.u.s.n] = 0;
+    return true;
+}
+
 static int f_int(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
 {
     (void)line;
@@ -626,18 +637,12 @@ static int f_int(struct jrender *r, int line, struct jv in, const struct jcall *
         return 0;
     case JV_STR: {
         char tmp[64];
-        struct jv s = strip(in, jv_none(), true, true);
-        if (s.u.s.n == 0 || s.u.s.n >= sizeof tmp) {
-            *out = jv_int(dflt);
-            return 0;
-        }
-        memcpy(tmp, s.u.s.p, s.u.s.n);
-        tmp[s.u.s.n] = 0;
         int64_t v;
         double d;
-        if (str_to_i64(tmp, INT64_MIN, INT64_MAX, &v, NULL) == 0)
+        if (number_text(in, tmp) && str_to_i64(tmp, INT64_MIN, INT64_MAX, &v, NULL) == 0)
             *out = jv_int(v);
-        else if (str_to_double(tmp, &d, NULL) == 0 && isfinite(d) && fabs(d) < 9.2e18)
+        else if (number_text(in, tmp) && str_to_double(tmp, &d, NULL) == 0 && isfinite(d) &&
+                 fabs(d) < 9.2e18)
             *out = jv_int((int64_t)d);
         else
             *out = jv_int(dflt);
@@ -667,15 +672,10 @@ static int f_float(struct jrender *r, int line, struct jv in, const struct jcall
         return 0;
     case JV_STR: {
         char tmp[64];
-        struct jv s = strip(in, jv_none(), true, true);
         double v;
-        if (s.u.s.n && s.u.s.n < sizeof tmp) {
-            memcpy(tmp, s.u.s.p, s.u.s.n);
-            tmp[s.u.s.n] = 0;
-            if (str_to_double(tmp, &v, NULL) == 0) {
-                *out = jv_float(v);
-                return 0;
-            }
+        if (number_text(in, tmp) && str_to_double(tmp, &v, NULL) == 0) {
+            *out = jv_float(v);
+            return 0;
         }
         *out = jv_float(dflt);
         return 0;

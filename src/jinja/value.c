@@ -460,34 +460,20 @@ static int json_str(struct buf *b, const char *s, size_t n)
     int rc = buf_append_char(b, '"');
     for (size_t i = 0; !rc && i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"':
-            rc = buf_append_str(b, "\\\"");
-            break;
-        case '\\':
-            rc = buf_append_str(b, "\\\\");
-            break;
-        case '\n':
-            rc = buf_append_str(b, "\\n");
-            break;
-        case '\r':
-            rc = buf_append_str(b, "\\r");
-            break;
-        case '\t':
-            rc = buf_append_str(b, "\\t");
-            break;
-        case '\b':
-            rc = buf_append_str(b, "\\b");
-            break;
-        case '\f':
-            rc = buf_append_str(b, "\\f");
-            break;
-        default:
-            if (c < 0x20)
-                rc = buf_printf(b, "\\u%04x", c);
-            else
-                rc = buf_append_char(b, (char)c);
-        }
+        const char *esc = c == '"'    ? "\\\""
+                          : c == '\\' ? "\\\\"
+                          : c == '\n' ? "\\n"
+                          : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t"
+                          : c == '\b' ? "\\b"
+                          : c == '\f' ? "\\f"
+                                      : NULL;
+        if (esc)
+            rc = buf_append_str(b, esc);
+        else if (c < 0x20)
+            rc = buf_printf(b, "\\u%04x", c);
+        else
+            rc = buf_append_char(b, (char)c);
     }
     return rc ? rc : buf_append_char(b, '"');
 }
