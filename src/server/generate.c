@@ -248,6 +248,9 @@ static void add_final_fields(const struct gen_job *j, json_t *o)
                json_integer_value(json_object_get(f, "prompt_eval_duration")));
     set_metric(o, "eval_count", json_integer_value(json_object_get(f, "eval_count")));
     set_metric(o, "eval_duration", json_integer_value(json_object_get(f, "eval_duration")));
+    server_metrics_tokens(json_integer_value(json_object_get(f, "prompt_eval_count")),
+                          json_integer_value(json_object_get(f, "eval_count")),
+                          json_integer_value(json_object_get(f, "eval_duration")));
 }
 
 // Appends the entries of from (an array, may be NULL) to *to.
@@ -672,6 +675,31 @@ static json_t *model_details(const struct store_model *m)
     return d;
 }
 
+// "_count_tokens": true (set by /v1/messages/count_tokens, anthropic.c):
+// the rendered prompt's length in the runner's tokens, as the runner counts
+// it before generating, and no generation. Releases the runner.
+static void reply_prompt_tokens(struct gen_job *j, struct srv_req *r)
+{
+    struct err e = {0};
+    json_t *body = json_object();
+    jsonx_set_strn(body, "content", j->prompt.data ? j->prompt.data : "", j->prompt.len);
+    jsonx_set_bool(body, "add_special", true);
+    json_t *out = NULL;
+    int rc =
+        runner_http_json(sched_runner_port(j->runner), "/tokenize", body, 30000, NULL, &out, &e);
+    json_decref(body);
+    sched_release(r->srv->sched, j->runner, rc < 0 && !sched_runner_alive(j->runner));
+    j->runner = NULL;
+    if (rc < 0) {
+        srv_reply_err(r, rc, &e);
+        return;
+    }
+    json_t *o = base_object(j);
+    jsonx_set_int(o, "prompt_eval_count", (int64_t)json_array_size(json_object_get(out, "tokens")));
+    json_decref(out);
+    srv_reply_json(r, 200, o);
+}
+
 static void handle_completion(struct srv_req *r, bool chat)
 {
     struct gen_job *j = xcalloc(1, sizeof(*j));
@@ -854,6 +882,10 @@ static void handle_completion(struct srv_req *r, bool chat)
         sched_release(r->srv->sched, j->runner, !sched_runner_alive(j->runner));
         j->runner = NULL;
         srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, &e);
+        goto out;
+    }
+    if (json_is_true(json_object_get(b, "_count_tokens"))) {
+        reply_prompt_tokens(j, r);
         goto out;
     }
     if (!j->bparser)  // else the built-in parser reads the output
