@@ -67,7 +67,8 @@ static int map_case(struct jrender *r, struct jv s, case_fn fn, int mode, struct
             o = prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp);
             const utf8proc_property_t *pr = utf8proc_get_property(cp);
             prev_cased = pr->category == UTF8PROC_CATEGORY_LU ||
-                         pr->category == UTF8PROC_CATEGORY_LL || pr->category == UTF8PROC_CATEGORY_LT;
+                         pr->category == UTF8PROC_CATEGORY_LL ||
+                         pr->category == UTF8PROC_CATEGORY_LT;
         } else if (mode == 'c') {
             o = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
         } else if (mode == 'w') {
@@ -106,8 +107,8 @@ static struct jv strip(struct jv s, struct jv chars, bool left, bool right)
     return jv_str(p, n);
 }
 
-static int str_replace(struct jrender *r, struct jv s, struct jv old, struct jv new_,
-                       int64_t count, struct jv *out)
+static int str_replace(struct jrender *r, struct jv s, struct jv old, struct jv new_, int64_t count,
+                       struct jv *out)
 {
     struct buf b;
     buf_init(&b, r->lim.max_output_bytes);
@@ -215,9 +216,8 @@ static int str_split(struct jrender *r, int line, struct jv s, struct jv sep, in
         size_t i = 0;
         int64_t k = 0;
         for (;;) {
-            const char *hit = (maxsplit < 0 || k < maxsplit)
-                                  ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n)
-                                  : NULL;
+            const char *hit =
+                (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
             if (!hit) {
                 rc = jv_list_push(r, l, jv_str(p + i, n - i));
                 break;
@@ -324,9 +324,9 @@ static struct jv attr_path(struct jrender *r, struct jv v, struct jv attr)
 
 struct sort_ctx {
     struct jrender *r;
-    struct jv attr;   // key attribute, or undefined
+    struct jv attr;  // key attribute, or undefined
     bool case_sens;
-    bool by_value;    // dictsort by value: items are (k, v) pairs
+    bool by_value;  // dictsort by value: items are (k, v) pairs
     bool pairs;
     int err;
 };
@@ -386,7 +386,7 @@ static int sort_list(struct jrender *r, struct jv_list *l, struct sort_ctx *s, b
             while (j < hi)
                 tmp[k++] = l->items[j++];
         }
-        memcpy(l->items, tmp, l->n * sizeof *tmp);
+        jv_copy(l->items, tmp, l->n * sizeof *tmp);
         if (s->err)
             return s->err;
         int rc = jr_step(r);
@@ -406,7 +406,7 @@ static int copy_list(struct jrender *r, struct jv v, struct jv_list **out)
     if (!l)
         return jr_oom(r);
     if (src->n)
-        memcpy(l->items, src->items, src->n * sizeof *l->items);
+        jv_copy(l->items, src->items, src->n * sizeof *l->items);
     l->n = src->n;
     *out = l;
     return 0;
@@ -444,11 +444,13 @@ static int items_list(struct jrender *r, int line, struct jv v, struct jv *out)
 typedef int (*filter_fn)(struct jrender *r, int line, struct jv in, const struct jcall *c,
                          struct jv *out);
 
-static int f_tojson(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_tojson(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     (void)line;
     struct jv indent = jr_arg(c, 0, "indent"), seps = jr_arg(c, 1, "separators");
-    struct jv_json_opts o = {.indent = indent.t == JV_INT ? (int)(indent.u.i > 64 ? 64 : indent.u.i) : -1,
+    struct jv_json_opts o = {.indent =
+                                 indent.t == JV_INT ? (int)(indent.u.i > 64 ? 64 : indent.u.i) : -1,
                              .item_sep = indent.t == JV_INT ? "," : ", ",
                              .key_sep = ": ",
                              .sort_keys = jv_truthy(jr_arg(c, 99, "sort_keys"))};
@@ -473,7 +475,8 @@ static int f_tojson(struct jrender *r, int line, struct jv in, const struct jcal
     return rc;
 }
 
-static int f_string(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_string(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     (void)line, (void)c;
     return jv_stringify(r, in, out);
@@ -488,7 +491,8 @@ static int f_trim(struct jrender *r, int line, struct jv in, const struct jcall 
     return rc;
 }
 
-static int f_length(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_length(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     (void)line, (void)c;
     int64_t n;
@@ -551,7 +555,8 @@ static int f_capitalize(struct jrender *r, int line, struct jv in, const struct 
     return case_filter(r, in, NULL, 'c', out);
 }
 
-static int f_replace(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_replace(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                     struct jv *out)
 {
     struct jv old = jr_arg(c, 0, "old"), new_ = jr_arg(c, 1, "new"), count = jr_arg(c, 2, "count");
     int rc = jv_stringify(r, in, &in);
@@ -563,7 +568,8 @@ static int f_replace(struct jrender *r, int line, struct jv in, const struct jca
     return rc ? rc : str_replace(r, in, old, new_, int_or(count, -1), out);
 }
 
-static int f_default(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_default(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                     struct jv *out)
 {
     (void)r, (void)line;
     struct jv dflt = jr_arg(c, 0, "default_value");
@@ -604,34 +610,47 @@ static int f_list(struct jrender *r, int line, struct jv in, const struct jcall 
     return rc;
 }
 
+// The stripped text of a number in a string, NUL-terminated in tmp; false when empty or too long.
+static bool number_text(struct jv s, char tmp[64])
+{
+    s = strip(s, jv_none(), true, true);
+    if (s.u.s.n == 0 || s.u.s.n >= 64)
+        return false;
+    memcpy(tmp, s.u.s.p, s.u.s.n);
+    tmp[s.u.s.n] = 0;
+    return true;
+}
+
 static int f_int(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
 {
     (void)line;
     int64_t dflt = int_or(jr_arg(c, 0, "default"), 0);
     switch (in.t) {
-    case JV_INT: *out = in; return 0;
-    case JV_BOOL: *out = jv_int(in.u.b); return 0;
-    case JV_FLOAT: *out = isfinite(in.u.f) && fabs(in.u.f) < 9.2e18 ? jv_int((int64_t)in.u.f) : jv_int(dflt); return 0;
+    case JV_INT:
+        *out = in;
+        return 0;
+    case JV_BOOL:
+        *out = jv_int(in.u.b);
+        return 0;
+    case JV_FLOAT:
+        *out = isfinite(in.u.f) && fabs(in.u.f) < 9.2e18 ? jv_int((int64_t)in.u.f) : jv_int(dflt);
+        return 0;
     case JV_STR: {
         char tmp[64];
-        struct jv s = strip(in, jv_none(), true, true);
-        if (s.u.s.n == 0 || s.u.s.n >= sizeof tmp) {
-            *out = jv_int(dflt);
-            return 0;
-        }
-        memcpy(tmp, s.u.s.p, s.u.s.n);
-        tmp[s.u.s.n] = 0;
         int64_t v;
         double d;
-        if (str_to_i64(tmp, INT64_MIN, INT64_MAX, &v, NULL) == 0)
+        if (number_text(in, tmp) && str_to_i64(tmp, INT64_MIN, INT64_MAX, &v, NULL) == 0)
             *out = jv_int(v);
-        else if (str_to_double(tmp, &d, NULL) == 0 && isfinite(d) && fabs(d) < 9.2e18)
+        else if (number_text(in, tmp) && str_to_double(tmp, &d, NULL) == 0 && isfinite(d) &&
+                 fabs(d) < 9.2e18)
             *out = jv_int((int64_t)d);
         else
             *out = jv_int(dflt);
         return 0;
     }
-    default: *out = jv_int(dflt); return 0;
+    default:
+        *out = jv_int(dflt);
+        return 0;
     }
     (void)r;
 }
@@ -642,25 +661,28 @@ static int f_float(struct jrender *r, int line, struct jv in, const struct jcall
     struct jv d = jr_arg(c, 0, "default");
     double dflt = d.t == JV_FLOAT ? d.u.f : d.t == JV_INT ? (double)d.u.i : 0.0;
     switch (in.t) {
-    case JV_INT: *out = jv_float((double)in.u.i); return 0;
-    case JV_BOOL: *out = jv_float(in.u.b); return 0;
-    case JV_FLOAT: *out = in; return 0;
+    case JV_INT:
+        *out = jv_float((double)in.u.i);
+        return 0;
+    case JV_BOOL:
+        *out = jv_float(in.u.b);
+        return 0;
+    case JV_FLOAT:
+        *out = in;
+        return 0;
     case JV_STR: {
         char tmp[64];
-        struct jv s = strip(in, jv_none(), true, true);
         double v;
-        if (s.u.s.n && s.u.s.n < sizeof tmp) {
-            memcpy(tmp, s.u.s.p, s.u.s.n);
-            tmp[s.u.s.n] = 0;
-            if (str_to_double(tmp, &v, NULL) == 0) {
-                *out = jv_float(v);
-                return 0;
-            }
+        if (number_text(in, tmp) && str_to_double(tmp, &v, NULL) == 0) {
+            *out = jv_float(v);
+            return 0;
         }
         *out = jv_float(dflt);
         return 0;
     }
-    default: *out = jv_float(dflt); return 0;
+    default:
+        *out = jv_float(dflt);
+        return 0;
     }
 }
 
@@ -668,7 +690,8 @@ static int f_abs(struct jrender *r, int line, struct jv in, const struct jcall *
 {
     (void)c;
     if (in.t == JV_INT)
-        *out = in.u.i == INT64_MIN ? jv_float(-(double)in.u.i) : jv_int(in.u.i < 0 ? -in.u.i : in.u.i);
+        *out =
+            in.u.i == INT64_MIN ? jv_float(-(double)in.u.i) : jv_int(in.u.i < 0 ? -in.u.i : in.u.i);
     else if (in.t == JV_BOOL)
         *out = jv_int(in.u.b);
     else if (in.t == JV_FLOAT)
@@ -701,12 +724,13 @@ static int f_map(struct jrender *r, int line, struct jv in, const struct jcall *
         return jr_fail(r, line, "%s", "map requires a filter name or attribute=");
     char name[64] = "";
     if (attr.t == JV_UNDEF) {
-        snprintf(name, sizeof name, "%.*s", (int)(fname.u.s.n < 63 ? fname.u.s.n : 63), fname.u.s.p);
+        snprintf(name, sizeof name, "%.*s", (int)(fname.u.s.n < 63 ? fname.u.s.n : 63),
+                 fname.u.s.p);
         if (!jr_filter_exists(name))
             return jr_fail(r, line, "no filter named '%s'", name);
     }
-    struct jcall rest = {c->n_pos > 1 ? c->pos + 1 : NULL, c->n_pos > 1 ? c->n_pos - 1 : 0,
-                         NULL, NULL, 0};
+    struct jcall rest = {c->n_pos > 1 ? c->pos + 1 : NULL, c->n_pos > 1 ? c->n_pos - 1 : 0, NULL,
+                         NULL, 0};
     for (size_t i = 0; !rc && i < l->n; i++) {
         struct jv v;
         if (attr.t != JV_UNDEF) {
@@ -763,11 +787,13 @@ static int select_common(struct jrender *r, int line, struct jv in, const struct
     *out = list_value(res);
     return rc;
 }
-static int f_select(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_select(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     return select_common(r, line, in, c, false, true, out);
 }
-static int f_reject(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_reject(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     return select_common(r, line, in, c, false, false, out);
 }
@@ -782,7 +808,8 @@ static int f_rejectattr(struct jrender *r, int line, struct jv in, const struct 
     return select_common(r, line, in, c, true, false, out);
 }
 
-static int f_unique(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_unique(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     (void)line;
     struct jv_list *l = NULL;
@@ -817,7 +844,8 @@ static int f_sort(struct jrender *r, int line, struct jv in, const struct jcall 
     int rc = copy_list(r, in, &l);
     if (rc)
         return rc;
-    struct sort_ctx s = {.r = r, .attr = jr_arg(c, 2, "attribute"),
+    struct sort_ctx s = {.r = r,
+                         .attr = jr_arg(c, 2, "attribute"),
                          .case_sens = jv_truthy(jr_arg(c, 1, "case_sensitive"))};
     rc = sort_list(r, l, &s, jv_truthy(jr_arg(c, 0, "reverse")));
     *out = list_value(l);
@@ -831,13 +859,17 @@ static int f_dictsort(struct jrender *r, int line, struct jv in, const struct jc
     if (rc)
         return rc;
     struct jv by = jr_arg(c, 1, "by");
-    struct sort_ctx s = {.r = r, .attr = jv_undef(NULL), .pairs = true,
+    struct sort_ctx s = {.r = r,
+                         .attr = jv_undef(NULL),
+                         .pairs = true,
                          .case_sens = jv_truthy(jr_arg(c, 0, "case_sensitive")),
-                         .by_value = by.t == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5)};
+                         .by_value =
+                             by.t == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5)};
     return sort_list(r, out->u.l, &s, jv_truthy(jr_arg(c, 2, "reverse")));
 }
 
-static int f_indent(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_indent(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     (void)line;
     struct jv width = jr_arg(c, 0, "width");
@@ -893,7 +925,8 @@ static int f_safe(struct jrender *r, int line, struct jv in, const struct jcall 
     return 0;
 }
 
-static int f_escape(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_escape(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     (void)line, (void)c;
     int rc = jv_stringify(r, in, &in);
@@ -904,12 +937,23 @@ static int f_escape(struct jrender *r, int line, struct jv in, const struct jcal
     for (size_t i = 0; !rc && i < in.u.s.n; i++) {
         char ch = in.u.s.p[i];
         switch (ch) {
-        case '&': rc = buf_append_str(&b, "&amp;"); break;
-        case '<': rc = buf_append_str(&b, "&lt;"); break;
-        case '>': rc = buf_append_str(&b, "&gt;"); break;
-        case '"': rc = buf_append_str(&b, "&#34;"); break;
-        case '\'': rc = buf_append_str(&b, "&#39;"); break;
-        default: rc = buf_append_char(&b, ch);
+        case '&':
+            rc = buf_append_str(&b, "&amp;");
+            break;
+        case '<':
+            rc = buf_append_str(&b, "&lt;");
+            break;
+        case '>':
+            rc = buf_append_str(&b, "&gt;");
+            break;
+        case '"':
+            rc = buf_append_str(&b, "&#34;");
+            break;
+        case '\'':
+            rc = buf_append_str(&b, "&#39;");
+            break;
+        default:
+            rc = buf_append_char(&b, ch);
         }
     }
     if (rc == ERR_TOO_LARGE)
@@ -942,7 +986,8 @@ static int f_round(struct jrender *r, int line, struct jv in, const struct jcall
     return 0;
 }
 
-static int f_reverse(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_reverse(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                     struct jv *out)
 {
     (void)line, (void)c;
     struct jv_list *l = NULL;
@@ -985,7 +1030,8 @@ static int f_sum(struct jrender *r, int line, struct jv in, const struct jcall *
         } else if (v.t == JV_INT || v.t == JV_BOOL) {
             acc = jv_int(int_or(acc, 0) + int_or(v, 0));
         } else {
-            return jr_fail(r, line, "unsupported operand type(s) for +: 'int' and '%s'", jv_type_name(v));
+            return jr_fail(r, line, "unsupported operand type(s) for +: 'int' and '%s'",
+                           jv_type_name(v));
         }
     }
     *out = acc;
@@ -1043,7 +1089,8 @@ static int f_wordcount(struct jrender *r, int line, struct jv in, const struct j
 }
 
 // "%s, %d" | format(a, b): printf-style, as the % operator.
-static int f_format(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_format(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     int rc = jv_stringify(r, in, &in);
     if (rc)
@@ -1057,13 +1104,15 @@ static int f_format(struct jrender *r, int line, struct jv in, const struct jcal
     return jr_str_format(r, line, in, list_value(args), out);
 }
 
-static int f_center(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
+static int f_center(struct jrender *r, int line, struct jv in, const struct jcall *c,
+                    struct jv *out)
 {
     (void)line;
     int rc = jv_stringify(r, in, &in);
     if (rc)
         return rc;
-    int64_t width = int_or(jr_arg(c, 0, "width"), 80), len = (int64_t)jv_utf8_len(in.u.s.p, in.u.s.n);
+    int64_t width = int_or(jr_arg(c, 0, "width"), 80),
+            len = (int64_t)jv_utf8_len(in.u.s.p, in.u.s.n);
     if (width > 4096)
         width = 4096;
     if (width <= len) {
@@ -1124,21 +1173,49 @@ static const struct {
     const char *name;
     filter_fn fn;
 } filters[] = {
-    {"attr", f_attr},         {"batch", f_batch},           {"center", f_center},
+    {"attr", f_attr},
+    {"batch", f_batch},
+    {"center", f_center},
     {"format", f_format},
-    {"abs", f_abs},           {"capitalize", f_capitalize}, {"count", f_length},
-    {"d", f_default},         {"default", f_default},       {"dictsort", f_dictsort},
-    {"e", f_escape},          {"escape", f_escape},         {"first", f_first},
-    {"float", f_float},       {"forceescape", f_escape},    {"indent", f_indent},
-    {"int", f_int},           {"items", f_items},           {"join", f_join},
-    {"last", f_last},         {"length", f_length},         {"list", f_list},
-    {"lower", f_lower},       {"map", f_map},               {"max", f_max},
-    {"min", f_min},           {"reject", f_reject},         {"rejectattr", f_rejectattr},
-    {"replace", f_replace},   {"reverse", f_reverse},       {"round", f_round},
-    {"safe", f_safe},         {"select", f_select},         {"selectattr", f_selectattr},
-    {"sort", f_sort},         {"string", f_string},         {"sum", f_sum},
-    {"title", f_title},       {"tojson", f_tojson},         {"trim", f_trim},
-    {"unique", f_unique},     {"upper", f_upper},           {"wordcount", f_wordcount},
+    {"abs", f_abs},
+    {"capitalize", f_capitalize},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"first", f_first},
+    {"float", f_float},
+    {"forceescape", f_escape},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"wordcount", f_wordcount},
 };
 
 static filter_fn filter_find(const char *name)
@@ -1193,7 +1270,8 @@ SIMPLE_TEST(t_float, v.t == JV_FLOAT)
 SIMPLE_TEST(t_number, v.t == JV_INT || v.t == JV_FLOAT || v.t == JV_BOOL)
 SIMPLE_TEST(t_string, v.t == JV_STR)
 SIMPLE_TEST(t_mapping, v.t == JV_DICT && !v.u.d->ns)
-SIMPLE_TEST(t_iterable, v.t == JV_STR || v.t == JV_LIST || (v.t == JV_DICT && !v.u.d->ns) || v.t == JV_UNDEF)
+SIMPLE_TEST(t_iterable,
+            v.t == JV_STR || v.t == JV_LIST || (v.t == JV_DICT && !v.u.d->ns) || v.t == JV_UNDEF)
 SIMPLE_TEST(t_sequence, v.t == JV_STR || v.t == JV_LIST || (v.t == JV_DICT && !v.u.d->ns))
 SIMPLE_TEST(t_callable, v.t == JV_FUNC)
 SIMPLE_TEST(t_escaped, false)
@@ -1267,14 +1345,29 @@ static int t_sameas(struct jrender *r, int line, struct jv v, const struct jcall
     }
     switch (v.t) {
     case JV_NONE:
-    case JV_UNDEF: *out = true; break;
-    case JV_BOOL: *out = v.u.b == o.u.b; break;
-    case JV_INT: *out = v.u.i == o.u.i; break;
-    case JV_STR: *out = v.u.s.p == o.u.s.p && v.u.s.n == o.u.s.n; break;
-    case JV_LIST: *out = v.u.l == o.u.l; break;
-    case JV_DICT: *out = v.u.d == o.u.d; break;
-    case JV_FUNC: *out = v.u.fn == o.u.fn; break;
-    default: *out = false;
+    case JV_UNDEF:
+        *out = true;
+        break;
+    case JV_BOOL:
+        *out = v.u.b == o.u.b;
+        break;
+    case JV_INT:
+        *out = v.u.i == o.u.i;
+        break;
+    case JV_STR:
+        *out = v.u.s.p == o.u.s.p && v.u.s.n == o.u.s.n;
+        break;
+    case JV_LIST:
+        *out = v.u.l == o.u.l;
+        break;
+    case JV_DICT:
+        *out = v.u.d == o.u.d;
+        break;
+    case JV_FUNC:
+        *out = v.u.fn == o.u.fn;
+        break;
+    default:
+        *out = false;
     }
     return 0;
 }
@@ -1344,16 +1437,45 @@ static const struct {
     const char *name;
     test_fn fn;
 } tests[] = {
-    {"!=", t_ne},           {"<", t_lt},          {"<=", t_le},          {"==", t_eq},
-    {">", t_gt},            {">=", t_ge},         {"boolean", t_boolean}, {"callable", t_callable},
-    {"defined", t_defined}, {"divisibleby", t_divisibleby}, {"eq", t_eq}, {"equalto", t_eq},
-    {"escaped", t_escaped}, {"even", t_even},     {"false", t_false},    {"filter", t_filter},
-    {"float", t_float},     {"ge", t_ge},         {"greaterthan", t_gt}, {"gt", t_gt},
-    {"in", t_in},           {"integer", t_integer}, {"iterable", t_iterable}, {"le", t_le},
-    {"lessthan", t_lt},     {"lower", t_lower},   {"lt", t_lt},          {"mapping", t_mapping},
-    {"ne", t_ne},           {"none", t_none},     {"number", t_number},  {"odd", t_odd},
-    {"sameas", t_sameas},   {"sequence", t_sequence}, {"string", t_string}, {"test", t_test},
-    {"true", t_true},       {"undefined", t_undefined}, {"upper", t_upper},
+    {"!=", t_ne},
+    {"<", t_lt},
+    {"<=", t_le},
+    {"==", t_eq},
+    {">", t_gt},
+    {">=", t_ge},
+    {"boolean", t_boolean},
+    {"callable", t_callable},
+    {"defined", t_defined},
+    {"divisibleby", t_divisibleby},
+    {"eq", t_eq},
+    {"equalto", t_eq},
+    {"escaped", t_escaped},
+    {"even", t_even},
+    {"false", t_false},
+    {"filter", t_filter},
+    {"float", t_float},
+    {"ge", t_ge},
+    {"greaterthan", t_gt},
+    {"gt", t_gt},
+    {"in", t_in},
+    {"integer", t_integer},
+    {"iterable", t_iterable},
+    {"le", t_le},
+    {"lessthan", t_lt},
+    {"lower", t_lower},
+    {"lt", t_lt},
+    {"mapping", t_mapping},
+    {"ne", t_ne},
+    {"none", t_none},
+    {"number", t_number},
+    {"odd", t_odd},
+    {"sameas", t_sameas},
+    {"sequence", t_sequence},
+    {"string", t_string},
+    {"test", t_test},
+    {"true", t_true},
+    {"undefined", t_undefined},
+    {"upper", t_upper},
 };
 
 static test_fn test_find(const char *name)
@@ -1382,13 +1504,14 @@ int jr_test(struct jrender *r, int line, const char *name, struct jv in, const s
 // Methods and globals
 
 static const char *const str_methods[] = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "replace",
-    "upper", "lower", "title", "capitalize", "find", "rfind", "count", "join", "splitlines",
-    "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper", "format", NULL};
-static const char *const dict_methods[] = {"items", "keys", "values", "get", "update", "pop",
-                                           "copy", "setdefault", NULL};
-static const char *const list_methods[] = {"append", "extend", "pop", "insert", "index", "count",
-                                           "copy", "reverse", NULL};
+    "strip",   "lstrip",  "rstrip",     "split",   "rsplit",     "startswith", "endswith",
+    "replace", "upper",   "lower",      "title",   "capitalize", "find",       "rfind",
+    "count",   "join",    "splitlines", "isdigit", "isalpha",    "isalnum",    "isspace",
+    "islower", "isupper", "format",     NULL};
+static const char *const dict_methods[] = {"items", "keys", "values",     "get", "update",
+                                           "pop",   "copy", "setdefault", NULL};
+static const char *const list_methods[] = {"append", "extend", "pop",     "insert", "index",
+                                           "count",  "copy",   "reverse", NULL};
 
 static const char *method_name(const char *const *table, const char *name, size_t n)
 {
@@ -1419,13 +1542,11 @@ bool jr_method(struct jrender *r, struct jv v, const char *name, size_t n, struc
     return true;
 }
 
-static const char *const global_names[] = {"range", "dict", "namespace", "raise_exception",
-                                           "strftime_now", NULL};
+static const char *const global_names[] = {"range",           "dict",         "namespace",
+                                           "raise_exception", "strftime_now", NULL};
 static struct jv_func global_funcs[] = {
-    {.kind = JF_GLOBAL, .name = "range"},
-    {.kind = JF_GLOBAL, .name = "dict"},
-    {.kind = JF_GLOBAL, .name = "namespace"},
-    {.kind = JF_GLOBAL, .name = "raise_exception"},
+    {.kind = JF_GLOBAL, .name = "range"},        {.kind = JF_GLOBAL, .name = "dict"},
+    {.kind = JF_GLOBAL, .name = "namespace"},    {.kind = JF_GLOBAL, .name = "raise_exception"},
     {.kind = JF_GLOBAL, .name = "strftime_now"},
 };
 
@@ -1539,7 +1660,8 @@ static int call_str_method(struct jrender *r, int line, const char *m, struct jv
         bool ok = s.u.s.n > 0, any_cased = false;
         for (size_t i = 0; i < s.u.s.n; i++) {
             unsigned char ch = (unsigned char)s.u.s.p[i];
-            bool d = ch >= '0' && ch <= '9', lo = ch >= 'a' && ch <= 'z', up = ch >= 'A' && ch <= 'Z';
+            bool d = ch >= '0' && ch <= '9', lo = ch >= 'a' && ch <= 'z',
+                 up = ch >= 'A' && ch <= 'Z';
             bool sp = ch == ' ' || (ch >= '\t' && ch <= '\r');
             if (is(m, "isdigit"))
                 ok &= d;
@@ -1608,7 +1730,7 @@ static int call_dict_method(struct jrender *r, int line, const char *m, struct j
         struct jv_list *l = jv_list_new(r, d->n);
         if (!l)
             return jr_oom(r);
-        memcpy(l->items, m[0] == 'k' ? d->keys : d->vals, d->n * sizeof *l->items);
+        jv_copy(l->items, m[0] == 'k' ? d->keys : d->vals, d->n * sizeof *l->items);
         l->n = d->n;
         *out = list_value(l);
     } else if (is(m, "get")) {
@@ -1639,8 +1761,8 @@ static int call_dict_method(struct jrender *r, int line, const char *m, struct j
         struct jv_dict *nd = jv_dict_new(r, d->n);
         if (!nd)
             return jr_oom(r);
-        memcpy(nd->keys, d->keys, d->n * sizeof *d->keys);
-        memcpy(nd->vals, d->vals, d->n * sizeof *d->vals);
+        jv_copy(nd->keys, d->keys, d->n * sizeof *d->keys);
+        jv_copy(nd->vals, d->vals, d->n * sizeof *d->vals);
         nd->n = d->n;
         *out = (struct jv){.t = JV_DICT, .u.d = nd};
     } else if (is(m, "update")) {
@@ -1798,7 +1920,8 @@ int jr_call_builtin(struct jrender *r, int line, struct jv_func *fn, const struc
 {
     r->line = line;
     switch (fn->kind) {
-    case JF_GLOBAL: return call_global(r, line, fn->name, c, out);
+    case JF_GLOBAL:
+        return call_global(r, line, fn->name, c, out);
     case JF_CYCLE: {
         if (c->n_pos == 0)
             return jr_fail(r, line, "%s", "no items for cycling given");
@@ -1813,7 +1936,8 @@ int jr_call_builtin(struct jrender *r, int line, struct jv_func *fn, const struc
         if (fn->self.t == JV_LIST)
             return call_list_method(r, line, fn->name, fn->self.u.l, c, out);
         break;
-    default: break;
+    default:
+        break;
     }
     return jr_fail(r, line, "'%s' is not callable", fn->name ? fn->name : "object");
 }

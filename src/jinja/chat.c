@@ -43,8 +43,11 @@ static json_t *jinja_json_dumps(json_t *v)
 {
     struct arena a;
     arena_init(&a, 64u << 20);
-    struct jrender r = {.a = &a, .lim = {.max_output_bytes = 64u << 20, .max_memory_bytes = 64u << 20,
-                                         .max_steps = 1u << 24, .max_depth = 64}};
+    struct jrender r = {.a = &a,
+                        .lim = {.max_output_bytes = 64u << 20,
+                                .max_memory_bytes = 64u << 20,
+                                .max_steps = 1u << 24,
+                                .max_depth = 64}};
     struct jv jv;
     struct buf b;
     buf_init(&b, 64u << 20);
@@ -80,7 +83,8 @@ static json_t *chat_message(json_t *m, bool string_args)
         json_t *list = json_array();
         size_t i;
         json_t *c;
-        json_array_foreach(calls, i, c) {
+        json_array_foreach(calls, i, c)
+        {
             json_t *fn = json_object_get(c, "function");
             json_t *args = json_object_get(fn, "arguments");
             json_t *call = json_object();
@@ -89,7 +93,8 @@ static json_t *chat_message(json_t *m, bool string_args)
                 json_object_set(call, "id", json_object_get(c, "id"));
             json_t *f = json_object();
             json_t *name = json_object_get(fn, "name");
-            json_object_set_new(f, "name", json_is_string(name) ? json_incref(name) : json_string(""));
+            json_object_set_new(f, "name",
+                                json_is_string(name) ? json_incref(name) : json_string(""));
             if (!args)
                 args = json_object();
             else
@@ -114,7 +119,8 @@ static json_t *chat_context(const struct jinja_chat_req *req, bool string_args)
     json_t *msgs = json_array();
     size_t i;
     json_t *m;
-    json_array_foreach(req->messages, i, m) json_array_append_new(msgs, chat_message(m, string_args));
+    json_array_foreach(req->messages, i, m)
+        json_array_append_new(msgs, chat_message(m, string_args));
     json_object_set_new(ctx, "messages", msgs);
     if (json_is_array(req->tools) && json_array_size(req->tools) > 0)
         json_object_set(ctx, "tools", req->tools);
@@ -133,7 +139,8 @@ static bool has_tool_calls(json_t *messages)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(messages, i, m) {
+    json_array_foreach(messages, i, m)
+    {
         json_t *c = json_object_get(m, "tool_calls");
         if (json_is_array(c) && json_array_size(c) > 0)
             return true;
@@ -162,7 +169,7 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
     // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
     // needs an object).
     bool retry = has_tool_calls(req->messages) && rc != ERR_TOO_LARGE &&
-                 (rc || memmem(out->data + start, out->len - start, "{'", 2));
+                 (rc || memmem(buf_cstr(out) + start, out->len - start, "{'", 2));
     if (retry) {
         struct buf second;
         buf_init(&second, out->max_len);

@@ -17,7 +17,6 @@ struct jframe {
 
 enum { FLOW_NONE, FLOW_BREAK, FLOW_CONTINUE };
 
-
 int jr_fail(struct jrender *r, int line, const char *fmt, ...)
 {
     char msg[256];
@@ -335,7 +334,8 @@ static int repeat(struct jrender *r, int line, struct jv seq, int64_t times, str
     if (seq.t == JV_STR) {
         size_t total;
         if (!size_mul(&total, seq.u.s.n, (size_t)times) || total > r->lim.max_output_bytes)
-            return err_set(r->e, ERR_TOO_LARGE, "jinja: line %d: string repetition too large", line);
+            return err_set(r->e, ERR_TOO_LARGE, "jinja: line %d: string repetition too large",
+                           line);
         char *s = arena_alloc(r->a, total + 1);
         if (!s)
             return jr_oom(r);
@@ -396,12 +396,14 @@ int jr_str_format(struct jrender *r, int line, struct jv fmt, struct jv args, st
             else if (is_int(v))
                 rc = buf_printf(&b, "%lld", (long long)ival(v));
             else
-                rc = jr_fail(r, line, "%%d format: a real number is required, not %s", jv_type_name(v));
+                rc = jr_fail(r, line, "%%d format: a real number is required, not %s",
+                             jv_type_name(v));
         } else if (conv == 'f') {
             if (v.t == JV_FLOAT || is_int(v))
                 rc = buf_printf(&b, "%f", fval(v));
             else
-                rc = jr_fail(r, line, "%%f format: a real number is required, not %s", jv_type_name(v));
+                rc = jr_fail(r, line, "%%f format: a real number is required, not %s",
+                             jv_type_name(v));
         } else {
             rc = jr_fail(r, line, "unsupported format character '%c'", conv);
         }
@@ -453,8 +455,8 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
         struct jv_list *l = jv_list_new(r, a.u.l->n + b.u.l->n);
         if (!l)
             return jr_oom(r);
-        memcpy(l->items, a.u.l->items, a.u.l->n * sizeof *l->items);
-        memcpy(l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof *l->items);
+        jv_copy(l->items, a.u.l->items, a.u.l->n * sizeof *l->items);
+        jv_copy(l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof *l->items);
         l->n = a.u.l->n + b.u.l->n;
         l->tuple = a.u.l->tuple;
         *out = (struct jv){.t = JV_LIST, .u.l = l};
@@ -468,10 +470,10 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
         return jr_str_format(r, n->line, a, b, out);
     bool num_a = is_int(a) || a.t == JV_FLOAT, num_b = is_int(b) || b.t == JV_FLOAT;
     if (!num_a || !num_b) {
-        static const char *names[] = {['+'] = "+", ['-'] = "-", ['*'] = "*", ['/'] = "/",
+        static const char *names[] = {['+'] = "+",  ['-'] = "-", ['*'] = "*", ['/'] = "/",
                                       ['f'] = "//", ['%'] = "%", ['p'] = "**"};
-        return jr_fail(r, n->line, "unsupported operand type(s) for %s: '%s' and '%s'",
-                       names[op], jv_type_name(a), jv_type_name(b));
+        return jr_fail(r, n->line, "unsupported operand type(s) for %s: '%s' and '%s'", names[op],
+                       jv_type_name(a), jv_type_name(b));
     }
     if (is_int(a) && is_int(b) && op != '/') {
         int64_t x = ival(a), y = ival(b), z;
@@ -513,7 +515,8 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
             if (x == -1)
                 z = (y % 2) ? -1 : 1;
             break;
-        default: z = 0;
+        default:
+            z = 0;
         }
         *out = jv_int(z);
         return 0;
@@ -521,9 +524,15 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
 as_float:;
     double x = fval(a), y = fval(b), z;
     switch (op) {
-    case '+': z = x + y; break;
-    case '-': z = x - y; break;
-    case '*': z = x * y; break;
+    case '+':
+        z = x + y;
+        break;
+    case '-':
+        z = x - y;
+        break;
+    case '*':
+        z = x * y;
+        break;
     case '/':
         if (y == 0)
             return jr_fail(r, n->line, "%s", "division by zero");
@@ -541,8 +550,11 @@ as_float:;
         if (z != 0 && ((z < 0) != (y < 0)))
             z += y;
         break;
-    case 'p': z = __builtin_pow(x, y); break;
-    default: z = 0;
+    case 'p':
+        z = __builtin_pow(x, y);
+        break;
+    default:
+        z = 0;
     }
     *out = jv_float(z);
     return 0;
@@ -551,7 +563,9 @@ as_float:;
 static int contains(struct jrender *r, int line, struct jv item, struct jv seq, bool *out)
 {
     switch (seq.t) {
-    case JV_UNDEF: *out = false; return 0;
+    case JV_UNDEF:
+        *out = false;
+        return 0;
     case JV_STR:
         if (item.t != JV_STR)
             return jr_fail(r, line, "'in <string>' requires string as left operand, not %s",
@@ -567,7 +581,9 @@ static int contains(struct jrender *r, int line, struct jv item, struct jv seq, 
             }
         *out = false;
         return 0;
-    case JV_DICT: *out = jv_dict_get(seq.u.d, item) != NULL; return 0;
+    case JV_DICT:
+        *out = jv_dict_get(seq.u.d, item) != NULL;
+        return 0;
     default:
         return jr_fail(r, line, "argument of type '%s' is not iterable", jv_type_name(seq));
     }
@@ -585,8 +601,12 @@ static int eval_compare(struct jrender *r, struct jnode *n, struct jframe *f, st
         bool ok = false;
         int op = n->cmp_ops[i - 1];
         switch (op) {
-        case JC_EQ: ok = jv_equal(a, b); break;
-        case JC_NE: ok = !jv_equal(a, b); break;
+        case JC_EQ:
+            ok = jv_equal(a, b);
+            break;
+        case JC_NE:
+            ok = !jv_equal(a, b);
+            break;
         case JC_IN:
         case JC_NOTIN:
             if ((rc = contains(r, n->line, a, b, &ok)))
@@ -623,11 +643,14 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
         return rc;
     if (++r->depth > r->lim.max_depth * 4) {
         r->depth--;
-        return err_set(r->e, ERR_TOO_LARGE, "jinja: line %d: expression nested too deeply", n->line);
+        return err_set(r->e, ERR_TOO_LARGE, "jinja: line %d: expression nested too deeply",
+                       n->line);
     }
     rc = 0;
     switch (n->type) {
-    case JN_LITERAL: *out = n->lit; break;
+    case JN_LITERAL:
+        *out = n->lit;
+        break;
     case JN_NAME: {
         struct jv *v = frame_get(f, n->name);
         if (v)
@@ -658,7 +681,8 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
         }
         for (size_t i = 0; !rc && i + 1 < n->list.n; i += 2) {
             struct jv k, v;
-            if (!(rc = jr_eval(r, n->list.v[i], f, &k)) && !(rc = jr_eval(r, n->list.v[i + 1], f, &v)))
+            if (!(rc = jr_eval(r, n->list.v[i], f, &k)) &&
+                !(rc = jr_eval(r, n->list.v[i + 1], f, &v)))
                 rc = jv_dict_set(r, d, k, v);
         }
         *out = (struct jv){.t = JV_DICT, .u.d = d};
@@ -676,7 +700,9 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
             rc = getitem_value(r, n->line, obj, key, out);
         break;
     }
-    case JN_SLICE: rc = eval_slice(r, n, f, out); break;
+    case JN_SLICE:
+        rc = eval_slice(r, n, f, out);
+        break;
     case JN_CALL: {
         struct jv fn;
         struct jcall c;
@@ -718,7 +744,9 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
         }
         break;
     }
-    case JN_BINARY: rc = eval_binary(r, n, f, out); break;
+    case JN_BINARY:
+        rc = eval_binary(r, n, f, out);
+        break;
     case JN_AND:
     case JN_OR: {
         struct jv a;
@@ -730,7 +758,9 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
             rc = jr_eval(r, n->b, f, out);
         break;
     }
-    case JN_COMPARE: rc = eval_compare(r, n, f, out); break;
+    case JN_COMPARE:
+        rc = eval_compare(r, n, f, out);
+        break;
     case JN_COND: {
         struct jv c;
         if ((rc = jr_eval(r, n->b, f, &c)))
@@ -743,7 +773,8 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
             *out = jv_undef("else branch");
         break;
     }
-    default: rc = jr_fail(r, n->line, "%s", "statement used as an expression");
+    default:
+        rc = jr_fail(r, n->line, "%s", "statement used as an expression");
     }
     r->depth--;
     return rc;
@@ -846,8 +877,8 @@ static int assign(struct jrender *r, struct jnode *n, struct jframe *f, struct j
 }
 
 // The loop variable: one dict per for-loop, its values updated in place each iteration.
-static const char *const loop_keys[] = {"index", "index0",   "revindex", "revindex0",
-                                        "first", "last",     "length",   "depth",
+static const char *const loop_keys[] = {"index",  "index0",   "revindex", "revindex0",
+                                        "first",  "last",     "length",   "depth",
                                         "depth0", "previtem", "nextitem", "cycle"};
 enum { LOOP_KEYS = sizeof loop_keys / sizeof loop_keys[0] };
 
@@ -946,7 +977,8 @@ static int render_node(struct jrender *r, struct jnode *n, struct jframe *f)
         return rc;
     r->line = n->line;
     switch (n->type) {
-    case JN_TEXT: return emit(r, n->lit.u.s.p, n->lit.u.s.n);
+    case JN_TEXT:
+        return emit(r, n->lit.u.s.p, n->lit.u.s.n);
     case JN_OUTPUT: {
         struct jv v;
         if ((rc = jr_eval(r, n->a, f, &v)))
@@ -967,7 +999,8 @@ static int render_node(struct jrender *r, struct jnode *n, struct jframe *f)
                 return render_nodes(r, n->if_bodies[i], f);
         }
         return render_nodes(r, n->else_body, f);
-    case JN_FOR: return render_for(r, n, f);
+    case JN_FOR:
+        return render_for(r, n, f);
     case JN_SET: {
         struct jv v;
         if ((rc = jr_eval(r, n->a, f, &v)))
@@ -1004,7 +1037,10 @@ static int render_node(struct jrender *r, struct jnode *n, struct jframe *f)
         struct jv_func *fn = arena_alloc(r->a, sizeof *fn);
         if (!fn)
             return jr_oom(r);
-        *fn = (struct jv_func){.kind = JF_MACRO, .name = n->name, .macro = n, .closure = f,
+        *fn = (struct jv_func){.kind = JF_MACRO,
+                               .name = n->name,
+                               .macro = n,
+                               .closure = f,
                                .caller = jv_undef("caller")};
         return frame_set(r, f, n->name, (struct jv){.t = JV_FUNC, .u.fn = fn});
     }
@@ -1020,7 +1056,10 @@ static int render_node(struct jrender *r, struct jnode *n, struct jframe *f)
         struct jv_func *bound = arena_alloc(r->a, sizeof *bound);
         if (!caller || !bound)
             return jr_oom(r);
-        *caller = (struct jv_func){.kind = JF_MACRO, .name = "caller", .macro = n, .closure = f,
+        *caller = (struct jv_func){.kind = JF_MACRO,
+                                   .name = "caller",
+                                   .macro = n,
+                                   .closure = f,
                                    .caller = jv_undef("caller")};
         *bound = *callee.u.fn;
         bound->caller = (struct jv){.t = JV_FUNC, .u.fn = caller};
@@ -1040,10 +1079,16 @@ static int render_node(struct jrender *r, struct jnode *n, struct jframe *f)
         }
         return render_nodes(r, n->body, wf);
     }
-    case JN_BREAK: r->flow = FLOW_BREAK; return 0;
-    case JN_CONTINUE: r->flow = FLOW_CONTINUE; return 0;
-    case JN_SCOPE: return render_nodes(r, n->body, f);
-    default: return jr_fail(r, n->line, "%s", "expression used as a statement");
+    case JN_BREAK:
+        r->flow = FLOW_BREAK;
+        return 0;
+    case JN_CONTINUE:
+        r->flow = FLOW_CONTINUE;
+        return 0;
+    case JN_SCOPE:
+        return render_nodes(r, n->body, f);
+    default:
+        return jr_fail(r, n->line, "%s", "expression used as a statement");
     }
 }
 
@@ -1086,7 +1131,8 @@ int jinja_render(const struct jinja_template *t, json_t *ctx, const struct jinja
     if (ctx && json_is_object(ctx)) {
         const char *k;
         json_t *v;
-        json_object_foreach(ctx, k, v) {
+        json_object_foreach(ctx, k, v)
+        {
             struct jv jvv;
             if ((rc = jv_from_json(&r, v, &jvv)) || (rc = frame_set(&r, g, k, jvv)))
                 goto done;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "util/util.h"
 
@@ -86,6 +87,13 @@ static inline struct jv jv_float(double f)
 static inline struct jv jv_str(const char *p, size_t n)
 {
     return (struct jv){.t = JV_STR, .u.s = {p, n}};
+}
+
+// memcpy for possibly empty arrays (whose pointers may be NULL).
+static inline void jv_copy(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
 }
 
 // ---------------------------------------------------------------------------
@@ -184,7 +192,7 @@ struct jnode {
     struct jv lit;     // LITERAL
     struct jnode *a, *b, *c, *d;
     struct jnodes body, else_body;
-    struct jnodes list;  // LIST/TUPLE/DICT items (dict: k0, v0, k1, v1 …); IF conditions
+    struct jnodes list;        // LIST/TUPLE/DICT items (dict: k0, v0, k1, v1 …); IF conditions
     struct jnodes *if_bodies;  // IF: one body per condition
     struct jargs args;         // CALL/FILTER/TEST args; MACRO/CALL_BLOCK params (kw = defaults)
     const char **targets;      // FOR / SET unpack targets
@@ -227,7 +235,8 @@ struct jrender {
 
 // Errors during rendering: "line N: message" (ERR_FORMAT), or ERR_TOO_LARGE
 // for the limits.
-int jr_fail(struct jrender *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int jr_fail(struct jrender *r, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int jr_oom(struct jrender *r);
 
 // Values (value.c)
@@ -297,10 +306,10 @@ enum jfunc_kind { JF_GLOBAL, JF_METHOD, JF_MACRO, JF_CYCLE };
 struct jv_func {
     enum jfunc_kind kind;
     const char *name;
-    struct jv self;           // METHOD receiver; CYCLE: loop index (int)
-    struct jnode *macro;      // MACRO
-    struct jframe *closure;   // MACRO: defining scope
-    struct jv caller;         // MACRO called from {% call %}: the caller() macro
+    struct jv self;          // METHOD receiver; CYCLE: loop index (int)
+    struct jnode *macro;     // MACRO
+    struct jframe *closure;  // MACRO: defining scope
+    struct jv caller;        // MACRO called from {% call %}: the caller() macro
 };
 int jr_call_builtin(struct jrender *r, int line, struct jv_func *fn, const struct jcall *c,
                     struct jv *out);

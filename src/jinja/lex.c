@@ -105,20 +105,47 @@ static int decode_string(struct lexer *l, const char *s, size_t n, struct jtoken
         uint32_t cp = 0;
         int hex = 0;
         switch (c) {
-        case 'n': out[k++] = '\n'; break;
-        case 't': out[k++] = '\t'; break;
-        case 'r': out[k++] = '\r'; break;
-        case 'b': out[k++] = '\b'; break;
-        case 'f': out[k++] = '\f'; break;
-        case 'v': out[k++] = '\v'; break;
-        case 'a': out[k++] = '\a'; break;
-        case '\\': out[k++] = '\\'; break;
-        case '\'': out[k++] = '\''; break;
-        case '"': out[k++] = '"'; break;
-        case '\n': break;
-        case 'x': hex = 2; break;
-        case 'u': hex = 4; break;
-        case 'U': hex = 8; break;
+        case 'n':
+            out[k++] = '\n';
+            break;
+        case 't':
+            out[k++] = '\t';
+            break;
+        case 'r':
+            out[k++] = '\r';
+            break;
+        case 'b':
+            out[k++] = '\b';
+            break;
+        case 'f':
+            out[k++] = '\f';
+            break;
+        case 'v':
+            out[k++] = '\v';
+            break;
+        case 'a':
+            out[k++] = '\a';
+            break;
+        case '\\':
+            out[k++] = '\\';
+            break;
+        case '\'':
+            out[k++] = '\'';
+            break;
+        case '"':
+            out[k++] = '"';
+            break;
+        case '\n':
+            break;
+        case 'x':
+            hex = 2;
+            break;
+        case 'u':
+            hex = 4;
+            break;
+        case 'U':
+            hex = 8;
+            break;
         default:
             if (c >= '0' && c <= '7') {
                 int d = 0;
@@ -194,25 +221,26 @@ static int lex_number(struct lexer *l, struct jtoken *t)
     char digits[128];
     size_t k = 0;
     int base = 10;
-    if (n > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' ||
-                                 s[1] == 'b' || s[1] == 'B')) {
+    if (n > 1 && s[0] == '0' &&
+        (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' || s[1] == 'b' || s[1] == 'B')) {
         base = (s[1] | 0x20) == 'x' ? 16 : (s[1] | 0x20) == 'o' ? 8 : 2;
         i = 2;
         uint64_t v = 0;
         size_t start = i;
         while (i < n) {
             char c = s[i];
-            int d = c == '_'                   ? -2
-                    : c >= '0' && c <= '9'     ? c - '0'
+            int d = c == '_'                                 ? -2
+                    : c >= '0' && c <= '9'                   ? c - '0'
                     : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
-                                               : -1;
+                                                             : -1;
             if (d == -2) {
                 i++;
                 continue;
             }
             if (d < 0 || d >= base)
                 break;
-            if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base || v * (uint64_t)base + (uint64_t)d > INT64_MAX)
+            if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base ||
+                v * (uint64_t)base + (uint64_t)d > INT64_MAX)
                 return lex_fail(l, "%s", "integer literal too large");
             v = v * (uint64_t)base + (uint64_t)d;
             i++;
@@ -470,12 +498,12 @@ int jinja_lex(const char *src, size_t len, struct arena *a, struct jtokens *out,
     if (n > 0 && s[n - 1] == '\n')
         n--;
     s[n] = 0;
-    struct lexer l = {.src = s, .len = n, .line = 1, .line_starting = true, .a = a, .out = out,
-                      .e = e};
+    struct lexer l = {
+        .src = s, .len = n, .line = 1, .line_starting = true, .a = a, .out = out, .e = e};
     while (l.pos < l.len) {
         size_t p = l.pos;
-        while (p + 1 < l.len && !(l.src[p] == '{' &&
-                                  (l.src[p + 1] == '{' || l.src[p + 1] == '%' || l.src[p + 1] == '#')))
+        while (p + 1 < l.len && !(l.src[p] == '{' && (l.src[p + 1] == '{' || l.src[p + 1] == '%' ||
+                                                      l.src[p + 1] == '#')))
             p++;
         if (p + 1 >= l.len) {
             int rc = emit_text(&l, l.src + l.pos, l.len - l.pos, 0, false);

@@ -39,17 +39,28 @@ static void next(struct parser *p)
 static const char *tok_desc(const struct jtoken *t, char *buf, size_t n)
 {
     switch (t->type) {
-    case JT_EOF: return "end of template";
-    case JT_TEXT: return "template data";
-    case JT_VAR_BEGIN: return "'{{'";
-    case JT_VAR_END: return "end of print statement";
-    case JT_BLOCK_BEGIN: return "'{%'";
-    case JT_BLOCK_END: return "end of statement block";
-    case JT_STRING: return "string";
-    case JT_INT: return "integer";
-    case JT_FLOAT: return "float";
+    case JT_EOF:
+        return "end of template";
+    case JT_TEXT:
+        return "template data";
+    case JT_VAR_BEGIN:
+        return "'{{'";
+    case JT_VAR_END:
+        return "end of print statement";
+    case JT_BLOCK_BEGIN:
+        return "'{%'";
+    case JT_BLOCK_END:
+        return "end of statement block";
+    case JT_STRING:
+        return "string";
+    case JT_INT:
+        return "integer";
+    case JT_FLOAT:
+        return "float";
     case JT_NAME:
-    case JT_OP: snprintf(buf, n, "'%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s); return buf;
+    case JT_OP:
+        snprintf(buf, n, "'%.*s'", (int)(t->n > 40 ? 40 : t->n), t->s);
+        return buf;
     }
     return "token";
 }
@@ -277,7 +288,8 @@ static int parse_primary(struct parser *p, struct jnode **out)
             break;
         }
         return fail_unexpected(p, NULL);
-    default: return fail_unexpected(p, NULL);
+    default:
+        return fail_unexpected(p, NULL);
     }
     *out = n;
     return 0;
@@ -409,8 +421,8 @@ static int parse_test(struct parser *p, struct jnode *in, struct jnode **out)
     } else if ((t->type == JT_NAME || t->type == JT_STRING || t->type == JT_INT ||
                 t->type == JT_FLOAT || is_op(t, "[") || is_op(t, "{")) &&
                !is_name(t, "else") && !is_name(t, "or") && !is_name(t, "and") &&
-               !is_name(t, "if") && !is_name(t, "is") && !is_name(t, "in") &&
-               !is_name(t, "not") && !is_name(t, "recursive")) {
+               !is_name(t, "if") && !is_name(t, "is") && !is_name(t, "in") && !is_name(t, "not") &&
+               !is_name(t, "recursive")) {
         struct jnode *arg;
         if ((rc = parse_primary(p, &arg)) || (rc = parse_postfix(p, &arg)))
             return rc;
@@ -506,7 +518,11 @@ static int parse_math2(struct parser *p, struct jnode **out)
     int rc = parse_pow(p, out);
     for (;;) {
         struct jtoken *t = cur(p);
-        int op = is_op(t, "*") ? '*' : is_op(t, "/") ? '/' : is_op(t, "//") ? 'f' : is_op(t, "%") ? '%' : 0;
+        int op = is_op(t, "*")    ? '*'
+                 : is_op(t, "/")  ? '/'
+                 : is_op(t, "//") ? 'f'
+                 : is_op(t, "%")  ? '%'
+                                  : 0;
         if (rc || !op)
             return rc;
         next(p);
@@ -1006,9 +1022,8 @@ static int parse_body(struct parser *p, const char *const *ends, struct jnodes *
                 next(p);
                 break;
             }
-            if (name->type == JT_NAME &&
-                (is_name(name, "elif") || is_name(name, "else") ||
-                 (name->n > 3 && memcmp(name->s, "end", 3) == 0)))
+            if (name->type == JT_NAME && (is_name(name, "elif") || is_name(name, "else") ||
+                                          (name->n > 3 && memcmp(name->s, "end", 3) == 0)))
                 return fail_unexpected(p, NULL);
             if ((rc = parse_statement(p, &n)))
                 return rc;

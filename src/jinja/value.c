@@ -11,22 +11,31 @@
 
 int jr_oom(struct jrender *r)
 {
-    return err_set(r->e, ERR_TOO_LARGE, "jinja: line %d: template used more than %zu bytes of memory",
-                   r->line, r->lim.max_memory_bytes);
+    return err_set(r->e, ERR_TOO_LARGE,
+                   "jinja: line %d: template used more than %zu bytes of memory", r->line,
+                   r->lim.max_memory_bytes);
 }
 
 bool jv_truthy(struct jv v)
 {
     switch (v.t) {
     case JV_UNDEF:
-    case JV_NONE: return false;
-    case JV_BOOL: return v.u.b;
-    case JV_INT: return v.u.i != 0;
-    case JV_FLOAT: return v.u.f != 0;
-    case JV_STR: return v.u.s.n != 0;
-    case JV_LIST: return v.u.l->n != 0;
-    case JV_DICT: return v.u.d->ns || v.u.d->n != 0;
-    case JV_FUNC: return true;
+    case JV_NONE:
+        return false;
+    case JV_BOOL:
+        return v.u.b;
+    case JV_INT:
+        return v.u.i != 0;
+    case JV_FLOAT:
+        return v.u.f != 0;
+    case JV_STR:
+        return v.u.s.n != 0;
+    case JV_LIST:
+        return v.u.l->n != 0;
+    case JV_DICT:
+        return v.u.d->ns || v.u.d->n != 0;
+    case JV_FUNC:
+        return true;
     }
     return false;
 }
@@ -53,8 +62,10 @@ bool jv_equal(struct jv a, struct jv b)
         return false;
     switch (a.t) {
     case JV_UNDEF:
-    case JV_NONE: return true;
-    case JV_STR: return a.u.s.n == b.u.s.n && memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
+    case JV_NONE:
+        return true;
+    case JV_STR:
+        return a.u.s.n == b.u.s.n && memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
     case JV_LIST:
         if (a.u.l->n != b.u.l->n || a.u.l->tuple != b.u.l->tuple)
             return false;
@@ -73,23 +84,34 @@ bool jv_equal(struct jv a, struct jv b)
                 return false;
         }
         return true;
-    case JV_FUNC: return a.u.fn == b.u.fn;
-    default: return false;
+    case JV_FUNC:
+        return a.u.fn == b.u.fn;
+    default:
+        return false;
     }
 }
 
 const char *jv_type_name(struct jv v)
 {
     switch (v.t) {
-    case JV_UNDEF: return "Undefined";
-    case JV_NONE: return "NoneType";
-    case JV_BOOL: return "bool";
-    case JV_INT: return "int";
-    case JV_FLOAT: return "float";
-    case JV_STR: return "str";
-    case JV_LIST: return v.u.l->tuple ? "tuple" : "list";
-    case JV_DICT: return v.u.d->ns ? "Namespace" : "dict";
-    case JV_FUNC: return "function";
+    case JV_UNDEF:
+        return "Undefined";
+    case JV_NONE:
+        return "NoneType";
+    case JV_BOOL:
+        return "bool";
+    case JV_INT:
+        return "int";
+    case JV_FLOAT:
+        return "float";
+    case JV_STR:
+        return "str";
+    case JV_LIST:
+        return v.u.l->tuple ? "tuple" : "list";
+    case JV_DICT:
+        return v.u.d->ns ? "Namespace" : "dict";
+    case JV_FUNC:
+        return "function";
     }
     return "object";
 }
@@ -135,7 +157,8 @@ struct jv_list *jv_list_new(struct jrender *r, size_t cap)
         return NULL;
     memset(l, 0, sizeof *l);
     if (cap) {
-        if (cap > r->lim.max_memory_bytes / sizeof(struct jv) || !(l->items = arena_alloc(r->a, cap * sizeof(struct jv))))
+        if (cap > r->lim.max_memory_bytes / sizeof(struct jv) ||
+            !(l->items = arena_alloc(r->a, cap * sizeof(struct jv))))
             return NULL;
         l->cap = cap;
     }
@@ -357,12 +380,19 @@ static int to_str(struct jrender *r, struct jv v, struct buf *b, bool repr, int 
     if (depth > 100)
         return jr_fail(r, r->line, "%s", "value nested too deeply to print");
     switch (v.t) {
-    case JV_UNDEF: return 0;
-    case JV_NONE: return buf_append_str(b, "None");
-    case JV_BOOL: return buf_append_str(b, v.u.b ? "True" : "False");
-    case JV_INT: return buf_printf(b, "%lld", (long long)v.u.i);
-    case JV_FLOAT: jv_format_float(v.u.f, num, sizeof num); return buf_append_str(b, num);
-    case JV_STR: return repr ? repr_str(b, v.u.s.p, v.u.s.n) : buf_append(b, v.u.s.p, v.u.s.n);
+    case JV_UNDEF:
+        return 0;
+    case JV_NONE:
+        return buf_append_str(b, "None");
+    case JV_BOOL:
+        return buf_append_str(b, v.u.b ? "True" : "False");
+    case JV_INT:
+        return buf_printf(b, "%lld", (long long)v.u.i);
+    case JV_FLOAT:
+        jv_format_float(v.u.f, num, sizeof num);
+        return buf_append_str(b, num);
+    case JV_STR:
+        return repr ? repr_str(b, v.u.s.p, v.u.s.n) : buf_append(b, v.u.s.p, v.u.s.n);
     case JV_LIST: {
         int rc = buf_append_char(b, v.u.l->tuple ? '(' : '[');
         for (size_t i = 0; !rc && i < v.u.l->n; i++) {
@@ -389,7 +419,8 @@ static int to_str(struct jrender *r, struct jv v, struct buf *b, bool repr, int 
         }
         return rc ? rc : buf_append_str(b, v.u.d->ns ? "}>" : "}");
     }
-    case JV_FUNC: return buf_printf(b, "<function %s>", v.u.fn->name ? v.u.fn->name : "");
+    case JV_FUNC:
+        return buf_printf(b, "<function %s>", v.u.fn->name ? v.u.fn->name : "");
     }
     return 0;
 }
@@ -429,20 +460,20 @@ static int json_str(struct buf *b, const char *s, size_t n)
     int rc = buf_append_char(b, '"');
     for (size_t i = 0; !rc && i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': rc = buf_append_str(b, "\\\""); break;
-        case '\\': rc = buf_append_str(b, "\\\\"); break;
-        case '\n': rc = buf_append_str(b, "\\n"); break;
-        case '\r': rc = buf_append_str(b, "\\r"); break;
-        case '\t': rc = buf_append_str(b, "\\t"); break;
-        case '\b': rc = buf_append_str(b, "\\b"); break;
-        case '\f': rc = buf_append_str(b, "\\f"); break;
-        default:
-            if (c < 0x20)
-                rc = buf_printf(b, "\\u%04x", c);
-            else
-                rc = buf_append_char(b, (char)c);
-        }
+        const char *esc = c == '"'    ? "\\\""
+                          : c == '\\' ? "\\\\"
+                          : c == '\n' ? "\\n"
+                          : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t"
+                          : c == '\b' ? "\\b"
+                          : c == '\f' ? "\\f"
+                                      : NULL;
+        if (esc)
+            rc = buf_append_str(b, esc);
+        else if (c < 0x20)
+            rc = buf_printf(b, "\\u%04x", c);
+        else
+            rc = buf_append_char(b, (char)c);
     }
     return rc ? rc : buf_append_char(b, '"');
 }
@@ -465,9 +496,12 @@ static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o,
     switch (v.t) {
     case JV_UNDEF:
         return jr_fail(r, r->line, "%s", "Object of type Undefined is not JSON serializable");
-    case JV_NONE: return buf_append_str(b, "null");
-    case JV_BOOL: return buf_append_str(b, v.u.b ? "true" : "false");
-    case JV_INT: return buf_printf(b, "%lld", (long long)v.u.i);
+    case JV_NONE:
+        return buf_append_str(b, "null");
+    case JV_BOOL:
+        return buf_append_str(b, v.u.b ? "true" : "false");
+    case JV_INT:
+        return buf_printf(b, "%lld", (long long)v.u.i);
     case JV_FLOAT:
         if (isnan(v.u.f))
             return buf_append_str(b, "NaN");
@@ -475,7 +509,8 @@ static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o,
             return buf_append_str(b, v.u.f < 0 ? "-Infinity" : "Infinity");
         jv_format_float(v.u.f, num, sizeof num);
         return buf_append_str(b, num);
-    case JV_STR: return json_str(b, v.u.s.p, v.u.s.n);
+    case JV_STR:
+        return json_str(b, v.u.s.p, v.u.s.n);
     case JV_LIST:
         if (v.u.l->n == 0)
             return buf_append_str(b, "[]");
@@ -529,7 +564,8 @@ static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o,
                 break;
             if (key.t == JV_STR) {
                 rc = json_str(b, key.u.s.p, key.u.s.n);
-            } else if (key.t == JV_INT || key.t == JV_FLOAT || key.t == JV_BOOL || key.t == JV_NONE) {
+            } else if (key.t == JV_INT || key.t == JV_FLOAT || key.t == JV_BOOL ||
+                       key.t == JV_NONE) {
                 struct buf kb;
                 buf_init(&kb, 0);
                 rc = to_json(r, key, o, &kb, level + 1);
@@ -549,7 +585,8 @@ static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o,
             rc = newline_indent(b, o, level);
         return rc ? rc : buf_append_char(b, '}');
     }
-    case JV_FUNC: return jr_fail(r, r->line, "%s", "Object of type function is not JSON serializable");
+    case JV_FUNC:
+        return jr_fail(r, r->line, "%s", "Object of type function is not JSON serializable");
     }
     return 0;
 }
@@ -565,12 +602,24 @@ int jv_to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o, str
 int jv_from_json(struct jrender *r, json_t *j, struct jv *out)
 {
     switch (json_typeof(j)) {
-    case JSON_NULL: *out = jv_none(); return 0;
-    case JSON_TRUE: *out = jv_bool(true); return 0;
-    case JSON_FALSE: *out = jv_bool(false); return 0;
-    case JSON_INTEGER: *out = jv_int((int64_t)json_integer_value(j)); return 0;
-    case JSON_REAL: *out = jv_float(json_real_value(j)); return 0;
-    case JSON_STRING: *out = jv_str(json_string_value(j), json_string_length(j)); return 0;
+    case JSON_NULL:
+        *out = jv_none();
+        return 0;
+    case JSON_TRUE:
+        *out = jv_bool(true);
+        return 0;
+    case JSON_FALSE:
+        *out = jv_bool(false);
+        return 0;
+    case JSON_INTEGER:
+        *out = jv_int((int64_t)json_integer_value(j));
+        return 0;
+    case JSON_REAL:
+        *out = jv_float(json_real_value(j));
+        return 0;
+    case JSON_STRING:
+        *out = jv_str(json_string_value(j), json_string_length(j));
+        return 0;
     case JSON_ARRAY: {
         struct jv_list *l = jv_list_new(r, json_array_size(j));
         if (!l)
@@ -590,7 +639,8 @@ int jv_from_json(struct jrender *r, json_t *j, struct jv *out)
             return jr_oom(r);
         const char *k;
         json_t *v;
-        json_object_foreach(j, k, v) {
+        json_object_foreach(j, k, v)
+        {
             int rc = jv_from_json(r, v, &d->vals[d->n]);
             if (rc)
                 return rc;
@@ -610,13 +660,17 @@ int jv_from_json(struct jrender *r, json_t *j, struct jv *out)
 int jv_iterate(struct jrender *r, struct jv v, struct jv_list **out)
 {
     switch (v.t) {
-    case JV_UNDEF: *out = jv_list_new(r, 0); return *out ? 0 : jr_oom(r);
-    case JV_LIST: *out = v.u.l; return 0;
+    case JV_UNDEF:
+        *out = jv_list_new(r, 0);
+        return *out ? 0 : jr_oom(r);
+    case JV_LIST:
+        *out = v.u.l;
+        return 0;
     case JV_DICT: {
         struct jv_list *l = jv_list_new(r, v.u.d->n);
         if (!l)
             return jr_oom(r);
-        memcpy(l->items, v.u.d->keys, v.u.d->n * sizeof *l->items);
+        jv_copy(l->items, v.u.d->keys, v.u.d->n * sizeof *l->items);
         l->n = v.u.d->n;
         *out = l;
         return 0;
@@ -645,10 +699,19 @@ int jv_iterate(struct jrender *r, struct jv v, struct jv_list **out)
 int jv_length(struct jrender *r, struct jv v, int64_t *out)
 {
     switch (v.t) {
-    case JV_UNDEF: *out = 0; return 0;
-    case JV_STR: *out = (int64_t)jv_utf8_len(v.u.s.p, v.u.s.n); return 0;
-    case JV_LIST: *out = (int64_t)v.u.l->n; return 0;
-    case JV_DICT: *out = (int64_t)v.u.d->n; return 0;
-    default: return jr_fail(r, r->line, "object of type '%s' has no len()", jv_type_name(v));
+    case JV_UNDEF:
+        *out = 0;
+        return 0;
+    case JV_STR:
+        *out = (int64_t)jv_utf8_len(v.u.s.p, v.u.s.n);
+        return 0;
+    case JV_LIST:
+        *out = (int64_t)v.u.l->n;
+        return 0;
+    case JV_DICT:
+        *out = (int64_t)v.u.d->n;
+        return 0;
+    default:
+        return jr_fail(r, r->line, "object of type '%s' has no len()", jv_type_name(v));
     }
 }

@@ -563,13 +563,16 @@ static int render_prompt(struct gen_job *j, struct err *e)
     int rc;
     if (j->builtin.active && !pr.suffix) {
         rc = builtin_prompt(j, msgs, e);
-    } else if (msgs && j->pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
-        struct srv_prompt_req jr = {.pc = &j->pc, .messages = msgs, .tools = j->tools,
-                                    .think = j->think, .truncate = pr.truncate, .n_ctx = pr.n_ctx,
-                                    .count = count_tokens, .count_ctx = j};
-        rc = srv_prompt_render_jinja(&jr, &j->prompt, e);
     } else {
-        rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
+        struct srv_prompt_req jr = {.pc = &j->pc,
+                                    .messages = msgs,
+                                    .tools = j->tools,
+                                    .think = j->think,
+                                    .truncate = pr.truncate,
+                                    .n_ctx = pr.n_ctx,
+                                    .count = count_tokens,
+                                    .count_ctx = j};
+        rc = srv_prompt_render(&jr, j->tmpl, &pr, &j->prompt, e);
     }
     json_decref(msgs);
     if (rc < 0)
@@ -831,7 +834,8 @@ static void handle_completion(struct srv_req *r, bool chat)
     if (ttext && *ttext)
         j->pc.source = STORE_PROMPT_GO_TEMPLATE;
     if (log_enabled(LOG_DEBUG)) {
-        char *kv = xasprintf("model=%s selected=%s", name, store_prompt_source_name(j->m, j->pc.source));
+        char *kv =
+            xasprintf("model=%s selected=%s", name, store_prompt_source_name(j->m, j->pc.source));
         log_kv(LOG_DEBUG, kv, "template selection");
         free(kv);
     }
@@ -884,15 +888,9 @@ static void handle_completion(struct srv_req *r, bool chat)
         reply_prompt_tokens(j, r);
         goto out;
     }
-    if (j->bparser)
-        ;  // the built-in parser reads the output
-    else if (j->pc.source == STORE_PROMPT_CHAT_TEMPLATE)
-        j->parser = template_output_parser_new_format(
-            template_chat_format_detect(j->pc.chat_template), j->pc.chat_template, j->think_on,
-            j->tools, buf_cstr(&j->prompt));
-    else
+    if (!j->bparser)  // else the built-in parser reads the output
         j->parser =
-            template_output_parser_new(j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
+            srv_output_parser_new(&j->pc, j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
 
     if (j->stream) {
         // From here the producer thread owns the job.

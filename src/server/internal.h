@@ -146,10 +146,10 @@ void srv_forced_call_from_content(json_t *native, const char *id_prefix);
 void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out);
 bool srv_base64_valid(const char *s);
 
-// Prompt sources (prompt_source.c). A chat for a model whose source is its
-// GGUF Jinja chat template (store_prompt_choose), rendered with the context
-// Ollama 0.33 hands llama-server, truncated like the Go path (oldest
-// non-system messages dropped until it fits n_ctx tokens).
+// Prompt sources (prompt_source.c), chosen by store_prompt_choose. A chat on
+// the GGUF Jinja chat template is rendered with the context Ollama 0.33 hands
+// llama-server and truncated like the Go path (oldest non-system messages
+// dropped until it fits n_ctx tokens).
 struct srv_prompt_req {
     const struct store_prompt_choice *pc;
     json_t *messages;  // the assembled chat (API messages)
@@ -160,7 +160,16 @@ struct srv_prompt_req {
     template_count_fn count;  // NULL: no truncation
     void *count_ctx;
 };
-int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e);
+// Renders the prompt from the chosen template source: the Jinja template (r;
+// messages NULL = suffix mode, which only the Go template renders), else the
+// Go template go with go_req. Built-in renderers and harmony are src/renderer's
+// and are handled before this.
+int srv_prompt_render(const struct srv_prompt_req *r, const struct template *go,
+                      const struct template_prompt_req *go_req, struct buf *out, struct err *e);
+// The output parser for the chosen source (thinking and tool calls).
+struct template_output_parser *srv_output_parser_new(const struct store_prompt_choice *pc,
+                                                     const struct template *go, bool think,
+                                                     json_t *tools, const char *prompt);
 // Field types of a request, checked as Go's decoder checks a struct: kind
 // 'S' string, 'I' integer, 'N' number, 'B' bool, 'A' array, 'O' object;
 // null or absent passes. A mismatch is ERR_INVALID with the decoder's wording.

@@ -1,9 +1,9 @@
 // Prompt rendering by source (store_prompt_choose picks it, in Ollama 0.33's
-// order): the renderer/parser named in the model's config, harmony, the Go
-// template, or the GGUF's Jinja chat template. This file renders the Jinja
-// source (parsed once per template text and cached) with truncation to the
-// context window, and builds the output parser for it; the Go template path
-// stays in the template module.
+// order): the renderer/parser named in the model's config and harmony
+// (src/renderer, selected in generate.c first), the Go template, or the
+// GGUF's Jinja chat template. This file renders the Jinja source (parsed once
+// per template text and cached) with truncation to the context window, and
+// builds the output parser for the template sources.
 #include "server/internal.h"
 
 #include <pthread.h>
@@ -65,7 +65,7 @@ static bool is_system(json_t *m)
     return role && !strcmp(role, "system");
 }
 
-int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e)
+static int render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e)
 {
     const struct jinja_template *t;
     bool owned;
@@ -93,7 +93,7 @@ int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, str
         rc = jinja_chat_render(t, &req, out, e);
         if (rc || !r->truncate || !r->count)
             break;
-        int64_t n = r->count(r->count_ctx, out->data + start, out->len - start, e);
+        int64_t n = r->count(r->count_ctx, buf_cstr(out) + start, out->len - start, e);
         if (n < 0) {
             rc = (int)n;
             break;
@@ -116,4 +116,43 @@ int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, str
     if (rc == ERR_FORMAT)
         err_prefix(e, "chat template");
     return rc;
+}
+
+int srv_prompt_render(const struct srv_prompt_req *r, const struct template *go,
+                      const struct template_prompt_req *go_req, struct buf *out, struct err *e)
+{
+    switch (r->pc->source) {
+    case STORE_PROMPT_CHAT_TEMPLATE:
+        // suffix mode (no messages) has no Jinja form: the Go template renders it
+        if (r->messages)
+            return render_jinja(r, out, e);
+        break;
+    case STORE_PROMPT_RENDERER:
+    case STORE_PROMPT_HARMONY:
+        // A named renderer and harmony are rendered by src/renderer before this is called
+        // (generate.c, renderer_select); what reaches here is a config with only a parser,
+        // whose prompt the Go template renders, as Ollama does.
+        break;
+    case STORE_PROMPT_GO_TEMPLATE:
+    case STORE_PROMPT_NONE:
+        break;
+    }
+    return template_render_prompt(go, go_req, out, NULL, e);
+}
+
+struct template_output_parser *srv_output_parser_new(const struct store_prompt_choice *pc,
+                                                     const struct template *go, bool think,
+                                                     json_t *tools, const char *prompt)
+{
+    switch (pc->source) {
+    case STORE_PROMPT_CHAT_TEMPLATE:
+        return template_output_parser_new_format(template_chat_format_detect(pc->chat_template),
+                                                 pc->chat_template, think, tools, prompt);
+    case STORE_PROMPT_RENDERER:  // a named parser is src/renderer's (generate.c)
+    case STORE_PROMPT_HARMONY:
+    case STORE_PROMPT_GO_TEMPLATE:
+    case STORE_PROMPT_NONE:
+        break;
+    }
+    return template_output_parser_new(go, think, tools, prompt);
 }

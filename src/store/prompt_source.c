@@ -51,8 +51,8 @@ static bool prefer_chat_template(const char *chat, const char *go)
     bool go_thinking = has(go, ".Thinking") || has(go, ".IsThinkSet");
     if (nc > ng)
         return !go_tool_round_trip(go) || jinja_chat_has_tool_round_trip(chat);
-    bool same = nc == ng && chat_tools == go_tools && chat_thinking == go_thinking &&
-                !has(go, ".Suffix");
+    bool same =
+        nc == ng && chat_tools == go_tools && chat_thinking == go_thinking && !has(go, ".Suffix");
     if (!same || !chat_tools || !go_tools)
         return false;
     return jinja_chat_has_tool_round_trip(chat) && !go_tool_round_trip(go);
@@ -123,7 +123,8 @@ void store_prompt_choose(const struct store_model *m, struct store_prompt_choice
         if (env >= 0)
             use_go = env == 1;
         else
-            use_go = !(out->chat_template && prefer_chat_template(out->chat_template, m->template_text));
+            use_go =
+                !(out->chat_template && prefer_chat_template(out->chat_template, m->template_text));
     }
     if ((m->config.renderer && *m->config.renderer) || (m->config.parser && *m->config.parser))
         out->source = STORE_PROMPT_RENDERER;
@@ -149,10 +150,15 @@ const char *store_prompt_source_name(const struct store_model *m, enum store_pro
 {
     bool r = m->config.renderer && *m->config.renderer, p = m->config.parser && *m->config.parser;
     switch (s) {
-    case STORE_PROMPT_RENDERER: return r && p ? "renderer_parser" : r ? "renderer" : "parser";
-    case STORE_PROMPT_HARMONY: return "harmony";
-    case STORE_PROMPT_GO_TEMPLATE: return "go_template";
-    case STORE_PROMPT_CHAT_TEMPLATE: return "gguf_chat_template";
-    default: return "none";
+    case STORE_PROMPT_RENDERER:
+        return r && p ? "renderer_parser" : r ? "renderer" : "parser";
+    case STORE_PROMPT_HARMONY:
+        return "harmony";
+    case STORE_PROMPT_GO_TEMPLATE:
+        return "go_template";
+    case STORE_PROMPT_CHAT_TEMPLATE:
+        return "gguf_chat_template";
+    default:
+        return "none";
     }
 }

@@ -456,10 +456,10 @@ enum store_prompt_source {
 
 struct store_prompt_choice {
     enum store_prompt_source source;
-    char *chat_template;     // owned: tokenizer.chat_template, NULL when absent
-    char *bos_token;         // owned: the vocabulary's BOS / EOS texts ("" when none)
+    char *chat_template;  // owned: tokenizer.chat_template, NULL when absent
+    char *bos_token;      // owned: the vocabulary's BOS / EOS texts ("" when none)
     char *eos_token;
-    bool tokenizer_adds_bos; // the tokenizer puts BOS in front itself
+    bool tokenizer_adds_bos;  // the tokenizer puts BOS in front itself
 };
 
 // Chooses the source for m. OLLAMA_GO_TEMPLATE is read from the environment

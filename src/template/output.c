@@ -192,8 +192,8 @@ enum { TC_LOOK, TC_CALLING, TC_CONTENT };
 
 struct template_tool_parser {
     char *tag;
-    bool json_tag;     // "{" or "["
-    char *skip_prefix; // json_tag: a marker the calls may start with (Llama's <|python_tag|>)
+    bool json_tag;      // "{" or "["
+    char *skip_prefix;  // json_tag: a marker the calls may start with (Llama's <|python_tag|>)
     char **names;
     size_t n_names;
     int state;
@@ -506,9 +506,8 @@ struct template_output_parser {
 // The chain for explicit tags: open/close NULL = no thinking section; tool_tag as
 // template_tool_parser_new takes it; skip_prefix may be NULL.
 static struct template_output_parser *parser_new_tags(const char *open, const char *close,
-                                                      const char *tool_tag,
-                                                      const char *skip_prefix, bool think,
-                                                      json_t *tools, const char *prompt)
+                                                      const char *tool_tag, const char *skip_prefix,
+                                                      bool think, json_t *tools, const char *prompt)
 {
     struct template_output_parser *p = xcalloc(1, sizeof(*p));
     if (think && open && close) {
@@ -543,19 +542,37 @@ struct template_output_parser *template_output_parser_new(const struct template 
 static const struct template_chat_format chat_formats[] = {
     // <think>…</think>, then <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
     // ```json {…} ```<｜tool▁call▁end｜>…
-    {"deepseek_r1", {"<｜tool▁calls▁begin｜>"}, "<think>", "</think>", "<｜tool▁calls▁begin｜>", NULL},
-    {"command_r7b", {"<|END_THINKING|><|START_ACTION|>"}, "<|START_THINKING|>", "<|END_THINKING|>",
-     "<|START_ACTION|>", NULL},
+    {"deepseek_r1",
+     {"<｜tool▁calls▁begin｜>"},
+     "<think>",
+     "</think>",
+     "<｜tool▁calls▁begin｜>",
+     NULL},
+    {"command_r7b",
+     {"<|END_THINKING|><|START_ACTION|>"},
+     "<|START_THINKING|>",
+     "<|END_THINKING|>",
+     "<|START_ACTION|>",
+     NULL},
     // <tool_call>{"name": …, "arguments": {…}}</tool_call> (Hermes 2/3 Pro, Qwen 2.5 / 3)
     {"hermes_2_pro", {"<tool_call>"}, "<think>", "</think>", "<tool_call>", NULL},
     // >>>NAME\n{…}
     {"functionary_v3_2", {">>>all"}, NULL, NULL, ">>>", NULL},
     {"firefunction_v2", {" functools["}, NULL, NULL, "functools[", NULL},
     // <function=NAME>{…}</function>
-    {"functionary_v3_1_llama_3_1", {"<|start_header_id|>", "<function="}, NULL, NULL, "<function=",
+    {"functionary_v3_1_llama_3_1",
+     {"<|start_header_id|>", "<function="},
+     NULL,
+     NULL,
+     "<function=",
      NULL},
     // {"name": …, "parameters": {…}}, or after <|python_tag|>
-    {"llama_3_x", {"<|start_header_id|>ipython<|end_header_id|>"}, NULL, NULL, "{", "<|python_tag|>"},
+    {"llama_3_x",
+     {"<|start_header_id|>ipython<|end_header_id|>"},
+     NULL,
+     NULL,
+     "{",
+     "<|python_tag|>"},
     // [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}]
     {"mistral_nemo", {"[TOOL_CALLS]"}, NULL, NULL, "[TOOL_CALLS]", NULL},
     // Action: ```json [{"tool_name": …, "parameters": {…}}] ``` (Command R / R+ tool use)
@@ -577,12 +594,13 @@ const struct template_chat_format *template_chat_format_detect(const char *jinja
     return &chat_formats[n - 1];
 }
 
-struct template_output_parser *template_output_parser_new_format(const struct template_chat_format *f,
-                                                                 const char *jinja, bool think,
-                                                                 json_t *tools, const char *prompt)
+struct template_output_parser *
+template_output_parser_new_format(const struct template_chat_format *f, const char *jinja,
+                                  bool think, json_t *tools, const char *prompt)
 {
     // thinking only where the template itself has the tags
-    bool tags = f->think_open && jinja && strstr(jinja, f->think_open) && strstr(jinja, f->think_close);
+    bool tags =
+        f->think_open && jinja && strstr(jinja, f->think_open) && strstr(jinja, f->think_close);
     return parser_new_tags(tags ? f->think_open : NULL, tags ? f->think_close : NULL, f->tool_tag,
                            f->skip_prefix, think, tools, prompt);
 }

@@ -32,15 +32,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_object_set(ctx, "messages", msgs);
     json_object_set(ctx, "tools", tools);
     json_object_set_new(ctx, "bos_token", json_string("<s>"));
-    struct jinja_limits lim = {.max_output_bytes = 1 << 16, .max_memory_bytes = 8 << 20,
-                               .max_steps = 100000, .max_depth = 20};
+    struct jinja_limits lim = {.max_output_bytes = 1 << 16,
+                               .max_memory_bytes = 8 << 20,
+                               .max_steps = 100000,
+                               .max_depth = 20};
     struct buf out;
     buf_init(&out, 0);
     jinja_render(t, ctx, &lim, &out, NULL);
     buf_reset(&out);
-    struct jinja_chat_req req = {.messages = msgs, .tools = tools,
+    struct jinja_chat_req req = {.messages = msgs,
+                                 .tools = tools,
                                  .think = {.set = true, .on = true, .level = "low"},
-                                 .bos_token = "<s>", .eos_token = "</s>",
+                                 .bos_token = "<s>",
+                                 .eos_token = "</s>",
                                  .tokenizer_adds_bos = true};
     if (size < 2048)  // chat rendering uses the default (large) limits
         jinja_chat_render(t, &req, &out, NULL);

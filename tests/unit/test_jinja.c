@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -77,6 +78,31 @@ static void check_err(const char *src, const char *ctx, const char *want_substr)
 // ---------------------------------------------------------------------------
 // The real templates against the reference
 
+// The expected text with @TODAY@ (regen.sh's stand-in for strftime_now("%d %b %Y") on the day
+// it ran) replaced by today's date.
+static char *with_today(const char *s)
+{
+    char today[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(today, sizeof today, "%d %b %Y", &tm);
+    struct buf b;
+    buf_init(&b, 0);
+    for (const char *p = s; *p;) {
+        const char *at = strstr(p, "@TODAY@");
+        if (!at) {
+            buf_append_str(&b, p);
+            break;
+        }
+        buf_append(&b, p, (size_t)(at - p));
+        buf_append_str(&b, today);
+        p = at + 7;
+    }
+    char *r = buf_take(&b);
+    return r ? r : xstrdup("");
+}
+
 static void test_chat_templates(void **state)
 {
     (void)state;
@@ -136,9 +162,11 @@ static void test_chat_templates(void **state)
             } else {
                 if (rc != 0)
                     fail_msg("%s / %s: %s", name, case_name, re.msg);
-                if (strcmp(buf_cstr(&out), json_string_value(want)) != 0)
-                    fail_msg("%s / %s:\n--- got\n%s\n--- want\n%s", name, case_name,
-                             buf_cstr(&out), json_string_value(want));
+                char *w = with_today(json_string_value(want));
+                if (strcmp(buf_cstr(&out), w) != 0)
+                    fail_msg("%s / %s:\n--- got\n%s\n--- want\n%s", name, case_name, buf_cstr(&out),
+                             w);
+                free(w);
             }
             buf_deinit(&out);
             n_checked++;
@@ -200,7 +228,8 @@ static void test_language_cases(void **state)
 static void test_bos_strip(void **state)
 {
     (void)state;
-    const char *src = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
+    const char *src =
+        "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
     struct jinja_template *t;
     assert_int_equal(jinja_parse(&t, src, strlen(src), NULL), 0);
     json_t *msgs = json_loads("[{\"role\":\"user\",\"content\":\"hi\"}]", 0, NULL);
@@ -223,11 +252,11 @@ static void test_bos_strip(void **state)
 static void test_chat_context(void **state)
 {
     (void)state;
-    const char *src =
-        "{% for m in messages %}{{ m.role }}|{{ m.name }}|{{ m.tool_call_id }}|"
-        "{% for c in m.tool_calls %}{{ c.type }}:{{ c.id }}:{{ c.function.name }}:"
-        "{{ c.function.arguments | tojson }}{% endfor %};{% endfor %}"
-        "{{ tools is defined }}|{{ enable_thinking }}|{{ reasoning_effort }}|{{ add_generation_prompt }}";
+    const char *src = "{% for m in messages %}{{ m.role }}|{{ m.name }}|{{ m.tool_call_id }}|"
+                      "{% for c in m.tool_calls %}{{ c.type }}:{{ c.id }}:{{ c.function.name }}:"
+                      "{{ c.function.arguments | tojson }}{% endfor %};{% endfor %}"
+                      "{{ tools is defined }}|{{ enable_thinking }}|{{ reasoning_effort }}|{{ "
+                      "add_generation_prompt }}";
     struct jinja_template *t;
     assert_int_equal(jinja_parse(&t, src, strlen(src), NULL), 0);
     json_t *msgs = json_loads(
@@ -243,7 +272,7 @@ static void test_chat_context(void **state)
     buf_init(&out, 0);
     assert_int_equal(jinja_chat_render(t, &req, &out, NULL), 0);
     assert_string_equal(buf_cstr(&out), "assistant|||function:c1:f:{\"a\": 1.5, \"b\": \"é\"};"
-                                         "tool|f|c1|;False|True|high|True");
+                                        "tool|f|c1|;False|True|high|True");
     buf_deinit(&out);
     jinja_free(t);
 
@@ -272,10 +301,12 @@ static void test_expressions(void **state)
           NULL, "5.0|0.3333333333333333|0.30000000000000004|1e+20|1e+16|1e-05|0.0001");
     check("{{ 'a' ~ 1 ~ none ~ true }}|{{ 'ab' * 3 }}|{{ [1] + [2] }}|{{ 'x' + 'y' }}", NULL,
           "a1NoneTrue|ababab|[1, 2]|xy");
-    check("{{ 1 < 2 < 3 }}|{{ 3 > 2 > 2 }}|{{ 'a' in 'cat' }}|{{ 2 not in [1, 3] }}|{{ 'k' in {'k': 1} }}",
+    check("{{ 1 < 2 < 3 }}|{{ 3 > 2 > 2 }}|{{ 'a' in 'cat' }}|{{ 2 not in [1, 3] }}|{{ 'k' in "
+          "{'k': 1} }}",
           NULL, "True|False|True|True|True");
-    check("{{ none or 'x' }}|{{ 0 and 1 }}|{{ not 0 }}|{{ 'y' if false else 'n' }}|{{ 'y' if true }}",
-          NULL, "x|0|True|n|y");
+    check(
+        "{{ none or 'x' }}|{{ 0 and 1 }}|{{ not 0 }}|{{ 'y' if false else 'n' }}|{{ 'y' if true }}",
+        NULL, "x|0|True|n|y");
     check("{{ [1, 2, 3][::-1] }}|{{ 'hello'[1:3] }}|{{ 'hello'[-2:] }}|{{ [1,2,3,4,5][::2] }}|"
           "{{ 'héllo'[1] }}|{{ 'héllo'[::-1] }}",
           NULL, "[3, 2, 1]|el|lo|[1, 3, 5]|é|olléh");
@@ -296,17 +327,19 @@ static void test_statements(void **state)
           "{{ loop.first }}{{ loop.last }}{{ loop.length }}|{% endfor %}",
           NULL, "103TrueFalse3|212FalseFalse3|321FalseTrue3|");
     check("{% for x in [] %}x{% else %}empty{% endfor %}", NULL, "empty");
-    check("{% for x in range(10) if x is odd %}{{ x }}{% if x > 4 %}{% break %}{% endif %}{% endfor %}",
+    check("{% for x in range(10) if x is odd %}{{ x }}{% if x > 4 %}{% break %}{% endif %}{% "
+          "endfor %}",
           NULL, "135");
-    check("{% for x in range(5) %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% endfor %}", NULL,
-          "0134");
+    check("{% for x in range(5) %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% endfor %}",
+          NULL, "0134");
     check("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", "{\"d\":{\"a\":1,\"b\":[2]}}",
           "a=1;b=[2];");
-    check("{% for x in [1,2] %}{{ loop.previtem }}{{ loop.nextitem }}{{ loop.cycle('a','b') }}{% endfor %}",
+    check("{% for x in [1,2] %}{{ loop.previtem }}{{ loop.nextitem }}{{ loop.cycle('a','b') }}{% "
+          "endfor %}",
           NULL, "2a1b");
     // scoping: set in a loop does not leak; namespace does
-    check("{% set c = 0 %}{% for i in range(3) %}{% set c = c + 1 %}{{ c }}{% endfor %}{{ c }}", NULL,
-          "1110");
+    check("{% set c = 0 %}{% for i in range(3) %}{% set c = c + 1 %}{{ c }}{% endfor %}{{ c }}",
+          NULL, "1110");
     check("{% set ns = namespace(a=1) %}{% for i in [1, 2] %}{% set ns.a = ns.a + i %}{% endfor %}"
           "{{ ns.a }}",
           NULL, "4");
@@ -314,11 +347,12 @@ static void test_statements(void **state)
     check("{% set a, b = 1, 2 %}{{ a }}{{ b }}", NULL, "12");
     check("{% set x %}in {{ 1 }}{% endset %}[{{ x }}]", NULL, "[in 1]");
     check("{% set x | upper %}abc{% endset %}{{ x }}", NULL, "ABC");
-    check("{% macro m(a, b=2) %}{{ a }}{{ b }}{% endmacro %}{{ m(1) }}{{ m(3, b=4) }}", NULL, "1234");
-    check("{% macro m(a) %}<{{ caller() }}{{ a }}>{% endmacro %}{% call m(1) %}body{% endcall %}", NULL,
-          "<body1>");
-    check("{% macro m() %}{{ caller(5) }}{% endmacro %}{% call(x) m() %}[{{ x }}]{% endcall %}", NULL,
-          "[5]");
+    check("{% macro m(a, b=2) %}{{ a }}{{ b }}{% endmacro %}{{ m(1) }}{{ m(3, b=4) }}", NULL,
+          "1234");
+    check("{% macro m(a) %}<{{ caller() }}{{ a }}>{% endmacro %}{% call m(1) %}body{% endcall %}",
+          NULL, "<body1>");
+    check("{% macro m() %}{{ caller(5) }}{% endmacro %}{% call(x) m() %}[{{ x }}]{% endcall %}",
+          NULL, "[5]");
     check("{% filter upper %}abc{{ 'd' }}{% endfilter %}", NULL, "ABCD");
     check("{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{{ a }}", NULL, "3");
     check("{% raw %}{{ not rendered }}{% endraw %}", NULL, "{{ not rendered }}");
@@ -346,47 +380,55 @@ static void test_filters(void **state)
     (void)state;
     check("{{ d | tojson }}|{{ d | tojson(indent=2) }}|{{ d | tojson(separators=(',', ':')) }}",
           "{\"d\":{\"a\":[1,\"é\\n\"],\"b\":null}}",
-          "{\"a\": [1, \"é\\n\"], \"b\": null}|{\n  \"a\": [\n    1,\n    \"é\\n\"\n  ],\n  \"b\": null\n}|"
+          "{\"a\": [1, \"é\\n\"], \"b\": null}|{\n  \"a\": [\n    1,\n    \"é\\n\"\n  ],\n  \"b\": "
+          "null\n}|"
           "{\"a\":[1,\"é\\n\"],\"b\":null}");
     check("{{ '  x ' | trim }}|{{ [1,2] | length }}|{{ [1,2] | join(', ') }}|{{ 'aB' | upper }}"
           "{{ 'aB' | lower }}|{{ 'hello wORLD' | title }}|{{ 'hello World' | capitalize }}",
           NULL, "x|2|1, 2|ABab|Hello World|Hello world");
-    check("{{ 'aaa' | replace('a', 'b', 2) }}|{{ x | default('d') }}|{{ '' | default('e', true) }}|"
-          "{{ [3,1] | first }}{{ [3,1] | last }}|{{ 'ab' | list }}|{{ 3 | string }}|{{ '42' | int }}"
-          "|{{ '1.5' | float }}|{{ -3 | abs }}",
-          NULL, "bba|d|e|31|['a', 'b']|3|42|1.5|3");
+    check(
+        "{{ 'aaa' | replace('a', 'b', 2) }}|{{ x | default('d') }}|{{ '' | default('e', true) }}|"
+        "{{ [3,1] | first }}{{ [3,1] | last }}|{{ 'ab' | list }}|{{ 3 | string }}|{{ '42' | int }}"
+        "|{{ '1.5' | float }}|{{ -3 | abs }}",
+        NULL, "bba|d|e|31|['a', 'b']|3|42|1.5|3");
     check("{{ d | items | list }}|{{ d | dictsort }}", "{\"d\":{\"b\":1,\"a\":2}}",
           "[('b', 1), ('a', 2)]|[('a', 2), ('b', 1)]");
-    check("{{ l | map(attribute='n') | join(',') }}|{{ l | selectattr('n', 'gt', 1) | list | length }}"
-          "|{{ l | rejectattr('x') | map(attribute='n') | list }}|{{ [1,2,3,4] | select('even') | list }}"
+    check("{{ l | map(attribute='n') | join(',') }}|{{ l | selectattr('n', 'gt', 1) | list | "
+          "length }}"
+          "|{{ l | rejectattr('x') | map(attribute='n') | list }}|{{ [1,2,3,4] | select('even') | "
+          "list }}"
           "|{{ [1,2,3] | reject('odd') | list }}|{{ ['a','b'] | map('upper') | list }}",
-          "{\"l\":[{\"n\":1,\"x\":true},{\"n\":2},{\"n\":3}]}", "1,2,3|2|[2, 3]|[2, 4]|[2]|['A', 'B']");
+          "{\"l\":[{\"n\":1,\"x\":true},{\"n\":2},{\"n\":3}]}",
+          "1,2,3|2|[2, 3]|[2, 4]|[2]|['A', 'B']");
     check("{{ [3,1,2,1] | unique | list }}|{{ [3,1,2] | sort }}|{{ [3,1,2] | sort(reverse=true) }}|"
           "{{ l | sort(attribute='n') | map(attribute='n') | list }}",
           "{\"l\":[{\"n\":2},{\"n\":1}]}", "[3, 1, 2]|[1, 2, 3]|[3, 2, 1]|[1, 2]");
     check("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}", NULL,
           "a\n  b\n\n  c|  a\n  b");
-    check("{{ '<a & \"b\">' | e }}|{{ '<x>' | safe }}|{{ 2.5 | round }}|{{ 3.14159 | round(2) }}", NULL,
-          "&lt;a &amp; &#34;b&#34;&gt;|<x>|2.0|3.14");
+    check("{{ '<a & \"b\">' | e }}|{{ '<x>' | safe }}|{{ 2.5 | round }}|{{ 3.14159 | round(2) }}",
+          NULL, "&lt;a &amp; &#34;b&#34;&gt;|<x>|2.0|3.14");
 }
 
 static void test_tests_and_methods(void **state)
 {
     (void)state;
-    check("{{ x is defined }}{{ x is undefined }}{{ none is none }}{{ 'a' is string }}{{ 1 is number }}"
-          "{{ 1 is integer }}{{ 1.0 is float }}{{ true is boolean }}{{ {} is mapping }}{{ [] is iterable }}"
+    check("{{ x is defined }}{{ x is undefined }}{{ none is none }}{{ 'a' is string }}{{ 1 is "
+          "number }}"
+          "{{ 1 is integer }}{{ 1.0 is float }}{{ true is boolean }}{{ {} is mapping }}{{ [] is "
+          "iterable }}"
           "{{ 'a' is sequence }}{{ 1 is sequence }}{{ true is true }}{{ false is false }}",
           NULL, "FalseTrueTrueTrueTrueTrueTrueTrueTrueTrueTrueFalseTrueTrue");
     check("{{ 2 is eq 2 }}{{ 2 is ne(3) }}{{ 3 is divisibleby 3 }}{{ 'a' is in 'abc' }}"
           "{{ 1 is not none }}{{ 'ab' is lower }}",
           NULL, "TrueTrueTrueTrueTrueTrue");
-    check("{{ ' x '.strip() }}|{{ 'xxaxx'.strip('x') }}|{{ ' x'.lstrip() }}|{{ 'x '.rstrip() }}|"
-          "{{ 'a b  c'.split() }}|{{ 'a,b,c'.split(',', 1) }}|{{ 'a,b,c'.rsplit(',', 1) }}|"
-          "{{ 'abc'.startswith('ab') }}{{ 'abc'.endswith(('x', 'c')) }}|{{ 'aXa'.replace('a', 'b') }}"
-          "|{{ 'ab'.upper() }}{{ 'AB'.lower() }}|{{ 'hi there'.title() }}",
-          NULL,
-          "x|a|x|x|['a', 'b', 'c']|['a', 'b,c']|['a,b', 'c']|TrueTrue|bXb|ABab|Hi There");
-    check("{{ d.keys() | list }}{{ d.values() | list }}{{ d.get('a') }}{{ d.get('z', 9) }}{{ d.get('z') }}",
+    check(
+        "{{ ' x '.strip() }}|{{ 'xxaxx'.strip('x') }}|{{ ' x'.lstrip() }}|{{ 'x '.rstrip() }}|"
+        "{{ 'a b  c'.split() }}|{{ 'a,b,c'.split(',', 1) }}|{{ 'a,b,c'.rsplit(',', 1) }}|"
+        "{{ 'abc'.startswith('ab') }}{{ 'abc'.endswith(('x', 'c')) }}|{{ 'aXa'.replace('a', 'b') }}"
+        "|{{ 'ab'.upper() }}{{ 'AB'.lower() }}|{{ 'hi there'.title() }}",
+        NULL, "x|a|x|x|['a', 'b', 'c']|['a', 'b,c']|['a,b', 'c']|TrueTrue|bXb|ABab|Hi There");
+    check("{{ d.keys() | list }}{{ d.values() | list }}{{ d.get('a') }}{{ d.get('z', 9) }}{{ "
+          "d.get('z') }}",
           "{\"d\":{\"a\":1}}", "['a'][1]19None");
     check_err("{% do_not_exist %}", NULL, "unknown tag 'do_not_exist'");
 }
@@ -414,7 +456,8 @@ static void test_errors(void **state)
 {
     (void)state;
     check_err("line1\n{% include 'x' %}", NULL, "line 2: unknown tag 'include'");
-    check_err("{% if x %}never closed", NULL, "line 1: unexpected end of template, expected 'endif'");
+    check_err("{% if x %}never closed", NULL,
+              "line 1: unexpected end of template, expected 'endif'");
     check_err("a\nb\n{{ 1 + }}", NULL, "line 3: unexpected end of print statement");
     check_err("{{ x | nosuchfilter }}", NULL, "no filter named 'nosuchfilter'");
     check_err("{{ x is nosuchtest }}", NULL, "no test named 'nosuchtest'");
@@ -447,8 +490,9 @@ static void test_limits(void **state)
     struct err e = {0};
     struct jinja_template *t;
     // a loop of 10^10 iterations is stopped by the step limit
-    expect_limit("{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}",
-                 (struct jinja_limits){.max_steps = 1000000}, "steps");
+    expect_limit(
+        "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}",
+        (struct jinja_limits){.max_steps = 1000000}, "steps");
     // output size
     expect_limit("{% for a in range(100000) %}{{ 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' }}{% endfor %}",
                  (struct jinja_limits){.max_output_bytes = 1 << 16}, "exceeds");
@@ -456,9 +500,10 @@ static void test_limits(void **state)
     expect_limit("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", (struct jinja_limits){0},
                  "nested deeper");
     // memory: a string doubled until it no longer fits
-    expect_limit("{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}"
-                 "{% endfor %}",
-                 (struct jinja_limits){.max_memory_bytes = 1 << 22}, "");
+    expect_limit(
+        "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}"
+        "{% endfor %}",
+        (struct jinja_limits){.max_memory_bytes = 1 << 22}, "");
     expect_limit("{{ 'x' * 100000000000 }}", (struct jinja_limits){0}, "too large");
     expect_limit("{{ range(100000000000) | length }}", (struct jinja_limits){0}, "too large");
     // deep nesting in the source
@@ -493,13 +538,19 @@ static void test_capabilities(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chat_templates), cmocka_unit_test(test_language_cases),
+        cmocka_unit_test(test_chat_templates),
+        cmocka_unit_test(test_language_cases),
         cmocka_unit_test(test_bos_strip),
-        cmocka_unit_test(test_chat_context),   cmocka_unit_test(test_expressions),
-        cmocka_unit_test(test_statements),     cmocka_unit_test(test_whitespace),
-        cmocka_unit_test(test_filters),        cmocka_unit_test(test_tests_and_methods),
-        cmocka_unit_test(test_mutation),       cmocka_unit_test(test_undefined),
-        cmocka_unit_test(test_errors),         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_chat_context),
+        cmocka_unit_test(test_expressions),
+        cmocka_unit_test(test_statements),
+        cmocka_unit_test(test_whitespace),
+        cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_tests_and_methods),
+        cmocka_unit_test(test_mutation),
+        cmocka_unit_test(test_undefined),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_capabilities),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

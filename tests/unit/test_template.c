@@ -1074,8 +1074,8 @@ static char *parse_format(const char *jinja, const char *prompt, const char *out
     for (size_t i = 0;; i++) {
         size_t end = cuts[i] < 0 || (size_t)cuts[i] > n ? n : (size_t)cuts[i];
         if (end > at)
-            assert_int_equal(template_output_parser_add(p, out + at, end - at, &th, &co, calls, NULL),
-                             0);
+            assert_int_equal(
+                template_output_parser_add(p, out + at, end - at, &th, &co, calls, NULL), 0);
         at = end;
         if (cuts[i] < 0 || at == n)
             break;

@@ -276,7 +276,8 @@ static void test_plain_template(void **state)
     assert_non_null(strstr(r.body, "does not support tools"));
     http_resp_free(&r);
     post("/api/chat",
-         "{\"model\":\"jplain\",\"think\":true,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+         "{\"model\":\"jplain\",\"think\":true,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+         "}",
          &r);
     assert_int_equal(r.status, 400);
     assert_non_null(strstr(r.body, "does not support thinking"));
@@ -288,7 +289,8 @@ static void test_hostile_template(void **state)
     (void)state;
     struct http_resp r;
     post("/api/chat",
-         "{\"model\":\"jhostile\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+         "{\"model\":\"jhostile\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":"
+         "\"x\"}]}",
          &r);
     assert_true(r.status >= 400);
     if (!strstr(r.body, "steps"))
@@ -296,7 +298,8 @@ static void test_hostile_template(void **state)
     http_resp_free(&r);
     // the server keeps serving
     post("/api/chat",
-         "{\"model\":\"jplain\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+         "{\"model\":\"jplain\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":"
+         "\"x\"}]}",
          &r);
     assert_int_equal(r.status, 200);
     http_resp_free(&r);
