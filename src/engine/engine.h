@@ -100,10 +100,23 @@ struct engine_kv_layer {
     size_t row_bytes;  // bytes per cell row (kv_dim elements of kv_type)
 };
 
+// Attention of one layer. The optional fields are off at zero / NULL.
 struct engine_attn {
     int n_head, n_head_kv, head_dim;
     float scale;       // usually 1/sqrt(head_dim)
     uint32_t kv_type;  // GGUF_TYPE_F32, F16 or Q8_0
+    float softcap;     // > 0: each scaled score s becomes softcap * tanhf(s / softcap)
+                       //      before the softmax (gemma2 attn_logit_softcapping)
+    int window;        // > 0: sliding window: row r attends only positions
+                       //      [max(0, n_visible[r] - window), n_visible[r]) of its slot
+                       //      (masked when pos_q - pos_k >= window)
+    int kv_ring;       // > 0: the layer's cache holds kv_ring cells per slot as a ring:
+                       //      position p of the row's slot is in cell cell0[r] + p % kv_ring
+                       //      (sized >= window + n_batch, so a ubatch never overwrites a
+                       //      key one of its rows still needs); 0: cell cell0[r] + p
+    const float *sinks;  // [n_head] F32 (host, a weight) or NULL: per-head "attention sink"
+                         //      logit (gpt-oss): adds exp(sink_h - max) to the softmax
+                         //      denominator, with no value row (max over scores AND sink)
 };
 
 // Matmul job: y (n_rows × w->ne[1]) = x (n_rows × w->ne[0]) · wᵀ (+ bias).
@@ -144,8 +157,9 @@ struct engine_backend_ops {
     void (*kv_store)(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
                      const int32_t *cells, const float *k, const float *v, int64_t n_rows,
                      int64_t kv_dim);
-    // out (n_rows × n_head·head_dim): row r attends cells
-    // [cell0[r], cell0[r] + n_visible[r]) with causal softmax.
+    // out (n_rows × n_head·head_dim): row r attends the positions
+    // [0, n_visible[r]) of its slot, whose cells start at cell0[r] (see
+    // struct engine_attn for windows, rings, soft-capping and sinks).
     void (*attention)(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
                       const struct engine_kv_layer *kv, const int32_t *cell0,
                       const int32_t *n_visible, const struct engine_attn *a);
@@ -227,3 +241,10 @@ float engine_silu(float x);
 float engine_gelu(float x);
 // Fills cos/sin for the n_rot/2 pairs at position pos.
 void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out);
+// The attention op in plain double precision, one (row, head) at a time with
+// the whole softmax (host memory; the reference the kernel is tested
+// against). The query is rounded to the cache's precision first (F16, or
+// Q8_0 blocks), as the kernel and the reference implementation do.
+void engine_attention_ref(float *out, const float *q, int64_t n_rows,
+                          const struct engine_kv_layer *kv, const int32_t *cell0,
+                          const int32_t *n_visible, const struct engine_attn *a);
