@@ -27,6 +27,11 @@ static const struct {
     {"Q2_K", GGUF_TYPE_Q2_K, 256, 80, 82},  {"Q3_K", GGUF_TYPE_Q3_K, 256, 108, -1},
     {"Q4_K", GGUF_TYPE_Q4_K, 256, 0, 2},    {"Q5_K", GGUF_TYPE_Q5_K, 256, 0, 2},
     {"Q6_K", GGUF_TYPE_Q6_K, 256, 208, -1},
+    {"IQ2_XXS", GGUF_TYPE_IQ2_XXS, 256, 0, -1}, {"IQ2_XS", GGUF_TYPE_IQ2_XS, 256, 0, -1},
+    {"IQ2_S", GGUF_TYPE_IQ2_S, 256, 0, -1},     {"IQ3_XXS", GGUF_TYPE_IQ3_XXS, 256, 0, -1},
+    {"IQ3_S", GGUF_TYPE_IQ3_S, 256, 0, -1},     {"IQ1_S", GGUF_TYPE_IQ1_S, 256, 0, -1},
+    {"IQ4_NL", GGUF_TYPE_IQ4_NL, 32, 0, -1},    {"IQ4_XS", GGUF_TYPE_IQ4_XS, 256, 0, -1},
+    {"TQ1_0", GGUF_TYPE_TQ1_0, 256, 52, -1},    {"TQ2_0", GGUF_TYPE_TQ2_0, 256, 64, -1},
 };
 #define N_TYPES (sizeof(types) / sizeof(types[0]))
 
@@ -55,7 +60,7 @@ static float rndf(void)
 static void fill_weights(size_t ti, uint8_t *p, int64_t rows, int64_t k)
 {
     const uint32_t type = types[ti].type;
-    const size_t row = kernels_row_size(type, k), total = row * (size_t)rows;
+    const size_t row = quant_row_size(type, k), total = row * (size_t)rows;
     if (type == GGUF_TYPE_F32) {
         for (size_t i = 0; i < total / 4; i++)
             ((float *)p)[i] = rndf();
@@ -69,7 +74,7 @@ static void fill_weights(size_t ti, uint8_t *p, int64_t rows, int64_t k)
     }
     for (size_t i = 0; i < total; i++)
         p[i] = (uint8_t)rnd();
-    const size_t bb = kernels_row_size(type, types[ti].block);
+    const size_t bb = quant_row_size(type, types[ti].block);
     for (size_t b = 0; b < total / bb; b++) {
         uint16_t h = quant_f32_to_f16(0.01f * rndf());
         memcpy(p + b * bb + types[ti].off_d, &h, 2);
@@ -120,7 +125,7 @@ int main(int argc, char **argv)
         if (only_types && !strstr(only_types, types[ti].name))
             continue;
         const uint32_t type = types[ti].type;
-        const size_t row = kernels_row_size(type, K);
+        const size_t row = quant_row_size(type, K);
         const int64_t drows = (int64_t)((48u << 20) / row);
         uint8_t *w = malloc(row * (size_t)drows);
         fill_weights(ti, w, drows, K);
@@ -185,7 +190,7 @@ int main(int argc, char **argv)
             char tile[16] = "-";
             if (k->gemm)
                 snprintf(tile, sizeof(tile), "%dx%d", k->gemm_nr, k->gemm_nc);
-            printf("%-5s %-7s %10.2f %9.2f %10.2f %10.2f   %-6s %5s\n", types[ti].name,
+            printf("%-7s %-7s %10.2f %9.2f %10.2f %10.2f   %-6s %5s\n", types[ti].name,
                    kernels_isa_name((enum kernels_isa)isa), dec_gbs, dec_gflops, dec1_gbs,
                    pp_gflops, k->gemm ? "gemm" : "vecdot", tile);
             fflush(stdout);

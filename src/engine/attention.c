@@ -9,6 +9,11 @@
 // folded into its online softmax (running max m, denominator l) and its
 // probability-weighted sum of V (kernels/attn.h has the SIMD inner loops).
 //
+// Tiles start at multiples of KERNELS_ATTN_TILE positions (keys before a
+// row's window are masked), so a row's result does not depend on the other
+// rows of its ubatch: a prompt split into ubatches gives the same bits as
+// one batch, as long as no key range is split (below).
+//
 // Threads take items from an atomic counter, largest first. When there are
 // too few (set, KV head) pairs to keep every thread busy — decoding one
 // token, a model with few KV heads — each pair's key range is split into
@@ -237,7 +242,7 @@ static void run_item(struct attn_run *c, float *scratch, const struct attn_item 
             int32_t nv = c->n_visible[st->r0 + i / G], lo = visible_lo(a, nv);
             if (a->softcap > 0)
                 for (int j = 0; j < nk; j++)
-                    si[j] = a->softcap * tanhf(si[j] / a->softcap);
+                    si[j] = engine_softcap_f32(si[j], a->softcap);
             if (nk < TILE || p < lo || p + TILE > nv)
                 for (int j = 0; j < TILE; j++)
                     if (j >= nk || p + j < lo || p + j >= nv)
@@ -388,7 +393,7 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
     }
     int64_t n_items = 0, n_merges = 0;
     for (int s = 0; s < n_sets; s++) {
-        int64_t n_chunks = (sets[s].phi - sets[s].plo + chunk - 1) / chunk;
+        int64_t n_chunks = (sets[s].phi - sets[s].plo / TILE * TILE + chunk - 1) / chunk;
         n_items += n_chunks * a->n_head_kv;
         if (n_chunks > 1)
             n_merges += a->n_head_kv;
@@ -402,12 +407,12 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
     for (int s = n_sets - 1; s >= 0; s--) {
         const struct attn_set *st = &sets[s];
         int nq = (st->r1 - st->r0) * G;
-        int64_t n_chunks = (st->phi - st->plo + chunk - 1) / chunk;
+        int64_t n_chunks = (st->phi - st->plo / TILE * TILE + chunk - 1) / chunk;
         for (int g = 0; g < a->n_head_kv; g++) {
             if (n_chunks > 1)
                 merges[nm++] = (struct attn_merge){(int)ni, (int)n_chunks};
             for (int64_t ch = 0; ch < n_chunks; ch++) {
-                int32_t p0 = (int32_t)(st->plo + ch * chunk);
+                int32_t p0 = (int32_t)(st->plo / TILE * TILE + ch * chunk);
                 int32_t p1 = (int32_t)(p0 + chunk < st->phi ? p0 + chunk : st->phi);
                 items[ni++] = (struct attn_item){s, g, p0, p1, n_chunks > 1 ? parts : -1};
                 if (n_chunks > 1)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine/attention.h"
+#include "engine/internal.h"
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
 
@@ -31,6 +32,7 @@ struct cpu {
     void *wdata;  // converted activations (vec_dot_type rows)
     size_t wdata_bytes;
     struct engine_attn_ws attn_ws;  // the attention op's tiles and work lists
+    struct engine_moe_ws moe_ws;    // mixture-of-experts scratch (moe.c)
 };
 
 static struct cpu *cpu_of(struct engine_backend *be)
@@ -625,7 +627,7 @@ static void cpu_softmax(struct engine_backend *be, float *x, int64_t n_rows, int
     par_rows(cpu_of(be), n_rows, n * 8, softmax_range, &c);
 }
 
-enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SILU_GLU, EW_GELU_GLU };
+enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SOFTCAP, EW_SILU_GLU, EW_GELU_GLU };
 
 struct ew_ctx {
     enum ew_kind kind;
@@ -652,6 +654,10 @@ static void ew_range(void *p, int64_t i0, int64_t i1)
         for (int64_t i = i0; i < i1; i++)
             y[i] = a[i] * c->s;
         break;
+    case EW_SOFTCAP:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = engine_softcap_f32(a[i], c->s);
+        break;
     case EW_SILU_GLU:
         for (int64_t i = i0; i < i1; i++)
             y[i] = engine_silu(a[i]) * b[i];
@@ -665,7 +671,7 @@ static void ew_range(void *p, int64_t i0, int64_t i1)
 
 static void run_ew(struct engine_backend *be, struct ew_ctx *c, int64_t n)
 {
-    int64_t cost = c->kind >= EW_SILU_GLU ? 20 : 1;
+    int64_t cost = c->kind >= EW_SOFTCAP ? 20 : 1;
     par_rows(cpu_of(be), n, cost, ew_range, c);
 }
 
@@ -694,12 +700,31 @@ static void cpu_scale(struct engine_backend *be, float *y, const float *x, float
     run_ew(be, &c, n);
 }
 
+static void cpu_softcap(struct engine_backend *be, float *y, const float *x, float cap, int64_t n)
+{
+    struct ew_ctx c = {EW_SOFTCAP, y, x, NULL, cap};
+    run_ew(be, &c, n);
+}
+
 static void cpu_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                        int64_t n_rows, int64_t n)
 {
     (void)be;
     for (int64_t r = 0; r < n_rows; r++)
         memmove(y + r * n, x + (int64_t)idx[r] * n, (size_t)n * sizeof(float));
+}
+
+static void cpu_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                    const struct engine_moe *p)
+{
+    struct cpu *c = cpu_of(be);
+    engine_cpu_moe(c->pool, c->n_threads, &c->moe_ws, y, x, n_rows, p);
+}
+
+static int cpu_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                           struct err *e)
+{
+    return engine_cpu_moe_reserve(&cpu_of(be)->moe_ws, max_rows, p, e);
 }
 
 // ---------------------------------------------------------------------------
@@ -711,6 +736,7 @@ static void cpu_destroy(struct engine_backend *be)
     engine_pool_free(c->pool);
     free(c->wdata);
     engine_attn_ws_free(&c->attn_ws);
+    engine_moe_ws_free(&c->moe_ws);
     free(c);
 }
 
@@ -733,10 +759,13 @@ static const struct engine_backend_ops cpu_ops = {
     .kv_move = cpu_kv_move,
     .softmax = cpu_softmax,
     .glu = cpu_glu,
+    .softcap = cpu_softcap,
     .add = cpu_add,
     .mul = cpu_mul,
     .scale = cpu_scale,
     .gather = cpu_gather,
+    .moe = cpu_moe,
+    .moe_reserve = cpu_moe_reserve,
 };
 
 int engine_cpu_new(struct engine_backend **out, int n_threads, struct err *e)

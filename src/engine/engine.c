@@ -100,7 +100,18 @@ float engine_silu(float x)
 float engine_gelu(float x)
 {
     const float c = 0.79788456080286535587989211986876f;  // sqrt(2/pi)
-    return 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+    if (x <= -10.0f)
+        return 0.0f;
+    if (x >= 10.0f)
+        return x;
+    float h = quant_f16_to_f32(quant_f32_to_f16(x));
+    float g = 0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h)));
+    return quant_f16_to_f32(quant_f32_to_f16(g));
+}
+
+float engine_softcap_f32(float x, float cap)
+{
+    return cap * tanhf(x / cap);
 }
 
 // YaRN ramp over pair index i (1 inside the extrapolated band).
@@ -256,6 +267,11 @@ void engine_glu(struct engine_backend *be, float *y, const float *gate, const fl
     be->ops->glu(be, y, gate, up, n, gelu);
 }
 
+void engine_softcap(struct engine_backend *be, float *y, const float *x, float cap, int64_t n)
+{
+    be->ops->softcap(be, y, x, cap, n);
+}
+
 void engine_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n)
 {
     be->ops->add(be, y, a, b, n);
@@ -275,4 +291,16 @@ void engine_gather(struct engine_backend *be, float *y, const float *x, const in
                    int64_t n_rows, int64_t n)
 {
     be->ops->gather(be, y, x, idx, n_rows, n);
+}
+
+void engine_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                const struct engine_moe *p)
+{
+    be->ops->moe(be, y, x, n_rows, p);
+}
+
+int engine_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                       struct err *e)
+{
+    return be->ops->moe_reserve(be, max_rows, p, e);
 }

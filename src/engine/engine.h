@@ -52,6 +52,21 @@ bool engine_type_supported(uint32_t type);
 int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **owned,
                              struct err *e);
 
+// Expert weights of a mixture-of-experts layer: a 3-D GGUF tensor
+// [n_expert, rows, cols] (GGUF ne = {cols, rows, n_expert}), used in place
+// from the mapping. Expert e's matrix is rows [e·rows, (e+1)·rows) of `all`.
+struct engine_experts {
+    struct engine_tensor all;  // ne[1] = n_expert × rows
+    int64_t n_expert, rows;
+};
+
+// Makes the view of a 3-D expert tensor. Fails with ERR_FORMAT when the
+// tensor is not 3-D, ERR_UNSUPPORTED for a type without matmul kernels.
+int engine_experts_from_gguf(struct engine_experts *x, const struct gguf_tensor *gt, struct err *e);
+// The 2-D view of rows [r0, r0 + n_rows) of expert ie's matrix (no copy).
+struct engine_tensor engine_expert_view(const struct engine_experts *x, int64_t ie, int64_t r0,
+                                        int64_t n_rows);
+
 // ---------------------------------------------------------------------------
 // Thread pool: persistent workers, spin-then-sleep dispatch, and a barrier
 // that task functions may call between phases.
@@ -103,21 +118,70 @@ struct engine_kv_layer {
 // Attention of one layer. The optional fields are off at zero / NULL.
 struct engine_attn {
     int n_head, n_head_kv, head_dim;
-    float scale;       // usually 1/sqrt(head_dim)
-    uint32_t kv_type;  // GGUF_TYPE_F32, F16 or Q8_0
-    float softcap;     // > 0: each scaled score s becomes softcap * tanhf(s / softcap)
-                       //      before the softmax (gemma2 attn_logit_softcapping)
-    int window;        // > 0: sliding window: row r attends only positions
-                       //      [max(0, n_visible[r] - window), n_visible[r]) of its slot
-                       //      (masked when pos_q - pos_k >= window)
-    int kv_ring;       // > 0: the layer's cache holds kv_ring cells per slot as a ring:
-                       //      position p of the row's slot is in cell cell0[r] + p % kv_ring
-                       //      (sized >= window + n_batch, so a ubatch never overwrites a
-                       //      key one of its rows still needs); 0: cell cell0[r] + p
+    float scale;         // usually 1/sqrt(head_dim)
+    uint32_t kv_type;    // GGUF_TYPE_F32, F16 or Q8_0
+    float softcap;       // > 0: each scaled score s becomes softcap * tanhf(s / softcap)
+                         //      before the softmax (gemma2 attn_logit_softcapping)
+    int window;          // > 0: sliding window: row r attends only positions
+                         //      [max(0, n_visible[r] - window), n_visible[r]) of its slot
+                         //      (llama.cpp LLAMA_SWA_TYPE_STANDARD: masked when
+                         //      pos_q - pos_k >= window)
+    int kv_ring;         // > 0: the layer's cache holds kv_ring cells per slot as a ring:
+                         //      position p of the row's slot is in cell cell0[r] + p % kv_ring
+                         //      (the model sizes kv_ring >= window + n_batch so a ubatch never
+                         //      overwrites a key one of its rows still needs).
+                         //      0: linear, position p is in cell cell0[r] + p (as today).
     const float *sinks;  // [n_head] F32 (host, a weight) or NULL: per-head "attention sink"
                          //      logit (gpt-oss): adds exp(sink_h - max) to the softmax
-                         //      denominator, with no value row (max over scores AND sink)
+                         //      denominator, with no value row (max taken over scores AND sink).
 };
+
+// Mixture-of-experts FFN (llama.cpp build_moe_ffn): router logits
+// gate_inp·x (+ gate_inp_b) -> probabilities -> the n_expert_used largest
+// (ties to the lower expert id) -> weights; each chosen expert computes
+// down(act(gate·x + b_g, up·x + b_u)) + b_d, and the result is the weighted
+// sum over the chosen experts in rank order (+ the shared expert, if any).
+enum engine_moe_gating {
+    ENGINE_MOE_SOFTMAX = 0,     // softmax over all experts' logits (qwen3moe, mixtral)
+    ENGINE_MOE_SIGMOID,         // sigmoid of each logit (deepseek v3, llama4)
+    ENGINE_MOE_SOFTMAX_WEIGHT,  // choose by logit, weights = softmax over the chosen (gpt-oss)
+};
+
+enum engine_moe_act {
+    ENGINE_MOE_SILU = 0,    // silu(gate) * up, or silu(up) without a gate
+    ENGINE_MOE_GELU,        // gelu(gate) * up, or gelu(up) without a gate
+    ENGINE_MOE_SWIGLU_OAI,  // gpt-oss: g = min(gate, limit), u = clamp(up, ±limit):
+                            // g·sigmoid(alpha·g)·(u + 1)   (ggml_swiglu_oai)
+    ENGINE_MOE_RELU_SQR,    // relu(up)^2, no gate (nemotron-h)
+};
+
+struct engine_moe {
+    int n_expert, n_expert_used;
+    enum engine_moe_gating gating;
+    bool norm_w;                 // divide the chosen weights by their sum (>= 2^-14)
+    float w_scale;               // != 0: multiply the weights by it (expert_weights_scale)
+    const float *sel_bias;       // [n_expert] or NULL: added to probs for the choice only
+    enum engine_moe_act act;     //   (deepseek v3 exp_probs_b)
+    float oai_alpha, oai_limit;  // ENGINE_MOE_SWIGLU_OAI (gpt-oss: 1.702, 7.0)
+    const struct engine_tensor *gate_inp;  // router [n_embd, n_expert]
+    const float *gate_inp_b;               // [n_expert] or NULL
+    // Experts: gate NULL means no gate; fused_gate_up means `up` holds
+    // 2·n_ff rows per expert, gate rows first (ffn_gate_up_exps).
+    const struct engine_experts *gate, *up, *down;
+    bool fused_gate_up;
+    const float *gate_b, *up_b, *down_b;  // [n_expert × n_ff], [.. × n_ff], [.. × n_embd] or NULL
+    // Optional shared expert, run for every token with weight 1 (deepseek2,
+    // llama4, qwen2moe without its gate): dense [n_embd, n_ff_shexp] etc.
+    const struct engine_tensor *sh_gate, *sh_up, *sh_down;
+};
+
+// Routing of one token (the scalar reference the backends follow): fills
+// ids[n_expert_used] (rank order) and weights[n_expert_used] from the
+// router logits [n_expert]. probs is scratch of n_expert floats.
+void engine_moe_route(const struct engine_moe *p, const float *logits, float *probs, int32_t *ids,
+                      float *weights);
+// The gated activation of one element (ENGINE_MOE_* act with a gate).
+float engine_moe_act_gated(const struct engine_moe *p, float gate, float up);
 
 // Matmul job: y (n_rows × w->ne[1]) = x (n_rows × w->ne[0]) · wᵀ (+ bias).
 struct engine_matmul_job {
@@ -171,12 +235,21 @@ struct engine_backend_ops {
     void (*kv_move)(struct engine_backend *be, const struct engine_kv_layer *kv, int64_t dst,
                     int64_t src, int64_t n);
     void (*softmax)(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale);
+    // y = cap * tanh(x / cap) (final-logit soft-capping).
+    void (*softcap)(struct engine_backend *be, float *y, const float *x, float cap, int64_t n);
     // y = act(gate) * up, act = SiLU (gelu false) or GELU-tanh.
     void (*glu)(struct engine_backend *be, float *y, const float *gate, const float *up, int64_t n,
                 bool gelu);
     void (*add)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
     void (*mul)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
     void (*scale)(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
+    // Mixture-of-experts FFN: y (n_rows × n_embd) from the normed x
+    // (n_rows × n_embd); y does not include the residual.
+    void (*moe)(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                const struct engine_moe *p);
+    // Reserves the MoE op's scratch for up to max_rows rows of p (at load).
+    int (*moe_reserve)(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                       struct err *e);
     // Gathers rows: y[i] = x[idx[i]] (row length n).
     void (*gather)(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
@@ -224,11 +297,17 @@ void engine_kv_move(struct engine_backend *be, const struct engine_kv_layer *kv,
 void engine_softmax(struct engine_backend *be, float *x, int64_t n_rows, int64_t n, float scale);
 void engine_glu(struct engine_backend *be, float *y, const float *gate, const float *up, int64_t n,
                 bool gelu);
+void engine_softcap(struct engine_backend *be, float *y, const float *x, float cap, int64_t n);
 void engine_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
 void engine_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
 void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
 void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
+
+void engine_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                const struct engine_moe *p);
+int engine_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
+                       struct err *e);
 
 // Bytes of one KV cell row of kv_dim elements for a cache type (0 if the
 // type is not a supported cache type or kv_dim does not fit its blocks).
@@ -238,7 +317,11 @@ size_t engine_kv_row_bytes(uint32_t kv_type, int64_t kv_dim);
 // Scalar math shared with tests (the reference the ops are checked against).
 
 float engine_silu(float x);
+// GELU (tanh form) as the reference's CPU backend computes it: the input
+// rounded to f16, the result rounded to f16 (its lookup table), and the
+// identity / zero past ±10.
 float engine_gelu(float x);
+float engine_softcap_f32(float x, float cap);
 // Fills cos/sin for the n_rot/2 pairs at position pos.
 void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out);
 // The attention op in plain double precision, one (row, head) at a time with

@@ -91,16 +91,6 @@ static int read_hparams(struct model *m, struct err *e)
     return 0;
 }
 
-// A view of rows [r0, r0 + n) of a matrix (the Q, K and V parts of a fused
-// attn_qkv weight), used in place.
-static void row_view(struct engine_tensor *out, const struct engine_tensor *t, int64_t r0,
-                     int64_t n)
-{
-    *out = *t;
-    out->ne[1] = n;
-    out->data = (const uint8_t *)t->data + (size_t)r0 * t->row_bytes;
-}
-
 static int bind_tensors(struct model *m, struct err *e)
 {
     struct model_hparams *hp = &m->hp;
@@ -135,9 +125,9 @@ static int bind_tensors(struct model *m, struct err *e)
             if ((rc = model_bind_matrix(m, &qkv, NAME("attn_qkv.weight"), n_embd, 3 * n_embd, true,
                                         e)) < 0)
                 return rc;
-            row_view(&L->wq, &qkv, 0, n_embd);
-            row_view(&L->wk, &qkv, n_embd, n_embd);
-            row_view(&L->wv, &qkv, 2 * n_embd, n_embd);
+            model_row_view(&L->wq, &qkv, 0, n_embd);
+            model_row_view(&L->wk, &qkv, n_embd, n_embd);
+            model_row_view(&L->wv, &qkv, 2 * n_embd, n_embd);
             if ((rc = model_bind_matrix(m, &L->w_gate, NAME("ffn_gate.weight"), n_embd, n_ff, true,
                                         e)) < 0)
                 return rc;

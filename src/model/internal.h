@@ -1,5 +1,13 @@
-// model internals shared by the architecture files (llama.c, qwen2.c), the
-// loader / KV cache / C API (model.c) and the unit tests.
+// model internals shared by the model module's files:
+//   arch.c      the architecture table, hyper-parameters and tensor binding
+//               driven by each family's table row
+//   decoder.c   the one generic decoder block every decoder family runs
+//   load.c      open / estimate / load / free, accessors
+//   kvcache.c   the KV cache shared by slots (linear and ring layers), slots
+//   batch.c     model_decode: validation and splitting into ubatches
+//   <family>.c  one table row each (llama.c, qwen2.c, qwen3.c, gemma2.c,
+//               gemma3.c, phi3.c, bert.c) plus hooks for what is unusual
+// and the unit tests.
 #pragma once
 
 #include "engine/engine.h"
@@ -8,37 +16,55 @@
 
 #define MODEL_MAX_LAYERS 512
 
+struct model;
+
 struct model_hparams {
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
     float eps;
-    struct engine_rope rope;
+    struct engine_rope rope;      // global (full-attention) layers
+    struct engine_rope rope_swa;  // sliding-window layers (= rope unless the family differs)
+    int n_swa;                    // sliding window (0: none)
+    float q_scale;                // attention scale (1/sqrt(head_dim) unless the family says)
+    float attn_softcap;           // 0: off
+    float final_softcap;          // 0: off
+    float embd_scale;             // input embeddings multiplied by this (0: off)
 };
 
 struct model_layer {
     const float *attn_norm;               // [n_embd]
     struct engine_tensor wq, wk, wv, wo;  // [n_embd, q_dim], [n_embd, kv_dim] ×2, [q_dim, n_embd]
     const float *bq, *bk, *bv, *bo;       // optional biases
-    const float *ffn_norm;                // [n_embd]
-    struct engine_tensor w_gate, w_up, w_down;  // [n_embd, n_ff] ×2, [n_ff, n_embd]
+    const float *attn_q_norm, *attn_k_norm;       // [head_dim] per-head RMSNorm or NULL
+    const float *attn_post_norm, *ffn_post_norm;  // [n_embd] norms after the sub-blocks or NULL
+    const float *ffn_norm;                        // [n_embd]
+    struct engine_tensor w_gate, w_up, w_down;    // [n_embd, n_ff] ×2, [n_ff, n_embd]
+    const float *sinks;                           // [n_head] attention sinks or NULL
+    // Per-layer type: sliding window (0: global), its RoPE, its cache.
+    bool swa;
+    const struct engine_rope *rope;  // &hp.rope or &hp.rope_swa
     struct engine_kv_layer kv;
+    int kv_ring;  // > 0: the cache is a ring of kv_ring cells per slot
     // Encoders (bert.c): attn_norm / ffn_norm hold the post-norms
     // attn_output_norm / layer_output_norm, whose LayerNorm biases are here.
     const float *attn_norm_b, *ffn_norm_b;  // [n_embd]
     const float *b_up, *b_down;             // [n_ff], [n_embd] or NULL
+    void *ext;                              // a family's own per-layer data (MoE experts, ...)
 };
 
-// One forward pass over at most n_batch rows, prepared by model.c.
+// One forward pass over at most n_batch rows, prepared by batch.c.
 struct model_ubatch {
-    int n;                     // rows
-    const int32_t *tokens;     // [n]
-    const int32_t *pos;        // [n] position in the row's sequence
-    const int32_t *cells;      // [n] KV cell to write
-    const int32_t *cell0;      // [n] first cell of the row's slot
-    const int32_t *n_visible;  // [n] = pos + 1 (causal)
-    int n_out;                 // rows that want outputs
-    const int32_t *out_rows;   // [n_out] row index of each
-    float *out_logits;         // host [n_out × n_vocab]
-    float *out_embd;           // host [n_out × n_embd] or NULL
+    int n;                      // rows
+    const int32_t *tokens;      // [n]
+    const int32_t *pos;         // [n] position in the row's sequence
+    const int32_t *cells;       // [n] KV cell to write (linear layers)
+    const int32_t *cell0;       // [n] first cell of the row's slot (linear layers)
+    const int32_t *ring_cells;  // [n] KV cell to write (ring layers) or NULL
+    const int32_t *ring_cell0;  // [n] first cell of the row's slot (ring layers) or NULL
+    const int32_t *n_visible;   // [n] = pos + 1 (causal)
+    int n_out;                  // rows that want outputs
+    const int32_t *out_rows;    // [n_out] row index of each
+    float *out_logits;          // host [n_out × n_vocab]
+    float *out_embd;            // host [n_out × n_embd] or NULL
 };
 
 // Activation buffers (backend memory), sized for n_batch rows once at load.
@@ -56,18 +82,69 @@ struct model_scratch {
     int n_out_max;
 };
 
+enum model_ffn_act {
+    MODEL_ACT_SILU = 0,  // SwiGLU
+    MODEL_ACT_GELU,      // GeGLU (GELU, tanh form)
+};
+
+// Name of a tensor the table may rename (Ollama's converter writes some
+// families with other names than llama.cpp's); NULL = the llama.cpp name.
+struct model_tensor_names {
+    const char *attn_output;     // "attn_output" (weight and bias)
+    const char *ffn_norm;        // "ffn_norm"
+    const char *attn_post_norm;  // "post_attention_norm"
+    const char *ffn_post_norm;   // "post_ffw_norm"
+};
+
+// An architecture: one row of the table (arch.c's model_archs[]), defined in
+// its family's file. Everything the generic loader and decoder block need is
+// data here; hooks are for what no field describes.
 struct model_arch {
-    const char *name;  // general.architecture
-    // Reads hyper-parameters and binds tensors; fails with a clear message.
+    const char *name;   // general.architecture (also the GGUF key prefix)
+    const char *alias;  // another general.architecture naming the same family, or NULL
+
+    // Hyper-parameters.
+    enum engine_rope_mode rope_mode;
+    bool rope_full;     // rope.dimension_count must equal head_dim
+    float default_eps;  // when layer_norm_rms_epsilon is absent (0: required)
+    bool embd_scale;    // x = token_embd[t] · sqrt(n_embd)
+    bool q_prescale;    // Q multiplied by the scale before Q·K (gemma), not the scores
+    // Sliding window: layer il is local when il % swa_pattern < swa_pattern - 1
+    // (and the file has a window); a bool array sliding_window_pattern wins.
+    int swa_pattern;
+    int default_swa;      // window when the key is absent (0: none)
+    float swa_freq_base;  // local layers' RoPE base when the file has none (0: global's)
+    bool swa_unscaled;    // local layers use no RoPE scaling
+    bool softcaps;  // read attn_logit_softcapping / final_logit_softcapping (else the defaults)
+    float default_attn_softcap, default_final_softcap;
+
+    // Tensors.
+    bool qkv_bias;       // attn_q/k/v.bias required
+    bool qk_norm;        // attn_q_norm / attn_k_norm [head_dim] required
+    bool post_norms;     // post_attention_norm / post_ffw_norm required
+    bool fused_qkv;      // attn_qkv [n_embd, q_dim + 2 kv_dim] accepted (rows Q, K, V)
+    bool fused_gate_up;  // ffn_up [n_embd, 2 n_ff] holds gate then up (no ffn_gate)
+    bool rope_freqs;     // optional rope_freqs.weight (llama3 factors)
+    bool longrope;       // optional rope_factors_long/short.weight (Phi-3)
+    enum model_ffn_act act;
+    struct model_tensor_names names;
+
+    // Hooks (all optional).
+    // Adjusts or checks hyper-parameters after the common ones are read
+    // (before any tensor is bound).
     int (*load)(struct model *m, struct err *e);
-    // Runs the forward pass of one ubatch.
+    // Binds what is unusual after the common tensors are bound.
+    int (*bind)(struct model *m, struct err *e);
+    // The whole forward pass (encoders); NULL: the generic decoder.
     void (*forward)(struct model *m, const struct model_ubatch *ub);
+    // A layer's FFN (MoE): out (n, n_embd) = FFN(in (n, n_embd)); NULL: dense.
+    void (*ffn)(struct model *m, struct model_layer *L, float *out, const float *in, int n);
     // Embedding-only encoder (bert): non-causal attention over each slot's
     // whole sequence, which arrives in one ubatch from position 0 (n_visible
     // is the sequence length); no logits; one KV buffer shared by all layers
     // (it only holds the current layer's keys and values), always F32.
     bool encoder;
-    // Optional: called once at the end of model_load (scratch allocated).
+    // Called once at the end of model_load (scratch allocated).
     int (*prepare)(struct model *m, struct err *e);
 };
 
@@ -85,11 +162,12 @@ struct model {
     struct model_hparams hp;
     uint32_t kv_type;  // gguf type id
 
-    struct engine_tensor tok_embd;  // [n_embd, n_vocab]
-    struct engine_tensor output;    // [n_embd, n_vocab] (= tok_embd when tied)
-    const float *output_norm;       // [n_embd]
-    const float *output_bias;       // [n_vocab] or NULL
-    const float *rope_freqs;        // [n_rot/2] or NULL
+    struct engine_tensor tok_embd;        // [n_embd, n_vocab]
+    struct engine_tensor output;          // [n_embd, n_vocab] (= tok_embd when tied)
+    const float *output_norm;             // [n_embd]
+    const float *output_bias;             // [n_vocab] or NULL
+    const float *rope_freqs;              // [n_rot/2] or NULL
+    const float *rope_long, *rope_short;  // Phi-3 LongRoPE factors [n_rot/2] or NULL
     struct model_layer *layers;
     // Encoders (bert.c).
     struct engine_tensor type_embd;        // [n_embd, n_token_types]
@@ -102,7 +180,8 @@ struct model {
 
     struct model_scratch s;
     struct model_slot *slots;
-    int n_cells;  // n_ctx × n_slots
+    int n_cells;  // n_ctx × n_slots (linear layers)
+    int kv_ring;  // cells per slot of the ring layers (0: every layer is linear)
 
     // Outputs of the last decode (host).
     float *logits;       // [n_outputs × n_vocab]
@@ -110,28 +189,73 @@ struct model {
     int32_t *out_index;  // [batch entries] → output row or -1
     int out_cap;         // rows allocated in logits
     int n_batch_entries;
-    int32_t *ub_buf;  // ubatch index arrays: 6 × n_batch
+    int32_t *ub_buf;  // ubatch index arrays: 8 × n_batch
     int out_index_cap;
     int *slot_next, *slot_last;  // model_decode bookkeeping, [n_slots]
 };
 
 extern const struct model_arch model_arch_llama;
 extern const struct model_arch model_arch_qwen2;
+extern const struct model_arch model_arch_qwen3;
+extern const struct model_arch model_arch_gemma2;
+extern const struct model_arch model_arch_gemma3;
+extern const struct model_arch model_arch_phi3;
+extern const struct model_arch model_arch_qwen3moe;
+extern const struct model_arch model_arch_gpt_oss;
+extern const struct model_arch model_arch_gptoss;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 
-// Helpers for the architecture loaders (model.c).
+// arch.c: the table and the generic loader.
+const struct model_arch *model_arch_find(struct str name);
+// Reads the common hyper-parameters (spec §0.1) and the row's per-layer-type
+// attention features.
+int model_read_hparams(struct model *m, struct err *e);
+// Binds the decoder tensors the row describes.
+int model_bind_decoder(struct model *m, struct err *e);
 int model_bind_matrix(struct model *m, struct engine_tensor *t, const char *name, int64_t ne0,
                       int64_t ne1, bool required, struct err *e);
 int model_bind_vector(struct model *m, const float **out, const char *name, int64_t n,
                       bool required, struct err *e);
-// Reads the common llama-like hyper-parameters (spec §0.1).
-int model_read_hparams(struct model *m, enum engine_rope_mode rope_mode, struct err *e);
-// Binds the common llama-like tensors (optional biases included).
-int model_bind_llama_tensors(struct model *m, struct err *e);
-// The llama forward pass (also used by qwen2, which differs in its
-// hyper-parameters and biases only).
-void model_forward_llama(struct model *m, const struct model_ubatch *ub);
+// A view of rows [r0, r0 + n) of a matrix (part of a fused weight), in place.
+void model_row_view(struct engine_tensor *out, const struct engine_tensor *t, int64_t r0,
+                    int64_t n);
+// "<arch>.<suffix>" into buf.
+const char *model_key(const struct model *m, char *buf, size_t n, const char *suffix);
+
+// gemma2.c: the Gemma query scale (27B: 1/sqrt(n_embd / n_head)), a load
+// hook shared by gemma2 and gemma3.
+int model_gemma_query_scale(struct model *m, struct err *e);
+
+// moe.c: the mixture-of-experts FFN (qwen3moe.c, gpt_oss.c).
+struct model_moe_spec {
+    enum engine_moe_gating gating;
+    bool norm_w;  // renormalise the chosen experts' weights
+    enum engine_moe_act act;
+    bool biases;  // router and expert biases (gpt-oss)
+};
+// Reads expert_count / expert_used_count / expert_feed_forward_length and
+// binds each layer's router and 3-D experts (layer.ext, freed with the model).
+int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct err *e);
+// The FFN hook (struct model_arch.ffn); out may be in.
+void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n);
+// The prepare hook: reserves the MoE op's scratch for n_batch rows.
+int model_prepare_moe(struct model *m, struct err *e);
+// Bytes of that scratch (0 for a model without MoE layers).
+uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch);
+// Bytes of the file's 3-D expert tensors (0 without experts).
+uint64_t model_moe_experts_bytes(const struct model *m);
+
+// decoder.c: the generic decoder block.
+void model_forward_decoder(struct model *m, const struct model_ubatch *ub);
+
+// kvcache.c.
+// Sizes the cache per layer type (linear n_ctx cells, or a ring for
+// sliding-window layers) from the resolved options.
+void model_kv_plan(struct model *m);
+uint64_t model_kv_bytes(const struct model *m);
+int model_kv_alloc(struct model *m, struct err *e);
+void model_kv_free(struct model *m);
 
 // Test hook: layer `il`'s K and V rows of a cell as floats (kv_dim each).
 void model_debug_kv_row(struct model *m, int il, int cell, float *k, float *v);

@@ -5,8 +5,9 @@
 // cache (prefix reuse, context shift), free.
 //
 // Architectures are rows of a table keyed by general.architecture (llama,
-// qwen2, and the encoders bert, nomic-bert); anything else, or a tensor
-// type the engine cannot use, fails at load with a clear message.
+// qwen2, qwen3, gemma2, gemma3, phi3, and the encoders bert, nomic-bert);
+// anything else, or a tensor type the engine cannot use, fails at load with
+// a clear message.
 //
 // Thread-safety: a struct model is used by one thread at a time (the
 // runner's batching loop); compute runs on the model's own thread pool.
@@ -41,12 +42,18 @@ struct model_options {
     // (they cost a pass over those weights at load and speed up products;
     // this switch exists for measuring that).
     bool mapped_weights_only;
+    // Give sliding-window layers a full-length cache instead of a ring of
+    // window + n_batch cells (for measuring what the ring saves).
+    bool kv_full_length;
 };
 
 // Memory a load with these options will use, computed from the file's
 // header alone (nothing is loaded): weights are the mapped tensor data.
 struct model_memory {
     uint64_t weights_bytes;
+    // Of weights_bytes, the mixture-of-experts expert tensors (*_exps): all
+    // resident (mapped) although a token reads only the chosen experts.
+    uint64_t experts_bytes;
     uint64_t kv_bytes;
     uint64_t scratch_bytes;  // activations, logits, per-thread buffers
     uint64_t total_bytes;

@@ -37,6 +37,7 @@ struct gen_job {
     json_t *format;  // borrowed from body (NULL: none)
     json_t *tools;   // borrowed from body
     struct template *tmpl;
+    struct store_prompt_choice pc;  // prompt source (prompt_source.c)
     int n_ctx;
     bool want_context;
     bool logprobs;  // api.md §6.7
@@ -69,6 +70,7 @@ static void job_free(struct gen_job *j)
     json_decref(j->body);
     json_decref(j->options);
     template_free(j->tmpl);
+    store_prompt_choice_deinit(&j->pc);
     buf_deinit(&j->prompt);
     template_output_parser_free(j->parser);
     buf_deinit(&j->acc_content);
@@ -471,7 +473,8 @@ static int render_prompt(struct gen_job *j, struct err *e)
         system = j->m->system;
     if (j->chat) {
         const char *open = NULL, *close = NULL;
-        bool strip = template_thinking_tags(j->tmpl, &open, &close) &&
+        bool strip = j->pc.source != STORE_PROMPT_CHAT_TEMPLATE &&
+                     template_thinking_tags(j->tmpl, &open, &close) &&
                      (strstr(j->m->config.model_family ? j->m->config.model_family : "", "qwen3") ||
                       strstr(j->model_name, "deepseek-r1"));
         msgs = template_chat_messages(j->m->messages, json_object_get(b, "messages"), j->m->system,
@@ -487,7 +490,15 @@ static int render_prompt(struct gen_job *j, struct err *e)
                                           json_object_get(b, "images"));
     }
     pr.messages = msgs;
-    int rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
+    int rc;
+    if (msgs && j->pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
+        struct srv_prompt_req jr = {.pc = &j->pc, .messages = msgs, .tools = j->tools,
+                                    .think = j->think, .truncate = pr.truncate, .n_ctx = pr.n_ctx,
+                                    .count = count_tokens, .count_ctx = j};
+        rc = srv_prompt_render_jinja(&jr, &j->prompt, e);
+    } else {
+        rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
+    }
     json_decref(msgs);
     if (rc < 0)
         return rc;
@@ -692,8 +703,17 @@ static void handle_completion(struct srv_req *r, bool chat)
     j->n_ctx = effective_n_ctx(r->srv, j->options, j->m->model_path);
     j->want_context = !chat && !j->raw;
 
-    // Template: the request's, the model's, or the plain default.
+    // Prompt source (Ollama 0.33's order, store_prompt_choose); a request template is a Go
+    // template. The Go template: the request's, the model's, or the plain default.
     const char *ttext = json_string_value(json_object_get(b, "template"));
+    store_prompt_choose(j->m, &j->pc);
+    if (ttext && *ttext)
+        j->pc.source = STORE_PROMPT_GO_TEMPLATE;
+    if (log_enabled(LOG_DEBUG)) {
+        char *kv = xasprintf("model=%s selected=%s", name, store_prompt_source_name(j->m, j->pc.source));
+        log_kv(LOG_DEBUG, kv, "template selection");
+        free(kv);
+    }
     if (!ttext || !*ttext)
         ttext = j->m->template_text ? j->m->template_text : TEMPLATE_DEFAULT;
     rc = template_parse(&j->tmpl, ttext, strlen(ttext), &e);
@@ -737,7 +757,13 @@ static void handle_completion(struct srv_req *r, bool chat)
         srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, &e);
         goto out;
     }
-    j->parser = template_output_parser_new(j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
+    if (j->pc.source == STORE_PROMPT_CHAT_TEMPLATE)
+        j->parser = template_output_parser_new_format(
+            template_chat_format_detect(j->pc.chat_template), j->pc.chat_template, j->think_on,
+            j->tools, buf_cstr(&j->prompt));
+    else
+        j->parser =
+            template_output_parser_new(j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
 
     if (j->stream) {
         // From here the producer thread owns the job.

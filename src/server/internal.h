@@ -8,6 +8,7 @@
 
 #include "json/json.h"
 #include "store/store.h"
+#include "template/template.h"
 #include "server/server.h"
 #include "util/util.h"
 
@@ -103,6 +104,22 @@ void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *native,
 // Standard base64 with padding; valid = what Go's StdEncoding decodes.
 void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out);
 bool srv_base64_valid(const char *s);
+
+// Prompt sources (prompt_source.c). A chat for a model whose source is its
+// GGUF Jinja chat template (store_prompt_choose), rendered with the context
+// Ollama 0.33 hands llama-server, truncated like the Go path (oldest
+// non-system messages dropped until it fits n_ctx tokens).
+struct srv_prompt_req {
+    const struct store_prompt_choice *pc;
+    json_t *messages;  // the assembled chat (API messages)
+    json_t *tools;     // request tools, or NULL
+    struct template_think think;
+    bool truncate;
+    int64_t n_ctx;
+    template_count_fn count;  // NULL: no truncation
+    void *count_ctx;
+};
+int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e);
 
 // Options (options.c): merges model params and request options with type
 // checks (ERR_INTERNAL "option \"top_k\" must be of type integer").

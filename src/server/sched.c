@@ -811,6 +811,12 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
         r->n_parallel = n_parallel;
         r->embedding = rq->embedding;
         r->size_bytes = mem.total_bytes;
+        if (mem.experts_bytes > 0) {  // counted in full: every expert stays mapped
+            char ex[32], tot[32];
+            gib(mem.experts_bytes, ex, sizeof(ex));
+            gib(mem.total_bytes, tot, sizeof(tot));
+            log_info("%s: mixture of experts, all experts resident (%s of %s)", r->name, ex, tot);
+        }
         r->keep_alive_ns = effective_keep_alive(s, rq);
         r->loading = true;
         r->refs = 1;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/quant/quant.h"
 #include "gguf/gguf.h"
 
 #define ERR_SERVER_PATH                                                                            \
@@ -438,6 +439,22 @@ static const char *gguf_media_type(const struct gguf *g)
     return STORE_MT_MODEL;
 }
 
+// A model whose tensors have a type the engine cannot read would be created
+// and then fail every request: refuse it here.
+static int check_tensor_types(const struct gguf *g, const char *file, struct err *e)
+{
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (quant_traits_get(t->type))
+            continue;
+        const char *tn = gguf_type_name(t->type);
+        return err_set(e, ERR_UNSUPPORTED,
+                       "file \"%s\": tensor %.*s has type %s, which this version cannot run",
+                       file, (int)t->name.len, t->name.ptr, tn ? tn : "unknown");
+    }
+    return 0;
+}
+
 static int layers_from_files(struct create_ctx *c, const struct store_file_ref *files0, size_t n,
                              bool adapters, struct err *e)
 {
@@ -488,6 +505,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
             goto out;
         }
         const char *mt = adapters ? STORE_MT_ADAPTER : gguf_media_type(g);
+        if (strcmp(mt, STORE_MT_MODEL) == 0 && (rc = check_tensor_types(g, files[i].name, e)) < 0) {
+            gguf_close(g);
+            goto out;
+        }
         struct str chat;
         if (!adapters && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
             c->chat_template = str_dup(chat);
@@ -583,6 +604,14 @@ static const char *infer_float_type(const struct gguf *g)
                                     : "unknown";
 }
 
+// The i-quant mixes (IQ2_XXS ... IQ4_XS) and Q2_K_S: llama-quantize makes
+// them only with an importance matrix.
+static bool is_imatrix_type(const char *upper)
+{
+    return gguf_file_type_from_name(upper) >= 0 &&
+           (strncmp(upper, "IQ", 2) == 0 || strcmp(upper, "Q2_K_S") == 0);
+}
+
 static int quantize_layers(struct create_ctx *c, const char *requested, struct err *e)
 {
     const char *label = store_quantize_label(requested);
@@ -592,6 +621,12 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
         for (; requested[k] && k + 1 < sizeof(up); k++)
             up[k] = (char)toupper((unsigned char)requested[k]);
         up[k] = '\0';
+        if (is_imatrix_type(up))
+            return err_set(e, ERR_INVALID,
+                           "quantization type %s needs an importance matrix, which create "
+                           "does not compute; import a GGUF file already quantized to %s "
+                           "(supported types are F32, F16, Q4_K_S, Q4_K_M, Q8_0)",
+                           up, up);
         return err_set(e, ERR_INVALID,
                        "unsupported quantization type %s - supported types are "
                        "F32, F16, Q4_K_S, Q4_K_M, Q8_0",

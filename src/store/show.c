@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "jinja/jinja.h"
 
 json_t *store_details_json(const struct store_config *c, const char *parent_model);
 
@@ -152,13 +153,24 @@ size_t store_model_capabilities(const struct store_model *m, const char **out, s
     }
     if (m->n_projectors)
         n = add_cap(out, n, max, "vision");
-    const char *t = m->template_text ? m->template_text : "";
-    if (strstr(t, ".Tools"))
-        n = add_cap(out, n, max, "tools");
-    if (strstr(t, ".Suffix"))
-        n = add_cap(out, n, max, "insert");
-    if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet"))
-        n = add_cap(out, n, max, "thinking");
+    // Template capabilities come from the source the model's chats use (prompt_source.c).
+    struct store_prompt_choice pc;
+    store_prompt_choose(m, &pc);
+    if (pc.source == STORE_PROMPT_GO_TEMPLATE) {
+        const char *t = m->template_text;
+        if (strstr(t, ".Tools"))
+            n = add_cap(out, n, max, "tools");
+        if (strstr(t, ".Suffix"))
+            n = add_cap(out, n, max, "insert");
+        if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet"))
+            n = add_cap(out, n, max, "thinking");
+    } else if (pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
+        if (jinja_chat_has_tools(pc.chat_template))
+            n = add_cap(out, n, max, "tools");
+        if (jinja_chat_has_thinking(pc.chat_template))
+            n = add_cap(out, n, max, "thinking");
+    }
+    store_prompt_choice_deinit(&pc);
     return n;
 }
 

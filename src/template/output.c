@@ -192,7 +192,8 @@ enum { TC_LOOK, TC_CALLING, TC_CONTENT };
 
 struct template_tool_parser {
     char *tag;
-    bool json_tag;  // "{" or "["
+    bool json_tag;     // "{" or "["
+    char *skip_prefix; // json_tag: a marker the calls may start with (Llama's <|python_tag|>)
     char **names;
     size_t n_names;
     int state;
@@ -225,6 +226,7 @@ void template_tool_parser_free(struct template_tool_parser *p)
         free(p->names[i]);
     free(p->names);
     free(p->tag);
+    free(p->skip_prefix);
     buf_deinit(&p->acc);
     free(p);
 }
@@ -247,7 +249,7 @@ static json_t *find_args(json_t *obj, const char *name, int depth)
 {
     if (depth > 32)
         return NULL;
-    if (json_object_get(obj, "name")) {
+    if (json_object_get(obj, "name") || json_object_get(obj, "tool_name")) {
         json_t *a = json_object_get(obj, "arguments");
         if (!a)
             a = json_object_get(obj, "parameters");
@@ -427,8 +429,22 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
         size_t len = p->acc.len;
         const char *t = find(a, len, p->tag);
         if (p->json_tag) {
-            // tools only when the first non-blank character is the tag
+            // tools only when the first non-blank character is the tag (after the skip prefix)
             size_t w = skip_ws(a, len);
+            if (p->skip_prefix) {
+                size_t pl = strlen(p->skip_prefix), have = len - w < pl ? len - w : pl;
+                if (!memcmp(a + w, p->skip_prefix, have)) {
+                    if (have < pl)
+                        return 0;  // a partial marker: wait
+                    w = skip_ws(a, len) + pl;
+                    w += skip_ws(a + w, len - w);
+                    buf_set(&p->acc, a + w, len - w);
+                    a = p->acc.data ? p->acc.data : "";
+                    len = p->acc.len;
+                    w = 0;
+                    t = find(a, len, p->tag);
+                }
+            }
             if (w < len && t != a + w) {
                 p->state = TC_CONTENT;
                 rc = buf_append(content, a, len);
@@ -487,19 +503,88 @@ struct template_output_parser {
     struct template_tool_parser *tools;  // NULL when the request has none
 };
 
-struct template_output_parser *template_output_parser_new(const struct template *t, bool think,
-                                                          json_t *tools, const char *prompt)
+// The chain for explicit tags: open/close NULL = no thinking section; tool_tag as
+// template_tool_parser_new takes it; skip_prefix may be NULL.
+static struct template_output_parser *parser_new_tags(const char *open, const char *close,
+                                                      const char *tool_tag,
+                                                      const char *skip_prefix, bool think,
+                                                      json_t *tools, const char *prompt)
 {
     struct template_output_parser *p = xcalloc(1, sizeof(*p));
-    const char *open = NULL, *close = NULL;
-    if (think && t && template_thinking_tags(t, &open, &close)) {
+    if (think && open && close) {
         p->thinking = true;
         bool inside = prompt && template_think_starts_inside(prompt, strlen(prompt), open);
         template_think_parser_init(&p->think, open, close, inside);
     }
-    if (json_is_array(tools) && json_array_size(tools) > 0)
-        p->tools = template_tool_parser_new(t ? template_tool_tag(t) : "{", tools);
+    if (json_is_array(tools) && json_array_size(tools) > 0) {
+        p->tools = template_tool_parser_new(tool_tag, tools);
+        if (skip_prefix && p->tools->json_tag)
+            p->tools->skip_prefix = xstrdup(skip_prefix);
+    }
     return p;
+}
+
+struct template_output_parser *template_output_parser_new(const struct template *t, bool think,
+                                                          json_t *tools, const char *prompt)
+{
+    const char *open = NULL, *close = NULL;
+    if (t)
+        template_thinking_tags(t, &open, &close);
+    return parser_new_tags(open, close, t ? template_tool_tag(t) : "{", NULL, think, tools, prompt);
+}
+
+// ---------------------------------------------------------------------------
+// Output formats of models on their own Jinja chat template, recognised from
+// the template text in the order llama.cpp's chat handling checks them
+// (common/chat.cpp, common_chat_templates_apply_jinja): the first row whose
+// needles all occur wins. Each row names the thinking tags and the tool-call
+// tag the generated text uses.
+
+static const struct template_chat_format chat_formats[] = {
+    // <think>…</think>, then <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+    // ```json {…} ```<｜tool▁call▁end｜>…
+    {"deepseek_r1", {"<｜tool▁calls▁begin｜>"}, "<think>", "</think>", "<｜tool▁calls▁begin｜>", NULL},
+    {"command_r7b", {"<|END_THINKING|><|START_ACTION|>"}, "<|START_THINKING|>", "<|END_THINKING|>",
+     "<|START_ACTION|>", NULL},
+    // <tool_call>{"name": …, "arguments": {…}}</tool_call> (Hermes 2/3 Pro, Qwen 2.5 / 3)
+    {"hermes_2_pro", {"<tool_call>"}, "<think>", "</think>", "<tool_call>", NULL},
+    // >>>NAME\n{…}
+    {"functionary_v3_2", {">>>all"}, NULL, NULL, ">>>", NULL},
+    {"firefunction_v2", {" functools["}, NULL, NULL, "functools[", NULL},
+    // <function=NAME>{…}</function>
+    {"functionary_v3_1_llama_3_1", {"<|start_header_id|>", "<function="}, NULL, NULL, "<function=",
+     NULL},
+    // {"name": …, "parameters": {…}}, or after <|python_tag|>
+    {"llama_3_x", {"<|start_header_id|>ipython<|end_header_id|>"}, NULL, NULL, "{", "<|python_tag|>"},
+    // [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}]
+    {"mistral_nemo", {"[TOOL_CALLS]"}, NULL, NULL, "[TOOL_CALLS]", NULL},
+    // Action: ```json [{"tool_name": …, "parameters": {…}}] ``` (Command R / R+ tool use)
+    {"command_r", {"Action:", "tool_name"}, NULL, NULL, "Action:", NULL},
+    // anything else: thinking when the template has the tags, a JSON call as the whole reply
+    {"generic", {NULL}, "<think>", "</think>", "{", NULL},
+};
+
+const struct template_chat_format *template_chat_format_detect(const char *jinja)
+{
+    size_t n = sizeof chat_formats / sizeof chat_formats[0];
+    for (size_t i = 0; i + 1 < n; i++) {
+        bool all = true;
+        for (size_t k = 0; k < 2 && chat_formats[i].needles[k]; k++)
+            all = all && jinja && strstr(jinja, chat_formats[i].needles[k]);
+        if (all)
+            return &chat_formats[i];
+    }
+    return &chat_formats[n - 1];
+}
+
+struct template_output_parser *template_output_parser_new_format(const struct template_chat_format *f,
+                                                                 const char *jinja, bool think,
+                                                                 json_t *tools, const char *prompt)
+{
+    // thinking only where the template itself has the tags
+    bool tags = f->think_open && jinja && strstr(jinja, f->think_open) && strstr(jinja, f->think_close);
+    return parser_new_tags(tags ? f->think_open : NULL, tags ? f->think_close : NULL, f->tool_tag,
+                           f->skip_prefix, think, tools, prompt);
 }
 
 void template_output_parser_free(struct template_output_parser *p)

@@ -169,6 +169,26 @@ int template_output_parser_add(struct template_output_parser *p, const char *s, 
 int template_output_parser_finish(struct template_output_parser *p, struct buf *thinking,
                                   struct buf *content, json_t *calls, struct err *e);
 
+// Output formats of models on their own Jinja chat template (Hermes/Qwen
+// <tool_call>, Llama 3.x JSON and <|python_tag|>, Mistral [TOOL_CALLS],
+// DeepSeek R1, Command R / R7B, Functionary, generic JSON), chosen from the
+// template text in the order llama.cpp chooses.
+struct template_chat_format {
+    const char *name;             // llama.cpp's name for it ("hermes_2_pro", ...)
+    const char *needles[2];       // all present in the template (NULL-terminated)
+    const char *think_open;       // thinking tags, or NULL
+    const char *think_close;
+    const char *tool_tag;         // as template_tool_parser_new takes it
+    const char *skip_prefix;      // a marker a JSON call may start with, or NULL
+};
+// Never NULL: the generic format when nothing else matches.
+const struct template_chat_format *template_chat_format_detect(const char *jinja);
+// The output parser chain for a format: thinking when think is on and the
+// template (jinja) has the format's tags; tool calls when tools is non-empty.
+struct template_output_parser *template_output_parser_new_format(const struct template_chat_format *f,
+                                                                 const char *jinja, bool think,
+                                                                 json_t *tools, const char *prompt);
+
 // ---------------------------------------------------------------------------
 // Built-in templates (modelfile.md §5)
 

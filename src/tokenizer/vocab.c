@@ -878,6 +878,11 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
         if (llama3_fix && (!pre[0] || strcmp(pre, "default") == 0))
             snprintf(pre, sizeof(pre), "llama-bpe");
     }
+    // Ollama's gpt-oss files ("gptoss") keep the default marker although the
+    // o200k vocabulary needs the gpt-4o pre-tokenizer; Ollama forces it
+    // (llama/compat handle_gptoss), and so do we.
+    if (kind == TOKENIZER_BPE && str_eq_cstr(arch, "gptoss"))
+        snprintf(pre, sizeof(pre), "gpt-4o");
     rc = init_pre(t, pre, e);
     if (rc < 0)
         goto out;

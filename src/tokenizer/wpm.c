@@ -1,6 +1,12 @@
-// WordPiece (spec §8): BERT's normaliser (accent stripping by the first code
-// point of the canonical decomposition, control characters dropped,
-// lower-casing, punctuation and CJK ideographs as words of their own), then
+// WordPiece (spec §8), as llama.cpp's llm_tokenizer_wpm: every code point
+// replaced by the first code point of its canonical decomposition (so "é"
+// becomes "e" and a Hangul syllable its leading consonant jamo), control
+// characters dropped, lower-casing, punctuation, ASCII symbols and CJK
+// ideographs as words of their own. Combining marks that arrive as code
+// points of their own (decomposed accents, Devanagari and Arabic vowel
+// signs, the variation selector and keycap of emoji) are kept in their word,
+// which then usually matches nothing and becomes [UNK] (unlike Hugging
+// Face's BertTokenizer, which strips them). Then
 // greedy longest match per word against the "phantom space" vocabulary
 // (word-initial pieces carry a U+2581 prefix). A word with an unmatched rest
 // becomes [UNK].
@@ -18,12 +24,15 @@ static bool is_cjk(uint32_t c)
            (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-// First code point of the full canonical decomposition (Hangul syllables,
-// decomposed algorithmically rather than by UnicodeData, are kept).
+// First code point of the full canonical decomposition; a Hangul syllable
+// decomposes algorithmically into jamo, the first being its leading
+// consonant U+1100 + (c - U+AC00) / 588.
 static uint32_t nfd_first(uint32_t c)
 {
-    if (c < 0xC0 || (c >= 0xAC00 && c <= 0xD7A3))
+    if (c < 0xC0)
         return c;
+    if (c >= 0xAC00 && c <= 0xD7A3)
+        return 0x1100 + (c - 0xAC00) / 588;
     utf8proc_int32_t buf[8];
     int bound = 0;
     utf8proc_ssize_t n =
@@ -93,9 +102,6 @@ int tok_wpm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
         utf8proc_category_t cat = utf8proc_category((utf8proc_int32_t)c);
         if (c == 0 || c == 0xFFFD || cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
             cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CS)
-            continue;
-        if (t->wpm_strip_accents && (cat == UTF8PROC_CATEGORY_MN || cat == UTF8PROC_CATEGORY_MC ||
-                                     cat == UTF8PROC_CATEGORY_ME))
             continue;
         if (t->wpm_lowercase)
             c = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);

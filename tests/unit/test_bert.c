@@ -24,6 +24,7 @@
 #include "gguf/gguf.h"
 #include "json/json.h"
 #include "model/model.h"
+#include "testgguf.h"
 #include "testutil.h"
 
 #define MIN_COSINE      0.9999
@@ -76,47 +77,6 @@ static double cosine(const float *a, const float *b, int n)
     return ab / (sqrt(aa) * sqrt(bb) + 1e-30);
 }
 
-// Rewrites a GGUF with another <arch>.pooling_type (the CLS variants).
-static int write_with_pooling(const char *src, const char *dst, uint32_t pooling)
-{
-    struct gguf *g;
-    struct gguf_writer *w;
-    struct err e = {0};
-    if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0) {
-        fprintf(stderr, "%s\n", e.msg);
-        return -1;
-    }
-    struct str arch = gguf_architecture(g);
-    char key[128];
-    snprintf(key, sizeof key, "%.*s.pooling_type", (int)arch.len, arch.ptr);
-    for (size_t i = 0; i < gguf_kv_count(g); i++) {
-        const struct gguf_kv *kv = gguf_kv_at(g, i);
-        if (str_eq_cstr(kv->key, key))
-            gguf_writer_kv_u32(w, key, pooling);
-        else
-            gguf_writer_kv_copy(w, kv);
-    }
-    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        char *name = str_dup(t->name);
-        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
-        free(name);
-    }
-    int rc = gguf_writer_write_header(w, &e);
-    for (size_t i = 0; rc == 0 && i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        rc = gguf_writer_write_data(w, t->data, t->n_bytes, &e);
-    }
-    if (rc == 0)
-        rc = gguf_writer_close(w, &e);
-    else
-        gguf_writer_abort(w);
-    if (rc < 0)
-        fprintf(stderr, "%s\n", e.msg);
-    gguf_close(g);
-    return rc;
-}
-
 static int group_setup(void **state)
 {
     (void)state;
@@ -153,7 +113,7 @@ static int group_setup(void **state)
                               fx.q8_path[mi]);
         int rc = system(cmd);
         free(cmd);
-        if (rc != 0 || write_with_pooling(fx.path[mi], fx.cls_path[mi], 2) < 0)
+        if (rc != 0 || test_gguf_set_arch_u32(fx.path[mi], fx.cls_path[mi], "pooling_type", 2) < 0)
             return -1;
     }
     return 0;
@@ -434,6 +394,64 @@ static void test_load_errors(void **state)
     unlink(bad);
 }
 
+// The shared tiny-nomic-bert fixture against llama.cpp ec98e2002: token ids
+// ([CLS] ... [SEP]), the mean-pooled embedding within 1e-3 per component
+// and its L2-normalised form (what /api/embed returns).
+static void test_nomic_shared_reference(void **state)
+{
+    (void)state;
+    char ref[1024], path[1024];
+    if (!test_shared_fixture(ref, sizeof ref, "tiny-nomic-bert.reference.json")) {
+        if (test_shared_fixture(path, sizeof path, "README.md"))
+            fail_msg("shared fixtures present but tiny-nomic-bert.reference.json is missing");
+        skip();
+    }
+    json_error_t je;
+    json_t *root = json_load_file(ref, 0, &je);
+    assert_non_null(root);
+    json_t *cases = json_object_get(root, "embedding_cases");
+    assert_true(json_array_size(cases) >= 3);
+    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-nomic-bert-f32.gguf"));
+    struct model *m = load(path, 512, 1);
+    int d = model_n_embd(m);
+    float *got = malloc((size_t)d * sizeof(float));
+    for (size_t ci = 0; ci < json_array_size(cases); ci++) {
+        json_t *c = json_array_get(cases, ci);
+        const char *text = json_string_value(json_object_get(c, "prompt"));
+        json_t *want_ids = json_object_get(c, "prompt_tokens");
+        int32_t ids[512], pos[512], slot[512];
+        struct err e = {0};
+        int n = model_tokenize(m, text, strlen(text), true, false, ids, 512, &e);
+        assert_int_equal((size_t)n, json_array_size(want_ids));
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(ids[k], json_integer_value(json_array_get(want_ids, (size_t)k)));
+            pos[k] = k;
+            slot[k] = 0;
+        }
+        bool want[512];
+        for (int k = 0; k < n; k++)
+            want[k] = true;
+        struct model_batch b = {n, ids, pos, slot, want};
+        assert_int_equal(model_decode(m, &b, &e), 0);
+        pool(m, 0, n, got);
+        json_t *emb = json_object_get(c, "embedding"),
+               *norm = json_object_get(c, "embedding_normalized");
+        assert_int_equal(json_array_size(emb), (size_t)d);
+        double ss = 0;
+        for (int j = 0; j < d; j++)
+            ss += (double)got[j] * got[j];
+        for (int j = 0; j < d; j++) {
+            double w = json_number_value(json_array_get(emb, (size_t)j));
+            double wn = json_number_value(json_array_get(norm, (size_t)j));
+            if (fabs(got[j] - w) > 1e-3 || fabs(got[j] / sqrt(ss) - wn) > 1e-3)
+                fail_msg("case %zu component %d: %f vs reference %f", ci, j, (double)got[j], w);
+        }
+    }
+    free(got);
+    model_free(m);
+    json_decref(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_single_vs_batch),
         cmocka_unit_test(test_encoder_input_rules),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_nomic_shared_reference),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -274,12 +274,23 @@ static void test_norms_and_elementwise(void **state)
     for (int64_t i = 0; i < n; i++)
         ref[i] = x[i] / (1 + exp(-(double)x[i])) * w[i];
     assert_close(y, ref, n, 1e-5);
+    // GELU as the reference's table: input and result rounded to f16.
     engine_glu(be, y, x, w, n, true);
     for (int64_t i = 0; i < n; i++) {
-        double v = x[i];
-        ref[i] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))) * w[i];
+        double v = quant_f16_to_f32(quant_f32_to_f16(x[i]));
+        float g = (float)(0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+        ref[i] = (double)quant_f16_to_f32(quant_f32_to_f16(g)) * w[i];
     }
     assert_close(y, ref, n, 1e-5);
+    assert_true(engine_gelu(-11.0f) == 0.0f && engine_gelu(12.5f) == 12.5f);
+
+    // Soft-capping: cap · tanh(x / cap).
+    for (int64_t i = 0; i < n; i++)
+        y[i] = 4.0f * x[i];
+    engine_softcap(be, y, y, 3.0f, n);
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = 3.0 * tanh(4.0 * x[i] / 3.0);
+    assert_close(y, ref, n, 1e-6);
 
     engine_add(be, y, x, w, n);
     for (int64_t i = 0; i < n; i++)
@@ -420,6 +431,67 @@ static void test_attention(void **state)
         }
 }
 
+// Sliding window, soft-capped scores and a ring cache: position p of a
+// slot in cell cell0 + p % ring; row r sees positions
+// [max(0, nvis - window), nvis).
+static void test_attention_window_ring(void **state)
+{
+    (void)state;
+    const int n_head = 2, n_head_kv = 1, hd = 16, kv_dim = hd, n_pos = 30, ring = 12, window = 5;
+    struct engine_backend *be = backend(2);
+    struct engine_kv_layer kv = {NULL, NULL, engine_kv_row_bytes(GGUF_TYPE_F32, kv_dim)};
+    kv.k = engine_buf_alloc(be, kv.row_bytes * 2 * ring);  // two slots
+    kv.v = engine_buf_alloc(be, kv.row_bytes * 2 * ring);
+    float *k = rand_vec(n_pos * kv_dim), *v = rand_vec(n_pos * kv_dim);
+    for (int i = 0; i < n_pos * kv_dim; i++)
+        k[i] *= 8.0f;  // large scores, so the cap bites
+    // Slot 1 holds positions 0..n_pos-1 as a ring (the earlier ones are
+    // overwritten); slot 0 is never read.
+    for (int p = 0; p < n_pos; p++) {
+        int32_t cell = ring + p % ring;
+        engine_kv_store(be, &kv, GGUF_TYPE_F32, &cell, k + p * kv_dim, v + p * kv_dim, 1, kv_dim);
+    }
+    const int n_rows = 3;
+    float *q = rand_vec(n_rows * n_head * hd);
+    int32_t cell0[3] = {ring, ring, ring}, nvis[3] = {n_pos, n_pos - 3, n_pos - 7};
+    float *out = engine_buf_alloc(be, n_rows * n_head * hd * sizeof(float));
+    for (int capped = 0; capped <= 1; capped++) {
+        struct engine_attn a = {n_head, n_head_kv, hd, 1.0f / sqrtf(hd), GGUF_TYPE_F32};
+        a.window = window;
+        a.kv_ring = ring;
+        a.softcap = capped ? 2.0f : 0.0f;
+        engine_attention(be, out, q, n_rows, &kv, cell0, nvis, &a);
+        double ref[3 * 2 * 16];
+        for (int r = 0; r < n_rows; r++)
+            for (int h = 0; h < n_head; h++) {
+                int p0 = nvis[r] > window ? nvis[r] - window : 0;
+                double s[32], mx = -1e30, sum = 0;
+                for (int p = p0; p < nvis[r]; p++) {
+                    double d = 0;
+                    for (int i = 0; i < hd; i++)
+                        d += (double)q[(r * n_head + h) * hd + i] * k[p * kv_dim + i];
+                    d /= sqrt(hd);
+                    if (capped)
+                        d = 2.0 * tanh(d / 2.0);
+                    s[p] = d;
+                    mx = fmax(mx, d);
+                }
+                for (int p = p0; p < nvis[r]; p++)
+                    sum += (s[p] = exp(s[p] - mx));
+                for (int i = 0; i < hd; i++) {
+                    double o = 0;
+                    for (int p = p0; p < nvis[r]; p++)
+                        o += s[p] / sum * v[p * kv_dim + i];
+                    ref[(r * n_head + h) * hd + i] = o;
+                }
+            }
+        assert_close(out, ref, n_rows * n_head * hd, 1e-5);
+    }
+    engine_buf_free(be, out), engine_buf_free(be, kv.k), engine_buf_free(be, kv.v);
+    engine_backend_free(be);
+    free(k), free(v), free(q);
+}
+
 // Shifting cached keys by delta equals rotating them at pos + delta.
 static void test_kv_shift_and_move(void **state)
 {
@@ -489,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_norms_and_elementwise),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_window_ring),
         cmocka_unit_test(test_kv_shift_and_move),
         cmocka_unit_test(test_tensor_view),
     };

@@ -340,7 +340,7 @@ static void test_dispatch(void **state)
         if (k->gemm)
             assert_true(k->gemm_nr > 0 && k->gemm_nc > 0);
     }
-    assert_null(kernels_get(GGUF_TYPE_IQ2_XXS));
+    assert_null(kernels_get(GGUF_TYPE_NVFP4));
     assert_null(kernels_get(GGUF_TYPE_Q8_K));
     assert_null(kernels_get(1000));
     assert_null(kernels_get_isa(GGUF_TYPE_Q4_0, KERNELS_ISA_COUNT_));
@@ -792,6 +792,197 @@ static void test_fixture_vectors(void **state)
         skip();
 }
 
+// ---------------------------------------------------------------------------
+// The i-quant, ternary and MXFP4 weights (quant traits' dequantizers are the
+// float reference; they are checked bit-exact against ggml in test_quant).
+
+static const uint32_t iq_types[] = {
+    GGUF_TYPE_IQ2_XXS, GGUF_TYPE_IQ2_XS, GGUF_TYPE_IQ2_S, GGUF_TYPE_IQ3_XXS,
+    GGUF_TYPE_IQ3_S,   GGUF_TYPE_IQ1_S,  GGUF_TYPE_IQ1_M, GGUF_TYPE_IQ4_NL,
+    GGUF_TYPE_IQ4_XS,  GGUF_TYPE_TQ1_0,  GGUF_TYPE_TQ2_0, GGUF_TYPE_MXFP4,
+};
+#define N_IQ_TYPES (sizeof(iq_types) / sizeof(iq_types[0]))
+
+// Random blocks of an i-quant type: random bytes with a sane scale.
+static void *rnd_iq_weights(uint32_t type, int64_t n)
+{
+    const struct quant_traits *tr = quant_traits_get(type);
+    size_t size = quant_row_size(type, n);
+    assert_true(size > 0);
+    uint8_t *p = malloc(size);
+    assert_non_null(p);
+    for (size_t i = 0; i < size; i++)
+        p[i] = (uint8_t)rnd_u32();
+    for (size_t b = 0; b < size / tr->type_size; b++) {
+        uint8_t *blk = p + b * tr->type_size;
+        if (type == GGUF_TYPE_MXFP4) {
+            blk[0] = (uint8_t)(118 + rnd_u32() % 12);
+        } else if (type == GGUF_TYPE_IQ1_M) {
+            // the f16 scale is the top nibble of each of the 4 scale words
+            uint16_t h = quant_f32_to_f16(rnd_f(-0.1f, 0.1f));
+            for (int k = 0; k < 4; k++)
+                blk[48 + 2 * k + 1] = (uint8_t)((blk[48 + 2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 15) << 4));
+        } else {
+            size_t od = type == GGUF_TYPE_TQ1_0 ? 52 : type == GGUF_TYPE_TQ2_0 ? 64 : 0;
+            put_f16(blk + od, rnd_f(-0.1f, 0.1f));
+        }
+    }
+    return p;
+}
+
+// Dot of dequantized weights with dequantized activations, in double, and
+// the sum of absolute products (for the tolerance).
+static double iq_exact(uint32_t type, const void *w, uint32_t vdt, const void *xq, int64_t n,
+                       double *abs_sum)
+{
+    float *wf = malloc((size_t)n * sizeof(float)), *xf = malloc((size_t)n * sizeof(float));
+    quant_traits_get(type)->to_float(w, wf, n);
+    deq_acts(vdt, xq, xf, n);
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)wf[i] * (double)xf[i];
+    *abs_sum = abs_dot(wf, xf, n);
+    free(wf);
+    free(xf);
+    return s;
+}
+
+static void test_iq_types(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (size_t t = 0; t < N_IQ_TYPES; t++) {
+        const uint32_t type = iq_types[t];
+        const char *tn = quant_traits_get(type)->name;
+        const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
+        assert_non_null(ref);
+        assert_non_null(kernels_get(type));
+        const int64_t lens[] = {256, 512, 2048};
+        for (size_t li = 0; li < 3; li++) {
+            const int64_t n = lens[li];
+            enum { NR = 5, NC = 19 };  // more columns than one gemm pass
+            const size_t wrow = quant_row_size(type, n);
+            const size_t xrow = kernels_row_size(ref->vec_dot_type, n);
+            uint8_t *w = malloc(wrow * NR), *xq = malloc(xrow * NC);
+            float *x = malloc((size_t)n * sizeof(float));
+            for (int r = 0; r < NR; r++) {
+                void *wr = rnd_iq_weights(type, n);
+                memcpy(w + wrow * r, wr, wrow);
+                free(wr);
+            }
+            for (int c = 0; c < NC; c++) {
+                rnd_floats(x, n);
+                ref->from_float(x, xq + xrow * c, n);
+            }
+            static float want[NC][NR], s[NC * NR];
+            static double tol[NC][NR];
+            for (int c = 0; c < NC; c++)
+                for (int r = 0; r < NR; r++) {
+                    double abs_sum;
+                    double exact = iq_exact(type, w + wrow * r, ref->vec_dot_type, xq + xrow * c,
+                                            n, &abs_sum);
+                    tol[c][r] = 2e-5 * abs_sum + 1e-6;
+                    ref->vec_dot(n, &want[c][r], w + wrow * r, xq + xrow * c);
+                    if (!(fabs(want[c][r] - exact) <= tol[c][r]))
+                        fail_msg("%s n=%lld: scalar dot %.9g, dequantized %.9g", tn, (long long)n,
+                                 want[c][r], exact);
+                }
+            for (int isa = 1; isa < KERNELS_ISA_COUNT_; isa++) {
+                const struct kernels_type *k = kernels_get_isa(type, (enum kernels_isa)isa);
+                if (!k)
+                    continue;
+                const char *in = kernels_isa_name((enum kernels_isa)isa);
+                assert_int_equal(k->vec_dot_type, ref->vec_dot_type);
+                for (int c = 0; c < NC; c++)
+                    for (int r = 0; r < NR; r++) {
+                        float got;
+                        k->vec_dot(n, &got, w + wrow * r, xq + xrow * c);
+                        if (!(fabs(got - want[c][r]) <= tol[c][r]))
+                            fail_msg("%s %s n=%lld: vec_dot %.9g scalar %.9g", in, tn,
+                                     (long long)n, got, want[c][r]);
+                    }
+                const int shapes[][2] = {{NR, NC}, {NR, 2}, {1, NC}, {3, 16}, {2, 17}};
+                for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
+                    int nr = shapes[sh][0], nc = shapes[sh][1];
+                    for (int i = 0; i < NC * NR; i++)
+                        s[i] = NAN;
+                    kernels_matmul(k, n, s, NR, w, wrow, xq, xrow, nr, nc);
+                    for (int c = 0; c < NC; c++)
+                        for (int r = 0; r < NR; r++) {
+                            float got = s[c * NR + r];
+                            if (r >= nr || c >= nc)
+                                assert_true(isnan(got));
+                            else if (!(fabs(got - want[c][r]) <= tol[c][r]))
+                                fail_msg("%s %s n=%lld matmul %dx%d (%d,%d): %.9g scalar %.9g", in,
+                                         tn, (long long)n, nr, nc, r, c, got, want[c][r]);
+                        }
+                }
+                checked++;
+            }
+            free(w);
+            free(xq);
+            free(x);
+        }
+    }
+    printf("checked %d (isa, i-quant type, length) cases\n", checked);
+}
+
+// The ggml test vectors of ../shared as weights: every ISA's vec_dot against
+// the exact dot of the expected values (fails when shared is present and a
+// file is missing).
+static void test_iq_fixture_vectors(void **state)
+{
+    (void)state;
+    char readme[1024];
+    if (!test_shared_fixture(readme, sizeof(readme), "quant/README.md")) {
+        printf("skip: shared fixtures absent (quant/README.md)\n");
+        return;
+    }
+    for (size_t t = 0; t < N_IQ_TYPES; t++) {
+        const uint32_t type = iq_types[t];
+        const char *tn = quant_traits_get(type)->name;
+        char rel[64], pb[1024], pf[1024];
+        snprintf(rel, sizeof(rel), "quant/%s.blocks", tn);
+        if (!test_shared_fixture(pb, sizeof(pb), rel))
+            fail_msg("missing shared fixture %s", rel);
+        snprintf(rel, sizeof(rel), "quant/%s.f32", tn);
+        if (!test_shared_fixture(pf, sizeof(pf), rel))
+            fail_msg("missing shared fixture %s", rel);
+        size_t nb = 0, nf = 0;
+        uint8_t *blocks = read_all(pb, &nb);
+        float *want = read_all(pf, &nf);
+        assert_non_null(blocks);
+        assert_non_null(want);
+        const int64_t n = (int64_t)(nf / sizeof(float));
+        assert_int_equal(quant_row_size(type, n), nb);
+        const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
+        float *x = malloc((size_t)n * sizeof(float)), *xf = malloc((size_t)n * sizeof(float));
+        void *xq = malloc(kernels_row_size(ref->vec_dot_type, n));
+        rnd_floats(x, n);
+        ref->from_float(x, xq, n);
+        deq_acts(ref->vec_dot_type, xq, xf, n);
+        double exact = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            exact += (double)want[i] * (double)xf[i];
+        double tol = 2e-5 * abs_dot(want, xf, n) + 1e-6;
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            const struct kernels_type *k = kernels_get_isa(type, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            float s;
+            k->vec_dot(n, &s, blocks, xq);
+            if (!(fabs(s - exact) <= tol))
+                fail_msg("%s %s fixture vec_dot %.9g reference %.9g",
+                         kernels_isa_name((enum kernels_isa)isa), tn, s, exact);
+        }
+        free(x);
+        free(xf);
+        free(xq);
+        free(blocks);
+        free(want);
+    }
+}
+
 static void test_elementwise(void **state)
 {
     (void)state;
@@ -877,6 +1068,8 @@ int main(void)
         cmocka_unit_test(test_isa_vs_scalar),
         cmocka_unit_test(test_interleaved),
         cmocka_unit_test(test_fixture_vectors),
+        cmocka_unit_test(test_iq_types),
+        cmocka_unit_test(test_iq_fixture_vectors),
         cmocka_unit_test(test_elementwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

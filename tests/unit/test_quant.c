@@ -31,27 +31,43 @@ static void *read_file(const char *path, size_t *n)
     return p;
 }
 
-static void test_vectors(void **state)
+// The integer form the dot products use gives the dequantized values:
+// d * iq_scale * ls * q within float rounding.
+static void check_iq_decode(const struct quant_traits *tr, const uint8_t *blocks,
+                            const float *want, int64_t n)
 {
-    (void)state;
-    static const uint32_t types[] = {
-        GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1,   GGUF_TYPE_Q5_0,   GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_0,
-        GGUF_TYPE_Q2_K, GGUF_TYPE_Q3_K,   GGUF_TYPE_Q4_K,   GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K,
-        GGUF_TYPE_Q8_K, GGUF_TYPE_IQ4_NL, GGUF_TYPE_IQ4_XS,
-    };
-    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        struct quant_iq_block ib;
+        tr->iq_decode(blocks + (size_t)b * tr->type_size, &ib);
+        for (int j = 0; j < QK_K; j++) {
+            double v = (double)ib.d * tr->iq_scale * ib.ls[j / 16] * ib.q[j];
+            double w = want[b * QK_K + j];
+            if (fabs(v - w) > 1e-6 * fabs(w) + 1e-30)
+                fail_msg("%s block %lld value %d: integer form %.9g, dequantized %.9g", tr->name,
+                         (long long)b, j, v, w);
+        }
+    }
+}
+
+// Dequantizes each type's 8 blocks from <dir>/<T>.blocks and compares with
+// <dir>/<T>.f32 bit for bit.
+static void check_vectors(const uint32_t *types, size_t n_types, const char *dir)
+{
+    for (size_t t = 0; t < n_types; t++) {
         const struct quant_traits *tr = quant_traits_get(types[t]);
         assert_non_null(tr);
-        char rel[64], path[1024];
+        char path[1024];
         size_t nb, nf;
-        snprintf(rel, sizeof(rel), "quant/%s.blocks", tr->name);
-        void *blocks = read_file(test_fixture(path, sizeof(path), rel), &nb);
-        snprintf(rel, sizeof(rel), "quant/%s.f32", tr->name);
-        float *expect = read_file(test_fixture(path, sizeof(path), rel), &nf);
-        assert_non_null(blocks);
-        assert_non_null(expect);
-        assert_int_equal(nb, 8 * tr->type_size);
-        int64_t n = 8 * (int64_t)tr->block_size;
+        snprintf(path, sizeof(path), "%s/%s.blocks", dir, tr->name);
+        void *blocks = read_file(path, &nb);
+        if (!blocks)
+            fail_msg("missing %s", path);
+        snprintf(path, sizeof(path), "%s/%s.f32", dir, tr->name);
+        float *expect = read_file(path, &nf);
+        if (!expect)
+            fail_msg("missing %s", path);
+        // 8 blocks (BF16, not a block type: 256 values)
+        int64_t n = tr->block_size == 1 ? 256 : 8 * (int64_t)tr->block_size;
         assert_int_equal(nf, (size_t)n * 4);
         assert_int_equal(quant_row_size(types[t], n), nb);
         float *got = malloc(nf);
@@ -61,10 +77,46 @@ static void test_vectors(void **state)
                 fail_msg("%s element %lld: got %.9g want %.9g", tr->name, (long long)i, got[i],
                          expect[i]);
         }
+        if (tr->iq_decode)
+            check_iq_decode(tr, blocks, got, n);
         free(got);
         free(blocks);
         free(expect);
     }
+}
+
+static void test_vectors(void **state)
+{
+    (void)state;
+    static const uint32_t types[] = {
+        GGUF_TYPE_Q4_0, GGUF_TYPE_Q4_1,   GGUF_TYPE_Q5_0,   GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_0,
+        GGUF_TYPE_Q2_K, GGUF_TYPE_Q3_K,   GGUF_TYPE_Q4_K,   GGUF_TYPE_Q5_K, GGUF_TYPE_Q6_K,
+        GGUF_TYPE_Q8_K, GGUF_TYPE_IQ4_NL, GGUF_TYPE_IQ4_XS,
+    };
+    char dir[1024];
+    check_vectors(types, sizeof(types) / sizeof(types[0]), test_fixture(dir, sizeof(dir), "quant"));
+}
+
+// The i-quant, ternary, MXFP4 and BF16 vectors of ../shared (ggml
+// ec98e2002): skipped only when shared is absent, every type must match
+// when it is present.
+static void test_vectors_shared(void **state)
+{
+    (void)state;
+    static const uint32_t types[] = {
+        GGUF_TYPE_IQ2_XXS, GGUF_TYPE_IQ2_XS, GGUF_TYPE_IQ3_XXS, GGUF_TYPE_IQ1_S,
+        GGUF_TYPE_IQ3_S,   GGUF_TYPE_IQ2_S,  GGUF_TYPE_IQ1_M,   GGUF_TYPE_BF16,
+        GGUF_TYPE_TQ1_0,   GGUF_TYPE_TQ2_0,  GGUF_TYPE_MXFP4,   GGUF_TYPE_IQ4_NL,
+        GGUF_TYPE_IQ4_XS,  GGUF_TYPE_Q4_K,
+    };
+    char readme[1024];
+    if (!test_shared_fixture(readme, sizeof(readme), "quant/README.md")) {
+        printf("skip: shared fixtures absent (quant/README.md)\n");
+        return;
+    }
+    char *slash = strrchr(readme, '/');
+    *slash = '\0';
+    check_vectors(types, sizeof(types) / sizeof(types[0]), readme);
 }
 
 static void test_traits(void **state)
@@ -81,7 +133,7 @@ static void test_traits(void **state)
         assert_string_equal(tr->name, gguf_type_name(id));
         assert_non_null(tr->to_float);
     }
-    assert_null(quant_traits_get(GGUF_TYPE_IQ2_XXS));
+    assert_null(quant_traits_get(GGUF_TYPE_NVFP4));
     assert_null(quant_traits_get(1000));
     assert_int_equal(quant_row_size(GGUF_TYPE_Q4_K, 512), 288);
     assert_int_equal(quant_row_size(GGUF_TYPE_Q4_K, 100), 0);
@@ -367,6 +419,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),
+        cmocka_unit_test(test_vectors_shared),
         cmocka_unit_test(test_traits),
         cmocka_unit_test(test_roundtrip_bounds),
         cmocka_unit_test(test_q8_0_exact),

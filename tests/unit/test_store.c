@@ -1382,7 +1382,14 @@ static void make_gguf(struct fx *f, uint32_t type, int ftype, const char *chat_t
     gguf_writer_add_tensor(w, "blk.0.attn_q.weight", type, 2, ne);
     gguf_writer_add_tensor(w, "blk.0.attn_norm.weight", GGUF_TYPE_F32, 1, ne1);
     assert_int_equal(gguf_writer_write_header(w, &e), 0);
-    for (int t = 0; t < 2; t++) {
+    uint32_t bs = 1, ts = 0;
+    assert_true(gguf_type_geometry(type, &bs, &ts));
+    if (type != GGUF_TYPE_F32 && type != GGUF_TYPE_F16) {  // zero blocks
+        static const uint8_t zero[64 * 32 * 4];
+        for (int t = 0; t < 2; t++)
+            gguf_writer_write_data(w, zero, 64 * 32 / bs * ts, &e);
+    }
+    for (int t = 0; t < 2 && (type == GGUF_TYPE_F32 || type == GGUF_TYPE_F16); t++) {
         for (int i = 0; i < 64 * 32; i++) {
             float v = (float)((i * 7919 + t * 31) % 1000) / 500.0f - 1.0f;
             if (type == GGUF_TYPE_F32) {
@@ -1479,6 +1486,50 @@ static void test_create_generated(void **state)
     assert_string_equal(e.msg, "quantization is only supported for F16, BF16 and F32 models");
 }
 
+// Tensor types: an i-quant file is created and reports its type; a file
+// with a type the engine cannot run is refused; quantizing to an i-quant
+// says it needs an importance matrix.
+static void test_create_tensor_types(void **state)
+{
+    struct fx *f = *state;
+    struct err e = {0};
+    char d[STORE_DIGEST_LEN + 1], body[512];
+    struct store_model *m;
+    make_gguf(f, GGUF_TYPE_NVFP4, -1, NULL, d);
+    snprintf(body, sizeof(body), "{\"model\":\"nv\",\"files\":{\"nv.gguf\":\"%s\"}}", d);
+    expect_create_error(f, body, ERR_UNSUPPORTED,
+                        "file \"nv.gguf\": tensor token_embd.weight has type NVFP4, which this "
+                        "version cannot run");
+
+    make_gguf(f, GGUF_TYPE_F16, 1, NULL, d);
+    const char *const imatrix[][2] = {
+        {"iq2_xxs", "IQ2_XXS"}, {"IQ4_XS", "IQ4_XS"}, {"iq1_m", "IQ1_M"}, {"q2_k_s", "Q2_K_S"}};
+    for (size_t i = 0; i < sizeof(imatrix) / sizeof(imatrix[0]); i++) {
+        char want[512];
+        snprintf(body, sizeof(body),
+                 "{\"model\":\"q\",\"files\":{\"f.gguf\":\"%s\"},\"quantize\":\"%s\"}", d,
+                 imatrix[i][0]);
+        snprintf(want, sizeof(want),
+                 "quantization type %s needs an importance matrix, which create does not "
+                 "compute; import a GGUF file already quantized to %s (supported types are F32, "
+                 "F16, Q4_K_S, Q4_K_M, Q8_0)",
+                 imatrix[i][1], imatrix[i][1]);
+        expect_create_error(f, body, ERR_INVALID, want);
+    }
+    snprintf(body, sizeof(body),
+             "{\"model\":\"q\",\"files\":{\"f.gguf\":\"%s\"},\"quantize\":\"tq2_0\"}", d);
+    expect_create_error(f, body, ERR_INVALID,
+                        "unsupported quantization type TQ2_0 - supported types are F32, F16, "
+                        "Q4_K_S, Q4_K_M, Q8_0");
+
+    make_gguf(f, GGUF_TYPE_IQ4_NL, 25, NULL, d);
+    snprintf(body, sizeof(body), "{\"model\":\"iq\",\"files\":{\"iq.gguf\":\"%s\"}}", d);
+    assert_int_equal(create_json(f->s, body, NULL, &e), 0);
+    assert_int_equal(store_model_load(f->s, "iq", &m, &e), 0);
+    assert_string_equal(m->config.file_type, "IQ4_NL");
+    store_model_free(m);
+}
+
 static void die_mid_quantize(void *ctx, const struct store_progress *p)
 {
     (void)ctx;
@@ -1547,6 +1598,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize_disk_full, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_tensor_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_generated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_killed, setup_stories, teardown),
     };

@@ -1056,7 +1056,200 @@ static void test_output_parser(void **state)
 }
 
 // ---------------------------------------------------------------------------
+// Output formats of models on their Jinja chat template (llama.cpp's choice)
+
+// Parses out in pieces cut at `cuts` (byte offsets, ascending, -1 ends) and
+// returns "thinking|content|name(args);..." for comparison.
+static char *parse_format(const char *jinja, const char *prompt, const char *out, const int *cuts)
+{
+    json_t *tools = json_loads(tools_json, 0, NULL);
+    const struct template_chat_format *f = template_chat_format_detect(jinja);
+    struct template_output_parser *p =
+        template_output_parser_new_format(f, jinja, true, tools, prompt);
+    struct buf th, co;
+    buf_init(&th, 0);
+    buf_init(&co, 0);
+    json_t *calls = json_array();
+    size_t at = 0, n = strlen(out);
+    for (size_t i = 0;; i++) {
+        size_t end = cuts[i] < 0 || (size_t)cuts[i] > n ? n : (size_t)cuts[i];
+        if (end > at)
+            assert_int_equal(template_output_parser_add(p, out + at, end - at, &th, &co, calls, NULL),
+                             0);
+        at = end;
+        if (cuts[i] < 0 || at == n)
+            break;
+    }
+    if (at < n)
+        template_output_parser_add(p, out + at, n - at, &th, &co, calls, NULL);
+    assert_int_equal(template_output_parser_finish(p, &th, &co, calls, NULL), 0);
+    struct buf r;
+    buf_init(&r, 0);
+    buf_printf(&r, "%s|%s|", buf_cstr(&th), buf_cstr(&co));
+    for (size_t i = 0; i < json_array_size(calls); i++) {
+        json_t *fn = json_object_get(json_array_get(calls, i), "function");
+        char *args = json_dumps(json_object_get(fn, "arguments"), JSON_COMPACT | JSON_SORT_KEYS);
+        buf_printf(&r, "%s(%s);", json_string_value(json_object_get(fn, "name")), args);
+        free(args);
+    }
+    template_output_parser_free(p);
+    buf_deinit(&th);
+    buf_deinit(&co);
+    json_decref(calls);
+    json_decref(tools);
+    return buf_take(&r);
+}
+
+// Every two-piece split and one-byte pieces give the same result as one piece.
+static void check_format(const char *jinja, const char *want_format, const char *prompt,
+                         const char *out, const char *want)
+{
+    assert_string_equal(template_chat_format_detect(jinja)->name, want_format);
+    int whole[] = {-1};
+    char *got = parse_format(jinja, prompt, out, whole);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: got [%s] want [%s]", want_format, got, want);
+    free(got);
+    size_t n = strlen(out);
+    for (size_t k = 1; k < n; k++) {
+        int cuts[] = {(int)k, -1};
+        got = parse_format(jinja, prompt, out, cuts);
+        if (strcmp(got, want) != 0)
+            fail_msg("%s split at %zu: got [%s] want [%s]", want_format, k, got, want);
+        free(got);
+    }
+    int *bytes = calloc(n + 1, sizeof(int));
+    for (size_t k = 0; k < n; k++)
+        bytes[k] = (int)k + 1;
+    bytes[n] = -1;
+    got = parse_format(jinja, prompt, out, bytes);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s byte by byte: got [%s] want [%s]", want_format, got, want);
+    free(got);
+    free(bytes);
+}
+
+static char *shared_template(const char *name)
+{
+    char rel[256], path[1024];
+    snprintf(rel, sizeof rel, "chat-templates/%s.jinja", name);
+    if (!test_shared_fixture(path, sizeof path, rel))
+        return NULL;
+    struct buf b;
+    buf_init(&b, 0);
+    if (fs_read_all(path, 1 << 20, &b, NULL) < 0) {
+        buf_deinit(&b);
+        return NULL;
+    }
+    return buf_take(&b);
+}
+
+static void test_chat_formats(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *fixture;  // shared chat template, or NULL to use jinja
+        const char *jinja;
+        const char *format, *prompt, *out, *want;
+    } cases[] = {
+        {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", NULL, "hermes_2_pro", "",
+         "Let me check.\n<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\": "
+         "\"Paris\"}}\n</tool_call>",
+         "|Let me check.\n|get({\"city\":\"Paris\"});"},
+        {"qwen3.8", NULL, "hermes_2_pro", "",
+         "<think>plan</think>\n\nOK<tool_call>\n{\"name\": \"get\", \"arguments\": {}}\n"
+         "</tool_call>\n<tool_call>\n{\"name\": \"get\", \"arguments\": {\"a\": 1}}\n</tool_call>",
+         "plan|OK|get({});get({\"a\":1});"},
+        {"meta-llama-Llama-3.1-8B-Instruct", NULL, "llama_3_x", "",
+         "{\"name\": \"get\", \"parameters\": {\"city\": \"Paris\"}}",
+         "||get({\"city\":\"Paris\"});"},
+        {"meta-llama-Llama-3.1-8B-Instruct", NULL, "llama_3_x", "",
+         "<|python_tag|>{\"name\": \"get\", \"parameters\": {\"q\": \"x\"}}",
+         "||get({\"q\":\"x\"});"},
+        {"meta-llama-Llama-3.2-3B-Instruct", NULL, "llama_3_x", "", "Plain {answer}",
+         "|Plain {answer}|"},
+        {"mistralai-Mistral-Nemo-Instruct-2407", NULL, "mistral_nemo", "",
+         "[TOOL_CALLS][{\"name\": \"get\", \"arguments\": {\"city\": \"Paris\"}, \"id\": "
+         "\"abcdefghi\"}]",
+         "||get({\"city\":\"Paris\"});"},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", NULL, "deepseek_r1",
+         "<｜Assistant｜><think>\n",
+         "why</think>\n\nSo<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get\n"
+         "```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+         "why|So|get({\"city\":\"Paris\"});"},
+        {"CohereForAI-c4ai-command-r-plus-tool_use", NULL, "command_r", "",
+         "Action: ```json\n[\n    {\n        \"tool_name\": \"get\",\n        \"parameters\": "
+         "{\"city\": \"Paris\"}\n    }\n]\n```",
+         "||get({\"city\":\"Paris\"});"},
+        {NULL, "{{ '<|START_THINKING|>' }}{{ '<|END_THINKING|><|START_ACTION|>' }}", "command_r7b",
+         "",
+         "<|START_THINKING|>t<|END_THINKING|><|START_ACTION|>[{\"tool_call_id\": \"0\", "
+         "\"tool_name\": \"get\", \"parameters\": {\"c\": 2}}]<|END_ACTION|>",
+         "t||get({\"c\":2});"},
+        {NULL, "<|start_header_id|>{{ '<function=' }}", "functionary_v3_1_llama_3_1", "",
+         "<function=get>{\"city\": \"Paris\"}</function>", "||get({\"city\":\"Paris\"});"},
+        {NULL, "{{ messages }}<think></think>", "generic", "", "<think>x</think>y", "x|y|"},
+    };
+    int checked = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *src = cases[i].fixture ? shared_template(cases[i].fixture) : xstrdup(cases[i].jinja);
+        if (!src) {
+            printf("skip %s: shared fixtures not found\n", cases[i].fixture);
+            continue;
+        }
+        check_format(src, cases[i].format, cases[i].prompt, cases[i].out, cases[i].want);
+        free(src);
+        checked++;
+    }
+    printf("checked %d output formats\n", checked);
+}
+
+// ---------------------------------------------------------------------------
 // Built-ins and detection
+
+// The builtin template create picks for the new families' real Jinja
+// templates (shared/fixtures/chat-templates), as Ollama's template.Named:
+// Gemma 2 gets gemma-instruct; Phi-3.5-mini's and Qwen3's templates are too
+// far from every known one, so Ollama keeps no template layer for them.
+static void test_detect_families(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *want;
+    } cases[] = {
+        {"chat-templates/google-gemma-2-2b-it.jinja", "gemma-instruct"},
+        {"chat-templates/microsoft-Phi-3.5-mini-instruct.jinja", NULL},
+        {"chat-templates/qwen3.8.jinja", NULL},
+    };
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "README.md"))
+        skip();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!test_shared_fixture(path, sizeof path, cases[i].file))
+            fail_msg("missing shared fixture %s", cases[i].file);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        struct buf b;
+        buf_init(&b, 0);
+        char chunk[4096];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+            buf_append(&b, chunk, n);
+        fclose(f);
+        const char *got = template_detect(b.data, b.len);
+        if (cases[i].want)
+            assert_string_equal(got ? got : "(none)", cases[i].want);
+        else if (got)
+            fail_msg("%s: detected %s, Ollama keeps none", cases[i].file, got);
+        buf_deinit(&b);
+    }
+    const char *const *stops = template_builtin_stops("gemma-instruct");
+    assert_non_null(stops);
+    bool eot = false;
+    for (; *stops; stops++)
+        eot |= strcmp(*stops, "<end_of_turn>") == 0;
+    assert_true(eot);
+}
 
 static void test_detect(void **state)
 {
@@ -1133,7 +1326,8 @@ int main(void)
         cmocka_unit_test(test_suffix_and_think),   cmocka_unit_test(test_images),
         cmocka_unit_test(test_truncation),         cmocka_unit_test(test_chat_assembly),
         cmocka_unit_test(test_think_parser),       cmocka_unit_test(test_tool_parser),
-        cmocka_unit_test(test_output_parser),      cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_output_parser),      cmocka_unit_test(test_chat_formats),
+        cmocka_unit_test(test_detect),             cmocka_unit_test(test_detect_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

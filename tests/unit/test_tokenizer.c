@@ -125,13 +125,14 @@ static void check_stream(const struct tokenizer *t, const struct tokenizer_ids *
 
 #define VOCAB_SEP "\n__ggml_vocab_test__\n"
 
-static void run_vectors(const struct tokenizer *t, const char *name)
+static void run_vectors_file(const struct tokenizer *t, const char *name, const char *stem,
+                             size_t n_want)
 {
     char rel[256], path[1024];
     size_t n_inp, n_out;
-    snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.inp", name);
+    snprintf(rel, sizeof(rel), "%s.inp", stem);
     char *inp = read_file(test_fixture(path, sizeof(path), rel), &n_inp);
-    snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.out", name);
+    snprintf(rel, sizeof(rel), "%s.out", stem);
     char *out = read_file(test_fixture(path, sizeof(path), rel), &n_out);
 
     struct tokenizer_ids ids = {0}, want = {0};
@@ -172,13 +173,20 @@ static void run_vectors(const struct tokenizer *t, const char *name)
         n_cases++;
         pos += len + sep_len;
     }
-    assert_int_equal(n_cases, 46);
+    assert_int_equal(n_cases, n_want);
     assert_int_equal(line, n_out);
     tokenizer_ids_deinit(&ids);
     tokenizer_ids_deinit(&want);
     buf_deinit(&full);
     free(inp);
     free(out);
+}
+
+static void run_vectors(const struct tokenizer *t, const char *name)
+{
+    char stem[256];
+    snprintf(stem, sizeof stem, "vocab/ggml-vocab-%s.gguf", name);
+    run_vectors_file(t, name, stem, 46);
 }
 
 static void vectors_committed(const char *name)
@@ -216,6 +224,16 @@ static void test_vectors_bert_bge(void **state)
 {
     (void)state;
     vectors_committed("bert-bge");
+}
+
+// WordPiece as llama.cpp ec98e2002 on accents (pre- and decomposed), emoji
+// flags and keycaps, Hangul, Devanagari, Arabic, ... (vocab/README.md).
+static void test_vectors_wpm_unicode(void **state)
+{
+    (void)state;
+    struct tokenizer *t = load_vocab("bert-bge");
+    run_vectors_file(t, "wpm-unicode", "vocab/wpm-unicode", 20);
+    tokenizer_free(t);
 }
 
 static void test_vectors_llama_bpe(void **state)
@@ -522,6 +540,49 @@ static void test_reference_tiny_qwen2(void **state)
 {
     (void)state;
     reference_shared("tiny-qwen2-f32.gguf", "tiny-qwen2.reference.json");
+}
+
+// gpt-oss: Ollama's files say pre "default" and get the gpt-4o
+// pre-tokenizer as Ollama forces it; llama.cpp's file says "gpt-2" (the
+// fixtures borrow the GPT-2 vocabulary). The llama.cpp file gives every
+// reference prompt's ids; the Ollama file gives those of the prompts
+// without digits (gpt-4o splits numbers in threes, so " 1492" is " ",
+// "149", "2" there, as Ollama would tokenize it).
+static void test_reference_tiny_gpt_oss(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof(path), "tiny-gpt-oss.reference.json"))
+        skip();
+    struct jv root;
+    parse_json_file(path, &root);
+    struct tokenizer *ollama = load_shared("tiny-gpt-oss-ollama-f32.gguf");
+    struct tokenizer *upstream = load_shared("tiny-gpt-oss-f32.gguf");
+    assert_non_null(ollama);
+    assert_non_null(upstream);
+    assert_string_equal(tokenizer_pre_name(ollama), "gpt-4o");
+    assert_string_equal(tokenizer_pre_name(upstream), "gpt-2");
+    assert_true(reference_cases(upstream, &root) >= 18);
+    const struct jv *lc = jv_get(&root, "logit_cases");
+    int n_checked = 0;
+    for (size_t i = 0; lc && i < lc->n; i++) {
+        const struct jv *c = &lc->items[i], *text = jv_get(c, "prompt");
+        if (strpbrk(text->str, "0123456789"))
+            continue;
+        check_case(ollama, text, true, false, jv_get(c, "prompt_tokens"));
+        n_checked++;
+    }
+    assert_true(n_checked >= 6);  // "Hello, world!" for every model file and cache type
+    struct tokenizer_ids a = {0}, b = {0};
+    const char *text = "In 1492, we're";
+    encode(ollama, text, strlen(text), false, false, &a);
+    encode(upstream, text, strlen(text), false, false, &b);
+    assert_true(a.len != b.len || memcmp(a.data, b.data, a.len * sizeof(int32_t)) != 0);
+    tokenizer_ids_deinit(&a);
+    tokenizer_ids_deinit(&b);
+    tokenizer_free(ollama);
+    tokenizer_free(upstream);
+    jv_free(&root);
 }
 
 // The Llama 3 vocabulary from encoder.json + vocab.bpe (Ollama's test data),
@@ -1196,11 +1257,13 @@ int main(void)
         cmocka_unit_test(test_vectors_gpt2),
         cmocka_unit_test(test_vectors_deepseek_llm),
         cmocka_unit_test(test_vectors_bert_bge),
+        cmocka_unit_test(test_vectors_wpm_unicode),
         cmocka_unit_test(test_vectors_llama_bpe),
         cmocka_unit_test(test_vectors_qwen2),
         cmocka_unit_test(test_reference_stories260k),
         cmocka_unit_test(test_reference_tiny_llama),
         cmocka_unit_test(test_reference_tiny_qwen2),
+        cmocka_unit_test(test_reference_tiny_gpt_oss),
         cmocka_unit_test(test_llama3_from_arrays),
         cmocka_unit_test(test_spm_basics),
         cmocka_unit_test(test_stream_holds_partial_utf8),

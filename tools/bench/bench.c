@@ -32,7 +32,7 @@ static void usage(void)
     fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-d DEPTH] [-B S] "
                     "[-r 3] "
                     "[-o md|json] [--mapped-weights] "
-                    "[--kv f16|f32|q8_0] [--membw-gbs GBS]\n"
+                    "[--kv f16|f32|q8_0] [-c N_CTX] [--kv-full] [--membw-gbs GBS]\n"
                     "       bench --membw [-t THREADS]\n");
     exit(2);
 }
@@ -266,7 +266,7 @@ int main(int argc, char **argv)
     const char *path = NULL, *fmt = "md";
     bool membw = false;
     double membw_gbs = 0;
-    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0, depth = 0;
+    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0, n_ctx = 0, depth = 0;
     struct model_options o = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -294,6 +294,10 @@ int main(int argc, char **argv)
             o.kv_type = (enum model_kv_type)k;
         } else if (!strcmp(a, "--mapped-weights"))
             o.mapped_weights_only = true;
+        else if (!strcmp(a, "-c") && has)  // context (default -p + -n)
+            n_ctx = int_arg(argv[++i], 1, 1 << 24);
+        else if (!strcmp(a, "--kv-full"))  // no ring caches for sliding-window layers
+            o.kv_full_length = true;
         else if (!strcmp(a, "--membw"))
             membw = true;
         else if (!strcmp(a, "--membw-gbs") && has) {
@@ -318,6 +322,8 @@ int main(int argc, char **argv)
         return 2;
     }
     o.n_ctx = depth + n_prompt + n_gen > 0 ? depth + n_prompt + n_gen : 1;
+    if (n_ctx > o.n_ctx)
+        o.n_ctx = n_ctx;
     o.n_batch = 512;
     o.n_slots = n_seq > 1 ? n_seq : 1;
 

@@ -1,5 +1,6 @@
 // gguf-gen: writes deterministic random-weight GGUF models (seeded) for the
-// architectures the engine runs (llama, qwen2), any shape and quantization
+// decoder architectures the engine runs (llama, qwen2, qwen3, gemma2, gemma3,
+// phi3) and the encoders (bert, nomic-bert), any shape and quantization
 // mix, with tokenizer metadata copied from a vocabulary GGUF (or a small
 // synthetic byte-fallback vocabulary). Tensors are generated, quantized with
 // the reference quantizers and written one chunk at a time, so even the
@@ -19,7 +20,9 @@ struct opts {
     char arch[32];
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     float rope_base, eps;
-    int tied;  // -1 = preset default
+    int64_t head_dim, n_rot, n_swa;  // 0: n_embd / n_head, head_dim, none
+    float rope_scale;                // linear factor (0: none)
+    int tied;                        // -1 = preset default
     const char *type;
     uint64_t seed;
     const char *vocab;
@@ -33,6 +36,8 @@ struct preset {
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     float rope_base, eps;
     bool tied;
+    int64_t head_dim, n_rot, n_swa;  // 0: n_embd / n_head, head_dim, none
+    float rope_scale;                // linear factor (0: none)
 };
 
 static const struct preset presets[] = {
@@ -45,16 +50,38 @@ static const struct preset presets[] = {
     // all-MiniLM-L6 / nomic-embed-text scaled down.
     {"tiny-bert", "bert", 128, 2, 4, 4, 512, 0, 512, 0.f, 1e-12f, true},
     {"tiny-nomic-bert", "nomic-bert", 128, 2, 4, 4, 512, 0, 2048, 1000.f, 1e-12f, true},
+    // The dense families people run, with their real shapes (issue 16).
+    {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 3072, 151936, 40960, 1e6f, 1e-6f, true, 128},
+    {"qwen3-1.7b", "qwen3", 2048, 28, 16, 8, 6144, 151936, 40960, 1e6f, 1e-6f, true, 128},
+    {"qwen3-4b", "qwen3", 2560, 36, 32, 8, 9728, 151936, 40960, 1e6f, 1e-6f, true, 128},
+    {"qwen3-8b", "qwen3", 4096, 36, 32, 8, 12288, 151936, 40960, 1e6f, 1e-6f, false, 128},
+    {"gemma2-2b", "gemma2", 2304, 26, 8, 4, 9216, 256000, 8192, 1e4f, 1e-6f, true, 256, 0, 4096},
+    {"gemma3-1b", "gemma3", 1152, 26, 4, 1, 6912, 262144, 32768, 1e6f, 1e-6f, true, 256, 0, 512},
+    {"gemma3-4b", "gemma3", 2560, 34, 8, 4, 10240, 262208, 131072, 1e6f, 1e-6f, true, 256, 0, 1024,
+     8.f},
+    {"gemma3-12b", "gemma3", 3840, 48, 16, 8, 15360, 262208, 131072, 1e6f, 1e-6f, true, 256, 0,
+     1024, 8.f},
+    {"phi4-mini", "phi3", 3072, 32, 24, 8, 8192, 200064, 131072, 1e4f, 1e-5f, true, 128, 96},
+    {"nomic-embed-text-v1.5", "nomic-bert", 768, 12, 12, 12, 3072, 0, 2048, 1000.f, 1e-12f, true},
+    // Tiny versions of the families (synthetic vocabulary unless --vocab).
+    {"tiny-qwen3", "qwen3", 64, 2, 4, 2, 128, 512, 40960, 1e6f, 1e-6f, true, 32},
+    {"tiny-gemma2", "gemma2", 64, 2, 4, 2, 128, 512, 8192, 1e4f, 1e-6f, true, 32, 0, 8},
+    {"tiny-gemma3", "gemma3", 64, 6, 4, 2, 128, 512, 131072, 1e6f, 1e-6f, true, 32, 0, 8, 8.f},
+    {"tiny-phi3", "phi3", 64, 2, 4, 2, 128, 512, 131072, 1e4f, 1e-5f, false, 16, 12},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|bert|nomic-bert --n-embd N "
+            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|qwen3|gemma2|gemma3|phi3|bert|"
+            "nomic-bert --n-embd N "
             "--n-layer N --n-head N\n"
             "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
+            "                [--head-dim N] [--n-rot N] [--n-swa N]\n"
             "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
-            "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K] [--seed N]\n"
+            "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
+            "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
+            "                        tq1_0|tq2_0] [--seed N]\n"
             "                [--vocab VOCAB.gguf] [--sparse] [--quiet] -o OUT.gguf\n"
             "presets:");
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
@@ -131,7 +158,7 @@ static void rng_normal(struct rng *r, float *out, size_t n, float mean, float st
 // ---------------------------------------------------------------------------
 // Model layout
 
-enum init_kind { INIT_EMBD, INIT_MATRIX, INIT_NORM, INIT_BIAS };
+enum init_kind { INIT_EMBD, INIT_MATRIX, INIT_NORM, INIT_BIAS, INIT_ROPE_LONG, INIT_ROPE_SHORT };
 
 struct gtensor {
     char name[64];
@@ -217,26 +244,48 @@ static void build_layout(const struct opts *o, bool tied, struct model *m)
         build_encoder(o, m);
         return;
     }
-    int64_t hd = o->n_embd / o->n_head;
-    bool qwen2 = strcmp(o->arch, "qwen2") == 0;
+    int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
+    bool qwen2 = strcmp(o->arch, "qwen2") == 0, phi3 = strcmp(o->arch, "phi3") == 0;
+    bool gemma = strncmp(o->arch, "gemma", 5) == 0;
+    bool qk_norm = strcmp(o->arch, "qwen3") == 0 || strcmp(o->arch, "gemma3") == 0;
     char name[64];
     add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    if (phi3) {  // LongRoPE factor pairs
+        add(m, "rope_factors_long.weight", 1, o->n_rot / 2, 1, INIT_ROPE_LONG);
+        add(m, "rope_factors_short.weight", 1, o->n_rot / 2, 1, INIT_ROPE_SHORT);
+    }
     for (int64_t i = 0; i < o->n_layer; i++) {
 #define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
         add(m, BLK("attn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
-        add(m, BLK("attn_q.weight"), 2, o->n_embd, o->n_head * hd, INIT_MATRIX);
-        add(m, BLK("attn_k.weight"), 2, o->n_embd, o->n_head_kv * hd, INIT_MATRIX);
-        add(m, BLK("attn_v.weight"), 2, o->n_embd, o->n_head_kv * hd, INIT_MATRIX);
-        if (qwen2) {
-            add(m, BLK("attn_q.bias"), 1, o->n_head * hd, 1, INIT_BIAS);
-            add(m, BLK("attn_k.bias"), 1, o->n_head_kv * hd, 1, INIT_BIAS);
-            add(m, BLK("attn_v.bias"), 1, o->n_head_kv * hd, 1, INIT_BIAS);
+        if (phi3) {
+            add(m, BLK("attn_qkv.weight"), 2, o->n_embd, q_dim + 2 * kv_dim, INIT_MATRIX);
+        } else {
+            add(m, BLK("attn_q.weight"), 2, o->n_embd, q_dim, INIT_MATRIX);
+            add(m, BLK("attn_k.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
+            add(m, BLK("attn_v.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
         }
-        add(m, BLK("attn_output.weight"), 2, o->n_head * hd, o->n_embd, INIT_MATRIX);
+        if (qwen2) {
+            add(m, BLK("attn_q.bias"), 1, q_dim, 1, INIT_BIAS);
+            add(m, BLK("attn_k.bias"), 1, kv_dim, 1, INIT_BIAS);
+            add(m, BLK("attn_v.bias"), 1, kv_dim, 1, INIT_BIAS);
+        }
+        if (qk_norm) {
+            add(m, BLK("attn_q_norm.weight"), 1, hd, 1, INIT_NORM);
+            add(m, BLK("attn_k_norm.weight"), 1, hd, 1, INIT_NORM);
+        }
+        add(m, BLK("attn_output.weight"), 2, q_dim, o->n_embd, INIT_MATRIX);
+        if (gemma)
+            add(m, BLK("post_attention_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
         add(m, BLK("ffn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
-        add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
-        add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        if (phi3) {
+            add(m, BLK("ffn_up.weight"), 2, o->n_embd, 2 * o->n_ff, INIT_MATRIX);
+        } else {
+            add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+            add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        }
         add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+        if (gemma)
+            add(m, BLK("post_ffw_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
 #undef BLK
     }
     add(m, "output_norm.weight", 1, o->n_embd, 1, INIT_NORM);
@@ -302,6 +351,75 @@ static void synthetic_vocab(struct gguf_writer *w, int64_t n_vocab)
 // ---------------------------------------------------------------------------
 // Tensor data
 
+// Block types without a quantizer here (the i-quants need an importance
+// matrix; no quality is needed for benchmarks): random bytes per block,
+// then the f16 scale d set to one value per tensor that gives the
+// dequantized tensor the standard deviation the float weights would have.
+// d_off: the offset of d in a block.
+static bool random_block_type(uint32_t type, size_t *d_off)
+{
+    switch (type) {
+    case GGUF_TYPE_IQ2_XXS:
+    case GGUF_TYPE_IQ2_XS:
+    case GGUF_TYPE_IQ2_S:
+    case GGUF_TYPE_IQ3_XXS:
+    case GGUF_TYPE_IQ3_S:
+    case GGUF_TYPE_IQ1_S:
+    case GGUF_TYPE_IQ4_NL:
+    case GGUF_TYPE_IQ4_XS:
+        *d_off = 0;
+        return true;
+    case GGUF_TYPE_TQ1_0:
+    case GGUF_TYPE_TQ2_0:
+        *d_off = quant_traits_get(type)->type_size - 2;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void random_blocks(struct rng *r, uint8_t *q, size_t n_bytes, uint32_t type, uint16_t d)
+{
+    for (size_t i = 0; i < n_bytes; i += 8) {
+        uint64_t v = rng_next(r);
+        memcpy(q + i, &v, n_bytes - i < 8 ? n_bytes - i : 8);
+    }
+    size_t d_off = 0, bs = quant_traits_get(type)->type_size;
+    random_block_type(type, &d_off);
+    for (size_t b = 0; b + bs <= n_bytes; b += bs)
+        memcpy(q + b + d_off, &d, 2);
+}
+
+static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, struct rng *r,
+                               float std, float *xbuf, void *qbuf, size_t chunk_elems,
+                               struct err *e)
+{
+    const struct quant_traits *tr = quant_traits_get(t->type);
+    int64_t rows = t->ne[1], row_len = t->ne[0];
+    size_t row_bytes = quant_row_size(t->type, row_len);
+    // The scale: the standard deviation of a row decoded with d = 1, from a
+    // stream of its own (the data stream stays a function of the name).
+    struct rng probe = *r;
+    random_blocks(&probe, qbuf, row_bytes, t->type, quant_f32_to_f16(1.0f));
+    tr->to_float(qbuf, xbuf, row_len);
+    double ss = 0.0;
+    for (int64_t i = 0; i < row_len; i++)
+        ss += (double)xbuf[i] * xbuf[i];
+    double sd = sqrt(ss / (double)row_len);
+    uint16_t d = quant_f32_to_f16(sd > 0.0 ? (float)(std / sd) : std);
+    int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
+    if (rows_per_chunk < 1)
+        rows_per_chunk = 1;
+    for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+        int64_t nr = rows - r0 < rows_per_chunk ? rows - r0 : rows_per_chunk;
+        random_blocks(r, qbuf, row_bytes * (size_t)nr, t->type, d);
+        int rc = gguf_writer_write_data(w, qbuf, row_bytes * (size_t)nr, e);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t seed,
                         int64_t n_embd, float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
 {
@@ -324,7 +442,18 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t
         std = 1.0f / sqrtf((float)n_embd);
         break;
     }
+    if (!tr->from_float_ref)
+        return write_random_tensor(w, t, &r, std, xbuf, qbuf, chunk_elems, e);
     int64_t rows = t->ne[1], row_len = t->ne[0];
+    if (t->init == INIT_ROPE_LONG || t->init == INIT_ROPE_SHORT) {
+        // LongRoPE factors: fixed ramps (long 1 + 12 i/n, short 1 + 3 i/n),
+        // as the shared fixtures.
+        float k = t->init == INIT_ROPE_LONG ? 12.0f : 3.0f;
+        for (int64_t i = 0; i < row_len; i++)
+            xbuf[i] = 1.0f + k * (float)i / (float)row_len;
+        tr->from_float_ref(xbuf, qbuf, row_len);
+        return gguf_writer_write_data(w, qbuf, quant_row_size(t->type, row_len), e);
+    }
     int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
     if (rows_per_chunk < 1)
         rows_per_chunk = 1;
@@ -341,6 +470,21 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t
 }
 
 // ---------------------------------------------------------------------------
+
+// The type of each tensor in a random-block model (see main).
+static int random_block_tensor_type(uint32_t block_type, const struct gtensor *t)
+{
+    if (t->n_dims < 2)
+        return GGUF_TYPE_F32;
+    uint32_t ty = block_type;
+    if (!strcmp(t->name, "token_embd.weight"))
+        ty = GGUF_TYPE_Q4_K;
+    else if (!strcmp(t->name, "output.weight"))
+        ty = GGUF_TYPE_Q6_K;
+    else if (strncmp(t->name, "blk.", 4) != 0)
+        return GGUF_TYPE_F32;
+    return quant_row_size(ty, t->ne[0]) ? (int)ty : GGUF_TYPE_Q8_0;
+}
 
 static bool arg_i64(const char *s, int64_t *out)
 {
@@ -373,6 +517,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
             num = &o->n_vocab;
         else if (!strcmp(a, "--n-ctx"))
             num = &o->n_ctx;
+        else if (!strcmp(a, "--head-dim"))
+            num = &o->head_dim;
+        else if (!strcmp(a, "--n-rot"))
+            num = &o->n_rot;
+        else if (!strcmp(a, "--n-swa"))
+            num = &o->n_swa;
         if (num) {
             if (!v || !arg_i64(v, num)) {
                 fprintf(stderr, "gguf-gen: %s needs a positive integer\n", a);
@@ -471,13 +621,23 @@ int main(int argc, char **argv)
         o.rope_base = p->rope_base;
         o.eps = p->eps;
         tied = p->tied;
+        if (!o.head_dim)
+            o.head_dim = p->head_dim;
+        if (!o.n_rot)
+            o.n_rot = p->n_rot;
+        if (!o.n_swa)
+            o.n_swa = p->n_swa;
+        o.rope_scale = p->rope_scale;
     } else {
         if (!o.arch[0])
             snprintf(o.arch, sizeof(o.arch), "llama");
-        o.rope_base = strcmp(o.arch, "qwen2") == 0        ? 1000000.f
-                      : strcmp(o.arch, "nomic-bert") == 0 ? 1000.f
-                                                          : 10000.f;
-        o.eps = strcmp(o.arch, "qwen2") == 0 ? 1e-6f : is_encoder(o.arch) ? 1e-12f : 1e-5f;
+        bool qwen = strncmp(o.arch, "qwen", 4) == 0, gemma = strncmp(o.arch, "gemma", 5) == 0;
+        o.rope_base = qwen || strcmp(o.arch, "gemma3") == 0 ? 1000000.f
+                      : strcmp(o.arch, "nomic-bert") == 0   ? 1000.f
+                                                            : 10000.f;
+        o.eps = qwen || gemma ? 1e-6f : is_encoder(o.arch) ? 1e-12f : 1e-5f;
+        if (gemma && !o.n_swa)
+            o.n_swa = strcmp(o.arch, "gemma2") == 0 ? 4096 : 512;
         if (!o.n_head_kv)
             o.n_head_kv = o.n_head;
         if (!o.n_ctx)
@@ -485,8 +645,15 @@ int main(int argc, char **argv)
     }
     if (o.tied >= 0)
         tied = o.tied;
-    if (strcmp(o.arch, "llama") != 0 && strcmp(o.arch, "qwen2") != 0 && !is_encoder(o.arch)) {
-        fprintf(stderr, "gguf-gen: unsupported architecture %s (llama, qwen2, bert, nomic-bert)\n",
+    static const char *const archs[] = {"llama",  "qwen2", "qwen3", "gemma2",
+                                        "gemma3", "phi3",  "bert",  "nomic-bert"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        known |= strcmp(o.arch, archs[i]) == 0;
+    if (!known) {
+        fprintf(stderr,
+                "gguf-gen: unsupported architecture %s (llama, qwen2, qwen3, gemma2, gemma3, "
+                "phi3, bert, nomic-bert)\n",
                 o.arch);
         return 2;
     }
@@ -498,14 +665,33 @@ int main(int argc, char **argv)
         fprintf(stderr, "gguf-gen: give --preset or --n-embd, --n-layer, --n-head, --n-ff\n");
         return 2;
     }
-    if (o.n_embd % o.n_head != 0 || o.n_head % o.n_head_kv != 0) {
-        fprintf(stderr, "gguf-gen: n_embd must divide by n_head, n_head by n_head_kv\n");
+    if ((!o.head_dim && o.n_embd % o.n_head != 0) || o.n_head % o.n_head_kv != 0) {
+        fprintf(stderr, "gguf-gen: n_embd must divide by n_head (or give --head-dim), n_head by "
+                        "n_head_kv\n");
         return 2;
     }
-    int32_t ftype = quant_mix_from_name(o.type);
-    if (ftype < 0) {
-        fprintf(stderr, "gguf-gen: unsupported --type %s\n", o.type);
+    if (!o.head_dim)
+        o.head_dim = o.n_embd / o.n_head;
+    if (!o.n_rot)
+        o.n_rot = o.head_dim;
+    if (o.n_rot > o.head_dim || o.n_rot % 2 != 0 || o.head_dim % 2 != 0) {
+        fprintf(stderr, "gguf-gen: --n-rot must be even and at most the head dimension\n");
         return 2;
+    }
+    // A mix llama-quantize makes, or a block type written as random blocks
+    // (iq4_xs, iq2_xxs, tq2_0 ...): then every block matrix has that type,
+    // token_embd Q4_K and output Q6_K (as llama.cpp's i-quant mixes keep
+    // them in k-quants), norms F32.
+    int32_t ftype = quant_mix_from_name(o.type);
+    int block_type = -1;
+    size_t d_off;
+    if (ftype < 0) {
+        block_type = gguf_type_from_name(o.type);
+        ftype = gguf_file_type_from_name(o.type);
+        if (block_type < 0 || ftype < 0 || !random_block_type((uint32_t)block_type, &d_off)) {
+            fprintf(stderr, "gguf-gen: unsupported --type %s\n", o.type);
+            return 2;
+        }
     }
 
     struct err e = {0};
@@ -547,10 +733,12 @@ int main(int argc, char **argv)
     uint64_t n_params = 0, n_bytes = 0;
     for (size_t i = 0; i < m.n; i++) {
         struct gtensor *t = &m.t[i];
-        int ty = quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims, t->ne[0], &mm);
+        int ty = block_type >= 0
+                     ? random_block_tensor_type((uint32_t)block_type, t)
+                     : quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims, t->ne[0], &mm);
         t->type = (uint32_t)ty;
         const struct quant_traits *tr = quant_traits_get(t->type);
-        if (!tr || !tr->from_float_ref) {
+        if (!tr || (!tr->from_float_ref && !random_block_type(t->type, &d_off))) {
             fprintf(stderr, "gguf-gen: %s: cannot write type %s\n", t->name,
                     gguf_type_name(t->type));
             return 1;
@@ -594,6 +782,29 @@ int main(int argc, char **argv)
     if (!strcmp(arch, "llama")) {
         kv_arch_u32(w, arch, "rope.dimension_count", o.n_embd / o.n_head);
         kv_arch_u32(w, arch, "vocab_size", o.n_vocab);
+    } else if (strcmp(arch, "qwen2") != 0 && !is_encoder(arch)) {
+        // qwen3, gemma2, gemma3, phi3 (spec/architectures.md §4-§7).
+        kv_arch_u32(w, arch, "attention.key_length", o.head_dim);
+        kv_arch_u32(w, arch, "attention.value_length", o.head_dim);
+        kv_arch_u32(w, arch, "rope.dimension_count", o.n_rot);
+        if (o.n_swa)
+            kv_arch_u32(w, arch, "attention.sliding_window", o.n_swa);
+        if (!strcmp(arch, "gemma2")) {
+            kv_arch_f32(w, arch, "attn_logit_softcapping", 50.0f);
+            kv_arch_f32(w, arch, "final_logit_softcapping", 30.0f);
+        }
+        if (o.rope_scale > 0) {
+            char key[128];
+            snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
+            gguf_writer_kv_str(w, key, "linear");
+            kv_arch_f32(w, arch, "rope.scaling.factor", o.rope_scale);
+        }
+        if (!strcmp(arch, "phi3")) {  // LongRoPE from a 4k original context
+            kv_arch_u32(w, arch, "rope.scaling.original_context_length", 4096);
+            float s = (float)o.n_ctx / 4096.0f;
+            kv_arch_f32(w, arch, "rope.scaling.attn_factor",
+                        s > 1 ? sqrtf(1.0f + logf(s) / logf(4096.0f)) : 1.0f);
+        }
     }
     if (vocab) {
         for (size_t i = 0; i < gguf_kv_count(vocab); i++) {

@@ -33,6 +33,21 @@ for t in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K_S q3_K_M q3_K_L q4_K_S 
     grep -q "blk.0.attn_q.bias" "$tmp/t.txt" || fail "qwen2 bias $t"
 done
 
+# Random-block types (no quantizer: i-quants, ternary): block matrices in
+# the type, token_embd Q4_K, norms F32, the file type named as Ollama does.
+for t in iq1_s iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq4_nl iq4_xs tq1_0 tq2_0; do
+    "$gen" --preset tiny --type $t --seed 3 --quiet -o "$tmp/i.gguf"
+    "$dump" "$tmp/i.gguf" > "$tmp/i.txt" || fail "dump $t"
+    T=$(echo $t | tr a-z A-Z)
+    grep -q "quantization $T\$" "$tmp/i.txt" || fail "$t label"
+    grep -q "$T .* blk.1.ffn_down.weight" "$tmp/i.txt" || fail "$t ffn_down"
+    grep -q 'Q4_K .* token_embd.weight' "$tmp/i.txt" || fail "$t token_embd"
+    grep -q 'F32 .* blk.0.attn_norm.weight' "$tmp/i.txt" || fail "$t norm"
+done
+"$gen" --preset tiny --type iq4_xs --seed 3 --quiet -o "$tmp/j.gguf"
+cmp -s "$tmp/i.gguf" "$tmp/j.gguf" && fail "iq seed/type ignored"
+"$gen" --preset tiny --type iq1_m -o "$tmp/x.gguf" 2>/dev/null && fail "iq1_m accepted"
+
 # Custom shape, vocabulary copied from a vocab GGUF.
 vocab="$src/../shared/fixtures/vocab/ggml-vocab-llama-spm.gguf"
 [ -f "$vocab" ] || vocab="$src/tests/fixtures/vocab/ggml-vocab-llama-spm.gguf"
@@ -57,12 +72,30 @@ if [ -f "$bvocab" ]; then
 fi
 "$gen" --preset tiny-bert -o "$tmp/x.gguf" 2>/dev/null && fail "bert without vocab accepted"
 
+# The newer families: their own tensors and keys.
+"$gen" --preset tiny-phi3 --quiet -o "$tmp/p.gguf"
+"$dump" "$tmp/p.gguf" > "$tmp/p.txt"
+grep -q 'blk.1.attn_qkv.weight' "$tmp/p.txt" || fail "phi3 fused qkv"
+grep -q 'rope_factors_long.weight' "$tmp/p.txt" || fail "phi3 longrope"
+grep -q 'phi3.rope.dimension_count = 12' "$tmp/p.txt" || fail "phi3 partial rotary"
+"$gen" --preset tiny-gemma2 --quiet -o "$tmp/g.gguf"
+"$dump" "$tmp/g.gguf" > "$tmp/g.txt"
+grep -q 'blk.0.post_ffw_norm.weight' "$tmp/g.txt" || fail "gemma2 post norms"
+grep -q 'gemma2.attn_logit_softcapping = 50' "$tmp/g.txt" || fail "gemma2 softcap"
+"$gen" --preset gemma3-4b --sparse --quiet -o "$tmp/s.gguf"
+"$dump" "$tmp/s.gguf" > "$tmp/s.txt"
+grep -q 'gemma3.rope.scaling.factor = 8' "$tmp/s.txt" || fail "gemma3 scaling"
+grep -q 'gemma3.attention.sliding_window = 1024' "$tmp/s.txt" || fail "gemma3 window"
+grep -q 'blk.33.attn_k_norm.weight' "$tmp/s.txt" || fail "gemma3 k norm"
+"$gen" --preset qwen3-8b --sparse --quiet -o "$tmp/s.gguf"
+"$dump" "$tmp/s.gguf" | grep -q '4096 x 151936 .*output.weight' || fail "qwen3-8b untied"
+
 # Sparse: full length, header readable.
 "$gen" --preset tiny --type f16 --sparse --quiet -o "$tmp/s.gguf"
 "$dump" "$tmp/s.gguf" > /dev/null || fail "sparse dump"
 
 # Bad arguments fail cleanly.
 "$gen" --preset nope -o "$tmp/x.gguf" 2>/dev/null && fail "bad preset accepted"
-"$gen" --preset tiny --type iq2_xxs -o "$tmp/x.gguf" 2>/dev/null && fail "bad type accepted"
+"$gen" --preset tiny --type q9_9 -o "$tmp/x.gguf" 2>/dev/null && fail "bad type accepted"
 "$dump" "$src/tests/fixtures/quant/Q4_0.blocks" 2>/dev/null && fail "dump of a non-GGUF"
 echo ok

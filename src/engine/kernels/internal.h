@@ -65,6 +65,30 @@ void kernels_vec_dot_q4_K_ref(int64_t n, float *s, const void *w, const void *x)
 void kernels_vec_dot_q5_K_ref(int64_t n, float *s, const void *w, const void *x);
 void kernels_vec_dot_q6_K_ref(int64_t n, float *s, const void *w, const void *x);
 
+// The i-quant / ternary / MXFP4 family (iquants.c, x86_iq.inc): sparse
+// tables overlaid on the main ones, scalar twins for the tests.
+extern const struct kernels_type kernels_scalar_iq_table[KERNELS_NTYPES];
+#if defined(__x86_64__) || defined(_M_X64)
+extern const struct kernels_type kernels_avx2_iq_table[KERNELS_NTYPES];
+extern const struct kernels_type kernels_avx512_iq_table[KERNELS_NTYPES];
+#endif
+float kernels_iq4_nl_scale(const uint8_t *blk);
+float kernels_mxfp4_scale(const uint8_t *blk);
+// sum over groups of 16 of ls * (q . xq): the integer part of a block's dot.
+int32_t kernels_iq_block_dot_ref(const struct quant_iq_block *b, const int8_t *xq);
+void kernels_vec_dot_iq4_nl_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_mxfp4_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq2_xxs_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq2_xs_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq2_s_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq3_xxs_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq3_s_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq1_s_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq1_m_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_iq4_xs_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_tq1_0_ref(int64_t n, float *s, const void *w, const void *x);
+void kernels_vec_dot_tq2_0_ref(int64_t n, float *s, const void *w, const void *x);
+
 // Decodes the 12-byte packed 6-bit scales/mins of Q4_K / Q5_K.
 static inline void kernels_unpack_scale_min_k4(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
 {

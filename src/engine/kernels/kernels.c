@@ -71,6 +71,8 @@ static void overlay(struct kernels_type *dst, const struct kernels_type *src)
             dst[t].gemm_x8 = src[t].gemm_x8;
         if (src[t].from_float)
             dst[t].from_float = src[t].from_float;
+        if (src[t].vec_dot && !dst[t].vec_dot)  // a type new at this level
+            dst[t].vec_dot_type = src[t].vec_dot_type;
         if (src[t].vec_dot)
             dst[t].vec_dot = src[t].vec_dot;
         if (src[t].gemm) {
@@ -94,15 +96,18 @@ static void detect(void)
 {
     isa_ok[KERNELS_ISA_SCALAR] = true;
     memcpy(resolved[KERNELS_ISA_SCALAR], kernels_scalar_table, sizeof(kernels_scalar_table));
+    overlay(resolved[KERNELS_ISA_SCALAR], kernels_scalar_iq_table);
     resolved_ops[KERNELS_ISA_SCALAR] = kernels_scalar_ops;
 #if defined(__x86_64__)
     detect_x86();
     memcpy(resolved[KERNELS_ISA_AVX2], resolved[KERNELS_ISA_SCALAR], sizeof(resolved[0]));
     overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_table);
+    overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_iq_table);
     resolved_ops[KERNELS_ISA_AVX2] = resolved_ops[KERNELS_ISA_SCALAR];
     overlay_ops(&resolved_ops[KERNELS_ISA_AVX2], &kernels_avx2_ops);
     memcpy(resolved[KERNELS_ISA_AVX512], resolved[KERNELS_ISA_AVX2], sizeof(resolved[0]));
     overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_table);
+    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_iq_table);
     resolved_ops[KERNELS_ISA_AVX512] = resolved_ops[KERNELS_ISA_AVX2];
     overlay_ops(&resolved_ops[KERNELS_ISA_AVX512], &kernels_avx512_ops);
 #elif defined(__aarch64__)

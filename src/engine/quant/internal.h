@@ -4,7 +4,8 @@
 
 #include <stdint.h>
 
-extern const int8_t quant_iq4nl_values[16];
+#include "engine/quant/quant.h"
+
 
 #define QUANT_ROW_FNS(t)                                                                           \
     void quant_##t##_to_float(const void *x, float *y, int64_t n);                                 \
@@ -27,3 +28,25 @@ QUANT_ROW_FNS(q6_k)
 QUANT_ROW_FNS(q8_k)
 void quant_iq4_nl_to_float(const void *x, float *y, int64_t n);
 void quant_iq4_xs_to_float(const void *x, float *y, int64_t n);
+void quant_mxfp4_to_float(const void *x, float *y, int64_t n);
+void quant_tq1_0_to_float(const void *x, float *y, int64_t n);
+void quant_tq2_0_to_float(const void *x, float *y, int64_t n);
+void quant_iq2_xxs_to_float(const void *x, float *y, int64_t n);
+void quant_iq2_xs_to_float(const void *x, float *y, int64_t n);
+void quant_iq2_s_to_float(const void *x, float *y, int64_t n);
+void quant_iq3_xxs_to_float(const void *x, float *y, int64_t n);
+void quant_iq3_s_to_float(const void *x, float *y, int64_t n);
+void quant_iq1_s_to_float(const void *x, float *y, int64_t n);
+void quant_iq1_m_to_float(const void *x, float *y, int64_t n);
+int quant_tq1_digit(uint8_t byte, int n);
+void quant_tq1_0_values(const struct block_tq1_0 *b, int8_t q[QK_K]);
+void quant_iq2_xxs_decode(const void *b, struct quant_iq_block *o);
+void quant_iq2_xs_decode(const void *b, struct quant_iq_block *o);
+void quant_iq2_s_decode(const void *b, struct quant_iq_block *o);
+void quant_iq3_xxs_decode(const void *b, struct quant_iq_block *o);
+void quant_iq3_s_decode(const void *b, struct quant_iq_block *o);
+void quant_iq1_s_decode(const void *b, struct quant_iq_block *o);
+void quant_iq1_m_decode(const void *b, struct quant_iq_block *o);
+void quant_iq4_xs_decode(const void *b, struct quant_iq_block *o);
+void quant_tq1_0_decode(const void *b, struct quant_iq_block *o);
+void quant_tq2_0_decode(const void *b, struct quant_iq_block *o);

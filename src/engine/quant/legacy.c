@@ -1,5 +1,5 @@
 // The 32-element block formats (spec/gguf.md §5.2): Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, IQ4_NL, plus the plain F32/F16/BF16 rows. Dequantizers evaluate in
+// Q8_0, IQ4_NL, MXFP4, plus the plain F32/F16/BF16 rows. Dequantizers evaluate in
 // float32 in the spec's order; the quantizers follow ggml's reference
 // ("_ref") algorithms operation by operation so they write the same bytes as
 // llama-quantize without an importance matrix. Compiled with
@@ -14,6 +14,7 @@
 
 const int8_t quant_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                        1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t quant_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 static uint16_t f16(float f)
 {
@@ -158,6 +159,19 @@ void quant_iq4_nl_to_float(const void *vx, float *y, int64_t n)
         for (int j = 0; j < QK4_NL / 2; j++) {
             y[j] = d * (float)quant_iq4nl_values[x[b].qs[j] & 0x0F];
             y[j + 16] = d * (float)quant_iq4nl_values[x[b].qs[j] >> 4];
+        }
+    }
+}
+
+// MXFP4: the table holds E2M1 values doubled, the scale is half of 2^(e-127).
+void quant_mxfp4_to_float(const void *vx, float *y, int64_t n)
+{
+    const struct block_mxfp4 *x = vx;
+    for (int64_t b = 0; b < n / QK_MXFP4; b++, y += QK_MXFP4) {
+        float d = quant_e8m0_half(x[b].e);
+        for (int j = 0; j < QK_MXFP4 / 2; j++) {
+            y[j] = (float)quant_mxfp4_values[x[b].qs[j] & 0x0F] * d;
+            y[j + 16] = (float)quant_mxfp4_values[x[b].qs[j] >> 4] * d;
         }
     }
 }

@@ -93,6 +93,91 @@ struct block_iq4_xs {
     uint8_t scales_l[QK_K / 64];
     uint8_t qs[QK_K / 2];
 };
+// The grid i-quants: groups of 8 (IQ3: 4) values are an index into a
+// codebook (below) plus sign bits; IQ1_M's f16 scale is spread over the top
+// nibbles of its scales.
+struct block_iq2_xxs {
+    uint16_t d;
+    uint16_t qs[QK_K / 8];
+};
+struct block_iq2_xs {
+    uint16_t d;
+    uint16_t qs[QK_K / 8];
+    uint8_t scales[QK_K / 32];
+};
+struct block_iq2_s {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];  // grid indices (low 8 bits), then the sign bytes
+    uint8_t qh[QK_K / 32];
+    uint8_t scales[QK_K / 32];
+};
+struct block_iq3_xxs {
+    uint16_t d;
+    uint8_t qs[3 * QK_K / 8];  // grid indices, then scales and signs
+};
+struct block_iq3_s {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];
+    uint8_t qh[QK_K / 32];
+    uint8_t signs[QK_K / 8];
+    uint8_t scales[QK_K / 64];
+};
+struct block_iq1_s {
+    uint16_t d;
+    uint8_t qs[QK_K / 8];
+    uint16_t qh[QK_K / 32];
+};
+struct block_iq1_m {
+    uint8_t qs[QK_K / 8];
+    uint8_t qh[QK_K / 16];
+    uint8_t scales[QK_K / 32];
+};
+// Ternary types: values in {-1, 0, 1} times d. TQ1_0 packs 5 values per byte
+// in base 3 (then 4 per byte in qh), TQ2_0 2 bits per value.
+struct block_tq1_0 {
+    uint8_t qs[(QK_K - 4 * QK_K / 64) / 5];
+    uint8_t qh[QK_K / 64];
+    uint16_t d;
+};
+struct block_tq2_0 {
+    uint8_t qs[QK_K / 4];
+    uint16_t d;
+};
+// MXFP4: 32 E2M1 values (a 16-entry table) with one E8M0 exponent.
+#define QK_MXFP4 32
+struct block_mxfp4 {
+    uint8_t e;
+    uint8_t qs[QK_MXFP4 / 2];
+};
+
+// Codebooks (iq_grids.c): entry k holds the values of one group, byte j is
+// value j (unsigned magnitudes for IQ2/IQ3, int8 -1/0/1 for IQ1).
+extern const uint64_t quant_iq2xxs_grid[256];
+extern const uint64_t quant_iq2xs_grid[512];
+extern const uint64_t quant_iq2s_grid[1024];
+extern const uint32_t quant_iq3xxs_grid[256];
+extern const uint32_t quant_iq3s_grid[512];
+extern const uint64_t quant_iq1s_grid[2048];
+// Byte masks (0xFF = negative) of the 8 values of a 7-bit IQ2/IQ3_XXS sign
+// index (the 8th sign gives an even count of negatives).
+extern const uint64_t quant_iq2_signs[128];
+// The 16 values of IQ4_NL / IQ4_XS and of MXFP4 (E2M1 doubled).
+extern const int8_t quant_iq4nl_values[16];
+extern const int8_t quant_mxfp4_values[16];
+// IQ1_S / IQ1_M shift every value by +-1/8 of the group scale.
+#define QUANT_IQ1_DELTA 0.125f
+
+// Half of the E8M0 scale of an MXFP4 block: 2^(e - 128), as ggml computes it
+// (e < 2 gives the subnormals).
+static inline float quant_e8m0_half(uint8_t e)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    v.u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    return v.f;
+}
 
 // Scalar conversions (exact, round-to-nearest-even).
 float quant_f16_to_f32(uint16_t h);
@@ -105,6 +190,18 @@ typedef void (*quant_to_float_fn)(const void *x, float *y, int64_t n);
 // Quantizes n elements (a multiple of the block size) from x into y.
 typedef void (*quant_from_float_fn)(const float *x, void *y, int64_t n);
 
+// The integer form of one 256-value block of the i-quant and ternary types
+// that pair with Q8_K: value j is d * scale * ls[j / 16] * q[j], where
+// scale is the type's constant (quant_traits.iq_scale; 1/8 for IQ1 and IQ2,
+// whose group scales are odd multiples of 1/8). Dot products with Q8_K then
+// run in integers: sum over groups of ls * (q . x), times d * scale * x.d.
+struct quant_iq_block {
+    float d;          // the block's f16 scale
+    int16_t ls[16];   // per 16 values
+    int8_t q[QK_K];  // |q| <= 127
+};
+typedef void (*quant_iq_decode_fn)(const void *block, struct quant_iq_block *out);
+
 struct quant_traits {
     const char *name;     // "Q4_K"
     uint32_t block_size;  // elements per block
@@ -112,6 +209,8 @@ struct quant_traits {
     bool is_quantized;
     quant_to_float_fn to_float;          // every supported type
     quant_from_float_fn from_float_ref;  // NULL where we do not quantize to this type
+    quant_iq_decode_fn iq_decode;        // the Q8_K-paired i-quant / ternary types
+    float iq_scale;
 };
 
 // Traits for a ggml type id, or NULL for a type we do not support.

@@ -16,49 +16,13 @@
 #include "gguf/gguf.h"
 #include "integration/models.h"
 #include "json/json.h"
+#include "testgguf.h"
 #include "testutil.h"
 
 static struct harness srv;
 static char tmp[64];
 static char paths[3][128];  // tiny-bert, tiny-nomic-bert, tiny-bert with CLS pooling
 static json_t *ref;
-
-// Rewrites a GGUF with another <arch>.pooling_type.
-static int write_with_pooling(const char *src, const char *dst, uint32_t pooling)
-{
-    struct gguf *g;
-    struct gguf_writer *w;
-    struct err e = {0};
-    if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0)
-        return -1;
-    struct str arch = gguf_architecture(g);
-    char key[128];
-    snprintf(key, sizeof key, "%.*s.pooling_type", (int)arch.len, arch.ptr);
-    for (size_t i = 0; i < gguf_kv_count(g); i++) {
-        const struct gguf_kv *kv = gguf_kv_at(g, i);
-        if (str_eq_cstr(kv->key, key))
-            gguf_writer_kv_u32(w, key, pooling);
-        else
-            gguf_writer_kv_copy(w, kv);
-    }
-    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        char *name = str_dup(t->name);
-        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
-        free(name);
-    }
-    int rc = gguf_writer_write_header(w, &e);
-    for (size_t i = 0; rc == 0 && i < gguf_tensor_count(g); i++) {
-        const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        rc = gguf_writer_write_data(w, t->data, t->n_bytes, &e);
-    }
-    if (rc == 0)
-        rc = gguf_writer_close(w, &e);
-    else
-        gguf_writer_abort(w);
-    gguf_close(g);
-    return rc;
-}
 
 static int setup(void **state)
 {
@@ -87,7 +51,7 @@ static int setup(void **state)
             return -1;
     }
     snprintf(paths[2], sizeof paths[2], "%s/tiny-bert-cls.gguf", tmp);
-    if (write_with_pooling(paths[0], paths[2], 2) < 0)
+    if (test_gguf_set_arch_u32(paths[0], paths[2], "pooling_type", 2) < 0)
         return -1;
     static const char *const env[] = {"OLLAMA_NUM_PARALLEL=2", NULL};
     if (harness_start(&srv, env) != 0) {

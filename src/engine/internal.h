@@ -1,0 +1,20 @@
+// engine internals shared between the CPU backend's files (cpu.c, moe.c).
+#pragma once
+
+#include "engine/engine.h"
+
+// Scratch of the CPU mixture-of-experts op, grown on demand (the backend is
+// used by one caller thread at a time, so one per backend suffices).
+struct engine_moe_ws {
+    void *buf;
+    size_t cap;
+};
+
+void engine_moe_ws_free(struct engine_moe_ws *ws);
+
+// Grows ws for batches of up to max_rows rows of p (ERR_NOMEM).
+int engine_cpu_moe_reserve(struct engine_moe_ws *ws, int64_t max_rows, const struct engine_moe *p,
+                           struct err *e);
+// The CPU backend's MoE op over its pool (moe.c).
+void engine_cpu_moe(struct engine_pool *pool, int n_threads, struct engine_moe_ws *ws, float *y,
+                    const float *x, int64_t n_rows, const struct engine_moe *p);

@@ -1,0 +1,231 @@
+// The KV cache shared by slots, and the slot operations on it.
+//
+// Layout per layer: linear layers hold n_slots × n_ctx cells, position p of
+// slot s in cell s·n_ctx + p, so a slot's keys are contiguous and a token at
+// position p attends cells [s·n_ctx, s·n_ctx + p]. Sliding-window layers
+// whose window (plus a batch) is shorter than the context keep a ring of
+// kv_ring = n_swa + n_batch cells per slot, position p in cell
+// s·kv_ring + p % kv_ring: their memory does not grow with n_ctx. A ubatch
+// writes at most n_batch positions, so the window of each of its rows is
+// still in the ring when it attends (as llama.cpp's SWA cache of n_swa +
+// n_ubatch cells).
+//
+// Removing positions moves the later cells down and re-rotates their keys
+// (RoPE angles add); ring layers move only the rows they still hold.
+#include "model/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/quant/quant.h"
+
+static int64_t kv_dim_of(const struct model *m)
+{
+    return (int64_t)m->hp.n_head_kv * m->hp.head_dim;
+}
+
+void model_kv_plan(struct model *m)
+{
+    const struct model_options *o = &m->opts;
+    m->n_cells = o->n_ctx * o->n_slots;
+    m->kv_ring = 0;
+    if (m->arch->encoder || m->hp.n_swa <= 0 || o->kv_full_length)
+        return;
+    int64_t ring = (int64_t)m->hp.n_swa + o->n_batch;
+    if (ring >= o->n_ctx)
+        return;  // the window covers the context: linear like the others
+    m->kv_ring = (int)ring;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        m->layers[il].kv_ring = m->layers[il].swa ? m->kv_ring : 0;
+}
+
+static int64_t layer_cells(const struct model *m, const struct model_layer *L)
+{
+    return L->kv_ring > 0 ? (int64_t)L->kv_ring * m->opts.n_slots : m->n_cells;
+}
+
+uint64_t model_kv_bytes(const struct model *m)
+{
+    uint64_t row = engine_kv_row_bytes(m->kv_type, kv_dim_of(m)), total = 0;
+    // Encoders share one layer's buffers (they hold one layer at a time).
+    int n_kv_layers = m->arch->encoder ? 1 : m->hp.n_layer;
+    for (int il = 0; il < n_kv_layers; il++)
+        total += 2ull * row * (uint64_t)layer_cells(m, &m->layers[il]);
+    return total;
+}
+
+int model_kv_alloc(struct model *m, struct err *e)
+{
+    const struct model_options *o = &m->opts;
+    size_t row_bytes = engine_kv_row_bytes(m->kv_type, kv_dim_of(m));
+    if (o->n_ctx < 1 || (int64_t)o->n_ctx * o->n_slots > INT32_MAX / 2)
+        return err_set(e, ERR_RANGE, "context %d × %d slots is too large", o->n_ctx, o->n_slots);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        struct engine_kv_layer *kv = &m->layers[il].kv;
+        if (m->arch->encoder && il > 0) {
+            *kv = m->layers[0].kv;  // one layer's keys and values at a time
+            continue;
+        }
+        size_t layer_bytes;
+        if (row_bytes == 0 ||
+            !size_mul(&layer_bytes, row_bytes, (size_t)layer_cells(m, &m->layers[il])))
+            return err_set(e, ERR_TOO_LARGE, "KV cache too large");
+        kv->row_bytes = row_bytes;
+        kv->k = engine_buf_alloc(m->be, layer_bytes);
+        kv->v = engine_buf_alloc(m->be, layer_bytes);
+        if (!kv->k || !kv->v)
+            return err_set(e, ERR_NOMEM, "allocate KV cache (%zu bytes per layer)",
+                           2 * layer_bytes);
+    }
+    return 0;
+}
+
+void model_kv_free(struct model *m)
+{
+    int n_kv_layers = m->arch->encoder && m->hp.n_layer > 0 ? 1 : m->hp.n_layer;
+    for (int il = 0; m->layers && il < n_kv_layers; il++) {
+        engine_buf_free(m->be, m->layers[il].kv.k);
+        engine_buf_free(m->be, m->layers[il].kv.v);
+        m->layers[il].kv.k = m->layers[il].kv.v = NULL;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Slots.
+
+static bool slot_ok(const struct model *m, int slot)
+{
+    return slot >= 0 && slot < m->opts.n_slots;
+}
+
+int model_slot_n_past(const struct model *m, int slot)
+{
+    return slot_ok(m, slot) ? m->slots[slot].n_past : 0;
+}
+
+const int32_t *model_slot_tokens(const struct model *m, int slot)
+{
+    return slot_ok(m, slot) ? m->slots[slot].tokens : NULL;
+}
+
+void model_slot_clear(struct model *m, int slot)
+{
+    if (slot_ok(m, slot))
+        m->slots[slot].n_past = 0;
+}
+
+int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, int n)
+{
+    if (!slot_ok(m, slot))
+        return 0;
+    struct model_slot *sl = &m->slots[slot];
+    int k = 0;
+    while (k < sl->n_past && k < n && sl->tokens[k] == tokens[k])
+        k++;
+    if (k >= n)
+        k = n - 1;  // the last prompt token is evaluated again for its logits
+    if (k < 0)
+        k = 0;
+    // Ring layers: the window before position k must still be in the ring
+    // (nothing at or past k + kv_ring - window was written over it).
+    if (m->kv_ring > 0 && k > 0 && (int64_t)k - m->hp.n_swa + 1 < (int64_t)sl->n_past - m->kv_ring)
+        k = 0;
+    sl->n_past = k;
+    return k;
+}
+
+// Ring layer: the positions q of the new sequence that the ring can hold
+// and that moved (q >= p0) take the rows of q + n_del, re-rotated.
+static void ring_remove(struct model *m, const struct model_layer *L, int slot, int p0, int n_del,
+                        int n_past)
+{
+    const int64_t ring = L->kv_ring, base = (int64_t)slot * ring, n_new = n_past - n_del;
+    const struct engine_kv_layer *kv = &L->kv;
+    int64_t lo = n_new - ring > p0 ? n_new - ring : p0;
+    if (lo >= n_new)
+        return;
+    size_t rb = kv->row_bytes, n_rows = (size_t)(n_new - lo);
+    uint8_t *kt = xmalloc(n_rows * rb), *vt = xmalloc(n_rows * rb);
+    for (int64_t q = lo; q < n_new; q++) {
+        int64_t src = base + (q + n_del) % ring;
+        engine_buf_read(m->be, kt + (size_t)(q - lo) * rb, (uint8_t *)kv->k + src * rb, rb);
+        engine_buf_read(m->be, vt + (size_t)(q - lo) * rb, (uint8_t *)kv->v + src * rb, rb);
+    }
+    for (int64_t q = lo; q < n_new; q++) {
+        int64_t dst = base + q % ring;
+        engine_buf_write(m->be, (uint8_t *)kv->k + dst * rb, kt + (size_t)(q - lo) * rb, rb);
+        engine_buf_write(m->be, (uint8_t *)kv->v + dst * rb, vt + (size_t)(q - lo) * rb, rb);
+        engine_kv_shift(m->be, kv, m->kv_type, dst, 1, -n_del, m->hp.n_head_kv, m->hp.head_dim,
+                        L->rope);
+    }
+    free(kt);
+    free(vt);
+}
+
+int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e)
+{
+    if (!slot_ok(m, slot))
+        return err_set(e, ERR_INVALID, "slot %d out of range", slot);
+    struct model_slot *sl = &m->slots[slot];
+    if (p0 < 0 || p1 < p0 || p1 > sl->n_past)
+        return err_set(e, ERR_RANGE, "remove [%d, %d) from a slot of %d tokens", p0, p1,
+                       sl->n_past);
+    int n_del = p1 - p0, n_move = sl->n_past - p1;
+    if (n_del == 0)
+        return 0;
+    int64_t base = (int64_t)slot * m->opts.n_ctx;
+    for (int il = 0; il < m->hp.n_layer && n_move > 0; il++) {
+        const struct model_layer *L = &m->layers[il];
+        if (L->kv_ring > 0) {
+            ring_remove(m, L, slot, p0, n_del, sl->n_past);
+            continue;
+        }
+        engine_kv_move(m->be, &L->kv, base + p0, base + p1, n_move);
+        engine_kv_shift(m->be, &L->kv, m->kv_type, base + p0, n_move, -n_del, m->hp.n_head_kv,
+                        m->hp.head_dim, L->rope);
+    }
+    memmove(sl->tokens + p0, sl->tokens + p1, (size_t)n_move * sizeof(int32_t));
+    sl->n_past -= n_del;
+    return 0;
+}
+
+int model_context_shift(struct model *m, int slot, int n_keep, struct err *e)
+{
+    if (!slot_ok(m, slot))
+        return err_set(e, ERR_INVALID, "slot %d out of range", slot);
+    if (n_keep < 0)
+        n_keep = 0;
+    if (n_keep >= m->opts.n_ctx)
+        return err_set(e, ERR_RANGE,
+                       "unable to shift context - keep exceeds context (keep: %d context: %d)",
+                       n_keep, m->opts.n_ctx);
+    struct model_slot *sl = &m->slots[slot];
+    if (n_keep > sl->n_past)
+        n_keep = sl->n_past;
+    int discard = (sl->n_past - n_keep) / 2;
+    if (discard <= 0)
+        return 0;
+    int rc = model_slot_remove(m, slot, n_keep, n_keep + discard, e);
+    return rc < 0 ? rc : discard;
+}
+
+void model_debug_kv_row(struct model *m, int il, int cell, float *k, float *v)
+{
+    const struct engine_kv_layer *kv = &m->layers[il].kv;
+    int64_t kv_dim = kv_dim_of(m);
+    const uint8_t *kr = (const uint8_t *)kv->k + (size_t)cell * kv->row_bytes;
+    const uint8_t *vr = (const uint8_t *)kv->v + (size_t)cell * kv->row_bytes;
+    if (m->kv_type == GGUF_TYPE_F32) {
+        memcpy(k, kr, (size_t)kv_dim * sizeof(float));
+        memcpy(v, vr, (size_t)kv_dim * sizeof(float));
+    } else if (m->kv_type == GGUF_TYPE_F16) {
+        for (int64_t i = 0; i < kv_dim; i++) {
+            k[i] = quant_f16_to_f32(((const uint16_t *)kr)[i]);
+            v[i] = quant_f16_to_f32(((const uint16_t *)vr)[i]);
+        }
+    } else {
+        const struct quant_traits *qt = quant_traits_get(m->kv_type);
+        qt->to_float(kr, k, kv_dim);
+        qt->to_float(vr, v, kv_dim);
+    }
+}

@@ -1,0 +1,409 @@
+// Opening a model file: the architecture's loader (arch.c and the family's
+// hooks), the memory estimate, allocation of the KV cache (kvcache.c) and
+// activation scratch, freeing, and the accessors of the public API.
+#include "model/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/quant/quant.h"
+#include "tokenizer/tokenizer.h"
+
+#define MODEL_DEFAULT_CTX   4096
+#define MODEL_DEFAULT_BATCH 512
+
+int model_kv_type_parse(const char *s)
+{
+    if (!s || !*s || ascii_ieq(s, "f16"))
+        return MODEL_KV_F16;
+    if (ascii_ieq(s, "f32"))
+        return MODEL_KV_F32;
+    if (ascii_ieq(s, "q8_0"))
+        return MODEL_KV_Q8_0;
+    return -1;
+}
+
+static uint32_t kv_gguf_type(enum model_kv_type t)
+{
+    switch (t) {
+    case MODEL_KV_F32:
+        return GGUF_TYPE_F32;
+    case MODEL_KV_Q8_0:
+        return GGUF_TYPE_Q8_0;
+    default:
+        return GGUF_TYPE_F16;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sizes.
+
+static void resolve_options(struct model_options *o, const struct model_hparams *hp, bool encoder)
+{
+    if (o->n_ctx <= 0)
+        o->n_ctx = MODEL_DEFAULT_CTX;
+    if (o->n_ctx > hp->n_ctx_train)
+        o->n_ctx = hp->n_ctx_train;  // as Ollama: never past the training context
+    if (o->n_batch <= 0)
+        o->n_batch = MODEL_DEFAULT_BATCH;
+    if (encoder && o->n_batch < o->n_ctx)
+        o->n_batch = o->n_ctx;  // a whole sequence goes through in one pass
+    if (o->n_slots <= 0)
+        o->n_slots = 1;
+    if (o->n_threads <= 0)
+        o->n_threads = engine_physical_cores();
+}
+
+static uint32_t choose_kv_type(struct model_options *o, const struct model_hparams *hp)
+{
+    uint32_t t = kv_gguf_type(o->kv_type);
+    if (t == GGUF_TYPE_Q8_0 && hp->head_dim % QK8_0 != 0) {
+        log_warn("q8_0 KV cache needs a head dimension divisible by 32 (have %d); using f16",
+                 hp->head_dim);
+        o->kv_type = MODEL_KV_F16;
+        t = GGUF_TYPE_F16;
+    }
+    return t;
+}
+
+static int n_out_max_for(const struct model_options *o)
+{
+    return o->n_slots > 8 ? o->n_slots : 8;
+}
+
+struct sizes {
+    uint64_t kv, scratch;
+};
+
+static struct sizes compute_sizes(const struct model *m)
+{
+    struct sizes s;
+    const struct model_hparams *hp = &m->hp;
+    const struct model_options *o = &m->opts;
+    uint64_t q_dim = (uint64_t)hp->n_head * hp->head_dim,
+             kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t cells = (uint64_t)o->n_ctx * (uint64_t)o->n_slots;
+    s.kv = model_kv_bytes(m);
+    uint64_t nb = (uint64_t)o->n_batch;
+    uint64_t f = sizeof(float);
+    uint64_t acts =
+        nb * (2 * (uint64_t)hp->n_embd + 2 * q_dim + 2 * kv_dim + 2 * (uint64_t)hp->n_ff) +
+        nb * (uint64_t)hp->n_embd;  // x xb q att k v hb hb2 xo
+    uint64_t logits = (uint64_t)n_out_max_for(o) * (uint64_t)hp->n_vocab * 2;  // device + host
+    uint64_t max_row = (uint64_t)hp->n_embd;
+    if ((uint64_t)hp->n_ff > max_row)
+        max_row = (uint64_t)hp->n_ff;
+    if (q_dim > max_row)
+        max_row = q_dim;
+    uint64_t wdata = nb * (max_row * 2 + 512);
+    uint64_t att = (uint64_t)o->n_threads * ((uint64_t)o->n_ctx + 2048 + 64 + 16) * f;
+    uint64_t ubatch = nb * 4 * 8 + cells * 4;  // ubatch arrays + slot token lists
+    // Mixture of experts: every expert stays resident (mapped, counted in
+    // the weights); the op's per-batch scratch is counted here.
+    uint64_t moe = model_moe_scratch_bytes(m, o->n_batch);
+    s.scratch = acts * f + logits * f + wdata + att + ubatch + moe;
+    return s;
+}
+
+// ---------------------------------------------------------------------------
+// Load / free.
+
+static void model_release(struct model *m)
+{
+    if (!m)
+        return;
+    if (m->be) {
+        model_kv_free(m);
+        float **bufs[] = {&m->s.x,   &m->s.xb, &m->s.q,   &m->s.k,  &m->s.v,
+                          &m->s.att, &m->s.hb, &m->s.hb2, &m->s.xo, &m->s.logits};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            engine_buf_free(m->be, *bufs[i]);
+        engine_backend_free(m->be);
+    }
+    if (m->slots)
+        for (int i = 0; i < m->opts.n_slots; i++)
+            free(m->slots[i].tokens);
+    free(m->slots);
+    for (size_t i = 0; i < m->n_weight_copies; i++)
+        free(m->weight_copies[i]);
+    free(m->weight_copies);
+    if (m->layers)
+        for (int il = 0; il < m->hp.n_layer; il++)
+            free(m->layers[il].ext);
+    free(m->layers);
+    free(m->logits);
+    free(m->embd);
+    free(m->out_index);
+    free(m->ub_buf);
+    free(m->type_ids);
+    free(m->slot_next);
+    free(m->slot_last);
+    tokenizer_free(m->tok);
+    gguf_close(m->g);
+    free(m);
+}
+
+void model_free(struct model *m)
+{
+    model_release(m);
+}
+
+// Encoders read everything in their load hook; decoders read the common
+// hyper-parameters and tensors as their table row says, with the family's
+// hooks between and after.
+static int arch_load(struct model *m, struct err *e)
+{
+    const struct model_arch *a = m->arch;
+    if (a->encoder)
+        return a->load(m, e);
+    int rc;
+    if ((rc = model_read_hparams(m, e)) < 0 || (a->load && (rc = a->load(m, e)) < 0) ||
+        (rc = model_bind_decoder(m, e)) < 0 || (a->bind && (rc = a->bind(m, e)) < 0))
+        return rc;
+    return 0;
+}
+
+// Phi-3 LongRoPE: the long factors when the context per sequence is past
+// the original one, else the short ones (llama.cpp's get_rope_factors).
+static void choose_rope_factors(struct model *m)
+{
+    if (!m->rope_long)
+        return;
+    const float *ff = m->opts.n_ctx > m->hp.rope.n_ctx_orig ? m->rope_long : m->rope_short;
+    m->hp.rope.freq_factors = ff;
+    m->hp.rope_swa.freq_factors = ff;
+}
+
+// Opens the file and runs the architecture loader (no allocation of cache
+// or scratch): the common part of estimate and load.
+static int model_open(struct model **out, const char *path, const struct model_options *opts,
+                      struct err *e)
+{
+    struct model *m = xcalloc(1, sizeof *m);
+    int rc = gguf_open(&m->g, path, e);
+    if (rc < 0) {
+        free(m);
+        return rc;
+    }
+    struct str an = gguf_architecture(m->g);
+    m->arch = model_arch_find(an);
+    if (!m->arch) {
+        rc = err_set(e, ERR_UNSUPPORTED, "unsupported model architecture \"%.*s\"", (int)an.len,
+                     an.ptr);
+        model_release(m);
+        return rc;
+    }
+    rc = arch_load(m, e);
+    if (rc < 0) {
+        err_prefix(e, "%s", m->arch->name);
+        model_release(m);
+        return rc;
+    }
+    m->opts = opts ? *opts : (struct model_options){0};
+    resolve_options(&m->opts, &m->hp, m->arch->encoder);
+    // An encoder's cache is scratch for one pass: F32, as the reference
+    // computes attention of encoders in F32.
+    m->kv_type = m->arch->encoder ? GGUF_TYPE_F32 : choose_kv_type(&m->opts, &m->hp);
+    if (m->arch->encoder)
+        m->opts.embeddings = true;
+    choose_rope_factors(m);
+    model_kv_plan(m);
+    *out = m;
+    return 0;
+}
+
+int model_estimate(const char *path, const struct model_options *opts, struct model_memory *out,
+                   struct err *e)
+{
+    struct model *m;
+    int rc = model_open(&m, path, opts, e);
+    if (rc < 0)
+        return rc;
+    struct sizes s = compute_sizes(m);
+    out->weights_bytes = gguf_file_size(m->g);
+    out->experts_bytes = model_moe_experts_bytes(m);
+    out->kv_bytes = s.kv;
+    out->scratch_bytes = s.scratch;
+    out->total_bytes = out->weights_bytes + out->kv_bytes + out->scratch_bytes;
+    model_release(m);
+    return 0;
+}
+
+static float *alloc_act(struct model *m, size_t n_floats, int *failed)
+{
+    float *p = engine_buf_alloc(m->be, n_floats * sizeof(float));
+    if (!p)
+        *failed = 1;
+    return p;
+}
+
+// Interleaves the Q4_0 matmul weights of decoder models (the kernels then
+// multiply 8 rows per vector lane set). The embedding table stays as mapped:
+// it is also read by row lookups (a tied output gets its own copy).
+static int interleave_weights(struct model *m, struct err *e)
+{
+    if (m->arch->encoder || m->opts.mapped_weights_only || !m->layers)
+        return 0;
+    size_t n = (size_t)m->hp.n_layer * 7 + 1, k = 0;
+    struct engine_tensor **ts = xcalloc(n, sizeof *ts);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        struct engine_tensor *lt[] = {&L->wq,     &L->wk,   &L->wv,    &L->wo,
+                                      &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++)
+            ts[k++] = lt[i];
+    }
+    ts[k++] = &m->output;
+    m->weight_copies = xcalloc(k, sizeof *m->weight_copies);
+    int rc = 0;
+    for (size_t i = 0; i < k && rc >= 0; i++) {
+        void *copy = NULL;
+        if (!ts[i]->data)
+            continue;
+        rc = engine_tensor_interleave(ts[i], true, &copy, e);
+        if (copy)
+            m->weight_copies[m->n_weight_copies++] = copy;
+    }
+    free(ts);
+    return rc < 0 ? rc : 0;
+}
+
+int model_load(struct model **out, const char *path, const struct model_options *opts,
+               struct err *e)
+{
+    struct model *m;
+    int rc = model_open(&m, path, opts, e);
+    if (rc < 0)
+        return rc;
+    const struct model_hparams *hp = &m->hp;
+    const struct model_options *o = &m->opts;
+    rc = tokenizer_load(&m->tok, m->g, e);
+    if (rc < 0) {
+        err_prefix(e, "tokenizer");
+        goto fail;
+    }
+    rc = engine_cpu_new(&m->be, o->n_threads, e);
+    if (rc < 0)
+        goto fail;
+    if ((rc = interleave_weights(m, e)) < 0)
+        goto fail;
+
+    if ((rc = model_kv_alloc(m, e)) < 0)
+        goto fail;
+
+    // Activations for n_batch rows, allocated once.
+    int failed = 0;
+    size_t nb = (size_t)o->n_batch;
+    size_t q_dim = (size_t)hp->n_head * hp->head_dim;
+    int64_t kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    m->s.n_out_max = n_out_max_for(o);
+    m->s.x = alloc_act(m, nb * hp->n_embd, &failed);
+    m->s.xb = alloc_act(m, nb * hp->n_embd, &failed);
+    m->s.q = alloc_act(m, nb * q_dim, &failed);
+    m->s.k = alloc_act(m, nb * (size_t)kv_dim, &failed);
+    m->s.v = alloc_act(m, nb * (size_t)kv_dim, &failed);
+    m->s.att = alloc_act(m, nb * q_dim, &failed);
+    m->s.hb = alloc_act(m, nb * hp->n_ff, &failed);
+    m->s.hb2 = alloc_act(m, nb * hp->n_ff, &failed);
+    m->s.xo = alloc_act(m, nb * hp->n_embd, &failed);
+    m->s.logits = alloc_act(m, (size_t)m->s.n_out_max * hp->n_vocab, &failed);
+    if (failed) {
+        rc = err_set(e, ERR_NOMEM, "allocate activation buffers for a batch of %d", o->n_batch);
+        goto fail;
+    }
+    int64_t max_row = hp->n_embd;
+    if (hp->n_ff > max_row)
+        max_row = hp->n_ff;
+    if ((int64_t)q_dim > max_row)
+        max_row = (int64_t)q_dim;
+    rc = engine_reserve(m->be, o->n_batch, max_row, o->n_ctx, e);
+    if (rc < 0)
+        goto fail;
+
+    m->ub_buf = xcalloc(nb * 8, sizeof(int32_t));
+    m->slots = xcalloc((size_t)o->n_slots, sizeof *m->slots);
+    m->slot_next = xcalloc((size_t)o->n_slots, sizeof(int));
+    m->slot_last = xcalloc((size_t)o->n_slots, sizeof(int));
+    for (int i = 0; i < o->n_slots; i++)
+        m->slots[i].tokens = xcalloc((size_t)o->n_ctx, sizeof(int32_t));
+    m->out_cap = m->s.n_out_max;
+    m->logits = malloc((size_t)m->out_cap * hp->n_vocab * sizeof(float));
+    if (o->embeddings)
+        m->embd = malloc((size_t)m->out_cap * hp->n_embd * sizeof(float));
+    if (!m->logits || (o->embeddings && !m->embd)) {
+        rc = err_set(e, ERR_NOMEM, "allocate logits");
+        goto fail;
+    }
+    if (m->arch->prepare && (rc = m->arch->prepare(m, e)) < 0)
+        goto fail;
+    *out = m;
+    return 0;
+fail:
+    model_release(m);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// Accessors.
+
+int model_n_vocab(const struct model *m)
+{
+    return m->hp.n_vocab;
+}
+int model_n_embd(const struct model *m)
+{
+    return m->hp.n_embd;
+}
+int model_n_ctx(const struct model *m)
+{
+    return m->opts.n_ctx;
+}
+int model_n_slots(const struct model *m)
+{
+    return m->opts.n_slots;
+}
+int model_n_batch(const struct model *m)
+{
+    return m->opts.n_batch;
+}
+int model_n_threads(const struct model *m)
+{
+    return engine_cpu_n_threads(m->be);
+}
+const char *model_arch_name(const struct model *m)
+{
+    return m->arch->name;
+}
+const struct gguf *model_gguf(const struct model *m)
+{
+    return m->g;
+}
+
+bool model_is_encoder(const struct model *m)
+{
+    return m->arch->encoder;
+}
+
+enum model_pooling model_pooling(const struct model *m)
+{
+    uint32_t t;
+    if (!gguf_get_arch_u32(m->g, "pooling_type", &t))
+        return MODEL_POOLING_MEAN;
+    return t <= MODEL_POOLING_RANK ? (enum model_pooling)t : MODEL_POOLING_NONE;
+}
+
+const float *model_logits(const struct model *m, int i)
+{
+    if (m->arch->encoder || i < 0 || i >= m->n_batch_entries || !m->out_index ||
+        m->out_index[i] < 0)
+        return NULL;
+    return m->logits + (size_t)m->out_index[i] * m->hp.n_vocab;
+}
+
+const float *model_embeddings(const struct model *m, int i)
+{
+    if (!m->embd || i < 0 || i >= m->n_batch_entries || m->out_index[i] < 0)
+        return NULL;
+    return m->embd + (size_t)m->out_index[i] * m->hp.n_embd;
+}
