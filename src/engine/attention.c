@@ -3,7 +3,9 @@
 // Rows of the ubatch that belong to the same slot are grouped into sets of
 // up to ATTN_MAX_Q queries per KV head (rows × the query heads sharing that
 // KV head: GQA heads share every K/V tile). A work item is (set, KV head,
-// range of key positions). It walks its keys in tiles of KERNELS_ATTN_TILE:
+// range of key positions); a set of few rows (decode) takes every KV head
+// in one item instead, so that it reads whole cache rows in address order
+// (one head's slice of each row is only 1/n_head_kv of it). It walks its keys in tiles of KERNELS_ATTN_TILE:
 // the K and V rows of the tile are converted once from the cache's type
 // (F32, F16, Q8_0) to f32, and every query of the set is scored against them,
 // folded into its online softmax (running max m, denominator l) and its
@@ -37,22 +39,25 @@
 
 #define TILE           KERNELS_ATTN_TILE
 #define ATTN_MAX_Q     64    // queries per work item (rows × heads of a group)
+#define ATTN_ALL_Q     128   // a set this small takes every KV head in one item
+#define ATTN_ALL_ROW   4096  // ... when a cache row (all heads) has at most this many floats
 #define ATTN_MIN_CHUNK 256   // keys per split chunk, at least
 #define ATTN_INLINE    32768  // below this many multiply-adds: caller thread only
 
 struct attn_set {
     int r0, r1;        // rows
     int32_t plo, phi;  // key positions any of them sees
+    int heads;         // KV heads per item: 1, or all of them (few rows)
 };
 
 struct attn_item {
-    int set, g;        // set, KV head
-    int32_t p0, p1;    // key positions
-    int64_t part;      // offset of its partial states, -1: writes the output
+    int set, g0, g1;  // set, KV heads [g0, g1)
+    int32_t p0, p1;   // key positions
+    int64_t part;     // offset of its partial states, -1: writes the output
 };
 
 struct attn_merge {
-    int item0, n;  // the chunks of one (set, KV head), consecutive items
+    int item0, n;  // the chunks of one (set, KV heads), consecutive items
 };
 
 struct attn_run {
@@ -167,19 +172,20 @@ struct tiles {
     void *qtmp;
 };
 
-static size_t tiles_floats(int n_q, int hdp)
+// row: floats of the K (and V) rows of one tile: heads × hdp.
+static size_t tiles_floats(int n_q, int hdp, int row)
 {
     size_t f = (size_t)n_q * hdp * 2 + (size_t)n_q * TILE + 2 * (size_t)n_q +
-               (size_t)TILE * hdp * 3 + (size_t)hdp * 2 + 64;
+               (size_t)TILE * row * 2 + (size_t)TILE * hdp + (size_t)hdp * 2 + 64;
     return (f + 15) / 16 * 16;  // keeps every thread's block 64-byte aligned
 }
 
-static struct tiles tiles_carve(float *p, int n_q, int hdp)
+static struct tiles tiles_carve(float *p, int n_q, int hdp, int row)
 {
     struct tiles t;
-    t.kb = p, p += (size_t)TILE * hdp;
+    t.kb = p, p += (size_t)TILE * row;
     t.kt = p, p += (size_t)TILE * hdp;
-    t.vb = p, p += (size_t)TILE * hdp;
+    t.vb = p, p += (size_t)TILE * row;
     t.q = p, p += (size_t)n_q * hdp;
     t.acc = p, p += (size_t)n_q * hdp;
     t.s = p, p += (size_t)n_q * TILE;
@@ -189,27 +195,28 @@ static struct tiles tiles_carve(float *p, int n_q, int hdp)
     return t;
 }
 
+// Query i of an item: KV head g0 + i / (nr·G), row r0 + (i / G) % nr, query
+// head (g0 + i / (nr·G))·G + i % G: each head's queries are consecutive.
 static void run_item(struct attn_run *c, float *scratch, const struct attn_item *it)
 {
     const struct engine_attn *a = c->a;
     const struct attn_set *st = &c->sets[it->set];
     const int hd = a->head_dim, hdp = c->hdp, G = c->group;
-    const int nr = st->r1 - st->r0, nq = nr * G;
+    const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G, nq = per_head * nh;
+    const int row = nh * hdp;  // floats of a converted tile row
     const uint32_t type = a->kv_type;
-    struct tiles t = tiles_carve(scratch, nq, hdp);
+    struct tiles t = tiles_carve(scratch, nq, hdp, row);
     const size_t rb = c->kv->row_bytes;
-    const uint8_t *kbase = (const uint8_t *)c->kv->k + c->head_bytes * (size_t)it->g;
-    const uint8_t *vbase = (const uint8_t *)c->kv->v + c->head_bytes * (size_t)it->g;
+    const uint8_t *kbase = (const uint8_t *)c->kv->k + c->head_bytes * (size_t)it->g0;
+    const uint8_t *vbase = (const uint8_t *)c->kv->v + c->head_bytes * (size_t)it->g0;
 
-    for (int rr = 0; rr < nr; rr++)
-        for (int hh = 0; hh < G; hh++) {
-            int i = rr * G + hh, h = it->g * G + hh;
-            query_prepare(type, c->q + ((int64_t)(st->r0 + rr) * a->n_head + h) * hd,
-                          t.q + (size_t)i * hdp, hd, hdp, t.qtmp, c->q8_from_float,
-                          c->q8_to_float);
-            t.m[i] = -INFINITY;
-            t.l[i] = 0;
-        }
+    for (int i = 0; i < nq; i++) {
+        int gg = i / per_head, rr = (i / G) % nr, h = (it->g0 + gg) * G + i % G;
+        query_prepare(type, c->q + ((int64_t)(st->r0 + rr) * a->n_head + h) * hd,
+                      t.q + (size_t)i * hdp, hd, hdp, t.qtmp, c->q8_from_float, c->q8_to_float);
+        t.m[i] = -INFINITY;
+        t.l[i] = 0;
+    }
     memset(t.acc, 0, (size_t)nq * hdp * sizeof(float));
 
     for (int32_t p = it->p0; p < it->p1; p += TILE) {
@@ -225,40 +232,53 @@ static void run_item(struct attn_run *c, float *scratch, const struct attn_item 
         }
         if (ra >= rz)
             continue;
+        // The tile's K and V rows, every head of the item, read in order.
         int32_t c0 = c->cell0[st->r0];
         for (int j = 0; j < nk; j++) {
             size_t off = (size_t)cell_of(a, c0, p + j) * rb;
-            kv_to_f32(type, kbase + off, t.kb + (size_t)j * hdp, hd, hdp, c->q8_to_float);
-            kv_to_f32(type, vbase + off, t.vb + (size_t)j * hdp, hd, hdp, c->q8_to_float);
-        }
-        if (nk < TILE)
-            memset(t.kb + (size_t)nk * hdp, 0, (size_t)(TILE - nk) * hdp * sizeof(float));
-        c->k->transpose(t.kb, hdp, t.kt);
-
-        int qa = ra * G, qn = (rz - ra) * G;
-        c->k->qk(hdp, qn, t.q + (size_t)qa * hdp, t.kt, a->scale, t.s + (size_t)qa * TILE);
-        for (int i = qa; i < qa + qn; i++) {
-            float *si = t.s + (size_t)i * TILE;
-            int32_t nv = c->n_visible[st->r0 + i / G], lo = visible_lo(a, nv);
-            if (a->softcap > 0)
-                for (int j = 0; j < nk; j++)
-                    si[j] = engine_softcap_f32(si[j], a->softcap);
-            if (nk < TILE || p < lo || p + TILE > nv)
-                for (int j = 0; j < TILE; j++)
-                    if (j >= nk || p + j < lo || p + j >= nv)
-                        si[j] = -INFINITY;
-            float corr = c->k->softmax(si, &t.m[i], &t.l[i]);
-            if (corr != 1.0f) {
-                float *ai = t.acc + (size_t)i * hdp;
-                for (int d = 0; d < hdp; d++)
-                    ai[d] *= corr;
+            if (hdp == hd) {
+                kv_to_f32(type, kbase + off, t.kb + (size_t)j * row, row, row, c->q8_to_float);
+                kv_to_f32(type, vbase + off, t.vb + (size_t)j * row, row, row, c->q8_to_float);
+            } else {
+                for (int gg = 0; gg < nh; gg++) {
+                    size_t ho = off + c->head_bytes * (size_t)gg;
+                    float *kd = t.kb + (size_t)j * row + (size_t)gg * hdp;
+                    kv_to_f32(type, kbase + ho, kd, hd, hdp, c->q8_to_float);
+                    kv_to_f32(type, vbase + ho, t.vb + (kd - t.kb), hd, hdp, c->q8_to_float);
+                }
             }
         }
-        c->k->pv(hdp, qn, nk, t.s + (size_t)qa * TILE, t.vb, t.acc + (size_t)qa * hdp);
+        if (nk < TILE)
+            memset(t.kb + (size_t)nk * row, 0, (size_t)(TILE - nk) * row * sizeof(float));
+
+        for (int gg = 0; gg < nh; gg++) {
+            c->k->transpose(t.kb + (size_t)gg * hdp, row, hdp, t.kt);
+            int qa = gg * per_head + ra * G, qn = (rz - ra) * G;
+            c->k->qk(hdp, qn, t.q + (size_t)qa * hdp, t.kt, a->scale, t.s + (size_t)qa * TILE);
+            for (int i = qa; i < qa + qn; i++) {
+                float *si = t.s + (size_t)i * TILE;
+                int32_t nv = c->n_visible[st->r0 + (i / G) % nr], lo = visible_lo(a, nv);
+                if (a->softcap > 0)
+                    for (int j = 0; j < nk; j++)
+                        si[j] = engine_softcap_f32(si[j], a->softcap);
+                if (nk < TILE || p < lo || p + TILE > nv)
+                    for (int j = 0; j < TILE; j++)
+                        if (j >= nk || p + j < lo || p + j >= nv)
+                            si[j] = -INFINITY;
+                float corr = c->k->softmax(si, &t.m[i], &t.l[i]);
+                if (corr != 1.0f) {
+                    float *ai = t.acc + (size_t)i * hdp;
+                    for (int d = 0; d < hdp; d++)
+                        ai[d] *= corr;
+                }
+            }
+            c->k->pv(hdp, qn, nk, t.s + (size_t)qa * TILE, t.vb + (size_t)gg * hdp, row,
+                     t.acc + (size_t)qa * hdp);
+        }
     }
 
     for (int i = 0; i < nq; i++) {
-        int r = st->r0 + i / G, h = it->g * G + i % G;
+        int gg = i / per_head, r = st->r0 + (i / G) % nr, h = (it->g0 + gg) * G + i % G;
         const float *ai = t.acc + (size_t)i * hdp;
         if (it->part < 0) {
             finalize(a, h, ai, t.m[i], t.l[i], c->out + ((int64_t)r * a->n_head + h) * hd);
@@ -277,7 +297,8 @@ static void run_merge(struct attn_run *c, float *scratch, const struct attn_merg
     const struct engine_attn *a = c->a;
     const struct attn_item *it0 = &c->items[mg->item0];
     const struct attn_set *st = &c->sets[it0->set];
-    const int hd = a->head_dim, G = c->group, nq = (st->r1 - st->r0) * G;
+    const int hd = a->head_dim, G = c->group, nr = st->r1 - st->r0;
+    const int nq = nr * G * (it0->g1 - it0->g0);
     float *acc = scratch;
     for (int i = 0; i < nq; i++) {
         float mx = -INFINITY, l = 0;
@@ -295,7 +316,7 @@ static void run_merge(struct attn_run *c, float *scratch, const struct attn_merg
             for (int d = 0; d < hd; d++)
                 acc[d] += src[2 + d] * f;
         }
-        int r = st->r0 + i / G, h = it0->g * G + i % G;
+        int r = st->r0 + (i / G) % nr, h = (it0->g0 + i / (nr * G)) * G + i % G;
         finalize(a, h, acc, mx, l, c->out + ((int64_t)r * a->n_head + h) * hd);
     }
 }
@@ -363,7 +384,7 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
     ws->sets = grow(ws->sets, &ws->sets_cap, (size_t)n_rows, sizeof(struct attn_set));
     struct attn_set *sets = ws->sets;
     int n_sets = 0;
-    int64_t total_keys = 0, work = 0;
+    int64_t total_keys = 0, work = 0, n_units = 0;
     for (int64_t r = 0; r < n_rows;) {
         struct attn_set *st = &sets[n_sets++];
         st->r0 = (int)r;
@@ -378,15 +399,21 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
             r++;
         } while (r < n_rows && r - st->r0 < rows_per_set && cell0[r] == cell0[st->r0]);
         st->r1 = (int)r;
-        total_keys += st->phi - st->plo;
+        // Few rows (decode): one item takes every KV head, so it reads whole
+        // cache rows in order instead of one head's slice of each.
+        bool all = (int64_t)(st->r1 - st->r0) * a->n_head <= ATTN_ALL_Q &&
+                   (int64_t)a->n_head_kv * hdp <= ATTN_ALL_ROW;
+        st->heads = all ? a->n_head_kv : 1;
+        int units = a->n_head_kv / st->heads;
+        n_units += units;
+        total_keys += (int64_t)(st->phi - st->plo) * units;
     }
     int nth = work < ATTN_INLINE ? 1 : n_threads;
 
-    // Split key ranges when there are too few (set, KV head) pairs.
-    int64_t n_pairs = (int64_t)n_sets * a->n_head_kv, target = 8 * (int64_t)nth;
-    int64_t chunk = INT32_MAX;
-    if (nth > 1 && n_pairs < target) {
-        chunk = (total_keys * a->n_head_kv + target - 1) / target;
+    // Split key ranges when there are too few (set, KV heads) units.
+    int64_t target = 8 * (int64_t)nth, chunk = INT32_MAX;
+    if (nth > 1 && n_units < target) {
+        chunk = (total_keys + target - 1) / target;
         chunk = (chunk + TILE - 1) / TILE * TILE;
         if (chunk < ATTN_MIN_CHUNK)
             chunk = ATTN_MIN_CHUNK;
@@ -394,9 +421,10 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
     int64_t n_items = 0, n_merges = 0;
     for (int s = 0; s < n_sets; s++) {
         int64_t n_chunks = (sets[s].phi - sets[s].plo / TILE * TILE + chunk - 1) / chunk;
-        n_items += n_chunks * a->n_head_kv;
+        int units = a->n_head_kv / sets[s].heads;
+        n_items += n_chunks * units;
         if (n_chunks > 1)
-            n_merges += a->n_head_kv;
+            n_merges += units;
     }
     ws->items = grow(ws->items, &ws->items_cap, (size_t)n_items, sizeof(struct attn_item));
     ws->merges = grow(ws->merges, &ws->merges_cap, (size_t)n_merges + 1, sizeof(struct attn_merge));
@@ -404,27 +432,28 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
     struct attn_merge *merges = ws->merges;
     // Later sets see more keys: hand them out first.
     int64_t ni = 0, nm = 0, parts = 0;
+    int max_q = 1, max_row = hdp;
     for (int s = n_sets - 1; s >= 0; s--) {
         const struct attn_set *st = &sets[s];
-        int nq = (st->r1 - st->r0) * G;
+        int nq = (st->r1 - st->r0) * G * st->heads;
+        max_q = nq > max_q ? nq : max_q;
+        max_row = st->heads * hdp > max_row ? st->heads * hdp : max_row;
         int64_t n_chunks = (st->phi - st->plo / TILE * TILE + chunk - 1) / chunk;
-        for (int g = 0; g < a->n_head_kv; g++) {
+        for (int g = 0; g < a->n_head_kv; g += st->heads) {
             if (n_chunks > 1)
                 merges[nm++] = (struct attn_merge){(int)ni, (int)n_chunks};
             for (int64_t ch = 0; ch < n_chunks; ch++) {
                 int32_t p0 = (int32_t)(st->plo / TILE * TILE + ch * chunk);
                 int32_t p1 = (int32_t)(p0 + chunk < st->phi ? p0 + chunk : st->phi);
-                items[ni++] = (struct attn_item){s, g, p0, p1, n_chunks > 1 ? parts : -1};
+                items[ni++] =
+                    (struct attn_item){s, g, g + st->heads, p0, p1, n_chunks > 1 ? parts : -1};
                 if (n_chunks > 1)
                     parts += (int64_t)nq * (hd + 2);
             }
         }
     }
 
-    int max_q = rows_per_set * G;
-    size_t per_thread = tiles_floats(max_q, hdp);
-    if (per_thread < (size_t)hdp)
-        per_thread = (size_t)hdp;
+    size_t per_thread = tiles_floats(max_q, hdp, max_row);
     ws->buf = grow_aligned(ws->buf, &ws->buf_floats, per_thread * (size_t)nth);
     if (parts > 0)
         ws->parts = grow_aligned(ws->parts, &ws->parts_floats, (size_t)parts);

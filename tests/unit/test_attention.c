@@ -302,13 +302,20 @@ static void test_tile_kernels(void **state)
                          (double)expf(x[i]));
         assert_true(y[60] == 0.0f && y[61] == 0.0f && y[62] == 1.0f);
 
-        gen->transpose(k, HD, kt);
-        ka->transpose(k, HD, kt2);
+        gen->transpose(k, HD, HD, kt);
+        ka->transpose(k, HD, HD, kt2);
         assert_memory_equal(kt, kt2, sizeof kt);
         for (int j = 0; j < T; j++)
             for (int d = 0; d < HD; d++)
                 assert_true(kt[d * T + j] == k[j * HD + d]);
 
+        // Rows further apart than the head (a tile holding several heads).
+        float kw[T * (HD + 16)];
+        for (int j = 0; j < T; j++)
+            for (int d = 0; d < HD + 16; d++)
+                kw[j * (HD + 16) + d] = d < HD ? k[j * HD + d] : 99.0f;
+        ka->transpose(kw, HD + 16, HD, kt2);
+        assert_memory_equal(kt, kt2, sizeof kt);
         for (int nq = 1; nq <= NQ; nq++) {
             ka->qk(HD, nq, q, kt, 0.5f, s);
             for (int i = 0; i < nq; i++)
@@ -322,7 +329,7 @@ static void test_tile_kernels(void **state)
                 }
             for (int nk = 1; nk <= T; nk += 7) {
                 memcpy(acc2, acc, sizeof acc);
-                ka->pv(HD, nq, nk, s, k, acc2);
+                ka->pv(HD, nq, nk, s, kw, HD + 16, acc2);
                 for (int i = 0; i < nq; i++)
                     for (int d = 0; d < HD; d++) {
                         double o = acc[i * HD + d];

@@ -23,8 +23,8 @@
 #define KERNELS_ATTN_TILE 32  // keys per tile (4 vectors of 8)
 
 struct kernels_attn {
-    // kt[d * TILE + j] = k[j * hdp + d] for j < TILE, d < hdp (hdp % 8 == 0).
-    void (*transpose)(const float *k, int hdp, float *kt);
+    // kt[d * TILE + j] = k[j * ldk + d] for j < TILE, d < hdp (hdp % 8 == 0).
+    void (*transpose)(const float *k, int ldk, int hdp, float *kt);
     // s[i * TILE + j] = scale * dot(q + i * hdp, key j of kt) for i < nq.
     void (*qk)(int hdp, int nq, const float *q, const float *kt, float scale, float *s);
     // One query's tile of scores s[0..TILE) (masked keys -INFINITY) against
@@ -33,9 +33,9 @@ struct kernels_attn {
     // query's accumulator must be multiplied by (1 when the max did not
     // move; a fully masked tile leaves s zero and returns 1).
     float (*softmax)(float *s, float *m, float *l);
-    // acc[i * hdp + d] += sum_{j < nk} p[i * TILE + j] * v[j * hdp + d] for
+    // acc[i * hdp + d] += sum_{j < nk} p[i * TILE + j] * v[j * ldv + d] for
     // i < nq, d < hdp.
-    void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, float *acc);
+    void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
     // y[i] = exp(x[i]) for i < n (the tile's exponential; tests).
     void (*exp)(const float *x, float *y, int n);
 };
