@@ -24,8 +24,12 @@
 //   M = max(m_c), L = sum(l_c e^(m_c - M)), out = sum(acc_c e^(m_c - M)) / L.
 //
 // Precision follows the reference's non-flash path: the query is rounded to
-// the cache's precision (F16, or Q8_0 blocks) before its dot products;
-// scores, probabilities and sums are f32.
+// the cache's precision (F16, or Q8_0 blocks) before its dot products, and
+// with an F16 cache the normalized probabilities are rounded to f16 before
+// the V product. That needs the final max and sum first, so F16 items make
+// two passes over their keys (PASS_STATS, then PASS_FINAL with
+// exp(s - M) / L); split F16 ranges merge their statistics between the two
+// (a second barrier). F32 and Q8_0 caches take one pass (online softmax).
 #include "engine/attention.h"
 
 #include <math.h>
@@ -54,6 +58,7 @@ struct attn_item {
     int set, g0, g1;  // set, KV heads [g0, g1)
     int32_t p0, p1;   // key positions
     int64_t part;     // offset of its partial states, -1: writes the output
+    int merge;        // its merge (the sibling chunks), -1 when not split
 };
 
 struct attn_merge {
@@ -78,7 +83,15 @@ struct attn_run {
     int n_items, n_merges;
     quant_to_float_fn q8_to_float;
     kernels_from_float_fn q8_from_float;
-    _Atomic int next_item, next_merge;
+    bool round_p;  // F16 cache: two passes, probabilities rounded to f16
+    _Atomic int next_item, next_merge, next_final;
+};
+
+// How a pass over an item's keys uses the scores.
+enum pass_mode {
+    PASS_ONLINE,  // online softmax: running max and sum, rescaled accumulator
+    PASS_STATS,   // running max and sum only (first of two passes)
+    PASS_FINAL,   // p = f16(exp(s - M) / L) with the final M, L: acc += p · V
 };
 
 void engine_attn_ws_free(struct engine_attn_ws *ws)
@@ -195,30 +208,19 @@ static struct tiles tiles_carve(float *p, int n_q, int hdp, int row)
     return t;
 }
 
-// Query i of an item: KV head g0 + i / (nr·G), row r0 + (i / G) % nr, query
-// head (g0 + i / (nr·G))·G + i % G: each head's queries are consecutive.
-static void run_item(struct attn_run *c, float *scratch, const struct attn_item *it)
+// One pass over an item's keys (see enum pass_mode); m, l, acc in t.
+static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                      enum pass_mode mode)
 {
     const struct engine_attn *a = c->a;
     const struct attn_set *st = &c->sets[it->set];
     const int hd = a->head_dim, hdp = c->hdp, G = c->group;
-    const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G, nq = per_head * nh;
-    const int row = nh * hdp;  // floats of a converted tile row
+    const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G;
+    const int row = nh * hdp;
     const uint32_t type = a->kv_type;
-    struct tiles t = tiles_carve(scratch, nq, hdp, row);
     const size_t rb = c->kv->row_bytes;
     const uint8_t *kbase = (const uint8_t *)c->kv->k + c->head_bytes * (size_t)it->g0;
     const uint8_t *vbase = (const uint8_t *)c->kv->v + c->head_bytes * (size_t)it->g0;
-
-    for (int i = 0; i < nq; i++) {
-        int gg = i / per_head, rr = (i / G) % nr, h = (it->g0 + gg) * G + i % G;
-        query_prepare(type, c->q + ((int64_t)(st->r0 + rr) * a->n_head + h) * hd,
-                      t.q + (size_t)i * hdp, hd, hdp, t.qtmp, c->q8_from_float, c->q8_to_float);
-        t.m[i] = -INFINITY;
-        t.l[i] = 0;
-    }
-    memset(t.acc, 0, (size_t)nq * hdp * sizeof(float));
-
     for (int32_t p = it->p0; p < it->p1; p += TILE) {
         int nk = it->p1 - p < TILE ? it->p1 - p : TILE;
         // Rows that see any key of the tile.
@@ -237,26 +239,28 @@ static void run_item(struct attn_run *c, float *scratch, const struct attn_item 
         for (int j = 0; j < nk; j++) {
             size_t off = (size_t)cell_of(a, c0, p + j) * rb;
             if (hdp == hd) {
-                kv_to_f32(type, kbase + off, t.kb + (size_t)j * row, row, row, c->q8_to_float);
-                kv_to_f32(type, vbase + off, t.vb + (size_t)j * row, row, row, c->q8_to_float);
+                kv_to_f32(type, kbase + off, t->kb + (size_t)j * row, row, row, c->q8_to_float);
+                if (mode != PASS_STATS)
+                    kv_to_f32(type, vbase + off, t->vb + (size_t)j * row, row, row,
+                              c->q8_to_float);
             } else {
                 for (int gg = 0; gg < nh; gg++) {
                     size_t ho = off + c->head_bytes * (size_t)gg;
-                    float *kd = t.kb + (size_t)j * row + (size_t)gg * hdp;
+                    float *kd = t->kb + (size_t)j * row + (size_t)gg * hdp;
                     kv_to_f32(type, kbase + ho, kd, hd, hdp, c->q8_to_float);
-                    kv_to_f32(type, vbase + ho, t.vb + (kd - t.kb), hd, hdp, c->q8_to_float);
+                    kv_to_f32(type, vbase + ho, t->vb + (kd - t->kb), hd, hdp, c->q8_to_float);
                 }
             }
         }
         if (nk < TILE)
-            memset(t.kb + (size_t)nk * row, 0, (size_t)(TILE - nk) * row * sizeof(float));
+            memset(t->kb + (size_t)nk * row, 0, (size_t)(TILE - nk) * row * sizeof(float));
 
         for (int gg = 0; gg < nh; gg++) {
-            c->k->transpose(t.kb + (size_t)gg * hdp, row, hdp, t.kt);
+            c->k->transpose(t->kb + (size_t)gg * hdp, row, hdp, t->kt);
             int qa = gg * per_head + ra * G, qn = (rz - ra) * G;
-            c->k->qk(hdp, qn, t.q + (size_t)qa * hdp, t.kt, a->scale, t.s + (size_t)qa * TILE);
+            c->k->qk(hdp, qn, t->q + (size_t)qa * hdp, t->kt, a->scale, t->s + (size_t)qa * TILE);
             for (int i = qa; i < qa + qn; i++) {
-                float *si = t.s + (size_t)i * TILE;
+                float *si = t->s + (size_t)i * TILE;
                 int32_t nv = c->n_visible[st->r0 + (i / G) % nr], lo = visible_lo(a, nv);
                 if (a->softcap > 0)
                     for (int j = 0; j < nk; j++)
@@ -265,29 +269,127 @@ static void run_item(struct attn_run *c, float *scratch, const struct attn_item 
                     for (int j = 0; j < TILE; j++)
                         if (j >= nk || p + j < lo || p + j >= nv)
                             si[j] = -INFINITY;
-                float corr = c->k->softmax(si, &t.m[i], &t.l[i]);
-                if (corr != 1.0f) {
-                    float *ai = t.acc + (size_t)i * hdp;
+                if (mode == PASS_FINAL) {
+                    // The reference's probabilities: normalized, then f16.
+                    c->k->exp_shift(si, t->m[i], 1.0f / t->l[i]);
+                    continue;
+                }
+                float corr = c->k->softmax(si, &t->m[i], &t->l[i]);
+                if (corr != 1.0f && mode == PASS_ONLINE) {
+                    float *ai = t->acc + (size_t)i * hdp;
                     for (int d = 0; d < hdp; d++)
                         ai[d] *= corr;
                 }
             }
-            c->k->pv(hdp, qn, nk, t.s + (size_t)qa * TILE, t.vb + (size_t)gg * hdp, row,
-                     t.acc + (size_t)qa * hdp);
+            if (mode == PASS_STATS)
+                continue;
+            c->k->pv(hdp, qn, nk, t->s + (size_t)qa * TILE, t->vb + (size_t)gg * hdp, row,
+                     t->acc + (size_t)qa * hdp);
         }
     }
 
+}
+
+// Query i of an item: KV head g0 + i / (nr·G), row r0 + (i / G) % nr, query
+// head (g0 + i / (nr·G))·G + i % G: each head's queries are consecutive.
+static void query_of(const struct attn_run *c, const struct attn_item *it, int i, int *r, int *h)
+{
+    const struct attn_set *st = &c->sets[it->set];
+    int nr = st->r1 - st->r0, G = c->group;
+    *r = st->r0 + (i / G) % nr;
+    *h = (it->g0 + i / (nr * G)) * G + i % G;
+}
+
+// The max and denominator over all keys and the sink: M' = max(M, sink),
+// L' = L e^(M - M') + e^(sink - M').
+static void with_sink(const struct engine_attn *a, int h, float *m, float *l)
+{
+    if (!a->sinks)
+        return;
+    float sink = a->sinks[h], mx = *m > sink ? *m : sink;
+    *l = *l * expf(*m - mx) + expf(sink - mx);
+    *m = mx;
+}
+
+// Stages of an item: STAGE_ALL does everything (its key range is not
+// split); split items of an F16 cache run STAGE_STATS, then (after a
+// barrier) STAGE_FINAL with the siblings' statistics.
+enum { STAGE_ALL, STAGE_STATS, STAGE_FINAL };
+
+static void run_item(struct attn_run *c, float *scratch, const struct attn_item *it, int stage)
+{
+    const struct engine_attn *a = c->a;
+    const struct attn_set *st = &c->sets[it->set];
+    const int hd = a->head_dim, hdp = c->hdp, G = c->group;
+    const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, nq = nr * G * nh;
+    struct tiles t = tiles_carve(scratch, nq, hdp, nh * hdp);
     for (int i = 0; i < nq; i++) {
-        int gg = i / per_head, r = st->r0 + (i / G) % nr, h = (it->g0 + gg) * G + i % G;
-        const float *ai = t.acc + (size_t)i * hdp;
-        if (it->part < 0) {
-            finalize(a, h, ai, t.m[i], t.l[i], c->out + ((int64_t)r * a->n_head + h) * hd);
-        } else {
+        int r, h;
+        query_of(c, it, i, &r, &h);
+        query_prepare(a->kv_type, c->q + ((int64_t)r * a->n_head + h) * hd, t.q + (size_t)i * hdp,
+                      hd, hdp, t.qtmp, c->q8_from_float, c->q8_to_float);
+        t.m[i] = -INFINITY;
+        t.l[i] = 0;
+    }
+    memset(t.acc, 0, (size_t)nq * hdp * sizeof(float));
+
+    if (!c->round_p) {
+        item_pass(c, &t, it, PASS_ONLINE);
+        for (int i = 0; i < nq; i++) {
+            int r, h;
+            query_of(c, it, i, &r, &h);
+            const float *ai = t.acc + (size_t)i * hdp;
+            if (it->part < 0) {
+                finalize(a, h, ai, t.m[i], t.l[i], c->out + ((int64_t)r * a->n_head + h) * hd);
+            } else {
+                float *dst = c->parts + it->part + (size_t)i * (hd + 2);
+                dst[0] = t.m[i];
+                dst[1] = t.l[i];
+                memcpy(dst + 2, ai, (size_t)hd * sizeof(float));
+            }
+        }
+        return;
+    }
+    if (stage != STAGE_FINAL)
+        item_pass(c, &t, it, PASS_STATS);
+    if (stage == STAGE_STATS) {
+        for (int i = 0; i < nq; i++) {
             float *dst = c->parts + it->part + (size_t)i * (hd + 2);
             dst[0] = t.m[i];
             dst[1] = t.l[i];
-            memcpy(dst + 2, ai, (size_t)hd * sizeof(float));
         }
+        return;
+    }
+    if (stage == STAGE_FINAL) {  // the whole key range's statistics
+        const struct attn_merge *mg = &c->merges[it->merge];
+        for (int i = 0; i < nq; i++) {
+            float mx = -INFINITY, l = 0;
+            for (int ch = 0; ch < mg->n; ch++) {
+                float m = c->parts[c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2)];
+                mx = m > mx ? m : mx;
+            }
+            for (int ch = 0; ch < mg->n; ch++) {
+                const float *src = c->parts + c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2);
+                if (src[0] != -INFINITY)
+                    l += src[1] * expf(src[0] - mx);
+            }
+            t.m[i] = mx;
+            t.l[i] = l;
+        }
+    }
+    for (int i = 0; i < nq; i++) {
+        int r, h;
+        query_of(c, it, i, &r, &h);
+        with_sink(a, h, &t.m[i], &t.l[i]);
+    }
+    item_pass(c, &t, it, PASS_FINAL);
+    for (int i = 0; i < nq; i++) {
+        int r, h;
+        query_of(c, it, i, &r, &h);
+        const float *ai = t.acc + (size_t)i * hdp;
+        float *dst = it->part < 0 ? c->out + ((int64_t)r * a->n_head + h) * hd
+                                  : c->parts + it->part + (size_t)i * (hd + 2) + 2;
+        memcpy(dst, ai, (size_t)hd * sizeof(float));
     }
 }
 
@@ -307,6 +409,19 @@ static void run_merge(struct attn_run *c, float *scratch, const struct attn_merg
             mx = m > mx ? m : mx;
         }
         memset(acc, 0, (size_t)hd * sizeof(float));
+        int r, h;
+        query_of(c, it0, i, &r, &h);
+        if (c->round_p) {  // normalized already: the chunks' sums add up
+            float *out = c->out + ((int64_t)r * a->n_head + h) * hd;
+            for (int ch = 0; ch < mg->n; ch++) {
+                const float *src =
+                    c->parts + c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2) + 2;
+                for (int d = 0; d < hd; d++)
+                    acc[d] += src[d];
+            }
+            memcpy(out, acc, (size_t)hd * sizeof(float));
+            continue;
+        }
         for (int ch = 0; ch < mg->n; ch++) {
             const float *src = c->parts + c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2);
             if (src[0] == -INFINITY)
@@ -316,7 +431,6 @@ static void run_merge(struct attn_run *c, float *scratch, const struct attn_merg
             for (int d = 0; d < hd; d++)
                 acc[d] += src[2 + d] * f;
         }
-        int r = st->r0 + (i / G) % nr, h = (it0->g0 + i / (nr * G)) * G + i % G;
         finalize(a, h, acc, mx, l, c->out + ((int64_t)r * a->n_head + h) * hd);
     }
 }
@@ -329,12 +443,24 @@ static void attn_task(void *arg, int ith, int nth)
         int i = atomic_fetch_add_explicit(&c->next_item, 1, memory_order_relaxed);
         if (i >= c->n_items)
             break;
-        run_item(c, scratch, &c->items[i]);
+        const struct attn_item *it = &c->items[i];
+        run_item(c, scratch, it, it->merge >= 0 ? STAGE_STATS : STAGE_ALL);
     }
     if (c->n_merges == 0)
         return;
     if (nth > 1)
         engine_pool_barrier(c->pool);
+    if (c->round_p) {
+        for (;;) {
+            int i = atomic_fetch_add_explicit(&c->next_final, 1, memory_order_relaxed);
+            if (i >= c->n_items)
+                break;
+            if (c->items[i].merge >= 0)
+                run_item(c, scratch, &c->items[i], STAGE_FINAL);
+        }
+        if (nth > 1)
+            engine_pool_barrier(c->pool);
+    }
     for (;;) {
         int i = atomic_fetch_add_explicit(&c->next_merge, 1, memory_order_relaxed);
         if (i >= c->n_merges)
@@ -440,13 +566,14 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         max_row = st->heads * hdp > max_row ? st->heads * hdp : max_row;
         int64_t n_chunks = (st->phi - st->plo / TILE * TILE + chunk - 1) / chunk;
         for (int g = 0; g < a->n_head_kv; g += st->heads) {
+            int merge = n_chunks > 1 ? (int)nm : -1;
             if (n_chunks > 1)
                 merges[nm++] = (struct attn_merge){(int)ni, (int)n_chunks};
             for (int64_t ch = 0; ch < n_chunks; ch++) {
                 int32_t p0 = (int32_t)(st->plo / TILE * TILE + ch * chunk);
                 int32_t p1 = (int32_t)(p0 + chunk < st->phi ? p0 + chunk : st->phi);
-                items[ni++] =
-                    (struct attn_item){s, g, g + st->heads, p0, p1, n_chunks > 1 ? parts : -1};
+                items[ni++] = (struct attn_item){s, g, g + st->heads, p0, p1,
+                                                 n_chunks > 1 ? parts : -1, merge};
                 if (n_chunks > 1)
                     parts += (int64_t)nq * (hd + 2);
             }
@@ -480,9 +607,11 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         .n_merges = (int)n_merges,
         .q8_to_float = quant_traits_get(GGUF_TYPE_Q8_0)->to_float,
         .q8_from_float = kernels_get(GGUF_TYPE_Q8_0)->from_float,
+        .round_p = a->kv_type == GGUF_TYPE_F16,
     };
     atomic_init(&c.next_item, 0);
     atomic_init(&c.next_merge, 0);
+    atomic_init(&c.next_final, 0);
     if (nth == 1)
         attn_task(&c, 0, 1);
     else
@@ -531,8 +660,11 @@ void engine_attention_ref(float *out, const float *q, int64_t n_rows,
                 const uint8_t *vr =
                     (const uint8_t *)kv->v + (size_t)cell_of(a, cell0[r], p) * kv->row_bytes + hoff;
                 kv_to_f32(a->kv_type, vr, row, hd, hd, q8_to_float);
+                double pn = s[p - lo] / sum;
+                if (a->kv_type == GGUF_TYPE_F16)
+                    pn = quant_f16_to_f32(quant_f32_to_f16((float)pn));
                 for (int i = 0; i < hd; i++)
-                    o[i] += s[p - lo] / sum * row[i];
+                    o[i] += pn * row[i];
             }
             for (int i = 0; i < hd; i++)
                 out[(r * a->n_head + h) * hd + i] = (float)o[i];

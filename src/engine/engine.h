@@ -327,7 +327,9 @@ void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, 
 // The attention op in plain double precision, one (row, head) at a time with
 // the whole softmax (host memory; the reference the kernel is tested
 // against). The query is rounded to the cache's precision first (F16, or
-// Q8_0 blocks), as the kernel and the reference implementation do.
+// Q8_0 blocks), and with an F16 cache the normalized probabilities are
+// rounded to f16 before the V product, as the kernel and llama.cpp's
+// non-flash path do.
 void engine_attention_ref(float *out, const float *q, int64_t n_rows,
                           const struct engine_kv_layer *kv, const int32_t *cell0,
                           const int32_t *n_visible, const struct engine_attn *a);

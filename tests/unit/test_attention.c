@@ -168,12 +168,13 @@ static void run_case(const struct attn_case *tc, int n_threads, int n_pre, int p
              "type %u heads %d/%d hd %d softcap %g window %d ring %d sinks %d threads %d rows %d",
              tc->type, tc->n_head, tc->n_head_kv, hd, (double)tc->softcap, tc->window, tc->kv_ring,
              tc->sinks, n_threads, n_rows);
-    assert_close(out, ref, (int64_t)n_rows * q_dim, 2e-5, what);
+    // F16: a probability within float noise of an f16 rounding boundary
+    // may round the other way (one f16 ulp, 2^-11 of it).
+    double tol = tc->type == GGUF_TYPE_F16 ? 5e-4 : 2e-5;
+    assert_close(out, ref, (int64_t)n_rows * q_dim, tol, what);
     if (tc->softcap == 0 && tc->window == 0 && tc->kv_ring == 0 && !tc->sinks) {
         old_attention(ref, q, n_rows, &kv, cell0, nvis, &a);
-        // The old path rounds F16 probabilities (relative error 2^-11 each).
-        assert_close(out, ref, (int64_t)n_rows * q_dim, tc->type == GGUF_TYPE_F16 ? 2e-3 : 2e-5,
-                     what);
+        assert_close(out, ref, (int64_t)n_rows * q_dim, tol, what);
     }
     engine_buf_free(be, out), engine_buf_free(be, kv.k), engine_buf_free(be, kv.v);
     engine_backend_free(be);

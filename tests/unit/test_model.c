@@ -3,11 +3,7 @@
 // load errors.
 //
 // Tolerances: F32 models match llama.cpp's last-position logits within
-// 2e-3 (its own F32 vs F16 KV runs differ by 1.5e-3); stories260K within
-// 1e-3 with an F32 cache and 5e-3 with an F16 one (llama.cpp's non-flash path
-// rounds the softmax probabilities to f16 before the V product, our
-// flash-style kernel keeps them f32: on this trained model's sharp attention
-// that alone moves its logits by up to 3.2e-3); the Q8_0 model within
+// 2e-3 (its own F32 vs F16 KV runs differ by 1.5e-3); the Q8_0 model within
 // 0.05 (activation rounding; README of the fixtures). Greedy continuations
 // must be identical, except that a Q8_0 run may diverge after a reference
 // step whose top-1 margin is below 0.01 (where llama.cpp itself is unstable).
@@ -298,12 +294,7 @@ static void check_case(struct model *m, const struct jv *c, float tol, bool q8, 
                      (double)want_logit);
         copy[got] = -INFINITY;
     }
-    float ref_margin = top->n > 1 ? (float)(top->items[0].items[1].num - top->items[1].items[1].num)
-                                  : INFINITY;
-    int got = argmax(lg, n_vocab);
-    if (got != (int)top->items[0].items[0].num && ref_margin > tol)
-        fail_msg("top-1 id %d, reference %d (reference margin %f)", got,
-                 (int)top->items[0].items[0].num, (double)ref_margin);
+    free(copy);
     // Greedy continuation, each token fed back alone.
     int32_t tok = argmax(lg, n_vocab);
     int steps = n_greedy < (int)greedy->n ? n_greedy : (int)greedy->n;
@@ -353,7 +344,7 @@ static void test_stories260k_reference(void **state)
         struct model *m = load(stories_path(path, sizeof path), o);
         const struct jv *list = &cases->items[kv];
         for (size_t i = 0; i < list->n; i++)
-            check_case(m, &list->items[i], o.kv_type == MODEL_KV_F32 ? 1e-3f : 5e-3f, false, 64);
+            check_case(m, &list->items[i], 1e-3f, false, 64);
         model_free(m);
     }
     jfree(&root);

@@ -33,6 +33,10 @@ struct kernels_attn {
     // query's accumulator must be multiplied by (1 when the max did not
     // move; a fully masked tile leaves s zero and returns 1).
     float (*softmax)(float *s, float *m, float *l);
+    // s[j] = exp(s[j] - m) * inv_l rounded to f16 precision (masked keys,
+    // -INFINITY, give 0): the normalized probabilities of llama.cpp's F16
+    // path, for j < TILE.
+    void (*exp_shift)(float *s, float m, float inv_l);
     // acc[i * hdp + d] += sum_{j < nk} p[i * TILE + j] * v[j * ldv + d] for
     // i < nq, d < hdp.
     void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
