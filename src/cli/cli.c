@@ -125,6 +125,12 @@ static int cmd_runner(struct cli_args *a)
     return rc;
 }
 
+static const struct cli_flag flags_launch[] = {
+    {"model", 0, "string", "Model to use"},
+    {"config", 0, NULL, "Print the configuration instead of launching"},
+    {NULL, 0, NULL, NULL},
+};
+
 const struct cli_command cli_commands[] = {
     {"serve", "start", "serve [flags]", "Start ollama", 0, 0, NULL, env_serve, cmd_serve, false},
     {"create", NULL, "create MODEL [flags]", "Create a model", 1, 1, flags_create, env_host_only,
@@ -145,6 +151,12 @@ const struct cli_command cli_commands[] = {
      cli_cmd_cp, false},
     {"rm", NULL, "rm MODEL [MODEL...] [flags]", "Remove a model", 1, -1, NULL, env_host_only,
      cli_cmd_rm, false},
+    {"launch", NULL, "launch [INTEGRATION] [flags] [-- ARGS...]",
+     "Launch a coding agent (claude, codex, opencode) on this server", 0, -1, flags_launch,
+     env_host_only, cli_cmd_launch, false},
+    {"signin", NULL, "signin", "Sign in to ollama.com", 0, 0, NULL, NULL, cli_cmd_no_cloud, false},
+    {"signout", NULL, "signout", "Sign out from ollama.com", 0, 0, NULL, NULL, cli_cmd_no_cloud,
+     false},
     {"runner", NULL, "runner [flags]", "Run a model runner (internal)", 0, -1, flags_runner, NULL,
      cmd_runner, true},
     {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, false},

@@ -707,3 +707,9 @@ out:
     buf_deinit(&text);
     return status;
 }
+
+int cli_cmd_no_cloud(struct cli_args *a)
+{
+    (void)a;
+    return cli_fail("ollama cloud is disabled: this build has no ollama.com account support");
+}

@@ -195,3 +195,7 @@ int cli_cmd_list(struct cli_args *a);
 int cli_cmd_ps(struct cli_args *a);
 int cli_cmd_cp(struct cli_args *a);
 int cli_cmd_rm(struct cli_args *a);
+// launch (launch.c): starts Claude Code, Codex or OpenCode on this server.
+int cli_cmd_launch(struct cli_args *a);
+// signin / signout: this build has no ollama.com account support (exit 1).
+int cli_cmd_no_cloud(struct cli_args *a);

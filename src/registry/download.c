@@ -303,8 +303,8 @@ static int resolve_data_url(struct reg_download *d, struct err *e)
         int rc = resolve_once(d, &le);
         if (rc == 0)
             return 0;
-        bool retry =
-            rc == ERR_NETWORK && !d->cancel && time_monotonic_ns() - start < 30LL * 1000000000;
+        bool retry = rc == ERR_NETWORK && !reg_cancelled(&d->cancel) &&
+                     time_monotonic_ns() - start < 30LL * 1000000000;
         if (!retry) {
             err_set(e, rc, "%s", le.msg);
             return rc;
@@ -403,7 +403,7 @@ static void set_failure(struct reg_download *d, int rc, const struct err *e)
 
 static bool dl_should_stop(struct reg_download *d)
 {
-    return atomic_load(&d->stop) || d->cancel;
+    return atomic_load(&d->stop) || reg_cancelled(&d->cancel);
 }
 
 static void part_run(struct reg_download *d, struct dl_part *p)
@@ -446,7 +446,7 @@ static void part_run(struct reg_download *d, struct dl_part *p)
             rc = a.rc;
             he = a.err;
         }
-        if (d->cancel || a.fatal) {
+        if (reg_cancelled(&d->cancel) || a.fatal) {
             set_failure(d, a.fatal ? ERR_IO : ERR_CANCELLED, &he);
             return;
         }
@@ -714,7 +714,7 @@ int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
         pthread_mutex_lock(&reg->mu);
         if (cancel) {
             if (--d->refs == 1 && !d->done)
-                d->cancel = 1;  // only the worker is left
+                reg_cancel_set(&d->cancel);  // only the worker is left
             bool last = d->refs == 0;
             pthread_mutex_unlock(&reg->mu);
             if (last)

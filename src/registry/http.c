@@ -23,9 +23,15 @@ void reg_sleep_ms(int64_t ms)
     }
 }
 
+// Cancel flags are set by one thread and polled by others: read atomically.
 bool reg_cancelled(const volatile int *cancel)
 {
-    return cancel && *cancel;
+    return cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE);
+}
+
+void reg_cancel_set(volatile int *cancel)
+{
+    __atomic_store_n(cancel, 1, __ATOMIC_RELEASE);
 }
 
 void reg_rsp_init(struct reg_rsp *r)

@@ -49,7 +49,8 @@ struct registry {
     pthread_cond_t uploads_cv;  // with mu: an upload ended
     char **uploads;             // "host digest" being uploaded (mu)
     size_t n_uploads;
-    int n_background;  // mirror pulls running (mu)
+    int n_background;        // mirror pulls running (mu)
+    volatile int bg_cancel;  // registry_free has begun: background pulls stop (reg_cancel_set)
 };
 
 // One pull/push/mirror operation against one registry host.
@@ -123,6 +124,8 @@ int reg_auth_challenge(struct reg_session *s, const char *www_auth, const char *
 bool reg_url_host(const char *url, char *out, size_t n);
 void reg_sleep_ms(int64_t ms);
 bool reg_cancelled(const volatile int *cancel);
+// Sets a cancel flag (atomically; see reg_cancelled).
+void reg_cancel_set(volatile int *cancel);
 
 // Downloads blob digest (size from the manifest, 0 if unknown) of the
 // session's repository into the store, shared by digest with concurrent

@@ -60,8 +60,10 @@ void registry_free(struct registry *r)
 {
     if (!r)
         return;
-    // Downloads still running hold their own copy of what they need; wait
-    // for them so none outlives the store.
+    // Downloads still running hold their own copy of what they need; stop
+    // the mirror's background pulls and wait for them all so none outlives
+    // the store.
+    reg_cancel_set(&r->bg_cancel);
     for (;;) {
         pthread_mutex_lock(&r->mu);
         bool busy = r->downloads != NULL || r->n_background > 0;
@@ -348,7 +350,8 @@ struct bg_pull {
 static void *bg_pull_thread(void *arg)
 {
     struct bg_pull *b = arg;
-    struct registry_opts o = {.insecure = b->insecure, .noprune = true};
+    struct registry_opts o = {
+        .insecure = b->insecure, .noprune = true, .cancel = &b->reg->bg_cancel};
     struct err e = {0};
     if (pull_name(b->reg, &b->name, b->insecure, &o, &e) < 0)
         log_warn("mirror: pull of %s/%s/%s:%s from upstream failed: %s", b->name.host, b->name.ns,

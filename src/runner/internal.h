@@ -2,7 +2,8 @@
 // from an HTTP connection thread to the batching loop and back, the loop's
 // interface, and the HTTP layer's.
 //
-// Threads: one thread per HTTP connection (libmicrohttpd), one batching loop
+// Threads: the HTTP wrapper's event threads and one thread per request
+// handler (httpd/), one batching loop
 // thread that owns the model, and the main thread (load, signals).
 // Lock order: loop->mu, then a request's mu (never the other way round).
 #pragma once
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "httpd/httpd.h"
 #include "json/json.h"
 #include "model/model.h"
 #include "sample/sample.h"
@@ -52,10 +54,10 @@ struct rreq {
     // Output and lifetime (mu).
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct buf out;  // NDJSON bytes not yet sent to the client
-    bool finished;   // no more output will come
-    int refs;        // HTTP side + loop side
-    int fd;          // client socket polled for hang-up; -1 once the connection is gone
+    struct httpd_stream *stream;  // the /completion reply (NDJSON lines), until finished
+    bool finished;                // no more output will come
+    int refs;                     // HTTP side + loop side
+    int fd;  // /embedding: client socket polled for hang-up; -1 once the reply is sent
     atomic_bool cancelled;
     // Embedding result (set before finished).
     float *embd;
@@ -88,7 +90,7 @@ struct runner {
     bool add_bos;           // the tokenizer adds BOS with add_special
     bool no_context_shift;  // --no-context-shift
     int n_ctx;              // per slot
-    void *daemon;           // struct MHD_Daemon *, only http.c looks inside
+    struct httpd *httpd;
 };
 
 enum { RUNNER_LOADING = 0, RUNNER_READY = 1, RUNNER_FAILED = 2 };

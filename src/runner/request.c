@@ -16,7 +16,6 @@ struct rreq *rreq_new(enum rreq_kind kind)
     r->kind = kind;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
-    buf_init(&r->out, RUNNER_MAX_PENDING_BYTES);
     r->refs = 1;
     r->fd = -1;
     return r;
@@ -43,7 +42,8 @@ void rreq_unref(struct rreq *r)
     sample_free(r->sampler);
     sample_grammar_free(r->grammar);
     sample_stop_free(r->stop);
-    buf_deinit(&r->out);
+    if (r->stream)  // never finished: end the reply as broken
+        httpd_stream_end(r->stream, true);
     free(r->embd);
     free(r->error);
     pthread_mutex_destroy(&r->mu);
@@ -60,9 +60,9 @@ void rreq_emit(struct rreq *r, json_t *obj)
     if (rc == 0)
         rc = buf_append_char(&line, '\n');
     pthread_mutex_lock(&r->mu);
-    if (rc == 0 && !atomic_load(&r->cancelled) && buf_append(&r->out, line.data, line.len) < 0)
-        atomic_store(&r->cancelled, true);  // the client stopped reading long ago
-    pthread_cond_broadcast(&r->cv);
+    if (rc == 0 && !atomic_load(&r->cancelled) && r->stream &&
+        httpd_stream_write(r->stream, line.data, line.len) < 0)
+        atomic_store(&r->cancelled, true);  // gone, or stopped reading long ago
     pthread_mutex_unlock(&r->mu);
     buf_deinit(&line);
 }
@@ -71,8 +71,12 @@ void rreq_finish(struct rreq *r)
 {
     pthread_mutex_lock(&r->mu);
     r->finished = true;
+    struct httpd_stream *st = r->stream;
+    r->stream = NULL;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    if (st)
+        httpd_stream_end(st, atomic_load(&r->cancelled));
 }
 
 bool rreq_cancelled(struct rreq *r)
@@ -80,6 +84,8 @@ bool rreq_cancelled(struct rreq *r)
     if (atomic_load(&r->cancelled))
         return true;
     pthread_mutex_lock(&r->mu);
+    if (r->stream && httpd_stream_gone(r->stream))
+        atomic_store(&r->cancelled, true);
     if (r->fd >= 0) {
         struct pollfd pfd = {.fd = r->fd, .events = POLLRDHUP};
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "renderer/renderer.h"
 #include "server/runner_client.h"
 #include "server/sched.h"
 #include "template/template.h"
@@ -52,6 +53,8 @@ struct gen_job {
     struct srv_req *req;    // non-streaming: the request to reply to
     struct srv_stream *st;  // streaming
     struct template_output_parser *parser;
+    struct renderer_choice builtin;   // RENDERER / PARSER / harmony (renderer module)
+    struct renderer_parser *bparser;  // the built-in parser, when one is chosen
     struct buf acc_content, acc_thinking;
     json_t *acc_calls;
     json_t *lp_pending;    // runner logprob entries not yet emitted (owned, may be NULL)
@@ -73,6 +76,7 @@ static void job_free(struct gen_job *j)
     store_prompt_choice_deinit(&j->pc);
     buf_deinit(&j->prompt);
     template_output_parser_free(j->parser);
+    renderer_parser_free(j->bparser);
     buf_deinit(&j->acc_content);
     buf_deinit(&j->acc_thinking);
     json_decref(j->acc_calls);
@@ -244,6 +248,9 @@ static void add_final_fields(const struct gen_job *j, json_t *o)
                json_integer_value(json_object_get(f, "prompt_eval_duration")));
     set_metric(o, "eval_count", json_integer_value(json_object_get(f, "eval_count")));
     set_metric(o, "eval_duration", json_integer_value(json_object_get(f, "eval_duration")));
+    server_metrics_tokens(json_integer_value(json_object_get(f, "prompt_eval_count")),
+                          json_integer_value(json_object_get(f, "eval_count")),
+                          json_integer_value(json_object_get(f, "eval_duration")));
 }
 
 // Appends the entries of from (an array, may be NULL) to *to.
@@ -321,8 +328,12 @@ static int on_runner_line(void *ctx, const json_t *line)
     buf_init(&thinking, 0);
     json_t *calls = json_array();
     struct err pe = {0};
-    int rc = template_output_parser_add(j->parser, piece, strlen(piece), &thinking, &content, calls,
-                                        &pe);
+    int rc = j->bparser ? renderer_parser_add(j->bparser, piece, strlen(piece), false, &content,
+                                              &thinking, calls, &pe)
+                        : template_output_parser_add(j->parser, piece, strlen(piece), &thinking,
+                                                     &content, calls, &pe);
+    if (rc < 0)
+        rc = err_set(&j->run_err, ERR_INTERNAL, "%s", pe.msg);
     if (rc == 0)
         rc = emit(j, &content, &thinking, calls);
     buf_deinit(&content);
@@ -382,8 +393,15 @@ static int run_completion(struct gen_job *j)
         buf_init(&content, 0);
         buf_init(&thinking, 0);
         json_t *calls = json_array();
-        template_output_parser_finish(j->parser, &thinking, &content, calls, NULL);
-        rc = emit(j, &content, &thinking, calls);
+        if (j->bparser)
+            rc = renderer_parser_add(j->bparser, "", 0, true, &content, &thinking, calls,
+                                     &j->run_err);
+        else
+            template_output_parser_finish(j->parser, &thinking, &content, calls, NULL);
+        if (rc == 0)
+            rc = emit(j, &content, &thinking, calls);
+        else
+            rc = ERR_INTERNAL;
         buf_deinit(&content);
         buf_deinit(&thinking);
         json_decref(calls);
@@ -435,6 +453,58 @@ static int64_t count_tokens(void *ctx, const char *text, size_t len, struct err 
     int64_t n = (int64_t)json_array_size(json_object_get(out, "tokens"));
     json_decref(out);
     return n;
+}
+
+// The built-in renderer / parser path (renderer module): the parser is made
+// first (harmony renames the tools the prompt shows), then the prompt comes
+// from the named renderer, or from the template when only a parser is named.
+// Truncation drops the oldest non-system messages until the prompt fits.
+static int builtin_prompt(struct gen_job *j, json_t *msgs, struct err *e)
+{
+    struct renderer_think th = {j->think.think_set, j->think.think, j->think.level};
+    size_t n = json_array_size(msgs);
+    json_t *last = n ? json_array_get(msgs, n - 1) : NULL;
+    json_t *tools = j->chat ? j->tools : NULL;
+    int rc = 0;
+    if (j->builtin.parser && !j->raw) {
+        rc = renderer_parser_new(&j->bparser, j->builtin.parser, tools, j->chat ? last : NULL, &th,
+                                 e);
+        if (rc < 0)
+            return rc;
+    }
+    json_t *ptools = j->bparser ? renderer_parser_prompt_tools(j->bparser) : json_incref(tools);
+    bool truncate = !json_is_false(json_object_get(j->body, "truncate"));
+    size_t prefix = j->prompt.len;  // detokenized context, if any
+    for (size_t start = 0; start < n; start++) {
+        json_t *sub = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_t *m = json_array_get(msgs, i);
+            const char *role = json_string_value(json_object_get(m, "role"));
+            if (i >= start || (role && strcmp(role, "system") == 0))
+                json_array_append(sub, m);
+        }
+        j->prompt.len = prefix;
+        if (j->builtin.renderer) {
+            rc = renderer_render(j->builtin.renderer, sub, ptools, &th, &j->prompt, e);
+        } else {
+            struct template_prompt_req pr = {.messages = sub, .tools = ptools, .think = j->think};
+            rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
+        }
+        json_decref(sub);
+        if (rc < 0 || !truncate || start + 1 >= n)
+            break;
+        int64_t nt = count_tokens(j, j->prompt.data + prefix, j->prompt.len - prefix, e);
+        if (nt < 0) {
+            rc = (int)nt;
+            break;
+        }
+        if (nt <= j->n_ctx)
+            break;
+    }
+    if (rc == 0 && j->prompt.data)
+        j->prompt.data[j->prompt.len] = 0;
+    json_decref(ptools);
+    return rc;
 }
 
 static int render_prompt(struct gen_job *j, struct err *e)
@@ -491,7 +561,9 @@ static int render_prompt(struct gen_job *j, struct err *e)
     }
     pr.messages = msgs;
     int rc;
-    if (msgs && j->pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
+    if (j->builtin.active && !pr.suffix) {
+        rc = builtin_prompt(j, msgs, e);
+    } else if (msgs && j->pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
         struct srv_prompt_req jr = {.pc = &j->pc, .messages = msgs, .tools = j->tools,
                                     .think = j->think, .truncate = pr.truncate, .n_ctx = pr.n_ctx,
                                     .count = count_tokens, .count_ctx = j};
@@ -513,6 +585,30 @@ static int render_prompt(struct gen_job *j, struct err *e)
 
 // ---------------------------------------------------------------------------
 // Handler
+
+// Chooses the built-in renderer / parser (Ollama's order: RENDERER/PARSER,
+// then harmony for gpt-oss). A name this build does not have is an error for
+// the request, as Ollama's `unknown renderer "x"`. False after replying.
+static bool builtin_select(struct gen_job *j, struct srv_req *r)
+{
+    const struct store_config *c = &j->m->config;
+    renderer_select(c->renderer, c->parser, c->model_family, template_text(j->tmpl), &j->builtin);
+    char msg[300];
+    if (j->builtin.renderer && !renderer_known(j->builtin.renderer)) {
+        snprintf(msg, sizeof(msg), "unknown renderer \"%s\"", j->builtin.renderer);
+        srv_reply_error(r, 500, msg);
+        return false;
+    }
+    if (j->builtin.parser && !renderer_parser_known(j->builtin.parser)) {
+        snprintf(msg, sizeof(msg), "unknown parser \"%s\"", j->builtin.parser);
+        srv_reply_error(r, 500, msg);
+        return false;
+    }
+    // harmony's Reasoning only knows low/medium/high.
+    if (j->builtin.harmony && j->think.level && strcmp(j->think.level, "max") == 0)
+        j->think.level = "high";
+    return true;
+}
 
 // Images anywhere in the request (generate images or chat message images).
 static bool has_images(const json_t *body, bool chat)
@@ -574,6 +670,31 @@ static json_t *model_details(const struct store_model *m)
     jsonx_set_str(d, "parameter_size", m->config.model_type ? m->config.model_type : "");
     jsonx_set_str(d, "quantization_level", m->config.file_type ? m->config.file_type : "");
     return d;
+}
+
+// "_count_tokens": true (set by /v1/messages/count_tokens, anthropic.c):
+// the rendered prompt's length in the runner's tokens, as the runner counts
+// it before generating, and no generation. Releases the runner.
+static void reply_prompt_tokens(struct gen_job *j, struct srv_req *r)
+{
+    struct err e = {0};
+    json_t *body = json_object();
+    jsonx_set_strn(body, "content", j->prompt.data ? j->prompt.data : "", j->prompt.len);
+    jsonx_set_bool(body, "add_special", true);
+    json_t *out = NULL;
+    int rc =
+        runner_http_json(sched_runner_port(j->runner), "/tokenize", body, 30000, NULL, &out, &e);
+    json_decref(body);
+    sched_release(r->srv->sched, j->runner, rc < 0 && !sched_runner_alive(j->runner));
+    j->runner = NULL;
+    if (rc < 0) {
+        srv_reply_err(r, rc, &e);
+        return;
+    }
+    json_t *o = base_object(j);
+    jsonx_set_int(o, "prompt_eval_count", (int64_t)json_array_size(json_object_get(out, "tokens")));
+    json_decref(out);
+    srv_reply_json(r, 200, o);
 }
 
 static void handle_completion(struct srv_req *r, bool chat)
@@ -721,6 +842,8 @@ static void handle_completion(struct srv_req *r, bool chat)
         srv_reply_err(r, ERR_INVALID, &e);
         goto out;
     }
+    if (!builtin_select(j, r))
+        goto out;
 
     // Empty prompt / messages: load or unload only (api.md §6.4, §7.4).
     const char *prompt = json_string_value(json_object_get(b, "prompt"));
@@ -757,7 +880,13 @@ static void handle_completion(struct srv_req *r, bool chat)
         srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, &e);
         goto out;
     }
-    if (j->pc.source == STORE_PROMPT_CHAT_TEMPLATE)
+    if (json_is_true(json_object_get(b, "_count_tokens"))) {
+        reply_prompt_tokens(j, r);
+        goto out;
+    }
+    if (j->bparser)
+        ;  // the built-in parser reads the output
+    else if (j->pc.source == STORE_PROMPT_CHAT_TEMPLATE)
         j->parser = template_output_parser_new_format(
             template_chat_format_detect(j->pc.chat_template), j->pc.chat_template, j->think_on,
             j->tools, buf_cstr(&j->prompt));

@@ -1,32 +1,25 @@
-// The HTTP layer of `ollama serve` over libmicrohttpd: one thread per
-// connection, request bodies buffered under a cap (or streamed to a route's
-// body callback), CORS and allowed-host checks before routing (env.md §6-7),
-// Gin-compatible 404/405/redirect behaviour (api.md §1.1), and streaming
-// replies fed by a producer thread.
-//
-// Lock order: a stream's mutex is the only lock here; nothing is called with
-// it held except memcpy and poll.
+// The HTTP side of `ollama serve`, over the one HTTP wrapper (httpd/):
+// the server's route tables, CORS and allowed-host checks before routing
+// (server/policy.c), Gin-compatible 404/405/redirect behaviour (api.md
+// §1.1), request handlers on their own threads (the wrapper's), and
+// streaming replies fed by a producer thread.
 #include "server/internal.h"
 #include "server/sched.h"
 
+#include "httpd/httpd.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netdb.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 struct srv_stream {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct buf pending;  // bytes queued by the producer, not yet sent (mu)
-    bool ended;          // the producer is done (mu)
-    int refs;            // producer + MHD response (mu)
-    atomic_bool cancelled;
-    int fd;  // the client socket, polled for hang-up (-1 once closed)
+    struct httpd_stream *hs;
+    struct server *srv;
     srv_producer_fn fn;
     void *arg;
     struct srv_encoder enc;  // taken from the request (encode NULL: NDJSON)
@@ -34,30 +27,9 @@ struct srv_stream {
 
 #define STREAM_MAX_PENDING (64u * 1024 * 1024)
 
-static void stream_unref(struct srv_stream *st)
-{
-    pthread_mutex_lock(&st->mu);
-    int refs = --st->refs;
-    pthread_mutex_unlock(&st->mu);
-    if (refs > 0)
-        return;
-    if (st->enc.free)
-        st->enc.free(st->enc.ctx);
-    buf_deinit(&st->pending);
-    pthread_mutex_destroy(&st->mu);
-    pthread_cond_destroy(&st->cv);
-    free(st);
-}
-
 int srv_stream_write(struct srv_stream *st, const char *p, size_t n)
 {
-    if (srv_stream_cancelled(st))
-        return ERR_CANCELLED;
-    pthread_mutex_lock(&st->mu);
-    int rc = buf_append(&st->pending, p, n);
-    pthread_cond_signal(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-    return rc;
+    return httpd_stream_write(st->hs, p, n);
 }
 
 int srv_stream_json_line(struct srv_stream *st, json_t *obj)
@@ -81,62 +53,29 @@ int srv_stream_json_line(struct srv_stream *st, json_t *obj)
 
 bool srv_stream_cancelled(struct srv_stream *st)
 {
-    if (atomic_load(&st->cancelled))
-        return true;
-    pthread_mutex_lock(&st->mu);
-    if (st->fd >= 0) {
-        struct pollfd pfd = {.fd = st->fd, .events = POLLRDHUP};
-        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-            atomic_store(&st->cancelled, true);
-    }
-    pthread_mutex_unlock(&st->mu);
-    return atomic_load(&st->cancelled);
+    return atomic_load(&st->srv->stopping) || httpd_stream_gone(st->hs);
+}
+
+// Producer threads are counted so that shutdown frees nothing they use.
+static void producers_add(struct server *srv, int delta)
+{
+    pthread_mutex_lock(&srv->producers_mu);
+    srv->producers += delta;
+    if (srv->producers == 0)
+        pthread_cond_broadcast(&srv->producers_cv);
+    pthread_mutex_unlock(&srv->producers_mu);
 }
 
 void srv_stream_end(struct srv_stream *st)
 {
     if (st->enc.finish)
         st->enc.finish(st->enc.ctx, st);
-    pthread_mutex_lock(&st->mu);
-    st->ended = true;
-    pthread_cond_signal(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-    stream_unref(st);
-}
-
-// MHD pulls the next bytes of a streamed reply. Blocking is fine: each
-// connection has its own thread.
-static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
-{
-    (void)pos;
-    struct srv_stream *st = cls;
-    pthread_mutex_lock(&st->mu);
-    while (st->pending.len == 0 && !st->ended)
-        pthread_cond_wait(&st->cv, &st->mu);
-    ssize_t n;
-    if (st->pending.len == 0) {
-        n = MHD_CONTENT_READER_END_OF_STREAM;
-    } else {
-        size_t take = st->pending.len < max ? st->pending.len : max;
-        memcpy(out, st->pending.data, take);
-        memmove(st->pending.data, st->pending.data + take, st->pending.len - take);
-        st->pending.len -= take;
-        st->pending.data[st->pending.len] = '\0';
-        n = (ssize_t)take;
-    }
-    pthread_mutex_unlock(&st->mu);
-    return n;
-}
-
-// The response is gone: finished, or the client hung up.
-static void stream_free(void *cls)
-{
-    struct srv_stream *st = cls;
-    pthread_mutex_lock(&st->mu);
-    st->fd = -1;
-    pthread_mutex_unlock(&st->mu);
-    atomic_store(&st->cancelled, true);
-    stream_unref(st);
+    if (st->enc.free)
+        st->enc.free(st->enc.ctx);
+    httpd_stream_end(st->hs, false);
+    struct server *srv = st->srv;
+    free(st);
+    producers_add(srv, -1);
 }
 
 static void *stream_thread(void *p)
@@ -150,15 +89,7 @@ int srv_stream_start(struct srv_req *r, int status, const char *content_type, sr
                      void *arg)
 {
     struct srv_stream *st = xcalloc(1, sizeof(*st));
-    pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->cv, NULL);
-    buf_init(&st->pending, STREAM_MAX_PENDING);
-    st->refs = 2;
-    st->fd = -1;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci)
-        st->fd = ci->connect_fd;
+    st->srv = r->srv;
     st->fn = fn;
     st->arg = arg;
     if (r->encoder.encode) {
@@ -167,21 +98,15 @@ int srv_stream_start(struct srv_req *r, int status, const char *content_type, sr
         if (st->enc.content_type)
             content_type = st->enc.content_type;
     }
+    st->hs = httpd_stream_start(r->h, status, content_type, STREAM_MAX_PENDING);
     r->stream = st;
     r->status = status;
-    free(r->content_type);
-    r->content_type = xstrdup(content_type);
 
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t tid;
-    int rc = pthread_create(&tid, &attr, stream_thread, st);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
+    producers_add(r->srv, 1);
+    if (httpd_spawn(stream_thread, st) < 0) {
         r->stream = NULL;
-        st->refs = 1;
-        stream_unref(st);
+        st->fn = NULL;
+        srv_stream_end(st);
         srv_reply_error(r, 500, "cannot start response thread");
         return ERR_INTERNAL;
     }
@@ -255,22 +180,17 @@ json_t *srv_body_json(struct srv_req *r)
 
 bool srv_client_gone(struct srv_req *r)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci)
-        return false;
-    struct pollfd pfd = {.fd = ci->connect_fd, .events = POLLRDHUP};
-    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+    return atomic_load(&r->srv->stopping) || httpd_req_client_gone(r->h);
 }
 
 const char *srv_header(struct srv_req *r, const char *name)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+    return httpd_req_header(r->h, name);
 }
 
 const char *srv_query(struct srv_req *r, const char *name)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    return httpd_req_query(r->h, name);
 }
 
 int server_http_status(int rc)
@@ -301,52 +221,8 @@ int server_http_status(int rc)
 }
 
 // ---------------------------------------------------------------------------
-// Routing
-
-static bool pattern_match(const char *pattern, const char *path, const char **param)
-{
-    size_t n = strlen(pattern);
-    if (n && pattern[n - 1] == '*') {
-        if (strncmp(pattern, path, n - 1) != 0 || path[n - 1] == '\0')
-            return false;
-        *param = path + n - 1;
-        return true;
-    }
-    *param = NULL;
-    return strcmp(pattern, path) == 0;
-}
-
-static bool method_matches(const char *route_method, const char *method)
-{
-    return strcmp(route_method, method) == 0 ||
-           (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);
-}
-
-enum route_result { ROUTE_FOUND, ROUTE_NO_PATH, ROUTE_NO_METHOD };
-
-static enum route_result route_find(const char *method, const char *path,
-                                    const struct srv_route **out, const char **param)
-{
-    bool path_seen = false;
-    for (const struct srv_route *const *t = server_route_tables; *t; t++) {
-        for (const struct srv_route *rt = *t; rt->pattern; rt++) {
-            const char *p;
-            if (!pattern_match(rt->pattern, path, &p))
-                continue;
-            path_seen = true;
-            if (method_matches(rt->method, method)) {
-                *out = rt;
-                *param = p;
-                return ROUTE_FOUND;
-            }
-        }
-    }
-    return path_seen ? ROUTE_NO_METHOD : ROUTE_NO_PATH;
-}
-
-// ---------------------------------------------------------------------------
-// CORS (env.md §6) and allowed hosts (env.md §7). Each returns true when the
-// request was answered (403 or 204) and must not be routed.
+// CORS (env.md §6) and allowed hosts (env.md §7): the wrapper's begin hook.
+// Each check returns true when the request was answered (403 or 204).
 
 static const char cors_allow_headers[] =
     "Authorization,Content-Type,User-Agent,Accept,X-Requested-With,OpenAI-Beta,x-stainless-arch,"
@@ -354,53 +230,38 @@ static const char cors_allow_headers[] =
     "x-stainless-lang,x-stainless-os,x-stainless-package-version,x-stainless-poll-helper,"
     "x-stainless-retry-count,x-stainless-runtime,x-stainless-runtime-version,x-stainless-timeout";
 
-struct conn_state {
-    struct srv_req req;
-    const struct srv_route *route;
-    bool answered;        // a reply was decided before the body was read
-    char *cors_origin;    // echo in Access-Control-Allow-Origin, or NULL
-    bool cors_preflight;  // answer 204 with the preflight headers
-};
-
-static bool same_origin(const char *origin, const char *host)
+static bool check_cors(struct srv_req *r)
 {
-    if (!host)
-        return false;
-    const char *rest = cstr_starts_with(origin, "http://")    ? origin + 7
-                       : cstr_starts_with(origin, "https://") ? origin + 8
-                                                              : NULL;
-    return rest && strcmp(rest, host) == 0;
-}
-
-static bool check_cors(struct conn_state *cs)
-{
-    struct srv_req *r = &cs->req;
     const char *origin = srv_header(r, "Origin");
-    if (!origin || same_origin(origin, srv_header(r, "Host")))
+    if (!origin || srv_same_origin(origin, srv_header(r, "Host")))
         return false;
-    if (!env_origin_allowed(r->srv->cfg, origin)) {
+    char **origins = r->srv->cfg->origins;
+    if (!srv_origin_allowed(origins, origin)) {
         srv_reply(r, 403, NULL, "", 0);
         return true;
     }
     bool star = false;
-    for (char **o = r->srv->cfg->origins; o && *o; o++)
+    for (char **o = origins; o && *o; o++)
         star |= strcmp(*o, "*") == 0;
-    cs->cors_origin = xstrdup(star ? "*" : origin);
+    httpd_reply_header(r->h, "Access-Control-Allow-Origin", star ? "*" : origin);
     if (strcmp(r->method, "OPTIONS") == 0) {
-        cs->cors_preflight = true;
+        httpd_reply_header(r->h, "Access-Control-Allow-Methods",
+                           "GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS");
+        httpd_reply_header(r->h, "Access-Control-Allow-Headers", cors_allow_headers);
+        httpd_reply_header(r->h, "Access-Control-Max-Age", "43200");
         srv_reply(r, 204, NULL, "", 0);
         return true;
     }
+    httpd_reply_header(r->h, "Vary", "Origin");
     return false;
 }
 
-static bool check_host(struct conn_state *cs)
+static bool check_host(struct srv_req *r)
 {
-    struct srv_req *r = &cs->req;
     if (!r->srv->loopback)
         return false;
     const char *host = srv_header(r, "Host");
-    if (!env_host_allowed(host ? host : "")) {
+    if (!srv_host_allowed(host ? host : "")) {
         srv_reply(r, 403, NULL, "", 0);
         return true;
     }
@@ -411,135 +272,81 @@ static bool check_host(struct conn_state *cs)
     return false;
 }
 
-// Decides, before the body is read, whether the request can be routed.
-static void begin_request(struct conn_state *cs)
+// Hands the reply set with srv_reply_* to the wrapper (a stream or a reply
+// set on r->h directly is there already).
+static void reply_commit(struct srv_req *r)
 {
-    struct srv_req *r = &cs->req;
-    if (check_cors(cs) || check_host(cs)) {
-        cs->answered = true;
+    if (r->stream || r->raw_reply)
         return;
-    }
-    const char *param;
-    enum route_result res = route_find(r->method, r->url, &cs->route, &param);
-    if (res == ROUTE_FOUND) {
-        r->param = param;
-        return;
-    }
-    // Gin redirects a trailing slash to the route without it.
-    size_t n = strlen(r->url);
-    if (res == ROUTE_NO_PATH && n > 1 && r->url[n - 1] == '/') {
-        char *trimmed = xstrndup(r->url, n - 1);
-        const struct srv_route *rt;
-        if (route_find(r->method, trimmed, &rt, &param) == ROUTE_FOUND) {
-            r->location = trimmed;
-            srv_reply(r, strcmp(r->method, "GET") == 0 ? 301 : 307, NULL, "", 0);
-            cs->answered = true;
-            return;
-        }
-        free(trimmed);
-    }
-    if (res == ROUTE_NO_METHOD)
-        srv_reply_text(r, 405, "405 method not allowed");
-    else
-        srv_reply_text(r, 404, "404 page not found");
-    cs->answered = true;
+    if (r->status == 0)
+        srv_reply_error(r, 500, "handler did not reply");
+    httpd_reply(r->h, r->status, r->content_type, r->reply_body ? r->reply_body : "", r->reply_len);
 }
 
-static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct conn_state *cs)
+static void req_free(void *p)
 {
-    struct srv_req *r = &cs->req;
-    struct MHD_Response *resp;
-    if (r->mhd_response) {
-        resp = r->mhd_response;
-        r->mhd_response = NULL;
-    } else if (r->stream) {
-        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read,
-                                                 r->stream, stream_free);
-    } else {
-        resp = MHD_create_response_from_buffer(r->reply_len, r->reply_body ? r->reply_body : "",
-                                               MHD_RESPMEM_MUST_COPY);
-    }
-    if (!resp)
-        return MHD_NO;
-    if (r->content_type)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
-    if (r->location)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
-    if (cs->cors_origin) {
-        MHD_add_response_header(resp, "Access-Control-Allow-Origin", cs->cors_origin);
-        if (cs->cors_preflight) {
-            MHD_add_response_header(resp, "Access-Control-Allow-Methods",
-                                    "GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS");
-            MHD_add_response_header(resp, "Access-Control-Allow-Headers", cors_allow_headers);
-            MHD_add_response_header(resp, "Access-Control-Max-Age", "43200");
-        } else {
-            MHD_add_response_header(resp, "Vary", "Origin");
-        }
-    }
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    struct srv_req *r = p;
+    if (r->upload && r->upload_free)
+        r->upload_free(r->upload);
+    if (r->encoder.free)
+        r->encoder.free(r->encoder.ctx);
+    buf_deinit(&r->body);
+    free(r->content_type);
+    free(r->reply_body);
+    free(r);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+static void on_begin(struct httpd_req *h)
 {
-    (void)version;
-    struct server *srv = cls;
-    struct conn_state *cs = *con_cls;
-    if (!cs) {
-        cs = xcalloc(1, sizeof(*cs));
-        cs->req.srv = srv;
-        cs->req.conn = conn;
-        cs->req.method = method;
-        cs->req.url = url;
-        buf_init(&cs->req.body, SERVER_MAX_BODY_BYTES);
-        *con_cls = cs;
-        begin_request(cs);
-        return MHD_YES;
-    }
-    struct srv_req *r = &cs->req;
-    if (*upload_data_size) {
-        if (!cs->answered && !r->body_too_large) {
-            if (cs->route->on_body) {
-                if (r->upload_rc == 0)
-                    r->upload_rc = cs->route->on_body(r, upload_data, *upload_data_size);
-            } else if (buf_append(&r->body, upload_data, *upload_data_size) < 0) {
-                r->body_too_large = true;
-            }
-        }
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
-    if (!cs->answered) {
-        if (r->body_too_large)
-            srv_reply_error(r, 413, "request body too large");
-        else
-            cs->route->handler(r);
-        if (!r->stream && !r->mhd_response && r->status == 0)
-            srv_reply_error(r, 500, "handler did not reply");
-    }
-    return queue_reply(conn, cs);
+    struct srv_req *r = xcalloc(1, sizeof(*r));
+    r->srv = httpd_ctx(h);
+    r->h = h;
+    r->method = httpd_req_method(h);
+    r->url = httpd_req_path(h);
+    buf_init(&r->body, 0);  // the wrapper enforces the limit
+    httpd_req_set_data(h, r, req_free);
+    if (check_cors(r) || check_host(r))
+        reply_commit(r);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
+static void on_unrouted(struct httpd_req *h, int status)
 {
-    (void)cls, (void)conn, (void)toe;
-    struct conn_state *cs = *con_cls;
-    if (!cs)
-        return;
-    if (cs->req.upload && cs->req.upload_free)
-        cs->req.upload_free(cs->req.upload);
-    buf_deinit(&cs->req.body);
-    free(cs->req.content_type);
-    free(cs->req.reply_body);
-    free(cs->req.location);
-    free(cs->cors_origin);
-    free(cs);
-    *con_cls = NULL;
+    struct srv_req *r = httpd_req_data(h);
+    srv_reply_text(r, status, status == 405 ? "405 method not allowed" : "404 page not found");
+    reply_commit(r);
 }
+
+static int on_body(struct httpd_req *h, const char *p, size_t n)
+{
+    struct srv_req *r = httpd_req_data(h);
+    const struct srv_route *rt = httpd_req_route(h);
+    if (!rt->on_body)
+        return buf_append(&r->body, p, n);
+    r->param = httpd_req_param(h);
+    if (r->upload_rc == 0)
+        r->upload_rc = rt->on_body(r, p, n);
+    return 0;  // the handler reports a failed upload
+}
+
+static void on_handle(struct httpd_req *h)
+{
+    struct srv_req *r = httpd_req_data(h);
+    const struct srv_route *rt = httpd_req_route(h);
+    r->param = httpd_req_param(h);
+    rt->handler(r);
+    reply_commit(r);
+}
+
+// Called once per finished request: the server's observation point
+// (access log, metrics).
+static void on_observe(void *ctx, const struct httpd_observation *o)
+{
+    (void)ctx;
+    server_observe_request(o->method, o->path, o->status, o->latency_ns, o->client);
+}
+
+// ---------------------------------------------------------------------------
+// Start and stop
 
 static bool sockaddr_is_loopback(const struct sockaddr *sa)
 {
@@ -555,26 +362,97 @@ static bool sockaddr_is_loopback(const struct sockaddr *sa)
     return false;
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+// The wrapper's routing table: one row per server route, pointing back at it.
+static struct httpd_route *routes_build(void)
 {
-    (void)cls;
-    char msg[512];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    size_t n = strlen(msg);
-    while (n && msg[n - 1] == '\n')
-        msg[--n] = '\0';
-    log_debug("http: %s", msg);
+    size_t n = 0;
+    for (const struct srv_route *const *t = server_route_tables; *t; t++)
+        for (const struct srv_route *rt = *t; rt->pattern; rt++)
+            n++;
+    struct httpd_route *out = xcalloc(n + 1, sizeof(*out));
+    size_t k = 0;
+    for (const struct srv_route *const *t = server_route_tables; *t; t++)
+        for (const struct srv_route *rt = *t; rt->pattern; rt++)
+            out[k++] = (struct httpd_route){.method = rt->method,
+                                            .pattern = rt->pattern,
+                                            .data = rt,
+                                            .stream_body = rt->on_body != NULL};
+    return out;
+}
+
+static void server_free(struct server *srv)
+{
+    if (srv->sched)
+        sched_free(srv->sched);
+    if (srv->store)
+        store_close(srv->store);
+    free(srv->routes);
+    pthread_mutex_destroy(&srv->producers_mu);
+    pthread_cond_destroy(&srv->producers_cv);
+    free(srv);
+}
+
+static int server_listen(struct server *srv, struct err *e)
+{
+    const struct host_addr *h = &srv->cfg->host;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    bool have_addr = false;
+    if (h->host[0]) {
+        struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                 .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+        struct addrinfo *ai = NULL;
+        char port[8];
+        snprintf(port, sizeof(port), "%u", h->port);
+        int gai = getaddrinfo(h->host, port, &hints, &ai);
+        if (gai != 0)
+            return err_set(e, ERR_INVALID, "listen tcp: lookup %s: %s", h->host, gai_strerror(gai));
+        memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+        freeaddrinfo(ai);
+        have_addr = true;
+        srv->loopback = sockaddr_is_loopback((struct sockaddr *)&ss);
+    }
+    srv->route_tables[0] = srv->routes;
+    srv->route_tables[1] = NULL;
+    struct httpd_config hc = {
+        .name = "server",
+        .addr = have_addr ? (struct sockaddr *)&ss : NULL,
+        .port = h->port,
+        .routes = srv->route_tables,
+        .redirect_trailing_slash = true,
+        .ctx = srv,
+        .begin = on_begin,
+        .unrouted = on_unrouted,
+        .body = on_body,
+        .handle = on_handle,
+        .observe = on_observe,
+    };
+    httpd_limits_load(&hc.limits, SERVER_MAX_BODY_BYTES);
+    struct err he = {0};
+    if (httpd_start(&srv->httpd, &hc, &he) < 0) {
+        char url[300];
+        host_format_url(h, url, sizeof(url));
+        return err_set(e, ERR_IO, "listen tcp %s: %s", url + strlen(h->scheme) + 3, he.msg);
+    }
+    log_info("http limits: header timeout %us, body timeout %us, idle timeout %us, "
+             "%u connections, %llu-byte bodies",
+             hc.limits.header_timeout_s, hc.limits.body_timeout_s, hc.limits.idle_timeout_s,
+             hc.limits.max_connections, (unsigned long long)hc.limits.max_body_bytes);
+    return 0;
 }
 
 int server_start(struct server **out, const struct server_options *opts, struct err *e)
 {
-    const struct host_addr *h = &opts->cfg->host;
     struct server *srv = xcalloc(1, sizeof(*srv));
     srv->cfg = opts->cfg;
     srv->self_exe = opts->self_exe;
+    pthread_mutex_init(&srv->producers_mu, NULL);
+    pthread_cond_init(&srv->producers_cv, NULL);
+    srv->routes = routes_build();
     int rc = store_open(&srv->store, opts->cfg->models_dir, e);
     if (rc < 0) {
-        free(srv);
+        server_free(srv);
         return rc;
     }
     struct sched_config sc = {
@@ -588,8 +466,7 @@ int server_start(struct server **out, const struct server_options *opts, struct 
     };
     rc = sched_new(&srv->sched, &sc, e);
     if (rc < 0) {
-        store_close(srv->store);
-        free(srv);
+        server_free(srv);
         return rc;
     }
     // Start-up prune of blobs no manifest references (store.md §7.3).
@@ -601,55 +478,12 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         else if (n > 0)
             log_info("pruned %d unused blob(s)", n);
     }
-
-    unsigned flags =
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    bool have_addr = false;
-    if (h->host[0]) {
-        struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                                 .ai_socktype = SOCK_STREAM,
-                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-        struct addrinfo *ai = NULL;
-        char port[8];
-        snprintf(port, sizeof(port), "%u", h->port);
-        int gai = getaddrinfo(h->host, port, &hints, &ai);
-        if (gai != 0) {
-            sched_free(srv->sched);
-            store_close(srv->store);
-            free(srv);
-            return err_set(e, ERR_INVALID, "listen tcp: lookup %s: %s", h->host, gai_strerror(gai));
-        }
-        memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-        freeaddrinfo(ai);
-        have_addr = true;
-        if (ss.ss_family == AF_INET6)
-            flags |= MHD_USE_IPv6;
-        srv->loopback = sockaddr_is_loopback((struct sockaddr *)&ss);
-    } else {
-        flags |= MHD_USE_DUAL_STACK;
+    rc = server_listen(srv, e);
+    if (rc < 0) {
+        server_free(srv);
+        return rc;
     }
-
-    struct MHD_OptionItem ops[] = {
-        {have_addr ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, &ss},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    srv->daemon = MHD_start_daemon(
-        flags, h->port, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
-        MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
-    if (!srv->daemon) {
-        sched_free(srv->sched);
-        store_close(srv->store);
-        free(srv);
-        char url[300];
-        host_format_url(h, url, sizeof(url));
-        return err_set(e, ERR_IO, "listen tcp %s: %s", url + strlen(h->scheme) + 3,
-                       errno == EADDRINUSE ? "bind: address already in use" : strerror(errno));
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = di ? di->port : h->port;
+    srv->port = httpd_port(srv->httpd);
     *out = srv;
     return 0;
 }
@@ -659,13 +493,33 @@ uint16_t server_port(const struct server *s)
     return s->port;
 }
 
+// Producers (pulls, generations) see their clients gone once the wrapper has
+// stopped, and end; the store and the scheduler are freed only after them.
+static bool producers_wait(struct server *s, int seconds)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += seconds;
+    pthread_mutex_lock(&s->producers_mu);
+    while (s->producers > 0 &&
+           pthread_cond_timedwait(&s->producers_cv, &s->producers_mu, &deadline) != ETIMEDOUT) {
+    }
+    int left = s->producers;
+    pthread_mutex_unlock(&s->producers_mu);
+    if (left > 0)
+        log_warn("%d response stream(s) still running at shutdown", left);
+    return left == 0;
+}
+
 void server_stop(struct server *s)
 {
     if (!s)
         return;
+    atomic_store(&s->stopping, true);  // pulls and waits see their clients gone
     sched_shutdown(s->sched);
-    MHD_stop_daemon(s->daemon);
-    sched_free(s->sched);
-    store_close(s->store);
-    free(s);
+    bool handlers_done = httpd_stop(s->httpd);
+    if (!producers_wait(s, 10) || !handlers_done)
+        return;  // a thread still uses the store: leaking it beats freeing it under the thread
+    srv_registry_release(s);
+    server_free(s);
 }

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "httpd/httpd.h"
 #include "json/json.h"
 #include "store/store.h"
 #include "template/template.h"
@@ -15,6 +16,10 @@
 // Largest JSON request body accepted (bigger bodies get 413). Images in chat
 // requests are base64 in the body, so this is generous.
 #define SERVER_MAX_BODY_BYTES (256u * 1024 * 1024)
+
+// The error of every cloud-only route and CLI command (Ollama's wording with
+// cloud disabled, and why).
+#define SERVER_NO_CLOUD_MSG "ollama cloud is disabled: this build has no ollama.com account support"
 
 struct server;
 struct srv_stream;
@@ -38,20 +43,18 @@ struct srv_encoder {
 // exactly one srv_reply_* call or one srv_stream_start.
 struct srv_req {
     struct server *srv;
-    void *conn;  // struct MHD_Connection *, only http.c looks inside
+    struct httpd_req *h;  // the wrapper's request (headers, direct replies)
     const char *method;
     const char *url;    // path without query
     const char *param;  // the part of the path matched by a route's '*' (or NULL)
-    struct buf body;    // the request body (capped), unless the route streams it
-    bool body_too_large;
+    struct buf body;    // the request body (the wrapper caps it), unless the route streams it
     // Reply to send (set by srv_reply_*); a stream replaces it.
     int status;
     char *content_type;
     char *reply_body;
     size_t reply_len;
     struct srv_stream *stream;
-    char *location;      // Location header for redirects, or NULL
-    void *mhd_response;  // a prepared struct MHD_Response * sent as is (registry /v2/), or NULL
+    bool raw_reply;  // the reply was set on h directly (registry /v2/ files and headers)
     // Per-route state for streamed request bodies (blob uploads); freed with
     // upload_free when the request ends without the handler taking it.
     void *upload;
@@ -61,6 +64,7 @@ struct srv_req {
     struct err upload_err;
     // Output encoder for the next stream (encode == NULL: plain NDJSON).
     struct srv_encoder encoder;
+    int64_t t_start_ns;  // monotonic, when the request began (access log, /metrics)
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);
@@ -82,10 +86,16 @@ extern const struct srv_route server_model_routes[];
 extern const struct srv_route server_generate_routes[];
 extern const struct srv_route server_openai_routes[];
 extern const struct srv_route server_registry_routes[];
+extern const struct srv_route server_anthropic_routes[];
+extern const struct srv_route server_responses_routes[];
+extern const struct srv_route server_metrics_routes[];
 // store_pull_fn for create FROM a model that is not local (registry_routes.c); ctx = server.
 int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, void *progress_ctx,
                       struct err *e);
 extern const struct srv_route *const server_route_tables[];
+// Frees the registry client of srv's store (at shutdown, before the store):
+// background mirror pulls are cancelled and waited for.
+void srv_registry_release(struct server *srv);
 
 // OpenAI translation (openai.c; spec/openai.md), exposed for tests.
 // A /v1/chat/completions or /v1/completions body (any JSON object) → the
@@ -101,6 +111,38 @@ json_t *srv_openai_text_completion(const char *id, const json_t *native, bool ch
 struct srv_openai_stream;
 struct srv_openai_stream *srv_openai_stream_new(bool chat, bool include_usage);
 void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *native, struct buf *out);
+
+// The translation layers in front of the native handlers (openai.c,
+// anthropic.c, responses.c) share these. srv_run_native replaces r's body
+// with native and runs the native handler for POST path on r; with enc set,
+// a stream the handler starts goes through enc (enc->ctx becomes NULL when
+// the stream took it over; otherwise the caller still owns it). Returns
+// SRV_NATIVE_STREAMED (the stream is running), SRV_NATIVE_REPLIED (the
+// native reply is in r->status / r->reply_body, to be rewritten), or < 0
+// without replying (ERR_TOO_LARGE: body over the cap; ERR_INTERNAL).
+enum { SRV_NATIVE_REPLIED = 0, SRV_NATIVE_STREAMED = 1 };
+int srv_run_native(struct srv_req *r, const char *path, const json_t *native,
+                   struct srv_encoder *enc);
+// The native reply parsed (NULL if not JSON); the caller owns it.
+json_t *srv_native_reply(const struct srv_req *r);
+// The message of a native error reply ({"error": "..."} or the raw text); free() it.
+char *srv_native_error_msg(const struct srv_req *r);
+// The name of the tool whose call (in native or OpenAI messages' tool_calls)
+// has this id, or "" (the last match wins). Borrowed from messages.
+const char *srv_tool_name_for(const json_t *messages, const char *id);
+// A data: URL → its base64 payload (borrowed), or NULL with e set ("invalid
+// image input"; http(s) URLs are refused with Ollama's wording).
+const char *srv_image_payload(const char *url, struct err *e);
+// reasoning.effort (or reasoning_effort) of a body → native think, NULL when
+// unset; an unknown level is an error with Ollama's wording.
+int srv_openai_effort(const json_t *body, json_t **think, struct err *e);
+// tool_choice that forces a call (anthropic.c): the JSON schema of
+// {"name", "arguments"} for the tool named only (or any of the native tools
+// when only is NULL), and, on the answer, that JSON turned into the message's
+// tool call (ids "<id_prefix>_<hex>") unless the model's own tool-call
+// format was recognised.
+json_t *srv_forced_call_schema(const json_t *native_tools, const char *only);
+void srv_forced_call_from_content(json_t *native, const char *id_prefix);
 // Standard base64 with padding; valid = what Go's StdEncoding decodes.
 void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out);
 bool srv_base64_valid(const char *s);
@@ -120,6 +162,60 @@ struct srv_prompt_req {
     void *count_ctx;
 };
 int srv_prompt_render_jinja(const struct srv_prompt_req *r, struct buf *out, struct err *e);
+// Field types of a request, checked as Go's decoder checks a struct: kind
+// 'S' string, 'I' integer, 'N' number, 'B' bool, 'A' array, 'O' object;
+// null or absent passes. A mismatch is ERR_INVALID with the decoder's wording.
+struct srv_go_field {
+    const char *name;
+    char kind;
+    const char *go_type;
+};
+int srv_check_go_fields(const json_t *body, const struct srv_go_field *fields, size_t n,
+                        const char *go_struct, struct err *e);
+
+// Anthropic Messages translation (anthropic.c), exposed for tests and fuzzing.
+// A /v1/messages body (any JSON object) → the native /api/chat body; NULL
+// with e set (a 400 with Ollama's wording).
+json_t *srv_anthropic_request(const json_t *body, struct err *e);
+// A native non-streamed chat answer → Anthropic Message object.
+json_t *srv_anthropic_response(const char *id, const char *model, const json_t *native);
+// {"type":"error","error":{type,message},"request_id"}; type from the status.
+json_t *srv_anthropic_error(int status, const char *msg);
+// "<prefix>_<24 hex digits>" (msg_, toolu_, req_) into out.
+void srv_anthropic_id(char *out, size_t n, const char *prefix);
+// Streaming: one state per stream; each native object appends its events
+// ("event: NAME\ndata: {...}\n\n") to out.
+struct srv_anthropic_stream;
+struct srv_anthropic_stream *srv_anthropic_stream_new(const char *id, const char *model);
+void srv_anthropic_stream_encode(struct srv_anthropic_stream *s, const json_t *native,
+                                 struct buf *out);
+void srv_anthropic_stream_free(struct srv_anthropic_stream *s);
+
+// Responses API translation (responses.c), exposed for tests and fuzzing.
+// A /v1/responses body → the native /api/chat body; NULL with e set (a 400).
+json_t *srv_responses_request(const json_t *body, struct err *e);
+// A native non-streamed chat answer → Response object echoing the request.
+json_t *srv_responses_response(const json_t *req, const char *resp_id, const char *item_id,
+                               const json_t *native);
+// Streaming: one state per stream; each native object appends its events
+// ("event: response.X\ndata: {...,\"sequence_number\":n}\n\n") to out.
+struct srv_responses_stream;
+struct srv_responses_stream *srv_responses_stream_new(const json_t *req, const char *resp_id,
+                                                      const char *item_id);
+void srv_responses_stream_encode(struct srv_responses_stream *s, const json_t *native,
+                                 struct buf *out);
+void srv_responses_stream_free(struct srv_responses_stream *s);
+
+// Observability (metrics.c). http.c calls server_observe_request once per
+// finished request (the httpd observation hook; client "ip:port", may be ""):
+// the access-log line at INFO and the request counters. The others add to
+// the counters; all are lock-free and thread-safe.
+void server_observe_request(const char *method, const char *path, int status,
+                            int64_t latency_ns, const char *client);
+void server_metrics_tokens(int64_t prompt, int64_t generated, int64_t generation_ns);
+void server_metrics_pulled(uint64_t bytes);
+// The /metrics page (Prometheus text format) into out.
+void srv_metrics_text(struct server *srv, struct buf *out);
 
 // Options (options.c): merges model params and request options with type
 // checks (ERR_INTERNAL "option \"top_k\" must be of type integer").
@@ -139,12 +235,36 @@ const char *srv_model_field(struct srv_req *r, const json_t *body, int empty_sta
 struct server {
     const struct env_config *cfg;
     const char *self_exe;
-    void *daemon;  // struct MHD_Daemon *
+    struct httpd *httpd;
+    struct httpd_route *routes;  // every srv_route, for the wrapper
+    const struct httpd_route *route_tables[2];
+    pthread_mutex_t producers_mu;
+    pthread_cond_t producers_cv;  // producers reached 0
+    int producers;                // (producers_mu) stream producer threads running
+    atomic_bool stopping;         // server_stop has begun: every client counts as gone
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
     struct store *store;
     struct sched *sched;
 };
+
+// HTTP policy (policy.c): CORS origins (env.md §6) and allowed hosts
+// against DNS rebinding (env.md §7).
+// True when origin is allowed by the NULL-terminated list (OLLAMA_ORIGINS
+// then the defaults): an entry "*", an exact match, or a match of an entry
+// with one '*' wildcard. NULL origin or list → false.
+bool srv_origin_allowed(char *const *origins, const char *origin);
+// True when origin is "http(s)://" + the Host header (no CORS checks apply).
+bool srv_same_origin(const char *origin, const char *host);
+// Allowed-hosts check for a Host header value ("localhost:11434",
+// "[::1]:11434", "192.168.1.5"): loopback / private / unspecified / local
+// interface IPs, "", "localhost", the machine's hostname, *.localhost,
+// *.local, *.internal (case-insensitive). Applied only when the server
+// listens on a loopback address.
+bool srv_host_allowed(const char *host_header);
+// True when host (no port, brackets optional) is a loopback IP address
+// (127.0.0.0/8, ::1, ::ffff:127.x) or "localhost".
+bool srv_addr_is_loopback(const char *host);
 
 // Replies.
 void srv_reply(struct srv_req *r, int status, const char *content_type, const char *body,

@@ -40,9 +40,7 @@ static void reply_error(struct srv_req *r, int status, const char *msg)
     srv_reply_json(r, status, error_object(status, msg));
 }
 
-// Rewrites a native error reply ({"error": "..."} or plain text) into
-// OpenAI's shape, keeping the status.
-static void convert_error_reply(struct srv_req *r)
+char *srv_native_error_msg(const struct srv_req *r)
 {
     json_t *v = NULL;
     char *msg = NULL;
@@ -52,6 +50,14 @@ static void convert_error_reply(struct srv_req *r)
     else
         msg = xstrndup(r->reply_body ? r->reply_body : "", r->reply_len);
     json_decref(v);
+    return msg;
+}
+
+// Rewrites a native error reply ({"error": "..."} or plain text) into
+// OpenAI's shape, keeping the status.
+static void convert_error_reply(struct srv_req *r)
+{
+    char *msg = srv_native_error_msg(r);
     reply_error(r, r->status, msg);
     free(msg);
 }
@@ -87,28 +93,40 @@ static srv_handler_fn native_handler(const char *method, const char *path)
     return NULL;
 }
 
-// Replaces the request body with native, runs the native handler for path.
-// Returns false (after replying) when that cannot be done.
-static bool run_native(struct srv_req *r, const char *path, json_t *native)
+int srv_run_native(struct srv_req *r, const char *path, const json_t *native,
+                   struct srv_encoder *enc)
 {
     srv_handler_fn h = native_handler("POST", path);
     struct buf text;
     buf_init(&text, SERVER_MAX_BODY_BYTES);
-    int rc = jsonx_dump(native, 0, &text, NULL);
-    if (!h || rc < 0) {
+    int rc = h ? jsonx_dump(native, 0, &text, NULL) : ERR_INTERNAL;
+    if (rc < 0) {
         buf_deinit(&text);
-        reply_error(r, rc == ERR_TOO_LARGE ? 413 : 500,
-                    rc == ERR_TOO_LARGE ? "request body too large" : "cannot route request");
-        return false;
+        return rc;
     }
     buf_deinit(&r->body);
     r->body = text;
+    if (enc)
+        r->encoder = *enc;
     h(r);
-    return true;
+    // srv_stream_start clears r->encoder when it takes the encoder over.
+    if (enc && !r->encoder.ctx)
+        enc->ctx = NULL;
+    memset(&r->encoder, 0, sizeof(r->encoder));
+    return r->stream ? SRV_NATIVE_STREAMED : SRV_NATIVE_REPLIED;
 }
 
-// The reply of a non-streamed native call, parsed (NULL if not JSON).
-static json_t *native_reply(struct srv_req *r)
+// srv_run_native, replying in OpenAI's shape when it cannot run.
+static bool run_native(struct srv_req *r, const char *path, json_t *native)
+{
+    int rc = srv_run_native(r, path, native, NULL);
+    if (rc < 0)
+        reply_error(r, rc == ERR_TOO_LARGE ? 413 : 500,
+                    rc == ERR_TOO_LARGE ? "request body too large" : "cannot route request");
+    return rc >= 0;
+}
+
+json_t *srv_native_reply(const struct srv_req *r)
 {
     json_t *v = NULL;
     if (!r->reply_body || jsonx_parse(r->reply_body, r->reply_len, &v, NULL) < 0)
@@ -356,8 +374,7 @@ static int native_tool_calls(const json_t *calls, json_t **out, struct err *e)
     return 0;
 }
 
-// The name of the tool whose call has this id (last match wins).
-static const char *tool_name_for(const json_t *messages, const char *id)
+const char *srv_tool_name_for(const json_t *messages, const char *id)
 {
     for (size_t i = json_array_size(messages); i-- > 0;) {
         size_t k;
@@ -375,8 +392,7 @@ static const char *tool_name_for(const json_t *messages, const char *id)
     return "";
 }
 
-// A data: URL → its base64 payload (borrowed), or NULL with e set.
-static const char *image_payload(const char *url, struct err *e)
+const char *srv_image_payload(const char *url, struct err *e)
 {
     if (cstr_starts_with(url, "http://") || cstr_starts_with(url, "https://")) {
         err_set(e, ERR_INVALID,
@@ -437,7 +453,7 @@ static int convert_message(const json_t *msgs, const json_t *m, json_t *out, str
         tool_name = json_string_value(json_object_get(m, "name"));
         const char *id = json_string_value(call_id);
         if ((!tool_name || !*tool_name) && id && *id)
-            tool_name = tool_name_for(msgs, id);
+            tool_name = srv_tool_name_for(msgs, id);
     }
     json_t *calls = NULL;
     if (json_array_size(tcs) && native_tool_calls(tcs, &calls, e) < 0)
@@ -476,7 +492,7 @@ static int convert_message(const json_t *msgs, const json_t *m, json_t *out, str
                 json_t *iu = json_object_get(part, "image_url");
                 const char *url = json_is_object(iu) ? json_string_value(json_object_get(iu, "url"))
                                                      : json_string_value(iu);
-                const char *data = url ? image_payload(url, e) : NULL;
+                const char *data = url ? srv_image_payload(url, e) : NULL;
                 if (!url)
                     err_set(e, ERR_INVALID, "invalid message format");
                 if (!data) {
@@ -568,8 +584,7 @@ static int convert_stop(const json_t *stop, bool strict, json_t *options, struct
     return 0;
 }
 
-// reasoning_effort / reasoning.effort → native think (NULL: unset).
-static int convert_effort(const json_t *b, json_t **think, struct err *e)
+int srv_openai_effort(const json_t *b, json_t **think, struct err *e)
 {
     *think = NULL;
     const json_t *reasoning = json_object_get(b, "reasoning");
@@ -669,7 +684,7 @@ json_t *srv_openai_chat_request(const json_t *b, struct err *e)
     if (json_is_array(v = json_object_get(b, "tools")))
         json_object_set(n, "tools", v);
     json_t *think = NULL;
-    if (convert_effort(b, &think, e) < 0)
+    if (srv_openai_effort(b, &think, e) < 0)
         goto fail;
     if (think)
         jsonx_set(n, "think", think);
@@ -1020,27 +1035,27 @@ static void run_completion(struct srv_req *r, bool chat)
     }
     bool stream = json_is_true(json_object_get(b, "stream"));
     struct srv_openai_stream *s = srv_openai_stream_new(chat, include_usage(b));
-    if (stream) {
-        r->encoder = (struct srv_encoder){
-            .content_type = "text/event-stream",
-            .encode = stream_encode,
-            .finish = stream_finish,
-            .free = free,
-            .ctx = s,
-        };
-    }
-    bool ran = run_native(r, chat ? "/api/chat" : "/api/generate", native);
-    if (stream && !r->encoder.ctx)
+    struct srv_encoder enc = {
+        .content_type = "text/event-stream",
+        .encode = stream_encode,
+        .finish = stream_finish,
+        .free = free,
+        .ctx = s,
+    };
+    int ran = srv_run_native(r, chat ? "/api/chat" : "/api/generate", native, stream ? &enc : NULL);
+    if (ran < 0)
+        reply_error(r, ran == ERR_TOO_LARGE ? 413 : 500,
+                    ran == ERR_TOO_LARGE ? "request body too large" : "cannot route request");
+    if (!enc.ctx)
         s = NULL;  // srv_stream_start took it: owned by the stream now
-    memset(&r->encoder, 0, sizeof(r->encoder));
-    if (!ran || r->stream) {
+    if (ran != SRV_NATIVE_REPLIED) {
         free(s);
         goto out;
     }
     if (r->status != 200) {
         convert_error_reply(r);
     } else {
-        json_t *nat = native_reply(r);
+        json_t *nat = srv_native_reply(r);
         if (!nat) {
             reply_error(r, 500, "invalid response from native handler");
         } else if (stream) {
@@ -1118,7 +1133,7 @@ static void handle_embeddings(struct srv_req *r)
         convert_error_reply(r);
         goto out;
     }
-    json_t *nat = native_reply(r);
+    json_t *nat = srv_native_reply(r);
     json_t *vectors = json_object_get(nat, "embeddings");
     json_t *data = json_array();
     size_t i;

@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +49,23 @@ static struct registry *server_registry(struct server *srv)
     return s ? s->reg : NULL;
 }
 
+void srv_registry_release(struct server *srv)
+{
+    pthread_mutex_lock(&reg_slots_mu);
+    struct reg_slot **pp = &reg_slots, *s = NULL;
+    while (*pp && (*pp)->store != srv->store)
+        pp = &(*pp)->next;
+    if (*pp) {
+        s = *pp;
+        *pp = s->next;
+    }
+    pthread_mutex_unlock(&reg_slots_mu);
+    if (s) {
+        registry_free(s->reg);  // stops the mirror's background pulls and waits for them
+        free(s);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Pull and push: progress lines while streaming, the last object otherwise.
 
@@ -79,9 +95,13 @@ static json_t *progress_obj(const struct store_progress *p)
 static void job_progress(void *ctx, const struct store_progress *p)
 {
     struct reg_job *job = ctx;
+    if (!job->push && p->digest && p->total && p->completed == p->total)
+        server_metrics_pulled(p->total);  // a layer finished
+    if (atomic_load(&job->srv->stopping))
+        __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);  // shutting down: stop the pull
     if (job->st) {
         if (srv_stream_json_line(job->st, progress_obj(p)) == ERR_CANCELLED)
-            job->cancel = 1;
+            __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);
     } else {
         json_decref(job->last);
         job->last = progress_obj(p);
@@ -201,9 +221,14 @@ int srv_registry_pull(void *ctx, const char *name, store_progress_fn progress, v
 // ---------------------------------------------------------------------------
 // /v2/: the read side of the distribution API.
 
-static void v2_headers(struct MHD_Response *resp)
+// Replies set on the wrapper's request directly (headers and file bodies).
+static void v2_reply(struct srv_req *r, int status, const char *content_type, const void *body,
+                     size_t len)
 {
-    MHD_add_response_header(resp, "Docker-Distribution-API-Version", "registry/2.0");
+    httpd_reply_header(r->h, "Docker-Distribution-API-Version", "registry/2.0");
+    httpd_reply(r->h, status, content_type, body, len);
+    r->raw_reply = true;
+    r->status = status;
 }
 
 static void v2_error(struct srv_req *r, int status, const char *code, const char *msg)
@@ -211,13 +236,9 @@ static void v2_error(struct srv_req *r, int status, const char *code, const char
     json_t *o = json_pack("{s:[{s:s,s:s}]}", "errors", "code", code, "message", msg);
     char *text = jsonx_dumps(o, 0);
     json_decref(o);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        strlen(text ? text : ""), text ? text : (char *)"", MHD_RESPMEM_MUST_COPY);
+    v2_reply(r, status, "application/json; charset=utf-8", text ? text : "",
+             strlen(text ? text : ""));
     free(text);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
-    v2_headers(resp);
-    r->mhd_response = resp;
-    r->status = status;
 }
 
 static void v2_err(struct srv_req *r, int rc, const struct err *e, const char *code)
@@ -233,12 +254,7 @@ static void v2_err(struct srv_req *r, int rc, const struct err *e, const char *c
 
 static void handle_v2_base(struct srv_req *r)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(2, (void *)"{}", MHD_RESPMEM_PERSISTENT);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
-    v2_headers(resp);
-    r->mhd_response = resp;
-    r->status = 200;
+    v2_reply(r, 200, "application/json; charset=utf-8", "{}", 2);
 }
 
 static void v2_manifest(struct srv_req *r, const char *repo, const char *ref)
@@ -258,17 +274,12 @@ static void v2_manifest(struct srv_req *r, const char *repo, const char *ref)
     char hex[DIGEST_HEX_LEN + 1], digest[DIGEST_HEX_LEN + 8];
     sha256_hex(body.data, body.len, hex);
     digest_format(hex, digest);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        body.len, body.data ? body.data : (char *)"", MHD_RESPMEM_MUST_COPY);
-    buf_deinit(&body);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, mt);
-    MHD_add_response_header(resp, "Docker-Content-Digest", digest);
+    httpd_reply_header(r->h, "Docker-Content-Digest", digest);
     char etag[DIGEST_HEX_LEN + 12];
     snprintf(etag, sizeof(etag), "\"%s\"", digest);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-    v2_headers(resp);
-    r->mhd_response = resp;
-    r->status = 200;
+    httpd_reply_header(r->h, "ETag", etag);
+    v2_reply(r, 200, mt, body.data ? body.data : "", body.len);
+    buf_deinit(&body);
 }
 
 // Parses a single "bytes=a-b" / "bytes=a-" / "bytes=-n" range. Returns
@@ -315,12 +326,6 @@ static bool parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t 
     return true;
 }
 
-static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)cls, (void)pos, (void)buf, (void)max;
-    return MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
 static void v2_blob(struct srv_req *r, const char *repo, const char *digest)
 {
     struct registry *reg = server_registry(r->srv);
@@ -342,14 +347,10 @@ static void v2_blob(struct srv_req *r, const char *repo, const char *digest)
         return;
     }
     if (!path[0]) {  // HEAD of a blob only upstream has: its length, no body
-        struct MHD_Response *resp =
-            MHD_create_response_from_callback(upstream_size, 4096, no_body, NULL, NULL);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-        MHD_add_response_header(resp, "Docker-Content-Digest", canon);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-        v2_headers(resp);
-        r->mhd_response = resp;
-        r->status = 200;
+        httpd_reply_header(r->h, "Docker-Content-Digest", canon);
+        httpd_reply_header(r->h, "Accept-Ranges", "bytes");
+        v2_reply(r, 200, "application/octet-stream", "", 0);
+        httpd_reply_length(r->h, 200, upstream_size);
         return;
     }
     int fd = open(path, O_RDONLY);
@@ -365,41 +366,30 @@ static void v2_blob(struct srv_req *r, const char *repo, const char *digest)
     bool whole = true;
     if (!parse_range(srv_header(r, "Range"), size, &start, &len, &whole)) {
         close(fd);
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         char cr[64];
         snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
-        v2_headers(resp);
-        r->mhd_response = resp;
-        r->status = 416;
+        httpd_reply_header(r->h, "Content-Range", cr);
+        v2_reply(r, 416, NULL, "", 0);
         return;
     }
     if (whole) {
         start = 0;
         len = size;
     }
-    struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, start);
-    if (!resp) {
-        close(fd);
-        srv_reply_error(r, 500, "cannot serve blob");
-        return;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-    MHD_add_response_header(resp, "Docker-Content-Digest", canon);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    httpd_reply_header(r->h, "Docker-Content-Digest", canon);
+    httpd_reply_header(r->h, "Accept-Ranges", "bytes");
     char etag[STORE_DIGEST_LEN + 4];
     snprintf(etag, sizeof(etag), "\"%s\"", canon);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+    httpd_reply_header(r->h, "ETag", etag);
     if (!whole) {
         char cr[96];
         snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)start,
                  (unsigned long long)(start + len - 1), (unsigned long long)size);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+        httpd_reply_header(r->h, "Content-Range", cr);
     }
-    v2_headers(resp);
-    r->mhd_response = resp;
-    r->status = whole ? 200 : 206;
+    int status = whole ? 200 : 206;
+    v2_reply(r, status, "application/octet-stream", "", 0);
+    httpd_reply_fd(r->h, status, fd, start, len);
 }
 
 // /v2/<namespace>/<model>/manifests/<ref> and /v2/<namespace>/<model>/blobs/<digest>.

@@ -11,6 +11,7 @@
 #include "server/sched.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -44,8 +45,11 @@ struct sched_runner {
     int64_t last_used_ns;   // monotonic, for LRU
     bool loading;           // being started; not usable yet
     bool expired;           // unload as soon as idle
-    bool exited;            // the process is gone (reaped)
-    int exit_status;
+    // Outside sched.mu: sched_runner_alive runs on request threads, so the
+    // reaping thread (waitpid returns the pid to one caller only) writes
+    // exit_status, then publishes exited.
+    atomic_bool exited;  // the process is gone (reaped)
+    int exit_status;     // valid once exited reads true
     // Output capture (own mutex: written by the log thread).
     int log_fd;
     pthread_t log_thread;
@@ -320,8 +324,8 @@ static bool check_exited(struct sched_runner *r)
     int status;
     pid_t got = waitpid(r->pid, &status, WNOHANG);
     if (got == r->pid) {
-        r->exited = true;
         r->exit_status = status;
+        atomic_store(&r->exited, true);
     }
     return r->exited;
 }
@@ -941,4 +945,15 @@ json_t *sched_ps_json(struct sched *s)
     json_t *out = json_object();
     jsonx_set(out, "models", arr);
     return out;
+}
+
+void sched_counts(struct sched *s, uint64_t *active, uint64_t *queued)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = 0;
+    for (struct sched_runner *r = s->runners; r; r = r->next)
+        n += r->refs > 0 ? (uint64_t)r->refs : 0;
+    *active = n;
+    *queued = s->pending;
+    pthread_mutex_unlock(&s->mu);
 }

@@ -82,3 +82,6 @@ void sched_wait_unloaded(struct sched *s, const char *model_path, int timeout_ms
 
 // The /api/ps response {"models":[...]}.
 json_t *sched_ps_json(struct sched *s);
+// Requests holding a runner (*active) and waiting in the load queue (*queued)
+// now, for /metrics. Thread-safe.
+void sched_counts(struct sched *s, uint64_t *active, uint64_t *queued);

@@ -9,6 +9,7 @@
 
 #include "gguf/gguf.h"
 #include "jinja/jinja.h"
+#include "renderer/renderer.h"
 
 json_t *store_details_json(const struct store_config *c, const char *parent_model);
 
@@ -171,6 +172,15 @@ size_t store_model_capabilities(const struct store_model *m, const char **out, s
             n = add_cap(out, n, max, "thinking");
     }
     store_prompt_choice_deinit(&pc);
+    // A built-in parser's capabilities (Ollama's parserCapabilities), and
+    // gpt-oss always thinks (modelFamilyCapabilities).
+    if (renderer_parser_tools(m->config.parser))
+        n = add_cap(out, n, max, "tools");
+    if (renderer_parser_thinking(m->config.parser))
+        n = add_cap(out, n, max, "thinking");
+    const char *fam = m->config.model_family ? m->config.model_family : "";
+    if (strcmp(fam, "gptoss") == 0 || strcmp(fam, "gpt-oss") == 0)
+        n = add_cap(out, n, max, "thinking");
     return n;
 }
 

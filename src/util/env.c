@@ -1,6 +1,6 @@
 // Environment configuration (spec/env.md): the parsing rules every OLLAMA_*
-// variable follows, OLLAMA_HOST (spec/cli.md §1.1), the CORS origin list and
-// the allowed-hosts check that protects a loopback server from DNS rebinding.
+// variable follows, OLLAMA_HOST (spec/cli.md §1.1) and the CORS origin list
+// (the checks that use it are the server's: server/policy.c).
 #include "util/util.h"
 
 #include <arpa/inet.h>
@@ -143,7 +143,7 @@ static bool copy_str(char *dst, size_t n, const char *p, size_t len)
 
 // Go net.SplitHostPort: "host:port" or "[v6]:port"; false when there is no
 // port or the host is ambiguous (an unbracketed IPv6 address).
-static bool split_host_port(struct str hp, struct str *host, struct str *port)
+bool host_split_port(struct str hp, struct str *host, struct str *port)
 {
     if (hp.len && hp.ptr[0] == '[') {
         const char *close = memchr(hp.ptr, ']', hp.len);
@@ -225,7 +225,7 @@ int host_parse(const char *s, struct host_addr *out, struct err *e)
     struct str host, port;
     char hostbuf[256];
     unsigned port_val = default_port;
-    if (split_host_port(hp, &host, &port)) {
+    if (host_split_port(hp, &host, &port)) {
         if (!copy_str(hostbuf, sizeof(hostbuf), host.ptr, host.len))
             return err_set(e, ERR_INVALID, "OLLAMA_HOST host is too long");
         char pbuf[32];
@@ -517,153 +517,4 @@ void env_config_deinit(struct env_config *c)
         free(c->origins);
     }
     memset(c, 0, sizeof(*c));
-}
-
-// ---------------------------------------------------------------------------
-// CORS origins (§6)
-
-static bool origin_matches(const char *pattern, const char *origin)
-{
-    if (strcmp(pattern, "*") == 0 || strcmp(pattern, origin) == 0)
-        return true;
-    const char *star = strchr(pattern, '*');
-    if (!star || strchr(star + 1, '*'))
-        return false;
-    size_t pre = (size_t)(star - pattern), suf = strlen(star + 1), n = strlen(origin);
-    return n >= pre + suf && memcmp(origin, pattern, pre) == 0 &&
-           memcmp(origin + n - suf, star + 1, suf) == 0;
-}
-
-bool env_origin_allowed(const struct env_config *c, const char *origin)
-{
-    if (!c || !c->origins || !origin)
-        return false;
-    for (char **o = c->origins; *o; o++)
-        if (origin_matches(*o, origin))
-            return true;
-    return false;
-}
-
-// ---------------------------------------------------------------------------
-// Allowed hosts (§7)
-
-// Parses an IP literal (brackets optional) into a 16-byte IPv6 form
-// (IPv4 as ::ffff:a.b.c.d).
-static bool parse_ip16(const char *s, unsigned char a[16])
-{
-    char tmp[64];
-    size_t n = strlen(s);
-    if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-        if (!copy_str(tmp, sizeof(tmp), s + 1, n - 2))
-            return false;
-        s = tmp;
-    }
-    unsigned char v4[4];
-    if (inet_pton(AF_INET, s, v4) == 1) {
-        memset(a, 0, 10);
-        a[10] = a[11] = 0xff;
-        memcpy(a + 12, v4, 4);
-        return true;
-    }
-    return inet_pton(AF_INET6, s, a) == 1;
-}
-
-static bool ip16_is_v4(const unsigned char a[16])
-{
-    static const unsigned char prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    return memcmp(a, prefix, 12) == 0;
-}
-
-static bool ip16_is_loopback(const unsigned char a[16])
-{
-    static const unsigned char lo6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    return ip16_is_v4(a) ? a[12] == 127 : memcmp(a, lo6, 16) == 0;
-}
-
-static bool ip16_is_private(const unsigned char a[16])
-{
-    if (ip16_is_v4(a))
-        return a[12] == 10 || (a[12] == 172 && (a[13] & 0xf0) == 16) ||
-               (a[12] == 192 && a[13] == 168);
-    return (a[0] & 0xfe) == 0xfc;
-}
-
-static bool ip16_is_unspecified(const unsigned char a[16])
-{
-    static const unsigned char zero[16];
-    if (ip16_is_v4(a))
-        return memcmp(a + 12, zero, 4) == 0;
-    return memcmp(a, zero, 16) == 0;
-}
-
-static bool ip16_is_local_interface(const unsigned char a[16])
-{
-    struct ifaddrs *ifs = NULL;
-    if (getifaddrs(&ifs) != 0)
-        return false;
-    bool found = false;
-    for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
-        if (!i->ifa_addr)
-            continue;
-        unsigned char b[16];
-        if (i->ifa_addr->sa_family == AF_INET) {
-            const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
-            memset(b, 0, 10);
-            b[10] = b[11] = 0xff;
-            memcpy(b + 12, &sin->sin_addr, 4);
-        } else if (i->ifa_addr->sa_family == AF_INET6) {
-            const struct sockaddr_in6 *sin6 =
-                (const struct sockaddr_in6 *)(const void *)i->ifa_addr;
-            memcpy(b, &sin6->sin6_addr, 16);
-        } else {
-            continue;
-        }
-        found = memcmp(a, b, 16) == 0;
-    }
-    freeifaddrs(ifs);
-    return found;
-}
-
-bool env_addr_is_loopback(const char *host)
-{
-    if (!host)
-        return false;
-    if (ascii_ieq(host, "localhost"))
-        return true;
-    unsigned char a[16];
-    return parse_ip16(host, a) && ip16_is_loopback(a);
-}
-
-static bool ends_with_ci(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && ascii_ieq(s + n - m, suffix);
-}
-
-bool env_host_allowed(const char *host_header)
-{
-    if (!host_header)
-        return true;  // no Host header: the empty host
-    char host[512];
-    struct str h, port;
-    if (!split_host_port(str_from(host_header), &h, &port))
-        h = str_from(host_header);
-    if (!copy_str(host, sizeof(host), h.ptr, h.len))
-        return false;
-
-    unsigned char a[16];
-    if (parse_ip16(host, a))
-        return ip16_is_loopback(a) || ip16_is_private(a) || ip16_is_unspecified(a) ||
-               ip16_is_local_interface(a);
-
-    if (!*host || ascii_ieq(host, "localhost"))
-        return true;
-    char hostname[256];
-    if (gethostname(hostname, sizeof(hostname)) == 0) {
-        hostname[sizeof(hostname) - 1] = '\0';
-        if (*hostname && ascii_ieq(host, hostname))
-            return true;
-    }
-    return ends_with_ci(host, ".localhost") || ends_with_ci(host, ".local") ||
-           ends_with_ci(host, ".internal");
 }

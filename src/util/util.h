@@ -252,6 +252,9 @@ struct host_addr {
 // "::1", "ollama.com" (→ https://ollama.com:443). The value is cleaned as
 // env_clean does. A bad port warns and uses the default port, as Ollama
 // does; only a host or path too long for the struct is an error (ERR_INVALID).
+// Go net.SplitHostPort: "host:port" or "[v6]:port"; false when there is no
+// port or the host is ambiguous (an unbracketed IPv6 address).
+bool host_split_port(struct str hp, struct str *host, struct str *port);
 int host_parse(const char *s, struct host_addr *out, struct err *e);
 // "http://127.0.0.1:11434" (brackets for IPv6), then the path prefix.
 void host_format_url(const struct host_addr *h, char *out, size_t n);
@@ -306,19 +309,6 @@ bool env_parse_bool(const char *v, bool dflt);
 // Log level for an OLLAMA_DEBUG value (cleaned): unset/"0"/"false" → LOG_INFO,
 // "1"/"true" → LOG_DEBUG, "2" → LOG_TRACE, other integers n → -4n.
 int env_parse_debug_level(const char *v);
-// CORS (env.md §6 rule 3): true when origin is allowed by c->origins: an
-// entry "*", an exact match, or a match of an entry with one '*' wildcard.
-// Rules 1-2 (no Origin / same origin) are the server's. NULL origin → false.
-bool env_origin_allowed(const struct env_config *c, const char *origin);
-// Allowed-hosts check (env.md §7) for a Host header value ("localhost:11434",
-// "[::1]:11434", "192.168.1.5"): loopback / private / unspecified / local
-// interface IPs, "", "localhost", the machine's hostname, *.localhost,
-// *.local, *.internal (case-insensitive). The server applies it only when
-// it listens on a loopback address (see env_addr_is_loopback).
-bool env_host_allowed(const char *host_header);
-// True when host (no port, brackets optional) is a loopback IP address
-// (127.0.0.0/8, ::1, ::ffff:127.x) or "localhost".
-bool env_addr_is_loopback(const char *host);
 // The user's home (HOME, else getpwuid, else "/"), read once and cached; never NULL.
 const char *env_home_dir(void);
 

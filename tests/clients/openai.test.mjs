@@ -283,3 +283,72 @@ describe('embeddings', () => {
     );
   });
 });
+
+// The Responses API (client.responses, /v1/responses).
+describe('responses', () => {
+  test('create', async () => {
+    const r = await client.responses.create({
+      model: 'stories', input: 'Once upon a time', temperature: 0, max_output_tokens: 10,
+    });
+    assert.ok(r.id.startsWith('resp_'));
+    assert.equal(r.object, 'response');
+    assert.equal(r.status, 'completed');
+    assert.ok(r.output_text.startsWith(GREEDY), r.output_text);
+    assert.equal(r.usage.output_tokens, 10);
+    assert.equal(r.store, false);
+  });
+
+  test('stream', async () => {
+    const stream = client.responses.stream({
+      model: 'stories', input: [{ role: 'user', content: [{ type: 'input_text', text: 'Once upon a time' }] }],
+      temperature: 0, max_output_tokens: 10,
+    });
+    let text = '';
+    let seq = 0;
+    for await (const ev of stream) {
+      assert.equal(ev.sequence_number, seq++);
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+    }
+    const final = await stream.finalResponse();
+    assert.ok(text.startsWith(GREEDY), text);
+    assert.equal(final.output_text, text);
+  });
+
+  test('function calls', async () => {
+    const tools = [{ type: 'function', name: 'get_weather', description: 'Weather', strict: false,
+      parameters: CALL_SCHEMA.properties.arguments }];
+    const r = await client.responses.create({
+      model: 'toolbox', input: 'Weather?', temperature: 0, max_output_tokens: 100, tools, tool_choice: 'required',
+    });
+    const call = r.output.find((o) => o.type === 'function_call');
+    assert.equal(call.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.arguments), { city: 'Tokyo' });
+    const next = await client.responses.create({
+      model: 'toolbox', temperature: 0, max_output_tokens: 3, tools,
+      input: [{ role: 'user', content: 'Weather?' }, call,
+        { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
+    });
+    assert.equal(next.output[0].type, 'message');
+  });
+
+  test('structured output and reasoning', async () => {
+    const r = await client.responses.create({
+      model: 'stories', input: 'Once', temperature: 0, max_output_tokens: 60,
+      text: { format: { type: 'json_schema', name: 'answer', schema: ANSWER_SCHEMA } },
+    });
+    assert.ok(['yes', 'no'].includes(JSON.parse(r.output_text).answer));
+    const t = await client.responses.create({
+      model: 'thinker', input: 'Once upon a time', temperature: 0, max_output_tokens: 6,
+      reasoning: { effort: 'high' },
+    });
+    assert.equal(t.output[0].type, 'reasoning');
+  });
+
+  test('errors', async () => {
+    await assert.rejects(client.responses.create({ model: 'nope', input: 'x' }), (err) => {
+      assert.ok(err instanceof OpenAI.NotFoundError);
+      assert.equal(err.error.message, "model 'nope' not found");
+      return true;
+    });
+  });
+});

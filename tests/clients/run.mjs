@@ -96,7 +96,7 @@ try {
 
   const tests = spawnSync(
     process.execPath,
-    ['--test', '--test-concurrency=1', '--test-timeout=60000', 'ollama.test.mjs', 'openai.test.mjs'],
+    ['--test', '--test-concurrency=1', '--test-timeout=60000', 'ollama.test.mjs', 'openai.test.mjs', 'anthropic.test.mjs'],
     { cwd: here, stdio: 'inherit', env: { ...process.env, OLLAMA_TEST_HOST: host } },
   );
   status = tests.status ?? 1;

@@ -665,7 +665,7 @@ static void test_chat_errors(void **state)
                  400, "top_logprobs must be between 0 and 20");
     // Routes that are not served.
     struct http_resp r;
-    post("/v1/responses", "{}", &r);
+    post("/v1/images/generations", "{}", &r);
     assert_int_equal(r.status, 404);
     http_resp_free(&r);
 }

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include <poll.h>
+
 #include "runner_harness.h"
 #include "sample/sample.h"
 
@@ -639,6 +641,50 @@ static void test_health(void **state)
     stop(&h);
 }
 
+// The runner's port has the server's rules (the same httpd/ wrapper): a
+// half-open connection is dropped after the header timeout, a body above
+// the limit gets 413 before it is sent.
+static void test_hostile_connections(void **state)
+{
+    (void)state;
+    setenv("OLLAMA_HTTP_HEADER_TIMEOUT", "1s", 1);
+    setenv("OLLAMA_HTTP_MAX_BODY", "1024", 1);
+    struct rharness h;
+    start(&h, NULL);
+    unsetenv("OLLAMA_HTTP_HEADER_TIMEOUT");
+    unsetenv("OLLAMA_HTTP_MAX_BODY");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)h.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    static const char partial[] = "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    assert_true(send(fd, partial, sizeof(partial) - 1, MSG_NOSIGNAL) > 0);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 5000), 1);  // closed well before 5 s
+    char c;
+    assert_true(recv(fd, &c, 1, 0) <= 0);
+    close(fd);
+
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    static const char big[] = "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Content-Length: 100000\r\n\r\n";
+    assert_true(send(fd, big, sizeof(big) - 1, MSG_NOSIGNAL) > 0);
+    char reply[1024] = "";
+    size_t got = 0;
+    while (got + 1 < sizeof(reply) && poll(&p, 1, 5000) == 1) {
+        ssize_t n = recv(fd, reply + got, sizeof(reply) - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    reply[got] = '\0';
+    close(fd);
+    assert_non_null(strstr(reply, "HTTP/1.1 413"));
+    stop(&h);
+}
+
 static void expect_exit_1(const char *const *args, const char *message)
 {
     struct rharness h;
@@ -687,6 +733,7 @@ int main(void)
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_tokenize_roundtrip),
         cmocka_unit_test(test_health),
+        cmocka_unit_test(test_hostile_connections),
         cmocka_unit_test(test_bad_flags),
         cmocka_unit_test(test_missing_model),
     };
