@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/attention.h"
 #include "engine/internal.h"
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
@@ -30,10 +31,8 @@ struct cpu {
     int n_threads;
     void *wdata;  // converted activations (vec_dot_type rows)
     size_t wdata_bytes;
-    float *att;  // per-thread attention rows: n_threads × att_stride
-    int64_t att_stride;
-    int64_t max_kv;
-    struct engine_moe_ws moe_ws;  // mixture-of-experts scratch (moe.c)
+    struct engine_attn_ws attn_ws;  // the attention op's tiles and work lists
+    struct engine_moe_ws moe_ws;    // mixture-of-experts scratch (moe.c)
 };
 
 static struct cpu *cpu_of(struct engine_backend *be)
@@ -112,6 +111,7 @@ static int cpu_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_
                        int64_t max_kv, struct err *e)
 {
     struct cpu *c = cpu_of(be);
+    (void)max_kv;  // attention scratch grows with the head count, at the first call
     // Largest vec_dot_type row is F16 (2 bytes/element); Q8_K is 292/256.
     size_t need;
     if (!size_mul(&need, (size_t)max_rows, (size_t)max_row_len * 2 + 512))
@@ -123,17 +123,6 @@ static int cpu_reserve(struct engine_backend *be, int64_t max_rows, int64_t max_
         free(c->wdata);
         c->wdata = p;
         c->wdata_bytes = need;
-    }
-    if (max_kv > c->max_kv) {
-        // scores (max_kv) + a q/v row in f32 (max 1024 per head) + q8 of it
-        int64_t stride = (max_kv + 2048 + 64 + 15) / 16 * 16;
-        float *a = aligned_alloc_bytes((size_t)stride * (size_t)c->n_threads * sizeof(float));
-        if (!a)
-            return err_set(e, ERR_NOMEM, "allocate attention scratch");
-        free(c->att);
-        c->att = a;
-        c->att_stride = stride;
-        c->max_kv = max_kv;
     }
     return 0;
 }
@@ -590,145 +579,15 @@ static void cpu_kv_move(struct engine_backend *be, const struct engine_kv_layer 
 }
 
 // ---------------------------------------------------------------------------
-// Attention: for each (token row, head) pair, scores over the visible cells,
-// softmax, weighted sum of V. Precision follows the reference's non-flash
-// path: with an F16 cache the query and the probabilities are rounded to
-// f16 before their dot products; with Q8_0 the query is quantized to Q8_0.
-
-struct attn_ctx {
-    struct cpu *cpu;
-    float *out;
-    const float *q;
-    int64_t n_rows;
-    const struct engine_kv_layer *kv;
-    const int32_t *cell0, *n_visible;
-    const struct engine_attn *a;
-    _Atomic int64_t next;
-};
-
-static float round_f16(float x)
-{
-    return quant_f16_to_f32(quant_f32_to_f16(x));
-}
-
-// Cell of position p of the row's slot: linear, or a ring of kv_ring cells.
-static int64_t attn_cell(const struct engine_attn *a, int64_t cell0, int64_t p)
-{
-    return cell0 + (a->kv_ring > 0 ? p % a->kv_ring : p);
-}
-
-static void attn_one(struct attn_ctx *c, float *scratch, int64_t r, int h)
-{
-    const struct engine_attn *a = c->a;
-    int hd = a->head_dim;
-    int kvh = h / (a->n_head / a->n_head_kv);
-    // Visible positions [p0, p1): the causal prefix, or its last `window`.
-    int64_t p1 = c->n_visible[r];
-    int64_t p0 = a->window > 0 && p1 > a->window ? p1 - a->window : 0;
-    int64_t nv = p1 - p0;
-    int64_t cell0 = c->cell0[r];
-    size_t rb = c->kv->row_bytes;
-    size_t head_off = quant_row_size(a->kv_type, (int64_t)kvh * hd);
-    if (kvh == 0)
-        head_off = 0;
-    const float *q = c->q + (r * a->n_head + h) * hd;
-    float *out = c->out + (r * a->n_head + h) * hd;
-    float *s = scratch;                                    // [nv]
-    float *qf = scratch + c->cpu->att_stride - 2048 - 64;  // [hd] rounded q / dequantized v
-    void *qq = qf + 1024;                                  // q as Q8_0
-
-    const uint8_t *kbase = (const uint8_t *)c->kv->k + head_off;
-    const uint8_t *vbase = (const uint8_t *)c->kv->v + head_off;
-#define KROW(j) (kbase + (size_t)attn_cell(a, cell0, p0 + (j)) * rb)
-#define VROW(j) (vbase + (size_t)attn_cell(a, cell0, p0 + (j)) * rb)
-    switch (a->kv_type) {
-    case GGUF_TYPE_F32:
-        for (int64_t j = 0; j < nv; j++)
-            s[j] = kernels_dot_f32((const float *)KROW(j), q, hd);
-        break;
-    case GGUF_TYPE_F16:
-        for (int i = 0; i < hd; i++)
-            qf[i] = round_f16(q[i]);
-        for (int64_t j = 0; j < nv; j++)
-            s[j] = kernels_dot_f16_f32((const uint16_t *)KROW(j), qf, hd);
-        break;
-    default: {
-        const struct kernels_type *kt = kernels_get(GGUF_TYPE_Q8_0);
-        kt->from_float(q, qq, hd);
-        for (int64_t j = 0; j < nv; j++)
-            kt->vec_dot(hd, &s[j], KROW(j), qq);
-        break;
-    }
-    }
-    float max = a->sinks ? a->sinks[h] : -INFINITY;
-    for (int64_t j = 0; j < nv; j++) {
-        s[j] *= a->scale;
-        if (a->softcap > 0)
-            s[j] = engine_softcap_f32(s[j], a->softcap);
-        if (s[j] > max)
-            max = s[j];
-    }
-    double sum = 0;
-    for (int64_t j = 0; j < nv; j++) {
-        float ev = expf(s[j] - max);
-        s[j] = ev;
-        sum += (double)ev;
-    }
-    if (a->sinks)  // the sink joins the denominator only (no value row)
-        sum += (double)expf(a->sinks[h] - max);
-    float inv = (float)(1.0 / sum);
-    memset(out, 0, (size_t)hd * sizeof(float));
-    for (int64_t j = 0; j < nv; j++) {
-        float pj = s[j] * inv;
-        const uint8_t *vr = VROW(j);
-        switch (a->kv_type) {
-        case GGUF_TYPE_F32:
-            kernels_axpy_f32(out, pj, (const float *)vr, hd);
-            break;
-        case GGUF_TYPE_F16:
-            kernels_axpy_f16(out, round_f16(pj), (const uint16_t *)vr, hd);
-            break;
-        default:
-            quant_traits_get(GGUF_TYPE_Q8_0)->to_float(vr, qf, hd);
-            kernels_axpy_f32(out, pj, qf, hd);
-            break;
-        }
-    }
-#undef KROW
-#undef VROW
-}
-
-static void attn_task(void *arg, int ith, int nth)
-{
-    (void)nth;
-    struct attn_ctx *c = arg;
-    float *scratch = c->cpu->att + (size_t)ith * (size_t)c->cpu->att_stride;
-    int64_t total = c->n_rows * c->a->n_head;
-    for (;;) {
-        int64_t i = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
-        if (i >= total)
-            break;
-        attn_one(c, scratch, i / c->a->n_head, (int)(i % c->a->n_head));
-    }
-}
+// Attention: the flash-style kernel of engine/attention.c.
 
 static void cpu_attention(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
                           const struct engine_kv_layer *kv, const int32_t *cell0,
                           const int32_t *n_visible, const struct engine_attn *a)
 {
     struct cpu *c = cpu_of(be);
-    ASSERT(a->head_dim <= 1024 && a->n_head % a->n_head_kv == 0);
-    struct attn_ctx ctx = {c, out, q, n_rows, kv, cell0, n_visible, a, 0};
-    atomic_init(&ctx.next, 0);
-    int64_t work = 0;
-    for (int64_t r = 0; r < n_rows; r++) {
-        ASSERT(n_visible[r] >= 1 && n_visible[r] <= c->max_kv);
-        work += (int64_t)n_visible[r] * a->head_dim * a->n_head * 4;
-    }
-    if (c->n_threads == 1 || work < CPU_INLINE_WORK)
-        attn_task(&ctx, 0, 1);
-    else
-        engine_pool_run(c->pool, attn_task, &ctx);
+    engine_attention_cpu(c->pool, c->n_threads, &c->attn_ws, out, q, n_rows, kv, cell0, n_visible,
+                         a);
 }
 
 // ---------------------------------------------------------------------------
@@ -876,7 +735,7 @@ static void cpu_destroy(struct engine_backend *be)
     struct cpu *c = cpu_of(be);
     engine_pool_free(c->pool);
     free(c->wdata);
-    free(c->att);
+    engine_attn_ws_free(&c->attn_ws);
     engine_moe_ws_free(&c->moe_ws);
     free(c);
 }

@@ -115,6 +115,7 @@ struct engine_kv_layer {
     size_t row_bytes;  // bytes per cell row (kv_dim elements of kv_type)
 };
 
+// Attention of one layer. The optional fields are off at zero / NULL.
 struct engine_attn {
     int n_head, n_head_kv, head_dim;
     float scale;         // usually 1/sqrt(head_dim)
@@ -220,8 +221,9 @@ struct engine_backend_ops {
     void (*kv_store)(struct engine_backend *be, const struct engine_kv_layer *kv, uint32_t kv_type,
                      const int32_t *cells, const float *k, const float *v, int64_t n_rows,
                      int64_t kv_dim);
-    // out (n_rows × n_head·head_dim): row r attends cells
-    // [cell0[r], cell0[r] + n_visible[r]) with causal softmax.
+    // out (n_rows × n_head·head_dim): row r attends the positions
+    // [0, n_visible[r]) of its slot, whose cells start at cell0[r] (see
+    // struct engine_attn for windows, rings, soft-capping and sinks).
     void (*attention)(struct engine_backend *be, float *out, const float *q, int64_t n_rows,
                       const struct engine_kv_layer *kv, const int32_t *cell0,
                       const int32_t *n_visible, const struct engine_attn *a);
@@ -322,3 +324,12 @@ float engine_gelu(float x);
 float engine_softcap_f32(float x, float cap);
 // Fills cos/sin for the n_rot/2 pairs at position pos.
 void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out);
+// The attention op in plain double precision, one (row, head) at a time with
+// the whole softmax (host memory; the reference the kernel is tested
+// against). The query is rounded to the cache's precision first (F16, or
+// Q8_0 blocks), and with an F16 cache the normalized probabilities are
+// rounded to f16 before the V product, as the kernel and llama.cpp's
+// non-flash path do.
+void engine_attention_ref(float *out, const float *q, int64_t n_rows,
+                          const struct engine_kv_layer *kv, const int32_t *cell0,
+                          const int32_t *n_visible, const struct engine_attn *a);

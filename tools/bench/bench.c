@@ -3,10 +3,13 @@
 // tokens one at a time from an empty context, and with -B S, tg<N>xS
 // generates N tokens in each of S sequences decoded together, one batch of
 // S tokens per step (the runner's continuous batching; t/s counts every
-// sequence's tokens). Each test runs once to warm up and then -r times. Prints a Markdown table
+// sequence's tokens). With -d DEPTH (llama-bench's -d), both run after DEPTH
+// tokens already in the cache: the slot is filled once (not timed) and every
+// run starts again at position DEPTH ("pp512 @ d4096", "tg32 @ d4096").
+// Each test runs once to warm up and then -r times. Prints a Markdown table
 // (mean ± sd tokens/s, peak RSS) or, with -o json, an array of objects.
 //
-//   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-B S] [-r 3] [-o md|json]
+//   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-d 0] [-B S] [-r 3] [-o md|json]
 //                    [--mapped-weights]   (no interleaved Q4_0 copies: A/B)
 //   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
 //
@@ -26,7 +29,8 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-B S] [-r 3] "
+    fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-d DEPTH] [-B S] "
+                    "[-r 3] "
                     "[-o md|json] [--mapped-weights] "
                     "[--kv f16|f32|q8_0] [-c N_CTX] [--kv-full] [--membw-gbs GBS]\n"
                     "       bench --membw [-t THREADS]\n");
@@ -64,19 +68,54 @@ static void die(const struct err *e)
     exit(1);
 }
 
-// One timed run: returns tokens/s.
-static double run_pp(struct model *m, int n_prompt, int32_t *buf, int32_t *pos, int32_t *slot)
+// Fills n random tokens from position p0 of slot 0 into buf/pos/slot.
+static void random_tokens(const struct model *m, int n, int p0, int32_t *buf, int32_t *pos,
+                          int32_t *slot)
 {
-    struct err e = {0};
     int n_vocab = model_n_vocab(m);
-    uint32_t seed = 12345;
-    for (int i = 0; i < n_prompt; i++) {
+    uint32_t seed = 12345u + (uint32_t)p0;
+    for (int i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
         buf[i] = (int32_t)((seed >> 8) % (uint32_t)n_vocab);
-        pos[i] = i;
+        pos[i] = p0 + i;
         slot[i] = 0;
     }
+}
+
+// Puts `depth` tokens into slot 0 (untimed), so that the runs after it
+// start at position depth. Returns the seconds it took.
+static double fill_depth(struct model *m, int depth)
+{
+    struct err e = {0};
     model_slot_clear(m, 0);
+    if (depth == 0)
+        return 0;
+    int32_t *buf = xcalloc((size_t)depth * 3, sizeof(int32_t));
+    random_tokens(m, depth, 0, buf, buf + depth, buf + 2 * depth);
+    double t0 = now_s();
+    struct model_batch b = {depth, buf, buf + depth, buf + 2 * depth, NULL};
+    if (model_decode(m, &b, &e) < 0)
+        die(&e);
+    free(buf);
+    return now_s() - t0;
+}
+
+// Drops everything after the first `depth` tokens of slot 0.
+static void rewind_to(struct model *m, int depth)
+{
+    if (depth == 0)
+        model_slot_clear(m, 0);
+    else
+        model_slot_reuse_prefix(m, 0, model_slot_tokens(m, 0), depth + 1);
+}
+
+// One timed run: returns tokens/s.
+static double run_pp(struct model *m, int n_prompt, int depth, int32_t *buf, int32_t *pos,
+                     int32_t *slot)
+{
+    struct err e = {0};
+    random_tokens(m, n_prompt, depth, buf, pos, slot);
+    rewind_to(m, depth);
     double t0 = now_s();
     struct model_batch b = {n_prompt, buf, pos, slot, NULL};
     if (model_decode(m, &b, &e) < 0)
@@ -84,15 +123,15 @@ static double run_pp(struct model *m, int n_prompt, int32_t *buf, int32_t *pos, 
     return n_prompt / (now_s() - t0);
 }
 
-static double run_tg(struct model *m, int n_gen)
+static double run_tg(struct model *m, int n_gen, int depth)
 {
     struct err e = {0};
     int n_vocab = model_n_vocab(m);
     int32_t tok = 1 % n_vocab, slot = 0;
-    model_slot_clear(m, 0);
+    rewind_to(m, depth);
     double t0 = now_s();
     for (int i = 0; i < n_gen; i++) {
-        int32_t p = i;
+        int32_t p = depth + i;
         struct model_batch b = {1, &tok, &p, &slot, NULL};
         if (model_decode(m, &b, &e) < 0)
             die(&e);
@@ -215,7 +254,7 @@ static uint64_t bytes_per_token(const struct gguf *g)
 }
 
 struct result {
-    char test[32];
+    char test[48];
     int n_prompt, n_gen;
     double avg, sd;
 };
@@ -236,7 +275,7 @@ int main(int argc, char **argv)
     const char *path = NULL, *fmt = "md";
     bool membw = false;
     double membw_gbs = 0;
-    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0, n_ctx = 0;
+    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0, n_ctx = 0, depth = 0;
     struct model_options o = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -247,6 +286,8 @@ int main(int argc, char **argv)
             n_prompt = int_arg(argv[++i], 0, 1 << 20);
         else if (!strcmp(a, "-n") && has)
             n_gen = int_arg(argv[++i], 0, 1 << 20);
+        else if (!strcmp(a, "-d") && has)
+            depth = int_arg(argv[++i], 0, 1 << 22);
         else if (!strcmp(a, "-B") && has)
             n_seq = int_arg(argv[++i], 1, 64);
         else if (!strcmp(a, "-r") && has)
@@ -285,7 +326,11 @@ int main(int argc, char **argv)
     if (!path)
         usage();
     o.n_threads = n_threads;
-    o.n_ctx = n_prompt + n_gen > 0 ? n_prompt + n_gen : 1;
+    if (depth > 0 && n_seq > 1) {
+        fprintf(stderr, "bench: -d and -B cannot be combined\n");
+        return 2;
+    }
+    o.n_ctx = depth + n_prompt + n_gen > 0 ? depth + n_prompt + n_gen : 1;
     if (n_ctx > o.n_ctx)
         o.n_ctx = n_ctx;
     o.n_batch = 512;
@@ -299,11 +344,15 @@ int main(int argc, char **argv)
     if (model_load(&m, path, &o, &e) < 0)
         die(&e);
     n_threads = model_n_threads(m);
-    if (model_n_ctx(m) < n_prompt + n_gen) {
-        fprintf(stderr, "bench: the model's context (%d) is smaller than -p + -n\n",
+    if (model_n_ctx(m) < depth + n_prompt + n_gen) {
+        fprintf(stderr, "bench: the model's context (%d) is smaller than -d + -p + -n\n",
                 model_n_ctx(m));
         return 1;
     }
+    double fill_s = fill_depth(m, depth);
+    char at[24] = "";
+    if (depth > 0)
+        snprintf(at, sizeof at, " @ d%d", depth);
     int cap = n_prompt > 0 ? n_prompt : 1;
     int32_t *buf = xcalloc((size_t)cap, sizeof(int32_t)),
             *pos = xcalloc((size_t)cap, sizeof(int32_t)),
@@ -312,20 +361,20 @@ int main(int argc, char **argv)
     struct result res[3];
     int n_res = 0;
     if (n_prompt > 0) {
-        run_pp(m, n_prompt, buf, pos, slot);  // warm-up
+        run_pp(m, n_prompt, depth, buf, pos, slot);  // warm-up
         for (int r = 0; r < reps; r++)
-            v[r] = run_pp(m, n_prompt, buf, pos, slot);
+            v[r] = run_pp(m, n_prompt, depth, buf, pos, slot);
         struct result *x = &res[n_res++];
-        snprintf(x->test, sizeof x->test, "pp%d", n_prompt);
+        snprintf(x->test, sizeof x->test, "pp%d%s", n_prompt, at);
         x->n_prompt = n_prompt, x->n_gen = 0;
         stats(v, reps, &x->avg, &x->sd);
     }
     if (n_gen > 0) {
-        run_tg(m, n_gen > 4 ? 4 : n_gen);  // warm-up
+        run_tg(m, n_gen > 4 ? 4 : n_gen, depth);  // warm-up
         for (int r = 0; r < reps; r++)
-            v[r] = run_tg(m, n_gen);
+            v[r] = run_tg(m, n_gen, depth);
         struct result *x = &res[n_res++];
-        snprintf(x->test, sizeof x->test, "tg%d", n_gen);
+        snprintf(x->test, sizeof x->test, "tg%d%s", n_gen, at);
         x->n_prompt = 0, x->n_gen = n_gen;
         stats(v, reps, &x->avg, &x->sd);
     }
@@ -347,8 +396,9 @@ int main(int argc, char **argv)
         printf("[\n");
         for (int i = 0; i < n_res; i++)
             printf("  {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"n_threads\": %d, "
-                   "\"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"peak_rss_bytes\": %llu}%s\n",
-                   res[i].test, res[i].n_prompt, res[i].n_gen, n_threads, res[i].avg, res[i].sd,
+                   "\"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, "
+                   "\"peak_rss_bytes\": %llu}%s\n",
+                   res[i].test, res[i].n_prompt, res[i].n_gen, n_threads, depth, res[i].avg, res[i].sd,
                    (unsigned long long)rss, i + 1 < n_res ? "," : "");
         printf("]\n");
     } else {
@@ -364,6 +414,9 @@ int main(int argc, char **argv)
                mem.total_bytes / 1048576.0, mem.weights_bytes / 1048576.0, mem.kv_bytes / 1048576.0,
                mem.scratch_bytes / 1048576.0, rss / 1048576.0,
                100.0 * ((double)rss - (double)mem.total_bytes) / (double)mem.total_bytes);
+        if (depth > 0)
+            printf("depth fill: %d tokens in %.2f s (%.1f t/s, one batch per %d tokens)\n", depth,
+                   fill_s, depth / fill_s, model_n_batch(m));
         uint64_t bpt = bytes_per_token(model_gguf(m));
         printf("weights read per generated token: %.1f MiB", bpt / 1048576.0);
         if (membw_gbs > 0 && n_gen > 0) {

@@ -1,0 +1,677 @@
+// The CPU attention op: flash-attention style, no n × n score matrix.
+//
+// Rows of the ubatch that belong to the same slot are grouped into sets of
+// up to ATTN_MAX_Q queries per KV head (rows × the query heads sharing that
+// KV head: GQA heads share every K/V tile). A work item is (set, KV head,
+// range of key positions); a set of few rows (decode) takes every KV head
+// in one item instead, so that it reads whole cache rows in address order
+// (one head's slice of each row is only 1/n_head_kv of it). It walks its keys in tiles of KERNELS_ATTN_TILE:
+// the K and V rows of the tile are converted once from the cache's type
+// (F32, F16, Q8_0) to f32, and every query of the set is scored against them,
+// folded into its online softmax (running max m, denominator l) and its
+// probability-weighted sum of V (kernels/attn.h has the SIMD inner loops).
+//
+// Tiles start at multiples of KERNELS_ATTN_TILE positions (keys before a
+// row's window are masked), so a row's result does not depend on the other
+// rows of its ubatch: a prompt split into ubatches gives the same bits as
+// one batch, as long as no key range is split (below).
+//
+// Threads take items from an atomic counter, largest first. When there are
+// too few (set, KV head) pairs to keep every thread busy — decoding one
+// token, a model with few KV heads — each pair's key range is split into
+// chunks, items write their partial (m, l, acc) states, and after a barrier
+// the chunks of each pair are merged:
+//   M = max(m_c), L = sum(l_c e^(m_c - M)), out = sum(acc_c e^(m_c - M)) / L.
+//
+// Precision follows the reference's non-flash path: the query is rounded to
+// the cache's precision (F16, or Q8_0 blocks) before its dot products, and
+// with an F16 cache the normalized probabilities are rounded to f16 before
+// the V product. That needs the final max and sum first, so F16 items make
+// two passes over their keys (PASS_STATS, then PASS_FINAL with
+// exp(s - M) / L); split F16 ranges merge their statistics between the two
+// (a second barrier). F32 and Q8_0 caches take one pass (online softmax).
+#include "engine/attention.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kernels/attn.h"
+#include "engine/kernels/kernels.h"
+#include "engine/quant/quant.h"
+
+#define TILE           KERNELS_ATTN_TILE
+#define ATTN_MAX_Q     64    // queries per work item (rows × heads of a group)
+#define ATTN_ALL_Q     128   // a set this small takes every KV head in one item
+#define ATTN_ALL_ROW   4096  // ... when a cache row (all heads) has at most this many floats
+#define ATTN_MIN_CHUNK 256   // keys per split chunk, at least
+#define ATTN_INLINE    32768  // below this many multiply-adds: caller thread only
+
+struct attn_set {
+    int r0, r1;        // rows
+    int32_t plo, phi;  // key positions any of them sees
+    int heads;         // KV heads per item: 1, or all of them (few rows)
+};
+
+struct attn_item {
+    int set, g0, g1;  // set, KV heads [g0, g1)
+    int32_t p0, p1;   // key positions
+    int64_t part;     // offset of its partial states, -1: writes the output
+    int merge;        // its merge (the sibling chunks), -1 when not split
+};
+
+struct attn_merge {
+    int item0, n;  // the chunks of one (set, KV heads), consecutive items
+};
+
+struct attn_run {
+    struct engine_pool *pool;
+    const struct kernels_attn *k;
+    const struct engine_attn *a;
+    float *out;
+    const float *q;
+    const struct engine_kv_layer *kv;
+    const int32_t *cell0, *n_visible;
+    int group, hdp;
+    size_t head_bytes;  // bytes of one KV head inside a cell row
+    size_t per_thread;  // floats of tile scratch per thread
+    float *buf, *parts;
+    const struct attn_set *sets;
+    const struct attn_item *items;
+    const struct attn_merge *merges;
+    int n_items, n_merges;
+    quant_to_float_fn q8_to_float;
+    kernels_from_float_fn q8_from_float;
+    bool round_p;  // F16 cache: two passes, probabilities rounded to f16
+    _Atomic int next_item, next_merge, next_final;
+};
+
+// How a pass over an item's keys uses the scores.
+enum pass_mode {
+    PASS_ONLINE,  // online softmax: running max and sum, rescaled accumulator
+    PASS_STATS,   // running max and sum only (first of two passes)
+    PASS_FINAL,   // p = f16(exp(s - M) / L) with the final M, L: acc += p · V
+};
+
+void engine_attn_ws_free(struct engine_attn_ws *ws)
+{
+    free(ws->buf);
+    free(ws->parts);
+    free(ws->sets);
+    free(ws->items);
+    free(ws->merges);
+    memset(ws, 0, sizeof *ws);
+}
+
+// ---------------------------------------------------------------------------
+// Shared by the kernel and the reference.
+
+static int32_t visible_lo(const struct engine_attn *a, int32_t nv)
+{
+    return a->window > 0 && nv > a->window ? nv - a->window : 0;
+}
+
+static int64_t cell_of(const struct engine_attn *a, int32_t cell0, int32_t pos)
+{
+    return (int64_t)cell0 + (a->kv_ring > 0 ? pos % a->kv_ring : pos);
+}
+
+// One KV head's slice of a cache row as hd floats (zeros up to hdp).
+static void kv_to_f32(uint32_t type, const uint8_t *src, float *dst, int hd, int hdp,
+                      quant_to_float_fn q8_to_float)
+{
+    switch (type) {
+    case GGUF_TYPE_F32:
+        memcpy(dst, src, (size_t)hd * sizeof(float));
+        break;
+    case GGUF_TYPE_F16:
+        kernels_f16_to_f32_row((const uint16_t *)src, dst, hd);
+        break;
+    default:
+        q8_to_float(src, dst, hd);
+        break;
+    }
+    for (int d = hd; d < hdp; d++)
+        dst[d] = 0;
+}
+
+// The query rounded to the cache's precision (zeros up to hdp). tmp holds
+// one Q8_0 row of hd elements.
+static void query_prepare(uint32_t type, const float *q, float *dst, int hd, int hdp, void *tmp,
+                          kernels_from_float_fn q8_from_float, quant_to_float_fn q8_to_float)
+{
+    switch (type) {
+    case GGUF_TYPE_F32:
+        memcpy(dst, q, (size_t)hd * sizeof(float));
+        break;
+    case GGUF_TYPE_F16:
+        for (int d = 0; d < hd; d++)
+            dst[d] = quant_f16_to_f32(quant_f32_to_f16(q[d]));
+        break;
+    default:
+        q8_from_float(q, tmp, hd);
+        q8_to_float(tmp, dst, hd);
+        break;
+    }
+    for (int d = hd; d < hdp; d++)
+        dst[d] = 0;
+}
+
+static size_t head_offset(uint32_t type, int g, int hd)
+{
+    return g == 0 ? 0 : quant_row_size(type, (int64_t)g * hd);
+}
+
+// out = acc / l, with the sink's term in the denominator.
+static void finalize(const struct engine_attn *a, int h, const float *acc, float m, float l,
+                     float *out)
+{
+    float f = 1.0f / l;
+    if (a->sinks) {
+        float sink = a->sinks[h], mx = m > sink ? m : sink;
+        float em = expf(m - mx);
+        f = em / (l * em + expf(sink - mx));
+    }
+    for (int d = 0; d < a->head_dim; d++)
+        out[d] = acc[d] * f;
+}
+
+// ---------------------------------------------------------------------------
+// Work items.
+
+struct tiles {
+    float *q, *acc, *s, *m, *l, *kb, *kt, *vb;
+    void *qtmp;
+};
+
+// row: floats of the K (and V) rows of one tile: heads × hdp.
+static size_t tiles_floats(int n_q, int hdp, int row)
+{
+    size_t f = (size_t)n_q * hdp * 2 + (size_t)n_q * TILE + 2 * (size_t)n_q +
+               (size_t)TILE * row * 2 + (size_t)TILE * hdp + (size_t)hdp * 2 + 64;
+    return (f + 15) / 16 * 16;  // keeps every thread's block 64-byte aligned
+}
+
+static struct tiles tiles_carve(float *p, int n_q, int hdp, int row)
+{
+    struct tiles t;
+    t.kb = p, p += (size_t)TILE * row;
+    t.kt = p, p += (size_t)TILE * hdp;
+    t.vb = p, p += (size_t)TILE * row;
+    t.q = p, p += (size_t)n_q * hdp;
+    t.acc = p, p += (size_t)n_q * hdp;
+    t.s = p, p += (size_t)n_q * TILE;
+    t.m = p, p += n_q;
+    t.l = p, p += n_q;
+    t.qtmp = p;
+    return t;
+}
+
+// One pass over an item's keys (see enum pass_mode); m, l, acc in t.
+static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                      enum pass_mode mode)
+{
+    const struct engine_attn *a = c->a;
+    const struct attn_set *st = &c->sets[it->set];
+    const int hd = a->head_dim, hdp = c->hdp, G = c->group;
+    const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G;
+    const int row = nh * hdp;
+    const uint32_t type = a->kv_type;
+    const size_t rb = c->kv->row_bytes;
+    const uint8_t *kbase = (const uint8_t *)c->kv->k + c->head_bytes * (size_t)it->g0;
+    const uint8_t *vbase = (const uint8_t *)c->kv->v + c->head_bytes * (size_t)it->g0;
+    for (int32_t p = it->p0; p < it->p1; p += TILE) {
+        int nk = it->p1 - p < TILE ? it->p1 - p : TILE;
+        // Rows that see any key of the tile.
+        int ra = nr, rz = 0;
+        for (int rr = 0; rr < nr; rr++) {
+            int32_t nv = c->n_visible[st->r0 + rr];
+            if (nv > p && visible_lo(a, nv) < p + nk) {
+                ra = rr < ra ? rr : ra;
+                rz = rr + 1;
+            }
+        }
+        if (ra >= rz)
+            continue;
+        // The tile's K and V rows, every head of the item, read in order.
+        int32_t c0 = c->cell0[st->r0];
+        for (int j = 0; j < nk; j++) {
+            size_t off = (size_t)cell_of(a, c0, p + j) * rb;
+            if (hdp == hd) {
+                kv_to_f32(type, kbase + off, t->kb + (size_t)j * row, row, row, c->q8_to_float);
+                if (mode != PASS_STATS)
+                    kv_to_f32(type, vbase + off, t->vb + (size_t)j * row, row, row,
+                              c->q8_to_float);
+            } else {
+                for (int gg = 0; gg < nh; gg++) {
+                    size_t ho = off + c->head_bytes * (size_t)gg;
+                    float *kd = t->kb + (size_t)j * row + (size_t)gg * hdp;
+                    kv_to_f32(type, kbase + ho, kd, hd, hdp, c->q8_to_float);
+                    kv_to_f32(type, vbase + ho, t->vb + (kd - t->kb), hd, hdp, c->q8_to_float);
+                }
+            }
+        }
+        if (nk < TILE)
+            memset(t->kb + (size_t)nk * row, 0, (size_t)(TILE - nk) * row * sizeof(float));
+
+        for (int gg = 0; gg < nh; gg++) {
+            c->k->transpose(t->kb + (size_t)gg * hdp, row, hdp, t->kt);
+            int qa = gg * per_head + ra * G, qn = (rz - ra) * G;
+            c->k->qk(hdp, qn, t->q + (size_t)qa * hdp, t->kt, a->scale, t->s + (size_t)qa * TILE);
+            for (int i = qa; i < qa + qn; i++) {
+                float *si = t->s + (size_t)i * TILE;
+                int32_t nv = c->n_visible[st->r0 + (i / G) % nr], lo = visible_lo(a, nv);
+                if (a->softcap > 0)
+                    for (int j = 0; j < nk; j++)
+                        si[j] = engine_softcap_f32(si[j], a->softcap);
+                if (nk < TILE || p < lo || p + TILE > nv)
+                    for (int j = 0; j < TILE; j++)
+                        if (j >= nk || p + j < lo || p + j >= nv)
+                            si[j] = -INFINITY;
+                if (mode == PASS_FINAL) {
+                    // The reference's probabilities: normalized, then f16.
+                    c->k->exp_shift(si, t->m[i], 1.0f / t->l[i]);
+                    continue;
+                }
+                float corr = c->k->softmax(si, &t->m[i], &t->l[i]);
+                if (corr != 1.0f && mode == PASS_ONLINE) {
+                    float *ai = t->acc + (size_t)i * hdp;
+                    for (int d = 0; d < hdp; d++)
+                        ai[d] *= corr;
+                }
+            }
+            if (mode == PASS_STATS)
+                continue;
+            c->k->pv(hdp, qn, nk, t->s + (size_t)qa * TILE, t->vb + (size_t)gg * hdp, row,
+                     t->acc + (size_t)qa * hdp);
+        }
+    }
+
+}
+
+// Query i of an item: KV head g0 + i / (nr·G), row r0 + (i / G) % nr, query
+// head (g0 + i / (nr·G))·G + i % G: each head's queries are consecutive.
+static void query_of(const struct attn_run *c, const struct attn_item *it, int i, int *r, int *h)
+{
+    const struct attn_set *st = &c->sets[it->set];
+    int nr = st->r1 - st->r0, G = c->group;
+    *r = st->r0 + (i / G) % nr;
+    *h = (it->g0 + i / (nr * G)) * G + i % G;
+}
+
+// The max and denominator over all keys and the sink: M' = max(M, sink),
+// L' = L e^(M - M') + e^(sink - M').
+static void with_sink(const struct engine_attn *a, int h, float *m, float *l)
+{
+    if (!a->sinks)
+        return;
+    float sink = a->sinks[h], mx = *m > sink ? *m : sink;
+    *l = *l * expf(*m - mx) + expf(sink - mx);
+    *m = mx;
+}
+
+// Stages of an item: STAGE_ALL does everything (its key range is not
+// split); split items of an F16 cache run STAGE_STATS, then (after a
+// barrier) STAGE_FINAL with the siblings' statistics.
+enum { STAGE_ALL, STAGE_STATS, STAGE_FINAL };
+
+static void run_item(struct attn_run *c, float *scratch, const struct attn_item *it, int stage)
+{
+    const struct engine_attn *a = c->a;
+    const struct attn_set *st = &c->sets[it->set];
+    const int hd = a->head_dim, hdp = c->hdp, G = c->group;
+    const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, nq = nr * G * nh;
+    struct tiles t = tiles_carve(scratch, nq, hdp, nh * hdp);
+    for (int i = 0; i < nq; i++) {
+        int r, h;
+        query_of(c, it, i, &r, &h);
+        query_prepare(a->kv_type, c->q + ((int64_t)r * a->n_head + h) * hd, t.q + (size_t)i * hdp,
+                      hd, hdp, t.qtmp, c->q8_from_float, c->q8_to_float);
+        t.m[i] = -INFINITY;
+        t.l[i] = 0;
+    }
+    memset(t.acc, 0, (size_t)nq * hdp * sizeof(float));
+
+    if (!c->round_p) {
+        item_pass(c, &t, it, PASS_ONLINE);
+        for (int i = 0; i < nq; i++) {
+            int r, h;
+            query_of(c, it, i, &r, &h);
+            const float *ai = t.acc + (size_t)i * hdp;
+            if (it->part < 0) {
+                finalize(a, h, ai, t.m[i], t.l[i], c->out + ((int64_t)r * a->n_head + h) * hd);
+            } else {
+                float *dst = c->parts + it->part + (size_t)i * (hd + 2);
+                dst[0] = t.m[i];
+                dst[1] = t.l[i];
+                memcpy(dst + 2, ai, (size_t)hd * sizeof(float));
+            }
+        }
+        return;
+    }
+    if (stage != STAGE_FINAL)
+        item_pass(c, &t, it, PASS_STATS);
+    if (stage == STAGE_STATS) {
+        for (int i = 0; i < nq; i++) {
+            float *dst = c->parts + it->part + (size_t)i * (hd + 2);
+            dst[0] = t.m[i];
+            dst[1] = t.l[i];
+        }
+        return;
+    }
+    if (stage == STAGE_FINAL) {  // the whole key range's statistics
+        const struct attn_merge *mg = &c->merges[it->merge];
+        for (int i = 0; i < nq; i++) {
+            float mx = -INFINITY, l = 0;
+            for (int ch = 0; ch < mg->n; ch++) {
+                float m = c->parts[c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2)];
+                mx = m > mx ? m : mx;
+            }
+            for (int ch = 0; ch < mg->n; ch++) {
+                const float *src = c->parts + c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2);
+                if (src[0] != -INFINITY)
+                    l += src[1] * expf(src[0] - mx);
+            }
+            t.m[i] = mx;
+            t.l[i] = l;
+        }
+    }
+    for (int i = 0; i < nq; i++) {
+        int r, h;
+        query_of(c, it, i, &r, &h);
+        with_sink(a, h, &t.m[i], &t.l[i]);
+    }
+    item_pass(c, &t, it, PASS_FINAL);
+    for (int i = 0; i < nq; i++) {
+        int r, h;
+        query_of(c, it, i, &r, &h);
+        const float *ai = t.acc + (size_t)i * hdp;
+        float *dst = it->part < 0 ? c->out + ((int64_t)r * a->n_head + h) * hd
+                                  : c->parts + it->part + (size_t)i * (hd + 2) + 2;
+        memcpy(dst, ai, (size_t)hd * sizeof(float));
+    }
+}
+
+// Combines the chunks of one (set, KV head) into the output.
+static void run_merge(struct attn_run *c, float *scratch, const struct attn_merge *mg)
+{
+    const struct engine_attn *a = c->a;
+    const struct attn_item *it0 = &c->items[mg->item0];
+    const struct attn_set *st = &c->sets[it0->set];
+    const int hd = a->head_dim, G = c->group, nr = st->r1 - st->r0;
+    const int nq = nr * G * (it0->g1 - it0->g0);
+    float *acc = scratch;
+    for (int i = 0; i < nq; i++) {
+        float mx = -INFINITY, l = 0;
+        for (int ch = 0; ch < mg->n; ch++) {
+            float m = c->parts[c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2)];
+            mx = m > mx ? m : mx;
+        }
+        memset(acc, 0, (size_t)hd * sizeof(float));
+        int r, h;
+        query_of(c, it0, i, &r, &h);
+        if (c->round_p) {  // normalized already: the chunks' sums add up
+            float *out = c->out + ((int64_t)r * a->n_head + h) * hd;
+            for (int ch = 0; ch < mg->n; ch++) {
+                const float *src =
+                    c->parts + c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2) + 2;
+                for (int d = 0; d < hd; d++)
+                    acc[d] += src[d];
+            }
+            memcpy(out, acc, (size_t)hd * sizeof(float));
+            continue;
+        }
+        for (int ch = 0; ch < mg->n; ch++) {
+            const float *src = c->parts + c->items[mg->item0 + ch].part + (int64_t)i * (hd + 2);
+            if (src[0] == -INFINITY)
+                continue;  // no key of this chunk is visible to the row
+            float f = expf(src[0] - mx);
+            l += src[1] * f;
+            for (int d = 0; d < hd; d++)
+                acc[d] += src[2 + d] * f;
+        }
+        finalize(a, h, acc, mx, l, c->out + ((int64_t)r * a->n_head + h) * hd);
+    }
+}
+
+static void attn_task(void *arg, int ith, int nth)
+{
+    struct attn_run *c = arg;
+    float *scratch = c->buf + (size_t)ith * c->per_thread;
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&c->next_item, 1, memory_order_relaxed);
+        if (i >= c->n_items)
+            break;
+        const struct attn_item *it = &c->items[i];
+        run_item(c, scratch, it, it->merge >= 0 ? STAGE_STATS : STAGE_ALL);
+    }
+    if (c->n_merges == 0)
+        return;
+    if (nth > 1)
+        engine_pool_barrier(c->pool);
+    if (c->round_p) {
+        for (;;) {
+            int i = atomic_fetch_add_explicit(&c->next_final, 1, memory_order_relaxed);
+            if (i >= c->n_items)
+                break;
+            if (c->items[i].merge >= 0)
+                run_item(c, scratch, &c->items[i], STAGE_FINAL);
+        }
+        if (nth > 1)
+            engine_pool_barrier(c->pool);
+    }
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&c->next_merge, 1, memory_order_relaxed);
+        if (i >= c->n_merges)
+            break;
+        run_merge(c, scratch, &c->merges[i]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Planning.
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    size_t n = need + need / 2;
+    free(p);
+    *cap = n;
+    return xmalloc(n * elem);
+}
+
+static float *grow_aligned(float *p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return p;
+    free(p);
+    void *np = NULL;
+    if (posix_memalign(&np, 64, need * sizeof(float)) != 0)
+        ASSERT(!"attention scratch allocation failed");
+    memset(np, 0, need * sizeof(float));
+    *cap = need;
+    return np;
+}
+
+void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine_attn_ws *ws,
+                          float *out, const float *q, int64_t n_rows,
+                          const struct engine_kv_layer *kv, const int32_t *cell0,
+                          const int32_t *n_visible, const struct engine_attn *a)
+{
+    ASSERT(a->n_head_kv > 0 && a->n_head % a->n_head_kv == 0 && a->head_dim > 0);
+    ASSERT(a->kv_type == GGUF_TYPE_F32 || a->kv_type == GGUF_TYPE_F16 ||
+           a->kv_type == GGUF_TYPE_Q8_0);
+    const int G = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = (hd + 7) / 8 * 8;
+    const int rows_per_set = G >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / G;
+
+    // Sets: runs of rows of one slot.
+    ws->sets = grow(ws->sets, &ws->sets_cap, (size_t)n_rows, sizeof(struct attn_set));
+    struct attn_set *sets = ws->sets;
+    int n_sets = 0;
+    int64_t total_keys = 0, work = 0, n_units = 0;
+    for (int64_t r = 0; r < n_rows;) {
+        struct attn_set *st = &sets[n_sets++];
+        st->r0 = (int)r;
+        st->plo = INT32_MAX, st->phi = 0;
+        do {
+            int32_t nv = n_visible[r];
+            ASSERT(nv >= 1);
+            int32_t lo = visible_lo(a, nv);
+            st->plo = lo < st->plo ? lo : st->plo;
+            st->phi = nv > st->phi ? nv : st->phi;
+            work += (int64_t)(nv - lo) * a->n_head * hd * 2;
+            r++;
+        } while (r < n_rows && r - st->r0 < rows_per_set && cell0[r] == cell0[st->r0]);
+        st->r1 = (int)r;
+        // Few rows (decode): one item takes every KV head, so it reads whole
+        // cache rows in order instead of one head's slice of each.
+        bool all = (int64_t)(st->r1 - st->r0) * a->n_head <= ATTN_ALL_Q &&
+                   (int64_t)a->n_head_kv * hdp <= ATTN_ALL_ROW;
+        st->heads = all ? a->n_head_kv : 1;
+        int units = a->n_head_kv / st->heads;
+        n_units += units;
+        total_keys += (int64_t)(st->phi - st->plo) * units;
+    }
+    int nth = work < ATTN_INLINE ? 1 : n_threads;
+
+    // Split key ranges when there are too few (set, KV heads) units.
+    int64_t target = 8 * (int64_t)nth, chunk = INT32_MAX;
+    if (nth > 1 && n_units < target) {
+        chunk = (total_keys + target - 1) / target;
+        chunk = (chunk + TILE - 1) / TILE * TILE;
+        if (chunk < ATTN_MIN_CHUNK)
+            chunk = ATTN_MIN_CHUNK;
+    }
+    int64_t n_items = 0, n_merges = 0;
+    for (int s = 0; s < n_sets; s++) {
+        int64_t n_chunks = (sets[s].phi - sets[s].plo / TILE * TILE + chunk - 1) / chunk;
+        int units = a->n_head_kv / sets[s].heads;
+        n_items += n_chunks * units;
+        if (n_chunks > 1)
+            n_merges += units;
+    }
+    ws->items = grow(ws->items, &ws->items_cap, (size_t)n_items, sizeof(struct attn_item));
+    ws->merges = grow(ws->merges, &ws->merges_cap, (size_t)n_merges + 1, sizeof(struct attn_merge));
+    struct attn_item *items = ws->items;
+    struct attn_merge *merges = ws->merges;
+    // Later sets see more keys: hand them out first.
+    int64_t ni = 0, nm = 0, parts = 0;
+    int max_q = 1, max_row = hdp;
+    for (int s = n_sets - 1; s >= 0; s--) {
+        const struct attn_set *st = &sets[s];
+        int nq = (st->r1 - st->r0) * G * st->heads;
+        max_q = nq > max_q ? nq : max_q;
+        max_row = st->heads * hdp > max_row ? st->heads * hdp : max_row;
+        int64_t n_chunks = (st->phi - st->plo / TILE * TILE + chunk - 1) / chunk;
+        for (int g = 0; g < a->n_head_kv; g += st->heads) {
+            int merge = n_chunks > 1 ? (int)nm : -1;
+            if (n_chunks > 1)
+                merges[nm++] = (struct attn_merge){(int)ni, (int)n_chunks};
+            for (int64_t ch = 0; ch < n_chunks; ch++) {
+                int32_t p0 = (int32_t)(st->plo / TILE * TILE + ch * chunk);
+                int32_t p1 = (int32_t)(p0 + chunk < st->phi ? p0 + chunk : st->phi);
+                items[ni++] = (struct attn_item){s, g, g + st->heads, p0, p1,
+                                                 n_chunks > 1 ? parts : -1, merge};
+                if (n_chunks > 1)
+                    parts += (int64_t)nq * (hd + 2);
+            }
+        }
+    }
+
+    size_t per_thread = tiles_floats(max_q, hdp, max_row);
+    ws->buf = grow_aligned(ws->buf, &ws->buf_floats, per_thread * (size_t)nth);
+    if (parts > 0)
+        ws->parts = grow_aligned(ws->parts, &ws->parts_floats, (size_t)parts);
+
+    struct attn_run c = {
+        .pool = pool,
+        .k = kernels_attn_get(),
+        .a = a,
+        .out = out,
+        .q = q,
+        .kv = kv,
+        .cell0 = cell0,
+        .n_visible = n_visible,
+        .group = G,
+        .hdp = hdp,
+        .head_bytes = head_offset(a->kv_type, 1, hd),
+        .per_thread = per_thread,
+        .buf = ws->buf,
+        .parts = ws->parts,
+        .sets = sets,
+        .items = items,
+        .merges = merges,
+        .n_items = (int)n_items,
+        .n_merges = (int)n_merges,
+        .q8_to_float = quant_traits_get(GGUF_TYPE_Q8_0)->to_float,
+        .q8_from_float = kernels_get(GGUF_TYPE_Q8_0)->from_float,
+        .round_p = a->kv_type == GGUF_TYPE_F16,
+    };
+    atomic_init(&c.next_item, 0);
+    atomic_init(&c.next_merge, 0);
+    atomic_init(&c.next_final, 0);
+    if (nth == 1)
+        attn_task(&c, 0, 1);
+    else
+        engine_pool_run(pool, attn_task, &c);
+}
+
+// ---------------------------------------------------------------------------
+// Reference.
+
+void engine_attention_ref(float *out, const float *q, int64_t n_rows,
+                          const struct engine_kv_layer *kv, const int32_t *cell0,
+                          const int32_t *n_visible, const struct engine_attn *a)
+{
+    const int G = a->n_head / a->n_head_kv, hd = a->head_dim;
+    quant_to_float_fn q8_to_float = quant_traits_get(GGUF_TYPE_Q8_0)->to_float;
+    kernels_from_float_fn q8_from_float = kernels_get(GGUF_TYPE_Q8_0)->from_float;
+    float *qr = xmalloc((size_t)hd * sizeof(float) * 2), *row = qr + hd;
+    void *tmp = xmalloc(quant_row_size(GGUF_TYPE_Q8_0, (hd + 31) / 32 * 32) + 64);
+    for (int64_t r = 0; r < n_rows; r++) {
+        int32_t nv = n_visible[r], lo = visible_lo(a, nv);
+        double *s = xmalloc((size_t)(nv - lo) * sizeof(double)), *o = xcalloc((size_t)hd, sizeof(double));
+        for (int h = 0; h < a->n_head; h++) {
+            int g = h / G;
+            size_t hoff = head_offset(a->kv_type, g, hd);
+            query_prepare(a->kv_type, q + (r * a->n_head + h) * hd, qr, hd, hd, tmp, q8_from_float,
+                          q8_to_float);
+            double mx = a->sinks ? (double)a->sinks[h] : -INFINITY;
+            for (int32_t p = lo; p < nv; p++) {
+                const uint8_t *kr =
+                    (const uint8_t *)kv->k + (size_t)cell_of(a, cell0[r], p) * kv->row_bytes + hoff;
+                kv_to_f32(a->kv_type, kr, row, hd, hd, q8_to_float);
+                double d = 0;
+                for (int i = 0; i < hd; i++)
+                    d += (double)qr[i] * row[i];
+                d *= a->scale;
+                if (a->softcap > 0)
+                    d = a->softcap * tanh(d / a->softcap);
+                s[p - lo] = d;
+                mx = d > mx ? d : mx;
+            }
+            double sum = a->sinks ? exp((double)a->sinks[h] - mx) : 0;
+            for (int32_t p = lo; p < nv; p++)
+                sum += (s[p - lo] = exp(s[p - lo] - mx));
+            memset(o, 0, (size_t)hd * sizeof(double));
+            for (int32_t p = lo; p < nv; p++) {
+                const uint8_t *vr =
+                    (const uint8_t *)kv->v + (size_t)cell_of(a, cell0[r], p) * kv->row_bytes + hoff;
+                kv_to_f32(a->kv_type, vr, row, hd, hd, q8_to_float);
+                double pn = s[p - lo] / sum;
+                if (a->kv_type == GGUF_TYPE_F16)
+                    pn = quant_f16_to_f32(quant_f32_to_f16((float)pn));
+                for (int i = 0; i < hd; i++)
+                    o[i] += pn * row[i];
+            }
+            for (int i = 0; i < hd; i++)
+                out[(r * a->n_head + h) * hd + i] = (float)o[i];
+        }
+        free(s);
+        free(o);
+    }
+    free(qr);
+    free(tmp);
+}

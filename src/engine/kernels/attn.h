@@ -1,0 +1,57 @@
+// kernels/attn.h: the inner loops of flash-style attention on f32 tiles.
+//
+// The engine's attention op (engine/attention.c) walks the keys of a slot in
+// tiles of KERNELS_ATTN_TILE positions. For each tile it converts the K rows
+// of one KV head to f32 (row-major, head dimension padded to a multiple of
+// 8 with zeros), transposes them so that one vector holds 8 keys, scores a
+// block of queries against all of them (broadcast q[d] times 8 keys: no
+// horizontal sums), updates each query's online softmax (running max and
+// denominator, exponentials computed 8 at a time) and adds the
+// probability-weighted V rows to the query's accumulator.
+//
+// The same source (attn_tile.inc, written with GCC/clang vector extensions)
+// is compiled once per ISA: generic (the baseline instruction set of the
+// target: SSE2 on x86-64, NEON on arm64), AVX2+FMA and AVX-512. The scalar
+// reference of the whole op is engine_attention_ref (engine/attention.h).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/kernels/kernels.h"
+
+#define KERNELS_ATTN_TILE 32  // keys per tile (4 vectors of 8)
+
+struct kernels_attn {
+    // kt[d * TILE + j] = k[j * ldk + d] for j < TILE, d < hdp (hdp % 8 == 0).
+    void (*transpose)(const float *k, int ldk, int hdp, float *kt);
+    // s[i * TILE + j] = scale * dot(q + i * hdp, key j of kt) for i < nq.
+    void (*qk)(int hdp, int nq, const float *q, const float *kt, float scale, float *s);
+    // One query's tile of scores s[0..TILE) (masked keys -INFINITY) against
+    // its running max *m and denominator *l: turns s into exp(s - m_new),
+    // updates *m and *l, and returns the factor exp(m_old - m_new) the
+    // query's accumulator must be multiplied by (1 when the max did not
+    // move; a fully masked tile leaves s zero and returns 1).
+    float (*softmax)(float *s, float *m, float *l);
+    // s[j] = exp(s[j] - m) * inv_l rounded to f16 precision (masked keys,
+    // -INFINITY, give 0): the normalized probabilities of llama.cpp's F16
+    // path, for j < TILE.
+    void (*exp_shift)(float *s, float m, float inv_l);
+    // acc[i * hdp + d] += sum_{j < nk} p[i * TILE + j] * v[j * ldv + d] for
+    // i < nq, d < hdp.
+    void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
+    // y[i] = exp(x[i]) for i < n (the tile's exponential; tests).
+    void (*exp)(const float *x, float *y, int n);
+};
+
+// The kernels at the best ISA (kernels_best_isa), or at a given one (NULL
+// if the CPU lacks it; KERNELS_ISA_SCALAR is the generic build).
+const struct kernels_attn *kernels_attn_get(void);
+const struct kernels_attn *kernels_attn_get_isa(enum kernels_isa isa);
+
+// The per-ISA tables behind kernels_attn_get (attn_<isa>.c).
+extern const struct kernels_attn kernels_attn_generic;
+#if defined(__x86_64__) || defined(_M_X64)
+extern const struct kernels_attn kernels_attn_avx2;
+extern const struct kernels_attn kernels_attn_avx512;
+#endif
