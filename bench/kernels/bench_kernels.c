@@ -20,18 +20,18 @@ static const struct {
     uint32_t type;
     int block, off_d, off_m;  // f16 scale fields inside a block (-1: none)
 } types[] = {
-    {"F32", GGUF_TYPE_F32, 1, -1, -1},      {"F16", GGUF_TYPE_F16, 1, -1, -1},
-    {"BF16", GGUF_TYPE_BF16, 1, -1, -1},    {"Q4_0", GGUF_TYPE_Q4_0, 32, 0, -1},
-    {"Q4_1", GGUF_TYPE_Q4_1, 32, 0, 2},     {"Q5_0", GGUF_TYPE_Q5_0, 32, 0, -1},
-    {"Q5_1", GGUF_TYPE_Q5_1, 32, 0, 2},     {"Q8_0", GGUF_TYPE_Q8_0, 32, 0, -1},
-    {"Q2_K", GGUF_TYPE_Q2_K, 256, 80, 82},  {"Q3_K", GGUF_TYPE_Q3_K, 256, 108, -1},
-    {"Q4_K", GGUF_TYPE_Q4_K, 256, 0, 2},    {"Q5_K", GGUF_TYPE_Q5_K, 256, 0, 2},
-    {"Q6_K", GGUF_TYPE_Q6_K, 256, 208, -1},
-    {"IQ2_XXS", GGUF_TYPE_IQ2_XXS, 256, 0, -1}, {"IQ2_XS", GGUF_TYPE_IQ2_XS, 256, 0, -1},
-    {"IQ2_S", GGUF_TYPE_IQ2_S, 256, 0, -1},     {"IQ3_XXS", GGUF_TYPE_IQ3_XXS, 256, 0, -1},
-    {"IQ3_S", GGUF_TYPE_IQ3_S, 256, 0, -1},     {"IQ1_S", GGUF_TYPE_IQ1_S, 256, 0, -1},
-    {"IQ4_NL", GGUF_TYPE_IQ4_NL, 32, 0, -1},    {"IQ4_XS", GGUF_TYPE_IQ4_XS, 256, 0, -1},
-    {"TQ1_0", GGUF_TYPE_TQ1_0, 256, 52, -1},    {"TQ2_0", GGUF_TYPE_TQ2_0, 256, 64, -1},
+    {"F32", GGUF_TYPE_F32, 1, -1, -1},          {"F16", GGUF_TYPE_F16, 1, -1, -1},
+    {"BF16", GGUF_TYPE_BF16, 1, -1, -1},        {"Q4_0", GGUF_TYPE_Q4_0, 32, 0, -1},
+    {"Q4_1", GGUF_TYPE_Q4_1, 32, 0, 2},         {"Q5_0", GGUF_TYPE_Q5_0, 32, 0, -1},
+    {"Q5_1", GGUF_TYPE_Q5_1, 32, 0, 2},         {"Q8_0", GGUF_TYPE_Q8_0, 32, 0, -1},
+    {"Q2_K", GGUF_TYPE_Q2_K, 256, 80, 82},      {"Q3_K", GGUF_TYPE_Q3_K, 256, 108, -1},
+    {"Q4_K", GGUF_TYPE_Q4_K, 256, 0, 2},        {"Q5_K", GGUF_TYPE_Q5_K, 256, 0, 2},
+    {"Q6_K", GGUF_TYPE_Q6_K, 256, 208, -1},     {"IQ2_XXS", GGUF_TYPE_IQ2_XXS, 256, 0, -1},
+    {"IQ2_XS", GGUF_TYPE_IQ2_XS, 256, 0, -1},   {"IQ2_S", GGUF_TYPE_IQ2_S, 256, 0, -1},
+    {"IQ3_XXS", GGUF_TYPE_IQ3_XXS, 256, 0, -1}, {"IQ3_S", GGUF_TYPE_IQ3_S, 256, 0, -1},
+    {"IQ1_S", GGUF_TYPE_IQ1_S, 256, 0, -1},     {"IQ4_NL", GGUF_TYPE_IQ4_NL, 32, 0, -1},
+    {"IQ4_XS", GGUF_TYPE_IQ4_XS, 256, 0, -1},   {"TQ1_0", GGUF_TYPE_TQ1_0, 256, 52, -1},
+    {"TQ2_0", GGUF_TYPE_TQ2_0, 256, 64, -1},
 };
 #define N_TYPES (sizeof(types) / sizeof(types[0]))
 

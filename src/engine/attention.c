@@ -5,11 +5,11 @@
 // KV head: GQA heads share every K/V tile). A work item is (set, KV head,
 // range of key positions); a set of few rows (decode) takes every KV head
 // in one item instead, so that it reads whole cache rows in address order
-// (one head's slice of each row is only 1/n_head_kv of it). It walks its keys in tiles of KERNELS_ATTN_TILE:
-// the K and V rows of the tile are converted once from the cache's type
-// (F32, F16, Q8_0) to f32, and every query of the set is scored against them,
-// folded into its online softmax (running max m, denominator l) and its
-// probability-weighted sum of V (kernels/attn.h has the SIMD inner loops).
+// (one head's slice of each row is only 1/n_head_kv of it). It walks its keys in tiles of
+// KERNELS_ATTN_TILE: the K and V rows of the tile are converted once from the cache's type (F32,
+// F16, Q8_0) to f32, and every query of the set is scored against them, folded into its online
+// softmax (running max m, denominator l) and its probability-weighted sum of V (kernels/attn.h has
+// the SIMD inner loops).
 //
 // Tiles start at multiples of KERNELS_ATTN_TILE positions (keys before a
 // row's window are masked), so a row's result does not depend on the other
@@ -42,10 +42,10 @@
 #include "engine/quant/quant.h"
 
 #define TILE           KERNELS_ATTN_TILE
-#define ATTN_MAX_Q     64    // queries per work item (rows × heads of a group)
-#define ATTN_ALL_Q     128   // a set this small takes every KV head in one item
-#define ATTN_ALL_ROW   4096  // ... when a cache row (all heads) has at most this many floats
-#define ATTN_MIN_CHUNK 256   // keys per split chunk, at least
+#define ATTN_MAX_Q     64     // queries per work item (rows × heads of a group)
+#define ATTN_ALL_Q     128    // a set this small takes every KV head in one item
+#define ATTN_ALL_ROW   4096   // ... when a cache row (all heads) has at most this many floats
+#define ATTN_MIN_CHUNK 256    // keys per split chunk, at least
 #define ATTN_INLINE    32768  // below this many multiply-adds: caller thread only
 
 struct attn_set {
@@ -241,8 +241,7 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             if (hdp == hd) {
                 kv_to_f32(type, kbase + off, t->kb + (size_t)j * row, row, row, c->q8_to_float);
                 if (mode != PASS_STATS)
-                    kv_to_f32(type, vbase + off, t->vb + (size_t)j * row, row, row,
-                              c->q8_to_float);
+                    kv_to_f32(type, vbase + off, t->vb + (size_t)j * row, row, row, c->q8_to_float);
             } else {
                 for (int gg = 0; gg < nh; gg++) {
                     size_t ho = off + c->head_bytes * (size_t)gg;
@@ -287,7 +286,6 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
                      t->acc + (size_t)qa * hdp);
         }
     }
-
 }
 
 // Query i of an item: KV head g0 + i / (nr·G), row r0 + (i / G) % nr, query
@@ -572,8 +570,8 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
             for (int64_t ch = 0; ch < n_chunks; ch++) {
                 int32_t p0 = (int32_t)(st->plo / TILE * TILE + ch * chunk);
                 int32_t p1 = (int32_t)(p0 + chunk < st->phi ? p0 + chunk : st->phi);
-                items[ni++] = (struct attn_item){s, g, g + st->heads, p0, p1,
-                                                 n_chunks > 1 ? parts : -1, merge};
+                items[ni++] = (struct attn_item){
+                    s, g, g + st->heads, p0, p1, n_chunks > 1 ? parts : -1, merge};
                 if (n_chunks > 1)
                     parts += (int64_t)nq * (hd + 2);
             }
@@ -632,7 +630,8 @@ void engine_attention_ref(float *out, const float *q, int64_t n_rows,
     void *tmp = xmalloc(quant_row_size(GGUF_TYPE_Q8_0, (hd + 31) / 32 * 32) + 64);
     for (int64_t r = 0; r < n_rows; r++) {
         int32_t nv = n_visible[r], lo = visible_lo(a, nv);
-        double *s = xmalloc((size_t)(nv - lo) * sizeof(double)), *o = xcalloc((size_t)hd, sizeof(double));
+        double *s = xmalloc((size_t)(nv - lo) * sizeof(double)),
+               *o = xcalloc((size_t)hd, sizeof(double));
         for (int h = 0; h < a->n_head; h++) {
             int g = h / G;
             size_t hoff = head_offset(a->kv_type, g, hd);

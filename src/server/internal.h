@@ -218,8 +218,8 @@ void srv_responses_stream_free(struct srv_responses_stream *s);
 // finished request (the httpd observation hook; client "ip:port", may be ""):
 // the access-log line at INFO and the request counters. The others add to
 // the counters; all are lock-free and thread-safe.
-void server_observe_request(const char *method, const char *path, int status,
-                            int64_t latency_ns, const char *client);
+void server_observe_request(const char *method, const char *path, int status, int64_t latency_ns,
+                            const char *client);
 void server_metrics_tokens(int64_t prompt, int64_t generated, int64_t generation_ns);
 void server_metrics_pulled(uint64_t bytes);
 // The /metrics page (Prometheus text format) into out.

@@ -126,8 +126,7 @@ void server_observe_request(const char *method, const char *path, int status, in
     buf_init(&line, 0);
     // "µ" is two bytes but one column: pad as gin does, by characters.
     int pad = 13 + (strstr(lat, "µ") ? 1 : 0);
-    buf_printf(&line, "[GIN] %s | %3d | %*s | %15s | %-7s ", when, status, pad, lat, ip,
-               method);
+    buf_printf(&line, "[GIN] %s | %3d | %*s | %15s | %-7s ", when, status, pad, lat, ip, method);
     jsonx_dump_string(path, strlen(path), 0, &line);
     buf_append_str(&line, "\n");
     fwrite(line.data, 1, line.len, stderr);

@@ -461,8 +461,8 @@ static int check_tensor_types(const struct gguf *g, const char *file, struct err
             continue;
         const char *tn = gguf_type_name(t->type);
         return err_set(e, ERR_UNSUPPORTED,
-                       "file \"%s\": tensor %.*s has type %s, which this version cannot run",
-                       file, (int)t->name.len, t->name.ptr, tn ? tn : "unknown");
+                       "file \"%s\": tensor %.*s has type %s, which this version cannot run", file,
+                       (int)t->name.len, t->name.ptr, tn ? tn : "unknown");
     }
     return 0;
 }

@@ -40,17 +40,16 @@ static void assert_close(const float *got, const float *want, int64_t n, double 
 {
     for (int64_t i = 0; i < n; i++)
         if (!(fabs((double)got[i] - want[i]) <= tol * (1.0 + fabs(want[i]))))
-            fail_msg("%s: element %lld: %.7f vs %.7f (tol %g)", what, (long long)i,
-                     (double)got[i], (double)want[i], tol);
+            fail_msg("%s: element %lld: %.7f vs %.7f (tol %g)", what, (long long)i, (double)got[i],
+                     (double)want[i], tol);
 }
 
 // The engine's attention before the flash-style kernel: every score of a
 // (row, head) pair, softmax, then the weighted sum of V; with an F16 cache
 // the normalized probabilities are rounded to f16 (llama.cpp's non-flash
 // path). Linear cache, no optional fields.
-static void old_attention(float *out, const float *q, int n_rows,
-                          const struct engine_kv_layer *kv, const int32_t *cell0,
-                          const int32_t *nvis, const struct engine_attn *a)
+static void old_attention(float *out, const float *q, int n_rows, const struct engine_kv_layer *kv,
+                          const int32_t *cell0, const int32_t *nvis, const struct engine_attn *a)
 {
     int hd = a->head_dim, G = a->n_head / a->n_head_kv;
     float *qr = xmalloc((size_t)hd * sizeof(float)), *row = xmalloc((size_t)hd * sizeof(float));
@@ -189,14 +188,14 @@ static void test_types_heads_dims(void **state)
     // {n_head, n_head_kv, head_dim}: MHA, GQA 2, 4 (Llama 3.2 1B), 7
     // (Qwen2.5 0.5B), 8; head dims 64, 80 (phi), 128, 256 (gemma) and, for
     // F32/F16 only (Q8_0 needs multiples of 32), 8 and 20.
-    const int shapes[][3] = {{4, 4, 64}, {4, 2, 80}, {8, 2, 128}, {14, 2, 64},
-                             {8, 1, 256}, {16, 2, 32}, {4, 2, 8},  {6, 3, 20}};
+    const int shapes[][3] = {{4, 4, 64},  {4, 2, 80},  {8, 2, 128}, {14, 2, 64},
+                             {8, 1, 256}, {16, 2, 32}, {4, 2, 8},   {6, 3, 20}};
     for (size_t t = 0; t < 3; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             if (kv_types[t] == GGUF_TYPE_Q8_0 && shapes[s][2] % 32 != 0)
                 continue;
-            struct attn_case tc = {kv_types[t], shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, 0,
-                                   false};
+            struct attn_case tc = {kv_types[t], shapes[s][0], shapes[s][1], shapes[s][2], 0, 0,
+                                   0,           false};
             for (int nth = 1; nth <= 2; nth++)
                 run_case(&tc, nth, 37, 250, 122);  // odd key counts everywhere
         }
@@ -257,8 +256,12 @@ static void test_sink_dominates(void **state)
         vv[i] = 1.0f;
     float q[16] = {0}, out[16], sink = 40.0f;
     int32_t cell0 = 0, nvis = 4;
-    struct engine_attn a = {.n_head = 1, .n_head_kv = 1, .head_dim = hd, .scale = 1.0f,
-                            .kv_type = GGUF_TYPE_F32, .sinks = &sink};
+    struct engine_attn a = {.n_head = 1,
+                            .n_head_kv = 1,
+                            .head_dim = hd,
+                            .scale = 1.0f,
+                            .kv_type = GGUF_TYPE_F32,
+                            .sinks = &sink};
     engine_attention(be, out, q, 1, &kv, &cell0, &nvis, &a);
     // Scores are 0: out = 4 / (4 + e^40) per element.
     for (int i = 0; i < hd; i++)
@@ -368,10 +371,8 @@ static void test_tile_kernels(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_types_heads_dims),
-        cmocka_unit_test(test_split_keys),
-        cmocka_unit_test(test_contract_fields),
-        cmocka_unit_test(test_sink_dominates),
+        cmocka_unit_test(test_types_heads_dims), cmocka_unit_test(test_split_keys),
+        cmocka_unit_test(test_contract_fields),  cmocka_unit_test(test_sink_dominates),
         cmocka_unit_test(test_tile_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -821,7 +821,8 @@ static void *rnd_iq_weights(uint32_t type, int64_t n)
             // the f16 scale is the top nibble of each of the 4 scale words
             uint16_t h = quant_f32_to_f16(rnd_f(-0.1f, 0.1f));
             for (int k = 0; k < 4; k++)
-                blk[48 + 2 * k + 1] = (uint8_t)((blk[48 + 2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 15) << 4));
+                blk[48 + 2 * k + 1] =
+                    (uint8_t)((blk[48 + 2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 15) << 4));
         } else {
             size_t od = type == GGUF_TYPE_TQ1_0 ? 52 : type == GGUF_TYPE_TQ2_0 ? 64 : 0;
             put_f16(blk + od, rnd_f(-0.1f, 0.1f));
@@ -879,8 +880,8 @@ static void test_iq_types(void **state)
             for (int c = 0; c < NC; c++)
                 for (int r = 0; r < NR; r++) {
                     double abs_sum;
-                    double exact = iq_exact(type, w + wrow * r, ref->vec_dot_type, xq + xrow * c,
-                                            n, &abs_sum);
+                    double exact =
+                        iq_exact(type, w + wrow * r, ref->vec_dot_type, xq + xrow * c, n, &abs_sum);
                     tol[c][r] = 2e-5 * abs_sum + 1e-6;
                     ref->vec_dot(n, &want[c][r], w + wrow * r, xq + xrow * c);
                     if (!(fabs(want[c][r] - exact) <= tol[c][r]))
@@ -898,8 +899,8 @@ static void test_iq_types(void **state)
                         float got;
                         k->vec_dot(n, &got, w + wrow * r, xq + xrow * c);
                         if (!(fabs(got - want[c][r]) <= tol[c][r]))
-                            fail_msg("%s %s n=%lld: vec_dot %.9g scalar %.9g", in, tn,
-                                     (long long)n, got, want[c][r]);
+                            fail_msg("%s %s n=%lld: vec_dot %.9g scalar %.9g", in, tn, (long long)n,
+                                     got, want[c][r]);
                     }
                 const int shapes[][2] = {{NR, NC}, {NR, 2}, {1, NC}, {3, 16}, {2, 17}};
                 for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {

@@ -33,8 +33,8 @@ static void *read_file(const char *path, size_t *n)
 
 // The integer form the dot products use gives the dequantized values:
 // d * iq_scale * ls * q within float rounding.
-static void check_iq_decode(const struct quant_traits *tr, const uint8_t *blocks,
-                            const float *want, int64_t n)
+static void check_iq_decode(const struct quant_traits *tr, const uint8_t *blocks, const float *want,
+                            int64_t n)
 {
     for (int64_t b = 0; b < n / QK_K; b++) {
         struct quant_iq_block ib;
@@ -104,10 +104,9 @@ static void test_vectors_shared(void **state)
 {
     (void)state;
     static const uint32_t types[] = {
-        GGUF_TYPE_IQ2_XXS, GGUF_TYPE_IQ2_XS, GGUF_TYPE_IQ3_XXS, GGUF_TYPE_IQ1_S,
-        GGUF_TYPE_IQ3_S,   GGUF_TYPE_IQ2_S,  GGUF_TYPE_IQ1_M,   GGUF_TYPE_BF16,
-        GGUF_TYPE_TQ1_0,   GGUF_TYPE_TQ2_0,  GGUF_TYPE_MXFP4,   GGUF_TYPE_IQ4_NL,
-        GGUF_TYPE_IQ4_XS,  GGUF_TYPE_Q4_K,
+        GGUF_TYPE_IQ2_XXS, GGUF_TYPE_IQ2_XS, GGUF_TYPE_IQ3_XXS, GGUF_TYPE_IQ1_S, GGUF_TYPE_IQ3_S,
+        GGUF_TYPE_IQ2_S,   GGUF_TYPE_IQ1_M,  GGUF_TYPE_BF16,    GGUF_TYPE_TQ1_0, GGUF_TYPE_TQ2_0,
+        GGUF_TYPE_MXFP4,   GGUF_TYPE_IQ4_NL, GGUF_TYPE_IQ4_XS,  GGUF_TYPE_Q4_K,
     };
     char readme[1024];
     if (!test_shared_fixture(readme, sizeof(readme), "quant/README.md")) {
@@ -418,14 +417,10 @@ static void test_mixes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vectors),
-        cmocka_unit_test(test_vectors_shared),
-        cmocka_unit_test(test_traits),
-        cmocka_unit_test(test_roundtrip_bounds),
-        cmocka_unit_test(test_q8_0_exact),
-        cmocka_unit_test(test_q8_0_matches_llama_cpp),
-        cmocka_unit_test(test_mixes),
-        cmocka_unit_test(test_model_quantize_matches_llama_cpp),
+        cmocka_unit_test(test_vectors),    cmocka_unit_test(test_vectors_shared),
+        cmocka_unit_test(test_traits),     cmocka_unit_test(test_roundtrip_bounds),
+        cmocka_unit_test(test_q8_0_exact), cmocka_unit_test(test_q8_0_matches_llama_cpp),
+        cmocka_unit_test(test_mixes),      cmocka_unit_test(test_model_quantize_matches_llama_cpp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

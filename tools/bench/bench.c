@@ -398,8 +398,8 @@ int main(int argc, char **argv)
             printf("  {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"n_threads\": %d, "
                    "\"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, "
                    "\"peak_rss_bytes\": %llu}%s\n",
-                   res[i].test, res[i].n_prompt, res[i].n_gen, n_threads, depth, res[i].avg, res[i].sd,
-                   (unsigned long long)rss, i + 1 < n_res ? "," : "");
+                   res[i].test, res[i].n_prompt, res[i].n_gen, n_threads, depth, res[i].avg,
+                   res[i].sd, (unsigned long long)rss, i + 1 < n_res ? "," : "");
         printf("]\n");
     } else {
         printf("| model | size | params | backend | threads | test | t/s | peak RSS |\n");

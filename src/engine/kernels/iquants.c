@@ -36,14 +36,13 @@ float kernels_mxfp4_scale(const uint8_t *blk)
 
 void kernels_vec_dot_iq4_nl_ref(int64_t n, float *s, const void *w, const void *x)
 {
-    *s = dot_nl_q8_0(n, quant_iq4nl_values, w, sizeof(struct block_iq4_nl), x,
-                     kernels_iq4_nl_scale);
+    *s =
+        dot_nl_q8_0(n, quant_iq4nl_values, w, sizeof(struct block_iq4_nl), x, kernels_iq4_nl_scale);
 }
 
 void kernels_vec_dot_mxfp4_ref(int64_t n, float *s, const void *w, const void *x)
 {
-    *s = dot_nl_q8_0(n, quant_mxfp4_values, w, sizeof(struct block_mxfp4), x,
-                     kernels_mxfp4_scale);
+    *s = dot_nl_q8_0(n, quant_mxfp4_values, w, sizeof(struct block_mxfp4), x, kernels_mxfp4_scale);
 }
 
 int32_t kernels_iq_block_dot_ref(const struct quant_iq_block *b, const int8_t *xq)

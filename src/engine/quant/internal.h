@@ -6,7 +6,6 @@
 
 #include "engine/quant/quant.h"
 
-
 #define QUANT_ROW_FNS(t)                                                                           \
     void quant_##t##_to_float(const void *x, float *y, int64_t n);                                 \
     void quant_##t##_from_float(const float *x, void *y, int64_t n);

@@ -69,8 +69,7 @@ void quant_iq2_xs_decode(const void *vb, struct quant_iq_block *o)
         set_ls(o, ib, 2 * (b->scales[ib] & 15) + 1, 2 * (b->scales[ib] >> 4) + 1);
         for (int l = 0; l < 4; l++) {
             uint16_t v = b->qs[4 * ib + l];
-            put8(&o->q[32 * ib + 8 * l], quant_iq2xs_grid[v & 511], quant_iq2_signs[v >> 9], 1,
-                 0);
+            put8(&o->q[32 * ib + 8 * l], quant_iq2xs_grid[v & 511], quant_iq2_signs[v >> 9], 1, 0);
         }
     }
 }
@@ -173,7 +172,8 @@ void quant_iq4_xs_decode(const void *vb, struct quant_iq_block *o)
     const struct block_iq4_xs *b = vb;
     o->d = quant_f16_to_f32(b->d);
     for (int ib = 0; ib < 8; ib++) {
-        int ls = ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((b->scales_h >> (2 * ib)) & 3) << 4);
+        int ls =
+            ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((b->scales_h >> (2 * ib)) & 3) << 4);
         set_ls(o, ib, ls - 32, ls - 32);
         for (int j = 0; j < 16; j++) {
             o->q[32 * ib + j] = quant_iq4nl_values[b->qs[16 * ib + j] & 15];
@@ -226,11 +226,11 @@ void quant_tq2_0_decode(const void *vb, struct quant_iq_block *o)
     }
 
 // ls = 2s + 1, so 0.5 * ls is ggml's (0.5 + s) exactly.
-IQ_TO_FLOAT(iq2_xxs, sizeof(struct block_iq2_xxs), d * (0.5f * (float)ls) * 0.25f, (float)q)
-IQ_TO_FLOAT(iq2_xs, sizeof(struct block_iq2_xs), d * (0.5f * (float)ls) * 0.25f, (float)q)
-IQ_TO_FLOAT(iq2_s, sizeof(struct block_iq2_s), d * (0.5f * (float)ls) * 0.25f, (float)q)
-IQ_TO_FLOAT(iq3_xxs, sizeof(struct block_iq3_xxs), d * (0.5f * (float)ls) * 0.5f, (float)q)
-IQ_TO_FLOAT(iq3_s, sizeof(struct block_iq3_s), d * (float)ls, (float)q)
+IQ_TO_FLOAT(iq2_xxs, sizeof(struct block_iq2_xxs), d *(0.5f * (float)ls) * 0.25f, (float)q)
+IQ_TO_FLOAT(iq2_xs, sizeof(struct block_iq2_xs), d *(0.5f * (float)ls) * 0.25f, (float)q)
+IQ_TO_FLOAT(iq2_s, sizeof(struct block_iq2_s), d *(0.5f * (float)ls) * 0.25f, (float)q)
+IQ_TO_FLOAT(iq3_xxs, sizeof(struct block_iq3_xxs), d *(0.5f * (float)ls) * 0.5f, (float)q)
+IQ_TO_FLOAT(iq3_s, sizeof(struct block_iq3_s), d *(float)ls, (float)q)
 // q / 8 is ggml's grid + delta exactly.
-IQ_TO_FLOAT(iq1_s, sizeof(struct block_iq1_s), d * (float)ls, (float)q * 0.125f)
-IQ_TO_FLOAT(iq1_m, sizeof(struct block_iq1_m), d * (float)ls, (float)q * 0.125f)
+IQ_TO_FLOAT(iq1_s, sizeof(struct block_iq1_s), d *(float)ls, (float)q * 0.125f)
+IQ_TO_FLOAT(iq1_m, sizeof(struct block_iq1_m), d *(float)ls, (float)q * 0.125f)

@@ -196,8 +196,8 @@ typedef void (*quant_from_float_fn)(const float *x, void *y, int64_t n);
 // whose group scales are odd multiples of 1/8). Dot products with Q8_K then
 // run in integers: sum over groups of ls * (q . x), times d * scale * x.d.
 struct quant_iq_block {
-    float d;          // the block's f16 scale
-    int16_t ls[16];   // per 16 values
+    float d;         // the block's f16 scale
+    int16_t ls[16];  // per 16 values
     int8_t q[QK_K];  // |q| <= 127
 };
 typedef void (*quant_iq_decode_fn)(const void *block, struct quant_iq_block *out);

@@ -54,14 +54,15 @@ static json_t *post_json(const char *path, const char *body)
 // rounding may legitimately pick the other token).
 static void check_case(const char *name, const json_t *c)
 {
-    const json_t *pt = json_object_get(c, "prompt_tokens"), *gt = json_object_get(c, "greedy_tokens");
+    const json_t *pt = json_object_get(c, "prompt_tokens"),
+                 *gt = json_object_get(c, "greedy_tokens");
     const json_t *margin = json_object_get(c, "greedy_top1_margin");
     size_t np = json_array_size(pt), ng = json_array_size(gt);
     // Not raw (a raw request returns no context); the model has no chat
     // template, so the prompt goes through unchanged.
     json_t *req = json_pack("{s:s, s:s, s:b, s:{s:i, s:f}}", "model", name, "prompt",
-                            json_string_value(json_object_get(c, "prompt")), "stream", 0,
-                            "options", "num_predict", (int)ng, "temperature", 0.0);
+                            json_string_value(json_object_get(c, "prompt")), "stream", 0, "options",
+                            "num_predict", (int)ng, "temperature", 0.0);
     char *body = json_dumps(req, JSON_COMPACT);
     json_t *v = post_json("/api/generate", body);
     free(body);
@@ -96,9 +97,8 @@ static void test_tiny_iq_models(void **state)
     json_t *root = json_load_file(ref, 0, NULL);
     assert_non_null(root);
     const json_t *cases = json_object_get(root, "logit_cases");
-    static const char *const types[] = {"iq1_s",  "iq1_m",   "iq2_xxs", "iq2_xs",
-                                        "iq2_s",  "iq3_xxs", "iq3_s",   "iq4_nl",
-                                        "iq4_xs", "tq1_0",   "tq2_0"};
+    static const char *const types[] = {"iq1_s", "iq1_m",  "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs",
+                                        "iq3_s", "iq4_nl", "iq4_xs",  "tq1_0",  "tq2_0"};
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         char file[64], name[64];
         snprintf(file, sizeof file, "tiny-iq-%s.gguf", types[t]);
@@ -113,7 +113,8 @@ static void test_tiny_iq_models(void **state)
         char *dump = json_dumps(show, JSON_COMPACT);
         size_t i = 0;
         for (; types[t][i] && i < sizeof upper - 1; i++)
-            upper[i] = (char)(types[t][i] >= 'a' && types[t][i] <= 'z' ? types[t][i] - 32 : types[t][i]);
+            upper[i] =
+                (char)(types[t][i] >= 'a' && types[t][i] <= 'z' ? types[t][i] - 32 : types[t][i]);
         upper[i] = '\0';
         char want[64];
         snprintf(want, sizeof want, "\"type\":\"%s\"", upper);
