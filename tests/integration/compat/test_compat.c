@@ -37,13 +37,11 @@ static const char thinker_template[] =
 
 static void request(const char *method, const char *path, const char *body, struct http_resp *r)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
     // What the SDKs send: ignored by a local server.
     static const char *const headers[] = {
         "x-api-key: sk-ant-anything", "anthropic-version: 2023-06-01",
         "Authorization: Bearer sk-anything", "Content-Type: application/json", NULL};
-    assert_int_equal(http_request(url, method, headers, body, body ? strlen(body) : 0, 0, r), 0);
+    assert_int_equal(harness_request(&srv, method, path, headers, body, r), 0);
 }
 
 static json_t *parse(const char *s)
@@ -126,13 +124,10 @@ static int create_with_template(const char *name, const char *tmpl)
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     test_fixture(stories_path, sizeof(stories_path), "stories260K.gguf");
     static const char *const env[] = {"OLLAMA_NUM_PARALLEL=2", NULL};
-    if (harness_start(&srv, env) != 0) {
-        harness_dump_log(&srv);
+    if (harness_setup(&srv, env) != 0)
         return -1;
-    }
     if (models_create(&srv, "stories", stories_path, "") < 0 ||
         models_create(&srv, "counter", stories_path, "") < 0 ||
         create_with_template("toolbox", toolbox_template) < 0 ||
@@ -144,9 +139,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 // ---------------------------------------------------------------------------
