@@ -114,13 +114,6 @@ static json_t *ev_data(const json_t *evs, size_t i)
     return json_object_get(json_array_get(evs, i), "data");
 }
 
-static int create_with_template(const char *name, const char *tmpl)
-{
-    char extra[1024];
-    snprintf(extra, sizeof(extra), "\"template\":\"%s\"", tmpl);
-    return models_create(&srv, name, stories_path, extra);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -130,8 +123,8 @@ static int setup(void **state)
         return -1;
     if (models_create(&srv, "stories", stories_path, "") < 0 ||
         models_create(&srv, "counter", stories_path, "") < 0 ||
-        create_with_template("toolbox", toolbox_template) < 0 ||
-        create_with_template("thinker", thinker_template) < 0)
+        models_create_template(&srv, "toolbox", stories_path, toolbox_template) < 0 ||
+        models_create_template(&srv, "thinker", stories_path, thinker_template) < 0)
         return -1;
     return 0;
 }

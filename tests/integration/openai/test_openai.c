@@ -140,13 +140,6 @@ static const char *str_at(const json_t *o, const char *k1, const char *k2)
     return json_string_value(v);
 }
 
-static int create_with_template(const char *name, const char *tmpl)
-{
-    char extra[1024];
-    snprintf(extra, sizeof(extra), "\"template\":\"%s\"", tmpl);
-    return models_create(&srv, name, stories_path, extra);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -159,9 +152,9 @@ static int setup(void **state)
         models_were_null = strstr(r.body, "\"data\":null") != NULL;
     http_resp_free(&r);
     if (models_create(&srv, "stories", stories_path, "") < 0 ||
-        create_with_template("toolbox", toolbox_template) < 0 ||
-        create_with_template("thinker", thinker_template) < 0 ||
-        create_with_template("filler", filler_template) < 0)
+        models_create_template(&srv, "toolbox", stories_path, toolbox_template) < 0 ||
+        models_create_template(&srv, "thinker", stories_path, thinker_template) < 0 ||
+        models_create_template(&srv, "filler", stories_path, filler_template) < 0)
         return -1;
     return 0;
 }
