@@ -745,20 +745,14 @@ void srv_anthropic_stream_encode(struct srv_anthropic_stream *s, const json_t *n
     }
 }
 
-static int stream_encode(void *ctx, struct srv_stream *st, const json_t *obj)
+static void events(void *state, const json_t *native, struct buf *out)
 {
-    struct buf out;
-    buf_init(&out, 0);
-    srv_anthropic_stream_encode(ctx, obj, &out);
-    int rc = out.len ? srv_stream_write(st, out.data, out.len) : 0;
-    buf_deinit(&out);
-    return rc;
+    srv_anthropic_stream_encode(state, native, out);
 }
 
-static void stream_finish(void *ctx, struct srv_stream *st)
+static int stream_encode(void *ctx, struct srv_stream *st, const json_t *obj)
 {
-    (void)ctx;
-    (void)st;
+    return srv_compat_stream_events(st, events, ctx, obj);
 }
 
 static void stream_free(void *ctx)
@@ -768,21 +762,6 @@ static void stream_free(void *ctx)
 
 // ---------------------------------------------------------------------------
 // Handlers
-
-static json_t *body_json(struct srv_req *r)
-{
-    if (r->body.len == 0) {
-        reply_error(r, 400, "EOF");
-        return NULL;
-    }
-    json_t *v = NULL;
-    struct err e = {0};
-    if (jsonx_parse_object(r->body.data, r->body.len, &v, &e) < 0) {
-        reply_error(r, 400, e.msg);
-        return NULL;
-    }
-    return v;
-}
 
 // Like Ollama's relax_thinking for this API: thinking asked of a model that
 // cannot think is dropped instead of failing (Claude Code always asks).
@@ -808,23 +787,10 @@ static void relax_thinking(struct srv_req *r, json_t *native)
     store_model_free(m);
 }
 
-static void reply_native_error(struct srv_req *r)
-{
-    char *msg = srv_native_error_msg(r);
-    reply_error(r, r->status, msg);
-    free(msg);
-}
-
-static void reply_run_error(struct srv_req *r, int rc)
-{
-    reply_error(r, rc == ERR_TOO_LARGE ? 413 : 500,
-                rc == ERR_TOO_LARGE ? "request body too large" : "cannot route request");
-}
-
 static void handle_messages(struct srv_req *r)
 {
     struct err e = {0};
-    json_t *b = body_json(r);
+    json_t *b = srv_compat_body(r, srv_anthropic_error);
     if (!b)
         return;
     json_t *native = srv_anthropic_request(b, &e);
@@ -847,33 +813,23 @@ static void handle_messages(struct srv_req *r)
     struct srv_encoder enc = {
         .content_type = "text/event-stream",
         .encode = stream_encode,
-        .finish = stream_finish,
         .free = stream_free,
         .ctx = s,
     };
     int rc = srv_run_native(r, "/api/chat", native, stream && !forced ? &enc : NULL);
     if (!enc.ctx)
         s = NULL;  // owned by the stream
-    if (rc < 0) {
-        reply_run_error(r, rc);
-    } else if (rc == SRV_NATIVE_REPLIED && r->status != 200) {
-        reply_native_error(r);
-    } else if (rc == SRV_NATIVE_REPLIED) {
+    if (!srv_compat_failed(r, rc, srv_anthropic_error) && rc == SRV_NATIVE_REPLIED) {
         json_t *nat = srv_native_reply(r);
         if (!nat) {
             reply_error(r, 500, "invalid response from native handler");
         } else {
             if (forced)
                 srv_forced_call_from_content(nat, "toolu");
-            if (stream) {
-                struct buf out;
-                buf_init(&out, 0);
-                srv_anthropic_stream_encode(s, nat, &out);
-                srv_reply(r, 200, "text/event-stream", out.data ? out.data : "", out.len);
-                buf_deinit(&out);
-            } else {
+            if (stream)
+                srv_compat_reply_events(r, events, s, nat);
+            else
                 srv_reply_json(r, 200, srv_anthropic_response(id, model, nat));
-            }
         }
         json_decref(nat);
     }
@@ -888,7 +844,7 @@ static void handle_messages(struct srv_req *r)
 static void handle_count_tokens(struct srv_req *r)
 {
     struct err e = {0};
-    json_t *b = body_json(r);
+    json_t *b = srv_compat_body(r, srv_anthropic_error);
     if (!b)
         return;
     // count_tokens has no max_tokens; the translation wants one.
@@ -906,11 +862,7 @@ static void handle_count_tokens(struct srv_req *r)
     jsonx_set_bool(native, "truncate", false);
     jsonx_set_bool(native, "_count_tokens", true);
     int rc = srv_run_native(r, "/api/chat", native, NULL);
-    if (rc < 0) {
-        reply_run_error(r, rc);
-    } else if (r->status != 200) {
-        reply_native_error(r);
-    } else {
+    if (!srv_compat_failed(r, rc, srv_anthropic_error)) {
         json_t *nat = srv_native_reply(r);
         const json_t *n = json_object_get(nat, "prompt_eval_count");
         if (!json_is_integer(n))

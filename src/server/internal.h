@@ -181,6 +181,26 @@ struct srv_go_field {
 int srv_check_go_fields(const json_t *body, const struct srv_go_field *fields, size_t n,
                         const char *go_struct, struct err *e);
 
+// Shared by the translated APIs that run /api/chat on the same request
+// (compat.c). error makes the API's error body for a status and message.
+typedef json_t *(*srv_error_fn)(int status, const char *msg);
+// A stream state's encoder: appends the events it makes of one native object.
+typedef void (*srv_events_fn)(void *state, const json_t *native, struct buf *out);
+// The request body as a JSON object (the caller owns it), or NULL after
+// replying 400 ("EOF" for an empty body, as Go's decoder says).
+json_t *srv_compat_body(struct srv_req *r, srv_error_fn error);
+// Replies in the API's shape when srv_run_native failed (rc < 0: 413 or 500)
+// or the native handler answered an error (relayed with its status); returns
+// true when it replied, false when the run succeeded.
+bool srv_compat_failed(struct srv_req *r, int rc, srv_error_fn error);
+// Writes to st the events encode makes of native (nothing when none).
+int srv_compat_stream_events(struct srv_stream *st, srv_events_fn encode, void *state,
+                             const json_t *native);
+// Replies 200 text/event-stream with the events encode makes of native (a
+// stream asked for and answered in one piece).
+void srv_compat_reply_events(struct srv_req *r, srv_events_fn encode, void *state,
+                             const json_t *native);
+
 // Anthropic Messages translation (anthropic.c), exposed for tests and fuzzing.
 // A /v1/messages body (any JSON object) → the native /api/chat body; NULL
 // with e set (a 400 with Ollama's wording).

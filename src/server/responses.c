@@ -789,20 +789,14 @@ void srv_responses_stream_encode(struct srv_responses_stream *s, const json_t *n
     }
 }
 
-static int stream_encode(void *ctx, struct srv_stream *st, const json_t *obj)
+static void events(void *state, const json_t *native, struct buf *out)
 {
-    struct buf out;
-    buf_init(&out, 0);
-    srv_responses_stream_encode(ctx, obj, &out);
-    int rc = out.len ? srv_stream_write(st, out.data, out.len) : 0;
-    buf_deinit(&out);
-    return rc;
+    srv_responses_stream_encode(state, native, out);
 }
 
-static void stream_finish(void *ctx, struct srv_stream *st)
+static int stream_encode(void *ctx, struct srv_stream *st, const json_t *obj)
 {
-    (void)ctx;
-    (void)st;
+    return srv_compat_stream_events(st, events, ctx, obj);
 }
 
 static void stream_free(void *ctx)
@@ -815,16 +809,10 @@ static void stream_free(void *ctx)
 
 static void handle_responses(struct srv_req *r)
 {
-    if (r->body.len == 0) {
-        reply_error(r, 400, "EOF");
+    json_t *b = srv_compat_body(r, error_object);
+    if (!b)
         return;
-    }
-    json_t *b = NULL;
     struct err e = {0};
-    if (jsonx_parse_object(r->body.data, r->body.len, &b, &e) < 0) {
-        reply_error(r, 400, e.msg);
-        return;
-    }
     json_t *native = srv_responses_request(b, &e);
     if (!native) {
         reply_error(r, 400, e.msg);
@@ -842,36 +830,23 @@ static void handle_responses(struct srv_req *r)
     struct srv_encoder enc = {
         .content_type = "text/event-stream",
         .encode = stream_encode,
-        .finish = stream_finish,
         .free = stream_free,
         .ctx = s,
     };
     int rc = srv_run_native(r, "/api/chat", native, stream && !forced ? &enc : NULL);
     if (!enc.ctx)
         s = NULL;  // owned by the stream
-    if (rc < 0) {
-        reply_error(r, rc == ERR_TOO_LARGE ? 413 : 500,
-                    rc == ERR_TOO_LARGE ? "request body too large" : "cannot route request");
-    } else if (rc == SRV_NATIVE_REPLIED && r->status != 200) {
-        char *msg = srv_native_error_msg(r);
-        reply_error(r, r->status, msg);
-        free(msg);
-    } else if (rc == SRV_NATIVE_REPLIED) {
+    if (!srv_compat_failed(r, rc, error_object) && rc == SRV_NATIVE_REPLIED) {
         json_t *nat = srv_native_reply(r);
         if (!nat) {
             reply_error(r, 500, "invalid response from native handler");
         } else {
             if (forced)
                 srv_forced_call_from_content(nat, "call");
-            if (stream) {
-                struct buf out;
-                buf_init(&out, 0);
-                srv_responses_stream_encode(s, nat, &out);
-                srv_reply(r, 200, "text/event-stream", out.data ? out.data : "", out.len);
-                buf_deinit(&out);
-            } else {
+            if (stream)
+                srv_compat_reply_events(r, events, s, nat);
+            else
                 srv_reply_json(r, 200, srv_responses_response(b, resp_id, item_id, nat));
-            }
         }
         json_decref(nat);
     }

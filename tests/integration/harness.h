@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "integration/http.h"
+
 struct harness {
     pid_t pid;
     int port;
@@ -192,4 +194,35 @@ static inline int harness_stop(struct harness *h)
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", h->tmp_dir);
     return result;
+}
+
+// A cmocka group's setup: curl's globals, then the server (its log printed
+// when it does not start). extra_env as for harness_start. 0 on success.
+static inline int harness_setup(struct harness *h, const char *const *extra_env)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (harness_start(h, extra_env) != 0) {
+        harness_dump_log(h);
+        return -1;
+    }
+    return 0;
+}
+
+// A cmocka group's teardown: stops the server, then curl's globals. 0 when
+// the server exited cleanly.
+static inline int harness_teardown(struct harness *h)
+{
+    int rc = harness_stop(h);
+    curl_global_cleanup();
+    return rc == 0 ? 0 : -1;
+}
+
+// One request to path on h's server (body NULL: none); 0 when it went
+// through (any status), as http_request.
+static inline int harness_request(const struct harness *h, const char *method, const char *path,
+                                  const char *const *headers, const char *body, struct http_resp *r)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "%s%s", h->base_url, path);
+    return http_request(url, method, headers, body, body ? strlen(body) : 0, 0, r);
 }

@@ -39,3 +39,12 @@ static inline int models_create(const struct harness *h, const char *name, const
     http_resp_free(&r);
     return ok;
 }
+
+// models_create with a Go template (tmpl already escaped for a JSON string).
+static inline int models_create_template(const struct harness *h, const char *name,
+                                         const char *path, const char *tmpl)
+{
+    char extra[1024];
+    snprintf(extra, sizeof(extra), "\"template\":\"%s\"", tmpl);
+    return models_create(h, name, path, extra);
+}

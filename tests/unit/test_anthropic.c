@@ -12,48 +12,16 @@
 #include <string.h>
 
 #include "server/internal.h"
-
-static json_t *parse(const char *s)
-{
-    json_t *v = NULL;
-    struct err e = {0};
-    if (jsonx_parse(s, strlen(s), &v, &e) < 0)
-        fail_msg("bad test JSON: %s: %s", e.msg, s);
-    return v;
-}
+#include "jsontest.h"
 
 static json_t *req(const char *body)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_anthropic_request(b, &e);
-    if (!n)
-        fail_msg("request failed: %s", e.msg);
-    json_decref(b);
-    return n;
+    return jsontest_convert(srv_anthropic_request, body);
 }
 
 static void req_fails(const char *body, const char *msg)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_anthropic_request(b, &e);
-    if (n || strcmp(e.msg, msg) != 0)
-        fail_msg("%s: want error \"%s\", got \"%s\"", body, msg, e.msg);
-    json_decref(b);
-}
-
-// Asserts that v serialises (keys sorted) to want.
-static void json_eq(const json_t *v, const char *want)
-{
-    char *got = json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT);
-    json_t *w = parse(want);
-    char *wants = json_dumps(w, JSON_SORT_KEYS | JSON_COMPACT);
-    if (strcmp(got, wants) != 0)
-        fail_msg("got  %s\nwant %s", got, wants);
-    free(got);
-    free(wants);
-    json_decref(w);
+    jsontest_convert_fails(srv_anthropic_request, body, msg);
 }
 
 #define M "\"model\":\"m\",\"max_tokens\":10,"
@@ -64,18 +32,19 @@ static void test_request_basic(void **state)
     json_t *n = req("{" M "\"system\":\"be brief\",\"temperature\":0.5,\"top_p\":0.9,\"top_k\":7,"
                     "\"stop_sequences\":[\"END\"],\"metadata\":{\"user_id\":\"u\"},"
                     "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
-    json_eq(n, "{\"model\":\"m\",\"stream\":false,"
-               "\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
-               "{\"role\":\"user\",\"content\":\"hi\"}],"
-               "\"options\":{\"num_predict\":10,\"temperature\":0.5,\"top_p\":0.9,\"top_k\":7,"
-               "\"stop\":[\"END\"]}}");
+    jsontest_eq(n, "{\"model\":\"m\",\"stream\":false,"
+                   "\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                   "{\"role\":\"user\",\"content\":\"hi\"}],"
+                   "\"options\":{\"num_predict\":10,\"temperature\":0.5,\"top_p\":0.9,\"top_k\":7,"
+                   "\"stop\":[\"END\"]}}");
     json_decref(n);
     // System as text blocks; content as blocks; role case folded.
     n = req("{" M "\"stream\":true,\"system\":[{\"type\":\"text\",\"text\":\"a\"},"
             "{\"type\":\"text\",\"text\":\"b\"}],\"messages\":[{\"role\":\"User\",\"content\":"
             "[{\"type\":\"text\",\"text\":\"x\"},{\"type\":\"text\",\"text\":\"y\"}]}]}");
-    json_eq(json_object_get(n, "messages"),
-            "[{\"role\":\"system\",\"content\":\"ab\"},{\"role\":\"user\",\"content\":\"xy\"}]");
+    jsontest_eq(
+        json_object_get(n, "messages"),
+        "[{\"role\":\"system\",\"content\":\"ab\"},{\"role\":\"user\",\"content\":\"xy\"}]");
     assert_true(json_is_true(json_object_get(n, "stream")));
     json_decref(n);
 }
@@ -94,18 +63,19 @@ static void test_request_tools_roundtrip(void **state)
         "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\","
         "\"content\":[{\"type\":\"text\",\"text\":\"sunny\"}]},{\"type\":\"text\",\"text\":"
         "\"thanks\"}]}]}");
-    json_eq(json_object_get(n, "tools"),
-            "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":"
-            "\"Weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"
-            "\"string\"}}}}}]");
-    json_eq(json_object_get(n, "messages"),
-            "[{\"role\":\"user\",\"content\":\"weather?\"},"
-            "{\"role\":\"assistant\",\"content\":\"Let me check.\",\"thinking\":\"hmm\","
-            "\"tool_calls\":[{\"id\":\"toolu_1\",\"function\":{\"name\":\"get_weather\","
-            "\"arguments\":{\"city\":\"Paris\"}}}]},"
-            "{\"role\":\"tool\",\"content\":\"sunny\",\"tool_call_id\":\"toolu_1\","
-            "\"tool_name\":\"get_weather\"},"
-            "{\"role\":\"user\",\"content\":\"thanks\"}]");
+    jsontest_eq(
+        json_object_get(n, "tools"),
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":"
+        "\"Weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"
+        "\"string\"}}}}}]");
+    jsontest_eq(json_object_get(n, "messages"),
+                "[{\"role\":\"user\",\"content\":\"weather?\"},"
+                "{\"role\":\"assistant\",\"content\":\"Let me check.\",\"thinking\":\"hmm\","
+                "\"tool_calls\":[{\"id\":\"toolu_1\",\"function\":{\"name\":\"get_weather\","
+                "\"arguments\":{\"city\":\"Paris\"}}}]},"
+                "{\"role\":\"tool\",\"content\":\"sunny\",\"tool_call_id\":\"toolu_1\","
+                "\"tool_name\":\"get_weather\"},"
+                "{\"role\":\"user\",\"content\":\"thanks\"}]");
     json_decref(n);
 }
 
@@ -115,8 +85,8 @@ static void test_request_images(void **state)
     json_t *n = req("{" M "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\","
                     "\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":"
                     "\"aGVsbG8=\"}},{\"type\":\"text\",\"text\":\"what?\"}]}]}");
-    json_eq(json_object_get(n, "messages"),
-            "[{\"role\":\"user\",\"content\":\"what?\",\"images\":[\"aGVsbG8=\"]}]");
+    jsontest_eq(json_object_get(n, "messages"),
+                "[{\"role\":\"user\",\"content\":\"what?\",\"images\":[\"aGVsbG8=\"]}]");
     json_decref(n);
     req_fails("{" M "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\","
               "\"source\":{\"type\":\"url\",\"url\":\"https://x/y.png\"}}]}]}",
@@ -162,10 +132,10 @@ static void test_request_thinking_and_choice(void **state)
     snprintf(body, sizeof(body), "{" M "%s\"tool_choice\":{\"type\":\"tool\",\"name\":\"b\"}}",
              tools);
     n = req(body);
-    json_eq(json_object_get(n, "format"),
-            "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"b\"},\"arguments\":"
-            "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"}}}},"
-            "\"required\":[\"name\",\"arguments\"]}");
+    jsontest_eq(json_object_get(n, "format"),
+                "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"b\"},\"arguments\":"
+                "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"}}}},"
+                "\"required\":[\"name\",\"arguments\"]}");
     json_decref(n);
     snprintf(body, sizeof(body), "{" M "%s\"tool_choice\":{\"type\":\"any\"}}", tools);
     n = req(body);
@@ -211,34 +181,36 @@ static void test_request_errors(void **state)
 static void test_response(void **state)
 {
     (void)state;
-    json_t *nat = parse("{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
-                        "\"thinking\":\"think\"},\"done\":true,\"done_reason\":\"length\","
-                        "\"prompt_eval_count\":12,\"eval_count\":3}");
+    json_t *nat =
+        jsontest_parse("{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
+                       "\"thinking\":\"think\"},\"done\":true,\"done_reason\":\"length\","
+                       "\"prompt_eval_count\":12,\"eval_count\":3}");
     json_t *o = srv_anthropic_response("msg_1", "m", nat);
-    json_eq(o, "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\","
-               "\"content\":[{\"type\":\"thinking\",\"thinking\":\"think\",\"signature\":\"\"},"
-               "{\"type\":\"text\",\"text\":\"Hi\"}],\"stop_reason\":\"max_tokens\","
-               "\"stop_sequence\":null,\"usage\":{\"input_tokens\":12,\"output_tokens\":3}}");
+    jsontest_eq(o, "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\","
+                   "\"content\":[{\"type\":\"thinking\",\"thinking\":\"think\",\"signature\":\"\"},"
+                   "{\"type\":\"text\",\"text\":\"Hi\"}],\"stop_reason\":\"max_tokens\","
+                   "\"stop_sequence\":null,\"usage\":{\"input_tokens\":12,\"output_tokens\":3}}");
     json_decref(o);
     json_decref(nat);
-    nat = parse("{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":"
-                "\"call_1\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}]},"
-                "\"done\":true,\"done_reason\":\"stop\"}");
+    nat = jsontest_parse(
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":"
+        "\"call_1\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}]},"
+        "\"done\":true,\"done_reason\":\"stop\"}");
     o = srv_anthropic_response("msg_2", "m", nat);
-    json_eq(json_object_get(o, "content"),
-            "[{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":\"f\",\"input\":{\"a\":1}}]");
+    jsontest_eq(json_object_get(o, "content"),
+                "[{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":\"f\",\"input\":{\"a\":1}}]");
     assert_string_equal(json_string_value(json_object_get(o, "stop_reason")), "tool_use");
     json_decref(o);
     json_decref(nat);
-    nat = parse("{\"message\":{\"content\":\"x\"},\"done_reason\":\"stop\"}");
+    nat = jsontest_parse("{\"message\":{\"content\":\"x\"},\"done_reason\":\"stop\"}");
     o = srv_anthropic_response("msg_3", "m", nat);
     assert_string_equal(json_string_value(json_object_get(o, "stop_reason")), "end_turn");
     json_decref(o);
     json_decref(nat);
     o = srv_anthropic_error(404, "model 'x' not found");
     assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
-    json_eq(json_object_get(o, "error"),
-            "{\"type\":\"not_found_error\",\"message\":\"model 'x' not found\"}");
+    jsontest_eq(json_object_get(o, "error"),
+                "{\"type\":\"not_found_error\",\"message\":\"model 'x' not found\"}");
     assert_true(strncmp(json_string_value(json_object_get(o, "request_id")), "req_", 4) == 0);
     json_decref(o);
 }
@@ -250,7 +222,7 @@ static void stream_events(const char *const *lines, char *names, size_t n, json_
     struct buf out;
     buf_init(&out, 0);
     for (size_t i = 0; lines[i]; i++) {
-        json_t *nat = parse(lines[i]);
+        json_t *nat = jsontest_parse(lines[i]);
         srv_anthropic_stream_encode(s, nat, &out);
         json_decref(nat);
     }
@@ -293,20 +265,21 @@ static void test_stream(void **state)
                                "content_block_delta content_block_stop content_block_start "
                                "content_block_delta content_block_delta content_block_stop "
                                "message_delta message_stop");
-    json_eq(json_object_get(json_array_get(d, 0), "message"),
-            "{\"id\":\"msg_x\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\","
-            "\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
-            "\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}");
-    json_eq(json_array_get(d, 3), "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
-                                  "{\"type\":\"thinking_delta\",\"thinking\":\"a\"}}");
-    json_eq(json_array_get(d, 6),
-            "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\","
-            "\"text\":\"\"}}");
-    json_eq(json_array_get(d, 8), "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":"
-                                  "{\"type\":\"text_delta\",\"text\":\"lo\"}}");
-    json_eq(json_array_get(d, 10),
-            "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\","
-            "\"stop_sequence\":null},\"usage\":{\"input_tokens\":5,\"output_tokens\":4}}");
+    jsontest_eq(json_object_get(json_array_get(d, 0), "message"),
+                "{\"id\":\"msg_x\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\","
+                "\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
+                "\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}");
+    jsontest_eq(json_array_get(d, 3), "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+                                      "{\"type\":\"thinking_delta\",\"thinking\":\"a\"}}");
+    jsontest_eq(
+        json_array_get(d, 6),
+        "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\","
+        "\"text\":\"\"}}");
+    jsontest_eq(json_array_get(d, 8), "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":"
+                                      "{\"type\":\"text_delta\",\"text\":\"lo\"}}");
+    jsontest_eq(json_array_get(d, 10),
+                "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\","
+                "\"stop_sequence\":null},\"usage\":{\"input_tokens\":5,\"output_tokens\":4}}");
     json_decref(d);
 
     static const char *const tool[] = {
@@ -320,12 +293,12 @@ static void test_stream(void **state)
     assert_string_equal(names, "message_start content_block_start ping content_block_delta "
                                "content_block_stop content_block_start content_block_delta "
                                "content_block_stop message_delta message_stop");
-    json_eq(json_array_get(d, 5),
-            "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":"
-            "\"tool_use\",\"id\":\"c1\",\"name\":\"f\",\"input\":{}}}");
-    json_eq(json_array_get(d, 6), "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":"
-                                  "{\"type\":\"input_json_delta\",\"partial_json\":"
-                                  "\"{\\\"q\\\":\\\"x\\\"}\"}}");
+    jsontest_eq(json_array_get(d, 5),
+                "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":"
+                "\"tool_use\",\"id\":\"c1\",\"name\":\"f\",\"input\":{}}}");
+    jsontest_eq(json_array_get(d, 6), "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":"
+                                      "{\"type\":\"input_json_delta\",\"partial_json\":"
+                                      "\"{\\\"q\\\":\\\"x\\\"}\"}}");
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_array_get(d, 8), "delta"), "stop_reason")),
                         "tool_use");
@@ -338,26 +311,26 @@ static void test_stream(void **state)
     stream_events(failing, names, sizeof(names), &d);
     assert_string_equal(names, "message_start content_block_start ping content_block_delta "
                                "error");
-    json_eq(json_array_get(d, 4), "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
-                                  "\"message\":\"model runner has unexpectedly stopped\"}}");
+    jsontest_eq(json_array_get(d, 4), "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
+                                      "\"message\":\"model runner has unexpectedly stopped\"}}");
     json_decref(d);
 }
 
 static void test_forced_call(void **state)
 {
     (void)state;
-    json_t *nat = parse("{\"message\":{\"role\":\"assistant\",\"content\":"
-                        "\"{\\\"name\\\":\\\"f\\\",\\\"arguments\\\":{\\\"x\\\":2}}\"},"
-                        "\"done\":true}");
+    json_t *nat = jsontest_parse("{\"message\":{\"role\":\"assistant\",\"content\":"
+                                 "\"{\\\"name\\\":\\\"f\\\",\\\"arguments\\\":{\\\"x\\\":2}}\"},"
+                                 "\"done\":true}");
     srv_forced_call_from_content(nat, "toolu");
     const json_t *msg = json_object_get(nat, "message");
     assert_string_equal(json_string_value(json_object_get(msg, "content")), "");
     const json_t *call = json_array_get(json_object_get(msg, "tool_calls"), 0);
     assert_true(strncmp(json_string_value(json_object_get(call, "id")), "toolu_", 6) == 0);
-    json_eq(json_object_get(call, "function"), "{\"name\":\"f\",\"arguments\":{\"x\":2}}");
+    jsontest_eq(json_object_get(call, "function"), "{\"name\":\"f\",\"arguments\":{\"x\":2}}");
     json_decref(nat);
     // Not the forced shape: left as text.
-    nat = parse("{\"message\":{\"content\":\"plain\"}}");
+    nat = jsontest_parse("{\"message\":{\"content\":\"plain\"}}");
     srv_forced_call_from_content(nat, "toolu");
     assert_null(json_object_get(json_object_get(nat, "message"), "tool_calls"));
     json_decref(nat);

@@ -12,47 +12,16 @@
 #include <string.h>
 
 #include "server/internal.h"
-
-static json_t *parse(const char *s)
-{
-    json_t *v = NULL;
-    struct err e = {0};
-    if (jsonx_parse(s, strlen(s), &v, &e) < 0)
-        fail_msg("bad test JSON: %s: %s", e.msg, s);
-    return v;
-}
+#include "jsontest.h"
 
 static json_t *req(const char *body)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_responses_request(b, &e);
-    if (!n)
-        fail_msg("request failed: %s", e.msg);
-    json_decref(b);
-    return n;
+    return jsontest_convert(srv_responses_request, body);
 }
 
 static void req_fails(const char *body, const char *msg)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_responses_request(b, &e);
-    if (n || strcmp(e.msg, msg) != 0)
-        fail_msg("%s: want error \"%s\", got \"%s\"", body, msg, e.msg);
-    json_decref(b);
-}
-
-static void json_eq(const json_t *v, const char *want)
-{
-    char *got = json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT);
-    json_t *w = parse(want);
-    char *wants = json_dumps(w, JSON_SORT_KEYS | JSON_COMPACT);
-    if (strcmp(got, wants) != 0)
-        fail_msg("got  %s\nwant %s", got, wants);
-    free(got);
-    free(wants);
-    json_decref(w);
+    jsontest_convert_fails(srv_responses_request, body, msg);
 }
 
 static void test_request_string(void **state)
@@ -61,16 +30,16 @@ static void test_request_string(void **state)
     json_t *n = req("{\"model\":\"m\",\"input\":\"hi\",\"instructions\":\"be brief\","
                     "\"max_output_tokens\":20,\"top_p\":0.5,\"store\":true,"
                     "\"previous_response_id\":\"resp_1\",\"reasoning\":{\"effort\":\"low\"}}");
-    json_eq(n, "{\"model\":\"m\",\"stream\":false,\"think\":\"low\","
-               "\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
-               "{\"role\":\"user\",\"content\":\"hi\"}],"
-               "\"options\":{\"temperature\":1.0,\"top_p\":0.5,\"num_predict\":20}}");
+    jsontest_eq(n, "{\"model\":\"m\",\"stream\":false,\"think\":\"low\","
+                   "\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                   "{\"role\":\"user\",\"content\":\"hi\"}],"
+                   "\"options\":{\"temperature\":1.0,\"top_p\":0.5,\"num_predict\":20}}");
     json_decref(n);
     n = req("{\"model\":\"m\",\"input\":\"x\",\"temperature\":0.2,\"stream\":true,"
             "\"reasoning\":{\"effort\":\"none\"}}");
     assert_true(json_is_false(json_object_get(n, "think")));
     assert_true(json_is_true(json_object_get(n, "stream")));
-    json_eq(json_object_get(n, "options"), "{\"temperature\":0.2}");
+    jsontest_eq(json_object_get(n, "options"), "{\"temperature\":0.2}");
     json_decref(n);
 }
 
@@ -90,15 +59,15 @@ static void test_request_items(void **state)
         "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":"
         "\"and \"},{\"type\":\"input_text\",\"text\":\"tomorrow?\"},{\"type\":\"input_image\","
         "\"detail\":\"auto\",\"image_url\":\"data:image/png;base64,aGVsbG8=\"}]}]}");
-    json_eq(json_object_get(n, "messages"),
-            "[{\"role\":\"user\",\"content\":\"weather?\"},"
-            "{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"think\",\"tool_calls\":"
-            "[{\"id\":\"call_1\",\"function\":{\"name\":\"get_weather\",\"arguments\":"
-            "{\"city\":\"Paris\"}}}]},"
-            "{\"role\":\"tool\",\"content\":\"sunny\",\"tool_call_id\":\"call_1\","
-            "\"tool_name\":\"get_weather\"},"
-            "{\"role\":\"assistant\",\"content\":\"It is sunny.\"},"
-            "{\"role\":\"user\",\"content\":\"and tomorrow?\",\"images\":[\"aGVsbG8=\"]}]");
+    jsontest_eq(json_object_get(n, "messages"),
+                "[{\"role\":\"user\",\"content\":\"weather?\"},"
+                "{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"think\",\"tool_calls\":"
+                "[{\"id\":\"call_1\",\"function\":{\"name\":\"get_weather\",\"arguments\":"
+                "{\"city\":\"Paris\"}}}]},"
+                "{\"role\":\"tool\",\"content\":\"sunny\",\"tool_call_id\":\"call_1\","
+                "\"tool_name\":\"get_weather\"},"
+                "{\"role\":\"assistant\",\"content\":\"It is sunny.\"},"
+                "{\"role\":\"user\",\"content\":\"and tomorrow?\",\"images\":[\"aGVsbG8=\"]}]");
     json_decref(n);
 }
 
@@ -113,10 +82,10 @@ static void test_request_tools(void **state)
     char body[1024];
     snprintf(body, sizeof(body), "{\"model\":\"m\",\"input\":\"x\",%s}", tools);
     json_t *n = req(body);
-    json_eq(json_object_get(n, "tools"),
-            "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"F\","
-            "\"parameters\":{\"type\":\"object\"}}},{\"type\":\"function\",\"function\":"
-            "{\"name\":\"ns.g\",\"parameters\":{\"type\":\"object\"}}}]");
+    jsontest_eq(json_object_get(n, "tools"),
+                "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"F\","
+                "\"parameters\":{\"type\":\"object\"}}},{\"type\":\"function\",\"function\":"
+                "{\"name\":\"ns.g\",\"parameters\":{\"type\":\"object\"}}}]");
     json_decref(n);
     snprintf(body, sizeof(body), "{\"model\":\"m\",\"input\":\"x\",%s,\"tool_choice\":\"none\"}",
              tools);
@@ -133,15 +102,15 @@ static void test_request_tools(void **state)
              "\"name\":\"f\"}}",
              tools);
     n = req(body);
-    json_eq(json_object_get(n, "format"),
-            "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"f\"},\"arguments\":"
-            "{\"type\":\"object\"}},\"required\":[\"name\",\"arguments\"]}");
+    jsontest_eq(json_object_get(n, "format"),
+                "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"f\"},\"arguments\":"
+                "{\"type\":\"object\"}},\"required\":[\"name\",\"arguments\"]}");
     json_decref(n);
     n = req("{\"model\":\"m\",\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\","
             "\"name\":\"s\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
             "\"integer\"}}}}}}");
-    json_eq(json_object_get(n, "format"),
-            "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}");
+    jsontest_eq(json_object_get(n, "format"),
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}");
     json_decref(n);
 }
 
@@ -175,12 +144,12 @@ static void test_request_errors(void **state)
 static void test_response(void **state)
 {
     (void)state;
-    json_t *r = parse("{\"model\":\"m\",\"input\":\"x\",\"instructions\":\"i\","
-                      "\"max_output_tokens\":9,\"temperature\":0.5}");
-    json_t *nat = parse("{\"model\":\"m\",\"created_at\":\"2025-01-02T03:04:05Z\","
-                        "\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
-                        "\"thinking\":\"t\"},\"done\":true,\"done_reason\":\"stop\","
-                        "\"prompt_eval_count\":4,\"eval_count\":2}");
+    json_t *r = jsontest_parse("{\"model\":\"m\",\"input\":\"x\",\"instructions\":\"i\","
+                               "\"max_output_tokens\":9,\"temperature\":0.5}");
+    json_t *nat = jsontest_parse("{\"model\":\"m\",\"created_at\":\"2025-01-02T03:04:05Z\","
+                                 "\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
+                                 "\"thinking\":\"t\"},\"done\":true,\"done_reason\":\"stop\","
+                                 "\"prompt_eval_count\":4,\"eval_count\":2}");
     json_t *o = srv_responses_response(r, "resp_1", "msg_1", nat);
     assert_string_equal(json_string_value(json_object_get(o, "object")), "response");
     assert_string_equal(json_string_value(json_object_get(o, "status")), "completed");
@@ -190,24 +159,26 @@ static void test_response(void **state)
     assert_true(json_is_null(json_object_get(o, "previous_response_id")));
     assert_true(json_is_false(json_object_get(o, "store")));
     assert_int_equal(json_integer_value(json_object_get(o, "max_output_tokens")), 9);
-    json_eq(json_object_get(o, "output"),
-            "[{\"id\":\"rs_resp_1\",\"type\":\"reasoning\",\"summary\":[{\"type\":"
-            "\"summary_text\",\"text\":\"t\"}],\"encrypted_content\":\"t\"},"
-            "{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"completed\",\"role\":"
-            "\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hi\","
-            "\"annotations\":[],\"logprobs\":[]}]}]");
-    json_eq(json_object_get(o, "usage"),
-            "{\"input_tokens\":4,\"output_tokens\":2,\"total_tokens\":6,\"input_tokens_details\":"
-            "{\"cached_tokens\":0},\"output_tokens_details\":{\"reasoning_tokens\":0}}");
+    jsontest_eq(json_object_get(o, "output"),
+                "[{\"id\":\"rs_resp_1\",\"type\":\"reasoning\",\"summary\":[{\"type\":"
+                "\"summary_text\",\"text\":\"t\"}],\"encrypted_content\":\"t\"},"
+                "{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"completed\",\"role\":"
+                "\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hi\","
+                "\"annotations\":[],\"logprobs\":[]}]}]");
+    jsontest_eq(
+        json_object_get(o, "usage"),
+        "{\"input_tokens\":4,\"output_tokens\":2,\"total_tokens\":6,\"input_tokens_details\":"
+        "{\"cached_tokens\":0},\"output_tokens_details\":{\"reasoning_tokens\":0}}");
     json_decref(o);
     json_decref(nat);
-    nat = parse("{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":"
-                "\"call_9\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}]},"
-                "\"done\":true}");
+    nat = jsontest_parse(
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":"
+        "\"call_9\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}]},"
+        "\"done\":true}");
     o = srv_responses_response(r, "resp_2", "msg_2", nat);
-    json_eq(json_object_get(o, "output"),
-            "[{\"id\":\"fc_resp_2_0\",\"type\":\"function_call\",\"status\":\"completed\","
-            "\"call_id\":\"call_9\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}]");
+    jsontest_eq(json_object_get(o, "output"),
+                "[{\"id\":\"fc_resp_2_0\",\"type\":\"function_call\",\"status\":\"completed\","
+                "\"call_id\":\"call_9\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}]");
     json_decref(o);
     json_decref(nat);
     json_decref(r);
@@ -218,12 +189,12 @@ static void test_response(void **state)
 // count from 0.
 static json_t *stream(const char *const *lines)
 {
-    json_t *r = parse("{\"model\":\"m\",\"input\":\"x\"}");
+    json_t *r = jsontest_parse("{\"model\":\"m\",\"input\":\"x\"}");
     struct srv_responses_stream *s = srv_responses_stream_new(r, "resp_1", "msg_1");
     struct buf out;
     buf_init(&out, 0);
     for (size_t i = 0; lines[i]; i++) {
-        json_t *nat = parse(lines[i]);
+        json_t *nat = jsontest_parse(lines[i]);
         srv_responses_stream_encode(s, nat, &out);
         json_decref(nat);
     }
@@ -287,9 +258,10 @@ static void test_stream(void **state)
     assert_int_equal(json_array_size(json_object_get(done, "output")), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(e, 10), "text")), "Hey");
     assert_int_equal(json_integer_value(json_object_get(json_array_get(e, 8), "output_index")), 1);
-    json_eq(json_object_get(done, "usage"),
-            "{\"input_tokens\":3,\"output_tokens\":2,\"total_tokens\":5,\"input_tokens_details\":"
-            "{\"cached_tokens\":0},\"output_tokens_details\":{\"reasoning_tokens\":0}}");
+    jsontest_eq(
+        json_object_get(done, "usage"),
+        "{\"input_tokens\":3,\"output_tokens\":2,\"total_tokens\":5,\"input_tokens_details\":"
+        "{\"cached_tokens\":0},\"output_tokens_details\":{\"reasoning_tokens\":0}}");
     json_decref(e);
 
     static const char *const calls[] = {
@@ -310,8 +282,8 @@ static void test_stream(void **state)
     static const char *const failing[] = {"{\"error\":\"boom\"}", NULL};
     e = stream(failing);
     names_are(e, "response.created response.in_progress response.failed");
-    json_eq(json_object_get(json_object_get(json_array_get(e, 2), "response"), "error"),
-            "{\"code\":\"server_error\",\"message\":\"boom\"}");
+    jsontest_eq(json_object_get(json_object_get(json_array_get(e, 2), "response"), "error"),
+                "{\"code\":\"server_error\",\"message\":\"boom\"}");
     json_decref(e);
 }
 

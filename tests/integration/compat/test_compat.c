@@ -37,13 +37,11 @@ static const char thinker_template[] =
 
 static void request(const char *method, const char *path, const char *body, struct http_resp *r)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
     // What the SDKs send: ignored by a local server.
     static const char *const headers[] = {
         "x-api-key: sk-ant-anything", "anthropic-version: 2023-06-01",
         "Authorization: Bearer sk-anything", "Content-Type: application/json", NULL};
-    assert_int_equal(http_request(url, method, headers, body, body ? strlen(body) : 0, 0, r), 0);
+    assert_int_equal(harness_request(&srv, method, path, headers, body, r), 0);
 }
 
 static json_t *parse(const char *s)
@@ -116,27 +114,17 @@ static json_t *ev_data(const json_t *evs, size_t i)
     return json_object_get(json_array_get(evs, i), "data");
 }
 
-static int create_with_template(const char *name, const char *tmpl)
-{
-    char extra[1024];
-    snprintf(extra, sizeof(extra), "\"template\":\"%s\"", tmpl);
-    return models_create(&srv, name, stories_path, extra);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     test_fixture(stories_path, sizeof(stories_path), "stories260K.gguf");
     static const char *const env[] = {"OLLAMA_NUM_PARALLEL=2", NULL};
-    if (harness_start(&srv, env) != 0) {
-        harness_dump_log(&srv);
+    if (harness_setup(&srv, env) != 0)
         return -1;
-    }
     if (models_create(&srv, "stories", stories_path, "") < 0 ||
         models_create(&srv, "counter", stories_path, "") < 0 ||
-        create_with_template("toolbox", toolbox_template) < 0 ||
-        create_with_template("thinker", thinker_template) < 0)
+        models_create_template(&srv, "toolbox", stories_path, toolbox_template) < 0 ||
+        models_create_template(&srv, "thinker", stories_path, thinker_template) < 0)
         return -1;
     return 0;
 }
@@ -144,9 +132,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 // ---------------------------------------------------------------------------

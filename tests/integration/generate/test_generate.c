@@ -25,13 +25,10 @@ static char stories_path[512];
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     test_fixture(stories_path, sizeof(stories_path), "stories260K.gguf");
     static const char *const env[] = {"OLLAMA_NUM_PARALLEL=4", NULL};
-    if (harness_start(&srv, env) != 0) {
-        harness_dump_log(&srv);
+    if (harness_setup(&srv, env) != 0)
         return -1;
-    }
     if (models_create(&srv, "stories", stories_path, "\"parameters\":{\"temperature\":0}") < 0)
         return -1;
     return 0;
@@ -40,16 +37,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 static void post(const char *path, const char *body, struct http_resp *r)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
-    assert_int_equal(http_request(url, "POST", NULL, body, strlen(body), 0, r), 0);
+    assert_int_equal(harness_request(&srv, "POST", path, NULL, body, r), 0);
 }
 
 static void expect(const char *path, const char *body, long status, const char *substr)
@@ -364,9 +357,7 @@ static void test_load_unload_and_ps(void **state)
     (void)state;
     expect("/api/generate", "{\"model\":\"stories\"}", 200, "\"done_reason\":\"load\"");
     struct http_resp r;
-    char url[256];
-    snprintf(url, sizeof(url), "%s/api/ps", srv.base_url);
-    assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+    assert_int_equal(harness_request(&srv, "GET", "/api/ps", NULL, NULL, &r), 0);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body, "\"name\":\"stories:latest\""));
     assert_non_null(strstr(r.body, "\"size_vram\":0"));
@@ -378,7 +369,7 @@ static void test_load_unload_and_ps(void **state)
     // Unloaded right away (nothing is using it).
     bool gone = false;
     for (int i = 0; i < 50 && !gone; i++) {
-        assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+        assert_int_equal(harness_request(&srv, "GET", "/api/ps", NULL, NULL, &r), 0);
         gone = strcmp(r.body, "{\"models\":[]}") == 0;
         http_resp_free(&r);
         if (!gone)
@@ -390,13 +381,13 @@ static void test_load_unload_and_ps(void **state)
            "{\"model\":\"stories\",\"prompt\":\"x\",\"keep_alive\":\"1s\",\"stream\":false,"
            "\"options\":{\"num_predict\":1}}",
            200, "\"done\":true");
-    assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+    assert_int_equal(harness_request(&srv, "GET", "/api/ps", NULL, NULL, &r), 0);
     assert_non_null(strstr(r.body, "stories:latest"));
     http_resp_free(&r);
     gone = false;
     for (int i = 0; i < 60 && !gone; i++) {
         harness_sleep_ms(100);
-        assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+        assert_int_equal(harness_request(&srv, "GET", "/api/ps", NULL, NULL, &r), 0);
         gone = strcmp(r.body, "{\"models\":[]}") == 0;
         http_resp_free(&r);
     }
@@ -449,11 +440,9 @@ static void *chat_thread(void *arg)
 {
     struct chat_job *job = arg;
     struct http_resp r;
-    char url[256];
-    snprintf(url, sizeof(url), "%s/api/chat", srv.base_url);
     const char *body = "{\"model\":\"stories\",\"messages\":[{\"role\":\"user\",\"content\":"
                        "\"Once upon a time\"}],\"stream\":false,\"options\":{\"num_predict\":24}}";
-    if (http_request(url, "POST", NULL, body, strlen(body), 0, &r) == 0) {
+    if (harness_request(&srv, "POST", "/api/chat", NULL, body, &r) == 0) {
         job->status = r.status;
         json_t *v = NULL;
         if (jsonx_parse(r.body, r.body_len, &v, NULL) == 0) {

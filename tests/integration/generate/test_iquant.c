@@ -19,28 +19,21 @@ static int n_compared;  // greedy tokens compared over all cases
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (harness_start(&srv, NULL) != 0) {
-        harness_dump_log(&srv);
+    if (harness_setup(&srv, NULL) != 0)
         return -1;
-    }
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 static json_t *post_json(const char *path, const char *body)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
     struct http_resp r;
-    assert_int_equal(http_request(url, "POST", NULL, body, strlen(body), 0, &r), 0);
+    assert_int_equal(harness_request(&srv, "POST", path, NULL, body, &r), 0);
     if (r.status != 200)
         fail_msg("POST %s %s -> %ld %s", path, body, r.status, r.body);
     json_t *v = NULL;

@@ -17,10 +17,9 @@ static struct harness srv;
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     static const char *const env[] = {"OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_MAX_QUEUE=1",
                                       "OLLAMA_NUM_PARALLEL=1", NULL};
-    if (harness_start(&srv, env) != 0)
+    if (harness_setup(&srv, env) != 0)
         return -1;
     char stories[512], gen[600], cmd[1400];
     test_fixture(stories, sizeof(stories), "stories260K.gguf");
@@ -39,17 +38,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 static long post(const char *path, const char *body, char **out)
 {
-    char url[256];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
     struct http_resp r;
-    assert_int_equal(http_request(url, "POST", NULL, body, strlen(body), 0, &r), 0);
+    assert_int_equal(harness_request(&srv, "POST", path, NULL, body, &r), 0);
     long st = r.status;
     if (out)
         *out = xstrdup(r.body);
@@ -59,10 +54,8 @@ static long post(const char *path, const char *body, char **out)
 
 static char *ps(void)
 {
-    char url[256];
-    snprintf(url, sizeof(url), "%s/api/ps", srv.base_url);
     struct http_resp r;
-    assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, &r), 0);
+    assert_int_equal(harness_request(&srv, "GET", "/api/ps", NULL, NULL, &r), 0);
     char *s = xstrdup(r.body);
     http_resp_free(&r);
     return s;

@@ -114,9 +114,7 @@ static int teardown(void **state)
 
 static void post(const char *path, const char *body, struct http_resp *r)
 {
-    char url[256];
-    snprintf(url, sizeof url, "%s%s", srv.base_url, path);
-    assert_int_equal(http_request(url, "POST", NULL, body, strlen(body), 0, r), 0);
+    assert_int_equal(harness_request(&srv, "POST", path, NULL, body, r), 0);
 }
 
 // The last "chat request: …" debug line of the server log.

@@ -41,18 +41,14 @@ static const char filler_template[] =
 
 static void get(const char *path, struct http_resp *r)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
-    assert_int_equal(http_request(url, "GET", NULL, NULL, 0, 0, r), 0);
+    assert_int_equal(harness_request(&srv, "GET", path, NULL, NULL, r), 0);
 }
 
 static void post(const char *path, const char *body, struct http_resp *r)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
     static const char *const headers[] = {"Authorization: Bearer sk-anything",
                                           "Content-Type: application/json", NULL};
-    assert_int_equal(http_request(url, "POST", headers, body, strlen(body), 0, r), 0);
+    assert_int_equal(harness_request(&srv, "POST", path, headers, body, r), 0);
 }
 
 static json_t *parse(const char *s)
@@ -144,33 +140,21 @@ static const char *str_at(const json_t *o, const char *k1, const char *k2)
     return json_string_value(v);
 }
 
-static int create_with_template(const char *name, const char *tmpl)
-{
-    char extra[1024];
-    snprintf(extra, sizeof(extra), "\"template\":\"%s\"", tmpl);
-    return models_create(&srv, name, stories_path, extra);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     test_fixture(stories_path, sizeof(stories_path), "stories260K.gguf");
     static const char *const env[] = {"OLLAMA_NUM_PARALLEL=2", NULL};
-    if (harness_start(&srv, env) != 0) {
-        harness_dump_log(&srv);
+    if (harness_setup(&srv, env) != 0)
         return -1;
-    }
     struct http_resp r;
-    char url[512];
-    snprintf(url, sizeof(url), "%s/v1/models", srv.base_url);
-    if (http_request(url, "GET", NULL, NULL, 0, 0, &r) == 0 && r.status == 200)
+    if (harness_request(&srv, "GET", "/v1/models", NULL, NULL, &r) == 0 && r.status == 200)
         models_were_null = strstr(r.body, "\"data\":null") != NULL;
     http_resp_free(&r);
     if (models_create(&srv, "stories", stories_path, "") < 0 ||
-        create_with_template("toolbox", toolbox_template) < 0 ||
-        create_with_template("thinker", thinker_template) < 0 ||
-        create_with_template("filler", filler_template) < 0)
+        models_create_template(&srv, "toolbox", stories_path, toolbox_template) < 0 ||
+        models_create_template(&srv, "thinker", stories_path, thinker_template) < 0 ||
+        models_create_template(&srv, "filler", stories_path, filler_template) < 0)
         return -1;
     return 0;
 }
@@ -178,9 +162,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 // ---------------------------------------------------------------------------

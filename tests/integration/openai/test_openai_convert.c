@@ -11,63 +11,33 @@
 #include <string.h>
 
 #include "server/internal.h"
-
-static json_t *parse(const char *s)
-{
-    json_t *v = NULL;
-    struct err e = {0};
-    if (jsonx_parse(s, strlen(s), &v, &e) < 0)
-        fail_msg("bad test JSON: %s: %s", e.msg, s);
-    return v;
-}
+#include "jsontest.h"
 
 static json_t *chat(const char *body)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_openai_chat_request(b, &e);
-    if (!n)
-        fail_msg("chat request failed: %s", e.msg);
-    json_decref(b);
-    return n;
+    return jsontest_convert(srv_openai_chat_request, body);
 }
 
 static void chat_fails(const char *body, const char *msg)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_openai_chat_request(b, &e);
-    if (n || strcmp(e.msg, msg) != 0)
-        fail_msg("%s: want error \"%s\", got \"%s\"", body, msg, e.msg);
-    json_decref(b);
+    jsontest_convert_fails(srv_openai_chat_request, body, msg);
 }
 
 static json_t *completion(const char *body)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_openai_completion_request(b, &e);
-    if (!n)
-        fail_msg("completion request failed: %s", e.msg);
-    json_decref(b);
-    return n;
+    return jsontest_convert(srv_openai_completion_request, body);
 }
 
 static void completion_fails(const char *body, const char *msg)
 {
-    json_t *b = parse(body);
-    struct err e = {0};
-    json_t *n = srv_openai_completion_request(b, &e);
-    if (n || strcmp(e.msg, msg) != 0)
-        fail_msg("%s: want error \"%s\", got \"%s\"", body, msg, e.msg);
-    json_decref(b);
+    jsontest_convert_fails(srv_openai_completion_request, body, msg);
 }
 
 // Compares JSON values (key order aside; 1 and 1.0 differ, as integer and
 // real options do for the native option parser).
 static void assert_json(const json_t *v, const char *want)
 {
-    json_t *w = parse(want);
+    json_t *w = jsontest_parse(want);
     if (!v || !json_equal((json_t *)v, w)) {
         char *a = v ? jsonx_dumps(v, 0) : NULL;
         fail_msg("got  %s\nwant %s", a ? a : "(null)", want);
@@ -298,7 +268,7 @@ static const char native_final[] =
 static void test_chat_completion_object(void **state)
 {
     (void)state;
-    json_t *nat = parse(native_final);
+    json_t *nat = jsontest_parse(native_final);
     json_t *o = srv_openai_chat_completion("chatcmpl-1", nat);
     assert_json(o, "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1721001600,"
                    "\"model\":\"m\",\"system_fingerprint\":\"fp_ollama\",\"choices\":[{\"index\":0,"
@@ -308,9 +278,10 @@ static void test_chat_completion_object(void **state)
     json_decref(o);
     json_decref(nat);
     // Tool calls: arguments become a JSON string; stop becomes tool_calls.
-    nat = parse("{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\","
-                "\"tool_calls\":[{\"id\":\"call_x\",\"function\":{\"index\":0,\"name\":\"f\","
-                "\"arguments\":{\"city\":\"Tokyo\"}}}]},\"done\":true,\"done_reason\":\"stop\"}");
+    nat = jsontest_parse(
+        "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\","
+        "\"tool_calls\":[{\"id\":\"call_x\",\"function\":{\"index\":0,\"name\":\"f\","
+        "\"arguments\":{\"city\":\"Tokyo\"}}}]},\"done\":true,\"done_reason\":\"stop\"}");
     o = srv_openai_chat_completion("c", nat);
     json_t *choice = json_array_get(json_object_get(o, "choices"), 0);
     assert_json(json_object_get(json_object_get(choice, "message"), "tool_calls"),
@@ -320,8 +291,9 @@ static void test_chat_completion_object(void **state)
     json_decref(o);
     json_decref(nat);
     // length stays; no reason → null; logprobs wrapped.
-    nat = parse("{\"model\":\"m\",\"message\":{\"content\":\"x\"},\"done\":true,"
-                "\"done_reason\":\"length\",\"logprobs\":[{\"token\":\"x\",\"logprob\":-1}]}");
+    nat = jsontest_parse(
+        "{\"model\":\"m\",\"message\":{\"content\":\"x\"},\"done\":true,"
+        "\"done_reason\":\"length\",\"logprobs\":[{\"token\":\"x\",\"logprob\":-1}]}");
     o = srv_openai_chat_completion("c", nat);
     choice = json_array_get(json_object_get(o, "choices"), 0);
     assert_string_equal(json_string_value(json_object_get(choice, "finish_reason")), "length");
@@ -329,7 +301,7 @@ static void test_chat_completion_object(void **state)
                 "{\"content\":[{\"token\":\"x\",\"logprob\":-1}]}");
     json_decref(o);
     json_decref(nat);
-    nat = parse("{\"model\":\"m\",\"message\":{\"content\":\"x\"}}");
+    nat = jsontest_parse("{\"model\":\"m\",\"message\":{\"content\":\"x\"}}");
     o = srv_openai_chat_completion("c", nat);
     choice = json_array_get(json_object_get(o, "choices"), 0);
     assert_true(json_is_null(json_object_get(choice, "finish_reason")));
@@ -340,9 +312,10 @@ static void test_chat_completion_object(void **state)
 static void test_text_completion_object(void **state)
 {
     (void)state;
-    json_t *nat = parse("{\"model\":\"m\",\"created_at\":\"2024-07-15T00:00:00Z\",\"response\":"
-                        "\"once\",\"done\":true,\"done_reason\":\"length\",\"prompt_eval_count\":"
-                        "3,\"eval_count\":4}");
+    json_t *nat =
+        jsontest_parse("{\"model\":\"m\",\"created_at\":\"2024-07-15T00:00:00Z\",\"response\":"
+                       "\"once\",\"done\":true,\"done_reason\":\"length\",\"prompt_eval_count\":"
+                       "3,\"eval_count\":4}");
     json_t *o = srv_openai_text_completion("cmpl-1", nat, false);
     assert_json(o, "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1721001600,"
                    "\"model\":\"m\",\"system_fingerprint\":\"fp_ollama\",\"choices\":[{\"text\":"
@@ -376,7 +349,7 @@ static json_t *events(const char *text)
 
 static void encode(struct srv_openai_stream *s, const char *native, struct buf *out)
 {
-    json_t *nat = parse(native);
+    json_t *nat = jsontest_parse(native);
     srv_openai_stream_encode(s, nat, out);
     json_decref(nat);
 }

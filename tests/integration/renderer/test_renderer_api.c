@@ -24,9 +24,7 @@ static char stories_path[512];
 
 static void post(const char *path, const char *body, struct http_resp *r)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
-    assert_int_equal(http_request(url, "POST", NULL, body, strlen(body), 0, r), 0);
+    assert_int_equal(harness_request(&srv, "POST", path, NULL, body, r), 0);
 }
 
 static json_t *parse(const char *s)
@@ -39,13 +37,10 @@ static json_t *parse(const char *s)
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     test_fixture(stories_path, sizeof(stories_path), "stories260K.gguf");
     static const char *const env[] = {"OLLAMA_DEBUG=1", NULL};
-    if (harness_start(&srv, env) != 0) {
-        harness_dump_log(&srv);
+    if (harness_setup(&srv, env) != 0)
         return -1;
-    }
     const char *params = "\"parameters\":{\"temperature\":0,\"num_predict\":10}";
     char extra[256];
     snprintf(extra, sizeof(extra), "%s,\"renderer\":\"qwen3-coder\",\"parser\":\"qwen3-coder\"",
@@ -64,9 +59,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 static void test_create_rejects_unknown_names(void **state)

@@ -15,28 +15,21 @@ static struct harness srv;
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (harness_start(&srv, NULL) != 0) {
-        harness_dump_log(&srv);
+    if (harness_setup(&srv, NULL) != 0)
         return -1;
-    }
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int rc = harness_stop(&srv);
-    curl_global_cleanup();
-    return rc == 0 ? 0 : -1;
+    return harness_teardown(&srv);
 }
 
 static void get(const char *method, const char *path, const char *const *headers,
                 struct http_resp *r)
 {
-    char url[256];
-    snprintf(url, sizeof(url), "%s%s", srv.base_url, path);
-    assert_int_equal(http_request(url, method, headers, NULL, 0, 0, r), 0);
+    assert_int_equal(harness_request(&srv, method, path, headers, NULL, r), 0);
 }
 
 static void test_root(void **state)
