@@ -68,7 +68,7 @@ check() {
         --model agent:latest -- "$@" </dev/null >"$out" 2>&1) || rc=$?
     # The model's text: the last non-empty line the agent printed.
     local text
-    text="$(grep -v '^[[:space:]]*$' "$out" | tail -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
+    text="$(grep -v '^[[:space:]]*$' "$out" | tail -n 1 | sed 's/\x1b\[[0-9;]*m//g' || true)"
     if [ "$rc" -ne 0 ] || ! [[ "$text" =~ [a-z]+ ]] ||
         ! grep -q "| 200 | .*| POST    \"$path\"" "$tmp/serve.log"; then
         echo "FAIL: $name exited $rc; output:"

@@ -136,7 +136,11 @@ static void test_decode_at_depth_equals_recompute(void **state)
             decode(fresh, toks, n + s + 1, 0, NULL);
             char what[64];
             snprintf(what, sizeof what, "kv %zu step %d", k, s);
-            assert_logits_close(model_logits(m, 0), model_logits(fresh, n + s), nv, 1e-4f, what);
+            // F16 caches round the softmax probabilities to f16 (as llama.cpp),
+            // and a one-row decode splits keys differently from a 1200-row
+            // pass: agreement to f16's precision, not to f32's.
+            float tol = kvs[k] == MODEL_KV_F16 ? 1e-3f : 1e-4f;
+            assert_logits_close(model_logits(m, 0), model_logits(fresh, n + s), nv, tol, what);
             model_free(fresh);
         }
         model_free(m);
