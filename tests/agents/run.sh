@@ -47,13 +47,21 @@ for _ in $(seq 100); do
     sleep 0.2
 done
 
-# TinyStories under a template that renders tools (agents always send some),
-# ending its answer at the first full stop so every agent sees a finished
-# turn (Claude Code reports a max_tokens stop as an error).
+# TinyStories under a template that renders tools (agents always send some)
+# and the user's and tools' turns only, so the prompt ends with the user's
+# "Once upon a time" whatever system text and reminders the agent version
+# adds; greedy sampling and a fixed seed (agents that send neither get the
+# Modelfile's; OpenCode sends its own temperature)
+# then always continues the story, and the stop at the first full stop ends
+# the answer as a finished turn (Claude Code reports a max_tokens stop as an
+# error). With the default temperature an agent sometimes drew an end of
+# text or a full stop first and printed nothing.
 cat >"$tmp/Modelfile" <<MODELFILE
 FROM $gguf
-TEMPLATE """{{ if .Tools }}Tools: {{ range .Tools }}{{ .Function.Name }} {{ end }}{{ end }}{{ range .Messages }}{{ if eq .Role "tool" }}Result: {{ .Content }}{{ else }}{{ .Content }}{{ end }}{{ end }}"""
+TEMPLATE """{{ if .Tools }}Tools: {{ range .Tools }}{{ .Function.Name }} {{ end }}{{ end }}{{ range .Messages }}{{ if eq .Role "tool" }}Result: {{ .Content }}{{ else if eq .Role "user" }}{{ .Content }}{{ end }}{{ end }}"""
 PARAMETER stop "."
+PARAMETER temperature 0
+PARAMETER seed 42
 MODELFILE
 "$ollama_bin" create agent -f "$tmp/Modelfile" >/dev/null
 
