@@ -1,5 +1,5 @@
 // gguf: reader (mmap, hostile-input safe) and streaming writer for GGUF v2/v3
-// files (shared/spec/gguf.md), plus the model summary used by show / tags.
+// files (docs/spec/gguf.md), plus the model summary used by show / tags.
 //
 // The reader validates everything up front in gguf_open: after it succeeds,
 // every key, string, array and tensor view it hands out lies inside the

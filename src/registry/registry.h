@@ -1,4 +1,4 @@
-// registry: the model registry client of shared/spec/registry.md — pull and
+// registry: the model registry client of docs/spec/registry.md — pull and
 // push over the Docker Registry HTTP API v2 (OCI distribution) with Ollama's
 // media types, Ollama's key-signature bearer tokens (~/.ollama/id_ed25519),
 // basic auth for standard registries, resumable parallel blob downloads

@@ -1,4 +1,4 @@
-// template: Ollama's prompt templates (shared/spec/templates.md).
+// template: Ollama's prompt templates (docs/spec/templates.md).
 //
 //  - an interpreter for the Go text/template language subset real model
 //    templates use (template_parse / template_execute);

@@ -1,5 +1,5 @@
 // tokenizer: the text <-> token id mapping of a GGUF model, token-for-token
-// identical to llama.cpp (shared/spec/tokenizers.md). Three model families:
+// identical to llama.cpp (docs/spec/tokenizers.md). Three model families:
 // SentencePiece-style BPE by score ("llama", SPM), byte-level BPE by merge
 // rank with per-model pre-tokenizer regexes ("gpt2", BPE), and WordPiece
 // ("bert", WPM). Special tokens written in the text are recognised when asked,

@@ -237,7 +237,7 @@ int time_parse_rfc3339(const char *s, int64_t *out_ns, struct err *e);
 void size_format_human(uint64_t bytes, char *out, size_t n);
 
 // ---------------------------------------------------------------------------
-// Environment configuration (shared/spec/env.md). Read once with
+// Environment configuration (docs/spec/env.md). Read once with
 // env_config_load(); bad values log a warning and keep the default.
 
 struct host_addr {
