@@ -659,12 +659,10 @@ static void ew_range(void *p, int64_t i0, int64_t i1)
             y[i] = engine_softcap_f32(a[i], c->s);
         break;
     case EW_SILU_GLU:
-        for (int64_t i = i0; i < i1; i++)
-            y[i] = engine_silu(a[i]) * b[i];
+        kernels_silu_glu(y + i0, a + i0, b + i0, i1 - i0);
         break;
     case EW_GELU_GLU:
-        for (int64_t i = i0; i < i1; i++)
-            y[i] = engine_gelu(a[i]) * b[i];
+        kernels_gelu_glu(y + i0, a + i0, b + i0, i1 - i0);
         break;
     }
 }

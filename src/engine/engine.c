@@ -94,19 +94,12 @@ size_t engine_kv_row_bytes(uint32_t kv_type, int64_t kv_dim)
 
 float engine_silu(float x)
 {
-    return x / (1.0f + expf(-x));
+    return kernels_silu(x);
 }
 
 float engine_gelu(float x)
 {
-    const float c = 0.79788456080286535587989211986876f;  // sqrt(2/pi)
-    if (x <= -10.0f)
-        return 0.0f;
-    if (x >= 10.0f)
-        return x;
-    float h = quant_f16_to_f32(quant_f32_to_f16(x));
-    float g = 0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h)));
-    return quant_f16_to_f32(quant_f32_to_f16(g));
+    return kernels_gelu(x);
 }
 
 float engine_softcap_f32(float x, float cap)

@@ -1060,18 +1060,69 @@ static void test_elementwise(void **state)
     assert_true(y[0] == 10.0f);
 }
 
+// The gated activations: GELU is ggml's f16 table at every ISA (bit-exact),
+// SiLU's polynomial e^x stays within a few ulp of expf; the far ends (no
+// overflow, exact limits) and the table's direct formula are checked too.
+static void test_glu(void **state)
+{
+    (void)state;
+    enum { N = 4099 };
+    float *g = malloc(N * 4), *u = malloc(N * 4), *y0 = malloc(N * 4), *y1 = malloc(N * 4);
+    for (int i = 0; i < N; i++) {
+        g[i] = -24.0f + 48.0f * (float)i / (float)(N - 1);  // past both GELU cut-offs
+        u[i] = 0.5f + (float)(i % 7);
+    }
+    g[0] = -200.0f;
+    g[1] = 200.0f;
+    g[2] = 0.0f;
+    g[3] = -0.0f;
+    const float c = 0.79788456080286535587989211986876f;
+    for (int i = 0; i < N; i++) {
+        float x = g[i], want;
+        if (x <= -10.0f) {
+            want = 0.0f;
+        } else if (x >= 10.0f) {
+            want = x;
+        } else {
+            float h = quant_f16_to_f32(quant_f32_to_f16(x));
+            float t = 0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h)));
+            want = quant_f16_to_f32(quant_f32_to_f16(t));
+        }
+        assert_true(kernels_gelu(x) == want);
+    }
+    const struct kernels_ops *ref = kernels_ops_isa(KERNELS_ISA_SCALAR);
+    for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+        const struct kernels_ops *o = kernels_ops_isa((enum kernels_isa)isa);
+        if (!o)
+            continue;
+        for (int64_t n = 1; n <= N; n += n < 40 ? 1 : 1013) {
+            ref->gelu_glu(y0, g, u, n);
+            o->gelu_glu(y1, g, u, n);
+            assert_memory_equal(y0, y1, (size_t)n * 4);
+            ref->silu_glu(y0, g, u, n);
+            o->silu_glu(y1, g, u, n);
+            for (int64_t i = 0; i < n; i++) {
+                assert_true(isfinite(y1[i]));
+                assert_true(fabsf(y0[i] - y1[i]) <= 4e-7f * fabsf(y0[i]) + 1e-30f);
+            }
+        }
+        o->silu_glu(y1, g, u, 8);  // one full vector: the SIMD path
+        assert_true(fabsf(y1[0]) < 1e-30f && y1[1] == 200.0f * u[1] && y1[2] == 0.0f);
+    }
+    free(g);
+    free(u);
+    free(y0);
+    free(y1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dispatch),
-        cmocka_unit_test(test_from_float),
-        cmocka_unit_test(test_scalar_vs_reference),
-        cmocka_unit_test(test_isa_vs_scalar),
-        cmocka_unit_test(test_interleaved),
-        cmocka_unit_test(test_fixture_vectors),
-        cmocka_unit_test(test_iq_types),
-        cmocka_unit_test(test_iq_fixture_vectors),
-        cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_dispatch),           cmocka_unit_test(test_glu),
+        cmocka_unit_test(test_from_float),         cmocka_unit_test(test_scalar_vs_reference),
+        cmocka_unit_test(test_isa_vs_scalar),      cmocka_unit_test(test_interleaved),
+        cmocka_unit_test(test_fixture_vectors),    cmocka_unit_test(test_iq_types),
+        cmocka_unit_test(test_iq_fixture_vectors), cmocka_unit_test(test_elementwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

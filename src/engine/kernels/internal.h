@@ -40,6 +40,10 @@ extern const struct kernels_type kernels_neon_table[KERNELS_NTYPES];
 extern const struct kernels_ops kernels_neon_ops;
 #endif
 
+// GELU of every f16 input, as f32 (the f16-rounded result), indexed by the
+// input's f16 bits; built once on first use (thread-safe).
+const float *kernels_gelu_table(void);
+
 // Activation conversions shared by every ISA (the formats are the same, so
 // the scalar ones are used where a SIMD one would not pay).
 void kernels_from_float_q8_0_ref(const float *x, void *y, int64_t n);

@@ -88,7 +88,9 @@ static void overlay_ops(struct kernels_ops *dst, const struct kernels_ops *src)
 #define OV(f)                                                                                      \
     if (src->f)                                                                                    \
         dst->f = src->f;
-    OV(f16_to_f32_row) OV(f32_to_f16_row) OV(dot_f32) OV(axpy_f32) OV(dot_f16_f32) OV(axpy_f16)
+    OV(f16_to_f32_row)
+    OV(f32_to_f16_row)
+    OV(dot_f32) OV(axpy_f32) OV(dot_f16_f32) OV(axpy_f16) OV(silu_glu) OV(gelu_glu)
 #undef OV
 }
 
@@ -234,6 +236,16 @@ float kernels_dot_f16_f32(const uint16_t *a, const float *b, int64_t n)
 void kernels_axpy_f16(float *y, float a, const uint16_t *x, int64_t n)
 {
     ops()->axpy_f16(y, a, x, n);
+}
+
+void kernels_silu_glu(float *y, const float *gate, const float *up, int64_t n)
+{
+    ops()->silu_glu(y, gate, up, n);
+}
+
+void kernels_gelu_glu(float *y, const float *gate, const float *up, int64_t n)
+{
+    ops()->gelu_glu(y, gate, up, n);
 }
 
 size_t kernels_row_size(uint32_t type, int64_t n)

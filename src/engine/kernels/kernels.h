@@ -83,6 +83,15 @@ void kernels_axpy_f32(float *y, float a, const float *x, int64_t n);      // y +
 float kernels_dot_f16_f32(const uint16_t *a, const float *b, int64_t n);  // K cache in f16
 void kernels_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);   // V cache in f16
 
+// Gated activations of a feed-forward block: y[i] = act(gate[i]) * up[i].
+// SiLU is x / (1 + e^-x) (SIMD variants use a polynomial e^x within 2 ulp,
+// as ggml's do); GELU is the tanh form read from a table by the input
+// rounded to f16, the result rounded to f16, 0 below -10 and x above 10:
+// exactly ggml's GELU on the CPU, at every ISA.
+void kernels_silu_glu(float *y, const float *gate, const float *up, int64_t n);
+void kernels_gelu_glu(float *y, const float *gate, const float *up, int64_t n);
+float kernels_silu(float x);
+float kernels_gelu(float x);
 // Scalar reference twins of the element-wise helpers.
 void kernels_f16_to_f32_row_ref(const uint16_t *x, float *y, int64_t n);
 void kernels_f32_to_f16_row_ref(const float *x, uint16_t *y, int64_t n);
@@ -90,6 +99,8 @@ float kernels_dot_f32_ref(const float *a, const float *b, int64_t n);
 void kernels_axpy_f32_ref(float *y, float a, const float *x, int64_t n);
 float kernels_dot_f16_f32_ref(const uint16_t *a, const float *b, int64_t n);
 void kernels_axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n);
+void kernels_silu_glu_ref(float *y, const float *gate, const float *up, int64_t n);
+void kernels_gelu_glu_ref(float *y, const float *gate, const float *up, int64_t n);
 
 // The element-wise helpers of one ISA (for tests; kernels_ops_isa returns
 // NULL when the CPU lacks the ISA). Every field is set.
@@ -100,6 +111,8 @@ struct kernels_ops {
     void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
     float (*dot_f16_f32)(const uint16_t *a, const float *b, int64_t n);
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);
+    void (*silu_glu)(float *y, const float *gate, const float *up, int64_t n);
+    void (*gelu_glu)(float *y, const float *gate, const float *up, int64_t n);
 };
 const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa);
 

@@ -6,6 +6,7 @@
 #include "engine/kernels/internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 // ---------------------------------------------------------------------------
@@ -431,6 +432,51 @@ void kernels_axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n)
         y[i] += a * quant_f16_to_f32(x[i]);
 }
 
+static float gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_table_init(void)
+{
+    const float c = 0.79788456080286535587989211986876f;  // sqrt(2/pi)
+    for (uint32_t h = 0; h < (1u << 16); h++) {
+        float x = quant_f16_to_f32((uint16_t)h);
+        float g = 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+        gelu_table[h] = quant_f16_to_f32(quant_f32_to_f16(g));
+    }
+}
+
+const float *kernels_gelu_table(void)
+{
+    pthread_once(&gelu_once, gelu_table_init);
+    return gelu_table;
+}
+
+float kernels_gelu(float x)
+{
+    if (x <= -10.0f)
+        return 0.0f;
+    if (x >= 10.0f)
+        return x;
+    return kernels_gelu_table()[quant_f32_to_f16(x)];
+}
+
+float kernels_silu(float x)
+{
+    return x / (1.0f + expf(-x));
+}
+
+void kernels_silu_glu_ref(float *y, const float *gate, const float *up, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = kernels_silu(gate[i]) * up[i];
+}
+
+void kernels_gelu_glu_ref(float *y, const float *gate, const float *up, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = kernels_gelu(gate[i]) * up[i];
+}
+
 // ---------------------------------------------------------------------------
 
 #define ROW(t, vdt, ff, vd)                                                                        \
@@ -462,4 +508,6 @@ const struct kernels_ops kernels_scalar_ops = {
     .axpy_f32 = kernels_axpy_f32_ref,
     .dot_f16_f32 = kernels_dot_f16_f32_ref,
     .axpy_f16 = kernels_axpy_f16_ref,
+    .silu_glu = kernels_silu_glu_ref,
+    .gelu_glu = kernels_gelu_glu_ref,
 };
