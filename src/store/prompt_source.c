@@ -5,8 +5,10 @@
 // with (bos_token, eos_token, whether the tokenizer adds BOS itself).
 #include "store/store.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gguf/gguf.h"
 #include "jinja/jinja.h"
@@ -99,19 +101,95 @@ static bool adds_bos(const struct gguf *g)
     return str_eq_cstr(model, "llama") || str_eq_cstr(model, "bert");
 }
 
+// What a chat needs from the GGUF header, kept per file: opening the header
+// parses the whole vocabulary (milliseconds for a 150k-token one), and every
+// chat, generate and show asks. Blobs are content-addressed and never change
+// in place; the size and modification time guard other paths.
+struct vocab_facts {
+    char *path;
+    off_t size;
+    struct timespec mtime;
+    char *chat_template;  // NULL when absent
+    char *bos_token, *eos_token;
+    bool adds_bos;
+};
+
+enum { VOCAB_CACHE_SLOTS = 8 };
+static struct vocab_facts vocab_cache[VOCAB_CACHE_SLOTS];
+static unsigned vocab_cache_next;
+static pthread_mutex_t vocab_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+static bool read_vocab_facts(const char *path, struct vocab_facts *f)
+{
+    struct gguf *g = NULL;
+    if (gguf_open(&g, path, NULL) != 0)
+        return false;
+    struct str ct;
+    if (gguf_get_str(g, "tokenizer.chat_template", &ct) && ct.len > 0)
+        f->chat_template = str_dup(ct);
+    f->bos_token = token_text(g, "tokenizer.ggml.bos_token_id");
+    f->eos_token = token_text(g, "tokenizer.ggml.eos_token_id");
+    f->adds_bos = adds_bos(g);
+    gguf_close(g);
+    return true;
+}
+
+static void vocab_facts_free(struct vocab_facts *f)
+{
+    free(f->path);
+    free(f->chat_template);
+    free(f->bos_token);
+    free(f->eos_token);
+    memset(f, 0, sizeof *f);
+}
+
+static void copy_facts(const struct vocab_facts *f, struct store_prompt_choice *out)
+{
+    out->chat_template = dup_or_null(f->chat_template);
+    out->bos_token = dup_or_null(f->bos_token);
+    out->eos_token = dup_or_null(f->eos_token);
+    out->tokenizer_adds_bos = f->adds_bos;
+}
+
+// Fills out's vocabulary facts for path from the cache, reading the header on a miss.
+static void vocab_facts_get(const char *path, struct store_prompt_choice *out)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return;
+    pthread_mutex_lock(&vocab_cache_mu);
+    for (int i = 0; i < VOCAB_CACHE_SLOTS; i++) {
+        const struct vocab_facts *f = &vocab_cache[i];
+        if (f->path && !strcmp(f->path, path) && f->size == st.st_size &&
+            f->mtime.tv_sec == st.st_mtim.tv_sec && f->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+            copy_facts(f, out);
+            pthread_mutex_unlock(&vocab_cache_mu);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&vocab_cache_mu);
+    struct vocab_facts fresh = {.size = st.st_size, .mtime = st.st_mtim};
+    if (!read_vocab_facts(path, &fresh))
+        return;
+    fresh.path = xstrdup(path);
+    copy_facts(&fresh, out);
+    pthread_mutex_lock(&vocab_cache_mu);
+    struct vocab_facts *slot = &vocab_cache[vocab_cache_next++ % VOCAB_CACHE_SLOTS];
+    vocab_facts_free(slot);
+    *slot = fresh;
+    pthread_mutex_unlock(&vocab_cache_mu);
+}
+
 void store_prompt_choose(const struct store_model *m, struct store_prompt_choice *out)
 {
     memset(out, 0, sizeof *out);
-    struct gguf *g = NULL;
-    if (m->model_path && gguf_open(&g, m->model_path, NULL) == 0) {
-        struct str ct;
-        if (gguf_get_str(g, "tokenizer.chat_template", &ct) && ct.len > 0)
-            out->chat_template = str_dup(ct);
-        out->bos_token = token_text(g, "tokenizer.ggml.bos_token_id");
-        out->eos_token = token_text(g, "tokenizer.ggml.eos_token_id");
-        out->tokenizer_adds_bos = adds_bos(g);
-        gguf_close(g);
-    }
+    if (m->model_path)
+        vocab_facts_get(m->model_path, out);
     if (!out->bos_token)
         out->bos_token = xstrdup("");
     if (!out->eos_token)

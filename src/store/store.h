@@ -1,4 +1,4 @@
-// store: the model store of shared/spec/store.md — model names, the blobs/
+// store: the model store of docs/spec/store.md — model names, the blobs/
 // and manifests/ tree under OLLAMA_MODELS, manifests and config blobs with
 // Ollama's exact JSON, list / copy / delete / consistency check / prune,
 // the Modelfile parser and renderer (spec/modelfile.md), the data behind
@@ -464,7 +464,8 @@ struct store_prompt_choice {
 
 // Chooses the source for m. OLLAMA_GO_TEMPLATE is read from the environment
 // (unset: the Go template unless the chat template offers more; true: the
-// Go template whenever there is one; false: never). Reads the GGUF header.
+// Go template whenever there is one; false: never). Reads the GGUF header once per
+// file (a small cache keyed by path, size and mtime).
 void store_prompt_choose(const struct store_model *m, struct store_prompt_choice *out);
 void store_prompt_choice_deinit(struct store_prompt_choice *c);
 // "renderer_parser", "renderer", "parser", "harmony", "go_template",
