@@ -750,15 +750,28 @@ static void events(void *state, const json_t *native, struct buf *out)
     srv_anthropic_stream_encode(state, native, out);
 }
 
-static int stream_encode(void *ctx, struct srv_stream *st, const json_t *obj)
+static void stream_free(void *state)
 {
-    return srv_compat_stream_events(st, events, ctx, obj);
+    srv_anthropic_stream_free(state);
 }
 
-static void stream_free(void *ctx)
+struct message_ids {
+    const char *id, *model;
+};
+
+static json_t *answer(const json_t *native, void *arg)
 {
-    srv_anthropic_stream_free(ctx);
+    const struct message_ids *ids = arg;
+    return srv_anthropic_response(ids->id, ids->model, native);
 }
+
+static const struct srv_compat_api messages_api = {
+    .error = srv_anthropic_error,
+    .events = events,
+    .free_state = stream_free,
+    .call_prefix = "toolu",
+    .answer = answer,
+};
 
 // ---------------------------------------------------------------------------
 // Handlers
@@ -804,36 +817,11 @@ static void handle_messages(struct srv_req *r)
     // A forced tool call is decided on the whole answer: generated in one
     // piece, then sent as events when the client asked for a stream.
     bool forced = json_object_get(native, "format") != NULL;
-    if (forced)
-        jsonx_set_bool(native, "stream", false);
     char id[64];
     srv_anthropic_id(id, sizeof(id), "msg");
-    const char *model = json_string_value(json_object_get(b, "model"));
-    struct srv_anthropic_stream *s = srv_anthropic_stream_new(id, model);
-    struct srv_encoder enc = {
-        .content_type = "text/event-stream",
-        .encode = stream_encode,
-        .free = stream_free,
-        .ctx = s,
-    };
-    int rc = srv_run_native(r, "/api/chat", native, stream && !forced ? &enc : NULL);
-    if (!enc.ctx)
-        s = NULL;  // owned by the stream
-    if (!srv_compat_failed(r, rc, srv_anthropic_error) && rc == SRV_NATIVE_REPLIED) {
-        json_t *nat = srv_native_reply(r);
-        if (!nat) {
-            reply_error(r, 500, "invalid response from native handler");
-        } else {
-            if (forced)
-                srv_forced_call_from_content(nat, "toolu");
-            if (stream)
-                srv_compat_reply_events(r, events, s, nat);
-            else
-                srv_reply_json(r, 200, srv_anthropic_response(id, model, nat));
-        }
-        json_decref(nat);
-    }
-    srv_anthropic_stream_free(s);
+    struct message_ids ids = {id, json_string_value(json_object_get(b, "model"))};
+    srv_compat_chat(r, native, stream, forced, &messages_api,
+                    srv_anthropic_stream_new(ids.id, ids.model), &ids);
     json_decref(native);
     json_decref(b);
 }
@@ -860,8 +848,9 @@ static void handle_count_tokens(struct srv_req *r)
     json_object_del(native, "format");
     jsonx_set_bool(native, "stream", false);
     jsonx_set_bool(native, "truncate", false);
-    jsonx_set_bool(native, "_count_tokens", true);
+    r->count_prompt_tokens = true;
     int rc = srv_run_native(r, "/api/chat", native, NULL);
+    r->count_prompt_tokens = false;
     if (!srv_compat_failed(r, rc, srv_anthropic_error)) {
         json_t *nat = srv_native_reply(r);
         const json_t *n = json_object_get(nat, "prompt_eval_count");

@@ -59,3 +59,54 @@ void srv_compat_reply_events(struct srv_req *r, srv_events_fn encode, void *stat
     srv_reply(r, 200, "text/event-stream", out.data ? out.data : "", out.len);
     buf_deinit(&out);
 }
+
+// The encoder context of a translated stream: the API's events and state.
+struct compat_stream {
+    const struct srv_compat_api *api;
+    void *state;
+};
+
+static int compat_encode(void *ctx, struct srv_stream *st, const json_t *obj)
+{
+    struct compat_stream *cs = ctx;
+    return srv_compat_stream_events(st, cs->api->events, cs->state, obj);
+}
+
+static void compat_free(void *ctx)
+{
+    struct compat_stream *cs = ctx;
+    cs->api->free_state(cs->state);
+    free(cs);
+}
+
+void srv_compat_chat(struct srv_req *r, json_t *native, bool stream, bool forced,
+                     const struct srv_compat_api *api, void *state, void *arg)
+{
+    if (forced)
+        jsonx_set_bool(native, "stream", false);
+    struct compat_stream *cs = xmalloc(sizeof *cs);
+    *cs = (struct compat_stream){api, state};
+    struct srv_encoder enc = {
+        .content_type = "text/event-stream",
+        .encode = compat_encode,
+        .free = compat_free,
+        .ctx = cs,
+    };
+    int rc = srv_run_native(r, "/api/chat", native, stream && !forced ? &enc : NULL);
+    if (!srv_compat_failed(r, rc, api->error) && rc == SRV_NATIVE_REPLIED) {
+        json_t *nat = srv_native_reply(r);
+        if (!nat) {
+            srv_reply_json(r, 500, api->error(500, "invalid response from native handler"));
+        } else {
+            if (forced)
+                srv_forced_call_from_content(nat, api->call_prefix);
+            if (stream)
+                srv_compat_reply_events(r, api->events, state, nat);
+            else
+                srv_reply_json(r, 200, api->answer(nat, arg));
+        }
+        json_decref(nat);
+    }
+    if (enc.ctx)  // else the stream owns it
+        compat_free(cs);
+}

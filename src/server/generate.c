@@ -675,7 +675,7 @@ static json_t *model_details(const struct store_model *m)
     return d;
 }
 
-// "_count_tokens": true (set by /v1/messages/count_tokens, anthropic.c):
+// r->count_prompt_tokens (set by /v1/messages/count_tokens, anthropic.c):
 // the rendered prompt's length in the runner's tokens, as the runner counts
 // it before generating, and no generation. Releases the runner.
 static void reply_prompt_tokens(struct gen_job *j, struct srv_req *r)
@@ -884,7 +884,7 @@ static void handle_completion(struct srv_req *r, bool chat)
         srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, &e);
         goto out;
     }
-    if (json_is_true(json_object_get(b, "_count_tokens"))) {
+    if (r->count_prompt_tokens) {
         reply_prompt_tokens(j, r);
         goto out;
     }

@@ -64,6 +64,10 @@ struct srv_req {
     struct err upload_err;
     // Output encoder for the next stream (encode == NULL: plain NDJSON).
     struct srv_encoder encoder;
+    // Set by a translating route before srv_run_native on /api/chat or
+    // /api/generate: render and count the prompt's tokens, generate nothing
+    // (/v1/messages/count_tokens). Never set from a request body.
+    bool count_prompt_tokens;
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);
@@ -200,6 +204,24 @@ int srv_compat_stream_events(struct srv_stream *st, srv_events_fn encode, void *
 // stream asked for and answered in one piece).
 void srv_compat_reply_events(struct srv_req *r, srv_events_fn encode, void *state,
                              const json_t *native);
+
+// A translated API as srv_compat_chat runs it.
+struct srv_compat_api {
+    srv_error_fn error;    // the API's error body
+    srv_events_fn events;  // a stream state's events for one native object
+    void (*free_state)(void *state);
+    const char *call_prefix;  // id prefix of a call forced by tool_choice
+    // The non-streamed answer in the API's shape (a new reference).
+    json_t *(*answer)(const json_t *native, void *arg);
+};
+// Runs native on /api/chat and replies: as events through state while the
+// native stream runs (stream and not forced), or from the whole native answer
+// (as events when stream, else api->answer(native, arg)); forced: a call
+// required by tool_choice, generated in one piece (native's "stream" is set
+// false here) and read back from the content. Takes state (freed with
+// api->free_state when the stream is over or was never started).
+void srv_compat_chat(struct srv_req *r, json_t *native, bool stream, bool forced,
+                     const struct srv_compat_api *api, void *state, void *arg);
 
 // Anthropic Messages translation (anthropic.c), exposed for tests and fuzzing.
 // A /v1/messages body (any JSON object) → the native /api/chat body; NULL

@@ -794,15 +794,29 @@ static void events(void *state, const json_t *native, struct buf *out)
     srv_responses_stream_encode(state, native, out);
 }
 
-static int stream_encode(void *ctx, struct srv_stream *st, const json_t *obj)
+static void stream_free(void *state)
 {
-    return srv_compat_stream_events(st, events, ctx, obj);
+    srv_responses_stream_free(state);
 }
 
-static void stream_free(void *ctx)
+struct response_ids {
+    const json_t *request;
+    const char *resp_id, *item_id;
+};
+
+static json_t *answer(const json_t *native, void *arg)
 {
-    srv_responses_stream_free(ctx);
+    const struct response_ids *ids = arg;
+    return srv_responses_response(ids->request, ids->resp_id, ids->item_id, native);
 }
+
+static const struct srv_compat_api responses_api = {
+    .error = error_object,
+    .events = events,
+    .free_state = stream_free,
+    .call_prefix = "call",
+    .answer = answer,
+};
 
 // ---------------------------------------------------------------------------
 // Handler
@@ -821,36 +835,12 @@ static void handle_responses(struct srv_req *r)
     }
     bool stream = json_is_true(json_object_get(b, "stream"));
     bool forced = json_object_get(native, "format") && json_object_get(native, "tools");
-    if (forced)
-        jsonx_set_bool(native, "stream", false);
     char resp_id[32], item_id[32];
     make_id(resp_id, sizeof(resp_id), "resp");
     make_id(item_id, sizeof(item_id), "msg");
-    struct srv_responses_stream *s = srv_responses_stream_new(b, resp_id, item_id);
-    struct srv_encoder enc = {
-        .content_type = "text/event-stream",
-        .encode = stream_encode,
-        .free = stream_free,
-        .ctx = s,
-    };
-    int rc = srv_run_native(r, "/api/chat", native, stream && !forced ? &enc : NULL);
-    if (!enc.ctx)
-        s = NULL;  // owned by the stream
-    if (!srv_compat_failed(r, rc, error_object) && rc == SRV_NATIVE_REPLIED) {
-        json_t *nat = srv_native_reply(r);
-        if (!nat) {
-            reply_error(r, 500, "invalid response from native handler");
-        } else {
-            if (forced)
-                srv_forced_call_from_content(nat, "call");
-            if (stream)
-                srv_compat_reply_events(r, events, s, nat);
-            else
-                srv_reply_json(r, 200, srv_responses_response(b, resp_id, item_id, nat));
-        }
-        json_decref(nat);
-    }
-    srv_responses_stream_free(s);
+    struct response_ids ids = {b, resp_id, item_id};
+    srv_compat_chat(r, native, stream, forced, &responses_api,
+                    srv_responses_stream_new(b, resp_id, item_id), &ids);
     json_decref(native);
     json_decref(b);
 }

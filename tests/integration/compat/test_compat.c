@@ -374,6 +374,15 @@ static void test_count_tokens(void **state)
              "{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", 404);
     assert_string_equal(str_at(v, "error", "type"), "not_found_error");
     json_decref(v);
+    // Counting is internal to the route: a body field cannot turn a native chat into it.
+    v = call("POST", "/api/chat",
+             "{\"model\":\"counter\",\"stream\":false,\"_count_tokens\":true,"
+             "\"options\":{\"num_predict\":2},\"messages\":[{\"role\":\"user\","
+             "\"content\":\"Once\"}]}",
+             200);
+    assert_non_null(json_object_get(v, "message"));
+    assert_true(json_is_true(json_object_get(v, "done")));
+    json_decref(v);
 }
 
 // ---------------------------------------------------------------------------
