@@ -500,62 +500,54 @@ static int binary(struct parser *p, int op, int line, struct jnode *l, struct jn
     return 0;
 }
 
-static int parse_pow(struct parser *p, struct jnode **out)
+// The binary operator levels between unary and comparison, tightest first;
+// each is left-associative. Node ops: 'p' power, 'f' floor division.
+struct binop {
+    const char *tok;
+    int op;
+};
+static const struct binop ops_pow[] = {{"**", 'p'}};
+static const struct binop ops_mul[] = {{"*", '*'}, {"/", '/'}, {"//", 'f'}, {"%", '%'}};
+static const struct binop ops_concat[] = {{"~", '~'}};
+static const struct binop ops_add[] = {{"+", '+'}, {"-", '-'}};
+static const struct {
+    const struct binop *ops;
+    size_t n;
+} binary_levels[] = {
+    {ops_pow, 1},
+    {ops_mul, sizeof ops_mul / sizeof ops_mul[0]},
+    {ops_concat, 1},
+    {ops_add, sizeof ops_add / sizeof ops_add[0]},
+};
+enum { BINARY_TOP = sizeof binary_levels / sizeof binary_levels[0] - 1 };
+
+static int binary_op_at(int level, const struct jtoken *t)
 {
-    int rc = parse_unary(p, true, out);
-    while (!rc && is_op(cur(p), "**")) {
-        int line = cur(p)->line;
-        next(p);
-        struct jnode *r;
-        if ((rc = parse_unary(p, true, &r)) == 0)
-            rc = binary(p, 'p', line, *out, r, out);
-    }
-    return rc;
+    for (size_t i = 0; i < binary_levels[level].n; i++)
+        if (is_op(t, binary_levels[level].ops[i].tok))
+            return binary_levels[level].ops[i].op;
+    return 0;
 }
 
-static int parse_math2(struct parser *p, struct jnode **out)
+// One operand of level: the next tighter level, or a unary expression.
+static int parse_binary(struct parser *p, int level, struct jnode **out);
+
+static int parse_operand(struct parser *p, int level, struct jnode **out)
 {
-    int rc = parse_pow(p, out);
+    return level == 0 ? parse_unary(p, true, out) : parse_binary(p, level - 1, out);
+}
+
+static int parse_binary(struct parser *p, int level, struct jnode **out)
+{
+    int rc = parse_operand(p, level, out);
     for (;;) {
         struct jtoken *t = cur(p);
-        int op = is_op(t, "*")    ? '*'
-                 : is_op(t, "/")  ? '/'
-                 : is_op(t, "//") ? 'f'
-                 : is_op(t, "%")  ? '%'
-                                  : 0;
-        if (rc || !op)
+        int op = rc ? 0 : binary_op_at(level, t);
+        if (!op)
             return rc;
         next(p);
         struct jnode *r;
-        if ((rc = parse_pow(p, &r)) == 0)
-            rc = binary(p, op, t->line, *out, r, out);
-    }
-}
-
-static int parse_concat(struct parser *p, struct jnode **out)
-{
-    int rc = parse_math2(p, out);
-    while (!rc && is_op(cur(p), "~")) {
-        int line = cur(p)->line;
-        next(p);
-        struct jnode *r;
-        if ((rc = parse_math2(p, &r)) == 0)
-            rc = binary(p, '~', line, *out, r, out);
-    }
-    return rc;
-}
-
-static int parse_math1(struct parser *p, struct jnode **out)
-{
-    int rc = parse_concat(p, out);
-    for (;;) {
-        struct jtoken *t = cur(p);
-        int op = is_op(t, "+") ? '+' : is_op(t, "-") ? '-' : 0;
-        if (rc || !op)
-            return rc;
-        next(p);
-        struct jnode *r;
-        if ((rc = parse_concat(p, &r)) == 0)
+        if ((rc = parse_operand(p, level, &r)) == 0)
             rc = binary(p, op, t->line, *out, r, out);
     }
 }
@@ -563,7 +555,7 @@ static int parse_math1(struct parser *p, struct jnode **out)
 static int parse_compare(struct parser *p, struct jnode **out)
 {
     struct jnode *first;
-    int rc = parse_math1(p, &first);
+    int rc = parse_binary(p, BINARY_TOP, &first);
     if (rc)
         return rc;
     struct nvec items = {0};
@@ -598,7 +590,7 @@ static int parse_compare(struct parser *p, struct jnode **out)
         if (!items.n && (rc = nvec_push(p, &items, first)))
             return rc;
         struct jnode *r;
-        if ((rc = parse_math1(p, &r)) || (rc = nvec_push(p, &items, r)))
+        if ((rc = parse_binary(p, BINARY_TOP, &r)) || (rc = nvec_push(p, &items, r)))
             return rc;
         ops[n_ops++] = op;
     }
