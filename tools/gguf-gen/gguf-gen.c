@@ -4,10 +4,12 @@
 // mix, with tokenizer metadata copied from a vocabulary GGUF (or a small
 // synthetic byte-fallback vocabulary). Tensors are generated, quantized with
 // the reference quantizers and written one chunk at a time, so even the
-// 8B preset never sits in memory; --sparse writes the tensor data as holes.
+// 8B preset never sits in memory; --sparse writes the tensor data as holes, --random-blocks
+// every block tensor as random blocks (fast, for benchmarks).
 // See README.md for usage.
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@ struct opts {
     const char *vocab;
     const char *out;
     bool sparse;
+    bool random_blocks;  // every block type as random blocks (fast; for benchmarks)
     bool quiet;
 };
 
@@ -84,19 +87,20 @@ static const struct preset presets[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|qwen3|gemma2|gemma3|phi3|bert|"
-            "nomic-bert --n-embd N "
-            "--n-layer N --n-head N\n"
-            "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
-            "                [--head-dim N] [--n-rot N] [--n-swa N]\n"
-            "                [--n-expert N --n-expert-used N --n-ff-exp N] (qwen3moe, gpt-oss)\n"
-            "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
-            "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
-            "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
-            "                        tq1_0|tq2_0] [--seed N]\n"
-            "                [--vocab VOCAB.gguf] [--sparse] [--quiet] -o OUT.gguf\n"
-            "presets:");
+    fprintf(
+        f,
+        "usage: gguf-gen [--preset NAME | --arch llama|qwen2|qwen3|gemma2|gemma3|phi3|bert|"
+        "nomic-bert --n-embd N "
+        "--n-layer N --n-head N\n"
+        "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
+        "                [--head-dim N] [--n-rot N] [--n-swa N]\n"
+        "                [--n-expert N --n-expert-used N --n-ff-exp N] (qwen3moe, gpt-oss)\n"
+        "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
+        "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
+        "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
+        "                        tq1_0|tq2_0] [--seed N]\n"
+        "                [--vocab VOCAB.gguf] [--sparse] [--random-blocks] [--quiet] -o OUT.gguf\n"
+        "presets:");
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
         fprintf(f, " %s", presets[i].name);
     fprintf(f, "\n");
@@ -401,12 +405,31 @@ static void synthetic_vocab(struct gguf_writer *w, int64_t n_vocab)
 // ---------------------------------------------------------------------------
 // Tensor data
 
-// Block types without a quantizer here (the i-quants need an importance
-// matrix; no quality is needed for benchmarks): random bytes per block,
-// then the f16 scale d set to one value per tensor that gives the
-// dequantized tensor the standard deviation the float weights would have.
-// d_off: the offset of d in a block.
-static bool random_block_type(uint32_t type, size_t *d_off)
+// Random blocks: the block types without a quantizer here (the i-quants
+// need an importance matrix; no quality is needed for benchmarks), and with
+// --random-blocks every block type (a 30B model quantized from random floats
+// takes the better part of an hour; random blocks take the time to write
+// them). Random bytes per block, then the f16 scale d set to one value per
+// tensor that gives the dequantized tensor the standard deviation the float
+// weights would have; types with a minimum get min = min_factor * d, which
+// centres their values on zero.
+struct block_scales {
+    size_t d_off, m_off;
+    float min_factor;  // 0: no minimum field
+};
+
+#define BLOCK_D(t, d_field)                                                                        \
+    (struct block_scales)                                                                          \
+    {                                                                                              \
+        offsetof(struct t, d_field), 0, 0.0f                                                       \
+    }
+#define BLOCK_DM(t, d_field, m_field, f)                                                           \
+    (struct block_scales)                                                                          \
+    {                                                                                              \
+        offsetof(struct t, d_field), offsetof(struct t, m_field), f                                \
+    }
+
+static bool random_block_layout(uint32_t type, bool all_types, struct block_scales *l)
 {
     switch (type) {
     case GGUF_TYPE_IQ2_XXS:
@@ -417,27 +440,71 @@ static bool random_block_type(uint32_t type, size_t *d_off)
     case GGUF_TYPE_IQ1_S:
     case GGUF_TYPE_IQ4_NL:
     case GGUF_TYPE_IQ4_XS:
-        *d_off = 0;
+        *l = (struct block_scales){0, 0, 0.0f};
         return true;
     case GGUF_TYPE_TQ1_0:
     case GGUF_TYPE_TQ2_0:
-        *d_off = quant_traits_get(type)->type_size - 2;
+        *l = (struct block_scales){quant_traits_get(type)->type_size - 2, 0, 0.0f};
+        return true;
+    default:
+        break;
+    }
+    if (!all_types)
+        return false;
+    switch (type) {
+    case GGUF_TYPE_Q4_0:
+        *l = BLOCK_D(block_q4_0, d);
+        return true;
+    case GGUF_TYPE_Q5_0:
+        *l = BLOCK_D(block_q5_0, d);
+        return true;
+    case GGUF_TYPE_Q8_0:
+        *l = BLOCK_D(block_q8_0, d);
+        return true;
+    case GGUF_TYPE_Q3_K:
+        *l = BLOCK_D(block_q3_K, d);
+        return true;
+    case GGUF_TYPE_Q6_K:
+        *l = BLOCK_D(block_q6_K, d);
+        return true;
+    // value = d * q + m with q in 0..15 (0..31): m = -7.5 d (-15.5 d).
+    case GGUF_TYPE_Q4_1:
+        *l = BLOCK_DM(block_q4_1, d, m, -7.5f);
+        return true;
+    case GGUF_TYPE_Q5_1:
+        *l = BLOCK_DM(block_q5_1, d, m, -15.5f);
+        return true;
+    // value = d * sc * q - dmin * m with sc, m random in 0..63 (0..15 for
+    // Q2_K): dmin = mean(q) * d.
+    case GGUF_TYPE_Q2_K:
+        *l = BLOCK_DM(block_q2_K, d, dmin, 1.5f);
+        return true;
+    case GGUF_TYPE_Q4_K:
+        *l = BLOCK_DM(block_q4_K, d, dmin, 7.5f);
+        return true;
+    case GGUF_TYPE_Q5_K:
+        *l = BLOCK_DM(block_q5_K, d, dmin, 15.5f);
         return true;
     default:
         return false;
     }
 }
 
-static void random_blocks(struct rng *r, uint8_t *q, size_t n_bytes, uint32_t type, uint16_t d)
+static void random_blocks(struct rng *r, uint8_t *q, size_t n_bytes, uint32_t type, float d)
 {
     for (size_t i = 0; i < n_bytes; i += 8) {
         uint64_t v = rng_next(r);
         memcpy(q + i, &v, n_bytes - i < 8 ? n_bytes - i : 8);
     }
-    size_t d_off = 0, bs = quant_traits_get(type)->type_size;
-    random_block_type(type, &d_off);
-    for (size_t b = 0; b + bs <= n_bytes; b += bs)
-        memcpy(q + b + d_off, &d, 2);
+    struct block_scales l;
+    random_block_layout(type, true, &l);
+    uint16_t dh = quant_f32_to_f16(d), mh = quant_f32_to_f16(l.min_factor * d);
+    size_t bs = quant_traits_get(type)->type_size;
+    for (size_t b = 0; b + bs <= n_bytes; b += bs) {
+        memcpy(q + b + l.d_off, &dh, 2);
+        if (l.min_factor != 0.0f)
+            memcpy(q + b + l.m_off, &mh, 2);
+    }
 }
 
 static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, struct rng *r,
@@ -450,13 +517,13 @@ static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, s
     // The scale: the standard deviation of a row decoded with d = 1, from a
     // stream of its own (the data stream stays a function of the name).
     struct rng probe = *r;
-    random_blocks(&probe, qbuf, row_bytes, t->type, quant_f32_to_f16(1.0f));
+    random_blocks(&probe, qbuf, row_bytes, t->type, 1.0f);
     tr->to_float(qbuf, xbuf, row_len);
     double ss = 0.0;
     for (int64_t i = 0; i < row_len; i++)
         ss += (double)xbuf[i] * xbuf[i];
     double sd = sqrt(ss / (double)row_len);
-    uint16_t d = quant_f32_to_f16(sd > 0.0 ? (float)(std / sd) : std);
+    float d = sd > 0.0 ? (float)(std / sd) : std;
     int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
     if (rows_per_chunk < 1)
         rows_per_chunk = 1;
@@ -471,7 +538,8 @@ static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, s
 }
 
 static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t seed,
-                        int64_t n_embd, float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
+                        int64_t n_embd, bool random_all, float *xbuf, void *qbuf,
+                        size_t chunk_elems, struct err *e)
 {
     const struct quant_traits *tr = quant_traits_get(t->type);
     struct rng r;
@@ -492,7 +560,8 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t
         std = 1.0f / sqrtf((float)n_embd);
         break;
     }
-    if (!tr->from_float_ref)
+    struct block_scales layout;
+    if (!tr->from_float_ref || (random_all && random_block_layout(t->type, true, &layout)))
         return write_random_tensor(w, t, &r, std, xbuf, qbuf, chunk_elems, e);
     int64_t rows = rows_of(t), row_len = t->ne[0];
     if (t->init == INIT_ROPE_LONG || t->init == INIT_ROPE_SHORT) {
@@ -585,6 +654,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return -1;
             }
             i++;
+            continue;
+        }
+        if (!strcmp(a, "--random-blocks")) {
+            o->random_blocks = true;
             continue;
         }
         if (!strcmp(a, "--sparse")) {
@@ -753,11 +826,12 @@ int main(int argc, char **argv)
     // them in k-quants), norms F32.
     int32_t ftype = quant_mix_from_name(o.type);
     int block_type = -1;
-    size_t d_off;
+    struct block_scales layout;
     if (ftype < 0) {
         block_type = gguf_type_from_name(o.type);
         ftype = gguf_file_type_from_name(o.type);
-        if (block_type < 0 || ftype < 0 || !random_block_type((uint32_t)block_type, &d_off)) {
+        if (block_type < 0 || ftype < 0 ||
+            !random_block_layout((uint32_t)block_type, false, &layout)) {
             fprintf(stderr, "gguf-gen: unsupported --type %s\n", o.type);
             return 2;
         }
@@ -807,7 +881,7 @@ int main(int argc, char **argv)
                                                          t->ne[0], &mm);
         t->type = (uint32_t)ty;
         const struct quant_traits *tr = quant_traits_get(t->type);
-        if (!tr || (!tr->from_float_ref && !random_block_type(t->type, &d_off))) {
+        if (!tr || (!tr->from_float_ref && !random_block_layout(t->type, false, &layout))) {
             fprintf(stderr, "gguf-gen: %s: cannot write type %s\n", t->name,
                     gguf_type_name(t->type));
             return 1;
@@ -912,7 +986,7 @@ int main(int argc, char **argv)
             uint64_t nb = quant_row_size(t->type, t->ne[0]) * (uint64_t)rows_of(t);
             rc = gguf_writer_skip_data(w, nb, &e);
         } else {
-            rc = write_tensor(w, t, o.seed, o.n_embd, xbuf, qbuf, chunk, &e);
+            rc = write_tensor(w, t, o.seed, o.n_embd, o.random_blocks, xbuf, qbuf, chunk, &e);
         }
     }
     free(xbuf);
