@@ -437,7 +437,10 @@ static void test_connection_cap(void **state)
         }
     }
     print_message("%d of %d connections refused past a cap of 50\n", refused, n);
-    assert_true(refused >= 60 && refused <= 70);
+    // 70 past the cap; one or two more when the harness's readiness probe
+    // was still counted as open when the burst arrived (seen on a loaded
+    // machine).
+    assert_true(refused >= 60 && refused <= 72);
     assert_int_equal(log_count("refusing new ones"), 1);
     for (int i = 0; i < n; i++) {
         close(fds[i]);
