@@ -102,6 +102,12 @@ int rnd_lfm2_init(struct renderer_parser *p, json_t *last, const struct renderer
                   int variant, struct err *e);
 int rnd_lfm2_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 void rnd_lfm2_deinit(struct renderer_parser *p);
+int rnd_render_laguna(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e);
+int rnd_laguna_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                    int variant, struct err *e);
+int rnd_laguna_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+void rnd_laguna_deinit(struct renderer_parser *p);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
