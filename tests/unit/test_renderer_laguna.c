@@ -178,7 +178,7 @@ static void expect_error(const char *name, const char *tools, const char *text, 
 static void test_names(void **state)
 {
     (void)state;
-    static const char *const names[] = {"laguna", "poolside-v1"};
+    static const char *const names[] = {"laguna", "poolside-v1", "glimmer"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         assert_true(renderer_known(names[i]));
         assert_true(renderer_parser_known(names[i]));
@@ -723,6 +723,507 @@ static void test_laguna_parser_errors(void **state)
                  "failed to parse Laguna JSON tool call");
 }
 
+// ---------------------------------------------------------------------------
+// glimmer renderer (glimmer_reference_test.go, glimmer_test.go)
+
+#define G_MSG(header, content, end) "<|start|>" header "<|message|>" content end
+#define G_VALID                     "# Valid recipients: \"self\", \"user\"."
+
+// The built-in system message for today with that strength.
+static char *g_default_system(const char *strength, const char *extra)
+{
+    char date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%Y-%m-%d", &tm);
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b,
+               "<|start|>system<|message|>You are a helpful AI assistant.\nKnowledge cutoff: "
+               "2026-01-04.\nCurrent date: %s.\n\nReasoning strength: %s.%s\n\n",
+               date, strength, extra);
+    return buf_take(&b);
+}
+
+static void expect_render(const char *name, const char *msgs, const char *tools,
+                          const struct renderer_think *think, const char *want_sys,
+                          const char *want_rest)
+{
+    json_t *m = J(msgs);
+    json_t *t = tools ? J(tools) : NULL;
+    struct buf out;
+    buf_init(&out, 0);
+    struct err e = {0};
+    assert_int_equal(renderer_render(name, m, t, think, &out, &e), 0);
+    struct buf want;
+    buf_init(&want, 0);
+    buf_printf(&want, "<|begin_of_text|>%s%s", want_sys, want_rest);
+    assert_string_equal(buf_cstr(&out), buf_cstr(&want));
+    buf_deinit(&want);
+    buf_deinit(&out);
+    json_decref(m);
+    json_decref(t);
+}
+
+static const char g_weather_tool[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get the "
+    "weather\",\"parameters\":{\"type\":\"object\",\"required\":[\"city\"],\"properties\":{"
+    "\"city\":{\"type\":\"string\"},\"units\":{\"type\":\"string\"}}}}}]";
+
+#define G_TOOL_DEFS                                                                                \
+    "In this environment you have access to a set of tools you can use to answer the user's "      \
+    "question.\n\nYou can invoke a function by writing a \"<atem:function_calls>\" block like "    \
+    "the following:\n<atem:function_calls>\n<atem:invoke name=\"$FUNCTION_NAME\">\n"               \
+    "<atem:parameter name=\"$PARAMETER_NAME\">$PARAMETER_VALUE</atem:parameter>\n...\n"            \
+    "</atem:invoke>\n</atem:function_calls>\n\nString and scalar parameters should be specified "  \
+    "as is, while lists and objects should use JSON format. Note that spaces for string values "   \
+    "are not stripped. The output is not expected to be valid XML and is parsed with regular "     \
+    "expressions.\nHere are the functions available in JSONSchema format:\n// Tool metadata\n"     \
+    "{\"name\": \"get_weather\", \"description\": \"\"}\n// Function schemas\n{\"name\": "         \
+    "\"get_weather\", \"description\": \"Get the weather\", \"parameters\": {\"type\": "           \
+    "\"object\", \"required\": [\"city\"], \"properties\": {\"city\": {\"type\": \"string\"}, "    \
+    "\"units\": {\"type\": \"string\"}}}}\n\nHere's an example of how to call a function in the "  \
+    "tool set:\n(If the tool namespace is not specified, invoke the function directly as "         \
+    "`example_function_name` rather than `example_tool_name.example_function_name`)\n\n"           \
+    "to=example_tool_name.example_function_name\n\n<atem:function_calls>\n<atem:invoke "           \
+    "name=\"example_tool_name.example_function_name\">\n<atem:parameter "                          \
+    "name=\"example_parameter_1\">value_1</atem:parameter>\n<atem:parameter "                      \
+    "name=\"example_parameter_2\">This is the value for the second parameter\nthat can span\n"     \
+    "\"multiple\" lines\n</atem:parameter>\n</atem:invoke>\n</atem:function_calls>"
+
+#define G_WEATHER_ATEM                                                                             \
+    "<atem:function_calls>\n<atem:invoke name=\"get_weather\">\n<atem:parameter "                  \
+    "name=\"city\">SF</atem:parameter>\n<atem:parameter name=\"units\">fahrenheit"                 \
+    "</atem:parameter>\n</atem:invoke>\n</atem:function_calls>"
+#define G_WEATHER_CALL                                                                             \
+    "{\"function\":{\"name\":\"get_weather\",\"arguments\":{\"city\":\"SF\",\"units\":"            \
+    "\"fahrenheit\"}}}"
+
+static void test_glimmer_render(void **state)
+{
+    (void)state;
+    struct renderer_think off = think_of(0, NULL), on = think_of(1, NULL);
+    struct renderer_think low = think_of(1, "low"), medium = think_of(1, "medium"),
+                          high = think_of(1, "high");
+    char *def = g_default_system("high", "");
+    char *sys = NULL;
+    expect_render("glimmer", "[{\"role\":\"user\",\"content\":\"Hello\"}]", NULL, NULL, def,
+                  G_VALID "<|eot|>" G_MSG("user", "Hello", "<|eot|>") "<|start|>assistant");
+    // Reasoning strength from think.
+    const struct {
+        const struct renderer_think *think;
+        const char *strength;
+    } strengths[] = {{&on, "high"}, {&off, "none"}, {&low, "low"}, {&medium, "medium"}};
+    for (size_t i = 0; i < 4; i++) {
+        sys = g_default_system(strengths[i].strength, "");
+        expect_render("glimmer", "[{\"role\":\"user\",\"content\":\"Solve.\"}]", NULL,
+                      strengths[i].think, sys,
+                      G_VALID "<|eot|>" G_MSG("user", "Solve.", "<|eot|>") "<|start|>assistant");
+        free(sys);
+    }
+    // An explicit system message, images as [img-N] tags, thinking then an
+    // answer.
+    expect_render("glimmer",
+                  "[{\"role\":\"system\",\"content\":\"Be concise.\"},{\"role\":\"user\","
+                  "\"content\":\"Read this.\",\"images\":[\"AQ==\"]},{\"role\":\"assistant\","
+                  "\"thinking\":\"I should inspect it.\",\"content\":\"It says hello.\"},"
+                  "{\"role\":\"user\",\"content\":\"Compare.\",\"images\":[\"Ag==\",\"Aw==\"]}]",
+                  NULL, NULL, "",
+                  G_MSG("system", "Be concise.\n\nReasoning strength: high.\n\n" G_VALID,
+                        "<|eot|>") G_MSG("user", "[img-0] Read this.", "<|eot|>")
+                      G_MSG("assistant to=self", "I should inspect it.",
+                            "<|eom|>") G_MSG("assistant to=user", "It says hello.", "<|eot|>")
+                          G_MSG("user", "[img-1][img-2] Compare.", "<|eot|>") "<|start|>assistant");
+    // "Reasoning effort" in a system message becomes "Reasoning strength"
+    // and is not repeated; a stated strength wins over think.
+    expect_render("glimmer",
+                  "[{\"role\":\"system\",\"content\":\"You are direct.\\nReasoning effort: "
+                  "medium.\"},{\"role\":\"user\",\"content\":\"Hello\"}]",
+                  NULL, NULL, "",
+                  G_MSG("system", "You are direct.\nReasoning strength: medium.\n\n" G_VALID,
+                        "<|eot|>") G_MSG("user", "Hello", "<|eot|>") "<|start|>assistant");
+    expect_render("glimmer",
+                  "[{\"role\":\"system\",\"content\":\"You are direct.\\nREASONING STRENGTH: "
+                  "low.\"},{\"role\":\"user\",\"content\":\"Hello\"}]",
+                  NULL, &high, "",
+                  G_MSG("system", "You are direct.\nREASONING STRENGTH: low.\n\n" G_VALID,
+                        "<|eot|>") G_MSG("user", "Hello", "<|eot|>") "<|start|>assistant");
+    // A call and its result, tools in the system message.
+    sys = g_default_system("high", "\n\n" G_TOOL_DEFS);
+    expect_render("glimmer",
+                  "[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\","
+                  "\"thinking\":\"Need current data.\",\"tool_calls\":[{\"id\":\"call_weather\","
+                  "\"function\":{\"name\":\"get_weather\",\"arguments\":{\"city\":\"SF\","
+                  "\"units\":\"fahrenheit\"}}}]},{\"role\":\"tool\",\"tool_call_id\":"
+                  "\"call_weather\",\"content\":\"{\\\"temp\\\":65}\"},{\"role\":\"assistant\","
+                  "\"content\":\"It is 65F.\"}]",
+                  g_weather_tool, NULL, sys,
+                  "# Valid recipients: \"self\", \"get_weather.*\", \"user\".<|eot|>" G_MSG(
+                      "user", "Weather?", "<|eot|>")
+                      G_MSG("assistant to=self", "Need current data.", "<|eom|>")
+                          G_MSG("assistant to=get_weather", G_WEATHER_ATEM, "<|eot|>")
+                              G_MSG("tool get_weather",
+                                    "<tool_output name=\"get_weather\">\n{\"temp\":65}\n"
+                                    "</tool_output>",
+                                    "<|eot|>") G_MSG("assistant to=user", "It is 65F.",
+                                                     "<|eot|>") "<|start|>assistant");
+    free(sys);
+    // Adjacent assistant messages: the first ends with <|eom|>.
+    const char *call =
+        "{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":"
+        "\"get_weather\",\"arguments\":{\"city\":\"SF\",\"units\":\"fahrenheit\"}}}]}";
+    char msgs[1024];
+    snprintf(msgs, sizeof(msgs),
+             "[{\"role\":\"user\",\"content\":\"Run twice.\"},%s,%s,{\"role\":\"user\","
+             "\"content\":\"Continue.\"}]",
+             call, call);
+    expect_render("glimmer", msgs, NULL, NULL, def,
+                  G_VALID "<|eot|>" G_MSG("user", "Run twice.", "<|eot|>")
+                      G_MSG("assistant to=get_weather", G_WEATHER_ATEM, "<|eom|>")
+                          G_MSG("assistant to=get_weather", G_WEATHER_ATEM, "<|eot|>")
+                              G_MSG("user", "Continue.", "<|eot|>") "<|start|>assistant");
+    // A final thinking-only message stays an open reasoning segment.
+    expect_render("glimmer",
+                  "[{\"role\":\"user\",\"content\":\"Solve\"},{\"role\":\"assistant\","
+                  "\"thinking\":\"Private reasoning.\"}]",
+                  NULL, NULL, def,
+                  G_VALID "<|eot|>" G_MSG("user", "Solve", "<|eot|>") G_MSG(
+                      "assistant to=self", "Private reasoning.", "<|eom|>") "<|start|>assistant");
+    // Tool result names: tool_name, the call the id answers, else the id
+    // (results always end their turn); other roles are left out.
+    expect_render("glimmer",
+                  "[{\"role\":\"developer\",\"content\":\"Follow policy.\"},{\"role\":"
+                  "\"assistant\",\"tool_calls\":[{\"id\":\"call_1\",\"function\":{\"name\":"
+                  "\"get_weather\",\"arguments\":{}}}]},{\"role\":\"tool\",\"tool_call_id\":"
+                  "\"call_1\",\"content\":\"{\\\"temp\\\":65}\"},{\"role\":\"tool\","
+                  "\"tool_call_id\":\"missing\",\"content\":\"not found\"},{\"role\":\"tool\","
+                  "\"tool_name\":\"fs.read\",\"content\":\"README\"},{\"role\":\"tool\","
+                  "\"content\":\"orphan\"}]",
+                  NULL, NULL, def,
+                  G_VALID "<|eot|>" G_MSG("assistant to=get_weather",
+                                          "<atem:function_calls>\n<atem:invoke "
+                                          "name=\"get_weather\">\n</atem:invoke>\n"
+                                          "</atem:function_calls>",
+                                          "<|eot|>")
+                      G_MSG("tool get_weather",
+                            "<tool_output name=\"get_weather\">\n{\"temp\":65}\n</tool_output>",
+                            "<|eot|>") G_MSG("tool missing",
+                                             "<tool_output name=\"missing\">\nnot found\n"
+                                             "</tool_output>",
+                                             "<|eot|>")
+                          G_MSG("tool fs.read",
+                                "<tool_output name=\"fs.read\">\nREADME\n</tool_output>", "<|eot|>")
+                              G_MSG("tool ", "<tool_output name=\"\">\norphan\n</tool_output>",
+                                    "<|eot|>") "<|start|>assistant");
+    free(def);
+}
+
+static void test_glimmer_render_values(void **state)
+{
+    (void)state;
+    // TestGlimmerRenderATEMValues, plus numbers as %v and objects without
+    // HTML escaping.
+    char *got = render("glimmer",
+                       "[{\"role\":\"user\",\"content\":\"Run it.\"},{\"role\":\"assistant\","
+                       "\"tool_calls\":[{\"function\":{\"name\":\"tools.run\",\"arguments\":{"
+                       "\"text\":\"keep  spaces\",\"count\":3,\"enabled\":true,\"fallback\":null,"
+                       "\"items\":[\"one\",\"two\"],\"config\":{\"mode\":\"fast\"},\"number\":3.5,"
+                       "\"big\":1000000,\"array\":[\"h\\u00e9llo\",2],\"object\":{\"b\":2,\"a\":"
+                       "\"<value>\"}}}}]}]",
+                       "[{\"type\":\"function\",\"function\":{\"name\":\"tools.run\"}},{\"type\":"
+                       "\"function\",\"function\":{\"name\":\"tools.stop\",\"description\":"
+                       "\"a <b>\"}},{\"type\":\"function\",\"function\":{\"name\":\"other\"}}]",
+                       -1);
+    const char *want =
+        "<|start|>assistant to=tools.run<|message|><atem:function_calls>\n<atem:invoke "
+        "name=\"tools.run\">\n<atem:parameter name=\"text\">keep  spaces</atem:parameter>\n"
+        "<atem:parameter name=\"count\">3</atem:parameter>\n<atem:parameter name=\"enabled\">true"
+        "</atem:parameter>\n<atem:parameter name=\"fallback\">null</atem:parameter>\n"
+        "<atem:parameter name=\"items\">[\"one\", \"two\"]</atem:parameter>\n<atem:parameter "
+        "name=\"config\">{\"mode\": \"fast\"}</atem:parameter>\n<atem:parameter name=\"number\">"
+        "3.5</atem:parameter>\n<atem:parameter name=\"big\">1e+06</atem:parameter>\n"
+        "<atem:parameter name=\"array\">[\"h\xc3\xa9llo\", 2]</atem:parameter>\n<atem:parameter "
+        "name=\"object\">{\"a\": \"<value>\", \"b\": 2}</atem:parameter>\n</atem:invoke>\n"
+        "</atem:function_calls><|eot|><|start|>assistant";
+    if (!strstr(got, want))
+        fail_msg("glimmer ATEM values:\n%s", got);
+    // Namespaces once each, in order; schemas keep <, > and &.
+    assert_non_null(strstr(got, "// Tool metadata\n{\"name\": \"tools\", \"description\": \"\"}\n"
+                                "{\"name\": \"other\", \"description\": \"\"}\n// Function "
+                                "schemas\n{\"name\": \"tools.run\", \"description\": \"\", "
+                                "\"parameters\": {\"type\": \"\", \"properties\": null}}\n"
+                                "{\"name\": \"tools.stop\", \"description\": \"a <b>\", "));
+    assert_non_null(strstr(got, "# Valid recipients: \"self\", \"tools.*\", \"other.*\", "
+                                "\"user\".<|eot|>"));
+    free(got);
+}
+
+// ---------------------------------------------------------------------------
+// glimmer parser (model/parsers/glimmer_test.go)
+
+static char *g_tool(const char *name, const char *props)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b,
+               "{\"type\":\"function\",\"function\":{\"name\":\"%s\",\"parameters\":{\"type\":"
+               "\"object\",\"properties\":%s}}}",
+               name, props ? props : "null");
+    return buf_take(&b);
+}
+
+static char *g_tools1(const char *name, const char *props)
+{
+    char *t = g_tool(name, props);
+    struct buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "[%s]", t);
+    free(t);
+    return buf_take(&b);
+}
+
+#define G_ATEM(name, params)                                                                       \
+    "<atem:function_calls>\n<atem:invoke name=\"" name "\">\n" params                              \
+    "</atem:invoke>\n</atem:function_calls>"
+#define G_PARAM(name, value) "<atem:parameter name=\"" name "\">" value "</atem:parameter>\n"
+
+static void test_glimmer_parser(void **state)
+{
+    (void)state;
+    struct renderer_think off = think_of(0, NULL);
+    struct parsed r;
+    expect_parse("glimmer", NULL, NULL, -1, " to=user<|message|>Hello", "Hello", "", "[]");
+    expect_parse("glimmer", NULL, NULL, -1, " to=self<|message|>Check the facts.", "",
+                 "Check the facts.", "[]");
+    parse_steps(&r, "glimmer", NULL, NULL, &off,
+                (const char *[]){" to=self<|message|>Check the facts.<|eom|><|start|>assistant "
+                                 "to=user<|message|>Answer<|eot|>",
+                                 NULL});
+    assert_string_equal(buf_cstr(&r.content), "Answer");
+    assert_string_equal(buf_cstr(&r.thinking), "");
+    parsed_deinit(&r);
+
+    // Values typed by the schema; white space in strings kept.
+    char *tools = g_tools1(
+        "tools.run", "{\"text\":{\"type\":\"string\"},\"count\":{\"type\":\"integer\"},"
+                     "\"enabled\":{\"type\":\"boolean\"},\"items\":{\"type\":\"array\"},"
+                     "\"config\":{\"type\":\"object\"},\"choice\":{\"anyOf\":[{\"type\":\"null\"},"
+                     "{\"type\":\"string\"}]}}");
+    expect_parse("glimmer", tools, NULL, -1,
+                 " to=tools.run<|message|>" G_ATEM(
+                     "tools.run",
+                     G_PARAM("text", " keep  spaces ") G_PARAM("count", "3")
+                         G_PARAM("enabled", "true") G_PARAM("items", "[\"one\", \"two\"]")
+                             G_PARAM("config", "{\"mode\":\"fast\"}") G_PARAM("choice", "null")),
+                 "", "",
+                 "[{\"function\":{\"index\":0,\"name\":\"tools.run\",\"arguments\":{\"text\":"
+                 "\" keep  spaces \",\"count\":3,\"enabled\":true,\"items\":[\"one\",\"two\"],"
+                 "\"config\":{\"mode\":\"fast\"},\"choice\":null}}}]");
+    free(tools);
+
+    // Control-token text inside a value is the value's.
+    tools = g_tools1("echo", "{\"text\":{\"type\":\"string\"}}");
+    expect_parse(
+        "glimmer", tools, NULL, -1,
+        " to=echo<|message|>" G_ATEM("echo", G_PARAM("text", "literal <|eot|> and "
+                                                             "<|start|>assistant to=user"
+                                                             "<|message|> text")) "<|eot|>",
+        "", "",
+        "[{\"function\":{\"index\":0,\"name\":\"echo\",\"arguments\":{\"text\":\"literal "
+        "<|eot|> and <|start|>assistant to=user<|message|> text\"}}}]");
+    free(tools);
+
+    // Stray <|message|> tokens in the invoke name.
+    tools = g_tools1("read", "{\"path\":{\"type\":\"string\"}}");
+    const char *want_read = "[{\"function\":{\"index\":0,\"name\":\"read\",\"arguments\":{"
+                            "\"path\":\"go.mod\"}}}]";
+    static const char *const fumbles[] = {
+        "read<|message|>\">" G_PARAM("path", "go.mod"),
+        "read<|message|>" G_PARAM("path", "go.mod"),
+        "re<|message|>ad\">" G_PARAM("path", "go.mod"),
+        "read<|message|><|message|>\">" G_PARAM("path", "go.mod"),
+    };
+    for (size_t i = 0; i < 4; i++) {
+        char input[512];
+        snprintf(input, sizeof(input),
+                 " to=read<|message|><atem:function_calls>\n<atem:invoke name=\"%s</atem:invoke>"
+                 "\n</atem:function_calls><|eot|>",
+                 fumbles[i]);
+        expect_parse("glimmer", tools, NULL, -1, input, "", "", want_read);
+    }
+    // ... but a <|message|> in a value is kept.
+    expect_parse(
+        "glimmer", tools, NULL, -1,
+        " to=read<|message|>" G_ATEM("read", G_PARAM("path", "keep <|message|> literal")) "<|eot|>",
+        "", "",
+        "[{\"function\":{\"index\":0,\"name\":\"read\",\"arguments\":{\"path\":\"keep "
+        "<|message|> literal\"}}}]");
+    // A tool reached through its own namespace.
+    static const char *const ns_cases[][2] = {
+        {"read", "read.read"}, {"read.read", "read.read"}, {"read.read", "read"}};
+    for (size_t i = 0; i < 3; i++) {
+        char input[512];
+        snprintf(input, sizeof(input),
+                 " to=%s<|message|><atem:function_calls>\n<atem:invoke name=\"%s\">\n" G_PARAM(
+                     "path", "go.mod") "</atem:invoke>\n</atem:function_calls><|eot|>",
+                 ns_cases[i][0], ns_cases[i][1]);
+        expect_parse("glimmer", tools, NULL, -1, input, "", "", want_read);
+    }
+    free(tools);
+    // Namespace resolution stays strict: an undeclared namespace or a
+    // foreign one is not a tool (the message is content).
+    char *read = g_tool("read", NULL), *repo = g_tool("repo.read", NULL);
+    char two[512];
+    snprintf(two, sizeof(two), "[%s,%s]", read, repo);
+    free(read);
+    free(repo);
+    expect_parse("glimmer", two, NULL, -1, " to=functions.read<|message|>hi<|eot|>", "hi", "",
+                 "[]");
+    expect_parse("glimmer", two, NULL, -1, " to=write.write<|message|>hi<|eot|>", "hi", "", "[]");
+    expect_parse("glimmer", two, NULL, -1,
+                 " to=repo.repo.read<|message|>" G_ATEM("repo.read", "") "<|eot|>", "", "",
+                 "[{\"function\":{\"index\":0,\"name\":\"repo.read\",\"arguments\":{}}}]");
+    // A message to a recipient that is no tool is content.
+    expect_parse("glimmer", NULL, NULL, -1, " to=not_a_tool<|message|>" G_ATEM("not_a_tool", ""),
+                 G_ATEM("not_a_tool", ""), "", "[]");
+}
+
+static void test_glimmer_parser_fallback(void **state)
+{
+    (void)state;
+    // TestGlimmerParserFumbledRecipientToolCallFallback: a whole message
+    // that is one ATEM block for a declared tool is that call.
+    char *tools = g_tools1("muse.bash", "{\"command\":{\"type\":\"string\"}}");
+#define MUSE_ATEM G_ATEM("muse.bash", G_PARAM("command", "pwd && ls -la"))
+    const char *want = "[{\"function\":{\"index\":0,\"name\":\"muse.bash\",\"arguments\":{"
+                       "\"command\":\"pwd && ls -la\"}}}]";
+    const struct {
+        const char *input, *thinking, *content;
+    } cases[] = {
+        {" to=muse<|message|>" MUSE_ATEM "<|eom|>", "", ""},
+        {"<|message|>" MUSE_ATEM "<|eom|>", "", ""},
+        {" to=user<|message|>" MUSE_ATEM "<|eot|>", "", ""},
+        {" to=atem:function_calls<|message|>" MUSE_ATEM "<|eom|>", "", ""},
+        {" to=self<|message|>let me look<|eom|><|start|>assistant<|message|>" MUSE_ATEM "<|eom|>",
+         "let me look", ""},
+        {"<|message|>" MUSE_ATEM "<|start|>assistant to=user<|message|>Done<|eot|>", "", "Done"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        expect_parse("glimmer", tools, NULL, -1, cases[i].input, cases[i].content,
+                     cases[i].thinking, want);
+    // Text that only resembles a call stays content.
+    const struct {
+        const char *tools, *input, *content;
+    } content_cases[] = {
+        {tools, " to=user<|message|>" G_ATEM("other.run", "") "<|eot|>", G_ATEM("other.run", "")},
+        {tools, " to=user<|message|>Running:\n" MUSE_ATEM "<|eot|>", "Running:\n" MUSE_ATEM},
+        {tools, " to=user<|message|>" MUSE_ATEM "\nDone.<|eot|>", MUSE_ATEM "\nDone."},
+        {NULL, " to=user<|message|>" MUSE_ATEM "<|eot|>", MUSE_ATEM},
+    };
+    for (size_t i = 0; i < sizeof(content_cases) / sizeof(content_cases[0]); i++)
+        expect_parse("glimmer", content_cases[i].tools, NULL, -1, content_cases[i].input,
+                     content_cases[i].content, "", "[]");
+#undef MUSE_ATEM
+    free(tools);
+
+    // Implicit message boundaries (no <|eom|> before the next header).
+    tools = g_tools1("get_weather", "{\"city\":{\"type\":\"string\"}}");
+    expect_parse("glimmer", tools, NULL, -1,
+                 " to=self<|message|>Think<|start|>assistant to=get_weather<|message|>" G_ATEM(
+                     "get_weather", G_PARAM("city", "SF")) "<|start|>assistant to=user<|message|>"
+                                                           "Done<|eot|>",
+                 "Done", "Think",
+                 "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":{\"city\":"
+                 "\"SF\"}}}]");
+    free(tools);
+}
+
+static void test_glimmer_parser_streaming(void **state)
+{
+    (void)state;
+    // TestGlimmerParserStreamingATEMAtEveryBoundary.
+    char *tools = g_tools1("get_weather", "{\"city\":{\"type\":\"string\"}}");
+    expect_every_split(
+        "glimmer", tools, NULL, NULL,
+        " to=get_weather<|message|>" G_ATEM("get_weather", G_PARAM("city", "SF")) "<|eot|>", "", "",
+        "[{\"function\":{\"index\":0,\"name\":\"get_weather\",\"arguments\":{"
+        "\"city\":\"SF\"}}}]");
+    free(tools);
+    // TestGlimmerParserMultipleMessagesAndIndices.
+    char *first = g_tool("first", "{\"x\":{\"type\":\"integer\"}}"),
+         *second = g_tool("second", NULL);
+    char two[512];
+    snprintf(two, sizeof(two), "[%s,%s]", first, second);
+    free(first);
+    free(second);
+    expect_every_split(
+        "glimmer", two, NULL, NULL,
+        " to=self<|message|>Think<|eom|><|start|>assistant to=first<|message|>" G_ATEM(
+            "first", G_PARAM("x", "1")) "<|eom|><|start|>assistant to=second"
+                                        "<|message|>" G_ATEM("second", "") "<|eot|>",
+        "", "Think",
+        "[{\"function\":{\"index\":0,\"name\":\"first\",\"arguments\":{\"x\":1}}},"
+        "{\"function\":{\"index\":1,\"name\":\"second\",\"arguments\":{}}}]");
+    // TestGlimmerParserFumbledRecipientStreaming: the held block never leaks.
+    tools = g_tools1("muse.bash", "{\"command\":{\"type\":\"string\"}}");
+    expect_every_split("glimmer", tools, NULL, NULL,
+                       "<|message|>" G_ATEM("muse.bash", G_PARAM("command", "pwd")) "<|eom|>", "",
+                       "",
+                       "[{\"function\":{\"index\":0,\"name\":\"muse.bash\",\"arguments\":{"
+                       "\"command\":\"pwd\"}}}]");
+    free(tools);
+    // Answer and thinking streamed, end markers held back.
+    expect_every_split("glimmer", NULL, NULL, NULL,
+                       " to=self<|message|>Hmm.<|eom|><|start|>assistant to=user<|message|>"
+                       "Hello there.<|eot|>",
+                       "Hello there.", "Hmm.", "[]");
+    struct parsed r;
+    parse_steps(&r, "glimmer", NULL, NULL, NULL,
+                (const char *[]){" to=user<|message|>Hello<|eo", "t|>", NULL});
+    assert_string_equal(buf_cstr(&r.content), "Hello");
+    parsed_deinit(&r);
+    // A literal <|start|> split across pieces is text.
+    parse_steps(&r, "glimmer", NULL, NULL, NULL,
+                (const char *[]){" to=user<|message|>Use `<", "|", "start", "|>` here.", NULL});
+    assert_string_equal(buf_cstr(&r.content), "Use `<|start|>` here.");
+    parsed_deinit(&r);
+    parse_steps(&r, "glimmer", NULL, NULL, NULL,
+                (const char *[]){" to=self<|message|>Use `<", "|", "start", "|>` here.", NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "Use `<|start|>` here.");
+    assert_string_equal(buf_cstr(&r.content), "");
+    parsed_deinit(&r);
+}
+
+static void test_glimmer_parser_errors(void **state)
+{
+    (void)state;
+    char *tools = g_tools1("get_weather", NULL);
+    expect_error("glimmer", tools, " to=get_weather<|message|>" G_ATEM("read_file", ""),
+                 "Glimmer recipient \"get_weather\" does not match ATEM invoke \"read_file\"");
+    expect_error("glimmer", tools, " to=get_weather<|message|>{\"city\":\"SF\"}",
+                 "parse Glimmer call to get_weather: missing ATEM function_calls wrapper");
+    expect_error("glimmer", tools,
+                 " to=get_weather<|message|><atem:function_calls>x</atem:function_calls>",
+                 "missing ATEM invoke wrapper");
+    expect_error("glimmer", tools,
+                 " to=get_weather<|message|><atem:function_calls><atem:invoke name=\"get_weather"
+                 "</atem:invoke></atem:function_calls>",
+                 "malformed ATEM invoke name");
+    expect_error("glimmer", tools, " to=get_weather<|message|>" G_ATEM("get_weather", "junk\n"),
+                 "malformed ATEM parameter");
+    expect_error("glimmer", tools,
+                 " to=get_weather<|message|>" G_ATEM("get_weather", "<atem:parameter name=\"x\n"),
+                 "malformed ATEM parameter name");
+    expect_error(
+        "glimmer", tools,
+        " to=get_weather<|message|>" G_ATEM("get_weather", "<atem:parameter name=\"x\">1\n"),
+        "unterminated ATEM parameter \"x\"");
+    // The output ends right after a call's header.
+    expect_error("glimmer", tools, " to=get_weather<|message|>", "missing ATEM function_calls");
+    free(tools);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -733,6 +1234,12 @@ int main(void)
         cmocka_unit_test(test_laguna_parser_values),
         cmocka_unit_test(test_laguna_parser_streaming),
         cmocka_unit_test(test_laguna_parser_errors),
+        cmocka_unit_test(test_glimmer_render),
+        cmocka_unit_test(test_glimmer_render_values),
+        cmocka_unit_test(test_glimmer_parser),
+        cmocka_unit_test(test_glimmer_parser_fallback),
+        cmocka_unit_test(test_glimmer_parser_streaming),
+        cmocka_unit_test(test_glimmer_parser_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
