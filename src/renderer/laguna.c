@@ -143,13 +143,14 @@ static void write_call(struct buf *out, json_t *call, const char *sep)
     json_t *args = json_object_get(fn, "arguments");
     const char *k;
     json_t *v;
-    if (json_is_object(args))
+    if (json_is_object(args)) {
         json_object_foreach(args, k, v)
         {
             buf_printf(out, LG_KEY_OPEN "%s" LG_KEY_CLOSE "%s" LG_VALUE_OPEN, k, sep);
             write_arg(out, v);
             buf_printf(out, LG_VALUE_CLOSE "%s", sep);
         }
+    }
     buf_printf(out, LG_CALL_CLOSE "%s", sep);
 }
 
@@ -216,7 +217,10 @@ static void render_v2_assistant(struct buf *out, json_t *m, bool last)
     }
     size_t i;
     json_t *call;
-    json_array_foreach(calls, i, call) write_call(out, call, "\n");
+    json_array_foreach(calls, i, call)
+    {
+        write_call(out, call, "\n");
+    }
     if (!prefill)
         buf_append_str(out, "</assistant>\n");
 }
@@ -231,7 +235,10 @@ static void render_v8_assistant(struct buf *out, json_t *m, bool think)
     buf_append_str(out, rnd_str(m, "content"));
     size_t i;
     json_t *call;
-    json_array_foreach(json_object_get(m, "tool_calls"), i, call) write_call(out, call, "");
+    json_array_foreach(json_object_get(m, "tool_calls"), i, call)
+    {
+        write_call(out, call, "");
+    }
     buf_append_str(out, "</assistant>\n");
 }
 
@@ -414,7 +421,11 @@ static json_t *field(json_t *obj, const char *name)
 {
     json_t *found = NULL, *v;
     const char *k;
-    json_object_foreach(obj, k, v) if (strcasecmp(k, name) == 0) found = v;
+    json_object_foreach(obj, k, v)
+    {
+        if (strcasecmp(k, name) == 0)
+            found = v;
+    }
     return found;
 }
 

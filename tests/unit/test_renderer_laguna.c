@@ -1195,6 +1195,62 @@ static void test_glimmer_parser_streaming(void **state)
     parsed_deinit(&r);
 }
 
+// TestGlimmerParserRendererToolLoopRoundTrip: a parsed turn, sent back as
+// history with its tool result, renders as the model wrote it.
+static void test_glimmer_round_trip(void **state)
+{
+    (void)state;
+    const char *tools =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"issue\",\"description\":\"Read an "
+        "issue.\",\"parameters\":{\"type\":\"object\",\"required\":[\"number\"],\"properties\":{"
+        "\"number\":{\"type\":\"integer\"}}}}}]";
+    const char *call_atem = G_ATEM("issue", G_PARAM("number", "1736"));
+    struct parsed r;
+    parse_steps(&r, "glimmer", tools, NULL, NULL,
+                (const char *[]){" to=self<|message|>I need the issue details.<|eom|><|start|>"
+                                 "assistant to=issue<|message|>" G_ATEM(
+                                     "issue", G_PARAM("number", "1736")) "<|eot|>",
+                                 NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(buf_cstr(&r.thinking), "I need the issue details.");
+    assert_string_equal(buf_cstr(&r.content), "");
+    ASSERT_CALLS(
+        r.calls,
+        "[{\"function\":{\"index\":0,\"name\":\"issue\",\"arguments\":{\"number\":1736}}}]");
+
+    json_t *msgs = J("[{\"role\":\"user\",\"content\":\"Investigate issue 1736.\"}]");
+    json_t *call = json_array_get(r.calls, 0);
+    json_object_set_new(call, "id", json_string("call_issue"));
+    json_t *turn = json_object();
+    json_object_set_new(turn, "role", json_string("assistant"));
+    json_object_set_new(turn, "thinking", json_string(buf_cstr(&r.thinking)));
+    json_object_set(turn, "tool_calls", r.calls);
+    json_array_append_new(msgs, turn);
+    json_array_append_new(msgs, J("{\"role\":\"tool\",\"tool_call_id\":\"call_issue\","
+                                  "\"content\":\"Issue 1736 links the fix.\"}"));
+    json_t *t = J(tools);
+    struct buf out;
+    buf_init(&out, 0);
+    struct err e = {0};
+    assert_int_equal(renderer_render("glimmer", msgs, t, NULL, &out, &e), 0);
+    struct buf want;
+    buf_init(&want, 0);
+    buf_append_str(&want, G_MSG("user", "Investigate issue 1736.", "<|eot|>"));
+    buf_append_str(&want, G_MSG("assistant to=self", "I need the issue details.", "<|eom|>"));
+    buf_printf(&want, G_MSG("assistant to=issue", "%s", "<|eot|>"), call_atem);
+    buf_append_str(&want, G_MSG("tool issue", "<tool_output name=\"issue\">\n", ""));
+    buf_append_str(&want, "Issue 1736 links the fix.\n</tool_output><|eot|><|start|>assistant");
+    const char *got = buf_cstr(&out);
+    size_t gl = strlen(got), wl = want.len;
+    if (gl < wl || strcmp(got + gl - wl, buf_cstr(&want)) != 0)
+        fail_msg("glimmer round trip:\n%s", got);
+    buf_deinit(&want);
+    buf_deinit(&out);
+    json_decref(t);
+    json_decref(msgs);
+    parsed_deinit(&r);
+}
+
 static void test_glimmer_parser_errors(void **state)
 {
     (void)state;
@@ -1239,6 +1295,7 @@ int main(void)
         cmocka_unit_test(test_glimmer_parser),
         cmocka_unit_test(test_glimmer_parser_fallback),
         cmocka_unit_test(test_glimmer_parser_streaming),
+        cmocka_unit_test(test_glimmer_round_trip),
         cmocka_unit_test(test_glimmer_parser_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
