@@ -102,6 +102,18 @@ int rnd_lfm2_init(struct renderer_parser *p, json_t *last, const struct renderer
                   int variant, struct err *e);
 int rnd_lfm2_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 void rnd_lfm2_deinit(struct renderer_parser *p);
+int rnd_render_laguna(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e);
+int rnd_laguna_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                    int variant, struct err *e);
+int rnd_laguna_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+void rnd_laguna_deinit(struct renderer_parser *p);
+int rnd_render_glimmer(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                       struct buf *out, struct err *e);
+int rnd_glimmer_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                     int variant, struct err *e);
+int rnd_glimmer_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+void rnd_glimmer_deinit(struct renderer_parser *p);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
@@ -135,6 +147,9 @@ int rnd_go_json(struct buf *out, const json_t *v);
 int rnd_go_json_spaced(struct buf *out, const json_t *v);
 // The same keeping the objects' key order (a Go struct or ordered map).
 int rnd_go_json_spaced_ordered(struct buf *out, const json_t *v);
+// The same without escaping <, > and & (an Encoder with SetEscapeHTML(false),
+// as Transformers' tojson writes), keys sorted or in their order.
+int rnd_go_json_spaced_unescaped(struct buf *out, const json_t *v, bool sort_keys);
 // An API tool as Go's json.Marshal(api.Tool) writes it: struct field order,
 // omitempty, a single type as a string, properties in request order, free
 // form values ("items", "$defs", "enum") with sorted keys. New reference.
@@ -158,6 +173,9 @@ int rnd_go_value(struct buf *out, const json_t *v);
 // branch's), borrowed; at most max.
 void rnd_param_types(json_t *tools, const char *fn_name, const char *param, const char **types,
                      size_t *n_types, size_t max);
+// The same for one tool object.
+void rnd_tool_param_types(const json_t *tool, const char *param, const char **types,
+                          size_t *n_types, size_t max);
 // Ollama's parseTypedToolValue: raw text typed by the declared types (null,
 // then boolean, integer, number, array, object, string). New reference.
 json_t *rnd_typed_value(const char *raw, const char *const *types, size_t n);

@@ -223,25 +223,32 @@ void rnd_param_types(json_t *tools, const char *fn_name, const char *param, cons
     {
         if (strcmp(rnd_str(json_object_get(tool, "function"), "name"), fn_name) != 0)
             continue;
-        json_t *prop =
-            json_object_get(json_object_get(rnd_tool_fn(tool, "parameters"), "properties"), param);
-        json_t *any = json_object_get(prop, "anyOf");
-        json_t *srcs[32];
-        size_t n_src = 0;
-        if (json_is_array(any) && json_array_size(any) > 0) {
-            for (size_t k = 0; k < json_array_size(any) && n_src < 32; k++)
-                srcs[n_src++] = json_object_get(json_array_get(any, k), "type");
-        } else {
-            srcs[n_src++] = json_object_get(prop, "type");
-        }
-        for (size_t k = 0; k < n_src; k++) {
-            if (json_is_string(srcs[k]) && *n_types < max)
-                types[(*n_types)++] = json_string_value(srcs[k]);
-            for (size_t t = 0; json_is_array(srcs[k]) && t < json_array_size(srcs[k]); t++)
-                if (json_is_string(json_array_get(srcs[k], t)) && *n_types < max)
-                    types[(*n_types)++] = json_string_value(json_array_get(srcs[k], t));
-        }
+        rnd_tool_param_types(tool, param, types, n_types, max);
         return;  // the first tool of that name
+    }
+}
+
+void rnd_tool_param_types(const json_t *tool, const char *param, const char **types,
+                          size_t *n_types, size_t max)
+{
+    *n_types = 0;
+    json_t *prop =
+        json_object_get(json_object_get(rnd_tool_fn(tool, "parameters"), "properties"), param);
+    json_t *any = json_object_get(prop, "anyOf");
+    json_t *srcs[32];
+    size_t n_src = 0;
+    if (json_is_array(any) && json_array_size(any) > 0) {
+        for (size_t k = 0; k < json_array_size(any) && n_src < 32; k++)
+            srcs[n_src++] = json_object_get(json_array_get(any, k), "type");
+    } else {
+        srcs[n_src++] = json_object_get(prop, "type");
+    }
+    for (size_t k = 0; k < n_src; k++) {
+        if (json_is_string(srcs[k]) && *n_types < max)
+            types[(*n_types)++] = json_string_value(srcs[k]);
+        for (size_t t = 0; json_is_array(srcs[k]) && t < json_array_size(srcs[k]); t++)
+            if (json_is_string(json_array_get(srcs[k], t)) && *n_types < max)
+                types[(*n_types)++] = json_string_value(json_array_get(srcs[k], t));
     }
 }
 

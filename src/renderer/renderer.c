@@ -27,6 +27,9 @@ static const struct rnd_renderer renderers[] = {
     {"cohere",          rnd_render_cohere,       0},
     {"lfm2",            rnd_render_lfm2,         0},
     {"lfm2-thinking",   rnd_render_lfm2,         1},
+    {"laguna",          rnd_render_laguna,       0},
+    {"poolside-v1",     rnd_render_laguna,       1},
+    {"glimmer",         rnd_render_glimmer,      0},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
@@ -58,6 +61,9 @@ static const struct rnd_parser_kind parsers[] = {
     {"cohere", true, true, 0, rnd_cohere_init, rnd_cohere_add, NULL},
     {"lfm2", true, false, 0, rnd_lfm2_init, rnd_lfm2_add, rnd_lfm2_deinit},
     {"lfm2-thinking", true, true, 1, rnd_lfm2_init, rnd_lfm2_add, rnd_lfm2_deinit},
+    {"laguna", true, true, 0, rnd_laguna_init, rnd_laguna_add, rnd_laguna_deinit},
+    {"poolside-v1", true, true, 1, rnd_laguna_init, rnd_laguna_add, rnd_laguna_deinit},
+    {"glimmer", true, true, 0, rnd_glimmer_init, rnd_glimmer_add, rnd_glimmer_deinit},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -149,6 +149,11 @@ int rnd_go_json_spaced_ordered(struct buf *out, const json_t *v)
     return spaced(out, v, 0);
 }
 
+int rnd_go_json_spaced_unescaped(struct buf *out, const json_t *v, bool sort_keys)
+{
+    return spaced(out, v, JSONX_NO_HTML_ESCAPE | (sort_keys ? JSONX_SORT_KEYS : 0));
+}
+
 // fmt's %v of a float64: shortest round-trip digits, %e form when the
 // decimal exponent is < -4 or >= 6 (strconv's 'g' with precision -1).
 static int go_float_v(struct buf *out, double v)
