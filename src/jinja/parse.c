@@ -801,163 +801,199 @@ static int parse_filter_chain(struct parser *p, struct jnode **out)
     return 0;
 }
 
+// The body of a block with one end tag: "%}" then statements up to end.
+static int single_end_body(struct parser *p, const char *end_tag, struct jnodes *body)
+{
+    const char *const ends[] = {end_tag, NULL};
+    const char *end;
+    int rc = expect_block_end(p);
+    return rc ? rc : parse_body(p, ends, body, &end);
+}
+
+// After a body that ended at `else`: "%}" and the else body up to end_tag.
+static int else_body(struct parser *p, const char *end, const char *end_tag, struct jnode *n)
+{
+    if (strcmp(end, "else") != 0)
+        return 0;
+    return single_end_body(p, end_tag, &n->else_body);
+}
+
+// Appends one body slot to *bodies (arena, doubling); k bodies are in use.
+static int grow_bodies(struct parser *p, struct jnodes **bodies, size_t k, size_t *cap)
+{
+    if (k < *cap)
+        return 0;
+    *cap = *cap ? *cap * 2 : 4;
+    struct jnodes *nb = arena_alloc(p->a, *cap * sizeof *nb);
+    if (!nb)
+        return err_set(p->e, ERR_TOO_LARGE, "jinja: template too large");
+    if (k)
+        memcpy(nb, *bodies, k * sizeof *nb);
+    *bodies = nb;
+    return 0;
+}
+
+// {% if c %} … {% elif c %} … {% else %} … {% endif %}
+static int tag_if(struct parser *p, struct jnode *n)
+{
+    static const char *const ends[] = {"elif", "else", "endif", NULL};
+    struct nvec conds = {0};
+    struct jnodes *bodies = NULL;
+    size_t k = 0, cap = 0;
+    const char *end = "elif";
+    int rc;
+    while (!strcmp(end, "elif")) {
+        struct jnode *c;
+        if ((rc = grow_bodies(p, &bodies, k, &cap)) || (rc = parse_tuple(p, true, false, &c)) ||
+            (rc = nvec_push(p, &conds, c)) || (rc = expect_block_end(p)) ||
+            (rc = parse_body(p, ends, &bodies[k++], &end)))
+            return rc;
+    }
+    if ((rc = else_body(p, end, "endif", n)))
+        return rc;
+    n->list = nvec_done(&conds);
+    n->if_bodies = bodies;
+    return 0;
+}
+
+// {% for targets in iterable [if cond] %} … [{% else %} …] {% endfor %}
+static int tag_for(struct parser *p, struct jnode *n)
+{
+    static const char *const ends[] = {"endfor", "else", NULL};
+    int rc = parse_targets(p, n, false);
+    if (rc)
+        return rc;
+    if (!is_name(cur(p), "in"))
+        return fail_unexpected(p, "'in'");
+    next(p);
+    if ((rc = parse_tuple(p, false, false, &n->a)))
+        return rc;
+    if (is_name(cur(p), "if")) {
+        next(p);
+        if ((rc = parse_expr(p, true, &n->b)))
+            return rc;
+    }
+    if (is_name(cur(p), "recursive"))
+        return fail(p, "%s", "recursive for loops are not supported");
+    const char *end;
+    if ((rc = expect_block_end(p)) || (rc = parse_body(p, ends, &n->body, &end)))
+        return rc;
+    return else_body(p, end, "endfor", n);
+}
+
+// {% set targets = value %}, or the block form {% set name [| filters] %} … {% endset %}
+static int tag_set(struct parser *p, struct jnode *n)
+{
+    int rc = parse_targets(p, n, true);
+    if (rc)
+        return rc;
+    if (is_op(cur(p), "=")) {
+        next(p);
+        return parse_tuple(p, true, false, &n->a);
+    }
+    if (n->n_targets != 1 || n->name)
+        return fail_unexpected(p, "'='");
+    n->type = JN_SET_BLOCK;
+    if (is_op(cur(p), "|")) {
+        next(p);
+        if ((rc = parse_filter_chain(p, &n->filter)))
+            return rc;
+    }
+    return single_end_body(p, "endset", &n->body);
+}
+
+static int tag_macro(struct parser *p, struct jnode *n)
+{
+    if (cur(p)->type != JT_NAME)
+        return fail_unexpected(p, "macro name");
+    n->name = tok_str(p, cur(p));
+    next(p);
+    int rc = parse_params(p, n);
+    return rc ? rc : single_end_body(p, "endmacro", &n->body);
+}
+
+// {% call [(params)] macro(args) %} … {% endcall %}
+static int tag_call(struct parser *p, struct jnode *n)
+{
+    int rc;
+    if (is_op(cur(p), "(") && (rc = parse_params(p, n)))
+        return rc;
+    if ((rc = parse_expr(p, true, &n->a)))
+        return rc;
+    if (n->a->type != JN_CALL)
+        return fail(p, "%s", "expected a call after 'call'");
+    return single_end_body(p, "endcall", &n->body);
+}
+
+static int tag_filter(struct parser *p, struct jnode *n)
+{
+    int rc = parse_filter_chain(p, &n->filter);
+    return rc ? rc : single_end_body(p, "endfilter", &n->body);
+}
+
+// {% with a = x, b = y %} … {% endwith %}
+static int tag_with(struct parser *p, struct jnode *n)
+{
+    struct nvec sets = {0};
+    int rc;
+    while (cur(p)->type != JT_BLOCK_END) {
+        if (sets.n && (rc = expect_op(p, ",")))
+            return rc;
+        struct jnode *s = node(p, JN_SET, cur(p)->line);
+        if (!s)
+            return ERR_TOO_LARGE;
+        if ((rc = parse_targets(p, s, false)) || (rc = expect_op(p, "=")) ||
+            (rc = parse_expr(p, true, &s->a)) || (rc = nvec_push(p, &sets, s)))
+            return rc;
+    }
+    n->list = nvec_done(&sets);
+    return single_end_body(p, "endwith", &n->body);
+}
+
+// {% generation %} … {% endgeneration %} renders its body.
+static int tag_generation(struct parser *p, struct jnode *n)
+{
+    return single_end_body(p, "endgeneration", &n->body);
+}
+
+static const struct {
+    const char *name;
+    enum jnode_type type;
+    int (*parse)(struct parser *p, struct jnode *n);  // NULL: the tag has nothing more
+} statement_tags[] = {
+    {"if", JN_IF, tag_if},
+    {"for", JN_FOR, tag_for},
+    {"set", JN_SET, tag_set},
+    {"macro", JN_MACRO, tag_macro},
+    {"call", JN_CALL_BLOCK, tag_call},
+    {"filter", JN_FILTER_BLOCK, tag_filter},
+    {"with", JN_WITH, tag_with},
+    {"generation", JN_SCOPE, tag_generation},
+    {"break", JN_BREAK, NULL},
+    {"continue", JN_CONTINUE, NULL},
+};
+
 static int parse_statement(struct parser *p, struct jnode **out)
 {
     struct jtoken *t = cur(p);
-    int line = t->line, rc;
     if (t->type != JT_NAME)
         return fail_unexpected(p, "tag name");
     char tag[32];
     snprintf(tag, sizeof tag, "%.*s", (int)(t->n < 31 ? t->n : 31), t->s);
-    next(p);
-    struct jnode *n;
-    if (!strcmp(tag, "if")) {
-        if (!(n = node(p, JN_IF, line)))
-            return ERR_TOO_LARGE;
-        struct nvec conds = {0};
-        struct jnodes *bodies = NULL;
-        size_t k = 0, cap = 0;
-        const char *end = "elif";
-        static const char *const ends[] = {"elif", "else", "endif", NULL};
-        static const char *const ends_else[] = {"endif", NULL};
-        while (!strcmp(end, "elif")) {
-            struct jnode *c;
-            if (k == cap) {
-                cap = cap ? cap * 2 : 4;
-                struct jnodes *nb = arena_alloc(p->a, cap * sizeof *nb);
-                if (!nb)
-                    return err_set(p->e, ERR_TOO_LARGE, "jinja: template too large");
-                if (k)
-                    memcpy(nb, bodies, k * sizeof *nb);
-                bodies = nb;
-            }
-            if ((rc = parse_tuple(p, true, false, &c)) || (rc = nvec_push(p, &conds, c)) ||
-                (rc = expect_block_end(p)) || (rc = parse_body(p, ends, &bodies[k++], &end)))
-                return rc;
-        }
-        if (!strcmp(end, "else") &&
-            ((rc = expect_block_end(p)) || (rc = parse_body(p, ends_else, &n->else_body, &end))))
-            return rc;
-        n->list = nvec_done(&conds);
-        n->if_bodies = bodies;
-    } else if (!strcmp(tag, "for")) {
-        if (!(n = node(p, JN_FOR, line)))
-            return ERR_TOO_LARGE;
-        if ((rc = parse_targets(p, n, false)))
-            return rc;
-        if (!is_name(cur(p), "in"))
-            return fail_unexpected(p, "'in'");
+    for (size_t i = 0; i < sizeof statement_tags / sizeof statement_tags[0]; i++) {
+        if (strcmp(tag, statement_tags[i].name) != 0)
+            continue;
         next(p);
-        if ((rc = parse_tuple(p, false, false, &n->a)))
-            return rc;
-        if (is_name(cur(p), "if")) {
-            next(p);
-            if ((rc = parse_expr(p, true, &n->b)))
-                return rc;
-        }
-        if (is_name(cur(p), "recursive"))
-            return fail(p, "%s", "recursive for loops are not supported");
-        static const char *const ends[] = {"endfor", "else", NULL};
-        static const char *const ends_else[] = {"endfor", NULL};
-        const char *end;
-        if ((rc = expect_block_end(p)) || (rc = parse_body(p, ends, &n->body, &end)))
-            return rc;
-        if (!strcmp(end, "else") &&
-            ((rc = expect_block_end(p)) || (rc = parse_body(p, ends_else, &n->else_body, &end))))
-            return rc;
-    } else if (!strcmp(tag, "set")) {
-        if (!(n = node(p, JN_SET, line)))
+        struct jnode *n = node(p, statement_tags[i].type, t->line);
+        if (!n)
             return ERR_TOO_LARGE;
-        if ((rc = parse_targets(p, n, true)))
+        int rc = statement_tags[i].parse ? statement_tags[i].parse(p, n) : 0;
+        if (rc || (rc = expect_block_end(p)))
             return rc;
-        if (is_op(cur(p), "=")) {
-            next(p);
-            if ((rc = parse_tuple(p, true, false, &n->a)))
-                return rc;
-        } else {
-            if (n->n_targets != 1 || n->name)
-                return fail_unexpected(p, "'='");
-            n->type = JN_SET_BLOCK;
-            if (is_op(cur(p), "|")) {
-                next(p);
-                if ((rc = parse_filter_chain(p, &n->filter)))
-                    return rc;
-            }
-            static const char *const ends[] = {"endset", NULL};
-            const char *end;
-            if ((rc = expect_block_end(p)) || (rc = parse_body(p, ends, &n->body, &end)))
-                return rc;
-        }
-    } else if (!strcmp(tag, "macro")) {
-        if (!(n = node(p, JN_MACRO, line)))
-            return ERR_TOO_LARGE;
-        if (cur(p)->type != JT_NAME)
-            return fail_unexpected(p, "macro name");
-        n->name = tok_str(p, cur(p));
-        next(p);
-        static const char *const ends[] = {"endmacro", NULL};
-        const char *end;
-        if ((rc = parse_params(p, n)) || (rc = expect_block_end(p)) ||
-            (rc = parse_body(p, ends, &n->body, &end)))
-            return rc;
-    } else if (!strcmp(tag, "call")) {
-        if (!(n = node(p, JN_CALL_BLOCK, line)))
-            return ERR_TOO_LARGE;
-        if (is_op(cur(p), "(") && (rc = parse_params(p, n)))
-            return rc;
-        if ((rc = parse_expr(p, true, &n->a)))
-            return rc;
-        if (n->a->type != JN_CALL)
-            return fail(p, "%s", "expected a call after 'call'");
-        static const char *const ends[] = {"endcall", NULL};
-        const char *end;
-        if ((rc = expect_block_end(p)) || (rc = parse_body(p, ends, &n->body, &end)))
-            return rc;
-    } else if (!strcmp(tag, "filter")) {
-        if (!(n = node(p, JN_FILTER_BLOCK, line)))
-            return ERR_TOO_LARGE;
-        static const char *const ends[] = {"endfilter", NULL};
-        const char *end;
-        if ((rc = parse_filter_chain(p, &n->filter)) || (rc = expect_block_end(p)) ||
-            (rc = parse_body(p, ends, &n->body, &end)))
-            return rc;
-    } else if (!strcmp(tag, "with")) {
-        if (!(n = node(p, JN_WITH, line)))
-            return ERR_TOO_LARGE;
-        struct nvec sets = {0};
-        while (cur(p)->type != JT_BLOCK_END) {
-            if (sets.n && (rc = expect_op(p, ",")))
-                return rc;
-            struct jnode *s = node(p, JN_SET, cur(p)->line);
-            if (!s)
-                return ERR_TOO_LARGE;
-            if ((rc = parse_targets(p, s, false)) || (rc = expect_op(p, "=")) ||
-                (rc = parse_expr(p, true, &s->a)) || (rc = nvec_push(p, &sets, s)))
-                return rc;
-        }
-        n->list = nvec_done(&sets);
-        static const char *const ends[] = {"endwith", NULL};
-        const char *end;
-        if ((rc = expect_block_end(p)) || (rc = parse_body(p, ends, &n->body, &end)))
-            return rc;
-    } else if (!strcmp(tag, "generation")) {
-        if (!(n = node(p, JN_SCOPE, line)))
-            return ERR_TOO_LARGE;
-        static const char *const ends[] = {"endgeneration", NULL};
-        const char *end;
-        if ((rc = expect_block_end(p)) || (rc = parse_body(p, ends, &n->body, &end)))
-            return rc;
-    } else if (!strcmp(tag, "break") || !strcmp(tag, "continue")) {
-        if (!(n = node(p, tag[0] == 'b' ? JN_BREAK : JN_CONTINUE, line)))
-            return ERR_TOO_LARGE;
-    } else {
-        p->pos--;
-        return fail(p, "unknown tag '%s'", tag);
+        *out = n;
+        return 0;
     }
-    if ((rc = expect_block_end(p)))
-        return rc;
-    *out = n;
-    return 0;
+    return fail(p, "unknown tag '%s'", tag);
 }
 
 // Statements until one of ends (a block tag name) or EOF (ends == NULL).
