@@ -416,31 +416,24 @@ int jr_str_format(struct jrender *r, int line, struct jv fmt, struct jv args, st
     return rc;
 }
 
-static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+// a ~ b: both as strings, concatenated.
+static int concat_values(struct jrender *r, struct jv a, struct jv b, struct jv *out)
 {
-    struct jv a, b;
-    int rc = jr_eval(r, n->a, f, &a);
+    struct buf s;
+    buf_init(&s, r->lim.max_output_bytes);
+    int rc = jv_to_str(r, a, &s);
     if (!rc)
-        rc = jr_eval(r, n->b, f, &b);
-    if (rc)
-        return rc;
-    int op = n->op;
-    if (op == '~') {
-        struct buf s;
-        buf_init(&s, r->lim.max_output_bytes);
-        rc = jv_to_str(r, a, &s);
-        if (!rc)
-            rc = jv_to_str(r, b, &s);
-        if (!rc)
-            rc = jv_str_new(r, s.data ? s.data : "", s.len, out);
-        buf_deinit(&s);
-        return rc;
-    }
-    if (a.t == JV_UNDEF)
-        return undefined_error(r, n->line, a);
-    if (b.t == JV_UNDEF)
-        return undefined_error(r, n->line, b);
-    if (op == '+' && a.t == JV_STR && b.t == JV_STR) {
+        rc = jv_to_str(r, b, &s);
+    if (!rc)
+        rc = jv_str_new(r, s.data ? s.data : "", s.len, out);
+    buf_deinit(&s);
+    return rc;
+}
+
+// str + str and list + list (a tuple stays a tuple).
+static int add_sequences(struct jrender *r, struct jv a, struct jv b, struct jv *out)
+{
+    if (a.t == JV_STR) {
         size_t total = a.u.s.n + b.u.s.n;
         char *s = arena_alloc(r->a, total + 1);
         if (!s)
@@ -451,113 +444,153 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
         *out = jv_str(s, total);
         return 0;
     }
-    if (op == '+' && a.t == JV_LIST && b.t == JV_LIST) {
-        struct jv_list *l = jv_list_new(r, a.u.l->n + b.u.l->n);
-        if (!l)
-            return jr_oom(r);
-        jv_copy(l->items, a.u.l->items, a.u.l->n * sizeof *l->items);
-        jv_copy(l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof *l->items);
-        l->n = a.u.l->n + b.u.l->n;
-        l->tuple = a.u.l->tuple;
-        *out = (struct jv){.t = JV_LIST, .u.l = l};
+    struct jv_list *l = jv_list_new(r, a.u.l->n + b.u.l->n);
+    if (!l)
+        return jr_oom(r);
+    jv_copy(l->items, a.u.l->items, a.u.l->n * sizeof *l->items);
+    jv_copy(l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof *l->items);
+    l->n = a.u.l->n + b.u.l->n;
+    l->tuple = a.u.l->tuple;
+    *out = (struct jv){.t = JV_LIST, .u.l = l};
+    return 0;
+}
+
+// Integer x ** y for y >= 0; false on overflow (Python then has a big int; we use a float).
+static bool int_pow(int64_t x, int64_t y, int64_t *z)
+{
+    *z = 1;
+    for (int64_t i = 0; i < y; i++) {
+        if (__builtin_mul_overflow(*z, x, z))
+            return false;
+        if (*z == 0 || *z == 1)
+            break;
+    }
+    if (x == -1)
+        *z = (y % 2) ? -1 : 1;
+    return true;
+}
+
+// Python's integer arithmetic (floor division and modulo round toward minus
+// infinity). Returns 1 when the result does not fit an int64 (the caller
+// computes in floating point), 0 with *z set, < 0 on an error.
+static int int_arith(struct jrender *r, int line, int op, int64_t x, int64_t y, int64_t *z)
+{
+    switch (op) {
+    case '+':
+        return __builtin_add_overflow(x, y, z) ? 1 : 0;
+    case '-':
+        return __builtin_sub_overflow(x, y, z) ? 1 : 0;
+    case '*':
+        return __builtin_mul_overflow(x, y, z) ? 1 : 0;
+    case 'f':
+    case '%':
+        if (y == 0)
+            return jr_fail(r, line, "%s", "integer division or modulo by zero");
+        if (x == INT64_MIN && y == -1)
+            return 1;
+        *z = x / y;
+        if ((x % y != 0) && ((x < 0) != (y < 0)))
+            (*z)--;
+        if (op == '%')
+            *z = x - *z * y;
+        return 0;
+    case 'p':
+        return y < 0 || !int_pow(x, y, z) ? 1 : 0;
+    default:
+        *z = 0;
         return 0;
     }
+}
+
+// Python's float arithmetic, with its division-by-zero errors.
+static int float_arith(struct jrender *r, int line, int op, double x, double y, double *z)
+{
+    switch (op) {
+    case '+':
+        *z = x + y;
+        return 0;
+    case '-':
+        *z = x - y;
+        return 0;
+    case '*':
+        *z = x * y;
+        return 0;
+    case '/':
+        if (y == 0)
+            return jr_fail(r, line, "%s", "division by zero");
+        *z = x / y;
+        return 0;
+    case 'f':
+        if (y == 0)
+            return jr_fail(r, line, "%s", "float floor division by zero");
+        *z = __builtin_floor(x / y);
+        return 0;
+    case '%':
+        if (y == 0)
+            return jr_fail(r, line, "%s", "float modulo");
+        *z = __builtin_fmod(x, y);
+        if (*z != 0 && ((*z < 0) != (y < 0)))
+            *z += y;
+        return 0;
+    case 'p':
+        *z = __builtin_pow(x, y);
+        return 0;
+    default:
+        *z = 0;
+        return 0;
+    }
+}
+
+// Numbers only: ints stay ints (except true division and overflow).
+static int arith(struct jrender *r, int line, int op, struct jv a, struct jv b, struct jv *out)
+{
+    bool num_a = is_int(a) || a.t == JV_FLOAT, num_b = is_int(b) || b.t == JV_FLOAT;
+    if (!num_a || !num_b) {
+        static const char *names[] = {['+'] = "+",  ['-'] = "-", ['*'] = "*", ['/'] = "/",
+                                      ['f'] = "//", ['%'] = "%", ['p'] = "**"};
+        return jr_fail(r, line, "unsupported operand type(s) for %s: '%s' and '%s'", names[op],
+                       jv_type_name(a), jv_type_name(b));
+    }
+    if (is_int(a) && is_int(b) && op != '/') {
+        int64_t z = 0;
+        int rc = int_arith(r, line, op, ival(a), ival(b), &z);
+        if (rc <= 0) {
+            if (rc == 0)
+                *out = jv_int(z);
+            return rc;
+        }
+    }
+    double z = 0;
+    int rc = float_arith(r, line, op, fval(a), fval(b), &z);
+    if (rc == 0)
+        *out = jv_float(z);
+    return rc;
+}
+
+static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv a, b;
+    int rc = jr_eval(r, n->a, f, &a);
+    if (!rc)
+        rc = jr_eval(r, n->b, f, &b);
+    if (rc)
+        return rc;
+    int op = n->op;
+    if (op == '~')
+        return concat_values(r, a, b, out);
+    if (a.t == JV_UNDEF)
+        return undefined_error(r, n->line, a);
+    if (b.t == JV_UNDEF)
+        return undefined_error(r, n->line, b);
+    if (op == '+' && a.t == b.t && (a.t == JV_STR || a.t == JV_LIST))
+        return add_sequences(r, a, b, out);
     if (op == '*' && (a.t == JV_STR || a.t == JV_LIST) && is_int(b))
         return repeat(r, n->line, a, ival(b), out);
     if (op == '*' && (b.t == JV_STR || b.t == JV_LIST) && is_int(a))
         return repeat(r, n->line, b, ival(a), out);
     if (op == '%' && a.t == JV_STR)
         return jr_str_format(r, n->line, a, b, out);
-    bool num_a = is_int(a) || a.t == JV_FLOAT, num_b = is_int(b) || b.t == JV_FLOAT;
-    if (!num_a || !num_b) {
-        static const char *names[] = {['+'] = "+",  ['-'] = "-", ['*'] = "*", ['/'] = "/",
-                                      ['f'] = "//", ['%'] = "%", ['p'] = "**"};
-        return jr_fail(r, n->line, "unsupported operand type(s) for %s: '%s' and '%s'", names[op],
-                       jv_type_name(a), jv_type_name(b));
-    }
-    if (is_int(a) && is_int(b) && op != '/') {
-        int64_t x = ival(a), y = ival(b), z;
-        switch (op) {
-        case '+':
-            if (__builtin_add_overflow(x, y, &z))
-                goto as_float;
-            break;
-        case '-':
-            if (__builtin_sub_overflow(x, y, &z))
-                goto as_float;
-            break;
-        case '*':
-            if (__builtin_mul_overflow(x, y, &z))
-                goto as_float;
-            break;
-        case 'f':
-        case '%':
-            if (y == 0)
-                return jr_fail(r, n->line, "%s", "integer division or modulo by zero");
-            if (x == INT64_MIN && y == -1)
-                goto as_float;
-            z = x / y;
-            if ((x % y != 0) && ((x < 0) != (y < 0)))
-                z--;
-            if (op == '%')
-                z = x - z * y;
-            break;
-        case 'p':
-            if (y < 0)
-                goto as_float;
-            z = 1;
-            for (int64_t i = 0; i < y; i++) {
-                if (__builtin_mul_overflow(z, x, &z))
-                    goto as_float;
-                if (z == 0 || z == 1)
-                    break;
-            }
-            if (x == -1)
-                z = (y % 2) ? -1 : 1;
-            break;
-        default:
-            z = 0;
-        }
-        *out = jv_int(z);
-        return 0;
-    }
-as_float:;
-    double x = fval(a), y = fval(b), z;
-    switch (op) {
-    case '+':
-        z = x + y;
-        break;
-    case '-':
-        z = x - y;
-        break;
-    case '*':
-        z = x * y;
-        break;
-    case '/':
-        if (y == 0)
-            return jr_fail(r, n->line, "%s", "division by zero");
-        z = x / y;
-        break;
-    case 'f':
-        if (y == 0)
-            return jr_fail(r, n->line, "%s", "float floor division by zero");
-        z = __builtin_floor(x / y);
-        break;
-    case '%':
-        if (y == 0)
-            return jr_fail(r, n->line, "%s", "float modulo");
-        z = __builtin_fmod(x, y);
-        if (z != 0 && ((z < 0) != (y < 0)))
-            z += y;
-        break;
-    case 'p':
-        z = __builtin_pow(x, y);
-        break;
-    default:
-        z = 0;
-    }
-    *out = jv_float(z);
-    return 0;
+    return arith(r, n->line, op, a, b, out);
 }
 
 static int contains(struct jrender *r, int line, struct jv item, struct jv seq, bool *out)
