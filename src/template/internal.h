@@ -286,3 +286,21 @@ int exec_str(struct exec *x, const char *s, size_t n, struct tval *out);
 int tmpl_parse_tree(struct template *t, struct err *e);
 int tmpl_exec_node(const struct template *t, const struct node *root, json_t *data, struct buf *out,
                    struct err *e);
+
+// ---------------------------------------------------------------------------
+// Output parsing (output.c): helpers for the tool-call parsers.
+
+bool tmpl_is_space(char c);
+size_t tmpl_skip_space(const char *s, size_t n);
+// Length of the longest suffix of s[0..n) that is a proper prefix of tag.
+size_t tmpl_partial_suffix(const char *s, size_t n, const char *tag);
+// The first occurrence of tag in s[0..n), or NULL.
+const char *tmpl_find(const char *s, size_t n, const char *tag);
+// Replaces the buffer's contents with s[0..n) (s may point into it).
+void tmpl_buf_set(struct buf *b, const char *s, size_t n);
+// With s[0] == '{': the length of the object up to its closing brace, braces
+// counted outside JSON strings; 0 while it is still open.
+size_t tmpl_object_span(const char *s, size_t n);
+// Appends {"id","function":{"index","name","arguments"}} to calls; takes
+// the reference to args.
+void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args);

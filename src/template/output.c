@@ -2,27 +2,26 @@
 // sections between the template's tags, and tool calls after the template's
 // tool-call tag. Both accept input in arbitrary pieces and hold back only
 // what is still ambiguous (a partial tag, an incomplete JSON object).
-#include "template/template.h"
+#include "template/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-static bool is_ws(char c)
+bool tmpl_is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
-static size_t skip_ws(const char *s, size_t n)
+size_t tmpl_skip_space(const char *s, size_t n)
 {
     size_t i = 0;
-    while (i < n && is_ws(s[i]))
+    while (i < n && tmpl_is_space(s[i]))
         i++;
     return i;
 }
 
-// Length of the longest suffix of s[0..n) that is a proper prefix of tag.
-static size_t partial_suffix(const char *s, size_t n, const char *tag)
+size_t tmpl_partial_suffix(const char *s, size_t n, const char *tag)
 {
     size_t tl = strlen(tag);
     for (size_t k = tl > 0 ? tl - 1 : 0; k > 0; k--)
@@ -31,7 +30,7 @@ static size_t partial_suffix(const char *s, size_t n, const char *tag)
     return 0;
 }
 
-static const char *find(const char *s, size_t n, const char *tag)
+const char *tmpl_find(const char *s, size_t n, const char *tag)
 {
     size_t tl = strlen(tag);
     if (tl == 0 || tl > n)
@@ -42,8 +41,7 @@ static const char *find(const char *s, size_t n, const char *tag)
     return NULL;
 }
 
-// Replaces the buffer's contents with s[0..n) (s may point into it).
-static void buf_set(struct buf *b, const char *s, size_t n)
+void tmpl_buf_set(struct buf *b, const char *s, size_t n)
 {
     char *tmp = xstrndup(s, n);
     buf_reset(b);
@@ -84,12 +82,12 @@ int template_think_parser_add(struct template_think_parser *p, const char *s, si
         size_t len = p->acc.len;
         switch (p->state) {
         case TH_LOOK: {
-            size_t w = skip_ws(a, len);
+            size_t w = tmpl_skip_space(a, len);
             size_t ol = strlen(p->open);
             if (len - w >= ol && !memcmp(a + w, p->open, ol)) {
                 size_t r = w + ol;
-                r += skip_ws(a + r, len - r);
-                buf_set(&p->acc, a + r, len - r);
+                r += tmpl_skip_space(a + r, len - r);
+                tmpl_buf_set(&p->acc, a + r, len - r);
                 p->state = p->acc.len ? TH_THINKING : TH_AFTER_OPEN;
                 continue;
             }
@@ -101,22 +99,22 @@ int template_think_parser_add(struct template_think_parser *p, const char *s, si
             return rc;
         }
         case TH_AFTER_OPEN: {
-            size_t w = skip_ws(a, len);
+            size_t w = tmpl_skip_space(a, len);
             if (w == len) {
                 buf_reset(&p->acc);
                 return 0;
             }
-            buf_set(&p->acc, a + w, len - w);
+            tmpl_buf_set(&p->acc, a + w, len - w);
             p->state = TH_THINKING;
             continue;
         }
         case TH_THINKING: {
-            const char *c = find(a, len, p->close);
+            const char *c = tmpl_find(a, len, p->close);
             if (c) {
                 size_t before = (size_t)(c - a);
                 rc |= buf_append(thinking, a, before);
                 size_t r = before + strlen(p->close);
-                r += skip_ws(a + r, len - r);
+                r += tmpl_skip_space(a + r, len - r);
                 if (r < len) {
                     rc |= buf_append(content, a + r, len - r);
                     p->state = TH_DONE;
@@ -126,13 +124,13 @@ int template_think_parser_add(struct template_think_parser *p, const char *s, si
                 buf_reset(&p->acc);
                 return rc;
             }
-            size_t keep = partial_suffix(a, len, p->close);
+            size_t keep = tmpl_partial_suffix(a, len, p->close);
             rc |= buf_append(thinking, a, len - keep);
-            buf_set(&p->acc, a + len - keep, keep);
+            tmpl_buf_set(&p->acc, a + len - keep, keep);
             return rc;
         }
         case TH_AFTER_CLOSE: {
-            size_t w = skip_ws(a, len);
+            size_t w = tmpl_skip_space(a, len);
             if (w < len) {
                 rc |= buf_append(content, a + w, len - w);
                 p->state = TH_DONE;
@@ -164,7 +162,7 @@ int template_think_parser_finish(struct template_think_parser *p, struct buf *th
 
 bool template_think_starts_inside(const char *prompt, size_t len, const char *open)
 {
-    while (len && is_ws(prompt[len - 1]))
+    while (len && tmpl_is_space(prompt[len - 1]))
         len--;
     size_t ol = open ? strlen(open) : 0;
     return ol && len >= ol && !memcmp(prompt + len - ol, open, ol);
@@ -279,54 +277,54 @@ static json_t *find_args(json_t *obj, const char *name, int depth)
     return NULL;
 }
 
+size_t tmpl_object_span(const char *s, size_t n)
+{
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (esc) {  // a backslash escapes the next byte, in strings or not
+            esc = false;
+            continue;
+        }
+        if (c == '\\') {
+            esc = true;
+            continue;
+        }
+        if (c == '"') {
+            in_str = !in_str;
+            continue;
+        }
+        if (in_str)
+            continue;
+        if (c == '{')
+            depth++;
+        else if (c == '}' && --depth == 0)
+            return i + 1;
+    }
+    return 0;
+}
+
 // First complete, parseable {...} object in s: its arguments and end offset.
 static json_t *scan_object(const char *s, size_t n, const char *name, size_t *end)
 {
-    size_t i = 0;
-    while (i < n) {
-        if (s[i] != '{') {
-            i++;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '{')
             continue;
-        }
-        size_t start = i;
-        int depth = 0;
-        bool in_str = false, esc = false, closed = false;
-        for (; i < n; i++) {
-            char c = s[i];
-            if (esc) {  // a backslash escapes the next byte, in strings or not
-                esc = false;
-                continue;
-            }
-            if (c == '\\') {
-                esc = true;
-                continue;
-            }
-            if (c == '"') {
-                in_str = !in_str;
-                continue;
-            }
-            if (in_str)
-                continue;
-            if (c == '{')
-                depth++;
-            else if (c == '}' && --depth == 0) {
-                closed = true;
-                break;
-            }
-        }
-        if (!closed)
+        size_t span = tmpl_object_span(s + i, n - i);
+        if (!span)
             return NULL;  // incomplete: wait for more
-        json_t *o = json_loadb(s + start, i + 1 - start, 0, NULL);
+        json_t *o = json_loadb(s + i, span, 0, NULL);
         if (json_is_object(o)) {
             json_t *a = find_args(o, name, 0);
             if (!a)
                 a = json_incref(o);
             json_decref(o);
-            *end = i + 1;
+            *end = i + span;
             return a;
         }
         json_decref(o);
-        i++;
+        i += span - 1;  // look on after this object
     }
     return NULL;
 }
@@ -342,6 +340,20 @@ static void make_id(char out[16])
     for (int i = 0; i < 8; i++)
         out[5 + i] = set[r[i] % 36];
     out[13] = 0;
+}
+
+void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args)
+{
+    char id[16];
+    make_id(id);
+    json_t *call = json_object();
+    json_object_set_new(call, "id", json_string(id));
+    json_t *fn = json_object();
+    json_object_set_new(fn, "index", json_integer(index));
+    json_object_set_new(fn, "name", json_string(name));
+    json_object_set_new(fn, "arguments", args);
+    json_object_set_new(call, "function", fn);
+    json_array_append_new(calls, call);
 }
 
 // With a "{" or "[" tag: true when, counted outside JSON strings, the
@@ -381,12 +393,12 @@ static int extract(struct template_tool_parser *p, json_t *calls, bool final)
     const char *a = p->acc.data ? p->acc.data : "";
     size_t len = p->acc.len;
     for (size_t i = 0; i < p->n_names && !final; i++)
-        if (partial_suffix(a, len, p->names[i]))
+        if (tmpl_partial_suffix(a, len, p->names[i]))
             return 0;
     const char *best = NULL;
     size_t best_len = 0, best_i = 0;
     for (size_t i = 0; i < p->n_names; i++) {
-        const char *f = find(a, len, p->names[i]);
+        const char *f = tmpl_find(a, len, p->names[i]);
         size_t nl = strlen(p->names[i]);
         if (f && (!best || f < best || (f == best && nl > best_len)))
             best = f, best_len = nl, best_i = i;
@@ -397,19 +409,10 @@ static int extract(struct template_tool_parser *p, json_t *calls, bool final)
     json_t *args = scan_object(a, len, p->names[best_i], &end);
     if (!args)
         return 0;
-    char id[16];
-    make_id(id);
-    json_t *call = json_object();
-    json_object_set_new(call, "id", json_string(id));
-    json_t *fn = json_object();
-    json_object_set_new(fn, "index", json_integer(p->n_calls++));
-    json_object_set_new(fn, "name", json_string(p->names[best_i]));
-    json_object_set_new(fn, "arguments", args);
-    json_object_set_new(call, "function", fn);
-    json_array_append_new(calls, call);
+    tmpl_call_append(calls, p->n_calls++, p->names[best_i], args);
     size_t name_end = (size_t)(best - a) + best_len;
     size_t cut = name_end > end ? name_end : end;
-    buf_set(&p->acc, a + cut, len - cut);
+    tmpl_buf_set(&p->acc, a + cut, len - cut);
     return 1;
 }
 
@@ -427,22 +430,22 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
     if (p->state == TC_LOOK) {
         const char *a = p->acc.data;
         size_t len = p->acc.len;
-        const char *t = find(a, len, p->tag);
+        const char *t = tmpl_find(a, len, p->tag);
         if (p->json_tag) {
             // tools only when the first non-blank character is the tag (after the skip prefix)
-            size_t w = skip_ws(a, len);
+            size_t w = tmpl_skip_space(a, len);
             if (p->skip_prefix) {
                 size_t pl = strlen(p->skip_prefix), have = len - w < pl ? len - w : pl;
                 if (!memcmp(a + w, p->skip_prefix, have)) {
                     if (have < pl)
                         return 0;  // a partial marker: wait
-                    w = skip_ws(a, len) + pl;
-                    w += skip_ws(a + w, len - w);
-                    buf_set(&p->acc, a + w, len - w);
+                    w = tmpl_skip_space(a, len) + pl;
+                    w += tmpl_skip_space(a + w, len - w);
+                    tmpl_buf_set(&p->acc, a + w, len - w);
                     a = p->acc.data ? p->acc.data : "";
                     len = p->acc.len;
                     w = 0;
-                    t = find(a, len, p->tag);
+                    t = tmpl_find(a, len, p->tag);
                 }
             }
             if (w < len && t != a + w) {
@@ -452,18 +455,18 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
                 return rc;
             }
             rc = buf_append(content, a, w);
-            buf_set(&p->acc, a + w, len - w);
+            tmpl_buf_set(&p->acc, a + w, len - w);
             if (w == len)
                 return rc;
             p->state = TC_CALLING;
         } else if (t) {
             rc |= buf_append(content, a, (size_t)(t - a));
-            buf_set(&p->acc, t, len - (size_t)(t - a));
+            tmpl_buf_set(&p->acc, t, len - (size_t)(t - a));
             p->state = TC_CALLING;
         } else {
-            size_t keep = partial_suffix(a, len, p->tag);
+            size_t keep = tmpl_partial_suffix(a, len, p->tag);
             rc |= buf_append(content, a, len - keep);
-            buf_set(&p->acc, a + len - keep, keep);
+            tmpl_buf_set(&p->acc, a + len - keep, keep);
             return rc;
         }
     }
