@@ -288,7 +288,8 @@ int tmpl_exec_node(const struct template *t, const struct node *root, json_t *da
                    struct err *e);
 
 // ---------------------------------------------------------------------------
-// Output parsing (output.c): helpers for the tool-call parsers.
+// Output parsing: what output.c shares with the format-specific tool-call
+// parsers (output_llama3.c).
 
 bool tmpl_is_space(char c);
 size_t tmpl_skip_space(const char *s, size_t n);
@@ -304,3 +305,24 @@ size_t tmpl_object_span(const char *s, size_t n);
 // Appends {"id","function":{"index","name","arguments"}} to calls; takes
 // the reference to args.
 void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args);
+
+// A tool-call syntax with its own streaming parser, named by a row of the
+// output-format table (output.c). add appends the content that can be sent
+// now and the calls that are complete; finish flushes what was held back.
+// Both fail only when a buffer would grow too large (ERR_TOO_LARGE).
+typedef void *(*tmpl_calls_new_fn)(json_t *tools);
+typedef int (*tmpl_calls_add_fn)(void *p, const char *s, size_t n, struct buf *content,
+                                 json_t *calls, struct err *e);
+typedef int (*tmpl_calls_finish_fn)(void *p, struct buf *content, json_t *calls, struct err *e);
+typedef void (*tmpl_calls_free_fn)(void *p);
+
+struct template_call_syntax {
+    tmpl_calls_new_fn create;
+    tmpl_calls_add_fn add;
+    tmpl_calls_finish_fn finish;
+    tmpl_calls_free_fn destroy;
+};
+
+// Llama 3.x: a JSON call as the whole reply, or after <|python_tag|> a JSON
+// call, a built-in tool's NAME.call(ARG=VALUE, ...) or code (output_llama3.c).
+extern const struct template_call_syntax tmpl_calls_llama_3_x;

@@ -190,8 +190,7 @@ enum { TC_LOOK, TC_CALLING, TC_CONTENT };
 
 struct template_tool_parser {
     char *tag;
-    bool json_tag;      // "{" or "["
-    char *skip_prefix;  // json_tag: a marker the calls may start with (Llama's <|python_tag|>)
+    bool json_tag;  // "{" or "["
     char **names;
     size_t n_names;
     int state;
@@ -224,7 +223,6 @@ void template_tool_parser_free(struct template_tool_parser *p)
         free(p->names[i]);
     free(p->names);
     free(p->tag);
-    free(p->skip_prefix);
     buf_deinit(&p->acc);
     free(p);
 }
@@ -432,22 +430,8 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
         size_t len = p->acc.len;
         const char *t = tmpl_find(a, len, p->tag);
         if (p->json_tag) {
-            // tools only when the first non-blank character is the tag (after the skip prefix)
+            // tools only when the first non-blank character is the tag
             size_t w = tmpl_skip_space(a, len);
-            if (p->skip_prefix) {
-                size_t pl = strlen(p->skip_prefix), have = len - w < pl ? len - w : pl;
-                if (!memcmp(a + w, p->skip_prefix, have)) {
-                    if (have < pl)
-                        return 0;  // a partial marker: wait
-                    w = tmpl_skip_space(a, len) + pl;
-                    w += tmpl_skip_space(a + w, len - w);
-                    tmpl_buf_set(&p->acc, a + w, len - w);
-                    a = p->acc.data ? p->acc.data : "";
-                    len = p->acc.len;
-                    w = 0;
-                    t = tmpl_find(a, len, p->tag);
-                }
-            }
             if (w < len && t != a + w) {
                 p->state = TC_CONTENT;
                 rc = buf_append(content, a, len);
@@ -503,13 +487,19 @@ int template_tool_parser_finish(struct template_tool_parser *p, struct buf *cont
 struct template_output_parser {
     bool thinking;
     struct template_think_parser think;
-    struct template_tool_parser *tools;  // NULL when the request has none
+    // the request's tools, when it has some: the JSON-after-a-tag parser, or a
+    // format's own syntax and its state
+    struct template_tool_parser *tools;
+    const struct template_call_syntax *syntax;
+    void *calls;
 };
 
-// The chain for explicit tags: open/close NULL = no thinking section; tool_tag as
-// template_tool_parser_new takes it; skip_prefix may be NULL.
+// The chain for explicit tags: open/close NULL = no thinking section; tool
+// calls in the syntax given, or (syntax NULL) as JSON after tool_tag as
+// template_tool_parser_new takes it.
 static struct template_output_parser *parser_new_tags(const char *open, const char *close,
-                                                      const char *tool_tag, const char *skip_prefix,
+                                                      const char *tool_tag,
+                                                      const struct template_call_syntax *syntax,
                                                       bool think, json_t *tools, const char *prompt)
 {
     struct template_output_parser *p = xcalloc(1, sizeof(*p));
@@ -519,9 +509,12 @@ static struct template_output_parser *parser_new_tags(const char *open, const ch
         template_think_parser_init(&p->think, open, close, inside);
     }
     if (json_is_array(tools) && json_array_size(tools) > 0) {
-        p->tools = template_tool_parser_new(tool_tag, tools);
-        if (skip_prefix && p->tools->json_tag)
-            p->tools->skip_prefix = xstrdup(skip_prefix);
+        if (syntax) {
+            p->syntax = syntax;
+            p->calls = syntax->create(tools);
+        } else {
+            p->tools = template_tool_parser_new(tool_tag, tools);
+        }
     }
     return p;
 }
@@ -540,7 +533,7 @@ struct template_output_parser *template_output_parser_new(const struct template 
 // the template text in the order llama.cpp's chat handling checks them
 // (common/chat.cpp, common_chat_templates_apply_jinja): the first row whose
 // needles all occur wins. Each row names the thinking tags and the tool-call
-// tag the generated text uses.
+// tag the generated text uses, or the syntax whose own parser reads the calls.
 
 static const struct template_chat_format chat_formats[] = {
     // <think>…</think>, then <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
@@ -569,13 +562,14 @@ static const struct template_chat_format chat_formats[] = {
      NULL,
      "<function=",
      NULL},
-    // {"name": …, "parameters": {…}}, or after <|python_tag|>
+    // {"name": …, "parameters": {…}}, or after <|python_tag|> that, NAME.call(ARG=VALUE, ...)
+    // or code
     {"llama_3_x",
      {"<|start_header_id|>ipython<|end_header_id|>"},
      NULL,
      NULL,
      "{",
-     "<|python_tag|>"},
+     &tmpl_calls_llama_3_x},
     // [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}]
     {"mistral_nemo", {"[TOOL_CALLS]"}, NULL, NULL, "[TOOL_CALLS]", NULL},
     // Action: ```json [{"tool_name": …, "parameters": {…}}] ``` (Command R / R+ tool use)
@@ -605,7 +599,7 @@ template_output_parser_new_format(const struct template_chat_format *f, const ch
     bool tags =
         f->think_open && jinja && strstr(jinja, f->think_open) && strstr(jinja, f->think_close);
     return parser_new_tags(tags ? f->think_open : NULL, tags ? f->think_close : NULL, f->tool_tag,
-                           f->skip_prefix, think, tools, prompt);
+                           f->syntax, think, tools, prompt);
 }
 
 void template_output_parser_free(struct template_output_parser *p)
@@ -615,6 +609,8 @@ void template_output_parser_free(struct template_output_parser *p)
     if (p->thinking)
         template_think_parser_deinit(&p->think);
     template_tool_parser_free(p->tools);
+    if (p->syntax)
+        p->syntax->destroy(p->calls);
     free(p);
 }
 
@@ -623,6 +619,8 @@ static int route_content(struct template_output_parser *p, const char *s, size_t
 {
     if (!n)
         return 0;
+    if (p->syntax)
+        return p->syntax->add(p->calls, s, n, content, calls, e);
     if (p->tools)
         return template_tool_parser_add(p->tools, s, n, content, calls, e);
     return buf_append(content, s, n) ? err_set(e, ERR_TOO_LARGE, "output too large") : 0;
@@ -656,7 +654,9 @@ int template_output_parser_finish(struct template_output_parser *p, struct buf *
         rc = route_content(p, c.data ? c.data : "", c.len, content, calls, e);
         buf_deinit(&c);
     }
-    if (!rc && p->tools && template_tool_parser_finish(p->tools, content, calls))
+    if (!rc && p->syntax)
+        rc = p->syntax->finish(p->calls, content, calls, e);
+    else if (!rc && p->tools && template_tool_parser_finish(p->tools, content, calls))
         rc = err_set(e, ERR_TOO_LARGE, "output too large");
     return rc;
 }
