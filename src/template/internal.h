@@ -289,7 +289,7 @@ int tmpl_exec_node(const struct template *t, const struct node *root, json_t *da
 
 // ---------------------------------------------------------------------------
 // Output parsing: what output.c shares with the format-specific tool-call
-// parsers (output_llama3.c).
+// parsers (output_llama3.c, output_functionary.c).
 
 bool tmpl_is_space(char c);
 size_t tmpl_skip_space(const char *s, size_t n);
@@ -326,3 +326,6 @@ struct template_call_syntax {
 // Llama 3.x: a JSON call as the whole reply, or after <|python_tag|> a JSON
 // call, a built-in tool's NAME.call(ARG=VALUE, ...) or code (output_llama3.c).
 extern const struct template_call_syntax tmpl_calls_llama_3_x;
+// Functionary v3.2: NAME\n{...} and all\ntext segments, the later ones after
+// ">>>" (output_functionary.c).
+extern const struct template_call_syntax tmpl_calls_functionary_v3_2;

@@ -552,8 +552,8 @@ static const struct template_chat_format chat_formats[] = {
      NULL},
     // <tool_call>{"name": …, "arguments": {…}}</tool_call> (Hermes 2/3 Pro, Qwen 2.5 / 3)
     {"hermes_2_pro", {"<tool_call>"}, "<think>", "</think>", "<tool_call>", NULL},
-    // >>>NAME\n{…}
-    {"functionary_v3_2", {">>>all"}, NULL, NULL, ">>>", NULL},
+    // NAME\n{…} or all\ntext, then >>>NAME\n{…} / >>>all\ntext (the prompt ends in >>>)
+    {"functionary_v3_2", {">>>all"}, NULL, NULL, ">>>", &tmpl_calls_functionary_v3_2},
     {"firefunction_v2", {" functools["}, NULL, NULL, "functools[", NULL},
     // <function=NAME>{…}</function>
     {"functionary_v3_1_llama_3_1",

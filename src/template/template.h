@@ -180,8 +180,8 @@ struct template_chat_format {
     const char *think_open;  // thinking tags, or NULL
     const char *think_close;
     const char *tool_tag;  // as template_tool_parser_new takes it
-    // a syntax with its own parser (Llama 3.x's <|python_tag|>), or NULL:
-    // JSON after tool_tag
+    // a syntax with its own parser (Llama 3.x's <|python_tag|>, Functionary
+    // v3.2's segments), or NULL: JSON after tool_tag
     const struct template_call_syntax *syntax;
 };
 // Never NULL: the generic format when nothing else matches.

@@ -1,8 +1,10 @@
 // Unit tests for the output formats with their own tool-call syntax
-// (src/template/output_llama3.c): Llama 3.x's <|python_tag|> calls of
-// built-in tools (NAME.call(ARG=VALUE, ...) with Python literals, and code).
-// Each output is parsed whole, split in two at every byte and fed one byte
-// at a time: all must give the same thinking, content and calls.
+// (src/template/output_llama3.c, output_functionary.c): Llama 3.x's
+// <|python_tag|> calls of built-in tools (NAME.call(ARG=VALUE, ...) with
+// Python literals, and code) and Functionary v3.2's segments (the first one
+// without ">>>"). Each output is parsed whole, split in two at every byte
+// and fed one byte at a time: all must give the same thinking, content and
+// calls.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,12 +21,17 @@
 // The format rows are chosen from the template text (llama.cpp's needles).
 static const char *llama_jinja =
     "{{- '<|start_header_id|>ipython<|end_header_id|>' }}{{- '<|python_tag|>' }}";
+static const char *functionary_jinja = "{{- '>>>all\\n' }}";
 
 static const char *llama_tools =
     "[{\"type\":\"function\",\"function\":{\"name\":\"brave_search\"}},"
     "{\"type\":\"function\",\"function\":{\"name\":\"wolfram_alpha\"}},"
     "{\"type\":\"function\",\"function\":{\"name\":\"code_interpreter\"}},"
     "{\"type\":\"function\",\"function\":{\"name\":\"get\"}}]";
+static const char *functionary_tools =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"special_function\"}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"python\"}}]";
 
 // Parses out in pieces cut at `cuts` (ascending byte offsets, -1 ends) and
 // returns "thinking|content|name#index(args);..." with the arguments as
@@ -238,6 +245,75 @@ static void test_llama_streaming(void **state)
     free(c);
 }
 
+// ---------------------------------------------------------------------------
+// Functionary v3.2
+
+static void test_functionary_segments(void **state)
+{
+    (void)state;
+    assert_string_equal(template_chat_format_detect(functionary_jinja)->name, "functionary_v3_2");
+    static const struct {
+        const char *out, *want;
+    } cases[] = {
+        // the first segment comes without ">>>": content after all\n
+        {"all\nHello, world!\nWhat's up?", "|Hello, world!\nWhat's up?|"},
+        // ... or a call; white space after it is dropped
+        {"special_function\n{\"arg1\": 1} \n                    ",
+         "||special_function#0({\"arg1\":1});"},
+        // then ">>>" segments; white space before a call's ">>>" is dropped
+        {"all\nLet me check.\n>>>get_weather\n{\"city\": \"Paris\"}\n>>>special_function\n"
+         "{\"arg1\": 1}",
+         "|Let me check.|get_weather#0({\"city\":\"Paris\"});special_function#1({\"arg1\":1});"},
+        {"all\nHello, world!\nnono\nWhat's up?>>>special_function\n{\"arg1\": 1}\n",
+         "|Hello, world!\nnono\nWhat's up?|special_function#0({\"arg1\":1});"},
+        {"get_weather\n{\"city\": \"Paris\"}\n>>>all\nIt is sunny.",
+         "|It is sunny.|get_weather#0({\"city\":\"Paris\"});"},
+        {"all\nx\n>>>all\ny", "|x\ny|"},
+        // python takes raw code to the end, or a JSON object
+        {"python\n# This is a program:\nprint('hey')",
+         "||python#0({\"code\":\"# This is a program:\\nprint('hey')\"});"},
+        {"all\nRunning it.>>>python\nprint(1)", "|Running it.|python#0({\"code\":\"print(1)\"});"},
+        {"python\n{\"code\": \"print(1)\"}", "||python#0({\"code\":\"print(1)\"});"},
+        // the model repeating the prompt's ">>>" first
+        {">>>all\nHi", "|Hi|"},
+        {">>>get_weather\n{}", "||get_weather#0({});"},
+        // a first segment that is no recipient line is content
+        {"Hello there", "|Hello there|"},
+        {"Sure\nthing", "|Sure\nthing|"},
+        {"", "||"},
+        // a ">>>" without a recipient line is content
+        {"all\nIn Python: >>> print(1)", "|In Python: >>> print(1)|"},
+        {"all\na >>>b c", "|a >>>b c|"},
+        // not JSON after all, or unfinished: the segment is text
+        {"get_weather\n{not json} ok", "|get_weather\n{not json} ok|"},
+        {"all\nA\n>>>get_weather\n{\"city\": ", "|A\n>>>get_weather\n{\"city\": |"},
+        {"all\nA >>>get_wea", "|A >>>get_wea|"},
+        // braces inside strings do not end the object
+        {"get_weather\n{\"city\": \"}{\\\"\"}", "||get_weather#0({\"city\":\"}{\\\"\"});"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check(functionary_jinja, functionary_tools, cases[i].out, cases[i].want);
+}
+
+static void test_functionary_streaming(void **state)
+{
+    (void)state;
+    // the recipient line is held until it is known; then content flows
+    char *c = content_so_far(functionary_jinja, functionary_tools, "all");
+    assert_string_equal(c, "");
+    free(c);
+    c = content_so_far(functionary_jinja, functionary_tools, "all\nHello, world");
+    assert_string_equal(c, "Hello, world");
+    free(c);
+    // a partial marker and the white space before it wait
+    c = content_so_far(functionary_jinja, functionary_tools, "all\nDone.\n>>");
+    assert_string_equal(c, "Done.");
+    free(c);
+    c = content_so_far(functionary_jinja, functionary_tools, "Hello there");
+    assert_string_equal(c, "Hello there");
+    free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +321,8 @@ int main(void)
         cmocka_unit_test(test_llama_builtin_calls),
         cmocka_unit_test(test_llama_code),
         cmocka_unit_test(test_llama_streaming),
+        cmocka_unit_test(test_functionary_segments),
+        cmocka_unit_test(test_functionary_streaming),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
