@@ -322,8 +322,9 @@ static int py_value(struct py *p, json_t **out);
 static int py_items(struct py *p, char close, json_t **out)
 {
     bool dict = close == '}', tuple = close == ')';
-    if (++p->depth > PY_MAX_DEPTH)
+    if (p->depth >= PY_MAX_DEPTH)
         return PY_BAD;
+    p->depth++;
     p->i++;
     json_t *v = dict ? json_object() : json_array();
     bool comma = false;
@@ -397,6 +398,12 @@ static int py_items(struct py *p, char close, json_t **out)
     return PY_OK;
 }
 
+static bool word_is(const char *w, size_t n, const char *word)
+{
+    return strlen(word) == n && !memcmp(w, word, n);
+}
+
+// A literal; True, False and None also as JSON spells them.
 static int py_value(struct py *p, json_t **out)
 {
     *out = NULL;
@@ -420,21 +427,18 @@ static int py_value(struct py *p, json_t **out)
         j++;
     if (j >= p->n)
         return PY_MORE;
-    static const struct {
-        const char *word;
-        int type;
-    } words[] = {
-        {"True", JSON_TRUE}, {"False", JSON_FALSE}, {"None", JSON_NULL},
-        {"true", JSON_TRUE}, {"false", JSON_FALSE}, {"null", JSON_NULL},
-    };
-    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
-        if (strlen(words[k].word) == j - p->i && !memcmp(p->s + p->i, words[k].word, j - p->i)) {
-            *out = words[k].type == JSON_TRUE    ? json_true()
-                   : words[k].type == JSON_FALSE ? json_false()
-                                                 : json_null();
-            p->i = j;
-            return PY_OK;
-        }
+    const char *w = p->s + p->i;
+    size_t wl = j - p->i;
+    if (word_is(w, wl, "True") || word_is(w, wl, "true"))
+        *out = json_true();
+    else if (word_is(w, wl, "False") || word_is(w, wl, "false"))
+        *out = json_false();
+    else if (word_is(w, wl, "None") || word_is(w, wl, "null"))
+        *out = json_null();
+    if (*out) {
+        p->i = j;
+        return PY_OK;
+    }
     return PY_BAD;  // a name is no literal
 }
 
