@@ -553,7 +553,7 @@ static const struct template_chat_format chat_formats[] = {
     // <tool_call>{"name": …, "arguments": {…}}</tool_call> (Hermes 2/3 Pro, Qwen 2.5 / 3)
     {"hermes_2_pro", {"<tool_call>"}, "<think>", "</think>", "<tool_call>", NULL},
     // NAME\n{…} or all\ntext, then >>>NAME\n{…} / >>>all\ntext (the prompt ends in >>>)
-    {"functionary_v3_2", {">>>all"}, NULL, NULL, ">>>", &tmpl_calls_functionary_v3_2},
+    {"functionary_v3_2", {">>>all"}, NULL, NULL, NULL, &tmpl_calls_functionary_v3_2},
     {"firefunction_v2", {" functools["}, NULL, NULL, "functools[", NULL},
     // <function=NAME>{…}</function>
     {"functionary_v3_1_llama_3_1",
@@ -568,7 +568,7 @@ static const struct template_chat_format chat_formats[] = {
      {"<|start_header_id|>ipython<|end_header_id|>"},
      NULL,
      NULL,
-     "{",
+     NULL,
      &tmpl_calls_llama_3_x},
     // [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}]
     {"mistral_nemo", {"[TOOL_CALLS]"}, NULL, NULL, "[TOOL_CALLS]", NULL},

@@ -179,7 +179,7 @@ struct template_chat_format {
     const char *needles[2];  // all present in the template (NULL-terminated)
     const char *think_open;  // thinking tags, or NULL
     const char *think_close;
-    const char *tool_tag;  // as template_tool_parser_new takes it
+    const char *tool_tag;  // as template_tool_parser_new takes it, or NULL with a syntax
     // a syntax with its own parser (Llama 3.x's <|python_tag|>, Functionary
     // v3.2's segments), or NULL: JSON after tool_tag
     const struct template_call_syntax *syntax;
