@@ -2,9 +2,9 @@
 // (src/template/output_llama3.c, output_functionary.c): Llama 3.x's
 // <|python_tag|> calls of built-in tools (NAME.call(ARG=VALUE, ...) with
 // Python literals, and code) and Functionary v3.2's segments (the first one
-// without ">>>"). Each output is parsed whole, split in two at every byte
-// and fed one byte at a time: all must give the same thinking, content and
-// calls.
+// without ">>>"). Each output is parsed whole, split in two and in three at
+// every byte and fed one byte at a time: all must give the same thinking,
+// content and calls.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,7 +75,8 @@ static char *parse_cut(const char *jinja, const char *tools_text, const char *ou
     return buf_take(&r);
 }
 
-// Whole, split in two at every byte, and one byte at a time: the same result.
+// Whole, split in two and in three at every byte, and one byte at a time:
+// the same result.
 static void check(const char *jinja, const char *tools, const char *out, const char *want)
 {
     int whole[] = {-1};
@@ -91,6 +92,14 @@ static void check(const char *jinja, const char *tools, const char *out, const c
             fail_msg("[%s] split at %zu: got [%s] want [%s]", out, k, got, want);
         free(got);
     }
+    for (size_t k1 = 1; k1 < n; k1++)
+        for (size_t k2 = k1 + 1; k2 < n; k2++) {
+            int cuts[] = {(int)k1, (int)k2, -1};
+            got = parse_cut(jinja, tools, out, cuts);
+            if (strcmp(got, want) != 0)
+                fail_msg("[%s] split at %zu and %zu: got [%s] want [%s]", out, k1, k2, got, want);
+            free(got);
+        }
     int *bytes = calloc(n + 1, sizeof(int));
     for (size_t k = 0; k < n; k++)
         bytes[k] = (int)k + 1;
