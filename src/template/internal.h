@@ -286,3 +286,46 @@ int exec_str(struct exec *x, const char *s, size_t n, struct tval *out);
 int tmpl_parse_tree(struct template *t, struct err *e);
 int tmpl_exec_node(const struct template *t, const struct node *root, json_t *data, struct buf *out,
                    struct err *e);
+
+// ---------------------------------------------------------------------------
+// Output parsing: what output.c shares with the format-specific tool-call
+// parsers (output_llama3.c, output_functionary.c).
+
+bool tmpl_is_space(char c);
+size_t tmpl_skip_space(const char *s, size_t n);
+// Length of the longest suffix of s[0..n) that is a proper prefix of tag.
+size_t tmpl_partial_suffix(const char *s, size_t n, const char *tag);
+// The first occurrence of tag in s[0..n), or NULL.
+const char *tmpl_find(const char *s, size_t n, const char *tag);
+// Replaces the buffer's contents with s[0..n) (s may point into it).
+void tmpl_buf_set(struct buf *b, const char *s, size_t n);
+// With s[0] == '{': the length of the object up to its closing brace, braces
+// counted outside JSON strings; 0 while it is still open.
+size_t tmpl_object_span(const char *s, size_t n);
+// Appends {"id","function":{"index","name","arguments"}} to calls; takes
+// the reference to args.
+void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args);
+
+// A tool-call syntax with its own streaming parser, named by a row of the
+// output-format table (output.c). add appends the content that can be sent
+// now and the calls that are complete; finish flushes what was held back.
+// Both fail only when a buffer would grow too large (ERR_TOO_LARGE).
+typedef void *(*tmpl_calls_new_fn)(json_t *tools);
+typedef int (*tmpl_calls_add_fn)(void *p, const char *s, size_t n, struct buf *content,
+                                 json_t *calls, struct err *e);
+typedef int (*tmpl_calls_finish_fn)(void *p, struct buf *content, json_t *calls, struct err *e);
+typedef void (*tmpl_calls_free_fn)(void *p);
+
+struct template_call_syntax {
+    tmpl_calls_new_fn create;
+    tmpl_calls_add_fn add;
+    tmpl_calls_finish_fn finish;
+    tmpl_calls_free_fn destroy;
+};
+
+// Llama 3.x: a JSON call as the whole reply, or after <|python_tag|> a JSON
+// call, a built-in tool's NAME.call(ARG=VALUE, ...) or code (output_llama3.c).
+extern const struct template_call_syntax tmpl_calls_llama_3_x;
+// Functionary v3.2: NAME\n{...} and all\ntext segments, the later ones after
+// ">>>" (output_functionary.c).
+extern const struct template_call_syntax tmpl_calls_functionary_v3_2;

@@ -2,27 +2,26 @@
 // sections between the template's tags, and tool calls after the template's
 // tool-call tag. Both accept input in arbitrary pieces and hold back only
 // what is still ambiguous (a partial tag, an incomplete JSON object).
-#include "template/template.h"
+#include "template/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-static bool is_ws(char c)
+bool tmpl_is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
-static size_t skip_ws(const char *s, size_t n)
+size_t tmpl_skip_space(const char *s, size_t n)
 {
     size_t i = 0;
-    while (i < n && is_ws(s[i]))
+    while (i < n && tmpl_is_space(s[i]))
         i++;
     return i;
 }
 
-// Length of the longest suffix of s[0..n) that is a proper prefix of tag.
-static size_t partial_suffix(const char *s, size_t n, const char *tag)
+size_t tmpl_partial_suffix(const char *s, size_t n, const char *tag)
 {
     size_t tl = strlen(tag);
     for (size_t k = tl > 0 ? tl - 1 : 0; k > 0; k--)
@@ -31,7 +30,7 @@ static size_t partial_suffix(const char *s, size_t n, const char *tag)
     return 0;
 }
 
-static const char *find(const char *s, size_t n, const char *tag)
+const char *tmpl_find(const char *s, size_t n, const char *tag)
 {
     size_t tl = strlen(tag);
     if (tl == 0 || tl > n)
@@ -42,8 +41,7 @@ static const char *find(const char *s, size_t n, const char *tag)
     return NULL;
 }
 
-// Replaces the buffer's contents with s[0..n) (s may point into it).
-static void buf_set(struct buf *b, const char *s, size_t n)
+void tmpl_buf_set(struct buf *b, const char *s, size_t n)
 {
     char *tmp = xstrndup(s, n);
     buf_reset(b);
@@ -84,12 +82,12 @@ int template_think_parser_add(struct template_think_parser *p, const char *s, si
         size_t len = p->acc.len;
         switch (p->state) {
         case TH_LOOK: {
-            size_t w = skip_ws(a, len);
+            size_t w = tmpl_skip_space(a, len);
             size_t ol = strlen(p->open);
             if (len - w >= ol && !memcmp(a + w, p->open, ol)) {
                 size_t r = w + ol;
-                r += skip_ws(a + r, len - r);
-                buf_set(&p->acc, a + r, len - r);
+                r += tmpl_skip_space(a + r, len - r);
+                tmpl_buf_set(&p->acc, a + r, len - r);
                 p->state = p->acc.len ? TH_THINKING : TH_AFTER_OPEN;
                 continue;
             }
@@ -101,22 +99,22 @@ int template_think_parser_add(struct template_think_parser *p, const char *s, si
             return rc;
         }
         case TH_AFTER_OPEN: {
-            size_t w = skip_ws(a, len);
+            size_t w = tmpl_skip_space(a, len);
             if (w == len) {
                 buf_reset(&p->acc);
                 return 0;
             }
-            buf_set(&p->acc, a + w, len - w);
+            tmpl_buf_set(&p->acc, a + w, len - w);
             p->state = TH_THINKING;
             continue;
         }
         case TH_THINKING: {
-            const char *c = find(a, len, p->close);
+            const char *c = tmpl_find(a, len, p->close);
             if (c) {
                 size_t before = (size_t)(c - a);
                 rc |= buf_append(thinking, a, before);
                 size_t r = before + strlen(p->close);
-                r += skip_ws(a + r, len - r);
+                r += tmpl_skip_space(a + r, len - r);
                 if (r < len) {
                     rc |= buf_append(content, a + r, len - r);
                     p->state = TH_DONE;
@@ -126,13 +124,13 @@ int template_think_parser_add(struct template_think_parser *p, const char *s, si
                 buf_reset(&p->acc);
                 return rc;
             }
-            size_t keep = partial_suffix(a, len, p->close);
+            size_t keep = tmpl_partial_suffix(a, len, p->close);
             rc |= buf_append(thinking, a, len - keep);
-            buf_set(&p->acc, a + len - keep, keep);
+            tmpl_buf_set(&p->acc, a + len - keep, keep);
             return rc;
         }
         case TH_AFTER_CLOSE: {
-            size_t w = skip_ws(a, len);
+            size_t w = tmpl_skip_space(a, len);
             if (w < len) {
                 rc |= buf_append(content, a + w, len - w);
                 p->state = TH_DONE;
@@ -164,7 +162,7 @@ int template_think_parser_finish(struct template_think_parser *p, struct buf *th
 
 bool template_think_starts_inside(const char *prompt, size_t len, const char *open)
 {
-    while (len && is_ws(prompt[len - 1]))
+    while (len && tmpl_is_space(prompt[len - 1]))
         len--;
     size_t ol = open ? strlen(open) : 0;
     return ol && len >= ol && !memcmp(prompt + len - ol, open, ol);
@@ -192,8 +190,7 @@ enum { TC_LOOK, TC_CALLING, TC_CONTENT };
 
 struct template_tool_parser {
     char *tag;
-    bool json_tag;      // "{" or "["
-    char *skip_prefix;  // json_tag: a marker the calls may start with (Llama's <|python_tag|>)
+    bool json_tag;  // "{" or "["
     char **names;
     size_t n_names;
     int state;
@@ -226,7 +223,6 @@ void template_tool_parser_free(struct template_tool_parser *p)
         free(p->names[i]);
     free(p->names);
     free(p->tag);
-    free(p->skip_prefix);
     buf_deinit(&p->acc);
     free(p);
 }
@@ -279,54 +275,54 @@ static json_t *find_args(json_t *obj, const char *name, int depth)
     return NULL;
 }
 
+size_t tmpl_object_span(const char *s, size_t n)
+{
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (esc) {  // a backslash escapes the next byte, in strings or not
+            esc = false;
+            continue;
+        }
+        if (c == '\\') {
+            esc = true;
+            continue;
+        }
+        if (c == '"') {
+            in_str = !in_str;
+            continue;
+        }
+        if (in_str)
+            continue;
+        if (c == '{')
+            depth++;
+        else if (c == '}' && --depth == 0)
+            return i + 1;
+    }
+    return 0;
+}
+
 // First complete, parseable {...} object in s: its arguments and end offset.
 static json_t *scan_object(const char *s, size_t n, const char *name, size_t *end)
 {
-    size_t i = 0;
-    while (i < n) {
-        if (s[i] != '{') {
-            i++;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '{')
             continue;
-        }
-        size_t start = i;
-        int depth = 0;
-        bool in_str = false, esc = false, closed = false;
-        for (; i < n; i++) {
-            char c = s[i];
-            if (esc) {  // a backslash escapes the next byte, in strings or not
-                esc = false;
-                continue;
-            }
-            if (c == '\\') {
-                esc = true;
-                continue;
-            }
-            if (c == '"') {
-                in_str = !in_str;
-                continue;
-            }
-            if (in_str)
-                continue;
-            if (c == '{')
-                depth++;
-            else if (c == '}' && --depth == 0) {
-                closed = true;
-                break;
-            }
-        }
-        if (!closed)
+        size_t span = tmpl_object_span(s + i, n - i);
+        if (!span)
             return NULL;  // incomplete: wait for more
-        json_t *o = json_loadb(s + start, i + 1 - start, 0, NULL);
+        json_t *o = json_loadb(s + i, span, 0, NULL);
         if (json_is_object(o)) {
             json_t *a = find_args(o, name, 0);
             if (!a)
                 a = json_incref(o);
             json_decref(o);
-            *end = i + 1;
+            *end = i + span;
             return a;
         }
         json_decref(o);
-        i++;
+        i += span - 1;  // look on after this object
     }
     return NULL;
 }
@@ -342,6 +338,20 @@ static void make_id(char out[16])
     for (int i = 0; i < 8; i++)
         out[5 + i] = set[r[i] % 36];
     out[13] = 0;
+}
+
+void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args)
+{
+    char id[16];
+    make_id(id);
+    json_t *call = json_object();
+    json_object_set_new(call, "id", json_string(id));
+    json_t *fn = json_object();
+    json_object_set_new(fn, "index", json_integer(index));
+    json_object_set_new(fn, "name", json_string(name));
+    json_object_set_new(fn, "arguments", args);
+    json_object_set_new(call, "function", fn);
+    json_array_append_new(calls, call);
 }
 
 // With a "{" or "[" tag: true when, counted outside JSON strings, the
@@ -381,12 +391,12 @@ static int extract(struct template_tool_parser *p, json_t *calls, bool final)
     const char *a = p->acc.data ? p->acc.data : "";
     size_t len = p->acc.len;
     for (size_t i = 0; i < p->n_names && !final; i++)
-        if (partial_suffix(a, len, p->names[i]))
+        if (tmpl_partial_suffix(a, len, p->names[i]))
             return 0;
     const char *best = NULL;
     size_t best_len = 0, best_i = 0;
     for (size_t i = 0; i < p->n_names; i++) {
-        const char *f = find(a, len, p->names[i]);
+        const char *f = tmpl_find(a, len, p->names[i]);
         size_t nl = strlen(p->names[i]);
         if (f && (!best || f < best || (f == best && nl > best_len)))
             best = f, best_len = nl, best_i = i;
@@ -397,19 +407,10 @@ static int extract(struct template_tool_parser *p, json_t *calls, bool final)
     json_t *args = scan_object(a, len, p->names[best_i], &end);
     if (!args)
         return 0;
-    char id[16];
-    make_id(id);
-    json_t *call = json_object();
-    json_object_set_new(call, "id", json_string(id));
-    json_t *fn = json_object();
-    json_object_set_new(fn, "index", json_integer(p->n_calls++));
-    json_object_set_new(fn, "name", json_string(p->names[best_i]));
-    json_object_set_new(fn, "arguments", args);
-    json_object_set_new(call, "function", fn);
-    json_array_append_new(calls, call);
+    tmpl_call_append(calls, p->n_calls++, p->names[best_i], args);
     size_t name_end = (size_t)(best - a) + best_len;
     size_t cut = name_end > end ? name_end : end;
-    buf_set(&p->acc, a + cut, len - cut);
+    tmpl_buf_set(&p->acc, a + cut, len - cut);
     return 1;
 }
 
@@ -427,24 +428,10 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
     if (p->state == TC_LOOK) {
         const char *a = p->acc.data;
         size_t len = p->acc.len;
-        const char *t = find(a, len, p->tag);
+        const char *t = tmpl_find(a, len, p->tag);
         if (p->json_tag) {
-            // tools only when the first non-blank character is the tag (after the skip prefix)
-            size_t w = skip_ws(a, len);
-            if (p->skip_prefix) {
-                size_t pl = strlen(p->skip_prefix), have = len - w < pl ? len - w : pl;
-                if (!memcmp(a + w, p->skip_prefix, have)) {
-                    if (have < pl)
-                        return 0;  // a partial marker: wait
-                    w = skip_ws(a, len) + pl;
-                    w += skip_ws(a + w, len - w);
-                    buf_set(&p->acc, a + w, len - w);
-                    a = p->acc.data ? p->acc.data : "";
-                    len = p->acc.len;
-                    w = 0;
-                    t = find(a, len, p->tag);
-                }
-            }
+            // tools only when the first non-blank character is the tag
+            size_t w = tmpl_skip_space(a, len);
             if (w < len && t != a + w) {
                 p->state = TC_CONTENT;
                 rc = buf_append(content, a, len);
@@ -452,18 +439,18 @@ int template_tool_parser_add(struct template_tool_parser *p, const char *s, size
                 return rc;
             }
             rc = buf_append(content, a, w);
-            buf_set(&p->acc, a + w, len - w);
+            tmpl_buf_set(&p->acc, a + w, len - w);
             if (w == len)
                 return rc;
             p->state = TC_CALLING;
         } else if (t) {
             rc |= buf_append(content, a, (size_t)(t - a));
-            buf_set(&p->acc, t, len - (size_t)(t - a));
+            tmpl_buf_set(&p->acc, t, len - (size_t)(t - a));
             p->state = TC_CALLING;
         } else {
-            size_t keep = partial_suffix(a, len, p->tag);
+            size_t keep = tmpl_partial_suffix(a, len, p->tag);
             rc |= buf_append(content, a, len - keep);
-            buf_set(&p->acc, a + len - keep, keep);
+            tmpl_buf_set(&p->acc, a + len - keep, keep);
             return rc;
         }
     }
@@ -500,13 +487,19 @@ int template_tool_parser_finish(struct template_tool_parser *p, struct buf *cont
 struct template_output_parser {
     bool thinking;
     struct template_think_parser think;
-    struct template_tool_parser *tools;  // NULL when the request has none
+    // the request's tools, when it has some: the JSON-after-a-tag parser, or a
+    // format's own syntax and its state
+    struct template_tool_parser *tools;
+    const struct template_call_syntax *syntax;
+    void *calls;
 };
 
-// The chain for explicit tags: open/close NULL = no thinking section; tool_tag as
-// template_tool_parser_new takes it; skip_prefix may be NULL.
+// The chain for explicit tags: open/close NULL = no thinking section; tool
+// calls in the syntax given, or (syntax NULL) as JSON after tool_tag as
+// template_tool_parser_new takes it.
 static struct template_output_parser *parser_new_tags(const char *open, const char *close,
-                                                      const char *tool_tag, const char *skip_prefix,
+                                                      const char *tool_tag,
+                                                      const struct template_call_syntax *syntax,
                                                       bool think, json_t *tools, const char *prompt)
 {
     struct template_output_parser *p = xcalloc(1, sizeof(*p));
@@ -516,9 +509,12 @@ static struct template_output_parser *parser_new_tags(const char *open, const ch
         template_think_parser_init(&p->think, open, close, inside);
     }
     if (json_is_array(tools) && json_array_size(tools) > 0) {
-        p->tools = template_tool_parser_new(tool_tag, tools);
-        if (skip_prefix && p->tools->json_tag)
-            p->tools->skip_prefix = xstrdup(skip_prefix);
+        if (syntax) {
+            p->syntax = syntax;
+            p->calls = syntax->create(tools);
+        } else {
+            p->tools = template_tool_parser_new(tool_tag, tools);
+        }
     }
     return p;
 }
@@ -537,7 +533,7 @@ struct template_output_parser *template_output_parser_new(const struct template 
 // the template text in the order llama.cpp's chat handling checks them
 // (common/chat.cpp, common_chat_templates_apply_jinja): the first row whose
 // needles all occur wins. Each row names the thinking tags and the tool-call
-// tag the generated text uses.
+// tag the generated text uses, or the syntax whose own parser reads the calls.
 
 static const struct template_chat_format chat_formats[] = {
     // <think>…</think>, then <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
@@ -556,8 +552,8 @@ static const struct template_chat_format chat_formats[] = {
      NULL},
     // <tool_call>{"name": …, "arguments": {…}}</tool_call> (Hermes 2/3 Pro, Qwen 2.5 / 3)
     {"hermes_2_pro", {"<tool_call>"}, "<think>", "</think>", "<tool_call>", NULL},
-    // >>>NAME\n{…}
-    {"functionary_v3_2", {">>>all"}, NULL, NULL, ">>>", NULL},
+    // NAME\n{…} or all\ntext, then >>>NAME\n{…} / >>>all\ntext (the prompt ends in >>>)
+    {"functionary_v3_2", {">>>all"}, NULL, NULL, NULL, &tmpl_calls_functionary_v3_2},
     {"firefunction_v2", {" functools["}, NULL, NULL, "functools[", NULL},
     // <function=NAME>{…}</function>
     {"functionary_v3_1_llama_3_1",
@@ -566,13 +562,14 @@ static const struct template_chat_format chat_formats[] = {
      NULL,
      "<function=",
      NULL},
-    // {"name": …, "parameters": {…}}, or after <|python_tag|>
+    // {"name": …, "parameters": {…}}, or after <|python_tag|> that, NAME.call(ARG=VALUE, ...)
+    // or code
     {"llama_3_x",
      {"<|start_header_id|>ipython<|end_header_id|>"},
      NULL,
      NULL,
-     "{",
-     "<|python_tag|>"},
+     NULL,
+     &tmpl_calls_llama_3_x},
     // [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}]
     {"mistral_nemo", {"[TOOL_CALLS]"}, NULL, NULL, "[TOOL_CALLS]", NULL},
     // Action: ```json [{"tool_name": …, "parameters": {…}}] ``` (Command R / R+ tool use)
@@ -602,7 +599,7 @@ template_output_parser_new_format(const struct template_chat_format *f, const ch
     bool tags =
         f->think_open && jinja && strstr(jinja, f->think_open) && strstr(jinja, f->think_close);
     return parser_new_tags(tags ? f->think_open : NULL, tags ? f->think_close : NULL, f->tool_tag,
-                           f->skip_prefix, think, tools, prompt);
+                           f->syntax, think, tools, prompt);
 }
 
 void template_output_parser_free(struct template_output_parser *p)
@@ -612,6 +609,8 @@ void template_output_parser_free(struct template_output_parser *p)
     if (p->thinking)
         template_think_parser_deinit(&p->think);
     template_tool_parser_free(p->tools);
+    if (p->syntax)
+        p->syntax->destroy(p->calls);
     free(p);
 }
 
@@ -620,6 +619,8 @@ static int route_content(struct template_output_parser *p, const char *s, size_t
 {
     if (!n)
         return 0;
+    if (p->syntax)
+        return p->syntax->add(p->calls, s, n, content, calls, e);
     if (p->tools)
         return template_tool_parser_add(p->tools, s, n, content, calls, e);
     return buf_append(content, s, n) ? err_set(e, ERR_TOO_LARGE, "output too large") : 0;
@@ -653,7 +654,9 @@ int template_output_parser_finish(struct template_output_parser *p, struct buf *
         rc = route_content(p, c.data ? c.data : "", c.len, content, calls, e);
         buf_deinit(&c);
     }
-    if (!rc && p->tools && template_tool_parser_finish(p->tools, content, calls))
+    if (!rc && p->syntax)
+        rc = p->syntax->finish(p->calls, content, calls, e);
+    else if (!rc && p->tools && template_tool_parser_finish(p->tools, content, calls))
         rc = err_set(e, ERR_TOO_LARGE, "output too large");
     return rc;
 }

@@ -173,13 +173,16 @@ int template_output_parser_finish(struct template_output_parser *p, struct buf *
 // <tool_call>, Llama 3.x JSON and <|python_tag|>, Mistral [TOOL_CALLS],
 // DeepSeek R1, Command R / R7B, Functionary, generic JSON), chosen from the
 // template text in the order llama.cpp chooses.
+struct template_call_syntax;
 struct template_chat_format {
     const char *name;        // llama.cpp's name for it ("hermes_2_pro", ...)
     const char *needles[2];  // all present in the template (NULL-terminated)
     const char *think_open;  // thinking tags, or NULL
     const char *think_close;
-    const char *tool_tag;     // as template_tool_parser_new takes it
-    const char *skip_prefix;  // a marker a JSON call may start with, or NULL
+    const char *tool_tag;  // as template_tool_parser_new takes it, or NULL with a syntax
+    // a syntax with its own parser (Llama 3.x's <|python_tag|>, Functionary
+    // v3.2's segments), or NULL: JSON after tool_tag
+    const struct template_call_syntax *syntax;
 };
 // Never NULL: the generic format when nothing else matches.
 const struct template_chat_format *template_chat_format_detect(const char *jinja);

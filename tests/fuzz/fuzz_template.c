@@ -1,7 +1,8 @@
 // libFuzzer target for the template parser and evaluator: the input is
 // template text; when it parses it is executed over a small fixed data
 // object (messages with a tool call, tools) in messages and legacy form,
-// and its output parsers get the same bytes.
+// and its output parsers (those of the chat-template formats too) get the
+// same bytes.
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -98,6 +99,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     template_tool_parser_add(p, (const char *)data + half, size - half, &a, calls, NULL);
     template_tool_parser_finish(p, &a, calls);
     template_tool_parser_free(p);
+    // the formats with their own call syntax (Llama 3.x's <|python_tag|>, Functionary v3.2)
+    static const char *const jinjas[] = {"<|start_header_id|>ipython<|end_header_id|>", ">>>all"};
+    for (size_t i = 0; i < sizeof jinjas / sizeof jinjas[0]; i++) {
+        struct template_output_parser *op = template_output_parser_new_format(
+            template_chat_format_detect(jinjas[i]), jinjas[i], true, tools, "");
+        template_output_parser_add(op, (const char *)data, half, &b, &a, calls, NULL);
+        template_output_parser_add(op, (const char *)data + half, size - half, &b, &a, calls, NULL);
+        template_output_parser_finish(op, &b, &a, calls, NULL);
+        template_output_parser_free(op);
+    }
     json_decref(calls);
     json_decref(tools);
     buf_deinit(&a);
