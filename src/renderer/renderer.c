@@ -30,6 +30,9 @@ static const struct rnd_renderer renderers[] = {
     {"laguna",          rnd_render_laguna,       0},
     {"poolside-v1",     rnd_render_laguna,       1},
     {"glimmer",         rnd_render_glimmer,      0},
+    {"gemma4",          rnd_render_gemma4,       0},
+    {"gemma4-small",    rnd_render_gemma4,       0},
+    {"gemma4-large",    rnd_render_gemma4,       1},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
