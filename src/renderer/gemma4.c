@@ -1,4 +1,5 @@
-// gemma4, gemma4-small and gemma4-large (Ollama's model/renderers/gemma4.go):
+// gemma4, gemma4-small and gemma4-large (Ollama's model/renderers/gemma4.go),
+// and the gemma4 / gemma4-no-thinking parsers (model/parsers/gemma4.go):
 // Google's Gemma 4 chat format.
 //
 //   <bos><|turn>system\n<|think|>\nSYSTEM<|tool>declaration:NAME{…}<tool|><turn|>\n
@@ -12,11 +13,20 @@
 // model turn. Thinking is a <|channel>thought\n…<channel|> block. The large
 // variant (26b/31b templates) opens an empty thought block when thinking is
 // off.
+//
+// The parser reads the same markers back: thinking blocks, content, and
+// calls whose arguments are turned into JSON (bare keys quoted, <|"|>
+// strings made JSON strings) with a few schema-guided repairs for calls the
+// model leaves malformed. Two choices differ from Ollama's Go: a call that
+// still cannot be read is ERR_INVALID (Ollama logs and drops it), and in a
+// piece holding both a call and a channel opener the first one wins
+// (Ollama looks for the channel first wherever it is).
 #include "renderer/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <utf8proc.h>
 
@@ -31,9 +41,14 @@
 #define G4_CALL_CLOSE "<tool_call|>"
 #define G4_RESP_OPEN  "<|tool_response>"
 #define G4_RESP_CLOSE "<tool_response|>"
+#define G4_THOUGHT    "thought\n"
+
+#define G4_Q_LEN (sizeof(G4_Q) - 1)
 
 // Renderer variants (the table's variant column).
 enum { G4_SMALL = 0, G4_LARGE = 1 };
+// Parser variants: whether the model family can think.
+enum { G4_PLAIN = 0, G4_THINKER = 1 };
 
 static bool think_on(const struct renderer_think *think)
 {
@@ -50,6 +65,12 @@ static void trim_into(struct buf *out, const char *s, size_t n)
 {
     size_t lead = rnd_leading_ws(s, n);
     buf_append(out, s + lead, n - lead - rnd_trailing_ws(s + lead, n - lead));
+}
+
+static bool has_prefix(const char *s, size_t n, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    return n >= pl && memcmp(s, prefix, pl) == 0;
 }
 
 // strings.ToUpper.
@@ -668,4 +689,634 @@ int rnd_render_gemma4(json_t *msgs, json_t *tools, const struct renderer_think *
         buf_append_str(out, G4_CH_OPEN "thought\n");
     }
     return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Tool call arguments: Gemma's notation to JSON
+
+static size_t skip_space(const char *s, size_t n, size_t i)
+{
+    return i + rnd_leading_ws(s + i, n - i);
+}
+
+// Index past the end of s[0..n) without trailing white space.
+static size_t trim_right_index(const char *s, size_t n)
+{
+    return n - rnd_trailing_ws(s, n);
+}
+
+// A bare key's end: letters, digits and '_' (Go's unicode classes).
+static size_t bare_key_end(const char *s, size_t n, size_t i)
+{
+    while (i < n) {
+        size_t w = 0;
+        uint32_t r = utf8_decode((const unsigned char *)s + i, n - i, &w);
+        if (r == UTF8_INVALID)
+            break;
+        if (r != '_') {
+            utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)r);
+            if (c != UTF8PROC_CATEGORY_LU && c != UTF8PROC_CATEGORY_LL &&
+                c != UTF8PROC_CATEGORY_LT && c != UTF8PROC_CATEGORY_LM &&
+                c != UTF8PROC_CATEGORY_LO && c != UTF8PROC_CATEGORY_ND)
+                break;
+        }
+        i += w;
+    }
+    return i;
+}
+
+// The end (past the closing quote) of a JSON string starting at s[start],
+// or 0 when it is not closed. unit (may be NULL) marks opaque positions.
+static size_t json_quoted_end(const char *s, const bool *unit, size_t n, size_t start)
+{
+    bool escaped = false;
+    for (size_t i = start + 1; i < n; i++) {
+        bool u = unit && unit[i];
+        if (!u && s[i] == '"' && !escaped)
+            return i + 1;
+        escaped = !u && s[i] == '\\' && !escaped;
+    }
+    return 0;
+}
+
+// The argument text with each <|"|>…<|"|> string as one opaque position
+// (Ollama swaps them for placeholders before quoting the keys).
+struct g4_text {
+    struct buf c;  // the text; a string's position holds 0
+    bool *unit;    // c.data[i] stands for the next string
+    const char **str;
+    size_t *str_len, n_str;
+};
+
+static void text_init(struct g4_text *t, const char *s, size_t n)
+{
+    buf_init(&t->c, 0);
+    t->unit = xcalloc(n + 1, sizeof(*t->unit));
+    t->str = xcalloc(n / G4_Q_LEN + 1, sizeof(*t->str));
+    t->str_len = xcalloc(n / G4_Q_LEN + 1, sizeof(*t->str_len));
+    t->n_str = 0;
+    size_t i = 0;
+    while (i < n) {
+        if (has_prefix(s + i, n - i, G4_Q)) {
+            size_t body = i + G4_Q_LEN;
+            const char *end = rnd_find(s + body, n - body, G4_Q);
+            if (end) {
+                t->unit[t->c.len] = true;
+                buf_append_char(&t->c, 0);
+                t->str[t->n_str] = s + body;
+                t->str_len[t->n_str++] = (size_t)(end - (s + body));
+                i = (size_t)(end - s) + G4_Q_LEN;
+                continue;
+            }
+        }
+        buf_append_char(&t->c, s[i]);
+        i++;
+    }
+}
+
+static void text_deinit(struct g4_text *t)
+{
+    buf_deinit(&t->c);
+    free(t->unit);
+    free(t->str);
+    free(t->str_len);
+}
+
+// Appends t[a..b) with each string as a JSON string; *k counts the strings
+// written so far.
+static void text_emit(struct buf *out, const struct g4_text *t, size_t a, size_t b, size_t *k)
+{
+    for (size_t i = a; i < b; i++) {
+        if (t->unit[i]) {
+            jsonx_dump_string(t->str[*k], t->str_len[*k], 0, out);
+            (*k)++;
+        } else {
+            buf_append_char(out, t->c.data[i]);
+        }
+    }
+}
+
+// gemma4ArgsToJSON: bare keys after '{' or ',' quoted, JSON strings kept
+// as they are, <|"|> strings written as JSON strings.
+static void args_to_json(struct buf *out, const char *s, size_t n)
+{
+    struct g4_text t;
+    text_init(&t, s, n);
+    const char *c = t.c.data ? t.c.data : "";
+    size_t len = t.c.len, k = 0;
+    for (size_t i = 0; i < len;) {
+        if (!t.unit[i] && c[i] == '"') {
+            size_t end = json_quoted_end(c, t.unit, len, i);
+            if (end) {
+                text_emit(out, &t, i, end, &k);
+                i = end;
+                continue;
+            }
+        }
+        if (t.unit[i] || (c[i] != '{' && c[i] != ',')) {
+            text_emit(out, &t, i, i + 1, &k);
+            i++;
+            continue;
+        }
+        buf_append_char(out, c[i++]);
+        size_t sp = skip_space(c, len, i);
+        text_emit(out, &t, i, sp, &k);
+        i = sp;
+        size_t ke = bare_key_end(c, len, i);
+        if (ke > i && ke < len && !t.unit[ke] && c[ke] == ':') {
+            buf_append_char(out, '"');
+            buf_append(out, c + i, ke - i);
+            buf_append_str(out, "\":");
+            i = ke + 1;
+        }
+    }
+    text_deinit(&t);
+}
+
+// The arguments as a JSON object, or NULL (e set when given).
+static json_t *args_decode(const char *s, size_t n, struct err *e)
+{
+    struct buf j;
+    buf_init(&j, 0);
+    args_to_json(&j, s, n);
+    json_t *v = NULL;
+    int rc = jsonx_parse(j.data ? j.data : "", j.len, &v, e);
+    buf_deinit(&j);
+    if (rc < 0)
+        return NULL;
+    if (!json_is_object(v)) {
+        json_decref(v);
+        err_set(e, ERR_INVALID, "arguments are not an object");
+        return NULL;
+    }
+    return v;
+}
+
+// ---------------------------------------------------------------------------
+// Repairs tried when the arguments do not decode
+
+// Single-quoted values ('…' after a ':') become <|"|> strings; a stray
+// delimiter right after the closing quote is dropped.
+static void repair_single_quotes(struct buf *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if (has_prefix(s + i, n - i, G4_Q)) {
+            size_t body = i + G4_Q_LEN;
+            const char *end = rnd_find(s + body, n - body, G4_Q);
+            if (!end) {
+                buf_append(out, s + i, n - i);
+                break;
+            }
+            size_t stop = (size_t)(end - s) + G4_Q_LEN;
+            buf_append(out, s + i, stop - i);
+            i = stop;
+            continue;
+        }
+        if (s[i] == '"') {
+            size_t end = json_quoted_end(s, NULL, n, i);
+            if (end) {
+                buf_append(out, s + i, end - i);
+                i = end;
+                continue;
+            }
+        }
+        if (s[i] != ':') {
+            buf_append_char(out, s[i++]);
+            continue;
+        }
+        buf_append_char(out, s[i++]);
+        size_t sp = skip_space(s, n, i);
+        buf_append(out, s + i, sp - i);
+        i = sp;
+        if (i >= n || s[i] != '\'')
+            continue;
+        // The quoted value, with backslash escapes kept as written.
+        bool escaped = false;
+        size_t close = 0;
+        for (size_t j = i + 1; j < n; j++) {
+            if (s[j] == '\'' && !escaped) {
+                close = j;
+                break;
+            }
+            escaped = s[j] == '\\' && !escaped;
+        }
+        if (!close)
+            continue;
+        buf_append_str(out, G4_Q);
+        buf_append(out, s + i + 1, close - i - 1);
+        buf_append_str(out, G4_Q);
+        i = close + 1;
+        if (has_prefix(s + i, n - i, G4_Q))
+            i += G4_Q_LEN;
+    }
+}
+
+// An odd number of delimiters: one more at the end, before a final '}' or
+// ']'.
+static void repair_missing_delimiter(struct buf *out, const char *s, size_t n)
+{
+    size_t count = 0;
+    for (const char *p = s; (p = rnd_find(p, n - (size_t)(p - s), G4_Q)); p += G4_Q_LEN)
+        count++;
+    if (count % 2 == 0) {
+        buf_append(out, s, n);
+        return;
+    }
+    size_t at = trim_right_index(s, n);
+    if (at > 0 && (s[at - 1] == '}' || s[at - 1] == ']'))
+        at--;
+    buf_append(out, s, at);
+    buf_append_str(out, G4_Q);
+    buf_append(out, s + at, n - at);
+}
+
+// An object missing its final '}' gets one (before trailing white space).
+static void repair_missing_close(struct buf *out, const char *s, size_t n)
+{
+    size_t lead = rnd_leading_ws(s, n);
+    size_t end = trim_right_index(s, n);
+    if (lead >= n || s[lead] != '{' || (end > 0 && s[end - 1] == '}')) {
+        buf_append(out, s, n);
+        return;
+    }
+    buf_append(out, s, end);
+    buf_append_char(out, '}');
+    buf_append(out, s + end, n - end);
+}
+
+// The properties object of the first tool with that name, or NULL.
+static json_t *tool_props(json_t *tools, const char *name)
+{
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        json_t *fn = json_object_get(json_array_get(tools, i), "function");
+        if (strcmp(rnd_str(fn, "name"), name) == 0) {
+            json_t *props = json_object_get(json_object_get(fn, "parameters"), "properties");
+            return json_is_object(props) ? props : NULL;
+        }
+    }
+    return NULL;
+}
+
+static bool accepts_string(const json_t *prop, int depth)
+{
+    const char *types[G4_MAX_TYPES];
+    size_t n = prop_types(json_object_get(prop, "type"), types, G4_MAX_TYPES);
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(types[i], "string") == 0)
+            return true;
+    json_t *any = json_object_get(prop, "anyOf");
+    for (size_t i = 0; depth < 64 && i < json_array_size(any); i++)
+        if (accepts_string(json_array_get(any, i), depth + 1))
+            return true;
+    return false;
+}
+
+// Where the value of `key` starts (after its ':'), searching from `from`
+// outside strings; false when there is none.
+static bool value_start(const char *s, size_t n, const char *key, size_t from, size_t *at)
+{
+    size_t kl = strlen(key);
+    for (size_t i = from; i < n; i++) {
+        if (has_prefix(s + i, n - i, G4_Q)) {
+            size_t body = i + G4_Q_LEN;
+            const char *end = rnd_find(s + body, n - body, G4_Q);
+            if (!end)
+                return false;
+            i = (size_t)(end - s) + G4_Q_LEN - 1;
+            continue;
+        }
+        if (s[i] == '"') {
+            size_t end = json_quoted_end(s, NULL, n, i);
+            if (end) {
+                i = end - 1;
+                continue;
+            }
+        }
+        if (s[i] != '{' && s[i] != ',')
+            continue;
+        size_t ks = skip_space(s, n, i + 1);
+        if (!has_prefix(s + ks, n - ks, key))
+            continue;
+        size_t colon = skip_space(s, n, ks + kl);
+        if (colon < n && s[colon] == ':') {
+            *at = colon + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+// A value that already has a shape: a string, an object, an array or a
+// JSON literal.
+static bool starts_structured(const char *s, size_t n, size_t pos)
+{
+    if (pos >= n)
+        return false;
+    if (has_prefix(s + pos, n - pos, G4_Q))
+        return true;
+    char c = s[pos];
+    return c == '\'' || c == '"' || c == '{' || c == '[' || c == '-' || (c >= '0' && c <= '9') ||
+           c == 't' || c == 'f' || c == 'n';
+}
+
+// Where a raw value starting at `start` ends: before ", key:" naming
+// another property, else before a final '}', else at the end.
+static size_t raw_value_end(const char *s, size_t n, size_t start, json_t *props)
+{
+    for (size_t i = start; i < n; i++) {
+        if (s[i] != ',')
+            continue;
+        size_t ks = skip_space(s, n, i + 1);
+        size_t ke = bare_key_end(s, n, ks);
+        if (ke == ks)
+            continue;
+        size_t colon = skip_space(s, n, ke);
+        if (colon < n && s[colon] == ':') {
+            char *key = xstrndup(s + ks, ke - ks);
+            bool known = json_object_get(props, key) != NULL;
+            free(key);
+            if (known)
+                return i;
+        }
+    }
+    size_t end = trim_right_index(s, n);
+    if (end > start && s[end - 1] == '}')
+        return end - 1;
+    return n;
+}
+
+// A raw (unquoted) value of a string property wrapped in delimiters: only
+// where the tool's schema says the argument is a string.
+static bool repair_raw_string(struct buf *out, const char *s, size_t n, json_t *tools,
+                              const char *name)
+{
+    json_t *props = tool_props(tools, name);
+    const char *key;
+    json_t *prop;
+    json_object_foreach(props, key, prop)
+    {
+        if (!accepts_string(prop, 0))
+            continue;
+        for (size_t from = 0; from < n;) {
+            size_t at;
+            if (!value_start(s, n, key, from, &at))
+                break;
+            if (starts_structured(s, n, skip_space(s, n, at))) {
+                from = at;
+                continue;
+            }
+            size_t end = raw_value_end(s, n, at, props);
+            buf_append(out, s, at);
+            buf_append_str(out, G4_Q);
+            buf_append(out, s + at, end - at);
+            buf_append_str(out, G4_Q);
+            buf_append(out, s + end, n - end);
+            return true;
+        }
+    }
+    return false;
+}
+
+// One repair candidate: quotes, then delimiters, then (when asked, or when
+// those changed something) the object's close.
+static void repair(struct buf *out, const char *s, size_t n, bool close)
+{
+    struct buf a, b;
+    buf_init(&a, 0);
+    buf_init(&b, 0);
+    repair_single_quotes(&a, s, n);
+    repair_missing_delimiter(&b, a.data ? a.data : "", a.len);
+    if (close || b.len != n || memcmp(b.data ? b.data : "", s, n) != 0)
+        repair_missing_close(out, b.data ? b.data : "", b.len);
+    else
+        buf_append(out, b.data ? b.data : "", b.len);
+    buf_deinit(&a);
+    buf_deinit(&b);
+}
+
+// The arguments after the repairs, or NULL.
+static json_t *args_repaired(const char *s, size_t n, json_t *tools, const char *name)
+{
+    struct buf c1, raw, c2;
+    buf_init(&c1, 0);
+    buf_init(&raw, 0);
+    buf_init(&c2, 0);
+    repair(&c1, s, n, false);
+    json_t *v = args_decode(c1.data ? c1.data : "", c1.len, NULL);
+    if (!v && repair_raw_string(&raw, s, n, tools, name)) {
+        repair(&c2, raw.data ? raw.data : "", raw.len, true);
+        v = args_decode(c2.data ? c2.data : "", c2.len, NULL);
+    }
+    buf_deinit(&c1);
+    buf_deinit(&raw);
+    buf_deinit(&c2);
+    return v;
+}
+
+// "call:NAME{args}" into a call appended to calls.
+static int parse_call(struct renderer_parser *p, const char *s, size_t n, json_t *calls,
+                      struct err *e)
+{
+    if (!has_prefix(s, n, "call:"))
+        return err_set(e, ERR_INVALID, "gemma4: tool call \"%.*s\": expected 'call:' prefix",
+                       (int)(n > 80 ? 80 : n), s);
+    s += 5;
+    n -= 5;
+    const char *brace = memchr(s, '{', n);
+    if (!brace)
+        return err_set(e, ERR_INVALID, "gemma4: tool call \"%.*s\": expected '{' in tool call",
+                       (int)(n > 80 ? 80 : n), s);
+    struct buf name;
+    buf_init(&name, 0);
+    trim_into(&name, s, (size_t)(brace - s));
+    const char *args = brace;
+    size_t an = n - (size_t)(brace - s);
+    struct err pe = {0};
+    json_t *v = args_decode(args, an, &pe);
+    if (!v)
+        v = args_repaired(args, an, p->tools, buf_cstr(&name));
+    int rc = 0;
+    if (v)
+        rnd_call_append(p, calls, buf_cstr(&name), v);
+    else
+        rc = err_set(e, ERR_INVALID, "gemma4: cannot parse the arguments of tool call %s: %s",
+                     buf_cstr(&name), pe.msg);
+    buf_deinit(&name);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// Parser
+
+enum { G4_CONTENT, G4_THINKING, G4_CALL, G4_AFTER_CALL };
+
+struct gemma4 {
+    bool thinking;       // the family thinks and the request asked for it
+    bool strip_channel;  // just entered a channel: drop its "thought\n" name
+    size_t call_seen;    // bytes of a call's text searched for its close tag
+};
+
+int rnd_gemma4_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                    int variant, struct err *e)
+{
+    (void)e;
+    struct gemma4 *g = xcalloc(1, sizeof(*g));
+    p->impl = g;
+    g->thinking = variant == G4_THINKER && think_on(think);
+    p->state = G4_CONTENT;
+    // After a tool result the prompt reopens the thought channel.
+    if (g->thinking && last && role_is(last, "tool"))
+        p->state = G4_THINKING;
+    return 0;
+}
+
+void rnd_gemma4_deinit(struct renderer_parser *p)
+{
+    free(p->impl);
+    p->impl = NULL;
+}
+
+static void emit_thinking(struct gemma4 *g, struct rnd_out *o, const char *s, size_t n)
+{
+    if (g->thinking && n)
+        buf_append(o->thinking, s, n);
+}
+
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+int rnd_gemma4_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e)
+{
+    struct gemma4 *g = p->impl;
+    for (;;) {
+        const char *a = p->acc.data ? p->acc.data : "";
+        size_t n = p->acc.len;
+        if (n == 0)
+            return 0;
+        switch (p->state) {
+        case G4_CONTENT: {
+            // The first marker wins: a channel opens thinking, a call opener
+            // starts a call; white space before either is dropped.
+            const char *tag = rnd_find(a, n, G4_CH_OPEN);
+            const char *call = rnd_find(a, n, G4_CALL_OPEN);
+            size_t tl = strlen(G4_CH_OPEN);
+            int next = G4_THINKING;
+            if (call && (!tag || call < tag)) {
+                tag = call;
+                tl = strlen(G4_CALL_OPEN);
+                next = G4_CALL;
+            }
+            if (tag) {
+                size_t before = (size_t)(tag - a);
+                buf_append(o->content, a, before - rnd_trailing_ws(a, before));
+                rnd_buf_consume(&p->acc, before + tl);
+                p->state = next;
+                g->strip_channel = next == G4_THINKING;
+                g->call_seen = 0;
+                continue;
+            }
+            size_t ov = max_size(rnd_overlap(a, n, G4_CH_OPEN), rnd_overlap(a, n, G4_CALL_OPEN));
+            if (!done && ov > 0) {
+                rnd_emit_until_partial(p, G4_CH_OPEN, G4_CALL_OPEN, o->content);
+                return 0;
+            }
+            buf_append(o->content, a, n);
+            buf_reset(&p->acc);
+            return 0;
+        }
+        case G4_THINKING: {
+            if (g->strip_channel) {
+                size_t nl = strlen(G4_THOUGHT);
+                if (has_prefix(a, n, G4_THOUGHT)) {
+                    rnd_buf_consume(&p->acc, nl);
+                    g->strip_channel = false;
+                    continue;
+                }
+                if (!done && n < nl && memcmp(G4_THOUGHT, a, n) == 0)
+                    return 0;
+                g->strip_channel = false;
+            }
+            const char *close = rnd_find(a, n, G4_CH_CLOSE);
+            if (close) {
+                size_t before = (size_t)(close - a);
+                emit_thinking(g, o, a, before - rnd_trailing_ws(a, before));
+                size_t after = before + strlen(G4_CH_CLOSE);
+                after += rnd_leading_ws(a + after, n - after);
+                rnd_buf_consume(&p->acc, after);
+                p->state = G4_CONTENT;
+                continue;
+            }
+            if (done) {
+                emit_thinking(g, o, a, n);
+                buf_reset(&p->acc);
+                return 0;
+            }
+            // A partial close tag and the white space before it wait.
+            size_t keep = n - rnd_overlap(a, n, G4_CH_CLOSE);
+            keep -= rnd_trailing_ws(a, keep);
+            emit_thinking(g, o, a, keep);
+            rnd_buf_consume(&p->acc, keep);
+            return 0;
+        }
+        case G4_CALL: {
+            // Long arguments arrive in many pieces: search only the new text
+            // (and the tail a split tag may have started in).
+            size_t from = g->call_seen;
+            const char *close = rnd_find(a + from, n - from, G4_CALL_CLOSE);
+            size_t cl = strlen(G4_CALL_CLOSE);
+            g->call_seen = n >= cl ? n - cl + 1 : 0;
+            if (close) {
+                size_t len = (size_t)(close - a);
+                int rc = parse_call(p, a, len, o->calls, e);
+                if (rc < 0)
+                    return rc;
+                size_t after = len + strlen(G4_CALL_CLOSE);
+                after += rnd_leading_ws(a + after, n - after);
+                rnd_buf_consume(&p->acc, after);
+                p->state = G4_AFTER_CALL;
+                continue;
+            }
+            if (done) {
+                // The model may stop before closing its call.
+                int rc = parse_call(p, a, n, o->calls, e);
+                buf_reset(&p->acc);
+                p->state = G4_CONTENT;
+                return rc;
+            }
+            return 0;
+        }
+        default: {
+            // Gemma 4 sometimes repeats <tool_call|> or opens a
+            // <|tool_response> after a call: dropped, with the white space
+            // around them.
+            size_t k = rnd_leading_ws(a, n);
+            for (;;) {
+                if (has_prefix(a + k, n - k, G4_CALL_CLOSE))
+                    k += strlen(G4_CALL_CLOSE);
+                else if (has_prefix(a + k, n - k, G4_RESP_OPEN))
+                    k += strlen(G4_RESP_OPEN);
+                else
+                    break;
+                k += rnd_leading_ws(a + k, n - k);
+            }
+            rnd_buf_consume(&p->acc, k);
+            a = p->acc.data ? p->acc.data : "";
+            n = p->acc.len;
+            if (n == 0)
+                return 0;
+            if ((n < strlen(G4_CALL_CLOSE) && memcmp(G4_CALL_CLOSE, a, n) == 0) ||
+                (n < strlen(G4_RESP_OPEN) && memcmp(G4_RESP_OPEN, a, n) == 0)) {
+                if (done) {
+                    buf_reset(&p->acc);
+                    p->state = G4_CONTENT;
+                }
+                return 0;
+            }
+            p->state = G4_CONTENT;
+            continue;
+        }
+        }
+    }
 }

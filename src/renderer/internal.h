@@ -116,6 +116,10 @@ int rnd_glimmer_add(struct renderer_parser *p, bool done, struct rnd_out *o, str
 void rnd_glimmer_deinit(struct renderer_parser *p);
 int rnd_render_gemma4(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                       struct buf *out, struct err *e);
+int rnd_gemma4_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                    int variant, struct err *e);
+int rnd_gemma4_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+void rnd_gemma4_deinit(struct renderer_parser *p);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);

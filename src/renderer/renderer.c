@@ -67,6 +67,8 @@ static const struct rnd_parser_kind parsers[] = {
     {"laguna", true, true, 0, rnd_laguna_init, rnd_laguna_add, rnd_laguna_deinit},
     {"poolside-v1", true, true, 1, rnd_laguna_init, rnd_laguna_add, rnd_laguna_deinit},
     {"glimmer", true, true, 0, rnd_glimmer_init, rnd_glimmer_add, rnd_glimmer_deinit},
+    {"gemma4", true, true, 1, rnd_gemma4_init, rnd_gemma4_add, rnd_gemma4_deinit},
+    {"gemma4-no-thinking", true, false, 0, rnd_gemma4_init, rnd_gemma4_add, rnd_gemma4_deinit},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -1,6 +1,8 @@
-// Unit tests of the gemma4 renderers (gemma4, gemma4-small, gemma4-large):
-// the cases of Ollama's model/renderers/gemma4_reference_test.go (prompts
-// checked there against Google's Jinja templates).
+// Unit tests of the gemma4 renderers (gemma4, gemma4-small, gemma4-large)
+// and parsers (gemma4, gemma4-no-thinking): the cases of Ollama's
+// model/renderers/gemma4_reference_test.go (prompts checked there against
+// Google's Jinja templates) and model/parsers/gemma4_test.go, plus streams
+// split at every byte.
 //
 // Test JSON is written with single quotes, turned into double quotes by J().
 #include <setjmp.h>
@@ -44,6 +46,72 @@ static char *render(const char *name, const char *msgs, const char *tools,
     json_decref(m);
     json_decref(t);
     return buf_take(&out);
+}
+
+// The result of feeding pieces (NULL-terminated) to a parser, done on the
+// last one.
+struct parsed {
+    struct buf content, thinking;
+    json_t *calls;
+    int rc;
+    struct err e;
+};
+
+static void parse_steps(struct parsed *r, const char *name, const char *tools, const char *last,
+                        const struct renderer_think *think, const char *const *pieces)
+{
+    memset(r, 0, sizeof(*r));
+    buf_init(&r->content, 0);
+    buf_init(&r->thinking, 0);
+    r->calls = json_array();
+    json_t *t = tools ? J(tools) : NULL;
+    json_t *l = last ? J(last) : NULL;
+    struct renderer_parser *p = NULL;
+    assert_int_equal(renderer_parser_new(&p, name, t, l, think, &r->e), 0);
+    for (size_t i = 0; pieces[i] && r->rc == 0; i++)
+        r->rc = renderer_parser_add(p, pieces[i], strlen(pieces[i]), pieces[i + 1] == NULL,
+                                    &r->content, &r->thinking, r->calls, &r->e);
+    renderer_parser_free(p);
+    json_decref(t);
+    json_decref(l);
+}
+
+static void parsed_deinit(struct parsed *r)
+{
+    buf_deinit(&r->content);
+    buf_deinit(&r->thinking);
+    json_decref(r->calls);
+}
+
+// Calls without their random ids, as compact JSON.
+static char *calls_text(json_t *calls)
+{
+    json_t *c = json_deep_copy(calls);
+    size_t i;
+    json_t *call;
+    json_array_foreach(c, i, call)
+    {
+        const char *id = json_string_value(json_object_get(call, "id"));
+        assert_non_null(id);
+        assert_int_equal(strlen(id), 13);
+        assert_memory_equal(id, "call_", 5);
+        json_object_del(call, "id");
+    }
+    char *s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(c);
+    return s;
+}
+
+// want: the calls in J()'s notation, compared as jansson writes both.
+static void assert_calls(json_t *calls, const char *want)
+{
+    char *got = calls_text(calls);
+    json_t *w = J(want);
+    char *ws = json_dumps(w, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(got, ws);
+    free(got);
+    free(ws);
+    json_decref(w);
 }
 
 static const struct renderer_think think_true = {.set = true, .on = true};
@@ -958,13 +1026,467 @@ static void test_images(void **state)
     free(got);
 }
 
+// ---------------------------------------------------------------------------
+// Parser (TestGemma4Parser and friends)
+
+struct parse_case {
+    const char *name;
+    const char *input;
+    bool thinking;
+    const char *last;
+    const char *tools;
+    const char *content, *thought, *calls;
+};
+
+static const struct parse_case parse_cases[] = {
+    {"simple_content", "This is a simple response.", false, NULL, NULL,
+     "This is a simple response.", "", "[]"},
+    {"thinking_then_content",
+     "<|channel>thought\nLet me think about this...<channel|>The answer is 42.", true, NULL, NULL,
+     "The answer is 42.", "Let me think about this...", "[]"},
+    {"multiple_thinking_blocks",
+     "<|channel>first thought<channel|><|channel>second thought<channel|>Final answer.", true, NULL,
+     NULL, "Final answer.", "first thoughtsecond thought", "[]"},
+    {"thinking_only_no_content", "<|channel>just thinking<channel|>", true, NULL, NULL, "",
+     "just thinking", "[]"},
+    {"tool_call_simple", "<|tool_call>call:get_weather{location:" Q "Paris" Q "}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]"},
+    {"tool_call_with_multiple_args",
+     "<|tool_call>call:get_weather{location:" Q "Paris" Q ",units:" Q "metric" Q "}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris',"
+     "'units':'metric'}}}]"},
+    {"tool_call_with_number_arg", "<|tool_call>call:set_temp{value:42}<tool_call|>", false, NULL,
+     NULL, "", "", "[{'function':{'index':0,'name':'set_temp','arguments':{'value':42}}}]"},
+    {"tool_call_with_boolean_arg", "<|tool_call>call:toggle{enabled:true}<tool_call|>", false, NULL,
+     NULL, "", "", "[{'function':{'index':0,'name':'toggle','arguments':{'enabled':true}}}]"},
+    {"tool_call_with_null_arg",
+     "<|tool_call>call:set_optional{value:null,nested:{value:null}}<tool_call|>", false, NULL, NULL,
+     "", "",
+     "[{'function':{'index':0,'name':'set_optional','arguments':{'value':null,"
+     "'nested':{'value':null}}}}]"},
+    {"tool_call_with_nested_object",
+     "<|tool_call>call:process{config:{enabled:true,name:" Q "test" Q "}}<tool_call|>", false, NULL,
+     NULL, "", "",
+     "[{'function':{'index':0,'name':'process','arguments':{'config':{'enabled':true,"
+     "'name':'test'}}}}]"},
+    {"tool_call_with_array",
+     "<|tool_call>call:process{items:[" Q "a" Q "," Q "b" Q "]}<tool_call|>", false, NULL, NULL, "",
+     "", "[{'function':{'index':0,'name':'process','arguments':{'items':['a','b']}}}]"},
+    {"tool_call_with_array_of_multiple_gemma_quoted_strings",
+     "<|tool_call>call:process{items:[" Q "a" Q "," Q "b \"quoted\"" Q "," Q "c" Q "]}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'process','arguments':{'items':['a','b "
+     "\\'quoted\\'','c']}}}]"},
+    {"tool_call_with_multiline_string_arg",
+     "<|tool_call>call:bash{command:" Q "date\n" Q "}<tool_call|>", false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'bash','arguments':{'command':'date\\n'}}}]"},
+    {"tool_call_with_escaped_double_quotes_in_string_arg",
+     "<|tool_call>call:search{query:" Q "say \\\"hello\\\"" Q "}<tool_call|>", false, NULL, NULL,
+     "", "",
+     "[{'function':{'index':0,'name':'search','arguments':{'query':'say \\\\\\'hello\\\\\\''}}}]"},
+    {"tool_call_with_multiple_unescaped_double_quote_segments",
+     "<|tool_call>call:search{query:" Q "say \"hello\", then \"goodbye\"" Q "}<tool_call|>", false,
+     NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'search','arguments':{'query':"
+     "'say \\'hello\\', then \\'goodbye\\''}}}]"},
+    {"tool_call_exec_with_embedded_quoted_url",
+     "<|tool_call>call:exec{command:" Q "fetch \"https://ollama.com/library/gemma4\" --extract" Q
+     "}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'exec','arguments':{'command':"
+     "'fetch \\'https://ollama.com/library/gemma4\\' --extract'}}}]"},
+    {"tool_call_done_flush_without_close_tag_with_unescaped_double_quotes",
+     "<|tool_call>call:search{query:" Q "say \"hello\" and \"bye\"" Q "}", false, NULL, NULL, "",
+     "",
+     "[{'function':{'index':0,'name':'search','arguments':{'query':"
+     "'say \\'hello\\' and \\'bye\\''}}}]"},
+    {"tool_call_with_mixed_raw_and_gemma_quoted_values",
+     "<|tool_call>call:search{query:\"raw \\\"quoted\\\"\",note:" Q "gemma \"quoted\"" Q
+     "}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'search','arguments':{'query':'raw \\'quoted\\'',"
+     "'note':'gemma \\'quoted\\''}}}]"},
+    {"tool_call_with_array_of_objects_and_mixed_quotes",
+     "<|tool_call>call:plan{steps:[{title:" Q "step \"one\"" Q ",done:false},{title:" Q
+     "step \\\"two\\\"" Q ",done:true}]}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'plan','arguments':{'steps':[{'title':'step \\'one\\'',"
+     "'done':false},{'title':'step \\\\\\'two\\\\\\'','done':true}]}}}]"},
+    {"tool_call_edit_with_array_of_objects_issue_comment_spacing",
+     "<|tool_call>call:edit{edits:[\n  {newText:" Q "# guide..." Q ",\n   oldText:" Q "# old\\n" Q
+     "}\n]}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'edit','arguments':{'edits':[{'newText':'# guide...',"
+     "'oldText':'# old\\\\n'}]}}}]"},
+    {"tool_call_with_windows_path_single_backslashes",
+     "<|tool_call>call:open_file{path:" Q "C:\\users\\bob\\file.txt" Q "}<tool_call|>", false, NULL,
+     NULL, "", "",
+     "[{'function':{'index':0,'name':'open_file','arguments':{'path':"
+     "'C:\\\\users\\\\bob\\\\file.txt'}}}]"},
+    {"multiple_tool_calls",
+     "<|tool_call>call:get_weather{location:" Q "Paris" Q "}<tool_call|><|tool_call>call:"
+     "get_weather{location:" Q "London" Q "}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}},"
+     "{'function':{'index':1,'name':'get_weather','arguments':{'location':'London'}}}]"},
+    {"thinking_then_tool_call",
+     "<|channel>thought\nI need to check the weather<channel|><|tool_call>call:get_weather{"
+     "location:" Q "Paris" Q "}<tool_call|>",
+     true, NULL, NULL, "", "I need to check the weather",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]"},
+    {"content_then_tool_call",
+     "Let me check that for you.<|tool_call>call:get_weather{location:" Q "Paris" Q "}<tool_call|>",
+     false, NULL, NULL, "Let me check that for you.", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]"},
+    {"thinking_disabled_channel_tags_as_content",
+     "<|channel>this is not thinking<channel|>actual content", false, NULL, NULL, "actual content",
+     "", "[]"},
+    {"prefill_content_only", "Continuing content.", true,
+     "{'role':'assistant','content':'Previous content'}", NULL, "Continuing content.", "", "[]"},
+    // TestGemma4Parser_ToolResponseContinuationStartsInThinking.
+    {"tool_response_continuation_starts_in_thinking",
+     "The user asked for files.<channel|>go.mod and go.sum", true,
+     "{'role':'tool','content':'go.mod\\ngo.sum\\n'}", NULL, "go.mod and go.sum",
+     "The user asked for files.", "[]"},
+    // Gemma-quoted scalars stay strings; bare ones keep their JSON types.
+    {"quoted_scalars_stay_strings",
+     "<|tool_call>call:foo{n:" Q "1" Q ",b:" Q "true" Q ",z:" Q "null" Q "}<tool_call|>", false,
+     NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'foo','arguments':{'n':'1','b':'true','z':'null'}}}]"},
+    {"unquoted_scalars_keep_types", "<|tool_call>call:foo{n:1,b:true,z:null,f:-2.5e3}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'foo','arguments':{'n':1,'b':true,'z':null,'f':-2500.0}}}]"},
+    {"reference_implementation_example",
+     "<|tool_call>call:get_current_temperature{detail_level:0,location:" Q "Paris, France" Q
+     ",unit:" Q "celsius" Q "}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'get_current_temperature','arguments':{'detail_level':0,"
+     "'location':'Paris, France','unit':'celsius'}}}]"},
+    {"raw_quoted_structural_string", "<|tool_call>call:foo{q:\"a,b:c\"}<tool_call|>", false, NULL,
+     NULL, "", "", "[{'function':{'index':0,'name':'foo','arguments':{'q':'a,b:c'}}}]"},
+    {"raw_quoted_string_containing_key_like_text",
+     "<|tool_call>call:foo{q:\"keep , oldText: literal\",note:" Q "ok" Q "}<tool_call|>", false,
+     NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'foo','arguments':{'q':'keep , oldText: literal',"
+     "'note':'ok'}}}]"},
+    {"gemma_string_with_structural_chars",
+     "<|tool_call>call:foo{query:" Q "a,b:{c}[d]" Q ",u:" Q "snowman:\\u2603 \\x" Q "}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'foo','arguments':{'query':'a,b:{c}[d]',"
+     "'u':'snowman:\\\\u2603 \\\\x'}}}]"},
+    {"nested_mixed_raw_and_gemma_quoted_values",
+     "<|tool_call>call:foo{meta:{title:" Q "t \"1\"" Q ",note:\"n \\\"2\\\"\"},items:[" Q
+     "x \"3\"" Q ",\"y \\\"4\\\"\"]}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'foo','arguments':{'meta':{'title':'t \\'1\\'',"
+     "'note':'n \\'2\\''},'items':['x \\'3\\'','y \\'4\\'']}}}]"},
+    {"non_ascii_bare_keys", "<|tool_call>call:f{städte:[" Q "Köln" Q "],n2_x:1}<tool_call|>", false,
+     NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'f','arguments':{'städte':['Köln'],'n2_x':1}}}]"},
+    // Extra <tool_call|> or a <|tool_response> after a call are dropped.
+    {"extra_close_tags",
+     "<|tool_call>call:get_weather{location:" Q "Paris" Q "}<tool_call|><tool_call|>Done.", false,
+     NULL, NULL, "Done.", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]"},
+    {"extra_close_tag_at_end",
+     "<|tool_call>call:get_weather{location:" Q "Paris" Q "}<tool_call|><tool_call|>", false, NULL,
+     NULL, "", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]"},
+    {"tool_response_boundary",
+     "<|tool_call>call:get_weather{location:" Q "Paris" Q "}<tool_call|> <|tool_response> Done.",
+     false, NULL, NULL, "Done.", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]"},
+    {"partial_noise_at_end_dropped",
+     "<|tool_call>call:get_weather{location:" Q "Paris" Q "}<tool_call|><|tool_res", false, NULL,
+     NULL, "", "",
+     "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]"},
+    // White space around markers.
+    {"whitespace_around_markers",
+     "Sure. \n<|tool_call>call:f{}<tool_call|>\n\nAnd <|channel>thought\n  hmm  <channel|>  done",
+     true, NULL, NULL, "Sure.Anddone", "  hmm",
+     "[{'function':{'index':0,'name':'f','arguments':{}}}]"},
+    // A channel without the "thought" name keeps its text.
+    {"channel_without_name", "<|channel>plain<channel|>x", true, NULL, NULL, "x", "plain", "[]"},
+    // Thinking that never closes is thinking.
+    {"unclosed_thinking", "<|channel>thought\nstill going ", true, NULL, NULL, "", "still going ",
+     "[]"},
+};
+
+// Repairs of calls the model left malformed
+// (TestParseGemma4ToolCall_Repairs*): they need the tool's schema.
+#define STRING_TOOL(name, props)                                                                   \
+    "{'type':'function','function':{'name':'" name "','parameters':{'type':'object',"              \
+    "'properties':{" props "}}}}"
+#define STR_PROP(n) "'" n "':{'type':'string'}"
+
+static const struct parse_case repair_cases[] = {
+    {"raw_multiline_string",
+     "<|tool_call>call:write{content:\n\n# Style Guide for Agents' Code\n\nThis document, "
+     "designed to ensure consistency.<tool_call|>",
+     false, NULL, "[" STRING_TOOL("write", STR_PROP("content")) "]", "", "",
+     "[{'function':{'index':0,'name':'write','arguments':{'content':"
+     "'\\n\\n# Style Guide for Agents\\u0027 Code\\n\\nThis document, designed to ensure "
+     "consistency.'}}}]"},
+    {"single_quoted_value_with_dangling_delimiter",
+     "<|tool_call>call:grep{include:" Q "*.py" Q ",output_mode:" Q "content" Q ",path:" Q
+     "/data/robotics/experiment1" Q ",pattern:':\\s*\\w+'" Q "}<tool_call|>",
+     false, NULL,
+     "[" STRING_TOOL("grep", STR_PROP("include") "," STR_PROP("output_mode") "," STR_PROP(
+                                 "path") "," STR_PROP("pattern")) "]",
+     "", "",
+     "[{'function':{'index':0,'name':'grep','arguments':{'include':'*.py',"
+     "'output_mode':'content','path':'/data/robotics/experiment1','pattern':"
+     "':\\\\s*\\\\w+'}}}]"},
+    {"unclosed_gemma_string_before_object_close", "<|tool_call>call:bash{command:" Q "ls}", false,
+     NULL, "[" STRING_TOOL("bash", STR_PROP("command")) "]", "", "",
+     "[{'function':{'index':0,'name':'bash','arguments':{'command':'ls'}}}]"},
+    {"single_quoted_middle_property",
+     "<|tool_call>call:grep{include:" Q "*.py" Q ",pattern:'abc',path:" Q "/tmp" Q "}<tool_call|>",
+     false, NULL,
+     "[" STRING_TOOL("grep", STR_PROP("include") "," STR_PROP("pattern") "," STR_PROP("path")) "]",
+     "", "",
+     "[{'function':{'index':0,'name':'grep','arguments':{'include':'*.py','pattern':'abc',"
+     "'path':'/tmp'}}}]"},
+    {"unclosed_gemma_string_terminal_property",
+     "<|tool_call>call:bash{path:" Q "/tmp" Q ",command:" Q "ls}<tool_call|>", false, NULL,
+     "[" STRING_TOOL("bash", STR_PROP("path") "," STR_PROP("command")) "]", "", "",
+     "[{'function':{'index':0,'name':'bash','arguments':{'path':'/tmp','command':'ls'}}}]"},
+    {"raw_string_before_next_property",
+     "<|tool_call>call:write{content:hello,mode:" Q "fast" Q "}<tool_call|>", false, NULL,
+     "[" STRING_TOOL("write", STR_PROP("content") "," STR_PROP("mode")) "]", "", "",
+     "[{'function':{'index':0,'name':'write','arguments':{'content':'hello','mode':'fast'}}}]"},
+    {"raw_string_without_object_close", "<|tool_call>call:write{content:hello<tool_call|>", false,
+     NULL, "[" STRING_TOOL("write", STR_PROP("content")) "]", "", "",
+     "[{'function':{'index':0,'name':'write','arguments':{'content':'hello'}}}]"},
+    {"string_in_anyof_branch", "<|tool_call>call:w{c:some words}<tool_call|>", false, NULL,
+     "[{'type':'function','function':{'name':'w','parameters':{'type':'object','properties':{"
+     "'c':{'anyOf':[{'type':'null'},{'type':'STRING'}]}}}}}]",
+     "", "", "[{'function':{'index':0,'name':'w','arguments':{'c':'some words'}}}]"},
+};
+
+static void check_parse_case(const char *parser, const struct parse_case *c,
+                             const char *const *pieces)
+{
+    struct parsed r;
+    parse_steps(&r, parser, c->tools, c->last, c->thinking ? &think_true : NULL, pieces);
+    if (r.rc != 0)
+        fail_msg("%s %s: rc %d: %s", parser, c->name, r.rc, r.e.msg);
+    if (strcmp(buf_cstr(&r.content), c->content) != 0)
+        fail_msg("%s %s: content %s, want %s", parser, c->name, buf_cstr(&r.content), c->content);
+    if (strcmp(buf_cstr(&r.thinking), c->thought) != 0)
+        fail_msg("%s %s: thinking %s, want %s", parser, c->name, buf_cstr(&r.thinking), c->thought);
+    assert_calls(r.calls, c->calls);
+    parsed_deinit(&r);
+}
+
+static void test_parser_cases(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++)
+        check_parse_case("gemma4", &parse_cases[i], (const char *[]){parse_cases[i].input, NULL});
+    for (size_t i = 0; i < sizeof(repair_cases) / sizeof(repair_cases[0]); i++)
+        check_parse_case("gemma4", &repair_cases[i], (const char *[]){repair_cases[i].input, NULL});
+}
+
+// Every case again, streamed: split in two at every byte, and one byte at a
+// time. Cases whose markers touch white space are left out (white space
+// already sent before a marker arrives stays sent, as in Ollama).
+static void test_parser_streaming(void **state)
+{
+    (void)state;
+    const struct parse_case *all[sizeof(parse_cases) / sizeof(parse_cases[0]) +
+                                 sizeof(repair_cases) / sizeof(repair_cases[0])];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++)
+        all[n++] = &parse_cases[i];
+    for (size_t i = 0; i < sizeof(repair_cases) / sizeof(repair_cases[0]); i++)
+        all[n++] = &repair_cases[i];
+    for (size_t k = 0; k < n; k++) {
+        const struct parse_case *c = all[k];
+        if (!strcmp(c->name, "whitespace_around_markers") ||
+            !strcmp(c->name, "tool_response_boundary") || !strcmp(c->name, "unclosed_thinking"))
+            continue;
+        size_t len = strlen(c->input);
+        for (size_t cut = 1; cut < len; cut++) {
+            char *a = xstrndup(c->input, cut);
+            check_parse_case("gemma4", c, (const char *[]){a, c->input + cut, NULL});
+            free(a);
+        }
+        const char **bytes = xcalloc(len + 1, sizeof(*bytes));
+        char *storage = xcalloc(len, 2);
+        for (size_t i = 0; i < len; i++) {
+            storage[2 * i] = c->input[i];
+            bytes[i] = &storage[2 * i];
+        }
+        check_parse_case("gemma4", c, bytes);
+        free(bytes);
+        free(storage);
+    }
+}
+
+// Pieces as Ollama's streaming tests send them: partial markers are held
+// back until resolved.
+static void test_parser_partial_markers(void **state)
+{
+    (void)state;
+    struct parsed r;
+    // TestGemma4Parser_Streaming.
+    parse_steps(&r, "gemma4", NULL, NULL, &think_true,
+                (const char *[]){"<|channel>thought", "\nLet me think", "...<channel|>The answer",
+                                 " is 42.", NULL});
+    assert_string_equal(buf_cstr(&r.content), "The answer is 42.");
+    assert_string_equal(buf_cstr(&r.thinking), "Let me think...");
+    parsed_deinit(&r);
+    // TestGemma4Parser_StreamingToolCall.
+    parse_steps(&r, "gemma4-no-thinking", NULL, NULL, NULL,
+                (const char *[]){"<|tool_call>call:get_", "weather{location:" Q "Par",
+                                 "is" Q "}<tool_call|>", NULL});
+    assert_string_equal(buf_cstr(&r.content), "");
+    assert_calls(
+        r.calls,
+        "[{'function':{'index':0,'name':'get_weather','arguments':{'location':'Paris'}}}]");
+    parsed_deinit(&r);
+    // TestGemma4Parser_IgnoresExtraToolCallCloseTags / ToolResponseBoundary.
+    parse_steps(&r, "gemma4-no-thinking", NULL, NULL, NULL,
+                (const char *[]){"<|tool_call>call:f{}<tool_call|><tool_", "call|>Done.", NULL});
+    assert_string_equal(buf_cstr(&r.content), "Done.");
+    assert_int_equal(json_array_size(r.calls), 1);
+    parsed_deinit(&r);
+    parse_steps(
+        &r, "gemma4-no-thinking", NULL, NULL, NULL,
+        (const char *[]){"<|tool_call>call:f{}<tool_call|><|tool_res", "ponse>Done.", NULL});
+    assert_string_equal(buf_cstr(&r.content), "Done.");
+    parsed_deinit(&r);
+
+    // What each piece releases: text before a partial marker (and the white
+    // space before it) goes out at once, the partial marker waits.
+    struct renderer_parser *p = NULL;
+    struct err e = {0};
+    assert_int_equal(renderer_parser_new(&p, "gemma4", NULL, NULL, &think_true, &e), 0);
+    struct buf content, thinking;
+    buf_init(&content, 0);
+    buf_init(&thinking, 0);
+    json_t *calls = json_array();
+    assert_int_equal(
+        renderer_parser_add(p, "Hello <|chan", 12, false, &content, &thinking, calls, &e), 0);
+    assert_string_equal(buf_cstr(&content), "Hello");
+    assert_int_equal(renderer_parser_add(p, "nel>thou", 8, false, &content, &thinking, calls, &e),
+                     0);
+    assert_string_equal(buf_cstr(&thinking), "");
+    assert_int_equal(
+        renderer_parser_add(p, "ght\nplan it <chan", 17, false, &content, &thinking, calls, &e), 0);
+    assert_string_equal(buf_cstr(&thinking), "plan it");
+    assert_int_equal(
+        renderer_parser_add(p, "nel|>ok <|tool_c", 16, false, &content, &thinking, calls, &e), 0);
+    assert_string_equal(buf_cstr(&content), "Hellook");
+    assert_int_equal(
+        renderer_parser_add(p, "all>call:f{a:1}", 15, false, &content, &thinking, calls, &e), 0);
+    assert_int_equal(json_array_size(calls), 0);
+    assert_int_equal(
+        renderer_parser_add(p, "<tool_call|>", 12, true, &content, &thinking, calls, &e), 0);
+    assert_calls(calls, "[{'function':{'index':0,'name':'f','arguments':{'a':1}}}]");
+    // A '<' that starts no marker is content once it is resolved.
+    renderer_parser_free(p);
+    buf_reset(&content);
+    assert_int_equal(renderer_parser_new(&p, "gemma4", NULL, NULL, NULL, &e), 0);
+    assert_int_equal(renderer_parser_add(p, "a <", 3, false, &content, &thinking, calls, &e), 0);
+    assert_string_equal(buf_cstr(&content), "a");
+    assert_int_equal(renderer_parser_add(p, "b", 1, true, &content, &thinking, calls, &e), 0);
+    assert_string_equal(buf_cstr(&content), "a <b");
+    renderer_parser_free(p);
+    buf_deinit(&content);
+    buf_deinit(&thinking);
+    json_decref(calls);
+}
+
+// Thinking off, or a family without thinking: channel text is dropped.
+static void test_parser_thinking_off(void **state)
+{
+    (void)state;
+    const char *in = "<|channel>thought\nhidden<channel|>shown";
+    struct parsed r;
+    parse_steps(&r, "gemma4", NULL, NULL, &think_false, (const char *[]){in, NULL});
+    assert_string_equal(buf_cstr(&r.content), "shown");
+    assert_string_equal(buf_cstr(&r.thinking), "");
+    parsed_deinit(&r);
+    parse_steps(&r, "gemma4-no-thinking", NULL, NULL, &think_true, (const char *[]){in, NULL});
+    assert_string_equal(buf_cstr(&r.content), "shown");
+    assert_string_equal(buf_cstr(&r.thinking), "");
+    parsed_deinit(&r);
+    // A level is thinking on.
+    parse_steps(&r, "gemma4", NULL, NULL, &think_high, (const char *[]){in, NULL});
+    assert_string_equal(buf_cstr(&r.thinking), "hidden");
+    parsed_deinit(&r);
+    // After a tool result, output starts in the thought channel only when
+    // thinking is on.
+    parse_steps(&r, "gemma4", NULL, "{'role':'tool','content':'x'}", NULL,
+                (const char *[]){"plain<channel|>", NULL});
+    assert_string_equal(buf_cstr(&r.content), "plain<channel|>");
+    parsed_deinit(&r);
+}
+
+// Calls that cannot be read, even repaired, are errors naming the parser.
+static void test_parser_malformed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *input, *tools, *msg;
+    } cases[] = {
+        // Raw JSON string with an invalid escape.
+        {"<|tool_call>call:open_file{path:\"C:\\users\\bob\\file.txt\"}<tool_call|>", NULL,
+         "gemma4: cannot parse the arguments of tool call open_file: invalid character"},
+        // An unclosed string that is not the last value is not repaired.
+        {"<|tool_call>call:example{first:" Q "one,second:" Q "two" Q "}<tool_call|>",
+         "[" STRING_TOOL("example", STR_PROP("first") "," STR_PROP("second")) "]",
+         "gemma4: cannot parse the arguments of tool call example"},
+        // Without the tool's schema a raw value is not made a string.
+        {"<|tool_call>call:write{content:hello<tool_call|>", NULL,
+         "gemma4: cannot parse the arguments of tool call write"},
+        // Nor when the schema says it is not a string.
+        {"<|tool_call>call:write{content:hello<tool_call|>",
+         "[{'type':'function','function':{'name':'write','parameters':{'type':'object',"
+         "'properties':{'content':{'type':'number'}}}}}]",
+         "gemma4: cannot parse the arguments of tool call write"},
+        {"<|tool_call>get_weather{}<tool_call|>", NULL,
+         "gemma4: tool call \"get_weather{}\": expected 'call:' prefix"},
+        {"<|tool_call>call:get_weather<tool_call|>", NULL,
+         "gemma4: tool call \"get_weather\": expected '{' in tool call"},
+        // Stopped inside a call: flushed at the end, and it is incomplete.
+        {"<|tool_call>call:get_wea", NULL,
+         "gemma4: tool call \"get_wea\": expected '{' in tool call"},
+        {"<|tool_call>call:f{a:1} trailing<tool_call|>", NULL,
+         "gemma4: cannot parse the arguments of tool call f: invalid character 't' after "
+         "top-level value"},
+        {"<|tool_call>call:f{a:[1,}<tool_call|>", NULL,
+         "gemma4: cannot parse the arguments of tool call f"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct parsed r;
+        parse_steps(&r, "gemma4", cases[i].tools, NULL, NULL,
+                    (const char *[]){cases[i].input, NULL});
+        if (r.rc != ERR_INVALID)
+            fail_msg("case %zu: rc %d, calls %zu", i, r.rc, json_array_size(r.calls));
+        if (strncmp(r.e.msg, cases[i].msg, strlen(cases[i].msg)) != 0)
+            fail_msg("case %zu: %s, want %s", i, r.e.msg, cases[i].msg);
+        parsed_deinit(&r);
+    }
+}
+
 static void test_names(void **state)
 {
     (void)state;
     assert_true(renderer_known("gemma4"));
     assert_true(renderer_known("gemma4-small"));
     assert_true(renderer_known("gemma4-large"));
+    assert_true(renderer_parser_known("gemma4"));
+    assert_true(renderer_parser_known("gemma4-no-thinking"));
     assert_false(renderer_known("gemma4-no-thinking"));
+    assert_true(renderer_parser_tools("gemma4"));
+    assert_true(renderer_parser_thinking("gemma4"));
+    assert_true(renderer_parser_tools("gemma4-no-thinking"));
+    assert_false(renderer_parser_thinking("gemma4-no-thinking"));
 }
 
 int main(void)
@@ -978,6 +1500,11 @@ int main(void)
         cmocka_unit_test(test_tool_result_names),
         cmocka_unit_test(test_declaration_details),
         cmocka_unit_test(test_images),
+        cmocka_unit_test(test_parser_cases),
+        cmocka_unit_test(test_parser_streaming),
+        cmocka_unit_test(test_parser_partial_markers),
+        cmocka_unit_test(test_parser_thinking_off),
+        cmocka_unit_test(test_parser_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
