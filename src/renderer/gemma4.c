@@ -691,6 +691,52 @@ int rnd_render_gemma4(json_t *msgs, json_t *tools, const struct renderer_think *
     return 0;
 }
 
+// Ollama's renderer_resolution.go: the model's name first, then its size.
+const char *rnd_gemma4_resolve(const char *model_name, const char *model_type)
+{
+    static const char *const small[] = {"e2b", "e4b"}, *const large[] = {"12b", "26b", "31b"};
+    char *lower = xstrdup(model_name ? model_name : "");
+    for (char *c = lower; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    const char *pick = NULL;
+    for (size_t i = 0; !pick && i < sizeof(small) / sizeof(small[0]); i++)
+        if (strstr(lower, small[i]))
+            pick = "gemma4-small";
+    for (size_t i = 0; !pick && i < sizeof(large) / sizeof(large[0]); i++)
+        if (strstr(lower, large[i]))
+            pick = "gemma4-large";
+    free(lower);
+    if (pick)
+        return pick;
+    // A human parameter count: "4.3B", "25.2B", "800M".
+    size_t n = model_type ? strlen(model_type) : 0;
+    if (n < 2)
+        return "gemma4-small";
+    double unit;
+    switch (model_type[n - 1]) {
+    case 'B':
+    case 'b':
+        unit = 1e9;
+        break;
+    case 'M':
+    case 'm':
+        unit = 1e6;
+        break;
+    case 'K':
+    case 'k':
+        unit = 1e3;
+        break;
+    default:
+        return "gemma4-small";
+    }
+    char *num = xstrndup(model_type, n - 1);
+    double v = 0;
+    int rc = str_to_double(num, &v, NULL);
+    free(num);
+    return rc == 0 && v * unit >= 12e9 ? "gemma4-large" : "gemma4-small";
+}
+
 // ---------------------------------------------------------------------------
 // Tool call arguments: Gemma's notation to JSON
 

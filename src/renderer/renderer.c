@@ -217,6 +217,13 @@ int renderer_parser_add(struct renderer_parser *p, const char *s, size_t n, bool
     return p->kind->add(p, done, &o, e);
 }
 
+const char *renderer_resolve(const char *renderer, const char *model_name, const char *model_type)
+{
+    if (renderer && strcmp(renderer, "gemma4") == 0)
+        return rnd_gemma4_resolve(model_name, model_type);
+    return renderer;
+}
+
 void renderer_select(const char *renderer, const char *parser, const char *family,
                      const char *template_text, struct renderer_choice *out)
 {

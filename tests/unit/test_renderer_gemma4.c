@@ -1489,6 +1489,33 @@ static void test_names(void **state)
     assert_false(renderer_parser_thinking("gemma4-no-thinking"));
 }
 
+// TestResolveGemma4Renderer (Ollama's server/gemma4_test.go).
+static void test_resolve(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *renderer, *name, *type, *want;
+    } cases[] = {
+        {"gemma4-small", NULL, NULL, "gemma4-small"},
+        {"gemma4-large", "gemma4:e2b", NULL, "gemma4-large"},
+        {"gemma4", "gemma4:e4b", NULL, "gemma4-small"},
+        {"gemma4", "gemma4:31b-cloud", NULL, "gemma4-large"},
+        {"gemma4", "gemma-4-12b-it", NULL, "gemma4-large"},
+        {"gemma4", "Gemma4:26B", "4.3B", "gemma4-large"},
+        {"gemma4", "mine", "4.3B", "gemma4-small"},
+        {"gemma4", "mine", "25.2B", "gemma4-large"},
+        {"gemma4", "mine", "12B", "gemma4-large"},
+        {"gemma4", "mine", "800M", "gemma4-small"},
+        {"gemma4", "mine", "big", "gemma4-small"},
+        {"gemma4", NULL, NULL, "gemma4-small"},
+        {"qwen3.5", "gemma4:31b", NULL, "qwen3.5"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_string_equal(renderer_resolve(cases[i].renderer, cases[i].name, cases[i].type),
+                            cases[i].want);
+    assert_null(renderer_resolve(NULL, "gemma4:31b", NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1505,6 +1532,7 @@ int main(void)
         cmocka_unit_test(test_parser_partial_markers),
         cmocka_unit_test(test_parser_thinking_off),
         cmocka_unit_test(test_parser_malformed),
+        cmocka_unit_test(test_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
