@@ -1182,6 +1182,20 @@ static const struct parse_case parse_cases[] = {
      false, NULL, NULL, "", "",
      "[{'function':{'index':0,'name':'foo','arguments':{'meta':{'title':'t \\'1\\'',"
      "'note':'n \\'2\\''},'items':['x \\'3\\'','y \\'4\\'']}}}]"},
+    // TestGemma4ArgsToJSON: white space around bare keys, JSON escapes in
+    // raw strings, empty objects.
+    {"spaces_around_bare_keys",
+     "<|tool_call>call:edit{edits:[{ newText:" Q "a" Q ", oldText:" Q "b" Q "} ],\n more:{}}"
+     "<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'edit','arguments':{'edits':[{'newText':'a',"
+     "'oldText':'b'}],'more':{}}}}]"},
+    {"raw_json_escapes",
+     "<|tool_call>call:f{q:\"keep , oldText: and \\\"quoted\\\" text\",url:" Q "https:\\/\\/x.com" Q
+     ",p:\"C:\\\\Temp\"}<tool_call|>",
+     false, NULL, NULL, "", "",
+     "[{'function':{'index':0,'name':'f','arguments':{'q':'keep , oldText: and \\'quoted\\' "
+     "text','url':'https:\\\\/\\\\/x.com','p':'C:\\\\Temp'}}}]"},
     {"non_ascii_bare_keys", "<|tool_call>call:f{städte:[" Q "Köln" Q "],n2_x:1}<tool_call|>", false,
      NULL, NULL, "", "",
      "[{'function':{'index':0,'name':'f','arguments':{'städte':['Köln'],'n2_x':1}}}]"},
@@ -1257,6 +1271,9 @@ static const struct parse_case repair_cases[] = {
      "<|tool_call>call:write{content:hello,mode:" Q "fast" Q "}<tool_call|>", false, NULL,
      "[" STRING_TOOL("write", STR_PROP("content") "," STR_PROP("mode")) "]", "", "",
      "[{'function':{'index':0,'name':'write','arguments':{'content':'hello','mode':'fast'}}}]"},
+    {"unclosed_string_at_end", "<|tool_call>call:bash{command:" Q "ls", false, NULL,
+     "[" STRING_TOOL("bash", STR_PROP("command")) "]", "", "",
+     "[{'function':{'index':0,'name':'bash','arguments':{'command':'ls'}}}]"},
     {"raw_string_without_object_close", "<|tool_call>call:write{content:hello<tool_call|>", false,
      NULL, "[" STRING_TOOL("write", STR_PROP("content")) "]", "", "",
      "[{'function':{'index':0,'name':'write','arguments':{'content':'hello'}}}]"},
@@ -1459,6 +1476,13 @@ static void test_parser_malformed(void **state)
         {"<|tool_call>call:f{a:1} trailing<tool_call|>", NULL,
          "gemma4: cannot parse the arguments of tool call f: invalid character 't' after "
          "top-level value"},
+        // A bare key is quoted only when ':' follows it at once.
+        {"<|tool_call>call:f{a :1}<tool_call|>", NULL,
+         "gemma4: cannot parse the arguments of tool call f: invalid character 'a' looking for "
+         "beginning of object key string"},
+        // A missing '}' alone is not repaired.
+        {"<|tool_call>call:count{n:1<tool_call|>", "[" STRING_TOOL("count", STR_PROP("name")) "]",
+         "gemma4: cannot parse the arguments of tool call count: unexpected end of JSON input"},
         {"<|tool_call>call:f{a:[1,}<tool_call|>", NULL,
          "gemma4: cannot parse the arguments of tool call f"},
     };
