@@ -30,6 +30,9 @@ static const struct rnd_renderer renderers[] = {
     {"laguna",          rnd_render_laguna,       0},
     {"poolside-v1",     rnd_render_laguna,       1},
     {"glimmer",         rnd_render_glimmer,      0},
+    {"gemma4",          rnd_render_gemma4,       0},
+    {"gemma4-small",    rnd_render_gemma4,       0},
+    {"gemma4-large",    rnd_render_gemma4,       1},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
@@ -64,6 +67,8 @@ static const struct rnd_parser_kind parsers[] = {
     {"laguna", true, true, 0, rnd_laguna_init, rnd_laguna_add, rnd_laguna_deinit},
     {"poolside-v1", true, true, 1, rnd_laguna_init, rnd_laguna_add, rnd_laguna_deinit},
     {"glimmer", true, true, 0, rnd_glimmer_init, rnd_glimmer_add, rnd_glimmer_deinit},
+    {"gemma4", true, true, 1, rnd_gemma4_init, rnd_gemma4_add, rnd_gemma4_deinit},
+    {"gemma4-no-thinking", true, false, 0, rnd_gemma4_init, rnd_gemma4_add, rnd_gemma4_deinit},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))
@@ -210,6 +215,13 @@ int renderer_parser_add(struct renderer_parser *p, const char *s, size_t n, bool
         return err_set(e, rc, "%s: output too large", p->kind->name);
     struct rnd_out o = {content, thinking, calls};
     return p->kind->add(p, done, &o, e);
+}
+
+const char *renderer_resolve(const char *renderer, const char *model_name, const char *model_type)
+{
+    if (renderer && strcmp(renderer, "gemma4") == 0)
+        return rnd_gemma4_resolve(model_name, model_type);
+    return renderer;
 }
 
 void renderer_select(const char *renderer, const char *parser, const char *family,

@@ -73,6 +73,14 @@ json_t *renderer_parser_prompt_tools(struct renderer_parser *p);
 int renderer_parser_add(struct renderer_parser *p, const char *s, size_t n, bool done,
                         struct buf *content, struct buf *thinking, json_t *calls, struct err *e);
 
+// The renderer a model's config name stands for: Ollama's server resolves
+// "gemma4" to "gemma4-small" (e2b/e4b templates) or "gemma4-large"
+// (12b/26b/31b) by the model's name, then by its parameter count (the
+// config's model_type, e.g. "25.2B": 12B and up is large), else small. Other
+// names are returned as given. Borrowed from the argument or static; any
+// argument may be NULL.
+const char *renderer_resolve(const char *renderer, const char *model_name, const char *model_type);
+
 // Ollama's first two prompt sources for a model: the config's renderer /
 // parser, then harmony for gpt-oss (family "gptoss"/"gpt-oss" whose Go
 // template has "<|start|>" and "<|end|>": the template renders, the harmony

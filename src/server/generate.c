@@ -590,12 +590,14 @@ static int render_prompt(struct gen_job *j, struct err *e)
 // Handler
 
 // Chooses the built-in renderer / parser (Ollama's order: RENDERER/PARSER,
-// then harmony for gpt-oss). A name this build does not have is an error for
+// then harmony for gpt-oss; "gemma4" becomes its small or large variant by
+// the model's name or size). A name this build does not have is an error for
 // the request, as Ollama's `unknown renderer "x"`. False after replying.
 static bool builtin_select(struct gen_job *j, struct srv_req *r)
 {
     const struct store_config *c = &j->m->config;
     renderer_select(c->renderer, c->parser, c->model_family, template_text(j->tmpl), &j->builtin);
+    j->builtin.renderer = renderer_resolve(j->builtin.renderer, j->m->display, c->model_type);
     char msg[300];
     if (j->builtin.renderer && !renderer_known(j->builtin.renderer)) {
         snprintf(msg, sizeof(msg), "unknown renderer \"%s\"", j->builtin.renderer);
