@@ -98,7 +98,7 @@ static void usage(FILE *f)
         "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
         "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
         "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
-        "                        tq1_0|tq2_0] [--seed N]\n"
+        "                        tq1_0|tq2_0|mxfp4_moe] [--seed N]\n"
         "                [--vocab VOCAB.gguf] [--sparse] [--random-blocks] [--quiet] -o OUT.gguf\n"
         "presets:");
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
@@ -416,6 +416,7 @@ static void synthetic_vocab(struct gguf_writer *w, int64_t n_vocab)
 struct block_scales {
     size_t d_off, m_off;
     float min_factor;  // 0: no minimum field
+    bool e8m0;         // d is one exponent byte (MXFP4), not an f16
 };
 
 #define BLOCK_D(t, d_field)                                                                        \
@@ -445,6 +446,9 @@ static bool random_block_layout(uint32_t type, bool all_types, struct block_scal
     case GGUF_TYPE_TQ1_0:
     case GGUF_TYPE_TQ2_0:
         *l = (struct block_scales){quant_traits_get(type)->type_size - 2, 0, 0.0f};
+        return true;
+    case GGUF_TYPE_MXFP4:
+        *l = (struct block_scales){offsetof(struct block_mxfp4, e), 0, 0.0f, true};
         return true;
     default:
         break;
@@ -499,8 +503,15 @@ static void random_blocks(struct rng *r, uint8_t *q, size_t n_bytes, uint32_t ty
     struct block_scales l;
     random_block_layout(type, true, &l);
     uint16_t dh = quant_f32_to_f16(d), mh = quant_f32_to_f16(l.min_factor * d);
+    // E8M0: 2^(e - 127), the power of two nearest d.
+    long ex = lroundf(log2f(d > 0.0f ? d : 1.0f)) + 127;
+    uint8_t eb = (uint8_t)(ex < 1 ? 1 : ex > 254 ? 254 : ex);
     size_t bs = quant_traits_get(type)->type_size;
     for (size_t b = 0; b + bs <= n_bytes; b += bs) {
+        if (l.e8m0) {
+            q[b + l.d_off] = eb;
+            continue;
+        }
         memcpy(q + b + l.d_off, &dh, 2);
         if (l.min_factor != 0.0f)
             memcpy(q + b + l.m_off, &mh, 2);
@@ -595,6 +606,13 @@ static int random_block_tensor_type(uint32_t block_type, const struct gtensor *t
 {
     if (t->n_dims < 2 || t->init == INIT_BIAS)
         return GGUF_TYPE_F32;
+    // gpt-oss as published (ggml-org's MXFP4 file): experts MXFP4, the
+    // other matrices Q8_0, the router F32.
+    if (block_type == GGUF_TYPE_MXFP4) {
+        if (strstr(t->name, "gate_inp"))
+            return GGUF_TYPE_F32;
+        return strstr(t->name, "_exps") ? GGUF_TYPE_MXFP4 : GGUF_TYPE_Q8_0;
+    }
     uint32_t ty = block_type;
     if (!strcmp(t->name, "token_embd.weight"))
         ty = GGUF_TYPE_Q4_K;
@@ -828,8 +846,9 @@ int main(int argc, char **argv)
     int block_type = -1;
     struct block_scales layout;
     if (ftype < 0) {
-        block_type = gguf_type_from_name(o.type);
-        ftype = gguf_file_type_from_name(o.type);
+        bool moe = !strcmp(o.type, "mxfp4_moe");
+        block_type = moe ? GGUF_TYPE_MXFP4 : gguf_type_from_name(o.type);
+        ftype = gguf_file_type_from_name(moe ? "MXFP4_MOE" : o.type);
         if (block_type < 0 || ftype < 0 ||
             !random_block_layout((uint32_t)block_type, false, &layout)) {
             fprintf(stderr, "gguf-gen: unsupported --type %s\n", o.type);
