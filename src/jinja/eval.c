@@ -669,6 +669,169 @@ static int eval_compare(struct jrender *r, struct jnode *n, struct jframe *f, st
     return 0;
 }
 
+static int eval_name(struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv *v = frame_get(f, n->name);
+    if (v)
+        *out = *v;
+    else if (!jr_global(n->name, out))
+        *out = jv_undef(n->name);
+    return 0;
+}
+
+// [a, b] and (a, b).
+static int eval_sequence(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv_list *l = jv_list_new(r, n->list.n);
+    if (!l)
+        return jr_oom(r);
+    l->tuple = n->type == JN_TUPLE;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n->list.n; i++)
+        if (!(rc = jr_eval(r, n->list.v[i], f, &l->items[i])))
+            l->n++;
+    *out = (struct jv){.t = JV_LIST, .u.l = l};
+    return rc;
+}
+
+// {k: v, ...}: the node's list holds keys and values in turn.
+static int eval_dict(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv_dict *d = jv_dict_new(r, n->list.n / 2);
+    if (!d)
+        return jr_oom(r);
+    int rc = 0;
+    for (size_t i = 0; !rc && i + 1 < n->list.n; i += 2) {
+        struct jv k, v;
+        if (!(rc = jr_eval(r, n->list.v[i], f, &k)) && !(rc = jr_eval(r, n->list.v[i + 1], f, &v)))
+            rc = jv_dict_set(r, d, k, v);
+    }
+    *out = (struct jv){.t = JV_DICT, .u.d = d};
+    return rc;
+}
+
+// obj.name and obj[key].
+static int eval_lookup(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv obj, key;
+    int rc = jr_eval(r, n->a, f, &obj);
+    if (rc)
+        return rc;
+    if (n->type == JN_GETATTR)
+        return getattr_value(r, n->line, obj, n->name, strlen(n->name), out);
+    if ((rc = jr_eval(r, n->b, f, &key)))
+        return rc;
+    return getitem_value(r, n->line, obj, key, out);
+}
+
+// f(args), x | filter(args) and x is test(args): the subject, then the arguments.
+static int eval_applied(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv subject;
+    struct jcall c;
+    int rc = jr_eval(r, n->a, f, &subject);
+    if (rc || (rc = eval_args(r, &n->args, f, &c)))
+        return rc;
+    if (n->type == JN_CALL)
+        return jr_call(r, n->line, subject, c.pos, c.n_pos, c.kw_names, c.kw, c.n_kw, out);
+    if (n->type == JN_FILTER)
+        return jr_filter(r, n->line, n->name, subject, &c, out);
+    bool ok = false;
+    if ((rc = jr_test(r, n->line, n->name, subject, &c, &ok)))
+        return rc;
+    *out = jv_bool(ok != n->negate);
+    return 0;
+}
+
+// not x, -x, +x.
+static int eval_unary(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv v;
+    int rc = jr_eval(r, n->a, f, &v);
+    if (rc)
+        return rc;
+    if (n->op == 'n') {
+        *out = jv_bool(!jv_truthy(v));
+    } else if (v.t == JV_INT || v.t == JV_BOOL) {
+        int64_t i = ival(v);
+        *out = n->op == '-' ? (i == INT64_MIN ? jv_float(-(double)i) : jv_int(-i)) : jv_int(i);
+    } else if (v.t == JV_FLOAT) {
+        *out = jv_float(n->op == '-' ? -v.u.f : v.u.f);
+    } else if (v.t == JV_UNDEF) {
+        return undefined_error(r, n->line, v);
+    } else {
+        return jr_fail(r, n->line, "bad operand type for unary %c: '%s'", n->op, jv_type_name(v));
+    }
+    return 0;
+}
+
+// a and b / a or b: Python's short circuit, returning the deciding operand.
+static int eval_logic(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv a;
+    int rc = jr_eval(r, n->a, f, &a);
+    if (rc)
+        return rc;
+    if (jv_truthy(a) == (n->type == JN_OR)) {
+        *out = a;
+        return 0;
+    }
+    return jr_eval(r, n->b, f, out);
+}
+
+// a if cond [else c]; without else, an undefined value.
+static int eval_cond(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    struct jv c;
+    int rc = jr_eval(r, n->b, f, &c);
+    if (rc)
+        return rc;
+    if (jv_truthy(c))
+        return jr_eval(r, n->a, f, out);
+    if (n->c)
+        return jr_eval(r, n->c, f, out);
+    *out = jv_undef("else branch");
+    return 0;
+}
+
+static int eval_node(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
+{
+    switch (n->type) {
+    case JN_LITERAL:
+        *out = n->lit;
+        return 0;
+    case JN_NAME:
+        return eval_name(n, f, out);
+    case JN_LIST:
+    case JN_TUPLE:
+        return eval_sequence(r, n, f, out);
+    case JN_DICT:
+        return eval_dict(r, n, f, out);
+    case JN_GETATTR:
+    case JN_GETITEM:
+        return eval_lookup(r, n, f, out);
+    case JN_SLICE:
+        return eval_slice(r, n, f, out);
+    case JN_CALL:
+    case JN_FILTER:
+    case JN_TEST:
+        return eval_applied(r, n, f, out);
+    case JN_UNARY:
+        return eval_unary(r, n, f, out);
+    case JN_BINARY:
+        return eval_binary(r, n, f, out);
+    case JN_AND:
+    case JN_OR:
+        return eval_logic(r, n, f, out);
+    case JN_COMPARE:
+        return eval_compare(r, n, f, out);
+    case JN_COND:
+        return eval_cond(r, n, f, out);
+    default:
+        return jr_fail(r, n->line, "%s", "statement used as an expression");
+    }
+}
+
 int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
 {
     int rc = jr_step(r);
@@ -679,136 +842,7 @@ int jr_eval(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out
         return err_set(r->e, ERR_TOO_LARGE, "jinja: line %d: expression nested too deeply",
                        n->line);
     }
-    rc = 0;
-    switch (n->type) {
-    case JN_LITERAL:
-        *out = n->lit;
-        break;
-    case JN_NAME: {
-        struct jv *v = frame_get(f, n->name);
-        if (v)
-            *out = *v;
-        else if (!jr_global(n->name, out))
-            *out = jv_undef(n->name);
-        break;
-    }
-    case JN_LIST:
-    case JN_TUPLE: {
-        struct jv_list *l = jv_list_new(r, n->list.n);
-        if (!l) {
-            rc = jr_oom(r);
-            break;
-        }
-        l->tuple = n->type == JN_TUPLE;
-        for (size_t i = 0; !rc && i < n->list.n; i++)
-            if (!(rc = jr_eval(r, n->list.v[i], f, &l->items[i])))
-                l->n++;
-        *out = (struct jv){.t = JV_LIST, .u.l = l};
-        break;
-    }
-    case JN_DICT: {
-        struct jv_dict *d = jv_dict_new(r, n->list.n / 2);
-        if (!d) {
-            rc = jr_oom(r);
-            break;
-        }
-        for (size_t i = 0; !rc && i + 1 < n->list.n; i += 2) {
-            struct jv k, v;
-            if (!(rc = jr_eval(r, n->list.v[i], f, &k)) &&
-                !(rc = jr_eval(r, n->list.v[i + 1], f, &v)))
-                rc = jv_dict_set(r, d, k, v);
-        }
-        *out = (struct jv){.t = JV_DICT, .u.d = d};
-        break;
-    }
-    case JN_GETATTR: {
-        struct jv obj;
-        if (!(rc = jr_eval(r, n->a, f, &obj)))
-            rc = getattr_value(r, n->line, obj, n->name, strlen(n->name), out);
-        break;
-    }
-    case JN_GETITEM: {
-        struct jv obj, key;
-        if (!(rc = jr_eval(r, n->a, f, &obj)) && !(rc = jr_eval(r, n->b, f, &key)))
-            rc = getitem_value(r, n->line, obj, key, out);
-        break;
-    }
-    case JN_SLICE:
-        rc = eval_slice(r, n, f, out);
-        break;
-    case JN_CALL: {
-        struct jv fn;
-        struct jcall c;
-        if (!(rc = jr_eval(r, n->a, f, &fn)) && !(rc = eval_args(r, &n->args, f, &c)))
-            rc = jr_call(r, n->line, fn, c.pos, c.n_pos, c.kw_names, c.kw, c.n_kw, out);
-        break;
-    }
-    case JN_FILTER: {
-        struct jv in;
-        struct jcall c;
-        if (!(rc = jr_eval(r, n->a, f, &in)) && !(rc = eval_args(r, &n->args, f, &c)))
-            rc = jr_filter(r, n->line, n->name, in, &c, out);
-        break;
-    }
-    case JN_TEST: {
-        struct jv in;
-        struct jcall c;
-        bool ok = false;
-        if (!(rc = jr_eval(r, n->a, f, &in)) && !(rc = eval_args(r, &n->args, f, &c)) &&
-            !(rc = jr_test(r, n->line, n->name, in, &c, &ok)))
-            *out = jv_bool(ok != n->negate);
-        break;
-    }
-    case JN_UNARY: {
-        struct jv v;
-        if ((rc = jr_eval(r, n->a, f, &v)))
-            break;
-        if (n->op == 'n') {
-            *out = jv_bool(!jv_truthy(v));
-        } else if (v.t == JV_INT || v.t == JV_BOOL) {
-            int64_t i = ival(v);
-            *out = n->op == '-' ? (i == INT64_MIN ? jv_float(-(double)i) : jv_int(-i)) : jv_int(i);
-        } else if (v.t == JV_FLOAT) {
-            *out = jv_float(n->op == '-' ? -v.u.f : v.u.f);
-        } else if (v.t == JV_UNDEF) {
-            rc = undefined_error(r, n->line, v);
-        } else {
-            rc = jr_fail(r, n->line, "bad operand type for unary %c: '%s'", n->op, jv_type_name(v));
-        }
-        break;
-    }
-    case JN_BINARY:
-        rc = eval_binary(r, n, f, out);
-        break;
-    case JN_AND:
-    case JN_OR: {
-        struct jv a;
-        if ((rc = jr_eval(r, n->a, f, &a)))
-            break;
-        if (jv_truthy(a) == (n->type == JN_OR))
-            *out = a;
-        else
-            rc = jr_eval(r, n->b, f, out);
-        break;
-    }
-    case JN_COMPARE:
-        rc = eval_compare(r, n, f, out);
-        break;
-    case JN_COND: {
-        struct jv c;
-        if ((rc = jr_eval(r, n->b, f, &c)))
-            break;
-        if (jv_truthy(c))
-            rc = jr_eval(r, n->a, f, out);
-        else if (n->c)
-            rc = jr_eval(r, n->c, f, out);
-        else
-            *out = jv_undef("else branch");
-        break;
-    }
-    default:
-        rc = jr_fail(r, n->line, "%s", "statement used as an expression");
-    }
+    rc = eval_node(r, n, f, out);
     r->depth--;
     return rc;
 }
