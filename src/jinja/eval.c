@@ -1037,6 +1037,130 @@ static int render_for(struct jrender *r, struct jnode *n, struct jframe *f)
     return 0;
 }
 
+// {{ expr }}
+static int render_output(struct jrender *r, struct jnode *n, struct jframe *f)
+{
+    struct jv v;
+    int rc = jr_eval(r, n->a, f, &v);
+    if (rc)
+        return rc;
+    if (v.t == JV_STR)
+        return emit(r, v.u.s.p, v.u.s.n);
+    struct jv s;
+    if ((rc = jv_stringify(r, v, &s)))
+        return rc;
+    return emit(r, s.u.s.p, s.u.s.n);
+}
+
+static int render_if(struct jrender *r, struct jnode *n, struct jframe *f)
+{
+    for (size_t i = 0; i < n->list.n; i++) {
+        struct jv c;
+        int rc = jr_eval(r, n->list.v[i], f, &c);
+        if (rc)
+            return rc;
+        if (jv_truthy(c))
+            return render_nodes(r, n->if_bodies[i], f);
+    }
+    return render_nodes(r, n->else_body, f);
+}
+
+static int render_set(struct jrender *r, struct jnode *n, struct jframe *f)
+{
+    struct jv v;
+    int rc = jr_eval(r, n->a, f, &v);
+    return rc ? rc : assign(r, n, f, v);
+}
+
+// {% set x | filters %} … {% endset %} and {% filter … %} … {% endfilter %}:
+// the body rendered to a string, then the filters applied first to last.
+static int render_filtered_block(struct jrender *r, struct jnode *n, struct jframe *f)
+{
+    struct jv v;
+    int rc = capture(r, n->body, f, &v);
+    if (rc)
+        return rc;
+    // the chain links from the last filter back to the first through ->a
+    struct jnode *chain[32];
+    size_t k = 0;
+    for (struct jnode *x = n->filter; x; x = x->a) {
+        if (k == 32)
+            return jr_fail(r, n->line, "%s", "too many filters on a block");
+        chain[k++] = x;
+    }
+    for (size_t i = k; i-- > 0 && !rc;) {
+        struct jcall c;
+        if (!(rc = eval_args(r, &chain[i]->args, f, &c)))
+            rc = jr_filter(r, chain[i]->line, chain[i]->name, v, &c, &v);
+    }
+    if (rc)
+        return rc;
+    if (n->type == JN_SET_BLOCK)
+        return assign(r, n, f, v);
+    if ((rc = jv_stringify(r, v, &v)))
+        return rc;
+    return emit(r, v.u.s.p, v.u.s.n);
+}
+
+// A macro object for body (a macro, or a call block's body as `caller`) closed over f.
+static struct jv_func *macro_new(struct jrender *r, const char *name, struct jnode *body,
+                                 struct jframe *f)
+{
+    struct jv_func *fn = arena_alloc(r->a, sizeof *fn);
+    if (fn)
+        *fn = (struct jv_func){.kind = JF_MACRO,
+                               .name = name,
+                               .macro = body,
+                               .closure = f,
+                               .caller = jv_undef("caller")};
+    return fn;
+}
+
+static int render_macro(struct jrender *r, struct jnode *n, struct jframe *f)
+{
+    struct jv_func *fn = macro_new(r, n->name, n, f);
+    if (!fn)
+        return jr_oom(r);
+    return frame_set(r, f, n->name, (struct jv){.t = JV_FUNC, .u.fn = fn});
+}
+
+// {% call m(args) %} body {% endcall %}: m runs with caller() rendering body.
+static int render_call_block(struct jrender *r, struct jnode *n, struct jframe *f)
+{
+    struct jnode *call = n->a;
+    struct jv callee;
+    struct jcall c;
+    int rc;
+    if ((rc = jr_eval(r, call->a, f, &callee)) || (rc = eval_args(r, &call->args, f, &c)))
+        return rc;
+    if (callee.t != JV_FUNC || callee.u.fn->kind != JF_MACRO)
+        return jr_fail(r, n->line, "%s", "{% call %} needs a macro");
+    struct jv_func *caller = macro_new(r, "caller", n, f);
+    struct jv_func *bound = arena_alloc(r->a, sizeof *bound);
+    if (!caller || !bound)
+        return jr_oom(r);
+    *bound = *callee.u.fn;
+    bound->caller = (struct jv){.t = JV_FUNC, .u.fn = caller};
+    struct jv v;
+    if ((rc = call_macro(r, n->line, bound, &c, &v)))
+        return rc;
+    return emit(r, v.u.s.p, v.u.s.n);
+}
+
+static int render_with(struct jrender *r, struct jnode *n, struct jframe *f)
+{
+    struct jframe *wf = frame_new(r, f);
+    if (!wf)
+        return jr_oom(r);
+    for (size_t i = 0; i < n->list.n; i++) {
+        struct jv v;
+        int rc = jr_eval(r, n->list.v[i]->a, f, &v);
+        if (rc || (rc = assign(r, n->list.v[i], wf, v)))
+            return rc;
+    }
+    return render_nodes(r, n->body, wf);
+}
+
 static int render_node(struct jrender *r, struct jnode *n, struct jframe *f)
 {
     int rc = jr_step(r);
@@ -1046,106 +1170,23 @@ static int render_node(struct jrender *r, struct jnode *n, struct jframe *f)
     switch (n->type) {
     case JN_TEXT:
         return emit(r, n->lit.u.s.p, n->lit.u.s.n);
-    case JN_OUTPUT: {
-        struct jv v;
-        if ((rc = jr_eval(r, n->a, f, &v)))
-            return rc;
-        if (v.t == JV_STR)
-            return emit(r, v.u.s.p, v.u.s.n);
-        struct jv s;
-        if ((rc = jv_stringify(r, v, &s)))
-            return rc;
-        return emit(r, s.u.s.p, s.u.s.n);
-    }
+    case JN_OUTPUT:
+        return render_output(r, n, f);
     case JN_IF:
-        for (size_t i = 0; i < n->list.n; i++) {
-            struct jv c;
-            if ((rc = jr_eval(r, n->list.v[i], f, &c)))
-                return rc;
-            if (jv_truthy(c))
-                return render_nodes(r, n->if_bodies[i], f);
-        }
-        return render_nodes(r, n->else_body, f);
+        return render_if(r, n, f);
     case JN_FOR:
         return render_for(r, n, f);
-    case JN_SET: {
-        struct jv v;
-        if ((rc = jr_eval(r, n->a, f, &v)))
-            return rc;
-        return assign(r, n, f, v);
-    }
+    case JN_SET:
+        return render_set(r, n, f);
     case JN_SET_BLOCK:
-    case JN_FILTER_BLOCK: {
-        struct jv v;
-        if ((rc = capture(r, n->body, f, &v)))
-            return rc;
-        // the chain links from the last filter back to the first through ->a
-        struct jnode *chain[32];
-        size_t k = 0;
-        for (struct jnode *x = n->filter; x; x = x->a) {
-            if (k == 32)
-                return jr_fail(r, n->line, "%s", "too many filters on a block");
-            chain[k++] = x;
-        }
-        for (size_t i = k; i-- > 0 && !rc;) {
-            struct jcall c;
-            if (!(rc = eval_args(r, &chain[i]->args, f, &c)))
-                rc = jr_filter(r, chain[i]->line, chain[i]->name, v, &c, &v);
-        }
-        if (rc)
-            return rc;
-        if (n->type == JN_SET_BLOCK)
-            return assign(r, n, f, v);
-        if ((rc = jv_stringify(r, v, &v)))
-            return rc;
-        return emit(r, v.u.s.p, v.u.s.n);
-    }
-    case JN_MACRO: {
-        struct jv_func *fn = arena_alloc(r->a, sizeof *fn);
-        if (!fn)
-            return jr_oom(r);
-        *fn = (struct jv_func){.kind = JF_MACRO,
-                               .name = n->name,
-                               .macro = n,
-                               .closure = f,
-                               .caller = jv_undef("caller")};
-        return frame_set(r, f, n->name, (struct jv){.t = JV_FUNC, .u.fn = fn});
-    }
-    case JN_CALL_BLOCK: {
-        struct jnode *call = n->a;
-        struct jv callee;
-        struct jcall c;
-        if ((rc = jr_eval(r, call->a, f, &callee)) || (rc = eval_args(r, &call->args, f, &c)))
-            return rc;
-        if (callee.t != JV_FUNC || callee.u.fn->kind != JF_MACRO)
-            return jr_fail(r, n->line, "%s", "{% call %} needs a macro");
-        struct jv_func *caller = arena_alloc(r->a, sizeof *caller);
-        struct jv_func *bound = arena_alloc(r->a, sizeof *bound);
-        if (!caller || !bound)
-            return jr_oom(r);
-        *caller = (struct jv_func){.kind = JF_MACRO,
-                                   .name = "caller",
-                                   .macro = n,
-                                   .closure = f,
-                                   .caller = jv_undef("caller")};
-        *bound = *callee.u.fn;
-        bound->caller = (struct jv){.t = JV_FUNC, .u.fn = caller};
-        struct jv v;
-        if ((rc = call_macro(r, n->line, bound, &c, &v)))
-            return rc;
-        return emit(r, v.u.s.p, v.u.s.n);
-    }
-    case JN_WITH: {
-        struct jframe *wf = frame_new(r, f);
-        if (!wf)
-            return jr_oom(r);
-        for (size_t i = 0; i < n->list.n; i++) {
-            struct jv v;
-            if ((rc = jr_eval(r, n->list.v[i]->a, f, &v)) || (rc = assign(r, n->list.v[i], wf, v)))
-                return rc;
-        }
-        return render_nodes(r, n->body, wf);
-    }
+    case JN_FILTER_BLOCK:
+        return render_filtered_block(r, n, f);
+    case JN_MACRO:
+        return render_macro(r, n, f);
+    case JN_CALL_BLOCK:
+        return render_call_block(r, n, f);
+    case JN_WITH:
+        return render_with(r, n, f);
     case JN_BREAK:
         r->flow = FLOW_BREAK;
         return 0;
