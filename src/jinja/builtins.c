@@ -1580,6 +1580,124 @@ static int str_find(struct jv s, struct jv sub, bool last, int64_t *out)
     return 0;
 }
 
+// str.count(sub): non-overlapping occurrences; "" occurs between every character.
+static int64_t str_count(struct jv s, struct jv sub)
+{
+    if (sub.u.s.n == 0)
+        return (int64_t)jv_utf8_len(s.u.s.p, s.u.s.n) + 1;
+    int64_t k = 0;
+    for (size_t i = 0; i + sub.u.s.n <= s.u.s.n;) {
+        if (!memcmp(s.u.s.p + i, sub.u.s.p, sub.u.s.n)) {
+            k++;
+            i += sub.u.s.n;
+        } else {
+            i++;
+        }
+    }
+    return k;
+}
+
+// sep.join(items): Python wants strings only.
+static int str_join(struct jrender *r, int line, struct jv sep, struct jv items, struct jv *out)
+{
+    struct jcall jc = {&sep, 1, NULL, NULL, 0};
+    struct jv_list *l = NULL;
+    int rc = jv_iterate(r, items, &l);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->items[i].t != JV_STR)
+            return jr_fail(r, line, "sequence item %zu: expected str instance, %s found", i,
+                           jv_type_name(l->items[i]));
+    return f_join(r, line, items, &jc, out);
+}
+
+// str.splitlines() for \n and \r\n line ends.
+static int str_splitlines(struct jrender *r, struct jv s, struct jv *out)
+{
+    struct jv_list *l = jv_list_new(r, 0);
+    if (!l)
+        return jr_oom(r);
+    int rc = 0;
+    size_t i = 0;
+    while (!rc && i < s.u.s.n) {
+        const char *nl = memchr(s.u.s.p + i, '\n', s.u.s.n - i);
+        size_t e = nl ? (size_t)(nl - s.u.s.p) : s.u.s.n;
+        size_t ce = e > i && s.u.s.p[e - 1] == '\r' ? e - 1 : e;
+        rc = jv_list_push(r, l, jv_str(s.u.s.p + i, ce - i));
+        i = nl ? e + 1 : s.u.s.n;
+    }
+    *out = list_value(l);
+    return rc;
+}
+
+// isdigit, isalpha, isalnum, isspace, islower, isupper over ASCII.
+static bool str_is_class(const char *m, struct jv s)
+{
+    bool ok = s.u.s.n > 0, any_cased = false;
+    for (size_t i = 0; i < s.u.s.n; i++) {
+        unsigned char ch = (unsigned char)s.u.s.p[i];
+        bool d = ch >= '0' && ch <= '9', lo = ch >= 'a' && ch <= 'z', up = ch >= 'A' && ch <= 'Z';
+        bool sp = ch == ' ' || (ch >= '\t' && ch <= '\r');
+        if (is(m, "isdigit"))
+            ok &= d;
+        else if (is(m, "isalpha"))
+            ok &= lo || up;
+        else if (is(m, "isalnum"))
+            ok &= lo || up || d;
+        else if (is(m, "isspace"))
+            ok &= sp;
+        else if (is(m, "islower"))
+            ok &= !up, any_cased |= lo;
+        else if (is(m, "isupper"))
+            ok &= !lo, any_cased |= up;
+    }
+    if (is(m, "islower") || is(m, "isupper"))
+        ok = ok && any_cased;
+    return ok;
+}
+
+// str.format with "{}" and "{0}" placeholders and positional arguments.
+static int str_format(struct jrender *r, int line, struct jv s, const struct jcall *c,
+                      struct jv *out)
+{
+    struct buf b;
+    buf_init(&b, r->lim.max_output_bytes);
+    size_t auto_i = 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < s.u.s.n; i++) {
+        char ch = s.u.s.p[i];
+        if ((ch == '{' || ch == '}') && i + 1 < s.u.s.n && s.u.s.p[i + 1] == ch) {
+            rc = buf_append_char(&b, ch);
+            i++;
+        } else if (ch == '{') {
+            const char *close = memchr(s.u.s.p + i, '}', s.u.s.n - i);
+            if (!close) {
+                rc = jr_fail(r, line, "%s", "single '{' encountered in format string");
+                break;
+            }
+            size_t idx = auto_i++;
+            if (close > s.u.s.p + i + 1) {
+                idx = 0;
+                for (const char *p = s.u.s.p + i + 1; p < close && idx < 1000; p++)
+                    idx = idx * 10 + (size_t)(*p >= '0' && *p <= '9' ? *p - '0' : 0);
+            }
+            if (idx >= c->n_pos) {
+                rc = jr_fail(r, line, "%s", "format: index out of range");
+                break;
+            }
+            rc = jv_to_str(r, c->pos[idx], &b);
+            i = (size_t)(close - s.u.s.p);
+        } else {
+            rc = buf_append_char(&b, ch);
+        }
+    }
+    if (!rc)
+        rc = jv_str_new(r, b.data ? b.data : "", b.len, out);
+    buf_deinit(&b);
+    return rc;
+}
+
 static int call_str_method(struct jrender *r, int line, const char *m, struct jv s,
                            const struct jcall *c, struct jv *out)
 {
@@ -1619,101 +1737,15 @@ static int call_str_method(struct jrender *r, int line, const char *m, struct jv
     } else if (is(m, "count")) {
         if ((rc = need_str(r, line, a0, m)))
             return rc;
-        int64_t k = 0;
-        if (a0.u.s.n == 0) {
-            k = (int64_t)jv_utf8_len(s.u.s.p, s.u.s.n) + 1;
-        } else {
-            for (size_t i = 0; i + a0.u.s.n <= s.u.s.n;) {
-                if (!memcmp(s.u.s.p + i, a0.u.s.p, a0.u.s.n)) {
-                    k++;
-                    i += a0.u.s.n;
-                } else {
-                    i++;
-                }
-            }
-        }
-        *out = jv_int(k);
+        *out = jv_int(str_count(s, a0));
     } else if (is(m, "join")) {
-        struct jcall jc = {&s, 1, NULL, NULL, 0};
-        struct jv_list *l = NULL;
-        if ((rc = jv_iterate(r, a0, &l)))
-            return rc;
-        for (size_t i = 0; i < l->n; i++)
-            if (l->items[i].t != JV_STR)
-                return jr_fail(r, line, "sequence item %zu: expected str instance, %s found", i,
-                               jv_type_name(l->items[i]));
-        return f_join(r, line, a0, &jc, out);
+        return str_join(r, line, s, a0, out);
     } else if (is(m, "splitlines")) {
-        struct jv_list *l = jv_list_new(r, 0);
-        if (!l)
-            return jr_oom(r);
-        size_t i = 0;
-        while (!rc && i < s.u.s.n) {
-            const char *nl = memchr(s.u.s.p + i, '\n', s.u.s.n - i);
-            size_t e = nl ? (size_t)(nl - s.u.s.p) : s.u.s.n;
-            size_t ce = e > i && s.u.s.p[e - 1] == '\r' ? e - 1 : e;
-            rc = jv_list_push(r, l, jv_str(s.u.s.p + i, ce - i));
-            i = nl ? e + 1 : s.u.s.n;
-        }
-        *out = list_value(l);
+        return str_splitlines(r, s, out);
     } else if (m[0] == 'i' && m[1] == 's') {
-        bool ok = s.u.s.n > 0, any_cased = false;
-        for (size_t i = 0; i < s.u.s.n; i++) {
-            unsigned char ch = (unsigned char)s.u.s.p[i];
-            bool d = ch >= '0' && ch <= '9', lo = ch >= 'a' && ch <= 'z',
-                 up = ch >= 'A' && ch <= 'Z';
-            bool sp = ch == ' ' || (ch >= '\t' && ch <= '\r');
-            if (is(m, "isdigit"))
-                ok &= d;
-            else if (is(m, "isalpha"))
-                ok &= lo || up;
-            else if (is(m, "isalnum"))
-                ok &= lo || up || d;
-            else if (is(m, "isspace"))
-                ok &= sp;
-            else if (is(m, "islower"))
-                ok &= !up, any_cased |= lo;
-            else if (is(m, "isupper"))
-                ok &= !lo, any_cased |= up;
-        }
-        if (is(m, "islower") || is(m, "isupper"))
-            ok = ok && any_cased;
-        *out = jv_bool(ok);
+        *out = jv_bool(str_is_class(m, s));
     } else if (is(m, "format")) {
-        // "{}" and "{0}" placeholders with positional arguments
-        struct buf b;
-        buf_init(&b, r->lim.max_output_bytes);
-        size_t auto_i = 0;
-        for (size_t i = 0; !rc && i < s.u.s.n; i++) {
-            char ch = s.u.s.p[i];
-            if ((ch == '{' || ch == '}') && i + 1 < s.u.s.n && s.u.s.p[i + 1] == ch) {
-                rc = buf_append_char(&b, ch);
-                i++;
-            } else if (ch == '{') {
-                const char *close = memchr(s.u.s.p + i, '}', s.u.s.n - i);
-                if (!close) {
-                    rc = jr_fail(r, line, "%s", "single '{' encountered in format string");
-                    break;
-                }
-                size_t idx = auto_i++;
-                if (close > s.u.s.p + i + 1) {
-                    idx = 0;
-                    for (const char *p = s.u.s.p + i + 1; p < close && idx < 1000; p++)
-                        idx = idx * 10 + (size_t)(*p >= '0' && *p <= '9' ? *p - '0' : 0);
-                }
-                if (idx >= c->n_pos) {
-                    rc = jr_fail(r, line, "%s", "format: index out of range");
-                    break;
-                }
-                rc = jv_to_str(r, c->pos[idx], &b);
-                i = (size_t)(close - s.u.s.p);
-            } else {
-                rc = buf_append_char(&b, ch);
-            }
-        }
-        if (!rc)
-            rc = jv_str_new(r, b.data ? b.data : "", b.len, out);
-        buf_deinit(&b);
+        return str_format(r, line, s, c, out);
     }
     return rc;
 }
