@@ -502,32 +502,32 @@ static struct timespec deadline_in_ms(long ms)
     return ts;
 }
 
-static int dl_work(struct reg_download *d, struct err *e)
+// Before any byte: the size (from the sidecars when resuming, else asked of the registry),
+// checked against the manifest's, and the URL the data comes from.
+static int dl_prepare(struct reg_download *d, uint64_t *total, struct err *e)
 {
-    if (fs_exists(d->path))
-        return 0;
     bool resumed = sidecars_load(d);
     int rc = 0;
     if (!resumed)
         rc = query_size(d, e);
     if (rc < 0)
         return rc;
-    uint64_t total = atomic_load(&d->total);
-    if (d->size_hint >= 0 && total != (uint64_t)d->size_hint)
+    *total = atomic_load(&d->total);
+    if (d->size_hint >= 0 && *total != (uint64_t)d->size_hint)
         return err_set(e, ERR_INVALID, "blob %s: registry size %llu, manifest %lld", d->digest,
-                       (unsigned long long)total, (long long)d->size_hint);
-    if (total > 0 && (rc = resolve_data_url(d, e)) < 0)
+                       (unsigned long long)*total, (long long)d->size_hint);
+    if (*total > 0 && (rc = resolve_data_url(d, e)) < 0)
         return rc;
-    int64_t t_start = time_monotonic_ns();
-    uint64_t resumed_bytes = atomic_load(&d->completed);
-    struct reg_blobfile_hooks hooks = {.ctx = d, .landed = part_landed, .frontier = frontier};
-    rc = reg_blobfile_open(&d->bf, d->partial, total, &hooks, d->sess.reg->direct_io, e);
-    if (rc < 0)
-        return rc;
-    // Connections ramp up from one: while the link is slower than the
-    // hasher, another part starts every half second (up to 16). On a fast
-    // link (loopback, LAN) one stream already saturates it, parts then land
-    // in order and are hashed as they arrive instead of after the last byte.
+    return 0;
+}
+
+// Runs the part threads until every part has landed or the download stops; returns how
+// many threads ran. Connections ramp up from one: while the link is slower than the
+// hasher, another part starts every half second (up to 16). On a fast link (loopback,
+// LAN) one stream already saturates it, parts then land in order and are hashed as they
+// arrive instead of after the last byte.
+static size_t dl_run_parts(struct reg_download *d)
+{
     size_t n_threads = d->n_parts < DL_MAX_PARTS_INFLIGHT ? d->n_parts : DL_MAX_PARTS_INFLIGHT;
     pthread_t tids[DL_MAX_PARTS_INFLIGHT];
     size_t started = 0;
@@ -575,6 +575,42 @@ static int dl_work(struct reg_download *d, struct err *e)
     }
     for (size_t i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
+    return started;
+}
+
+// Moves the verified file to its blob path and makes the rename durable.
+static int dl_install(struct reg_download *d, struct err *e)
+{
+    if (rename(d->partial, d->path) < 0)
+        return err_set(e, ERR_IO, "rename %s: %s", d->partial, strerror(errno));
+    chmod(d->path, 0644);
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", d->path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        fs_fsync_dir(dir, NULL);
+    }
+    return 0;
+}
+
+// Downloads one blob: prepare, fetch the parts, check the digest (a mismatch throws the
+// partial file and its sidecars away), then install it.
+static int dl_work(struct reg_download *d, struct err *e)
+{
+    if (fs_exists(d->path))
+        return 0;
+    uint64_t total = 0;
+    int rc = dl_prepare(d, &total, e);
+    if (rc < 0)
+        return rc;
+    int64_t t_start = time_monotonic_ns();
+    uint64_t resumed_bytes = atomic_load(&d->completed);
+    struct reg_blobfile_hooks hooks = {.ctx = d, .landed = part_landed, .frontier = frontier};
+    rc = reg_blobfile_open(&d->bf, d->partial, total, &hooks, d->sess.reg->direct_io, e);
+    if (rc < 0)
+        return rc;
+    size_t started = dl_run_parts(d);
     if (d->fail_rc < 0) {
         reg_blobfile_close(d->bf, false, NULL);
         *e = d->fail_err;
@@ -606,17 +642,7 @@ static int dl_work(struct reg_download *d, struct err *e)
               (double)(t_synced - t_start) / 1e6, started, direct ? "direct" : "buffered",
               (double)(t_hashed - t_landed) / 1e6, (double)(t_synced - t_hashed) / 1e6);
     sidecars_remove(d, d->n_parts);
-    if (rename(d->partial, d->path) < 0)
-        return err_set(e, ERR_IO, "rename %s: %s", d->partial, strerror(errno));
-    chmod(d->path, 0644);
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s", d->path);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        fs_fsync_dir(dir, NULL);
-    }
-    return 0;
+    return dl_install(d, e);
 }
 
 static void *dl_thread(void *arg)

@@ -276,6 +276,162 @@ static const char *after_last_close(const char *c)
     return last ? last + 8 : c;
 }
 
+// nemotron3: "/think" and "/no_think" in user or system text switch thinking; the last
+// toggle wins.
+static bool toggled_thinking(json_t *msgs, bool thinking)
+{
+    size_t n = json_array_size(msgs);
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(msgs, i);
+        const char *role = rnd_str(m, "role");
+        if (strcmp(role, "user") != 0 && strcmp(role, "system") != 0)
+            continue;
+        char *c = xstrdup(rnd_str(m, "content"));
+        // strings.ReplaceAll(content, "</think>", "") then look for "/think".
+        struct buf b;
+        buf_init(&b, 0);
+        for (const char *p = c; *p;) {
+            if (cstr_starts_with(p, "</think>"))
+                p += 8;
+            else
+                buf_append_char(&b, *p++);
+        }
+        if (strstr(buf_cstr(&b), "/think"))
+            thinking = true;
+        else if (strstr(c, "/no_think"))
+            thinking = false;
+        buf_deinit(&b);
+        free(c);
+    }
+    return thinking;
+}
+
+// The system turn, always present: the system text, then the tools.
+static void render_system_turn(struct buf *out, const char *system, json_t *tools)
+{
+    buf_append_str(out, IM_START "system\n");
+    if (system)
+        buf_append_str(out, system);
+    if (json_array_size(tools) > 0) {
+        if (system && *system)
+            buf_append_str(out, "\n\n");
+        render_tools(out, tools);
+    }
+    buf_append_str(out, IM_END "\n");
+}
+
+// The text before an assistant turn's tool calls. A turn before the last user message
+// (truncate) loses its thinking.
+static void render_call_preamble(struct buf *out, const char *content, bool truncate)
+{
+    struct buf t;
+    buf_init(&t, 0);
+    trim_into(&t, content);
+    if (t.len == 0) {
+        buf_append_str(out, "<think></think>");
+    } else if (!truncate) {
+        buf_append(out, t.data, t.len);
+        buf_append_char(out, '\n');
+    } else {
+        char *c = NULL;
+        if (strstr(content, "</think>"))
+            c = xstrdup(after_last_close(content));
+        else if (strstr(content, "<think>"))
+            c = xstrndup(content, (size_t)(strstr(content, "<think>") - content));
+        else
+            c = xstrdup(content);
+        buf_append_str(out, "<think></think>");
+        trim_into(out, c);
+        buf_append_char(out, '\n');
+        free(c);
+    }
+    buf_deinit(&t);
+}
+
+// Tool calls in qwen3-coder's XML.
+static void render_call_xml(struct buf *out, json_t *calls)
+{
+    size_t c;
+    json_t *call;
+    json_array_foreach(calls, c, call)
+    {
+        json_t *fn = rnd_call_fn(call);
+        buf_printf(out, "<tool_call>\n<function=%s>\n", rnd_str(fn, "name"));
+        const char *an;
+        json_t *av;
+        json_object_foreach(json_object_get(fn, "arguments"), an, av)
+        {
+            buf_printf(out, "<parameter=%s>\n", an);
+            template_value(out, av, true);
+            buf_append_str(out, "\n</parameter>\n");
+        }
+        buf_append_str(out, "</function>\n</tool_call>\n");
+    }
+}
+
+// An assistant turn; one before the last user message (truncate) keeps only the text after
+// its thinking.
+static void render_assistant_turn(struct buf *out, json_t *m, int variant, bool truncate)
+{
+    char *content = build_content(m, variant);
+    json_t *calls = json_object_get(m, "tool_calls");
+    buf_append_str(out, IM_START "assistant\n");
+    if (json_array_size(calls) > 0) {
+        render_call_preamble(out, content, truncate);
+        render_call_xml(out, calls);
+    } else if (truncate && strstr(content, "<think>") && strstr(content, "</think>")) {
+        char *c = xasprintf("<think></think>%s", after_last_close(content));
+        trim_into(out, c);
+        free(c);
+    } else {
+        trim_into(out, content);
+    }
+    buf_append_str(out, IM_END "\n");
+    free(content);
+}
+
+// A user or (later) system turn with its image tags. nemotron3 strips the toggles;
+// nemotron3.5 asks the last user turn for efficient reasoning when thinking is "medium".
+static void render_user_turn(struct buf *out, json_t *m, const char *role, int variant,
+                             bool efficient, size_t *img)
+{
+    size_t n_img = json_array_size(json_object_get(m, "images"));
+    buf_printf(out, IM_START "%s\n", role);
+    struct buf c;
+    buf_init(&c, 0);
+    rnd_image_tags(&c, rnd_str(m, "content"), n_img, *img);
+    if (variant == NEMOTRON3) {
+        char *s = strip_toggles(buf_cstr(&c));
+        trim_into(out, s);
+        free(s);
+    } else {
+        buf_append(out, c.data ? c.data : "", c.len);
+        if (efficient)
+            buf_append_str(out, "\n\n{reasoning effort: efficient}");
+    }
+    buf_deinit(&c);
+    *img += n_img;
+    buf_append_str(out, IM_END "\n");
+}
+
+// Tool results msgs[k]: consecutive ones share one user turn (the first message after the
+// system turn opens none).
+static void render_tool_turn(struct buf *out, json_t *msgs, size_t k, bool first, size_t *img)
+{
+    json_t *m = json_array_get(msgs, k);
+    size_t n_img = json_array_size(json_object_get(m, "images"));
+    json_t *prev = !first ? json_array_get(msgs, k - 1) : NULL;
+    json_t *next = json_array_get(msgs, k + 1);
+    bool prev_tool = prev && strcmp(rnd_str(prev, "role"), "tool") == 0;
+    if (!first && !prev_tool)
+        buf_append_str(out, IM_START "user\n");
+    buf_append_str(out, "<tool_response>\n");
+    *img = rnd_image_tags(out, rnd_str(m, "content"), n_img, *img);
+    buf_append_str(out, "\n</tool_response>\n");
+    if (!next || strcmp(rnd_str(next, "role"), "tool") != 0)
+        buf_append_str(out, IM_END "\n");
+}
+
 int rnd_render_nemotron(json_t *msgs, json_t *tools, const struct renderer_think *think,
                         int variant, struct buf *out, struct err *e)
 {
@@ -290,45 +446,14 @@ int rnd_render_nemotron(json_t *msgs, json_t *tools, const struct renderer_think
         system = variant == NEMOTRON35 ? xstrdup(s) : strip_toggles(s);
         start = 1;
     }
-    if (variant == NEMOTRON3) {
-        // The last toggle in user or system text wins.
-        for (size_t i = 0; i < n; i++) {
-            json_t *m = json_array_get(msgs, i);
-            const char *role = rnd_str(m, "role");
-            if (strcmp(role, "user") != 0 && strcmp(role, "system") != 0)
-                continue;
-            char *c = xstrdup(rnd_str(m, "content"));
-            // strings.ReplaceAll(content, "</think>", "") then look for "/think".
-            struct buf b;
-            buf_init(&b, 0);
-            for (const char *p = c; *p;) {
-                if (cstr_starts_with(p, "</think>"))
-                    p += 8;
-                else
-                    buf_append_char(&b, *p++);
-            }
-            if (strstr(buf_cstr(&b), "/think"))
-                thinking = true;
-            else if (strstr(c, "/no_think"))
-                thinking = false;
-            buf_deinit(&b);
-            free(c);
-        }
-    }
+    if (variant == NEMOTRON3)
+        thinking = toggled_thinking(msgs, thinking);
     long last_user = -1;
     for (size_t i = start; i < n; i++)
         if (strcmp(rnd_str(json_array_get(msgs, i), "role"), "user") == 0)
             last_user = (long)(i - start);
 
-    buf_append_str(out, IM_START "system\n");
-    if (system)
-        buf_append_str(out, system);
-    if (json_array_size(tools) > 0) {
-        if (system && *system)
-            buf_append_str(out, "\n\n");
-        render_tools(out, tools);
-    }
-    buf_append_str(out, IM_END "\n");
+    render_system_turn(out, system, tools);
     free(system);
 
     size_t img = 0;
@@ -336,88 +461,13 @@ int rnd_render_nemotron(json_t *msgs, json_t *tools, const struct renderer_think
         long i = (long)(k - start);
         json_t *m = json_array_get(msgs, k);
         const char *role = rnd_str(m, "role");
-        size_t n_img = json_array_size(json_object_get(m, "images"));
         if (strcmp(role, "assistant") == 0) {
-            char *content = build_content(m, variant);
-            bool truncate = i < last_user;
-            json_t *calls = json_object_get(m, "tool_calls");
-            buf_append_str(out, IM_START "assistant\n");
-            if (json_array_size(calls) > 0) {
-                struct buf t;
-                buf_init(&t, 0);
-                trim_into(&t, content);
-                if (t.len == 0) {
-                    buf_append_str(out, "<think></think>");
-                } else if (!truncate) {
-                    buf_append(out, t.data, t.len);
-                    buf_append_char(out, '\n');
-                } else {
-                    char *c = NULL;
-                    if (strstr(content, "</think>"))
-                        c = xstrdup(after_last_close(content));
-                    else if (strstr(content, "<think>"))
-                        c = xstrndup(content, (size_t)(strstr(content, "<think>") - content));
-                    else
-                        c = xstrdup(content);
-                    buf_append_str(out, "<think></think>");
-                    trim_into(out, c);
-                    buf_append_char(out, '\n');
-                    free(c);
-                }
-                buf_deinit(&t);
-                size_t c;
-                json_t *call;
-                json_array_foreach(calls, c, call)
-                {
-                    json_t *fn = rnd_call_fn(call);
-                    buf_printf(out, "<tool_call>\n<function=%s>\n", rnd_str(fn, "name"));
-                    const char *an;
-                    json_t *av;
-                    json_object_foreach(json_object_get(fn, "arguments"), an, av)
-                    {
-                        buf_printf(out, "<parameter=%s>\n", an);
-                        template_value(out, av, true);
-                        buf_append_str(out, "\n</parameter>\n");
-                    }
-                    buf_append_str(out, "</function>\n</tool_call>\n");
-                }
-            } else if (truncate && strstr(content, "<think>") && strstr(content, "</think>")) {
-                char *c = xasprintf("<think></think>%s", after_last_close(content));
-                trim_into(out, c);
-                free(c);
-            } else {
-                trim_into(out, content);
-            }
-            buf_append_str(out, IM_END "\n");
-            free(content);
+            render_assistant_turn(out, m, variant, i < last_user);
         } else if (strcmp(role, "user") == 0 || strcmp(role, "system") == 0) {
-            buf_printf(out, IM_START "%s\n", role);
-            struct buf c;
-            buf_init(&c, 0);
-            rnd_image_tags(&c, rnd_str(m, "content"), n_img, img);
-            if (variant == NEMOTRON3) {
-                char *s = strip_toggles(buf_cstr(&c));
-                trim_into(out, s);
-                free(s);
-            } else {
-                buf_append(out, c.data ? c.data : "", c.len);
-                if (strcmp(role, "user") == 0 && i == last_user && medium)
-                    buf_append_str(out, "\n\n{reasoning effort: efficient}");
-            }
-            buf_deinit(&c);
-            img += n_img;
-            buf_append_str(out, IM_END "\n");
+            bool efficient = strcmp(role, "user") == 0 && i == last_user && medium;
+            render_user_turn(out, m, role, variant, efficient, &img);
         } else if (strcmp(role, "tool") == 0) {
-            json_t *prev = i > 0 ? json_array_get(msgs, k - 1) : NULL;
-            json_t *next = json_array_get(msgs, k + 1);
-            bool prev_tool = prev && strcmp(rnd_str(prev, "role"), "tool") == 0;
-            if (i > 0 && !prev_tool)
-                buf_append_str(out, IM_START "user\n");
-            buf_append_str(out, "<tool_response>\n");
-            img = rnd_image_tags(out, rnd_str(m, "content"), n_img, img);
-            buf_append_str(out, "\n</tool_response>\n");
-            if (!next || strcmp(rnd_str(next, "role"), "tool") != 0)
-                buf_append_str(out, IM_END "\n");
+            render_tool_turn(out, msgs, k, i == 0, &img);
         } else {
             buf_printf(out, IM_START "%s\n%s" IM_END "\n", role, rnd_str(m, "content"));
         }

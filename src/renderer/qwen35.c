@@ -165,46 +165,50 @@ static void split_reasoning(const char *content, const char *thinking, bool show
     buf_append_str(rest, after);
 }
 
-int rnd_render_qwen35(json_t *msgs_in, json_t *tools, const struct renderer_think *think,
-                      int variant, struct buf *out, struct err *e)
+static bool is_system(const json_t *m)
 {
-    json_t *msgs = variant == Q38 ? normalize_q38(msgs_in, e) : json_incref(msgs_in);
-    if (!msgs)
-        return ERR_INVALID;
-    int rc = 0;
+    return m && strcmp(rnd_str(m, "role"), "system") == 0;
+}
+
+// Whether user message m is a real query rather than tool results.
+static bool is_query(json_t *m)
+{
+    size_t off = 0;
+    char *c = content_of(m, &off);
+    bool query = !is_tool_response(c);
+    free(c);
+    return query;
+}
+
+// qwen3.8's checks on the normalized messages, then its reasoning-effort instructions.
+static int q38_check(json_t *msgs, const struct renderer_think *think, const char **instr,
+                     struct err *e)
+{
     size_t n = json_array_size(msgs);
-    size_t img = 0;
-    char *sys = NULL;
-    const char *instr = "";
     json_t *first = json_array_get(msgs, 0);
-    bool first_system = first && strcmp(rnd_str(first, "role"), "system") == 0;
-    if (variant == Q38) {
-        bool query = false;
-        for (size_t i = 0; i < n && !query; i++) {
-            json_t *m = json_array_get(msgs, i);
-            if (strcmp(rnd_str(m, "role"), "user") != 0)
-                continue;
-            size_t off = 0;
-            char *c = content_of(m, &off);
-            query = !is_tool_response(c);
-            free(c);
-        }
-        if (n == 0)
-            rc = err_set(e, ERR_INVALID, "no messages provided");
-        else if (first_system && json_array_size(json_object_get(first, "images")) > 0)
-            rc = err_set(e, ERR_INVALID, "system message cannot contain images");
-        else if (!query)
-            rc = err_set(e, ERR_INVALID, "no user query found in messages");
-        if (rc == 0)
-            rc = q38_instructions(think, &instr, e);
-        if (rc < 0) {
-            json_decref(msgs);
-            return rc;
-        }
+    bool query = false;
+    for (size_t i = 0; i < n && !query; i++) {
+        json_t *m = json_array_get(msgs, i);
+        if (strcmp(rnd_str(m, "role"), "user") == 0)
+            query = is_query(m);
     }
-    bool thinking = true;  // both variants think by default
-    if (think && think->set)
-        thinking = think->on;
+    if (n == 0)
+        return err_set(e, ERR_INVALID, "no messages provided");
+    if (is_system(first) && json_array_size(json_object_get(first, "images")) > 0)
+        return err_set(e, ERR_INVALID, "system message cannot contain images");
+    if (!query)
+        return err_set(e, ERR_INVALID, "no user query found in messages");
+    return q38_instructions(think, instr, e);
+}
+
+// The leading system turn: instructions, the tools (then the first system message's text),
+// or the first system message alone. qwen3.8 leaves out an empty one.
+static void render_system(struct buf *out, json_t *msgs, json_t *tools, const char *instr,
+                          int variant)
+{
+    json_t *first = json_array_get(msgs, 0);
+    bool first_system = is_system(first);
+    char *sys = NULL;
     if (first_system) {
         size_t off = 0;
         sys = content_of(first, &off);
@@ -240,87 +244,124 @@ int rnd_render_qwen35(json_t *msgs_in, json_t *tools, const struct renderer_thin
         buf_printf(out, IM_START "system\n%s" IM_END "\n", instr);
     }
     free(sys);
+}
 
-    // The last user message that is a real query (not tool results).
-    size_t last_query = n ? n - 1 : 0;
+// The index of the last user message that is a real query (not tool results).
+static size_t last_query_index(json_t *msgs)
+{
+    size_t n = json_array_size(msgs);
     for (size_t i = n; i > 0; i--) {
         json_t *m = json_array_get(msgs, i - 1);
-        if (strcmp(rnd_str(m, "role"), "user") != 0)
-            continue;
-        size_t off = 0;
-        char *c = content_of(m, &off);
-        bool real = !is_tool_response(c);
-        free(c);
-        if (real) {
-            last_query = i - 1;
-            break;
+        if (strcmp(rnd_str(m, "role"), "user") == 0 && is_query(m))
+            return i - 1;
+    }
+    return n ? n - 1 : 0;
+}
+
+// An assistant turn's tool calls in qwen3-coder's XML, after the text in rest.
+static void render_tool_calls(struct buf *out, json_t *m, const struct buf *rest)
+{
+    size_t k;
+    json_t *call;
+    json_array_foreach(json_object_get(m, "tool_calls"), k, call)
+    {
+        if (k == 0) {
+            struct buf t;
+            buf_init(&t, 0);
+            trim_into(&t, rest->data ? rest->data : "", rest->len);
+            if (t.len)
+                buf_append_str(out, "\n\n");
+            buf_deinit(&t);
+        } else {
+            buf_append_char(out, '\n');
+        }
+        json_t *fn = rnd_call_fn(call);
+        buf_printf(out, "<tool_call>\n<function=%s>\n", rnd_str(fn, "name"));
+        const char *an;
+        json_t *av;
+        json_object_foreach(json_object_get(fn, "arguments"), an, av)
+        {
+            buf_printf(out, "<parameter=%s>\n", an);
+            if (json_is_null(av))
+                buf_append_str(out, "null");
+            else
+                rnd_go_value(out, av);
+            buf_append_str(out, "\n</parameter>\n");
+        }
+        buf_append_str(out, "</function>\n</tool_call>");
+    }
+}
+
+// An assistant turn: its reasoning in a <think> block when shown, the text, the tool
+// calls; a prefill (the last message) stays open.
+static void render_assistant(struct buf *out, json_t *m, const char *content, bool show,
+                             int variant, bool prefill)
+{
+    struct buf reasoning, rest;
+    buf_init(&reasoning, 0);
+    buf_init(&rest, 0);
+    split_reasoning(content, rnd_str(m, "thinking"), show, variant != Q38, &reasoning, &rest);
+    if (show)
+        buf_printf(out, IM_START "assistant\n<think>\n%s\n</think>\n\n%s", buf_cstr(&reasoning),
+                   buf_cstr(&rest));
+    else
+        buf_printf(out, IM_START "assistant\n%s", buf_cstr(&rest));
+    render_tool_calls(out, m, &rest);
+    if (!prefill)
+        buf_append_str(out, IM_END "\n");
+    buf_deinit(&reasoning);
+    buf_deinit(&rest);
+}
+
+// Tool results: consecutive tool messages share one user turn.
+static void render_tool_response(struct buf *out, json_t *msgs, size_t i, const char *content)
+{
+    json_t *prev = i > 0 ? json_array_get(msgs, i - 1) : NULL;
+    json_t *next = json_array_get(msgs, i + 1);
+    if (!prev || strcmp(rnd_str(prev, "role"), "tool") != 0)
+        buf_append_str(out, IM_START "user");
+    buf_printf(out, "\n<tool_response>\n%s\n</tool_response>", content);
+    if (!next || strcmp(rnd_str(next, "role"), "tool") != 0)
+        buf_append_str(out, IM_END "\n");
+}
+
+int rnd_render_qwen35(json_t *msgs_in, json_t *tools, const struct renderer_think *think,
+                      int variant, struct buf *out, struct err *e)
+{
+    json_t *msgs = variant == Q38 ? normalize_q38(msgs_in, e) : json_incref(msgs_in);
+    if (!msgs)
+        return ERR_INVALID;
+    size_t n = json_array_size(msgs);
+    const char *instr = "";
+    if (variant == Q38) {
+        int rc = q38_check(msgs, think, &instr, e);
+        if (rc < 0) {
+            json_decref(msgs);
+            return rc;
         }
     }
+    bool thinking = true;  // both variants think by default
+    if (think && think->set)
+        thinking = think->on;
+    render_system(out, msgs, tools, instr, variant);
+    size_t last_query = last_query_index(msgs);
 
+    size_t img = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *m = json_array_get(msgs, i);
         const char *role = rnd_str(m, "role");
         char *content = content_of(m, &img);
         bool last = i == n - 1;
         bool prefill = last && strcmp(role, "assistant") == 0;
-        if (strcmp(role, "user") == 0 || (strcmp(role, "system") == 0 && i != 0)) {
+        if (strcmp(role, "user") == 0 || (strcmp(role, "system") == 0 && i != 0))
             buf_printf(out, IM_START "%s\n%s" IM_END "\n", role, content);
-        } else if (strcmp(role, "assistant") == 0) {
-            bool show = variant == Q38 || (thinking && i > last_query);
-            struct buf reasoning, rest;
-            buf_init(&reasoning, 0);
-            buf_init(&rest, 0);
-            split_reasoning(content, rnd_str(m, "thinking"), show, variant != Q38, &reasoning,
-                            &rest);
-            if (show)
-                buf_printf(out, IM_START "assistant\n<think>\n%s\n</think>\n\n%s",
-                           buf_cstr(&reasoning), buf_cstr(&rest));
-            else
-                buf_printf(out, IM_START "assistant\n%s", buf_cstr(&rest));
-            size_t k;
-            json_t *call;
-            json_array_foreach(json_object_get(m, "tool_calls"), k, call)
-            {
-                if (k == 0) {
-                    struct buf t;
-                    buf_init(&t, 0);
-                    trim_into(&t, rest.data ? rest.data : "", rest.len);
-                    if (t.len)
-                        buf_append_str(out, "\n\n");
-                    buf_deinit(&t);
-                } else {
-                    buf_append_char(out, '\n');
-                }
-                json_t *fn = rnd_call_fn(call);
-                buf_printf(out, "<tool_call>\n<function=%s>\n", rnd_str(fn, "name"));
-                const char *an;
-                json_t *av;
-                json_object_foreach(json_object_get(fn, "arguments"), an, av)
-                {
-                    buf_printf(out, "<parameter=%s>\n", an);
-                    if (json_is_null(av))
-                        buf_append_str(out, "null");
-                    else
-                        rnd_go_value(out, av);
-                    buf_append_str(out, "\n</parameter>\n");
-                }
-                buf_append_str(out, "</function>\n</tool_call>");
-            }
-            if (!prefill)
-                buf_append_str(out, IM_END "\n");
-            buf_deinit(&reasoning);
-            buf_deinit(&rest);
-        } else if (strcmp(role, "tool") == 0) {
-            json_t *prev = i > 0 ? json_array_get(msgs, i - 1) : NULL;
-            json_t *next = json_array_get(msgs, i + 1);
-            if (!prev || strcmp(rnd_str(prev, "role"), "tool") != 0)
-                buf_append_str(out, IM_START "user");
-            buf_printf(out, "\n<tool_response>\n%s\n</tool_response>", content);
-            if (!next || strcmp(rnd_str(next, "role"), "tool") != 0)
-                buf_append_str(out, IM_END "\n");
-        } else if (variant == Q38 && strcmp(role, "system") != 0) {
+        else if (strcmp(role, "assistant") == 0)
+            render_assistant(out, m, content, variant == Q38 || (thinking && i > last_query),
+                             variant, prefill);
+        else if (strcmp(role, "tool") == 0)
+            render_tool_response(out, msgs, i, content);
+        else if (variant == Q38 && strcmp(role, "system") != 0)
             buf_printf(out, IM_START "%s\n%s" IM_END "\n", role, content);
-        }
         free(content);
         if (last && !prefill) {
             buf_append_str(out, IM_START "assistant\n");

@@ -702,7 +702,11 @@ static void reply_prompt_tokens(struct gen_job *j, struct srv_req *r)
     srv_reply_json(r, 200, o);
 }
 
-static void handle_completion(struct srv_req *r, bool chat)
+// handle_completion runs these steps in order. Each returns false once it has replied (an
+// error, or the answer to a load or unload), and the handler then frees the job. One
+// struct err is carried through all of them, so the first message set still wins.
+
+static struct gen_job *job_new(struct srv_req *r, bool chat)
 {
     struct gen_job *j = xcalloc(1, sizeof(*j));
     j->srv = r->srv;
@@ -713,186 +717,252 @@ static void handle_completion(struct srv_req *r, bool chat)
     buf_init(&j->acc_content, 0);
     buf_init(&j->acc_thinking, 0);
     j->acc_calls = json_array();
-    struct err e = {0};
-    int rc = 0;
+    return j;
+}
 
+// Parse: the body, the model name and the type of every field we read.
+static bool completion_parse(struct gen_job *j, struct srv_req *r, struct err *e)
+{
     j->body = srv_body_json(r);
     if (!j->body)
-        goto out;
+        return false;
     json_t *b = j->body;
 
-    const char *name = srv_model_field(r, b, chat ? 400 : 404);
+    const char *name = srv_model_field(r, b, j->chat ? 400 : 404);
     if (!name)
-        goto out;
+        return false;
     j->model_name = xstrdup(name);
     j->stream = !json_is_false(json_object_get(b, "stream"));
     j->raw = json_is_true(json_object_get(b, "raw"));
 
-    // Field types.
     const char *s;
     bool bv;
     json_t *arr;
-    if (jsonx_get_str(b, "prompt", &s, false, &e) < 0 ||
-        jsonx_get_str(b, "system", &s, false, &e) < 0 ||
-        jsonx_get_str(b, "suffix", &s, false, &e) < 0 ||
-        jsonx_get_str(b, "template", &s, false, &e) < 0 ||
-        jsonx_get_bool(b, "stream", &bv, false, &e) < 0 ||
-        jsonx_get_bool(b, "raw", &bv, false, &e) < 0 ||
-        jsonx_get_arr(b, "messages", &arr, false, &e) < 0 ||
-        jsonx_get_arr(b, "images", &arr, false, &e) < 0 ||
-        jsonx_get_arr(b, "tools", &arr, false, &e) < 0 ||
-        jsonx_get_arr(b, "context", &arr, false, &e) < 0) {
-        srv_reply_error(r, 400, e.msg);
-        goto out;
+    if (jsonx_get_str(b, "prompt", &s, false, e) < 0 ||
+        jsonx_get_str(b, "system", &s, false, e) < 0 ||
+        jsonx_get_str(b, "suffix", &s, false, e) < 0 ||
+        jsonx_get_str(b, "template", &s, false, e) < 0 ||
+        jsonx_get_bool(b, "stream", &bv, false, e) < 0 ||
+        jsonx_get_bool(b, "raw", &bv, false, e) < 0 ||
+        jsonx_get_arr(b, "messages", &arr, false, e) < 0 ||
+        jsonx_get_arr(b, "images", &arr, false, e) < 0 ||
+        jsonx_get_arr(b, "tools", &arr, false, e) < 0 ||
+        jsonx_get_arr(b, "context", &arr, false, e) < 0) {
+        srv_reply_error(r, 400, e->msg);
+        return false;
     }
     int64_t top_logprobs = 0;
-    if (jsonx_get_int(b, "top_logprobs", &top_logprobs, INT32_MIN, INT32_MAX, false, &e) < 0 ||
+    if (jsonx_get_int(b, "top_logprobs", &top_logprobs, INT32_MIN, INT32_MAX, false, e) < 0 ||
         top_logprobs < 0 || top_logprobs > 20) {
         srv_reply_error(r, 400, "top_logprobs must be between 0 and 20");
-        goto out;
+        return false;
     }
-    if (jsonx_get_bool(b, "logprobs", &j->logprobs, false, &e) < 0) {
-        srv_reply_error(r, 400, e.msg);
-        goto out;
+    if (jsonx_get_bool(b, "logprobs", &j->logprobs, false, e) < 0) {
+        srv_reply_error(r, 400, e->msg);
+        return false;
     }
     j->top_logprobs = j->logprobs ? (int)top_logprobs : 0;
-    if (parse_think(b, &j->think, &e) < 0 || parse_format(b, &j->format, &e) < 0 ||
-        srv_keep_alive(b, &j->keep_alive_set, &j->keep_alive_ns, &e) < 0) {
-        srv_reply_error(r, 400, e.msg);
-        goto out;
+    if (parse_think(b, &j->think, e) < 0 || parse_format(b, &j->format, e) < 0 ||
+        srv_keep_alive(b, &j->keep_alive_set, &j->keep_alive_ns, e) < 0) {
+        srv_reply_error(r, 400, e->msg);
+        return false;
     }
+    return true;
+}
 
-    rc = store_model_load(r->srv->store, name, &j->m, &e);
+// Validate: the model exists, is a GGUF, and raw mode asks for nothing it ignores.
+static bool completion_load_model(struct gen_job *j, struct srv_req *r, struct err *e)
+{
+    int rc = store_model_load(r->srv->store, j->model_name, &j->m, e);
     if (rc < 0) {
         if (rc == ERR_NOT_FOUND) {
             char msg[700];
-            snprintf(msg, sizeof(msg), "model '%s' not found", name);
+            snprintf(msg, sizeof(msg), "model '%s' not found", j->model_name);
             srv_reply_error(r, 404, msg);
         } else {
-            srv_reply_err(r, rc, &e);
+            srv_reply_err(r, rc, e);
         }
-        goto out;
+        return false;
     }
     if (!j->m->model_path || j->m->unsupported_format) {
         srv_reply_error(r, 400, "model format is not supported by ollama-c (GGUF models only)");
-        goto out;
+        return false;
     }
+    json_t *b = j->body;
     if (j->raw && (json_object_get(b, "template") || json_object_get(b, "system") ||
                    json_object_get(b, "context"))) {
         srv_reply_error(r, 400, "raw mode does not support template, system, or context");
-        goto out;
+        return false;
     }
+    return true;
+}
 
-    // Capabilities.
+// Validate: the model can do what the request asks (completion, insert, tools, vision,
+// thinking). A model that can think thinks unless the request says otherwise.
+static bool completion_check_capabilities(struct gen_job *j, struct srv_req *r)
+{
+    const char *name = j->model_name;
+    json_t *b = j->body;
     char full[STORE_NAME_MAX];
     store_name_full(&j->m->name, full, sizeof(full));
     char msg[800];
     if (!has_capability(j->m, "completion")) {
-        snprintf(msg, sizeof(msg), "\"%s\" does not support %s", name, chat ? "chat" : "generate");
+        snprintf(msg, sizeof(msg), "\"%s\" does not support %s", name,
+                 j->chat ? "chat" : "generate");
         srv_reply_error(r, 400, msg);
-        goto out;
+        return false;
     }
     const char *suffix = json_string_value(json_object_get(b, "suffix"));
-    if (!chat && suffix && *suffix && !has_capability(j->m, "insert")) {
+    if (!j->chat && suffix && *suffix && !has_capability(j->m, "insert")) {
         snprintf(msg, sizeof(msg), "%s does not support insert", full);
         srv_reply_error(r, 400, msg);
-        goto out;
+        return false;
     }
     j->tools = json_object_get(b, "tools");
-    if (chat && json_array_size(j->tools) && !has_capability(j->m, "tools")) {
+    if (j->chat && json_array_size(j->tools) && !has_capability(j->m, "tools")) {
         snprintf(msg, sizeof(msg), "%s does not support tools", full);
         srv_reply_error(r, 400, msg);
-        goto out;
+        return false;
     }
-    if (has_images(b, chat) && !has_capability(j->m, "vision")) {
+    if (has_images(b, j->chat) && !has_capability(j->m, "vision")) {
         snprintf(msg, sizeof(msg), "\"%s\" does not support vision", name);
         srv_reply_error(r, 400, msg);
-        goto out;
+        return false;
     }
     bool can_think = has_capability(j->m, "thinking");
     if (j->think.think_set && j->think.think && !can_think) {
         snprintf(msg, sizeof(msg), "\"%s\" does not support thinking", name);
         srv_reply_error(r, 400, msg);
-        goto out;
+        return false;
     }
     if (!j->think.think_set && can_think) {
         j->think.think_set = true;
         j->think.think = true;
     }
     j->think_on = j->think.think;
+    return true;
+}
 
-    rc = srv_options_merge(j->m->params, json_object_get(b, "options"), &j->options, &e);
+// The model's parameters overlaid with the request's options, and the context they give.
+static bool completion_options(struct gen_job *j, struct srv_req *r, struct err *e)
+{
+    int rc = srv_options_merge(j->m->params, json_object_get(j->body, "options"), &j->options, e);
     if (rc < 0) {
-        srv_reply_err(r, rc, &e);
-        goto out;
+        srv_reply_err(r, rc, e);
+        return false;
     }
     j->n_ctx = effective_n_ctx(r->srv, j->options, j->m->model_path);
-    j->want_context = !chat && !j->raw;
+    j->want_context = !j->chat && !j->raw;
+    return true;
+}
 
-    // Prompt source (Ollama 0.33's order, store_prompt_choose); a request template is a Go
-    // template. The Go template: the request's, the model's, or the plain default.
-    const char *ttext = json_string_value(json_object_get(b, "template"));
+// Prompt source (Ollama 0.33's order, store_prompt_choose); a request template is a Go
+// template. The Go template: the request's, the model's, or the plain default. Then the
+// built-in renderer and parser, if the model names them.
+static bool completion_template(struct gen_job *j, struct srv_req *r, struct err *e)
+{
+    const char *ttext = json_string_value(json_object_get(j->body, "template"));
     store_prompt_choose(j->m, &j->pc);
     if (ttext && *ttext)
         j->pc.source = STORE_PROMPT_GO_TEMPLATE;
     if (log_enabled(LOG_DEBUG)) {
-        char *kv =
-            xasprintf("model=%s selected=%s", name, store_prompt_source_name(j->m, j->pc.source));
+        char *kv = xasprintf("model=%s selected=%s", j->model_name,
+                             store_prompt_source_name(j->m, j->pc.source));
         log_kv(LOG_DEBUG, kv, "template selection");
         free(kv);
     }
     if (!ttext || !*ttext)
         ttext = j->m->template_text ? j->m->template_text : TEMPLATE_DEFAULT;
-    rc = template_parse(&j->tmpl, ttext, strlen(ttext), &e);
+    int rc = template_parse(&j->tmpl, ttext, strlen(ttext), e);
     if (rc < 0) {
-        srv_reply_err(r, ERR_INVALID, &e);
-        goto out;
+        srv_reply_err(r, ERR_INVALID, e);
+        return false;
     }
-    if (!builtin_select(j, r))
-        goto out;
+    return builtin_select(j, r);
+}
 
-    // Empty prompt / messages: load or unload only (api.md §6.4, §7.4).
+// Schedule: a runner for the model. An empty prompt or message list only loads the model,
+// or unloads it when keep_alive is 0 (api.md §6.4, §7.4).
+static bool completion_schedule(struct gen_job *j, struct srv_req *r, struct err *e)
+{
+    json_t *b = j->body;
     const char *prompt = json_string_value(json_object_get(b, "prompt"));
     bool empty =
-        chat ? json_array_size(json_object_get(b, "messages")) == 0 : (!prompt || !*prompt);
+        j->chat ? json_array_size(json_object_get(b, "messages")) == 0 : (!prompt || !*prompt);
     if (empty && j->keep_alive_set && j->keep_alive_ns == 0) {
         sched_expire(r->srv->sched, j->m->model_path);
         reply_load_unload(j, r, "unload");
-        goto out;
+        return false;
     }
 
     json_t *details = model_details(j->m);
     struct sched_request sr = sched_req_for(j, r, details);
-    rc = sched_acquire(r->srv->sched, &sr, &j->runner, &j->load_ns, &e);
+    int rc = sched_acquire(r->srv->sched, &sr, &j->runner, &j->load_ns, e);
     json_decref(details);
     if (rc < 0) {
         if (rc != ERR_CANCELLED)
-            srv_reply_err(r, rc == ERR_NOMEM ? ERR_INTERNAL : rc, &e);
+            srv_reply_err(r, rc == ERR_NOMEM ? ERR_INTERNAL : rc, e);
         else
-            srv_reply_error(r, 499, e.msg);
-        goto out;
+            srv_reply_error(r, 499, e->msg);
+        return false;
     }
     if (empty) {
         sched_release(r->srv->sched, j->runner, false);
         j->runner = NULL;
         reply_load_unload(j, r, "load");
-        goto out;
+        return false;
     }
+    return true;
+}
 
-    rc = render_prompt(j, &e);
+// Render: the prompt, then the parser that reads the output. A token-count request is
+// answered here.
+static bool completion_render(struct gen_job *j, struct srv_req *r, struct err *e)
+{
+    int rc = render_prompt(j, e);
     if (rc < 0) {
         sched_release(r->srv->sched, j->runner, !sched_runner_alive(j->runner));
         j->runner = NULL;
-        srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, &e);
-        goto out;
+        srv_reply_err(r, rc == ERR_FORMAT ? ERR_INVALID : rc, e);
+        return false;
     }
     if (r->count_prompt_tokens) {
         reply_prompt_tokens(j, r);
-        goto out;
+        return false;
     }
     if (!j->bparser)  // else the built-in parser reads the output
         j->parser =
             srv_output_parser_new(&j->pc, j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
+    return true;
+}
+
+// Run without streaming: one reply holding the whole output.
+static void completion_reply_whole(struct gen_job *j, struct srv_req *r)
+{
+    int rc = run_completion(j);
+    if (rc < 0) {
+        srv_reply_err(r, rc, &j->run_err);
+        return;
+    }
+    json_t *o = chunk_object(j, j->acc_content.data, j->acc_content.len, j->acc_thinking.data,
+                             j->acc_thinking.len, j->acc_calls, true);
+    add_final_fields(j, o);
+    logprobs_extend(&j->acc_logprobs, j->lp_pending);
+    if (json_array_size(j->acc_logprobs))
+        jsonx_set(o, "logprobs", json_incref(j->acc_logprobs));
+    srv_reply_json(r, 200, o);
+}
+
+// /api/generate and /api/chat: parse -> validate -> schedule -> render -> run or stream.
+static void handle_completion(struct srv_req *r, bool chat)
+{
+    struct gen_job *j = job_new(r, chat);
+    struct err e = {0};
+    if (!completion_parse(j, r, &e) || !completion_load_model(j, r, &e) ||
+        !completion_check_capabilities(j, r) || !completion_options(j, r, &e) ||
+        !completion_template(j, r, &e) || !completion_schedule(j, r, &e) ||
+        !completion_render(j, r, &e))
+        goto out;
 
     if (j->stream) {
         // From here the producer thread owns the job.
@@ -902,18 +972,7 @@ static void handle_completion(struct srv_req *r, bool chat)
         j->runner = NULL;
         goto out;
     }
-    rc = run_completion(j);
-    if (rc < 0) {
-        srv_reply_err(r, rc, &j->run_err);
-        goto out;
-    }
-    json_t *o = chunk_object(j, j->acc_content.data, j->acc_content.len, j->acc_thinking.data,
-                             j->acc_thinking.len, j->acc_calls, true);
-    add_final_fields(j, o);
-    logprobs_extend(&j->acc_logprobs, j->lp_pending);
-    if (json_array_size(j->acc_logprobs))
-        jsonx_set(o, "logprobs", json_incref(j->acc_logprobs));
-    srv_reply_json(r, 200, o);
+    completion_reply_whole(j, r);
 out:
     job_free(j);
 }
@@ -944,180 +1003,240 @@ static void l2_normalise(float *v, size_t n)
         v[i] = (float)(v[i] * inv);
 }
 
-static void handle_embed_common(struct srv_req *r, bool legacy)
+// One /api/embed or /api/embeddings request, carried through handle_embed_common's steps.
+struct embed_job {
+    bool legacy;       // /api/embeddings: one "prompt", vectors not normalised
+    int64_t t0;        // when the request arrived
+    const char *name;  // the model, as sent (borrowed from the body)
+    json_t *inputs;    // array of strings (owned)
+    bool truncate;
+    int64_t dims;  // 0: the model's full width
+    bool ka_set;
+    int64_t ka_ns;
+    struct store_model *m;
+    json_t *options;  // merged (owned)
+    json_t *details;  // model_details (owned)
+    struct sched_runner *runner;
+    int64_t load_ns;
+    int64_t n_tokens;  // prompt tokens over every input
+};
+
+// The texts to embed: /api/embed "input" (a string or an array of strings), or the legacy
+// "prompt". An empty string embeds nothing.
+static bool embed_parse_inputs(struct embed_job *ej, struct srv_req *r, json_t *b, struct err *e)
 {
-    int64_t t0 = time_monotonic_ns();
-    struct err e = {0};
-    json_t *b = srv_body_json(r);
-    if (!b)
-        return;
-    struct store_model *m = NULL;
-    json_t *options = NULL, *result = NULL, *details = NULL;
-    struct sched_runner *runner = NULL;
-    const char *name = srv_model_field(r, b, legacy ? 400 : 404);
-    if (!name)
-        goto out;
-    // Inputs: /api/embed "input" (string or array of strings); legacy "prompt".
-    json_t *inputs = json_array();
-    result = inputs;
-    if (legacy) {
+    if (ej->legacy) {
         const char *p = NULL;
-        if (jsonx_get_str(b, "prompt", &p, false, &e) < 0) {
-            srv_reply_error(r, 400, e.msg);
-            goto out;
+        if (jsonx_get_str(b, "prompt", &p, false, e) < 0) {
+            srv_reply_error(r, 400, e->msg);
+            return false;
         }
         if (p && *p)
-            jsonx_arr_append(inputs, jsonx_str(p));
-    } else {
-        json_t *in = json_object_get(b, "input");
-        if (json_is_string(in)) {
-            if (*json_string_value(in))
-                jsonx_arr_append(inputs, json_incref(in));
-        } else if (json_is_array(in)) {
-            size_t i;
-            json_t *it;
-            json_array_foreach(in, i, it)
-            {
-                if (!json_is_string(it)) {
-                    srv_reply_error(r, 400, "invalid input type");
-                    goto out;
-                }
-                jsonx_arr_append(inputs, json_incref(it));
+            jsonx_arr_append(ej->inputs, jsonx_str(p));
+        return true;
+    }
+    json_t *in = json_object_get(b, "input");
+    if (json_is_string(in)) {
+        if (*json_string_value(in))
+            jsonx_arr_append(ej->inputs, json_incref(in));
+    } else if (json_is_array(in)) {
+        size_t i;
+        json_t *it;
+        json_array_foreach(in, i, it)
+        {
+            if (!json_is_string(it)) {
+                srv_reply_error(r, 400, "invalid input type");
+                return false;
             }
-        } else if (in && !json_is_null(in)) {
-            srv_reply_error(r, 400, "invalid input type");
-            goto out;
+            jsonx_arr_append(ej->inputs, json_incref(it));
         }
+    } else if (in && !json_is_null(in)) {
+        srv_reply_error(r, 400, "invalid input type");
+        return false;
     }
-    bool truncate = true;
-    int64_t dims = 0;
-    bool ka_set = false;
-    int64_t ka_ns = 0;
-    if (jsonx_get_bool(b, "truncate", &truncate, false, &e) < 0 ||
-        jsonx_get_int(b, "dimensions", &dims, 0, INT32_MAX, false, &e) < 0 ||
-        srv_keep_alive(b, &ka_set, &ka_ns, &e) < 0) {
-        srv_reply_error(r, 400, e.msg);
-        goto out;
+    return true;
+}
+
+// Parse: model name, inputs, truncate, dimensions and keep_alive. False once replied.
+static bool embed_parse(struct embed_job *ej, struct srv_req *r, json_t *b, struct err *e)
+{
+    ej->name = srv_model_field(r, b, ej->legacy ? 400 : 404);
+    if (!ej->name)
+        return false;
+    ej->inputs = json_array();
+    if (!embed_parse_inputs(ej, r, b, e))
+        return false;
+    ej->truncate = true;
+    if (jsonx_get_bool(b, "truncate", &ej->truncate, false, e) < 0 ||
+        jsonx_get_int(b, "dimensions", &ej->dims, 0, INT32_MAX, false, e) < 0 ||
+        srv_keep_alive(b, &ej->ka_set, &ej->ka_ns, e) < 0) {
+        srv_reply_error(r, 400, e->msg);
+        return false;
     }
-    int rc = store_model_load(r->srv->store, name, &m, &e);
+    return true;
+}
+
+// Validate and schedule: load the model, merge its options and acquire a runner.
+static bool embed_schedule(struct embed_job *ej, struct srv_req *r, json_t *b, struct err *e)
+{
+    int rc = store_model_load(r->srv->store, ej->name, &ej->m, e);
     if (rc < 0) {
         char msg[700];
-        if (rc == ERR_NOT_FOUND && legacy)
-            snprintf(msg, sizeof(msg), "model \"%s\" not found, try pulling it first", name);
+        if (rc == ERR_NOT_FOUND && ej->legacy)
+            snprintf(msg, sizeof(msg), "model \"%s\" not found, try pulling it first", ej->name);
         else if (rc == ERR_NOT_FOUND)
-            snprintf(msg, sizeof(msg), "model '%s' not found", name);
+            snprintf(msg, sizeof(msg), "model '%s' not found", ej->name);
         if (rc == ERR_NOT_FOUND)
             srv_reply_error(r, 404, msg);
         else
-            srv_reply_err(r, rc, &e);
-        goto out;
+            srv_reply_err(r, rc, e);
+        return false;
     }
+    struct store_model *m = ej->m;
     if (!m->model_path) {
         srv_reply_error(r, 400, "model format is not supported by ollama-c (GGUF models only)");
-        goto out;
+        return false;
     }
-    rc = srv_options_merge(m->params, json_object_get(b, "options"), &options, &e);
+    rc = srv_options_merge(m->params, json_object_get(b, "options"), &ej->options, e);
     if (rc < 0) {
-        srv_reply_err(r, rc, &e);
-        goto out;
+        srv_reply_err(r, rc, e);
+        return false;
     }
-    details = model_details(m);
+    ej->details = model_details(m);
     bool completion = has_capability(m, "completion");
     struct sched_request sr = {
         .model_path = m->model_path,
         .name = m->display,
         .digest = m->info.digest,
-        .details = details,
-        .n_ctx = effective_n_ctx(r->srv, options, m->model_path),
-        .n_batch = (int)srv_option_int(options, "num_batch", 0),
-        .n_threads = (int)srv_option_int(options, "num_thread", 0),
+        .details = ej->details,
+        .n_ctx = effective_n_ctx(r->srv, ej->options, m->model_path),
+        .n_batch = (int)srv_option_int(ej->options, "num_batch", 0),
+        .n_threads = (int)srv_option_int(ej->options, "num_thread", 0),
         .embedding = !completion,
-        .keep_alive_set = ka_set,
-        .keep_alive_ns = ka_ns,
+        .keep_alive_set = ej->ka_set,
+        .keep_alive_ns = ej->ka_ns,
         .cancelled = (bool (*)(void *))srv_client_gone,
         .cancel_ctx = r,
     };
-    int64_t load_ns = 0;
-    rc = sched_acquire(r->srv->sched, &sr, &runner, &load_ns, &e);
+    rc = sched_acquire(r->srv->sched, &sr, &ej->runner, &ej->load_ns, e);
     if (rc < 0) {
-        srv_reply_err(r, rc == ERR_NOMEM ? ERR_INTERNAL : rc, &e);
-        goto out;
+        srv_reply_err(r, rc == ERR_NOMEM ? ERR_INTERNAL : rc, e);
+        return false;
     }
+    return true;
+}
+
+// One input through the runner's /embedding: *row_out gets the vector as a JSON array.
+// /api/embed normalises it, and again after cutting it to the requested dimensions.
+static int embed_one(struct embed_job *ej, json_t *in, json_t **row_out, struct err *e)
+{
+    json_t *req = json_pack("{s:O,s:b}", "content", in, "truncate", ej->truncate);
+    json_t *out = NULL;
+    long status = 0;
+    int rc = runner_http_json(sched_runner_port(ej->runner), "/embedding", req, 600000, &status,
+                              &out, e);
+    json_decref(req);
+    if (rc < 0)
+        return rc;
+    json_t *vec = json_object_get(out, "embedding");
+    ej->n_tokens += json_integer_value(json_object_get(out, "prompt_eval_count"));
+    size_t n = json_array_size(vec);
+    float *v = xmalloc((n ? n : 1) * sizeof(float));
+    bool finite = true;
+    for (size_t k = 0; k < n; k++) {
+        v[k] = (float)json_number_value(json_array_get(vec, k));
+        finite &= isfinite(v[k]);
+    }
+    json_decref(out);
+    if (!finite) {
+        free(v);
+        return err_set(e, ERR_INVALID, "embedding contains NaN or Inf values");
+    }
+    if (!ej->legacy) {
+        l2_normalise(v, n);
+        if (ej->dims > 0 && (size_t)ej->dims < n) {
+            n = (size_t)ej->dims;
+            l2_normalise(v, n);
+        }
+    }
+    json_t *row = json_array();
+    for (size_t k = 0; k < n; k++)
+        jsonx_arr_append(row, ej->legacy ? json_real(v[k]) : jsonx_real_f32(v[k]));
+    free(v);
+    *row_out = row;
+    return rc;
+}
+
+// Run: embed each input in turn, stopping at the first failure, then give the runner back
+// (dropping it if it died). Returns the rows, or NULL once the error is replied.
+static json_t *embed_run(struct embed_job *ej, struct srv_req *r, struct err *e)
+{
     json_t *vectors = json_array();
-    int64_t n_tokens = 0;
     bool failed = false;
+    int rc = 0;
     size_t i;
     json_t *in;
-    json_array_foreach(inputs, i, in)
+    json_array_foreach(ej->inputs, i, in)
     {
-        json_t *req = json_pack("{s:O,s:b}", "content", in, "truncate", truncate);
-        json_t *out = NULL;
-        long status = 0;
-        rc = runner_http_json(sched_runner_port(runner), "/embedding", req, 600000, &status, &out,
-                              &e);
-        json_decref(req);
+        json_t *row = NULL;
+        rc = embed_one(ej, in, &row, e);
         if (rc < 0) {
             failed = rc == ERR_NETWORK;
             break;
         }
-        json_t *vec = json_object_get(out, "embedding");
-        n_tokens += json_integer_value(json_object_get(out, "prompt_eval_count"));
-        size_t n = json_array_size(vec);
-        float *v = xmalloc((n ? n : 1) * sizeof(float));
-        bool finite = true;
-        for (size_t k = 0; k < n; k++) {
-            v[k] = (float)json_number_value(json_array_get(vec, k));
-            finite &= isfinite(v[k]);
-        }
-        json_decref(out);
-        if (!finite) {
-            free(v);
-            rc = err_set(&e, ERR_INVALID, "embedding contains NaN or Inf values");
-            break;
-        }
-        if (!legacy) {
-            l2_normalise(v, n);
-            if (dims > 0 && (size_t)dims < n) {
-                n = (size_t)dims;
-                l2_normalise(v, n);
-            }
-        }
-        json_t *row = json_array();
-        for (size_t k = 0; k < n; k++)
-            jsonx_arr_append(row, legacy ? json_real(v[k]) : jsonx_real_f32(v[k]));
-        free(v);
         jsonx_arr_append(vectors, row);
     }
-    sched_release(r->srv->sched, runner, failed || !sched_runner_alive(runner));
+    sched_release(r->srv->sched, ej->runner, failed || !sched_runner_alive(ej->runner));
     if (rc < 0) {
         json_decref(vectors);
         if (failed)
             srv_reply_error(r, 500, RUNNER_STOPPED_MSG);
         else
-            srv_reply_err(r, rc == ERR_INTERNAL && !legacy ? ERR_INVALID : rc, &e);
-        goto out;
+            srv_reply_err(r, rc == ERR_INTERNAL && !ej->legacy ? ERR_INVALID : rc, e);
+        return NULL;
     }
+    return vectors;
+}
+
+// The reply: /api/embeddings holds the first vector only; /api/embed all of them, with
+// timings once anything was embedded.
+static void embed_reply(struct embed_job *ej, struct srv_req *r, json_t *vectors)
+{
     json_t *o = json_object();
-    if (legacy) {
+    if (ej->legacy) {
         jsonx_set(o, "embedding",
                   json_array_size(vectors) ? json_incref(json_array_get(vectors, 0))
                                            : json_array());
         json_decref(vectors);
     } else {
-        jsonx_set_str(o, "model", name);
+        jsonx_set_str(o, "model", ej->name);
         jsonx_set(o, "embeddings", vectors);
-        if (json_array_size(inputs)) {
-            set_metric(o, "total_duration", time_monotonic_ns() - t0);
-            set_metric(o, "load_duration", load_ns);
-            set_metric(o, "prompt_eval_count", n_tokens);
+        if (json_array_size(ej->inputs)) {
+            set_metric(o, "total_duration", time_monotonic_ns() - ej->t0);
+            set_metric(o, "load_duration", ej->load_ns);
+            set_metric(o, "prompt_eval_count", ej->n_tokens);
         }
     }
     srv_reply_json(r, 200, o);
-out:
-    json_decref(result);
-    json_decref(options);
-    json_decref(details);
-    store_model_free(m);
+}
+
+// /api/embed and the legacy /api/embeddings: parse -> validate and schedule -> run -> reply.
+static void handle_embed_common(struct srv_req *r, bool legacy)
+{
+    struct embed_job ej = {.legacy = legacy, .t0 = time_monotonic_ns()};
+    struct err e = {0};
+    json_t *b = srv_body_json(r);
+    if (!b)
+        return;
+    if (embed_parse(&ej, r, b, &e) && embed_schedule(&ej, r, b, &e)) {
+        json_t *vectors = embed_run(&ej, r, &e);
+        if (vectors)
+            embed_reply(&ej, r, vectors);
+    }
+    json_decref(ej.inputs);
+    json_decref(ej.options);
+    json_decref(ej.details);
+    store_model_free(ej.m);
     json_decref(b);
 }
 

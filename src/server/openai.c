@@ -420,8 +420,8 @@ static void set_opt_str(json_t *o, const char *key, const json_t *v)
         json_object_set(o, key, (json_t *)v);
 }
 
-// One OpenAI message → native messages appended to out.
-static int convert_message(const json_t *msgs, const json_t *m, json_t *out, struct err *e)
+// The Go decoder's type errors for a message's fields, worded as Ollama words them.
+static int check_message_types(const json_t *m, struct err *e)
 {
     if (!json_is_object(m))
         return err_set(e, ERR_INVALID,
@@ -443,115 +443,149 @@ static int convert_message(const json_t *msgs, const json_t *m, json_t *out, str
                        "json: cannot unmarshal %s into Go struct field "
                        "ChatCompletionRequest.messages.tool_calls of type []openai.ToolCall",
                        jsonx_type_name(tcs));
-    const char *role = json_string_value(json_object_get(m, "role"));
-    if (!role)
-        role = "";
-    const json_t *reasoning = json_object_get(m, "reasoning");
-    const json_t *call_id = json_object_get(m, "tool_call_id");
-    const char *tool_name = NULL;
-    if (strcasecmp(role, "tool") == 0) {
-        tool_name = json_string_value(json_object_get(m, "name"));
-        const char *id = json_string_value(call_id);
-        if ((!tool_name || !*tool_name) && id && *id)
-            tool_name = srv_tool_name_for(msgs, id);
+    return 0;
+}
+
+// What the native messages made from one OpenAI message carry besides their content.
+struct msg_meta {
+    const char *role;
+    const json_t *reasoning, *call_id;
+    const char *tool_name;  // tool results: the function called (NULL: unknown)
+    json_t *calls;          // native tool calls (owned; NULL: none)
+};
+
+// One part of an array content ("text", "image_url" or "input_audio"): *node gets a native
+// message holding it.
+static int convert_part(const json_t *part, const char *role, json_t **node, struct err *e)
+{
+    const char *type = json_string_value(json_object_get(part, "type"));
+    json_t *n = json_object();
+    jsonx_set_str(n, "role", role);
+    if (type && strcmp(type, "text") == 0) {
+        json_t *text = json_object_get(part, "text");
+        if (!json_is_string(text)) {
+            json_decref(n);
+            return err_set(e, ERR_INVALID, "invalid message format");
+        }
+        json_object_set(n, "content", text);
+    } else if (type && strcmp(type, "image_url") == 0) {
+        json_t *iu = json_object_get(part, "image_url");
+        const char *url = json_is_object(iu) ? json_string_value(json_object_get(iu, "url"))
+                                             : json_string_value(iu);
+        const char *data = url ? srv_image_payload(url, e) : NULL;
+        if (!url)
+            err_set(e, ERR_INVALID, "invalid message format");
+        if (!data) {
+            json_decref(n);
+            return ERR_INVALID;
+        }
+        jsonx_set_str(n, "content", "");
+        jsonx_set(n, "images", json_pack("[s]", data));
+    } else if (type && strcmp(type, "input_audio") == 0) {
+        json_t *ia = json_object_get(part, "input_audio");
+        const char *data = json_string_value(json_object_get(ia, "data"));
+        if (!json_is_object(ia) || !data) {
+            json_decref(n);
+            return err_set(e, ERR_INVALID,
+                           json_is_object(ia) ? "invalid input_audio format: missing data"
+                                              : "invalid input_audio format");
+        }
+        if (!srv_base64_valid(data)) {
+            json_decref(n);
+            return err_set(e, ERR_INVALID, "invalid input_audio base64 data");
+        }
+        jsonx_set_str(n, "content", "");
+        jsonx_set(n, "images", json_pack("[s]", data));
+    } else {
+        json_decref(n);
+        return err_set(e, ERR_INVALID, "invalid message format");
     }
-    json_t *calls = NULL;
-    if (json_array_size(tcs) && native_tool_calls(tcs, &calls, e) < 0)
+    *node = n;
+    return 0;
+}
+
+// Array content: one native message per part; tool calls (and the rest) attach to the
+// last message produced.
+static int convert_parts(const json_t *content, const struct msg_meta *mm, json_t *out,
+                         struct err *e)
+{
+    int rc = 0;
+    size_t i;
+    json_t *part;
+    json_array_foreach(content, i, part)
+    {
+        json_t *n = NULL;
+        if ((rc = convert_part(part, mm->role, &n, e)) < 0)
+            break;
+        jsonx_arr_append(out, n);
+    }
+    json_t *last = json_array_get(out, json_array_size(out) - 1);
+    if (rc == 0 && last && mm->calls) {
+        json_object_set(last, "tool_calls", mm->calls);
+        if (mm->tool_name && *mm->tool_name)
+            jsonx_set_str(last, "tool_name", mm->tool_name);
+        set_opt_str(last, "tool_call_id", mm->call_id);
+        set_opt_str(last, "thinking", mm->reasoning);
+    }
+    return rc;
+}
+
+// The Go type a non-string, non-array content decodes to, for the error message.
+static const char *content_go_type(const json_t *content)
+{
+    return !content || json_is_null(content) ? "<nil>"
+           : json_is_number(content)         ? "float64"
+           : json_is_boolean(content)        ? "bool"
+                                             : "map[string]interface {}";
+}
+
+// One OpenAI message → native messages appended to out.
+static int convert_message(const json_t *msgs, const json_t *m, json_t *out, struct err *e)
+{
+    int rc = check_message_types(m, e);
+    if (rc < 0)
+        return rc;
+    json_t *tcs = json_object_get(m, "tool_calls");
+    const char *role = json_string_value(json_object_get(m, "role"));
+    struct msg_meta mm = {.role = role ? role : "",
+                          .reasoning = json_object_get(m, "reasoning"),
+                          .call_id = json_object_get(m, "tool_call_id")};
+    if (strcasecmp(mm.role, "tool") == 0) {
+        mm.tool_name = json_string_value(json_object_get(m, "name"));
+        const char *id = json_string_value(mm.call_id);
+        if ((!mm.tool_name || !*mm.tool_name) && id && *id)
+            mm.tool_name = srv_tool_name_for(msgs, id);
+    }
+    if (json_array_size(tcs) && native_tool_calls(tcs, &mm.calls, e) < 0)
         return ERR_INVALID;
 
     json_t *content = json_object_get(m, "content");
-    int rc = 0;
     if (json_is_string(content)) {
         json_t *n = json_object();
-        jsonx_set_str(n, "role", role);
+        jsonx_set_str(n, "role", mm.role);
         json_object_set(n, "content", content);
-        set_opt_str(n, "thinking", reasoning);
-        if (calls)
-            json_object_set(n, "tool_calls", calls);
-        if (tool_name && *tool_name)
-            jsonx_set_str(n, "tool_name", tool_name);
-        set_opt_str(n, "tool_call_id", call_id);
+        set_opt_str(n, "thinking", mm.reasoning);
+        if (mm.calls)
+            json_object_set(n, "tool_calls", mm.calls);
+        if (mm.tool_name && *mm.tool_name)
+            jsonx_set_str(n, "tool_name", mm.tool_name);
+        set_opt_str(n, "tool_call_id", mm.call_id);
         jsonx_arr_append(out, n);
     } else if (json_is_array(content)) {
-        size_t i;
-        json_t *part;
-        json_array_foreach(content, i, part)
-        {
-            const char *type = json_string_value(json_object_get(part, "type"));
-            json_t *n = json_object();
-            jsonx_set_str(n, "role", role);
-            if (type && strcmp(type, "text") == 0) {
-                json_t *text = json_object_get(part, "text");
-                if (!json_is_string(text)) {
-                    json_decref(n);
-                    rc = err_set(e, ERR_INVALID, "invalid message format");
-                    break;
-                }
-                json_object_set(n, "content", text);
-            } else if (type && strcmp(type, "image_url") == 0) {
-                json_t *iu = json_object_get(part, "image_url");
-                const char *url = json_is_object(iu) ? json_string_value(json_object_get(iu, "url"))
-                                                     : json_string_value(iu);
-                const char *data = url ? srv_image_payload(url, e) : NULL;
-                if (!url)
-                    err_set(e, ERR_INVALID, "invalid message format");
-                if (!data) {
-                    json_decref(n);
-                    rc = ERR_INVALID;
-                    break;
-                }
-                jsonx_set_str(n, "content", "");
-                jsonx_set(n, "images", json_pack("[s]", data));
-            } else if (type && strcmp(type, "input_audio") == 0) {
-                json_t *ia = json_object_get(part, "input_audio");
-                const char *data = json_string_value(json_object_get(ia, "data"));
-                if (!json_is_object(ia) || !data) {
-                    json_decref(n);
-                    rc = err_set(e, ERR_INVALID,
-                                 json_is_object(ia) ? "invalid input_audio format: missing data"
-                                                    : "invalid input_audio format");
-                    break;
-                }
-                if (!srv_base64_valid(data)) {
-                    json_decref(n);
-                    rc = err_set(e, ERR_INVALID, "invalid input_audio base64 data");
-                    break;
-                }
-                jsonx_set_str(n, "content", "");
-                jsonx_set(n, "images", json_pack("[s]", data));
-            } else {
-                json_decref(n);
-                rc = err_set(e, ERR_INVALID, "invalid message format");
-                break;
-            }
-            jsonx_arr_append(out, n);
-        }
-        // Tool calls (and the rest) attach to the last part produced.
-        json_t *last = json_array_get(out, json_array_size(out) - 1);
-        if (rc == 0 && last && calls) {
-            json_object_set(last, "tool_calls", calls);
-            if (tool_name && *tool_name)
-                jsonx_set_str(last, "tool_name", tool_name);
-            set_opt_str(last, "tool_call_id", call_id);
-            set_opt_str(last, "thinking", reasoning);
-        }
-    } else if (calls || (tcs && json_is_array(tcs))) {
+        rc = convert_parts(content, &mm, out, e);
+    } else if (mm.calls || (tcs && json_is_array(tcs))) {
         // Content may be null or absent only when tool calls are present.
         json_t *n = json_object();
-        jsonx_set_str(n, "role", role);
+        jsonx_set_str(n, "role", mm.role);
         jsonx_set_str(n, "content", "");
-        set_opt_str(n, "thinking", reasoning);
-        jsonx_set(n, "tool_calls", calls ? json_incref(calls) : json_array());
-        set_opt_str(n, "tool_call_id", call_id);
+        set_opt_str(n, "thinking", mm.reasoning);
+        jsonx_set(n, "tool_calls", mm.calls ? json_incref(mm.calls) : json_array());
+        set_opt_str(n, "tool_call_id", mm.call_id);
         jsonx_arr_append(out, n);
     } else {
-        rc = err_set(e, ERR_INVALID, "invalid message content type: %s",
-                     !content || json_is_null(content) ? "<nil>"
-                     : json_is_number(content)         ? "float64"
-                     : json_is_boolean(content)        ? "bool"
-                                                       : "map[string]interface {}");
+        rc = err_set(e, ERR_INVALID, "invalid message content type: %s", content_go_type(content));
     }
-    json_decref(calls);
+    json_decref(mm.calls);
     return rc;
 }
 

@@ -156,6 +156,172 @@ static void append_text(json_t *msg, const char *key, const char *text, const ch
     free(joined);
 }
 
+// Converters for one kind of input item: items[idx] → native messages appended to out.
+// *thinking carries a reasoning item's text to the next assistant message.
+typedef int (*item_convert_fn)(const json_t *items, size_t idx, json_t *out, char **thinking,
+                               struct err *e);
+
+// Hands the pending reasoning text to assistant message m.
+static void take_thinking(json_t *m, char **thinking)
+{
+    jsonx_set_str(m, "thinking", *thinking);
+    free(*thinking);
+    *thinking = NULL;
+}
+
+// A "message" item that came converted as content and images.
+static void add_message(const json_t *items, size_t idx, const char *role, const char *content,
+                        json_t *images, json_t *out, char **thinking)
+{
+    bool assistant = role && strcmp(role, "assistant") == 0;
+    // An assistant message replayed between a function_call and its
+    // output joins the call's message, so the result follows the call.
+    const json_t *next = json_array_get(items, idx + 1);
+    const char *ntype = json_string_value(json_object_get(next, "type"));
+    json_t *last = last_assistant(out);
+    if (assistant && ntype && strcmp(ntype, "function_call_output") == 0 && last &&
+        has_call(last, json_string_value(json_object_get(next, "call_id")))) {
+        append_text(last, "content", content, "\n");
+        if (json_array_size(images)) {
+            if (!json_object_get(last, "images"))
+                jsonx_set(last, "images", json_array());
+            json_array_extend(json_object_get(last, "images"), images);
+        }
+        return;
+    }
+    json_t *m = json_object();
+    jsonx_set_str(m, "role", role ? role : "");
+    jsonx_set_str(m, "content", content);
+    if (json_array_size(images))
+        json_object_set(m, "images", images);
+    if (assistant && *thinking)
+        take_thinking(m, thinking);
+    jsonx_arr_append(out, m);
+}
+
+static int convert_message_item(const json_t *items, size_t idx, json_t *out, char **thinking,
+                                struct err *e)
+{
+    const json_t *it = json_array_get(items, idx);
+    const char *role = json_string_value(json_object_get(it, "role"));
+    struct buf text;
+    buf_init(&text, SERVER_MAX_BODY_BYTES);
+    json_t *images = json_array();
+    int rc = convert_content(json_object_get(it, "content"), &text, images, e);
+    if (rc < 0)
+        err_prefix(e, "input[%zu]", idx);
+    else
+        add_message(items, idx, role, text.data ? text.data : "", images, out, thinking);
+    buf_deinit(&text);
+    json_decref(images);
+    return rc;
+}
+
+// A "function_call" joins the last assistant message's tool calls (or starts one).
+static int convert_function_call(const json_t *items, size_t idx, json_t *out, char **thinking,
+                                 struct err *e)
+{
+    const json_t *it = json_array_get(items, idx);
+    const char *args = json_string_value(json_object_get(it, "arguments"));
+    json_t *parsed = NULL;
+    struct err pe = {0};
+    if (args && *args && jsonx_parse(args, strlen(args), &parsed, &pe) < 0)
+        return err_set(e, ERR_INVALID, "failed to parse function call arguments: %s", pe.msg);
+    if (parsed && !json_is_object(parsed)) {
+        json_decref(parsed);
+        return err_set(e, ERR_INVALID,
+                       "failed to parse function call arguments: json: cannot unmarshal "
+                       "non-object into Go value of type map[string]interface {}");
+    }
+    const char *call_id = json_string_value(json_object_get(it, "call_id"));
+    const char *name = json_string_value(json_object_get(it, "name"));
+    json_t *call = json_pack("{s:s,s:{s:s,s:o}}", "id", call_id ? call_id : "", "function", "name",
+                             name ? name : "", "arguments", parsed ? parsed : json_object());
+    json_t *m = last_assistant(out);
+    if (!m) {
+        m = json_pack("{s:s,s:s}", "role", "assistant", "content", "");
+        jsonx_arr_append(out, m);
+    }
+    if (!json_object_get(m, "tool_calls"))
+        jsonx_set(m, "tool_calls", json_array());
+    jsonx_arr_append(json_object_get(m, "tool_calls"), call);
+    if (*thinking)
+        take_thinking(m, thinking);
+    return 0;
+}
+
+// A "function_call_output" becomes a tool message naming the call and its function.
+static int convert_call_output(const json_t *items, size_t idx, json_t *out, char **thinking,
+                               struct err *e)
+{
+    (void)thinking;
+    const json_t *it = json_array_get(items, idx);
+    const json_t *output = json_object_get(it, "output");
+    struct buf text;
+    buf_init(&text, SERVER_MAX_BODY_BYTES);
+    json_t *images = json_array();
+    int rc = convert_content(output, &text, images, e);
+    if (rc == 0) {
+        const char *call_id = json_string_value(json_object_get(it, "call_id"));
+        json_t *m = json_object();
+        jsonx_set_str(m, "role", "tool");
+        jsonx_set_str(m, "content", text.data ? text.data : "");
+        if (json_array_size(images))
+            json_object_set(m, "images", images);
+        if (call_id && *call_id) {
+            jsonx_set_str(m, "tool_call_id", call_id);
+            const char *tn = srv_tool_name_for(out, call_id);
+            if (*tn)
+                jsonx_set_str(m, "tool_name", tn);
+        }
+        jsonx_arr_append(out, m);
+    } else {
+        err_prefix(e, "input[%zu]: output", idx);
+    }
+    buf_deinit(&text);
+    json_decref(images);
+    return rc;
+}
+
+// A "reasoning" item's text (encrypted_content, else its summaries) waits in *thinking.
+static int convert_reasoning(const json_t *items, size_t idx, json_t *out, char **thinking,
+                             struct err *e)
+{
+    (void)out;
+    (void)e;
+    const json_t *it = json_array_get(items, idx);
+    const char *enc = json_string_value(json_object_get(it, "encrypted_content"));
+    struct buf t;
+    buf_init(&t, SERVER_MAX_BODY_BYTES);
+    if (enc && *enc) {
+        buf_append_str(&t, enc);
+    } else {
+        size_t k;
+        const json_t *s;
+        json_array_foreach(json_object_get(it, "summary"), k, s)
+        {
+            const char *st = json_string_value(json_object_get(s, "text"));
+            buf_append_str(&t, st ? st : "");
+        }
+    }
+    free(*thinking);
+    *thinking = t.len ? xstrdup(t.data) : NULL;
+    buf_deinit(&t);
+    return 0;
+}
+
+// Input item types; web_search_call items are accepted and dropped.
+static const struct {
+    const char *type;
+    item_convert_fn convert;  // NULL: ignored
+} item_kinds[] = {
+    {"message", convert_message_item},
+    {"function_call", convert_function_call},
+    {"function_call_output", convert_call_output},
+    {"reasoning", convert_reasoning},
+    {"web_search_call", NULL},
+};
+
 // One input item → native messages appended to out. *thinking carries a
 // reasoning item's text to the next assistant message.
 static int convert_item(const json_t *items, size_t idx, json_t *out, char **thinking,
@@ -173,123 +339,12 @@ static int convert_item(const json_t *items, size_t idx, json_t *out, char **thi
         type = "message";
     if (!type || !*type)
         return err_set(e, ERR_INVALID, "input[%zu]: input item missing required 'type' field", idx);
-    int rc = 0;
-    if (strcmp(type, "message") == 0) {
-        struct buf text;
-        buf_init(&text, SERVER_MAX_BODY_BYTES);
-        json_t *images = json_array();
-        rc = convert_content(json_object_get(it, "content"), &text, images, e);
-        if (rc < 0) {
-            err_prefix(e, "input[%zu]", idx);
-        } else {
-            const char *content = text.data ? text.data : "";
-            bool assistant = role && strcmp(role, "assistant") == 0;
-            // An assistant message replayed between a function_call and its
-            // output joins the call's message, so the result follows the call.
-            const json_t *next = json_array_get(items, idx + 1);
-            const char *ntype = json_string_value(json_object_get(next, "type"));
-            json_t *last = last_assistant(out);
-            if (assistant && ntype && strcmp(ntype, "function_call_output") == 0 && last &&
-                has_call(last, json_string_value(json_object_get(next, "call_id")))) {
-                append_text(last, "content", content, "\n");
-                if (json_array_size(images)) {
-                    if (!json_object_get(last, "images"))
-                        jsonx_set(last, "images", json_array());
-                    json_array_extend(json_object_get(last, "images"), images);
-                }
-            } else {
-                json_t *m = json_object();
-                jsonx_set_str(m, "role", role ? role : "");
-                jsonx_set_str(m, "content", content);
-                if (json_array_size(images))
-                    json_object_set(m, "images", images);
-                if (assistant && *thinking) {
-                    jsonx_set_str(m, "thinking", *thinking);
-                    free(*thinking);
-                    *thinking = NULL;
-                }
-                jsonx_arr_append(out, m);
-            }
-        }
-        buf_deinit(&text);
-        json_decref(images);
-    } else if (strcmp(type, "function_call") == 0) {
-        const char *args = json_string_value(json_object_get(it, "arguments"));
-        json_t *parsed = NULL;
-        struct err pe = {0};
-        if (args && *args && jsonx_parse(args, strlen(args), &parsed, &pe) < 0)
-            return err_set(e, ERR_INVALID, "failed to parse function call arguments: %s", pe.msg);
-        if (parsed && !json_is_object(parsed)) {
-            json_decref(parsed);
-            return err_set(e, ERR_INVALID,
-                           "failed to parse function call arguments: json: cannot unmarshal "
-                           "non-object into Go value of type map[string]interface {}");
-        }
-        const char *call_id = json_string_value(json_object_get(it, "call_id"));
-        const char *name = json_string_value(json_object_get(it, "name"));
-        json_t *call =
-            json_pack("{s:s,s:{s:s,s:o}}", "id", call_id ? call_id : "", "function", "name",
-                      name ? name : "", "arguments", parsed ? parsed : json_object());
-        json_t *m = last_assistant(out);
-        if (!m) {
-            m = json_pack("{s:s,s:s}", "role", "assistant", "content", "");
-            jsonx_arr_append(out, m);
-        }
-        if (!json_object_get(m, "tool_calls"))
-            jsonx_set(m, "tool_calls", json_array());
-        jsonx_arr_append(json_object_get(m, "tool_calls"), call);
-        if (*thinking) {
-            jsonx_set_str(m, "thinking", *thinking);
-            free(*thinking);
-            *thinking = NULL;
-        }
-    } else if (strcmp(type, "function_call_output") == 0) {
-        const json_t *output = json_object_get(it, "output");
-        struct buf text;
-        buf_init(&text, SERVER_MAX_BODY_BYTES);
-        json_t *images = json_array();
-        rc = convert_content(output, &text, images, e);
-        if (rc == 0) {
-            const char *call_id = json_string_value(json_object_get(it, "call_id"));
-            json_t *m = json_object();
-            jsonx_set_str(m, "role", "tool");
-            jsonx_set_str(m, "content", text.data ? text.data : "");
-            if (json_array_size(images))
-                json_object_set(m, "images", images);
-            if (call_id && *call_id) {
-                jsonx_set_str(m, "tool_call_id", call_id);
-                const char *tn = srv_tool_name_for(out, call_id);
-                if (*tn)
-                    jsonx_set_str(m, "tool_name", tn);
-            }
-            jsonx_arr_append(out, m);
-        } else {
-            err_prefix(e, "input[%zu]: output", idx);
-        }
-        buf_deinit(&text);
-        json_decref(images);
-    } else if (strcmp(type, "reasoning") == 0) {
-        const char *enc = json_string_value(json_object_get(it, "encrypted_content"));
-        struct buf t;
-        buf_init(&t, SERVER_MAX_BODY_BYTES);
-        if (enc && *enc) {
-            buf_append_str(&t, enc);
-        } else {
-            size_t k;
-            const json_t *s;
-            json_array_foreach(json_object_get(it, "summary"), k, s)
-            {
-                const char *st = json_string_value(json_object_get(s, "text"));
-                buf_append_str(&t, st ? st : "");
-            }
-        }
-        free(*thinking);
-        *thinking = t.len ? xstrdup(t.data) : NULL;
-        buf_deinit(&t);
-    } else if (strcmp(type, "web_search_call") != 0) {
-        return err_set(e, ERR_INVALID, "input[%zu]: unknown input item type: \"%s\"", idx, type);
+    for (size_t i = 0; i < sizeof(item_kinds) / sizeof(item_kinds[0]); i++) {
+        if (strcmp(type, item_kinds[i].type) != 0)
+            continue;
+        return item_kinds[i].convert ? item_kinds[i].convert(items, idx, out, thinking, e) : 0;
     }
-    return rc;
+    return err_set(e, ERR_INVALID, "input[%zu]: unknown input item type: \"%s\"", idx, type);
 }
 
 // A function tool (or a namespace's members, named "ns.member") → native tools.

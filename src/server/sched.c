@@ -705,13 +705,10 @@ static bool usable(struct sched_runner *r, const struct sched_request *rq, int n
     return !r->loading && !r->expired && !check_exited(r) && !needs_reload(r, rq, n_parallel);
 }
 
-int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_runner **out,
-                  int64_t *load_ns, struct err *e)
+// The memory a load would take, from the file header alone (run unlocked).
+static int estimate_memory(struct sched *s, const struct sched_request *rq, int n_parallel,
+                           struct model_memory *mem, struct err *e)
 {
-    int64_t t0 = time_monotonic_ns();
-    int n_parallel = rq->embedding ? 1 : (int)s->cfg.num_parallel;
-
-    // The memory estimate reads only the file header; do it unlocked.
     struct model_options mo = {.n_ctx = rq->n_ctx,
                                .n_batch = rq->n_batch,
                                .n_slots = n_parallel,
@@ -720,8 +717,125 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
                                               ? MODEL_KV_F16
                                               : (enum model_kv_type)model_kv_type_parse(s->kv_type),
                                .embeddings = rq->embedding};
+    return model_estimate(rq->model_path, &mo, mem, e);
+}
+
+// Joins the back of the load queue (s->mu held).
+static void queue_add(struct sched *s, struct waiter *w)
+{
+    if (s->queue_tail)
+        s->queue_tail->next = w;
+    else
+        s->queue_head = w;
+    s->queue_tail = w;
+    s->pending++;
+}
+
+// A queued request stops waiting when the server shuts down or its client goes away
+// (s->mu held). Returns 0 to keep waiting.
+static int waiter_abandoned(struct sched *s, const struct waiter *w, struct err *e)
+{
+    if (s->stopping)
+        return err_set(e, ERR_CANCELLED, "server is shutting down");
+    if (w->cancelled && w->cancelled(w->cancel_ctx))
+        return err_set(e, ERR_CANCELLED, "client connection closed before the model loaded");
+    return 0;
+}
+
+// Whether a new runner fits (s->mu held): 0 when it does; 1 when too many runners are
+// loaded or memory is short, after starting to evict one (the caller waits and retries);
+// ERR_NOMEM when the model is larger than all the memory available.
+static int room_for(struct sched *s, const struct sched_request *rq, const struct model_memory *mem,
+                    struct err *e)
+{
+    int loaded = count_runners(s);
+    uint64_t avail = mem_available_bytes();
+    bool too_many = (uint64_t)loaded >= s->cfg.max_loaded;
+    bool no_room = avail && loaded > 0 && (double)mem->total_bytes > 0.8 * (double)avail;
+    if (too_many || no_room) {
+        struct sched_runner *v = pick_victim(s);
+        if (v && !v->expired) {
+            log_info("evicting %s to make room for %s", v->name, rq->name);
+            expire_locked(s, v);
+        }
+        return 1;
+    }
+    if (avail && mem->total_bytes > avail) {
+        char need[32], have[32];
+        gib(mem->total_bytes, need, sizeof(need));
+        gib(avail, have, sizeof(have));
+        return err_set(e, ERR_NOMEM,
+                       "model requires more system memory (%s) than is available (%s)", need, have);
+    }
+    return 0;
+}
+
+// A new runner for the request, marked loading and listed at once so /api/ps shows it
+// (s->mu held). The request holds its one reference.
+static struct sched_runner *runner_new_loading(struct sched *s, const struct sched_request *rq,
+                                               int n_parallel, const struct model_memory *mem)
+{
+    struct sched_runner *r = xcalloc(1, sizeof(*r));
+    pthread_mutex_init(&r->err_mu, NULL);
+    r->model_path = xstrdup(rq->model_path);
+    r->name = xstrdup(rq->name ? rq->name : rq->model_path);
+    r->digest = xstrdup(rq->digest ? rq->digest : "");
+    r->details = rq->details ? json_deep_copy(rq->details) : NULL;
+    r->n_ctx = rq->n_ctx;
+    r->n_batch = rq->n_batch;
+    r->n_threads = rq->n_threads;
+    r->n_parallel = n_parallel;
+    r->embedding = rq->embedding;
+    r->size_bytes = mem->total_bytes;
+    if (mem->experts_bytes > 0) {  // counted in full: every expert stays mapped
+        char ex[32], tot[32];
+        gib(mem->experts_bytes, ex, sizeof(ex));
+        gib(mem->total_bytes, tot, sizeof(tot));
+        log_info("%s: mixture of experts, all experts resident (%s of %s)", r->name, ex, tot);
+    }
+    r->keep_alive_ns = effective_keep_alive(s, rq);
+    r->loading = true;
+    r->refs = 1;
+    r->log_fd = -1;
+    set_expiry(r);
+    r->next = s->runners;
+    s->runners = r;
+    return r;
+}
+
+// Starts r's process and waits until it is ready, with s->mu released meanwhile (held on
+// entry and on return). A runner that fails to load is unlinked and destroyed.
+static int load_runner(struct sched *s, struct sched_runner *r, struct err *e)
+{
+    pthread_mutex_unlock(&s->mu);
+    int rc = spawn(s, r, e);
+    if (rc == 0)
+        rc = wait_ready(s, r, e);
+
+    pthread_mutex_lock(&s->mu);
+    if (rc < 0) {
+        unlink_runner(s, r);
+        pthread_mutex_unlock(&s->mu);
+        runner_destroy(r);
+        pthread_mutex_lock(&s->mu);
+        pthread_cond_broadcast(&s->cv);
+        return rc;
+    }
+    r->loading = false;
+    r->last_used_ns = time_monotonic_ns();
+    set_expiry(r);
+    log_info("loaded %s on port %u (%d slot(s), ctx %d)", r->name, r->port, r->n_parallel,
+             r->n_ctx);
+    return rc;
+}
+
+int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_runner **out,
+                  int64_t *load_ns, struct err *e)
+{
+    int64_t t0 = time_monotonic_ns();
+    int n_parallel = rq->embedding ? 1 : (int)s->cfg.num_parallel;
     struct model_memory mem = {0};
-    int rc = model_estimate(rq->model_path, &mo, &mem, e);
+    int rc = estimate_memory(s, rq, n_parallel, &mem, e);
     if (rc < 0)
         return rc;
 
@@ -747,22 +861,12 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
                        "server busy, please try again.  maximum pending requests exceeded");
     }
     struct waiter me = {.cancelled = rq->cancelled, .cancel_ctx = rq->cancel_ctx};
-    if (s->queue_tail)
-        s->queue_tail->next = &me;
-    else
-        s->queue_head = &me;
-    s->queue_tail = &me;
-    s->pending++;
+    queue_add(s, &me);
 
+    // Strict FIFO: only the head of the queue loads or takes a runner.
     for (;;) {
-        if (s->stopping) {
-            rc = err_set(e, ERR_CANCELLED, "server is shutting down");
+        if ((rc = waiter_abandoned(s, &me, e)) < 0)
             break;
-        }
-        if (me.cancelled && me.cancelled(me.cancel_ctx)) {
-            rc = err_set(e, ERR_CANCELLED, "client connection closed before the model loaded");
-            break;
-        }
         if (s->queue_head != &me) {
             timed_wait(s, 100);
             continue;
@@ -780,74 +884,14 @@ int sched_acquire(struct sched *s, const struct sched_request *rq, struct sched_
             timed_wait(s, 100);
             continue;
         }
-        int loaded = count_runners(s);
-        uint64_t avail = mem_available_bytes();
-        bool too_many = (uint64_t)loaded >= s->cfg.max_loaded;
-        bool no_room = avail && loaded > 0 && (double)mem.total_bytes > 0.8 * (double)avail;
-        if (too_many || no_room) {
-            struct sched_runner *v = pick_victim(s);
-            if (v && !v->expired) {
-                log_info("evicting %s to make room for %s", v->name, rq->name);
-                expire_locked(s, v);
-            }
+        if ((rc = room_for(s, rq, &mem, e)) < 0)
+            break;
+        if (rc > 0) {
             timed_wait(s, 100);
             continue;
         }
-        if (avail && mem.total_bytes > avail) {
-            char need[32], have[32];
-            gib(mem.total_bytes, need, sizeof(need));
-            gib(avail, have, sizeof(have));
-            rc = err_set(e, ERR_NOMEM,
-                         "model requires more system memory (%s) than is available (%s)", need,
-                         have);
-            break;
-        }
-        // Load: the runner is visible (loading) so /api/ps lists it.
-        r = xcalloc(1, sizeof(*r));
-        pthread_mutex_init(&r->err_mu, NULL);
-        r->model_path = xstrdup(rq->model_path);
-        r->name = xstrdup(rq->name ? rq->name : rq->model_path);
-        r->digest = xstrdup(rq->digest ? rq->digest : "");
-        r->details = rq->details ? json_deep_copy(rq->details) : NULL;
-        r->n_ctx = rq->n_ctx;
-        r->n_batch = rq->n_batch;
-        r->n_threads = rq->n_threads;
-        r->n_parallel = n_parallel;
-        r->embedding = rq->embedding;
-        r->size_bytes = mem.total_bytes;
-        if (mem.experts_bytes > 0) {  // counted in full: every expert stays mapped
-            char ex[32], tot[32];
-            gib(mem.experts_bytes, ex, sizeof(ex));
-            gib(mem.total_bytes, tot, sizeof(tot));
-            log_info("%s: mixture of experts, all experts resident (%s of %s)", r->name, ex, tot);
-        }
-        r->keep_alive_ns = effective_keep_alive(s, rq);
-        r->loading = true;
-        r->refs = 1;
-        r->log_fd = -1;
-        set_expiry(r);
-        r->next = s->runners;
-        s->runners = r;
-        pthread_mutex_unlock(&s->mu);
-
-        rc = spawn(s, r, e);
-        if (rc == 0)
-            rc = wait_ready(s, r, e);
-
-        pthread_mutex_lock(&s->mu);
-        if (rc < 0) {
-            unlink_runner(s, r);
-            pthread_mutex_unlock(&s->mu);
-            runner_destroy(r);
-            pthread_mutex_lock(&s->mu);
-            pthread_cond_broadcast(&s->cv);
-            break;
-        }
-        r->loading = false;
-        r->last_used_ns = time_monotonic_ns();
-        set_expiry(r);
-        log_info("loaded %s on port %u (%d slot(s), ctx %d)", r->name, r->port, r->n_parallel,
-                 r->n_ctx);
+        r = runner_new_loading(s, rq, n_parallel, &mem);
+        rc = load_runner(s, r, e);
         break;
     }
     queue_remove(s, &me);

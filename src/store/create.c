@@ -902,6 +902,97 @@ static int effective_request(const struct store_create_req *r, struct store_crea
     return 0;
 }
 
+// The layers and config of the new model: from a model or from files, then adapters,
+// quantization and the Modelfile's text layers, checking for a cancel between the slow
+// steps.
+static int gather_layers(struct create_ctx *c, const struct store_create_req *r,
+                         struct base_info *bi, struct store_config *cfg, struct err *e)
+{
+    int rc;
+    if (r->from && *r->from) {
+        rc = layers_from_model(c, r->from, bi, e);
+    } else if (r->n_files) {
+        rc = layers_from_files(c, r->files, r->n_files, false, e);
+        if (rc == 0)
+            rc = autodetect_template(c, bi, e);
+    } else {
+        rc = err_set(e, ERR_INVALID, "neither 'from' or 'files' was specified");
+    }
+    if (rc == 0 && r->n_adapters)
+        rc = layers_from_files(c, r->adapters, r->n_adapters, true, e);
+    if (rc == 0)
+        rc = check_cancel(c, e);
+    if (rc == 0 && r->quantize && *r->quantize)
+        rc = quantize_layers(c, r->quantize, e);
+    if (rc == 0)
+        rc = check_cancel(c, e);
+    if (rc == 0)
+        rc = add_text_layers(c, r, bi, e);
+    if (rc == 0)
+        rc = build_config(c, r, bi, cfg, e);
+    return rc;
+}
+
+// Fills manifest m with the layers and stores the config blob it names (b: scratch).
+static int write_config(struct create_ctx *c, const struct store_config *cfg,
+                        struct store_manifest *m, struct buf *b, struct err *e)
+{
+    m->schema_version = 2;
+    m->media_type = xstrdup(STORE_MT_MANIFEST);
+    for (size_t i = 0; i < c->layers.n; i++)
+        store_manifest_add_layer(m, &c->layers.v[i].l);
+    int rc = store_config_encode(cfg, m->layers, m->n_layers, b);
+    if (rc < 0)
+        return err_set(e, rc, "encode config");
+    bool existed;
+    m->config.media_type = xstrdup(STORE_MT_CONFIG);
+    m->config.size = (int64_t)b->len;
+    rc = store_blob_put(c->s, b->data, b->len, m->config.digest, &existed, e);
+    if (rc < 0)
+        return rc;
+    if (!existed)
+        note_created(c, m->config.digest);
+    return rc;
+}
+
+// One progress line per layer: new or reused.
+static void report_layers(struct create_ctx *c)
+{
+    for (size_t i = 0; i < c->layers.n; i++) {
+        char status[128];
+        snprintf(status, sizeof(status), "%s %s",
+                 c->layers.v[i].is_new ? "creating new layer" : "using existing layer",
+                 c->layers.v[i].l.digest);
+        progress(c, c->layers.v[i].status[0] ? c->layers.v[i].status : status, NULL, 0, 0);
+    }
+}
+
+// Writes manifest m under name (b: scratch), with s->mu held while checking its blobs.
+static int publish_manifest(struct store *s, const struct store_name *name,
+                            const struct store_manifest *m, struct buf *b, struct err *e)
+{
+    buf_reset(b);
+    int rc = store_manifest_encode(m, b);
+    if (rc < 0)
+        return err_set(e, rc, "encode manifest");
+    pthread_mutex_lock(&s->mu);
+    // A delete running meanwhile may have removed a blob this manifest
+    // reuses (it was referenced by no manifest at that moment): never
+    // publish a manifest with a missing layer.
+    for (size_t i = 0; rc == 0 && i <= m->n_layers; i++) {
+        const struct store_layer *l = i < m->n_layers ? &m->layers[i] : &m->config;
+        if (!store_blob_exists(s, l->digest))
+            rc = err_set(e, ERR_IO,
+                         "layer %s was removed while the model was being created; "
+                         "try again",
+                         l->digest);
+    }
+    if (rc == 0)
+        rc = store_manifest_write(s, name, b->data, b->len, e);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 int store_create(struct store *s, const struct store_create_req *r0,
                  const struct store_create_opts *o, struct err *e)
 {
@@ -937,81 +1028,17 @@ int store_create(struct store *s, const struct store_create_req *r0,
         goto out;
     have_old = store_manifest_load(s, &name, &old, NULL, NULL) == 0;
 
-    if (r->from && *r->from) {
-        rc = layers_from_model(&c, r->from, &bi, e);
-    } else if (r->n_files) {
-        rc = layers_from_files(&c, r->files, r->n_files, false, e);
-        if (rc == 0)
-            rc = autodetect_template(&c, &bi, e);
-    } else {
-        rc = err_set(e, ERR_INVALID, "neither 'from' or 'files' was specified");
-    }
-    if (rc == 0 && r->n_adapters)
-        rc = layers_from_files(&c, r->adapters, r->n_adapters, true, e);
-    if (rc == 0)
-        rc = check_cancel(&c, e);
-    if (rc == 0 && r->quantize && *r->quantize)
-        rc = quantize_layers(&c, r->quantize, e);
-    if (rc == 0)
-        rc = check_cancel(&c, e);
-    if (rc == 0)
-        rc = add_text_layers(&c, r, &bi, e);
-    if (rc == 0)
-        rc = build_config(&c, r, &bi, &cfg, e);
+    rc = gather_layers(&c, r, &bi, &cfg, e);
+    if (rc >= 0)
+        rc = write_config(&c, &cfg, &m, &b, e);
     if (rc < 0)
         goto out;
-
-    // Config blob, then the manifest.
-    m.schema_version = 2;
-    m.media_type = xstrdup(STORE_MT_MANIFEST);
-    for (size_t i = 0; i < c.layers.n; i++)
-        store_manifest_add_layer(&m, &c.layers.v[i].l);
-    rc = store_config_encode(&cfg, m.layers, m.n_layers, &b);
-    if (rc < 0) {
-        rc = err_set(e, rc, "encode config");
-        goto out;
-    }
-    bool existed;
-    m.config.media_type = xstrdup(STORE_MT_CONFIG);
-    m.config.size = (int64_t)b.len;
-    rc = store_blob_put(s, b.data, b.len, m.config.digest, &existed, e);
-    if (rc < 0)
-        goto out;
-    if (!existed)
-        note_created(&c, m.config.digest);
-
-    for (size_t i = 0; i < c.layers.n; i++) {
-        char status[128];
-        snprintf(status, sizeof(status), "%s %s",
-                 c.layers.v[i].is_new ? "creating new layer" : "using existing layer",
-                 c.layers.v[i].l.digest);
-        progress(&c, c.layers.v[i].status[0] ? c.layers.v[i].status : status, NULL, 0, 0);
-    }
+    report_layers(&c);
     rc = check_cancel(&c, e);
     if (rc < 0)
         goto out;
     progress(&c, "writing manifest", NULL, 0, 0);
-    buf_reset(&b);
-    rc = store_manifest_encode(&m, &b);
-    if (rc < 0) {
-        rc = err_set(e, rc, "encode manifest");
-        goto out;
-    }
-    pthread_mutex_lock(&s->mu);
-    // A delete running meanwhile may have removed a blob this manifest
-    // reuses (it was referenced by no manifest at that moment): never
-    // publish a manifest with a missing layer.
-    for (size_t i = 0; rc == 0 && i <= m.n_layers; i++) {
-        const struct store_layer *l = i < m.n_layers ? &m.layers[i] : &m.config;
-        if (!store_blob_exists(s, l->digest))
-            rc = err_set(e, ERR_IO,
-                         "layer %s was removed while the model was being created; "
-                         "try again",
-                         l->digest);
-    }
-    if (rc == 0)
-        rc = store_manifest_write(s, &name, b.data, b.len, e);
-    pthread_mutex_unlock(&s->mu);
+    rc = publish_manifest(s, &name, &m, &b, e);
     if (rc < 0)
         goto out;
     written = true;

@@ -193,155 +193,185 @@ static void add_command(struct store_modelfile *m, size_t *cap, const char *name
     c->line = line;
 }
 
-int store_modelfile_parse(const char *text, size_t n, struct store_modelfile *out, struct err *e)
+// The parser's state between runes: the state machine of upstream's parser.go.
+struct mf_parser {
+    struct store_modelfile m;  // the commands so far
+    size_t cap;                // of m.cmds
+    struct buf b;              // the token being read
+    enum mf_state st;
+    int line;
+    const char *cmd_name;  // the current command's instruction, canonical spelling
+    char key[256];         // its parameter name or message role
+};
+
+// Adds the current command with value v; PARAMETER and MESSAGE carry their key.
+static void mf_add(struct mf_parser *p, struct str v)
 {
-    size_t n_cps;
-    uint32_t *cps = decode_input(text, n, &n_cps);
-    struct store_modelfile m = {0};
-    size_t cap = 0;
-    struct buf b;
-    buf_init(&b, 0);
-    enum mf_state st = ST_NIL;
-    int line = 1, rc = 0;
-    const char *cmd_name = NULL;
-    char key[256] = "";
+    bool has_key = strcmp(p->cmd_name, "parameter") == 0 || strcmp(p->cmd_name, "message") == 0;
+    add_command(&p->m, &p->cap, p->cmd_name, has_key ? p->key : NULL, v, p->line);
+}
 
-    for (size_t i = 0; i < n_cps; i++) {
-        uint32_t r = cps[i];
+// Where rune r takes the machine from p->st: *next is the new state and *keep the rune to
+// append after the transition (0: none).
+static int mf_next_state(struct mf_parser *p, uint32_t r, enum mf_state *next, uint32_t *keep,
+                         struct err *e)
+{
+    switch (p->st) {
+    case ST_NIL:
+        if (r == '#')
+            *next = ST_COMMENT;
+        else if (!is_blank(r) && !is_newline(r))
+            *next = ST_NAME, *keep = r;
+        break;
+    case ST_COMMENT:
         if (is_newline(r))
-            line++;
-        enum mf_state next = st;
-        uint32_t keep = 0;  // the rune to append after the transition (0 = none)
-        switch (st) {
-        case ST_NIL:
-            if (r == '#')
-                next = ST_COMMENT;
-            else if (!is_blank(r) && !is_newline(r))
-                next = ST_NAME, keep = r;
-            break;
-        case ST_COMMENT:
-            if (is_newline(r))
-                next = ST_NIL;
-            break;
-        case ST_NAME:
-            if (is_alpha(r)) {
-                keep = r;
-            } else if (is_blank(r)) {
-                next = ST_VALUE;
-            } else {
-                rc = err_set(e, ERR_INVALID, "(line %d): %s", line, MF_ERR_COMMAND);
-                goto out;
-            }
-            break;
-        case ST_PARAM:
-        case ST_ROLE:
-            if (is_alpha(r) || (st == ST_PARAM && (is_digit(r) || r == '_'))) {
-                keep = r;
-            } else if (is_blank(r)) {
-                next = ST_VALUE;
-            } else {
-                rc = err_set(e, ERR_INVALID, "unexpected EOF: %s", buf_cstr(&b));
-                goto out;
-            }
-            break;
-        case ST_VALUE:
-            if (is_newline(r) || is_blank(r))
-                next = ST_NIL;
-            keep = r;
-            break;
-        }
-
-        if (next != st) {
-            switch (st) {
-            case ST_NAME: {
-                const char *canon;
-                if (!valid_instruction(buf_cstr(&b), &canon)) {
-                    rc = err_set(e, ERR_INVALID, "(line %d): %s", line, MF_ERR_COMMAND);
-                    goto out;
-                }
-                cmd_name = canon;
-                if (strcmp(canon, "parameter") == 0)
-                    next = ST_PARAM;
-                else if (strcmp(canon, "message") == 0)
-                    next = ST_ROLE;
-                key[0] = '\0';
-                break;
-            }
-            case ST_PARAM:
-                snprintf(key, sizeof(key), "%s", buf_cstr(&b));
-                break;
-            case ST_ROLE: {
-                const char *role = buf_cstr(&b);
-                if (strcmp(role, "system") != 0 && strcmp(role, "user") != 0 &&
-                    strcmp(role, "assistant") != 0) {
-                    rc = err_set(e, ERR_INVALID, "(line %d): %s", line, MF_ERR_ROLE);
-                    goto out;
-                }
-                snprintf(key, sizeof(key), "%s", role);
-                break;
-            }
-            case ST_VALUE: {
-                struct str v;
-                if (!unquote(trim_ws(b.data ? b.data : "", b.len), &v) || is_blank(r)) {
-                    put_cp(&b, r);  // blanks always, newlines inside an open quote
-                    continue;
-                }
-                if (m.n >= MF_MAX_COMMANDS) {
-                    rc = err_set(e, ERR_TOO_LARGE, "too many commands");
-                    goto out;
-                }
-                bool has_key =
-                    strcmp(cmd_name, "parameter") == 0 || strcmp(cmd_name, "message") == 0;
-                add_command(&m, &cap, cmd_name, has_key ? key : NULL, v, line);
-                break;
-            }
-            default:
-                break;
-            }
-            buf_reset(&b);
-            st = next;
-            // Transitions consume their rune except the first letter of a name.
-            if (keep && st == ST_NAME && is_print(keep))
-                put_cp(&b, keep);
-            continue;
-        }
-        if (keep && is_print(keep))
-            put_cp(&b, keep);
+            *next = ST_NIL;
+        break;
+    case ST_NAME:
+        if (is_alpha(r))
+            *keep = r;
+        else if (is_blank(r))
+            *next = ST_VALUE;
+        else
+            return err_set(e, ERR_INVALID, "(line %d): %s", p->line, MF_ERR_COMMAND);
+        break;
+    case ST_PARAM:
+    case ST_ROLE:
+        if (is_alpha(r) || (p->st == ST_PARAM && (is_digit(r) || r == '_')))
+            *keep = r;
+        else if (is_blank(r))
+            *next = ST_VALUE;
+        else
+            return err_set(e, ERR_INVALID, "unexpected EOF: %s", buf_cstr(&p->b));
+        break;
+    case ST_VALUE:
+        if (is_newline(r) || is_blank(r))
+            *next = ST_NIL;
+        *keep = r;
+        break;
     }
+    return 0;
+}
 
-    switch (st) {
+// Ends the token in p->b as the machine leaves p->st on rune r: an instruction (PARAMETER
+// and MESSAGE go on to read a key, so *next may change), a key, or a value. Returns 1 when
+// the value is not over after all (a blank, or a newline inside an open quote): r was
+// appended and the state stays.
+static int mf_end_token(struct mf_parser *p, uint32_t r, enum mf_state *next, struct err *e)
+{
+    switch (p->st) {
+    case ST_NAME: {
+        const char *canon;
+        if (!valid_instruction(buf_cstr(&p->b), &canon))
+            return err_set(e, ERR_INVALID, "(line %d): %s", p->line, MF_ERR_COMMAND);
+        p->cmd_name = canon;
+        if (strcmp(canon, "parameter") == 0)
+            *next = ST_PARAM;
+        else if (strcmp(canon, "message") == 0)
+            *next = ST_ROLE;
+        p->key[0] = '\0';
+        break;
+    }
+    case ST_PARAM:
+        snprintf(p->key, sizeof(p->key), "%s", buf_cstr(&p->b));
+        break;
+    case ST_ROLE: {
+        const char *role = buf_cstr(&p->b);
+        if (strcmp(role, "system") != 0 && strcmp(role, "user") != 0 &&
+            strcmp(role, "assistant") != 0)
+            return err_set(e, ERR_INVALID, "(line %d): %s", p->line, MF_ERR_ROLE);
+        snprintf(p->key, sizeof(p->key), "%s", role);
+        break;
+    }
+    case ST_VALUE: {
+        struct str v;
+        if (!unquote(trim_ws(p->b.data ? p->b.data : "", p->b.len), &v) || is_blank(r)) {
+            put_cp(&p->b, r);  // blanks always, newlines inside an open quote
+            return 1;
+        }
+        if (p->m.n >= MF_MAX_COMMANDS)
+            return err_set(e, ERR_TOO_LARGE, "too many commands");
+        mf_add(p, v);
+        break;
+    }
+    default:
+        break;
+    }
+    return 0;
+}
+
+// Feeds one rune to the machine.
+static int mf_feed(struct mf_parser *p, uint32_t r, struct err *e)
+{
+    if (is_newline(r))
+        p->line++;
+    enum mf_state next = p->st;
+    uint32_t keep = 0;
+    int rc = mf_next_state(p, r, &next, &keep, e);
+    if (rc < 0)
+        return rc;
+    if (next == p->st) {
+        if (keep && is_print(keep))
+            put_cp(&p->b, keep);
+        return 0;
+    }
+    rc = mf_end_token(p, r, &next, e);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    buf_reset(&p->b);
+    p->st = next;
+    // Transitions consume their rune except the first letter of a name.
+    if (keep && p->st == ST_NAME && is_print(keep))
+        put_cp(&p->b, keep);
+    return 0;
+}
+
+// At the end of the text: a value still being read is the last command (its quote must
+// be closed), any other unfinished token is an error, and there must be a FROM.
+static int mf_finish(struct mf_parser *p, struct err *e)
+{
+    switch (p->st) {
     case ST_NIL:
     case ST_COMMENT:
         break;
     case ST_VALUE: {
         struct str v;
-        if (!unquote(trim_ws(b.data ? b.data : "", b.len), &v)) {
-            rc = err_set(e, ERR_INVALID, "unexpected EOF");
-            goto out;
-        }
-        bool has_key = strcmp(cmd_name, "parameter") == 0 || strcmp(cmd_name, "message") == 0;
-        add_command(&m, &cap, cmd_name, has_key ? key : NULL, v, line);
+        if (!unquote(trim_ws(p->b.data ? p->b.data : "", p->b.len), &v))
+            return err_set(e, ERR_INVALID, "unexpected EOF");
+        mf_add(p, v);
         break;
     }
     default:
-        rc = err_set(e, ERR_INVALID, "unexpected EOF");
-        goto out;
+        return err_set(e, ERR_INVALID, "unexpected EOF");
     }
 
     bool has_from = false;
-    for (size_t i = 0; i < m.n; i++)
-        if (strcmp(m.cmds[i].name, "from") == 0)
+    for (size_t i = 0; i < p->m.n; i++)
+        if (strcmp(p->m.cmds[i].name, "from") == 0)
             has_from = true;
     if (!has_from)
-        rc = err_set(e, ERR_INVALID, "no FROM line");
-out:
+        return err_set(e, ERR_INVALID, "no FROM line");
+    return 0;
+}
+
+int store_modelfile_parse(const char *text, size_t n, struct store_modelfile *out, struct err *e)
+{
+    size_t n_cps;
+    uint32_t *cps = decode_input(text, n, &n_cps);
+    struct mf_parser p = {.st = ST_NIL, .line = 1};
+    buf_init(&p.b, 0);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_cps; i++)
+        rc = mf_feed(&p, cps[i], e);
+    if (rc == 0)
+        rc = mf_finish(&p, e);
     free(cps);
-    buf_deinit(&b);
+    buf_deinit(&p.b);
     if (rc < 0) {
-        store_modelfile_deinit(&m);
+        store_modelfile_deinit(&p.m);
         return rc;
     }
-    *out = m;
+    *out = p.m;
     return 0;
 }
 

@@ -339,20 +339,13 @@ int store_show_modelfile(const struct store_model *m, const char *system_overrid
     return 0;
 }
 
-int store_show(struct store *s, const char *name, const struct store_show_opts *o, json_t **out,
-               struct err *e)
+// The Modelfile's text: license, modelfile, parameters, template, system, details and
+// messages, in that order.
+static void show_text_fields(json_t *r, const struct store_model *m,
+                             const struct store_show_opts *o)
 {
-    struct store_show_opts none = {0};
-    if (!o)
-        o = &none;
-    struct store_model *m;
-    int rc = store_model_load(s, name, &m, e);
-    if (rc < 0)
-        return rc;
-    json_t *r = json_object();
     struct buf b;
     buf_init(&b, 0);
-
     for (size_t i = 0; i < m->n_licenses; i++) {
         if (i)
             buf_append_char(&b, '\n');
@@ -368,6 +361,7 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
         store_show_parameters(m->params, &b);
         json_object_set_new(r, "parameters", json_string(buf_cstr(&b)));
     }
+    buf_deinit(&b);
     if (m->template_text && *m->template_text)
         json_object_set_new(r, "template", json_string(m->template_text));
     const char *system = o->system && *o->system ? o->system : m->system;
@@ -386,7 +380,28 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
         }
         json_object_set_new(r, "messages", msgs);
     }
+}
 
+// Every tensor of g: name, type and shape.
+static json_t *tensors_json(struct gguf *g)
+{
+    json_t *tensors = json_array();
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        json_t *shape = json_array();
+        for (uint32_t d = 0; d < t->n_dims; d++)
+            json_array_append_new(shape, json_integer(t->ne[d]));
+        const char *tn = gguf_type_name(t->type);
+        json_array_append_new(tensors, json_pack("{s:s%,s:s,s:o}", "name", t->name.ptr, t->name.len,
+                                                 "type", tn ? tn : "unknown", "shape", shape));
+    }
+    return tensors;
+}
+
+// What the model file says: model_info in r, and the tensors (NULL when the file cannot be
+// read), which the caller adds after projector_info.
+static json_t *show_model_file(json_t *r, const struct store_model *m, bool verbose)
+{
     json_t *info = json_object();
     json_t *tensors = NULL;
     struct gguf *g = NULL;
@@ -401,25 +416,32 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
                                     json_string(sum.quantization_level));
         }
         struct info_ctx c = {.obj = info};
-        gguf_model_info(g, o->verbose, info_cb, &c);
-        tensors = json_array();
-        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
-            const struct gguf_tensor *t = gguf_tensor_at(g, i);
-            json_t *shape = json_array();
-            for (uint32_t d = 0; d < t->n_dims; d++)
-                json_array_append_new(shape, json_integer(t->ne[d]));
-            const char *tn = gguf_type_name(t->type);
-            json_array_append_new(tensors,
-                                  json_pack("{s:s%,s:s,s:o}", "name", t->name.ptr, t->name.len,
-                                            "type", tn ? tn : "unknown", "shape", shape));
-        }
+        gguf_model_info(g, verbose, info_cb, &c);
+        tensors = tensors_json(g);
         gguf_close(g);
     } else if (m->model_path) {
         log_warn("model %s: cannot read the model file for model_info", m->display);
     }
     json_object_set_new(r, "model_info", info);
+    return tensors;
+}
+
+int store_show(struct store *s, const char *name, const struct store_show_opts *o, json_t **out,
+               struct err *e)
+{
+    struct store_show_opts none = {0};
+    if (!o)
+        o = &none;
+    struct store_model *m;
+    int rc = store_model_load(s, name, &m, e);
+    if (rc < 0)
+        return rc;
+    json_t *r = json_object();
+    show_text_fields(r, m, o);
+    json_t *tensors = show_model_file(r, m, o->verbose);
     if (m->n_projectors) {
         json_t *pinfo = json_object();
+        struct gguf *g = NULL;
         if (gguf_open(&g, m->projector_paths[0], NULL) == 0) {
             struct info_ctx c = {.obj = pinfo};
             gguf_model_info(g, o->verbose, info_cb, &c);
@@ -445,7 +467,6 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
         json_object_set_new(r, "parser", json_string(m->config.parser));
     if (m->config.requires && *m->config.requires)
         json_object_set_new(r, "requires", json_string(m->config.requires));
-    buf_deinit(&b);
     store_model_free(m);
     *out = r;
     return 0;
