@@ -569,6 +569,122 @@ static void free_files(struct local_file *files, size_t n)
     free(files);
 }
 
+// The local files a Modelfile's FROM and ADAPTER lines name, and the model
+// name of the last FROM that is not a path.
+struct create_files {
+    struct local_file *files, *adapters;
+    size_t n_files, n_adapters;
+    const char *from_name;
+};
+
+// The Modelfile's text and the folder its relative paths start from. With no
+// -f and no ./Modelfile, the current folder is the model ("FROM ."). Returns
+// -1 after printing why the file could not be read.
+static int read_modelfile(const char *file, bool explicit_file, struct buf *text, char **base_dir)
+{
+    struct err e = {0};
+    if (!explicit_file && !fs_exists(file)) {
+        buf_append_str(text, "FROM .\n");
+        *base_dir = getcwd(NULL, 0);
+        return 0;
+    }
+    if (fs_read_all(file, 64u << 20, text, &e) < 0) {
+        if (!fs_exists(file))
+            cli_fail("open %s: no such file or directory", file);
+        else
+            cli_fail_err(&e);
+        return -1;
+    }
+    char *dup = xstrdup(file);
+    char *dir = realpath(dirname(dup), NULL);
+    *base_dir = dir ? dir : xstrdup(".");
+    free(dup);
+    return 0;
+}
+
+static void warn_deprecated(const struct store_modelfile *mf)
+{
+    for (size_t i = 0; i < mf->n; i++)
+        if (strcmp(mf->cmds[i].name, "parameter") == 0 && store_param_deprecated(mf->cmds[i].key))
+            fprintf(stderr, "warning: parameter %s is deprecated\n", mf->cmds[i].key);
+}
+
+// FROM paths that exist become files; otherwise the last FROM is a name.
+// An ADAPTER must exist, and the last one wins.
+static int gather_files(struct create_files *cf, const struct store_modelfile *mf,
+                        const char *base_dir, struct err *e)
+{
+    for (size_t i = 0; i < mf->n; i++) {
+        const struct store_mf_command *cmd = &mf->cmds[i];
+        bool is_from = strcmp(cmd->name, "from") == 0;
+        bool is_adapter = strcmp(cmd->name, "adapter") == 0;
+        if (!is_from && !is_adapter)
+            continue;
+        struct local_file **list = is_from ? &cf->files : &cf->adapters;
+        size_t *n = is_from ? &cf->n_files : &cf->n_adapters;
+        char *path = resolve_path(cmd->args, base_dir);
+        struct stat st;
+        int rc = 0;
+        if (stat(path, &st) == 0) {
+            if (is_adapter) {
+                free_files(cf->adapters, cf->n_adapters);
+                cf->adapters = NULL;
+                cf->n_adapters = 0;
+            }
+            rc = S_ISDIR(st.st_mode) ? add_dir(list, n, path, e) : add_file(list, n, path);
+        } else if (is_from) {
+            cf->from_name = cmd->args;
+        } else {
+            rc = err_set(e, ERR_NOT_FOUND, "stat %s: no such file or directory", path);
+        }
+        free(path);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+// Names every file by its key and uploads the model's files, then the adapters'.
+static int upload_files(struct client *c, struct cli_progress *p, struct create_files *cf,
+                        struct err *e)
+{
+    set_keys(cf->files, cf->n_files);
+    set_keys(cf->adapters, cf->n_adapters);
+    size_t n = cf->n_files + cf->n_adapters;
+    struct local_file **all = xcalloc(n + 1, sizeof(*all));
+    for (size_t i = 0; i < n; i++)
+        all[i] = i < cf->n_files ? &cf->files[i] : &cf->adapters[i - cf->n_files];
+    int rc = upload_all(c, p, all, n, e);
+    free(all);
+    return rc;
+}
+
+// {key: digest} for uploaded files.
+static json_t *digest_map(const struct local_file *files, size_t n)
+{
+    json_t *m = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(m, files[i].key, json_string(files[i].digest));
+    return m;
+}
+
+// The create request: the Modelfile's fields, with FROM replaced by the
+// uploaded files (or the base model's name) and the adapters added.
+static void fill_request(json_t *req, const char *name, const struct create_files *cf,
+                         const char *quant)
+{
+    json_object_set_new(req, "model", json_string(name));
+    json_object_del(req, "from");
+    if (cf->n_files)
+        json_object_set_new(req, "files", digest_map(cf->files, cf->n_files));
+    else if (cf->from_name)
+        json_object_set_new(req, "from", json_string(cf->from_name));
+    if (cf->n_adapters)
+        json_object_set_new(req, "adapters", digest_map(cf->adapters, cf->n_adapters));
+    if (quant && *quant)
+        json_object_set_new(req, "quantize", json_string(quant));
+}
+
 int cli_cmd_create(struct cli_args *a)
 {
     const char *name = a->pos[0];
@@ -583,111 +699,37 @@ int cli_cmd_create(struct cli_args *a)
     buf_init(&text, 64u << 20);
     char *base_dir = NULL;
     int status = 1;
-    struct local_file *files = NULL, *adapters = NULL;
-    size_t n_files = 0, n_adapters = 0;
+    struct create_files cf = {0};
     json_t *req = NULL;
     struct store_modelfile mf = {0};
     struct client *c = NULL;
     struct cli_progress *p = NULL;
 
-    if (!explicit_file && !fs_exists(file)) {
-        buf_append_str(&text, "FROM .\n");
-        base_dir = getcwd(NULL, 0);
-    } else {
-        if (fs_read_all(file, 64u << 20, &text, &e) < 0) {
-            if (!fs_exists(file))
-                cli_fail("open %s: no such file or directory", file);
-            else
-                cli_fail_err(&e);
-            goto out;
-        }
-        char *dup = xstrdup(file);
-        char *dir = realpath(dirname(dup), NULL);
-        base_dir = dir ? dir : xstrdup(".");
-        free(dup);
-    }
+    if (read_modelfile(file, explicit_file, &text, &base_dir) < 0)
+        goto out;
     if (store_modelfile_parse(text.data, text.len, &mf, &e) < 0 ||
         store_modelfile_to_request(&mf, &req, &e) < 0) {
         cli_fail_err(&e);
         goto out;
     }
-    for (size_t i = 0; i < mf.n; i++)
-        if (strcmp(mf.cmds[i].name, "parameter") == 0 && store_param_deprecated(mf.cmds[i].key))
-            fprintf(stderr, "warning: parameter %s is deprecated\n", mf.cmds[i].key);
-
+    warn_deprecated(&mf);
     c = cli_connect();
     if (!c)
         goto out;
     p = cli_progress_new(stderr, stderr_tty());
     int gather = cli_progress_spinner(p, "gathering model components");
-
-    // FROM paths that exist become files; otherwise the last FROM is a name.
-    const char *from_name = NULL;
-    for (size_t i = 0; i < mf.n; i++) {
-        const struct store_mf_command *cmd = &mf.cmds[i];
-        bool is_from = strcmp(cmd->name, "from") == 0;
-        bool is_adapter = strcmp(cmd->name, "adapter") == 0;
-        if (!is_from && !is_adapter)
-            continue;
-        char *path = resolve_path(cmd->args, base_dir);
-        struct stat st;
-        int rc = 0;
-        if (stat(path, &st) == 0) {
-            if (is_adapter) {
-                free_files(adapters, n_adapters);  // last ADAPTER wins
-                adapters = NULL;
-                n_adapters = 0;
-            }
-            if (S_ISDIR(st.st_mode))
-                rc = add_dir(is_from ? &files : &adapters, is_from ? &n_files : &n_adapters, path,
-                             &e);
-            else
-                rc = add_file(is_from ? &files : &adapters, is_from ? &n_files : &n_adapters, path);
-        } else if (is_from) {
-            from_name = cmd->args;
-        } else {
-            rc = err_set(&e, ERR_NOT_FOUND, "stat %s: no such file or directory", path);
-        }
-        free(path);
-        if (rc < 0) {
-            cli_progress_stop(p);
-            cli_fail_err(&e);
-            goto out;
-        }
-    }
-    cli_progress_spinner_stop(p, gather);
-    set_keys(files, n_files);
-    set_keys(adapters, n_adapters);
-    struct local_file **all = xcalloc(n_files + n_adapters + 1, sizeof(*all));
-    for (size_t i = 0; i < n_files + n_adapters; i++)
-        all[i] = i < n_files ? &files[i] : &adapters[i - n_files];
-    int up = upload_all(c, p, all, n_files + n_adapters, &e);
-    free(all);
-    if (up < 0) {
+    if (gather_files(&cf, &mf, base_dir, &e) < 0) {
         cli_progress_stop(p);
         cli_fail_err(&e);
         goto out;
     }
-    json_object_set_new(req, "model", json_string(name));
-    json_object_del(req, "from");
-    if (n_files) {
-        json_t *m = json_object();
-        for (size_t i = 0; i < n_files; i++)
-            json_object_set_new(m, files[i].key, json_string(files[i].digest));
-        json_object_set_new(req, "files", m);
-    } else if (from_name) {
-        json_object_set_new(req, "from", json_string(from_name));
+    cli_progress_spinner_stop(p, gather);
+    if (upload_files(c, p, &cf, &e) < 0) {
+        cli_progress_stop(p);
+        cli_fail_err(&e);
+        goto out;
     }
-    if (n_adapters) {
-        json_t *m = json_object();
-        for (size_t i = 0; i < n_adapters; i++)
-            json_object_set_new(m, adapters[i].key, json_string(adapters[i].digest));
-        json_object_set_new(req, "adapters", m);
-    }
-    const char *quant = cli_flag(a, "quantize");
-    if (quant && *quant)
-        json_object_set_new(req, "quantize", json_string(quant));
-
+    fill_request(req, name, &cf, cli_flag(a, "quantize"));
     struct progress_ctx pc = {.p = p, .mode = MODE_CREATE, .spinner = -1};
     int rc = client_create(c, req, on_progress, &pc, &e);
     cli_progress_stop(p);
@@ -701,8 +743,8 @@ out:
     client_free(c);
     store_modelfile_deinit(&mf);
     json_decref(req);
-    free_files(files, n_files);
-    free_files(adapters, n_adapters);
+    free_files(cf.files, cf.n_files);
+    free_files(cf.adapters, cf.n_adapters);
     free(base_dir);
     buf_deinit(&text);
     return status;

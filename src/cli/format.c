@@ -408,12 +408,12 @@ static int key_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-void cli_show_report(const json_t *show, bool verbose, struct buf *out)
+// "Model": architecture, size, context and embedding lengths, quantization.
+static void model_section(const json_t *show, struct buf *out)
 {
     const json_t *info = json_object_get(show, "model_info");
     const json_t *details = json_object_get(show, "details");
     struct cli_table t;
-
     cli_table_init(&t, 2);
     const char *arch = json_string_value(json_object_get(info, "general.architecture"));
     if (arch)
@@ -442,128 +442,166 @@ void cli_show_report(const json_t *show, bool verbose, struct buf *out)
         add_row2(&t, "requires", requires);
     cli_table_render_section(&t, "Model", 30, out);
     cli_table_deinit(&t);
+}
 
+static void capabilities_section(const json_t *show, struct buf *out)
+{
     const json_t *caps = json_object_get(show, "capabilities");
-    if (json_array_size(caps)) {
-        cli_table_init(&t, 1);
-        size_t i;
-        const json_t *v;
-        json_array_foreach(caps, i, v)
-        {
-            const char *row[1] = {json_string_value(v)};
-            cli_table_add(&t, row);
-        }
-        cli_table_render_section(&t, "Capabilities", 30, out);
-        cli_table_deinit(&t);
+    if (!json_array_size(caps))
+        return;
+    struct cli_table t;
+    cli_table_init(&t, 1);
+    size_t i;
+    const json_t *v;
+    json_array_foreach(caps, i, v)
+    {
+        const char *row[1] = {json_string_value(v)};
+        cli_table_add(&t, row);
     }
+    cli_table_render_section(&t, "Capabilities", 30, out);
+    cli_table_deinit(&t);
+}
 
+// "Projector": the vision projector of a multimodal model, when it has one.
+static void projector_section(const json_t *show, struct buf *out)
+{
     const json_t *proj = json_object_get(show, "projector_info");
-    if (json_object_size(proj)) {
-        cli_table_init(&t, 2);
-        const char *parch = json_string_value(json_object_get(proj, "general.architecture"));
-        if (parch)
-            add_row2(&t, "architecture", parch);
-        const json_t *pc = json_object_get(proj, "general.parameter_count");
-        if (json_is_integer(pc)) {
-            cli_human_number((uint64_t)json_integer_value(pc), num, sizeof(num));
-            add_row2(&t, "parameters", num);
-        }
-        if (parch) {
-            char key[160];
-            snprintf(key, sizeof(key), "%s.vision.embedding_length", parch);
-            add_info_row(&t, proj, "embedding length", key);
-            snprintf(key, sizeof(key), "%s.vision.projection_dim", parch);
-            add_info_row(&t, proj, "dimensions", key);
-        }
-        cli_table_render_section(&t, "Projector", 30, out);
-        cli_table_deinit(&t);
+    if (!json_object_size(proj))
+        return;
+    struct cli_table t;
+    cli_table_init(&t, 2);
+    const char *parch = json_string_value(json_object_get(proj, "general.architecture"));
+    if (parch)
+        add_row2(&t, "architecture", parch);
+    const json_t *pc = json_object_get(proj, "general.parameter_count");
+    if (json_is_integer(pc)) {
+        char num[32];
+        cli_human_number((uint64_t)json_integer_value(pc), num, sizeof(num));
+        add_row2(&t, "parameters", num);
     }
+    if (parch) {
+        char key[160];
+        snprintf(key, sizeof(key), "%s.vision.embedding_length", parch);
+        add_info_row(&t, proj, "embedding length", key);
+        snprintf(key, sizeof(key), "%s.vision.projection_dim", parch);
+        add_info_row(&t, proj, "dimensions", key);
+    }
+    cli_table_render_section(&t, "Projector", 30, out);
+    cli_table_deinit(&t);
+}
 
+// One "name value..." line of the parameters text as a row: the name, then
+// the rest joined by single spaces. Blank lines add nothing.
+static void parameter_row(struct cli_table *t, const char *p, size_t len)
+{
+    char *line = xstrndup(p, len);
+    char *s = line;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    char *rest = s + strcspn(s, " \t");
+    if (*rest) {
+        *rest++ = '\0';
+        while (*rest == ' ' || *rest == '\t')
+            rest++;
+    }
+    struct buf v;
+    buf_init(&v, 0);
+    for (char *q = rest; *q;) {
+        size_t wlen = strcspn(q, " \t");
+        if (v.len)
+            buf_append_char(&v, ' ');
+        buf_append(&v, q, wlen);
+        q += wlen;
+        q += strspn(q, " \t");
+    }
+    if (*s)
+        add_row2(t, s, buf_cstr(&v));
+    buf_deinit(&v);
+    free(line);
+}
+
+static void parameters_section(const json_t *show, struct buf *out)
+{
     const char *params = json_string_value(json_object_get(show, "parameters"));
-    if (params && *params) {
-        cli_table_init(&t, 2);
-        const char *p = params;
-        while (*p) {
-            const char *end = strchr(p, '\n');
-            size_t len = end ? (size_t)(end - p) : strlen(p);
-            char *line = xstrndup(p, len);
-            // Fields: the name, then the rest joined by single spaces.
-            char *s = line;
-            while (*s == ' ' || *s == '\t')
-                s++;
-            char *name_end = s + strcspn(s, " \t");
-            char *rest = name_end;
-            if (*rest) {
-                *rest++ = '\0';
-                while (*rest == ' ' || *rest == '\t')
-                    rest++;
-            }
-            struct buf v;
-            buf_init(&v, 0);
-            for (char *q = rest; *q;) {
-                size_t wlen = strcspn(q, " \t");
-                if (v.len)
-                    buf_append_char(&v, ' ');
-                buf_append(&v, q, wlen);
-                q += wlen;
-                q += strspn(q, " \t");
-            }
-            if (*s)
-                add_row2(&t, s, buf_cstr(&v));
-            buf_deinit(&v);
-            free(line);
-            p += len;
-            if (*p == '\n')
-                p++;
-        }
-        cli_table_render_section(&t, "Parameters", 30, out);
-        cli_table_deinit(&t);
+    if (!params || !*params)
+        return;
+    struct cli_table t;
+    cli_table_init(&t, 2);
+    const char *p = params;
+    while (*p) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        parameter_row(&t, p, len);
+        p += len;
+        if (*p == '\n')
+            p++;
     }
+    cli_table_render_section(&t, "Parameters", 30, out);
+    cli_table_deinit(&t);
+}
 
+// "Metadata" (verbose): every model_info key, sorted.
+static void metadata_section(const json_t *info, struct buf *out)
+{
+    struct cli_table t;
+    cli_table_init(&t, 2);
+    size_t n = json_object_size(info), k = 0;
+    const char **keys = xcalloc(n ? n : 1, sizeof(char *));
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)info, key, v) keys[k++] = key;
+    qsort(keys, k, sizeof(char *), key_cmp);
+    for (size_t i = 0; i < k; i++) {
+        struct buf b;
+        buf_init(&b, 0);
+        value_text(json_object_get(info, keys[i]), &b);
+        add_row2(&t, keys[i], buf_cstr(&b));
+        buf_deinit(&b);
+    }
+    free(keys);
+    cli_table_render_section(&t, "Metadata", 30, out);
+    cli_table_deinit(&t);
+}
+
+// "Tensors" (verbose): name, type and shape of each.
+static void tensors_section(const json_t *show, struct buf *out)
+{
+    const json_t *tensors = json_object_get(show, "tensors");
+    if (!json_array_size(tensors))
+        return;
+    struct cli_table t;
+    cli_table_init(&t, 3);
+    size_t i;
+    const json_t *v;
+    json_array_foreach(tensors, i, v)
+    {
+        struct buf shape;
+        buf_init(&shape, 0);
+        value_text_ex(json_object_get(v, "shape"), true, &shape);
+        const char *row[3] = {json_string_value(json_object_get(v, "name")),
+                              json_string_value(json_object_get(v, "type")), buf_cstr(&shape)};
+        cli_table_add(&t, row);
+        buf_deinit(&shape);
+    }
+    cli_table_render_section(&t, "Tensors", 30, out);
+    cli_table_deinit(&t);
+}
+
+void cli_show_report(const json_t *show, bool verbose, struct buf *out)
+{
+    model_section(show, out);
+    capabilities_section(show, out);
+    projector_section(show, out);
+    parameters_section(show, out);
     const char *system = json_string_value(json_object_get(show, "system"));
     if (system && *system)
         text_section("System", system, out);
     const char *license = json_string_value(json_object_get(show, "license"));
     if (license && *license)
         text_section("License", license, out);
-
     if (verbose) {
-        cli_table_init(&t, 2);
-        size_t n = json_object_size(info), k = 0;
-        const char **keys = xcalloc(n ? n : 1, sizeof(char *));
-        const char *key;
-        const json_t *v;
-        json_object_foreach((json_t *)info, key, v) keys[k++] = key;
-        qsort(keys, k, sizeof(char *), key_cmp);
-        for (size_t i = 0; i < k; i++) {
-            struct buf b;
-            buf_init(&b, 0);
-            value_text(json_object_get(info, keys[i]), &b);
-            add_row2(&t, keys[i], buf_cstr(&b));
-            buf_deinit(&b);
-        }
-        free(keys);
-        cli_table_render_section(&t, "Metadata", 30, out);
-        cli_table_deinit(&t);
-
-        const json_t *tensors = json_object_get(show, "tensors");
-        if (json_array_size(tensors)) {
-            cli_table_init(&t, 3);
-            size_t i;
-            json_array_foreach(tensors, i, v)
-            {
-                struct buf shape;
-                buf_init(&shape, 0);
-                value_text_ex(json_object_get(v, "shape"), true, &shape);
-                const char *row[3] = {json_string_value(json_object_get(v, "name")),
-                                      json_string_value(json_object_get(v, "type")),
-                                      buf_cstr(&shape)};
-                cli_table_add(&t, row);
-                buf_deinit(&shape);
-            }
-            cli_table_render_section(&t, "Tensors", 30, out);
-            cli_table_deinit(&t);
-        }
+        metadata_section(json_object_get(show, "model_info"), out);
+        tensors_section(show, out);
     }
 }
 

@@ -22,6 +22,9 @@
 
 #define HISTORY_MAX 100
 
+// What an unfinished """ block is gathering.
+enum multiline { ML_NONE, ML_PROMPT, ML_SYSTEM };
+
 struct repl {
     struct client *c;
     struct cli_run_opts *o;
@@ -36,6 +39,12 @@ struct repl {
     char *history_path;  // NULL when history is disabled by OLLAMA_NOHISTORY
     char **entries;      // the last HISTORY_MAX lines, oldest first
     int n_entries;
+
+    // The chat loop's state.
+    struct buf text;     // the message being gathered (several lines inside """)
+    enum multiline ml;   // ML_NONE unless a """ block is open
+    bool vision, audio;  // what the model takes besides text
+    struct err e;        // shared by the loop's steps; cleared before each turn
 };
 
 static struct repl *g_repl;  // for libedit's callbacks (one REPL per process)
@@ -444,124 +453,305 @@ static void set_system(struct repl *r, const char *text)
     printf("Set system message.\n");
 }
 
-// /set ...; returns true when a multi-line system message was started.
-static bool cmd_set(struct repl *r, const char *line, struct buf *sb)
+// One /set line split into fields: f[0] is "/set", f[1] the setting, then its values.
+struct subcmd_args {
+    const char *line;
+    char **f;
+    int n;
+};
+
+static void set_history(struct repl *r, const struct subcmd_args *a)
+{
+    r->history_on = strcmp(a->f[1], "history") == 0;
+}
+
+static void set_wordwrap(struct repl *r, const struct subcmd_args *a)
+{
+    r->o->wordwrap = strcmp(a->f[1], "wordwrap") == 0;
+    printf("Set '%s' mode.\n", a->f[1]);
+}
+
+static void set_verbose(struct repl *r, const struct subcmd_args *a)
+{
+    r->o->verbose = strcmp(a->f[1], "verbose") == 0;
+    printf("Set '%s' mode.\n", a->f[1]);
+}
+
+// /set format json and /set noformat.
+static void set_format(struct repl *r, const struct subcmd_args *a)
+{
+    if (strcmp(a->f[1], "noformat") == 0) {
+        r->o->format = NULL;
+        printf("Disabled format.\n");
+    } else if (a->n < 3 || strcmp(a->f[2], "json") != 0) {
+        printf("Invalid or missing format. For 'json' mode use '/set format json'\n");
+    } else {
+        r->o->format = "json";
+        printf("Set format to 'json' mode.\n");
+    }
+}
+
+// /set think [high|medium|low|max] and /set nothink.
+static void set_think(struct repl *r, const struct subcmd_args *a)
 {
     struct cli_run_opts *o = r->o;
+    bool on = strcmp(a->f[1], "think") == 0;
+    static const char *const levels[] = {"high", "medium", "low", "max"};
+    const char *level = NULL;
+    if (on && a->n >= 3) {
+        for (int i = 0; i < 4; i++)
+            if (strcmp(a->f[2], levels[i]) == 0)
+                level = levels[i];
+        if (!level) {
+            printf("Invalid think level '%s'. Use high, medium, low, or max\n", a->f[2]);
+            return;
+        }
+    }
+    o->think = on ? (level ? level : "true") : "false";
+    if (level)
+        printf("Set 'think' mode to '%s'.\n", level);
+    else
+        printf("Set '%s' mode.\n", a->f[1]);
+    if (!cli_has_capability(o->show, "thinking"))
+        fprintf(stderr, "warning: model \"%s\" does not support thinking output\n", o->model);
+}
+
+// /set parameter <name> <value>... (several values only for stop).
+static void set_parameter(struct repl *r, const struct subcmd_args *a)
+{
+    struct cli_run_opts *o = r->o;
+    if (a->n < 4) {
+        usage_parameters();
+        return;
+    }
+    json_t *v = NULL;
+    struct err e = {0};
+    if (parse_param(a->f[2], a->f + 3, a->n - 3, &v, &e) < 0) {
+        printf("Couldn't set parameter: \"%s\"\n", e.msg);
+        return;
+    }
+    if (!o->options)
+        o->options = json_object();
+    json_object_set_new(o->options, a->f[2], v);
+    struct buf joined;
+    buf_init(&joined, 0);
+    for (int i = 3; i < a->n; i++)
+        buf_printf(&joined, "%s%s", i > 3 ? ", " : "", a->f[i]);
+    printf("Set parameter '%s' to '%s'\n", a->f[2], buf_cstr(&joined));
+    buf_deinit(&joined);
+}
+
+// /set system <text>: the text after "system", blanks around it trimmed. A
+// """ that is not closed on the same line starts a multi-line message.
+static void set_system_line(struct repl *r, const struct subcmd_args *a)
+{
+    const char *p = strstr(a->line, "system") + 6;
+    struct str s = str_trim(str_from(p));
+    char *text = str_dup(s);
+    if (cstr_starts_with(text, "\"\"\"")) {
+        const char *body = text + 3;
+        size_t len = strlen(body);
+        if (len >= 3 && cstr_ends_with(body, "\"\"\"")) {
+            char *one = xstrndup(body, len - 3);
+            set_system(r, one);
+            free(one);
+        } else {
+            buf_reset(&r->text);
+            buf_append_str(&r->text, body);
+            buf_append_char(&r->text, '\n');
+            r->ml = ML_SYSTEM;
+        }
+    } else {
+        // Plain quotes around a one-line system message are dropped.
+        size_t len = strlen(text);
+        if (len >= 2 && text[0] == '"' && text[len - 1] == '"') {
+            text[len - 1] = '\0';
+            memmove(text, text + 1, len - 1);
+        }
+        set_system(r, text);
+    }
+    free(text);
+}
+
+typedef void (*subcmd_fn)(struct repl *r, const struct subcmd_args *a);
+
+struct subcmd {
+    const char *name;
+    subcmd_fn run;
+};
+
+static const struct subcmd set_cmds[] = {
+    {"history", set_history},     {"nohistory", set_history},   {"wordwrap", set_wordwrap},
+    {"nowordwrap", set_wordwrap}, {"verbose", set_verbose},     {"quiet", set_verbose},
+    {"format", set_format},       {"noformat", set_format},     {"think", set_think},
+    {"nothink", set_think},       {"parameter", set_parameter}, {"system", set_system_line},
+};
+
+static const struct subcmd *subcmd_find(const struct subcmd *cmds, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cmds[i].name, name) == 0)
+            return &cmds[i];
+    return NULL;
+}
+
+// /set ...; an unclosed /set system """ leaves r->ml at ML_SYSTEM for the lines to come.
+static void cmd_set(struct repl *r, const char *line)
+{
     char *f[64];
     int n = split_fields(line, f, 64);
     if (n < 2) {
         usage_set();
         free_fields(f, n);
-        return false;
+        return;
     }
-    const char *what = f[1];
-    bool multi = false;
-    if (strcmp(what, "history") == 0) {
-        r->history_on = true;
-    } else if (strcmp(what, "nohistory") == 0) {
-        r->history_on = false;
-    } else if (strcmp(what, "wordwrap") == 0) {
-        o->wordwrap = true;
-        printf("Set 'wordwrap' mode.\n");
-    } else if (strcmp(what, "nowordwrap") == 0) {
-        o->wordwrap = false;
-        printf("Set 'nowordwrap' mode.\n");
-    } else if (strcmp(what, "verbose") == 0) {
-        o->verbose = true;
-        printf("Set 'verbose' mode.\n");
-    } else if (strcmp(what, "quiet") == 0) {
-        o->verbose = false;
-        printf("Set 'quiet' mode.\n");
-    } else if (strcmp(what, "format") == 0) {
-        if (n < 3 || strcmp(f[2], "json") != 0) {
-            printf("Invalid or missing format. For 'json' mode use '/set format json'\n");
-        } else {
-            o->format = "json";
-            printf("Set format to 'json' mode.\n");
-        }
-    } else if (strcmp(what, "noformat") == 0) {
-        o->format = NULL;
-        printf("Disabled format.\n");
-    } else if (strcmp(what, "think") == 0 || strcmp(what, "nothink") == 0) {
-        bool on = strcmp(what, "think") == 0;
-        static const char *const levels[] = {"high", "medium", "low", "max"};
-        const char *level = NULL;
-        if (on && n >= 3) {
-            for (int i = 0; i < 4; i++)
-                if (strcmp(f[2], levels[i]) == 0)
-                    level = levels[i];
-            if (!level) {
-                printf("Invalid think level '%s'. Use high, medium, low, or max\n", f[2]);
-                free_fields(f, n);
-                return false;
-            }
-        }
-        o->think = on ? (level ? level : "true") : "false";
-        if (level)
-            printf("Set 'think' mode to '%s'.\n", level);
-        else
-            printf("Set '%s' mode.\n", what);
-        if (!cli_has_capability(o->show, "thinking"))
-            fprintf(stderr, "warning: model \"%s\" does not support thinking output\n", o->model);
-    } else if (strcmp(what, "parameter") == 0) {
-        if (n < 4) {
-            usage_parameters();
-        } else {
-            json_t *v = NULL;
-            struct err e = {0};
-            if (parse_param(f[2], f + 3, n - 3, &v, &e) < 0) {
-                printf("Couldn't set parameter: \"%s\"\n", e.msg);
-            } else {
-                if (!o->options)
-                    o->options = json_object();
-                json_object_set_new(o->options, f[2], v);
-                struct buf joined;
-                buf_init(&joined, 0);
-                for (int i = 3; i < n; i++)
-                    buf_printf(&joined, "%s%s", i > 3 ? ", " : "", f[i]);
-                printf("Set parameter '%s' to '%s'\n", f[2], buf_cstr(&joined));
-                buf_deinit(&joined);
-            }
-        }
-    } else if (strcmp(what, "system") == 0) {
-        // The text after "/set system", blanks around it trimmed.
-        const char *p = strstr(line, "system") + 6;
-        struct str s = str_trim(str_from(p));
-        char *text = str_dup(s);
-        if (cstr_starts_with(text, "\"\"\"")) {
-            const char *body = text + 3;
-            size_t len = strlen(body);
-            if (len >= 3 && cstr_ends_with(body, "\"\"\"")) {
-                char *one = xstrndup(body, len - 3);
-                set_system(r, one);
-                free(one);
-            } else {
-                buf_reset(sb);
-                buf_append_str(sb, body);
-                buf_append_char(sb, '\n');
-                multi = true;
-            }
-        } else {
-            // Plain quotes around a one-line system message are dropped.
-            size_t len = strlen(text);
-            if (len >= 2 && text[0] == '"' && text[len - 1] == '"') {
-                text[len - 1] = '\0';
-                memmove(text, text + 1, len - 1);
-            }
-            set_system(r, text);
-        }
-        free(text);
-    } else {
-        printf("Unknown command '/set %s'. Type /? for help\n", what);
-    }
+    const struct subcmd *cmd = subcmd_find(set_cmds, sizeof(set_cmds) / sizeof(set_cmds[0]), f[1]);
+    if (cmd)
+        cmd->run(r, &(struct subcmd_args){line, f, n});
+    else
+        printf("Unknown command '/set %s'. Type /? for help\n", f[1]);
     free_fields(f, n);
-    return multi;
 }
 
-static void cmd_show(struct repl *r, const char *line)
+// /show's subcommands read the model's /api/show answer.
+typedef void (*show_fn)(struct repl *r, const json_t *show);
+
+static const char *show_str(const json_t *show, const char *key)
+{
+    return json_string_value(json_object_get(show, key));
+}
+
+static void show_info(struct repl *r, const json_t *show)
+{
+    (void)r;
+    struct buf b;
+    buf_init(&b, 0);
+    cli_show_report(show, false, &b);
+    fwrite(b.data ? b.data : "", 1, b.len, stderr);
+    buf_deinit(&b);
+}
+
+static void show_license(struct repl *r, const json_t *show)
+{
+    (void)r;
+    const char *license = show_str(show, "license");
+    if (license && *license)
+        printf("%s\n", license);
+    else
+        printf("No license was specified for this model.\n");
+}
+
+static void show_modelfile(struct repl *r, const json_t *show)
+{
+    (void)r;
+    const char *modelfile = show_str(show, "modelfile");
+    printf("%s\n", modelfile ? modelfile : "");
+}
+
+// A /set parameter value as the user typed it: a list in brackets, a string
+// bare, anything else as JSON.
+static void option_text(struct buf *b, const json_t *v)
+{
+    if (json_is_array(v)) {
+        buf_append_char(b, '[');
+        size_t i;
+        const json_t *x;
+        json_array_foreach(v, i, x)
+            buf_printf(b, "%s%s", i ? " " : "", json_string_value(x) ? json_string_value(x) : "");
+        buf_append_char(b, ']');
+    } else if (json_is_string(v)) {
+        buf_append_str(b, json_string_value(v));
+    } else {
+        char *s = jsonx_dumps(v, JSON_ENCODE_ANY);
+        buf_append_str(b, s ? s : "");
+        free(s);
+    }
+}
+
+// The model's parameters (one per line, indented), then the session's own.
+static void show_parameters(struct repl *r, const json_t *show)
+{
+    const char *params = show_str(show, "parameters");
+    if (params && *params) {
+        printf("Model defined parameters:\n");
+        const char *p = params;
+        while (*p) {
+            size_t len = strcspn(p, "\n");
+            printf("  %.*s\n", (int)len, p);
+            p += len;
+            if (*p)
+                p++;
+        }
+    } else {
+        printf("  No additional parameters were specified for this model.\n");
+    }
+    printf("\n");
+    const json_t *options = r->o->options;
+    if (!options || !json_object_size(options))
+        return;
+    printf("User defined parameters:\n");
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)options, k, v)
+    {
+        struct buf b;
+        buf_init(&b, 0);
+        option_text(&b, v);
+        printf("  %-30s %s\n", k, buf_cstr(&b));
+        buf_deinit(&b);
+    }
+    printf("\n");
+}
+
+// The session's system message wins over the model's.
+static void show_system(struct repl *r, const json_t *show)
+{
+    const char *system = show_str(show, "system");
+    if (r->o->system)
+        printf("%s\n\n", r->o->system);
+    else if (system && *system)
+        printf("%s\n\n", system);
+    else
+        printf("No system message was specified for this model.\n");
+}
+
+static void show_template(struct repl *r, const json_t *show)
+{
+    (void)r;
+    const char *tmpl = show_str(show, "template");
+    if (tmpl && *tmpl)
+        printf("%s\n", tmpl);
+    else
+        printf("No prompt template was specified for this model.\n");
+}
+
+static const struct {
+    const char *name;
+    show_fn run;
+} show_cmds[] = {
+    {"info", show_info},           {"license", show_license},
+    {"modelfile", show_modelfile}, {"parameters", show_parameters},
+    {"system", show_system},       {"template", show_template},
+};
+
+// The model as this session sees it: its system message and options applied.
+static int fetch_show(struct repl *r, json_t **show)
 {
     struct cli_run_opts *o = r->o;
+    json_t *req = json_pack("{s:s}", "model", o->model);
+    if (o->system)
+        json_object_set_new(req, "system", json_string(o->system));
+    if (o->options)
+        json_object_set(req, "options", o->options);
+    struct err e = {0};
+    int rc = client_show(r->c, req, show, &e);
+    json_decref(req);
+    return rc;
+}
+
+// /show ...; the model is asked first, so an unknown subcommand still needs it.
+static void cmd_show(struct repl *r, const char *line)
+{
     char *f[4];
     int n = split_fields(line, f, 4);
     if (n < 2) {
@@ -569,95 +759,20 @@ static void cmd_show(struct repl *r, const char *line)
         free_fields(f, n);
         return;
     }
-    const char *what = f[1];
-    json_t *req = json_pack("{s:s}", "model", o->model), *show = NULL;
-    if (o->system)
-        json_object_set_new(req, "system", json_string(o->system));
-    if (o->options)
-        json_object_set(req, "options", o->options);
-    struct err e = {0};
-    if (client_show(r->c, req, &show, &e) < 0) {
+    json_t *show = NULL;
+    if (fetch_show(r, &show) < 0) {
         printf("error: couldn't get model\n");
-        json_decref(req);
         free_fields(f, n);
         return;
     }
-    json_decref(req);
-    const char *license = json_string_value(json_object_get(show, "license"));
-    const char *modelfile = json_string_value(json_object_get(show, "modelfile"));
-    const char *params = json_string_value(json_object_get(show, "parameters"));
-    const char *system = json_string_value(json_object_get(show, "system"));
-    const char *tmpl = json_string_value(json_object_get(show, "template"));
-    if (strcmp(what, "info") == 0) {
-        struct buf b;
-        buf_init(&b, 0);
-        cli_show_report(show, false, &b);
-        fwrite(b.data ? b.data : "", 1, b.len, stderr);
-        buf_deinit(&b);
-    } else if (strcmp(what, "license") == 0) {
-        if (license && *license)
-            printf("%s\n", license);
-        else
-            printf("No license was specified for this model.\n");
-    } else if (strcmp(what, "modelfile") == 0) {
-        printf("%s\n", modelfile ? modelfile : "");
-    } else if (strcmp(what, "parameters") == 0) {
-        if (params && *params) {
-            printf("Model defined parameters:\n");
-            const char *p = params;
-            while (*p) {
-                size_t len = strcspn(p, "\n");
-                printf("  %.*s\n", (int)len, p);
-                p += len;
-                if (*p)
-                    p++;
-            }
-        } else {
-            printf("  No additional parameters were specified for this model.\n");
-        }
-        printf("\n");
-        if (o->options && json_object_size(o->options)) {
-            printf("User defined parameters:\n");
-            const char *k;
-            const json_t *v;
-            json_object_foreach(o->options, k, v)
-            {
-                struct buf b;
-                buf_init(&b, 0);
-                if (json_is_array(v)) {
-                    buf_append_char(&b, '[');
-                    size_t i;
-                    const json_t *x;
-                    json_array_foreach(v, i, x) buf_printf(
-                        &b, "%s%s", i ? " " : "", json_string_value(x) ? json_string_value(x) : "");
-                    buf_append_char(&b, ']');
-                } else if (json_is_string(v)) {
-                    buf_append_str(&b, json_string_value(v));
-                } else {
-                    char *s = jsonx_dumps(v, JSON_ENCODE_ANY);
-                    buf_append_str(&b, s ? s : "");
-                    free(s);
-                }
-                printf("  %-30s %s\n", k, buf_cstr(&b));
-                buf_deinit(&b);
-            }
-            printf("\n");
-        }
-    } else if (strcmp(what, "system") == 0) {
-        if (o->system)
-            printf("%s\n\n", o->system);
-        else if (system && *system)
-            printf("%s\n\n", system);
-        else
-            printf("No system message was specified for this model.\n");
-    } else if (strcmp(what, "template") == 0) {
-        if (tmpl && *tmpl)
-            printf("%s\n", tmpl);
-        else
-            printf("No prompt template was specified for this model.\n");
-    } else {
-        printf("Unknown command '/show %s'. Type /? for help\n", what);
-    }
+    show_fn run = NULL;
+    for (size_t i = 0; i < sizeof(show_cmds) / sizeof(show_cmds[0]); i++)
+        if (strcmp(show_cmds[i].name, f[1]) == 0)
+            run = show_cmds[i].run;
+    if (run)
+        run(r, show);
+    else
+        printf("Unknown command '/show %s'. Type /? for help\n", f[1]);
     json_decref(show);
     free_fields(f, n);
 }
@@ -782,9 +897,267 @@ static bool first_token_is_file(const char *line)
 }
 
 // ---------------------------------------------------------------------------
+// Slash commands: matched as prefixes, in table order, the first match wins.
+
+static void slash_list(struct repl *r, const char *line)
+{
+    char *f[3];
+    int n = split_fields(line, f, 3);
+    if (cli_list_print(r->c, n > 1 ? f[1] : NULL, &r->e) < 0) {
+        printf("error: %s\n", r->e.msg);
+        err_clear(&r->e);
+    }
+    free_fields(f, n);
+}
+
+static void slash_clear(struct repl *r, const char *line)
+{
+    (void)line;
+    clear_history(r->o);
+    printf("Cleared session context\n");
+}
+
+static void slash_help(struct repl *r, const char *line)
+{
+    char *f[3];
+    int n = split_fields(line, f, 3);
+    if (n > 1 && strcmp(f[1], "set") == 0)
+        usage_set();
+    else if (n > 1 && strcmp(f[1], "show") == 0)
+        usage_show();
+    else if (n > 1 && (strcmp(f[1], "shortcut") == 0 || strcmp(f[1], "shortcuts") == 0))
+        usage_shortcuts();
+    else
+        usage(r->vision || r->audio);
+    free_fields(f, n);
+}
+
+typedef void (*slash_fn)(struct repl *r, const char *line);
+
+static const struct {
+    const char *prefix;
+    slash_fn run;  // NULL: leave the REPL
+} slash_cmds[] = {
+    {"/list", slash_list}, {"/load", cmd_load}, {"/save", cmd_save},   {"/clear", slash_clear},
+    {"/set", cmd_set},     {"/show", cmd_show}, {"/help", slash_help}, {"/?", slash_help},
+    {"/exit", NULL},       {"/bye", NULL},
+};
+
+// ---------------------------------------------------------------------------
 // The loop.
 
-enum multiline { ML_NONE, ML_PROMPT, ML_SYSTEM };
+// What the loop does after a line: read the next line of an open """ block,
+// carry on without sending, send the gathered text, or leave.
+enum line_step { STEP_MORE, STEP_KEEP, STEP_SEND, STEP_EXIT };
+
+// Ctrl+C while editing: the line and any open block are dropped.
+static void on_interrupt(struct repl *r, const char *line)
+{
+    bool empty = !line || !*line;
+    if (empty && r->ml == ML_NONE && r->text.len == 0)
+        printf("\nUse Ctrl + d or /bye to exit.\n");
+    else if (!empty)
+        printf("\r\x1b[K");  // the typed text is dropped: clear the line
+    else
+        printf("\n");
+    fflush(stdout);
+    buf_reset(&r->text);
+    r->ml = ML_NONE;
+}
+
+// A line inside an open """ block; a closing """ ends it.
+static enum line_step block_line(struct repl *r, const char *line)
+{
+    size_t len = strlen(line);
+    bool ends = len >= 3 && cstr_ends_with(line, "\"\"\"");
+    buf_append(&r->text, line, ends ? len - 3 : len);
+    if (!ends) {
+        buf_append_char(&r->text, '\n');
+        return STEP_MORE;
+    }
+    enum multiline was = r->ml;
+    r->ml = ML_NONE;
+    if (was == ML_SYSTEM) {
+        set_system(r, buf_cstr(&r->text));
+        buf_reset(&r->text);
+        return STEP_KEEP;
+    }
+    return STEP_SEND;
+}
+
+// A line starting with """: a one-line message, or the start of a block.
+static enum line_step block_open(struct repl *r, const char *line)
+{
+    const char *body = line + 3;
+    size_t len = strlen(body);
+    bool ends = len >= 3 && cstr_ends_with(body, "\"\"\"");
+    buf_append(&r->text, body, ends ? len - 3 : len);
+    if (!ends) {
+        buf_append_char(&r->text, '\n');
+        r->ml = ML_PROMPT;
+        return STEP_MORE;
+    }
+    return STEP_SEND;
+}
+
+static enum line_step handle_line(struct repl *r, const char *line)
+{
+    if (r->ml != ML_NONE)
+        return block_line(r, line);
+    if (cstr_starts_with(line, "\"\"\""))
+        return block_open(r, line);
+    for (size_t i = 0; i < sizeof(slash_cmds) / sizeof(slash_cmds[0]); i++) {
+        if (!cstr_starts_with(line, slash_cmds[i].prefix))
+            continue;
+        if (!slash_cmds[i].run)
+            return STEP_EXIT;
+        slash_cmds[i].run(r, line);
+        return STEP_KEEP;
+    }
+    if (line[0] == '/' && (r->vision || r->audio) && first_token_is_file(line)) {
+        buf_append_str(&r->text, line);
+        return STEP_SEND;
+    }
+    if (line[0] == '/') {
+        size_t len = strcspn(line, " \t");
+        printf("Unknown command '%.*s'. Type /? for help\n", (int)len, line);
+        return STEP_KEEP;
+    }
+    buf_append_str(&r->text, line);
+    return r->text.len > 0 ? STEP_SEND : STEP_KEEP;
+}
+
+// The gathered text as a user message; files it names become its images.
+static json_t *user_message(struct repl *r)
+{
+    struct buf *sb = &r->text;
+    json_t *msg = json_pack("{s:s,s:s%}", "role", "user", "content", sb->data, sb->len);
+    if (r->vision || r->audio) {
+        char *text = NULL;
+        json_t *media = json_array();
+        if (cli_media_extract(buf_cstr(sb), r->vision, r->audio, &text, media, stderr) > 0) {
+            json_object_set_new(msg, "content", json_string(text));
+            json_object_set(msg, "images", media);
+        }
+        json_decref(media);
+        free(text);
+    }
+    return msg;
+}
+
+// Sends the gathered text and keeps the reply in the history. Returns false
+// when the REPL must end, with *status set.
+static bool send_turn(struct repl *r, int *status)
+{
+    struct cli_run_opts *o = r->o;
+    json_array_append_new(o->messages, user_message(r));
+    buf_reset(&r->text);
+    json_t *reply = NULL;
+    err_clear(&r->e);
+    int rc = cli_generate(r->c, o, NULL, true, &reply, &r->e);
+    if (rc < 0 && rc != ERR_CANCELLED && strstr(r->e.msg, "does not support thinking")) {
+        // A /set think the model cannot honour: say so and stay.
+        printf("error: %s\n", r->e.msg);
+        json_array_remove(o->messages, json_array_size(o->messages) - 1);
+        return true;
+    }
+    if (rc < 0 && rc != ERR_CANCELLED) {
+        *status = cli_fail_err(&r->e);
+        return false;
+    }
+    if (reply)
+        json_array_append_new(o->messages, reply);
+    return true;
+}
+
+static int chat_loop(struct repl *r)
+{
+    print_model_messages(r->o);
+    buf_init(&r->text, 0);
+    r->ml = ML_NONE;
+    r->vision = cli_has_capability(r->o->show, "vision");
+    r->audio = cli_has_capability(r->o->show, "audio");
+    int status = 0;
+    for (;;) {
+        bool interrupted = false;
+        char *line = read_line(r, r->ml == ML_NONE ? ">>> " : "... ", &interrupted);
+        if (interrupted) {
+            on_interrupt(r, line);
+            free(line);
+            continue;
+        }
+        if (!line) {
+            printf("\n");
+            break;
+        }
+        remember(r, line);
+        enum line_step step = handle_line(r, line);
+        free(line);
+        if (step == STEP_EXIT)
+            break;
+        if (step == STEP_MORE)
+            continue;
+        fflush(stdout);
+        if (step != STEP_SEND || r->text.len == 0) {
+            if (r->ml == ML_NONE && step != STEP_SEND)
+                buf_reset(&r->text);
+            continue;
+        }
+        if (!send_turn(r, &status))
+            break;
+    }
+    buf_deinit(&r->text);
+    return status;
+}
+
+// History and libedit: Ctrl+C, Ctrl+G, bracketed paste and the shortcuts.
+static void repl_open(struct repl *r)
+{
+    if (!env_parse_bool(getenv("OLLAMA_NOHISTORY"), false)) {
+        const char *home = env_home_dir();
+        if (home)
+            r->history_path = xasprintf("%s/.ollama/history", home);
+    } else {
+        r->history_on = false;
+    }
+    r->entries = xcalloc(HISTORY_MAX, sizeof(char *));
+    r->hist = history_init();
+    HistEvent ev;
+    history(r->hist, &ev, H_SETSIZE, HISTORY_MAX);
+    history_load(r);
+    r->el = el_init("ollama", stdin, stdout, stderr);
+    el_set(r->el, EL_EDITOR, "emacs");
+    const char *term = getenv("TERM");
+    r->fancy = !(term && strcmp(term, "dumb") == 0);
+    el_set(r->el, EL_PROMPT, prompt_fn);
+    el_wset(r->el, EL_GETCFN, read_char);
+    el_set(r->el, EL_HIST, history, r->hist);
+    el_set(r->el, EL_SETTY, "-d", "-isig", NULL);
+    // (el_wset: the narrow form of EL_ADDFN leaks its converted copies.)
+    el_wset(r->el, EL_ADDFN, L"ollama-interrupt", L"Interrupt the line", on_ctrl_c);
+    el_set(r->el, EL_BIND, "^C", "ollama-interrupt", NULL);
+    el_wset(r->el, EL_ADDFN, L"ollama-editor", L"Edit the line in an editor", on_ctrl_g);
+    el_set(r->el, EL_BIND, "^G", "ollama-editor", NULL);
+    // The shortcuts of `/? shortcuts`: Ctrl+W deletes the word before the
+    // cursor, Ctrl+U everything before it (emacs mode binds them otherwise).
+    el_set(r->el, EL_BIND, "^W", "ed-delete-prev-word", NULL);
+    el_set(r->el, EL_BIND, "^U", "vi-kill-line-prev", NULL);
+    el_wset(r->el, EL_ADDFN, L"ollama-paste", L"Bracketed paste", on_paste);
+    el_set(r->el, EL_BIND, "\x1b[200~", "ollama-paste", NULL);
+    fputs("\x1b[?2004h", stdout);  // bracketed paste on
+}
+
+static void repl_close(struct repl *r)
+{
+    fputs("\x1b[?2004l", stdout);
+    fflush(stdout);
+    el_end(r->el);
+    history_end(r->hist);
+    for (int i = 0; i < r->n_entries; i++)
+        free(r->entries[i]);
+    free(r->entries);
+    free(r->history_path);
+}
 
 int cli_repl(struct client *c, struct cli_run_opts *o)
 {
@@ -792,195 +1165,13 @@ int cli_repl(struct client *c, struct cli_run_opts *o)
     g_repl = &r;
     if (!o->messages)
         o->messages = json_array();
-    if (!env_parse_bool(getenv("OLLAMA_NOHISTORY"), false)) {
-        const char *home = env_home_dir();
-        if (home)
-            r.history_path = xasprintf("%s/.ollama/history", home);
-    } else {
-        r.history_on = false;
-    }
-    r.entries = xcalloc(HISTORY_MAX, sizeof(char *));
-    r.hist = history_init();
-    HistEvent ev;
-    history(r.hist, &ev, H_SETSIZE, HISTORY_MAX);
-    history_load(&r);
-    r.el = el_init("ollama", stdin, stdout, stderr);
-    el_set(r.el, EL_EDITOR, "emacs");
-    const char *term = getenv("TERM");
-    r.fancy = !(term && strcmp(term, "dumb") == 0);
-    el_set(r.el, EL_PROMPT, prompt_fn);
-    el_wset(r.el, EL_GETCFN, read_char);
-    el_set(r.el, EL_HIST, history, r.hist);
-    el_set(r.el, EL_SETTY, "-d", "-isig", NULL);
-    // (el_wset: the narrow form of EL_ADDFN leaks its converted copies.)
-    el_wset(r.el, EL_ADDFN, L"ollama-interrupt", L"Interrupt the line", on_ctrl_c);
-    el_set(r.el, EL_BIND, "^C", "ollama-interrupt", NULL);
-    el_wset(r.el, EL_ADDFN, L"ollama-editor", L"Edit the line in an editor", on_ctrl_g);
-    el_set(r.el, EL_BIND, "^G", "ollama-editor", NULL);
-    // The shortcuts of `/? shortcuts`: Ctrl+W deletes the word before the
-    // cursor, Ctrl+U everything before it (emacs mode binds them otherwise).
-    el_set(r.el, EL_BIND, "^W", "ed-delete-prev-word", NULL);
-    el_set(r.el, EL_BIND, "^U", "vi-kill-line-prev", NULL);
-    el_wset(r.el, EL_ADDFN, L"ollama-paste", L"Bracketed paste", on_paste);
-    el_set(r.el, EL_BIND, "\x1b[200~", "ollama-paste", NULL);
-    fputs("\x1b[?2004h", stdout);  // bracketed paste on
-
-    struct err e = {0};
-    int status = 0;
-    if (cli_preload(c, o, &e) < 0) {
-        status = cli_fail_err(&e);
-        goto out;
-    }
-    print_model_messages(o);
-
-    struct buf sb;
-    buf_init(&sb, 0);
-    enum multiline ml = ML_NONE;
-    bool vision = cli_has_capability(o->show, "vision");
-    bool audio = cli_has_capability(o->show, "audio");
-    bool multimodal = vision || audio;
-    for (;;) {
-        bool interrupted = false;
-        char *line = read_line(&r, ml == ML_NONE ? ">>> " : "... ", &interrupted);
-        if (interrupted) {
-            bool empty = !line || !*line;
-            if (empty && ml == ML_NONE && sb.len == 0)
-                printf("\nUse Ctrl + d or /bye to exit.\n");
-            else if (!empty)
-                printf("\r\x1b[K");  // the typed text is dropped: clear the line
-            else
-                printf("\n");
-            fflush(stdout);
-            free(line);
-            buf_reset(&sb);
-            ml = ML_NONE;
-            continue;
-        }
-        if (!line) {
-            printf("\n");
-            break;
-        }
-        remember(&r, line);
-        bool send = false;
-        if (ml != ML_NONE) {
-            size_t len = strlen(line);
-            bool ends = len >= 3 && cstr_ends_with(line, "\"\"\"");
-            buf_append(&sb, line, ends ? len - 3 : len);
-            if (!ends) {
-                buf_append_char(&sb, '\n');
-                free(line);
-                continue;
-            }
-            if (ml == ML_SYSTEM) {
-                set_system(&r, buf_cstr(&sb));
-                buf_reset(&sb);
-            } else {
-                send = true;
-            }
-            ml = ML_NONE;
-        } else if (cstr_starts_with(line, "\"\"\"")) {
-            const char *body = line + 3;
-            size_t len = strlen(body);
-            bool ends = len >= 3 && cstr_ends_with(body, "\"\"\"");
-            buf_append(&sb, body, ends ? len - 3 : len);
-            if (!ends) {
-                buf_append_char(&sb, '\n');
-                ml = ML_PROMPT;
-                free(line);
-                continue;
-            }
-            send = true;
-        } else if (cstr_starts_with(line, "/list")) {
-            char *f[3];
-            int n = split_fields(line, f, 3);
-            if (cli_list_print(c, n > 1 ? f[1] : NULL, &e) < 0) {
-                printf("error: %s\n", e.msg);
-                err_clear(&e);
-            }
-            free_fields(f, n);
-        } else if (cstr_starts_with(line, "/load")) {
-            cmd_load(&r, line);
-        } else if (cstr_starts_with(line, "/save")) {
-            cmd_save(&r, line);
-        } else if (cstr_starts_with(line, "/clear")) {
-            clear_history(o);
-            printf("Cleared session context\n");
-        } else if (cstr_starts_with(line, "/set")) {
-            if (cmd_set(&r, line, &sb))
-                ml = ML_SYSTEM;
-        } else if (cstr_starts_with(line, "/show")) {
-            cmd_show(&r, line);
-        } else if (cstr_starts_with(line, "/help") || cstr_starts_with(line, "/?")) {
-            char *f[3];
-            int n = split_fields(line, f, 3);
-            if (n > 1 && strcmp(f[1], "set") == 0)
-                usage_set();
-            else if (n > 1 && strcmp(f[1], "show") == 0)
-                usage_show();
-            else if (n > 1 && (strcmp(f[1], "shortcut") == 0 || strcmp(f[1], "shortcuts") == 0))
-                usage_shortcuts();
-            else
-                usage(multimodal);
-            free_fields(f, n);
-        } else if (cstr_starts_with(line, "/exit") || cstr_starts_with(line, "/bye")) {
-            free(line);
-            break;
-        } else if (line[0] == '/' && multimodal && first_token_is_file(line)) {
-            buf_append_str(&sb, line);
-            send = true;
-        } else if (line[0] == '/') {
-            size_t len = strcspn(line, " \t");
-            printf("Unknown command '%.*s'. Type /? for help\n", (int)len, line);
-        } else {
-            buf_append_str(&sb, line);
-            send = sb.len > 0;
-        }
-        free(line);
-        fflush(stdout);
-        if (!send || sb.len == 0) {
-            if (ml == ML_NONE && !send)
-                buf_reset(&sb);
-            continue;
-        }
-        json_t *msg = json_pack("{s:s,s:s%}", "role", "user", "content", sb.data, sb.len);
-        if (multimodal) {
-            char *text = NULL;
-            json_t *media = json_array();
-            if (cli_media_extract(buf_cstr(&sb), vision, audio, &text, media, stderr) > 0) {
-                json_object_set_new(msg, "content", json_string(text));
-                json_object_set(msg, "images", media);
-            }
-            json_decref(media);
-            free(text);
-        }
-        json_array_append_new(o->messages, msg);
-        buf_reset(&sb);
-        json_t *reply = NULL;
-        err_clear(&e);
-        int rc = cli_generate(c, o, NULL, true, &reply, &e);
-        if (rc < 0 && rc != ERR_CANCELLED && strstr(e.msg, "does not support thinking")) {
-            // A /set think the model cannot honour: say so and stay.
-            printf("error: %s\n", e.msg);
-            json_array_remove(o->messages, json_array_size(o->messages) - 1);
-            continue;
-        }
-        if (rc < 0 && rc != ERR_CANCELLED) {
-            status = cli_fail_err(&e);
-            break;
-        }
-        if (reply)
-            json_array_append_new(o->messages, reply);
-    }
-    buf_deinit(&sb);
-out:
-    fputs("\x1b[?2004l", stdout);
-    fflush(stdout);
-    el_end(r.el);
-    history_end(r.hist);
-    for (int i = 0; i < r.n_entries; i++)
-        free(r.entries[i]);
-    free(r.entries);
-    free(r.history_path);
+    repl_open(&r);
+    int status;
+    if (cli_preload(c, o, &r.e) < 0)
+        status = cli_fail_err(&r.e);
+    else
+        status = chat_loop(&r);
+    repl_close(&r);
     g_repl = NULL;
     return status;
 }

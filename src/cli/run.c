@@ -306,75 +306,117 @@ static bool valid_think(const char *v)
     return false;
 }
 
-int cli_cmd_run(struct cli_args *a)
+// --keepalive takes a Go duration; a bare number other than 0 has no unit.
+// Returns 0, or the exit status after printing why it is invalid.
+static int check_keep_alive(const char *v)
 {
-    struct cli_run_opts o = {0};
-    o.model = xstrdup(a->pos[0]);
-    o.think = cli_flag(a, "think");
-    if (o.think && !valid_think(o.think)) {
-        free(o.model);
+    int64_t ns;
+    bool bare = v[0] && strspn(v, "0123456789.-+") == strlen(v);
+    if (bare && strcmp(v, "0") != 0)
+        return cli_fail("time: missing unit in duration \"%s\"", v);
+    if (duration_parse(v, &ns, NULL) < 0)
+        return cli_fail("time: invalid duration \"%s\"", v);
+    return 0;
+}
+
+// The run flags into o. Returns 0, or the exit status after printing why a
+// flag is invalid.
+static int run_flags(struct cli_args *a, struct cli_run_opts *o)
+{
+    o->think = cli_flag(a, "think");
+    if (o->think && !valid_think(o->think))
         return cli_fail("invalid value for --think: \"%s\" (must be true, false, high, medium, "
                         "low, or max)",
-                        o.think);
+                        o->think);
+    o->keep_alive = cli_flag(a, "keepalive");
+    if (o->keep_alive) {
+        int status = check_keep_alive(o->keep_alive);
+        if (status)
+            return status;
     }
-    o.keep_alive = cli_flag(a, "keepalive");
-    if (o.keep_alive) {
-        // A Go duration: a bare number other than 0 has no unit.
-        int64_t ns;
-        bool bare =
-            o.keep_alive[0] && strspn(o.keep_alive, "0123456789.-+") == strlen(o.keep_alive);
-        if (bare && strcmp(o.keep_alive, "0") != 0) {
-            free(o.model);
-            return cli_fail("time: missing unit in duration \"%s\"", o.keep_alive);
-        }
-        if (duration_parse(o.keep_alive, &ns, NULL) < 0) {
-            free(o.model);
-            return cli_fail("time: invalid duration \"%s\"", o.keep_alive);
-        }
-    }
-    const char *format = cli_flag(a, "format");
-    o.format = format;
-    o.verbose = cli_flag(a, "verbose") != NULL;
-    o.wordwrap = cli_flag(a, "nowordwrap") == NULL;
-    o.hide_thinking = cli_flag(a, "hidethinking") != NULL;
-    o.insecure = cli_flag(a, "insecure") != NULL;
+    o->format = cli_flag(a, "format");
+    o->verbose = cli_flag(a, "verbose") != NULL;
+    o->wordwrap = cli_flag(a, "nowordwrap") == NULL;
+    o->hide_thinking = cli_flag(a, "hidethinking") != NULL;
+    o->insecure = cli_flag(a, "insecure") != NULL;
+    return 0;
+}
 
-    // Prompt: piped stdin first, then the arguments, joined by spaces.
-    struct buf prompt;
-    buf_init(&prompt, 0);
-    bool stdin_tty = isatty(STDIN_FILENO);
+// The prompt: piped stdin first, then the arguments, joined by spaces. Piped
+// input turns word wrap off. Returns whether a prompt was given.
+static bool gather_prompt(struct cli_args *a, bool stdin_tty, struct cli_run_opts *o,
+                          struct buf *prompt)
+{
     bool have_prompt = a->n_pos > 1;
     if (!stdin_tty) {
         char *in = read_stdin();
         if (in && *in) {
-            buf_append_str(&prompt, in);
+            buf_append_str(prompt, in);
             have_prompt = true;
         }
         free(in);
-        o.wordwrap = false;
+        o->wordwrap = false;
     }
     for (int i = 1; i < a->n_pos; i++) {
-        if (prompt.len)
-            buf_append_char(&prompt, ' ');
-        buf_append_str(&prompt, a->pos[i]);
+        if (prompt->len)
+            buf_append_char(prompt, ' ');
+        buf_append_str(prompt, a->pos[i]);
     }
+    return have_prompt;
+}
+
+// The model's /api/show answer into o->show, pulling the model first when
+// it is not here.
+static int find_model(struct client *c, struct cli_run_opts *o, struct err *e)
+{
+    int rc = show_model(c, o->model, &o->show, e);
+    if (rc == ERR_NOT_FOUND) {
+        err_clear(e);
+        rc = cli_pull_model(c, o->model, o->insecure, e);
+        if (rc == 0)
+            rc = show_model(c, o->model, &o->show, e);
+    }
+    return rc;
+}
+
+// Embedding models print a vector; with no prompt on a terminal the REPL
+// starts; otherwise one generation.
+static int run_model(struct client *c, struct cli_run_opts *o, struct cli_args *a,
+                     const char *prompt, bool interactive)
+{
+    if (cli_has_capability(o->show, "embedding") && !cli_has_capability(o->show, "completion"))
+        return run_embed(c, o, prompt, a);
+    if (interactive)
+        return cli_repl(c, o);
+    struct err e = {0};
+    int rc = cli_generate(c, o, prompt, false, NULL, &e);
+    if (rc < 0 && rc != ERR_CANCELLED)
+        return cli_fail_err(&e);
+    return 0;
+}
+
+int cli_cmd_run(struct cli_args *a)
+{
+    struct cli_run_opts o = {0};
+    o.model = xstrdup(a->pos[0]);
+    int status = run_flags(a, &o);
+    if (status) {
+        free(o.model);
+        return status;
+    }
+    struct buf prompt;
+    buf_init(&prompt, 0);
+    bool stdin_tty = isatty(STDIN_FILENO);
+    bool have_prompt = gather_prompt(a, stdin_tty, &o, &prompt);
     bool interactive = a->n_pos == 1 && stdin_tty && isatty(STDOUT_FILENO);
 
-    int status = 0;
     struct err e = {0};
     struct client *c = cli_connect();
     if (!c) {
         status = 1;
         goto out;
     }
-    int rc = show_model(c, o.model, &o.show, &e);
-    if (rc == ERR_NOT_FOUND) {
-        err_clear(&e);
-        rc = cli_pull_model(c, o.model, o.insecure, &e);
-        if (rc == 0)
-            rc = show_model(c, o.model, &o.show, &e);
-    }
-    if (rc < 0) {
+    if (find_model(c, &o, &e) < 0) {
         status = cli_fail_err(&e);
         goto out;
     }
@@ -384,18 +426,7 @@ int cli_cmd_run(struct cli_args *a)
         json_string_value(json_object_get(json_object_get(o.show, "details"), "parent_model"));
     o.parent = xstrdup(parent ? parent : "");
     cli_sigint_install();
-
-    if (cli_has_capability(o.show, "embedding") && !cli_has_capability(o.show, "completion")) {
-        status = run_embed(c, &o, buf_cstr(&prompt), a);
-        goto out;
-    }
-    if (interactive && !have_prompt) {
-        status = cli_repl(c, &o);
-        goto out;
-    }
-    rc = cli_generate(c, &o, buf_cstr(&prompt), false, NULL, &e);
-    if (rc < 0 && rc != ERR_CANCELLED)
-        status = cli_fail_err(&e);
+    status = run_model(c, &o, a, buf_cstr(&prompt), interactive && !have_prompt);
 out:
     client_free(c);
     buf_deinit(&prompt);

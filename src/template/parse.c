@@ -414,69 +414,71 @@ static struct node *command(struct parser *p, const char *ctx, int end_type)
     return cmd;
 }
 
-static struct node *parse_pipeline(struct parser *p, const char *ctx, int end_type, int max_decl)
+// "$a, $b :=" or "$a, $b =" (range only), after "$a" and the comma: records
+// both names in decl and, for :=, brings them into scope.
+static int pipe_decl_pair(struct parser *p, struct node *pipe, const struct tok *v1,
+                          const struct tok *comma, const char *ctx, int max_decl, struct vec *decl)
 {
-    struct tok *start = peek_ns(p);
-    struct node *pipe = new_node(p, N_PIPE, start);
-    if (!pipe)
-        return NULL;
+    if (max_decl < 2)
+        return perr(p, comma, "too many declarations in %s", ctx);
+    struct tok *v2 = next_ns(p);
+    if (v2->type != T_VAR)
+        return perr(p, v2, "missing variable in %s", ctx);
+    struct tok *op = next_ns(p);
+    if (op->type != T_DECLARE && op->type != T_ASSIGN)
+        return unexpected(p, op, ctx);
+    pipe->is_assign = op->type == T_ASSIGN;
+    if (pipe->is_assign && (!has_var(p, v1->s, v1->n) || !has_var(p, v2->s, v2->n)))
+        return perr(p, v1, "undefined variable in assignment");
+    const char *n1 = tok_str(p, v1), *n2 = tok_str(p, v2);
+    vec_push(p, decl, (void *)n1);
+    vec_push(p, decl, (void *)n2);
+    if (!pipe->is_assign) {
+        push_var(p, n1);
+        push_var(p, n2);
+    }
+    return 0;
+}
+
+// The pipeline's optional declaration: "$x :=", "$x =", or the range pair.
+// Anything else starting with a variable is left for the commands.
+static int pipe_decl(struct parser *p, struct node *pipe, const char *ctx, int max_decl)
+{
     struct vec decl = {0};
-    // declarations: "$x :=", "$x =", "$i, $v :=" (range)
-    if (start->type == T_VAR) {
-        size_t save = p->i;
-        struct tok *v1 = next(p);
-        struct tok *nx = peek_ns(p);
-        if (nx->type == T_DECLARE || nx->type == T_ASSIGN) {
-            next(p);
-            pipe->is_assign = nx->type == T_ASSIGN;
-            if (pipe->is_assign && !has_var(p, v1->s, v1->n)) {
-                perr(p, v1, "undefined variable \"%.*s\"", (int)(v1->n > 60 ? 60 : v1->n), v1->s);
-                return NULL;
-            }
-            const char *name = tok_str(p, v1);
-            vec_push(p, &decl, (void *)name);
-            if (!pipe->is_assign)
-                push_var(p, name);
-        } else if (nx->type == T_COMMA) {
-            next(p);
-            if (max_decl < 2) {
-                perr(p, nx, "too many declarations in %s", ctx);
-                return NULL;
-            }
-            struct tok *v2 = next_ns(p);
-            if (v2->type != T_VAR) {
-                perr(p, v2, "missing variable in %s", ctx);
-                return NULL;
-            }
-            struct tok *op = next_ns(p);
-            if (op->type != T_DECLARE && op->type != T_ASSIGN) {
-                unexpected(p, op, ctx);
-                return NULL;
-            }
-            pipe->is_assign = op->type == T_ASSIGN;
-            if (pipe->is_assign && (!has_var(p, v1->s, v1->n) || !has_var(p, v2->s, v2->n))) {
-                perr(p, v1, "undefined variable in assignment");
-                return NULL;
-            }
-            const char *n1 = tok_str(p, v1), *n2 = tok_str(p, v2);
-            vec_push(p, &decl, (void *)n1);
-            vec_push(p, &decl, (void *)n2);
-            if (!pipe->is_assign) {
-                push_var(p, n1);
-                push_var(p, n2);
-            }
-        } else {
-            p->i = save;
-        }
+    size_t save = p->i;
+    struct tok *v1 = next(p);
+    struct tok *nx = peek_ns(p);
+    if (nx->type == T_DECLARE || nx->type == T_ASSIGN) {
+        next(p);
+        pipe->is_assign = nx->type == T_ASSIGN;
+        if (pipe->is_assign && !has_var(p, v1->s, v1->n))
+            return perr(p, v1, "undefined variable \"%.*s\"", (int)(v1->n > 60 ? 60 : v1->n),
+                        v1->s);
+        const char *name = tok_str(p, v1);
+        vec_push(p, &decl, (void *)name);
+        if (!pipe->is_assign)
+            push_var(p, name);
+    } else if (nx->type == T_COMMA) {
+        next(p);
+        int rc = pipe_decl_pair(p, pipe, v1, nx, ctx, max_decl, &decl);
+        if (rc)
+            return rc;
+    } else {
+        p->i = save;
     }
     pipe->decl = (const char **)decl.v;
     pipe->n_decl = decl.n;
-    struct vec cmds = {0};
+    return 0;
+}
+
+// Commands separated by '|' up to end_type, collected into cmds.
+static int pipe_commands(struct parser *p, const char *ctx, int end_type, struct vec *cmds)
+{
     for (;;) {
         struct tok *t = peek_ns(p);
         if (t->type == end_type) {
             next(p);
-            break;
+            return 0;
         }
         switch (t->type) {
         case T_BOOL:
@@ -490,33 +492,57 @@ static struct node *parse_pipeline(struct parser *p, const char *ctx, int end_ty
         case T_VAR:
         case T_LPAREN: {
             struct node *c = command(p, ctx, end_type);
-            if (!c || vec_push(p, &cmds, c))
-                return NULL;
+            if (!c)
+                return -1;
+            int rc = vec_push(p, cmds, c);
+            if (rc)
+                return rc;
             break;
         }
         default:
-            unexpected(p, t, ctx);
-            return NULL;
+            return unexpected(p, t, ctx);
         }
     }
-    if (cmds.n == 0) {
-        perr(p, start, "missing value for %s", ctx);
-        return NULL;
-    }
-    for (size_t i = 1; i < cmds.n; i++) {
-        struct node *a0 = ((struct node *)cmds.v[i])->kids[0];
+}
+
+// Go rejects a constant as any stage after the first: it has nothing to call.
+static int check_stages(struct parser *p, const struct tok *start, const struct vec *cmds)
+{
+    for (size_t i = 1; i < cmds->n; i++) {
+        struct node *a0 = ((struct node *)cmds->v[i])->kids[0];
         switch (a0->type) {
         case N_BOOL:
         case N_DOT:
         case N_NIL:
         case N_NUM:
         case N_STR:
-            perr(p, start, "non executable command in pipeline stage %zu", i + 1);
-            return NULL;
+            return perr(p, start, "non executable command in pipeline stage %zu", i + 1);
         default:
             break;
         }
     }
+    return 0;
+}
+
+// [declaration] command { '|' command } up to end_type. max_decl is how
+// many variables the context may declare (2 for range).
+static struct node *parse_pipeline(struct parser *p, const char *ctx, int end_type, int max_decl)
+{
+    struct tok *start = peek_ns(p);
+    struct node *pipe = new_node(p, N_PIPE, start);
+    if (!pipe)
+        return NULL;
+    if (start->type == T_VAR && pipe_decl(p, pipe, ctx, max_decl))
+        return NULL;
+    struct vec cmds = {0};
+    if (pipe_commands(p, ctx, end_type, &cmds))
+        return NULL;
+    if (cmds.n == 0) {
+        perr(p, start, "missing value for %s", ctx);
+        return NULL;
+    }
+    if (check_stages(p, start, &cmds))
+        return NULL;
     pipe->kids = (struct node **)cmds.v;
     pipe->n_kids = cmds.n;
     return pipe;
@@ -633,6 +659,102 @@ static struct node *parse_define_body(struct parser *p, const struct tok *kw, co
     return body;
 }
 
+// {{break}} / {{continue}}: only inside a range.
+static struct node *parse_loop_jump(struct parser *p, const struct tok *t)
+{
+    if (p->range_depth == 0) {
+        perr(p, t, "{{%s}} outside {{range}}", t->type == T_BREAK ? "break" : "continue");
+        return NULL;
+    }
+    if (expect_rdelim(p, t->type == T_BREAK ? "{{break}}" : "{{continue}}"))
+        return NULL;
+    return new_node(p, t->type == T_BREAK ? N_BREAK : N_CONTINUE, t);
+}
+
+// A block's body up to {{end}}, parsed in a fresh variable scope holding only
+// "$", then defined under the block's name.
+static int parse_block_body(struct parser *p, const struct tok *kw, const char *name)
+{
+    const char **save = p->vars;
+    size_t save_n = p->n_vars, save_cap = p->cap_vars;
+    p->vars = NULL, p->n_vars = 0, p->cap_vars = 0;
+    push_var(p, "$");
+    int ended;
+    struct node *body = parse_list(p, &ended, false);
+    free(p->vars);
+    p->vars = save, p->n_vars = save_n, p->cap_vars = save_cap;
+    if (!body)
+        return -1;
+    if (ended != END_END)
+        return perr(p, kw, "unexpected {{else}} in block clause");
+    return add_define(p, name, body);
+}
+
+// {{template "name" [pipeline]}} and {{block "name" pipeline}}...{{end}}.
+static struct node *parse_template_call(struct parser *p, const struct tok *t)
+{
+    const char *ctx = t->type == T_BLOCK ? "block clause" : "template clause";
+    struct tok *s = next_ns(p);
+    if (s->type != T_STRING) {
+        unexpected(p, s, ctx);
+        return NULL;
+    }
+    struct node *n = new_node(p, N_TEMPLATE, t);
+    if (!n)
+        return NULL;
+    n->s = s->s;
+    n->n = s->n;
+    if (peek_ns(p)->type != T_RDELIM) {
+        n->pipe = parse_pipeline(p, ctx, T_RDELIM, 1);
+        if (!n->pipe)
+            return NULL;
+    } else {
+        next(p);
+        if (t->type == T_BLOCK) {
+            perr(p, t, "missing value for block clause");
+            return NULL;
+        }
+    }
+    if (t->type == T_BLOCK && parse_block_body(p, t, n->s))
+        return NULL;
+    return n;
+}
+
+// {{define "name"}}...{{end}}, allowed only at the top level.
+static void parse_define(struct parser *p, const struct tok *t, int *ended, bool top)
+{
+    if (!top) {
+        unexpected(p, t, "command");
+        return;
+    }
+    const char *name;
+    struct node *body = parse_define_body(p, t, &name);
+    if (!body)
+        return;
+    add_define(p, name, body);
+    *ended = -2;  // nothing to add to the list
+}
+
+// {{end}} or {{else}}: closes the enclosing list, so never at the top level.
+static void parse_list_end(struct parser *p, const struct tok *t, int *ended, bool top)
+{
+    if (top) {
+        if (t->type == T_END)
+            perr(p, t, "unexpected {{end}}");
+        else
+            perr(p, t, "unexpected {{else}}");
+        return;
+    }
+    if (t->type == T_ELSE) {
+        // "else if" is handled by the caller: do not consume the delimiter yet
+        *ended = END_ELSE;
+        return;
+    }
+    if (expect_rdelim(p, "end"))
+        return;
+    *ended = END_END;
+}
+
 // After "{{": one action, control structure or keyword. *ended set for end/else.
 static struct node *parse_action(struct parser *p, int *ended, bool top)
 {
@@ -640,23 +762,9 @@ static struct node *parse_action(struct parser *p, int *ended, bool top)
     *ended = -1;
     switch (t->type) {
     case T_END:
-        next(p);
-        if (top) {
-            perr(p, t, "unexpected {{end}}");
-            return NULL;
-        }
-        if (expect_rdelim(p, "end"))
-            return NULL;
-        *ended = END_END;
-        return NULL;
     case T_ELSE:
         next(p);
-        if (top) {
-            perr(p, t, "unexpected {{else}}");
-            return NULL;
-        }
-        // "else if" is handled by the caller: do not consume the delimiter yet
-        *ended = END_ELSE;
+        parse_list_end(p, t, ended, top);
         return NULL;
     case T_IF:
         next(p);
@@ -668,74 +776,17 @@ static struct node *parse_action(struct parser *p, int *ended, bool top)
         next(p);
         return parse_control(p, N_WITH, t);
     case T_BREAK:
-    case T_CONTINUE: {
+    case T_CONTINUE:
         next(p);
-        if (p->range_depth == 0) {
-            perr(p, t, "{{%s}} outside {{range}}", t->type == T_BREAK ? "break" : "continue");
-            return NULL;
-        }
-        if (expect_rdelim(p, t->type == T_BREAK ? "{{break}}" : "{{continue}}"))
-            return NULL;
-        return new_node(p, t->type == T_BREAK ? N_BREAK : N_CONTINUE, t);
-    }
+        return parse_loop_jump(p, t);
     case T_TEMPLATE:
-    case T_BLOCK: {
+    case T_BLOCK:
         next(p);
-        const char *ctx = t->type == T_BLOCK ? "block clause" : "template clause";
-        struct tok *s = next_ns(p);
-        if (s->type != T_STRING) {
-            unexpected(p, s, ctx);
-            return NULL;
-        }
-        struct node *n = new_node(p, N_TEMPLATE, t);
-        if (!n)
-            return NULL;
-        n->s = s->s;
-        n->n = s->n;
-        if (peek_ns(p)->type != T_RDELIM) {
-            n->pipe = parse_pipeline(p, ctx, T_RDELIM, 1);
-            if (!n->pipe)
-                return NULL;
-        } else {
-            next(p);
-            if (t->type == T_BLOCK) {
-                perr(p, t, "missing value for block clause");
-                return NULL;
-            }
-        }
-        if (t->type == T_BLOCK) {
-            const char **save = p->vars;
-            size_t save_n = p->n_vars, save_cap = p->cap_vars;
-            p->vars = NULL, p->n_vars = 0, p->cap_vars = 0;
-            push_var(p, "$");
-            int e2;
-            struct node *body = parse_list(p, &e2, false);
-            free(p->vars);
-            p->vars = save, p->n_vars = save_n, p->cap_vars = save_cap;
-            if (!body)
-                return NULL;
-            if (e2 != END_END) {
-                perr(p, t, "unexpected {{else}} in block clause");
-                return NULL;
-            }
-            add_define(p, n->s, body);
-        }
-        return n;
-    }
-    case T_DEFINE: {
+        return parse_template_call(p, t);
+    case T_DEFINE:
         next(p);
-        if (!top) {
-            unexpected(p, t, "command");
-            return NULL;
-        }
-        const char *name;
-        struct node *body = parse_define_body(p, t, &name);
-        if (!body)
-            return NULL;
-        add_define(p, name, body);
-        *ended = -2;  // nothing to add to the list
+        parse_define(p, t, ended, top);
         return NULL;
-    }
     default: {
         struct node *n = new_node(p, N_ACTION, t);
         if (!n)

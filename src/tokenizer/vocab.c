@@ -267,69 +267,56 @@ static void sp_clear(struct tokenizer_special *sp)
         p[i] = TOKENIZER_NULL;
 }
 
-static int init_tokens(struct tokenizer *t, enum tokenizer_kind kind, size_t n,
-                       const struct str *tokens, const float *scores, const int32_t *types,
-                       struct err *e)
+// The attribute bits of a token type; an unknown type becomes UNDEFINED.
+static uint32_t type_attr(int32_t *ty)
 {
-    if (kind != TOKENIZER_SPM && kind != TOKENIZER_BPE && kind != TOKENIZER_WPM)
-        return err_set(e, ERR_UNSUPPORTED, "unknown tokenizer kind %d", (int)kind);
-    if (n == 0)
-        return err_set(e, ERR_FORMAT, "tokenizer has no tokens");
-    if (n > TOK_MAX_TOKENS)
-        return err_set(e, ERR_TOO_LARGE, "tokenizer has too many tokens (%zu)", n);
-    t->kind = kind;
-    t->n_vocab = (int32_t)n;
-    t->scores = xcalloc(n, sizeof(float));
-    t->types = xcalloc(n, 1);
-    t->attrs = xcalloc(n, sizeof(uint32_t));
-    for (size_t i = 0; i < n; i++) {
-        char tmp[32];
-        const char *s = tokens[i].ptr;
-        size_t len = tokens[i].len;
-        if (len == 0) {
-            snprintf(tmp, sizeof(tmp), "[EMPTY_%zu]", i);
-            s = tmp;
-            len = strlen(tmp);
-        }
-        if (text_add(t, s, len) < 0)
-            return err_set(e, ERR_TOO_LARGE, "tokenizer vocabulary text is too large");
-        if (len > t->max_token_len)
-            t->max_token_len = len;
-        t->scores[i] = scores ? scores[i] : 0.0f;
-        int32_t ty = types ? types[i] : TOKENIZER_TYPE_NORMAL;
-        uint32_t a;
-        switch (ty) {
-        case TOKENIZER_TYPE_NORMAL:
-            a = TOK_ATTR_NORMAL;
-            break;
-        case TOKENIZER_TYPE_UNKNOWN:
-            a = TOK_ATTR_UNKNOWN;
-            break;
-        case TOKENIZER_TYPE_CONTROL:
-            a = TOK_ATTR_CONTROL;
-            break;
-        case TOKENIZER_TYPE_USER_DEFINED:
-            a = TOK_ATTR_USER_DEFINED;
-            break;
-        case TOKENIZER_TYPE_UNUSED:
-            a = TOK_ATTR_UNUSED;
-            break;
-        case TOKENIZER_TYPE_BYTE:
-            a = TOK_ATTR_BYTE;
-            break;
-        default:
-            a = TOK_ATTR_UNDEFINED;
-            ty = TOKENIZER_TYPE_UNDEFINED;
-            break;
-        }
-        t->types[i] = (uint8_t)ty;
-        t->attrs[i] = a;
+    switch (*ty) {
+    case TOKENIZER_TYPE_NORMAL:
+        return TOK_ATTR_NORMAL;
+    case TOKENIZER_TYPE_UNKNOWN:
+        return TOK_ATTR_UNKNOWN;
+    case TOKENIZER_TYPE_CONTROL:
+        return TOK_ATTR_CONTROL;
+    case TOKENIZER_TYPE_USER_DEFINED:
+        return TOK_ATTR_USER_DEFINED;
+    case TOKENIZER_TYPE_UNUSED:
+        return TOK_ATTR_UNUSED;
+    case TOKENIZER_TYPE_BYTE:
+        return TOK_ATTR_BYTE;
+    default:
+        *ty = TOKENIZER_TYPE_UNDEFINED;
+        return TOK_ATTR_UNDEFINED;
     }
-    map_rebuild(t, n);
+}
 
+// Token i: its text (an empty one gets a placeholder name), score and type.
+static int add_token(struct tokenizer *t, size_t i, struct str text, float score, int32_t ty,
+                     struct err *e)
+{
+    char tmp[32];
+    const char *s = text.ptr;
+    size_t len = text.len;
+    if (len == 0) {
+        snprintf(tmp, sizeof(tmp), "[EMPTY_%zu]", i);
+        s = tmp;
+        len = strlen(tmp);
+    }
+    if (text_add(t, s, len) < 0)
+        return err_set(e, ERR_TOO_LARGE, "tokenizer vocabulary text is too large");
+    if (len > t->max_token_len)
+        t->max_token_len = len;
+    t->scores[i] = score;
+    t->attrs[i] = type_attr(&ty);
+    t->types[i] = (uint8_t)ty;
+    return 0;
+}
+
+// Each kind's special ids and flags before the metadata has its say.
+static void kind_defaults(struct tokenizer *t)
+{
     sp_clear(&t->sp);
     t->add_bos = t->add_eos = t->add_sep = t->add_space_prefix = false;
-    switch (kind) {
+    switch (t->kind) {
     case TOKENIZER_SPM:
         set_id(t, &t->sp.bos, 1);
         set_id(t, &t->sp.eos, 2);
@@ -356,6 +343,31 @@ static int init_tokens(struct tokenizer *t, enum tokenizer_kind kind, size_t n,
         t->wpm_strip_accents = true;
         break;
     }
+}
+
+static int init_tokens(struct tokenizer *t, enum tokenizer_kind kind, size_t n,
+                       const struct str *tokens, const float *scores, const int32_t *types,
+                       struct err *e)
+{
+    if (kind != TOKENIZER_SPM && kind != TOKENIZER_BPE && kind != TOKENIZER_WPM)
+        return err_set(e, ERR_UNSUPPORTED, "unknown tokenizer kind %d", (int)kind);
+    if (n == 0)
+        return err_set(e, ERR_FORMAT, "tokenizer has no tokens");
+    if (n > TOK_MAX_TOKENS)
+        return err_set(e, ERR_TOO_LARGE, "tokenizer has too many tokens (%zu)", n);
+    t->kind = kind;
+    t->n_vocab = (int32_t)n;
+    t->scores = xcalloc(n, sizeof(float));
+    t->types = xcalloc(n, 1);
+    t->attrs = xcalloc(n, sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++) {
+        int rc = add_token(t, i, tokens[i], scores ? scores[i] : 0.0f,
+                           types ? types[i] : TOKENIZER_TYPE_NORMAL, e);
+        if (rc < 0)
+            return rc;
+    }
+    map_rebuild(t, n);
+    kind_defaults(t);
     return 0;
 }
 
@@ -512,17 +524,10 @@ static void lowercase_ascii(char *s)
             *s = (char)(*s - 'A' + 'a');
 }
 
-// Final steps once ids and flags are known: type fix-ups, EOG set, special
-// candidates, decoded pieces, byte tables.
-static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extra_eog,
-                    const char *model_name)
+// Special ids the metadata left unset, found by their usual texts (and made
+// CONTROL tokens).
+static void detect_specials(struct tokenizer *t)
 {
-    int32_t n = t->n_vocab;
-    // CONTROL tokens named "unused" are also UNUSED.
-    for (int32_t i = 0; i < n; i++)
-        if ((t->attrs[i] & TOK_ATTR_CONTROL) && strstr(tok_text(t, i), "unused"))
-            t->attrs[i] |= TOK_ATTR_UNUSED;
-
     static const char *const eot_names[] = {"<|eot_id|>",
                                             "<|im_end|>",
                                             "<|end|>",
@@ -550,9 +555,13 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
     detect_by_text(t, &t->sp.fim_pad, pad_names);
     detect_by_text(t, &t->sp.fim_rep, rep_names);
     detect_by_text(t, &t->sp.fim_sep, sep_names);
+}
 
-    // End of generation (spec §7).
-    t->eog = xcalloc(((size_t)n + 7) / 8, 1);
+// End of generation (spec §7): the special ids, the extra ids from the
+// metadata, and the usual end texts.
+static void build_eog(struct tokenizer *t, const int64_t *extra_eog, size_t n_extra_eog)
+{
+    t->eog = xcalloc(((size_t)t->n_vocab + 7) / 8, 1);
     eog_add(t, t->sp.eos);
     eog_add(t, t->sp.eot);
     eog_add(t, t->sp.eom);
@@ -585,8 +594,13 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
             end = find_cstr(t, "<|end|>");
     if (ret >= 0 && call >= 0 && end >= 0 && tokenizer_is_eog(t, ret) && tokenizer_is_eog(t, call))
         t->eog[end >> 3] &= (uint8_t) ~(1u << (end & 7));
+}
 
-    // Special-token candidates, longest text first.
+// Special-token candidates, longest text first, indexed by their first two
+// bytes (cand_first/cand_idx) and their lead byte (cand_lead).
+static void build_candidates(struct tokenizer *t)
+{
+    int32_t n = t->n_vocab;
     t->cands = xmalloc(((size_t)n + 1) * sizeof(int32_t));
     t->n_cands = 0;
     for (int32_t i = 0; i < n; i++)
@@ -601,42 +615,47 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
     for (uint32_t k = 0; k < TOK_CAND_BUCKETS; k++)
         t->cand_first[k + 1] += t->cand_first[k];
     t->cand_idx = xmalloc((t->n_cands + 1) * sizeof(uint32_t));
-    {
-        uint32_t *fill = xmalloc(TOK_CAND_BUCKETS * sizeof(uint32_t));
-        memcpy(fill, t->cand_first, TOK_CAND_BUCKETS * sizeof(uint32_t));
-        for (size_t i = 0; i < t->n_cands; i++)
-            t->cand_idx[fill[cand_bucket(t, t->cands[i])]++] = (uint32_t)i;
-        free(fill);
-    }
-    if (t->kind == TOKENIZER_SPM)
-        spm_pairs_build(t);
+    uint32_t *fill = xmalloc(TOK_CAND_BUCKETS * sizeof(uint32_t));
+    memcpy(fill, t->cand_first, TOK_CAND_BUCKETS * sizeof(uint32_t));
+    for (size_t i = 0; i < t->n_cands; i++)
+        t->cand_idx[fill[cand_bucket(t, t->cands[i])]++] = (uint32_t)i;
+    free(fill);
+}
 
-    // Per-model strip attributes (llama.cpp sets them by name).
+// Per-model strip attributes (llama.cpp sets them by name).
+static void strip_attrs(struct tokenizer *t, const char *model_name)
+{
     if (strstr(t->pre_name, "jina-v2-de") || strstr(t->pre_name, "jina-v2-es") ||
         strstr(t->pre_name, "jina-v2-code")) {
         int32_t id = find_cstr(t, "<mask>");
         if (id >= 0)
             t->attrs[id] |= TOK_ATTR_LSTRIP;
-    } else if (model_name) {
-        char *lower = xstrdup(model_name);
-        lowercase_ascii(lower);
-        if (strstr(lower, "phi-3") || strstr(lower, "phi3")) {
-            for (size_t i = 0; i < t->n_cands; i++)
-                t->attrs[t->cands[i]] |= TOK_ATTR_RSTRIP;
-            int32_t id = find_cstr(t, "</s>");
-            if (id >= 0)
-                t->attrs[id] |= TOK_ATTR_RSTRIP;
-            static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
-            for (size_t i = 0; i < 3; i++) {
-                id = find_cstr(t, keep[i]);
-                if (id >= 0)
-                    t->attrs[id] &= ~(uint32_t)TOK_ATTR_RSTRIP;
-            }
-        }
-        free(lower);
+        return;
     }
+    if (!model_name)
+        return;
+    char *lower = xstrdup(model_name);
+    lowercase_ascii(lower);
+    if (strstr(lower, "phi-3") || strstr(lower, "phi3")) {
+        for (size_t i = 0; i < t->n_cands; i++)
+            t->attrs[t->cands[i]] |= TOK_ATTR_RSTRIP;
+        int32_t id = find_cstr(t, "</s>");
+        if (id >= 0)
+            t->attrs[id] |= TOK_ATTR_RSTRIP;
+        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+        for (size_t i = 0; i < 3; i++) {
+            id = find_cstr(t, keep[i]);
+            if (id >= 0)
+                t->attrs[id] &= ~(uint32_t)TOK_ATTR_RSTRIP;
+        }
+    }
+    free(lower);
+}
 
-    // Byte tables.
+// For each byte: its token (<0xXX> or the one-byte text), and its GPT-2
+// byte-level character with that character's token.
+static void build_byte_tables(struct tokenizer *t)
+{
     for (int b = 0; b < 256; b++) {
         char hex[8];
         snprintf(hex, sizeof(hex), "<0x%02X>", b);
@@ -652,47 +671,64 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
         t->byte_char[b][2] = (char)ul;
         t->byte_sym[b] = tok_lookup(t, u, ul);
     }
+}
 
-    // Decoded pieces.
+// A normal token's bytes: byte-level characters back to bytes (BPE), or
+// U+2581 back to a space (SPM, WPM).
+static void normal_piece(const struct tokenizer *t, struct buf *pb, const char *s, size_t len)
+{
+    if (t->kind == TOKENIZER_BPE) {
+        for (size_t k = 0; k < len;) {
+            uint32_t cp;
+            size_t l = utf8_next(s + k, len - k, &cp);
+            int b = cp == 0xFFFFFFFFu ? -1 : cpt_to_byte(cp);
+            if (b >= 0)
+                buf_append_char(pb, (char)b);
+            else
+                buf_append(pb, s + k, l);  // not byte-level: keep the text
+            k += l;
+        }
+        return;
+    }
+    for (size_t k = 0; k < len;) {
+        if (k + 3 <= len && memcmp(s + k, "\xe2\x96\x81", 3) == 0) {
+            buf_append_char(pb, ' ');
+            k += 3;
+        } else {
+            buf_append_char(pb, s[k++]);
+        }
+    }
+}
+
+// Appends token i's decoded bytes to pb.
+static void token_piece(const struct tokenizer *t, struct buf *pb, int32_t i)
+{
+    const char *s = tok_text(t, i);
+    size_t len = t->text_len[i];
+    uint32_t a = t->attrs[i];
+    if (a & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN | TOK_ATTR_USER_DEFINED)) {
+        buf_append(pb, s, len);
+    } else if (a & TOK_ATTR_NORMAL) {
+        normal_piece(t, pb, s, len);
+    } else if ((a & TOK_ATTR_BYTE) && t->kind != TOKENIZER_BPE) {
+        unsigned v;
+        char tail;
+        if (len == 6 && sscanf(s, "<0x%2x%c", &v, &tail) == 2 && tail == '>')
+            buf_append_char(pb, (char)v);
+    }
+}
+
+// Decoded pieces of all tokens, in one blob.
+static int build_pieces(struct tokenizer *t)
+{
+    int32_t n = t->n_vocab;
     struct buf pb;
     buf_init(&pb, 0);
     t->piece_off = xmalloc((size_t)n * sizeof(uint32_t));
     t->piece_len = xmalloc((size_t)n * sizeof(uint32_t));
     for (int32_t i = 0; i < n; i++) {
         size_t start = pb.len;
-        const char *s = tok_text(t, i);
-        size_t len = t->text_len[i];
-        uint32_t a = t->attrs[i];
-        if (a & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN | TOK_ATTR_USER_DEFINED)) {
-            buf_append(&pb, s, len);
-        } else if (a & TOK_ATTR_NORMAL) {
-            if (t->kind == TOKENIZER_BPE) {
-                for (size_t k = 0; k < len;) {
-                    uint32_t cp;
-                    size_t l = utf8_next(s + k, len - k, &cp);
-                    int b = cp == 0xFFFFFFFFu ? -1 : cpt_to_byte(cp);
-                    if (b >= 0)
-                        buf_append_char(&pb, (char)b);
-                    else
-                        buf_append(&pb, s + k, l);  // not byte-level: keep the text
-                    k += l;
-                }
-            } else {
-                for (size_t k = 0; k < len;) {
-                    if (k + 3 <= len && memcmp(s + k, "\xe2\x96\x81", 3) == 0) {
-                        buf_append_char(&pb, ' ');
-                        k += 3;
-                    } else {
-                        buf_append_char(&pb, s[k++]);
-                    }
-                }
-            }
-        } else if ((a & TOK_ATTR_BYTE) && t->kind != TOKENIZER_BPE) {
-            unsigned v;
-            char tail;
-            if (len == 6 && sscanf(s, "<0x%2x%c", &v, &tail) == 2 && tail == '>')
-                buf_append_char(&pb, (char)v);
-        }
+        token_piece(t, &pb, i);
         t->piece_off[i] = (uint32_t)start;
         t->piece_len[i] = (uint32_t)(pb.len - start);
         if (pb.len > TOK_MAX_BLOB) {
@@ -702,6 +738,25 @@ static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extr
     }
     t->piece_blob = buf_take(&pb);
     return 0;
+}
+
+// Final steps once ids and flags are known: type fix-ups, EOG set, special
+// candidates, decoded pieces, byte tables.
+static int finalize(struct tokenizer *t, const int64_t *extra_eog, size_t n_extra_eog,
+                    const char *model_name)
+{
+    // CONTROL tokens named "unused" are also UNUSED.
+    for (int32_t i = 0; i < t->n_vocab; i++)
+        if ((t->attrs[i] & TOK_ATTR_CONTROL) && strstr(tok_text(t, i), "unused"))
+            t->attrs[i] |= TOK_ATTR_UNUSED;
+    detect_specials(t);
+    build_eog(t, extra_eog, n_extra_eog);
+    build_candidates(t);
+    if (t->kind == TOKENIZER_SPM)
+        spm_pairs_build(t);
+    strip_attrs(t, model_name);
+    build_byte_tables(t);
+    return build_pieces(t);
 }
 
 void tokenizer_free(struct tokenizer *t)
@@ -794,22 +849,38 @@ static void get_flag(const struct gguf *g, const char *key, bool *slot)
         *slot = b;
 }
 
-int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
+// tokenizer.ggml.model: llama (SentencePiece), gpt2 (byte-level BPE) or bert
+// (WordPiece).
+static int gguf_kind(const struct gguf *g, enum tokenizer_kind *kind, struct err *e)
 {
     struct str model;
     if (!gguf_get_str(g, "tokenizer.ggml.model", &model))
         return err_set(e, ERR_FORMAT, "missing tokenizer.ggml.model");
-    enum tokenizer_kind kind;
     if (str_eq_cstr(model, "llama"))
-        kind = TOKENIZER_SPM;
+        *kind = TOKENIZER_SPM;
     else if (str_eq_cstr(model, "gpt2"))
-        kind = TOKENIZER_BPE;
+        *kind = TOKENIZER_BPE;
     else if (str_eq_cstr(model, "bert"))
-        kind = TOKENIZER_WPM;
+        *kind = TOKENIZER_WPM;
     else
         return err_set(e, ERR_UNSUPPORTED, "unsupported tokenizer model '%.*s'", (int)model.len,
                        model.ptr);
+    return 0;
+}
 
+// The per-token arrays of the metadata: texts, and optional scores and types.
+struct gguf_tokens {
+    uint64_t n;
+    const struct gguf_kv *kv_tok, *kv_sc, *kv_ty;
+    struct str *tokens;
+    float *scores;   // NULL without tokenizer.ggml.scores
+    int32_t *types;  // NULL without tokenizer.ggml.token_type
+};
+
+// Finds the arrays and checks their shapes (scores and types, when present,
+// have one entry per token).
+static int gguf_tokens_find(struct gguf_tokens *gt, const struct gguf *g, struct err *e)
+{
     const struct gguf_kv *kv_tok = gguf_find(g, "tokenizer.ggml.tokens");
     if (!kv_tok || kv_tok->val.type != GGUF_VAL_ARRAY || kv_tok->val.arr_type != GGUF_VAL_STRING)
         return err_set(e, ERR_FORMAT, "missing tokenizer.ggml.tokens");
@@ -825,104 +896,130 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
     if (kv_ty && (kv_ty->val.type != GGUF_VAL_ARRAY || kv_ty->val.arr_count != n))
         return err_set(e, ERR_FORMAT, "tokenizer.ggml.token_type: expected %llu entries",
                        (unsigned long long)n);
+    *gt = (struct gguf_tokens){.n = n, .kv_tok = kv_tok, .kv_sc = kv_sc, .kv_ty = kv_ty};
+    return 0;
+}
 
-    struct str *tokens = xmalloc(n * sizeof(*tokens));
-    float *scores = kv_sc ? xmalloc(n * sizeof(float)) : NULL;
-    int32_t *types = kv_ty ? xmalloc(n * sizeof(int32_t)) : NULL;
-    struct tokenizer *t = xcalloc(1, sizeof(*t));
-    int64_t *extra = NULL;
-    size_t n_extra = 0;
-    int rc = 0;
+// Reads every entry of the arrays found by gguf_tokens_find. Types outside
+// 0..6 read as 0.
+static int gguf_tokens_read(struct gguf_tokens *gt, struct err *e)
+{
+    uint64_t n = gt->n;
+    gt->tokens = xmalloc(n * sizeof(*gt->tokens));
+    gt->scores = gt->kv_sc ? xmalloc(n * sizeof(float)) : NULL;
+    gt->types = gt->kv_ty ? xmalloc(n * sizeof(int32_t)) : NULL;
     for (uint64_t i = 0; i < n; i++) {
-        if (!gguf_arr_str(kv_tok, i, &tokens[i])) {
-            rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.tokens[%llu] is not a string",
-                         (unsigned long long)i);
-            goto out;
-        }
-        if (scores && !gguf_arr_f32(kv_sc, i, &scores[i])) {
-            rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.scores must be an array of floats");
-            goto out;
-        }
+        if (!gguf_arr_str(gt->kv_tok, i, &gt->tokens[i]))
+            return err_set(e, ERR_FORMAT, "tokenizer.ggml.tokens[%llu] is not a string",
+                           (unsigned long long)i);
+        if (gt->scores && !gguf_arr_f32(gt->kv_sc, i, &gt->scores[i]))
+            return err_set(e, ERR_FORMAT, "tokenizer.ggml.scores must be an array of floats");
         int64_t ty;
-        if (types) {
-            if (!gguf_arr_i64(kv_ty, i, &ty)) {
-                rc = err_set(e, ERR_FORMAT,
-                             "tokenizer.ggml.token_type must be an array of integers");
-                goto out;
-            }
-            types[i] = ty < 0 || ty > 6 ? 0 : (int32_t)ty;
+        if (gt->types) {
+            if (!gguf_arr_i64(gt->kv_ty, i, &ty))
+                return err_set(e, ERR_FORMAT,
+                               "tokenizer.ggml.token_type must be an array of integers");
+            gt->types[i] = ty < 0 || ty > 6 ? 0 : (int32_t)ty;
         }
     }
-    rc = init_tokens(t, kind, (size_t)n, tokens, scores, types, e);
-    if (rc < 0)
-        goto out;
+    return 0;
+}
 
-    // Ollama's Llama 3 metadata fix-up (spec §7).
-    char pre[64] = "";
-    struct str s;
-    bool has_pre = gguf_get_str(g, "tokenizer.ggml.pre", &s);
-    if (has_pre)
-        snprintf(pre, sizeof(pre), "%.*s", (int)(s.len < 63 ? s.len : 63), s.ptr);
-    bool llama3_fix = false;
-    struct str arch = gguf_architecture(g);
-    if (kind == TOKENIZER_BPE && str_eq_cstr(arch, "llama") && text_is(t, 128009, "<|eot_id|>")) {
-        struct str tmpl = {0};
-        bool has_tmpl = gguf_get_str(g, "tokenizer.chat_template", &tmpl);
-        bool mentions = false;
-        if (has_tmpl && tmpl.len) {
-            char *c = str_dup(tmpl);
-            mentions = strstr(c, "<|start_header_id|>") || strstr(c, "<|eot_id|>");
-            free(c);
-        }
-        llama3_fix = text_is(t, 128006, "<|start_header_id|>") || mentions;
-        if (llama3_fix && (!pre[0] || strcmp(pre, "default") == 0))
-            snprintf(pre, sizeof(pre), "llama-bpe");
+static void gguf_tokens_deinit(struct gguf_tokens *gt)
+{
+    free(gt->tokens);
+    free(gt->scores);
+    free(gt->types);
+}
+
+// Whether Ollama's Llama 3 metadata fix-up applies (spec §7): a llama BPE
+// vocabulary with <|eot_id|> at 128009 and Llama 3's header tokens, by id or
+// in the chat template.
+static bool needs_llama3_fix(const struct gguf *g, const struct tokenizer *t)
+{
+    if (t->kind != TOKENIZER_BPE || !str_eq_cstr(gguf_architecture(g), "llama") ||
+        !text_is(t, 128009, "<|eot_id|>"))
+        return false;
+    struct str tmpl = {0};
+    bool has_tmpl = gguf_get_str(g, "tokenizer.chat_template", &tmpl);
+    bool mentions = false;
+    if (has_tmpl && tmpl.len) {
+        char *c = str_dup(tmpl);
+        mentions = strstr(c, "<|start_header_id|>") || strstr(c, "<|eot_id|>");
+        free(c);
     }
+    return text_is(t, 128006, "<|start_header_id|>") || mentions;
+}
+
+// The pre-tokenizer name: tokenizer.ggml.pre, with the Llama 3 and gpt-oss
+// fix-ups applied.
+static void gguf_pre_name(const struct gguf *g, const struct tokenizer *t, bool llama3_fix,
+                          char pre[64])
+{
+    pre[0] = '\0';
+    struct str s;
+    if (gguf_get_str(g, "tokenizer.ggml.pre", &s))
+        snprintf(pre, 64, "%.*s", (int)(s.len < 63 ? s.len : 63), s.ptr);
+    if (llama3_fix && (!pre[0] || strcmp(pre, "default") == 0))
+        snprintf(pre, 64, "llama-bpe");
     // Ollama's gpt-oss files ("gptoss") keep the default marker although the
     // o200k vocabulary needs the gpt-4o pre-tokenizer; Ollama forces it
     // (llama/compat handle_gptoss), and so do we.
-    if (kind == TOKENIZER_BPE && str_eq_cstr(arch, "gptoss"))
-        snprintf(pre, sizeof(pre), "gpt-4o");
-    rc = init_pre(t, pre, e);
-    if (rc < 0)
-        goto out;
-    if (kind == TOKENIZER_BPE) {
-        const struct gguf_kv *kv_m = gguf_find(g, "tokenizer.ggml.merges");
-        if (kv_m && (kv_m->val.type != GGUF_VAL_ARRAY || kv_m->val.arr_type != GGUF_VAL_STRING)) {
-            rc = err_set(e, ERR_FORMAT, "tokenizer.ggml.merges must be an array of strings");
-            goto out;
-        }
-        rc = init_merges(t, kv_m ? (size_t)kv_m->val.arr_count : 0, gguf_merge_at, kv_m, e);
-        if (rc < 0)
-            goto out;
-    }
+    if (t->kind == TOKENIZER_BPE && str_eq_cstr(gguf_architecture(g), "gptoss"))
+        snprintf(pre, 64, "gpt-4o");
+}
 
-    get_id(g, t, "tokenizer.ggml.bos_token_id", &t->sp.bos);
-    get_id(g, t, "tokenizer.ggml.eos_token_id", &t->sp.eos);
-    get_id(g, t, "tokenizer.ggml.eot_token_id", &t->sp.eot);
-    get_id(g, t, "tokenizer.ggml.eom_token_id", &t->sp.eom);
-    get_id(g, t, "tokenizer.ggml.unknown_token_id", &t->sp.unk);
-    get_id(g, t, "tokenizer.ggml.separator_token_id", &t->sp.sep);
-    get_id(g, t, "tokenizer.ggml.seperator_token_id", &t->sp.sep);
-    get_id(g, t, "tokenizer.ggml.padding_token_id", &t->sp.pad);
-    get_id(g, t, "tokenizer.ggml.cls_token_id", &t->sp.cls);
-    get_id(g, t, "tokenizer.ggml.mask_token_id", &t->sp.mask);
-    get_id(g, t, "tokenizer.ggml.prefix_token_id", &t->sp.fim_pre);
-    get_id(g, t, "tokenizer.ggml.suffix_token_id", &t->sp.fim_suf);
-    get_id(g, t, "tokenizer.ggml.middle_token_id", &t->sp.fim_mid);
-    get_id(g, t, "tokenizer.ggml.fim_pre_token_id", &t->sp.fim_pre);
-    get_id(g, t, "tokenizer.ggml.fim_suf_token_id", &t->sp.fim_suf);
-    get_id(g, t, "tokenizer.ggml.fim_mid_token_id", &t->sp.fim_mid);
-    get_id(g, t, "tokenizer.ggml.fim_pad_token_id", &t->sp.fim_pad);
-    get_id(g, t, "tokenizer.ggml.fim_rep_token_id", &t->sp.fim_rep);
-    get_id(g, t, "tokenizer.ggml.fim_sep_token_id", &t->sp.fim_sep);
-    if (kind == TOKENIZER_WPM && t->sp.cls == TOKENIZER_NULL)
+static int gguf_merges(const struct gguf *g, struct tokenizer *t, struct err *e)
+{
+    if (t->kind != TOKENIZER_BPE)
+        return 0;
+    const struct gguf_kv *kv_m = gguf_find(g, "tokenizer.ggml.merges");
+    if (kv_m && (kv_m->val.type != GGUF_VAL_ARRAY || kv_m->val.arr_type != GGUF_VAL_STRING))
+        return err_set(e, ERR_FORMAT, "tokenizer.ggml.merges must be an array of strings");
+    return init_merges(t, kv_m ? (size_t)kv_m->val.arr_count : 0, gguf_merge_at, kv_m, e);
+}
+
+// Special ids from the metadata, in this order: a later key overrides an
+// earlier one for the same slot (the misspelt "seperator" and the fim_* keys).
+static const struct {
+    const char *key;
+    size_t slot;  // offset in struct tokenizer_special
+} special_keys[] = {
+    {"tokenizer.ggml.bos_token_id", offsetof(struct tokenizer_special, bos)},
+    {"tokenizer.ggml.eos_token_id", offsetof(struct tokenizer_special, eos)},
+    {"tokenizer.ggml.eot_token_id", offsetof(struct tokenizer_special, eot)},
+    {"tokenizer.ggml.eom_token_id", offsetof(struct tokenizer_special, eom)},
+    {"tokenizer.ggml.unknown_token_id", offsetof(struct tokenizer_special, unk)},
+    {"tokenizer.ggml.separator_token_id", offsetof(struct tokenizer_special, sep)},
+    {"tokenizer.ggml.seperator_token_id", offsetof(struct tokenizer_special, sep)},
+    {"tokenizer.ggml.padding_token_id", offsetof(struct tokenizer_special, pad)},
+    {"tokenizer.ggml.cls_token_id", offsetof(struct tokenizer_special, cls)},
+    {"tokenizer.ggml.mask_token_id", offsetof(struct tokenizer_special, mask)},
+    {"tokenizer.ggml.prefix_token_id", offsetof(struct tokenizer_special, fim_pre)},
+    {"tokenizer.ggml.suffix_token_id", offsetof(struct tokenizer_special, fim_suf)},
+    {"tokenizer.ggml.middle_token_id", offsetof(struct tokenizer_special, fim_mid)},
+    {"tokenizer.ggml.fim_pre_token_id", offsetof(struct tokenizer_special, fim_pre)},
+    {"tokenizer.ggml.fim_suf_token_id", offsetof(struct tokenizer_special, fim_suf)},
+    {"tokenizer.ggml.fim_mid_token_id", offsetof(struct tokenizer_special, fim_mid)},
+    {"tokenizer.ggml.fim_pad_token_id", offsetof(struct tokenizer_special, fim_pad)},
+    {"tokenizer.ggml.fim_rep_token_id", offsetof(struct tokenizer_special, fim_rep)},
+    {"tokenizer.ggml.fim_sep_token_id", offsetof(struct tokenizer_special, fim_sep)},
+};
+
+// Special ids and flags from the metadata over the kind's defaults. The Llama 3
+// fix-up ends generation at <|eot_id|> where eos/eot were unset or
+// <|end_of_text|>.
+static void gguf_specials(const struct gguf *g, struct tokenizer *t, bool llama3_fix)
+{
+    for (size_t i = 0; i < sizeof(special_keys) / sizeof(special_keys[0]); i++)
+        get_id(g, t, special_keys[i].key, (int32_t *)((char *)&t->sp + special_keys[i].slot));
+    if (t->kind == TOKENIZER_WPM && t->sp.cls == TOKENIZER_NULL)
         t->sp.cls = t->sp.bos;
     get_flag(g, "tokenizer.ggml.add_bos_token", &t->add_bos);
     get_flag(g, "tokenizer.ggml.add_eos_token", &t->add_eos);
     get_flag(g, "tokenizer.ggml.add_sep_token", &t->add_sep);
     get_flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix);
-    if (kind == TOKENIZER_WPM) {
+    if (t->kind == TOKENIZER_WPM) {
         get_flag(g, "tokenizer.ggml.normalizer.lowercase", &t->wpm_lowercase);
         t->wpm_strip_accents = t->wpm_lowercase;
         get_flag(g, "tokenizer.ggml.normalizer.strip_accents", &t->wpm_strip_accents);
@@ -933,34 +1030,66 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
         if (t->sp.eot == TOKENIZER_NULL || t->sp.eot == 128001)
             t->sp.eot = 128009;
     }
+}
 
+// Extra end-of-generation ids: tokenizer.ggml.eos_token_ids (when it is no
+// longer than the vocabulary), plus <|eot_id|> for the Llama 3 fix-up.
+// Returns the array (NULL when empty) and its length in *n_extra.
+static int64_t *gguf_extra_eog(const struct gguf *g, const struct tokenizer *t, bool llama3_fix,
+                               size_t *n_extra)
+{
+    int64_t *extra = NULL;
+    size_t n = 0;
     const struct gguf_kv *kv_eos = gguf_find(g, "tokenizer.ggml.eos_token_ids");
     if (kv_eos && kv_eos->val.type == GGUF_VAL_ARRAY &&
         kv_eos->val.arr_count <= (uint64_t)t->n_vocab) {
         extra = xmalloc((kv_eos->val.arr_count + 1) * sizeof(int64_t));
         for (uint64_t i = 0; i < kv_eos->val.arr_count; i++)
-            if (gguf_arr_i64(kv_eos, i, &extra[n_extra]))
-                n_extra++;
+            if (gguf_arr_i64(kv_eos, i, &extra[n]))
+                n++;
     }
     if (llama3_fix) {
         if (!extra)
             extra = xmalloc(sizeof(int64_t));
         else
-            extra = xrealloc(extra, (n_extra + 1) * sizeof(int64_t));
-        extra[n_extra++] = 128009;
+            extra = xrealloc(extra, (n + 1) * sizeof(int64_t));
+        extra[n++] = 128009;
     }
+    *n_extra = n;
+    return extra;
+}
+
+int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
+{
+    enum tokenizer_kind kind = TOKENIZER_SPM;
+    struct gguf_tokens gt = {0};
+    int rc = gguf_kind(g, &kind, e);
+    if (rc < 0 || (rc = gguf_tokens_find(&gt, g, e)) < 0)
+        return rc;
+    struct tokenizer *t = xcalloc(1, sizeof(*t));
+    int64_t *extra = NULL;
+    size_t n_extra = 0;
+    if ((rc = gguf_tokens_read(&gt, e)) < 0)
+        goto out;
+    rc = init_tokens(t, kind, (size_t)gt.n, gt.tokens, gt.scores, gt.types, e);
+    if (rc < 0)
+        goto out;
+    bool llama3_fix = needs_llama3_fix(g, t);
+    char pre[64];
+    gguf_pre_name(g, t, llama3_fix, pre);
+    if ((rc = init_pre(t, pre, e)) < 0 || (rc = gguf_merges(g, t, e)) < 0)
+        goto out;
+    gguf_specials(g, t, llama3_fix);
+    extra = gguf_extra_eog(g, t, llama3_fix, &n_extra);
     char name[128] = "";
+    struct str s;
     if (gguf_get_str(g, "general.name", &s))
         snprintf(name, sizeof(name), "%.*s", (int)(s.len < 127 ? s.len : 127), s.ptr);
     rc = finalize(t, extra, n_extra, name);
-    if (rc < 0) {
+    if (rc < 0)
         err_set(e, rc, "tokenizer pieces are too large");
-        goto out;
-    }
 out:
-    free(tokens);
-    free(scores);
-    free(types);
+    gguf_tokens_deinit(&gt);
     free(extra);
     if (rc < 0) {
         tokenizer_free(t);
