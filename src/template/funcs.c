@@ -191,30 +191,12 @@ static int pad(struct buf *b, const struct spec *sp, const char *s, size_t n, bo
     return rc ? ERR_TOO_LARGE : 0;
 }
 
+// Go writes U+FFFD for a rune that is not a valid code point.
 static size_t put_utf8(char *o, uint32_t c)
 {
     if (c > 0x10FFFF || (c >= 0xD800 && c < 0xE000))
         c = 0xFFFD;
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
+    return utf8_encode(c, o);
 }
 
 static int fmt_int(struct buf *b, const struct spec *sp, int64_t v, char verb)

@@ -140,30 +140,6 @@ static int hexval(char c)
     return -1;
 }
 
-static size_t utf8_put(char *o, uint32_t c)
-{
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 // Decodes one escape at s (after the backslash) into o; returns bytes consumed
 // from s or 0 on a bad escape. *cp receives the code point / byte value and
 // *is_byte whether it was a \x or octal byte escape.
@@ -224,7 +200,7 @@ static size_t unescape(const char *s, size_t n, char quote, char *o, size_t *on,
         }
         if (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000))
             return 0;
-        *on = utf8_put(o, v);
+        *on = utf8_encode(v, o);
         *cp = v;
         return 1 + k;
     }

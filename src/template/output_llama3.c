@@ -83,28 +83,7 @@ static int read_hex(const char *s, size_t n, size_t *i, int k, uint32_t *out)
 
 static int put_utf8(struct buf *b, uint32_t c)
 {
-    char u[4];
-    size_t n;
-    if (c < 0x80) {
-        u[0] = (char)c;
-        n = 1;
-    } else if (c < 0x800) {
-        u[0] = (char)(0xC0 | (c >> 6));
-        u[1] = (char)(0x80 | (c & 0x3F));
-        n = 2;
-    } else if (c < 0x10000) {
-        u[0] = (char)(0xE0 | (c >> 12));
-        u[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (c & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | (c >> 18));
-        u[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (c & 0x3F));
-        n = 4;
-    }
-    return buf_append(b, u, n) ? PY_BAD : PY_OK;
+    return buf_append_utf8(b, c) ? PY_BAD : PY_OK;
 }
 
 // After a backslash at s[*i - 2] and the escape letter at s[*i - 1]: \x, \u,

@@ -200,30 +200,6 @@ static int cpt_to_byte(uint32_t c)
     return -1;
 }
 
-static size_t cpt_to_utf8(uint32_t c, char *out)
-{
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (char)(0xC0 | (c >> 6));
-        out[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (char)(0xE0 | (c >> 12));
-        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (c >> 18));
-    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 // Decodes one UTF-8 sequence leniently: returns its length (>= 1) and the
 // code point, or 0xFFFFFFFF for an invalid sequence (length 1).
 static size_t utf8_next(const char *s, size_t n, uint32_t *cp)
@@ -666,7 +642,7 @@ static void build_byte_tables(struct tokenizer *t)
         }
         t->byte_tok[b] = id;
         char u[4];
-        size_t ul = cpt_to_utf8(byte_to_cpt((unsigned)b), u);
+        size_t ul = utf8_encode(byte_to_cpt((unsigned)b), u);
         memcpy(t->byte_char[b], u, ul);
         t->byte_char[b][2] = (char)ul;
         t->byte_sym[b] = tok_lookup(t, u, ul);

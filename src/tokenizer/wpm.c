@@ -40,13 +40,6 @@ static uint32_t nfd_first(uint32_t c)
     return n >= 1 ? (uint32_t)buf[0] : c;
 }
 
-static void put_utf8(struct buf *b, uint32_t c)
-{
-    utf8proc_uint8_t tmp[4];
-    utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)c, tmp);
-    buf_append(b, tmp, (size_t)n);
-}
-
 // Greedy longest match of "▁" + word; the word is b->data[3 .. len).
 static int wpm_word(const struct tokenizer *t, const struct buf *b, struct tokenizer_ids *out)
 {
@@ -111,13 +104,13 @@ int tok_wpm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
             rc = wpm_word(t, w, out);
             w->len = 3;
             if (rc == 0) {
-                put_utf8(w, c);
+                buf_append_utf8(w, c);
                 rc = wpm_word(t, w, out);
                 w->len = 3;
             }
             continue;
         }
-        put_utf8(w, c);
+        buf_append_utf8(w, c);
     }
     if (rc == 0)
         rc = wpm_word(t, w, out);

@@ -292,6 +292,36 @@ int str_to_double(const char *s, double *out, struct err *e)
 // printable runes as they are, the usual backslash escapes, \xNN for bytes
 // that are not UTF-8, \uNNNN / \UNNNNNNNN for runes Go does not print.
 
+size_t utf8_encode(uint32_t c, char out[4])
+{
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xC0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12));
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (c >> 18));
+    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+int buf_append_utf8(struct buf *b, uint32_t c)
+{
+    char u[4];
+    return buf_append(b, u, utf8_encode(c, u));
+}
+
 uint32_t utf8_decode(const unsigned char *s, size_t n, size_t *w)
 {
     unsigned char c = s[0];

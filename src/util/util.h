@@ -159,6 +159,11 @@ uint32_t utf8_decode(const unsigned char *s, size_t n, size_t *w);
 // Length in bytes of the longest prefix of s[0..n) that ends on a character
 // boundary (an incomplete trailing sequence is excluded).
 size_t utf8_complete_prefix(const char *s, size_t n);
+// Encodes code point c (at most 0x10FFFF; surrogates are encoded as given,
+// callers that must not emit them replace them first) into out: 1 to 4 bytes.
+size_t utf8_encode(uint32_t c, char out[4]);
+// Appends c's UTF-8 encoding to b.
+int buf_append_utf8(struct buf *b, uint32_t c);
 
 // ---------------------------------------------------------------------------
 // Safe integer / float parsing: the whole string must be consumed.

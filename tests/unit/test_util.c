@@ -292,6 +292,22 @@ static void test_utf8(void **state)
     assert_false(utf8_valid("\xc3\x28", 2));  // bad continuation
     assert_true(utf8_valid("a\0b", 3));       // NUL is valid UTF-8
 
+    // Encoding round-trips through the decoder at every length boundary.
+    static const uint32_t cps[] = {0, 0x41, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x10FFFF};
+    for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++) {
+        char u[4];
+        size_t n = utf8_encode(cps[i], u), w = 0;
+        assert_int_equal(n, cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4);
+        assert_true(utf8_decode((const unsigned char *)u, n, &w) == cps[i]);
+        assert_int_equal(w, n);
+    }
+    struct buf ub;
+    buf_init(&ub, 0);
+    assert_int_equal(buf_append_utf8(&ub, 0x20AC), 0);
+    assert_int_equal(buf_append_utf8(&ub, 0x1F600), 0);
+    assert_memory_equal(ub.data, "\xe2\x82\xac\xf0\x9f\x98\x80", 7);
+    buf_deinit(&ub);
+
     const char *s = "ab\xe2\x82\xac";  // "ab€"
     assert_int_equal(utf8_complete_prefix(s, 5), 5);
     assert_int_equal(utf8_complete_prefix(s, 4), 2);
