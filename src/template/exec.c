@@ -353,6 +353,76 @@ static int print_value(struct exec *x, const struct tval *v)
     return 0;
 }
 
+// What a range iterates: a list, a map (sorted keys) or an int (0 .. n-1).
+struct range_src {
+    struct tval v;
+    bool is_list, is_map;
+    const char **keys;  // owned, maps only
+    size_t count;
+};
+
+static int range_open(struct exec *x, struct tval v, size_t n_decl, struct range_src *r)
+{
+    *r = (struct range_src){.v = v, .is_list = tv_is_list(&v), .is_map = tv_is_map(&v)};
+    if (r->is_list) {
+        r->count = tv_list_len(&v);
+    } else if (r->is_map) {
+        r->keys = json_sorted_keys(v.u.j.j, &r->count);
+    } else if (v.kind == TV_INT) {
+        if (n_decl > 1)
+            return exec_errorf(x, "can't use %lld to iterate over more than one variable",
+                               (long long)v.u.i);
+        r->count = v.u.i > 0 ? (size_t)v.u.i : 0;
+    } else if (v.kind != TV_NIL) {
+        char desc[64];
+        snprintf(desc, sizeof(desc), "%s", tv_type_name(&v));
+        return exec_errorf(x, "range can't iterate over value of type %s", desc);
+    }
+    return 0;
+}
+
+// Element i and its index (a list position, a map key, or the int itself).
+static void range_at(const struct range_src *r, size_t i, struct tval *idx, struct tval *elem)
+{
+    const struct tval *v = &r->v;
+    if (r->is_list) {
+        *idx = (struct tval){.kind = TV_INT, .u.i = (int64_t)i};
+        *elem = tv_list_at(v, i);
+    } else if (r->is_map) {
+        const char *k = r->keys[i];
+        *idx = (struct tval){.kind = TV_STR, .u.s = {k, strlen(k)}};
+        int sch = v->schema == S_PROPS  ? S_PROP
+                  : v->schema == S_ROOT ? (!strcmp(k, "Messages") ? S_MSGS
+                                           : !strcmp(k, "Tools")  ? S_TOOLS
+                                                                  : S_GENERIC)
+                                        : S_GENERIC;
+        *elem = tv_from_json(json_object_get(v->u.j.j, k), sch);
+    } else {
+        *idx = *elem = (struct tval){.kind = TV_INT, .u.i = (int64_t)i};
+    }
+}
+
+// Binds the range's variables for one element: declared ($i, $e := ...) in
+// the slots from dbase, or assigned ($i, $e = ...) to existing variables.
+static void range_bind(struct exec *x, const struct node *pipe, size_t dbase, struct tval idx,
+                       struct tval elem)
+{
+    size_t nd = pipe->n_decl;
+    if (pipe->is_assign) {
+        struct tval *a = var_find(x, pipe->decl[0]);
+        struct tval *b = nd > 1 ? var_find(x, pipe->decl[1]) : NULL;
+        if (nd == 1 && a)
+            *a = elem;
+        if (nd == 2 && a && b)
+            *a = idx, *b = elem;
+    } else if (nd == 1) {
+        x->vars[dbase].v = elem;
+    } else if (nd == 2) {
+        x->vars[dbase].v = idx;
+        x->vars[dbase + 1].v = elem;
+    }
+}
+
 static int walk_range(struct exec *x, struct tval dot, const struct node *n)
 {
     size_t mark = x->n_vars;
@@ -361,62 +431,19 @@ static int walk_range(struct exec *x, struct tval dot, const struct node *n)
     if (rc)
         return rc;
     // the declared variables: element (one) or index, element (two)
-    size_t nd = n->pipe->n_decl;
     size_t dbase = x->n_vars;
     if (!n->pipe->is_assign)
-        for (size_t i = 0; i < nd; i++)
+        for (size_t i = 0; i < n->pipe->n_decl; i++)
             var_push(x, n->pipe->decl[i], v);
-    size_t count = 0;
-    bool is_list = tv_is_list(&v), is_map = tv_is_map(&v);
-    const char **keys = NULL;
-    if (is_list) {
-        count = tv_list_len(&v);
-    } else if (is_map) {
-        keys = json_sorted_keys(v.u.j.j, &count);
-    } else if (v.kind == TV_INT) {
-        if (nd > 1) {
-            x->n_vars = mark;
-            return exec_errorf(x, "can't use %lld to iterate over more than one variable",
-                               (long long)v.u.i);
-        }
-        count = v.u.i > 0 ? (size_t)v.u.i : 0;
-    } else if (v.kind != TV_NIL) {
+    struct range_src r;
+    if ((rc = range_open(x, v, n->pipe->n_decl, &r))) {
         x->n_vars = mark;
-        char desc[64];
-        snprintf(desc, sizeof(desc), "%s", tv_type_name(&v));
-        return exec_errorf(x, "range can't iterate over value of type %s", desc);
+        return rc;
     }
-    rc = 0;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < r.count; i++) {
         struct tval idx, elem;
-        if (is_list) {
-            idx = (struct tval){.kind = TV_INT, .u.i = (int64_t)i};
-            elem = tv_list_at(&v, i);
-        } else if (is_map) {
-            idx = (struct tval){.kind = TV_STR, .u.s = {keys[i], strlen(keys[i])}};
-            json_t *j = json_object_get(v.u.j.j, keys[i]);
-            int sch = v.schema == S_PROPS  ? S_PROP
-                      : v.schema == S_ROOT ? (!strcmp(keys[i], "Messages") ? S_MSGS
-                                              : !strcmp(keys[i], "Tools")  ? S_TOOLS
-                                                                           : S_GENERIC)
-                                           : S_GENERIC;
-            elem = tv_from_json(j, sch);
-        } else {
-            idx = elem = (struct tval){.kind = TV_INT, .u.i = (int64_t)i};
-        }
-        if (n->pipe->is_assign) {
-            struct tval *a = var_find(x, n->pipe->decl[0]);
-            struct tval *b = nd > 1 ? var_find(x, n->pipe->decl[1]) : NULL;
-            if (nd == 1 && a)
-                *a = elem;
-            if (nd == 2 && a && b)
-                *a = idx, *b = elem;
-        } else if (nd == 1) {
-            x->vars[dbase].v = elem;
-        } else if (nd == 2) {
-            x->vars[dbase].v = idx;
-            x->vars[dbase + 1].v = elem;
-        }
+        range_at(&r, i, &idx, &elem);
+        range_bind(x, n->pipe, dbase, idx, elem);
         size_t inner = x->n_vars;
         rc = walk(x, elem, n->list);
         x->n_vars = inner;
@@ -426,13 +453,11 @@ static int walk_range(struct exec *x, struct tval dot, const struct node *n)
         }
         if (rc == W_CONTINUE)
             rc = 0;
-        if (rc)
-            break;
-        if ((rc = step(x)))
+        if (rc || (rc = step(x)))
             break;
     }
-    free(keys);
-    if (!rc && count == 0 && n->else_list)
+    free(r.keys);
+    if (!rc && r.count == 0 && n->else_list)
         rc = walk(x, dot, n->else_list);
     x->n_vars = mark;
     return rc;
