@@ -140,91 +140,79 @@ static int hexval(char c)
     return -1;
 }
 
+// The value of a one-letter escape (Go's \a \b \f \n \r \t \v \\ and the
+// quote the literal is in); -1 for any other letter.
+static int simple_escape(char c, char quote)
+{
+    static const char from[] = "abfnrtv\\", to[] = {7, 8, 12, 10, 13, 9, 11, '\\'};
+    const char *p = c ? strchr(from, c) : NULL;
+    if (p)
+        return to[p - from];
+    return (c == '"' || c == '\'') && c == quote ? c : -1;
+}
+
+// \xHH (a byte), \uHHHH and \UHHHHHHHH (a code point, encoded as UTF-8).
+static size_t hex_escape(const char *s, size_t n, char *o, size_t *on, uint32_t *cp)
+{
+    char c = s[0];
+    size_t k = c == 'x' ? 2 : c == 'u' ? 4 : 8;
+    uint32_t v = 0;
+    if (n < 1 + k)
+        return 0;
+    for (size_t i = 1; i <= k; i++) {
+        int h = hexval(s[i]);
+        if (h < 0)
+            return 0;
+        v = v * 16 + (uint32_t)h;
+    }
+    *cp = v;
+    if (c == 'x') {
+        o[0] = (char)v;
+        *on = 1;
+        return 3;
+    }
+    if (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000))
+        return 0;
+    *on = utf8_encode(v, o);
+    return 1 + k;
+}
+
+// \OOO: three octal digits, a byte.
+static size_t octal_escape(const char *s, size_t n, char *o, size_t *on, uint32_t *cp)
+{
+    uint32_t v = 0;
+    if (n < 3)
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        if (s[i] < '0' || s[i] > '7')
+            return 0;
+        v = v * 8 + (uint32_t)(s[i] - '0');
+    }
+    if (v > 255)
+        return 0;
+    o[0] = (char)v;
+    *on = 1;
+    *cp = v;
+    return 3;
+}
+
 // Decodes one escape at s (after the backslash) into o; returns bytes consumed
-// from s or 0 on a bad escape. *cp receives the code point / byte value and
-// *is_byte whether it was a \x or octal byte escape.
+// from s or 0 on a bad escape. *cp receives the code point / byte value.
 static size_t unescape(const char *s, size_t n, char quote, char *o, size_t *on, uint32_t *cp)
 {
     if (n == 0)
         return 0;
     char c = s[0];
-    uint32_t v = 0;
-    switch (c) {
-    case 'a':
-        v = 7;
-        break;
-    case 'b':
-        v = 8;
-        break;
-    case 'f':
-        v = 12;
-        break;
-    case 'n':
-        v = 10;
-        break;
-    case 'r':
-        v = 13;
-        break;
-    case 't':
-        v = 9;
-        break;
-    case 'v':
-        v = 11;
-        break;
-    case '\\':
-        v = '\\';
-        break;
-    case '"':
-    case '\'':
-        if (c != quote)
-            return 0;
-        v = (uint32_t)c;
-        break;
-    case 'x':
-    case 'u':
-    case 'U': {
-        size_t k = c == 'x' ? 2 : c == 'u' ? 4 : 8;
-        if (n < 1 + k)
-            return 0;
-        for (size_t i = 1; i <= k; i++) {
-            int h = hexval(s[i]);
-            if (h < 0)
-                return 0;
-            v = v * 16 + (uint32_t)h;
-        }
-        if (c == 'x') {
-            o[0] = (char)v;
-            *on = 1;
-            *cp = v;
-            return 3;
-        }
-        if (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000))
-            return 0;
-        *on = utf8_encode(v, o);
-        *cp = v;
-        return 1 + k;
-    }
-    default:
-        if (c >= '0' && c <= '7') {
-            if (n < 3)
-                return 0;
-            for (int i = 0; i < 3; i++) {
-                if (s[i] < '0' || s[i] > '7')
-                    return 0;
-                v = v * 8 + (uint32_t)(s[i] - '0');
-            }
-            if (v > 255)
-                return 0;
-            o[0] = (char)v;
-            *on = 1;
-            *cp = v;
-            return 3;
-        }
+    if (c == 'x' || c == 'u' || c == 'U')
+        return hex_escape(s, n, o, on, cp);
+    if (c >= '0' && c <= '7')
+        return octal_escape(s, n, o, on, cp);
+    int v = simple_escape(c, quote);
+    if (v < 0)
         return 0;
-    }
     o[0] = (char)v;
     *on = 1;
-    *cp = v;
+    *cp = (uint32_t)v;
     return 1;
 }
 
