@@ -446,85 +446,127 @@ static int lex_word(struct lexer *l, int kind)  // kind: T_IDENT, T_FIELD, T_VAR
     return 0;
 }
 
+// "}}" or " -}}" ends the action: true when it did (*rc set).
+static bool lex_action_end(struct lexer *l, int *rc)
+{
+    bool trim;
+    if (!at_right_delim(l, &trim))
+        return false;
+    if (l->paren > 0) {
+        *rc = lex_err(l, "unclosed left paren", NULL);
+        return true;
+    }
+    if (trim)
+        advance(l, 1);  // the blank before "-}}"
+    emit(l, T_RDELIM, l->src + l->pos, trim ? 3 : 2, l->line, (int)(l->pos - l->line_start));
+    advance(l, trim ? 3 : 2);
+    l->trim_next = trim;
+    *rc = 0;
+    return true;
+}
+
+// A run of blanks, stopping before a blank that starts " -}}".
+static void lex_spaces(struct lexer *l, int line, int col)
+{
+    size_t i = l->pos;
+    while (i < l->len && is_space(l->src[i]) && !(i + 4 <= l->len && starts(l, i + 1, "-}}")))
+        i++;
+    if (i == l->pos)
+        i++;  // unreachable: at_right_delim handled " -}}"
+    emit(l, T_SPACE, l->src + l->pos, i - l->pos, line, col);
+    advance(l, i - l->pos);
+}
+
+// One-character punctuation and ":=": emitted here; false for other input.
+static bool lex_punct(struct lexer *l, char c, int line, int col, int *rc)
+{
+    int type;
+    size_t n = 1;
+    *rc = 0;
+    switch (c) {
+    case '=':
+        type = T_ASSIGN;
+        break;
+    case ':':
+        if (!starts(l, l->pos, ":=")) {
+            *rc = lex_err(l, "expected :=", NULL);
+            return true;
+        }
+        type = T_DECLARE;
+        n = 2;
+        break;
+    case '|':
+        type = T_PIPE;
+        break;
+    case '(':
+        l->paren++;
+        type = T_LPAREN;
+        break;
+    case ')':
+        if (--l->paren < 0) {
+            *rc = lex_err(l, "unexpected right paren", NULL);
+            return true;
+        }
+        type = T_RPAREN;
+        break;
+    case ',':
+        type = T_COMMA;
+        break;
+    default:
+        return false;
+    }
+    emit(l, type, l->src + l->pos, n, line, col);
+    advance(l, n);
+    return true;
+}
+
+static int lex_bad_char(struct lexer *l, char c)
+{
+    char q[32];
+    if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f)
+        snprintf(q, sizeof(q), "U+%04X", (unsigned char)c);
+    else
+        snprintf(q, sizeof(q), "U+%04X '%c'", (unsigned char)c, c);
+    return lex_err(l, "unrecognized character in action: ", q);
+}
+
+// Literals and names: strings, raw strings, chars, numbers, $vars, .fields, identifiers.
+static int lex_operand(struct lexer *l, char c)
+{
+    if (c == '"')
+        return lex_quote(l);
+    if (c == '`')
+        return lex_raw(l);
+    if (c == '$')
+        return lex_word(l, T_VAR);
+    if (c == '\'')
+        return lex_char(l);
+    if (c == '.') {
+        if (l->pos + 1 < l->len && l->src[l->pos + 1] >= '0' && l->src[l->pos + 1] <= '9')
+            return lex_number(l);
+        return lex_word(l, T_FIELD);
+    }
+    if (c == '+' || c == '-' || (c >= '0' && c <= '9'))
+        return lex_number(l);
+    if (is_alnum((unsigned char)c))
+        return lex_word(l, T_IDENT);
+    return lex_bad_char(l, c);
+}
+
 static int lex_action(struct lexer *l)
 {
     for (;;) {
-        bool trim;
-        if (at_right_delim(l, &trim)) {
-            if (l->paren > 0)
-                return lex_err(l, "unclosed left paren", NULL);
-            if (trim) {
-                advance(l, 1);  // the blank before "-}}"
-            }
-            emit(l, T_RDELIM, l->src + l->pos, trim ? 3 : 2, l->line,
-                 (int)(l->pos - l->line_start));
-            advance(l, trim ? 3 : 2);
-            l->trim_next = trim;
-            return 0;
-        }
+        int rc = 0;
+        if (lex_action_end(l, &rc))
+            return rc;
         if (l->pos >= l->len)
             return lex_err(l, "unclosed action", NULL);
         char c = l->src[l->pos];
         int line = l->line, col = (int)(l->pos - l->line_start);
-        int rc = 0;
-        if (is_space(c)) {
-            size_t i = l->pos;
-            // stop before a blank that starts " -}}"
-            while (i < l->len && is_space(l->src[i]) &&
-                   !(i + 4 <= l->len && starts(l, i + 1, "-}}")))
-                i++;
-            if (i == l->pos)
-                i++;  // unreachable: at_right_delim handled " -}}"
-            emit(l, T_SPACE, l->src + l->pos, i - l->pos, line, col);
-            advance(l, i - l->pos);
-        } else if (c == '=') {
-            emit(l, T_ASSIGN, l->src + l->pos, 1, line, col);
-            advance(l, 1);
-        } else if (c == ':') {
-            if (!starts(l, l->pos, ":="))
-                return lex_err(l, "expected :=", NULL);
-            emit(l, T_DECLARE, l->src + l->pos, 2, line, col);
-            advance(l, 2);
-        } else if (c == '|') {
-            emit(l, T_PIPE, l->src + l->pos, 1, line, col);
-            advance(l, 1);
-        } else if (c == '"') {
-            rc = lex_quote(l);
-        } else if (c == '`') {
-            rc = lex_raw(l);
-        } else if (c == '$') {
-            rc = lex_word(l, T_VAR);
-        } else if (c == '\'') {
-            rc = lex_char(l);
-        } else if (c == '.') {
-            if (l->pos + 1 < l->len && l->src[l->pos + 1] >= '0' && l->src[l->pos + 1] <= '9')
-                rc = lex_number(l);
-            else
-                rc = lex_word(l, T_FIELD);
-        } else if (c == '+' || c == '-' || (c >= '0' && c <= '9')) {
-            rc = lex_number(l);
-        } else if (is_alnum((unsigned char)c)) {
-            rc = lex_word(l, T_IDENT);
-        } else if (c == '(') {
-            l->paren++;
-            emit(l, T_LPAREN, l->src + l->pos, 1, line, col);
-            advance(l, 1);
-        } else if (c == ')') {
-            if (--l->paren < 0)
-                return lex_err(l, "unexpected right paren", NULL);
-            emit(l, T_RPAREN, l->src + l->pos, 1, line, col);
-            advance(l, 1);
-        } else if (c == ',') {
-            emit(l, T_COMMA, l->src + l->pos, 1, line, col);
-            advance(l, 1);
-        } else {
-            char q[32];
-            if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f)
-                snprintf(q, sizeof(q), "U+%04X", (unsigned char)c);
-            else
-                snprintf(q, sizeof(q), "U+%04X '%c'", (unsigned char)c, c);
-            return lex_err(l, "unrecognized character in action: ", q);
-        }
+        if (is_space(c))
+            lex_spaces(l, line, col);
+        else if (!lex_punct(l, c, line, col, &rc))
+            rc = lex_operand(l, c);
         if (rc)
             return rc;
     }
