@@ -1179,6 +1179,57 @@ static struct node *cut_walk(struct cutter *c, const struct node *n)
 
 // ---------------------------------------------------------------------------
 
+// The identifiers the main template and every define use, sorted (for
+// template_has_ident); a {{ template }} of an undefined name is an error.
+static int collect_idents(struct template *t, struct err *e)
+{
+    struct strset s = {0};
+    bool bad = idents_walk(t->root, &s) != 0;
+    for (size_t i = 0; i < t->n_defs && !bad; i++)
+        bad = idents_walk(t->defs[i].root, &s) != 0;
+    if (bad) {
+        for (size_t i = 0; i < s.n; i++)
+            free(s.v[i]);
+        free(s.v);
+        return err_set(e, ERR_FORMAT, "undefined template specified");
+    }
+    if (s.n)
+        qsort(s.v, s.n, sizeof(char *), cmp_str);
+    t->idents = s.v;
+    t->n_idents = s.n;
+    return 0;
+}
+
+// Ollama appends {{ .Response }} to a template that uses neither .Messages
+// nor .Response, so a completion template still ends with the answer.
+static int append_response(struct template *t, struct err *e)
+{
+    if (template_has_ident(t, "messages") || template_has_ident(t, "response"))
+        return 0;
+    struct node *l = t->root;
+    struct node **kids = arena_alloc(&t->arena, (l->n_kids + 1) * sizeof(*kids));
+    struct node *act = arena_alloc(&t->arena, sizeof(struct node) * 4);
+    const char **ids = arena_alloc(&t->arena, sizeof(char *));
+    struct node **pk = arena_alloc(&t->arena, sizeof(*pk) * 2);
+    if (!kids || !act || !ids || !pk)
+        return err_set(e, ERR_TOO_LARGE, "template too large");
+    memset(act, 0, sizeof(struct node) * 4);
+    struct node *pipe = act + 1, *cmd = act + 2, *field = act + 3;
+    ids[0] = "Response";
+    *field = (struct node){.type = N_FIELD, .idents = ids, .n_idents = 1};
+    pk[0] = field;
+    *cmd = (struct node){.type = N_CMD, .kids = pk, .n_kids = 1};
+    pk[1] = cmd;
+    *pipe = (struct node){.type = N_PIPE, .kids = pk + 1, .n_kids = 1};
+    *act = (struct node){.type = N_ACTION, .pipe = pipe};
+    if (l->n_kids)
+        memcpy(kids, l->kids, l->n_kids * sizeof(*kids));
+    kids[l->n_kids] = act;
+    l->kids = kids;
+    l->n_kids++;
+    return 0;
+}
+
 int tmpl_parse_tree(struct template *t, struct err *e)
 {
     struct toks toks = {0};
@@ -1200,56 +1251,8 @@ int tmpl_parse_tree(struct template *t, struct err *e)
         return err_set(e, local.code, "%s", local.msg);
     }
 
-    // identifiers over the main template and every define
-    struct strset s = {0};
-    bool bad = idents_walk(t->root, &s) != 0;
-    for (size_t i = 0; i < t->n_defs && !bad; i++)
-        bad = idents_walk(t->defs[i].root, &s) != 0;
-    if (bad) {
-        for (size_t i = 0; i < s.n; i++)
-            free(s.v[i]);
-        free(s.v);
-        return err_set(e, ERR_FORMAT, "undefined template specified");
-    }
-    if (s.n)
-        qsort(s.v, s.n, sizeof(char *), cmp_str);
-    t->idents = s.v;
-    t->n_idents = s.n;
-
-    if (!template_has_ident(t, "messages") && !template_has_ident(t, "response")) {
-        // append {{ .Response }}
-        struct node *l = t->root;
-        struct node **kids = arena_alloc(&t->arena, (l->n_kids + 1) * sizeof(*kids));
-        struct node *act = arena_alloc(&t->arena, sizeof(struct node) * 4);
-        const char **ids = arena_alloc(&t->arena, sizeof(char *));
-        if (!kids || !act || !ids)
-            return err_set(e, ERR_TOO_LARGE, "template too large");
-        memset(act, 0, sizeof(struct node) * 4);
-        struct node *pipe = act + 1, *cmd = act + 2, *field = act + 3;
-        struct node **pk = arena_alloc(&t->arena, sizeof(*pk) * 2);
-        if (!pk)
-            return err_set(e, ERR_TOO_LARGE, "template too large");
-        ids[0] = "Response";
-        field->type = N_FIELD;
-        field->idents = ids;
-        field->n_idents = 1;
-        cmd->type = N_CMD;
-        pk[0] = field;
-        cmd->kids = pk;
-        cmd->n_kids = 1;
-        pipe->type = N_PIPE;
-        pk[1] = cmd;
-        pipe->kids = pk + 1;
-        pipe->n_kids = 1;
-        act->type = N_ACTION;
-        act->pipe = pipe;
-        if (l->n_kids)
-            memcpy(kids, l->kids, l->n_kids * sizeof(*kids));
-        kids[l->n_kids] = act;
-        l->kids = kids;
-        l->n_kids++;
-    }
-
+    if ((rc = collect_idents(t, e)) || (rc = append_response(t, e)))
+        return rc;
     t->tool_tag = compute_tool_tag(t->root);
     think_walk(t->root, t->root, false, t);
     struct cutter c = {.p = &p};
