@@ -26,13 +26,93 @@
 
 enum { DEEPSEEK = 0, COGITO = 1, OLMO3_THINK = 2 };
 
+// The tools with their parameter schemas, then the call format.
+static void write_ds_tools(struct buf *out, json_t *tools)
+{
+    size_t i;
+    json_t *tool;
+    buf_append_str(out, "\n\n## Tools\nYou have access to the following tools:\n");
+    json_array_foreach(tools, i, tool)
+    {
+        json_t *fn = json_object_get(tool, "function");
+        buf_printf(out, "\n### %s\nDescription: %s", rnd_str(fn, "name"),
+                   rnd_str(fn, "description"));
+        json_t *gt = rnd_go_tool(tool);
+        buf_append_str(out, "\n\nParameters: ");
+        jsonx_dump(json_object_get(json_object_get(gt, "function"), "parameters"), 0, out, NULL);
+        buf_append_str(out, "\n");
+        json_decref(gt);
+    }
+    buf_append_str(out,
+                   "\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n" DS_CALLS_BEGIN
+                       DS_CALL_BEGIN "tool_call_name" DS_SEP "tool_call_arguments" DS_CALL_END
+                   "{{additional_tool_calls}}" DS_CALLS_END "\n\nWhere:\n\n- `tool_call_name` "
+                   "must be an exact match to one of the available tools\n- "
+                   "`tool_call_arguments` must be valid JSON that strictly follows the tool's "
+                   "Parameters Schema\n- For multiple tool calls, chain them directly without "
+                   "separators or spaces\n");
+}
+
+// Where the rendering of the conversation stands.
+struct ds_render {
+    bool thinking;       // the request turned thinking on
+    bool last_user;      // the previous message was the user's
+    bool is_tool;        // the previous message was a tool output
+    long last_user_idx;  // index of the last user message, -1 without one
+};
+
+// An assistant message with calls: its content, then the calls.
+static void write_ds_calls(struct buf *out, const json_t *m, json_t *calls, struct ds_render *r)
+{
+    if (r->last_user)
+        buf_append_str(out, DS_ASSISTANT DS_THINK_CLOSE);
+    r->last_user = false;
+    r->is_tool = false;
+    buf_append_str(out, rnd_str(m, "content"));
+    buf_append_str(out, DS_CALLS_BEGIN);
+    size_t c;
+    json_t *call;
+    json_array_foreach(calls, c, call)
+    {
+        json_t *fn = rnd_call_fn(call);
+        buf_printf(out, DS_CALL_BEGIN "%s" DS_SEP, rnd_str(fn, "name"));
+        rnd_go_args_json(out, json_object_get(fn, "arguments"));
+        buf_append_str(out, DS_CALL_END);
+    }
+    buf_append_str(out, DS_CALLS_END DS_EOS);
+}
+
+// Assistant message i without calls: after a user turn it opens the
+// assistant turn (thinking only for the current answer); its content drops
+// any thinking up to </think> unless it follows a tool output.
+static void write_ds_answer(struct buf *out, const json_t *m, size_t i, struct ds_render *r)
+{
+    if (r->last_user) {
+        buf_append_str(out, DS_ASSISTANT);
+        bool current = (long)i > r->last_user_idx;
+        if (*rnd_str(m, "thinking") && r->thinking && current)
+            buf_append_str(out, "<think>");
+        else
+            buf_append_str(out, DS_THINK_CLOSE);
+    }
+    r->last_user = false;
+    const char *content = rnd_str(m, "content");
+    if (!r->is_tool) {
+        const char *close = strstr(content, DS_THINK_CLOSE);
+        if (close)
+            content = close + strlen(DS_THINK_CLOSE);
+    }
+    r->is_tool = false;
+    buf_printf(out, "%s" DS_EOS, content);
+}
+
 int rnd_render_deepseek3(json_t *msgs, json_t *tools, const struct renderer_think *think,
                          int variant, struct buf *out, struct err *e)
 {
     (void)variant;
     (void)e;
-    bool thinking = think && think->set && think->on;
     buf_append_str(out, DS_BOS);
+    // The system messages, joined.
     size_t i;
     json_t *m;
     bool first = true;
@@ -45,90 +125,35 @@ int rnd_render_deepseek3(json_t *msgs, json_t *tools, const struct renderer_thin
         buf_append_str(out, rnd_str(m, "content"));
         first = false;
     }
-    if (json_array_size(tools) > 0) {
-        buf_append_str(out, "\n\n## Tools\nYou have access to the following tools:\n");
-        json_t *tool;
-        json_array_foreach(tools, i, tool)
-        {
-            json_t *fn = json_object_get(tool, "function");
-            buf_printf(out, "\n### %s\nDescription: %s", rnd_str(fn, "name"),
-                       rnd_str(fn, "description"));
-            json_t *gt = rnd_go_tool(tool);
-            buf_append_str(out, "\n\nParameters: ");
-            jsonx_dump(json_object_get(json_object_get(gt, "function"), "parameters"), 0, out,
-                       NULL);
-            buf_append_str(out, "\n");
-            json_decref(gt);
-        }
-        buf_append_str(
-            out, "\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n" DS_CALLS_BEGIN
-                     DS_CALL_BEGIN "tool_call_name" DS_SEP "tool_call_arguments" DS_CALL_END
-                 "{{additional_tool_calls}}" DS_CALLS_END "\n\nWhere:\n\n- `tool_call_name` "
-                 "must be an exact match to one of the available tools\n- "
-                 "`tool_call_arguments` must be valid JSON that strictly follows the tool's "
-                 "Parameters Schema\n- For multiple tool calls, chain them directly without "
-                 "separators or spaces\n");
-    }
-    bool is_tool = false, last_user = false;
-    long last_user_idx = -1;
+    if (json_array_size(tools) > 0)
+        write_ds_tools(out, tools);
+
+    struct ds_render r = {.thinking = think && think->set && think->on, .last_user_idx = -1};
     for (size_t k = json_array_size(msgs); k > 0; k--)
         if (strcmp(rnd_str(json_array_get(msgs, k - 1), "role"), "user") == 0) {
-            last_user_idx = (long)k - 1;
+            r.last_user_idx = (long)k - 1;
             break;
         }
     json_array_foreach(msgs, i, m)
     {
         const char *role = rnd_str(m, "role");
+        json_t *calls = json_object_get(m, "tool_calls");
         if (strcmp(role, "user") == 0) {
-            is_tool = false;
-            last_user = true;
+            r.is_tool = false;
+            r.last_user = true;
             buf_printf(out, DS_USER "%s", rnd_str(m, "content"));
+        } else if (strcmp(role, "assistant") == 0 && json_array_size(calls) > 0) {
+            write_ds_calls(out, m, calls, &r);
         } else if (strcmp(role, "assistant") == 0) {
-            json_t *calls = json_object_get(m, "tool_calls");
-            if (json_array_size(calls) > 0) {
-                if (last_user)
-                    buf_append_str(out, DS_ASSISTANT DS_THINK_CLOSE);
-                last_user = false;
-                is_tool = false;
-                buf_append_str(out, rnd_str(m, "content"));
-                buf_append_str(out, DS_CALLS_BEGIN);
-                size_t c;
-                json_t *call;
-                json_array_foreach(calls, c, call)
-                {
-                    json_t *fn = rnd_call_fn(call);
-                    buf_printf(out, DS_CALL_BEGIN "%s" DS_SEP, rnd_str(fn, "name"));
-                    rnd_go_args_json(out, json_object_get(fn, "arguments"));
-                    buf_append_str(out, DS_CALL_END);
-                }
-                buf_append_str(out, DS_CALLS_END DS_EOS);
-            } else {
-                if (last_user) {
-                    buf_append_str(out, DS_ASSISTANT);
-                    bool current = (long)i > last_user_idx;
-                    if (*rnd_str(m, "thinking") && thinking && current)
-                        buf_append_str(out, "<think>");
-                    else
-                        buf_append_str(out, DS_THINK_CLOSE);
-                }
-                last_user = false;
-                const char *content = rnd_str(m, "content");
-                if (!is_tool) {
-                    const char *close = strstr(content, DS_THINK_CLOSE);
-                    if (close)
-                        content = close + strlen(DS_THINK_CLOSE);
-                }
-                is_tool = false;
-                buf_printf(out, "%s" DS_EOS, content);
-            }
+            write_ds_answer(out, m, i, &r);
         } else if (strcmp(role, "tool") == 0) {
-            last_user = false;
-            is_tool = true;
+            r.last_user = false;
+            r.is_tool = true;
             buf_printf(out, DS_OUTPUT_BEGIN "%s" DS_OUTPUT_END, rnd_str(m, "content"));
         }
     }
-    if (last_user && !is_tool)
-        buf_append_str(out, thinking ? DS_ASSISTANT "<think>" : DS_ASSISTANT DS_THINK_CLOSE);
+    if (r.last_user && !r.is_tool)
+        buf_append_str(out, r.thinking ? DS_ASSISTANT "<think>" : DS_ASSISTANT DS_THINK_CLOSE);
     return 0;
 }
 
