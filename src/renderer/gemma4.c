@@ -592,100 +592,136 @@ static const char *next_non_tool_role(json_t *msgs, size_t i)
 // What the last non-tool message ended with.
 enum { G4_PREV_NONE, G4_PREV_CALL, G4_PREV_RESPONSE };
 
+// Where the rendering of the conversation stands.
+struct g4_render {
+    json_t *msgs;
+    size_t n;
+    long last_user;         // index of the last user message, -1 without one
+    size_t img;             // the next image's number
+    int prev;               // G4_PREV_*
+    const char *prev_role;  // the previous non-tool message's role
+};
+
+// The system turn: the thinking switch, the system prompt and the tools'
+// declarations, when there is any of them.
+static void write_system(struct buf *out, const json_t *first, bool has_system, json_t *tools,
+                         bool thinking)
+{
+    if (!has_system && json_array_size(tools) == 0 && !thinking)
+        return;
+    buf_append_str(out, G4_TURN "system\n");
+    if (thinking)
+        buf_append_str(out, G4_THINK);
+    if (has_system) {
+        const char *sys = rnd_str(first, "content");
+        trim_into(out, sys, strlen(sys));
+    }
+    for (size_t i = 0; i < json_array_size(tools); i++)
+        write_declaration(out, json_array_get(tools, i));
+    buf_append_str(out, G4_TURN_END);
+}
+
+// The tool results that follow message i answer its calls inside its turn.
+// Returns whether there were any.
+static bool write_responses(struct buf *out, struct g4_render *r, size_t i, const json_t *calls)
+{
+    bool responses = false;
+    for (size_t k = i + 1; k < r->n && role_is(json_array_get(r->msgs, k), "tool"); k++) {
+        json_t *t = json_array_get(r->msgs, k);
+        buf_printf(out, G4_RESP_OPEN "response:%s{value:" G4_Q, response_name(t, calls));
+        r->img = rnd_image_tags(out, rnd_str(t, "content"), n_images(t), r->img);
+        buf_append_str(out, G4_Q "}" G4_RESP_CLOSE);
+        responses = true;
+        r->prev = G4_PREV_RESPONSE;
+    }
+    return responses;
+}
+
+// A message's content with its images: the model's without its thinking,
+// anyone else's trimmed. Returns whether anything was written.
+static bool write_content(struct buf *out, struct g4_render *r, const json_t *m, bool model)
+{
+    bool had_content = false;
+    const char *content = rnd_str(m, "content");
+    if (model) {
+        if (*content || n_images(m)) {
+            char *stripped = strip_thinking(content);
+            r->img = rnd_image_tags(out, stripped, n_images(m), r->img);
+            had_content = *stripped || n_images(m);
+            free(stripped);
+        }
+    } else {
+        struct buf t;
+        buf_init(&t, 0);
+        trim_into(&t, content, strlen(content));
+        r->img = rnd_image_tags(out, buf_cstr(&t), n_images(m), r->img);
+        had_content = t.len || n_images(m);
+        buf_deinit(&t);
+    }
+    return had_content;
+}
+
+// One non-tool message i, with the tool results that answer its calls.
+static void write_message(struct buf *out, struct g4_render *r, size_t i)
+{
+    json_t *m = json_array_get(r->msgs, i);
+    r->prev = G4_PREV_NONE;
+    const char *mrole = rnd_str(m, "role");
+    bool assistant = strcmp(mrole, "assistant") == 0;
+    const char *role = assistant ? "model" : mrole;
+    bool model = strcmp(role, "model") == 0;
+    // Consecutive assistant messages share one model turn.
+    if (!(model && strcmp(r->prev_role, "assistant") == 0))
+        buf_printf(out, G4_TURN "%s\n", role);
+    const char *th = rnd_str(m, "thinking");
+    if (assistant && *th && (long)i > r->last_user)
+        buf_printf(out, G4_CH_OPEN "thought\n%s\n" G4_CH_CLOSE, th);
+
+    json_t *calls = json_object_get(m, "tool_calls");
+    size_t nc = json_array_size(calls);
+    for (size_t k = 0; k < nc; k++)
+        format_call(out, json_array_get(calls, k));
+    if (nc)
+        r->prev = G4_PREV_CALL;
+    bool responses = nc && write_responses(out, r, i, calls);
+    bool had_content = write_content(out, r, m, model);
+
+    const char *next = next_non_tool_role(r->msgs, i);
+    bool continues = model && strcmp(next, "assistant") == 0 && (nc == 0 || responses);
+    if (r->prev == G4_PREV_CALL && !responses)
+        buf_append_str(out, G4_RESP_OPEN);
+    else if (!continues && !(responses && !had_content && *next == 0))
+        buf_append_str(out, G4_TURN_END);
+    r->prev_role = mrole;
+}
+
 int rnd_render_gemma4(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
                       struct buf *out, struct err *e)
 {
     (void)e;
-    size_t n = json_array_size(msgs), start = 0, img = 0;
+    size_t n = json_array_size(msgs), start = 0;
     bool thinking = think_on(think);
     buf_append_str(out, G4_BOS);
     json_t *first = json_array_get(msgs, 0);
     bool has_system = n > 0 && (role_is(first, "system") || role_is(first, "developer"));
     if (has_system)
         start = 1;
-    if (has_system || json_array_size(tools) > 0 || thinking) {
-        buf_append_str(out, G4_TURN "system\n");
-        if (thinking)
-            buf_append_str(out, G4_THINK);
-        if (has_system) {
-            const char *sys = rnd_str(first, "content");
-            trim_into(out, sys, strlen(sys));
-        }
-        for (size_t i = 0; i < json_array_size(tools); i++)
-            write_declaration(out, json_array_get(tools, i));
-        buf_append_str(out, G4_TURN_END);
-    }
+    write_system(out, first, has_system, tools, thinking);
 
-    long last_user = -1;
+    struct g4_render r = {
+        .msgs = msgs, .n = n, .last_user = -1, .prev = G4_PREV_NONE, .prev_role = ""};
     for (size_t i = start; i < n; i++)
         if (role_is(json_array_get(msgs, i), "user"))
-            last_user = (long)i;
+            r.last_user = (long)i;
+    for (size_t i = start; i < n; i++)
+        if (!role_is(json_array_get(msgs, i), "tool"))
+            write_message(out, &r, i);
 
-    int prev = G4_PREV_NONE;
-    const char *prev_role = "";
-    for (size_t i = start; i < n; i++) {
-        json_t *m = json_array_get(msgs, i);
-        if (role_is(m, "tool"))
-            continue;
-        prev = G4_PREV_NONE;
-        const char *mrole = rnd_str(m, "role");
-        bool assistant = strcmp(mrole, "assistant") == 0;
-        const char *role = assistant ? "model" : mrole;
-        bool model = strcmp(role, "model") == 0;
-        if (!(model && strcmp(prev_role, "assistant") == 0))
-            buf_printf(out, G4_TURN "%s\n", role);
-        const char *th = rnd_str(m, "thinking");
-        if (assistant && *th && (long)i > last_user)
-            buf_printf(out, G4_CH_OPEN "thought\n%s\n" G4_CH_CLOSE, th);
-
-        json_t *calls = json_object_get(m, "tool_calls");
-        size_t nc = json_array_size(calls);
-        for (size_t k = 0; k < nc; k++)
-            format_call(out, json_array_get(calls, k));
-        if (nc)
-            prev = G4_PREV_CALL;
-        bool responses = false;
-        for (size_t k = i + 1; nc && k < n && role_is(json_array_get(msgs, k), "tool"); k++) {
-            json_t *t = json_array_get(msgs, k);
-            buf_printf(out, G4_RESP_OPEN "response:%s{value:" G4_Q, response_name(t, calls));
-            img = rnd_image_tags(out, rnd_str(t, "content"), n_images(t), img);
-            buf_append_str(out, G4_Q "}" G4_RESP_CLOSE);
-            responses = true;
-            prev = G4_PREV_RESPONSE;
-        }
-
-        bool had_content = false;
-        const char *content = rnd_str(m, "content");
-        if (model) {
-            if (*content || n_images(m)) {
-                char *stripped = strip_thinking(content);
-                img = rnd_image_tags(out, stripped, n_images(m), img);
-                had_content = *stripped || n_images(m);
-                free(stripped);
-            }
-        } else {
-            struct buf t;
-            buf_init(&t, 0);
-            trim_into(&t, content, strlen(content));
-            img = rnd_image_tags(out, buf_cstr(&t), n_images(m), img);
-            had_content = t.len || n_images(m);
-            buf_deinit(&t);
-        }
-
-        const char *next = next_non_tool_role(msgs, i);
-        bool continues = model && strcmp(next, "assistant") == 0 && (nc == 0 || responses);
-        if (prev == G4_PREV_CALL && !responses)
-            buf_append_str(out, G4_RESP_OPEN);
-        else if (!continues && !(responses && !had_content && *next == 0))
-            buf_append_str(out, G4_TURN_END);
-        prev_role = mrole;
-    }
-
-    if (prev == G4_PREV_NONE) {
+    if (r.prev == G4_PREV_NONE) {
         buf_append_str(out, G4_TURN "model\n");
         if (variant == G4_LARGE && !thinking)
             buf_append_str(out, G4_CH_OPEN "thought\n" G4_CH_CLOSE);
-    } else if (prev == G4_PREV_RESPONSE && thinking) {
+    } else if (r.prev == G4_PREV_RESPONSE && thinking) {
         buf_append_str(out, G4_CH_OPEN "thought\n");
     }
     return 0;
@@ -1233,136 +1269,170 @@ static size_t max_size(size_t a, size_t b)
     return a > b ? a : b;
 }
 
+// Steps of the parser, one per state. Each returns <0 on error, 0 when
+// nothing more can be done with the text so far, 1 when it made progress.
+typedef int (*g4_step_fn)(struct renderer_parser *p, struct gemma4 *g, bool done, struct rnd_out *o,
+                          struct err *e);
+
+static int step_content(struct renderer_parser *p, struct gemma4 *g, bool done, struct rnd_out *o,
+                        struct err *e)
+{
+    (void)e;
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    // The first marker wins: a channel opens thinking, a call opener starts
+    // a call; white space before either is dropped.
+    const char *tag = rnd_find(a, n, G4_CH_OPEN);
+    const char *call = rnd_find(a, n, G4_CALL_OPEN);
+    size_t tl = strlen(G4_CH_OPEN);
+    int next = G4_THINKING;
+    if (call && (!tag || call < tag)) {
+        tag = call;
+        tl = strlen(G4_CALL_OPEN);
+        next = G4_CALL;
+    }
+    if (tag) {
+        size_t before = (size_t)(tag - a);
+        buf_append(o->content, a, before - rnd_trailing_ws(a, before));
+        rnd_buf_consume(&p->acc, before + tl);
+        p->state = next;
+        g->strip_channel = next == G4_THINKING;
+        g->call_seen = 0;
+        return 1;
+    }
+    size_t ov = max_size(rnd_overlap(a, n, G4_CH_OPEN), rnd_overlap(a, n, G4_CALL_OPEN));
+    if (!done && ov > 0) {
+        rnd_emit_until_partial(p, G4_CH_OPEN, G4_CALL_OPEN, o->content);
+        return 0;
+    }
+    buf_append(o->content, a, n);
+    buf_reset(&p->acc);
+    return 0;
+}
+
+static int step_thinking(struct renderer_parser *p, struct gemma4 *g, bool done, struct rnd_out *o,
+                         struct err *e)
+{
+    (void)e;
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    if (g->strip_channel) {
+        size_t nl = strlen(G4_THOUGHT);
+        if (has_prefix(a, n, G4_THOUGHT)) {
+            rnd_buf_consume(&p->acc, nl);
+            g->strip_channel = false;
+            return 1;
+        }
+        if (!done && n < nl && memcmp(G4_THOUGHT, a, n) == 0)
+            return 0;
+        g->strip_channel = false;
+    }
+    const char *close = rnd_find(a, n, G4_CH_CLOSE);
+    if (close) {
+        size_t before = (size_t)(close - a);
+        emit_thinking(g, o, a, before - rnd_trailing_ws(a, before));
+        size_t after = before + strlen(G4_CH_CLOSE);
+        after += rnd_leading_ws(a + after, n - after);
+        rnd_buf_consume(&p->acc, after);
+        p->state = G4_CONTENT;
+        return 1;
+    }
+    if (done) {
+        emit_thinking(g, o, a, n);
+        buf_reset(&p->acc);
+        return 0;
+    }
+    // A partial close tag and the white space before it wait.
+    size_t keep = n - rnd_overlap(a, n, G4_CH_CLOSE);
+    keep -= rnd_trailing_ws(a, keep);
+    emit_thinking(g, o, a, keep);
+    rnd_buf_consume(&p->acc, keep);
+    return 0;
+}
+
+static int step_call(struct renderer_parser *p, struct gemma4 *g, bool done, struct rnd_out *o,
+                     struct err *e)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    // Long arguments arrive in many pieces: search only the new text (and
+    // the tail a split tag may have started in).
+    size_t from = g->call_seen;
+    const char *close = rnd_find(a + from, n - from, G4_CALL_CLOSE);
+    size_t cl = strlen(G4_CALL_CLOSE);
+    g->call_seen = n >= cl ? n - cl + 1 : 0;
+    if (close) {
+        size_t len = (size_t)(close - a);
+        int rc = parse_call(p, a, len, o->calls, e);
+        if (rc < 0)
+            return rc;
+        size_t after = len + strlen(G4_CALL_CLOSE);
+        after += rnd_leading_ws(a + after, n - after);
+        rnd_buf_consume(&p->acc, after);
+        p->state = G4_AFTER_CALL;
+        return 1;
+    }
+    if (done) {
+        // The model may stop before closing its call.
+        int rc = parse_call(p, a, n, o->calls, e);
+        buf_reset(&p->acc);
+        p->state = G4_CONTENT;
+        return rc < 0 ? rc : 0;
+    }
+    return 0;
+}
+
+// Gemma 4 sometimes repeats <tool_call|> or opens a <|tool_response> after
+// a call: dropped, with the white space around them.
+static int step_after_call(struct renderer_parser *p, struct gemma4 *g, bool done,
+                           struct rnd_out *o, struct err *e)
+{
+    (void)g;
+    (void)o;
+    (void)e;
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    size_t k = rnd_leading_ws(a, n);
+    for (;;) {
+        if (has_prefix(a + k, n - k, G4_CALL_CLOSE))
+            k += strlen(G4_CALL_CLOSE);
+        else if (has_prefix(a + k, n - k, G4_RESP_OPEN))
+            k += strlen(G4_RESP_OPEN);
+        else
+            break;
+        k += rnd_leading_ws(a + k, n - k);
+    }
+    rnd_buf_consume(&p->acc, k);
+    a = p->acc.data ? p->acc.data : "";
+    n = p->acc.len;
+    if (n == 0)
+        return 0;
+    if ((n < strlen(G4_CALL_CLOSE) && memcmp(G4_CALL_CLOSE, a, n) == 0) ||
+        (n < strlen(G4_RESP_OPEN) && memcmp(G4_RESP_OPEN, a, n) == 0)) {
+        if (done) {
+            buf_reset(&p->acc);
+            p->state = G4_CONTENT;
+        }
+        return 0;
+    }
+    p->state = G4_CONTENT;
+    return 1;
+}
+
+static const g4_step_fn g4_steps[] = {
+    [G4_CONTENT] = step_content,
+    [G4_THINKING] = step_thinking,
+    [G4_CALL] = step_call,
+    [G4_AFTER_CALL] = step_after_call,
+};
+
 int rnd_gemma4_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e)
 {
     struct gemma4 *g = p->impl;
-    for (;;) {
-        const char *a = p->acc.data ? p->acc.data : "";
-        size_t n = p->acc.len;
-        if (n == 0)
-            return 0;
-        switch (p->state) {
-        case G4_CONTENT: {
-            // The first marker wins: a channel opens thinking, a call opener
-            // starts a call; white space before either is dropped.
-            const char *tag = rnd_find(a, n, G4_CH_OPEN);
-            const char *call = rnd_find(a, n, G4_CALL_OPEN);
-            size_t tl = strlen(G4_CH_OPEN);
-            int next = G4_THINKING;
-            if (call && (!tag || call < tag)) {
-                tag = call;
-                tl = strlen(G4_CALL_OPEN);
-                next = G4_CALL;
-            }
-            if (tag) {
-                size_t before = (size_t)(tag - a);
-                buf_append(o->content, a, before - rnd_trailing_ws(a, before));
-                rnd_buf_consume(&p->acc, before + tl);
-                p->state = next;
-                g->strip_channel = next == G4_THINKING;
-                g->call_seen = 0;
-                continue;
-            }
-            size_t ov = max_size(rnd_overlap(a, n, G4_CH_OPEN), rnd_overlap(a, n, G4_CALL_OPEN));
-            if (!done && ov > 0) {
-                rnd_emit_until_partial(p, G4_CH_OPEN, G4_CALL_OPEN, o->content);
-                return 0;
-            }
-            buf_append(o->content, a, n);
-            buf_reset(&p->acc);
-            return 0;
-        }
-        case G4_THINKING: {
-            if (g->strip_channel) {
-                size_t nl = strlen(G4_THOUGHT);
-                if (has_prefix(a, n, G4_THOUGHT)) {
-                    rnd_buf_consume(&p->acc, nl);
-                    g->strip_channel = false;
-                    continue;
-                }
-                if (!done && n < nl && memcmp(G4_THOUGHT, a, n) == 0)
-                    return 0;
-                g->strip_channel = false;
-            }
-            const char *close = rnd_find(a, n, G4_CH_CLOSE);
-            if (close) {
-                size_t before = (size_t)(close - a);
-                emit_thinking(g, o, a, before - rnd_trailing_ws(a, before));
-                size_t after = before + strlen(G4_CH_CLOSE);
-                after += rnd_leading_ws(a + after, n - after);
-                rnd_buf_consume(&p->acc, after);
-                p->state = G4_CONTENT;
-                continue;
-            }
-            if (done) {
-                emit_thinking(g, o, a, n);
-                buf_reset(&p->acc);
-                return 0;
-            }
-            // A partial close tag and the white space before it wait.
-            size_t keep = n - rnd_overlap(a, n, G4_CH_CLOSE);
-            keep -= rnd_trailing_ws(a, keep);
-            emit_thinking(g, o, a, keep);
-            rnd_buf_consume(&p->acc, keep);
-            return 0;
-        }
-        case G4_CALL: {
-            // Long arguments arrive in many pieces: search only the new text
-            // (and the tail a split tag may have started in).
-            size_t from = g->call_seen;
-            const char *close = rnd_find(a + from, n - from, G4_CALL_CLOSE);
-            size_t cl = strlen(G4_CALL_CLOSE);
-            g->call_seen = n >= cl ? n - cl + 1 : 0;
-            if (close) {
-                size_t len = (size_t)(close - a);
-                int rc = parse_call(p, a, len, o->calls, e);
-                if (rc < 0)
-                    return rc;
-                size_t after = len + strlen(G4_CALL_CLOSE);
-                after += rnd_leading_ws(a + after, n - after);
-                rnd_buf_consume(&p->acc, after);
-                p->state = G4_AFTER_CALL;
-                continue;
-            }
-            if (done) {
-                // The model may stop before closing its call.
-                int rc = parse_call(p, a, n, o->calls, e);
-                buf_reset(&p->acc);
-                p->state = G4_CONTENT;
-                return rc;
-            }
-            return 0;
-        }
-        default: {
-            // Gemma 4 sometimes repeats <tool_call|> or opens a
-            // <|tool_response> after a call: dropped, with the white space
-            // around them.
-            size_t k = rnd_leading_ws(a, n);
-            for (;;) {
-                if (has_prefix(a + k, n - k, G4_CALL_CLOSE))
-                    k += strlen(G4_CALL_CLOSE);
-                else if (has_prefix(a + k, n - k, G4_RESP_OPEN))
-                    k += strlen(G4_RESP_OPEN);
-                else
-                    break;
-                k += rnd_leading_ws(a + k, n - k);
-            }
-            rnd_buf_consume(&p->acc, k);
-            a = p->acc.data ? p->acc.data : "";
-            n = p->acc.len;
-            if (n == 0)
-                return 0;
-            if ((n < strlen(G4_CALL_CLOSE) && memcmp(G4_CALL_CLOSE, a, n) == 0) ||
-                (n < strlen(G4_RESP_OPEN) && memcmp(G4_RESP_OPEN, a, n) == 0)) {
-                if (done) {
-                    buf_reset(&p->acc);
-                    p->state = G4_CONTENT;
-                }
-                return 0;
-            }
-            p->state = G4_CONTENT;
-            continue;
-        }
-        }
+    while (p->acc.len > 0) {
+        int rc = g4_steps[p->state](p, g, done, o, e);
+        if (rc <= 0)
+            return rc;
     }
+    return 0;
 }

@@ -118,6 +118,76 @@ static bool element(const char *s, size_t n, size_t *pos, const char *open, cons
     return true;
 }
 
+// A copy of s[0..n) without its leading and trailing white space.
+static char *trimmed_dup(const char *s, size_t n)
+{
+    size_t lead = rnd_leading_ws(s, n);
+    return xstrndup(s + lead, n - lead - rnd_trailing_ws(s + lead, n - lead));
+}
+
+// One <arg_key>k</arg_key><arg_value>v</arg_value> pair at *pos into args,
+// the value typed from the schema of the function `name` (text so far, not
+// yet trimmed); advances *pos. Returns 0 or an error.
+static int glm_arg(struct renderer_parser *p, const char *s, size_t n, size_t *pos,
+                   const struct buf *name, bool final, json_t *args, struct err *e)
+{
+    const char *k, *v;
+    size_t kn, vn;
+    if (!element(s, n, pos, "<arg_key>", "</arg_key>", &k, &kn))
+        return err_set(e, ERR_INVALID, "failed to parse XML: unclosed <arg_key>");
+    *pos += rnd_leading_ws(s + *pos, n - *pos);
+    if (!element(s, n, pos, "<arg_value>", "</arg_value>", &v, &vn))
+        return err_set(e, ERR_INVALID, "mismatched arg_key and arg_value counts");
+    char *key = trimmed_dup(k, kn);
+    if (final && !*key) {
+        free(key);
+        return err_set(e, ERR_INVALID, "incomplete GLM tool call: empty argument name");
+    }
+    // One newline on each side of the value is the format's, not the value's.
+    const char *vs = v, *ve = v + vn;
+    if (vs < ve && *vs == '\n')
+        vs++;
+    if (ve > vs && ve[-1] == '\n')
+        ve--;
+    char *value = xstrndup(vs, (size_t)(ve - vs));
+    const char *types[32];
+    size_t nt = 0;
+    char *fname = trimmed_dup(name->data ? name->data : "", name->len);
+    rnd_param_types(p->tools, fname, key, types, &nt, 32);
+    free(fname);
+    json_object_set_new(args, key, rnd_typed_value(value, types, nt));
+    free(key);
+    free(value);
+    return 0;
+}
+
+// A call the response ended inside must name a declared tool and give it
+// its required arguments. Returns 0 or an error.
+static int glm_check_final(struct renderer_parser *p, const char *fn, const json_t *args,
+                           struct err *e)
+{
+    json_t *tool = NULL, *t;
+    size_t i;
+    json_array_foreach(p->tools, i, t)
+    {
+        if (!tool && strcmp(rnd_str(json_object_get(t, "function"), "name"), fn) == 0)
+            tool = t;
+    }
+    if (!tool)
+        return err_set(e, ERR_INVALID, "incomplete GLM tool call: tool \"%s\" is not declared", fn);
+    json_t *req = json_object_get(rnd_tool_fn(tool, "parameters"), "required");
+    json_t *r;
+    json_array_foreach(req, i, r)
+    {
+        if (json_is_string(r) && !json_object_get(args, json_string_value(r)))
+            return err_set(e, ERR_INVALID,
+                           "incomplete GLM tool call: required argument \"%s\" is missing for "
+                           "tool \"%s\"",
+                           json_string_value(r), fn);
+    }
+    return 0;
+}
+
 // NAME<arg_key>k</arg_key><arg_value>v</arg_value>…: a call, or an error.
 // final: the response ended inside the call (the tool must be declared and
 // given its required arguments).
@@ -130,73 +200,16 @@ static int glm_call(struct renderer_parser *p, const char *s, size_t n, bool fin
     size_t pos = 0;
     int rc = 0;
     while (pos < n && rc == 0) {
-        const char *k, *v;
-        size_t kn, vn;
-        if (s[pos] != '<' || !cstr_starts_with(s + pos, "<arg_key>")) {
+        if (s[pos] != '<' || !cstr_starts_with(s + pos, "<arg_key>"))
             buf_append_char(&name, s[pos++]);  // text nodes form the name
-            continue;
-        }
-        if (!element(s, n, &pos, "<arg_key>", "</arg_key>", &k, &kn)) {
-            rc = err_set(e, ERR_INVALID, "failed to parse XML: unclosed <arg_key>");
-            break;
-        }
-        size_t ws = rnd_leading_ws(s + pos, n - pos);
-        pos += ws;
-        if (!element(s, n, &pos, "<arg_value>", "</arg_value>", &v, &vn)) {
-            rc = err_set(e, ERR_INVALID, "mismatched arg_key and arg_value counts");
-            break;
-        }
-        size_t lead = rnd_leading_ws(k, kn);
-        char *key = xstrndup(k + lead, kn - lead - rnd_trailing_ws(k + lead, kn - lead));
-        if (final && !*key) {
-            free(key);
-            rc = err_set(e, ERR_INVALID, "incomplete GLM tool call: empty argument name");
-            break;
-        }
-        const char *vs = v, *ve = v + vn;
-        if (vs < ve && *vs == '\n')
-            vs++;
-        if (ve > vs && ve[-1] == '\n')
-            ve--;
-        char *value = xstrndup(vs, (size_t)(ve - vs));
-        const char *types[32];
-        size_t nt = 0;
-        struct buf fname;
-        buf_init(&fname, 0);
-        const char *nm = name.data ? name.data : "";
-        size_t nl = rnd_leading_ws(nm, name.len);
-        buf_append(&fname, nm + nl, name.len - nl - rnd_trailing_ws(nm + nl, name.len - nl));
-        rnd_param_types(p->tools, buf_cstr(&fname), key, types, &nt, 32);
-        buf_deinit(&fname);
-        json_object_set_new(args, key, rnd_typed_value(value, types, nt));
-        free(key);
-        free(value);
+        else
+            rc = glm_arg(p, s, n, &pos, &name, final, args, e);
     }
-    const char *nm = name.data ? name.data : "";
-    size_t nl = rnd_leading_ws(nm, name.len);
-    char *fn = xstrndup(nm + nl, name.len - nl - rnd_trailing_ws(nm + nl, name.len - nl));
+    char *fn = trimmed_dup(name.data ? name.data : "", name.len);
     if (rc == 0 && !*fn)
         rc = err_set(e, ERR_INVALID, "empty function name");
-    if (rc == 0 && final) {
-        json_t *tool = NULL, *t;
-        size_t i;
-        json_array_foreach(p->tools, i,
-                           t) if (!tool && strcmp(rnd_str(json_object_get(t, "function"), "name"),
-                                                  fn) == 0) tool = t;
-        if (!tool) {
-            rc = err_set(e, ERR_INVALID, "incomplete GLM tool call: tool \"%s\" is not declared",
-                         fn);
-        } else {
-            json_t *req = json_object_get(rnd_tool_fn(tool, "parameters"), "required");
-            json_t *r;
-            json_array_foreach(req, i, r) if (rc == 0 && json_is_string(r) &&
-                                              !json_object_get(args, json_string_value(r))) rc =
-                err_set(e, ERR_INVALID,
-                        "incomplete GLM tool call: required argument \"%s\" is missing for tool "
-                        "\"%s\"",
-                        json_string_value(r), fn);
-        }
-    }
+    if (rc == 0 && final)
+        rc = glm_check_final(p, fn, args, e);
     if (rc == 0)
         rnd_call_append(p, calls, fn, json_incref(args));
     free(fn);

@@ -118,11 +118,10 @@ static void render_functions(struct buf *b, json_t *tools)
     buf_append_str(b, "\n\n} // namespace functions");
 }
 
-int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
-                       struct buf *out, struct err *e)
+// The system message: the model's identity, today's date, the reasoning
+// effort and the channels.
+static void write_system(struct buf *out, const struct renderer_think *think, bool has_tools)
 {
-    (void)variant;
-    (void)e;
     char date[32];
     time_t now = time(NULL);
     struct tm tm;
@@ -138,15 +137,18 @@ int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think 
         buf_printf(out, "\n\nReasoning: %s", strcmp(level, "max") == 0 ? "high" : level);
     else if (!set || on)
         buf_append_str(out, "\n\nReasoning: medium");
-    bool has_tools = json_array_size(tools) > 0;
     buf_append_str(out, "\n\n# Valid channels: analysis, commentary, final. Channel must be "
                         "included for every message.");
     if (has_tools)
         buf_append_str(out, "\nCalls to these tools must go to the commentary channel: "
                             "'functions'.");
     buf_append_str(out, H_END);
+}
 
-    // The system text: the system messages joined (Ollama's .System).
+// The developer message, when there are tools or system text: the tools'
+// types, then the system messages joined (Ollama's .System).
+static void write_developer(struct buf *out, json_t *msgs, json_t *tools, bool has_tools)
+{
     struct buf sys;
     buf_init(&sys, 0);
     size_t i;
@@ -170,64 +172,94 @@ int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think 
         buf_append_str(out, H_END);
     }
     buf_deinit(&sys);
+}
 
-    // Thinking is shown only after the last user message; a last assistant
-    // message is a prefill (left open).
-    size_t n = json_array_size(msgs);
-    long last_user = -1;
-    bool prefill_content = false, prefill_thinking = false;
+// Thinking is shown only after the last user message; a last assistant
+// message is a prefill (left open).
+struct harmony_history {
+    long last_user;  // -1 without a user message
+    bool prefill_content, prefill_thinking;
+};
+
+static struct harmony_history scan_history(json_t *msgs)
+{
+    struct harmony_history h = {.last_user = -1};
+    size_t n = json_array_size(msgs), i;
+    json_t *m;
     json_array_foreach(msgs, i, m)
     {
         const char *role = rnd_str(m, "role");
         if (strcmp(role, "user") == 0)
-            last_user = (long)i;
+            h.last_user = (long)i;
         if (i == n - 1 && strcmp(role, "assistant") == 0) {
             if (*rnd_str(m, "content"))
-                prefill_content = true;
+                h.prefill_content = true;
             else if (*rnd_str(m, "thinking"))
-                prefill_thinking = true;
+                h.prefill_thinking = true;
         }
     }
+    return h;
+}
+
+// Assistant message i: its analysis (after the last user message), its
+// final answer, then each call on the commentary channel.
+static void write_assistant(struct buf *out, const json_t *m, size_t i,
+                            const struct harmony_history *h)
+{
+    const char *th = rnd_str(m, "thinking");
+    if (*th && (long)i > h->last_user) {
+        buf_printf(out, H_START "assistant" H_CHANNEL "analysis" H_MESSAGE "%s", th);
+        if (!h->prefill_thinking)
+            buf_append_str(out, H_END);
+    }
+    const char *content = rnd_str(m, "content");
+    if (*content) {
+        buf_printf(out, H_START "assistant" H_CHANNEL "final" H_MESSAGE "%s", content);
+        if (!h->prefill_content)
+            buf_append_str(out, H_END);
+    }
+    size_t k;
+    json_t *call;
+    json_array_foreach(json_object_get(m, "tool_calls"), k, call)
+    {
+        json_t *fn = rnd_call_fn(call);
+        buf_printf(out,
+                   H_START "assistant" H_CHANNEL "commentary to=functions.%s "
+                           "<|constrain|>json" H_MESSAGE,
+                   rnd_str(fn, "name"));
+        json_t *args = json_object_get(fn, "arguments");
+        if (args)
+            rnd_go_json(out, args);
+        else
+            buf_append_str(out, "{}");
+        buf_append_str(out, "<|call|>");
+    }
+}
+
+int rnd_render_harmony(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                       struct buf *out, struct err *e)
+{
+    (void)variant;
+    (void)e;
+    bool has_tools = json_array_size(tools) > 0;
+    write_system(out, think, has_tools);
+    write_developer(out, msgs, tools, has_tools);
+
+    struct harmony_history h = scan_history(msgs);
+    size_t i;
+    json_t *m;
     json_array_foreach(msgs, i, m)
     {
         const char *role = rnd_str(m, "role");
-        if (strcmp(role, "tool") == 0) {
+        if (strcmp(role, "tool") == 0)
             buf_printf(out, H_START "functions.%s to=assistant" H_MESSAGE "%s" H_END,
                        rnd_str(m, "tool_name"), rnd_str(m, "content"));
-        } else if (strcmp(role, "assistant") == 0) {
-            const char *th = rnd_str(m, "thinking");
-            if (*th && (long)i > last_user) {
-                buf_printf(out, H_START "assistant" H_CHANNEL "analysis" H_MESSAGE "%s", th);
-                if (!prefill_thinking)
-                    buf_append_str(out, H_END);
-            }
-            const char *content = rnd_str(m, "content");
-            if (*content) {
-                buf_printf(out, H_START "assistant" H_CHANNEL "final" H_MESSAGE "%s", content);
-                if (!prefill_content)
-                    buf_append_str(out, H_END);
-            }
-            size_t k;
-            json_t *call;
-            json_array_foreach(json_object_get(m, "tool_calls"), k, call)
-            {
-                json_t *fn = rnd_call_fn(call);
-                buf_printf(out,
-                           H_START "assistant" H_CHANNEL "commentary to=functions.%s "
-                                   "<|constrain|>json" H_MESSAGE,
-                           rnd_str(fn, "name"));
-                json_t *args = json_object_get(fn, "arguments");
-                if (args)
-                    rnd_go_json(out, args);
-                else
-                    buf_append_str(out, "{}");
-                buf_append_str(out, "<|call|>");
-            }
-        } else if (strcmp(role, "user") == 0) {
+        else if (strcmp(role, "assistant") == 0)
+            write_assistant(out, m, i, &h);
+        else if (strcmp(role, "user") == 0)
             buf_printf(out, H_START "user" H_MESSAGE "%s" H_END, rnd_str(m, "content"));
-        }
     }
-    if (!prefill_content && !prefill_thinking)
+    if (!h.prefill_content && !h.prefill_thinking)
         buf_append_str(out, H_START "assistant");
     return 0;
 }

@@ -728,19 +728,12 @@ static int step_json_call(struct renderer_parser *p, bool done, struct rnd_out *
     return 1;
 }
 
-static int step_content(struct renderer_parser *p, struct laguna *l, bool done, struct rnd_out *o,
-                        struct err *e)
+// <think> and </think> in content. Returns as step_json_call does.
+static int step_think_tags(struct renderer_parser *p, struct laguna *l, bool done,
+                           struct rnd_out *o, bool *handled)
 {
-    if (l->content_start) {
-        // The model puts a newline after the primed or closed </think>.
-        keep_from(p, trim_left(acc_span(p)));
-        if (p->acc.len == 0)
-            return 0;
-        l->content_start = false;
-    }
     struct span a = acc_span(p);
-    bool tools = json_array_size(p->tools) > 0;
-
+    *handled = true;
     // A <think> block in content: reported as thinking when on, else dropped.
     long idx = find(a, LG_THINK_OPEN);
     if (idx >= 0) {
@@ -750,9 +743,9 @@ static int step_content(struct renderer_parser *p, struct laguna *l, bool done, 
         l->allow_open = false;
         return 1;
     }
-    // A partial <think> at the end is held back below, after the complete
-    // markers before it are handled. (Ollama holds it back here, first, so a
-    // piece such as "<tool_call>f\n<" would go out as content.)
+    // A partial <think> at the end is held back in step_content_tail, after
+    // the complete markers before it are handled. (Ollama holds it back
+    // first, so a piece such as "<tool_call>f\n<" would go out as content.)
 
     // A stray </think> where content starts is dropped.
     struct span t = trim_left(a);
@@ -762,40 +755,47 @@ static int step_content(struct renderer_parser *p, struct laguna *l, bool done, 
     }
     if (prefix_of(t, LG_THINK_CLOSE) && !done)
         return 0;
+    *handled = false;
+    return 0;
+}
 
-    idx = find(a, LG_CALL_OPEN);
-    if (idx >= 0) {
-        append_span(o->content, trim_right(upto(a, (size_t)idx)));
-        keep_from(p, from(a, (size_t)idx + strlen(LG_CALL_OPEN)));
-        p->state = LG_TOOL;
-        return 1;
-    }
-    idx = tools ? find(a, LG_USER_OPEN) : -1;
-    if (idx >= 0) {
-        struct span before = trim_right(upto(a, (size_t)idx));
-        struct span inner = from(a, (size_t)idx + strlen(LG_USER_OPEN));
-        long close = find(inner, LG_USER_CLOSE);
-        if (close >= 0) {
-            if (parse_user_call(p, upto(inner, (size_t)close), o->calls)) {
-                append_span(o->content, before);
-                keep_from(p, trim_left(from(inner, (size_t)close + strlen(LG_USER_CLOSE))));
-                return 1;
-            }
-        } else if (!done) {
-            if (idx > 0) {
-                append_span(o->content, before);
-                keep_from(p, from(a, (size_t)idx));
-                return 1;
-            }
-            return 0;
+// A call wrapped in <user>…</user> (tools declared). Returns as
+// step_json_call does.
+static int step_user_call(struct renderer_parser *p, bool done, struct rnd_out *o, bool *handled)
+{
+    struct span a = acc_span(p);
+    *handled = false;
+    long idx = find(a, LG_USER_OPEN);
+    if (idx < 0)
+        return 0;
+    struct span before = trim_right(upto(a, (size_t)idx));
+    struct span inner = from(a, (size_t)idx + strlen(LG_USER_OPEN));
+    long close = find(inner, LG_USER_CLOSE);
+    if (close >= 0) {
+        if (parse_user_call(p, upto(inner, (size_t)close), o->calls)) {
+            *handled = true;
+            append_span(o->content, before);
+            keep_from(p, trim_left(from(inner, (size_t)close + strlen(LG_USER_CLOSE))));
+            return 1;
         }
+    } else if (!done) {
+        *handled = true;
+        if (idx > 0) {
+            append_span(o->content, before);
+            keep_from(p, from(a, (size_t)idx));
+            return 1;
+        }
+        return 0;
     }
-    if (tools) {
-        bool handled = false;
-        int rc = step_json_call(p, done, o, &handled, e);
-        if (rc < 0 || handled)
-            return rc;
-    }
+    return 0;
+}
+
+// Plain content: all of it at the end; otherwise all but a partial marker
+// or trailing white space, which wait for more text.
+static int step_content_tail(struct renderer_parser *p, struct laguna *l, bool done,
+                             struct rnd_out *o)
+{
+    struct span a = acc_span(p);
     if (done) {
         struct span r = trim_right(a);
         append_span(o->content, r);
@@ -824,6 +824,40 @@ static int step_content(struct renderer_parser *p, struct laguna *l, bool done, 
         return 1;
     }
     return 0;
+}
+
+static int step_content(struct renderer_parser *p, struct laguna *l, bool done, struct rnd_out *o,
+                        struct err *e)
+{
+    if (l->content_start) {
+        // The model puts a newline after the primed or closed </think>.
+        keep_from(p, trim_left(acc_span(p)));
+        if (p->acc.len == 0)
+            return 0;
+        l->content_start = false;
+    }
+    bool tools = json_array_size(p->tools) > 0;
+    bool handled = false;
+    int rc = step_think_tags(p, l, done, o, &handled);
+    if (handled)
+        return rc;
+    struct span a = acc_span(p);
+    long idx = find(a, LG_CALL_OPEN);
+    if (idx >= 0) {
+        append_span(o->content, trim_right(upto(a, (size_t)idx)));
+        keep_from(p, from(a, (size_t)idx + strlen(LG_CALL_OPEN)));
+        p->state = LG_TOOL;
+        return 1;
+    }
+    if (tools) {
+        rc = step_user_call(p, done, o, &handled);
+        if (handled)
+            return rc;
+        rc = step_json_call(p, done, o, &handled, e);
+        if (rc < 0 || handled)
+            return rc;
+    }
+    return step_content_tail(p, l, done, o);
 }
 
 static int step_tool(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e)

@@ -101,17 +101,18 @@ static void trimmed(struct buf *out, const char *s, size_t n)
     buf_append(out, s + lead, n - lead - rnd_trailing_ws(s + lead, n - lead));
 }
 
-int rnd_render_lfm2(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
-                    struct buf *out, struct err *e)
+// The system turn: the first message when it is a system one (its images
+// counted), then the tools as a JSON list. Returns where the conversation
+// starts.
+static size_t write_system(struct buf *out, json_t *msgs, json_t *tools, size_t *img)
 {
-    (void)e;
-    buf_append_str(out, L_BOS);
-    size_t n = json_array_size(msgs), start = 0, img = 0;
+    size_t start = 0;
     struct buf sys;
     buf_init(&sys, 0);
-    if (n && strcmp(rnd_str(json_array_get(msgs, 0), "role"), "system") == 0) {
-        buf_append_str(&sys, rnd_str(json_array_get(msgs, 0), "content"));
-        img += json_array_size(json_object_get(json_array_get(msgs, 0), "images"));
+    json_t *first = json_array_get(msgs, 0);
+    if (first && strcmp(rnd_str(first, "role"), "system") == 0) {
+        buf_append_str(&sys, rnd_str(first, "content"));
+        *img += json_array_size(json_object_get(first, "images"));
         start = 1;
     }
     if (json_array_size(tools) > 0) {
@@ -134,6 +135,94 @@ int rnd_render_lfm2(json_t *msgs, json_t *tools, const struct renderer_think *th
     if (sys.len)
         buf_printf(out, "<|im_start|>system\n%s<|im_end|>\n", buf_cstr(&sys));
     buf_deinit(&sys);
+    return start;
+}
+
+// Replaces the text c with t (taking it over).
+static void replace_text(struct buf *c, struct buf *t)
+{
+    buf_deinit(c);
+    *c = *t;
+}
+
+// An assistant's calls go in front of its text (unless the text has them).
+static void prepend_calls(struct buf *c, json_t *calls)
+{
+    struct buf t, tr;
+    buf_init(&t, 0);
+    render_calls(&t, calls);
+    buf_init(&tr, 0);
+    trimmed(&tr, buf_cstr(c), c->len);
+    if (tr.len)
+        buf_append_char(&t, '\n');
+    buf_deinit(&tr);
+    buf_append(&t, c->data ? c->data : "", c->len);
+    replace_text(c, &t);
+}
+
+// An assistant's thinking goes in front of its text, in a <think> block.
+static void prepend_thinking(struct buf *c, const char *th)
+{
+    struct buf t;
+    buf_init(&t, 0);
+    buf_printf(&t, L_THINK_OPEN "%s" L_THINK_CLOSE "%s", th, buf_cstr(c));
+    replace_text(c, &t);
+}
+
+// Drops everything up to the last </think> of the text, and the white space
+// around what is left.
+static void drop_thinking(struct buf *c)
+{
+    const char *last = NULL;
+    for (const char *p = buf_cstr(c); (p = strstr(p, L_THINK_CLOSE)); p++)
+        last = p;
+    if (!last)
+        return;
+    struct buf t;
+    buf_init(&t, 0);
+    const char *rest = last + strlen(L_THINK_CLOSE);
+    trimmed(&t, rest, strlen(rest));
+    replace_text(c, &t);
+}
+
+// Message i: its role header, its text (with images, calls and thinking as
+// the variant keeps them) and, unless it is a prefill, the turn's end.
+static void write_message(struct buf *out, json_t *msgs, size_t i, int variant, bool keep_thinking,
+                          long last_assistant, size_t *img)
+{
+    json_t *m = json_array_get(msgs, i);
+    const char *role = rnd_str(m, "role");
+    bool assistant = strcmp(role, "assistant") == 0;
+    bool prefill = i == json_array_size(msgs) - 1 && assistant;
+    buf_printf(out, "<|im_start|>%s\n", role);
+    struct buf c;
+    buf_init(&c, 0);
+    *img = rnd_image_tags(&c, rnd_str(m, "content"), json_array_size(json_object_get(m, "images")),
+                          *img);
+    json_t *calls = json_object_get(m, "tool_calls");
+    if (assistant && json_array_size(calls) > 0 && !strstr(buf_cstr(&c), L_CALL_START))
+        prepend_calls(&c, calls);
+    const char *th = rnd_str(m, "thinking");
+    if (variant == LFM2_THINKING && assistant && *th && !strstr(buf_cstr(&c), L_THINK_CLOSE))
+        prepend_thinking(&c, th);
+    if (assistant && !keep_thinking && (long)i != last_assistant)
+        drop_thinking(&c);
+    if (strcmp(role, "tool") == 0 && !strstr(buf_cstr(&c), L_RESP_START))
+        buf_printf(out, L_RESP_START "%s" L_RESP_END, buf_cstr(&c));
+    else
+        buf_append(out, c.data ? c.data : "", c.len);
+    buf_deinit(&c);
+    if (!prefill)
+        buf_append_str(out, "<|im_end|>\n");
+}
+
+int rnd_render_lfm2(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                    struct buf *out, struct err *e)
+{
+    (void)e;
+    buf_append_str(out, L_BOS);
+    size_t n = json_array_size(msgs), img = 0;
+    size_t start = write_system(out, msgs, tools, &img);
 
     bool keep_thinking = variant == LFM2_THINKING && think && think->set && think->on;
     long last_assistant = -1;
@@ -142,60 +231,8 @@ int rnd_render_lfm2(json_t *msgs, json_t *tools, const struct renderer_think *th
             last_assistant = (long)i - 1;
             break;
         }
-    for (size_t i = start; i < n; i++) {
-        json_t *m = json_array_get(msgs, i);
-        const char *role = rnd_str(m, "role");
-        bool assistant = strcmp(role, "assistant") == 0;
-        bool prefill = i == n - 1 && assistant;
-        buf_printf(out, "<|im_start|>%s\n", role);
-        struct buf c;
-        buf_init(&c, 0);
-        img = rnd_image_tags(&c, rnd_str(m, "content"),
-                             json_array_size(json_object_get(m, "images")), img);
-        json_t *calls = json_object_get(m, "tool_calls");
-        if (assistant && json_array_size(calls) > 0 && !strstr(buf_cstr(&c), L_CALL_START)) {
-            struct buf t;
-            buf_init(&t, 0);
-            render_calls(&t, calls);
-            struct buf tr;
-            buf_init(&tr, 0);
-            trimmed(&tr, buf_cstr(&c), c.len);
-            if (tr.len)
-                buf_append_char(&t, '\n');
-            buf_deinit(&tr);
-            buf_append(&t, c.data ? c.data : "", c.len);
-            buf_deinit(&c);
-            c = t;
-        }
-        const char *th = rnd_str(m, "thinking");
-        if (variant == LFM2_THINKING && assistant && *th && !strstr(buf_cstr(&c), L_THINK_CLOSE)) {
-            struct buf t;
-            buf_init(&t, 0);
-            buf_printf(&t, L_THINK_OPEN "%s" L_THINK_CLOSE "%s", th, buf_cstr(&c));
-            buf_deinit(&c);
-            c = t;
-        }
-        if (assistant && !keep_thinking && (long)i != last_assistant) {
-            const char *last = NULL;
-            for (const char *p = buf_cstr(&c); (p = strstr(p, L_THINK_CLOSE)); p++)
-                last = p;
-            if (last) {
-                struct buf t;
-                buf_init(&t, 0);
-                const char *rest = last + strlen(L_THINK_CLOSE);
-                trimmed(&t, rest, strlen(rest));
-                buf_deinit(&c);
-                c = t;
-            }
-        }
-        if (strcmp(role, "tool") == 0 && !strstr(buf_cstr(&c), L_RESP_START))
-            buf_printf(out, L_RESP_START "%s" L_RESP_END, buf_cstr(&c));
-        else
-            buf_append(out, c.data ? c.data : "", c.len);
-        buf_deinit(&c);
-        if (!prefill)
-            buf_append_str(out, "<|im_end|>\n");
-    }
+    for (size_t i = start; i < n; i++)
+        write_message(out, msgs, i, variant, keep_thinking, last_assistant, &img);
     if (!n || strcmp(rnd_str(json_array_get(msgs, n - 1), "role"), "assistant") != 0)
         buf_append_str(out, "<|im_start|>assistant\n");
     return 0;
@@ -545,6 +582,135 @@ static bool tool_known(json_t *tools, const char *name)
     return named == 0;
 }
 
+// Steps of the parser, one per state. Each returns 0 when nothing more can
+// be done with the text so far, 1 when it made progress.
+typedef int (*lfm2_step_fn)(struct renderer_parser *p, struct lfm2 *l, struct rnd_out *o);
+
+// Before anything: a <think> (after white space) opens thinking; other text
+// is content.
+static int step_looking(struct renderer_parser *p, struct lfm2 *l, struct rnd_out *o)
+{
+    (void)o;
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    size_t ws = rnd_leading_ws(a, n), tl = strlen(L_THINK_OPEN);
+    if (n - ws >= tl && memcmp(a + ws, L_THINK_OPEN, tl) == 0) {
+        rnd_buf_consume(&p->acc, ws + tl);
+        p->state = LP_THINKING;
+        l->trim_thinking = true;
+        return 1;
+    }
+    if (ws == n || (n - ws < tl && memcmp(L_THINK_OPEN, a + ws, n - ws) == 0))
+        return 0;
+    rnd_buf_consume(&p->acc, ws);
+    p->state = LP_CONTENT;
+    return 1;
+}
+
+static int step_thinking(struct renderer_parser *p, struct lfm2 *l, struct rnd_out *o)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    size_t tl = strlen(L_THINK_OPEN);
+    if (n >= tl && memcmp(a, L_THINK_OPEN, tl) == 0) {
+        rnd_buf_consume(&p->acc, tl);
+        l->trim_thinking = true;
+        return 1;
+    }
+    if (l->trim_thinking) {
+        rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
+        if (p->acc.len == 0)
+            return 0;
+        l->trim_thinking = false;
+        return 1;
+    }
+    const char *close = rnd_find(a, n, L_THINK_CLOSE);
+    if (close) {
+        size_t before = (size_t)(close - a);
+        buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
+        size_t after = before + strlen(L_THINK_CLOSE);
+        after += rnd_leading_ws(a + after, n - after);
+        rnd_buf_consume(&p->acc, after);
+        p->state = LP_CONTENT;
+        l->trim_content = p->acc.len == 0;
+        return 1;
+    }
+    rnd_emit_until_partial(p, L_THINK_CLOSE, NULL, o->thinking);
+    return 0;
+}
+
+static int step_content(struct renderer_parser *p, struct lfm2 *l, struct rnd_out *o)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    if (l->trim_content) {
+        rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
+        if (p->acc.len == 0)
+            return 0;
+        l->trim_content = false;
+        return 1;
+    }
+    const char *s = rnd_find(a, n, L_CALL_START);
+    if (s) {
+        size_t before = (size_t)(s - a);
+        buf_append(o->content, a, before - rnd_trailing_ws(a, before));
+        rnd_buf_consume(&p->acc, before + strlen(L_CALL_START));
+        p->state = LP_CALLS;
+        return 1;
+    }
+    buf_append(o->content, a, n);
+    buf_reset(&p->acc);
+    return 0;
+}
+
+// A call list waits for its end marker; another list may follow at once.
+static int step_calls(struct renderer_parser *p, struct lfm2 *l, struct rnd_out *o)
+{
+    (void)l;
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    const char *end = rnd_find(a, n, L_CALL_END);
+    json_t *list = end ? py_calls(a, (size_t)(end - a)) : NULL;
+    if (!list)
+        return 0;
+    emit_calls(p, list, o->calls);
+    json_decref(list);
+    size_t after = (size_t)(end - a) + strlen(L_CALL_END);
+    if (cstr_starts_with(a + after, L_CALL_START)) {
+        after += strlen(L_CALL_START);
+    } else {
+        after += rnd_leading_ws(a + after, n - after);
+        p->state = LP_CONTENT;
+    }
+    rnd_buf_consume(&p->acc, after);
+    return 1;
+}
+
+static const lfm2_step_fn lfm2_steps[] = {
+    [LP_LOOKING] = step_looking,
+    [LP_THINKING] = step_thinking,
+    [LP_CONTENT] = step_content,
+    [LP_CALLS] = step_calls,
+};
+
+// A reply that is only Python-style calls without the markers: the content
+// written since content_start becomes those calls, when every one names a
+// declared tool.
+static void bare_calls(struct renderer_parser *p, struct rnd_out *o, size_t content_start)
+{
+    json_t *list = py_calls(buf_cstr(o->content) + content_start, o->content->len - content_start);
+    bool ok = list != NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(list, i, c) ok = ok && tool_known(p->tools, rnd_str(c, "name"));
+    if (ok) {
+        o->content->len = content_start;
+        o->content->data[content_start] = 0;
+        emit_calls(p, list, o->calls);
+    }
+    json_decref(list);
+}
+
 int rnd_lfm2_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e)
 {
     (void)e;
@@ -558,102 +724,10 @@ int rnd_lfm2_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct
     }
     size_t content_start = o->content->len;
     size_t calls_before = json_array_size(o->calls);
-    for (bool more = true; more;) {
-        const char *a = p->acc.data ? p->acc.data : "";
-        size_t n = p->acc.len;
-        if (n == 0)
+    while (p->acc.len > 0)
+        if (!lfm2_steps[p->state](p, l, o))
             break;
-        if (p->state == LP_LOOKING) {
-            size_t ws = rnd_leading_ws(a, n), tl = strlen(L_THINK_OPEN);
-            if (n - ws >= tl && memcmp(a + ws, L_THINK_OPEN, tl) == 0) {
-                rnd_buf_consume(&p->acc, ws + tl);
-                p->state = LP_THINKING;
-                l->trim_thinking = true;
-            } else if (ws == n || (n - ws < tl && memcmp(L_THINK_OPEN, a + ws, n - ws) == 0)) {
-                more = false;
-            } else {
-                rnd_buf_consume(&p->acc, ws);
-                p->state = LP_CONTENT;
-            }
-        } else if (p->state == LP_THINKING) {
-            size_t tl = strlen(L_THINK_OPEN);
-            if (n >= tl && memcmp(a, L_THINK_OPEN, tl) == 0) {
-                rnd_buf_consume(&p->acc, tl);
-                l->trim_thinking = true;
-                continue;
-            }
-            if (l->trim_thinking) {
-                rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-                if (p->acc.len == 0)
-                    break;
-                l->trim_thinking = false;
-                continue;
-            }
-            const char *close = rnd_find(a, n, L_THINK_CLOSE);
-            if (close) {
-                size_t before = (size_t)(close - a);
-                buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-                size_t after = before + strlen(L_THINK_CLOSE);
-                after += rnd_leading_ws(a + after, n - after);
-                rnd_buf_consume(&p->acc, after);
-                p->state = LP_CONTENT;
-                l->trim_content = p->acc.len == 0;
-                continue;
-            }
-            rnd_emit_until_partial(p, L_THINK_CLOSE, NULL, o->thinking);
-            more = false;
-        } else if (p->state == LP_CONTENT) {
-            if (l->trim_content) {
-                rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-                if (p->acc.len == 0)
-                    break;
-                l->trim_content = false;
-                continue;
-            }
-            const char *s = rnd_find(a, n, L_CALL_START);
-            if (s) {
-                size_t before = (size_t)(s - a);
-                buf_append(o->content, a, before - rnd_trailing_ws(a, before));
-                rnd_buf_consume(&p->acc, before + strlen(L_CALL_START));
-                p->state = LP_CALLS;
-                continue;
-            }
-            buf_append(o->content, a, n);
-            buf_reset(&p->acc);
-            more = false;
-        } else {
-            const char *end = rnd_find(a, n, L_CALL_END);
-            json_t *list = end ? py_calls(a, (size_t)(end - a)) : NULL;
-            if (!list) {
-                more = false;
-                break;
-            }
-            emit_calls(p, list, o->calls);
-            json_decref(list);
-            size_t after = (size_t)(end - a) + strlen(L_CALL_END);
-            if (cstr_starts_with(a + after, L_CALL_START)) {
-                after += strlen(L_CALL_START);
-            } else {
-                after += rnd_leading_ws(a + after, n - after);
-                p->state = LP_CONTENT;
-            }
-            rnd_buf_consume(&p->acc, after);
-        }
-    }
-    // A reply that is only Python-style calls without the markers.
-    if (done && json_array_size(o->calls) == calls_before && json_array_size(p->tools) > 0) {
-        json_t *list =
-            py_calls(buf_cstr(o->content) + content_start, o->content->len - content_start);
-        bool ok = list != NULL;
-        size_t i;
-        json_t *c;
-        json_array_foreach(list, i, c) ok = ok && tool_known(p->tools, rnd_str(c, "name"));
-        if (ok) {
-            o->content->len = content_start;
-            o->content->data[content_start] = 0;
-            emit_calls(p, list, o->calls);
-        }
-        json_decref(list);
-    }
+    if (done && json_array_size(o->calls) == calls_before && json_array_size(p->tools) > 0)
+        bare_calls(p, o, content_start);
     return 0;
 }

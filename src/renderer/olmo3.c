@@ -41,23 +41,10 @@ static void functions_json(struct buf *out, json_t *tools)
     json_decref(list);
 }
 
-int rnd_render_olmo3(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
-                     struct buf *out, struct err *e)
+// The system turn: the first system message or the default prompt, and the
+// tools inside <functions></functions>.
+static void write_system(struct buf *out, const json_t *system, json_t *tools, int variant)
 {
-    (void)think;
-    (void)e;
-    json_t *system = NULL, *rest = json_array();
-    size_t i;
-    json_t *m;
-    json_array_foreach(msgs, i, m)
-    {
-        if (strcmp(rnd_str(m, "role"), "system") == 0) {
-            if (!system)
-                system = m;
-            continue;
-        }
-        json_array_append(rest, m);
-    }
     bool has_tools = json_array_size(tools) > 0;
     buf_append_str(out, IM_START "system\n");
     if (system) {
@@ -78,47 +65,76 @@ int rnd_render_olmo3(json_t *msgs, json_t *tools, const struct renderer_think *t
         }
     }
     buf_append_str(out, IM_END "\n");
+}
+
+// One call, Python-like: NAME(key=JSON, ...) with the keys sorted.
+static void write_call(struct buf *out, const json_t *call)
+{
+    json_t *fn = rnd_call_fn(call);
+    json_t *args = json_object_get(fn, "arguments");
+    buf_printf(out, "%s(", rnd_str(fn, "name"));
+    size_t na = json_object_size(args);
+    const char **keys = xcalloc(na ? na : 1, sizeof(*keys));
+    size_t a = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v) keys[a++] = key;
+    qsort(keys, na, sizeof(*keys), cmp_key);
+    for (a = 0; a < na; a++) {
+        buf_printf(out, "%s%s=", a ? ", " : "", keys[a]);
+        rnd_go_json(out, json_object_get(args, keys[a]));
+    }
+    free(keys);
+    buf_append_char(out, ')');
+}
+
+// An assistant turn: its content, then its calls one a line; the turn
+// stays open when it is the last message and has no calls (a prefill).
+static void write_assistant(struct buf *out, const json_t *m, bool last)
+{
+    json_t *calls = json_object_get(m, "tool_calls");
+    buf_printf(out, IM_START "assistant\n%s", rnd_str(m, "content"));
+    if (json_array_size(calls) > 0) {
+        buf_append_str(out, "<function_calls>");
+        for (size_t k = 0; k < json_array_size(calls); k++) {
+            write_call(out, json_array_get(calls, k));
+            if (k + 1 < json_array_size(calls))
+                buf_append_char(out, '\n');
+        }
+        buf_append_str(out, "</function_calls>");
+    }
+    if (!last || json_array_size(calls) > 0)
+        buf_append_str(out, IM_END "\n");
+}
+
+int rnd_render_olmo3(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                     struct buf *out, struct err *e)
+{
+    (void)think;
+    (void)e;
+    json_t *system = NULL, *rest = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        if (strcmp(rnd_str(m, "role"), "system") == 0) {
+            if (!system)
+                system = m;
+            continue;
+        }
+        json_array_append(rest, m);
+    }
+    write_system(out, system, tools, variant);
     size_t n = json_array_size(rest);
     json_array_foreach(rest, i, m)
     {
         const char *role = rnd_str(m, "role");
-        json_t *calls = json_object_get(m, "tool_calls");
-        if (strcmp(role, "user") == 0) {
+        if (strcmp(role, "user") == 0)
             buf_printf(out, IM_START "user\n%s" IM_END "\n", rnd_str(m, "content"));
-        } else if (strcmp(role, "assistant") == 0) {
-            buf_printf(out, IM_START "assistant\n%s", rnd_str(m, "content"));
-            if (json_array_size(calls) > 0) {
-                buf_append_str(out, "<function_calls>");
-                size_t k;
-                json_t *call;
-                json_array_foreach(calls, k, call)
-                {
-                    json_t *fn = rnd_call_fn(call);
-                    json_t *args = json_object_get(fn, "arguments");
-                    buf_printf(out, "%s(", rnd_str(fn, "name"));
-                    size_t na = json_object_size(args);
-                    const char **keys = xcalloc(na ? na : 1, sizeof(*keys));
-                    size_t a = 0;
-                    const char *key;
-                    json_t *v;
-                    json_object_foreach(args, key, v) keys[a++] = key;
-                    qsort(keys, na, sizeof(*keys), cmp_key);
-                    for (a = 0; a < na; a++) {
-                        buf_printf(out, "%s%s=", a ? ", " : "", keys[a]);
-                        rnd_go_json(out, json_object_get(args, keys[a]));
-                    }
-                    free(keys);
-                    buf_append_char(out, ')');
-                    if (k + 1 < json_array_size(calls))
-                        buf_append_char(out, '\n');
-                }
-                buf_append_str(out, "</function_calls>");
-            }
-            if (i + 1 < n || json_array_size(calls) > 0)
-                buf_append_str(out, IM_END "\n");
-        } else if (strcmp(role, "tool") == 0) {
+        else if (strcmp(role, "assistant") == 0)
+            write_assistant(out, m, i + 1 == n);
+        else if (strcmp(role, "tool") == 0)
             buf_printf(out, IM_START "environment\n%s" IM_END "\n", rnd_str(m, "content"));
-        }
     }
     json_t *last = n ? json_array_get(rest, n - 1) : NULL;
     bool prefill = last && strcmp(rnd_str(last, "role"), "assistant") == 0 &&

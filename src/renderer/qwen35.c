@@ -421,94 +421,131 @@ void rnd_qwen35_deinit(struct renderer_parser *p)
     p->impl = NULL;
 }
 
+// Steps of the thinking states. Each returns 0 when nothing more can be done
+// with the text so far, 1 when it made progress.
+
+// White space after </think> is dropped before the content starts.
+static int step_think_done_ws(struct renderer_parser *p)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    rnd_buf_consume(&p->acc, rnd_leading_ws(a, p->acc.len));
+    if (p->acc.len == 0)
+        return 0;
+    p->state = P35_CONTENT;
+    return 1;
+}
+
+// The model may echo the primed <think>: dropped, with the white space
+// around it.
+static int step_think_open(struct renderer_parser *p, struct q35 *q)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    size_t ws = rnd_leading_ws(a, n);
+    size_t tl = strlen(THINK_OPEN);
+    if (n - ws >= tl && memcmp(a + ws, THINK_OPEN, tl) == 0) {
+        size_t after = ws + tl;
+        after += rnd_leading_ws(a + after, n - after);
+        rnd_buf_consume(&p->acc, after);
+        q->allow_open = false;
+        q->trim_lead = p->acc.len == 0;
+        return p->acc.len > 0;
+    }
+    if (n - ws < tl && memcmp(THINK_OPEN, a + ws, n - ws) == 0)
+        return 0;
+    q->allow_open = false;
+    return 1;
+}
+
+// White space at the start of the thinking is dropped.
+static int step_trim_lead(struct renderer_parser *p, struct q35 *q)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    rnd_buf_consume(&p->acc, rnd_leading_ws(a, p->acc.len));
+    if (p->acc.len == 0)
+        return 0;
+    q->trim_lead = false;
+    return 1;
+}
+
+// A tool call inside the thinking closes it: the text is rewritten with a
+// </think> in front of the call's <tool_call>.
+static void close_before_tool(struct renderer_parser *p, const char *tool)
+{
+    const char *a = p->acc.data;
+    size_t n = p->acc.len;
+    size_t before = (size_t)(tool - a);
+    size_t keep = before - rnd_trailing_ws(a, before);
+    size_t after = before + strlen(TOOL_OPEN);
+    after += rnd_leading_ws(a + after, n - after);
+    struct buf nb;
+    buf_init(&nb, 0);
+    buf_append(&nb, a, keep);
+    buf_append_str(&nb, THINK_CLOSE TOOL_OPEN);
+    buf_append(&nb, a + after, n - after);
+    buf_deinit(&p->acc);
+    p->acc = nb;
+}
+
+static int step_thinking(struct renderer_parser *p, struct q35 *q, struct rnd_out *o)
+{
+    if (q->allow_open)
+        return step_think_open(p, q);
+    if (q->trim_lead)
+        return step_trim_lead(p, q);
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    const char *close = rnd_find(a, n, THINK_CLOSE);
+    // Nemotron: whichever of </think> and <tool_call> comes first.
+    const char *early_tool = p->variant == 1 ? rnd_find(a, n, TOOL_OPEN) : NULL;
+    if (early_tool && (!close || early_tool < close))
+        close = NULL;
+    if (close) {
+        size_t before = (size_t)(close - a);
+        buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
+        size_t after = before + strlen(THINK_CLOSE);
+        after += rnd_leading_ws(a + after, n - after);
+        rnd_buf_consume(&p->acc, after);
+        p->state = p->acc.len ? P35_CONTENT : P35_THINK_DONE_WS;
+        return 1;
+    }
+    size_t ov = rnd_overlap(a, n, THINK_CLOSE), ov2 = rnd_overlap(a, n, TOOL_OPEN);
+    if ((ov || ov2) && !early_tool) {
+        rnd_emit_until_partial(p, THINK_CLOSE, TOOL_OPEN, o->thinking);
+        return 0;
+    }
+    const char *tool = rnd_find(a, n, TOOL_OPEN);
+    if (tool) {
+        close_before_tool(p, tool);
+        return 1;
+    }
+    rnd_emit_until_partial(p, NULL, NULL, o->thinking);
+    return 0;
+}
+
+// The content goes through the qwen3-coder parser.
+static int step_content(struct renderer_parser *p, struct q35 *q, bool done, struct rnd_out *o,
+                        struct err *e)
+{
+    struct buf c;
+    buf_init(&c, 0);
+    buf_append(&c, p->acc.data, p->acc.len);
+    buf_reset(&p->acc);
+    int rc =
+        renderer_parser_add(q->tool, c.data, c.len, done, o->content, o->thinking, o->calls, e);
+    buf_deinit(&c);
+    return rc;
+}
+
 int rnd_qwen35_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e)
 {
     struct q35 *q = p->impl;
     for (;;) {
-        const char *a = p->acc.data ? p->acc.data : "";
-        size_t n = p->acc.len;
-        if (p->state == P35_THINK_DONE_WS) {
-            rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-            if (p->acc.len == 0)
-                break;
-            p->state = P35_CONTENT;
-            continue;
-        }
-        if (p->state == P35_CONTENT) {
-            if (n == 0)
-                break;
-            // The content goes through the qwen3-coder parser.
-            struct buf c;
-            buf_init(&c, 0);
-            buf_append(&c, a, n);
-            buf_reset(&p->acc);
-            int rc = renderer_parser_add(q->tool, c.data, c.len, done, o->content, o->thinking,
-                                         o->calls, e);
-            buf_deinit(&c);
-            return rc;
-        }
-        // Thinking.
-        if (q->allow_open) {
-            size_t ws = rnd_leading_ws(a, n);
-            size_t tl = strlen(THINK_OPEN);
-            if (n - ws >= tl && memcmp(a + ws, THINK_OPEN, tl) == 0) {
-                size_t after = ws + tl;
-                after += rnd_leading_ws(a + after, n - after);
-                rnd_buf_consume(&p->acc, after);
-                q->allow_open = false;
-                q->trim_lead = p->acc.len == 0;
-                if (p->acc.len == 0)
-                    break;
-                continue;
-            }
-            if (n - ws < tl && memcmp(THINK_OPEN, a + ws, n - ws) == 0)
-                break;
-            q->allow_open = false;
-        }
-        if (q->trim_lead) {
-            rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-            if (p->acc.len == 0)
-                break;
-            q->trim_lead = false;
-            continue;
-        }
-        const char *close = rnd_find(a, n, THINK_CLOSE);
-        // Nemotron: whichever of </think> and <tool_call> comes first.
-        const char *early_tool = p->variant == 1 ? rnd_find(a, n, TOOL_OPEN) : NULL;
-        if (early_tool && (!close || early_tool < close))
-            close = NULL;
-        if (close) {
-            size_t before = (size_t)(close - a);
-            buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-            size_t after = before + strlen(THINK_CLOSE);
-            after += rnd_leading_ws(a + after, n - after);
-            rnd_buf_consume(&p->acc, after);
-            p->state = p->acc.len ? P35_CONTENT : P35_THINK_DONE_WS;
-            continue;
-        }
-        size_t ov = rnd_overlap(a, n, THINK_CLOSE), ov2 = rnd_overlap(a, n, TOOL_OPEN);
-        if ((ov || ov2) && !early_tool) {
-            rnd_emit_until_partial(p, THINK_CLOSE, TOOL_OPEN, o->thinking);
+        if (p->state == P35_CONTENT)
+            return p->acc.len ? step_content(p, q, done, o, e) : 0;
+        int more = p->state == P35_THINK_DONE_WS ? step_think_done_ws(p) : step_thinking(p, q, o);
+        if (!more)
             break;
-        }
-        const char *tool = rnd_find(a, n, TOOL_OPEN);
-        if (tool) {
-            // A tool call inside the thinking closes it.
-            size_t before = (size_t)(tool - a);
-            size_t keep = before - rnd_trailing_ws(a, before);
-            size_t after = before + strlen(TOOL_OPEN);
-            after += rnd_leading_ws(a + after, n - after);
-            struct buf nb;
-            buf_init(&nb, 0);
-            buf_append(&nb, a, keep);
-            buf_append_str(&nb, THINK_CLOSE TOOL_OPEN);
-            buf_append(&nb, a + after, n - after);
-            buf_deinit(&p->acc);
-            p->acc = nb;
-            continue;
-        }
-        rnd_emit_until_partial(p, NULL, NULL, o->thinking);
-        break;
     }
     // The content parser also sees the end of the response.
     if (done && p->state != P35_CONTENT)

@@ -118,6 +118,70 @@ static void call_argument(struct buf *b, const json_t *v)
         rnd_go_value(b, v);
 }
 
+// The system turn, when there is a system message or tools: the first
+// non-empty system message (or the default) and the tools' list.
+static void write_system(struct buf *out, const char *system, json_t *tools)
+{
+    bool has_tools = json_array_size(tools) > 0;
+    if (!*system && !has_tools)
+        return;
+    buf_append_str(out, IM_START "system\n");
+    buf_append_str(out, *system ? system : QWEN_DEFAULT_SYSTEM);
+    if (has_tools)
+        render_tools(out, tools);
+    buf_append_str(out, IM_END "\n");
+}
+
+// One call: its function and each argument as a <parameter=NAME> element.
+static void write_call(struct buf *out, const json_t *call)
+{
+    json_t *fn = rnd_call_fn(call);
+    buf_printf(out, "\n<tool_call>\n<function=%s>", rnd_str(fn, "name"));
+    const char *an;
+    json_t *av;
+    json_object_foreach(json_object_get(fn, "arguments"), an, av)
+    {
+        buf_printf(out, "\n<parameter=%s>\n", an);
+        call_argument(out, av);
+        buf_append_str(out, "\n</parameter>");
+    }
+    buf_append_str(out, "\n</function>\n</tool_call>");
+}
+
+// An assistant turn: its content and calls; a last one without calls is
+// left open (a prefill).
+static void write_assistant(struct buf *out, const json_t *m, bool prefill)
+{
+    buf_append_str(out, IM_START "assistant\n");
+    json_t *calls = json_object_get(m, "tool_calls");
+    if (json_array_size(calls) == 0) {
+        buf_append_str(out, rnd_str(m, "content"));
+        if (!prefill)
+            buf_append_str(out, IM_END "\n");
+        return;
+    }
+    const char *content = rnd_str(m, "content");
+    if (*content)
+        buf_printf(out, "%s\n", content);
+    for (size_t k = 0; k < json_array_size(calls); k++)
+        write_call(out, json_array_get(calls, k));
+    buf_append_str(out, IM_END "\n");
+}
+
+// Tool result i: consecutive tool results share one user turn.
+static void write_tool_result(struct buf *out, json_t *rest, size_t i)
+{
+    json_t *prev = i > 0 ? json_array_get(rest, i - 1) : NULL;
+    json_t *next = json_array_get(rest, i + 1);
+    if (!prev || strcmp(rnd_str(prev, "role"), "tool") != 0)
+        buf_append_str(out, IM_START "user");
+    buf_append_str(out, "\n<tool_response>\n");
+    buf_append_str(out, rnd_str(json_array_get(rest, i), "content"));
+    buf_append_str(out, "\n</tool_response>");
+    if (!next || strcmp(rnd_str(next, "role"), "tool") != 0)
+        buf_append_str(out, IM_END "\n");
+}
+
 int rnd_render_qwen3coder(json_t *msgs, json_t *tools, const struct renderer_think *think,
                           int variant, struct buf *out, struct err *e)
 {
@@ -137,60 +201,17 @@ int rnd_render_qwen3coder(json_t *msgs, json_t *tools, const struct renderer_thi
         if (!*system)
             system = rnd_str(m, "content");
     }
-    bool has_tools = json_array_size(tools) > 0;
-    if (*system || has_tools) {
-        buf_append_str(out, IM_START "system\n");
-        buf_append_str(out, *system ? system : QWEN_DEFAULT_SYSTEM);
-        if (has_tools)
-            render_tools(out, tools);
-        buf_append_str(out, IM_END "\n");
-    }
+    write_system(out, system, tools);
     size_t n = json_array_size(rest);
     json_array_foreach(rest, i, m)
     {
         const char *role = rnd_str(m, "role");
         bool last = i == n - 1;
         bool prefill = last && strcmp(role, "assistant") == 0;
-        json_t *calls = json_object_get(m, "tool_calls");
         if (strcmp(role, "assistant") == 0) {
-            buf_append_str(out, IM_START "assistant\n");
-            if (json_array_size(calls) > 0) {
-                const char *content = rnd_str(m, "content");
-                if (*content)
-                    buf_printf(out, "%s\n", content);
-                size_t k;
-                json_t *call;
-                json_array_foreach(calls, k, call)
-                {
-                    json_t *fn = rnd_call_fn(call);
-                    buf_printf(out, "\n<tool_call>\n<function=%s>", rnd_str(fn, "name"));
-                    const char *an;
-                    json_t *av;
-                    json_object_foreach(json_object_get(fn, "arguments"), an, av)
-                    {
-                        buf_printf(out, "\n<parameter=%s>\n", an);
-                        call_argument(out, av);
-                        buf_append_str(out, "\n</parameter>");
-                    }
-                    buf_append_str(out, "\n</function>\n</tool_call>");
-                }
-                buf_append_str(out, IM_END "\n");
-            } else {
-                buf_append_str(out, rnd_str(m, "content"));
-                if (!prefill)
-                    buf_append_str(out, IM_END "\n");
-            }
+            write_assistant(out, m, prefill);
         } else if (strcmp(role, "tool") == 0) {
-            // Consecutive tool results share one user turn.
-            json_t *prev = i > 0 ? json_array_get(rest, i - 1) : NULL;
-            json_t *next = json_array_get(rest, i + 1);
-            if (!prev || strcmp(rnd_str(prev, "role"), "tool") != 0)
-                buf_append_str(out, IM_START "user");
-            buf_append_str(out, "\n<tool_response>\n");
-            buf_append_str(out, rnd_str(m, "content"));
-            buf_append_str(out, "\n</tool_response>");
-            if (!next || strcmp(rnd_str(next, "role"), "tool") != 0)
-                buf_append_str(out, IM_END "\n");
+            write_tool_result(out, rest, i);
         } else {
             buf_printf(out, IM_START "%s\n", role);
             buf_append_str(out, rnd_str(m, "content"));
