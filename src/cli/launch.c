@@ -267,9 +267,12 @@ static void print_quoted(const char *s)
     putchar('\'');
 }
 
-int cli_cmd_launch(struct cli_args *a)
+// The integration named on the command line, or chosen from a menu on a terminal. *out
+// stays NULL when there is nothing to launch; the return value is then the exit status
+// (0 after printing the list to a pipe).
+static int select_integration(struct cli_args *a, const struct integration **out)
 {
-    const struct integration *in = NULL;
+    *out = NULL;
     if (a->n_pos == 0) {
         if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
             print_list(stdout);
@@ -281,14 +284,67 @@ int cli_cmd_launch(struct cli_args *a)
         int k = choose("an integration", n);
         if (k < 0)
             return cli_fail("no integration selected");
-        in = &integrations[k];
-    } else {
-        in = find_integration(a->pos[0]);
-        if (!in) {
-            print_list(stderr);
-            return cli_fail("unknown integration: %s", a->pos[0]);
-        }
+        *out = &integrations[k];
+        return 0;
     }
+    *out = find_integration(a->pos[0]);
+    if (!*out) {
+        print_list(stderr);
+        return cli_fail("unknown integration: %s", a->pos[0]);
+    }
+    return 0;
+}
+
+// --config: the environment and command line as shell lines instead of running them.
+static void print_config(const struct integration *in, const char *host, const char *model,
+                         const char *prog, json_t *env, json_t *args)
+{
+    const char *key;
+    json_t *v;
+    printf("# %s with %s through %s\n", in->display, model, host);
+    json_object_foreach(env, key, v)
+    {
+        printf("export %s=", key);
+        print_quoted(json_string_value(v));
+        putchar('\n');
+    }
+    print_quoted(prog ? prog : in->program);
+    size_t i;
+    json_array_foreach(args, i, v)
+    {
+        putchar(' ');
+        print_quoted(json_string_value(v));
+    }
+    putchar('\n');
+}
+
+// Sets the environment and replaces this process with prog; returns only if exec fails.
+static void exec_program(char *prog, json_t *env, json_t *args)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(env, key, v)
+    {
+        setenv(key, json_string_value(v), 1);
+    }
+    size_t n = json_array_size(args);
+    char **argv = xcalloc(n + 2, sizeof(char *));
+    argv[0] = prog;
+    for (size_t i = 0; i < n; i++)
+        argv[i + 1] = (char *)json_string_value(json_array_get(args, i));
+    fflush(stdout);
+    fflush(stderr);
+    execv(prog, argv);
+    cli_fail("cannot run %s: %s", prog, strerror(errno));
+    free(argv);
+}
+
+int cli_cmd_launch(struct cli_args *a)
+{
+    const struct integration *in;
+    int sel = select_integration(a, &in);
+    if (!in)
+        return sel;
     bool config_only = cli_flag(a, "config") != NULL;
     char *prog = find_program(in);
     if (!prog && !config_only)
@@ -312,41 +368,12 @@ int cli_cmd_launch(struct cli_args *a)
     for (int i = a->n_pos ? 1 : 0; i < a->n_pos; i++)
         jsonx_arr_append(args, json_string(a->pos[i]));
 
-    const char *key;
-    json_t *v;
     if (config_only) {
-        printf("# %s with %s through %s\n", in->display, model, host);
-        json_object_foreach(env, key, v)
-        {
-            printf("export %s=", key);
-            print_quoted(json_string_value(v));
-            putchar('\n');
-        }
-        print_quoted(prog ? prog : in->program);
-        size_t i;
-        json_array_foreach(args, i, v)
-        {
-            putchar(' ');
-            print_quoted(json_string_value(v));
-        }
-        putchar('\n');
+        print_config(in, host, model, prog, env, args);
         rc = 0;
         goto out;
     }
-    json_object_foreach(env, key, v)
-    {
-        setenv(key, json_string_value(v), 1);
-    }
-    size_t n = json_array_size(args);
-    char **argv = xcalloc(n + 2, sizeof(char *));
-    argv[0] = prog;
-    for (size_t i = 0; i < n; i++)
-        argv[i + 1] = (char *)json_string_value(json_array_get(args, i));
-    fflush(stdout);
-    fflush(stderr);
-    execv(prog, argv);
-    cli_fail("cannot run %s: %s", prog, strerror(errno));
-    free(argv);
+    exec_program(prog, env, args);
 out:
     free(model);
     free(prog);

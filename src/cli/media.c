@@ -70,6 +70,67 @@ static bool path_start(const char *s, size_t i)
            (isalpha((unsigned char)p[0]) && p[1] == ':' && p[2] == '\\');
 }
 
+// End of the path that starts at text[i]: the shortest run up to an allowed extension, spaces
+// allowed only when escaped with a backslash. 0 when there is none.
+static size_t path_end(const char *text, size_t n, size_t i, bool images, bool audio)
+{
+    for (size_t j = i; j < n; j++) {
+        if (isspace((unsigned char)text[j]) && !(j > i && text[j - 1] == '\\'))
+            break;
+        size_t e = text[j] == '.' ? ext_at(text + j, images, audio) : 0;
+        if (e)
+            return j + e;
+    }
+    return 0;
+}
+
+// The file name text[start, end) stands for: "~" expanded, escaped spaces unescaped.
+static void path_unescape(const char *text, size_t start, size_t end, struct buf *path)
+{
+    size_t p0 = start;
+    if (text[start] == '~') {
+        const char *home = env_home_dir();
+        buf_append_str(path, home ? home : "");
+        p0++;
+    }
+    for (size_t j = p0; j < end; j++)
+        if (!(text[j] == '\\' && j + 1 < end && text[j + 1] == ' '))
+            buf_append_char(path, text[j]);
+}
+
+// Reads a regular file and, when its content is a wanted kind of media, appends it to media
+// as base64. Returns whether it was taken; says why not on log.
+static bool take_file(const char *path, bool images, bool audio, json_t *media, FILE *log)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    bool taken = false;
+    struct buf data;
+    buf_init(&data, MEDIA_MAX_BYTES);
+    struct err e = {0};
+    if (fs_read_all(path, MEDIA_MAX_BYTES, &data, &e) < 0) {
+        fprintf(log, "Couldn't process file: \"%s\"\n", e.msg);
+    } else {
+        const char *type = cli_media_type((const unsigned char *)data.data, data.len);
+        bool is_image = strncmp(type, "image/", 6) == 0;
+        bool is_audio = strcmp(type, "audio/wave") == 0;
+        if ((is_image && images) || (is_audio && audio)) {
+            struct buf b64;
+            buf_init(&b64, 0);
+            cli_base64((const unsigned char *)data.data, data.len, &b64);
+            json_array_append_new(media, json_stringn(b64.data ? b64.data : "", b64.len));
+            buf_deinit(&b64);
+            fprintf(log, "Added %s '%s'\n", is_image ? "image" : "audio", path);
+            taken = true;
+        } else {
+            fprintf(log, "Couldn't process file: \"invalid file type: %s\"\n", type);
+        }
+    }
+    buf_deinit(&data);
+    return taken;
+}
+
 int cli_media_extract(const char *text, bool images, bool audio, char **out_text, json_t *media,
                       FILE *log)
 {
@@ -82,63 +143,20 @@ int cli_media_extract(const char *text, bool images, bool audio, char **out_text
             buf_append_char(&out, text[i++]);
             continue;
         }
-        // The shortest run up to an allowed extension, spaces allowed only
-        // when escaped with a backslash.
-        size_t end = 0;
-        for (size_t j = i; j < n; j++) {
-            if (isspace((unsigned char)text[j]) && !(j > i && text[j - 1] == '\\'))
-                break;
-            size_t e = text[j] == '.' ? ext_at(text + j, images, audio) : 0;
-            if (e) {
-                end = j + e;
-                break;
-            }
-        }
+        size_t end = path_end(text, n, i, images, audio);
         if (!end) {
             buf_append_char(&out, text[i++]);
             continue;
         }
         struct buf path;
         buf_init(&path, 0);
-        size_t start = i, p0 = i;
-        if (text[i] == '~') {
-            const char *home = env_home_dir();
-            buf_append_str(&path, home ? home : "");
-            p0++;
-        }
-        for (size_t j = p0; j < end; j++)
-            if (!(text[j] == '\\' && j + 1 < end && text[j + 1] == ' '))
-                buf_append_char(&path, text[j]);
-        struct stat st;
-        bool taken = false;
-        if (stat(buf_cstr(&path), &st) == 0 && S_ISREG(st.st_mode)) {
-            struct buf data;
-            buf_init(&data, MEDIA_MAX_BYTES);
-            struct err e = {0};
-            if (fs_read_all(buf_cstr(&path), MEDIA_MAX_BYTES, &data, &e) < 0) {
-                fprintf(log, "Couldn't process file: \"%s\"\n", e.msg);
-            } else {
-                const char *type = cli_media_type((const unsigned char *)data.data, data.len);
-                bool is_image = strncmp(type, "image/", 6) == 0;
-                bool is_audio = strcmp(type, "audio/wave") == 0;
-                if ((is_image && images) || (is_audio && audio)) {
-                    struct buf b64;
-                    buf_init(&b64, 0);
-                    cli_base64((const unsigned char *)data.data, data.len, &b64);
-                    json_array_append_new(media, json_stringn(b64.data ? b64.data : "", b64.len));
-                    buf_deinit(&b64);
-                    fprintf(log, "Added %s '%s'\n", is_image ? "image" : "audio", buf_cstr(&path));
-                    taken = true;
-                    added++;
-                } else {
-                    fprintf(log, "Couldn't process file: \"invalid file type: %s\"\n", type);
-                }
-            }
-            buf_deinit(&data);
-        }
+        path_unescape(text, i, end, &path);
+        bool taken = take_file(buf_cstr(&path), images, audio, media, log);
         buf_deinit(&path);
-        if (!taken)
-            buf_append(&out, text + start, end - start);
+        if (taken)
+            added++;
+        else
+            buf_append(&out, text + i, end - i);
         i = end;
     }
     // Removing paths can leave spaces at the ends: trim them then.

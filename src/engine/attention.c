@@ -493,18 +493,21 @@ static float *grow_aligned(float *p, size_t *cap, size_t need)
     return np;
 }
 
-void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine_attn_ws *ws,
-                          float *out, const float *q, int64_t n_rows,
-                          const struct engine_kv_layer *kv, const int32_t *cell0,
-                          const int32_t *n_visible, const struct engine_attn *a)
-{
-    ASSERT(a->n_head_kv > 0 && a->n_head % a->n_head_kv == 0 && a->head_dim > 0);
-    ASSERT(a->kv_type == GGUF_TYPE_F32 || a->kv_type == GGUF_TYPE_F16 ||
-           a->kv_type == GGUF_TYPE_Q8_0);
-    const int G = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = (hd + 7) / 8 * 8;
-    const int rows_per_set = G >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / G;
+// What planning learns about the work, for sizing chunks, lists and scratch.
+struct attn_plan {
+    int n_sets;
+    int64_t total_keys, work, n_units;  // keys over all units, multiply-adds, units
+    int64_t chunk;                      // keys per item (INT32_MAX: no split)
+    int64_t n_items, n_merges, parts;   // list lengths, floats of partial states
+    int max_q, max_row;                 // largest item: queries, floats of a K/V row
+};
 
-    // Sets: runs of rows of one slot.
+// Sets: runs of rows of one slot, at most rows_per_set each, into ws->sets.
+static void plan_sets(struct engine_attn_ws *ws, struct attn_plan *pl, int64_t n_rows,
+                      const int32_t *cell0, const int32_t *n_visible, const struct engine_attn *a,
+                      int rows_per_set, int hdp)
+{
+    const int hd = a->head_dim;
     ws->sets = grow(ws->sets, &ws->sets_cap, (size_t)n_rows, sizeof(struct attn_set));
     struct attn_set *sets = ws->sets;
     int n_sets = 0;
@@ -532,32 +535,54 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         n_units += units;
         total_keys += (int64_t)(st->phi - st->plo) * units;
     }
-    int nth = work < ATTN_INLINE ? 1 : n_threads;
+    pl->n_sets = n_sets;
+    pl->total_keys = total_keys;
+    pl->work = work;
+    pl->n_units = n_units;
+}
 
-    // Split key ranges when there are too few (set, KV heads) units.
+// Split key ranges when there are too few (set, KV heads) units; then count the items and
+// merges that chunk gives.
+static void plan_chunks(const struct engine_attn_ws *ws, struct attn_plan *pl,
+                        const struct engine_attn *a, int nth)
+{
+    const struct attn_set *sets = ws->sets;
     int64_t target = 8 * (int64_t)nth, chunk = INT32_MAX;
-    if (nth > 1 && n_units < target) {
-        chunk = (total_keys + target - 1) / target;
+    if (nth > 1 && pl->n_units < target) {
+        chunk = (pl->total_keys + target - 1) / target;
         chunk = (chunk + TILE - 1) / TILE * TILE;
         if (chunk < ATTN_MIN_CHUNK)
             chunk = ATTN_MIN_CHUNK;
     }
     int64_t n_items = 0, n_merges = 0;
-    for (int s = 0; s < n_sets; s++) {
+    for (int s = 0; s < pl->n_sets; s++) {
         int64_t n_chunks = (sets[s].phi - sets[s].plo / TILE * TILE + chunk - 1) / chunk;
         int units = a->n_head_kv / sets[s].heads;
         n_items += n_chunks * units;
         if (n_chunks > 1)
             n_merges += units;
     }
-    ws->items = grow(ws->items, &ws->items_cap, (size_t)n_items, sizeof(struct attn_item));
-    ws->merges = grow(ws->merges, &ws->merges_cap, (size_t)n_merges + 1, sizeof(struct attn_merge));
+    pl->chunk = chunk;
+    pl->n_items = n_items;
+    pl->n_merges = n_merges;
+}
+
+// Fills ws->items and ws->merges: per set, per KV head group, one item per chunk; split
+// ones get partial-state space and a merge. Later sets see more keys: they go first.
+static void plan_items(struct engine_attn_ws *ws, struct attn_plan *pl, const struct engine_attn *a,
+                       int G, int hdp)
+{
+    const int hd = a->head_dim;
+    const int64_t chunk = pl->chunk;
+    const struct attn_set *sets = ws->sets;
+    ws->items = grow(ws->items, &ws->items_cap, (size_t)pl->n_items, sizeof(struct attn_item));
+    ws->merges =
+        grow(ws->merges, &ws->merges_cap, (size_t)pl->n_merges + 1, sizeof(struct attn_merge));
     struct attn_item *items = ws->items;
     struct attn_merge *merges = ws->merges;
-    // Later sets see more keys: hand them out first.
     int64_t ni = 0, nm = 0, parts = 0;
     int max_q = 1, max_row = hdp;
-    for (int s = n_sets - 1; s >= 0; s--) {
+    for (int s = pl->n_sets - 1; s >= 0; s--) {
         const struct attn_set *st = &sets[s];
         int nq = (st->r1 - st->r0) * G * st->heads;
         max_q = nq > max_q ? nq : max_q;
@@ -577,11 +602,32 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
             }
         }
     }
+    pl->parts = parts;
+    pl->max_q = max_q;
+    pl->max_row = max_row;
+}
 
-    size_t per_thread = tiles_floats(max_q, hdp, max_row);
+void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine_attn_ws *ws,
+                          float *out, const float *q, int64_t n_rows,
+                          const struct engine_kv_layer *kv, const int32_t *cell0,
+                          const int32_t *n_visible, const struct engine_attn *a)
+{
+    ASSERT(a->n_head_kv > 0 && a->n_head % a->n_head_kv == 0 && a->head_dim > 0);
+    ASSERT(a->kv_type == GGUF_TYPE_F32 || a->kv_type == GGUF_TYPE_F16 ||
+           a->kv_type == GGUF_TYPE_Q8_0);
+    const int G = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = (hd + 7) / 8 * 8;
+    const int rows_per_set = G >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / G;
+
+    struct attn_plan pl = {0};
+    plan_sets(ws, &pl, n_rows, cell0, n_visible, a, rows_per_set, hdp);
+    int nth = pl.work < ATTN_INLINE ? 1 : n_threads;
+    plan_chunks(ws, &pl, a, nth);
+    plan_items(ws, &pl, a, G, hdp);
+
+    size_t per_thread = tiles_floats(pl.max_q, hdp, pl.max_row);
     ws->buf = grow_aligned(ws->buf, &ws->buf_floats, per_thread * (size_t)nth);
-    if (parts > 0)
-        ws->parts = grow_aligned(ws->parts, &ws->parts_floats, (size_t)parts);
+    if (pl.parts > 0)
+        ws->parts = grow_aligned(ws->parts, &ws->parts_floats, (size_t)pl.parts);
 
     struct attn_run c = {
         .pool = pool,
@@ -598,11 +644,11 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         .per_thread = per_thread,
         .buf = ws->buf,
         .parts = ws->parts,
-        .sets = sets,
-        .items = items,
-        .merges = merges,
-        .n_items = (int)n_items,
-        .n_merges = (int)n_merges,
+        .sets = ws->sets,
+        .items = ws->items,
+        .merges = ws->merges,
+        .n_items = (int)pl.n_items,
+        .n_merges = (int)pl.n_merges,
         .q8_to_float = quant_traits_get(GGUF_TYPE_Q8_0)->to_float,
         .q8_from_float = kernels_get(GGUF_TYPE_Q8_0)->from_float,
         .round_p = a->kv_type == GGUF_TYPE_F16,

@@ -383,14 +383,13 @@ static void down_item(struct moe_task *t, int g, int64_t r0, int64_t r1)
                 yd[(size_t)c * (size_t)t->n_embd + r] += w.down_b[r];
 }
 
-static void moe_task_run(void *arg, int ith, int nth)
+// 1. Router logits: (n_rows, n_expert). Inputs go to the router's vec_dot_type first when
+// it is not F32 (with its own barrier); then threads take chunks of experts.
+static void router_phase(struct moe_task *t, int ith, int nth)
 {
-    struct moe_task *t = arg;
     const struct engine_moe *p = t->p;
-    const int k = p->n_expert_used, E = p->n_expert;
+    const int E = p->n_expert;
     const int64_t n_embd = t->n_embd;
-
-    // 1. Router logits: (n_rows, n_expert).
     const uint8_t *xr = (const uint8_t *)t->x;
     if (t->kt_router->vec_dot_type != GGUF_TYPE_F32) {
         for (int64_t r = ith; r < t->n_rows; r += nth)
@@ -411,23 +410,27 @@ static void moe_task_run(void *arg, int ith, int nth)
                 for (int64_t r = r0; r < r1; r++)
                     t->logits[c * E + r] += p->gate_inp_b[r];
     }
-    barrier(t, nth);
+}
 
-    // 2. Routing and grouping.
-    if (ith == 0)
-        route_all(t);
-    barrier(t, nth);
-
-    // 3. Each pair's input in the experts' vec_dot_type.
-    // The shared expert's slots follow the routed ones.
+// 3. Each pair's input in the experts' vec_dot_type.
+// The shared expert's slots follow the routed ones.
+static void inputs_phase(struct moe_task *t, int ith, int nth)
+{
+    const struct engine_moe *p = t->p;
+    const int k = p->n_expert_used;
+    const int64_t n_embd = t->n_embd;
     for (int64_t s = ith; s < t->n_slots; s += nth) {
         bool shared = s >= t->n_rows * k;
         const struct kernels_type *kt = shared ? t->sh.kt_up : kernels_get(p->up->all.type);
         to_vdt(kt, t->x + (int64_t)t->slot_tok[s] * n_embd, t->xg + (size_t)s * t->xg_rb, n_embd);
     }
-    barrier(t, nth);
+}
 
-    // 4. Gate / up products and the activation.
+// 4. Gate / up products and the activation.
+static void up_phase(struct moe_task *t)
+{
+    const struct engine_moe *p = t->p;
+    const int E = p->n_expert;
     for (;;) {
         int64_t it = atomic_fetch_add_explicit(&t->next_up, 1, memory_order_relaxed);
         if (it >= t->item0[t->n_groups])
@@ -440,18 +443,25 @@ static void moe_task_run(void *arg, int ith, int nth)
         int64_t r1 = r0 + t->chunk_ff < n_ff ? r0 + t->chunk_ff : n_ff;
         up_item(t, g, r0, r1);
     }
-    barrier(t, nth);
+}
 
-    // 5. Hidden rows in the down matrices' vec_dot_type.
+// 5. Hidden rows in the down matrices' vec_dot_type.
+static void hidden_phase(struct moe_task *t, int ith, int nth)
+{
+    const struct engine_moe *p = t->p;
+    const int k = p->n_expert_used;
     for (int64_t s = ith; s < t->n_slots; s += nth) {
         bool shared = s >= t->n_rows * k;
         const struct kernels_type *kt = shared ? t->sh.kt_down : kernels_get(p->down->all.type);
         int64_t n_ff = shared ? t->sh.n_ff : p->down->all.ne[0];
         to_vdt(kt, t->hg + (size_t)s * (size_t)t->hs, t->hq + (size_t)s * t->hq_rb, n_ff);
     }
-    barrier(t, nth);
+}
 
-    // 6. Down products.
+// 6. Down products.
+static void down_phase(struct moe_task *t)
+{
+    const int64_t n_embd = t->n_embd;
     for (;;) {
         int64_t it = atomic_fetch_add_explicit(&t->next_down, 1, memory_order_relaxed);
         if (it >= t->ditem0[t->n_groups])
@@ -463,10 +473,14 @@ static void moe_task_run(void *arg, int ith, int nth)
         int64_t r1 = r0 + t->chunk_embd < n_embd ? r0 + t->chunk_embd : n_embd;
         down_item(t, g, r0, r1);
     }
-    barrier(t, nth);
+}
 
-    // 7. Weighted sum in rank order (as ggml adds the weighted experts),
-    // then the shared expert.
+// 7. Weighted sum in rank order (as ggml adds the weighted experts),
+// then the shared expert.
+static void combine_phase(struct moe_task *t, int ith, int nth)
+{
+    const int k = t->p->n_expert_used, E = t->p->n_expert;
+    const int64_t n_embd = t->n_embd;
     for (int64_t r = ith; r < t->n_rows; r += nth) {
         float *y = t->y + r * n_embd;
         for (int j = 0; j < k; j++) {
@@ -485,6 +499,27 @@ static void moe_task_run(void *arg, int ith, int nth)
                 y[i] += d[i];
         }
     }
+}
+
+// The phases of one MoE op, separated by pool barriers (each reads what the last wrote).
+static void moe_task_run(void *arg, int ith, int nth)
+{
+    struct moe_task *t = arg;
+    router_phase(t, ith, nth);
+    barrier(t, nth);
+    // 2. Routing and grouping.
+    if (ith == 0)
+        route_all(t);
+    barrier(t, nth);
+    inputs_phase(t, ith, nth);
+    barrier(t, nth);
+    up_phase(t);
+    barrier(t, nth);
+    hidden_phase(t, ith, nth);
+    barrier(t, nth);
+    down_phase(t);
+    barrier(t, nth);
+    combine_phase(t, ith, nth);
 }
 
 // Carves the workspace; returns false when it cannot be allocated.

@@ -192,27 +192,13 @@ static int encoder_prepare(struct model *m, struct err *e)
     return 0;
 }
 
-// One forward pass over ub->n rows: whole sequences of one or more slots.
-// Shapes in comments are (rows, columns) of the activation buffers.
-static void encoder_forward(struct model *m, const struct model_ubatch *ub)
+// x = LayerNorm(token + token type 0 (+ position))      (n, n_embd)
+static void encoder_embed(struct model *m, const struct model_ubatch *ub, int n)
 {
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
     struct model_scratch *s = &m->s;
-    const bool nomic = is_nomic(m);
-    const int n_embd = hp->n_embd, n_ff = hp->n_ff, hd = hp->head_dim;
-    const struct engine_attn attn = {
-        .n_head = hp->n_head,
-        .n_head_kv = hp->n_head,
-        .head_dim = hd,
-        .scale = 1.0f / sqrtf((float)hd),
-        .kv_type = m->kv_type,
-    };
-    int n = ub->n;
-    if (ub->n_out == 0)
-        return;  // nothing is kept from an encoder pass but its outputs
-
-    // x = LayerNorm(token + token type 0 (+ position))      (n, n_embd)
+    const int n_embd = hp->n_embd;
     engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);
     engine_get_rows(be, s->xb, &m->type_embd, m->type_ids, n);
     engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);
@@ -221,27 +207,80 @@ static void encoder_forward(struct model *m, const struct model_ubatch *ub)
         engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);
     }
     engine_layernorm(be, s->x, s->x, m->embd_norm, m->embd_norm_b, n, n_embd, hp->eps);
+}
 
+// Attention over the whole sequence: Q/K/V straight from x (post-norm block), RoPE for
+// nomic-bert, then every row attends the ub->n_visible cells of its slot.
+// att: (n, n_embd)
+static void encoder_attend(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
+                           int n, bool nomic)
+{
+    const struct model_hparams *hp = &m->hp;
+    struct engine_backend *be = m->be;
+    struct model_scratch *s = &m->s;
+    const int hd = hp->head_dim;
+    const struct engine_attn attn = {
+        .n_head = hp->n_head,
+        .n_head_kv = hp->n_head,
+        .head_dim = hd,
+        .scale = 1.0f / sqrtf((float)hd),
+        .kv_type = m->kv_type,
+    };
+    const struct engine_matmul_job qkv[3] = {
+        {&L->wq, s->q, L->bq},  // q: (n, n_embd)
+        {&L->wk, s->k, L->bk},  // k: (n, n_embd)
+        {&L->wv, s->v, L->bv},  // v: (n, n_embd)
+    };
+    engine_matmul_n(be, qkv, 3, s->x, n);
+    if (nomic) {
+        engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, &hp->rope);
+        engine_rope(be, s->k, n, hp->n_head, hd, ub->pos, &hp->rope);
+    }
+    engine_kv_store(be, &L->kv, m->kv_type, ub->cells, s->k, s->v, n, hp->n_embd);
+    engine_attention(be, s->att, s->q, n, &L->kv, ub->cell0, ub->n_visible, &attn);
+}
+
+// MLP: bert W_down gelu(W_up x + b_up) + b_down; nomic-bert W_down (silu(W_gate x) * W_up x).
+// Then x = LayerNorm(x + mlp).
+static void encoder_mlp(struct model *m, struct model_layer *L, int n, bool nomic)
+{
+    const struct model_hparams *hp = &m->hp;
+    struct engine_backend *be = m->be;
+    struct model_scratch *s = &m->s;
+    const int n_embd = hp->n_embd, n_ff = hp->n_ff;
+    if (nomic) {
+        const struct engine_matmul_job gate_up[2] = {
+            {&L->w_gate, s->hb, NULL},  // (n, n_ff)
+            {&L->w_up, s->hb2, NULL},   // (n, n_ff)
+        };
+        engine_matmul_n(be, gate_up, 2, s->x, n);
+        engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * n_ff, false);
+    } else {
+        engine_matmul(be, s->hb, &L->w_up, L->b_up, s->x, n);           // (n, n_ff)
+        engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * n_ff, true);  // hb2: ones
+    }
+    engine_matmul(be, s->xb, &L->w_down, L->b_down, s->hb, n);  // (n, n_embd)
+    engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);
+    engine_layernorm(be, s->x, s->x, L->ffn_norm, L->ffn_norm_b, n, n_embd, hp->eps);
+}
+
+// One forward pass over ub->n rows: whole sequences of one or more slots.
+// Shapes in comments are (rows, columns) of the activation buffers.
+static void encoder_forward(struct model *m, const struct model_ubatch *ub)
+{
+    const struct model_hparams *hp = &m->hp;
+    struct engine_backend *be = m->be;
+    struct model_scratch *s = &m->s;
+    const bool nomic = is_nomic(m);
+    const int n_embd = hp->n_embd;
+    int n = ub->n;
+    if (ub->n_out == 0)
+        return;  // nothing is kept from an encoder pass but its outputs
+
+    encoder_embed(m, ub, n);
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
-
-        // Attention over the whole sequence: Q/K/V straight from x
-        // (post-norm block), RoPE for nomic-bert, then every row attends
-        // the ub->n_visible cells of its slot.
-        const struct engine_matmul_job qkv[3] = {
-            {&L->wq, s->q, L->bq},  // q: (n, n_embd)
-            {&L->wk, s->k, L->bk},  // k: (n, n_embd)
-            {&L->wv, s->v, L->bv},  // v: (n, n_embd)
-        };
-        engine_matmul_n(be, qkv, 3, s->x, n);
-        if (nomic) {
-            engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, &hp->rope);
-            engine_rope(be, s->k, n, hp->n_head, hd, ub->pos, &hp->rope);
-        }
-        engine_kv_store(be, &L->kv, m->kv_type, ub->cells, s->k, s->v, n, n_embd);
-        engine_attention(be, s->att, s->q, n, &L->kv, ub->cell0, ub->n_visible, &attn);
-        // att: (n, n_embd)
-
+        encoder_attend(m, L, ub, n, nomic);  // att: (n, n_embd)
         if (il == hp->n_layer - 1) {
             // Only the rows whose outputs are wanted go on from here.
             engine_gather(be, s->att, s->att, ub->out_rows, ub->n_out, n_embd);
@@ -253,23 +292,7 @@ static void encoder_forward(struct model *m, const struct model_ubatch *ub)
         engine_matmul(be, s->xb, &L->wo, L->bo, s->att, n);  // (n, n_embd)
         engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);
         engine_layernorm(be, s->x, s->x, L->attn_norm, L->attn_norm_b, n, n_embd, hp->eps);
-
-        // MLP: bert W_down gelu(W_up x + b_up) + b_down; nomic-bert
-        // W_down (silu(W_gate x) * W_up x). Then x = LayerNorm(x + mlp).
-        if (nomic) {
-            const struct engine_matmul_job gate_up[2] = {
-                {&L->w_gate, s->hb, NULL},  // (n, n_ff)
-                {&L->w_up, s->hb2, NULL},   // (n, n_ff)
-            };
-            engine_matmul_n(be, gate_up, 2, s->x, n);
-            engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * n_ff, false);
-        } else {
-            engine_matmul(be, s->hb, &L->w_up, L->b_up, s->x, n);           // (n, n_ff)
-            engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * n_ff, true);  // hb2: ones
-        }
-        engine_matmul(be, s->xb, &L->w_down, L->b_down, s->hb, n);  // (n, n_embd)
-        engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);
-        engine_layernorm(be, s->x, s->x, L->ffn_norm, L->ffn_norm_b, n, n_embd, hp->eps);
+        encoder_mlp(m, L, n, nomic);
     }
 
     // The last layer's output is the embedding of each token (no final norm).

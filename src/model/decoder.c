@@ -34,85 +34,93 @@ static void dense_ffn(struct model *m, struct model_layer *L, float *out, const 
     engine_matmul(be, out, &L->w_down, NULL, s->hb, n);  // (n, n_embd)
 }
 
-// One forward pass over ub->n tokens of possibly different slots. Shapes in
-// comments are (rows, columns) of the activation buffers.
-void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
+// Attention inputs for n tokens: norm, Q/K/V projections, q/k norms, RoPE, then K and V
+// into the layer's cache (ring cells for a sliding-window ring).
+static void attn_qkv(struct model *m, struct model_layer *L, const struct model_ubatch *ub, int n)
 {
     const struct model_hparams *hp = &m->hp;
-    const struct model_arch *a = m->arch;
     struct engine_backend *be = m->be;
     struct model_scratch *s = &m->s;
     const int n_embd = hp->n_embd, hd = hp->head_dim;
     const int q_dim = hp->n_head * hd, kv_dim = hp->n_head_kv * hd;
-    int n = ub->n;
 
-    engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
-    if (hp->embd_scale > 0)
-        engine_scale(be, s->x, s->x, hp->embd_scale, (int64_t)n * n_embd);
-
-    for (int il = 0; il < hp->n_layer; il++) {
-        struct model_layer *L = &m->layers[il];
-        const bool ring = L->kv_ring > 0;
-        const struct engine_attn attn = {
-            .n_head = hp->n_head,
-            .n_head_kv = hp->n_head_kv,
-            .head_dim = hd,
-            .scale = a->q_prescale ? 1.0f : hp->q_scale,
-            .kv_type = m->kv_type,
-            .softcap = hp->attn_softcap,
-            .window = L->swa ? hp->n_swa : 0,
-            .kv_ring = L->kv_ring,
-            .sinks = L->sinks,
-        };
-
-        // Attention: norm, Q/K/V projections, q/k norms, RoPE, cache, attend.
-        engine_rmsnorm(be, s->xb, s->x, L->attn_norm, n, n_embd, hp->eps);  // (n, n_embd)
-        const struct engine_matmul_job qkv[3] = {
-            {&L->wq, s->q, L->bq},  // q: (n, n_head·hd)
-            {&L->wk, s->k, L->bk},  // k: (n, n_head_kv·hd)
-            {&L->wv, s->v, L->bv},  // v: (n, n_head_kv·hd)
-        };
-        engine_matmul_n(be, qkv, 3, s->xb, n);
-        if (L->attn_q_norm) {  // per head: rows of head_dim
-            engine_rmsnorm(be, s->q, s->q, L->attn_q_norm, (int64_t)n * hp->n_head, hd, hp->eps);
-            engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd, hp->eps);
-        }
-        engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
-        engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
-        if (a->q_prescale)
-            engine_scale(be, s->q, s->q, hp->q_scale, (int64_t)n * q_dim);
-        engine_kv_store(be, &L->kv, m->kv_type, ring ? ub->ring_cells : ub->cells, s->k, s->v, n,
-                        kv_dim);
-        if (il == hp->n_layer - 1 && ub->n_out == 0)
-            return;  // the cache is filled; nobody wants outputs
-        engine_attention(be, s->att, s->q, n, &L->kv, ring ? ub->ring_cell0 : ub->cell0,
-                         ub->n_visible, &attn);  // att: (n, q_dim)
-
-        if (il == hp->n_layer - 1) {
-            // Only the rows whose outputs are wanted go on from here.
-            engine_gather(be, s->att, s->att, ub->out_rows, ub->n_out, q_dim);
-            engine_gather(be, s->x, s->x, ub->out_rows, ub->n_out, n_embd);
-            n = ub->n_out;
-        }
-
-        engine_matmul(be, s->xb, &L->wo, L->bo, s->att, n);  // (n, n_embd)
-        if (L->attn_post_norm)
-            engine_rmsnorm(be, s->xb, s->xb, L->attn_post_norm, n, n_embd, hp->eps);
-        engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);  // residual
-
-        // FFN on h = RMSNorm(x); the result goes to xb.
-        engine_rmsnorm(be, s->xb, s->x, L->ffn_norm, n, n_embd, hp->eps);
-        if (a->ffn)
-            a->ffn(m, L, s->xb, s->xb, n);
-        else
-            dense_ffn(m, L, s->xb, s->xb, n);
-        if (L->ffn_post_norm)
-            engine_rmsnorm(be, s->xb, s->xb, L->ffn_post_norm, n, n_embd, hp->eps);
-        engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);
+    engine_rmsnorm(be, s->xb, s->x, L->attn_norm, n, n_embd, hp->eps);  // (n, n_embd)
+    const struct engine_matmul_job qkv[3] = {
+        {&L->wq, s->q, L->bq},  // q: (n, n_head·hd)
+        {&L->wk, s->k, L->bk},  // k: (n, n_head_kv·hd)
+        {&L->wv, s->v, L->bv},  // v: (n, n_head_kv·hd)
+    };
+    engine_matmul_n(be, qkv, 3, s->xb, n);
+    if (L->attn_q_norm) {  // per head: rows of head_dim
+        engine_rmsnorm(be, s->q, s->q, L->attn_q_norm, (int64_t)n * hp->n_head, hd, hp->eps);
+        engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd, hp->eps);
     }
+    engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
+    engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
+    if (m->arch->q_prescale)
+        engine_scale(be, s->q, s->q, hp->q_scale, (int64_t)n * q_dim);
+    engine_kv_store(be, &L->kv, m->kv_type, L->kv_ring > 0 ? ub->ring_cells : ub->cells, s->k, s->v,
+                    n, kv_dim);
+}
 
-    // Output: final norm, then the vocabulary projection in pieces of
-    // n_out_max rows (the logits scratch is sized for that many).
+// Attention over the cache for n query rows: att (n, q_dim).
+static void attn_attend(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
+                        int n)
+{
+    const struct model_hparams *hp = &m->hp;
+    const bool ring = L->kv_ring > 0;
+    const struct engine_attn attn = {
+        .n_head = hp->n_head,
+        .n_head_kv = hp->n_head_kv,
+        .head_dim = hp->head_dim,
+        .scale = m->arch->q_prescale ? 1.0f : hp->q_scale,
+        .kv_type = m->kv_type,
+        .softcap = hp->attn_softcap,
+        .window = L->swa ? hp->n_swa : 0,
+        .kv_ring = L->kv_ring,
+        .sinks = L->sinks,
+    };
+    engine_attention(m->be, m->s.att, m->s.q, n, &L->kv, ring ? ub->ring_cell0 : ub->cell0,
+                     ub->n_visible, &attn);
+}
+
+// x += RMSNorm?(W_o att + b_o): the attention output and its residual.
+static void attn_out(struct model *m, struct model_layer *L, int n)
+{
+    const struct model_hparams *hp = &m->hp;
+    struct engine_backend *be = m->be;
+    struct model_scratch *s = &m->s;
+    engine_matmul(be, s->xb, &L->wo, L->bo, s->att, n);  // (n, n_embd)
+    if (L->attn_post_norm)
+        engine_rmsnorm(be, s->xb, s->xb, L->attn_post_norm, n, hp->n_embd, hp->eps);
+    engine_add(be, s->x, s->x, s->xb, (int64_t)n * hp->n_embd);  // residual
+}
+
+// x += RMSNorm?(FFN(RMSNorm(x))), by the family's FFN hook or the dense gated FFN; the
+// FFN's result goes through xb.
+static void ffn_block(struct model *m, struct model_layer *L, int n)
+{
+    const struct model_hparams *hp = &m->hp;
+    struct engine_backend *be = m->be;
+    struct model_scratch *s = &m->s;
+    engine_rmsnorm(be, s->xb, s->x, L->ffn_norm, n, hp->n_embd, hp->eps);
+    if (m->arch->ffn)
+        m->arch->ffn(m, L, s->xb, s->xb, n);
+    else
+        dense_ffn(m, L, s->xb, s->xb, n);
+    if (L->ffn_post_norm)
+        engine_rmsnorm(be, s->xb, s->xb, L->ffn_post_norm, n, hp->n_embd, hp->eps);
+    engine_add(be, s->x, s->x, s->xb, (int64_t)n * hp->n_embd);
+}
+
+// Output: final norm, then the vocabulary projection in pieces of n_out_max rows (the
+// logits scratch is sized for that many).
+static void output_logits(struct model *m, const struct model_ubatch *ub, int n)
+{
+    const struct model_hparams *hp = &m->hp;
+    struct engine_backend *be = m->be;
+    struct model_scratch *s = &m->s;
+    const int n_embd = hp->n_embd;
     engine_rmsnorm(be, s->xo, s->x, m->output_norm, n, n_embd, hp->eps);  // (n_out, n_embd)
     if (ub->out_embd)
         engine_buf_read(be, ub->out_embd, s->xo, (size_t)n * n_embd * sizeof(float));
@@ -125,4 +133,36 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
         engine_buf_read(be, ub->out_logits + (size_t)r0 * hp->n_vocab, s->logits,
                         (size_t)nr * hp->n_vocab * sizeof(float));
     }
+}
+
+// One forward pass over ub->n tokens of possibly different slots. Shapes in
+// comments are (rows, columns) of the activation buffers.
+void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
+{
+    const struct model_hparams *hp = &m->hp;
+    struct engine_backend *be = m->be;
+    struct model_scratch *s = &m->s;
+    const int n_embd = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
+    int n = ub->n;
+
+    engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
+    if (hp->embd_scale > 0)
+        engine_scale(be, s->x, s->x, hp->embd_scale, (int64_t)n * n_embd);
+
+    for (int il = 0; il < hp->n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        attn_qkv(m, L, ub, n);
+        if (il == hp->n_layer - 1 && ub->n_out == 0)
+            return;                // the cache is filled; nobody wants outputs
+        attn_attend(m, L, ub, n);  // att: (n, q_dim)
+        if (il == hp->n_layer - 1) {
+            // Only the rows whose outputs are wanted go on from here.
+            engine_gather(be, s->att, s->att, ub->out_rows, ub->n_out, q_dim);
+            engine_gather(be, s->x, s->x, ub->out_rows, ub->n_out, n_embd);
+            n = ub->n_out;
+        }
+        attn_out(m, L, n);
+        ffn_block(m, L, n);
+    }
+    output_logits(m, ub, n);
 }

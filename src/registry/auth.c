@@ -628,6 +628,71 @@ void reg_tokens_free(struct registry *reg)
     reg->tokens = NULL;
 }
 
+// Builds the token request: its URL (with a fresh nonce) and its Authorization value, basic
+// credentials for a standard token server or our key's signature for ollama.com.
+static int token_request(struct reg_session *s, const struct registry_challenge *c, struct buf *url,
+                         struct buf *auth, struct err *e)
+{
+    uint8_t nonce[16], seed[32], pub[32];
+    int rc =
+        RAND_bytes(nonce, sizeof(nonce)) == 1 ? 0 : err_set(e, ERR_INTERNAL, "no random bytes");
+    if (rc == 0)
+        rc = registry_token_url(c, time_now_ns() / 1000000000, nonce, url, e);
+    if (rc == 0 && s->reg->basic_auth && !ascii_ieq(s->host, STORE_DEFAULT_HOST)) {
+        // A standard token server (Docker Distribution's token auth) takes basic credentials.
+        buf_append_str(auth, "Basic ");
+        b64_append(auth, (const uint8_t *)s->reg->basic_auth, strlen(s->reg->basic_auth));
+    } else if (rc == 0) {
+        rc = registry_key_load(s->reg->key_path, true, seed, pub, e);
+        if (rc == 0)
+            rc = registry_token_auth(seed, pub, url->data, auth, e);
+        OPENSSL_cleanse(seed, sizeof(seed));
+    }
+    return rc;
+}
+
+// A refused token request: the status and the first 200 bytes of the reply, if any.
+static int token_refused(const struct reg_rsp *rsp, struct err *e)
+{
+    size_t len = rsp->body.len;
+    while (len && (rsp->body.data[len - 1] == '\n' || rsp->body.data[len - 1] == '\r'))
+        len--;
+    if (len)
+        return err_set(e, ERR_UNAUTHORIZED, "%ld: %.*s", rsp->status, (int)(len > 200 ? 200 : len),
+                       rsp->body.data);
+    return err_set(e, ERR_UNAUTHORIZED, "%ld", rsp->status);
+}
+
+// Reads "token" (or "access_token") and "expires_in" from the reply, caches the bearer value
+// under key and makes it the session's token.
+static int token_take(struct reg_session *s, const char *key, const struct reg_rsp *rsp,
+                      struct err *e)
+{
+    json_t *doc = NULL;
+    int rc = jsonx_parse_object(rsp->body.data ? rsp->body.data : "", rsp->body.len, &doc, e);
+    if (rc < 0) {
+        err_prefix(e, "token response");
+        json_decref(doc);
+        return rc;
+    }
+    const char *tok = NULL;
+    int64_t ttl = 60;
+    jsonx_get_str(doc, "token", &tok, false, NULL);
+    if (!tok || !*tok)
+        jsonx_get_str(doc, "access_token", &tok, false, NULL);
+    jsonx_get_int(doc, "expires_in", &ttl, 1, 365LL * 24 * 3600, false, NULL);
+    if (!tok || !*tok) {
+        rc = err_set(e, ERR_UNAUTHORIZED, "unauthorized: token response without a token");
+    } else {
+        char *value = xasprintf("Bearer %s", tok);
+        token_store(s->reg, key, value, ttl);
+        free(s->token);
+        s->token = value;
+    }
+    json_decref(doc);
+    return rc;
+}
+
 static int fetch_token(struct reg_session *s, const struct registry_challenge *c, struct err *e)
 {
     char realm_host[STORE_HOST_MAX + 1];
@@ -648,61 +713,18 @@ static int fetch_token(struct reg_session *s, const struct registry_challenge *c
     struct buf url, auth;
     buf_init(&url, 0);
     buf_init(&auth, 0);
-    uint8_t nonce[16], seed[32], pub[32];
     struct reg_rsp rsp;
     reg_rsp_init(&rsp);
-    int rc =
-        RAND_bytes(nonce, sizeof(nonce)) == 1 ? 0 : err_set(e, ERR_INTERNAL, "no random bytes");
-    if (rc == 0)
-        rc = registry_token_url(c, time_now_ns() / 1000000000, nonce, &url, e);
-    if (rc == 0 && s->reg->basic_auth && !ascii_ieq(s->host, STORE_DEFAULT_HOST)) {
-        // A standard token server (Docker Distribution's token auth) takes basic credentials.
-        buf_append_str(&auth, "Basic ");
-        b64_append(&auth, (const uint8_t *)s->reg->basic_auth, strlen(s->reg->basic_auth));
-    } else if (rc == 0) {
-        rc = registry_key_load(s->reg->key_path, true, seed, pub, e);
-        if (rc == 0)
-            rc = registry_token_auth(seed, pub, url.data, &auth, e);
-        OPENSSL_cleanse(seed, sizeof(seed));
-    }
+    int rc = token_request(s, c, &url, &auth, e);
     if (rc == 0) {
         struct reg_rq rq = {
             .method = "GET", .url = url.data, .max_body = REG_MAX_SMALL_BODY, .timeout_s = 60};
         rc = reg_http(&rq, auth.data, s->cancel, &rsp, e);
     }
-    if (rc == 0 && rsp.status >= 400) {
-        size_t len = rsp.body.len;
-        while (len && (rsp.body.data[len - 1] == '\n' || rsp.body.data[len - 1] == '\r'))
-            len--;
-        if (len)
-            rc = err_set(e, ERR_UNAUTHORIZED, "%ld: %.*s", rsp.status, (int)(len > 200 ? 200 : len),
-                         rsp.body.data);
-        else
-            rc = err_set(e, ERR_UNAUTHORIZED, "%ld", rsp.status);
-    }
-    json_t *doc = NULL;
-    if (rc == 0) {
-        rc = jsonx_parse_object(rsp.body.data ? rsp.body.data : "", rsp.body.len, &doc, e);
-        if (rc < 0)
-            err_prefix(e, "token response");
-    }
-    if (rc == 0) {
-        const char *tok = NULL;
-        int64_t ttl = 60;
-        jsonx_get_str(doc, "token", &tok, false, NULL);
-        if (!tok || !*tok)
-            jsonx_get_str(doc, "access_token", &tok, false, NULL);
-        jsonx_get_int(doc, "expires_in", &ttl, 1, 365LL * 24 * 3600, false, NULL);
-        if (!tok || !*tok) {
-            rc = err_set(e, ERR_UNAUTHORIZED, "unauthorized: token response without a token");
-        } else {
-            char *value = xasprintf("Bearer %s", tok);
-            token_store(s->reg, key, value, ttl);
-            free(s->token);
-            s->token = value;
-        }
-    }
-    json_decref(doc);
+    if (rc == 0 && rsp.status >= 400)
+        rc = token_refused(&rsp, e);
+    if (rc == 0)
+        rc = token_take(s, key, &rsp, e);
     reg_rsp_deinit(&rsp);
     buf_deinit(&url);
     buf_deinit(&auth);

@@ -668,6 +668,71 @@ static void *dl_thread(void *arg)
     return NULL;
 }
 
+// Starts a new shared download of hex and links it into reg->downloads. Called with reg->mu
+// held; on failure it releases reg->mu and returns the error with *out untouched.
+static int dl_start(struct reg_session *s, const char *hex, const char *canon, int64_t size,
+                    struct reg_download **out, struct err *e)
+{
+    struct registry *reg = s->reg;
+    struct reg_download *d = xcalloc(1, sizeof(*d));
+    snprintf(d->digest, sizeof(d->digest), "%s", canon);
+    snprintf(d->hex, sizeof(d->hex), "%s", hex);
+    pthread_cond_init(&d->cv, NULL);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->parts_cv, NULL);
+    d->sess = *s;
+    d->sess.token = s->token ? xstrdup(s->token) : NULL;
+    d->sess.basic = s->basic ? xstrdup(s->basic) : NULL;
+    d->sess.cancel = NULL;
+    d->size_hint = size;
+    int prc = store_blob_path(reg->store, canon, d->path, sizeof(d->path), e);
+    if (prc < 0) {
+        pthread_mutex_unlock(&reg->mu);
+        dl_free(d);
+        return prc;
+    }
+    snprintf(d->partial, sizeof(d->partial), "%s-partial", d->path);
+    d->refs = 2;  // the worker thread and us
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t tid;
+    if (pthread_create(&tid, &attr, dl_thread, d) != 0) {
+        pthread_attr_destroy(&attr);
+        pthread_mutex_unlock(&reg->mu);
+        dl_free(d);
+        return err_set(e, ERR_INTERNAL, "cannot start download thread");
+    }
+    pthread_attr_destroy(&attr);
+    d->next = reg->downloads;
+    reg->downloads = d;
+    *out = d;
+    return 0;
+}
+
+// Attached: reports the shared progress every 60 ms until the download ends (true) or this
+// caller is cancelled (false). Called and returns with reg->mu held.
+static bool dl_follow(struct reg_download *d, struct reg_session *s, const struct registry_opts *o,
+                      const char *status, const char *canon)
+{
+    struct registry *reg = s->reg;
+    while (!d->done) {
+        struct timespec ts = deadline_in_ms(60);
+        pthread_cond_timedwait(&d->cv, &reg->mu, &ts);
+        if (d->done)
+            break;
+        uint64_t total = atomic_load(&d->total), done = atomic_load(&d->completed);
+        pthread_mutex_unlock(&reg->mu);
+        if (total)
+            reg_progress(o, status, canon, total, done);
+        bool cancel = reg_cancelled(o ? o->cancel : NULL) || reg_cancelled(s->cancel);
+        pthread_mutex_lock(&reg->mu);
+        if (cancel)
+            return false;
+    }
+    return true;
+}
+
 int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
                    const struct registry_opts *o, struct err *e)
 {
@@ -684,6 +749,7 @@ int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
     char canon[STORE_DIGEST_LEN + 1];
     snprintf(canon, sizeof(canon), "sha256:%s", hex);
 
+    // Join a download of the same blob already under way, or start one.
     pthread_mutex_lock(&reg->mu);
     struct reg_download *d;
     for (d = reg->downloads; d; d = d->next)
@@ -691,62 +757,17 @@ int reg_blob_fetch(struct reg_session *s, const char *digest, int64_t size,
             break;
     if (d) {
         d->refs++;
-    } else {
-        d = xcalloc(1, sizeof(*d));
-        snprintf(d->digest, sizeof(d->digest), "%s", canon);
-        snprintf(d->hex, sizeof(d->hex), "%s", hex);
-        pthread_cond_init(&d->cv, NULL);
-        pthread_mutex_init(&d->mu, NULL);
-        pthread_cond_init(&d->parts_cv, NULL);
-        d->sess = *s;
-        d->sess.token = s->token ? xstrdup(s->token) : NULL;
-        d->sess.basic = s->basic ? xstrdup(s->basic) : NULL;
-        d->sess.cancel = NULL;
-        d->size_hint = size;
-        int prc = store_blob_path(reg->store, canon, d->path, sizeof(d->path), e);
-        if (prc < 0) {
-            pthread_mutex_unlock(&reg->mu);
-            dl_free(d);
-            return prc;
-        }
-        snprintf(d->partial, sizeof(d->partial), "%s-partial", d->path);
-        d->refs = 2;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t tid;
-        if (pthread_create(&tid, &attr, dl_thread, d) != 0) {
-            pthread_attr_destroy(&attr);
-            pthread_mutex_unlock(&reg->mu);
-            dl_free(d);
-            return err_set(e, ERR_INTERNAL, "cannot start download thread");
-        }
-        pthread_attr_destroy(&attr);
-        d->next = reg->downloads;
-        reg->downloads = d;
+    } else if ((rc = dl_start(s, hex, canon, size, &d, e)) < 0) {
+        return rc;
     }
-    // Attached: report the shared progress every 60 ms until it ends.
-    rc = 0;
-    while (!d->done) {
-        struct timespec ts = deadline_in_ms(60);
-        pthread_cond_timedwait(&d->cv, &reg->mu, &ts);
-        if (d->done)
-            break;
-        uint64_t total = atomic_load(&d->total), done = atomic_load(&d->completed);
+    if (!dl_follow(d, s, o, status, canon)) {
+        if (--d->refs == 1 && !d->done)
+            reg_cancel_set(&d->cancel);  // only the worker is left
+        bool last = d->refs == 0;
         pthread_mutex_unlock(&reg->mu);
-        if (total)
-            reg_progress(o, status, canon, total, done);
-        bool cancel = reg_cancelled(o ? o->cancel : NULL) || reg_cancelled(s->cancel);
-        pthread_mutex_lock(&reg->mu);
-        if (cancel) {
-            if (--d->refs == 1 && !d->done)
-                reg_cancel_set(&d->cancel);  // only the worker is left
-            bool last = d->refs == 0;
-            pthread_mutex_unlock(&reg->mu);
-            if (last)
-                dl_free(d);
-            return err_set(e, ERR_CANCELLED, "context canceled");
-        }
+        if (last)
+            dl_free(d);
+        return err_set(e, ERR_CANCELLED, "context canceled");
     }
     rc = d->rc;
     if (rc < 0)

@@ -224,31 +224,26 @@ static char *resolve_url(const char *base, const char *loc)
     return out ? out : xstrdup(loc);
 }
 
-int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *cancel,
-             struct reg_rsp *rsp, struct err *e)
+// The request's own headers, then "Expect:" (no 100-continue round trip) and, unless the
+// request opts out, the Authorization line. *auth_line owns that line's text.
+static struct curl_slist *request_headers(const struct reg_rq *rq, const char *auth,
+                                          char **auth_line)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return err_set(e, ERR_NOMEM, "cannot create HTTP handle");
-    size_t cap = rq->max_body ? rq->max_body : REG_MAX_SMALL_BODY;
-    buf_deinit(&rsp->body);
-    buf_init(&rsp->body, cap);
-    rsp_clear_headers(rsp);
-    rsp->status = 0;
-    rsp->stalled = false;
-    struct xfer x = {
-        .rq = rq, .rsp = rsp, .h = h, .cancel = cancel, .last_move_ns = time_monotonic_ns()};
     struct curl_slist *hl = NULL;
     for (const char *const *p = rq->headers; p && *p; p++)
         hl = curl_slist_append(hl, *p);
     hl = curl_slist_append(hl, "Expect:");
-    char *auth_line = NULL;
+    *auth_line = NULL;
     if (auth && !rq->no_auth) {
-        auth_line = xasprintf("Authorization: %s", auth);
-        hl = curl_slist_append(hl, auth_line);
+        *auth_line = xasprintf("Authorization: %s", auth);
+        hl = curl_slist_append(hl, *auth_line);
     }
-    struct file_src src = {0};
+    return hl;
+}
 
+// Connection-level options: URL, protocols, timeouts and redirects.
+static void set_connection(CURL *h, const struct reg_rq *rq)
+{
     curl_easy_setopt(h, CURLOPT_URL, rq->url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, REG_USER_AGENT);
@@ -264,15 +259,21 @@ int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *canc
         curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
     }
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
+}
+
+// The method and what it sends: nothing for HEAD and GET, a file range streamed through
+// *src (which must outlive the transfer), or an in-memory body.
+static void set_method(CURL *h, const struct reg_rq *rq, struct file_src *src)
+{
     if (strcmp(rq->method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (strcmp(rq->method, "GET") != 0) {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
         if (rq->body_fd > 0) {
-            src = (struct file_src){rq->body_fd, rq->body_off, rq->body_size, rq->md5};
+            *src = (struct file_src){rq->body_fd, rq->body_off, rq->body_size, rq->md5};
             curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
             curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-            curl_easy_setopt(h, CURLOPT_READDATA, &src);
+            curl_easy_setopt(h, CURLOPT_READDATA, src);
             curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_size);
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
         } else {
@@ -280,16 +281,24 @@ int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *canc
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
         }
     }
+}
+
+// Our header, body and progress callbacks, all sharing the transfer state *x.
+static void set_callbacks(CURL *h, struct curl_slist *hl, struct xfer *x)
+{
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+}
 
-    CURLcode cc = curl_easy_perform(h);
+// Status and final URL into rsp, with Location headers made absolute against that URL.
+static void read_result(CURL *h, const struct reg_rq *rq, struct reg_rsp *rsp)
+{
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rsp->status);
     char *eff = NULL;
     curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff);
@@ -305,22 +314,54 @@ int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *canc
         free(rsp->upload_location);
         rsp->upload_location = abs;
     }
-    int rc = 0;
-    if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && x.stopped)) {
-        if (reg_cancelled(cancel))
-            rc = err_set(e, ERR_CANCELLED, "context canceled");
-        else if (x.too_large)
-            rc = err_set(e, ERR_TOO_LARGE, "%s %s: response body larger than %zu bytes", rq->method,
-                         rq->url, cap);
-        else if (rsp->stalled)
-            rc = err_set(e, ERR_TIMEOUT, "%s %s: download stalled", rq->method, rq->url);
-        else if (x.sink_failed)
-            rc = ERR_IO;  // the sink set its own error
-        else if (cc == CURLE_TOO_MANY_REDIRECTS)
-            rc = err_set(e, ERR_NETWORK, "%s %s: stopped after 10 redirects", rq->method, rq->url);
-        else
-            rc = err_set(e, ERR_NETWORK, "%s %s: %s", rq->method, rq->url, curl_easy_strerror(cc));
-    }
+}
+
+// Turns a failed transfer into an error, naming the most specific cause first. A write
+// error we asked for (the body callback stopped on purpose) is success.
+static int transfer_error(CURLcode cc, const struct xfer *x, const struct reg_rq *rq,
+                          const volatile int *cancel, size_t cap, struct err *e)
+{
+    if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x->stopped))
+        return 0;
+    if (reg_cancelled(cancel))
+        return err_set(e, ERR_CANCELLED, "context canceled");
+    if (x->too_large)
+        return err_set(e, ERR_TOO_LARGE, "%s %s: response body larger than %zu bytes", rq->method,
+                       rq->url, cap);
+    if (x->rsp->stalled)
+        return err_set(e, ERR_TIMEOUT, "%s %s: download stalled", rq->method, rq->url);
+    if (x->sink_failed)
+        return ERR_IO;  // the sink set its own error
+    if (cc == CURLE_TOO_MANY_REDIRECTS)
+        return err_set(e, ERR_NETWORK, "%s %s: stopped after 10 redirects", rq->method, rq->url);
+    return err_set(e, ERR_NETWORK, "%s %s: %s", rq->method, rq->url, curl_easy_strerror(cc));
+}
+
+int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *cancel,
+             struct reg_rsp *rsp, struct err *e)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return err_set(e, ERR_NOMEM, "cannot create HTTP handle");
+    size_t cap = rq->max_body ? rq->max_body : REG_MAX_SMALL_BODY;
+    buf_deinit(&rsp->body);
+    buf_init(&rsp->body, cap);
+    rsp_clear_headers(rsp);
+    rsp->status = 0;
+    rsp->stalled = false;
+    struct xfer x = {
+        .rq = rq, .rsp = rsp, .h = h, .cancel = cancel, .last_move_ns = time_monotonic_ns()};
+    char *auth_line;
+    struct curl_slist *hl = request_headers(rq, auth, &auth_line);
+    struct file_src src = {0};
+
+    set_connection(h, rq);
+    set_method(h, rq, &src);
+    set_callbacks(h, hl, &x);
+
+    CURLcode cc = curl_easy_perform(h);
+    read_result(h, rq, rsp);
+    int rc = transfer_error(cc, &x, rq, cancel, cap, e);
     curl_slist_free_all(hl);
     free(auth_line);
     curl_easy_cleanup(h);

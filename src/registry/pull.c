@@ -154,6 +154,64 @@ int reg_fetch_manifest(struct reg_session *s, const char *ref, struct buf *body,
     return rc;
 }
 
+// Fetches every layer and the config that isn't in the store yet; those already there are
+// touched and reported as complete.
+static int fetch_layers(struct reg_session *s, const struct store_manifest *m,
+                        const struct registry_opts *o, struct err *e)
+{
+    struct registry *r = s->reg;
+    for (size_t i = 0; i <= m->n_layers; i++) {
+        const struct store_layer *l = i < m->n_layers ? &m->layers[i] : &m->config;
+        if (!l->digest[0])
+            continue;
+        if (store_blob_exists(r->store, l->digest)) {
+            char status[32];
+            snprintf(status, sizeof(status), "pulling %.12s", l->digest + 7);
+            store_blob_touch(r->store, l->digest);
+            reg_progress(o, status, l->digest, (uint64_t)l->size, (uint64_t)l->size);
+            continue;
+        }
+        int rc = reg_blob_fetch(s, l->digest, l->size, o, e);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+// Each downloaded blob was hashed before it was renamed into place; a blob that vanished
+// meanwhile (a concurrent delete) fails here.
+static int verify_layers(struct registry *r, const struct store_manifest *m, struct err *e)
+{
+    for (size_t i = 0; i <= m->n_layers; i++) {
+        const struct store_layer *l = i < m->n_layers ? &m->layers[i] : &m->config;
+        if (l->digest[0] && !store_blob_exists(r->store, l->digest))
+            return err_set(e, ERR_NOT_FOUND, "blob %s disappeared before the manifest was written",
+                           l->digest);
+    }
+    return 0;
+}
+
+// After a re-pull, removes the blobs the old manifest named that the new one dropped. A
+// failure is only reported as progress: the pull itself has succeeded.
+static void prune_old(struct registry *r, const struct store_manifest *old,
+                      const struct store_manifest *m, const struct registry_opts *o)
+{
+    bool unused = !manifest_has(m, old->config.digest[0] ? old->config.digest : "");
+    if (!old->config.digest[0])
+        unused = false;
+    for (size_t i = 0; i < old->n_layers; i++)
+        unused |= !manifest_has(m, old->layers[i].digest);
+    if (!unused)
+        return;
+    reg_progress(o, "removing unused layers", NULL, 0, 0);
+    struct err pe = {0};
+    if (store_remove_unused(r->store, old, &pe) < 0) {
+        char status[300];
+        snprintf(status, sizeof(status), "couldn't remove unused layers: %s", pe.msg);
+        reg_progress(o, status, NULL, 0, 0);
+    }
+}
+
 static int pull_name(struct registry *r, const struct store_name *n, bool insecure,
                      const struct registry_opts *o, struct err *e)
 {
@@ -184,32 +242,11 @@ static int pull_name(struct registry *r, const struct store_name *n, bool insecu
     have_new = true;
     if ((rc = manifest_check(&m, s.repo, e)) < 0)
         goto out;
-    for (size_t i = 0; i <= m.n_layers; i++) {
-        const struct store_layer *l = i < m.n_layers ? &m.layers[i] : &m.config;
-        if (!l->digest[0])
-            continue;
-        if (store_blob_exists(r->store, l->digest)) {
-            char status[32];
-            snprintf(status, sizeof(status), "pulling %.12s", l->digest + 7);
-            store_blob_touch(r->store, l->digest);
-            reg_progress(o, status, l->digest, (uint64_t)l->size, (uint64_t)l->size);
-            continue;
-        }
-        rc = reg_blob_fetch(&s, l->digest, l->size, o, e);
-        if (rc < 0)
-            goto out;
-    }
+    if ((rc = fetch_layers(&s, &m, o, e)) < 0)
+        goto out;
     reg_progress(o, "verifying sha256 digest", NULL, 0, 0);
-    // Each downloaded blob was hashed before it was renamed into place; a
-    // blob that vanished meanwhile (a concurrent delete) fails here.
-    for (size_t i = 0; i <= m.n_layers; i++) {
-        const struct store_layer *l = i < m.n_layers ? &m.layers[i] : &m.config;
-        if (l->digest[0] && !store_blob_exists(r->store, l->digest)) {
-            rc = err_set(e, ERR_NOT_FOUND, "blob %s disappeared before the manifest was written",
-                         l->digest);
-            goto out;
-        }
-    }
+    if ((rc = verify_layers(r, &m, e)) < 0)
+        goto out;
     if (reg_cancelled(s.cancel)) {
         rc = err_set(e, ERR_CANCELLED, "context canceled");
         goto out;
@@ -218,22 +255,8 @@ static int pull_name(struct registry *r, const struct store_name *n, bool insecu
     rc = store_manifest_write(r->store, n, body.data, body.len, e);
     if (rc < 0)
         goto out;
-    if (have_old && !(o && o->noprune)) {
-        bool unused = !manifest_has(&m, old.config.digest[0] ? old.config.digest : "");
-        if (!old.config.digest[0])
-            unused = false;
-        for (size_t i = 0; i < old.n_layers; i++)
-            unused |= !manifest_has(&m, old.layers[i].digest);
-        if (unused) {
-            reg_progress(o, "removing unused layers", NULL, 0, 0);
-            struct err pe = {0};
-            if (store_remove_unused(r->store, &old, &pe) < 0) {
-                char status[300];
-                snprintf(status, sizeof(status), "couldn't remove unused layers: %s", pe.msg);
-                reg_progress(o, status, NULL, 0, 0);
-            }
-        }
-    }
+    if (have_old && !(o && o->noprune))
+        prune_old(r, &old, &m, o);
     reg_progress(o, "success", NULL, 0, 0);
 out:
     if (have_old)

@@ -221,6 +221,62 @@ static void truncate_prompt(struct tokenizer_ids *t, int n_ctx, int n_keep)
     t->len = (size_t)kept;
 }
 
+// The completion body's fields that only shape the prompt.
+struct prompt_fields {
+    const char *text;
+    size_t len;
+    bool add_special, truncate;
+};
+
+// Reads the body's fields into r, g and pf, in the order the checks report errors.
+static int parse_completion_fields(struct runner *rn, const json_t *body, struct rreq *r,
+                                   struct gen_opts *g, struct prompt_fields *pf, struct err *e)
+{
+    int rc;
+    if ((rc = jsonx_get_strn(body, "prompt", &pf->text, &pf->len, true, e)) < 0 ||
+        (rc = jsonx_get_bool(body, "add_special", &pf->add_special, false, e)) < 0 ||
+        (rc = jsonx_get_bool(body, "shift", &r->shift, false, e)) < 0 ||
+        (rc = jsonx_get_bool(body, "truncate", &pf->truncate, false, e)) < 0 ||
+        (rc = jsonx_get_bool(body, "cache_prompt", &r->cache_prompt, false, e)) < 0 ||
+        (rc = jsonx_get_bool(body, "return_context", &r->return_context, false, e)) < 0 ||
+        (rc = jsonx_get_bool(body, "logprobs", &r->logprobs, false, e)) < 0 ||
+        (rc = parse_options(json_object_get(body, "options"), g, e)) < 0)
+        return rc;
+    int64_t top = 0;
+    if ((rc = jsonx_get_int(body, "top_logprobs", &top, INT32_MIN, INT32_MAX, false, e)) < 0)
+        return rc;
+    if (top < 0 || top > 20)
+        return err_set(e, ERR_INVALID, "top_logprobs must be between 0 and 20");
+    r->top_logprobs = (int)top;
+    if (rn->no_context_shift)
+        r->shift = false;
+    return sample_format_compile(&r->grammar, json_object_get(body, "format"), e);
+}
+
+// Settles n_keep and fits the tokenized prompt into the context window, or refuses it.
+static int fit_prompt(struct runner *rn, struct rreq *r, const struct gen_opts *g,
+                      const struct prompt_fields *pf, struct err *e)
+{
+    // num_keep as Ollama's runner: negative keeps the whole prompt, the BOS
+    // does not count, and at least one token must stay discardable.
+    int64_t n_keep = g->num_keep < 0 ? (int64_t)r->tokens.len : g->num_keep;
+    if (pf->add_special && rn->add_bos)
+        n_keep++;
+    if (n_keep > rn->n_ctx - 1)
+        n_keep = rn->n_ctx - 1;
+    if (n_keep > (int64_t)r->tokens.len)
+        n_keep = (int64_t)r->tokens.len;
+    r->n_keep = (int)n_keep;
+    if ((int64_t)r->tokens.len >= rn->n_ctx) {
+        if (!pf->truncate || rn->no_context_shift)
+            return err_set(e, ERR_INVALID, "input length exceeds the context length");
+        truncate_prompt(&r->tokens, rn->n_ctx, r->n_keep);
+        if (r->tokens.len == 0)  // a window of one token holds no prompt
+            return err_set(e, ERR_INVALID, "input length exceeds the context length");
+    }
+    return 0;
+}
+
 struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int *status,
                                      struct err *e)
 {
@@ -228,9 +284,7 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
     sample_options_default(&g.s);
     g.s.num_ctx = rn->n_ctx;
     struct rreq *r = rreq_new(RREQ_COMPLETION);
-    const char *prompt = NULL;
-    size_t prompt_len = 0;
-    bool add_special = true, truncate = true;
+    struct prompt_fields pf = {.add_special = true, .truncate = true};
     r->shift = true;
     r->cache_prompt = true;
     *status = 400;
@@ -240,55 +294,16 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
                 model_arch_name(rn->model));
         goto fail;
     }
-    if ((rc = jsonx_get_strn(body, "prompt", &prompt, &prompt_len, true, e)) < 0 ||
-        (rc = jsonx_get_bool(body, "add_special", &add_special, false, e)) < 0 ||
-        (rc = jsonx_get_bool(body, "shift", &r->shift, false, e)) < 0 ||
-        (rc = jsonx_get_bool(body, "truncate", &truncate, false, e)) < 0 ||
-        (rc = jsonx_get_bool(body, "cache_prompt", &r->cache_prompt, false, e)) < 0 ||
-        (rc = jsonx_get_bool(body, "return_context", &r->return_context, false, e)) < 0 ||
-        (rc = jsonx_get_bool(body, "logprobs", &r->logprobs, false, e)) < 0 ||
-        (rc = parse_options(json_object_get(body, "options"), &g, e)) < 0)
+    if ((rc = parse_completion_fields(rn, body, r, &g, &pf, e)) < 0)
         goto fail;
-    int64_t top = 0;
-    if ((rc = jsonx_get_int(body, "top_logprobs", &top, INT32_MIN, INT32_MAX, false, e)) < 0)
-        goto fail;
-    if (top < 0 || top > 20) {
-        rc = err_set(e, ERR_INVALID, "top_logprobs must be between 0 and 20");
-        goto fail;
-    }
-    r->top_logprobs = (int)top;
-    if (rn->no_context_shift)
-        r->shift = false;
-    if ((rc = sample_format_compile(&r->grammar, json_object_get(body, "format"), e)) < 0)
-        goto fail;
-
-    if ((rc = tokenize(rn, prompt, prompt_len, add_special, &r->tokens, e)) < 0)
+    if ((rc = tokenize(rn, pf.text, pf.len, pf.add_special, &r->tokens, e)) < 0)
         goto fail;
     if (r->tokens.len == 0) {
         rc = err_set(e, ERR_INVALID, "empty prompt");
         goto fail;
     }
-    // num_keep as Ollama's runner: negative keeps the whole prompt, the BOS
-    // does not count, and at least one token must stay discardable.
-    int64_t n_keep = g.num_keep < 0 ? (int64_t)r->tokens.len : g.num_keep;
-    if (add_special && rn->add_bos)
-        n_keep++;
-    if (n_keep > rn->n_ctx - 1)
-        n_keep = rn->n_ctx - 1;
-    if (n_keep > (int64_t)r->tokens.len)
-        n_keep = (int64_t)r->tokens.len;
-    r->n_keep = (int)n_keep;
-    if ((int64_t)r->tokens.len >= rn->n_ctx) {
-        if (!truncate || rn->no_context_shift) {
-            rc = err_set(e, ERR_INVALID, "input length exceeds the context length");
-            goto fail;
-        }
-        truncate_prompt(&r->tokens, rn->n_ctx, r->n_keep);
-        if (r->tokens.len == 0) {  // a window of one token holds no prompt
-            rc = err_set(e, ERR_INVALID, "input length exceeds the context length");
-            goto fail;
-        }
-    }
+    if ((rc = fit_prompt(rn, r, &g, &pf, e)) < 0)
+        goto fail;
     r->limit = sample_predict_limit(g.num_predict, rn->n_ctx, (int64_t)r->tokens.len);
 
     if ((rc = sample_new(&r->sampler, rn->vocab, &g.s, r->grammar, e)) < 0 ||

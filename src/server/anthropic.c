@@ -196,6 +196,111 @@ static int tool_result_content(const json_t *content, struct buf *text, json_t *
     return 0;
 }
 
+// What one Anthropic message's content blocks gather before they become native messages.
+struct msg_parts {
+    struct buf text;
+    json_t *images, *calls, *results;
+    const char *thinking;
+};
+
+// A tool_use (or server_tool_use) block → one native tool call. Only tool_use must carry
+// its id and name.
+static int add_tool_use(const json_t *blk, const char *type, json_t *calls, struct err *e)
+{
+    const char *id = json_string_value(json_object_get(blk, "id"));
+    const char *name = json_string_value(json_object_get(blk, "name"));
+    if (strcmp(type, "tool_use") == 0 && (!id || !*id))
+        return err_set(e, ERR_INVALID, "tool_use block missing required 'id' field");
+    if (strcmp(type, "tool_use") == 0 && (!name || !*name))
+        return err_set(e, ERR_INVALID, "tool_use block missing required 'name' field");
+    const json_t *input = json_object_get(blk, "input");
+    json_t *args = json_is_object(input) ? json_deep_copy(input) : json_object();
+    json_t *call = json_pack("{s:s,s:{s:s,s:o}}", "id", id ? id : "", "function", "name",
+                             name ? name : "", "arguments", args);
+    jsonx_arr_append(calls, call);
+    return 0;
+}
+
+// A tool_result block → one native "tool" message, named after the call it answers when
+// that call is among the messages converted so far (out).
+static int add_tool_result(const json_t *blk, const json_t *out, json_t *results, struct err *e)
+{
+    struct buf rt;
+    buf_init(&rt, SERVER_MAX_BODY_BYTES);
+    json_t *rimg = json_array();
+    int rc = tool_result_content(json_object_get(blk, "content"), &rt, rimg, e);
+    if (rc < 0) {
+        buf_deinit(&rt);
+        json_decref(rimg);
+        return rc;
+    }
+    json_t *n = json_object();
+    jsonx_set_str(n, "role", "tool");
+    jsonx_set_strn(n, "content", rt.data ? rt.data : "", rt.len);
+    if (json_array_size(rimg))
+        json_object_set(n, "images", rimg);
+    const char *id = json_string_value(json_object_get(blk, "tool_use_id"));
+    if (id && *id) {
+        jsonx_set_str(n, "tool_call_id", id);
+        const char *tn = srv_tool_name_for(out, id);
+        if (*tn)
+            jsonx_set_str(n, "tool_name", tn);
+    }
+    jsonx_arr_append(results, n);
+    json_decref(rimg);
+    buf_deinit(&rt);
+    return 0;
+}
+
+// One content block into parts, by its type. Other blocks (redacted_thinking, documents,
+// ...) carry nothing a local model can use; upstream skips them too.
+static int add_block(const json_t *blk, const json_t *out, struct msg_parts *mp, struct err *e)
+{
+    const char *type = json_string_value(json_object_get(blk, "type"));
+    if (!type)
+        return 0;
+    if (strcmp(type, "text") == 0) {
+        const char *t = json_string_value(json_object_get(blk, "text"));
+        buf_append_str(&mp->text, t ? t : "");
+    } else if (strcmp(type, "image") == 0) {
+        const char *data = image_data(json_object_get(blk, "source"), e);
+        if (!data)
+            return ERR_INVALID;
+        jsonx_arr_append(mp->images, json_string(data));
+    } else if (strcmp(type, "tool_use") == 0 || strcmp(type, "server_tool_use") == 0) {
+        return add_tool_use(blk, type, mp->calls, e);
+    } else if (strcmp(type, "tool_result") == 0) {
+        return add_tool_result(blk, out, mp->results, e);
+    } else if (strcmp(type, "thinking") == 0) {
+        mp->thinking = json_string_value(json_object_get(blk, "thinking"));
+    }
+    return 0;
+}
+
+// Appends the gathered parts to out: the message itself (when it has anything) and its tool
+// results, which go first in a user turn.
+static void emit_message(const char *role, const struct msg_parts *mp, json_t *out)
+{
+    bool user = strcmp(role, "user") == 0;
+    if (user)
+        json_array_extend(out, mp->results);
+    if (mp->text.len || json_array_size(mp->images) || json_array_size(mp->calls) ||
+        (mp->thinking && *mp->thinking)) {
+        json_t *n = json_object();
+        jsonx_set_str(n, "role", role);
+        jsonx_set_strn(n, "content", mp->text.data ? mp->text.data : "", mp->text.len);
+        if (json_array_size(mp->images))
+            json_object_set(n, "images", mp->images);
+        if (json_array_size(mp->calls))
+            json_object_set(n, "tool_calls", mp->calls);
+        if (mp->thinking && *mp->thinking)
+            jsonx_set_str(n, "thinking", mp->thinking);
+        jsonx_arr_append(out, n);
+    }
+    if (!user)
+        json_array_extend(out, mp->results);
+}
+
 // One Anthropic message → native messages appended to out. The tool results
 // of a user turn come first (they answer the previous assistant turn), as
 // upstream orders them.
@@ -208,101 +313,24 @@ static int convert_message(const json_t *m, json_t *out, struct err *e)
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');
     const json_t *content = json_object_get(m, "content");
-    struct buf text;
-    buf_init(&text, SERVER_MAX_BODY_BYTES);
-    json_t *images = json_array(), *calls = json_array(), *results = json_array();
-    const char *thinking = NULL;
+    struct msg_parts mp = {.images = json_array(), .calls = json_array(), .results = json_array()};
+    buf_init(&mp.text, SERVER_MAX_BODY_BYTES);
     int rc = 0;
     if (json_is_string(content))
-        buf_append_str(&text, json_string_value(content));
+        buf_append_str(&mp.text, json_string_value(content));
     size_t i;
     const json_t *blk;
     json_array_foreach(content, i, blk)
     {
-        const char *type = json_string_value(json_object_get(blk, "type"));
-        if (!type)
-            continue;
-        if (strcmp(type, "text") == 0) {
-            const char *t = json_string_value(json_object_get(blk, "text"));
-            buf_append_str(&text, t ? t : "");
-        } else if (strcmp(type, "image") == 0) {
-            const char *data = image_data(json_object_get(blk, "source"), e);
-            if (!data) {
-                rc = ERR_INVALID;
-                break;
-            }
-            jsonx_arr_append(images, json_string(data));
-        } else if (strcmp(type, "tool_use") == 0 || strcmp(type, "server_tool_use") == 0) {
-            const char *id = json_string_value(json_object_get(blk, "id"));
-            const char *name = json_string_value(json_object_get(blk, "name"));
-            if (strcmp(type, "tool_use") == 0 && (!id || !*id)) {
-                rc = err_set(e, ERR_INVALID, "tool_use block missing required 'id' field");
-                break;
-            }
-            if (strcmp(type, "tool_use") == 0 && (!name || !*name)) {
-                rc = err_set(e, ERR_INVALID, "tool_use block missing required 'name' field");
-                break;
-            }
-            const json_t *input = json_object_get(blk, "input");
-            json_t *args = json_is_object(input) ? json_deep_copy(input) : json_object();
-            json_t *call = json_pack("{s:s,s:{s:s,s:o}}", "id", id ? id : "", "function", "name",
-                                     name ? name : "", "arguments", args);
-            jsonx_arr_append(calls, call);
-        } else if (strcmp(type, "tool_result") == 0) {
-            struct buf rt;
-            buf_init(&rt, SERVER_MAX_BODY_BYTES);
-            json_t *rimg = json_array();
-            rc = tool_result_content(json_object_get(blk, "content"), &rt, rimg, e);
-            if (rc < 0) {
-                buf_deinit(&rt);
-                json_decref(rimg);
-                break;
-            }
-            json_t *n = json_object();
-            jsonx_set_str(n, "role", "tool");
-            jsonx_set_strn(n, "content", rt.data ? rt.data : "", rt.len);
-            if (json_array_size(rimg))
-                json_object_set(n, "images", rimg);
-            const char *id = json_string_value(json_object_get(blk, "tool_use_id"));
-            if (id && *id) {
-                jsonx_set_str(n, "tool_call_id", id);
-                const char *tn = srv_tool_name_for(out, id);
-                if (*tn)
-                    jsonx_set_str(n, "tool_name", tn);
-            }
-            jsonx_arr_append(results, n);
-            json_decref(rimg);
-            buf_deinit(&rt);
-        } else if (strcmp(type, "thinking") == 0) {
-            thinking = json_string_value(json_object_get(blk, "thinking"));
-        }
-        // Other blocks (redacted_thinking, documents, ...) carry nothing a
-        // local model can use; upstream skips them too.
+        if ((rc = add_block(blk, out, &mp, e)) < 0)
+            break;
     }
-    if (rc == 0) {
-        bool user = strcmp(role, "user") == 0;
-        if (user)
-            json_array_extend(out, results);
-        if (text.len || json_array_size(images) || json_array_size(calls) ||
-            (thinking && *thinking)) {
-            json_t *n = json_object();
-            jsonx_set_str(n, "role", role);
-            jsonx_set_strn(n, "content", text.data ? text.data : "", text.len);
-            if (json_array_size(images))
-                json_object_set(n, "images", images);
-            if (json_array_size(calls))
-                json_object_set(n, "tool_calls", calls);
-            if (thinking && *thinking)
-                jsonx_set_str(n, "thinking", thinking);
-            jsonx_arr_append(out, n);
-        }
-        if (!user)
-            json_array_extend(out, results);
-    }
-    buf_deinit(&text);
-    json_decref(images);
-    json_decref(calls);
-    json_decref(results);
+    if (rc == 0)
+        emit_message(role, &mp, out);
+    buf_deinit(&mp.text);
+    json_decref(mp.images);
+    json_decref(mp.calls);
+    json_decref(mp.results);
     return rc;
 }
 
@@ -403,6 +431,65 @@ static int convert_tool_choice(const json_t *tc, json_t *native, struct err *e)
     return 0;
 }
 
+// system (a string or text blocks) → one leading native system message, if not empty.
+static void convert_system(const json_t *sys, json_t *out)
+{
+    struct buf st;
+    buf_init(&st, SERVER_MAX_BODY_BYTES);
+    if (json_is_string(sys)) {
+        buf_append_str(&st, json_string_value(sys));
+    } else {
+        size_t i;
+        const json_t *blk;
+        json_array_foreach(sys, i, blk)
+        {
+            const char *t = json_string_value(json_object_get(blk, "text"));
+            const char *type = json_string_value(json_object_get(blk, "type"));
+            if (t && type && strcmp(type, "text") == 0)
+                buf_append_str(&st, t);
+        }
+    }
+    if (st.len)
+        jsonx_arr_append(out,
+                         json_pack("{s:s,s:s%}", "role", "system", "content", st.data, st.len));
+    buf_deinit(&st);
+}
+
+// max_tokens, the sampling settings we share and stop_sequences → native options.
+static void convert_options(const json_t *b, json_int_t max_tokens, json_t *native)
+{
+    json_t *opts = json_object();
+    jsonx_set(native, "options", opts);
+    jsonx_set_int(opts, "num_predict", max_tokens);
+    static const char *const passthrough[] = {"temperature", "top_p", "top_k"};
+    for (size_t k = 0; k < 3; k++) {
+        const json_t *v = json_object_get(b, passthrough[k]);
+        if (present(v))
+            json_object_set(opts, passthrough[k], (json_t *)v);
+    }
+    if (json_array_size(json_object_get(b, "stop_sequences")))
+        json_object_set(opts, "stop", json_object_get(b, "stop_sequences"));
+}
+
+// thinking {type: enabled|disabled} wins over output_config.effort.
+static void convert_thinking(const json_t *b, json_t *native)
+{
+    const char *tt = json_string_value(json_object_get(json_object_get(b, "thinking"), "type"));
+    const char *effort =
+        json_string_value(json_object_get(json_object_get(b, "output_config"), "effort"));
+    if (tt && (strcmp(tt, "enabled") == 0 || strcmp(tt, "adaptive") == 0)) {
+        jsonx_set_bool(native, "think", true);
+    } else if (tt && strcmp(tt, "disabled") == 0) {
+        jsonx_set_bool(native, "think", false);
+    } else if (effort) {
+        if (strcmp(effort, "xhigh") == 0)
+            effort = "high";
+        if (!strcmp(effort, "low") || !strcmp(effort, "medium") || !strcmp(effort, "high") ||
+            !strcmp(effort, "max"))
+            jsonx_set_str(native, "think", effort);
+    }
+}
+
 json_t *srv_anthropic_request(const json_t *b, struct err *e)
 {
     if (check_request(b, e) < 0)
@@ -427,27 +514,7 @@ json_t *srv_anthropic_request(const json_t *b, struct err *e)
     jsonx_set_str(native, "model", model);
     jsonx_set(native, "messages", out);
 
-    const json_t *sys = json_object_get(b, "system");
-    struct buf st;
-    buf_init(&st, SERVER_MAX_BODY_BYTES);
-    if (json_is_string(sys)) {
-        buf_append_str(&st, json_string_value(sys));
-    } else {
-        size_t i;
-        const json_t *blk;
-        json_array_foreach(sys, i, blk)
-        {
-            const char *t = json_string_value(json_object_get(blk, "text"));
-            const char *type = json_string_value(json_object_get(blk, "type"));
-            if (t && type && strcmp(type, "text") == 0)
-                buf_append_str(&st, t);
-        }
-    }
-    if (st.len)
-        jsonx_arr_append(out,
-                         json_pack("{s:s,s:s%}", "role", "system", "content", st.data, st.len));
-    buf_deinit(&st);
-
+    convert_system(json_object_get(b, "system"), out);
     size_t i;
     const json_t *m;
     json_array_foreach(msgs, i, m)
@@ -456,17 +523,7 @@ json_t *srv_anthropic_request(const json_t *b, struct err *e)
             goto fail;
     }
 
-    json_t *opts = json_object();
-    jsonx_set(native, "options", opts);
-    jsonx_set_int(opts, "num_predict", json_integer_value(mt));
-    static const char *const passthrough[] = {"temperature", "top_p", "top_k"};
-    for (size_t k = 0; k < 3; k++) {
-        const json_t *v = json_object_get(b, passthrough[k]);
-        if (present(v))
-            json_object_set(opts, passthrough[k], (json_t *)v);
-    }
-    if (json_array_size(json_object_get(b, "stop_sequences")))
-        json_object_set(opts, "stop", json_object_get(b, "stop_sequences"));
+    convert_options(b, json_integer_value(mt), native);
 
     const json_t *tools = json_object_get(b, "tools");
     if (json_array_size(tools)) {
@@ -478,21 +535,7 @@ json_t *srv_anthropic_request(const json_t *b, struct err *e)
     if (convert_tool_choice(json_object_get(b, "tool_choice"), native, e) < 0)
         goto fail;
 
-    // thinking {type: enabled|disabled} wins over output_config.effort.
-    const char *tt = json_string_value(json_object_get(json_object_get(b, "thinking"), "type"));
-    const char *effort =
-        json_string_value(json_object_get(json_object_get(b, "output_config"), "effort"));
-    if (tt && (strcmp(tt, "enabled") == 0 || strcmp(tt, "adaptive") == 0)) {
-        jsonx_set_bool(native, "think", true);
-    } else if (tt && strcmp(tt, "disabled") == 0) {
-        jsonx_set_bool(native, "think", false);
-    } else if (effort) {
-        if (strcmp(effort, "xhigh") == 0)
-            effort = "high";
-        if (!strcmp(effort, "low") || !strcmp(effort, "medium") || !strcmp(effort, "high") ||
-            !strcmp(effort, "max"))
-            jsonx_set_str(native, "think", effort);
-    }
+    convert_thinking(b, native);
     jsonx_set_bool(native, "stream", json_is_true(json_object_get(b, "stream")));
     return native;
 fail:
@@ -657,6 +700,86 @@ static void block_stop(struct srv_anthropic_stream *s, struct buf *out)
     s->index++;
 }
 
+// The first object opens the message, carrying the prompt's token count.
+static void stream_start(struct srv_anthropic_stream *s, const json_t *nat, struct buf *out)
+{
+    s->started = true;
+    s->input_tokens = metric(nat, "prompt_eval_count");
+    json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:[],s:n,s:n,s:o}", "id", s->id, "type", "message",
+                          "role", "assistant", "model", s->model, "content", "stop_reason",
+                          "stop_sequence", "usage", usage(s->input_tokens, 0));
+    event(out, "message_start", json_pack("{s:s,s:o}", "type", "message_start", "message", m));
+}
+
+// Thinking goes to one thinking block, which closes for good when text begins.
+static void stream_thinking(struct srv_anthropic_stream *s, const char *thinking, struct buf *out)
+{
+    if (s->text_open) {
+        block_stop(s, out);
+        s->text_open = false;
+    }
+    if (!s->thinking_open) {
+        s->thinking_open = true;
+        block_start(
+            s, out,
+            json_pack("{s:s,s:s,s:s}", "type", "thinking", "thinking", "", "signature", ""));
+    }
+    block_delta(s, out, json_pack("{s:s,s:s}", "type", "thinking_delta", "thinking", thinking));
+}
+
+static void stream_text(struct srv_anthropic_stream *s, const char *text, struct buf *out)
+{
+    if (s->thinking_open) {
+        s->thinking_open = false;
+        s->thinking_done = true;
+        block_stop(s, out);
+    }
+    if (!s->text_open) {
+        s->text_open = true;
+        block_start(s, out, json_pack("{s:s,s:s}", "type", "text", "text", ""));
+    }
+    block_delta(s, out, json_pack("{s:s,s:s}", "type", "text_delta", "text", text));
+}
+
+// Each tool call is a whole tool_use block: start, its arguments as one delta, stop.
+static void stream_tool_call(struct srv_anthropic_stream *s, const json_t *c, struct buf *out)
+{
+    if (s->thinking_open || s->text_open) {
+        s->thinking_done = s->thinking_done || s->thinking_open;
+        s->thinking_open = s->text_open = false;
+        block_stop(s, out);
+    }
+    block_start(s, out, tool_use_block(c, true));
+    const json_t *args = json_object_get(json_object_get(c, "function"), "arguments");
+    char *partial = json_is_object(args) ? jsonx_dumps(args, 0) : NULL;
+    block_delta(s, out,
+                json_pack("{s:s,s:s}", "type", "input_json_delta", "partial_json",
+                          partial ? partial : "{}"));
+    free(partial);
+    block_stop(s, out);
+    s->tool_used = true;
+}
+
+// The last object closes the open block and the message, with the stop reason and usage.
+static void stream_finish(struct srv_anthropic_stream *s, const json_t *nat, struct buf *out)
+{
+    s->done = true;
+    if (s->thinking_open || s->text_open)
+        block_stop(s, out);
+    if (!s->ping_sent) {
+        s->ping_sent = true;
+        event(out, "ping", json_pack("{s:s}", "type", "ping"));
+    }
+    int64_t in = metric(nat, "prompt_eval_count");
+    event(
+        out, "message_delta",
+        json_pack("{s:s,s:{s:s,s:n},s:o}", "type", "message_delta", "delta", "stop_reason",
+                  stop_reason(json_string_value(json_object_get(nat, "done_reason")), s->tool_used),
+                  "stop_sequence", "usage",
+                  usage(in ? in : s->input_tokens, metric(nat, "eval_count"))));
+    event(out, "message_stop", json_pack("{s:s}", "type", "message_stop"));
+}
+
 void srv_anthropic_stream_encode(struct srv_anthropic_stream *s, const json_t *nat, struct buf *out)
 {
     if (s->done)
@@ -671,78 +794,23 @@ void srv_anthropic_stream_encode(struct srv_anthropic_stream *s, const json_t *n
         event(out, "error", o);
         return;
     }
-    if (!s->started) {
-        s->started = true;
-        s->input_tokens = metric(nat, "prompt_eval_count");
-        json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:[],s:n,s:n,s:o}", "id", s->id, "type", "message",
-                              "role", "assistant", "model", s->model, "content", "stop_reason",
-                              "stop_sequence", "usage", usage(s->input_tokens, 0));
-        event(out, "message_start", json_pack("{s:s,s:o}", "type", "message_start", "message", m));
-    }
+    if (!s->started)
+        stream_start(s, nat, out);
     const json_t *msg = json_object_get(nat, "message");
     const char *thinking = json_string_value(json_object_get(msg, "thinking"));
     const char *text = json_string_value(json_object_get(msg, "content"));
-    if (thinking && *thinking && !s->thinking_done) {
-        if (s->text_open) {
-            block_stop(s, out);
-            s->text_open = false;
-        }
-        if (!s->thinking_open) {
-            s->thinking_open = true;
-            block_start(
-                s, out,
-                json_pack("{s:s,s:s,s:s}", "type", "thinking", "thinking", "", "signature", ""));
-        }
-        block_delta(s, out, json_pack("{s:s,s:s}", "type", "thinking_delta", "thinking", thinking));
-    }
-    if (text && *text) {
-        if (s->thinking_open) {
-            s->thinking_open = false;
-            s->thinking_done = true;
-            block_stop(s, out);
-        }
-        if (!s->text_open) {
-            s->text_open = true;
-            block_start(s, out, json_pack("{s:s,s:s}", "type", "text", "text", ""));
-        }
-        block_delta(s, out, json_pack("{s:s,s:s}", "type", "text_delta", "text", text));
-    }
+    if (thinking && *thinking && !s->thinking_done)
+        stream_thinking(s, thinking, out);
+    if (text && *text)
+        stream_text(s, text, out);
     size_t i;
     const json_t *c;
     json_array_foreach(json_object_get(msg, "tool_calls"), i, c)
     {
-        if (s->thinking_open || s->text_open) {
-            s->thinking_done = s->thinking_done || s->thinking_open;
-            s->thinking_open = s->text_open = false;
-            block_stop(s, out);
-        }
-        block_start(s, out, tool_use_block(c, true));
-        const json_t *args = json_object_get(json_object_get(c, "function"), "arguments");
-        char *partial = json_is_object(args) ? jsonx_dumps(args, 0) : NULL;
-        block_delta(s, out,
-                    json_pack("{s:s,s:s}", "type", "input_json_delta", "partial_json",
-                              partial ? partial : "{}"));
-        free(partial);
-        block_stop(s, out);
-        s->tool_used = true;
+        stream_tool_call(s, c, out);
     }
-    if (json_is_true(json_object_get(nat, "done"))) {
-        s->done = true;
-        if (s->thinking_open || s->text_open)
-            block_stop(s, out);
-        if (!s->ping_sent) {
-            s->ping_sent = true;
-            event(out, "ping", json_pack("{s:s}", "type", "ping"));
-        }
-        int64_t in = metric(nat, "prompt_eval_count");
-        event(out, "message_delta",
-              json_pack(
-                  "{s:s,s:{s:s,s:n},s:o}", "type", "message_delta", "delta", "stop_reason",
-                  stop_reason(json_string_value(json_object_get(nat, "done_reason")), s->tool_used),
-                  "stop_sequence", "usage",
-                  usage(in ? in : s->input_tokens, metric(nat, "eval_count"))));
-        event(out, "message_stop", json_pack("{s:s}", "type", "message_stop"));
-    }
+    if (json_is_true(json_object_get(nat, "done")))
+        stream_finish(s, nat, out);
 }
 
 static void events(void *state, const json_t *native, struct buf *out)

@@ -1127,47 +1127,70 @@ static void handle_completions(struct srv_req *r)
 // ---------------------------------------------------------------------------
 // Embeddings (spec §4)
 
-static void handle_embeddings(struct srv_req *r)
+// encoding_format: "float" (the default) or "base64", either case; anything else is a 400.
+static bool embed_format(struct srv_req *r, const json_t *b, bool *b64)
 {
-    json_t *b = body_json(r, embed_fields);
-    if (!b)
-        return;
-    json_t *native = NULL;
     const char *fmt = json_string_value(json_object_get(b, "encoding_format"));
-    bool b64 = false;
+    *b64 = false;
     if (fmt && *fmt) {
-        b64 = strcasecmp(fmt, "base64") == 0;
-        if (!b64 && strcasecmp(fmt, "float") != 0) {
+        *b64 = strcasecmp(fmt, "base64") == 0;
+        if (!*b64 && strcasecmp(fmt, "float") != 0) {
             char *msg = xasprintf("Invalid value for 'encoding_format' = %s. Supported values: "
                                   "['float', 'base64'].",
                                   fmt);
             reply_error(r, 400, msg);
             free(msg);
-            goto out;
+            return false;
         }
     }
-    json_t *in = json_object_get(b, "input");
+    return true;
+}
+
+// The /api/embed body for this request, or NULL after replying 400. An empty string is one
+// empty input; a missing, null or empty-array input is invalid.
+static json_t *embed_native(struct srv_req *r, const json_t *b)
+{
+    json_t *native;
+    const json_t *in = json_object_get(b, "input");
     if (json_is_string(in) && !*json_string_value(in)) {
-        in = NULL;
         native = json_pack("{s:[s]}", "input", "");
     } else if (!in || json_is_null(in) || (json_is_array(in) && json_array_size(in) == 0)) {
         reply_error(r, 400, "invalid input");
-        goto out;
+        return NULL;
     } else {
         native = json_pack("{s:O}", "input", in);
     }
-    json_t *model = json_object_get(b, "model");
+    const json_t *model = json_object_get(b, "model");
     jsonx_set_str(native, "model", json_string_value(model) ? json_string_value(model) : "");
-    json_t *dims = json_object_get(b, "dimensions");
+    const json_t *dims = json_object_get(b, "dimensions");
     if (json_is_number(dims) && json_number_value(dims) != 0)
         jsonx_set_int(native, "dimensions", jsonx_number_i64(dims));
-    if (!run_native(r, "/api/embed", native))
-        goto out;
-    if (r->status != 200) {
-        convert_error_reply(r);
-        goto out;
+    return native;
+}
+
+// A vector as base64 of its float32 values, little-endian whatever the host.
+static void set_embedding_base64(json_t *item, const json_t *vec)
+{
+    size_t n = json_array_size(vec);
+    unsigned char *bytes = xmalloc(n * 4 + 1);
+    for (size_t k = 0; k < n; k++) {
+        float f = (float)json_number_value(json_array_get(vec, k));
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        for (int j = 0; j < 4; j++)
+            bytes[k * 4 + (size_t)j] = (unsigned char)(u >> (8 * j));
     }
-    json_t *nat = srv_native_reply(r);
+    struct buf enc;
+    buf_init(&enc, 0);
+    srv_base64_encode(bytes, n * 4, &enc);
+    jsonx_set_strn(item, "embedding", enc.data ? enc.data : "", enc.len);
+    buf_deinit(&enc);
+    free(bytes);
+}
+
+// The native embed answer → an OpenAI embedding list.
+static json_t *embed_list(const json_t *nat, const json_t *model, bool b64)
+{
     json_t *vectors = json_object_get(nat, "embeddings");
     json_t *data = json_array();
     size_t i;
@@ -1176,25 +1199,10 @@ static void handle_embeddings(struct srv_req *r)
     {
         json_t *item = json_object();
         jsonx_set_str(item, "object", "embedding");
-        if (b64) {
-            size_t n = json_array_size(vec);
-            unsigned char *bytes = xmalloc(n * 4 + 1);
-            for (size_t k = 0; k < n; k++) {
-                float f = (float)json_number_value(json_array_get(vec, k));
-                uint32_t u;
-                memcpy(&u, &f, 4);
-                for (int j = 0; j < 4; j++)  // little-endian whatever the host
-                    bytes[k * 4 + (size_t)j] = (unsigned char)(u >> (8 * j));
-            }
-            struct buf enc;
-            buf_init(&enc, 0);
-            srv_base64_encode(bytes, n * 4, &enc);
-            jsonx_set_strn(item, "embedding", enc.data ? enc.data : "", enc.len);
-            buf_deinit(&enc);
-            free(bytes);
-        } else {
+        if (b64)
+            set_embedding_base64(item, vec);
+        else
             json_object_set(item, "embedding", vec);
-        }
         jsonx_set_int(item, "index", (int64_t)i);
         jsonx_arr_append(data, item);
     }
@@ -1203,6 +1211,28 @@ static void handle_embeddings(struct srv_req *r)
     jsonx_set(o, "data", data);
     jsonx_set_str(o, "model", json_string_value(model) ? json_string_value(model) : "");
     jsonx_set(o, "usage", usage_object(nat, false));
+    return o;
+}
+
+static void handle_embeddings(struct srv_req *r)
+{
+    json_t *b = body_json(r, embed_fields);
+    if (!b)
+        return;
+    json_t *native = NULL;
+    bool b64;
+    if (!embed_format(r, b, &b64))
+        goto out;
+    if (!(native = embed_native(r, b)))
+        goto out;
+    if (!run_native(r, "/api/embed", native))
+        goto out;
+    if (r->status != 200) {
+        convert_error_reply(r);
+        goto out;
+    }
+    json_t *nat = srv_native_reply(r);
+    json_t *o = embed_list(nat, json_object_get(b, "model"), b64);
     json_decref(nat);
     srv_reply_json(r, 200, o);
 out:

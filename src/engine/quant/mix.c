@@ -160,6 +160,93 @@ static uint32_t fallback(uint32_t type, int64_t ne0)
     return ne0 % bs == 0 ? alt : GGUF_TYPE_F16;
 }
 
+// What the per-tensor rules below look at besides the tensor's name.
+struct mix_ctx {
+    int32_t ftype;
+    int n_layers, n_gqa;
+    int layer;  // of this tensor; 0 outside the blocks
+    bool is_falcon, is_70b;
+};
+
+// output.weight (and token_embd.weight when tied to it): Q6_K, or Q8_0 for Falcon, for a
+// Q8_0 mix or when the row does not fit Q6_K's blocks.
+static uint32_t output_type(uint32_t t, int64_t ne0, bool is_falcon)
+{
+    uint32_t bs = 1;
+    gguf_type_geometry(t, &bs, NULL);
+    if (is_falcon || ne0 % bs != 0)
+        return GGUF_TYPE_Q8_0;
+    if (t != GGUF_TYPE_Q8_0)
+        return GGUF_TYPE_Q6_K;
+    return t;
+}
+
+// The value projection gets more bits: first layers, GQA models and 70B llamas most.
+static uint32_t attn_v_type(const struct mix_ctx *c, uint32_t t)
+{
+    int32_t ftype = c->ftype;
+    int layer = c->layer;
+    if (ftype == FT_Q2_K)
+        t = c->n_gqa >= 4 ? GGUF_TYPE_Q4_K : GGUF_TYPE_Q3_K;
+    else if (ftype == FT_Q3_K_M)
+        t = layer < 2 ? GGUF_TYPE_Q5_K : GGUF_TYPE_Q4_K;
+    else if (ftype == FT_Q3_K_L)
+        t = GGUF_TYPE_Q5_K;
+    else if ((ftype == FT_Q4_K_M || ftype == FT_Q5_K_M) && use_more_bits(layer, c->n_layers))
+        t = GGUF_TYPE_Q6_K;
+    else if (ftype == FT_Q4_K_S && layer < 4)
+        t = GGUF_TYPE_Q5_K;
+    if (c->is_70b && (t == GGUF_TYPE_Q3_K || t == GGUF_TYPE_Q4_K))
+        t = GGUF_TYPE_Q5_K;
+    return t;
+}
+
+// ffn_down: more bits in the first sixteenth of the layers and in use_more_bits() layers.
+static uint32_t ffn_down_type(const struct mix_ctx *c, uint32_t t)
+{
+    int32_t ftype = c->ftype;
+    int layer = c->layer, n_layers = c->n_layers;
+    bool is_falcon = c->is_falcon;
+    if (ftype == FT_Q2_K) {
+        t = GGUF_TYPE_Q3_K;
+    } else if (ftype == FT_Q3_K_M) {
+        t = layer < n_layers / 16                          ? GGUF_TYPE_Q5_K
+            : !is_falcon || use_more_bits(layer, n_layers) ? GGUF_TYPE_Q4_K
+                                                           : GGUF_TYPE_Q3_K;
+    } else if (ftype == FT_Q3_K_L) {
+        t = is_falcon ? GGUF_TYPE_Q4_K : GGUF_TYPE_Q5_K;
+    } else if (ftype == FT_Q4_K_M) {
+        if (is_falcon)
+            t = layer < n_layers / 16            ? GGUF_TYPE_Q6_K
+                : use_more_bits(layer, n_layers) ? GGUF_TYPE_Q5_K
+                                                 : GGUF_TYPE_Q4_K;
+        else if (use_more_bits(layer, n_layers))
+            t = GGUF_TYPE_Q6_K;
+    } else if (ftype == FT_Q5_K_M && use_more_bits(layer, n_layers)) {
+        t = GGUF_TYPE_Q6_K;
+    } else if (ftype == FT_Q4_K_S && !is_falcon && layer < n_layers / 8) {
+        t = GGUF_TYPE_Q5_K;
+    }
+    return t;
+}
+
+// attn_output: one step up for the low Q2_K/Q3_K mixes (only Q3_K_L for Falcon).
+static uint32_t attn_output_type(const struct mix_ctx *c, uint32_t t)
+{
+    int32_t ftype = c->ftype;
+    if (!c->is_falcon) {
+        if (ftype == FT_Q2_K)
+            t = GGUF_TYPE_Q3_K;
+        else if (ftype == FT_Q3_K_M)
+            t = GGUF_TYPE_Q4_K;
+        else if (ftype == FT_Q3_K_L)
+            t = GGUF_TYPE_Q5_K;
+    } else if (ftype == FT_Q3_K_L) {
+        t = GGUF_TYPE_Q4_K;
+    }
+    return t;
+}
+
 int quant_mix_tensor_type(int32_t ftype, const char *name, uint32_t cur_type, uint32_t n_dims,
                           int64_t ne0, const struct quant_mix_model *m)
 {
@@ -173,73 +260,32 @@ int quant_mix_tensor_type(int32_t ftype, const char *name, uint32_t cur_type, ui
     if (!tr || !tr->is_quantized)
         return (int)t;  // F32 / F16 / BF16 mixes: every quantizable tensor converts
 
-    int n_layers = m && m->n_layers > 0 ? m->n_layers : 1;
-    int n_gqa = m && m->n_gqa > 0 ? m->n_gqa : 1;
+    struct mix_ctx c = {
+        .ftype = ftype,
+        .n_layers = m && m->n_layers > 0 ? m->n_layers : 1,
+        .n_gqa = m && m->n_gqa > 0 ? m->n_gqa : 1,
+        .layer = layer_of(name),
+        .is_falcon = m && m->arch && strcmp(m->arch, "falcon") == 0,
+        .is_70b = m && m->arch && strcmp(m->arch, "llama") == 0 && m->n_layers == 80,
+    };
     bool tied = m ? m->tied_embeddings : false;
-    bool is_falcon = m && m->arch && strcmp(m->arch, "falcon") == 0;
-    bool is_70b = m && m->arch && strcmp(m->arch, "llama") == 0 && m->n_layers == 80;
-    int layer = layer_of(name);
-    if (layer < 0)
-        layer = 0;
+    if (c.layer < 0)
+        c.layer = 0;
 
     bool is_output = strcmp(name, "output.weight") == 0;
     bool is_embd = strcmp(name, "token_embd.weight") == 0;
     bool attn_v =
         has(name, "attn_v.weight") || has(name, "attn_qkv.weight") || has(name, "attn_kv_b.weight");
     if (is_output || (tied && is_embd)) {
-        uint32_t bs = 1;
-        gguf_type_geometry(t, &bs, NULL);
-        if (is_falcon || ne0 % bs != 0)
-            t = GGUF_TYPE_Q8_0;
-        else if (t != GGUF_TYPE_Q8_0)
-            t = GGUF_TYPE_Q6_K;
+        t = output_type(t, ne0, c.is_falcon);
     } else if (is_embd) {
         // keeps the default type
     } else if (attn_v) {
-        if (ftype == FT_Q2_K)
-            t = n_gqa >= 4 ? GGUF_TYPE_Q4_K : GGUF_TYPE_Q3_K;
-        else if (ftype == FT_Q3_K_M)
-            t = layer < 2 ? GGUF_TYPE_Q5_K : GGUF_TYPE_Q4_K;
-        else if (ftype == FT_Q3_K_L)
-            t = GGUF_TYPE_Q5_K;
-        else if ((ftype == FT_Q4_K_M || ftype == FT_Q5_K_M) && use_more_bits(layer, n_layers))
-            t = GGUF_TYPE_Q6_K;
-        else if (ftype == FT_Q4_K_S && layer < 4)
-            t = GGUF_TYPE_Q5_K;
-        if (is_70b && (t == GGUF_TYPE_Q3_K || t == GGUF_TYPE_Q4_K))
-            t = GGUF_TYPE_Q5_K;
+        t = attn_v_type(&c, t);
     } else if (has(name, "ffn_down")) {
-        if (ftype == FT_Q2_K) {
-            t = GGUF_TYPE_Q3_K;
-        } else if (ftype == FT_Q3_K_M) {
-            t = layer < n_layers / 16                          ? GGUF_TYPE_Q5_K
-                : !is_falcon || use_more_bits(layer, n_layers) ? GGUF_TYPE_Q4_K
-                                                               : GGUF_TYPE_Q3_K;
-        } else if (ftype == FT_Q3_K_L) {
-            t = is_falcon ? GGUF_TYPE_Q4_K : GGUF_TYPE_Q5_K;
-        } else if (ftype == FT_Q4_K_M) {
-            if (is_falcon)
-                t = layer < n_layers / 16            ? GGUF_TYPE_Q6_K
-                    : use_more_bits(layer, n_layers) ? GGUF_TYPE_Q5_K
-                                                     : GGUF_TYPE_Q4_K;
-            else if (use_more_bits(layer, n_layers))
-                t = GGUF_TYPE_Q6_K;
-        } else if (ftype == FT_Q5_K_M && use_more_bits(layer, n_layers)) {
-            t = GGUF_TYPE_Q6_K;
-        } else if (ftype == FT_Q4_K_S && !is_falcon && layer < n_layers / 8) {
-            t = GGUF_TYPE_Q5_K;
-        }
+        t = ffn_down_type(&c, t);
     } else if (has(name, "attn_output.weight")) {
-        if (!is_falcon) {
-            if (ftype == FT_Q2_K)
-                t = GGUF_TYPE_Q3_K;
-            else if (ftype == FT_Q3_K_M)
-                t = GGUF_TYPE_Q4_K;
-            else if (ftype == FT_Q3_K_L)
-                t = GGUF_TYPE_Q5_K;
-        } else if (ftype == FT_Q3_K_L) {
-            t = GGUF_TYPE_Q4_K;
-        }
+        t = attn_output_type(&c, t);
     }
     return (int)fallback(t, ne0);
 }

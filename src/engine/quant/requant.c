@@ -59,37 +59,30 @@ static int convert_tensor(struct gguf_writer *w, const struct order *o, float *f
     return 0;
 }
 
-int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftype,
-                         quant_progress_fn progress, void *ctx, struct err *e)
+// What the type mix needs to know about the model; arch_buf holds the architecture name.
+static struct quant_mix_model mix_model(const struct gguf *g, char *arch_buf, size_t arch_size)
 {
-    if (quant_mix_default_type(ftype) < 0)
-        return err_set(e, ERR_UNSUPPORTED, "unsupported quantization type %d", ftype);
-    struct gguf *g = NULL;
-    int rc = gguf_open(&g, in_path, e);
-    if (rc < 0)
-        return rc;
-    size_t n = gguf_tensor_count(g);
-    struct order *ord = xcalloc(n ? n : 1, sizeof(*ord));
-    struct gguf_writer *w = NULL;
-    float *f32 = NULL;
-    void *out = NULL;
-
     struct str arch = gguf_architecture(g);
-    char arch_buf[64];
-    snprintf(arch_buf, sizeof(arch_buf), "%.*s", (int)arch.len, arch.ptr);
+    snprintf(arch_buf, arch_size, "%.*s", (int)arch.len, arch.ptr);
     uint32_t n_layers = 0, n_head = 0, n_head_kv = 0;
     gguf_get_arch_u32(g, "block_count", &n_layers);
     gguf_get_arch_u32(g, "attention.head_count", &n_head);
     gguf_get_arch_u32(g, "attention.head_count_kv", &n_head_kv);
-    struct quant_mix_model mm = {
+    return (struct quant_mix_model){
         .arch = arch_buf,
         .n_layers = (int)n_layers,
         .n_gqa = n_head && n_head_kv ? (int)(n_head / n_head_kv) : 1,
         .tied_embeddings = gguf_tensor_find(g, "output.weight") == NULL,
     };
+}
 
-    int64_t max_row = 1;
+// Fills ord[] with each tensor's name, layer and new type, then sorts it into the output
+// order. Returns the input's tensor bytes (for progress); *max_row is the longest row.
+static uint64_t plan_tensors(const struct gguf *g, int32_t ftype, const struct quant_mix_model *mm,
+                             struct order *ord, size_t n, int64_t *max_row)
+{
     uint64_t total = 0;
+    *max_row = 1;
     for (size_t i = 0; i < n; i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
         struct order *o = &ord[i];
@@ -98,16 +91,19 @@ int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftyp
         o->layer = -1;
         if (sscanf(o->name, "blk.%d.", &o->layer) != 1)
             o->layer = -1;
-        o->new_type = quant_mix_tensor_type(ftype, o->name, t->type, t->n_dims, t->ne[0], &mm);
-        if (t->ne[0] > max_row)
-            max_row = t->ne[0];
+        o->new_type = quant_mix_tensor_type(ftype, o->name, t->type, t->n_dims, t->ne[0], mm);
+        if (t->ne[0] > *max_row)
+            *max_row = t->ne[0];
         total += t->n_bytes;
     }
     qsort(ord, n, sizeof(*ord), cmp_order);
+    return total;
+}
 
-    rc = gguf_writer_open(&w, out_path, e);
-    if (rc < 0)
-        goto out;
+// Metadata (the input's, with the quantization keys moved to the end) and tensor infos.
+static int write_header(struct gguf_writer *w, const struct gguf *g, int32_t ftype,
+                        const struct order *ord, size_t n, struct err *e)
+{
     for (size_t i = 0; i < gguf_kv_count(g); i++) {
         const struct gguf_kv *kv = gguf_kv_at(g, i);
         if (str_eq_cstr(kv->key, "general.quantization_version") ||
@@ -121,16 +117,21 @@ int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftyp
         const struct gguf_tensor *t = ord[i].t;
         gguf_writer_add_tensor(w, ord[i].name, (uint32_t)ord[i].new_type, t->n_dims, t->ne);
     }
-    rc = gguf_writer_write_header(w, e);
-    if (rc < 0)
-        goto out;
+    return gguf_writer_write_header(w, e);
+}
 
+// Converts every tensor in order through two chunk buffers of about CHUNK_ELEMS values,
+// reporting progress in input bytes after each one.
+static int write_tensors(struct gguf_writer *w, const struct order *ord, size_t n, int64_t max_row,
+                         uint64_t total, quant_progress_fn progress, void *ctx, struct err *e)
+{
     int64_t chunk_rows = CHUNK_ELEMS / max_row;
     if (chunk_rows < 1)
         chunk_rows = 1;
     size_t buf_elems = (size_t)(chunk_rows * max_row);
-    f32 = malloc(buf_elems * sizeof(float));
-    out = malloc(buf_elems * sizeof(float));  // no type is wider than F32
+    float *f32 = malloc(buf_elems * sizeof(float));
+    void *out = malloc(buf_elems * sizeof(float));  // no type is wider than F32
+    int rc = 0;
     if (!f32 || !out) {
         rc = err_set(e, ERR_NOMEM, "out of memory for quantization buffers");
         goto out;
@@ -144,13 +145,42 @@ int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftyp
         if (progress)
             progress(ctx, done, total);
     }
+out:
+    free(f32);
+    free(out);
+    return rc;
+}
+
+int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftype,
+                         quant_progress_fn progress, void *ctx, struct err *e)
+{
+    if (quant_mix_default_type(ftype) < 0)
+        return err_set(e, ERR_UNSUPPORTED, "unsupported quantization type %d", ftype);
+    struct gguf *g = NULL;
+    int rc = gguf_open(&g, in_path, e);
+    if (rc < 0)
+        return rc;
+    size_t n = gguf_tensor_count(g);
+    struct order *ord = xcalloc(n ? n : 1, sizeof(*ord));
+    struct gguf_writer *w = NULL;
+
+    char arch_buf[64];
+    struct quant_mix_model mm = mix_model(g, arch_buf, sizeof(arch_buf));
+    int64_t max_row;
+    uint64_t total = plan_tensors(g, ftype, &mm, ord, n, &max_row);
+
+    rc = gguf_writer_open(&w, out_path, e);
+    if (rc < 0)
+        goto out;
+    if ((rc = write_header(w, g, ftype, ord, n, e)) < 0)
+        goto out;
+    if ((rc = write_tensors(w, ord, n, max_row, total, progress, ctx, e)) < 0)
+        goto out;
     rc = gguf_writer_close(w, e);
     w = NULL;
 out:
     if (w)
         gguf_writer_abort(w);
-    free(f32);
-    free(out);
     free(ord);
     gguf_close(g);
     return rc;
