@@ -197,6 +197,111 @@ static uint64_t value_span(uint32_t type, const uint8_t *p)
     return n;
 }
 
+static int parse_value(struct rd *r, uint32_t type, struct gguf_value *v, int depth,
+                       struct str key);
+
+// A fixed-size scalar (any type but string and array).
+static int parse_scalar(struct rd *r, uint32_t type, struct gguf_value *v, struct str key)
+{
+    size_t n = gguf_value_type_size(type);
+    if (rd_left(r) < n)
+        return err_set(r->e, ERR_FORMAT, "key %.*s: value extends past end of file", (int)key.len,
+                       key.ptr);
+    gguf_decode_scalar(type, r->p + r->pos, v);
+    if (type == GGUF_VAL_BOOL && r->p[r->pos] > 1)
+        return err_set(r->e, ERR_FORMAT, "key %.*s: invalid bool value %u", (int)key.len, key.ptr,
+                       r->p[r->pos]);
+    r->pos += n;
+    return 0;
+}
+
+// The elements of an array of fixed-size scalars: one bounds check for all.
+static int parse_scalar_array(struct rd *r, struct gguf_value *v, struct str key)
+{
+    uint64_t count = v->arr_count, bytes;
+    if (!u64_mul(&bytes, count, gguf_value_type_size(v->arr_type)) || bytes > rd_left(r))
+        return err_set(r->e, ERR_FORMAT,
+                       "key %.*s: array of %llu elements extends past end of file", (int)key.len,
+                       key.ptr, (unsigned long long)count);
+    if (v->arr_type == GGUF_VAL_BOOL)
+        for (uint64_t i = 0; i < count; i++)
+            if (v->arr_data[i] > 1)
+                return err_set(r->e, ERR_FORMAT, "key %.*s: invalid bool value in array",
+                               (int)key.len, key.ptr);
+    r->pos += (size_t)bytes;
+    v->arr_bytes = bytes;
+    return 0;
+}
+
+// The elements of an array of strings or arrays, each walked in turn. At the
+// top level each element's offset goes into an index owned by the value.
+static int parse_variable_array(struct rd *r, struct gguf_value *v, int depth, struct str key)
+{
+    uint32_t et = v->arr_type;
+    uint64_t count = v->arr_count;
+    size_t start = r->pos;
+    // Variable-size elements: each needs at least 8 (string) or 12 (array)
+    // bytes, which bounds count by the bytes left before anything is sized by it.
+    uint64_t min_elem = et == GGUF_VAL_STRING ? 8 : 12;
+    if (count > rd_left(r) / min_elem)
+        return err_set(r->e, ERR_FORMAT,
+                       "key %.*s: array of %llu elements extends past end of file", (int)key.len,
+                       key.ptr, (unsigned long long)count);
+    uint64_t *index = NULL;
+    if (depth == 0 && count > 0) {
+        index = malloc((size_t)count * sizeof(*index));
+        if (!index)
+            return err_set(r->e, ERR_NOMEM, "key %.*s: out of memory for array index", (int)key.len,
+                           key.ptr);
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        if (index)
+            index[i] = r->pos - start;
+        if (et == GGUF_VAL_STRING) {
+            struct str s;
+            if (!rd_str(r, &s)) {
+                free(index);
+                return err_set(r->e, ERR_FORMAT,
+                               "key %.*s: string %llu of array extends past end of file",
+                               (int)key.len, key.ptr, (unsigned long long)i);
+            }
+        } else {
+            struct gguf_value inner;
+            int rc = parse_value(r, GGUF_VAL_ARRAY, &inner, depth + 1, key);
+            if (rc < 0) {
+                free(index);
+                return rc;
+            }
+        }
+    }
+    v->arr_bytes = r->pos - start;
+    v->arr_index = index;
+    return 0;
+}
+
+// An array: its header (element type and count), then the elements.
+static int parse_array(struct rd *r, struct gguf_value *v, int depth, struct str key)
+{
+    struct err *e = r->e;
+    if (depth >= MAX_ARRAY_DEPTH)
+        return err_set(e, ERR_FORMAT, "key %.*s: arrays nested deeper than %d", (int)key.len,
+                       key.ptr, MAX_ARRAY_DEPTH);
+    uint32_t et;
+    uint64_t count;
+    if (!rd_u32(r, &et) || !rd_u64(r, &count))
+        return err_set(e, ERR_FORMAT, "key %.*s: array header extends past end of file",
+                       (int)key.len, key.ptr);
+    if (et >= GGUF_VAL_COUNT_)
+        return err_set(e, ERR_FORMAT, "key %.*s: unknown array element type %u", (int)key.len,
+                       key.ptr, et);
+    v->arr_type = (enum gguf_value_type)et;
+    v->arr_count = count;
+    v->arr_data = r->p + r->pos;
+    if (et != GGUF_VAL_STRING && et != GGUF_VAL_ARRAY)
+        return parse_scalar_array(r, v, key);
+    return parse_variable_array(r, v, depth, key);
+}
+
 // Parses one value of type at r (the key names it in errors). Top-level
 // arrays of strings/arrays get an element offset index (owned by the value).
 static int parse_value(struct rd *r, uint32_t type, struct gguf_value *v, int depth, struct str key)
@@ -213,87 +318,9 @@ static int parse_value(struct rd *r, uint32_t type, struct gguf_value *v, int de
                            (int)key.len, key.ptr);
         return 0;
     }
-    if (type != GGUF_VAL_ARRAY) {
-        size_t n = gguf_value_type_size(type);
-        if (rd_left(r) < n)
-            return err_set(e, ERR_FORMAT, "key %.*s: value extends past end of file", (int)key.len,
-                           key.ptr);
-        gguf_decode_scalar(type, r->p + r->pos, v);
-        if (type == GGUF_VAL_BOOL && r->p[r->pos] > 1)
-            return err_set(e, ERR_FORMAT, "key %.*s: invalid bool value %u", (int)key.len, key.ptr,
-                           r->p[r->pos]);
-        r->pos += n;
-        return 0;
-    }
-
-    if (depth >= MAX_ARRAY_DEPTH)
-        return err_set(e, ERR_FORMAT, "key %.*s: arrays nested deeper than %d", (int)key.len,
-                       key.ptr, MAX_ARRAY_DEPTH);
-    uint32_t et;
-    uint64_t count;
-    if (!rd_u32(r, &et) || !rd_u64(r, &count))
-        return err_set(e, ERR_FORMAT, "key %.*s: array header extends past end of file",
-                       (int)key.len, key.ptr);
-    if (et >= GGUF_VAL_COUNT_)
-        return err_set(e, ERR_FORMAT, "key %.*s: unknown array element type %u", (int)key.len,
-                       key.ptr, et);
-    v->arr_type = (enum gguf_value_type)et;
-    v->arr_count = count;
-    v->arr_data = r->p + r->pos;
-    size_t start = r->pos;
-
-    if (et != GGUF_VAL_STRING && et != GGUF_VAL_ARRAY) {
-        uint64_t bytes;
-        if (!u64_mul(&bytes, count, gguf_value_type_size(et)) || bytes > rd_left(r))
-            return err_set(e, ERR_FORMAT,
-                           "key %.*s: array of %llu elements extends past end of file",
-                           (int)key.len, key.ptr, (unsigned long long)count);
-        if (et == GGUF_VAL_BOOL)
-            for (uint64_t i = 0; i < count; i++)
-                if (v->arr_data[i] > 1)
-                    return err_set(e, ERR_FORMAT, "key %.*s: invalid bool value in array",
-                                   (int)key.len, key.ptr);
-        r->pos += (size_t)bytes;
-        v->arr_bytes = bytes;
-        return 0;
-    }
-
-    // Variable-size elements: each needs at least 8 (string) or 12 (array)
-    // bytes, which bounds count by the bytes left before anything is sized by it.
-    uint64_t min_elem = et == GGUF_VAL_STRING ? 8 : 12;
-    if (count > rd_left(r) / min_elem)
-        return err_set(e, ERR_FORMAT, "key %.*s: array of %llu elements extends past end of file",
-                       (int)key.len, key.ptr, (unsigned long long)count);
-    uint64_t *index = NULL;
-    if (depth == 0 && count > 0) {
-        index = malloc((size_t)count * sizeof(*index));
-        if (!index)
-            return err_set(e, ERR_NOMEM, "key %.*s: out of memory for array index", (int)key.len,
-                           key.ptr);
-    }
-    for (uint64_t i = 0; i < count; i++) {
-        if (index)
-            index[i] = r->pos - start;
-        if (et == GGUF_VAL_STRING) {
-            struct str s;
-            if (!rd_str(r, &s)) {
-                free(index);
-                return err_set(e, ERR_FORMAT,
-                               "key %.*s: string %llu of array extends past end of file",
-                               (int)key.len, key.ptr, (unsigned long long)i);
-            }
-        } else {
-            struct gguf_value inner;
-            int rc = parse_value(r, GGUF_VAL_ARRAY, &inner, depth + 1, key);
-            if (rc < 0) {
-                free(index);
-                return rc;
-            }
-        }
-    }
-    v->arr_bytes = r->pos - start;
-    v->arr_index = index;
-    return 0;
+    if (type != GGUF_VAL_ARRAY)
+        return parse_scalar(r, type, v, key);
+    return parse_array(r, v, depth, key);
 }
 
 // ---------------------------------------------------------------------------

@@ -155,6 +155,110 @@ static int str_replace(struct jrender *r, struct jv s, struct jv old, struct jv 
     return rc;
 }
 
+// str.split() with no separator, from the left: runs of white space
+// separate the parts and no part is empty.
+static int split_ws(struct jrender *r, const char *p, size_t n, int64_t maxsplit, struct jv_list *l)
+{
+    int rc = 0;
+    size_t i = 0;
+    int64_t k = 0;
+    while (!rc) {
+        while (i < n && in_chars(p[i], jv_none()))
+            i++;
+        if (i >= n)
+            break;
+        if (maxsplit >= 0 && k == maxsplit) {  // the rest, trailing space kept
+            rc = jv_list_push(r, l, jv_str(p + i, n - i));
+            break;
+        }
+        size_t j = i;
+        while (j < n && !in_chars(p[j], jv_none()))
+            j++;
+        rc = jv_list_push(r, l, jv_str(p + i, j - i));
+        k++;
+        i = j;
+    }
+    return rc;
+}
+
+// str.rsplit() with no separator: as split_ws, from the right, so the parts
+// come out last first.
+static int rsplit_ws(struct jrender *r, const char *p, size_t n, int64_t maxsplit,
+                     struct jv_list *parts)
+{
+    int rc = 0;
+    size_t e = n;
+    int64_t k = 0;
+    while (!rc) {
+        while (e > 0 && in_chars(p[e - 1], jv_none()))
+            e--;
+        if (e == 0)
+            break;
+        if (maxsplit >= 0 && k == maxsplit) {  // the rest, leading space kept
+            rc = jv_list_push(r, parts, jv_str(p, e));
+            break;
+        }
+        size_t j = e;
+        while (j > 0 && !in_chars(p[j - 1], jv_none()))
+            j--;
+        rc = jv_list_push(r, parts, jv_str(p + j, e - j));
+        k++;
+        e = j;
+    }
+    return rc;
+}
+
+// str.split(sep) from the left: empty parts are kept.
+static int split_sep(struct jrender *r, const char *p, size_t n, struct jv sep, int64_t maxsplit,
+                     struct jv_list *l)
+{
+    int rc = 0;
+    size_t i = 0;
+    int64_t k = 0;
+    for (;;) {
+        const char *hit =
+            (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
+        if (!hit) {
+            rc = jv_list_push(r, l, jv_str(p + i, n - i));
+            break;
+        }
+        size_t at = (size_t)(hit - p);
+        if ((rc = jv_list_push(r, l, jv_str(p + i, at - i))) || (rc = jr_step(r)))
+            break;
+        i = at + sep.u.s.n;
+        k++;
+    }
+    return rc;
+}
+
+// str.rsplit(sep): as split_sep, from the right, parts last first.
+static int rsplit_sep(struct jrender *r, const char *p, size_t n, struct jv sep, int64_t maxsplit,
+                      struct jv_list *parts)
+{
+    int rc = 0;
+    size_t e = n;
+    int64_t k = 0;
+    for (;;) {
+        size_t at = SIZE_MAX;
+        if ((maxsplit < 0 || k < maxsplit) && e >= sep.u.s.n)
+            for (size_t j = e - sep.u.s.n + 1; j-- > 0;)
+                if (!memcmp(p + j, sep.u.s.p, sep.u.s.n)) {
+                    at = j;
+                    break;
+                }
+        if (at == SIZE_MAX) {
+            rc = jv_list_push(r, parts, jv_str(p, e));
+            break;
+        }
+        if ((rc = jv_list_push(r, parts, jv_str(p + at + sep.u.s.n, e - at - sep.u.s.n))) ||
+            (rc = jr_step(r)))
+            break;
+        e = at;
+        k++;
+    }
+    return rc;
+}
+
 // Python str.split / rsplit.
 static int str_split(struct jrender *r, int line, struct jv s, struct jv sep, int64_t maxsplit,
                      bool from_right, struct jv *out)
@@ -167,88 +271,15 @@ static int str_split(struct jrender *r, int line, struct jv s, struct jv sep, in
     int rc = 0;
     if (sep.t == JV_STR && sep.u.s.n == 0)
         return jr_fail(r, line, "%s", "empty separator");
-    struct jv_list *parts = jv_list_new(r, 0);
+    struct jv_list *parts = jv_list_new(r, 0);  // rsplit's parts, last first
     if (!parts)
         return jr_oom(r);
-    if (sep.t != JV_STR) {  // runs of white space, no empty strings
-        if (!from_right) {
-            size_t i = 0;
-            int64_t k = 0;
-            while (!rc) {
-                while (i < n && in_chars(p[i], jv_none()))
-                    i++;
-                if (i >= n)
-                    break;
-                if (maxsplit >= 0 && k == maxsplit) {  // the rest, trailing space kept
-                    rc = jv_list_push(r, l, jv_str(p + i, n - i));
-                    break;
-                }
-                size_t j = i;
-                while (j < n && !in_chars(p[j], jv_none()))
-                    j++;
-                rc = jv_list_push(r, l, jv_str(p + i, j - i));
-                k++;
-                i = j;
-            }
-        } else {
-            size_t e = n;
-            int64_t k = 0;
-            while (!rc) {
-                while (e > 0 && in_chars(p[e - 1], jv_none()))
-                    e--;
-                if (e == 0)
-                    break;
-                if (maxsplit >= 0 && k == maxsplit) {  // the rest, leading space kept
-                    rc = jv_list_push(r, parts, jv_str(p, e));
-                    break;
-                }
-                size_t j = e;
-                while (j > 0 && !in_chars(p[j - 1], jv_none()))
-                    j--;
-                rc = jv_list_push(r, parts, jv_str(p + j, e - j));
-                k++;
-                e = j;
-            }
-            for (size_t i = parts->n; !rc && i-- > 0;)
-                rc = jv_list_push(r, l, parts->items[i]);
-        }
-    } else if (!from_right) {
-        size_t i = 0;
-        int64_t k = 0;
-        for (;;) {
-            const char *hit =
-                (maxsplit < 0 || k < maxsplit) ? memmem(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
-            if (!hit) {
-                rc = jv_list_push(r, l, jv_str(p + i, n - i));
-                break;
-            }
-            size_t at = (size_t)(hit - p);
-            if ((rc = jv_list_push(r, l, jv_str(p + i, at - i))) || (rc = jr_step(r)))
-                break;
-            i = at + sep.u.s.n;
-            k++;
-        }
+    if (!from_right) {
+        rc =
+            sep.t != JV_STR ? split_ws(r, p, n, maxsplit, l) : split_sep(r, p, n, sep, maxsplit, l);
     } else {
-        size_t e = n;
-        int64_t k = 0;
-        for (;;) {
-            size_t at = SIZE_MAX;
-            if ((maxsplit < 0 || k < maxsplit) && e >= sep.u.s.n)
-                for (size_t j = e - sep.u.s.n + 1; j-- > 0;)
-                    if (!memcmp(p + j, sep.u.s.p, sep.u.s.n)) {
-                        at = j;
-                        break;
-                    }
-            if (at == SIZE_MAX) {
-                rc = jv_list_push(r, parts, jv_str(p, e));
-                break;
-            }
-            if ((rc = jv_list_push(r, parts, jv_str(p + at + sep.u.s.n, e - at - sep.u.s.n))) ||
-                (rc = jr_step(r)))
-                break;
-            e = at;
-            k++;
-        }
+        rc = sep.t != JV_STR ? rsplit_ws(r, p, n, maxsplit, parts)
+                             : rsplit_sep(r, p, n, sep, maxsplit, parts);
         for (size_t i = parts->n; !rc && i-- > 0;)
             rc = jv_list_push(r, l, parts->items[i]);
     }

@@ -197,102 +197,133 @@ static int parse_call_args(struct parser *p, struct jargs *args)
     return 0;
 }
 
+// A name: true/false/none (either case of the first letter) are literals.
+static int parse_name(struct parser *p, struct jtoken *t, struct jnode **out)
+{
+    struct jnode *n = node(p, JN_LITERAL, t->line);
+    if (!n)
+        return ERR_TOO_LARGE;
+    if (is_name(t, "true") || is_name(t, "True")) {
+        n->lit = jv_bool(true);
+    } else if (is_name(t, "false") || is_name(t, "False")) {
+        n->lit = jv_bool(false);
+    } else if (is_name(t, "none") || is_name(t, "None")) {
+        n->lit = jv_none();
+    } else {
+        n->type = JN_NAME;
+        n->name = tok_str(p, t);
+    }
+    next(p);
+    *out = n;
+    return 0;
+}
+
+// One or more string literals; adjacent ones concatenate.
+static int parse_strings(struct parser *p, struct jtoken *t, struct jnode **out)
+{
+    struct jnode *n = node(p, JN_LITERAL, t->line);
+    if (!n)
+        return ERR_TOO_LARGE;
+    struct buf b;
+    buf_init(&b, 0);
+    while (cur(p)->type == JT_STRING) {
+        buf_append(&b, cur(p)->s, cur(p)->n);
+        next(p);
+    }
+    char *s = arena_strndup(p->a, buf_cstr(&b), b.len);
+    size_t len = b.len;
+    buf_deinit(&b);
+    if (!s)
+        return err_set(p->e, ERR_TOO_LARGE, "jinja: template too large");
+    n->lit = jv_str(s, len);
+    *out = n;
+    return 0;
+}
+
+static int parse_number(struct parser *p, struct jtoken *t, struct jnode **out)
+{
+    struct jnode *n = node(p, JN_LITERAL, t->line);
+    if (!n)
+        return ERR_TOO_LARGE;
+    n->lit = t->type == JT_INT ? jv_int(t->i) : jv_float(t->f);
+    next(p);
+    *out = n;
+    return 0;
+}
+
+// ( ) is the empty tuple; otherwise a parenthesised expression or tuple.
+static int parse_parens(struct parser *p, struct jtoken *t, struct jnode **out)
+{
+    next(p);
+    if (is_op(cur(p), ")")) {
+        struct jnode *n = node(p, JN_TUPLE, t->line);
+        if (!n)
+            return ERR_TOO_LARGE;
+        next(p);
+        *out = n;
+        return 0;
+    }
+    struct jnode *n;
+    int rc;
+    if ((rc = parse_tuple(p, true, true, &n)) || (rc = expect_op(p, ")")))
+        return rc;
+    *out = n;
+    return 0;
+}
+
+// [a, b] or {k: v, ...}, a trailing comma allowed. A dict's items are its
+// keys and values in turn.
+static int parse_list_or_dict(struct parser *p, struct jtoken *t, struct jnode **out)
+{
+    bool dict = is_op(t, "{");
+    const char *close = dict ? "}" : "]";
+    struct jnode *n = node(p, dict ? JN_DICT : JN_LIST, t->line);
+    if (!n)
+        return ERR_TOO_LARGE;
+    next(p);
+    struct nvec items = {0};
+    int rc;
+    while (!is_op(cur(p), close)) {
+        if (items.n && (rc = expect_op(p, ",")))
+            return rc;
+        if (is_op(cur(p), close))
+            break;
+        struct jnode *k;
+        if ((rc = parse_expr(p, true, &k)) || (rc = nvec_push(p, &items, k)))
+            return rc;
+        if (dict) {
+            struct jnode *v;
+            if ((rc = expect_op(p, ":")) || (rc = parse_expr(p, true, &v)) ||
+                (rc = nvec_push(p, &items, v)))
+                return rc;
+        }
+    }
+    next(p);
+    n->list = nvec_done(&items);
+    *out = n;
+    return 0;
+}
+
 static int parse_primary(struct parser *p, struct jnode **out)
 {
     struct jtoken *t = cur(p);
-    struct jnode *n;
-    int rc = 0;
     switch (t->type) {
     case JT_NAME:
-        if (!(n = node(p, JN_LITERAL, t->line)))
-            return ERR_TOO_LARGE;
-        if (is_name(t, "true") || is_name(t, "True")) {
-            n->lit = jv_bool(true);
-        } else if (is_name(t, "false") || is_name(t, "False")) {
-            n->lit = jv_bool(false);
-        } else if (is_name(t, "none") || is_name(t, "None")) {
-            n->lit = jv_none();
-        } else {
-            n->type = JN_NAME;
-            n->name = tok_str(p, t);
-        }
-        next(p);
-        break;
-    case JT_STRING: {
-        if (!(n = node(p, JN_LITERAL, t->line)))
-            return ERR_TOO_LARGE;
-        // adjacent literals concatenate
-        struct buf b;
-        buf_init(&b, 0);
-        while (cur(p)->type == JT_STRING) {
-            buf_append(&b, cur(p)->s, cur(p)->n);
-            next(p);
-        }
-        char *s = arena_strndup(p->a, buf_cstr(&b), b.len);
-        size_t len = b.len;
-        buf_deinit(&b);
-        if (!s)
-            return err_set(p->e, ERR_TOO_LARGE, "jinja: template too large");
-        n->lit = jv_str(s, len);
-        break;
-    }
+        return parse_name(p, t, out);
+    case JT_STRING:
+        return parse_strings(p, t, out);
     case JT_INT:
-        if (!(n = node(p, JN_LITERAL, t->line)))
-            return ERR_TOO_LARGE;
-        n->lit = jv_int(t->i);
-        next(p);
-        break;
     case JT_FLOAT:
-        if (!(n = node(p, JN_LITERAL, t->line)))
-            return ERR_TOO_LARGE;
-        n->lit = jv_float(t->f);
-        next(p);
-        break;
+        return parse_number(p, t, out);
     case JT_OP:
-        if (is_op(t, "(")) {
-            next(p);
-            if (is_op(cur(p), ")")) {  // empty tuple
-                if (!(n = node(p, JN_TUPLE, t->line)))
-                    return ERR_TOO_LARGE;
-                next(p);
-                break;
-            }
-            if ((rc = parse_tuple(p, true, true, &n)) || (rc = expect_op(p, ")")))
-                return rc;
-            break;
-        }
-        if (is_op(t, "[") || is_op(t, "{")) {
-            bool dict = is_op(t, "{");
-            const char *close = dict ? "}" : "]";
-            if (!(n = node(p, dict ? JN_DICT : JN_LIST, t->line)))
-                return ERR_TOO_LARGE;
-            next(p);
-            struct nvec items = {0};
-            while (!is_op(cur(p), close)) {
-                if (items.n && (rc = expect_op(p, ",")))
-                    return rc;
-                if (is_op(cur(p), close))
-                    break;
-                struct jnode *k;
-                if ((rc = parse_expr(p, true, &k)) || (rc = nvec_push(p, &items, k)))
-                    return rc;
-                if (dict) {
-                    struct jnode *v;
-                    if ((rc = expect_op(p, ":")) || (rc = parse_expr(p, true, &v)) ||
-                        (rc = nvec_push(p, &items, v)))
-                        return rc;
-                }
-            }
-            next(p);
-            n->list = nvec_done(&items);
-            break;
-        }
+        if (is_op(t, "("))
+            return parse_parens(p, t, out);
+        if (is_op(t, "[") || is_op(t, "{"))
+            return parse_list_or_dict(p, t, out);
         return fail_unexpected(p, NULL);
     default:
         return fail_unexpected(p, NULL);
     }
-    *out = n;
-    return 0;
 }
 
 // [ subscript ] after obj: an index or a slice a:b:c.

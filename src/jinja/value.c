@@ -487,10 +487,111 @@ static int newline_indent(struct buf *b, const struct jv_json_opts *o, int level
 }
 
 static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o, struct buf *b,
+                   int level);
+
+static int list_to_json(struct jrender *r, const struct jv_list *l, const struct jv_json_opts *o,
+                        struct buf *b, int level)
+{
+    if (l->n == 0)
+        return buf_append_str(b, "[]");
+    int rc = buf_append_char(b, '[');
+    for (size_t i = 0; !rc && i < l->n; i++) {
+        if (i)
+            rc = buf_append_str(b, o->item_sep);
+        if (!rc && o->indent >= 0)
+            rc = newline_indent(b, o, level + 1);
+        if (!rc)
+            rc = to_json(r, l->items[i], o, b, level + 1);
+    }
+    if (!rc && o->indent >= 0)
+        rc = newline_indent(b, o, level);
+    return rc ? rc : buf_append_char(b, ']');
+}
+
+// The order to write d's entries in: insertion order, or sorted by key
+// (stable) with sort_keys. Fails when two keys do not compare.
+static int dict_key_order(struct jrender *r, const struct jv_dict *d, const struct jv_json_opts *o,
+                          size_t **out)
+{
+    size_t *order = arena_alloc(r->a, d->n * sizeof *order);
+    if (!order)
+        return jr_oom(r);
+    for (size_t i = 0; i < d->n; i++)
+        order[i] = i;
+    if (o->sort_keys) {
+        for (size_t i = 1; i < d->n; i++) {  // insertion sort: stable, dicts are small
+            size_t x = order[i], j = i;
+            while (j > 0) {
+                int c = jv_compare(r, d->keys[order[j - 1]], d->keys[x]);
+                if (c == -2)
+                    return ERR_FORMAT;
+                if (c <= 0)
+                    break;
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = x;
+        }
+    }
+    *out = order;
+    return 0;
+}
+
+// A dict key as a JSON string: strings as they are, numbers, bools and None
+// as their JSON text in quotes, as Python's json module does.
+static int key_to_json(struct jrender *r, struct jv key, const struct jv_json_opts *o,
+                       struct buf *b, int level)
+{
+    if (key.t == JV_STR)
+        return json_str(b, key.u.s.p, key.u.s.n);
+    if (key.t == JV_INT || key.t == JV_FLOAT || key.t == JV_BOOL || key.t == JV_NONE) {
+        struct buf kb;
+        buf_init(&kb, 0);
+        int rc = to_json(r, key, o, &kb, level + 1);
+        if (!rc)
+            rc = json_str(b, kb.data, kb.len);
+        buf_deinit(&kb);
+        return rc;
+    }
+    return jr_fail(r, r->line, "keys must be str, int, float, bool or None, not %s",
+                   jv_type_name(key));
+}
+
+static int dict_to_json(struct jrender *r, const struct jv_dict *d, const struct jv_json_opts *o,
+                        struct buf *b, int level)
+{
+    if (d->ns)
+        return jr_fail(r, r->line, "%s", "Object of type Namespace is not JSON serializable");
+    if (d->n == 0)
+        return buf_append_str(b, "{}");
+    size_t *order = NULL;
+    int rc = dict_key_order(r, d, o, &order);
+    if (rc)
+        return rc;
+    rc = buf_append_char(b, '{');
+    for (size_t k = 0; !rc && k < d->n; k++) {
+        size_t i = order[k];
+        if (k)
+            rc = buf_append_str(b, o->item_sep);
+        if (!rc && o->indent >= 0)
+            rc = newline_indent(b, o, level + 1);
+        if (rc)
+            break;
+        rc = key_to_json(r, d->keys[i], o, b, level);
+        if (!rc)
+            rc = buf_append_str(b, o->key_sep);
+        if (!rc)
+            rc = to_json(r, d->vals[i], o, b, level + 1);
+    }
+    if (!rc && o->indent >= 0)
+        rc = newline_indent(b, o, level);
+    return rc ? rc : buf_append_char(b, '}');
+}
+
+static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o, struct buf *b,
                    int level)
 {
     char num[64];
-    int rc = 0;
     if (level > 100)
         return jr_fail(r, r->line, "%s", "value nested too deeply for tojson");
     switch (v.t) {
@@ -512,79 +613,9 @@ static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o,
     case JV_STR:
         return json_str(b, v.u.s.p, v.u.s.n);
     case JV_LIST:
-        if (v.u.l->n == 0)
-            return buf_append_str(b, "[]");
-        rc = buf_append_char(b, '[');
-        for (size_t i = 0; !rc && i < v.u.l->n; i++) {
-            if (i)
-                rc = buf_append_str(b, o->item_sep);
-            if (!rc && o->indent >= 0)
-                rc = newline_indent(b, o, level + 1);
-            if (!rc)
-                rc = to_json(r, v.u.l->items[i], o, b, level + 1);
-        }
-        if (!rc && o->indent >= 0)
-            rc = newline_indent(b, o, level);
-        return rc ? rc : buf_append_char(b, ']');
-    case JV_DICT: {
-        struct jv_dict *d = v.u.d;
-        if (d->ns)
-            return jr_fail(r, r->line, "%s", "Object of type Namespace is not JSON serializable");
-        if (d->n == 0)
-            return buf_append_str(b, "{}");
-        size_t *order = arena_alloc(r->a, d->n * sizeof *order);
-        if (!order)
-            return jr_oom(r);
-        for (size_t i = 0; i < d->n; i++)
-            order[i] = i;
-        if (o->sort_keys) {
-            for (size_t i = 1; i < d->n; i++) {  // insertion sort: stable, dicts are small
-                size_t x = order[i], j = i;
-                while (j > 0) {
-                    int c = jv_compare(r, d->keys[order[j - 1]], d->keys[x]);
-                    if (c == -2)
-                        return ERR_FORMAT;
-                    if (c <= 0)
-                        break;
-                    order[j] = order[j - 1];
-                    j--;
-                }
-                order[j] = x;
-            }
-        }
-        rc = buf_append_char(b, '{');
-        for (size_t k = 0; !rc && k < d->n; k++) {
-            size_t i = order[k];
-            if (k)
-                rc = buf_append_str(b, o->item_sep);
-            if (!rc && o->indent >= 0)
-                rc = newline_indent(b, o, level + 1);
-            struct jv key = d->keys[i];
-            if (rc)
-                break;
-            if (key.t == JV_STR) {
-                rc = json_str(b, key.u.s.p, key.u.s.n);
-            } else if (key.t == JV_INT || key.t == JV_FLOAT || key.t == JV_BOOL ||
-                       key.t == JV_NONE) {
-                struct buf kb;
-                buf_init(&kb, 0);
-                rc = to_json(r, key, o, &kb, level + 1);
-                if (!rc)
-                    rc = json_str(b, kb.data, kb.len);
-                buf_deinit(&kb);
-            } else {
-                return jr_fail(r, r->line, "keys must be str, int, float, bool or None, not %s",
-                               jv_type_name(key));
-            }
-            if (!rc)
-                rc = buf_append_str(b, o->key_sep);
-            if (!rc)
-                rc = to_json(r, d->vals[i], o, b, level + 1);
-        }
-        if (!rc && o->indent >= 0)
-            rc = newline_indent(b, o, level);
-        return rc ? rc : buf_append_char(b, '}');
-    }
+        return list_to_json(r, v.u.l, o, b, level);
+    case JV_DICT:
+        return dict_to_json(r, v.u.d, o, b, level);
     case JV_FUNC:
         return jr_fail(r, r->line, "%s", "Object of type function is not JSON serializable");
     }

@@ -229,6 +229,60 @@ static int newline_indent(struct buf *out, int flags, int depth)
     return rc;
 }
 
+static int dump_value(const json_t *v, int flags, int depth, struct buf *out, struct err *e);
+
+static int dump_array(const json_t *v, int flags, int depth, struct buf *out, struct err *e)
+{
+    size_t n = json_array_size(v);
+    int rc;
+    if ((rc = buf_append_char(out, '[')) < 0)
+        return rc;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i && (rc = buf_append_char(out, ',')) < 0)
+            break;
+        if ((rc = newline_indent(out, flags, depth + 1)) < 0)
+            break;
+        rc = dump_value(json_array_get(v, i), flags, depth + 1, out, e);
+    }
+    if (rc == 0 && n)
+        rc = newline_indent(out, flags, depth);
+    if (rc == 0)
+        rc = buf_append_char(out, ']');
+    return rc;
+}
+
+// Members in insertion order, or sorted by key bytes with JSONX_SORT_KEYS.
+static int dump_object(const json_t *v, int flags, int depth, struct buf *out, struct err *e)
+{
+    size_t n = json_object_size(v);
+    struct key *keys = n ? xmalloc(n * sizeof(*keys)) : NULL;
+    size_t k = 0;
+    for (void *it = json_object_iter((json_t *)v); it && k < n;
+         it = json_object_iter_next((json_t *)v, it), k++) {
+        keys[k].s = json_object_iter_key(it);
+        keys[k].len = json_object_iter_key_len(it);
+        keys[k].v = json_object_iter_value(it);
+    }
+    if ((flags & JSONX_SORT_KEYS) && k > 1)
+        qsort(keys, k, sizeof(*keys), key_cmp);
+    int rc = buf_append_char(out, '{');
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        if (i && (rc = buf_append_char(out, ',')) < 0)
+            break;
+        if ((rc = newline_indent(out, flags, depth + 1)) < 0 ||
+            (rc = jsonx_dump_string(keys[i].s, keys[i].len, flags, out)) < 0 ||
+            (rc = buf_append_str(out, (flags & JSONX_INDENT) ? ": " : ":")) < 0)
+            break;
+        rc = dump_value(keys[i].v, flags, depth + 1, out, e);
+    }
+    free(keys);
+    if (rc == 0 && k)
+        rc = newline_indent(out, flags, depth);
+    if (rc == 0)
+        rc = buf_append_char(out, '}');
+    return rc;
+}
+
 static int dump_value(const json_t *v, int flags, int depth, struct buf *out, struct err *e)
 {
     int rc;
@@ -257,52 +311,12 @@ static int dump_value(const json_t *v, int flags, int depth, struct buf *out, st
     case JSON_STRING:
         rc = jsonx_dump_string(json_string_value(v), json_string_length(v), flags, out);
         break;
-    case JSON_ARRAY: {
-        size_t n = json_array_size(v);
-        if ((rc = buf_append_char(out, '[')) < 0)
-            break;
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (i && (rc = buf_append_char(out, ',')) < 0)
-                break;
-            if ((rc = newline_indent(out, flags, depth + 1)) < 0)
-                break;
-            rc = dump_value(json_array_get(v, i), flags, depth + 1, out, e);
-        }
-        if (rc == 0 && n)
-            rc = newline_indent(out, flags, depth);
-        if (rc == 0)
-            rc = buf_append_char(out, ']');
+    case JSON_ARRAY:
+        rc = dump_array(v, flags, depth, out, e);
         break;
-    }
-    case JSON_OBJECT: {
-        size_t n = json_object_size(v);
-        struct key *keys = n ? xmalloc(n * sizeof(*keys)) : NULL;
-        size_t k = 0;
-        for (void *it = json_object_iter((json_t *)v); it && k < n;
-             it = json_object_iter_next((json_t *)v, it), k++) {
-            keys[k].s = json_object_iter_key(it);
-            keys[k].len = json_object_iter_key_len(it);
-            keys[k].v = json_object_iter_value(it);
-        }
-        if ((flags & JSONX_SORT_KEYS) && k > 1)
-            qsort(keys, k, sizeof(*keys), key_cmp);
-        rc = buf_append_char(out, '{');
-        for (size_t i = 0; i < k && rc == 0; i++) {
-            if (i && (rc = buf_append_char(out, ',')) < 0)
-                break;
-            if ((rc = newline_indent(out, flags, depth + 1)) < 0 ||
-                (rc = jsonx_dump_string(keys[i].s, keys[i].len, flags, out)) < 0 ||
-                (rc = buf_append_str(out, (flags & JSONX_INDENT) ? ": " : ":")) < 0)
-                break;
-            rc = dump_value(keys[i].v, flags, depth + 1, out, e);
-        }
-        free(keys);
-        if (rc == 0 && k)
-            rc = newline_indent(out, flags, depth);
-        if (rc == 0)
-            rc = buf_append_char(out, '}');
+    case JSON_OBJECT:
+        rc = dump_object(v, flags, depth, out, e);
         break;
-    }
     default:
         return err_set(e, ERR_INVALID, "json: unknown value type");
     }

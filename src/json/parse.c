@@ -265,85 +265,102 @@ static int scan_key(struct scanner *sc)
     return 0;
 }
 
-static int scan(struct scanner *sc)
+// The start of a value. A scalar is scanned whole; an empty container is
+// opened and closed. A non-empty one is left open, after its first key for
+// an object, and *opened tells the caller its first element comes next.
+static int scan_value(struct scanner *sc, bool *opened)
 {
     int rc;
+    *opened = false;
     skip_ws(sc);
-    for (;;) {
-        // A value.
+    if (sc->i >= sc->n)
+        return syntax_error(sc, "");
+    unsigned char c = sc->s[sc->i];
+    if (c == '{') {
+        if ((rc = push(sc, '{')))
+            return rc;
         skip_ws(sc);
+        if (sc->i < sc->n && sc->s[sc->i] == '}') {
+            sc->i++;
+            sc->depth--;
+            return 0;
+        }
+        *opened = true;
+        return scan_key(sc);
+    }
+    if (c == '[') {
+        if ((rc = push(sc, '[')))
+            return rc;
+        skip_ws(sc);
+        if (sc->i < sc->n && sc->s[sc->i] == ']') {
+            sc->i++;
+            sc->depth--;
+            return 0;
+        }
+        *opened = true;
+        return 0;
+    }
+    if (c == '"')
+        return scan_string(sc);
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return scan_number(sc);
+    if (c == 't' || c == 'f' || c == 'n')
+        return scan_literal(sc);
+    return syntax_error(sc, "looking for beginning of value");
+}
+
+// After a value: closes the containers it completes, then steps past the
+// comma (and, in an object, the next key) to where the next value starts.
+// *done is set once the top-level value is complete.
+static int scan_after_value(struct scanner *sc, bool *done)
+{
+    for (;;) {
+        skip_ws(sc);
+        if (sc->depth == 0) {
+            if (sc->i < sc->n)
+                return syntax_error(sc, "after top-level value");
+            *done = true;
+            return 0;
+        }
         if (sc->i >= sc->n)
             return syntax_error(sc, "");
         unsigned char c = sc->s[sc->i];
-        if (c == '{') {
-            if ((rc = push(sc, '{')))
-                return rc;
-            skip_ws(sc);
-            if (sc->i < sc->n && sc->s[sc->i] == '}') {
-                sc->i++;
-                sc->depth--;
-            } else {
-                if ((rc = scan_key(sc)))
-                    return rc;
-                continue;
-            }
-        } else if (c == '[') {
-            if ((rc = push(sc, '[')))
-                return rc;
-            skip_ws(sc);
-            if (sc->i < sc->n && sc->s[sc->i] == ']') {
-                sc->i++;
-                sc->depth--;
-            } else {
-                continue;
-            }
-        } else if (c == '"') {
-            if ((rc = scan_string(sc)))
-                return rc;
-        } else if (c == '-' || (c >= '0' && c <= '9')) {
-            if ((rc = scan_number(sc)))
-                return rc;
-        } else if (c == 't' || c == 'f' || c == 'n') {
-            if ((rc = scan_literal(sc)))
-                return rc;
-        } else {
-            return syntax_error(sc, "looking for beginning of value");
-        }
-        // After a value: close containers, or find the next element.
-        for (;;) {
-            skip_ws(sc);
-            if (sc->depth == 0) {
-                if (sc->i < sc->n)
-                    return syntax_error(sc, "after top-level value");
-                return 0;
-            }
-            if (sc->i >= sc->n)
-                return syntax_error(sc, "");
-            c = sc->s[sc->i];
-            char top = sc->stack[sc->depth - 1];
-            if (top == '{') {
-                if (c == '}') {
-                    sc->i++;
-                    sc->depth--;
-                    continue;
-                }
-                if (c != ',')
-                    return syntax_error(sc, "after object key:value pair");
-                sc->i++;
-                if ((rc = scan_key(sc)))
-                    return rc;
-                break;
-            }
-            if (c == ']') {
+        char top = sc->stack[sc->depth - 1];
+        if (top == '{') {
+            if (c == '}') {
                 sc->i++;
                 sc->depth--;
                 continue;
             }
             if (c != ',')
-                return syntax_error(sc, "after array element");
+                return syntax_error(sc, "after object key:value pair");
             sc->i++;
-            break;
+            return scan_key(sc);
         }
+        if (c == ']') {
+            sc->i++;
+            sc->depth--;
+            continue;
+        }
+        if (c != ',')
+            return syntax_error(sc, "after array element");
+        sc->i++;
+        return 0;
+    }
+}
+
+static int scan(struct scanner *sc)
+{
+    int rc;
+    skip_ws(sc);
+    for (;;) {
+        bool opened, done = false;
+        if ((rc = scan_value(sc, &opened)))
+            return rc;
+        if (opened)
+            continue;
+        if ((rc = scan_after_value(sc, &done)) || done)
+            return rc;
     }
 }
 

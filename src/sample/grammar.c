@@ -125,9 +125,9 @@ int32_t gb_set(struct gbuilder *b, const uint64_t set[4])
     return b->n_sets++;
 }
 
-// Left recursion check: a rule that can reach itself at its left edge without consuming a
-// byte would make expansion loop forever.
-static int check_left_recursion(const struct gbuilder *b, struct err *e)
+// Which rules can match the empty string (1 = nullable), found by iterating
+// to a fixed point. Owned by the caller.
+static uint8_t *nullable_rules(const struct gbuilder *b)
 {
     int32_t n = b->n_rules;
     uint8_t *nullable = xcalloc((size_t)n, 1);
@@ -153,61 +153,90 @@ static int check_left_recursion(const struct gbuilder *b, struct err *e)
             }
         }
     }
-    // Iterative DFS over left-edge references with colours 0 new, 1 on path, 2 done.
-    uint8_t *colour = xcalloc((size_t)n, 1);
-    int32_t *stack_rule = xmalloc((size_t)n * sizeof(int32_t));
-    int32_t *stack_i = xmalloc((size_t)n * sizeof(int32_t));
-    uint8_t *stack_blocked = xmalloc((size_t)n);
-    int rc = 0;
-    for (int32_t s = 0; s < n && rc == 0; s++) {
-        if (colour[s])
+    return nullable;
+}
+
+// The search state: a stack of rules being walked, each with the index of
+// its next element and whether a consuming element already came before it
+// in the current alternative; colours are 0 new, 1 on path, 2 done.
+struct lr_search {
+    const struct gbuilder *b;
+    const uint8_t *nullable;
+    uint8_t *colour;
+    int32_t *stack_rule, *stack_i;
+    uint8_t *stack_blocked;
+};
+
+// Iterative DFS from rule s over left-edge references: reaching a rule that
+// is on the path is left recursion.
+static int lr_search_from(struct lr_search *ls, int32_t s, struct err *e)
+{
+    int32_t sp = 0;
+    ls->stack_rule[0] = s;
+    ls->stack_i[0] = 0;
+    ls->stack_blocked[0] = 0;
+    ls->colour[s] = 1;
+    while (sp >= 0) {
+        const struct grule *ru = &ls->b->rules[ls->stack_rule[sp]];
+        int32_t i = ls->stack_i[sp];
+        if (i >= ru->n) {
+            ls->colour[ls->stack_rule[sp]] = 2;
+            sp--;
             continue;
-        int32_t sp = 0;
-        stack_rule[0] = s;
-        stack_i[0] = 0;
-        stack_blocked[0] = 0;
-        colour[s] = 1;
-        while (sp >= 0 && rc == 0) {
-            const struct grule *ru = &b->rules[stack_rule[sp]];
-            int32_t i = stack_i[sp];
-            if (i >= ru->n) {
-                colour[stack_rule[sp]] = 2;
-                sp--;
-                continue;
-            }
-            stack_i[sp]++;
-            int32_t el = ru->alts[i];
-            if (GEL_KIND(el) == GEL_ALT) {
-                stack_blocked[sp] = 0;
-                continue;
-            }
-            if (stack_blocked[sp])
-                continue;
-            if (GEL_KIND(el) == GEL_CHAR) {
-                stack_blocked[sp] = 1;
-                continue;
-            }
-            int32_t t = GEL_ARG(el);
-            if (!nullable[t])
-                stack_blocked[sp] = 1;
-            if (colour[t] == 1) {
-                rc = err_set(e, ERR_INVALID,
-                             "grammar is left-recursive (a rule refers to itself without "
-                             "consuming input)");
-            } else if (colour[t] == 0) {
-                colour[t] = 1;
-                sp++;
-                stack_rule[sp] = t;
-                stack_i[sp] = 0;
-                stack_blocked[sp] = 0;
-            }
+        }
+        ls->stack_i[sp]++;
+        int32_t el = ru->alts[i];
+        if (GEL_KIND(el) == GEL_ALT) {
+            ls->stack_blocked[sp] = 0;
+            continue;
+        }
+        if (ls->stack_blocked[sp])
+            continue;
+        if (GEL_KIND(el) == GEL_CHAR) {
+            ls->stack_blocked[sp] = 1;
+            continue;
+        }
+        int32_t t = GEL_ARG(el);
+        if (!ls->nullable[t])
+            ls->stack_blocked[sp] = 1;
+        if (ls->colour[t] == 1)
+            return err_set(e, ERR_INVALID,
+                           "grammar is left-recursive (a rule refers to itself without "
+                           "consuming input)");
+        if (ls->colour[t] == 0) {
+            ls->colour[t] = 1;
+            sp++;
+            ls->stack_rule[sp] = t;
+            ls->stack_i[sp] = 0;
+            ls->stack_blocked[sp] = 0;
         }
     }
+    return 0;
+}
+
+// Left recursion check: a rule that can reach itself at its left edge without consuming a
+// byte would make expansion loop forever.
+static int check_left_recursion(const struct gbuilder *b, struct err *e)
+{
+    int32_t n = b->n_rules;
+    uint8_t *nullable = nullable_rules(b);
+    struct lr_search ls = {
+        .b = b,
+        .nullable = nullable,
+        .colour = xcalloc((size_t)n, 1),
+        .stack_rule = xmalloc((size_t)n * sizeof(int32_t)),
+        .stack_i = xmalloc((size_t)n * sizeof(int32_t)),
+        .stack_blocked = xmalloc((size_t)n),
+    };
+    int rc = 0;
+    for (int32_t s = 0; s < n && rc == 0; s++)
+        if (!ls.colour[s])
+            rc = lr_search_from(&ls, s, e);
     free(nullable);
-    free(colour);
-    free(stack_rule);
-    free(stack_i);
-    free(stack_blocked);
+    free(ls.colour);
+    free(ls.stack_rule);
+    free(ls.stack_i);
+    free(ls.stack_blocked);
     return rc;
 }
 

@@ -950,77 +950,76 @@ static void seq_kv(struct conv *c, struct gseq *s, const char *name, int32_t val
     gseq_ref(s, value);
 }
 
-static int32_t conv_object(struct conv *c, const json_t *s)
-{
-    const json_t *props = json_object_get(s, "properties");
-    const json_t *req = json_object_get(s, "required");
-    const json_t *add = json_object_get(s, "additionalProperties");
-    if (props && !json_is_object(props))
-        return conv_fail(c, ERR_INVALID, "\"properties\" must be an object", NULL);
-    if (req && !json_is_array(req))
-        return conv_fail(c, ERR_INVALID, "\"required\" must be an array", NULL);
-    if (add && !json_is_boolean(add) && !json_is_object(add))
-        return conv_fail(c, ERR_INVALID, "\"additionalProperties\" must be a boolean or schema",
-                         NULL);
-    size_t n_req = req ? json_array_size(req) : 0;
-    if (!props && n_req == 0 && (!add || json_is_true(add)))
-        return get_object(c);
+// One property of an object schema, in the order the grammar writes them.
+struct obj_item {
+    const char *name;
+    const json_t *schema;  // NULL → any value
+    bool required;
+};
 
-    // the items in output order: required (schema order, then undeclared required names),
-    // then optional
+// The declared properties whose being required equals want_required, in
+// schema order, appended at items[n]; returns the new count.
+static size_t add_declared(const json_t *props, const json_t *req, size_t n_req, bool want_required,
+                           struct obj_item *items, size_t n)
+{
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)props, key, val)
+    {
+        bool is_req = false;
+        for (size_t i = 0; i < n_req; i++)
+            if (strcmp(json_string_value(json_array_get(req, i)), key) == 0)
+                is_req = true;
+        if (is_req == want_required)
+            items[n++] = (struct obj_item){key, val, is_req};
+    }
+    return n;
+}
+
+// The names listed in "required" but not declared, each once, appended at
+// items[n]; returns the new count.
+static size_t add_undeclared_required(const json_t *props, const json_t *req, size_t n_req,
+                                      struct obj_item *items, size_t n)
+{
+    for (size_t i = 0; i < n_req; i++) {
+        const char *name = json_string_value(json_array_get(req, i));
+        bool dup = false;
+        for (size_t j = 0; j < n; j++)
+            dup |= strcmp(items[j].name, name) == 0;
+        if (!dup && !(props && json_object_get(props, name)))
+            items[n++] = (struct obj_item){name, NULL, true};
+    }
+    return n;
+}
+
+// The items in output order: required (schema order, then undeclared
+// required names), then optional. NULL when "required" lists a non-string.
+static struct obj_item *object_items(struct conv *c, const json_t *props, const json_t *req,
+                                     size_t n_req, size_t *out_n)
+{
     size_t n_props = props ? json_object_size(props) : 0;
-    struct item {
-        const char *name;
-        const json_t *schema;  // NULL → any value
-        bool required;
-    } *items = xcalloc(n_props + n_req + 1, sizeof(*items));
-    size_t n = 0;
+    struct obj_item *items = xcalloc(n_props + n_req + 1, sizeof(*items));
     for (size_t i = 0; i < n_req; i++)
         if (!json_is_string(json_array_get(req, i))) {
             free(items);
-            return conv_fail(c, ERR_INVALID, "\"required\" must list strings", NULL);
+            conv_fail(c, ERR_INVALID, "\"required\" must list strings", NULL);
+            return NULL;
         }
-    const char *key;
-    const json_t *val;
-    for (int pass = 0; pass < 2; pass++) {
-        if (!props)
-            break;
-        json_object_foreach((json_t *)props, key, val)
-        {
-            bool is_req = false;
-            for (size_t i = 0; i < n_req; i++)
-                if (strcmp(json_string_value(json_array_get(req, i)), key) == 0)
-                    is_req = true;
-            if (is_req == (pass == 0))
-                items[n++] = (struct item){key, val, is_req};
-        }
-        if (pass == 0) {
-            for (size_t i = 0; i < n_req; i++) {
-                const char *name = json_string_value(json_array_get(req, i));
-                bool dup = false;
-                for (size_t j = 0; j < n; j++)
-                    dup |= strcmp(items[j].name, name) == 0;
-                if (!dup && !(props && json_object_get(props, name)))
-                    items[n++] = (struct item){name, NULL, true};
-            }
-        }
-    }
-    if (!props)
-        for (size_t i = 0; i < n_req; i++) {
-            const char *name = json_string_value(json_array_get(req, i));
-            bool dup = false;
-            for (size_t j = 0; j < n; j++)
-                dup |= strcmp(items[j].name, name) == 0;
-            if (!dup)
-                items[n++] = (struct item){name, NULL, true};
-        }
+    size_t n = 0;
+    if (props)
+        n = add_declared(props, req, n_req, true, items, n);
+    n = add_undeclared_required(props, req, n_req, items, n);
+    if (props)
+        n = add_declared(props, req, n_req, false, items, n);
+    *out_n = n;
+    return items;
+}
 
-    // rules F_i (nothing written yet) and T_i (something written: a comma comes first)
-    int32_t *f = xmalloc((n + 1) * sizeof(int32_t)), *t = xmalloc((n + 1) * sizeof(int32_t));
-    for (size_t i = 0; i <= n; i++) {
-        f[i] = gb_rule(&c->b);
-        t[i] = gb_rule(&c->b);
-    }
+// Each property i gets alternatives in F_i (nothing written yet) and T_i
+// (something written: a comma comes first); an optional one may be skipped.
+static void object_item_rules(struct conv *c, const struct obj_item *items, size_t n,
+                              const int32_t *f, const int32_t *t)
+{
     struct gseq q = {0};
     for (size_t i = 0; i < n && c->rc == 0; i++) {
         int32_t v = items[i].schema ? conv_schema(c, items[i].schema) : get_value(c);
@@ -1043,8 +1042,15 @@ static int32_t conv_object(struct conv *c, const json_t *s)
             gb_alt(&c->b, t[i], &q);
         }
     }
-    // the tail: additional properties (any number) or nothing
-    struct gseq empty = {0};
+    gseq_free(&q);
+}
+
+// The tail F_n / T_n: additional properties (any number), when allowed, or
+// nothing.
+static void object_tail_rules(struct conv *c, const json_t *add, const json_t *props, int32_t fn,
+                              int32_t tn)
+{
+    struct gseq q = {0}, empty = {0};
     if (add && (json_is_true(add) || json_is_object(add)) && c->rc == 0) {
         int32_t v = json_is_object(add) ? conv_schema(c, add) : get_value(c);
         int32_t k = other_key_rule(c, props);
@@ -1059,13 +1065,43 @@ static int32_t conv_object(struct conv *c, const json_t *s)
             seq_byte(c, &q, ':');
             gseq_ref(&q, get_space(c));
             gseq_ref(&q, v);
-            gseq_ref(&q, t[n]);
-            gb_alt(&c->b, started ? t[n] : f[n], &q);
+            gseq_ref(&q, tn);
+            gb_alt(&c->b, started ? tn : fn, &q);
         }
     }
-    gb_alt(&c->b, f[n], &empty);
-    gb_alt(&c->b, t[n], &empty);
-    gseq_reset(&q);
+    gb_alt(&c->b, fn, &empty);
+    gb_alt(&c->b, tn, &empty);
+    gseq_free(&q);
+}
+
+static int32_t conv_object(struct conv *c, const json_t *s)
+{
+    const json_t *props = json_object_get(s, "properties");
+    const json_t *req = json_object_get(s, "required");
+    const json_t *add = json_object_get(s, "additionalProperties");
+    if (props && !json_is_object(props))
+        return conv_fail(c, ERR_INVALID, "\"properties\" must be an object", NULL);
+    if (req && !json_is_array(req))
+        return conv_fail(c, ERR_INVALID, "\"required\" must be an array", NULL);
+    if (add && !json_is_boolean(add) && !json_is_object(add))
+        return conv_fail(c, ERR_INVALID, "\"additionalProperties\" must be a boolean or schema",
+                         NULL);
+    size_t n_req = req ? json_array_size(req) : 0;
+    if (!props && n_req == 0 && (!add || json_is_true(add)))
+        return get_object(c);
+
+    size_t n;
+    struct obj_item *items = object_items(c, props, req, n_req, &n);
+    if (!items)
+        return 0;  // the error is in c->rc
+    int32_t *f = xmalloc((n + 1) * sizeof(int32_t)), *t = xmalloc((n + 1) * sizeof(int32_t));
+    for (size_t i = 0; i <= n; i++) {
+        f[i] = gb_rule(&c->b);
+        t[i] = gb_rule(&c->b);
+    }
+    object_item_rules(c, items, n, f, t);
+    object_tail_rules(c, add, props, f[n], t[n]);
+    struct gseq q = {0};
     seq_byte(c, &q, '{');
     gseq_ref(&q, get_space(c));
     gseq_ref(&q, f[0]);
@@ -1380,6 +1416,78 @@ static int32_t conv_typed(struct conv *c, const json_t *s, const char *type)
     return conv_fail(c, ERR_INVALID, "unknown type:", type);
 }
 
+// Fails on a keyword we cannot express; otherwise returns how many of the
+// schema's keywords constrain the value (-1 after a failure).
+static int count_constraints(struct conv *c, const json_t *s)
+{
+    const char *key;
+    const json_t *val;
+    int n_constraints = 0;
+    json_object_foreach((json_t *)s, key, val)
+    {
+        for (size_t i = 0; i < sizeof(reject_words) / sizeof(reject_words[0]); i++)
+            if (strcmp(key, reject_words[i]) == 0) {
+                conv_fail(c, ERR_UNSUPPORTED, "unsupported keyword:", key);
+                return -1;
+            }
+        n_constraints += is_constraint_word(key);
+    }
+    return n_constraints;
+}
+
+// $ref, or anyOf/oneOf: any one of the listed schemas.
+static int32_t conv_ref_or_any(struct conv *c, const json_t *ref, const json_t *any)
+{
+    if (ref) {
+        if (!json_is_string(ref))
+            return conv_fail(c, ERR_INVALID, "$ref must be a string", NULL);
+        return conv_ref(c, json_string_value(ref));
+    }
+    if (!json_is_array(any) || json_array_size(any) == 0)
+        return conv_fail(c, ERR_INVALID, "anyOf/oneOf must be a non-empty array", NULL);
+    size_t n = json_array_size(any);
+    int32_t *rules = xmalloc(n * sizeof(int32_t));
+    for (size_t i = 0; i < n; i++)
+        rules[i] = conv_schema(c, json_array_get(any, i));
+    int32_t r = alt_rule(c, rules, n);
+    free(rules);
+    return r;
+}
+
+// "type": [...]: a value of any of the listed types.
+static int32_t conv_type_list(struct conv *c, const json_t *s, const json_t *type)
+{
+    size_t n = json_array_size(type);
+    if (n == 0)
+        return conv_fail(c, ERR_INVALID, "empty type list", NULL);
+    int32_t *rules = xmalloc(n * sizeof(int32_t));
+    for (size_t i = 0; i < n; i++) {
+        const json_t *t = json_array_get(type, i);
+        rules[i] = json_is_string(t) ? conv_typed(c, s, json_string_value(t))
+                                     : conv_fail(c, ERR_INVALID, "type must be a string", NULL);
+    }
+    int32_t r = alt_rule(c, rules, n);
+    free(rules);
+    return r;
+}
+
+// No "type": the type the other keywords imply, or any value.
+static int32_t conv_implied_type(struct conv *c, const json_t *s)
+{
+    if (json_object_get(s, "properties") || json_object_get(s, "additionalProperties") ||
+        json_object_get(s, "required"))
+        return conv_object(c, s);
+    if (json_object_get(s, "items") || json_object_get(s, "minItems") ||
+        json_object_get(s, "maxItems") || json_object_get(s, "prefixItems"))
+        return conv_array(c, s);
+    if (json_object_get(s, "minLength") || json_object_get(s, "maxLength") ||
+        json_object_get(s, "pattern"))
+        return conv_string(c, s);
+    if (has_bounds(s))
+        return conv_fail(c, ERR_UNSUPPORTED, "minimum/maximum need \"type\": \"integer\"", NULL);
+    return get_value(c);
+}
+
 static int32_t conv_schema_inner(struct conv *c, const json_t *s)
 {
     if (json_is_true(s))
@@ -1388,16 +1496,9 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
         return conv_fail(c, ERR_INVALID, "the schema `false` accepts nothing", NULL);
     if (!json_is_object(s))
         return conv_fail(c, ERR_INVALID, "a schema must be an object", NULL);
-    const char *key;
-    const json_t *val;
-    int n_constraints = 0;
-    json_object_foreach((json_t *)s, key, val)
-    {
-        for (size_t i = 0; i < sizeof(reject_words) / sizeof(reject_words[0]); i++)
-            if (strcmp(key, reject_words[i]) == 0)
-                return conv_fail(c, ERR_UNSUPPORTED, "unsupported keyword:", key);
-        n_constraints += is_constraint_word(key);
-    }
+    int n_constraints = count_constraints(c, s);
+    if (n_constraints < 0)
+        return 0;  // the error is in c->rc
     const json_t *all = json_object_get(s, "allOf");
     if (all) {  // one part (as pydantic writes a described $ref) is that part
         if (!json_is_array(all) || json_array_size(all) != 1 || n_constraints > 1)
@@ -1414,20 +1515,7 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
             return conv_fail(c, ERR_UNSUPPORTED,
                              "$ref/anyOf/oneOf combined with other keywords is not supported",
                              NULL);
-        if (ref) {
-            if (!json_is_string(ref))
-                return conv_fail(c, ERR_INVALID, "$ref must be a string", NULL);
-            return conv_ref(c, json_string_value(ref));
-        }
-        if (!json_is_array(any) || json_array_size(any) == 0)
-            return conv_fail(c, ERR_INVALID, "anyOf/oneOf must be a non-empty array", NULL);
-        size_t n = json_array_size(any);
-        int32_t *rules = xmalloc(n * sizeof(int32_t));
-        for (size_t i = 0; i < n; i++)
-            rules[i] = conv_schema(c, json_array_get(any, i));
-        int32_t r = alt_rule(c, rules, n);
-        free(rules);
-        return r;
+        return conv_ref_or_any(c, ref, any);
     }
     const json_t *cst = json_object_get(s, "const");
     if (cst)
@@ -1441,34 +1529,11 @@ static int32_t conv_schema_inner(struct conv *c, const json_t *s)
     const json_t *type = json_object_get(s, "type");
     if (json_is_string(type))
         return conv_typed(c, s, json_string_value(type));
-    if (json_is_array(type)) {
-        size_t n = json_array_size(type);
-        if (n == 0)
-            return conv_fail(c, ERR_INVALID, "empty type list", NULL);
-        int32_t *rules = xmalloc(n * sizeof(int32_t));
-        for (size_t i = 0; i < n; i++) {
-            const json_t *t = json_array_get(type, i);
-            rules[i] = json_is_string(t) ? conv_typed(c, s, json_string_value(t))
-                                         : conv_fail(c, ERR_INVALID, "type must be a string", NULL);
-        }
-        int32_t r = alt_rule(c, rules, n);
-        free(rules);
-        return r;
-    }
+    if (json_is_array(type))
+        return conv_type_list(c, s, type);
     if (type)
         return conv_fail(c, ERR_INVALID, "type must be a string or an array", NULL);
-    if (json_object_get(s, "properties") || json_object_get(s, "additionalProperties") ||
-        json_object_get(s, "required"))
-        return conv_object(c, s);
-    if (json_object_get(s, "items") || json_object_get(s, "minItems") ||
-        json_object_get(s, "maxItems") || json_object_get(s, "prefixItems"))
-        return conv_array(c, s);
-    if (json_object_get(s, "minLength") || json_object_get(s, "maxLength") ||
-        json_object_get(s, "pattern"))
-        return conv_string(c, s);
-    if (has_bounds(s))
-        return conv_fail(c, ERR_UNSUPPORTED, "minimum/maximum need \"type\": \"integer\"", NULL);
-    return get_value(c);
+    return conv_implied_type(c, s);
 }
 
 static int32_t conv_schema(struct conv *c, const json_t *s)

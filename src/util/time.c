@@ -67,6 +67,100 @@ static int parse_seconds(const char *s, int64_t *out_ns, struct err *e)
     return 0;
 }
 
+// The largest magnitude a duration may have; only a negative one (INT64_MIN)
+// reaches it.
+#define DURATION_MAX (UINT64_C(1) << 63)
+
+static int duration_range_error(struct err *e, const char *orig)
+{
+    return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range", orig);
+}
+
+// The integer digits at *s into *v; all of them are consumed. Returns false
+// when the value passes 2^63.
+static bool scan_int_part(const char **s, uint64_t *v, bool *pre)
+{
+    bool overflow = false;
+    while (isdigit((unsigned char)**s)) {
+        *pre = true;
+        unsigned d = (unsigned)(**s - '0');
+        if (*v > DURATION_MAX / 10 || *v * 10 + d > DURATION_MAX)
+            overflow = true;
+        else
+            *v = *v * 10 + d;
+        (*s)++;
+    }
+    return !overflow;
+}
+
+// The digits after a '.' at *s into *f, with *scale = 10^(digits kept):
+// digits past what a uint64 holds are ignored, as Go does.
+static void scan_fraction(const char **s, uint64_t *f, double *scale, bool *post)
+{
+    if (**s != '.')
+        return;
+    (*s)++;
+    bool fover = false;
+    while (isdigit((unsigned char)**s)) {
+        *post = true;
+        uint64_t y = *f * 10 + (uint64_t)(**s - '0');
+        if (fover || *f > (uint64_t)INT64_MAX / 10 || y > DURATION_MAX) {
+            fover = true;
+        } else {
+            *f = y;
+            *scale *= 10;
+        }
+        (*s)++;
+    }
+}
+
+// Nanoseconds per unit for a unit name of ulen bytes, or 0 for none.
+static uint64_t duration_unit_ns(const char *u, size_t ulen)
+{
+    for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
+        if (strlen(duration_units[i].name) == ulen && memcmp(duration_units[i].name, u, ulen) == 0)
+            return duration_units[i].ns;
+    return 0;
+}
+
+// One number and its unit ("1.5h") at *sp, added to *total; orig is the
+// whole string, for messages.
+static int parse_component(const char **sp, const char *orig, uint64_t *total, struct err *e)
+{
+    const char *s = *sp;
+    uint64_t v = 0, f = 0;
+    double scale = 1;
+    bool pre = false, post = false;
+    if (!scan_int_part(&s, &v, &pre))
+        return duration_range_error(e, orig);
+    scan_fraction(&s, &f, &scale, &post);
+    if (!pre && !post)
+        return err_set(e, ERR_INVALID, "time: invalid duration \"%s\"", orig);
+    const char *u = s;
+    while (*s && *s != '.' && !isdigit((unsigned char)*s))
+        s++;
+    size_t ulen = (size_t)(s - u);
+    if (ulen == 0)
+        return err_set(e, ERR_INVALID, "time: missing unit in duration \"%s\"", orig);
+    uint64_t unit = duration_unit_ns(u, ulen);
+    if (!unit)
+        return err_set(e, ERR_INVALID, "time: unknown unit \"%.*s\" in duration \"%s\"", (int)ulen,
+                       u, orig);
+    if (v > DURATION_MAX / unit)
+        return duration_range_error(e, orig);
+    v *= unit;
+    if (f > 0) {
+        v += (uint64_t)((double)f * ((double)unit / scale));
+        if (v > DURATION_MAX)
+            return duration_range_error(e, orig);
+    }
+    *total += v;
+    if (*total > DURATION_MAX)
+        return duration_range_error(e, orig);
+    *sp = s;
+    return 0;
+}
+
 int duration_parse(const char *s, int64_t *out_ns, struct err *e)
 {
     if (!s)
@@ -89,76 +183,16 @@ int duration_parse(const char *s, int64_t *out_ns, struct err *e)
 
     uint64_t total = 0;
     while (*s) {
-        // Integer part.
-        uint64_t v = 0;
-        bool pre = false, post = false, overflow = false;
-        while (isdigit((unsigned char)*s)) {
-            pre = true;
-            unsigned d = (unsigned)(*s - '0');
-            if (v > (UINT64_C(1) << 63) / 10 || v * 10 + d > (UINT64_C(1) << 63))
-                overflow = true;
-            else
-                v = v * 10 + d;
-            s++;
-        }
-        if (overflow)
-            return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range", orig);
-        // Fraction: digits past what a uint64 holds are ignored, as Go does.
-        uint64_t f = 0;
-        double scale = 1;
-        if (*s == '.') {
-            s++;
-            bool fover = false;
-            while (isdigit((unsigned char)*s)) {
-                post = true;
-                uint64_t y = f * 10 + (uint64_t)(*s - '0');
-                if (fover || f > (uint64_t)INT64_MAX / 10 || y > (UINT64_C(1) << 63)) {
-                    fover = true;
-                } else {
-                    f = y;
-                    scale *= 10;
-                }
-                s++;
-            }
-        }
-        if (!pre && !post)
-            return err_set(e, ERR_INVALID, "time: invalid duration \"%s\"", orig);
-        // Unit.
-        const char *u = s;
-        while (*s && *s != '.' && !isdigit((unsigned char)*s))
-            s++;
-        size_t ulen = (size_t)(s - u);
-        if (ulen == 0)
-            return err_set(e, ERR_INVALID, "time: missing unit in duration \"%s\"", orig);
-        uint64_t unit = 0;
-        for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-            if (strlen(duration_units[i].name) == ulen &&
-                memcmp(duration_units[i].name, u, ulen) == 0) {
-                unit = duration_units[i].ns;
-                break;
-            }
-        }
-        if (!unit)
-            return err_set(e, ERR_INVALID, "time: unknown unit \"%.*s\" in duration \"%s\"",
-                           (int)ulen, u, orig);
-        if (v > (UINT64_C(1) << 63) / unit)
-            return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range", orig);
-        v *= unit;
-        if (f > 0) {
-            v += (uint64_t)((double)f * ((double)unit / scale));
-            if (v > (UINT64_C(1) << 63))
-                return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range", orig);
-        }
-        total += v;
-        if (total > (UINT64_C(1) << 63))
-            return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range", orig);
+        int rc = parse_component(&s, orig, &total, e);
+        if (rc)
+            return rc;
     }
     if (neg) {
-        *out_ns = total == (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)total;
+        *out_ns = total == DURATION_MAX ? INT64_MIN : -(int64_t)total;
         return 0;
     }
     if (total > (uint64_t)INT64_MAX)
-        return err_set(e, ERR_RANGE, "time: invalid duration \"%s\": out of range", orig);
+        return duration_range_error(e, orig);
     *out_ns = (int64_t)total;
     return 0;
 }
