@@ -117,7 +117,6 @@ int cli_media_extract(const char *text, bool images, bool audio, char **out_text
                       FILE *log);
 // The content type sniffed from a file's first bytes.
 const char *cli_media_type(const unsigned char *p, size_t n);
-void cli_base64(const unsigned char *p, size_t n, struct buf *out);
 
 // ---------------------------------------------------------------------------
 // Progress display (progress.c, cli.md §4): spinners and bars on stderr,

@@ -14,23 +14,6 @@
 
 static const char *const image_exts[] = {".jpg", ".jpeg", ".png", ".webp"};
 
-void cli_base64(const unsigned char *p, size_t n, struct buf *out)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    buf_reserve(out, (n + 2) / 3 * 4 + 1);
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        buf_append_char(out, tbl[(v >> 18) & 63]);
-        buf_append_char(out, tbl[(v >> 12) & 63]);
-        buf_append_char(out, i + 1 < n ? tbl[(v >> 6) & 63] : '=');
-        buf_append_char(out, i + 2 < n ? tbl[v & 63] : '=');
-    }
-}
-
 const char *cli_media_type(const unsigned char *p, size_t n)
 {
     if (n >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff)
@@ -118,7 +101,7 @@ static bool take_file(const char *path, bool images, bool audio, json_t *media, 
         if ((is_image && images) || (is_audio && audio)) {
             struct buf b64;
             buf_init(&b64, 0);
-            cli_base64((const unsigned char *)data.data, data.len, &b64);
+            base64_encode((const unsigned char *)data.data, data.len, &b64);
             json_array_append_new(media, json_stringn(b64.data ? b64.data : "", b64.len));
             buf_deinit(&b64);
             fprintf(log, "Added %s '%s'\n", is_image ? "image" : "audio", path);

@@ -162,7 +162,7 @@ static const char *image_data(const json_t *source, struct err *e)
         return NULL;
     }
     const char *data = json_string_value(json_object_get(source, "data"));
-    if (!data || !srv_base64_valid(data)) {
+    if (!data || !base64_valid(data)) {
         err_set(e, ERR_INVALID, "invalid base64 image data");
         return NULL;
     }

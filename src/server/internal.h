@@ -146,9 +146,6 @@ int srv_openai_effort(const json_t *body, json_t **think, struct err *e);
 // format was recognised.
 json_t *srv_forced_call_schema(const json_t *native_tools, const char *only);
 void srv_forced_call_from_content(json_t *native, const char *id_prefix);
-// Standard base64 with padding; valid = what Go's StdEncoding decodes.
-void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out);
-bool srv_base64_valid(const char *s);
 
 // Prompt sources (prompt_source.c), chosen by store_prompt_choose. A chat on
 // the GGUF Jinja chat template is rendered with the context Ollama 0.33 hands

@@ -254,77 +254,6 @@ static void set_real(json_t *o, const char *key, const json_t *v)
 }
 
 // ---------------------------------------------------------------------------
-// Standard base64 (RFC 4648, padded): embeddings out, images checked on the way in.
-
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void srv_base64_encode(const unsigned char *p, size_t n, struct buf *out)
-{
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        char q[4] = {b64_alphabet[(v >> 18) & 63], b64_alphabet[(v >> 12) & 63],
-                     i + 1 < n ? b64_alphabet[(v >> 6) & 63] : '=',
-                     i + 2 < n ? b64_alphabet[v & 63] : '='};
-        buf_append(out, q, 4);
-    }
-}
-
-static int b64_value(char c)
-{
-    const char *p = c ? strchr(b64_alphabet, c) : NULL;
-    return p ? (int)(p - b64_alphabet) : -1;
-}
-
-// Go's base64.StdEncoding.DecodeString acceptance: groups of 4, '=' only as
-// final padding, padding bits zero; CR/LF are skipped.
-bool srv_base64_valid(const char *s)
-{
-    int vals[4];
-    int n = 0, pad = 0;
-    for (; *s; s++) {
-        if (*s == '\r' || *s == '\n')
-            continue;
-        if (pad) {
-            if (*s != '=')
-                return false;
-            pad++;
-            n++;
-        } else if (*s == '=') {
-            if (n < 2)
-                return false;
-            pad = 1;
-            n++;
-        } else {
-            int v = b64_value(*s);
-            if (v < 0)
-                return false;
-            vals[n++] = v;
-        }
-        if (n == 4) {
-            if (pad == 2 && (vals[1] & 15))
-                return false;
-            if (pad == 1 && (vals[2] & 3))
-                return false;
-            if (pad && s[1] && !(s[1] == '\r' || s[1] == '\n'))
-                return false;
-            if (pad) {
-                for (const char *t = s + 1; *t; t++)
-                    if (*t != '\r' && *t != '\n')
-                        return false;
-                return true;
-            }
-            n = 0;
-        }
-    }
-    return n == 0;
-}
-
-// ---------------------------------------------------------------------------
 // Chat request (spec §2.1, §2.2)
 
 // function.arguments (a JSON string) → object. Returns NULL when invalid.
@@ -405,7 +334,7 @@ const char *srv_image_payload(const char *url, struct err *e)
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
         if (cstr_starts_with(url, prefixes[i])) {
             const char *p = url + strlen(prefixes[i]);
-            if (srv_base64_valid(p))
+            if (base64_valid(p))
                 return p;
             break;
         }
@@ -490,7 +419,7 @@ static int convert_part(const json_t *part, const char *role, json_t **node, str
                            json_is_object(ia) ? "invalid input_audio format: missing data"
                                               : "invalid input_audio format");
         }
-        if (!srv_base64_valid(data)) {
+        if (!base64_valid(data)) {
             json_decref(n);
             return err_set(e, ERR_INVALID, "invalid input_audio base64 data");
         }
@@ -1182,7 +1111,7 @@ static void set_embedding_base64(json_t *item, const json_t *vec)
     }
     struct buf enc;
     buf_init(&enc, 0);
-    srv_base64_encode(bytes, n * 4, &enc);
+    base64_encode(bytes, n * 4, &enc);
     jsonx_set_strn(item, "embedding", enc.data ? enc.data : "", enc.len);
     buf_deinit(&enc);
     free(bytes);

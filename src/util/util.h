@@ -159,6 +159,12 @@ uint32_t utf8_decode(const unsigned char *s, size_t n, size_t *w);
 // Length in bytes of the longest prefix of s[0..n) that ends on a character
 // boundary (an incomplete trailing sequence is excluded).
 size_t utf8_complete_prefix(const char *s, size_t n);
+// Standard base64 with padding: appends the encoding of n bytes to out;
+// base64_valid says whether s is what Go's StdEncoding decodes (groups of
+// 4, '=' only as final padding with zero padding bits, CR/LF skipped).
+void base64_encode(const void *data, size_t n, struct buf *out);
+bool base64_valid(const char *s);
+
 // Encodes code point c (at most 0x10FFFF; surrogates are encoded as given,
 // callers that must not emit them replace them first) into out: 1 to 4 bytes.
 size_t utf8_encode(uint32_t c, char out[4]);

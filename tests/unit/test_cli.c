@@ -659,11 +659,11 @@ static void test_media(void **state)
     (void)state;
     struct buf b;
     buf_init(&b, 0);
-    cli_base64((const unsigned char *)"Man", 3, &b);
+    base64_encode((const unsigned char *)"Man", 3, &b);
     assert_buf(&b, "TWFu");
-    cli_base64((const unsigned char *)"Ma", 2, &b);
+    base64_encode((const unsigned char *)"Ma", 2, &b);
     assert_buf(&b, "TWE=");
-    cli_base64((const unsigned char *)"M", 1, &b);
+    base64_encode((const unsigned char *)"M", 1, &b);
     assert_buf(&b, "TQ==");
     buf_deinit(&b);
 

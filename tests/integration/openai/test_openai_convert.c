@@ -478,17 +478,17 @@ static void test_base64(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct buf b;
         buf_init(&b, 0);
-        srv_base64_encode((const unsigned char *)cases[i].in, strlen(cases[i].in), &b);
+        base64_encode((const unsigned char *)cases[i].in, strlen(cases[i].in), &b);
         assert_string_equal(buf_cstr(&b), cases[i].out);
-        assert_true(srv_base64_valid(buf_cstr(&b)));
+        assert_true(base64_valid(buf_cstr(&b)));
         buf_deinit(&b);
     }
-    assert_false(srv_base64_valid("Zg="));
-    assert_false(srv_base64_valid("Zh=="));  // non-zero padding bits
-    assert_false(srv_base64_valid("Zg==Zg=="));
-    assert_false(srv_base64_valid("Z!=="));
-    assert_false(srv_base64_valid("Zm9"));
-    assert_true(srv_base64_valid("Zm9v\nYg=="));
+    assert_false(base64_valid("Zg="));
+    assert_false(base64_valid("Zh=="));  // non-zero padding bits
+    assert_false(base64_valid("Zg==Zg=="));
+    assert_false(base64_valid("Z!=="));
+    assert_false(base64_valid("Zm9"));
+    assert_true(base64_valid("Zm9v\nYg=="));
 }
 
 int main(void)
