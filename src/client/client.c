@@ -1,7 +1,8 @@
-// libcurl-based implementation of the API client.
+// The API client, over the httpc wrapper.
 #include "client/client.h"
 
-#include <curl/curl.h>
+#include "httpc/httpc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -18,13 +19,12 @@ struct client {
     const volatile sig_atomic_t *cancel;
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static char user_agent[128];  // written once under curl_once
+static pthread_once_t agent_once = PTHREAD_ONCE_INIT;
+static char user_agent[128];  // written once under agent_once
 
 // "ollama/<version> (<arch> <os>) ..." with Go's names for the platform.
-static void curl_init_once(void)
+static void user_agent_init(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     struct utsname u;
     const char *arch = "amd64";
     if (uname(&u) == 0) {
@@ -51,7 +51,8 @@ int client_url_from_host(const char *ollama_host, char *out, size_t n, struct er
 
 int client_new(struct client **out, const char *base_url, struct err *e)
 {
-    pthread_once(&curl_once, curl_init_once);
+    pthread_once(&agent_once, user_agent_init);
+    httpc_init();
     char url[600];
     if (!base_url) {
         int rc = client_url_from_host(getenv("OLLAMA_HOST"), url, sizeof(url), e);
@@ -86,85 +87,77 @@ void client_set_cancel(struct client *c, const volatile sig_atomic_t *flag)
     c->cancel = flag;
 }
 
-static int xfer_cancel(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-                       curl_off_t ulnow)
+static bool cancelled(const struct client *c)
 {
-    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-    const struct client *c = ctx;
-    return c->cancel && *c->cancel ? 1 : 0;
+    return c->cancel && *c->cancel;
 }
 
-static size_t write_buf(char *p, size_t size, size_t n, void *ctx)
+static bool xfer_continue(void *ctx, uint64_t down, uint64_t up)
 {
-    struct buf *b = ctx;
-    return buf_append(b, p, size * n) == 0 ? size * n : 0;
+    (void)down, (void)up;
+    return !cancelled(ctx);
 }
 
-static CURL *easy_new(struct client *c, const char *method, const char *path, const char *body,
-                      size_t body_len, struct curl_slist **headers, bool stream)
+static const char *const json_headers[] = {"Content-Type: application/json",
+                                           "Accept: application/json", "Expect:", NULL};
+static const char *const ndjson_headers[] = {"Content-Type: application/json",
+                                             "Accept: application/x-ndjson", "Expect:", NULL};
+
+// A request to the server: path under the base URL (*url, freed by the caller).
+static struct httpc_request request_for(struct client *c, const char *method, const char *path,
+                                        const char *body, size_t body_len, bool stream, char **url)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return NULL;
-    char *url = xasprintf("%s%s", c->base_url, path);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    free(url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent);
-    if (strcmp(method, "HEAD") == 0)
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    else if (strcmp(method, "GET") != 0)
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-    }
-    *headers = curl_slist_append(NULL, "Content-Type: application/json");
-    *headers = curl_slist_append(*headers, stream ? "Accept: application/x-ndjson"
-                                                  : "Accept: application/json");
-    *headers = curl_slist_append(*headers, "Expect:");
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, *headers);
-    if (c->cancel) {
-        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xfer_cancel);
-        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    }
-    return h;
+    *url = xasprintf("%s%s", c->base_url, path);
+    return (struct httpc_request){
+        .method = method,
+        .url = *url,
+        .headers = stream ? ndjson_headers : json_headers,
+        .body = body,
+        .body_len = body_len,
+        .user_agent = user_agent,
+        .on_progress = c->cancel ? xfer_continue : NULL,
+        .progress_ctx = c,
+    };
 }
 
-static int curl_fail(CURLcode cc, struct err *e)
+// The error for a transfer that did not complete (too_large: our buffer's cap stopped it).
+static int transfer_fail(const struct httpc_result *res, bool too_large, struct err *e)
 {
-    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+    switch (res->fail) {
+    case HTTPC_CONNECT:
         return err_set(e, ERR_NETWORK,
                        "could not connect to ollama server, run 'ollama serve' to start it");
-    if (cc == CURLE_WRITE_ERROR)
-        return err_set(e, ERR_TOO_LARGE, "response too large");
-    if (cc == CURLE_ABORTED_BY_CALLBACK)
+    case HTTPC_STOPPED:
+        if (too_large)
+            return err_set(e, ERR_TOO_LARGE, "response too large");
         return err_set(e, ERR_CANCELLED, "cancelled");
-    return err_set(e, ERR_NETWORK, "%s", curl_easy_strerror(cc));
+    case HTTPC_ABORTED:
+        return err_set(e, ERR_CANCELLED, "cancelled");
+    case HTTPC_NOMEM:
+        return err_set(e, ERR_NOMEM, "%s", res->msg);
+    default:
+        return err_set(e, ERR_NETWORK, "%s", res->msg);
+    }
 }
 
 int client_request(struct client *c, const char *method, const char *path, const char *body,
                    size_t body_len, long *status, struct buf *resp, struct err *e)
 {
-    struct curl_slist *headers = NULL;
-    CURL *h = easy_new(c, method, path, body, body_len, &headers, false);
-    if (!h)
-        return err_set(e, ERR_NOMEM, "curl_easy_init failed");
+    char *url;
+    struct httpc_request rq = request_for(c, method, path, body, body_len, false, &url);
     struct buf local;
     buf_init(&local, CLIENT_MAX_BODY_BYTES);
-    struct buf *out = resp ? resp : &local;
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_buf);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    CURLcode cc = curl_easy_perform(h);
+    rq.on_data = httpc_collect;
+    rq.ctx = resp ? resp : &local;
+    struct httpc_result res;
     int rc = 0;
-    if (cc != CURLE_OK)
-        rc = curl_fail(cc, e);
+    if (httpc_perform(&rq, &res) < 0)
+        rc = transfer_fail(&res, res.fail == HTTPC_STOPPED, e);
     else if (status)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
+        *status = res.status;
+    httpc_result_deinit(&res);
     buf_deinit(&local);
+    free(url);
     return rc;
 }
 
@@ -180,77 +173,51 @@ int client_heartbeat(struct client *c, struct err *e)
 }
 
 struct line_reader {
-    struct buf line;
     client_line_fn fn;
     void *ctx;
-    CURL *h;
-    bool ok_status;  // decided on the first byte
-    bool checked;
-    struct buf *err_body;
-    bool stopped;
     const struct client *c;
+    bool stopped;  // fn or the cancel flag stopped the stream
 };
 
-static size_t write_lines(char *p, size_t size, size_t n, void *ctx)
+static bool reader_line(void *arg, const char *line, size_t n)
 {
-    struct line_reader *lr = ctx;
-    size_t total = size * n;
-    if (!lr->checked) {
-        long status = 0;
-        curl_easy_getinfo(lr->h, CURLINFO_RESPONSE_CODE, &status);
-        lr->ok_status = status >= 200 && status < 300;
-        lr->checked = true;
+    struct line_reader *lr = arg;
+    if (cancelled(lr->c) || lr->fn(lr->ctx, line, n) < 0) {
+        lr->stopped = true;
+        return false;
     }
-    if (!lr->ok_status) {
-        if (lr->err_body && buf_append(lr->err_body, p, total) < 0)
-            return 0;
-        return total;
-    }
-    for (size_t i = 0; i < total; i++) {
-        if (p[i] != '\n') {
-            if (buf_append_char(&lr->line, p[i]) < 0)
-                return 0;
-            continue;
-        }
-        if (lr->c->cancel && *lr->c->cancel) {
-            lr->stopped = true;
-            return 0;
-        }
-        if (lr->line.len && lr->fn(lr->ctx, lr->line.data, lr->line.len) < 0) {
-            lr->stopped = true;
-            return 0;
-        }
-        buf_reset(&lr->line);
-    }
-    return total;
+    return true;
 }
 
 int client_stream(struct client *c, const char *method, const char *path, const char *body,
                   size_t body_len, client_line_fn fn, void *ctx, long *status, struct buf *err_body,
                   struct err *e)
 {
-    struct curl_slist *headers = NULL;
-    CURL *h = easy_new(c, method, path, body, body_len, &headers, true);
-    if (!h)
-        return err_set(e, ERR_NOMEM, "curl_easy_init failed");
-    struct line_reader lr = {.fn = fn, .ctx = ctx, .h = h, .err_body = err_body, .c = c};
-    buf_init(&lr.line, CLIENT_MAX_LINE_BYTES);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_lines);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &lr);
-    CURLcode cc = curl_easy_perform(h);
+    char *url;
+    struct httpc_request rq = request_for(c, method, path, body, body_len, true, &url);
+    struct line_reader lr = {.fn = fn, .ctx = ctx, .c = c};
+    struct buf line;
+    buf_init(&line, CLIENT_MAX_LINE_BYTES);
+    struct httpc_lines lines = {.fn = reader_line, .ctx = &lr, .line = &line, .err_body = err_body};
+    rq.on_data = httpc_lines_feed;
+    rq.ctx = &lines;
+    struct httpc_result res;
     int rc = 0;
-    if ((cc == CURLE_WRITE_ERROR && lr.stopped) || cc == CURLE_ABORTED_BY_CALLBACK)
-        rc = err_set(e, ERR_CANCELLED, "cancelled");
-    else if (cc != CURLE_OK)
-        rc = curl_fail(cc, e);
-    if (rc == 0 && lr.line.len && lr.ok_status)  // a last line without newline
-        if (fn(ctx, lr.line.data, lr.line.len) < 0)
+    if (httpc_perform(&rq, &res) < 0) {
+        if ((res.fail == HTTPC_STOPPED && lr.stopped) || res.fail == HTTPC_ABORTED)
+            rc = err_set(e, ERR_CANCELLED, "cancelled");
+        else
+            rc = transfer_fail(&res, res.fail == HTTPC_STOPPED, e);
+    }
+    bool ok = lines.status >= 200 && lines.status < 300;
+    if (rc == 0 && line.len && ok)  // a last line without newline
+        if (fn(ctx, line.data, line.len) < 0)
             rc = ERR_CANCELLED;
     if (status)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    buf_deinit(&lr.line);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
+        *status = res.status;
+    httpc_result_deinit(&res);
+    buf_deinit(&line);
+    free(url);
     return rc;
 }
 
@@ -543,30 +510,30 @@ int client_blob_exists(struct client *c, const char *digest, bool *exists, struc
 
 struct upload {
     FILE *f;
+    uint64_t size;
     client_progress_fn fn;
     void *ctx;
     const struct client *c;
 };
 
-static size_t read_file(char *p, size_t size, size_t n, void *ctx)
+static size_t read_file(void *ctx, char *p, size_t n)
 {
     struct upload *u = ctx;
-    size_t got = fread(p, 1, size * n, u->f);
+    size_t got = fread(p, 1, n, u->f);
     if (got == 0 && ferror(u->f))
-        return CURL_READFUNC_ABORT;
+        return HTTPC_READ_ABORT;
     return got;
 }
 
-static int upload_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-                           curl_off_t ulnow)
+static bool upload_progress(void *ctx, uint64_t down, uint64_t up)
 {
-    (void)dltotal, (void)dlnow;
+    (void)down;
     struct upload *u = ctx;
-    if (u->c->cancel && *u->c->cancel)
-        return 1;
-    if (u->fn && ultotal > 0)
-        u->fn(u->ctx, (uint64_t)ulnow, (uint64_t)ultotal);
-    return 0;
+    if (cancelled(u->c))
+        return false;
+    if (u->fn && u->size > 0)
+        u->fn(u->ctx, up, u->size);
+    return true;
 }
 
 int client_blob_upload(struct client *c, const char *digest, const char *path,
@@ -580,44 +547,33 @@ int client_blob_upload(struct client *c, const char *digest, const char *path,
         fclose(f);
         return err_set(e, ERR_IO, "stat %s: %s", path, strerror(errno));
     }
-    char url_path[128];
+    char url_path[128], *url;
     snprintf(url_path, sizeof(url_path), "/api/blobs/%s", digest);
-    struct curl_slist *headers = NULL;
-    CURL *h = easy_new(c, "POST", url_path, NULL, 0, &headers, false);
-    if (!h) {
-        fclose(f);
-        return err_set(e, ERR_NOMEM, "curl_easy_init failed");
-    }
-    struct upload u = {.f = f, .fn = fn, .ctx = ctx, .c = c};
+    struct httpc_request rq = request_for(c, "POST", url_path, NULL, 0, false, &url);
+    struct upload u = {.f = f, .size = (uint64_t)st.st_size, .fn = fn, .ctx = ctx, .c = c};
     struct buf resp;
     buf_init(&resp, 1 << 20);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_READFUNCTION, read_file);
-    curl_easy_setopt(h, CURLOPT_READDATA, &u);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)st.st_size);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, upload_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &u);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_buf);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
-    CURLcode cc = curl_easy_perform(h);
+    rq.read = read_file;
+    rq.read_ctx = &u;
+    rq.read_size = st.st_size;
+    rq.on_progress = upload_progress;
+    rq.progress_ctx = &u;
+    rq.on_data = httpc_collect;
+    rq.ctx = &resp;
+    struct httpc_result res;
     int rc = 0;
-    long status = 0;
-    if (cc != CURLE_OK) {
-        rc = curl_fail(cc, e);
-    } else {
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        if (status >= 400) {
-            char msg[ERR_MSG_MAX];
-            error_message(&resp, status, msg, sizeof(msg));
-            rc = err_set(e, status_code(status), "%s", msg);
-        } else if (fn) {
-            fn(ctx, (uint64_t)st.st_size, (uint64_t)st.st_size);
-        }
+    if (httpc_perform(&rq, &res) < 0) {
+        rc = transfer_fail(&res, res.fail == HTTPC_STOPPED, e);
+    } else if (res.status >= 400) {
+        char msg[ERR_MSG_MAX];
+        error_message(&resp, res.status, msg, sizeof(msg));
+        rc = err_set(e, status_code(res.status), "%s", msg);
+    } else if (fn) {
+        fn(ctx, (uint64_t)st.st_size, (uint64_t)st.st_size);
     }
+    httpc_result_deinit(&res);
     buf_deinit(&resp);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
+    free(url);
     fclose(f);
     return rc;
 }

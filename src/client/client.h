@@ -1,4 +1,4 @@
-// client: the HTTP client of the Ollama API over libcurl, used by the CLI and
+// client: the HTTP client of the Ollama API over the httpc wrapper (libcurl), used by the CLI and
 // by tests. It resolves OLLAMA_HOST the way Ollama's client does (cli.md §1)
 // and surfaces the server's error messages (cli.md §1.3): a non-streaming
 // call that fails reports the server's `error` string; a streaming call

@@ -1,4 +1,4 @@
-// HTTP exchanges with a registry over libcurl: capped response bodies,
+// HTTP exchanges with a registry over the httpc wrapper: capped response bodies,
 // the headers the protocol needs, cancellation and stall detection, and the
 // "request with auth retry" of registry.md §1.1. Credentials are attached
 // only to requests whose host is the registry's own; curl's redirect
@@ -7,7 +7,8 @@
 // across hosts either.
 #include "registry/internal.h"
 
-#include <curl/curl.h>
+#include "httpc/httpc.h"
+
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,37 +84,33 @@ bool reg_url_host(const char *url, char *out, size_t n)
 struct xfer {
     const struct reg_rq *rq;
     struct reg_rsp *rsp;
-    CURL *h;
     const volatile int *cancel;
     int64_t last_move_ns;
-    curl_off_t last_dl, last_ul;
+    uint64_t last_dl, last_ul;
     bool too_large;
     bool stopped;  // body deliberately not read
     bool sink_failed;
 };
 
-static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+static bool on_body(void *ctx, long status, const char *p, size_t len)
 {
     struct xfer *x = ctx;
-    size_t len = size * n;
     if (x->rq->stop_body) {
         x->stopped = true;
-        return 0;
+        return false;
     }
     if (x->rq->sink) {
-        long status = 0;
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
         if (!x->rq->sink(x->rq->sink_ctx, status, p, len)) {
             x->sink_failed = true;
-            return 0;
+            return false;
         }
-        return len;
+        return true;
     }
     if (buf_append(&x->rsp->body, p, len) < 0) {
         x->too_large = true;
-        return 0;
+        return false;
     }
-    return len;
+    return true;
 }
 
 static char *header_value(const char *line, size_t len, const char *name)
@@ -138,14 +135,13 @@ static void set_header(char **slot, char *v)
     *slot = v;
 }
 
-static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+static bool on_header(void *ctx, const char *p, size_t len)
 {
     struct xfer *x = ctx;
-    size_t len = size * n;
     struct reg_rsp *r = x->rsp;
     if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
         rsp_clear_headers(r);  // a new response (after a redirect or 100)
-        return len;
+        return true;
     }
     set_header(&r->location, header_value(p, len, "Location"));
     set_header(&r->upload_location, header_value(p, len, "Docker-Upload-Location"));
@@ -159,28 +155,26 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
             r->content_length = v;
         free(cl);
     }
-    return len;
+    return true;
 }
 
-static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-                       curl_off_t ulnow)
+static bool on_progress(void *ctx, uint64_t dlnow, uint64_t ulnow)
 {
-    (void)dltotal, (void)ultotal;
     struct xfer *x = ctx;
     if (reg_cancelled(x->cancel))
-        return 1;
+        return false;
     int64_t now = time_monotonic_ns();
     if (x->rq->on_xfer && (dlnow != x->last_dl || ulnow != x->last_ul))
-        x->rq->on_xfer(x->rq->xfer_ctx, (uint64_t)dlnow, (uint64_t)ulnow);
+        x->rq->on_xfer(x->rq->xfer_ctx, dlnow, ulnow);
     if (dlnow != x->last_dl || ulnow != x->last_ul) {
         x->last_dl = dlnow;
         x->last_ul = ulnow;
         x->last_move_ns = now;
     } else if (x->rq->stall_ms > 0 && now - x->last_move_ns > (int64_t)x->rq->stall_ms * 1000000) {
         x->rsp->stalled = true;
-        return 1;
+        return false;
     }
-    return 0;
+    return true;
 }
 
 struct file_src {
@@ -189,17 +183,16 @@ struct file_src {
     EVP_MD_CTX *md5;
 };
 
-static size_t on_read(char *out, size_t size, size_t n, void *ctx)
+static size_t on_read(void *ctx, char *out, size_t want)
 {
     struct file_src *s = ctx;
-    size_t want = size * n;
     if (want > s->left)
         want = (size_t)s->left;
     if (want == 0)
         return 0;
     ssize_t got = pread(s->fd, out, want, (off_t)s->off);
     if (got <= 0)
-        return CURL_READFUNC_ABORT;
+        return HTTPC_READ_ABORT;
     if (s->md5)
         EVP_DigestUpdate(s->md5, out, (size_t)got);
     s->off += (uint64_t)got;
@@ -207,121 +200,84 @@ static size_t on_read(char *out, size_t size, size_t n, void *ctx)
     return (size_t)got;
 }
 
-// Resolves a Location value against the URL it came from.
-static char *resolve_url(const char *base, const char *loc)
-{
-    CURLU *u = curl_url();
-    char *out = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
-        curl_url_set(u, CURLUPART_URL, loc, 0) == CURLUE_OK) {
-        char *s = NULL;
-        if (curl_url_get(u, CURLUPART_URL, &s, 0) == CURLUE_OK) {
-            out = xstrdup(s);
-            curl_free(s);
-        }
-    }
-    curl_url_cleanup(u);
-    return out ? out : xstrdup(loc);
-}
-
 // The request's own headers, then "Expect:" (no 100-continue round trip) and, unless the
-// request opts out, the Authorization line. *auth_line owns that line's text.
-static struct curl_slist *request_headers(const struct reg_rq *rq, const char *auth,
-                                          char **auth_line)
+// request opts out, the Authorization line: a NULL-terminated array (free it, and
+// *auth_line, after the transfer).
+static const char **request_headers(const struct reg_rq *rq, const char *auth, char **auth_line)
 {
-    struct curl_slist *hl = NULL;
+    size_t n = 0;
     for (const char *const *p = rq->headers; p && *p; p++)
-        hl = curl_slist_append(hl, *p);
-    hl = curl_slist_append(hl, "Expect:");
+        n++;
+    const char **hl = xcalloc(n + 3, sizeof(*hl));
+    for (size_t i = 0; i < n; i++)
+        hl[i] = rq->headers[i];
+    hl[n++] = "Expect:";
     *auth_line = NULL;
     if (auth && !rq->no_auth) {
         *auth_line = xasprintf("Authorization: %s", auth);
-        hl = curl_slist_append(hl, *auth_line);
+        hl[n++] = *auth_line;
     }
     return hl;
 }
 
-// Connection-level options: URL, protocols, timeouts and redirects.
-static void set_connection(CURL *h, const struct reg_rq *rq)
+// The wrapper's request for rq: headers, timeouts, redirects, the body (in memory, or a
+// file range streamed through *src, which must outlive the transfer) and our callbacks.
+static struct httpc_request http_request(const struct reg_rq *rq, const char *const *headers,
+                                         struct file_src *src, struct xfer *x)
 {
-    curl_easy_setopt(h, CURLOPT_URL, rq->url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, REG_USER_AGENT);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-    if (rq->timeout_s)
-        curl_easy_setopt(h, CURLOPT_TIMEOUT, rq->timeout_s);
-    if (rq->follow) {
-        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-        curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-        // Keep the method on 301/302/303 (blob GETs only follow GETs anyway).
-        curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
+    struct httpc_request h = {
+        .method = rq->method,
+        .url = rq->url,
+        .headers = headers,
+        .user_agent = REG_USER_AGENT,
+        .timeout_ms = rq->timeout_s * 1000,
+        .connect_timeout_ms = 30000,
+        .follow_redirects = rq->follow,
+        .large_buffer = true,
+        .on_header = on_header,
+        .on_data = on_body,
+        .on_progress = on_progress,
+        .ctx = x,
+    };
+    bool sends = strcmp(rq->method, "HEAD") != 0 && strcmp(rq->method, "GET") != 0;
+    if (sends && rq->body_fd > 0) {
+        *src = (struct file_src){rq->body_fd, rq->body_off, rq->body_size, rq->md5};
+        h.read = on_read;
+        h.read_ctx = src;
+        h.read_size = (int64_t)rq->body_size;
+    } else if (sends) {
+        h.body = rq->body ? (const char *)rq->body : "";
+        h.body_len = rq->body_len;
     }
-    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
-}
-
-// The method and what it sends: nothing for HEAD and GET, a file range streamed through
-// *src (which must outlive the transfer), or an in-memory body.
-static void set_method(CURL *h, const struct reg_rq *rq, struct file_src *src)
-{
-    if (strcmp(rq->method, "HEAD") == 0) {
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    } else if (strcmp(rq->method, "GET") != 0) {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
-        if (rq->body_fd > 0) {
-            *src = (struct file_src){rq->body_fd, rq->body_off, rq->body_size, rq->md5};
-            curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-            curl_easy_setopt(h, CURLOPT_READDATA, src);
-            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_size);
-            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
-        } else {
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body ? (const char *)rq->body : "");
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
-        }
-    }
-}
-
-// Our header, body and progress callbacks, all sharing the transfer state *x.
-static void set_callbacks(CURL *h, struct curl_slist *hl, struct xfer *x)
-{
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+    return h;
 }
 
 // Status and final URL into rsp, with Location headers made absolute against that URL.
-static void read_result(CURL *h, const struct reg_rq *rq, struct reg_rsp *rsp)
+static void read_result(struct httpc_result *res, struct reg_rsp *rsp)
 {
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rsp->status);
-    char *eff = NULL;
-    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff);
+    rsp->status = res->status;
     free(rsp->effective_url);
-    rsp->effective_url = xstrdup(eff ? eff : rq->url);
+    rsp->effective_url = res->effective_url;
+    res->effective_url = NULL;
     if (rsp->location) {
-        char *abs = resolve_url(rsp->effective_url, rsp->location);
+        char *abs = httpc_resolve_url(rsp->effective_url, rsp->location);
         free(rsp->location);
         rsp->location = abs;
     }
     if (rsp->upload_location) {
-        char *abs = resolve_url(rsp->effective_url, rsp->upload_location);
+        char *abs = httpc_resolve_url(rsp->effective_url, rsp->upload_location);
         free(rsp->upload_location);
         rsp->upload_location = abs;
     }
 }
 
-// Turns a failed transfer into an error, naming the most specific cause first. A write
-// error we asked for (the body callback stopped on purpose) is success.
-static int transfer_error(CURLcode cc, const struct xfer *x, const struct reg_rq *rq,
-                          const volatile int *cancel, size_t cap, struct err *e)
+// Turns a failed transfer into an error, naming the most specific cause first. A stop we
+// asked for (the body callback stopped on purpose) is success.
+static int transfer_error(const struct httpc_result *res, const struct xfer *x,
+                          const struct reg_rq *rq, const volatile int *cancel, size_t cap,
+                          struct err *e)
 {
-    if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x->stopped))
+    if (res->fail == HTTPC_OK || (res->fail == HTTPC_STOPPED && x->stopped))
         return 0;
     if (reg_cancelled(cancel))
         return err_set(e, ERR_CANCELLED, "context canceled");
@@ -332,39 +288,34 @@ static int transfer_error(CURLcode cc, const struct xfer *x, const struct reg_rq
         return err_set(e, ERR_TIMEOUT, "%s %s: download stalled", rq->method, rq->url);
     if (x->sink_failed)
         return ERR_IO;  // the sink set its own error
-    if (cc == CURLE_TOO_MANY_REDIRECTS)
+    if (res->fail == HTTPC_NOMEM)
+        return err_set(e, ERR_NOMEM, "cannot create HTTP handle");
+    if (res->fail == HTTPC_REDIRECTS)
         return err_set(e, ERR_NETWORK, "%s %s: stopped after 10 redirects", rq->method, rq->url);
-    return err_set(e, ERR_NETWORK, "%s %s: %s", rq->method, rq->url, curl_easy_strerror(cc));
+    return err_set(e, ERR_NETWORK, "%s %s: %s", rq->method, rq->url, res->msg);
 }
 
 int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *cancel,
              struct reg_rsp *rsp, struct err *e)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return err_set(e, ERR_NOMEM, "cannot create HTTP handle");
     size_t cap = rq->max_body ? rq->max_body : REG_MAX_SMALL_BODY;
     buf_deinit(&rsp->body);
     buf_init(&rsp->body, cap);
     rsp_clear_headers(rsp);
     rsp->status = 0;
     rsp->stalled = false;
-    struct xfer x = {
-        .rq = rq, .rsp = rsp, .h = h, .cancel = cancel, .last_move_ns = time_monotonic_ns()};
+    struct xfer x = {.rq = rq, .rsp = rsp, .cancel = cancel, .last_move_ns = time_monotonic_ns()};
     char *auth_line;
-    struct curl_slist *hl = request_headers(rq, auth, &auth_line);
+    const char **hl = request_headers(rq, auth, &auth_line);
     struct file_src src = {0};
-
-    set_connection(h, rq);
-    set_method(h, rq, &src);
-    set_callbacks(h, hl, &x);
-
-    CURLcode cc = curl_easy_perform(h);
-    read_result(h, rq, rsp);
-    int rc = transfer_error(cc, &x, rq, cancel, cap, e);
-    curl_slist_free_all(hl);
+    struct httpc_request h = http_request(rq, hl, &src, &x);
+    struct httpc_result res;
+    httpc_perform(&h, &res);
+    read_result(&res, rsp);
+    int rc = transfer_error(&res, &x, rq, cancel, cap, e);
+    httpc_result_deinit(&res);
+    free(hl);
     free(auth_line);
-    curl_easy_cleanup(h);
     return rc;
 }
 

@@ -1,9 +1,11 @@
 // Shared between the registry module's files: the registry object, HTTP
-// requests over libcurl with the "auth retry" of registry.md §1.1, and the
+// requests over the httpc wrapper with the "auth retry" of registry.md §1.1, and the
 // shared blob downloads.
 #pragma once
 
 #include "registry/registry.h"
+
+#include "httpc/httpc.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -103,7 +105,7 @@ struct reg_rsp {
 void reg_rsp_init(struct reg_rsp *r);
 void reg_rsp_deinit(struct reg_rsp *r);
 // One HTTP exchange; no auth logic. Transport failures → ERR_NETWORK with
-// curl's text.
+// libcurl's text.
 int reg_http(const struct reg_rq *rq, const char *auth, const volatile int *cancel,
              struct reg_rsp *rsp, struct err *e);
 // §1.1: sends with the session's credentials; a 401 gets a token and one

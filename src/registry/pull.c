@@ -4,23 +4,16 @@
 // pruned: a failed or interrupted pull leaves the previous state visible.
 #include "registry/internal.h"
 
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 
 void reg_tokens_free(struct registry *reg);
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int registry_new(struct registry **out, struct store *s, const struct registry_config *cfg,
                  struct err *e)
 {
     (void)e;
-    pthread_once(&curl_once, curl_init_once);
+    httpc_init();
     struct registry *r = xcalloc(1, sizeof(*r));
     r->store = s;
     const struct registry_config dflt = {0};

@@ -1,5 +1,5 @@
 // HTTP to a runner process on loopback (the protocol of src/runner/PROTOCOL.md),
-// over libcurl. Private to the server module.
+// over the httpc wrapper. Private to the server module.
 #pragma once
 
 #include <stdbool.h>
