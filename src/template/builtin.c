@@ -47,26 +47,9 @@ static const struct template_blob *blob(const char *file)
 static size_t to_cps(const char *s, size_t n, uint32_t *out)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        uint32_t cp;
-        size_t w;
-        if (c < 0x80)
-            cp = c, w = 1;
-        else if ((c & 0xE0) == 0xC0 && i + 1 < n)
-            cp = ((uint32_t)(c & 0x1F) << 6) | (s[i + 1] & 0x3F), w = 2;
-        else if ((c & 0xF0) == 0xE0 && i + 2 < n)
-            cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) |
-                 (s[i + 2] & 0x3F),
-            w = 3;
-        else if ((c & 0xF8) == 0xF0 && i + 3 < n)
-            cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(s[i + 1] & 0x3F) << 12) |
-                 ((uint32_t)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F),
-            w = 4;
-        else
-            cp = 0xFFFD, w = 1;
-        out[k++] = cp;
-        i += w;
+    for (size_t i = 0, w; i < n; i += w) {
+        uint32_t cp = utf8_decode((const unsigned char *)s + i, n - i, &w);
+        out[k++] = cp == UTF8_INVALID ? 0xFFFD : cp;  // Go's RuneError, width 1
     }
     return k;
 }

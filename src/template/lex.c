@@ -275,31 +275,12 @@ static int lex_raw(struct lexer *l)
     return 0;
 }
 
-static uint32_t utf8_decode1(const unsigned char *s, size_t n, size_t *w)
+// A rune as Go's utf8.DecodeRune reads it: U+FFFD and width 1 for a byte that
+// starts no valid sequence.
+static uint32_t decode_rune(const unsigned char *s, size_t n, size_t *w)
 {
-    if (n == 0) {
-        *w = 0;
-        return 0;
-    }
-    if (s[0] < 0x80 || n < 2) {
-        *w = 1;
-        return s[0];
-    }
-    if ((s[0] & 0xE0) == 0xC0) {
-        *w = 2;
-        return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if ((s[0] & 0xF0) == 0xE0 && n >= 3) {
-        *w = 3;
-        return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    }
-    if ((s[0] & 0xF8) == 0xF0 && n >= 4) {
-        *w = 4;
-        return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-               ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-    }
-    *w = 1;
-    return 0xFFFD;
+    uint32_t cp = utf8_decode(s, n, w);
+    return cp == UTF8_INVALID ? 0xFFFD : cp;
 }
 
 static int lex_char(struct lexer *l)
@@ -318,7 +299,7 @@ static int lex_char(struct lexer *l)
         i += 1 + k;
     } else {
         size_t w;
-        cp = utf8_decode1((const unsigned char *)l->src + i, l->len - i, &w);
+        cp = decode_rune((const unsigned char *)l->src + i, l->len - i, &w);
         i += w;
     }
     if (i >= l->len || l->src[i] != '\'')
