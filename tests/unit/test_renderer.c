@@ -14,6 +14,7 @@
 
 #include "renderer/renderer.h"
 #include "testutil.h"
+#include "renderertest.h"
 
 static const char *rnd_test_str(const json_t *o, const char *key)
 {
@@ -45,67 +46,6 @@ static char *render(const char *name, const char *msgs, const char *tools,
     json_decref(t);
     return buf_take(&out);
 }
-
-// The result of feeding pieces (NULL-terminated) to a parser, done on the
-// last one.
-struct parsed {
-    struct buf content, thinking;
-    json_t *calls;
-    int rc;
-    struct err e;
-};
-
-static void parse_steps(struct parsed *r, const char *name, const char *tools, const char *last,
-                        const struct renderer_think *think, const char *const *pieces)
-{
-    memset(r, 0, sizeof(*r));
-    buf_init(&r->content, 0);
-    buf_init(&r->thinking, 0);
-    r->calls = json_array();
-    json_t *t = tools ? J(tools) : NULL;
-    json_t *l = last ? J(last) : NULL;
-    struct renderer_parser *p = NULL;
-    assert_int_equal(renderer_parser_new(&p, name, t, l, think, &r->e), 0);
-    for (size_t i = 0; pieces[i] && r->rc == 0; i++)
-        r->rc = renderer_parser_add(p, pieces[i], strlen(pieces[i]), pieces[i + 1] == NULL,
-                                    &r->content, &r->thinking, r->calls, &r->e);
-    renderer_parser_free(p);
-    json_decref(t);
-    json_decref(l);
-}
-
-static void parsed_deinit(struct parsed *r)
-{
-    buf_deinit(&r->content);
-    buf_deinit(&r->thinking);
-    json_decref(r->calls);
-}
-
-// Calls without their random ids, as compact JSON.
-static char *calls_text(json_t *calls)
-{
-    json_t *c = json_deep_copy(calls);
-    size_t i;
-    json_t *call;
-    json_array_foreach(c, i, call)
-    {
-        const char *id = json_string_value(json_object_get(call, "id"));
-        assert_non_null(id);
-        assert_int_equal(strlen(id), 13);
-        assert_memory_equal(id, "call_", 5);
-        json_object_del(call, "id");
-    }
-    char *s = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(c);
-    return s;
-}
-
-#define ASSERT_CALLS(calls, want)                                                                  \
-    do {                                                                                           \
-        char *got_ = calls_text(calls);                                                            \
-        assert_string_equal(got_, want);                                                           \
-        free(got_);                                                                                \
-    } while (0)
 
 // ---------------------------------------------------------------------------
 // Registry
