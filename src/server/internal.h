@@ -341,6 +341,12 @@ int srv_stream_start(struct srv_req *r, int status, const char *content_type, sr
 int srv_stream_write(struct srv_stream *st, const char *p, size_t n);
 // Writes obj as one NDJSON line (takes a reference).
 int srv_stream_json_line(struct srv_stream *st, json_t *obj);
+// A store progress event as the API's JSON ({"status", "digest", "total",
+// "completed"}): a line of st when streaming (a gone client sets *cancel), else
+// kept in *last for the non-streamed reply (create, pull and push).
+struct store_progress;
+void srv_progress_send(struct srv_stream *st, json_t **last, volatile int *cancel,
+                       const struct store_progress *p);
 bool srv_stream_cancelled(struct srv_stream *st);
 // Ends the stream (the producer must not touch st afterwards).
 void srv_stream_end(struct srv_stream *st);

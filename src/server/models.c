@@ -131,16 +131,22 @@ static json_t *progress_json(const struct store_progress *p)
     return o;
 }
 
+void srv_progress_send(struct srv_stream *st, json_t **last, volatile int *cancel,
+                       const struct store_progress *p)
+{
+    if (st) {
+        if (srv_stream_json_line(st, progress_json(p)) == ERR_CANCELLED)
+            __atomic_store_n(cancel, 1, __ATOMIC_RELEASE);
+    } else {
+        json_decref(*last);
+        *last = progress_json(p);
+    }
+}
+
 static void create_progress(void *ctx, const struct store_progress *p)
 {
     struct create_job *job = ctx;
-    if (job->st) {
-        if (srv_stream_json_line(job->st, progress_json(p)) == ERR_CANCELLED)
-            job->cancel = 1;
-    } else {
-        json_decref(job->last);
-        job->last = progress_json(p);
-    }
+    srv_progress_send(job->st, &job->last, &job->cancel, p);
 }
 
 // A TEMPLATE given to create must parse (Go template syntax).

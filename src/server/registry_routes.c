@@ -79,19 +79,6 @@ struct reg_job {
     volatile int cancel;
 };
 
-static json_t *progress_obj(const struct store_progress *p)
-{
-    json_t *o = json_object();
-    jsonx_set_str(o, "status", p->status);
-    if (p->digest)
-        jsonx_set_str(o, "digest", p->digest);
-    if (p->total)
-        jsonx_set_int(o, "total", (int64_t)p->total);
-    if (p->completed)
-        jsonx_set_int(o, "completed", (int64_t)p->completed);
-    return o;
-}
-
 static void job_progress(void *ctx, const struct store_progress *p)
 {
     struct reg_job *job = ctx;
@@ -99,13 +86,7 @@ static void job_progress(void *ctx, const struct store_progress *p)
         __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);  // shutting down: stop the pull
     if (!job->push && p->digest && p->total && p->completed == p->total)
         server_metrics_pulled(p->total);  // a layer finished
-    if (job->st) {
-        if (srv_stream_json_line(job->st, progress_obj(p)) == ERR_CANCELLED)
-            __atomic_store_n(&job->cancel, 1, __ATOMIC_RELEASE);
-    } else {
-        json_decref(job->last);
-        job->last = progress_obj(p);
-    }
+    srv_progress_send(job->st, &job->last, &job->cancel, p);
 }
 
 static int job_run(struct reg_job *job, struct err *e)
