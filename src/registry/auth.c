@@ -415,14 +415,6 @@ static void form_escape(struct buf *b, const char *s)
     }
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 static char *form_unescape(const char *s, size_t n)
 {
     char *out = xmalloc(n + 1);
@@ -430,8 +422,9 @@ static char *form_unescape(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '+') {
             out[j++] = ' ';
-        } else if (s[i] == '%' && i + 2 < n + 0 && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            out[j++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+        } else if (s[i] == '%' && i + 2 < n + 0 && hex_digit(s[i + 1]) >= 0 &&
+                   hex_digit(s[i + 2]) >= 0) {
+            out[j++] = (char)(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
             i += 2;
         } else {
             out[j++] = s[i];

@@ -129,17 +129,6 @@ static int lex_comment(struct lexer *l)
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // The value of a one-letter escape (Go's \a \b \f \n \r \t \v \\ and the
 // quote the literal is in); -1 for any other letter.
 static int simple_escape(char c, char quote)
@@ -160,7 +149,7 @@ static size_t hex_escape(const char *s, size_t n, char *o, size_t *on, uint32_t 
     if (n < 1 + k)
         return 0;
     for (size_t i = 1; i <= k; i++) {
-        int h = hexval(s[i]);
+        int h = hex_digit(s[i]);
         if (h < 0)
             return 0;
         v = v * 16 + (uint32_t)h;

@@ -54,17 +54,6 @@ static void py_space(struct py *p)
     p->i += tmpl_skip_space(p->s + p->i, p->n - p->i);
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // k hex digits at s[*i]: PY_MORE when the input ends first.
 static int read_hex(const char *s, size_t n, size_t *i, int k, uint32_t *out)
 {
@@ -72,7 +61,7 @@ static int read_hex(const char *s, size_t n, size_t *i, int k, uint32_t *out)
     for (int d = 0; d < k; d++, (*i)++) {
         if (*i >= n)
             return PY_MORE;
-        int h = hex_value(s[*i]);
+        int h = hex_digit(s[*i]);
         if (h < 0)
             return PY_BAD;
         v = v * 16 + (uint32_t)h;

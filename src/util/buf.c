@@ -292,6 +292,14 @@ int str_to_double(const char *s, double *out, struct err *e)
 // printable runes as they are, the usual backslash escapes, \xNN for bytes
 // that are not UTF-8, \uNNNN / \UNNNNNNNN for runes Go does not print.
 
+int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
 size_t utf8_encode(uint32_t c, char out[4])
 {
     if (c < 0x80) {

@@ -159,6 +159,9 @@ uint32_t utf8_decode(const unsigned char *s, size_t n, size_t *w);
 // Length in bytes of the longest prefix of s[0..n) that ends on a character
 // boundary (an incomplete trailing sequence is excluded).
 size_t utf8_complete_prefix(const char *s, size_t n);
+// The value of a hex digit (0-9, a-f, A-F), or -1.
+int hex_digit(char c);
+
 // Standard base64 with padding: appends the encoding of n bytes to out;
 // base64_valid says whether s is what Go's StdEncoding decodes (groups of
 // 4, '=' only as final padding with zero padding bits, CR/LF skipped).
