@@ -76,94 +76,124 @@ static int give_back_head(struct fn_parser *p, struct buf *content)
     return rc;
 }
 
-// One step on the text held: 1 = go on, 0 = wait for more, < 0 = too large.
-static int fn_step(struct fn_parser *p, struct buf *content, json_t *calls)
+// The steps of the parser, one per state, on the text held: 1 = go on, 0 =
+// wait for more, < 0 = too large.
+
+// A segment's head: "all\n" (text follows), "NAME\n{" (a JSON call) or
+// "python\n" (code to the end); anything else is given back as text.
+static int fn_head(struct fn_parser *p, struct buf *content)
 {
     const char *a = p->acc.data ? p->acc.data : "";
     size_t len = p->acc.len;
     int rc = 0;
-    switch (p->state) {
-    case FN_HEAD: {
-        if (p->first && !p->head.len) {  // the model may repeat the prompt's ">>>"
-            size_t ml = strlen(FN_MARK), have = len < ml ? len : ml;
-            if (!memcmp(a, FN_MARK, have)) {
-                if (have < ml)
-                    return 0;
-                rc |= buf_append(&p->head, a, ml);
-                tmpl_buf_set(&p->acc, a + ml, len - ml);
-                return rc ? -1 : 1;
-            }
-        }
-        size_t i = 0;
-        while (i < len && i <= FN_MAX_NAME && is_word(a[i]))
-            i++;
-        if (i == len && i <= FN_MAX_NAME)
-            return 0;
-        if (i == 0 || i > FN_MAX_NAME || a[i] != '\n')
-            return give_back_head(p, content) ? -1 : 1;
-        if (i == 3 && !memcmp(a, "all", 3)) {
-            rc |= buf_append(content, p->space.data, p->space.len);
-            buf_reset(&p->space);
-            buf_reset(&p->head);
-            tmpl_buf_set(&p->acc, a + 4, len - 4);
-            p->state = FN_TEXT;
+    if (p->first && !p->head.len) {  // the model may repeat the prompt's ">>>"
+        size_t ml = strlen(FN_MARK), have = len < ml ? len : ml;
+        if (!memcmp(a, FN_MARK, have)) {
+            if (have < ml)
+                return 0;
+            rc |= buf_append(&p->head, a, ml);
+            tmpl_buf_set(&p->acc, a + ml, len - ml);
             return rc ? -1 : 1;
         }
-        if (i + 1 == len)
-            return 0;  // the next byte tells a call from text
-        bool json = a[i + 1] == '{', python = i == 6 && !memcmp(a, "python", 6);
-        if (!json && !python)
-            return give_back_head(p, content) ? -1 : 1;
-        free(p->name);
-        p->name = xstrndup(a, i);
-        rc |= buf_append(&p->head, a, i + 1);
-        tmpl_buf_set(&p->acc, a + i + 1, len - i - 1);
-        p->state = json ? FN_ARGS : FN_CODE;
-        return rc ? -1 : 1;
     }
-    case FN_ARGS: {
-        size_t span = tmpl_object_span(a, len);
-        if (!span)
-            return 0;
-        json_t *args = json_loadb(a, span, 0, NULL);
-        if (!json_is_object(args)) {  // not JSON after all: the segment is text
-            json_decref(args);
-            return give_back_head(p, content) ? -1 : 1;
-        }
-        tmpl_call_append(calls, p->n_calls++, p->name, args);
+    size_t i = 0;
+    while (i < len && i <= FN_MAX_NAME && is_word(a[i]))
+        i++;
+    if (i == len && i <= FN_MAX_NAME)
+        return 0;
+    if (i == 0 || i > FN_MAX_NAME || a[i] != '\n')
+        return give_back_head(p, content) ? -1 : 1;
+    if (i == 3 && !memcmp(a, "all", 3)) {
+        rc |= buf_append(content, p->space.data, p->space.len);
         buf_reset(&p->space);
         buf_reset(&p->head);
-        tmpl_buf_set(&p->acc, a + span, len - span);
-        p->state = FN_AFTER;
-        return 1;
-    }
-    case FN_AFTER: {
-        size_t w = tmpl_skip_space(a, len);
-        tmpl_buf_set(&p->acc, a + w, len - w);
-        if (w == len)
-            return 0;
+        tmpl_buf_set(&p->acc, a + 4, len - 4);
         p->state = FN_TEXT;
-        return 1;
-    }
-    case FN_TEXT: {
-        const char *t = tmpl_find(a, len, FN_MARK);
-        size_t stop = t ? (size_t)(t - a) : len - tmpl_partial_suffix(a, len, FN_MARK);
-        size_t k = stop;
-        while (k > 0 && tmpl_is_space(a[k - 1]))
-            k--;  // held: dropped if a call follows
-        rc |= buf_append(content, a, k);
-        if (!t) {
-            tmpl_buf_set(&p->acc, a + k, len - k);
-            return rc ? -1 : 0;
-        }
-        size_t ml = strlen(FN_MARK);
-        rc |= buf_append(&p->space, a + k, stop - k);
-        rc |= buf_append(&p->head, FN_MARK, ml);
-        tmpl_buf_set(&p->acc, a + stop + ml, len - stop - ml);
-        p->first = false;
-        p->state = FN_HEAD;
         return rc ? -1 : 1;
     }
+    if (i + 1 == len)
+        return 0;  // the next byte tells a call from text
+    bool json = a[i + 1] == '{', python = i == 6 && !memcmp(a, "python", 6);
+    if (!json && !python)
+        return give_back_head(p, content) ? -1 : 1;
+    free(p->name);
+    p->name = xstrndup(a, i);
+    rc |= buf_append(&p->head, a, i + 1);
+    tmpl_buf_set(&p->acc, a + i + 1, len - i - 1);
+    p->state = json ? FN_ARGS : FN_CODE;
+    return rc ? -1 : 1;
+}
+
+// A call's JSON arguments, once the object is complete.
+static int fn_args(struct fn_parser *p, struct buf *content, json_t *calls)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t len = p->acc.len;
+    size_t span = tmpl_object_span(a, len);
+    if (!span)
+        return 0;
+    json_t *args = json_loadb(a, span, 0, NULL);
+    if (!json_is_object(args)) {  // not JSON after all: the segment is text
+        json_decref(args);
+        return give_back_head(p, content) ? -1 : 1;
+    }
+    tmpl_call_append(calls, p->n_calls++, p->name, args);
+    buf_reset(&p->space);
+    buf_reset(&p->head);
+    tmpl_buf_set(&p->acc, a + span, len - span);
+    p->state = FN_AFTER;
+    return 1;
+}
+
+// White space after a call.
+static int fn_after(struct fn_parser *p)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t len = p->acc.len;
+    size_t w = tmpl_skip_space(a, len);
+    tmpl_buf_set(&p->acc, a + w, len - w);
+    if (w == len)
+        return 0;
+    p->state = FN_TEXT;
+    return 1;
+}
+
+// Text up to the next ">>>" (white space before it held back).
+static int fn_text(struct fn_parser *p, struct buf *content)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t len = p->acc.len;
+    int rc = 0;
+    const char *t = tmpl_find(a, len, FN_MARK);
+    size_t stop = t ? (size_t)(t - a) : len - tmpl_partial_suffix(a, len, FN_MARK);
+    size_t k = stop;
+    while (k > 0 && tmpl_is_space(a[k - 1]))
+        k--;  // held: dropped if a call follows
+    rc |= buf_append(content, a, k);
+    if (!t) {
+        tmpl_buf_set(&p->acc, a + k, len - k);
+        return rc ? -1 : 0;
+    }
+    size_t ml = strlen(FN_MARK);
+    rc |= buf_append(&p->space, a + k, stop - k);
+    rc |= buf_append(&p->head, FN_MARK, ml);
+    tmpl_buf_set(&p->acc, a + stop + ml, len - stop - ml);
+    p->first = false;
+    p->state = FN_HEAD;
+    return rc ? -1 : 1;
+}
+
+static int fn_step(struct fn_parser *p, struct buf *content, json_t *calls)
+{
+    switch (p->state) {
+    case FN_HEAD:
+        return fn_head(p, content);
+    case FN_ARGS:
+        return fn_args(p, content, calls);
+    case FN_AFTER:
+        return fn_after(p);
+    case FN_TEXT:
+        return fn_text(p, content);
     default:  // FN_CODE: all of it, at the end
         return 0;
     }
