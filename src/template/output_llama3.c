@@ -412,79 +412,92 @@ static int py_value(struct py *p, json_t **out)
 
 // What follows <|python_tag|>: [space] NAME [space] . [space] call( ARGS ),
 // ARGS being NAME=VALUE pairs split by commas (a trailing one allowed).
+// "NAME.call(" at p: PY_OK with the name's span, PY_MORE when the input ends
+// first, PY_NOT when it is something else.
+static int call_head(struct py *p, size_t *name_at, size_t *name_len)
+{
+    const char *s = p->s;
+    size_t n = p->n;
+    py_space(p);
+    *name_at = p->i;
+    while (p->i < n && is_word(s[p->i]))
+        p->i++;
+    *name_len = p->i - *name_at;
+    py_space(p);
+    if (p->i >= n)
+        return PY_MORE;
+    if (!*name_len || s[p->i] != '.')
+        return PY_NOT;
+    p->i++;
+    py_space(p);
+    static const char call[] = "call(";
+    size_t have = n - p->i < sizeof call - 1 ? n - p->i : sizeof call - 1;
+    if (memcmp(s + p->i, call, have))
+        return PY_NOT;
+    if (have < sizeof call - 1)
+        return PY_MORE;
+    p->i += sizeof call - 1;
+    return PY_OK;
+}
+
+// One "KEY=VALUE" into obj, and the "," or ")" after it (*closed on ")").
+static int keyword_arg(struct py *p, json_t *obj, bool *closed)
+{
+    const char *s = p->s;
+    size_t n = p->n, key_at = p->i;
+    while (p->i < n && is_word(s[p->i]))
+        p->i++;
+    size_t key_len = p->i - key_at;
+    py_space(p);
+    if (p->i >= n)
+        return PY_MORE;
+    if (!key_len || is_digit(s[key_at]) || s[p->i] != '=')
+        return PY_BAD;  // only keyword arguments
+    p->i++;
+    py_space(p);
+    json_t *v;
+    int rc = py_value(p, &v);
+    if (rc)
+        return rc;
+    char *key = xstrndup(s + key_at, key_len);
+    json_object_set_new(obj, key, v);
+    free(key);
+    py_space(p);
+    if (p->i >= n)
+        return PY_MORE;
+    if (s[p->i] == ',') {
+        p->i++;
+        return PY_OK;
+    }
+    if (s[p->i] != ')')
+        return PY_BAD;
+    p->i++;
+    *closed = true;
+    return PY_OK;
+}
+
 // PY_OK: *name, *args and *end (past the ")"). PY_MORE: the input ends
 // first; *head tells whether "NAME.call(" was all there. PY_NOT: it is not
 // NAME.call(. PY_BAD: malformed after NAME.call(.
 static int parse_call(const char *s, size_t n, char **name, json_t **args, size_t *end, bool *head)
 {
     struct py p = {s, n, 0, 0};
+    size_t name_at, name_len;
     *head = false;
-    py_space(&p);
-    size_t name_at = p.i;
-    while (p.i < n && is_word(s[p.i]))
-        p.i++;
-    size_t name_len = p.i - name_at;
-    py_space(&p);
-    if (p.i >= n)
-        return PY_MORE;
-    if (!name_len || s[p.i] != '.')
-        return PY_NOT;
-    p.i++;
-    py_space(&p);
-    static const char call[] = "call(";
-    size_t have = n - p.i < sizeof call - 1 ? n - p.i : sizeof call - 1;
-    if (memcmp(s + p.i, call, have))
-        return PY_NOT;
-    if (have < sizeof call - 1)
-        return PY_MORE;
-    p.i += sizeof call - 1;
+    int rc = call_head(&p, &name_at, &name_len);
+    if (rc)
+        return rc;
     *head = true;
     json_t *obj = json_object();
-    int rc;
-    for (;;) {
+    for (bool closed = false; !rc && !closed;) {
         py_space(&p);
         if (p.i >= n) {
             rc = PY_MORE;
-            break;
-        }
-        if (s[p.i] == ')') {
+        } else if (s[p.i] == ')') {
             p.i++;
-            rc = PY_OK;
-            break;
-        }
-        size_t key_at = p.i;
-        while (p.i < n && is_word(s[p.i]))
-            p.i++;
-        size_t key_len = p.i - key_at;
-        py_space(&p);
-        if (p.i >= n) {
-            rc = PY_MORE;
-            break;
-        }
-        if (!key_len || is_digit(s[key_at]) || s[p.i] != '=') {
-            rc = PY_BAD;  // only keyword arguments
-            break;
-        }
-        p.i++;
-        py_space(&p);
-        json_t *v;
-        if ((rc = py_value(&p, &v)))
-            break;
-        char *key = xstrndup(s + key_at, key_len);
-        json_object_set_new(obj, key, v);
-        free(key);
-        py_space(&p);
-        if (p.i >= n) {
-            rc = PY_MORE;
-            break;
-        }
-        if (s[p.i] == ',') {
-            p.i++;
-            continue;
-        }
-        if (s[p.i] != ')') {
-            rc = PY_BAD;
-            break;
+            closed = true;
+        } else {
+            rc = keyword_arg(&p, obj, &closed);
         }
     }
     if (rc) {
