@@ -18,7 +18,7 @@
 static const struct {
     const char *name;
     uint32_t type;
-    int block, off_d, off_m;  // f16 scale fields inside a block (-1: none)
+    int block, off_d, off_m;  // f16 scale fields inside a block (-1: none; MXFP4: E8M0 byte 0)
 } types[] = {
     {"F32", GGUF_TYPE_F32, 1, -1, -1},          {"F16", GGUF_TYPE_F16, 1, -1, -1},
     {"BF16", GGUF_TYPE_BF16, 1, -1, -1},        {"Q4_0", GGUF_TYPE_Q4_0, 32, 0, -1},
@@ -31,7 +31,7 @@ static const struct {
     {"IQ3_XXS", GGUF_TYPE_IQ3_XXS, 256, 0, -1}, {"IQ3_S", GGUF_TYPE_IQ3_S, 256, 0, -1},
     {"IQ1_S", GGUF_TYPE_IQ1_S, 256, 0, -1},     {"IQ4_NL", GGUF_TYPE_IQ4_NL, 32, 0, -1},
     {"IQ4_XS", GGUF_TYPE_IQ4_XS, 256, 0, -1},   {"TQ1_0", GGUF_TYPE_TQ1_0, 256, 52, -1},
-    {"TQ2_0", GGUF_TYPE_TQ2_0, 256, 64, -1},
+    {"TQ2_0", GGUF_TYPE_TQ2_0, 256, 64, -1},    {"MXFP4", GGUF_TYPE_MXFP4, 32, -1, -1},
 };
 #define N_TYPES (sizeof(types) / sizeof(types[0]))
 
@@ -76,6 +76,10 @@ static void fill_weights(size_t ti, uint8_t *p, int64_t rows, int64_t k)
         p[i] = (uint8_t)rnd();
     const size_t bb = quant_row_size(type, types[ti].block);
     for (size_t b = 0; b < total / bb; b++) {
+        if (type == GGUF_TYPE_MXFP4) {  // E8M0 scale byte: 2^-8 .. 2^-1
+            p[b * bb] = (uint8_t)(119 + rnd() % 8);
+            continue;
+        }
         uint16_t h = quant_f32_to_f16(0.01f * rndf());
         memcpy(p + b * bb + types[ti].off_d, &h, 2);
         if (types[ti].off_m >= 0)

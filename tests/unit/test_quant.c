@@ -118,6 +118,16 @@ static void test_vectors_shared(void **state)
     check_vectors(types, sizeof(types) / sizeof(types[0]), readme);
 }
 
+// The kernels' E8M0 table holds exactly what the formula gives, bit for bit.
+static void test_e8m0_table(void **state)
+{
+    (void)state;
+    for (int e = 0; e < 256; e++) {
+        float f = quant_e8m0_half((uint8_t)e), t = quant_e8m0_half_table[e];
+        assert_memory_equal(&f, &t, sizeof f);
+    }
+}
+
 static void test_traits(void **state)
 {
     (void)state;
@@ -417,10 +427,15 @@ static void test_mixes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vectors),    cmocka_unit_test(test_vectors_shared),
-        cmocka_unit_test(test_traits),     cmocka_unit_test(test_roundtrip_bounds),
-        cmocka_unit_test(test_q8_0_exact), cmocka_unit_test(test_q8_0_matches_llama_cpp),
-        cmocka_unit_test(test_mixes),      cmocka_unit_test(test_model_quantize_matches_llama_cpp),
+        cmocka_unit_test(test_vectors),
+        cmocka_unit_test(test_vectors_shared),
+        cmocka_unit_test(test_traits),
+        cmocka_unit_test(test_e8m0_table),
+        cmocka_unit_test(test_roundtrip_bounds),
+        cmocka_unit_test(test_q8_0_exact),
+        cmocka_unit_test(test_q8_0_matches_llama_cpp),
+        cmocka_unit_test(test_mixes),
+        cmocka_unit_test(test_model_quantize_matches_llama_cpp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
