@@ -92,6 +92,7 @@ int main(int argc, char **argv)
     const char *only_types = NULL;
     int only_isa = -1;
     double secs = 0.15;
+    unsigned dec_mib = 48;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             only_types = argv[++i];
@@ -106,13 +107,21 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             secs = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "-m") && i + 1 < argc) {
+            dec_mib = (unsigned)atoi(argv[++i]);
+            if (dec_mib < 1 || dec_mib > 1024) {
+                fprintf(stderr, "-m: 1 to 1024 MiB\n");
+                return 2;
+            }
         } else {
-            fprintf(stderr, "usage: %s [-t TYPE[,TYPE]] [-i scalar|avx2|avx512|neon] [-s SEC]\n",
+            fprintf(stderr,
+                    "usage: %s [-t TYPE[,TYPE]] [-i scalar|avx2|avx512|neon] [-s SEC] [-m MIB]\n",
                     argv[0]);
             return 2;
         }
     }
-    // decode: K x ROWS_DEC sized to ~48 MiB of weights (beyond the LLC);
+    // decode: K x ROWS_DEC sized to ~48 MiB of weights (beyond the LLC; -m 1
+    // keeps them in L2 to compare kernels' compute on a busy machine);
     // prompt: K x 64 rows x 128 columns
     enum { K = 2048, NCOL = 128, PROWS = 64 };
     float *xf = malloc((size_t)K * NCOL * sizeof(float));
@@ -130,7 +139,7 @@ int main(int argc, char **argv)
             continue;
         const uint32_t type = types[ti].type;
         const size_t row = quant_row_size(type, K);
-        const int64_t drows = (int64_t)((48u << 20) / row);
+        const int64_t drows = (int64_t)(((size_t)dec_mib << 20) / row);
         uint8_t *w = malloc(row * (size_t)drows);
         fill_weights(ti, w, drows, K);
         for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
