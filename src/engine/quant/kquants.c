@@ -174,10 +174,12 @@ void quant_iq4_xs_to_float(const void *vx, float *y, int64_t n)
 // ---------------------------------------------------------------------------
 // Scale searches
 
-// Symmetric quantization of n values to [-nmax, nmax-1] (stored + nmax in
-// L), weighted by x^2, trying 18 scales around nmax/max (rmse_type 1 of
-// the reference; the only mode used by the reference quantizers here).
-static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
+// The start both symmetric searches share: the signed value of largest
+// magnitude, and the first rounding of x at scale -nmax/max into L (stored
+// + bias) with its sums weighted by x^2. Returns 0 with L zeroed when the
+// group is all but zero (then *sumlx and *suml2 are not set).
+static float symmetric_first_pass(int n, int nmax, const float *x, int8_t *L, int bias,
+                                  float *sumlx_out, float *suml2_out)
 {
     float max = 0, amax = 0;
     for (int i = 0; i < n; i++) {
@@ -195,17 +197,31 @@ static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
         int l = clampi(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
+        L[i] = (int8_t)(l + bias);
         float w = x[i] * x[i];
         sumlx += w * x[i] * (float)l;
         suml2 += w * (float)l * (float)l;
     }
+    *sumlx_out = sumlx;
+    *suml2_out = suml2;
+    return max;
+}
+
+// Symmetric quantization of n values to [-nmax, nmax-1] (stored + nmax in
+// L), weighted by x^2, trying 18 scales around nmax/max (rmse_type 1 of
+// the reference; the only mode used by the reference quantizers here).
+static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
+{
+    float sumlx = 0, suml2 = 0;
+    float max = symmetric_first_pass(n, nmax, x, L, nmax, &sumlx, &suml2);
+    if (max == 0.f)
+        return 0.f;
     float scale = suml2 ? sumlx / suml2 : 0.0f;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; is++) {
         if (is == 0)
             continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / max;
+        float iscale = -((float)nmax + 0.1f * (float)is) / max;
         sumlx = suml2 = 0;
         for (int i = 0; i < n; i++) {
             int l = clampi(round_nearest(iscale * x[i]), -nmax, nmax - 1);
@@ -227,27 +243,9 @@ static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
 // coordinate descent on each quant (weights x^2).
 static float search_q3(int n, int nmax, const float *x, int8_t *L)
 {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.f;
-    }
-    float iscale = -nmax / max;
     float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; i++) {
-        int l = clampi(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)l;
-        float w = x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
+    if (symmetric_first_pass(n, nmax, x, L, 0, &sumlx, &suml2) == 0.f)
+        return 0.f;
     for (int round = 0; round < 5; round++) {
         int changed = 0;
         for (int i = 0; i < n; i++) {
