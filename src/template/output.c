@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 bool tmpl_is_space(char c)
 {
@@ -335,31 +334,9 @@ static json_t *scan_object(const char *s, size_t n, const char *name, size_t *en
     return NULL;
 }
 
-static void make_id(char out[16])
-{
-    static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    unsigned char r[8];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-        for (int i = 0; i < 8; i++)
-            r[i] = (unsigned char)rand();
-    memcpy(out, "call_", 5);
-    for (int i = 0; i < 8; i++)
-        out[5 + i] = set[r[i] % 36];
-    out[13] = 0;
-}
-
 void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args)
 {
-    char id[16];
-    make_id(id);
-    json_t *call = json_object();
-    json_object_set_new(call, "id", json_string(id));
-    json_t *fn = json_object();
-    json_object_set_new(fn, "index", json_integer(index));
-    json_object_set_new(fn, "name", json_string(name));
-    json_object_set_new(fn, "arguments", args);
-    json_object_set_new(call, "function", fn);
-    json_array_append_new(calls, call);
+    json_array_append_new(calls, jsonx_tool_call(index, name, args));
 }
 
 // With a "{" or "[" tag: true when, counted outside JSON strings, the
