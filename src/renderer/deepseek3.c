@@ -227,11 +227,7 @@ static int step_thinking(struct renderer_parser *p, struct rnd_out *o)
         rnd_emit_until_partial(p, DS_THINK_CLOSE, NULL, o->thinking);
         return 0;
     }
-    size_t before = (size_t)(close - a);
-    buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-    size_t after = before + strlen(DS_THINK_CLOSE);
-    after += rnd_leading_ws(a + after, n - after);
-    rnd_buf_consume(&p->acc, after);
+    rnd_split_at(p, close, DS_THINK_CLOSE, o->thinking);
     p->state = DS_CONTENT;
     return 1;
 }

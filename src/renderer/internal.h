@@ -146,6 +146,10 @@ size_t rnd_overlap(const char *s, size_t n, const char *delim);
 const char *rnd_find(const char *s, size_t n, const char *needle);
 // Drops the first k bytes of b.
 void rnd_buf_consume(struct buf *b, size_t k);
+// Splits p->acc at tag (at points at it inside p->acc): appends the text
+// before it, right-trimmed, to `to` and keeps what follows, left-trimmed.
+// Returns true when something follows.
+bool rnd_split_at(struct renderer_parser *p, const char *at, const char *tag, struct buf *to);
 
 // Go's json.Marshal of a decoded value: map keys sorted, <, >, & escaped.
 int rnd_go_json(struct buf *out, const json_t *v);

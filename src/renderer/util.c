@@ -107,6 +107,17 @@ void rnd_buf_consume(struct buf *b, size_t k)
     b->data[b->len] = 0;
 }
 
+bool rnd_split_at(struct renderer_parser *p, const char *at, const char *tag, struct buf *to)
+{
+    const char *a = p->acc.data;
+    size_t before = (size_t)(at - a);
+    buf_append(to, a, before - rnd_trailing_ws(a, before));
+    size_t after = before + strlen(tag);
+    after += rnd_leading_ws(a + after, p->acc.len - after);
+    rnd_buf_consume(&p->acc, after);
+    return p->acc.len > 0;
+}
+
 int rnd_go_json(struct buf *out, const json_t *v)
 {
     return jsonx_dump(v, JSONX_SORT_KEYS, out, NULL);
