@@ -25,17 +25,7 @@
     "Reasoning effort is set to low. Keep your thinking brief and focused, moving directly to "    \
     "the conclusion without unnecessary elaboration."
 
-#define Q35_TOOL_POSTAMBLE                                                                         \
-    "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO "   \
-    "suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>"    \
-    "\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second "  \
-    "parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"        \
-    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "         \
-    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"     \
-    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "      \
-    "function call in natural language BEFORE the function call, but NOT after\n- If there is "    \
-    "no function call available, answer the question like normal with your current knowledge "     \
-    "and do not tell the user about function calls\n</IMPORTANT>"
+#define Q35_TOOL_POSTAMBLE "\n</tools>\n\n" RND_QWEN_CALL_FORMAT
 
 enum { Q35 = 0, Q38 = 1 };
 
