@@ -181,15 +181,8 @@ void quant_iq4_xs_to_float(const void *vx, float *y, int64_t n)
 static float symmetric_first_pass(int n, int nmax, const float *x, int8_t *L, int bias,
                                   float *sumlx_out, float *suml2_out)
 {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
+    float max = quant_signed_absmax(x, n);
+    if (fabsf(max) < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
     }
@@ -405,15 +398,9 @@ void quant_q3_k_from_float(const float *x, void *vy, int64_t n)
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < QK_K / 16; j++) {
+        for (int j = 0; j < QK_K / 16; j++)
             scales[j] = search_q3(16, 4, x + 16 * j, L + 16 * j);
-            float a = fabsf(scales[j]);
-            if (a > amax) {
-                amax = a;
-                max_scale = scales[j];
-            }
-        }
+        float max_scale = quant_signed_absmax(scales, QK_K / 16);
         memset(y[b].scales, 0, sizeof(y[b].scales));
         if (max_scale) {
             float iscale = -32.f / max_scale;
@@ -555,16 +542,10 @@ void quant_q6_k_from_float(const float *x, void *vy, int64_t n)
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max_scale = 0, max_abs = 0;
-        for (int ib = 0; ib < QK_K / 16; ib++) {
+        for (int ib = 0; ib < QK_K / 16; ib++)
             scales[ib] = search_symmetric(16, 32, x + 16 * ib, L + 16 * ib);
-            float a = fabsf(scales[ib]);
-            if (a > max_abs) {
-                max_abs = a;
-                max_scale = scales[ib];
-            }
-        }
-        if (max_abs < GROUP_MAX_EPS) {
+        float max_scale = quant_signed_absmax(scales, QK_K / 16);
+        if (fabsf(max_scale) < GROUP_MAX_EPS) {
             memset(&y[b], 0, sizeof(y[b]));
             continue;
         }
@@ -598,15 +579,8 @@ void quant_q8_k_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q8_K *y = vy;
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max = 0, amax = 0;
-        for (int j = 0; j < QK_K; j++) {
-            float ax = fabsf(x[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[j];
-            }
-        }
-        if (!amax) {
+        float max = quant_signed_absmax(x, QK_K);
+        if (!max) {
             y[b].d = 0;
             memset(y[b].qs, 0, sizeof(y[b].qs));
             // The reference leaves bsums untouched here; zero them (sum of zeros).
