@@ -271,25 +271,6 @@ static bool has_type(const char *const *types, size_t n, const char *t)
     return false;
 }
 
-// Go's strconv.ParseInt(s, 10, 64).
-static bool parse_int(const char *s, int64_t *out)
-{
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
-    if (!*p)
-        return false;
-    for (const char *q = p; *q; q++)
-        if (*q < '0' || *q > '9')
-            return false;
-    errno = 0;
-    long long v = strtoll(s, NULL, 10);
-    if (errno == ERANGE)
-        return false;
-    *out = v;
-    return true;
-}
-
 // Go's strconv.ParseFloat(s, 64) for finite decimal numbers.
 static bool parse_float(const char *s, double *out)
 {
@@ -332,7 +313,7 @@ json_t *rnd_typed_value(const char *raw, const char *const *types, size_t n)
     }
     if (has_type(types, n, "integer")) {
         int64_t i;
-        if (parse_int(raw, &i))
+        if (str_go_parse_int(raw, &i))
             return json_integer(i);
         if (n == 1)
             return json_string(raw);
