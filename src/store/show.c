@@ -102,20 +102,25 @@ static const char **sorted_keys(const json_t *o, size_t *n)
     return keys;
 }
 
-// A value as `show --modelfile` prints it after PARAMETER.
-static void param_text(const json_t *v, struct buf *out)
+// A parameter value as `show --modelfile` prints it after PARAMETER, or
+// (go_syntax) as Go's %#v prints the decoded JSON value: strings quoted,
+// floats without the %v exponent form.
+static void param_value(const json_t *v, bool go_syntax, struct buf *out)
 {
     char num[64];
     switch (json_typeof(v)) {
     case JSON_STRING:
-        buf_append_str(out, json_string_value(v));
+        if (go_syntax)
+            gofmt_quote(out, json_string_value(v));
+        else
+            buf_append_str(out, json_string_value(v));
         break;
     case JSON_INTEGER:
-        gofmt_float((double)json_integer_value(v), true, num, sizeof(num));
+        gofmt_float((double)json_integer_value(v), !go_syntax, num, sizeof(num));
         buf_append_str(out, num);
         break;
     case JSON_REAL:
-        gofmt_float(json_real_value(v), true, num, sizeof(num));
+        gofmt_float(json_real_value(v), !go_syntax, num, sizeof(num));
         buf_append_str(out, num);
         break;
     case JSON_TRUE:
@@ -134,27 +139,6 @@ static void param_text(const json_t *v, struct buf *out)
     }
 }
 
-// Go %#v of a decoded JSON value.
-static void param_gov(const json_t *v, struct buf *out)
-{
-    char num[64];
-    switch (json_typeof(v)) {
-    case JSON_STRING:
-        gofmt_quote(out, json_string_value(v));
-        break;
-    case JSON_INTEGER:
-        gofmt_float((double)json_integer_value(v), false, num, sizeof(num));
-        buf_append_str(out, num);
-        break;
-    case JSON_REAL:
-        gofmt_float(json_real_value(v), false, num, sizeof(num));
-        buf_append_str(out, num);
-        break;
-    default:
-        param_text(v, out);
-    }
-}
-
 int store_show_parameters(const json_t *params, struct buf *out)
 {
     if (!params)
@@ -170,7 +154,7 @@ int store_show_parameters(const json_t *params, struct buf *out)
                 buf_append_char(out, '\n');
             first = false;
             buf_printf(out, "%-30s ", keys[i]);
-            param_gov(json_is_array(v) ? json_array_get(v, j) : v, out);
+            param_value(json_is_array(v) ? json_array_get(v, j) : v, true, out);
         }
     }
     free(keys);
@@ -216,7 +200,7 @@ int store_show_modelfile(const struct store_model *m, const char *system_overrid
         for (size_t j = 0; j < count; j++) {
             struct buf val;
             buf_init(&val, 0);
-            param_text(json_is_array(v) ? json_array_get(v, j) : v, &val);
+            param_value(json_is_array(v) ? json_array_get(v, j) : v, false, &val);
             buf_printf(out, "PARAMETER %s ", keys[i]);
             store_modelfile_quote(buf_cstr(&val), out);
             buf_append_char(out, '\n');
