@@ -26,40 +26,10 @@
 enum { LFM2 = 0, LFM2_THINKING = 1 };
 
 // lfm2JSON: Go JSON without HTML escaping, a space after ':' and ',' outside
-// strings.
+// strings; decoded values are Go maps (keys sorted), a tool keeps its order.
 static void lfm2_json(struct buf *out, const json_t *v, bool ordered)
 {
-    json_t *tmp = NULL;
-    if (!ordered) {
-        // Decoded values are Go maps: keys sorted.
-        struct buf s;
-        buf_init(&s, 0);
-        rnd_go_json(&s, v);
-        tmp = json_loads(buf_cstr(&s), JSON_DECODE_ANY, NULL);
-        buf_deinit(&s);
-    }
-    struct buf c;
-    buf_init(&c, 0);
-    jsonx_dump(tmp ? tmp : v, JSONX_NO_HTML_ESCAPE, &c, NULL);
-    json_decref(tmp);
-    bool in_str = false, esc = false;
-    for (size_t i = 0; i < c.len; i++) {
-        char ch = c.data[i];
-        buf_append_char(out, ch);
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (ch == '\\')
-                esc = true;
-            else if (ch == '"')
-                in_str = false;
-        } else if (ch == '"') {
-            in_str = true;
-        } else if ((ch == ':' || ch == ',') && i + 1 < c.len) {
-            buf_append_char(out, ' ');
-        }
-    }
-    buf_deinit(&c);
+    rnd_go_json_spaced_unescaped(out, v, !ordered);
 }
 
 static int cmp_key(const void *a, const void *b)
