@@ -106,6 +106,10 @@ void srv_registry_release(struct server *srv);
 // field types with the decoder's wording, or upstream's translation errors).
 json_t *srv_openai_chat_request(const json_t *body, struct err *e);
 json_t *srv_openai_completion_request(const json_t *body, struct err *e);
+// OpenAI's error body, {"error": {"message", "type", "param", "code"}}, the
+// type from the status (also the Responses API's); and a reply with it.
+json_t *srv_openai_error(int status, const char *msg);
+void srv_openai_reply_error(struct srv_req *r, int status, const char *msg);
 // A native non-streamed answer → chat.completion / text_completion object.
 json_t *srv_openai_chat_completion(const char *id, const json_t *native);
 json_t *srv_openai_text_completion(const char *id, const json_t *native, bool chunk);
