@@ -596,13 +596,8 @@ static int step_thinking(struct renderer_parser *p, struct lfm2 *l, struct rnd_o
     }
     const char *close = rnd_find(a, n, L_THINK_CLOSE);
     if (close) {
-        size_t before = (size_t)(close - a);
-        buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-        size_t after = before + strlen(L_THINK_CLOSE);
-        after += rnd_leading_ws(a + after, n - after);
-        rnd_buf_consume(&p->acc, after);
+        l->trim_content = !rnd_split_at(p, close, L_THINK_CLOSE, o->thinking);
         p->state = LP_CONTENT;
-        l->trim_content = p->acc.len == 0;
         return 1;
     }
     rnd_emit_until_partial(p, L_THINK_CLOSE, NULL, o->thinking);

@@ -491,12 +491,8 @@ static int step_thinking(struct renderer_parser *p, struct q35 *q, struct rnd_ou
     if (early_tool && (!close || early_tool < close))
         close = NULL;
     if (close) {
-        size_t before = (size_t)(close - a);
-        buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-        size_t after = before + strlen(THINK_CLOSE);
-        after += rnd_leading_ws(a + after, n - after);
-        rnd_buf_consume(&p->acc, after);
-        p->state = p->acc.len ? P35_CONTENT : P35_THINK_DONE_WS;
+        p->state =
+            rnd_split_at(p, close, THINK_CLOSE, o->thinking) ? P35_CONTENT : P35_THINK_DONE_WS;
         return 1;
     }
     size_t ov = rnd_overlap(a, n, THINK_CLOSE), ov2 = rnd_overlap(a, n, TOOL_OPEN);
