@@ -93,40 +93,38 @@ void quant_q3_k_to_float(const void *vx, float *y, int64_t n)
     }
 }
 
+// Q4_K and Q5_K blocks: 8 sub-blocks of 32 with 6-bit scales and mins, 4-bit
+// quants; Q5_K adds a fifth bit from qh (NULL for Q4_K).
+static void dequant_k_sub8(float d, float dmin, const uint8_t *scales, const uint8_t *qs,
+                           const uint8_t *qh, float *y)
+{
+    for (int sub = 0; sub < 8; sub++) {
+        uint8_t sc, m;
+        scale_min_k4(sub, scales, &sc, &m);
+        float dl = d * (float)sc, ml = dmin * (float)m;
+        const uint8_t *q = qs + 32 * (sub / 2);
+        int shift = (sub % 2) * 4;
+        for (int l = 0; l < 32; l++) {
+            int v = (q[l] >> shift) & 0x0F;
+            if (qh)
+                v += 16 * ((qh[l] >> sub) & 1);
+            y[32 * sub + l] = dl * (float)v - ml;
+        }
+    }
+}
+
 void quant_q4_k_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q4_K *x = vx;
-    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K) {
-        float d = f32(x[b].d), dmin = f32(x[b].dmin);
-        for (int sub = 0; sub < 8; sub++) {
-            uint8_t sc, m;
-            scale_min_k4(sub, x[b].scales, &sc, &m);
-            float dl = d * (float)sc, ml = dmin * (float)m;
-            const uint8_t *q = x[b].qs + 32 * (sub / 2);
-            int shift = (sub % 2) * 4;
-            for (int l = 0; l < 32; l++)
-                y[32 * sub + l] = dl * (float)((q[l] >> shift) & 0x0F) - ml;
-        }
-    }
+    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K)
+        dequant_k_sub8(f32(x[b].d), f32(x[b].dmin), x[b].scales, x[b].qs, NULL, y);
 }
 
 void quant_q5_k_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q5_K *x = vx;
-    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K) {
-        float d = f32(x[b].d), dmin = f32(x[b].dmin);
-        for (int sub = 0; sub < 8; sub++) {
-            uint8_t sc, m;
-            scale_min_k4(sub, x[b].scales, &sc, &m);
-            float dl = d * (float)sc, ml = dmin * (float)m;
-            const uint8_t *q = x[b].qs + 32 * (sub / 2);
-            int shift = (sub % 2) * 4;
-            for (int l = 0; l < 32; l++) {
-                int v = ((q[l] >> shift) & 0x0F) + 16 * ((x[b].qh[l] >> sub) & 1);
-                y[32 * sub + l] = dl * (float)v - ml;
-            }
-        }
-    }
+    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K)
+        dequant_k_sub8(f32(x[b].d), f32(x[b].dmin), x[b].scales, x[b].qs, x[b].qh, y);
 }
 
 void quant_q6_k_to_float(const void *vx, float *y, int64_t n)
