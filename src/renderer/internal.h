@@ -164,6 +164,9 @@ void rnd_buf_consume(struct buf *b, size_t k);
 // before it, right-trimmed, to `to` and keeps what follows, left-trimmed.
 // Returns true when something follows.
 bool rnd_split_at(struct renderer_parser *p, const char *at, const char *tag, struct buf *to);
+// Drops the white space at the start of p->acc while *pending: 0 when nothing
+// else has come yet, else clears *pending and returns 1 (a parser step).
+int rnd_trim_lead(struct renderer_parser *p, bool *pending);
 
 // Go's json.Marshal of a decoded value: map keys sorted, <, >, & escaped.
 int rnd_go_json(struct buf *out, const json_t *v);

@@ -587,13 +587,8 @@ static int step_thinking(struct renderer_parser *p, struct lfm2 *l, struct rnd_o
         l->trim_thinking = true;
         return 1;
     }
-    if (l->trim_thinking) {
-        rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-        if (p->acc.len == 0)
-            return 0;
-        l->trim_thinking = false;
-        return 1;
-    }
+    if (l->trim_thinking)
+        return rnd_trim_lead(p, &l->trim_thinking);
     const char *close = rnd_find(a, n, L_THINK_CLOSE);
     if (close) {
         l->trim_content = !rnd_split_at(p, close, L_THINK_CLOSE, o->thinking);
@@ -608,13 +603,8 @@ static int step_content(struct renderer_parser *p, struct lfm2 *l, struct rnd_ou
 {
     const char *a = p->acc.data ? p->acc.data : "";
     size_t n = p->acc.len;
-    if (l->trim_content) {
-        rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-        if (p->acc.len == 0)
-            return 0;
-        l->trim_content = false;
-        return 1;
-    }
+    if (l->trim_content)
+        return rnd_trim_lead(p, &l->trim_content);
     const char *s = rnd_find(a, n, L_CALL_START);
     if (s) {
         size_t before = (size_t)(s - a);

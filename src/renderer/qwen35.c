@@ -448,16 +448,6 @@ static int step_think_open(struct renderer_parser *p, struct q35 *q)
 }
 
 // White space at the start of the thinking is dropped.
-static int step_trim_lead(struct renderer_parser *p, struct q35 *q)
-{
-    const char *a = p->acc.data ? p->acc.data : "";
-    rnd_buf_consume(&p->acc, rnd_leading_ws(a, p->acc.len));
-    if (p->acc.len == 0)
-        return 0;
-    q->trim_lead = false;
-    return 1;
-}
-
 // A tool call inside the thinking closes it: the text is rewritten with a
 // </think> in front of the call's <tool_call>.
 static void close_before_tool(struct renderer_parser *p, const char *tool)
@@ -482,7 +472,7 @@ static int step_thinking(struct renderer_parser *p, struct q35 *q, struct rnd_ou
     if (q->allow_open)
         return step_think_open(p, q);
     if (q->trim_lead)
-        return step_trim_lead(p, q);
+        return rnd_trim_lead(p, &q->trim_lead);
     const char *a = p->acc.data ? p->acc.data : "";
     size_t n = p->acc.len;
     const char *close = rnd_find(a, n, THINK_CLOSE);

@@ -118,6 +118,16 @@ bool rnd_split_at(struct renderer_parser *p, const char *at, const char *tag, st
     return p->acc.len > 0;
 }
 
+int rnd_trim_lead(struct renderer_parser *p, bool *pending)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    rnd_buf_consume(&p->acc, rnd_leading_ws(a, p->acc.len));
+    if (p->acc.len == 0)
+        return 0;
+    *pending = false;
+    return 1;
+}
+
 int rnd_go_json(struct buf *out, const json_t *v)
 {
     return jsonx_dump(v, JSONX_SORT_KEYS, out, NULL);
