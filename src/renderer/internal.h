@@ -153,6 +153,8 @@ json_t *rnd_call_fn(const json_t *call);
 // Go's unicode.IsSpace over UTF-8: bytes of leading / trailing white space.
 size_t rnd_leading_ws(const char *s, size_t n);
 size_t rnd_trailing_ws(const char *s, size_t n);
+// Go's strings.TrimSpace on the slice (*s, *n), in place.
+void rnd_trim(const char **s, size_t *n);
 // The longest suffix of s[0..n) that is a proper prefix of delim (Ollama's
 // overlap()).
 size_t rnd_overlap(const char *s, size_t n, const char *delim);

@@ -418,10 +418,7 @@ static bool py_args(const char *s, size_t n, json_t *args)
             return false;
         const char *k = s + ks;
         size_t kn = i - ks;
-        size_t lead = rnd_leading_ws(k, kn);
-        k += lead;
-        kn -= lead;
-        kn -= rnd_trailing_ws(k, kn);
+        rnd_trim(&k, &kn);
         if (kn == 0)
             return false;
         i++;
@@ -503,10 +500,7 @@ static json_t *py_calls(const char *s, size_t n)
         size_t po = (size_t)(paren - s);
         const char *nm = s + i;
         size_t nl = po - i;
-        size_t l2 = rnd_leading_ws(nm, nl);
-        nm += l2;
-        nl -= l2;
-        nl -= rnd_trailing_ws(nm, nl);
+        rnd_trim(&nm, &nl);
         if (nl == 0)
             goto bad;
         long close = matching_paren(s, n, po);

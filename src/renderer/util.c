@@ -78,6 +78,14 @@ size_t rnd_trailing_ws(const char *s, size_t n)
     return n - end;
 }
 
+void rnd_trim(const char **s, size_t *n)
+{
+    size_t lead = rnd_leading_ws(*s, *n);
+    *s += lead;
+    *n -= lead;
+    *n -= rnd_trailing_ws(*s, *n);
+}
+
 size_t rnd_overlap(const char *s, size_t n, const char *delim)
 {
     size_t dl = strlen(delim);
