@@ -133,6 +133,27 @@ int cli_cmd_push(struct cli_args *a)
     return 0;
 }
 
+// The RFC 3339 time in m[key], or TIME_ZERO when absent or unparsable.
+static int64_t json_time(const json_t *m, const char *key)
+{
+    int64_t t_ns = TIME_ZERO;
+    const char *s = json_string_value(json_object_get(m, key));
+    if (s)
+        time_parse_rfc3339(s, &t_ns, NULL);
+    return t_ns;
+}
+
+// Writes a list table (ls, ps) to stdout and frees it.
+static void print_list(struct cli_table *t)
+{
+    struct buf out;
+    buf_init(&out, 0);
+    cli_table_render_list(t, &out);
+    fwrite(out.data, 1, out.len, stdout);
+    buf_deinit(&out);
+    cli_table_deinit(t);
+}
+
 // ---------------------------------------------------------------------------
 // list, ps, cp, rm, stop.
 
@@ -164,20 +185,11 @@ int cli_list_print(struct client *c, const char *prefix, struct err *e)
         else
             size_format_human((uint64_t)json_integer_value(json_object_get(m, "size")), size,
                               sizeof(size));
-        int64_t t_ns = TIME_ZERO;
-        const char *mod = json_string_value(json_object_get(m, "modified_at"));
-        if (mod)
-            time_parse_rfc3339(mod, &t_ns, NULL);
-        time_format_relative(t_ns, now, modified, sizeof(modified));
+        time_format_relative(json_time(m, "modified_at"), now, modified, sizeof(modified));
         const char *row[4] = {name, id, size, modified};
         cli_table_add(&t, row);
     }
-    struct buf out;
-    buf_init(&out, 0);
-    cli_table_render_list(&t, &out);
-    fwrite(out.data, 1, out.len, stdout);
-    buf_deinit(&out);
-    cli_table_deinit(&t);
+    print_list(&t);
     json_decref(resp);
     return 0;
 }
@@ -226,10 +238,7 @@ int cli_cmd_ps(struct cli_args *a)
         cli_processor(size, vram, proc, sizeof(proc));
         snprintf(ctx, sizeof(ctx), "%lld",
                  (long long)json_integer_value(json_object_get(m, "context_length")));
-        int64_t exp = TIME_ZERO;
-        const char *es = json_string_value(json_object_get(m, "expires_at"));
-        if (es)
-            time_parse_rfc3339(es, &exp, NULL);
+        int64_t exp = json_time(m, "expires_at");
         if (exp != TIME_ZERO && exp < now)
             snprintf(until, sizeof(until), "Stopping...");
         else
@@ -237,12 +246,7 @@ int cli_cmd_ps(struct cli_args *a)
         const char *row[6] = {name, id, sz, proc, ctx, until};
         cli_table_add(&t, row);
     }
-    struct buf out;
-    buf_init(&out, 0);
-    cli_table_render_list(&t, &out);
-    fwrite(out.data, 1, out.len, stdout);
-    buf_deinit(&out);
-    cli_table_deinit(&t);
+    print_list(&t);
     json_decref(resp);
     return 0;
 }

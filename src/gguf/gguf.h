@@ -211,8 +211,10 @@ typedef int (*gguf_model_info_fn)(void *ctx, struct str key, const struct gguf_v
 int gguf_model_info(const struct gguf *g, bool verbose, gguf_model_info_fn fn, void *ctx);
 // The same as a JSON object (json/json.h's json_t; new reference, NULL when
 // out of memory): integers as numbers, f32 printed as Go prints float32,
-// strings, bools, arrays ([] when elided). Write it with JSONX_SORT_KEYS to
-// get Go's map order.
+// non-finite floats as null, strings (bytes that are not UTF-8 as U+FFFD),
+// bools, arrays ([] when elided); keys that are not UTF-8 are left out. The
+// model_info and projector_info of /api/show. Write it with JSONX_SORT_KEYS
+// to get Go's map order.
 struct json_t;
 struct json_t *gguf_model_info_json(const struct gguf *g, bool verbose);
 

@@ -136,31 +136,6 @@ static int decode_hex_escape(struct lexer *l, const char *s, size_t n, size_t i,
     return 0;
 }
 
-// Writes cp as UTF-8 at out; returns the number of bytes written (1 to 4).
-static size_t put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 // Python string-literal escapes (Jinja2 decodes with "unicode-escape"). No
 // escape decodes to more bytes than it is written with, so n + 1 bytes do.
 static int decode_string(struct lexer *l, const char *s, size_t n, struct jtoken *t)
@@ -187,7 +162,7 @@ static int decode_string(struct lexer *l, const char *s, size_t n, struct jtoken
             if (rc)
                 return rc;
             i += (size_t)hex;
-            k += put_utf8(out + k, cp);
+            k += utf8_encode(cp, out + k);
         } else if (c >= '0' && c <= '7') {
             out[k++] = decode_octal(s, n, &i);
         } else {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 const char *jsonx_type_name(const json_t *v)
 {
@@ -254,6 +255,26 @@ int jsonx_arr_append(json_t *arr, json_t *v)
         return ERR_INVALID;
     }
     return json_array_append_new(arr, v) == 0 ? 0 : ERR_NOMEM;
+}
+
+json_t *jsonx_tool_call(int64_t index, const char *name, json_t *args)
+{
+    static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char r[8];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        for (int i = 0; i < 8; i++)
+            r[i] = (unsigned char)rand();
+    char id[16] = "call_";
+    for (int i = 0; i < 8; i++)
+        id[5 + i] = set[r[i] % 36];
+    json_t *fn = json_object();
+    json_object_set_new(fn, "index", json_integer(index));
+    json_object_set_new(fn, "name", json_string(name));
+    json_object_set_new(fn, "arguments", args);
+    json_t *call = json_object();
+    json_object_set_new(call, "id", json_string(id));
+    json_object_set_new(call, "function", fn);
+    return call;
 }
 
 int64_t jsonx_number_i64(const json_t *v)

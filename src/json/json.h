@@ -93,6 +93,10 @@ int jsonx_set_bool(json_t *obj, const char *key, bool v);
 int jsonx_set_double(json_t *obj, const char *key, double v);  // NaN/Inf → ERR_INVALID
 int jsonx_set_f32(json_t *obj, const char *key, float v);
 int jsonx_arr_append(json_t *arr, json_t *v);  // steals v
+// A tool call as Ollama's api.ToolCall writes it: {"id": "call_" and 8 random
+// [a-z0-9], "function": {"index", "name", "arguments"}}, the one form every
+// output parser (templates, renderers) emits. Takes the reference to args.
+json_t *jsonx_tool_call(int64_t index, const char *name, json_t *args);
 
 // ---------------------------------------------------------------------------
 // Writing (Go encoding/json)

@@ -214,10 +214,7 @@ static void add_call(struct renderer_parser *p, json_t *c, json_t *calls)
 // parseCohereActions: a JSON list of calls, or else every JSON object found.
 static void actions(struct renderer_parser *p, const char *s, size_t n, json_t *calls)
 {
-    size_t lead = rnd_leading_ws(s, n);
-    s += lead;
-    n -= lead;
-    n -= rnd_trailing_ws(s, n);
+    rnd_trim(&s, &n);
     if (n == 0)
         return;
     json_t *v = NULL;

@@ -200,15 +200,13 @@ static bool ds_call(struct renderer_parser *p, const char *s, size_t n, json_t *
             return false;
         an = (size_t)(end - a);
     }
-    size_t lead = rnd_leading_ws(name_start, nl);
-    size_t name_len = nl - lead;
-    name_len -= rnd_trailing_ws(name_start + lead, name_len);
+    rnd_trim(&name_start, &nl);
     json_t *args = NULL;
     if (jsonx_parse(a, an, &args, NULL) < 0 || !json_is_object(args)) {
         json_decref(args);
         return false;
     }
-    char *name = xstrndup(name_start + lead, name_len);
+    char *name = xstrndup(name_start, nl);
     rnd_call_append(p, calls, name, args);
     free(name);
     return true;
@@ -227,11 +225,7 @@ static int step_thinking(struct renderer_parser *p, struct rnd_out *o)
         rnd_emit_until_partial(p, DS_THINK_CLOSE, NULL, o->thinking);
         return 0;
     }
-    size_t before = (size_t)(close - a);
-    buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-    size_t after = before + strlen(DS_THINK_CLOSE);
-    after += rnd_leading_ws(a + after, n - after);
-    rnd_buf_consume(&p->acc, after);
+    rnd_split_at(p, close, DS_THINK_CLOSE, o->thinking);
     p->state = DS_CONTENT;
     return 1;
 }

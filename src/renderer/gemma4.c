@@ -63,8 +63,8 @@ static bool role_is(const json_t *m, const char *role)
 // strings.TrimSpace (Go's white space) into out.
 static void trim_into(struct buf *out, const char *s, size_t n)
 {
-    size_t lead = rnd_leading_ws(s, n);
-    buf_append(out, s + lead, n - lead - rnd_trailing_ws(s + lead, n - lead));
+    rnd_trim(&s, &n);
+    buf_append(out, s, n);
 }
 
 static bool has_prefix(const char *s, size_t n, const char *prefix)

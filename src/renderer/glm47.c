@@ -218,18 +218,6 @@ static int glm_call(struct renderer_parser *p, const char *s, size_t n, bool fin
     return rc;
 }
 
-// Splits acc at tag: text before (right-trimmed) to `to`, rest left-trimmed.
-static bool split_at(struct renderer_parser *p, const char *at, const char *tag, struct buf *to)
-{
-    const char *a = p->acc.data;
-    size_t before = (size_t)(at - a);
-    buf_append(to, a, before - rnd_trailing_ws(a, before));
-    size_t after = before + strlen(tag);
-    after += rnd_leading_ws(a + after, p->acc.len - after);
-    rnd_buf_consume(&p->acc, after);
-    return p->acc.len > 0;
-}
-
 static bool eat_ws(struct renderer_parser *p, int next)
 {
     rnd_buf_consume(&p->acc, rnd_leading_ws(p->acc.data ? p->acc.data : "", p->acc.len));
@@ -270,7 +258,7 @@ int rnd_glm47_add(struct renderer_parser *p, bool done, struct rnd_out *o, struc
             const char *close = rnd_find(a, n, THINK_CLOSE);
             if (close) {
                 p->state =
-                    split_at(p, close, THINK_CLOSE, o->thinking) ? G_CONTENT : G_THINK_DONE_WS;
+                    rnd_split_at(p, close, THINK_CLOSE, o->thinking) ? G_CONTENT : G_THINK_DONE_WS;
             } else {
                 rnd_emit_until_partial(p, THINK_CLOSE, NULL, o->thinking);
                 more = false;
@@ -280,7 +268,7 @@ int rnd_glm47_add(struct renderer_parser *p, bool done, struct rnd_out *o, struc
         case G_CONTENT: {
             const char *t = rnd_find(a, n, TOOL_OPEN);
             if (t) {
-                p->state = split_at(p, t, TOOL_OPEN, o->content) ? G_TOOL : G_TOOL_WS;
+                p->state = rnd_split_at(p, t, TOOL_OPEN, o->content) ? G_TOOL : G_TOOL_WS;
             } else {
                 rnd_emit_until_partial(p, TOOL_OPEN, NULL, o->content);
                 more = false;

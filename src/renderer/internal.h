@@ -136,9 +136,25 @@ json_t *rnd_tool_fn(const json_t *tool, const char *key);
 // The function of a tool call (call.function), or NULL.
 json_t *rnd_call_fn(const json_t *call);
 
+// The tool-call format instructions that Ollama's Qwen3-Coder and Qwen3.5
+// renderers both write after the tool list (the same text in each).
+#define RND_QWEN_CALL_FORMAT                                                                       \
+    "If you choose to call a function ONLY reply in the following format with NO "                 \
+    "suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>"    \
+    "\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second "  \
+    "parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"        \
+    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "         \
+    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"     \
+    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "      \
+    "function call in natural language BEFORE the function call, but NOT after\n- If there is "    \
+    "no function call available, answer the question like normal with your current knowledge "     \
+    "and do not tell the user about function calls\n</IMPORTANT>"
+
 // Go's unicode.IsSpace over UTF-8: bytes of leading / trailing white space.
 size_t rnd_leading_ws(const char *s, size_t n);
 size_t rnd_trailing_ws(const char *s, size_t n);
+// Go's strings.TrimSpace on the slice (*s, *n), in place.
+void rnd_trim(const char **s, size_t *n);
 // The longest suffix of s[0..n) that is a proper prefix of delim (Ollama's
 // overlap()).
 size_t rnd_overlap(const char *s, size_t n, const char *delim);
@@ -146,6 +162,13 @@ size_t rnd_overlap(const char *s, size_t n, const char *delim);
 const char *rnd_find(const char *s, size_t n, const char *needle);
 // Drops the first k bytes of b.
 void rnd_buf_consume(struct buf *b, size_t k);
+// Splits p->acc at tag (at points at it inside p->acc): appends the text
+// before it, right-trimmed, to `to` and keeps what follows, left-trimmed.
+// Returns true when something follows.
+bool rnd_split_at(struct renderer_parser *p, const char *at, const char *tag, struct buf *to);
+// Drops the white space at the start of p->acc while *pending: 0 when nothing
+// else has come yet, else clears *pending and returns 1 (a parser step).
+int rnd_trim_lead(struct renderer_parser *p, bool *pending);
 
 // Go's json.Marshal of a decoded value: map keys sorted, <, >, & escaped.
 int rnd_go_json(struct buf *out, const json_t *v);

@@ -26,40 +26,10 @@
 enum { LFM2 = 0, LFM2_THINKING = 1 };
 
 // lfm2JSON: Go JSON without HTML escaping, a space after ':' and ',' outside
-// strings.
+// strings; decoded values are Go maps (keys sorted), a tool keeps its order.
 static void lfm2_json(struct buf *out, const json_t *v, bool ordered)
 {
-    json_t *tmp = NULL;
-    if (!ordered) {
-        // Decoded values are Go maps: keys sorted.
-        struct buf s;
-        buf_init(&s, 0);
-        rnd_go_json(&s, v);
-        tmp = json_loads(buf_cstr(&s), JSON_DECODE_ANY, NULL);
-        buf_deinit(&s);
-    }
-    struct buf c;
-    buf_init(&c, 0);
-    jsonx_dump(tmp ? tmp : v, JSONX_NO_HTML_ESCAPE, &c, NULL);
-    json_decref(tmp);
-    bool in_str = false, esc = false;
-    for (size_t i = 0; i < c.len; i++) {
-        char ch = c.data[i];
-        buf_append_char(out, ch);
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (ch == '\\')
-                esc = true;
-            else if (ch == '"')
-                in_str = false;
-        } else if (ch == '"') {
-            in_str = true;
-        } else if ((ch == ':' || ch == ',') && i + 1 < c.len) {
-            buf_append_char(out, ' ');
-        }
-    }
-    buf_deinit(&c);
+    rnd_go_json_spaced_unescaped(out, v, !ordered);
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -448,10 +418,7 @@ static bool py_args(const char *s, size_t n, json_t *args)
             return false;
         const char *k = s + ks;
         size_t kn = i - ks;
-        size_t lead = rnd_leading_ws(k, kn);
-        k += lead;
-        kn -= lead;
-        kn -= rnd_trailing_ws(k, kn);
+        rnd_trim(&k, &kn);
         if (kn == 0)
             return false;
         i++;
@@ -533,10 +500,7 @@ static json_t *py_calls(const char *s, size_t n)
         size_t po = (size_t)(paren - s);
         const char *nm = s + i;
         size_t nl = po - i;
-        size_t l2 = rnd_leading_ws(nm, nl);
-        nm += l2;
-        nl -= l2;
-        nl -= rnd_trailing_ws(nm, nl);
+        rnd_trim(&nm, &nl);
         if (nl == 0)
             goto bad;
         long close = matching_paren(s, n, po);
@@ -617,22 +581,12 @@ static int step_thinking(struct renderer_parser *p, struct lfm2 *l, struct rnd_o
         l->trim_thinking = true;
         return 1;
     }
-    if (l->trim_thinking) {
-        rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-        if (p->acc.len == 0)
-            return 0;
-        l->trim_thinking = false;
-        return 1;
-    }
+    if (l->trim_thinking)
+        return rnd_trim_lead(p, &l->trim_thinking);
     const char *close = rnd_find(a, n, L_THINK_CLOSE);
     if (close) {
-        size_t before = (size_t)(close - a);
-        buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-        size_t after = before + strlen(L_THINK_CLOSE);
-        after += rnd_leading_ws(a + after, n - after);
-        rnd_buf_consume(&p->acc, after);
+        l->trim_content = !rnd_split_at(p, close, L_THINK_CLOSE, o->thinking);
         p->state = LP_CONTENT;
-        l->trim_content = p->acc.len == 0;
         return 1;
     }
     rnd_emit_until_partial(p, L_THINK_CLOSE, NULL, o->thinking);
@@ -643,13 +597,8 @@ static int step_content(struct renderer_parser *p, struct lfm2 *l, struct rnd_ou
 {
     const char *a = p->acc.data ? p->acc.data : "";
     size_t n = p->acc.len;
-    if (l->trim_content) {
-        rnd_buf_consume(&p->acc, rnd_leading_ws(a, n));
-        if (p->acc.len == 0)
-            return 0;
-        l->trim_content = false;
-        return 1;
-    }
+    if (l->trim_content)
+        return rnd_trim_lead(p, &l->trim_content);
     const char *s = rnd_find(a, n, L_CALL_START);
     if (s) {
         size_t before = (size_t)(s - a);

@@ -48,19 +48,6 @@ static bool eat_ws_to(struct renderer_parser *p, int next)
     return true;
 }
 
-// Splits acc at tag: appends the text before it (right-trimmed) to to and
-// keeps what follows (left-trimmed). Returns true when something follows.
-static bool split_at(struct renderer_parser *p, const char *at, const char *tag, struct buf *to)
-{
-    const char *a = p->acc.data;
-    size_t before = (size_t)(at - a);
-    buf_append(to, a, before - rnd_trailing_ws(a, before));
-    size_t after = before + strlen(tag);
-    after += rnd_leading_ws(a + after, p->acc.len - after);
-    rnd_buf_consume(&p->acc, after);
-    return p->acc.len > 0;
-}
-
 static int tool_call(struct renderer_parser *p, const char *raw, size_t n, json_t *calls,
                      struct err *e)
 {
@@ -125,12 +112,13 @@ int rnd_qwen3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struc
             const char *close = rnd_find(a, n, THINK_CLOSE);
             const char *tool = rnd_find(a, n, TOOL_OPEN);
             if (tool && (!close || tool < close)) {
-                p->state = split_at(p, tool, TOOL_OPEN, o->thinking) ? Q3_TOOL : Q3_TOOL_START_WS;
+                p->state =
+                    rnd_split_at(p, tool, TOOL_OPEN, o->thinking) ? Q3_TOOL : Q3_TOOL_START_WS;
                 break;
             }
             if (close) {
-                p->state =
-                    split_at(p, close, THINK_CLOSE, o->thinking) ? Q3_CONTENT : Q3_THINK_DONE_WS;
+                p->state = rnd_split_at(p, close, THINK_CLOSE, o->thinking) ? Q3_CONTENT
+                                                                            : Q3_THINK_DONE_WS;
                 break;
             }
             rnd_emit_until_partial(p, THINK_CLOSE, TOOL_OPEN, o->thinking);
@@ -139,7 +127,8 @@ int rnd_qwen3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struc
         case Q3_CONTENT: {
             const char *tool = rnd_find(a, n, TOOL_OPEN);
             if (tool) {
-                p->state = split_at(p, tool, TOOL_OPEN, o->content) ? Q3_TOOL : Q3_TOOL_START_WS;
+                p->state =
+                    rnd_split_at(p, tool, TOOL_OPEN, o->content) ? Q3_TOOL : Q3_TOOL_START_WS;
                 break;
             }
             rnd_emit_until_partial(p, TOOL_OPEN, NULL, o->content);

@@ -25,17 +25,7 @@
     "Reasoning effort is set to low. Keep your thinking brief and focused, moving directly to "    \
     "the conclusion without unnecessary elaboration."
 
-#define Q35_TOOL_POSTAMBLE                                                                         \
-    "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO "   \
-    "suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>"    \
-    "\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second "  \
-    "parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"        \
-    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "         \
-    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"     \
-    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "      \
-    "function call in natural language BEFORE the function call, but NOT after\n- If there is "    \
-    "no function call available, answer the question like normal with your current knowledge "     \
-    "and do not tell the user about function calls\n</IMPORTANT>"
+#define Q35_TOOL_POSTAMBLE "\n</tools>\n\n" RND_QWEN_CALL_FORMAT
 
 enum { Q35 = 0, Q38 = 1 };
 
@@ -458,16 +448,6 @@ static int step_think_open(struct renderer_parser *p, struct q35 *q)
 }
 
 // White space at the start of the thinking is dropped.
-static int step_trim_lead(struct renderer_parser *p, struct q35 *q)
-{
-    const char *a = p->acc.data ? p->acc.data : "";
-    rnd_buf_consume(&p->acc, rnd_leading_ws(a, p->acc.len));
-    if (p->acc.len == 0)
-        return 0;
-    q->trim_lead = false;
-    return 1;
-}
-
 // A tool call inside the thinking closes it: the text is rewritten with a
 // </think> in front of the call's <tool_call>.
 static void close_before_tool(struct renderer_parser *p, const char *tool)
@@ -492,7 +472,7 @@ static int step_thinking(struct renderer_parser *p, struct q35 *q, struct rnd_ou
     if (q->allow_open)
         return step_think_open(p, q);
     if (q->trim_lead)
-        return step_trim_lead(p, q);
+        return rnd_trim_lead(p, &q->trim_lead);
     const char *a = p->acc.data ? p->acc.data : "";
     size_t n = p->acc.len;
     const char *close = rnd_find(a, n, THINK_CLOSE);
@@ -501,12 +481,8 @@ static int step_thinking(struct renderer_parser *p, struct q35 *q, struct rnd_ou
     if (early_tool && (!close || early_tool < close))
         close = NULL;
     if (close) {
-        size_t before = (size_t)(close - a);
-        buf_append(o->thinking, a, before - rnd_trailing_ws(a, before));
-        size_t after = before + strlen(THINK_CLOSE);
-        after += rnd_leading_ws(a + after, n - after);
-        rnd_buf_consume(&p->acc, after);
-        p->state = p->acc.len ? P35_CONTENT : P35_THINK_DONE_WS;
+        p->state =
+            rnd_split_at(p, close, THINK_CLOSE, o->thinking) ? P35_CONTENT : P35_THINK_DONE_WS;
         return 1;
     }
     size_t ov = rnd_overlap(a, n, THINK_CLOSE), ov2 = rnd_overlap(a, n, TOOL_OPEN);

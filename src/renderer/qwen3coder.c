@@ -24,17 +24,7 @@
 #define QWEN_DEFAULT_SYSTEM                                                                        \
     "You are Qwen, a helpful AI assistant that can interact with a computer to solve tasks."
 
-#define QWEN_TOOLS_FOOTER                                                                          \
-    "\n\nIf you choose to call a function ONLY reply in the following format with NO "             \
-    "suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>"    \
-    "\nvalue_1\n</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second "  \
-    "parameter\nthat can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"        \
-    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "         \
-    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"     \
-    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "      \
-    "function call in natural language BEFORE the function call, but NOT after\n- If there is "    \
-    "no function call available, answer the question like normal with your current knowledge "     \
-    "and do not tell the user about function calls\n</IMPORTANT>"
+#define QWEN_TOOLS_FOOTER "\n\n" RND_QWEN_CALL_FORMAT
 
 // ---------------------------------------------------------------------------
 // Renderer
@@ -281,25 +271,6 @@ static bool has_type(const char *const *types, size_t n, const char *t)
     return false;
 }
 
-// Go's strconv.ParseInt(s, 10, 64).
-static bool parse_int(const char *s, int64_t *out)
-{
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
-    if (!*p)
-        return false;
-    for (const char *q = p; *q; q++)
-        if (*q < '0' || *q > '9')
-            return false;
-    errno = 0;
-    long long v = strtoll(s, NULL, 10);
-    if (errno == ERANGE)
-        return false;
-    *out = v;
-    return true;
-}
-
 // Go's strconv.ParseFloat(s, 64) for finite decimal numbers.
 static bool parse_float(const char *s, double *out)
 {
@@ -342,7 +313,7 @@ json_t *rnd_typed_value(const char *raw, const char *const *types, size_t n)
     }
     if (has_type(types, n, "integer")) {
         int64_t i;
-        if (parse_int(raw, &i))
+        if (str_go_parse_int(raw, &i))
             return json_integer(i);
         if (n == 1)
             return json_string(raw);

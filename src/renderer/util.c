@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 const char *rnd_str(const json_t *m, const char *key)
 {
@@ -79,6 +78,14 @@ size_t rnd_trailing_ws(const char *s, size_t n)
     return n - end;
 }
 
+void rnd_trim(const char **s, size_t *n)
+{
+    size_t lead = rnd_leading_ws(*s, *n);
+    *s += lead;
+    *n -= lead;
+    *n -= rnd_trailing_ws(*s, *n);
+}
+
 size_t rnd_overlap(const char *s, size_t n, const char *delim)
 {
     size_t dl = strlen(delim);
@@ -106,6 +113,27 @@ void rnd_buf_consume(struct buf *b, size_t k)
     memmove(b->data, b->data + k, b->len - k);
     b->len -= k;
     b->data[b->len] = 0;
+}
+
+bool rnd_split_at(struct renderer_parser *p, const char *at, const char *tag, struct buf *to)
+{
+    const char *a = p->acc.data;
+    size_t before = (size_t)(at - a);
+    buf_append(to, a, before - rnd_trailing_ws(a, before));
+    size_t after = before + strlen(tag);
+    after += rnd_leading_ws(a + after, p->acc.len - after);
+    rnd_buf_consume(&p->acc, after);
+    return p->acc.len > 0;
+}
+
+int rnd_trim_lead(struct renderer_parser *p, bool *pending)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    rnd_buf_consume(&p->acc, rnd_leading_ws(a, p->acc.len));
+    if (p->acc.len == 0)
+        return 0;
+    *pending = false;
+    return 1;
 }
 
 int rnd_go_json(struct buf *out, const json_t *v)
@@ -229,31 +257,9 @@ int rnd_go_value(struct buf *out, const json_t *v)
     }
 }
 
-static void make_call_id(char out[16])
-{
-    static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    unsigned char r[8];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-        for (int i = 0; i < 8; i++)
-            r[i] = (unsigned char)rand();
-    memcpy(out, "call_", 5);
-    for (int i = 0; i < 8; i++)
-        out[5 + i] = set[r[i] % 36];
-    out[13] = 0;
-}
-
 void rnd_call_append(struct renderer_parser *p, json_t *calls, const char *name, json_t *args)
 {
-    char id[16];
-    make_call_id(id);
-    json_t *fn = json_object();
-    json_object_set_new(fn, "index", json_integer(p->n_calls++));
-    json_object_set_new(fn, "name", json_string(name));
-    json_object_set_new(fn, "arguments", args ? args : json_object());
-    json_t *call = json_object();
-    json_object_set_new(call, "id", json_string(id));
-    json_object_set_new(call, "function", fn);
-    json_array_append_new(calls, call);
+    json_array_append_new(calls, jsonx_tool_call(p->n_calls++, name, args ? args : json_object()));
 }
 
 void rnd_emit_until_partial(struct renderer_parser *p, const char *tag, const char *tag2,

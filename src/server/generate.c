@@ -424,7 +424,7 @@ static void gen_producer(struct srv_stream *st, void *arg)
         attach_logprobs(j, o);
         srv_stream_json_line(st, o);
     } else if (rc != ERR_CANCELLED) {
-        srv_stream_json_line(st, json_pack("{s:s}", "error", j->run_err.msg));
+        srv_stream_error(st, j->run_err.msg);
     }
     srv_stream_end(st);
     job_free(j);

@@ -51,6 +51,11 @@ int srv_stream_json_line(struct srv_stream *st, json_t *obj)
     return rc;
 }
 
+int srv_stream_error(struct srv_stream *st, const char *msg)
+{
+    return srv_stream_json_line(st, srv_error_json(msg));
+}
+
 bool srv_stream_cancelled(struct srv_stream *st)
 {
     return atomic_load(&st->srv->stopping) || httpd_stream_gone(st->hs);
@@ -147,9 +152,14 @@ void srv_reply_json(struct srv_req *r, int status, json_t *obj)
     buf_deinit(&b);
 }
 
+json_t *srv_error_json(const char *msg)
+{
+    return json_pack("{s:s}", "error", msg);
+}
+
 void srv_reply_error(struct srv_req *r, int status, const char *msg)
 {
-    srv_reply_json(r, status, json_pack("{s:s}", "error", msg));
+    srv_reply_json(r, status, srv_error_json(msg));
 }
 
 void srv_reply_err(struct srv_req *r, int rc, const struct err *e)

@@ -106,6 +106,10 @@ void srv_registry_release(struct server *srv);
 // field types with the decoder's wording, or upstream's translation errors).
 json_t *srv_openai_chat_request(const json_t *body, struct err *e);
 json_t *srv_openai_completion_request(const json_t *body, struct err *e);
+// OpenAI's error body, {"error": {"message", "type", "param", "code"}}, the
+// type from the status (also the Responses API's); and a reply with it.
+json_t *srv_openai_error(int status, const char *msg);
+void srv_openai_reply_error(struct srv_req *r, int status, const char *msg);
 // A native non-streamed answer → chat.completion / text_completion object.
 json_t *srv_openai_chat_completion(const char *id, const json_t *native);
 json_t *srv_openai_text_completion(const char *id, const json_t *native, bool chunk);
@@ -319,6 +323,8 @@ void srv_reply(struct srv_req *r, int status, const char *content_type, const ch
 void srv_reply_text(struct srv_req *r, int status, const char *text);
 // Takes a reference to obj (decref'd after serialisation).
 void srv_reply_json(struct srv_req *r, int status, json_t *obj);
+// {"error": "..."}: the native API's error body (replies and stream lines).
+json_t *srv_error_json(const char *msg);
 // {"error": "..."} with the given status.
 void srv_reply_error(struct srv_req *r, int status, const char *msg);
 // Status from rc, message from e (or rc's default message).
@@ -341,6 +347,8 @@ int srv_stream_start(struct srv_req *r, int status, const char *content_type, sr
 int srv_stream_write(struct srv_stream *st, const char *p, size_t n);
 // Writes obj as one NDJSON line (takes a reference).
 int srv_stream_json_line(struct srv_stream *st, json_t *obj);
+// Ends a native stream's story with its error line, {"error": "..."}.
+int srv_stream_error(struct srv_stream *st, const char *msg);
 // A store progress event as the API's JSON ({"status", "digest", "total",
 // "completed"}): a line of st when streaming (a gone client sets *cancel), else
 // kept in *last for the non-streamed reply (create, pull and push).

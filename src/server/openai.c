@@ -20,7 +20,7 @@
 // ---------------------------------------------------------------------------
 // Errors (spec §1)
 
-static json_t *error_object(int status, const char *msg)
+json_t *srv_openai_error(int status, const char *msg)
 {
     const char *type = status == 400   ? "invalid_request_error"
                        : status == 404 ? "not_found_error"
@@ -35,9 +35,9 @@ static json_t *error_object(int status, const char *msg)
     return o;
 }
 
-static void reply_error(struct srv_req *r, int status, const char *msg)
+void srv_openai_reply_error(struct srv_req *r, int status, const char *msg)
 {
-    srv_reply_json(r, status, error_object(status, msg));
+    srv_reply_json(r, status, srv_openai_error(status, msg));
 }
 
 char *srv_native_error_msg(const struct srv_req *r)
@@ -58,7 +58,7 @@ char *srv_native_error_msg(const struct srv_req *r)
 static void convert_error_reply(struct srv_req *r)
 {
     char *msg = srv_native_error_msg(r);
-    reply_error(r, r->status, msg);
+    srv_openai_reply_error(r, r->status, msg);
     free(msg);
 }
 
@@ -121,8 +121,9 @@ static bool run_native(struct srv_req *r, const char *path, json_t *native)
 {
     int rc = srv_run_native(r, path, native, NULL);
     if (rc < 0)
-        reply_error(r, rc == ERR_TOO_LARGE ? 413 : 500,
-                    rc == ERR_TOO_LARGE ? "request body too large" : "cannot route request");
+        srv_openai_reply_error(r, rc == ERR_TOO_LARGE ? 413 : 500,
+                               rc == ERR_TOO_LARGE ? "request body too large"
+                                                   : "cannot route request");
     return rc >= 0;
 }
 
@@ -229,7 +230,7 @@ static int check_fields(const json_t *b, const struct field *f, struct err *e)
 static json_t *body_json(struct srv_req *r, const struct field *fields)
 {
     if (r->body.len == 0) {
-        reply_error(r, 400, "EOF");
+        srv_openai_reply_error(r, 400, "EOF");
         return NULL;
     }
     json_t *v = NULL;
@@ -237,7 +238,7 @@ static json_t *body_json(struct srv_req *r, const struct field *fields)
     if (jsonx_parse_object(r->body.data, r->body.len, &v, &e) < 0 ||
         (fields && check_fields(v, fields, &e) < 0)) {
         json_decref(v);
-        reply_error(r, 400, e.msg);
+        srv_openai_reply_error(r, 400, e.msg);
         return NULL;
     }
     return v;
@@ -957,8 +958,8 @@ void srv_openai_stream_encode(struct srv_openai_stream *s, const json_t *nat, st
     json_t *err = json_object_get(nat, "error");
     if (err) {
         // After the status line is sent, errors travel as an event (spec §1).
-        sse_event(out, error_object(500, json_is_string(err) ? json_string_value(err)
-                                                             : "internal error"));
+        sse_event(out, srv_openai_error(500, json_is_string(err) ? json_string_value(err)
+                                                                 : "internal error"));
         return;
     }
     if (s->chat)
@@ -993,7 +994,7 @@ static void run_completion(struct srv_req *r, bool chat)
         return;
     json_t *native = chat ? srv_openai_chat_request(b, &e) : srv_openai_completion_request(b, &e);
     if (!native) {
-        reply_error(r, 400, e.msg);
+        srv_openai_reply_error(r, 400, e.msg);
         goto out;
     }
     bool stream = json_is_true(json_object_get(b, "stream"));
@@ -1007,8 +1008,9 @@ static void run_completion(struct srv_req *r, bool chat)
     };
     int ran = srv_run_native(r, chat ? "/api/chat" : "/api/generate", native, stream ? &enc : NULL);
     if (ran < 0)
-        reply_error(r, ran == ERR_TOO_LARGE ? 413 : 500,
-                    ran == ERR_TOO_LARGE ? "request body too large" : "cannot route request");
+        srv_openai_reply_error(r, ran == ERR_TOO_LARGE ? 413 : 500,
+                               ran == ERR_TOO_LARGE ? "request body too large"
+                                                    : "cannot route request");
     if (!enc.ctx)
         s = NULL;  // srv_stream_start took it: owned by the stream now
     if (ran != SRV_NATIVE_REPLIED) {
@@ -1020,7 +1022,7 @@ static void run_completion(struct srv_req *r, bool chat)
     } else {
         json_t *nat = srv_native_reply(r);
         if (!nat) {
-            reply_error(r, 500, "invalid response from native handler");
+            srv_openai_reply_error(r, 500, "invalid response from native handler");
         } else if (stream) {
             // A one-shot native answer (e.g. loading with an empty prompt) to
             // a streaming request: still sent as events.
@@ -1067,7 +1069,7 @@ static bool embed_format(struct srv_req *r, const json_t *b, bool *b64)
             char *msg = xasprintf("Invalid value for 'encoding_format' = %s. Supported values: "
                                   "['float', 'base64'].",
                                   fmt);
-            reply_error(r, 400, msg);
+            srv_openai_reply_error(r, 400, msg);
             free(msg);
             return false;
         }
@@ -1084,7 +1086,7 @@ static json_t *embed_native(struct srv_req *r, const json_t *b)
     if (json_is_string(in) && !*json_string_value(in)) {
         native = json_pack("{s:[s]}", "input", "");
     } else if (!in || json_is_null(in) || (json_is_array(in) && json_array_size(in) == 0)) {
-        reply_error(r, 400, "invalid input");
+        srv_openai_reply_error(r, 400, "invalid input");
         return NULL;
     } else {
         native = json_pack("{s:O}", "input", in);
@@ -1197,7 +1199,7 @@ static void handle_models(struct srv_req *r)
     struct err e = {0};
     int rc = store_tags_json(r->srv->store, &tags, &e);
     if (rc < 0) {
-        reply_error(r, server_http_status(rc), e.msg[0] ? e.msg : err_str(rc));
+        srv_openai_reply_error(r, server_http_status(rc), e.msg[0] ? e.msg : err_str(rc));
         return;
     }
     json_t *data = json_array();
@@ -1230,7 +1232,7 @@ static void handle_model(struct srv_req *r)
     struct err e = {0};
     int rc = store_show(r->srv->store, name, &so, &show, &e);
     if (rc < 0) {
-        reply_error(r, server_http_status(rc), e.msg[0] ? e.msg : err_str(rc));
+        srv_openai_reply_error(r, server_http_status(rc), e.msg[0] ? e.msg : err_str(rc));
         return;
     }
     json_t *o = model_object(name, json_object_get(show, "modified_at"));

@@ -117,7 +117,7 @@ static void job_producer(struct srv_stream *st, void *arg)
     struct err e = {0};
     int rc = job_run(job, &e);
     if (rc < 0 && rc != ERR_CANCELLED)
-        srv_stream_json_line(st, json_pack("{s:s}", "error", e.msg));
+        srv_stream_error(st, e.msg);
     if (rc < 0)
         log_warn("%s %s: %s", job->push ? "push" : "pull", job->model, e.msg);
     srv_stream_end(st);

@@ -20,22 +20,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-// ---------------------------------------------------------------------------
-// Errors (OpenAI's shape)
-
-static json_t *error_object(int status, const char *msg)
-{
-    const char *type = status == 400   ? "invalid_request_error"
-                       : status == 404 ? "not_found_error"
-                                       : "api_error";
-    return json_pack("{s:{s:s,s:s,s:n,s:n}}", "error", "message", msg, "type", type, "param",
-                     "code");
-}
-
-static void reply_error(struct srv_req *r, int status, const char *msg)
-{
-    srv_reply_json(r, status, error_object(status, msg));
-}
+// Errors are OpenAI's shape (srv_openai_error).
 
 // "<prefix>_<n>", n in 0..999998 as upstream.
 static void make_id(char *out, size_t n, const char *prefix)
@@ -866,7 +851,7 @@ static json_t *answer(const json_t *native, void *arg)
 }
 
 static const struct srv_compat_api responses_api = {
-    .error = error_object,
+    .error = srv_openai_error,
     .events = events,
     .free_state = stream_free,
     .call_prefix = "call",
@@ -878,13 +863,13 @@ static const struct srv_compat_api responses_api = {
 
 static void handle_responses(struct srv_req *r)
 {
-    json_t *b = srv_compat_body(r, error_object);
+    json_t *b = srv_compat_body(r, srv_openai_error);
     if (!b)
         return;
     struct err e = {0};
     json_t *native = srv_responses_request(b, &e);
     if (!native) {
-        reply_error(r, 400, e.msg);
+        srv_openai_reply_error(r, 400, e.msg);
         json_decref(b);
         return;
     }

@@ -482,26 +482,6 @@ bool store_param_deprecated(const char *name)
     return false;
 }
 
-// strconv.ParseInt(s, 10, 64).
-static bool parse_go_int(const char *s, int64_t *out)
-{
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
-    if (!*p)
-        return false;
-    for (const char *q = p; *q; q++)
-        if (!is_digit((unsigned char)*q))
-            return false;
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end)
-        return false;
-    *out = v;
-    return true;
-}
-
 // strconv.ParseFloat(s, 32): decimal or hex floats, inf/infinity/nan.
 static bool parse_go_float32(const char *s, float *out)
 {
@@ -587,7 +567,7 @@ int store_modelfile_params(const struct store_modelfile *m, json_t **out, size_t
         switch (t) {
         case STORE_PARAM_INT: {
             int64_t x;
-            if (!parse_go_int(c->args, &x)) {
+            if (!str_go_parse_int(c->args, &x)) {
                 json_decref(params);
                 return err_set(e, ERR_INVALID, "invalid int value [%s]", c->args);
             }

@@ -52,6 +52,25 @@ static long last_index(const char *s, size_t n, char c)
     return -1;
 }
 
+// Sets dst to what follows the last '/' of s[0..*n) (all of it when there is
+// none) and cuts *n to before that '/'. Returns whether there was one; an
+// empty part, or a '/' at the start, sets *missing.
+static bool take_last_part(const char *s, size_t *n, char *dst, size_t cap, bool *missing,
+                           bool *too_long)
+{
+    long slash = last_index(s, *n, '/');
+    if (slash < 0) {
+        set_part(dst, cap, s, *n, too_long);
+        return false;
+    }
+    size_t len = *n - (size_t)slash - 1;
+    if (len == 0 || slash == 0)
+        *missing = true;
+    set_part(dst, cap, s + slash + 1, len, too_long);
+    *n = (size_t)slash;
+    return true;
+}
+
 int store_name_parse(const char *s, struct store_name *out, struct err *e)
 {
     memset(out, 0, sizeof(*out));
@@ -73,26 +92,10 @@ int store_name_parse(const char *s, struct store_name *out, struct err *e)
             missing = true;
     }
 
-    slash = last_index(s, n, '/');
-    if (slash < 0) {
-        set_part(out->model, sizeof(out->model), s, n, &too_long);
-    } else {
-        size_t model_len = n - (size_t)slash - 1;
-        if (model_len == 0 || slash == 0)
-            missing = true;
-        set_part(out->model, sizeof(out->model), s + slash + 1, model_len, &too_long);
-        n = (size_t)slash;
-        has_ns = true;
-        slash = last_index(s, n, '/');
-        if (slash < 0) {
-            set_part(out->ns, sizeof(out->ns), s, n, &too_long);
-        } else {
-            size_t ns_len = n - (size_t)slash - 1;
-            if (ns_len == 0 || slash == 0)
-                missing = true;
-            set_part(out->ns, sizeof(out->ns), s + slash + 1, ns_len, &too_long);
-            n = (size_t)slash;
-            has_host = true;
+    has_ns = take_last_part(s, &n, out->model, sizeof(out->model), &missing, &too_long);
+    if (has_ns) {
+        has_host = take_last_part(s, &n, out->ns, sizeof(out->ns), &missing, &too_long);
+        if (has_host) {
             // Whatever remains is the host, with an optional "scheme://".
             const char *h = s;
             size_t hn = n;

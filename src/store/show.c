@@ -3,7 +3,6 @@
 // Modelfile (modelfile.md §6).
 #include "store/internal.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,105 +11,6 @@
 #include "renderer/renderer.h"
 
 json_t *store_details_json(const struct store_config *c, const char *parent_model);
-
-// A float32 as the double of its shortest decimal (what Go's encoder writes
-// for a float32).
-static double f32_json(double v)
-{
-    float f = (float)v;
-    if (!isfinite(f))
-        return v;
-    char tmp[48];
-    for (int prec = 1; prec <= 9; prec++) {
-        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, (double)f);
-        if (strtof(tmp, NULL) == f)
-            break;
-    }
-    return strtod(tmp, NULL);
-}
-
-// A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD.
-static json_t *string_json(const char *p, size_t n)
-{
-    if (utf8_valid(p, n))
-        return json_stringn(p, n);
-    struct buf b;
-    buf_init(&b, 0);
-    size_t i = 0;
-    while (i < n) {
-        size_t k = 1;
-        while (k <= 4 && i + k <= n && !utf8_valid(p + i, k))
-            k++;
-        if (k <= 4 && i + k <= n) {
-            buf_append(&b, p + i, k);
-            i += k;
-        } else {
-            buf_append_str(&b, "\xef\xbf\xbd");
-            i++;
-        }
-    }
-    json_t *s = json_stringn(b.data ? b.data : "", b.len);
-    buf_deinit(&b);
-    return s;
-}
-
-static json_t *gguf_value_json(const struct gguf_value *v, int depth)
-{
-    switch (v->type) {
-    case GGUF_VAL_UINT8:
-    case GGUF_VAL_UINT16:
-    case GGUF_VAL_UINT32:
-    case GGUF_VAL_UINT64:
-        if (v->v.u64 > (uint64_t)INT64_MAX)
-            return json_real((double)v->v.u64);
-        return json_integer((json_int_t)v->v.u64);
-    case GGUF_VAL_INT8:
-    case GGUF_VAL_INT16:
-    case GGUF_VAL_INT32:
-    case GGUF_VAL_INT64:
-        return json_integer((json_int_t)v->v.i64);
-    case GGUF_VAL_FLOAT32:
-        return json_real(f32_json(v->v.f64));
-    case GGUF_VAL_FLOAT64:
-        return isfinite(v->v.f64) ? json_real(v->v.f64) : json_null();
-    case GGUF_VAL_BOOL:
-        return json_boolean(v->v.b);
-    case GGUF_VAL_STRING:
-        return string_json(v->s.ptr, v->s.len);
-    case GGUF_VAL_ARRAY: {
-        json_t *a = json_array();
-        if (depth > 8)
-            return a;
-        for (uint64_t i = 0; i < v->arr_count; i++) {
-            struct gguf_value el;
-            if (!gguf_arr_value(v, i, &el))
-                break;
-            json_array_append_new(a, gguf_value_json(&el, depth + 1));
-        }
-        return a;
-    }
-    default:
-        return json_null();
-    }
-}
-
-struct info_ctx {
-    json_t *obj;
-};
-
-static int info_cb(void *ctx, struct str key, const struct gguf_value *val, bool elided)
-{
-    struct info_ctx *c = ctx;
-    char *k = str_dup(key);
-    json_t *v = elided ? json_array() : gguf_value_json(val, 0);
-    if (!utf8_valid(key.ptr, key.len)) {
-        json_decref(v);
-    } else {
-        json_object_set_new(c->obj, k, v);
-    }
-    free(k);
-    return 0;
-}
 
 static bool has_key_suffix(const struct gguf *g, const char *suffix)
 {
@@ -202,20 +102,25 @@ static const char **sorted_keys(const json_t *o, size_t *n)
     return keys;
 }
 
-// A value as `show --modelfile` prints it after PARAMETER.
-static void param_text(const json_t *v, struct buf *out)
+// A parameter value as `show --modelfile` prints it after PARAMETER, or
+// (go_syntax) as Go's %#v prints the decoded JSON value: strings quoted,
+// floats without the %v exponent form.
+static void param_value(const json_t *v, bool go_syntax, struct buf *out)
 {
     char num[64];
     switch (json_typeof(v)) {
     case JSON_STRING:
-        buf_append_str(out, json_string_value(v));
+        if (go_syntax)
+            gofmt_quote(out, json_string_value(v));
+        else
+            buf_append_str(out, json_string_value(v));
         break;
     case JSON_INTEGER:
-        gofmt_float((double)json_integer_value(v), true, num, sizeof(num));
+        gofmt_float((double)json_integer_value(v), !go_syntax, num, sizeof(num));
         buf_append_str(out, num);
         break;
     case JSON_REAL:
-        gofmt_float(json_real_value(v), true, num, sizeof(num));
+        gofmt_float(json_real_value(v), !go_syntax, num, sizeof(num));
         buf_append_str(out, num);
         break;
     case JSON_TRUE:
@@ -234,27 +139,6 @@ static void param_text(const json_t *v, struct buf *out)
     }
 }
 
-// Go %#v of a decoded JSON value.
-static void param_gov(const json_t *v, struct buf *out)
-{
-    char num[64];
-    switch (json_typeof(v)) {
-    case JSON_STRING:
-        gofmt_quote(out, json_string_value(v));
-        break;
-    case JSON_INTEGER:
-        gofmt_float((double)json_integer_value(v), false, num, sizeof(num));
-        buf_append_str(out, num);
-        break;
-    case JSON_REAL:
-        gofmt_float(json_real_value(v), false, num, sizeof(num));
-        buf_append_str(out, num);
-        break;
-    default:
-        param_text(v, out);
-    }
-}
-
 int store_show_parameters(const json_t *params, struct buf *out)
 {
     if (!params)
@@ -270,7 +154,7 @@ int store_show_parameters(const json_t *params, struct buf *out)
                 buf_append_char(out, '\n');
             first = false;
             buf_printf(out, "%-30s ", keys[i]);
-            param_gov(json_is_array(v) ? json_array_get(v, j) : v, out);
+            param_value(json_is_array(v) ? json_array_get(v, j) : v, true, out);
         }
     }
     free(keys);
@@ -316,7 +200,7 @@ int store_show_modelfile(const struct store_model *m, const char *system_overrid
         for (size_t j = 0; j < count; j++) {
             struct buf val;
             buf_init(&val, 0);
-            param_text(json_is_array(v) ? json_array_get(v, j) : v, &val);
+            param_value(json_is_array(v) ? json_array_get(v, j) : v, false, &val);
             buf_printf(out, "PARAMETER %s ", keys[i]);
             store_modelfile_quote(buf_cstr(&val), out);
             buf_append_char(out, '\n');
@@ -415,8 +299,11 @@ static json_t *show_model_file(json_t *r, const struct store_model *m, bool verb
                 json_object_set_new(json_object_get(r, "details"), "quantization_level",
                                     json_string(sum.quantization_level));
         }
-        struct info_ctx c = {.obj = info};
-        gguf_model_info(g, verbose, info_cb, &c);
+        json_t *full = gguf_model_info_json(g, verbose);
+        if (full) {
+            json_decref(info);
+            info = full;
+        }
         tensors = tensors_json(g);
         gguf_close(g);
     } else if (m->model_path) {
@@ -440,14 +327,13 @@ int store_show(struct store *s, const char *name, const struct store_show_opts *
     show_text_fields(r, m, o);
     json_t *tensors = show_model_file(r, m, o->verbose);
     if (m->n_projectors) {
-        json_t *pinfo = json_object();
+        json_t *pinfo = NULL;
         struct gguf *g = NULL;
         if (gguf_open(&g, m->projector_paths[0], NULL) == 0) {
-            struct info_ctx c = {.obj = pinfo};
-            gguf_model_info(g, o->verbose, info_cb, &c);
+            pinfo = gguf_model_info_json(g, o->verbose);
             gguf_close(g);
         }
-        json_object_set_new(r, "projector_info", pinfo);
+        json_object_set_new(r, "projector_info", pinfo ? pinfo : json_object());
     }
     if (tensors)
         json_object_set_new(r, "tensors", tensors);

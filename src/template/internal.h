@@ -151,7 +151,6 @@ int tv_json(struct buf *b, const struct tval *v);
 int go_format_float(struct buf *b, double f, char verb, int prec);
 // Go's JSON float form.
 int go_json_float(struct buf *b, double f);
-int go_json_string(struct buf *b, const char *s, size_t n);
 int go_quote(struct buf *b, const char *s, size_t n);
 
 // Sorted keys of a json object (caller frees the array).

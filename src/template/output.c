@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 bool tmpl_is_space(char c)
 {
@@ -275,13 +274,16 @@ static json_t *find_args(json_t *obj, const char *name, int depth)
     return NULL;
 }
 
-size_t tmpl_object_span(const char *s, size_t n)
+// With s[0] == open: the length up to the matching close, brackets counted
+// outside JSON strings (a backslash escapes the next byte, in strings or
+// not); 0 while the value is still open.
+static size_t bracket_span(const char *s, size_t n, char open, char close)
 {
     int depth = 0;
     bool in_str = false, esc = false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (esc) {  // a backslash escapes the next byte, in strings or not
+        if (esc) {
             esc = false;
             continue;
         }
@@ -295,12 +297,17 @@ size_t tmpl_object_span(const char *s, size_t n)
         }
         if (in_str)
             continue;
-        if (c == '{')
+        if (c == open)
             depth++;
-        else if (c == '}' && --depth == 0)
+        else if (c == close && --depth == 0)
             return i + 1;
     }
     return 0;
+}
+
+size_t tmpl_object_span(const char *s, size_t n)
+{
+    return bracket_span(s, n, '{', '}');
 }
 
 // First complete, parseable {...} object in s: its arguments and end offset.
@@ -327,31 +334,9 @@ static json_t *scan_object(const char *s, size_t n, const char *name, size_t *en
     return NULL;
 }
 
-static void make_id(char out[16])
-{
-    static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    unsigned char r[8];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-        for (int i = 0; i < 8; i++)
-            r[i] = (unsigned char)rand();
-    memcpy(out, "call_", 5);
-    for (int i = 0; i < 8; i++)
-        out[5 + i] = set[r[i] % 36];
-    out[13] = 0;
-}
-
 void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args)
 {
-    char id[16];
-    make_id(id);
-    json_t *call = json_object();
-    json_object_set_new(call, "id", json_string(id));
-    json_t *fn = json_object();
-    json_object_set_new(fn, "index", json_integer(index));
-    json_object_set_new(fn, "name", json_string(name));
-    json_object_set_new(fn, "arguments", args);
-    json_object_set_new(call, "function", fn);
-    json_array_append_new(calls, call);
+    json_array_append_new(calls, jsonx_tool_call(index, name, args));
 }
 
 // With a "{" or "[" tag: true when, counted outside JSON strings, the
@@ -359,30 +344,7 @@ void tmpl_call_append(json_t *calls, int index, const char *name, json_t *args)
 // value that was not a call is complete, so the rest is content.
 static bool json_done(const char *s, size_t n, char open, char close)
 {
-    int d = 0;
-    bool in_str = false, esc = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (esc) {
-            esc = false;
-            continue;
-        }
-        if (c == '\\') {
-            esc = true;
-            continue;
-        }
-        if (c == '"') {
-            in_str = !in_str;
-            continue;
-        }
-        if (in_str)
-            continue;
-        if (c == open)
-            d++;
-        else if (c == close && --d == 0)
-            return true;
-    }
-    return false;
+    return bracket_span(s, n, open, close) != 0;
 }
 
 // One extraction: 1 = a call was emitted, 0 = wait.

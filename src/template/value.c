@@ -115,63 +115,6 @@ int go_json_float(struct buf *b, double f)
 // ---------------------------------------------------------------------------
 // Strings
 
-int go_json_string(struct buf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    int rc = buf_append_char(b, '"');
-    size_t i = 0;
-    while (i < n && !rc) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80) {
-            switch (c) {
-            case '"':
-                rc = buf_append_str(b, "\\\"");
-                break;
-            case '\\':
-                rc = buf_append_str(b, "\\\\");
-                break;
-            case '\n':
-                rc = buf_append_str(b, "\\n");
-                break;
-            case '\r':
-                rc = buf_append_str(b, "\\r");
-                break;
-            case '\t':
-                rc = buf_append_str(b, "\\t");
-                break;
-            case '\b':
-                rc = buf_append_str(b, "\\b");
-                break;
-            case '\f':
-                rc = buf_append_str(b, "\\f");
-                break;
-            case '<':
-            case '>':
-            case '&':
-                rc = buf_printf(b, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-                break;
-            default:
-                if (c < 0x20)
-                    rc = buf_printf(b, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-                else
-                    rc = buf_append_char(b, (char)c);
-            }
-            i++;
-            continue;
-        }
-        size_t w;
-        uint32_t cp = utf8_decode((const unsigned char *)s + i, n - i, &w);
-        if (cp == UTF8_INVALID)
-            rc = buf_append_str(b, "\\ufffd");
-        else if (cp == 0x2028 || cp == 0x2029)
-            rc = buf_printf(b, "\\u%04x", cp);
-        else
-            rc = buf_append(b, s + i, w);
-        i += w;
-    }
-    return rc ? rc : buf_append_char(b, '"');
-}
-
 int go_quote(struct buf *b, const char *s, size_t n)
 {
     return buf_append_go_quoted(b, s, n);
@@ -509,12 +452,13 @@ static int json_struct(struct buf *b, json_t *j, const struct fdef *f)
         if (!first)
             rc |= buf_append_char(b, ',');
         first = false;
-        rc |= go_json_string(b, f->key, strlen(f->key));
+        rc |= jsonx_dump_string(f->key, strlen(f->key), 0, b);
         rc |= buf_append_char(b, ':');
         switch (f->kind) {
         case FK_STR:
-            rc |= json_is_string(x) ? go_json_string(b, json_string_value(x), json_string_length(x))
-                                    : buf_append_str(b, "\"\"");
+            rc |= json_is_string(x)
+                      ? jsonx_dump_string(json_string_value(x), json_string_length(x), 0, b)
+                      : buf_append_str(b, "\"\"");
             break;
         case FK_INT:
             rc |= buf_printf(b, "%lld", json_is_number(x) ? (long long)json_number_value(x) : 0LL);
@@ -539,7 +483,7 @@ static int json_map(struct buf *b, json_t *j, int vschema)
     for (size_t i = 0; i < n && !rc; i++) {
         if (i)
             rc |= buf_append_char(b, ',');
-        rc |= go_json_string(b, keys[i], strlen(keys[i]));
+        rc |= jsonx_dump_string(keys[i], strlen(keys[i]), 0, b);
         rc |= buf_append_char(b, ':');
         rc |= json_schema(b, json_object_get(j, keys[i]), vschema);
     }
@@ -566,7 +510,7 @@ static int json_generic(struct buf *b, json_t *j)
     case JSON_ARRAY:
         return json_list(b, j, 0, json_array_size(j), S_GENERIC);
     case JSON_STRING:
-        return go_json_string(b, json_string_value(j), json_string_length(j));
+        return jsonx_dump_string(json_string_value(j), json_string_length(j), 0, b);
     case JSON_INTEGER:
         return go_json_float(b, (double)json_integer_value(j));
     case JSON_REAL:
@@ -628,7 +572,7 @@ int tv_json(struct buf *b, const struct tval *v)
     case TV_COMPLEX:
         return 0;  // json.Marshal fails: upstream prints ""
     case TV_STR:
-        return go_json_string(b, v->u.s.p, v->u.s.n);
+        return jsonx_dump_string(v->u.s.p, v->u.s.n, 0, b);
     default:
         break;
     }

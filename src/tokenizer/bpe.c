@@ -108,21 +108,6 @@ static int bpe_word(const struct tokenizer *t, struct tok_scratch *s, const char
     return 0;
 }
 
-static int bpe_word_cached(const struct tokenizer *t, struct tok_scratch *s, const char *word,
-                           size_t n, struct tokenizer_ids *out)
-{
-    uint32_t h;
-    int rc;
-    if (tok_wc_get(s, word, n, &h, out, &rc))
-        return rc;
-    size_t start = out->len;
-    rc = bpe_word(t, s, word, n, out);
-    // A word that produced no ids (data may still be NULL) is not cached.
-    if (rc == 0 && n >= 2 && n <= TOK_WC_MAX_WORD && out->len > start)
-        tok_wc_put(s, word, n, h, out->data + start, out->len - start);
-    return rc;
-}
-
 int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
                    struct tokenizer_ids *out, struct err *e)
 {
@@ -131,7 +116,7 @@ int tok_bpe_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < s->spans.n; i += 2) {
-        rc = bpe_word_cached(t, s, text + s->spans.v[i], s->spans.v[i + 1], out);
+        rc = tok_wc_encode(t, s, text + s->spans.v[i], s->spans.v[i + 1], bpe_word, out);
         if (rc < 0)
             return err_set(e, rc, NULL);
     }

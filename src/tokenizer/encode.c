@@ -127,6 +127,21 @@ void tok_wc_put(struct tok_scratch *s, const char *w, size_t n, uint32_t hash, c
     s->wc_n++;
 }
 
+int tok_wc_encode(const struct tokenizer *t, struct tok_scratch *s, const char *w, size_t n,
+                  tok_word_fn encode, struct tokenizer_ids *out)
+{
+    uint32_t h;
+    int rc;
+    if (tok_wc_get(s, w, n, &h, out, &rc))
+        return rc;
+    size_t start = out->len;
+    rc = encode(t, s, w, n, out);
+    // A word that produced no ids (data may still be NULL) is not cached.
+    if (rc == 0 && n >= 2 && n <= TOK_WC_MAX_WORD && out->len > start)
+        tok_wc_put(s, w, n, h, out->data + start, out->len - start);
+    return rc;
+}
+
 int tok_scratch_syms(struct tok_scratch *s, size_t n)
 {
     if (n <= s->cap_syms)

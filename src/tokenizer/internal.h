@@ -194,6 +194,13 @@ bool tok_wc_get(struct tok_scratch *s, const char *w, size_t n, uint32_t *hash,
 void tok_wc_put(struct tok_scratch *s, const char *w, size_t n, uint32_t hash, const int32_t *ids,
                 size_t n_ids);
 void tok_wc_init(struct tok_scratch *s, size_t text_len);
+// Appends the ids of the word w[0..n) through the cache: a hit appends the
+// cached ids; a miss calls encode and caches what it appended (when it
+// succeeded with at least one id). Returns encode's result (or ERR_NOMEM).
+typedef int (*tok_word_fn)(const struct tokenizer *t, struct tok_scratch *s, const char *w,
+                           size_t n, struct tokenizer_ids *out);
+int tok_wc_encode(const struct tokenizer *t, struct tok_scratch *s, const char *w, size_t n,
+                  tok_word_fn encode, struct tokenizer_ids *out);
 int tok_scratch_syms(struct tok_scratch *s, size_t n);
 
 // Model encoders: append ids for one raw text fragment.

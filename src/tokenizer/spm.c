@@ -51,11 +51,13 @@ static bool spm_pair_known(const struct tokenizer *t, const char *s, size_t n)
     }
 }
 
-// Splits p[a, b) into characters, merges them and appends their ids.
-static int spm_chunk(const struct tokenizer *t, struct tok_scratch *s, size_t a, size_t b,
+// Splits the chunk w[0..n) of s->text into characters, merges them and
+// appends their ids (a tok_word_fn: symbols keep offsets into s->text).
+static int spm_chunk(const struct tokenizer *t, struct tok_scratch *s, const char *w, size_t n,
                      struct tokenizer_ids *out)
 {
     const char *p = s->text.data;
+    size_t a = (size_t)(w - p), b = a + n;
     if (tok_scratch_syms(s, b - a) < 0)
         return ERR_NOMEM;
     struct tok_sym *sym = s->syms;
@@ -104,24 +106,6 @@ static int spm_chunk(const struct tokenizer *t, struct tok_scratch *s, size_t a,
     return 0;
 }
 
-// Merges the chunk p[a, b), through the word cache.
-static int spm_chunk_cached(const struct tokenizer *t, struct tok_scratch *s, size_t a, size_t b,
-                            struct tokenizer_ids *out)
-{
-    const char *w = s->text.data + a;
-    size_t wn = b - a;
-    uint32_t h;
-    int rc;
-    if (tok_wc_get(s, w, wn, &h, out, &rc))
-        return rc;
-    size_t start = out->len;
-    rc = spm_chunk(t, s, a, b, out);
-    // A chunk that produced no ids (data may still be NULL) is not cached.
-    if (rc == 0 && wn >= 2 && wn <= TOK_WC_MAX_WORD && out->len > start)
-        tok_wc_put(s, w, wn, h, out->data + start, out->len - start);
-    return rc;
-}
-
 int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char *text, size_t len,
                    bool space_prefix, struct tokenizer_ids *out, struct err *e)
 {
@@ -161,7 +145,7 @@ int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
         if (off > c0 && l == 3 && memcmp(p + off, sp, 3) == 0 &&
             !(prev_len == 3 && memcmp(p + prev, sp, 3) == 0) &&
             !spm_pair_known(t, p + prev, prev_len + 3)) {
-            int rc = spm_chunk_cached(t, s, c0, off, out);
+            int rc = tok_wc_encode(t, s, p + c0, off - c0, spm_chunk, out);
             if (rc < 0)
                 return err_set(e, rc, NULL);
             c0 = off;
@@ -171,7 +155,7 @@ int tok_spm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
         off += l;
     }
     if (c0 < n) {
-        int rc = spm_chunk_cached(t, s, c0, n, out);
+        int rc = tok_wc_encode(t, s, p + c0, n - c0, spm_chunk, out);
         if (rc < 0)
             return err_set(e, rc, NULL);
     }

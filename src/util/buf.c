@@ -271,6 +271,24 @@ int str_to_u64(const char *s, uint64_t max, uint64_t *out, struct err *e)
     return 0;
 }
 
+bool str_go_parse_int(const char *s, int64_t *out)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!*p)
+        return false;
+    for (const char *q = p; *q; q++)
+        if (*q < '0' || *q > '9')
+            return false;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE)
+        return false;
+    *out = v;
+    return true;
+}
+
 int str_to_double(const char *s, double *out, struct err *e)
 {
     if (!s || !*s || isspace((unsigned char)*s))

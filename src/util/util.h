@@ -180,6 +180,9 @@ int buf_append_utf8(struct buf *b, uint32_t c);
 int str_to_i64(const char *s, int64_t min, int64_t max, int64_t *out, struct err *e);
 int str_to_u64(const char *s, uint64_t max, uint64_t *out, struct err *e);
 int str_to_double(const char *s, double *out, struct err *e);
+// Go's strconv.ParseInt(s, 10, 64): an optional sign, then one or more ASCII
+// digits, within int64. False (out untouched) otherwise.
+bool str_go_parse_int(const char *s, int64_t *out);
 
 // ---------------------------------------------------------------------------
 // Logging to stderr: time=... level=INFO source=file.c:123 msg="..." key=value

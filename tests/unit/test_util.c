@@ -342,6 +342,21 @@ static void test_str_to_numbers(void **state)
     str_to_i64("abc", 0, 1, &i, &e);
     assert_string_equal(e.msg, "invalid integer \"abc\"");
 
+    // Go's strconv.ParseInt(s, 10, 64): sign, digits, int64 range; no space.
+    i = 7;
+    assert_true(str_go_parse_int("+12", &i));
+    assert_int_equal(i, 12);
+    assert_true(str_go_parse_int("-9223372036854775808", &i));
+    assert_true(i == INT64_MIN);
+    i = 7;
+    assert_false(str_go_parse_int("9223372036854775808", &i));
+    assert_false(str_go_parse_int("", &i));
+    assert_false(str_go_parse_int("-", &i));
+    assert_false(str_go_parse_int(" 1", &i));
+    assert_false(str_go_parse_int("1_000", &i));
+    assert_false(str_go_parse_int("1.0", &i));
+    assert_int_equal(i, 7);  // untouched
+
     uint64_t u = 0;
     assert_int_equal(str_to_u64("18446744073709551615", UINT64_MAX, &u, NULL), 0);
     assert_true(u == UINT64_MAX);

@@ -37,6 +37,9 @@ void quant_iq3_xxs_to_float(const void *x, float *y, int64_t n);
 void quant_iq3_s_to_float(const void *x, float *y, int64_t n);
 void quant_iq1_s_to_float(const void *x, float *y, int64_t n);
 void quant_iq1_m_to_float(const void *x, float *y, int64_t n);
+// The element of largest magnitude (its sign kept; the first one on ties;
+// 0 when all are 0). The reference quantizers' scale anchor.
+float quant_signed_absmax(const float *x, int n);
 int quant_tq1_digit(uint8_t byte, int n);
 void quant_tq1_0_values(const struct block_tq1_0 *b, int8_t q[QK_K]);
 void quant_iq2_xxs_decode(const void *b, struct quant_iq_block *o);

@@ -93,40 +93,38 @@ void quant_q3_k_to_float(const void *vx, float *y, int64_t n)
     }
 }
 
+// Q4_K and Q5_K blocks: 8 sub-blocks of 32 with 6-bit scales and mins, 4-bit
+// quants; Q5_K adds a fifth bit from qh (NULL for Q4_K).
+static void dequant_k_sub8(float d, float dmin, const uint8_t *scales, const uint8_t *qs,
+                           const uint8_t *qh, float *y)
+{
+    for (int sub = 0; sub < 8; sub++) {
+        uint8_t sc, m;
+        scale_min_k4(sub, scales, &sc, &m);
+        float dl = d * (float)sc, ml = dmin * (float)m;
+        const uint8_t *q = qs + 32 * (sub / 2);
+        int shift = (sub % 2) * 4;
+        for (int l = 0; l < 32; l++) {
+            int v = (q[l] >> shift) & 0x0F;
+            if (qh)
+                v += 16 * ((qh[l] >> sub) & 1);
+            y[32 * sub + l] = dl * (float)v - ml;
+        }
+    }
+}
+
 void quant_q4_k_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q4_K *x = vx;
-    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K) {
-        float d = f32(x[b].d), dmin = f32(x[b].dmin);
-        for (int sub = 0; sub < 8; sub++) {
-            uint8_t sc, m;
-            scale_min_k4(sub, x[b].scales, &sc, &m);
-            float dl = d * (float)sc, ml = dmin * (float)m;
-            const uint8_t *q = x[b].qs + 32 * (sub / 2);
-            int shift = (sub % 2) * 4;
-            for (int l = 0; l < 32; l++)
-                y[32 * sub + l] = dl * (float)((q[l] >> shift) & 0x0F) - ml;
-        }
-    }
+    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K)
+        dequant_k_sub8(f32(x[b].d), f32(x[b].dmin), x[b].scales, x[b].qs, NULL, y);
 }
 
 void quant_q5_k_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q5_K *x = vx;
-    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K) {
-        float d = f32(x[b].d), dmin = f32(x[b].dmin);
-        for (int sub = 0; sub < 8; sub++) {
-            uint8_t sc, m;
-            scale_min_k4(sub, x[b].scales, &sc, &m);
-            float dl = d * (float)sc, ml = dmin * (float)m;
-            const uint8_t *q = x[b].qs + 32 * (sub / 2);
-            int shift = (sub % 2) * 4;
-            for (int l = 0; l < 32; l++) {
-                int v = ((q[l] >> shift) & 0x0F) + 16 * ((x[b].qh[l] >> sub) & 1);
-                y[32 * sub + l] = dl * (float)v - ml;
-            }
-        }
-    }
+    for (int64_t b = 0; b < n / QK_K; b++, y += QK_K)
+        dequant_k_sub8(f32(x[b].d), f32(x[b].dmin), x[b].scales, x[b].qs, x[b].qh, y);
 }
 
 void quant_q6_k_to_float(const void *vx, float *y, int64_t n)
@@ -174,20 +172,15 @@ void quant_iq4_xs_to_float(const void *vx, float *y, int64_t n)
 // ---------------------------------------------------------------------------
 // Scale searches
 
-// Symmetric quantization of n values to [-nmax, nmax-1] (stored + nmax in
-// L), weighted by x^2, trying 18 scales around nmax/max (rmse_type 1 of
-// the reference; the only mode used by the reference quantizers here).
-static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
+// The start both symmetric searches share: the signed value of largest
+// magnitude, and the first rounding of x at scale -nmax/max into L (stored
+// + bias) with its sums weighted by x^2. Returns 0 with L zeroed when the
+// group is all but zero (then *sumlx and *suml2 are not set).
+static float symmetric_first_pass(int n, int nmax, const float *x, int8_t *L, int bias,
+                                  float *sumlx_out, float *suml2_out)
 {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
+    float max = quant_signed_absmax(x, n);
+    if (fabsf(max) < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
     }
@@ -195,17 +188,31 @@ static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
         int l = clampi(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
+        L[i] = (int8_t)(l + bias);
         float w = x[i] * x[i];
         sumlx += w * x[i] * (float)l;
         suml2 += w * (float)l * (float)l;
     }
+    *sumlx_out = sumlx;
+    *suml2_out = suml2;
+    return max;
+}
+
+// Symmetric quantization of n values to [-nmax, nmax-1] (stored + nmax in
+// L), weighted by x^2, trying 18 scales around nmax/max (rmse_type 1 of
+// the reference; the only mode used by the reference quantizers here).
+static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
+{
+    float sumlx = 0, suml2 = 0;
+    float max = symmetric_first_pass(n, nmax, x, L, nmax, &sumlx, &suml2);
+    if (max == 0.f)
+        return 0.f;
     float scale = suml2 ? sumlx / suml2 : 0.0f;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; is++) {
         if (is == 0)
             continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / max;
+        float iscale = -((float)nmax + 0.1f * (float)is) / max;
         sumlx = suml2 = 0;
         for (int i = 0; i < n; i++) {
             int l = clampi(round_nearest(iscale * x[i]), -nmax, nmax - 1);
@@ -227,27 +234,9 @@ static float search_symmetric(int n, int nmax, const float *x, int8_t *L)
 // coordinate descent on each quant (weights x^2).
 static float search_q3(int n, int nmax, const float *x, int8_t *L)
 {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.f;
-    }
-    float iscale = -nmax / max;
     float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; i++) {
-        int l = clampi(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)l;
-        float w = x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
+    if (symmetric_first_pass(n, nmax, x, L, 0, &sumlx, &suml2) == 0.f)
+        return 0.f;
     for (int round = 0; round < 5; round++) {
         int changed = 0;
         for (int i = 0; i < n; i++) {
@@ -407,15 +396,9 @@ void quant_q3_k_from_float(const float *x, void *vy, int64_t n)
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < QK_K / 16; j++) {
+        for (int j = 0; j < QK_K / 16; j++)
             scales[j] = search_q3(16, 4, x + 16 * j, L + 16 * j);
-            float a = fabsf(scales[j]);
-            if (a > amax) {
-                amax = a;
-                max_scale = scales[j];
-            }
-        }
+        float max_scale = quant_signed_absmax(scales, QK_K / 16);
         memset(y[b].scales, 0, sizeof(y[b].scales));
         if (max_scale) {
             float iscale = -32.f / max_scale;
@@ -557,16 +540,10 @@ void quant_q6_k_from_float(const float *x, void *vy, int64_t n)
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max_scale = 0, max_abs = 0;
-        for (int ib = 0; ib < QK_K / 16; ib++) {
+        for (int ib = 0; ib < QK_K / 16; ib++)
             scales[ib] = search_symmetric(16, 32, x + 16 * ib, L + 16 * ib);
-            float a = fabsf(scales[ib]);
-            if (a > max_abs) {
-                max_abs = a;
-                max_scale = scales[ib];
-            }
-        }
-        if (max_abs < GROUP_MAX_EPS) {
+        float max_scale = quant_signed_absmax(scales, QK_K / 16);
+        if (fabsf(max_scale) < GROUP_MAX_EPS) {
             memset(&y[b], 0, sizeof(y[b]));
             continue;
         }
@@ -600,15 +577,8 @@ void quant_q8_k_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q8_K *y = vy;
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max = 0, amax = 0;
-        for (int j = 0; j < QK_K; j++) {
-            float ax = fabsf(x[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[j];
-            }
-        }
-        if (!amax) {
+        float max = quant_signed_absmax(x, QK_K);
+        if (!max) {
             y[b].d = 0;
             memset(y[b].qs, 0, sizeof(y[b].qs));
             // The reference leaves bsums untouched here; zero them (sum of zeros).

@@ -215,8 +215,7 @@ void quant_mxfp4_to_float(const void *vx, float *y, int64_t n)
 // ---------------------------------------------------------------------------
 // Reference quantizers
 
-// The element of largest magnitude (its sign kept; the first one on ties).
-static float signed_absmax(const float *x, int n)
+float quant_signed_absmax(const float *x, int n)
 {
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < n; j++) {
@@ -251,7 +250,7 @@ void quant_q4_0_from_float(const float *x, void *vy, int64_t n)
     struct block_q4_0 *y = vy;
     for (int64_t b = 0; b < n / QK4_0; b++, x += QK4_0) {
         // Scale so that the extreme value maps to -8 exactly.
-        float d = signed_absmax(x, QK4_0) / -8;
+        float d = quant_signed_absmax(x, QK4_0) / -8;
         float id = d ? 1.0f / d : 0.0f;
         y[b].d = f16(d);
         for (int j = 0; j < QK4_0 / 2; j++) {
@@ -286,7 +285,7 @@ void quant_q5_0_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q5_0 *y = vy;
     for (int64_t b = 0; b < n / QK5_0; b++, x += QK5_0) {
-        float d = signed_absmax(x, QK5_0) / -16;
+        float d = quant_signed_absmax(x, QK5_0) / -16;
         float id = d ? 1.0f / d : 0.0f;
         y[b].d = f16(d);
         uint32_t qh = 0;
