@@ -6,6 +6,21 @@
 // the slot count wait FIFO. A client that hangs up is noticed at the top of
 // every iteration (socket polled for POLLRDHUP) and its slot is freed.
 //
+// Speculative decoding: a generating slot whose request asks for it puts
+// its next token AND up to draft_max drafted tokens (spec.c: prompt lookup
+// or a draft model) in the batch, all with logits, so one forward pass of
+// the target scores every draft. verify_slot then samples position by
+// position with the request's own sampler (grammar, penalties, seed and
+// all) and accepts while the sample equals the draft; the first sample that
+// differs is kept as the step's last token, and the cache is cut back past
+// the rejected drafts. Every token is thus drawn from the target's
+// distribution given exactly the tokens before it, by the same sampler
+// calls in the same order as without drafts: greedy output is identical,
+// and sampled output is identically distributed (for a deterministic
+// drafter this is the standard rejection-sampling acceptance: accept the
+// draft x with probability p(x), else draw from p without x). Drafts never
+// cross the window's end (no context shift mid-step) or num_predict.
+//
 // Lock order: loop->mu, then a request's mu.
 #include "runner/internal.h"
 
@@ -26,6 +41,7 @@ struct slot {
     int64_t n_generated;
     int n_evaluated;  // prompt tokens evaluated (cached prefix excluded)
     int64_t t_start, t_first;
+    int64_t n_drafted, n_accepted;  // speculative decoding statistics
     uint64_t last_used;
     struct tokenizer_stream ts;
     struct buf piece, text;
@@ -53,6 +69,7 @@ struct runner_loop {
     uint64_t tick;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
+    int32_t *hist;  // n_ctx + 1: a slot's history for the drafters
 };
 
 // ---------------------------------------------------------------------------
@@ -171,6 +188,10 @@ static void finish_done(struct runner_loop *l, struct slot *s, enum sample_done 
     jsonx_set_int(o, "prompt_eval_duration", s->t_first - s->t_start);
     jsonx_set_int(o, "eval_count", s->n_generated);
     jsonx_set_int(o, "eval_duration", now - s->t_first);
+    if (s->n_drafted > 0) {
+        jsonx_set_int(o, "draft_count", s->n_drafted);
+        jsonx_set_int(o, "draft_accepted_count", s->n_accepted);
+    }
     if (s->logprobs) {
         jsonx_set(o, "logprobs", s->logprobs);
         s->logprobs = NULL;
@@ -223,6 +244,7 @@ static void slot_start(struct runner_loop *l, struct slot *s, struct rreq *r)
     s->req = r;
     s->state = SLOT_PROMPT;
     s->n_generated = 0;
+    s->n_drafted = s->n_accepted = 0;
     s->t_start = time_monotonic_ns();
     s->t_first = 0;
     buf_reset(&s->piece);
@@ -308,24 +330,60 @@ static void accept_token(struct runner_loop *l, struct slot *s, int32_t tok)
     s->state = SLOT_GEN;
 }
 
-static void sample_slot(struct runner_loop *l, struct slot *s, int entry)
+// Samples the token that follows batch entry `entry` (and records its
+// log probabilities). False when the slot was finished with an error.
+static bool sample_at(struct runner_loop *l, struct slot *s, int entry, int32_t *tok)
 {
     const float *logits = model_logits(l->m, entry);
     if (!logits) {
         finish_error(l, s, "no logits for the last token");
-        return;
+        return false;
     }
     if (s->t_first == 0)
         s->t_first = time_monotonic_ns();
-    int32_t tok;
     struct err e = {0};
-    if (sample_next(s->req->sampler, logits, &tok, &e) < 0) {
+    if (sample_next(s->req->sampler, logits, tok, &e) < 0) {
         finish_error(l, s, e.msg);
-        return;
+        return false;
     }
     if (s->req->logprobs)
-        add_logprobs(l, s, logits, tok);
-    accept_token(l, s, tok);
+        add_logprobs(l, s, logits, *tok);
+    return true;
+}
+
+static void sample_slot(struct runner_loop *l, struct slot *s, int entry)
+{
+    int32_t tok;
+    if (sample_at(l, s, entry, &tok))
+        accept_token(l, s, tok);
+}
+
+// The target's verdict on a generating slot's entries [b0, b0 + bn): its
+// next token and bn - 1 drafts. Accepts drafts while the sampler agrees;
+// the first disagreeing sample ends the step. The cache keeps the next
+// token and the accepted drafts (the draft model's cache catches up at its
+// next drafting step).
+static void verify_slot(struct runner_loop *l, struct slot *s)
+{
+    int p0 = l->b_pos[s->b0], k = s->bn - 1, j = 0;
+    s->n_drafted += k;
+    for (;; j++) {
+        int32_t tok;
+        if (!sample_at(l, s, s->b0 + j, &tok))
+            break;
+        bool agree = j < k && tok == l->b_tokens[s->b0 + 1 + j];
+        s->n_accepted += agree;
+        accept_token(l, s, tok);
+        if (!agree || s->state != SLOT_GEN)
+            break;
+    }
+    struct err e = {0};
+    if (k > 0 && model_slot_truncate(l->m, s->id, p0 + 1 + j, &e) < 0) {
+        log_error("speculative rollback: %s", e.msg);
+        model_slot_clear(l->m, s->id);
+        if (s->state != SLOT_IDLE)
+            finish_error(l, s, e.msg);
+    }
 }
 
 static void pool_rows(struct runner_loop *l, struct slot *s)
@@ -388,22 +446,69 @@ static bool make_room(struct runner_loop *l, struct slot *s)
     return true;
 }
 
+// Drafts the tokens that may follow slot s's next token into out[0..max)
+// (max: this step's batch room); returns how many. The drafts stay inside
+// the window and within num_predict.
+static int draft_tokens(struct runner_loop *l, struct slot *s, int32_t *out, int max)
+{
+    struct rreq *r = s->req;
+    int n_past = model_slot_n_past(l->m, s->id);
+    int64_t left = r->limit - s->n_generated - 1;
+    if (max > r->draft_max)
+        max = r->draft_max;
+    if (max > l->n_ctx - n_past - 1)
+        max = l->n_ctx - n_past - 1;
+    if (max > left)
+        max = (int)left;
+    if (max <= 0 || (r->draft_ngram == 0 && !l->rn->draft))
+        return 0;
+    memcpy(l->hist, model_slot_tokens(l->m, s->id), (size_t)n_past * sizeof(int32_t));
+    l->hist[n_past] = s->next_token;
+    int k;
+    if (r->draft_ngram > 0) {
+        k = runner_spec_lookup(l->hist, n_past + 1, r->draft_ngram, out, max);
+    } else {
+        struct err e = {0};
+        k = runner_spec_draft(l->rn->draft, s->id, l->hist, n_past + 1, out, max, &e);
+        if (k < 0) {  // generation goes on without drafts
+            log_warn("draft model: %s", e.msg);
+            model_slot_clear(l->rn->draft->m, s->id);
+            k = 0;
+        }
+    }
+    int n_vocab = model_n_vocab(l->m);
+    for (int i = 0; i < k; i++)
+        if (out[i] < 0 || out[i] >= n_vocab)
+            return i;
+    return k;
+}
+
 static int build_batch(struct runner_loop *l)
 {
-    int n = 0;
-    // Every generating slot contributes its next token first.
+    int n = 0, n_gen = 0;
     for (int i = 0; i < l->n_slots; i++) {
         struct slot *s = &l->slots[i];
         s->bn = 0;
-        if (s->state != SLOT_GEN || !make_room(l, s))
+        n_gen += s->state == SLOT_GEN && make_room(l, s);
+    }
+    // Every generating slot contributes its next token first, and its
+    // drafts from the room the others' next tokens leave.
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        if (s->state != SLOT_GEN)
             continue;
         s->b0 = n;
-        s->bn = 1;
+        int k = draft_tokens(l, s, l->b_tokens + n + 1, l->n_batch - n - n_gen);
+        s->bn = 1 + k;
         l->b_tokens[n] = s->next_token;
-        l->b_pos[n] = model_slot_n_past(l->m, s->id);
-        l->b_slot[n] = s->id;
-        l->b_logits[n] = true;
-        n++;
+        int p0 = model_slot_n_past(l->m, s->id);
+        for (int j = 0; j <= k; j++) {
+            l->b_pos[n + j] = p0 + j;
+            l->b_slot[n + j] = s->id;
+            l->b_logits[n + j] = true;
+        }
+        n += s->bn;
+        n_gen--;
     }
     // Prompt chunks fill the rest, starting from a rotating slot for fairness.
     for (int k = 0; k < l->n_slots && n < l->n_batch; k++) {
@@ -487,7 +592,7 @@ static void iterate(struct runner_loop *l)
         if (s->state == SLOT_IDLE || s->bn == 0)
             continue;
         if (s->state == SLOT_GEN) {
-            sample_slot(l, s, s->b0);
+            verify_slot(l, s);
             continue;
         }
         // SLOT_PROMPT
@@ -558,6 +663,7 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
     l->b_pos = xcalloc(nb, sizeof(int32_t));
     l->b_slot = xcalloc(nb, sizeof(int32_t));
     l->b_logits = xcalloc(nb, sizeof(bool));
+    l->hist = xcalloc((size_t)l->n_ctx + 1, sizeof(int32_t));
     if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
         runner_loop_free(l);
         return err_set(e, ERR_INTERNAL, "cannot start the batching thread");
@@ -640,6 +746,7 @@ void runner_loop_free(struct runner_loop *l)
     free(l->b_pos);
     free(l->b_slot);
     free(l->b_logits);
+    free(l->hist);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
     free(l);
