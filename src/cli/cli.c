@@ -91,6 +91,7 @@ static int cmd_serve(struct cli_args *a)
 // command's, then handed to runner_main as "--name value" pairs.
 static const struct cli_flag flags_runner[] = {
     {"model", 0, "string", "Model file"},
+    {"draft", 0, "string", "Draft model file (speculative decoding)"},
     {"port", 0, "int", "Port to listen on"},
     {"ctx-size", 0, "int", "Context per slot"},
     {"parallel", 0, "int", "Slots"},
