@@ -37,6 +37,7 @@ static const char *const env_serve[] = {"OLLAMA_DEBUG",
 static const struct cli_flag flags_create[] = {
     {"file", 'f', "string", "Name of the Modelfile (default \"Modelfile\")"},
     {"quantize", 'q', "string", "Quantize model to this level (e.g. q4_K_M)"},
+    {"draft-quantize", 0, "string", "Quantize draft model to this level"},
     {NULL, 0, NULL, NULL},
 };
 static const struct cli_flag flags_show[] = {
