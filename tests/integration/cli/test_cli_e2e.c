@@ -447,6 +447,20 @@ static void test_create_draft(void **state)
     result_deinit(&a);
     result_deinit(&b);
 
+    // Prompt lookup as a model parameter: the same output again.
+    char mf3[400];
+    snprintf(mf3, sizeof(mf3), "%s/Modelfile.lookup", server.tmp_dir);
+    write_modelfile(mf3, "PARAMETER num_predict 60\nPARAMETER draft_ngram 3\n");
+    RUN(&r, NULL, "create", "lookup", "-f", mf3);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+    RUN(&a, NULL, "run", "lookup", "Once upon a time");
+    RUN(&b, NULL, "run", "no-draft", "Once upon a time");
+    assert_int_equal(a.status, 0);
+    assert_string_equal(buf_cstr(&a.out), buf_cstr(&b.out));
+    result_deinit(&a);
+    result_deinit(&b);
+
     RUN(&r, NULL, "create", "bad", "-f", mf2, "--draft-quantize", "q8_0");
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(buf_cstr(&r.err), "--draft-quantize requires a DRAFT model"));
@@ -459,7 +473,7 @@ static void test_create_draft(void **state)
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(buf_cstr(&r.err), "DRAFT must not reference the same local path as FROM"));
     result_deinit(&r);
-    RUN(&r, NULL, "rm", "with-draft", "with-draft-q8", "no-draft");
+    RUN(&r, NULL, "rm", "with-draft", "with-draft-q8", "no-draft", "lookup");
     result_deinit(&r);
 }
 
