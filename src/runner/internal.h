@@ -106,9 +106,9 @@ struct runner {
     struct sample_vocab *vocab;
     struct runner_loop *loop;
     enum runner_pooling pooling;
-    bool add_bos;           // the tokenizer adds BOS with add_special
-    bool no_context_shift;  // --no-context-shift
-    int n_ctx;              // per slot
+    bool add_bos;                // the tokenizer adds BOS with add_special
+    bool no_context_shift;       // --no-context-shift
+    int n_ctx;                   // per slot
     struct runner_draft *draft;  // --draft model, or NULL
     struct httpd *httpd;
 };

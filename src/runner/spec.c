@@ -138,8 +138,7 @@ int runner_draft_load(struct runner_draft **out, const char *path, const struct 
         return rc;
     }
     if (model_is_encoder(m)) {
-        rc = err_set(e, ERR_INVALID, "draft model: %s is an embedding model",
-                     model_arch_name(m));
+        rc = err_set(e, ERR_INVALID, "draft model: %s is an embedding model", model_arch_name(m));
         model_free(m);
         return rc;
     }

@@ -471,7 +471,8 @@ static void test_create_draft(void **state)
     write_modelfile(mf2, same);
     RUN(&r, NULL, "create", "bad", "-f", mf2);
     assert_int_equal(r.status, 1);
-    assert_non_null(strstr(buf_cstr(&r.err), "DRAFT must not reference the same local path as FROM"));
+    assert_non_null(
+        strstr(buf_cstr(&r.err), "DRAFT must not reference the same local path as FROM"));
     result_deinit(&r);
     RUN(&r, NULL, "rm", "with-draft", "with-draft-q8", "no-draft", "lookup");
     result_deinit(&r);
@@ -1029,18 +1030,12 @@ static void test_repl_eof_nohistory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_server),
-        cmocka_unit_test(test_version_and_usage),
-        cmocka_unit_test(test_create_errors),
-        cmocka_unit_test(test_create_progress),
-        cmocka_unit_test(test_create_draft),
-        cmocka_unit_test(test_list_show_cp_rm),
-        cmocka_unit_test(test_run_one_shot),
-        cmocka_unit_test(test_ps_stop),
-        cmocka_unit_test(test_run_interrupt),
-        cmocka_unit_test(test_pull_push),
-        cmocka_unit_test(test_repl),
-        cmocka_unit_test(test_repl_eof_nohistory),
+        cmocka_unit_test(test_no_server),     cmocka_unit_test(test_version_and_usage),
+        cmocka_unit_test(test_create_errors), cmocka_unit_test(test_create_progress),
+        cmocka_unit_test(test_create_draft),  cmocka_unit_test(test_list_show_cp_rm),
+        cmocka_unit_test(test_run_one_shot),  cmocka_unit_test(test_ps_stop),
+        cmocka_unit_test(test_run_interrupt), cmocka_unit_test(test_pull_push),
+        cmocka_unit_test(test_repl),          cmocka_unit_test(test_repl_eof_nohistory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -56,9 +56,9 @@ static int setup(void **state)
 {
     (void)state;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    snprintf(model_path, sizeof(model_path), "%s/tests/fixtures/stories260K.gguf", test_source_dir());
-    snprintf(negated_path, sizeof(negated_path), "/tmp/ollama-spec-negated-%d.gguf",
-             (int)getpid());
+    snprintf(model_path, sizeof(model_path), "%s/tests/fixtures/stories260K.gguf",
+             test_source_dir());
+    snprintf(negated_path, sizeof(negated_path), "/tmp/ollama-spec-negated-%d.gguf", (int)getpid());
     return write_negated(negated_path);
 }
 
@@ -111,8 +111,9 @@ static void run(const struct rharness *h, const char *prompt, const char *option
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         json_t *v = NULL;
         assert_int_equal(jsonx_parse(p, len, &v, NULL), 0);
-        json_array_extend(r->logprobs, json_object_get(v, "logprobs") ? json_object_get(v, "logprobs")
-                                                                        : json_array());
+        json_array_extend(r->logprobs, json_object_get(v, "logprobs")
+                                           ? json_object_get(v, "logprobs")
+                                           : json_array());
         json_decref(v);
         p += len + (nl ? 1 : 0);
     }
@@ -134,7 +135,8 @@ static void assert_same(const struct result *a, const struct result *b)
     assert_string_equal(a->s.text, b->s.text);
     assert_string_equal(rh_final_str(&a->s, "done_reason"), rh_final_str(&b->s, "done_reason"));
     assert_int_equal(rh_final_int(&a->s, "eval_count"), rh_final_int(&b->s, "eval_count"));
-    json_t *ca = json_object_get(a->s.final, "context"), *cb = json_object_get(b->s.final, "context");
+    json_t *ca = json_object_get(a->s.final, "context"),
+           *cb = json_object_get(b->s.final, "context");
     assert_int_equal(json_array_size(ca), json_array_size(cb));
     for (size_t i = 0; i < json_array_size(ca); i++)
         assert_int_equal(json_integer_value(json_array_get(ca, i)),
@@ -212,8 +214,9 @@ static void test_lookup_equals_plain(void **state)
     }
     // draft_num_predict 0 turns speculation off.
     struct result r;
-    run(&h, prompts[3], "\"temperature\":0,\"num_predict\":16,\"draft_ngram\":2,"
-                        "\"draft_num_predict\":0",
+    run(&h, prompts[3],
+        "\"temperature\":0,\"num_predict\":16,\"draft_ngram\":2,"
+        "\"draft_num_predict\":0",
         NULL, &r);
     assert_int_equal(rh_final_int(&r.s, "draft_count"), -1);
     result_free(&r);
