@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <stdbool.h>
 
+#include "gguf/gguf.h"
 #include "integration/harness.h"
 #include "json/json.h"
 
@@ -259,4 +260,41 @@ static inline const char *rh_final_str(const struct rh_stream *s, const char *ke
 {
     json_t *v = s->final ? json_object_get(s->final, key) : NULL;
     return v && json_is_string(v) ? json_string_value(v) : "";
+}
+
+// Writes a copy of the model at src with output_norm.weight negated: its
+// logits are the original's negated, so its greedy choice is the original's
+// least likely token (a draft model that never agrees). Streams the copy.
+static inline int rh_write_negated(const char *src, const char *out)
+{
+    struct gguf *g = NULL;
+    if (gguf_open(&g, src, NULL) < 0)
+        return -1;
+    const struct gguf_tensor *t = gguf_tensor_find(g, "output_norm.weight");
+    int rc = -1;
+    int in = open(src, O_RDONLY), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (t && t->type == GGUF_TYPE_F32 && in >= 0 && fd >= 0) {
+        static char chunk[1 << 20];
+        ssize_t n;
+        rc = 0;
+        while (rc == 0 && (n = read(in, chunk, sizeof(chunk))) > 0)
+            rc = write(fd, chunk, (size_t)n) == n ? 0 : -1;
+        uint64_t off = gguf_data_offset(g) + t->offset;
+        size_t n_w = (size_t)(t->n_bytes / sizeof(float));
+        float *w = malloc(n_w * sizeof(float));
+        if (rc == 0 && w && pread(in, w, n_w * sizeof(float), (off_t)off) == (ssize_t)(n_w * 4)) {
+            for (size_t i = 0; i < n_w; i++)
+                w[i] = -w[i];
+            rc = pwrite(fd, w, n_w * sizeof(float), (off_t)off) == (ssize_t)(n_w * 4) ? 0 : -1;
+        } else {
+            rc = -1;
+        }
+        free(w);
+    }
+    if (in >= 0)
+        close(in);
+    if (fd >= 0 && close(fd) < 0)
+        rc = -1;
+    gguf_close(g);
+    return rc;
 }

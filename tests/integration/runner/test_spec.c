@@ -14,43 +14,11 @@
 
 #include <cmocka.h>
 
-#include "gguf/gguf.h"
 #include "runner_harness.h"
 #include "testutil.h"
 
 static char model_path[512];
 static char negated_path[64];  // the never-agreeing draft, written by setup
-
-// stories260K with output_norm.weight negated: its logits are the target's
-// negated, so its greedy draft is the target's least likely token.
-static int write_negated(const char *out)
-{
-    struct buf b;
-    buf_init(&b, 0);
-    struct gguf *g = NULL;
-    int rc = -1;
-    if (fs_read_all(model_path, 64 << 20, &b, NULL) < 0 ||
-        gguf_open_memory(&g, b.data, b.len, NULL) < 0)
-        goto done;
-    const struct gguf_tensor *t = gguf_tensor_find(g, "output_norm.weight");
-    if (!t || t->type != GGUF_TYPE_F32)
-        goto done;
-    uint64_t off = gguf_data_offset(g) + t->offset;
-    gguf_close(g);
-    g = NULL;
-    float *w = (float *)(void *)(b.data + off);
-    for (uint64_t i = 0; i < t->n_bytes / sizeof(float); i++)
-        w[i] = -w[i];
-    FILE *f = fopen(out, "wb");
-    if (f && fwrite(b.data, 1, b.len, f) == b.len)
-        rc = 0;
-    if (f)
-        fclose(f);
-done:
-    gguf_close(g);
-    buf_deinit(&b);
-    return rc;
-}
 
 static int setup(void **state)
 {
@@ -59,7 +27,7 @@ static int setup(void **state)
     snprintf(model_path, sizeof(model_path), "%s/tests/fixtures/stories260K.gguf",
              test_source_dir());
     snprintf(negated_path, sizeof(negated_path), "/tmp/ollama-spec-negated-%d.gguf", (int)getpid());
-    return write_negated(negated_path);
+    return rh_write_negated(model_path, negated_path);
 }
 
 static int teardown(void **state)
