@@ -79,9 +79,9 @@ static void run(const struct rharness *h, const char *prompt, const char *option
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         json_t *v = NULL;
         assert_int_equal(jsonx_parse(p, len, &v, NULL), 0);
-        json_array_extend(r->logprobs, json_object_get(v, "logprobs")
-                                           ? json_object_get(v, "logprobs")
-                                           : json_array());
+        json_t *lps = json_object_get(v, "logprobs");
+        if (lps)
+            json_array_extend(r->logprobs, lps);
         json_decref(v);
         p += len + (nl ? 1 : 0);
     }
