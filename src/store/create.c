@@ -888,6 +888,16 @@ static int build_config(struct create_ctx *c, const struct store_create_req *r,
 // ---------------------------------------------------------------------------
 // The whole create.
 
+static struct store_file_ref *copy_refs(const struct store_file_ref *f, size_t n)
+{
+    struct store_file_ref *c = xcalloc(n, sizeof(*c));
+    for (size_t i = 0; i < n; i++) {
+        c[i].name = xstrdup(f[i].name);
+        c[i].digest = xstrdup(f[i].digest);
+    }
+    return c;
+}
+
 static int effective_request(const struct store_create_req *r, struct store_create_req *eff,
                              struct err *e)
 {
@@ -921,21 +931,10 @@ static int effective_request(const struct store_create_req *r, struct store_crea
         free(eff->draft_quantize);
         eff->draft_quantize = xstrdup(r->draft_quantize);
     }
-    if (r->n_draft_files) {
-        eff->draft_files = xcalloc(r->n_draft_files, sizeof(*eff->draft_files));
-        for (size_t i = 0; i < r->n_draft_files; i++) {
-            eff->draft_files[i].name = xstrdup(r->draft_files[i].name);
-            eff->draft_files[i].digest = xstrdup(r->draft_files[i].digest);
-        }
-        eff->n_draft_files = r->n_draft_files;
-    }
+    if (r->n_draft_files)
+        eff->draft_files = copy_refs(r->draft_files, eff->n_draft_files = r->n_draft_files);
     if (r->n_files) {
-        eff->files = xcalloc(r->n_files, sizeof(*eff->files));
-        for (size_t i = 0; i < r->n_files; i++) {
-            eff->files[i].name = xstrdup(r->files[i].name);
-            eff->files[i].digest = xstrdup(r->files[i].digest);
-        }
-        eff->n_files = r->n_files;
+        eff->files = copy_refs(r->files, eff->n_files = r->n_files);
         free(eff->from);
         eff->from = NULL;
     }

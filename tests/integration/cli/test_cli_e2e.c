@@ -376,6 +376,20 @@ static char *draft_line(const char *name)
     return line;
 }
 
+// `ollama run a PROMPT` prints what `ollama run b PROMPT` prints.
+static void assert_same_output(const char *a_name, const char *b_name)
+{
+    struct result a, b;
+    RUN(&a, NULL, "run", a_name, "Once upon a time");
+    RUN(&b, NULL, "run", b_name, "Once upon a time");
+    assert_int_equal(a.status, 0);
+    assert_int_equal(b.status, 0);
+    assert_true(a.out.len > 20);
+    assert_string_equal(buf_cstr(&a.out), buf_cstr(&b.out));
+    result_deinit(&a);
+    result_deinit(&b);
+}
+
 // Modelfile DRAFT: stored as an application/vnd.ollama.image.draft layer,
 // shown by show --modelfile, loaded by the runner beside the target; greedy
 // output identical with and without it. --draft-quantize quantizes that
@@ -412,15 +426,7 @@ static void test_create_draft(void **state)
     assert_null(draft_line("no-draft"));
 
     // Greedy output: the same with the draft model as without.
-    struct result a, b;
-    RUN(&a, NULL, "run", "with-draft", "Once upon a time");
-    RUN(&b, NULL, "run", "no-draft", "Once upon a time");
-    assert_int_equal(a.status, 0);
-    assert_int_equal(b.status, 0);
-    assert_true(a.out.len > 20);
-    assert_string_equal(buf_cstr(&a.out), buf_cstr(&b.out));
-    result_deinit(&a);
-    result_deinit(&b);
+    assert_same_output("with-draft", "no-draft");
     struct buf log;
     buf_init(&log, 0);
     assert_int_equal(fs_read_all(server.log_path, 64u << 20, &log, NULL), 0);
@@ -440,12 +446,7 @@ static void test_create_draft(void **state)
     assert_string_not_equal(qline, line);
     free(qline);
     free(line);
-    RUN(&a, NULL, "run", "with-draft-q8", "Once upon a time");
-    RUN(&b, NULL, "run", "no-draft", "Once upon a time");
-    assert_int_equal(a.status, 0);
-    assert_string_equal(buf_cstr(&a.out), buf_cstr(&b.out));
-    result_deinit(&a);
-    result_deinit(&b);
+    assert_same_output("with-draft-q8", "no-draft");
 
     // Prompt lookup as a model parameter: the same output again.
     char mf3[400];
@@ -454,12 +455,7 @@ static void test_create_draft(void **state)
     RUN(&r, NULL, "create", "lookup", "-f", mf3);
     assert_int_equal(r.status, 0);
     result_deinit(&r);
-    RUN(&a, NULL, "run", "lookup", "Once upon a time");
-    RUN(&b, NULL, "run", "no-draft", "Once upon a time");
-    assert_int_equal(a.status, 0);
-    assert_string_equal(buf_cstr(&a.out), buf_cstr(&b.out));
-    result_deinit(&a);
-    result_deinit(&b);
+    assert_same_output("lookup", "no-draft");
 
     RUN(&r, NULL, "create", "bad", "-f", mf2, "--draft-quantize", "q8_0");
     assert_int_equal(r.status, 1);

@@ -167,6 +167,21 @@ static inline void rh_dump_log(const struct rharness *h)
     fclose(f);
 }
 
+// Starts `ollama runner --model model --threads 1 <extra...>` and waits for
+// readiness; dumps the runner's log when it does not come up.
+static inline int rh_start_model(struct rharness *h, const char *model, const char *const *extra)
+{
+    const char *args[40] = {"--model", model, "--threads", "1"};
+    int n = 4;
+    for (const char *const *a = extra; a && *a && n < 38; a++)
+        args[n++] = *a;
+    args[n] = NULL;
+    if (rh_start(h, args) == 0)
+        return 0;
+    rh_dump_log(h);
+    return -1;
+}
+
 // Reads the whole log (caller frees).
 static inline char *rh_log(const struct rharness *h)
 {
