@@ -470,6 +470,26 @@ static void test_create_draft(void **state)
     assert_non_null(
         strstr(buf_cstr(&r.err), "DRAFT must not reference the same local path as FROM"));
     result_deinit(&r);
+    // A draft with another vocabulary: the runner refuses it, and the
+    // request says why.
+    char other[1024];
+    if (test_shared_fixture(other, sizeof(other), "tiny-llama-f32.gguf")) {
+        char cmd[1100];
+        snprintf(cmd, sizeof(cmd), "DRAFT %s\n", other);
+        write_modelfile(mf2, cmd);
+        RUN(&r, NULL, "create", "bad-draft", "-f", mf2);
+        assert_int_equal(r.status, 0);
+        result_deinit(&r);
+        RUN(&r, NULL, "run", "bad-draft", "Once upon a time");
+        assert_int_equal(r.status, 1);
+        if (!strstr(buf_cstr(&r.err), "draft model vocabulary does not match"))
+            fail_msg("want the vocabulary error, got: %s", buf_cstr(&r.err));
+        result_deinit(&r);
+        RUN(&r, NULL, "rm", "bad-draft");
+        result_deinit(&r);
+    } else {
+        printf("skip: shared/fixtures/tiny-llama-f32.gguf absent (vocabulary mismatch case)\n");
+    }
     RUN(&r, NULL, "rm", "with-draft", "with-draft-q8", "no-draft", "lookup");
     result_deinit(&r);
 }
