@@ -95,6 +95,17 @@ struct runner_draft {
     int n_batch;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
+    int *job_next, *job_row;  // per job (at most one per slot)
+};
+
+// One slot's drafting: continue hist[0..n) (n >= 1) with at most max tokens.
+struct runner_draft_job {
+    int slot;
+    const int32_t *hist;
+    int n;
+    int32_t *out;
+    int max;
+    int k;  // drafted (out[0..k))
 };
 
 // The runner-wide state shared by the HTTP threads.
@@ -128,11 +139,12 @@ int runner_spec_lookup(const int32_t *hist, int n, int ngram, int32_t *out, int 
 // for token. ERR_INVALID with a message for the user otherwise.
 int runner_spec_check_vocab(const struct tokenizer *target, const struct tokenizer *draft,
                             struct err *e);
-// Drafts up to max tokens greedily with the draft model, continuing the
-// slot's history hist[0..n) (n >= 1; the draft's cache is brought in step
-// with it first). Stops after an end-of-generation token. Returns the count.
-int runner_spec_draft(struct runner_draft *d, int slot, const int32_t *hist, int n, int32_t *out,
-                      int max, struct err *e);
+// Drafts greedily with the draft model for every job at once (one slot
+// each): brings each slot's draft cache in step with its history, then
+// decodes one token per unfinished job per pass; a job stops at max tokens
+// or after an end-of-generation token. Sets each job's k.
+int runner_spec_draft(struct runner_draft *d, struct runner_draft_job *jobs, int n_jobs,
+                      struct err *e);
 // Loads the draft model with the target's context, slots and batch
 // and checks its vocabulary against the target's.
 int runner_draft_load(struct runner_draft **out, const char *path, const struct model *target,

@@ -42,6 +42,9 @@ struct slot {
     int n_evaluated;  // prompt tokens evaluated (cached prefix excluded)
     int64_t t_start, t_first;
     int64_t n_drafted, n_accepted;  // speculative decoding statistics
+    int32_t *hist;                  // n_ctx + 1: the history the drafters continue
+    int32_t draft[RUNNER_MAX_DRAFT_NUM_PREDICT];
+    int n_draft;
     uint64_t last_used;
     struct tokenizer_stream ts;
     struct buf piece, text;
@@ -69,7 +72,7 @@ struct runner_loop {
     uint64_t tick;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
-    int32_t *hist;  // n_ctx + 1: a slot's history for the drafters
+    struct runner_draft_job *jobs;  // one per slot
 };
 
 // ---------------------------------------------------------------------------
@@ -446,41 +449,66 @@ static bool make_room(struct runner_loop *l, struct slot *s)
     return true;
 }
 
-// Drafts the tokens that may follow slot s's next token into out[0..max)
-// (max: this step's batch room); returns how many. The drafts stay inside
-// the window and within num_predict.
-static int draft_tokens(struct runner_loop *l, struct slot *s, int32_t *out, int max)
+// How many tokens slot s may draft this step: draft_num_predict, within
+// the batch room left (`room`), the window (no context shift mid-step) and
+// num_predict.
+static int draft_room(const struct runner_loop *l, const struct slot *s, int room)
 {
-    struct rreq *r = s->req;
+    const struct rreq *r = s->req;
+    if (r->draft_max <= 0 || (r->draft_ngram == 0 && !l->rn->draft))
+        return 0;
     int n_past = model_slot_n_past(l->m, s->id);
-    int64_t left = r->limit - s->n_generated - 1;
-    if (max > r->draft_max)
-        max = r->draft_max;
+    int64_t max = r->draft_max < room ? r->draft_max : room;
     if (max > l->n_ctx - n_past - 1)
         max = l->n_ctx - n_past - 1;
-    if (max > left)
-        max = (int)left;
-    if (max <= 0 || (r->draft_ngram == 0 && !l->rn->draft))
-        return 0;
-    memcpy(l->hist, model_slot_tokens(l->m, s->id), (size_t)n_past * sizeof(int32_t));
-    l->hist[n_past] = s->next_token;
-    int k;
-    if (r->draft_ngram > 0) {
-        k = runner_spec_lookup(l->hist, n_past + 1, r->draft_ngram, out, max);
-    } else {
-        struct err e = {0};
-        k = runner_spec_draft(l->rn->draft, s->id, l->hist, n_past + 1, out, max, &e);
-        if (k < 0) {  // generation goes on without drafts
-            log_warn("draft model: %s", e.msg);
-            model_slot_clear(l->rn->draft->m, s->id);
-            k = 0;
+    if (max > r->limit - s->n_generated - 1)
+        max = r->limit - s->n_generated - 1;
+    return max > 0 ? (int)max : 0;
+}
+
+// Fills every generating slot's drafts (s->draft[0..n_draft)): prompt
+// lookup slot by slot, the draft model for all its slots in one go.
+static void draft_all(struct runner_loop *l, int room)
+{
+    int n_jobs = 0;
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        s->n_draft = 0;
+        if (s->state != SLOT_GEN)
+            continue;
+        int max = draft_room(l, s, room);
+        if (max == 0)
+            continue;
+        room -= max;
+        int n_past = model_slot_n_past(l->m, s->id);
+        memcpy(s->hist, model_slot_tokens(l->m, s->id), (size_t)n_past * sizeof(int32_t));
+        s->hist[n_past] = s->next_token;
+        if (s->req->draft_ngram > 0)
+            s->n_draft =
+                runner_spec_lookup(s->hist, n_past + 1, s->req->draft_ngram, s->draft, max);
+        else
+            l->jobs[n_jobs++] = (struct runner_draft_job){
+                .slot = s->id, .hist = s->hist, .n = n_past + 1, .out = s->draft, .max = max};
+    }
+    struct err e = {0};
+    if (n_jobs > 0 && runner_spec_draft(l->rn->draft, l->jobs, n_jobs, &e) < 0) {
+        // Generation goes on without these drafts.
+        log_warn("draft model: %s", e.msg);
+        for (int i = 0; i < n_jobs; i++) {
+            model_slot_clear(l->rn->draft->m, l->jobs[i].slot);
+            l->jobs[i].k = 0;
         }
     }
+    for (int i = 0; i < n_jobs; i++)
+        l->slots[l->jobs[i].slot].n_draft = l->jobs[i].k;
+    // Only tokens the target knows (a draft vocabulary may be padded).
     int n_vocab = model_n_vocab(l->m);
-    for (int i = 0; i < k; i++)
-        if (out[i] < 0 || out[i] >= n_vocab)
-            return i;
-    return k;
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        for (int k = 0; k < s->n_draft; k++)
+            if (s->draft[k] < 0 || s->draft[k] >= n_vocab)
+                s->n_draft = k;
+    }
 }
 
 static int build_batch(struct runner_loop *l)
@@ -493,22 +521,22 @@ static int build_batch(struct runner_loop *l)
     }
     // Every generating slot contributes its next token first, and its
     // drafts from the room the others' next tokens leave.
+    draft_all(l, l->n_batch - n_gen);
     for (int i = 0; i < l->n_slots; i++) {
         struct slot *s = &l->slots[i];
         if (s->state != SLOT_GEN)
             continue;
         s->b0 = n;
-        int k = draft_tokens(l, s, l->b_tokens + n + 1, l->n_batch - n - n_gen);
-        s->bn = 1 + k;
+        s->bn = 1 + s->n_draft;
         l->b_tokens[n] = s->next_token;
+        memcpy(l->b_tokens + n + 1, s->draft, (size_t)s->n_draft * sizeof(int32_t));
         int p0 = model_slot_n_past(l->m, s->id);
-        for (int j = 0; j <= k; j++) {
+        for (int j = 0; j < s->bn; j++) {
             l->b_pos[n + j] = p0 + j;
             l->b_slot[n + j] = s->id;
             l->b_logits[n + j] = true;
         }
         n += s->bn;
-        n_gen--;
     }
     // Prompt chunks fill the rest, starting from a rotating slot for fairness.
     for (int k = 0; k < l->n_slots && n < l->n_batch; k++) {
@@ -657,13 +685,14 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
         buf_init(&l->slots[i].piece, 0);
         buf_init(&l->slots[i].text, RUNNER_MAX_PENDING_BYTES);
         l->slots[i].pool = xcalloc((size_t)l->n_embd, sizeof(double));
+        l->slots[i].hist = xcalloc((size_t)l->n_ctx + 1, sizeof(int32_t));
     }
     size_t nb = (size_t)l->n_batch;
     l->b_tokens = xcalloc(nb, sizeof(int32_t));
     l->b_pos = xcalloc(nb, sizeof(int32_t));
     l->b_slot = xcalloc(nb, sizeof(int32_t));
     l->b_logits = xcalloc(nb, sizeof(bool));
-    l->hist = xcalloc((size_t)l->n_ctx + 1, sizeof(int32_t));
+    l->jobs = xcalloc((size_t)l->n_slots, sizeof(*l->jobs));
     if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
         runner_loop_free(l);
         return err_set(e, ERR_INTERNAL, "cannot start the batching thread");
@@ -740,13 +769,14 @@ void runner_loop_free(struct runner_loop *l)
         buf_deinit(&l->slots[i].piece);
         buf_deinit(&l->slots[i].text);
         free(l->slots[i].pool);
+        free(l->slots[i].hist);
     }
     free(l->slots);
     free(l->b_tokens);
     free(l->b_pos);
     free(l->b_slot);
     free(l->b_logits);
-    free(l->hist);
+    free(l->jobs);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
     free(l);

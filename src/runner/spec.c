@@ -9,9 +9,9 @@
 //    (code edits, quoting, extraction).
 //  * a draft model: a smaller model with the same vocabulary, loaded beside
 //    the target with the same context and slots; it drafts greedily (argmax),
-//    one token per forward pass. Its cache follows the target's history
-//    lazily: each drafting step keeps the common prefix and evaluates the
-//    rest, so rejected drafts and context shifts need no bookkeeping here.
+//    one token per forward pass for all drafting slots together. Its cache follows the target's
+//    history lazily: each drafting step keeps the common prefix and evaluates the rest, so rejected
+//    drafts and context shifts need no bookkeeping here.
 #include "runner/internal.h"
 
 #include <stdlib.h>
@@ -65,61 +65,104 @@ static int32_t argmax(const float *logits, int n)
     return best;
 }
 
-// Evaluates tokens[0..n) at positions p0.. of the draft's slot in pieces of
-// n_batch; the logits of the last one are left in model_logits(dm, last).
-static int feed(struct runner_draft *d, int slot, const int32_t *tokens, int n, int p0, int *last,
-                struct err *e)
+// Evaluates the batch in d's scratch (n entries) and takes the argmax of
+// every job whose row `row` is in it as that job's next draft.
+static int decode_step(struct runner_draft *d, int n, struct runner_draft_job *jobs, int n_jobs,
+                       const int *row, struct err *e)
 {
-    for (int i0 = 0; i0 < n;) {
-        int un = n - i0 < d->n_batch ? n - i0 : d->n_batch;
-        for (int j = 0; j < un; j++) {
-            d->b_tokens[j] = tokens[i0 + j];
-            d->b_pos[j] = p0 + i0 + j;
-            d->b_slot[j] = slot;
-            d->b_logits[j] = j == un - 1;
-        }
-        struct model_batch b = {.n_tokens = un,
-                                .tokens = d->b_tokens,
-                                .pos = d->b_pos,
-                                .slot = d->b_slot,
-                                .logits = d->b_logits};
-        int rc = model_decode(d->m, &b, e);
-        if (rc < 0)
-            return rc;
-        *last = un - 1;
-        i0 += un;
+    struct model_batch b = {.n_tokens = n,
+                            .tokens = d->b_tokens,
+                            .pos = d->b_pos,
+                            .slot = d->b_slot,
+                            .logits = d->b_logits};
+    int rc = model_decode(d->m, &b, e);
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < n_jobs; i++) {
+        if (row[i] < 0)
+            continue;
+        const float *logits = model_logits(d->m, row[i]);
+        if (!logits)
+            return err_set(e, ERR_INTERNAL, "draft model gave no logits");
+        jobs[i].out[jobs[i].k++] = argmax(logits, model_n_vocab(d->m));
     }
     return 0;
 }
 
-int runner_spec_draft(struct runner_draft *d, int slot, const int32_t *hist, int n, int32_t *out,
-                      int max, struct err *e)
+// Brings every job's slot in step with its history (the common prefix is
+// kept, at most n - 1 tokens so the last one is evaluated again) and takes
+// each job's first draft from the logits of its last history token. The
+// missing tokens of all jobs share batches of n_batch entries.
+static int catch_up(struct runner_draft *d, struct runner_draft_job *jobs, int n_jobs, int *row,
+                    struct err *e)
 {
-    if (max <= 0 || n <= 0)
-        return 0;
-    if (n + max - 1 > model_n_ctx(d->m))
-        max = model_n_ctx(d->m) - n + 1;
-    // Keep the cached prefix the history still has (at most n - 1 tokens:
-    // the last one is evaluated again for its logits).
-    int c = 0, n_past = model_slot_n_past(d->m, slot);
-    const int32_t *cached = model_slot_tokens(d->m, slot);
-    while (c < n_past && c < n - 1 && cached[c] == hist[c])
-        c++;
-    int rc = model_slot_truncate(d->m, slot, c, e);
-    int last = 0;
-    if (rc < 0 || (rc = feed(d, slot, hist + c, n - c, c, &last, e)) < 0)
-        return rc;
-    int k = 0;
-    for (;;) {
-        const float *logits = model_logits(d->m, last);
-        if (!logits)
-            return err_set(e, ERR_INTERNAL, "draft model gave no logits");
-        out[k] = argmax(logits, model_n_vocab(d->m));
-        if (model_token_is_eog(d->m, out[k++]) || k == max)
-            return k;
-        if ((rc = feed(d, slot, &out[k - 1], 1, n + k - 1, &last, e)) < 0)
+    int *next = d->job_next;  // next history position to evaluate, per job
+    for (int i = 0; i < n_jobs; i++) {
+        struct runner_draft_job *j = &jobs[i];
+        const int32_t *cached = model_slot_tokens(d->m, j->slot);
+        int c = 0, n_past = model_slot_n_past(d->m, j->slot);
+        while (c < n_past && c < j->n - 1 && cached[c] == j->hist[c])
+            c++;
+        int rc = model_slot_truncate(d->m, j->slot, c, e);
+        if (rc < 0)
             return rc;
+        next[i] = c;
+        j->k = 0;
     }
+    for (int i0 = 0; i0 < n_jobs;) {  // jobs before i0 are fed
+        int n = 0;
+        for (int i = 0; i < n_jobs; i++)
+            row[i] = -1;
+        for (int i = i0; i < n_jobs && n < d->n_batch; i++) {
+            struct runner_draft_job *j = &jobs[i];
+            while (next[i] < j->n && n < d->n_batch) {
+                d->b_tokens[n] = j->hist[next[i]];
+                d->b_pos[n] = next[i];
+                d->b_slot[n] = j->slot;
+                d->b_logits[n] = next[i] == j->n - 1;
+                if (d->b_logits[n])
+                    row[i] = n;
+                n++;
+                next[i]++;
+            }
+        }
+        int rc = decode_step(d, n, jobs, n_jobs, row, e);
+        if (rc < 0)
+            return rc;
+        while (i0 < n_jobs && next[i0] == jobs[i0].n)
+            i0++;
+    }
+    return 0;
+}
+
+int runner_spec_draft(struct runner_draft *d, struct runner_draft_job *jobs, int n_jobs,
+                      struct err *e)
+{
+    int *row = d->job_row;
+    int n_ctx = model_n_ctx(d->m);
+    for (int i = 0; i < n_jobs; i++)  // drafts fed at positions n .. n + max - 2
+        if (jobs[i].n + jobs[i].max - 1 > n_ctx)
+            jobs[i].max = n_ctx - jobs[i].n + 1;
+    int rc = catch_up(d, jobs, n_jobs, row, e);
+    // One token per unfinished job and pass: its last draft, for the next.
+    while (rc == 0) {
+        int n = 0;
+        for (int i = 0; i < n_jobs; i++) {
+            struct runner_draft_job *j = &jobs[i];
+            row[i] = -1;
+            if (j->k == 0 || j->k >= j->max || model_token_is_eog(d->m, j->out[j->k - 1]))
+                continue;
+            d->b_tokens[n] = j->out[j->k - 1];
+            d->b_pos[n] = j->n + j->k - 1;
+            d->b_slot[n] = j->slot;
+            d->b_logits[n] = true;
+            row[i] = n++;
+        }
+        if (n == 0)
+            break;
+        rc = decode_step(d, n, jobs, n_jobs, row, e);
+    }
+    return rc;
 }
 
 int runner_draft_load(struct runner_draft **out, const char *path, const struct model *target,
@@ -154,6 +197,8 @@ int runner_draft_load(struct runner_draft **out, const char *path, const struct 
     d->b_pos = xcalloc(nb, sizeof(int32_t));
     d->b_slot = xcalloc(nb, sizeof(int32_t));
     d->b_logits = xcalloc(nb, sizeof(bool));
+    d->job_next = xcalloc((size_t)model_n_slots(m), sizeof(int));
+    d->job_row = xcalloc((size_t)model_n_slots(m), sizeof(int));
     *out = d;
     return 0;
 }
@@ -167,5 +212,7 @@ void runner_draft_free(struct runner_draft *d)
     free(d->b_pos);
     free(d->b_slot);
     free(d->b_logits);
+    free(d->job_next);
+    free(d->job_row);
     free(d);
 }
