@@ -45,6 +45,9 @@ struct slot {
     int32_t *hist;                  // n_ctx + 1: the history the drafters continue
     int32_t draft[RUNNER_MAX_DRAFT_NUM_PREDICT];
     int n_draft;
+    // Draft length control (see adapt_draft): the current most drafts per
+    // step, steps in a row with nothing accepted, steps left without drafts.
+    int draft_k, miss_streak, draft_pause;
     uint64_t last_used;
     struct tokenizer_stream ts;
     struct buf piece, text;
@@ -248,6 +251,8 @@ static void slot_start(struct runner_loop *l, struct slot *s, struct rreq *r)
     s->state = SLOT_PROMPT;
     s->n_generated = 0;
     s->n_drafted = s->n_accepted = 0;
+    s->draft_k = r->draft_max;
+    s->miss_streak = s->draft_pause = 0;
     s->t_start = time_monotonic_ns();
     s->t_first = 0;
     buf_reset(&s->piece);
@@ -366,20 +371,41 @@ static void sample_slot(struct runner_loop *l, struct slot *s, int entry)
 // the first disagreeing sample ends the step. The cache keeps the next
 // token and the accepted drafts (the draft model's cache catches up at its
 // next drafting step).
+// The draft length follows the acceptance (it never changes the output):
+// a step that accepted every draft lets the next draft 2 more (up to
+// draft_num_predict), any rejection 1 fewer (down to 1); after 3 steps in a
+// row with nothing accepted the slot drafts nothing for 1, 2, 4 ... 64
+// steps, so a draft that never agrees costs little.
+static void adapt_draft(struct slot *s, int drafted, int accepted)
+{
+    if (accepted == drafted)
+        s->draft_k = s->draft_k + 2 < s->req->draft_max ? s->draft_k + 2 : s->req->draft_max;
+    else if (s->draft_k > 1)
+        s->draft_k--;
+    s->miss_streak = accepted > 0 ? 0 : s->miss_streak + 1;
+    if (s->miss_streak >= 3)
+        s->draft_pause = s->miss_streak - 3 < 6 ? 1 << (s->miss_streak - 3) : 64;
+}
+
 static void verify_slot(struct runner_loop *l, struct slot *s)
 {
-    int p0 = l->b_pos[s->b0], k = s->bn - 1, j = 0;
+    int p0 = l->b_pos[s->b0], k = s->bn - 1, j = 0, accepted = 0;
     s->n_drafted += k;
     for (;; j++) {
         int32_t tok;
         if (!sample_at(l, s, s->b0 + j, &tok))
             break;
         bool agree = j < k && tok == l->b_tokens[s->b0 + 1 + j];
-        s->n_accepted += agree;
+        accepted += agree;
+        s->n_accepted += agree;  // before accept_token: it may write the final line
         accept_token(l, s, tok);
         if (!agree || s->state != SLOT_GEN)
             break;
     }
+    if (k > 0)
+        log_debug("speculative: slot %d at %d drafted %d, accepted %d", s->id, p0, k, accepted);
+    if (k > 0 && s->state == SLOT_GEN)
+        adapt_draft(s, k, accepted);
     struct err e = {0};
     if (k > 0 && model_slot_truncate(l->m, s->id, p0 + 1 + j, &e) < 0) {
         log_error("speculative rollback: %s", e.msg);
@@ -449,7 +475,7 @@ static bool make_room(struct runner_loop *l, struct slot *s)
     return true;
 }
 
-// How many tokens slot s may draft this step: draft_num_predict, within
+// How many tokens slot s may draft this step: its current draft length, within
 // the batch room left (`room`), the window (no context shift mid-step) and
 // num_predict.
 static int draft_room(const struct runner_loop *l, const struct slot *s, int room)
@@ -458,7 +484,7 @@ static int draft_room(const struct runner_loop *l, const struct slot *s, int roo
     if (r->draft_max <= 0 || (r->draft_ngram == 0 && !l->rn->draft))
         return 0;
     int n_past = model_slot_n_past(l->m, s->id);
-    int64_t max = r->draft_max < room ? r->draft_max : room;
+    int64_t max = s->draft_k < room ? s->draft_k : room;
     if (max > l->n_ctx - n_past - 1)
         max = l->n_ctx - n_past - 1;
     if (max > r->limit - s->n_generated - 1)
@@ -476,6 +502,10 @@ static void draft_all(struct runner_loop *l, int room)
         s->n_draft = 0;
         if (s->state != SLOT_GEN)
             continue;
+        if (s->draft_pause > 0) {
+            s->draft_pause--;
+            continue;
+        }
         int max = draft_room(l, s, room);
         if (max == 0)
             continue;
