@@ -15,7 +15,8 @@
 //              for it: this run also shows what such a draft costs overall)
 //   lookup     prompt lookup (draft_ngram) on a repetitive prompt, against
 //              plain on the same prompt
-// Effective tokens/s = eval_count / eval_duration; acceptance = accepted /
+// Effective tokens/s = eval_count / eval_duration (and the runner's CPU time
+// per token from /proc, steadier on a shared machine); acceptance = accepted /
 // drafted; the outputs of every configuration are checked equal to plain.
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 struct run {
     char *text;
     int64_t n, ns, drafted, accepted;
+    double cpu_s;  // the runner's CPU time for the whole request
 };
 
 static const char *story_prompt = "Once upon a time, in a small village by the sea,";
@@ -52,7 +54,9 @@ static int complete(const struct rharness *h, const char *prompt, const char *op
                   "\"num_predict\":%d%s%s}}",
                   prompt, n_tokens, *opts ? "," : "", opts);
     char *resp = NULL;
+    double cpu0 = rh_cpu_seconds(h->pid);
     long st = rh_request(h, "/completion", body, &resp, 0, 3600);
+    out->cpu_s = rh_cpu_seconds(h->pid) - cpu0;
     struct rh_stream s;
     rh_stream_parse(resp, &s);
     free(body);
@@ -83,10 +87,17 @@ static double ms_per_token(const struct run *r)
     return r->n > 0 ? (double)r->ns / 1e6 / (double)r->n : 0;
 }
 
+static double cpu_ms_per_token(const struct run *r)
+{
+    return r->n > 0 ? r->cpu_s * 1e3 / (double)r->n : 0;
+}
+
 static void report(const char *name, const struct run *r, const struct run *base)
 {
-    printf("%-8s %6lld tok  %8.2f tok/s  %7.1f ms/tok  x%.2f", name, (long long)r->n, tps(r),
-           ms_per_token(r), base && tps(base) > 0 ? tps(r) / tps(base) : 1.0);
+    printf("%-8s %6lld tok  %8.2f tok/s  %7.1f ms/tok  x%.2f  cpu %7.1f ms/tok  x%.2f", name,
+           (long long)r->n, tps(r), ms_per_token(r),
+           base && tps(base) > 0 ? tps(r) / tps(base) : 1.0, cpu_ms_per_token(r),
+           base && cpu_ms_per_token(r) > 0 ? cpu_ms_per_token(base) / cpu_ms_per_token(r) : 1.0);
     if (r->drafted > 0)
         printf("  drafted %lld  accepted %lld (%.1f%%)", (long long)r->drafted,
                (long long)r->accepted, 100.0 * (double)r->accepted / (double)r->drafted);
@@ -197,10 +208,13 @@ int main(int argc, char **argv)
         report("never", &never, &plain);
         double extra = (ms_per_token(&never) - ms_per_token(&plain)) * (double)never.n;
         double cost = never.drafted > 0 ? extra / (double)never.drafted : 0;
-        printf("rejected draft: %.2f ms per drafted token (%.0f%% of a plain step); "
-               "never-agreeing draft: %.1f%% slower overall\n",
-               cost, 100.0 * cost / ms_per_token(&plain),
-               100.0 * (ms_per_token(&never) / ms_per_token(&plain) - 1));
+        double cpu_cost =
+            never.drafted > 0 ? (never.cpu_s - plain.cpu_s) * 1e3 / (double)never.drafted : 0;
+        printf("rejected draft: %.2f ms (cpu %.2f ms) per drafted token (%.0f%% of a plain "
+               "step); never-agreeing draft: %.1f%% slower overall (cpu %.1f%%)\n",
+               cost, cpu_cost, 100.0 * cost / ms_per_token(&plain),
+               100.0 * (ms_per_token(&never) / ms_per_token(&plain) - 1),
+               100.0 * (cpu_ms_per_token(&never) / cpu_ms_per_token(&plain) - 1));
     }
     printf("\nrepetitive prompt:\n");
     report("plain", &lplain, NULL);
