@@ -176,6 +176,8 @@ int main(int argc, char **argv)
     // The warm-up touches both models (their first pass faults the weights in).
     snprintf(opts, sizeof(opts), "\"draft_num_predict\":%d", draft_n);
     int rc = complete(&h, "Hello", opts, 4, &warm);
+    if (rc == 0)
+        free(warm.text);
     rc = rc ? rc : complete(&h, story_prompt, "\"draft_num_predict\":0", n_tokens, &plain);
     if (!rc && draft)
         rc = complete(&h, story_prompt, opts, n_tokens, &spec);
@@ -193,6 +195,8 @@ int main(int argc, char **argv)
         } else {
             snprintf(opts, sizeof(opts), "\"draft_num_predict\":%d", draft_n);
             rc = complete(&h, "Hello", opts, 4, &warm);
+            if (rc == 0)
+                free(warm.text);
             rc = rc ? rc : complete(&h, story_prompt, opts, n_tokens, &never);
             rh_stop(&h);
         }
