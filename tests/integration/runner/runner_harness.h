@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <stdbool.h>
+#include <sys/prctl.h>
 
 #include "gguf/gguf.h"
 #include "integration/harness.h"
@@ -44,6 +45,9 @@ static inline int rh_spawn(struct rharness *h, const char *const *args)
     if (h->pid < 0)
         return -1;
     if (h->pid == 0) {
+        // A test that fails before rh_stop (or a killed benchmark) must not
+        // leave its runner behind.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int fd = open(h->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
