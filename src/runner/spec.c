@@ -108,6 +108,7 @@ static int catch_up(struct runner_draft *d, struct runner_draft_job *jobs, int n
             return rc;
         next[i] = c;
         j->k = 0;
+        log_debug("draft: slot %d keeps %d cached tokens, evaluates %d", j->slot, c, j->n - c);
     }
     for (int i0 = 0; i0 < n_jobs;) {  // jobs before i0 are fed
         int n = 0;
