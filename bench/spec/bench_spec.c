@@ -56,9 +56,9 @@ static int complete(const struct rharness *h, const char *prompt, const char *op
                   "\"num_predict\":%d%s%s}}",
                   prompt, n_tokens, *opts ? "," : "", opts);
     char *resp = NULL;
-    double cpu0 = rh_cpu_seconds(h->pid);
+    double cpu0 = proc_cpu_seconds(h->pid);
     long st = rh_request(h, "/completion", body, &resp, 0, 3600);
-    out->cpu_s = rh_cpu_seconds(h->pid) - cpu0;
+    out->cpu_s = proc_cpu_seconds(h->pid) - cpu0;
     struct rh_stream s;
     rh_stream_parse(resp, &s);
     free(body);

@@ -10,6 +10,7 @@
 
 #include "gguf/gguf.h"
 #include "integration/harness.h"
+#include "integration/procstat.h"
 #include "json/json.h"
 
 struct rharness {
@@ -279,24 +280,6 @@ static inline const char *rh_final_str(const struct rh_stream *s, const char *ke
 {
     json_t *v = s->final ? json_object_get(s->final, key) : NULL;
     return v && json_is_string(v) ? json_string_value(v) : "";
-}
-
-// CPU seconds (user + system) process pid has used so far (/proc), or 0.
-static inline double rh_cpu_seconds(pid_t pid)
-{
-    char path[64], buf[2048];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');  // the fields after the command name
-    unsigned long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return 0;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 // Writes a copy of the model at src with output_norm.weight negated: its
