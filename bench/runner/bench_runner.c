@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "integration/procstat.h"
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -94,27 +96,6 @@ static void *run_stream(void *p)
     if (!ec)
         s->ok = 0;
     return NULL;
-}
-
-// CPU seconds (user + system) used so far by process pid.
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[2048];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');  // fields after the command name
-    if (!p)
-        return 0;
-    unsigned long ut = 0, st = 0;
-    // state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return 0;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -270,9 +251,9 @@ int main(int argc, char **argv)
         for (int r = 0; r < (repeat > 0 ? repeat : 1); r++) {
             double m2, x2;
             long t2;
-            double c0 = cpu_seconds(pid);
+            double c0 = proc_cpu_seconds(pid);
             double a2 = run_round(port, n, n_tokens, prompt_words, &m2, &x2, &t2, k * 100 + r + 1);
-            double c1 = cpu_seconds(pid);
+            double c1 = proc_cpu_seconds(pid);
             if (a2 > agg) {
                 agg = a2, med = m2, mx = x2, total = t2;
             }

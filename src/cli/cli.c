@@ -37,6 +37,7 @@ static const char *const env_serve[] = {"OLLAMA_DEBUG",
 static const struct cli_flag flags_create[] = {
     {"file", 'f', "string", "Name of the Modelfile (default \"Modelfile\")"},
     {"quantize", 'q', "string", "Quantize model to this level (e.g. q4_K_M)"},
+    {"draft-quantize", 0, "string", "Quantize draft model to this level"},
     {NULL, 0, NULL, NULL},
 };
 static const struct cli_flag flags_show[] = {
@@ -91,6 +92,7 @@ static int cmd_serve(struct cli_args *a)
 // command's, then handed to runner_main as "--name value" pairs.
 static const struct cli_flag flags_runner[] = {
     {"model", 0, "string", "Model file"},
+    {"draft", 0, "string", "Draft model file (speculative decoding)"},
     {"port", 0, "int", "Port to listen on"},
     {"ctx-size", 0, "int", "Context per slot"},
     {"parallel", 0, "int", "Slots"},

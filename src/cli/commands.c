@@ -573,11 +573,11 @@ static void free_files(struct local_file *files, size_t n)
     free(files);
 }
 
-// The local files a Modelfile's FROM and ADAPTER lines name, and the model
-// name of the last FROM that is not a path.
+// The local files a Modelfile's FROM, ADAPTER and DRAFT lines name, and the
+// model name of the last FROM that is not a path.
 struct create_files {
-    struct local_file *files, *adapters;
-    size_t n_files, n_adapters;
+    struct local_file *files, *adapters, *drafts;
+    size_t n_files, n_adapters, n_drafts;
     const char *from_name;
 };
 
@@ -613,8 +613,28 @@ static void warn_deprecated(const struct store_modelfile *mf)
             fprintf(stderr, "warning: parameter %s is deprecated\n", mf->cmds[i].key);
 }
 
+// True when a and b name the same existing file or folder.
+static bool same_local_path(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+// A DRAFT may not be one of the FROM files (Ollama's rule).
+static int check_draft_paths(const struct create_files *cf, struct err *e)
+{
+    for (size_t i = 0; i < cf->n_drafts; i++)
+        for (size_t j = 0; j < cf->n_files; j++)
+            if (same_local_path(cf->drafts[i].path, cf->files[j].path))
+                return err_set(e, ERR_INVALID,
+                               "DRAFT must not reference the same local path as FROM: %s",
+                               cf->drafts[i].path);
+    return 0;
+}
+
 // FROM paths that exist become files; otherwise the last FROM is a name.
-// An ADAPTER must exist, and the last one wins.
+// An ADAPTER or DRAFT must exist, and the last one of each wins.
 static int gather_files(struct create_files *cf, const struct store_modelfile *mf,
                         const char *base_dir, struct err *e)
 {
@@ -622,18 +642,19 @@ static int gather_files(struct create_files *cf, const struct store_modelfile *m
         const struct store_mf_command *cmd = &mf->cmds[i];
         bool is_from = strcmp(cmd->name, "from") == 0;
         bool is_adapter = strcmp(cmd->name, "adapter") == 0;
-        if (!is_from && !is_adapter)
+        bool is_draft = strcmp(cmd->name, "draft") == 0;
+        if (!is_from && !is_adapter && !is_draft)
             continue;
-        struct local_file **list = is_from ? &cf->files : &cf->adapters;
-        size_t *n = is_from ? &cf->n_files : &cf->n_adapters;
+        struct local_file **list = is_from ? &cf->files : is_draft ? &cf->drafts : &cf->adapters;
+        size_t *n = is_from ? &cf->n_files : is_draft ? &cf->n_drafts : &cf->n_adapters;
         char *path = resolve_path(cmd->args, base_dir);
         struct stat st;
         int rc = 0;
         if (stat(path, &st) == 0) {
-            if (is_adapter) {
-                free_files(cf->adapters, cf->n_adapters);
-                cf->adapters = NULL;
-                cf->n_adapters = 0;
+            if (!is_from) {
+                free_files(*list, *n);
+                *list = NULL;
+                *n = 0;
             }
             rc = S_ISDIR(st.st_mode) ? add_dir(list, n, path, e) : add_file(list, n, path);
         } else if (is_from) {
@@ -645,19 +666,28 @@ static int gather_files(struct create_files *cf, const struct store_modelfile *m
         if (rc < 0)
             return rc;
     }
-    return 0;
+    return check_draft_paths(cf, e);
 }
 
-// Names every file by its key and uploads the model's files, then the adapters'.
+// Names every file by its key and uploads the model's files, then the
+// adapters', then the draft model's.
 static int upload_files(struct client *c, struct cli_progress *p, struct create_files *cf,
                         struct err *e)
 {
     set_keys(cf->files, cf->n_files);
     set_keys(cf->adapters, cf->n_adapters);
-    size_t n = cf->n_files + cf->n_adapters;
+    set_keys(cf->drafts, cf->n_drafts);
+    size_t n = cf->n_files + cf->n_adapters + cf->n_drafts;
     struct local_file **all = xcalloc(n + 1, sizeof(*all));
-    for (size_t i = 0; i < n; i++)
-        all[i] = i < cf->n_files ? &cf->files[i] : &cf->adapters[i - cf->n_files];
+    for (size_t i = 0; i < n; i++) {
+        size_t k = i;
+        if (k < cf->n_files) {
+            all[i] = &cf->files[k];
+            continue;
+        }
+        k -= cf->n_files;
+        all[i] = k < cf->n_adapters ? &cf->adapters[k] : &cf->drafts[k - cf->n_adapters];
+    }
     int rc = upload_all(c, p, all, n, e);
     free(all);
     return rc;
@@ -673,9 +703,10 @@ static json_t *digest_map(const struct local_file *files, size_t n)
 }
 
 // The create request: the Modelfile's fields, with FROM replaced by the
-// uploaded files (or the base model's name) and the adapters added.
+// uploaded files (or the base model's name), the adapters and the draft
+// model added.
 static void fill_request(json_t *req, const char *name, const struct create_files *cf,
-                         const char *quant)
+                         const char *quant, const char *draft_quant)
 {
     json_object_set_new(req, "model", json_string(name));
     json_object_del(req, "from");
@@ -687,6 +718,10 @@ static void fill_request(json_t *req, const char *name, const struct create_file
         json_object_set_new(req, "adapters", digest_map(cf->adapters, cf->n_adapters));
     if (quant && *quant)
         json_object_set_new(req, "quantize", json_string(quant));
+    if (cf->n_drafts)
+        json_object_set_new(req, "draft_files", digest_map(cf->drafts, cf->n_drafts));
+    if (draft_quant && *draft_quant)
+        json_object_set_new(req, "draft_quantize", json_string(draft_quant));
 }
 
 int cli_cmd_create(struct cli_args *a)
@@ -728,12 +763,18 @@ int cli_cmd_create(struct cli_args *a)
         goto out;
     }
     cli_progress_spinner_stop(p, gather);
+    const char *draft_quant = cli_flag(a, "draft-quantize");
+    if (draft_quant && *draft_quant && cf.n_drafts == 0) {
+        cli_progress_stop(p);
+        cli_fail("--draft-quantize requires a DRAFT model");
+        goto out;
+    }
     if (upload_files(c, p, &cf, &e) < 0) {
         cli_progress_stop(p);
         cli_fail_err(&e);
         goto out;
     }
-    fill_request(req, name, &cf, cli_flag(a, "quantize"));
+    fill_request(req, name, &cf, cli_flag(a, "quantize"), draft_quant);
     struct progress_ctx pc = {.p = p, .mode = MODE_CREATE, .spinner = -1};
     int rc = client_create(c, req, on_progress, &pc, &e);
     cli_progress_stop(p);
@@ -749,6 +790,7 @@ out:
     json_decref(req);
     free_files(cf.files, cf.n_files);
     free_files(cf.adapters, cf.n_adapters);
+    free_files(cf.drafts, cf.n_drafts);
     free(base_dir);
     buf_deinit(&text);
     return status;

@@ -189,6 +189,11 @@ int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e)
     return 0;
 }
 
+int model_slot_truncate(struct model *m, int slot, int n, struct err *e)
+{
+    return model_slot_remove(m, slot, n, model_slot_n_past(m, slot), e);
+}
+
 int model_context_shift(struct model *m, int slot, int n_keep, struct err *e)
 {
     if (!slot_ok(m, slot))

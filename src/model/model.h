@@ -148,6 +148,9 @@ int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, in
 // Removes positions [p0, p1) of a slot and shifts the later ones down
 // (their keys re-rotated), as llama.cpp's seq_rm + seq_add.
 int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e);
+// Drops a slot's positions from n on (speculative decoding rolls back the
+// drafted tokens the target rejected); n past the slot's length is an error.
+int model_slot_truncate(struct model *m, int slot, int n, struct err *e);
 // Ollama's context shift: keep the first n_keep tokens, discard half of the
 // rest. Returns the number of tokens discarded.
 int model_context_shift(struct model *m, int slot, int n_keep, struct err *e);

@@ -23,6 +23,12 @@
 #define RUNNER_MAX_BODY_BYTES    (64u * 1024 * 1024)
 #define RUNNER_MAX_PENDING_BYTES (64u * 1024 * 1024)
 
+// Speculative decoding: drafted tokens per step (Ollama's draft_num_predict
+// default, and our cap), and the longest prompt-lookup n-gram.
+#define RUNNER_DEFAULT_DRAFT_NUM_PREDICT 4
+#define RUNNER_MAX_DRAFT_NUM_PREDICT     64
+#define RUNNER_MAX_DRAFT_NGRAM           16
+
 // Embedding pooling (GGUF <arch>.pooling_type).
 enum runner_pooling {
     RUNNER_POOL_MEAN = 1,
@@ -50,6 +56,10 @@ struct rreq {
     struct sample_grammar *grammar;  // owned (the sampler borrows it), or NULL
     struct sample_stop *stop;        // owned
     struct tokenizer_ids context;    // prompt + generated ids (loop thread)
+    // Speculative decoding (spec.c): most tokens drafted per step (0: off),
+    // and the prompt-lookup n-gram length (0: use the draft model, if any).
+    int draft_max;
+    int draft_ngram;
 
     // Output and lifetime (mu).
     pthread_mutex_t mu;
@@ -78,6 +88,26 @@ void rreq_finish(struct rreq *r);
 // True once the client has gone (polls the socket for hang-up).
 bool rreq_cancelled(struct rreq *r);
 
+// A draft model for speculative decoding and its batch scratch (spec.c);
+// used by the loop thread only.
+struct runner_draft {
+    struct model *m;
+    int n_batch;
+    int32_t *b_tokens, *b_pos, *b_slot;
+    bool *b_logits;
+    int *job_next, *job_row;  // per job (at most one per slot)
+};
+
+// One slot's drafting: continue hist[0..n) (n >= 1) with at most max tokens.
+struct runner_draft_job {
+    int slot;
+    const int32_t *hist;
+    int n;
+    int32_t *out;
+    int max;
+    int k;  // drafted (out[0..k))
+};
+
 // The runner-wide state shared by the HTTP threads.
 struct runner {
     atomic_int status;        // RUNNER_LOADING / RUNNER_READY / RUNNER_FAILED
@@ -87,9 +117,10 @@ struct runner {
     struct sample_vocab *vocab;
     struct runner_loop *loop;
     enum runner_pooling pooling;
-    bool add_bos;           // the tokenizer adds BOS with add_special
-    bool no_context_shift;  // --no-context-shift
-    int n_ctx;              // per slot
+    bool add_bos;                // the tokenizer adds BOS with add_special
+    bool no_context_shift;       // --no-context-shift
+    int n_ctx;                   // per slot
+    struct runner_draft *draft;  // --draft model, or NULL
     struct httpd *httpd;
 };
 
@@ -98,6 +129,27 @@ enum { RUNNER_LOADING = 0, RUNNER_READY = 1, RUNNER_FAILED = 2 };
 // Fills rn's model, tokenizer, sampling vocabulary and pooling from a
 // loaded model (runner.c). The fuzz target uses it too.
 int runner_attach_model(struct runner *rn, struct model *m, struct err *e);
+
+// Speculative decoding (spec.c).
+// Prompt lookup: finds the most recent earlier occurrence of the last g
+// tokens of hist[0..n) (g = ngram down to 1) and copies what followed it
+// into out[0..max). Returns the number of drafted tokens (0: no match).
+int runner_spec_lookup(const int32_t *hist, int n, int ngram, int32_t *out, int max);
+// A draft model must tokenize as the target does: same vocabulary, token
+// for token. ERR_INVALID with a message for the user otherwise.
+int runner_spec_check_vocab(const struct tokenizer *target, const struct tokenizer *draft,
+                            struct err *e);
+// Drafts greedily with the draft model for every job at once (one slot
+// each): brings each slot's draft cache in step with its history, then
+// decodes one token per unfinished job per pass; a job stops at max tokens
+// or after an end-of-generation token. Sets each job's k.
+int runner_spec_draft(struct runner_draft *d, struct runner_draft_job *jobs, int n_jobs,
+                      struct err *e);
+// Loads the draft model with the target's context, slots and batch
+// and checks its vocabulary against the target's.
+int runner_draft_load(struct runner_draft **out, const char *path, const struct model *target,
+                      struct err *e);
+void runner_draft_free(struct runner_draft *d);
 
 // Request parsing (request.c): build a request from a JSON body. On failure
 // returns NULL with *status (400/500) and e set.

@@ -6,6 +6,21 @@
 // the slot count wait FIFO. A client that hangs up is noticed at the top of
 // every iteration (socket polled for POLLRDHUP) and its slot is freed.
 //
+// Speculative decoding: a generating slot whose request asks for it puts
+// its next token AND up to draft_max drafted tokens (spec.c: prompt lookup
+// or a draft model) in the batch, all with logits, so one forward pass of
+// the target scores every draft. verify_slot then samples position by
+// position with the request's own sampler (grammar, penalties, seed and
+// all) and accepts while the sample equals the draft; the first sample that
+// differs is kept as the step's last token, and the cache is cut back past
+// the rejected drafts. Every token is thus drawn from the target's
+// distribution given exactly the tokens before it, by the same sampler
+// calls in the same order as without drafts: greedy output is identical,
+// and sampled output is identically distributed (for a deterministic
+// drafter this is the standard rejection-sampling acceptance: accept the
+// draft x with probability p(x), else draw from p without x). Drafts never
+// cross the window's end (no context shift mid-step) or num_predict.
+//
 // Lock order: loop->mu, then a request's mu.
 #include "runner/internal.h"
 
@@ -26,6 +41,13 @@ struct slot {
     int64_t n_generated;
     int n_evaluated;  // prompt tokens evaluated (cached prefix excluded)
     int64_t t_start, t_first;
+    int64_t n_drafted, n_accepted;  // speculative decoding statistics
+    int32_t *hist;                  // n_ctx + 1: the history the drafters continue
+    int32_t draft[RUNNER_MAX_DRAFT_NUM_PREDICT];
+    int n_draft;
+    // Draft length control (see adapt_draft): the current most drafts per
+    // step, steps in a row with nothing accepted, steps left without drafts.
+    int draft_k, miss_streak, draft_pause;
     uint64_t last_used;
     struct tokenizer_stream ts;
     struct buf piece, text;
@@ -53,6 +75,7 @@ struct runner_loop {
     uint64_t tick;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
+    struct runner_draft_job *jobs;  // one per slot
 };
 
 // ---------------------------------------------------------------------------
@@ -171,6 +194,10 @@ static void finish_done(struct runner_loop *l, struct slot *s, enum sample_done 
     jsonx_set_int(o, "prompt_eval_duration", s->t_first - s->t_start);
     jsonx_set_int(o, "eval_count", s->n_generated);
     jsonx_set_int(o, "eval_duration", now - s->t_first);
+    if (s->n_drafted > 0) {
+        jsonx_set_int(o, "draft_count", s->n_drafted);
+        jsonx_set_int(o, "draft_accepted_count", s->n_accepted);
+    }
     if (s->logprobs) {
         jsonx_set(o, "logprobs", s->logprobs);
         s->logprobs = NULL;
@@ -223,6 +250,9 @@ static void slot_start(struct runner_loop *l, struct slot *s, struct rreq *r)
     s->req = r;
     s->state = SLOT_PROMPT;
     s->n_generated = 0;
+    s->n_drafted = s->n_accepted = 0;
+    s->draft_k = r->draft_max;
+    s->miss_streak = s->draft_pause = 0;
     s->t_start = time_monotonic_ns();
     s->t_first = 0;
     buf_reset(&s->piece);
@@ -308,24 +338,81 @@ static void accept_token(struct runner_loop *l, struct slot *s, int32_t tok)
     s->state = SLOT_GEN;
 }
 
-static void sample_slot(struct runner_loop *l, struct slot *s, int entry)
+// Samples the token that follows batch entry `entry` (and records its
+// log probabilities). False when the slot was finished with an error.
+static bool sample_at(struct runner_loop *l, struct slot *s, int entry, int32_t *tok)
 {
     const float *logits = model_logits(l->m, entry);
     if (!logits) {
         finish_error(l, s, "no logits for the last token");
-        return;
+        return false;
     }
     if (s->t_first == 0)
         s->t_first = time_monotonic_ns();
-    int32_t tok;
     struct err e = {0};
-    if (sample_next(s->req->sampler, logits, &tok, &e) < 0) {
+    if (sample_next(s->req->sampler, logits, tok, &e) < 0) {
         finish_error(l, s, e.msg);
-        return;
+        return false;
     }
     if (s->req->logprobs)
-        add_logprobs(l, s, logits, tok);
-    accept_token(l, s, tok);
+        add_logprobs(l, s, logits, *tok);
+    return true;
+}
+
+static void sample_slot(struct runner_loop *l, struct slot *s, int entry)
+{
+    int32_t tok;
+    if (sample_at(l, s, entry, &tok))
+        accept_token(l, s, tok);
+}
+
+// The target's verdict on a generating slot's entries [b0, b0 + bn): its
+// next token and bn - 1 drafts. Accepts drafts while the sampler agrees;
+// the first disagreeing sample ends the step. The cache keeps the next
+// token and the accepted drafts (the draft model's cache catches up at its
+// next drafting step).
+// The draft length follows the acceptance (it never changes the output):
+// a step that accepted every draft lets the next draft 2 more (up to
+// draft_num_predict), any rejection 1 fewer (down to 1); after 3 steps in a
+// row with nothing accepted the slot drafts nothing for 1, 2, 4 ... 64
+// steps, so a draft that never agrees costs little.
+static void adapt_draft(struct slot *s, int drafted, int accepted)
+{
+    if (accepted == drafted)
+        s->draft_k = s->draft_k + 2 < s->req->draft_max ? s->draft_k + 2 : s->req->draft_max;
+    else if (s->draft_k > 1)
+        s->draft_k--;
+    s->miss_streak = accepted > 0 ? 0 : s->miss_streak + 1;
+    if (s->miss_streak >= 3)
+        s->draft_pause = s->miss_streak - 3 < 6 ? 1 << (s->miss_streak - 3) : 64;
+}
+
+static void verify_slot(struct runner_loop *l, struct slot *s)
+{
+    int p0 = l->b_pos[s->b0], k = s->bn - 1, j = 0, accepted = 0;
+    s->n_drafted += k;
+    for (;; j++) {
+        int32_t tok;
+        if (!sample_at(l, s, s->b0 + j, &tok))
+            break;
+        bool agree = j < k && tok == l->b_tokens[s->b0 + 1 + j];
+        accepted += agree;
+        s->n_accepted += agree;  // before accept_token: it may write the final line
+        accept_token(l, s, tok);
+        if (!agree || s->state != SLOT_GEN)
+            break;
+    }
+    if (k > 0)
+        log_debug("speculative: slot %d at %d drafted %d, accepted %d", s->id, p0, k, accepted);
+    if (k > 0 && s->state == SLOT_GEN)
+        adapt_draft(s, k, accepted);
+    struct err e = {0};
+    if (k > 0 && model_slot_truncate(l->m, s->id, p0 + 1 + j, &e) < 0) {
+        log_error("speculative rollback: %s", e.msg);
+        model_slot_clear(l->m, s->id);
+        if (s->state != SLOT_IDLE)
+            finish_error(l, s, e.msg);
+    }
 }
 
 static void pool_rows(struct runner_loop *l, struct slot *s)
@@ -388,22 +475,98 @@ static bool make_room(struct runner_loop *l, struct slot *s)
     return true;
 }
 
+// How many tokens slot s may draft this step: its current draft length, within
+// the batch room left (`room`), the window (no context shift mid-step) and
+// num_predict.
+static int draft_room(const struct runner_loop *l, const struct slot *s, int room)
+{
+    const struct rreq *r = s->req;
+    if (r->draft_max <= 0 || (r->draft_ngram == 0 && !l->rn->draft))
+        return 0;
+    int n_past = model_slot_n_past(l->m, s->id);
+    int64_t max = s->draft_k < room ? s->draft_k : room;
+    if (max > l->n_ctx - n_past - 1)
+        max = l->n_ctx - n_past - 1;
+    if (max > r->limit - s->n_generated - 1)
+        max = r->limit - s->n_generated - 1;
+    return max > 0 ? (int)max : 0;
+}
+
+// Fills every generating slot's drafts (s->draft[0..n_draft)): prompt
+// lookup slot by slot, the draft model for all its slots in one go.
+static void draft_all(struct runner_loop *l, int room)
+{
+    int n_jobs = 0;
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        s->n_draft = 0;
+        if (s->state != SLOT_GEN)
+            continue;
+        if (s->draft_pause > 0) {
+            s->draft_pause--;
+            continue;
+        }
+        int max = draft_room(l, s, room);
+        if (max == 0)
+            continue;
+        room -= max;
+        int n_past = model_slot_n_past(l->m, s->id);
+        memcpy(s->hist, model_slot_tokens(l->m, s->id), (size_t)n_past * sizeof(int32_t));
+        s->hist[n_past] = s->next_token;
+        if (s->req->draft_ngram > 0)
+            s->n_draft =
+                runner_spec_lookup(s->hist, n_past + 1, s->req->draft_ngram, s->draft, max);
+        else
+            l->jobs[n_jobs++] = (struct runner_draft_job){
+                .slot = s->id, .hist = s->hist, .n = n_past + 1, .out = s->draft, .max = max};
+    }
+    struct err e = {0};
+    if (n_jobs > 0 && runner_spec_draft(l->rn->draft, l->jobs, n_jobs, &e) < 0) {
+        // Generation goes on without these drafts.
+        log_warn("draft model: %s", e.msg);
+        for (int i = 0; i < n_jobs; i++) {
+            model_slot_clear(l->rn->draft->m, l->jobs[i].slot);
+            l->jobs[i].k = 0;
+        }
+    }
+    for (int i = 0; i < n_jobs; i++)
+        l->slots[l->jobs[i].slot].n_draft = l->jobs[i].k;
+    // Only tokens the target knows (a draft vocabulary may be padded).
+    int n_vocab = model_n_vocab(l->m);
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        for (int k = 0; k < s->n_draft; k++)
+            if (s->draft[k] < 0 || s->draft[k] >= n_vocab)
+                s->n_draft = k;
+    }
+}
+
 static int build_batch(struct runner_loop *l)
 {
-    int n = 0;
-    // Every generating slot contributes its next token first.
+    int n = 0, n_gen = 0;
     for (int i = 0; i < l->n_slots; i++) {
         struct slot *s = &l->slots[i];
         s->bn = 0;
-        if (s->state != SLOT_GEN || !make_room(l, s))
+        n_gen += s->state == SLOT_GEN && make_room(l, s);
+    }
+    // Every generating slot contributes its next token first, and its
+    // drafts from the room the others' next tokens leave.
+    draft_all(l, l->n_batch - n_gen);
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        if (s->state != SLOT_GEN)
             continue;
         s->b0 = n;
-        s->bn = 1;
+        s->bn = 1 + s->n_draft;
         l->b_tokens[n] = s->next_token;
-        l->b_pos[n] = model_slot_n_past(l->m, s->id);
-        l->b_slot[n] = s->id;
-        l->b_logits[n] = true;
-        n++;
+        memcpy(l->b_tokens + n + 1, s->draft, (size_t)s->n_draft * sizeof(int32_t));
+        int p0 = model_slot_n_past(l->m, s->id);
+        for (int j = 0; j < s->bn; j++) {
+            l->b_pos[n + j] = p0 + j;
+            l->b_slot[n + j] = s->id;
+            l->b_logits[n + j] = true;
+        }
+        n += s->bn;
     }
     // Prompt chunks fill the rest, starting from a rotating slot for fairness.
     for (int k = 0; k < l->n_slots && n < l->n_batch; k++) {
@@ -487,7 +650,7 @@ static void iterate(struct runner_loop *l)
         if (s->state == SLOT_IDLE || s->bn == 0)
             continue;
         if (s->state == SLOT_GEN) {
-            sample_slot(l, s, s->b0);
+            verify_slot(l, s);
             continue;
         }
         // SLOT_PROMPT
@@ -552,12 +715,14 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
         buf_init(&l->slots[i].piece, 0);
         buf_init(&l->slots[i].text, RUNNER_MAX_PENDING_BYTES);
         l->slots[i].pool = xcalloc((size_t)l->n_embd, sizeof(double));
+        l->slots[i].hist = xcalloc((size_t)l->n_ctx + 1, sizeof(int32_t));
     }
     size_t nb = (size_t)l->n_batch;
     l->b_tokens = xcalloc(nb, sizeof(int32_t));
     l->b_pos = xcalloc(nb, sizeof(int32_t));
     l->b_slot = xcalloc(nb, sizeof(int32_t));
     l->b_logits = xcalloc(nb, sizeof(bool));
+    l->jobs = xcalloc((size_t)l->n_slots, sizeof(*l->jobs));
     if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
         runner_loop_free(l);
         return err_set(e, ERR_INTERNAL, "cannot start the batching thread");
@@ -634,12 +799,14 @@ void runner_loop_free(struct runner_loop *l)
         buf_deinit(&l->slots[i].piece);
         buf_deinit(&l->slots[i].text);
         free(l->slots[i].pool);
+        free(l->slots[i].hist);
     }
     free(l->slots);
     free(l->b_tokens);
     free(l->b_pos);
     free(l->b_slot);
     free(l->b_logits);
+    free(l->jobs);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
     free(l);

@@ -138,6 +138,8 @@ struct gen_opts {
     struct sample_options s;
     int64_t num_predict;
     int64_t num_keep;
+    int64_t draft_num_predict;  // -1: not given
+    int64_t draft_ngram;
     char **stops;
     size_t n_stops;
 };
@@ -160,6 +162,8 @@ static int parse_options(const json_t *opts, struct gen_opts *g, struct err *e)
     int32_t mirostat = s->mirostat;
     if ((rc = get_int(opts, "num_predict", &g->num_predict, e)) < 0 ||
         (rc = get_int(opts, "num_keep", &g->num_keep, e)) < 0 ||
+        (rc = get_int(opts, "draft_num_predict", &g->draft_num_predict, e)) < 0 ||
+        (rc = get_int(opts, "draft_ngram", &g->draft_ngram, e)) < 0 ||
         (rc = get_float(opts, "temperature", &s->temperature, e)) < 0 ||
         (rc = get_int32(opts, "top_k", &s->top_k, e)) < 0 ||
         (rc = get_float(opts, "top_p", &s->top_p, e)) < 0 ||
@@ -177,6 +181,9 @@ static int parse_options(const json_t *opts, struct gen_opts *g, struct err *e)
         return rc;
     if (mirostat < 0 || mirostat > 2)
         return err_set(e, ERR_INVALID, "mirostat must be 0, 1 or 2");
+    if (g->draft_ngram < 0 || g->draft_ngram > RUNNER_MAX_DRAFT_NGRAM)
+        return err_set(e, ERR_INVALID, "draft_ngram must be between 0 and %d",
+                       RUNNER_MAX_DRAFT_NGRAM);
     s->mirostat = mirostat;
     json_t *stop = json_object_get(opts, "stop");
     if (stop && !json_is_null(stop)) {
@@ -277,10 +284,24 @@ static int fit_prompt(struct runner *rn, struct rreq *r, const struct gen_opts *
     return 0;
 }
 
+// Speculative decoding: prompt lookup when draft_ngram > 0, else the draft
+// model when the runner has one; draft_num_predict drafted tokens per step
+// (Ollama's default 4; 0 or less turns speculation off).
+static void set_speculation(struct runner *rn, struct rreq *r, const struct gen_opts *g)
+{
+    r->draft_ngram = (int)g->draft_ngram;
+    int64_t n = g->draft_num_predict < 0 ? RUNNER_DEFAULT_DRAFT_NUM_PREDICT : g->draft_num_predict;
+    if (n > RUNNER_MAX_DRAFT_NUM_PREDICT)
+        n = RUNNER_MAX_DRAFT_NUM_PREDICT;
+    if (r->draft_ngram == 0 && !rn->draft)
+        n = 0;
+    r->draft_max = (int)n;
+}
+
 struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int *status,
                                      struct err *e)
 {
-    struct gen_opts g = {.num_predict = -1, .num_keep = 4};
+    struct gen_opts g = {.num_predict = -1, .num_keep = 4, .draft_num_predict = -1};
     sample_options_default(&g.s);
     g.s.num_ctx = rn->n_ctx;
     struct rreq *r = rreq_new(RREQ_COMPLETION);
@@ -305,6 +326,7 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
     if ((rc = fit_prompt(rn, r, &g, &pf, e)) < 0)
         goto fail;
     r->limit = sample_predict_limit(g.num_predict, rn->n_ctx, (int64_t)r->tokens.len);
+    set_speculation(rn, r, &g);
 
     if ((rc = sample_new(&r->sampler, rn->vocab, &g.s, r->grammar, e)) < 0 ||
         (rc = sample_stop_new(&r->stop, (const char *const *)g.stops, g.n_stops, e)) < 0) {

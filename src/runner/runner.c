@@ -17,6 +17,7 @@
 
 struct runner_args {
     const char *model_path;
+    const char *draft_path;  // --draft: a draft model for speculative decoding
     int64_t port;
     struct model_options mo;
     bool no_context_shift;
@@ -26,7 +27,8 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fputs("error: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputs("\nusage: ollama runner --model PATH --port N [--ctx-size N] [--parallel N] "
+    fputs("\nusage: ollama runner --model PATH --port N [--draft PATH] [--ctx-size N] "
+          "[--parallel N] "
           "[--batch-size N] [--threads N] [--kv-cache-type f16|q8_0|f32] [--embedding] "
           "[--no-context-shift] [--n-gpu-layers N] [--flash-attn] [--no-mmap]\n",
           stderr);
@@ -77,6 +79,10 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
             if (!val || !*val)
                 return usage_error("flag needs an argument: %s", name);
             a->model_path = val;
+        } else if (strcmp(name, "--draft") == 0) {
+            if (!val || !*val)
+                return usage_error("flag needs an argument: %s", name);
+            a->draft_path = val;
         } else if (strcmp(name, "--port") == 0) {
             rc = int_flag(name, val, 1, 65535, &a->port);
         } else if (strcmp(name, "--ctx-size") == 0) {
@@ -177,6 +183,8 @@ static void *load_thread(void *p)
     j->rc = model_load(&rn->model, j->args->model_path, &j->args->mo, &j->e);
     if (j->rc == 0)
         j->rc = runner_attach_model(rn, rn->model, &j->e);
+    if (j->rc == 0 && j->args->draft_path)
+        j->rc = runner_draft_load(&rn->draft, j->args->draft_path, rn->model, &j->e);
     if (j->rc == 0)
         j->rc = runner_loop_start(&rn->loop, rn, &j->e);
     if (j->rc < 0) {
@@ -188,6 +196,9 @@ static void *load_thread(void *p)
              model_arch_name(rn->model), model_n_ctx(rn->model), model_n_slots(rn->model),
              model_n_batch(rn->model), model_n_threads(rn->model),
              (double)(time_monotonic_ns() - t0) / 1e9);
+    if (rn->draft)
+        log_info("draft model loaded: arch=%s (%s)", model_arch_name(rn->draft->m),
+                 j->args->draft_path);
     atomic_store(&rn->status, RUNNER_READY);
     return NULL;
 }
@@ -260,6 +271,7 @@ int runner_main(int argc, char **argv)
     runner_http_stop(rn);
     runner_loop_free(rn->loop);
     sample_vocab_free(rn->vocab);
+    runner_draft_free(rn->draft);
     model_free(rn->model);
     free(rn);
     return exit_code;

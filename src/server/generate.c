@@ -648,6 +648,7 @@ static struct sched_request sched_req_for(struct gen_job *j, struct srv_req *r, 
 {
     return (struct sched_request){
         .model_path = j->m->model_path,
+        .draft_path = j->m->draft_path,
         .name = j->m->display,
         .digest = j->m->info.digest,
         .details = details,

@@ -17,6 +17,7 @@ static const struct {
     {"main_gpu", OPT_INT},
     {"num_thread", OPT_INT},
     {"draft_num_predict", OPT_INT},
+    {"draft_ngram", OPT_INT},
     {"num_keep", OPT_INT},
     {"seed", OPT_INT},
     {"num_predict", OPT_INT},

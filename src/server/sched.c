@@ -32,6 +32,7 @@
 
 struct sched_runner {
     char *model_path, *name, *digest;
+    char *draft_path;  // NULL: no draft model
     json_t *details;
     pid_t pid;
     uint16_t port;
@@ -218,6 +219,10 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
     argv[argc++] = "runner";
     argv[argc++] = "--model";
     argv[argc++] = r->model_path;
+    if (r->draft_path) {
+        argv[argc++] = "--draft";
+        argv[argc++] = r->draft_path;
+    }
     argv[argc++] = "--port";
     argv[argc++] = port;
     argv[argc++] = "--ctx-size";
@@ -267,8 +272,9 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
     r->log_fd = fds[0];
     if (pthread_create(&r->log_thread, NULL, log_thread_main, r) == 0)
         r->log_thread_started = true;
-    char *cmd = xasprintf("%s runner --model %s --port %s --ctx-size %s --parallel %s", s->self_exe,
-                          r->model_path, port, ctx, par);
+    char *cmd = xasprintf("%s runner --model %s%s%s --port %s --ctx-size %s --parallel %s",
+                          s->self_exe, r->model_path, r->draft_path ? " --draft " : "",
+                          r->draft_path ? r->draft_path : "", port, ctx, par);
     log_info("starting runner: %s", cmd);
     free(cmd);
     return 0;
@@ -362,6 +368,7 @@ static void runner_destroy(struct sched_runner *r)
         close(r->log_fd);
     pthread_mutex_destroy(&r->err_mu);
     free(r->model_path);
+    free(r->draft_path);
     free(r->name);
     free(r->digest);
     json_decref(r->details);
@@ -464,7 +471,9 @@ static void set_expiry(struct sched_runner *r)
 static bool needs_reload(const struct sched_runner *r, const struct sched_request *rq,
                          int n_parallel)
 {
+    const char *draft = rq->draft_path ? rq->draft_path : "";
     return r->n_ctx != rq->n_ctx || r->embedding != rq->embedding ||
+           strcmp(r->draft_path ? r->draft_path : "", draft) != 0 ||
            (rq->n_batch > 0 && r->n_batch != rq->n_batch) ||
            (rq->n_threads > 0 && r->n_threads != rq->n_threads) || r->n_parallel != n_parallel;
 }
@@ -717,7 +726,17 @@ static int estimate_memory(struct sched *s, const struct sched_request *rq, int 
                                               ? MODEL_KV_F16
                                               : (enum model_kv_type)model_kv_type_parse(s->kv_type),
                                .embeddings = rq->embedding};
-    return model_estimate(rq->model_path, &mo, mem, e);
+    int rc = model_estimate(rq->model_path, &mo, mem, e);
+    struct model_memory dm;
+    if (rc == 0 && rq->draft_path && *rq->draft_path) {  // loaded beside it, same context
+        if ((rc = model_estimate(rq->draft_path, &mo, &dm, e)) < 0)
+            return rc;
+        mem->weights_bytes += dm.weights_bytes;
+        mem->kv_bytes += dm.kv_bytes;
+        mem->scratch_bytes += dm.scratch_bytes;
+        mem->total_bytes += dm.total_bytes;
+    }
+    return rc;
 }
 
 // Joins the back of the load queue (s->mu held).
@@ -778,6 +797,7 @@ static struct sched_runner *runner_new_loading(struct sched *s, const struct sch
     struct sched_runner *r = xcalloc(1, sizeof(*r));
     pthread_mutex_init(&r->err_mu, NULL);
     r->model_path = xstrdup(rq->model_path);
+    r->draft_path = rq->draft_path && *rq->draft_path ? xstrdup(rq->draft_path) : NULL;
     r->name = xstrdup(rq->name ? rq->name : rq->model_path);
     r->digest = xstrdup(rq->digest ? rq->digest : "");
     r->details = rq->details ? json_deep_copy(rq->details) : NULL;

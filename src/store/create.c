@@ -91,6 +91,7 @@ int store_create_req_from_json(struct store_create_req *r, const json_t *body, s
     r->template_text = dup_str_field(body, "template", &rc, e);
     r->system = dup_str_field(body, "system", &rc, e);
     r->quantize = dup_str_field(body, "quantize", &rc, e);
+    r->draft_quantize = dup_str_field(body, "draft_quantize", &rc, e);
     if (!r->quantize || !*r->quantize) {
         free(r->quantize);
         r->quantize = dup_str_field(body, "quantization", &rc, e);
@@ -107,6 +108,8 @@ int store_create_req_from_json(struct store_create_req *r, const json_t *body, s
     rc = file_map(body, "files", &r->files, &r->n_files, e);
     if (rc == 0)
         rc = file_map(body, "adapters", &r->adapters, &r->n_adapters, e);
+    if (rc == 0)
+        rc = file_map(body, "draft_files", &r->draft_files, &r->n_draft_files, e);
     if (rc < 0)
         return rc;
     const json_t *lic = json_object_get(body, "license");
@@ -163,6 +166,8 @@ void store_create_req_deinit(struct store_create_req *r)
     free(r->from);
     free_refs(r->files, r->n_files);
     free_refs(r->adapters, r->n_adapters);
+    free_refs(r->draft_files, r->n_draft_files);
+    free(r->draft_quantize);
     free(r->template_text);
     free(r->system);
     for (size_t i = 0; i < r->n_licenses; i++)
@@ -233,6 +238,14 @@ int store_create_validate(const struct store_create_req *r, struct err *e)
         if (!r->adapters[i].digest || !*r->adapters[i].digest)
             return err_set(e, ERR_INVALID, "invalid digest format");
     }
+    for (size_t i = 0; i < r->n_draft_files; i++) {
+        if (!valid_rel_path(r->draft_files[i].name))
+            return err_set(e, ERR_INVALID, "file path must be relative");
+        if (!r->draft_files[i].digest || !*r->draft_files[i].digest)
+            return err_set(e, ERR_INVALID, "invalid digest format");
+    }
+    if (r->draft_quantize && *r->draft_quantize && r->n_draft_files == 0)
+        return err_set(e, ERR_INVALID, "--draft-quantize requires a DRAFT model");
     if (!r->model || !store_name_valid(r->model))
         return err_set(e, ERR_INVALID, "invalid model name");
     // Only names this build can render with (a pulled model keeps whatever
@@ -467,9 +480,12 @@ static int check_tensor_types(const struct gguf *g, const char *file, struct err
     return 0;
 }
 
+// The uploaded GGUF files as layers: of media type `as` (adapters, the
+// draft model), or by their metadata when `as` is NULL.
 static int layers_from_files(struct create_ctx *c, const struct store_file_ref *files0, size_t n,
-                             bool adapters, struct err *e)
+                             const char *as, struct err *e)
 {
+    bool adapters = as && strcmp(as, STORE_MT_ADAPTER) == 0;
     struct store_file_ref *files = xcalloc(n ? n : 1, sizeof(*files));
     memcpy(files, files0, n * sizeof(*files));
     qsort(files, n, sizeof(*files), cmp_ref);
@@ -516,13 +532,14 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
             rc = err_set(e, ERR_FORMAT, "invalid GGUF file \"%s\": %s", files[i].name, ge.msg);
             goto out;
         }
-        const char *mt = adapters ? STORE_MT_ADAPTER : gguf_media_type(g);
-        if (strcmp(mt, STORE_MT_MODEL) == 0 && (rc = check_tensor_types(g, files[i].name, e)) < 0) {
+        const char *mt = as ? as : gguf_media_type(g);
+        if ((strcmp(mt, STORE_MT_MODEL) == 0 || strcmp(mt, STORE_MT_DRAFT) == 0) &&
+            (rc = check_tensor_types(g, files[i].name, e)) < 0) {
             gguf_close(g);
             goto out;
         }
         struct str chat;
-        if (!adapters && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
+        if (!as && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
             c->chat_template = str_dup(chat);
         gguf_close(g);
         struct store_layer l = {.media_type = (char *)mt, .from = files[i].name};
@@ -540,6 +557,8 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
     }
     if (adapters && added > 1)
         rc = err_set(e, ERR_INVALID, "only one adapter is currently supported");
+    if (as && strcmp(as, STORE_MT_DRAFT) == 0 && added > 1)
+        rc = err_set(e, ERR_INVALID, "only one draft model file is currently supported");
 out:
     free(files);
     return rc;
@@ -624,8 +643,12 @@ static bool is_imatrix_type(const char *upper)
            (strncmp(upper, "IQ", 2) == 0 || strcmp(upper, "Q2_K_S") == 0);
 }
 
-static int quantize_layers(struct create_ctx *c, const char *requested, struct err *e)
+// Quantizes the layers of media type mt (the model, or the draft model with
+// --draft-quantize) to the requested type.
+static int quantize_layers(struct create_ctx *c, const char *requested, const char *mt,
+                           struct err *e)
 {
+    bool draft = strcmp(mt, STORE_MT_DRAFT) == 0;
     const char *label = store_quantize_label(requested);
     if (!label) {
         char up[64];
@@ -646,7 +669,7 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
     }
     for (size_t i = 0; i < c->layers.n; i++) {
         struct layer *x = &c->layers.v[i];
-        if (strcmp(x->l.media_type, STORE_MT_MODEL) != 0)
+        if (strcmp(x->l.media_type, mt) != 0)
             continue;
         char path[4096];
         int rc = store_blob_path(c->s, x->l.digest, path, sizeof(path), e);
@@ -661,13 +684,18 @@ static int quantize_layers(struct create_ctx *c, const char *requested, struct e
         const char *src =
             sum.file_type == UINT32_MAX ? infer_float_type(g) : sum.quantization_level;
         gguf_close(g);
-        if (strcmp(src, "F32") != 0 && strcmp(src, "F16") != 0 && strcmp(src, "BF16") != 0)
+        bool is_float = !strcmp(src, "F32") || !strcmp(src, "F16") || !strcmp(src, "BF16");
+        if (draft && !is_float)
+            return err_set(e, ERR_INVALID,
+                           "draft quantization requires an unquantized draft model, got %s", src);
+        if (!is_float)
             return err_set(e, ERR_INVALID,
                            "quantization is only supported for F16, BF16 and F32 models");
         if (strcmp(src, label) == 0)
             continue;
         char status[128];
-        snprintf(status, sizeof(status), "quantizing %s model to %s", src, label);
+        snprintf(status, sizeof(status), "quantizing %s %s to %s", src,
+                 draft ? "draft model" : "model", label);
         char digest[STORE_DIGEST_LEN + 1];
         int64_t size;
         bool existed;
@@ -860,6 +888,16 @@ static int build_config(struct create_ctx *c, const struct store_create_req *r,
 // ---------------------------------------------------------------------------
 // The whole create.
 
+static struct store_file_ref *copy_refs(const struct store_file_ref *f, size_t n)
+{
+    struct store_file_ref *c = xcalloc(n, sizeof(*c));
+    for (size_t i = 0; i < n; i++) {
+        c[i].name = xstrdup(f[i].name);
+        c[i].digest = xstrdup(f[i].digest);
+    }
+    return c;
+}
+
 static int effective_request(const struct store_create_req *r, struct store_create_req *eff,
                              struct err *e)
 {
@@ -889,13 +927,14 @@ static int effective_request(const struct store_create_req *r, struct store_crea
         free(eff->quantize);
         eff->quantize = xstrdup(r->quantize);
     }
+    if (r->draft_quantize) {
+        free(eff->draft_quantize);
+        eff->draft_quantize = xstrdup(r->draft_quantize);
+    }
+    if (r->n_draft_files)
+        eff->draft_files = copy_refs(r->draft_files, eff->n_draft_files = r->n_draft_files);
     if (r->n_files) {
-        eff->files = xcalloc(r->n_files, sizeof(*eff->files));
-        for (size_t i = 0; i < r->n_files; i++) {
-            eff->files[i].name = xstrdup(r->files[i].name);
-            eff->files[i].digest = xstrdup(r->files[i].digest);
-        }
-        eff->n_files = r->n_files;
+        eff->files = copy_refs(r->files, eff->n_files = r->n_files);
         free(eff->from);
         eff->from = NULL;
     }
@@ -912,18 +951,24 @@ static int gather_layers(struct create_ctx *c, const struct store_create_req *r,
     if (r->from && *r->from) {
         rc = layers_from_model(c, r->from, bi, e);
     } else if (r->n_files) {
-        rc = layers_from_files(c, r->files, r->n_files, false, e);
+        rc = layers_from_files(c, r->files, r->n_files, NULL, e);
         if (rc == 0)
             rc = autodetect_template(c, bi, e);
     } else {
         rc = err_set(e, ERR_INVALID, "neither 'from' or 'files' was specified");
     }
     if (rc == 0 && r->n_adapters)
-        rc = layers_from_files(c, r->adapters, r->n_adapters, true, e);
+        rc = layers_from_files(c, r->adapters, r->n_adapters, STORE_MT_ADAPTER, e);
+    if (rc == 0 && r->n_draft_files) {  // a new DRAFT replaces the base model's
+        layers_remove_type(&c->layers, STORE_MT_DRAFT, NULL);
+        rc = layers_from_files(c, r->draft_files, r->n_draft_files, STORE_MT_DRAFT, e);
+    }
     if (rc == 0)
         rc = check_cancel(c, e);
     if (rc == 0 && r->quantize && *r->quantize)
-        rc = quantize_layers(c, r->quantize, e);
+        rc = quantize_layers(c, r->quantize, STORE_MT_MODEL, e);
+    if (rc == 0 && r->draft_quantize && *r->draft_quantize)
+        rc = quantize_layers(c, r->draft_quantize, STORE_MT_DRAFT, e);
     if (rc == 0)
         rc = check_cancel(c, e);
     if (rc == 0)

@@ -93,6 +93,9 @@ int store_model_load(struct store *s, const char *name, struct store_model **out
             }
         } else if (strcmp(mt, STORE_MT_ADAPTER) == 0) {
             push_str(&m->adapter_paths, &m->n_adapters, blob_path_dup(s, l->digest));
+        } else if (strcmp(mt, STORE_MT_DRAFT) == 0) {
+            if (!m->draft_path)
+                m->draft_path = blob_path_dup(s, l->digest);
         } else if (strcmp(mt, STORE_MT_PROJECTOR) == 0) {
             push_str(&m->projector_paths, &m->n_projectors, blob_path_dup(s, l->digest));
         } else if (strcmp(mt, STORE_MT_TEMPLATE) == 0 || strcmp(mt, STORE_MT_PROMPT) == 0) {
@@ -144,6 +147,7 @@ void store_model_free(struct store_model *m)
     for (size_t i = 0; i < m->n_adapters; i++)
         free(m->adapter_paths[i]);
     free(m->adapter_paths);
+    free(m->draft_path);
     for (size_t i = 0; i < m->n_projectors; i++)
         free(m->projector_paths[i]);
     free(m->projector_paths);

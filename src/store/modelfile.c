@@ -457,6 +457,7 @@ static const struct {
     {"frequency_penalty", STORE_PARAM_FLOAT},
     {"stop", STORE_PARAM_STRING},
     {"draft_num_predict", STORE_PARAM_INT},
+    {"draft_ngram", STORE_PARAM_INT},  // ollama-c: prompt-lookup drafting
 };
 
 static const char *const deprecated_params[] = {

@@ -178,6 +178,8 @@ int store_show_modelfile(const struct store_model *m, const char *system_overrid
         buf_printf(out, "FROM %s\n", m->model_path);
     for (size_t i = 0; i < m->n_adapters; i++)
         buf_printf(out, "ADAPTER %s\n", m->adapter_paths[i]);
+    if (m->draft_path)
+        buf_printf(out, "DRAFT %s\n", m->draft_path);
     for (size_t i = 0; i < m->n_projectors; i++)
         buf_printf(out, "FROM %s\n", m->projector_paths[i]);
     cmd_line(out, "TEMPLATE", m->template_text ? m->template_text : "{{ .Prompt }}");

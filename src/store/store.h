@@ -227,6 +227,7 @@ struct store_model {
     char *parent_model;    // `from` of the model layer ("" if none)
     char **adapter_paths;  // adapter blob paths
     size_t n_adapters;
+    char *draft_path;        // DRAFT: the draft model's blob path, or NULL
     char **projector_paths;  // projector blob paths
     size_t n_projectors;
     char *template_text;  // NULL when the model has no template layer
@@ -372,7 +373,10 @@ struct store_create_req {
     size_t n_files;
     struct store_file_ref *adapters;
     size_t n_adapters;
-    char *template_text;  // NULL when absent
+    struct store_file_ref *draft_files;  // DRAFT: the draft model's GGUF (one file)
+    size_t n_draft_files;
+    char *draft_quantize;  // --draft-quantize
+    char *template_text;   // NULL when absent
     char *system;
     char **licenses;
     size_t n_licenses;

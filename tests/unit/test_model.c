@@ -837,6 +837,45 @@ static void test_prefix_reuse(void **state)
     model_free(m);
 }
 
+// Speculative rollback: a slot that evaluated drafted tokens and is cut back
+// to the accepted ones continues exactly as a slot that never saw the
+// rejected drafts (logits at every later position, F32 cache).
+static void test_slot_truncate(void **state)
+{
+    (void)state;
+    char path[1024];
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(stories_path(path, sizeof path), o);
+    int nv = model_n_vocab(m);
+    // Reference in slot 1: the first 10 story tokens, then 6 others.
+    int32_t alt[STORY_N];
+    memcpy(alt, story, sizeof story);
+    for (int i = 10; i < 16; i++)
+        alt[i] = (int32_t)(200 + i);
+    decode_seq(m, 1, alt, 16, 0, true);
+    float *want = xmalloc((size_t)6 * nv * sizeof(float));
+    for (int i = 0; i < 6; i++)
+        memcpy(want + (size_t)i * nv, model_logits(m, 10 + i), (size_t)nv * sizeof(float));
+    // Slot 0 evaluates 16 story tokens (6 "drafts" past position 10), is
+    // cut back to 10, and takes the other 6.
+    decode_seq(m, 0, story, 16, 0, true);
+    struct err e = {0};
+    assert_int_equal(model_slot_truncate(m, 0, 10, &e), 0);
+    assert_int_equal(model_slot_n_past(m, 0), 10);
+    assert_int_equal(model_slot_n_past(m, 1), 16);  // the other slot is untouched
+    decode_seq(m, 0, alt + 10, 6, 10, true);
+    for (int i = 0; i < 6; i++)
+        assert_close(model_logits(m, i), want + (size_t)i * nv, nv, 1e-5f);
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(model_slot_tokens(m, 0)[i], alt[i]);
+    // Truncating to the current length is a no-op; past it is an error.
+    assert_int_equal(model_slot_truncate(m, 0, 16, &e), 0);
+    assert_int_equal(model_slot_truncate(m, 0, 17, &e), ERR_RANGE);
+    assert_int_equal(model_slot_n_past(m, 0), 16);
+    free(want);
+    model_free(m);
+}
+
 static void test_context_shift(void **state)
 {
     (void)state;
@@ -1079,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),
+        cmocka_unit_test(test_slot_truncate),
         cmocka_unit_test(test_context_shift),
         cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_bad_batches),

@@ -337,6 +337,163 @@ static void test_list_show_cp_rm(void **state)
     result_deinit(&r);
 }
 
+// Copies a file (a DRAFT must not be the FROM file itself).
+static void copy_file(const char *from, const char *to)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(from, 64u << 20, &b, NULL), 0);
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b.data, 1, b.len, f), b.len);
+    fclose(f);
+    buf_deinit(&b);
+}
+
+// The manifest of name:latest in the server's store.
+static char *read_manifest(const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/manifests/registry.ollama.ai/library/%s/latest",
+             server.models_dir, name);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &b, NULL), 0);
+    char *s = xstrdup(buf_cstr(&b));
+    buf_deinit(&b);
+    return s;
+}
+
+// The DRAFT line of `ollama show --modelfile name` (a blob path), or NULL.
+static char *draft_line(const char *name)
+{
+    struct result r;
+    RUN(&r, NULL, "show", name, "--modelfile");
+    assert_int_equal(r.status, 0);
+    const char *d = strstr(buf_cstr(&r.out), "\nDRAFT ");
+    char *line = d ? xstrndup(d + 1, strcspn(d + 1, "\n")) : NULL;
+    result_deinit(&r);
+    return line;
+}
+
+// `ollama run a PROMPT` prints what `ollama run b PROMPT` prints.
+static void assert_same_output(const char *a_name, const char *b_name)
+{
+    struct result a, b;
+    RUN(&a, NULL, "run", a_name, "Once upon a time");
+    RUN(&b, NULL, "run", b_name, "Once upon a time");
+    assert_int_equal(a.status, 0);
+    assert_int_equal(b.status, 0);
+    assert_true(a.out.len > 20);
+    assert_string_equal(buf_cstr(&a.out), buf_cstr(&b.out));
+    result_deinit(&a);
+    result_deinit(&b);
+}
+
+// Modelfile DRAFT: stored as an application/vnd.ollama.image.draft layer,
+// shown by show --modelfile, loaded by the runner beside the target; greedy
+// output identical with and without it. --draft-quantize quantizes that
+// layer only, and needs a DRAFT.
+static void test_create_draft(void **state)
+{
+    (void)state;
+    char gguf[1024], draft[400], mf[400], mf2[400];
+    test_fixture(gguf, sizeof(gguf), "stories260K.gguf");
+    snprintf(draft, sizeof(draft), "%s/draft.gguf", server.tmp_dir);
+    copy_file(gguf, draft);
+    snprintf(mf, sizeof(mf), "%s/Modelfile.draft", server.tmp_dir);
+    snprintf(mf2, sizeof(mf2), "%s/Modelfile.plain", server.tmp_dir);
+    write_modelfile(mf, "PARAMETER num_predict 60\nDRAFT draft.gguf\n");
+    write_modelfile(mf2, "PARAMETER num_predict 60\n");
+    struct result r;
+    RUN(&r, NULL, "create", "with-draft", "-f", mf);
+    if (r.status != 0)
+        fail_msg("create: %s", buf_cstr(&r.err));
+    result_deinit(&r);
+    RUN(&r, NULL, "create", "no-draft", "-f", mf2);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+
+    char *m = read_manifest("with-draft");
+    assert_non_null(strstr(m, "\"mediaType\":\"application/vnd.ollama.image.draft\""));
+    free(m);
+    m = read_manifest("no-draft");
+    assert_null(strstr(m, "image.draft"));
+    free(m);
+    char *line = draft_line("with-draft");
+    assert_non_null(line);
+    assert_non_null(strstr(line, "/blobs/sha256-"));
+    assert_null(draft_line("no-draft"));
+
+    // Greedy output: the same with the draft model as without.
+    assert_same_output("with-draft", "no-draft");
+    struct buf log;
+    buf_init(&log, 0);
+    assert_int_equal(fs_read_all(server.log_path, 64u << 20, &log, NULL), 0);
+    assert_non_null(strstr(buf_cstr(&log), "--draft "));
+    assert_non_null(strstr(buf_cstr(&log), "draft model loaded"));
+    buf_deinit(&log);
+
+    // --draft-quantize: a new (quantized) draft layer; the model's layer is
+    // unchanged.
+    RUN(&r, NULL, "create", "with-draft-q8", "-f", mf, "--draft-quantize", "q8_0");
+    if (r.status != 0)
+        fail_msg("create --draft-quantize: %s", buf_cstr(&r.err));
+    assert_non_null(strstr(buf_cstr(&r.err), "quantizing F32 draft model to Q8_0"));
+    result_deinit(&r);
+    char *qline = draft_line("with-draft-q8");
+    assert_non_null(qline);
+    assert_string_not_equal(qline, line);
+    free(qline);
+    free(line);
+    assert_same_output("with-draft-q8", "no-draft");
+
+    // Prompt lookup as a model parameter: the same output again.
+    char mf3[400];
+    snprintf(mf3, sizeof(mf3), "%s/Modelfile.lookup", server.tmp_dir);
+    write_modelfile(mf3, "PARAMETER num_predict 60\nPARAMETER draft_ngram 3\n");
+    RUN(&r, NULL, "create", "lookup", "-f", mf3);
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+    assert_same_output("lookup", "no-draft");
+
+    RUN(&r, NULL, "create", "bad", "-f", mf2, "--draft-quantize", "q8_0");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(buf_cstr(&r.err), "--draft-quantize requires a DRAFT model"));
+    result_deinit(&r);
+    // The DRAFT may not be the FROM file.
+    char same[1200];
+    snprintf(same, sizeof(same), "DRAFT %s\n", gguf);
+    write_modelfile(mf2, same);
+    RUN(&r, NULL, "create", "bad", "-f", mf2);
+    assert_int_equal(r.status, 1);
+    assert_non_null(
+        strstr(buf_cstr(&r.err), "DRAFT must not reference the same local path as FROM"));
+    result_deinit(&r);
+    // A draft with another vocabulary: the runner refuses it, and the
+    // request says why.
+    char other[1024];
+    if (test_shared_fixture(other, sizeof(other), "tiny-llama-f32.gguf")) {
+        char cmd[1100];
+        snprintf(cmd, sizeof(cmd), "DRAFT %s\n", other);
+        write_modelfile(mf2, cmd);
+        RUN(&r, NULL, "create", "bad-draft", "-f", mf2);
+        assert_int_equal(r.status, 0);
+        result_deinit(&r);
+        RUN(&r, NULL, "run", "bad-draft", "Once upon a time");
+        assert_int_equal(r.status, 1);
+        if (!strstr(buf_cstr(&r.err), "draft model vocabulary does not match"))
+            fail_msg("want the vocabulary error, got: %s", buf_cstr(&r.err));
+        result_deinit(&r);
+        RUN(&r, NULL, "rm", "bad-draft");
+        result_deinit(&r);
+    } else {
+        printf("skip: shared/fixtures/tiny-llama-f32.gguf absent (vocabulary mismatch case)\n");
+    }
+    RUN(&r, NULL, "rm", "with-draft", "with-draft-q8", "no-draft", "lookup");
+    result_deinit(&r);
+}
+
 static void test_run_one_shot(void **state)
 {
     (void)state;
@@ -889,17 +1046,12 @@ static void test_repl_eof_nohistory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_server),
-        cmocka_unit_test(test_version_and_usage),
-        cmocka_unit_test(test_create_errors),
-        cmocka_unit_test(test_create_progress),
-        cmocka_unit_test(test_list_show_cp_rm),
-        cmocka_unit_test(test_run_one_shot),
-        cmocka_unit_test(test_ps_stop),
-        cmocka_unit_test(test_run_interrupt),
-        cmocka_unit_test(test_pull_push),
-        cmocka_unit_test(test_repl),
-        cmocka_unit_test(test_repl_eof_nohistory),
+        cmocka_unit_test(test_no_server),     cmocka_unit_test(test_version_and_usage),
+        cmocka_unit_test(test_create_errors), cmocka_unit_test(test_create_progress),
+        cmocka_unit_test(test_create_draft),  cmocka_unit_test(test_list_show_cp_rm),
+        cmocka_unit_test(test_run_one_shot),  cmocka_unit_test(test_ps_stop),
+        cmocka_unit_test(test_run_interrupt), cmocka_unit_test(test_pull_push),
+        cmocka_unit_test(test_repl),          cmocka_unit_test(test_repl_eof_nohistory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

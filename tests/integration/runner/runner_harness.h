@@ -6,8 +6,11 @@
 
 #include <curl/curl.h>
 #include <stdbool.h>
+#include <sys/prctl.h>
 
+#include "gguf/gguf.h"
 #include "integration/harness.h"
+#include "integration/procstat.h"
 #include "json/json.h"
 
 struct rharness {
@@ -43,6 +46,9 @@ static inline int rh_spawn(struct rharness *h, const char *const *args)
     if (h->pid < 0)
         return -1;
     if (h->pid == 0) {
+        // A test that fails before rh_stop (or a killed benchmark) must not
+        // leave its runner behind.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int fd = open(h->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -166,6 +172,21 @@ static inline void rh_dump_log(const struct rharness *h)
     fclose(f);
 }
 
+// Starts `ollama runner --model model --threads 1 <extra...>` and waits for
+// readiness; dumps the runner's log when it does not come up.
+static inline int rh_start_model(struct rharness *h, const char *model, const char *const *extra)
+{
+    const char *args[40] = {"--model", model, "--threads", "1"};
+    int n = 4;
+    for (const char *const *a = extra; a && *a && n < 38; a++)
+        args[n++] = *a;
+    args[n] = NULL;
+    if (rh_start(h, args) == 0)
+        return 0;
+    rh_dump_log(h);
+    return -1;
+}
+
 // Reads the whole log (caller frees).
 static inline char *rh_log(const struct rharness *h)
 {
@@ -259,4 +280,41 @@ static inline const char *rh_final_str(const struct rh_stream *s, const char *ke
 {
     json_t *v = s->final ? json_object_get(s->final, key) : NULL;
     return v && json_is_string(v) ? json_string_value(v) : "";
+}
+
+// Writes a copy of the model at src with output_norm.weight negated: its
+// logits are the original's negated, so its greedy choice is the original's
+// least likely token (a draft model that never agrees). Streams the copy.
+static inline int rh_write_negated(const char *src, const char *out)
+{
+    struct gguf *g = NULL;
+    if (gguf_open(&g, src, NULL) < 0)
+        return -1;
+    const struct gguf_tensor *t = gguf_tensor_find(g, "output_norm.weight");
+    int rc = -1;
+    int in = open(src, O_RDONLY), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (t && t->type == GGUF_TYPE_F32 && in >= 0 && fd >= 0) {
+        static char chunk[1 << 20];
+        ssize_t n;
+        rc = 0;
+        while (rc == 0 && (n = read(in, chunk, sizeof(chunk))) > 0)
+            rc = write(fd, chunk, (size_t)n) == n ? 0 : -1;
+        uint64_t off = gguf_data_offset(g) + t->offset;
+        size_t n_w = (size_t)(t->n_bytes / sizeof(float));
+        float *w = malloc(n_w * sizeof(float));
+        if (rc == 0 && w && pread(in, w, n_w * sizeof(float), (off_t)off) == (ssize_t)(n_w * 4)) {
+            for (size_t i = 0; i < n_w; i++)
+                w[i] = -w[i];
+            rc = pwrite(fd, w, n_w * sizeof(float), (off_t)off) == (ssize_t)(n_w * 4) ? 0 : -1;
+        } else {
+            rc = -1;
+        }
+        free(w);
+    }
+    if (in >= 0)
+        close(in);
+    if (fd >= 0 && close(fd) < 0)
+        rc = -1;
+    gguf_close(g);
+    return rc;
 }

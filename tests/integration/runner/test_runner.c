@@ -58,15 +58,8 @@ static int teardown(void **state)
 
 static void start(struct rharness *h, const char *const *extra)
 {
-    const char *args[40] = {"--model", model_path, "--threads", "1"};
-    int n = 4;
-    for (const char *const *a = extra; a && *a && n < 38; a++)
-        args[n++] = *a;
-    args[n] = NULL;
-    if (rh_start(h, args) != 0) {
-        rh_dump_log(h);
+    if (rh_start_model(h, model_path, extra) != 0)
         fail_msg("runner did not become ready");
-    }
 }
 
 static void stop(struct rharness *h)

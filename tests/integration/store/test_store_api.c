@@ -181,6 +181,17 @@ static void test_bad_input(void **state)
            400, "invalid digest format");
     expect("POST", "/api/create", "{\"model\":\"bad name!\",\"from\":\"stories\"}", 400,
            "invalid model name");
+    // DRAFT files and --draft-quantize (draft_files, draft_quantize).
+    expect("POST", "/api/create",
+           "{\"model\":\"x\",\"from\":\"stories\",\"draft_quantize\":\"q4_0\"}", 400,
+           "--draft-quantize requires a DRAFT model");
+    snprintf(body, sizeof(body),
+             "{\"model\":\"x\",\"from\":\"stories\",\"draft_files\":{\"../d.gguf\":\"%s\"}}",
+             model_digest);
+    expect("POST", "/api/create", body, 400, "file path must be relative");
+    expect("POST", "/api/create",
+           "{\"model\":\"x\",\"from\":\"stories\",\"draft_files\":{\"d.gguf\":\"\"}}", 400,
+           "invalid digest format");
     // A base model that is neither local nor pullable (an unreachable local
     // registry: no network is touched).
     expect("POST", "/api/create",
