@@ -87,43 +87,119 @@ static void fill_weights(size_t ti, uint8_t *p, int64_t rows, int64_t k)
     }
 }
 
-int main(int argc, char **argv)
+// decode: K x ROWS_DEC sized to ~48 MiB of weights (beyond the LLC; -m 1
+// keeps them in L2 to compare kernels' compute on a busy machine);
+// prompt: K x 64 rows x 128 columns
+enum { K = 2048, NCOL = 128, PROWS = 64 };
+
+// One type and ISA's buffers, and what to time with them.
+struct bench_run {
+    const struct kernels_type *k;
+    const uint8_t *w, *xq;
+    uint8_t *wx;  // the interleaved rows (gemm_x8) or NULL
+    float *out;
+    size_t row, xrow;
+    int64_t drows;
+};
+
+enum run_kind {
+    RUN_DECODE,        // vec_dot over every decode row
+    RUN_DECODE_GEMM1,  // the gemm tile with one column (rows share the activation loads)
+    RUN_PROMPT,        // PROWS (cache-resident) rows x NCOL columns
+    RUN_PROMPT_X8,     // the same through the interleaved layout
+};
+
+static void run_once(const struct bench_run *b, enum run_kind kind)
 {
-    const char *only_types = NULL;
-    int only_isa = -1;
-    double secs = 0.15;
-    unsigned dec_mib = 48;
+    const struct kernels_type *k = b->k;
+    switch (kind) {
+    case RUN_DECODE:
+        for (int64_t r = 0; r < b->drows; r++)
+            k->vec_dot(K, &b->out[r % 8192], b->w + b->row * (size_t)r, b->xq);
+        break;
+    case RUN_DECODE_GEMM1:
+        for (int64_t r = 0; r < b->drows; r += 8192) {
+            int nr = b->drows - r < 8192 ? (int)(b->drows - r) : 8192;
+            k->gemm(K, b->out, 8192, b->w + b->row * (size_t)r, b->row, b->xq, b->xrow, nr, 1);
+        }
+        break;
+    case RUN_PROMPT:
+        if (k->gemm) {
+            k->gemm(K, b->out, PROWS, b->w, b->row, b->xq, b->xrow, PROWS, NCOL);
+            break;
+        }
+        for (int c = 0; c < NCOL; c++)
+            for (int r = 0; r < PROWS; r++)
+                k->vec_dot(K, &b->out[c * PROWS + r], b->w + b->row * r, b->xq + b->xrow * c);
+        break;
+    case RUN_PROMPT_X8:
+        k->gemm_x8(K, b->out, PROWS, b->wx, b->row, b->xq, b->xrow, PROWS, NCOL);
+        break;
+    }
+}
+
+// The best pass of several within secs seconds: the machine is shared, so
+// the minimum is the figure least disturbed by other load.
+static double best_time(const struct bench_run *b, enum run_kind kind, double secs)
+{
+    double best = 1e30, t0 = now_s();
+    do {
+        double t1 = now_s();
+        run_once(b, kind);
+        double dt = now_s() - t1;
+        best = dt < best ? dt : best;
+    } while (now_s() - t0 < secs);
+    return best;
+}
+
+struct bench_opts {
+    const char *only_types;
+    int only_isa;
+    double secs;
+    unsigned dec_mib;
+};
+
+static int parse_args(int argc, char **argv, struct bench_opts *o)
+{
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) {
-            only_types = argv[++i];
+            o->only_types = argv[++i];
         } else if (!strcmp(argv[i], "-i") && i + 1 < argc) {
             const char *want = argv[++i];
             for (int j = 0; j < KERNELS_ISA_COUNT_; j++)
                 if (!strcmp(want, kernels_isa_name((enum kernels_isa)j)))
-                    only_isa = j;
-            if (only_isa < 0) {
+                    o->only_isa = j;
+            if (o->only_isa < 0) {
                 fprintf(stderr, "unknown isa %s\n", want);
-                return 2;
+                return -1;
             }
         } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-            secs = atof(argv[++i]);
+            o->secs = atof(argv[++i]);
         } else if (!strcmp(argv[i], "-m") && i + 1 < argc) {
-            dec_mib = (unsigned)atoi(argv[++i]);
-            if (dec_mib < 1 || dec_mib > 1024) {
+            o->dec_mib = (unsigned)atoi(argv[++i]);
+            if (o->dec_mib < 1 || o->dec_mib > 1024) {
                 fprintf(stderr, "-m: 1 to 1024 MiB\n");
-                return 2;
+                return -1;
             }
         } else {
             fprintf(stderr,
                     "usage: %s [-t TYPE[,TYPE]] [-i scalar|avx2|avx512|neon] [-s SEC] [-m MIB]\n",
                     argv[0]);
-            return 2;
+            return -1;
         }
     }
-    // decode: K x ROWS_DEC sized to ~48 MiB of weights (beyond the LLC; -m 1
-    // keeps them in L2 to compare kernels' compute on a busy machine);
-    // prompt: K x 64 rows x 128 columns
-    enum { K = 2048, NCOL = 128, PROWS = 64 };
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o = {.only_isa = -1, .secs = 0.15, .dec_mib = 48};
+    if (parse_args(argc, argv, &o) < 0)
+        return 2;
+    const char *only_types = o.only_types;
+    const int only_isa = o.only_isa;
+    const double secs = o.secs;
+    const unsigned dec_mib = o.dec_mib;
     float *xf = malloc((size_t)K * NCOL * sizeof(float));
     float *out = malloc((size_t)8192 * 2 * NCOL * sizeof(float));
     for (int i = 0; i < K * NCOL; i++)
@@ -153,71 +229,24 @@ int main(int argc, char **argv)
             for (int c = 0; c < NCOL; c++)
                 k->from_float(xf + (size_t)c * K, xq + xrow * c, K);
 
-            // decode (best pass of several: the machine is shared, so the
-            // minimum is the figure least disturbed by other load)
-            double best = 1e30, t0 = now_s();
-            do {
-                double t1 = now_s();
-                for (int64_t r = 0; r < drows; r++)
-                    k->vec_dot(K, &out[r % 8192], w + row * (size_t)r, xq);
-                double dt = now_s() - t1;
-                best = dt < best ? dt : best;
-            } while (now_s() - t0 < secs);
-            double dec_gbs = (double)row * (double)drows / best / 1e9;
+            struct bench_run br = {
+                .k = k, .w = w, .xq = xq, .out = out, .row = row, .xrow = xrow, .drows = drows};
+            const double dbytes = (double)row * (double)drows;
+            double best = best_time(&br, RUN_DECODE, secs);
+            double dec_gbs = dbytes / best / 1e9;
             double dec_gflops = 2.0 * K * (double)drows / best / 1e9;
-
-            // decode through the gemm tile with one column (rows share the
-            // activation loads)
-            double dec1_gbs = 0.0;
-            if (k->gemm) {
-                best = 1e30;
-                t0 = now_s();
-                do {
-                    double t1 = now_s();
-                    for (int64_t r = 0; r < drows; r += 8192) {
-                        int nr = drows - r < 8192 ? (int)(drows - r) : 8192;
-                        k->gemm(K, out, 8192, w + row * (size_t)r, row, xq, xrow, nr, 1);
-                    }
-                    double dt = now_s() - t1;
-                    best = dt < best ? dt : best;
-                } while (now_s() - t0 < secs);
-                dec1_gbs = (double)row * (double)drows / best / 1e9;
-            }
-
-            // prompt: PROWS rows (cache-resident) x NCOL columns
-            best = 1e30;
-            t0 = now_s();
-            do {
-                double t1 = now_s();
-                if (k->gemm) {
-                    k->gemm(K, out, PROWS, w, row, xq, xrow, PROWS, NCOL);
-                } else {
-                    for (int c = 0; c < NCOL; c++)
-                        for (int r = 0; r < PROWS; r++)
-                            k->vec_dot(K, &out[c * PROWS + r], w + row * r, xq + xrow * c);
-                }
-                double dt = now_s() - t1;
-                best = dt < best ? dt : best;
-            } while (now_s() - t0 < secs);
-            double pp_gflops = 2.0 * K * PROWS * NCOL / best / 1e9;
+            double dec1_gbs = k->gemm ? dbytes / best_time(&br, RUN_DECODE_GEMM1, secs) / 1e9 : 0.0;
+            double pp_gflops = 2.0 * K * PROWS * NCOL / best_time(&br, RUN_PROMPT, secs) / 1e9;
             char tile[16] = "-";
             if (k->gemm)
                 snprintf(tile, sizeof(tile), "%dx%d", k->gemm_nr, k->gemm_nc);
             // the interleaved layout (the engine's prompt path where a type has one)
-            uint8_t *wx = k->gemm_x8 ? malloc(row * PROWS) : NULL;
-            if (wx && kernels_interleave_x8(type, wx, w, PROWS, K)) {
-                best = 1e30;
-                t0 = now_s();
-                do {
-                    double t1 = now_s();
-                    k->gemm_x8(K, out, PROWS, wx, row, xq, xrow, PROWS, NCOL);
-                    double dt = now_s() - t1;
-                    best = dt < best ? dt : best;
-                } while (now_s() - t0 < secs);
-                pp_gflops = 2.0 * K * PROWS * NCOL / best / 1e9;
+            br.wx = k->gemm_x8 ? malloc(row * PROWS) : NULL;
+            if (br.wx && kernels_interleave_x8(type, br.wx, w, PROWS, K)) {
+                pp_gflops = 2.0 * K * PROWS * NCOL / best_time(&br, RUN_PROMPT_X8, secs) / 1e9;
                 snprintf(tile, sizeof(tile), "x8");
             }
-            free(wx);
+            free(br.wx);
             printf("%-7s %-7s %10.2f %9.2f %10.2f %10.2f   %-6s %5s\n", types[ti].name,
                    kernels_isa_name((enum kernels_isa)isa), dec_gbs, dec_gflops, dec1_gbs,
                    pp_gflops, k->gemm ? "gemm" : "vecdot", tile);
