@@ -29,7 +29,9 @@
 // the V product. That needs the final max and sum first, so F16 items make
 // two passes over their keys (PASS_STATS, then PASS_FINAL with
 // exp(s - M) / L); split F16 ranges merge their statistics between the two
-// (a second barrier). F32 and Q8_0 caches take one pass (online softmax).
+// (a second barrier). The first pass keeps its scores (per thread for a
+// whole range, per item for split ones, within SCORE_CAP_*), so the second
+// reads only V. F32 and Q8_0 caches take one pass (online softmax).
 #include "engine/attention.h"
 
 #include <math.h>
@@ -41,12 +43,22 @@
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
 
-#define TILE           KERNELS_ATTN_TILE
-#define ATTN_MAX_Q     64     // queries per work item (rows × heads of a group)
-#define ATTN_ALL_Q     128    // a set this small takes every KV head in one item
-#define ATTN_ALL_ROW   4096   // ... when a cache row (all heads) has at most this many floats
-#define ATTN_MIN_CHUNK 256    // keys per split chunk, at least
-#define ATTN_INLINE    32768  // below this many multiply-adds: caller thread only
+#define TILE             KERNELS_ATTN_TILE
+#define ATTN_MAX_Q       64         // queries per work item (rows × heads of a group)
+#define ATTN_ALL_Q       128        // a set this small takes every KV head in one item
+#define ATTN_ALL_ROW     4096       // ... when a cache row (all heads) has at most this many floats
+#define ATTN_MIN_CHUNK   256        // keys per split chunk, at least
+#define ATTN_INLINE      32768      // below this many multiply-adds: caller thread only
+#define SCORE_CAP_THREAD (4 << 20)  // floats of kept scores per thread (whole ranges)
+#define SCORE_CAP_SPLIT  (8 << 20)  // ... and for all split items together
+
+static size_t score_cap_thread = SCORE_CAP_THREAD, score_cap_split = SCORE_CAP_SPLIT;
+
+void engine_attention_score_caps(size_t per_thread, size_t split)
+{
+    score_cap_thread = per_thread;
+    score_cap_split = split;
+}
 
 struct attn_set {
     int r0, r1;        // rows
@@ -59,6 +71,7 @@ struct attn_item {
     int32_t p0, p1;   // key positions
     int64_t part;     // offset of its partial states, -1: writes the output
     int merge;        // its merge (the sibling chunks), -1 when not split
+    int64_t sc;       // split items: offset of its kept scores (-1: none)
 };
 
 struct attn_merge {
@@ -76,7 +89,9 @@ struct attn_run {
     int group, hdp;
     size_t head_bytes;  // bytes of one KV head inside a cell row
     size_t per_thread;  // floats of tile scratch per thread
-    float *buf, *parts;
+    size_t sc_split;    // floats of kept scores of split items, first in scores
+    size_t sc_thread;   // ... then per thread (0: none)
+    float *buf, *parts, *scores;
     const struct attn_set *sets;
     const struct attn_item *items;
     const struct attn_merge *merges;
@@ -98,6 +113,7 @@ void engine_attn_ws_free(struct engine_attn_ws *ws)
 {
     free(ws->buf);
     free(ws->parts);
+    free(ws->scores);
     free(ws->sets);
     free(ws->items);
     free(ws->merges);
@@ -208,19 +224,133 @@ static struct tiles tiles_carve(float *p, int n_q, int hdp, int row)
     return t;
 }
 
-// One pass over an item's keys (see enum pass_mode); m, l, acc in t.
+// Keys from p0 in whole tiles.
+static int64_t kept_keys(const struct attn_item *it)
+{
+    return ((int64_t)it->p1 - it->p0 + TILE - 1) / TILE * TILE;
+}
+
+// A query's row of kept scores: exp(s - m) for every key, then the m of
+// each tile (its running max when the tile was scored).
+static int64_t score_stride(const struct attn_item *it)
+{
+    return kept_keys(it) + kept_keys(it) / TILE;
+}
+
+// The tile's K and V rows, every head of the item, as f32 (K not when its
+// scores are kept, V not in the statistics pass). off[j]: key j's row.
+static void tile_rows(const struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                      const size_t *off, int nk, bool want_k, bool want_v)
+{
+    const int hd = c->a->head_dim, hdp = c->hdp, nh = it->g1 - it->g0, row = nh * hdp;
+    const uint32_t type = c->a->kv_type;
+    const uint8_t *kbase = (const uint8_t *)c->kv->k + c->head_bytes * (size_t)it->g0;
+    const uint8_t *vbase = (const uint8_t *)c->kv->v + c->head_bytes * (size_t)it->g0;
+    for (int j = 0; j < nk; j++) {
+        for (int gg = 0; gg < (hdp == hd ? 1 : nh); gg++) {
+            // Whole rows when no head is padded, else head by head.
+            int n = hdp == hd ? row : hd;
+            size_t ho = off[j] + (hdp == hd ? 0 : c->head_bytes * (size_t)gg);
+            size_t fo = (size_t)j * row + (size_t)gg * hdp;
+            if (want_k)
+                kv_to_f32(type, kbase + ho, t->kb + fo, n, hdp == hd ? n : hdp, c->q8_to_float);
+            if (want_v)
+                kv_to_f32(type, vbase + ho, t->vb + fo, n, hdp == hd ? n : hdp, c->q8_to_float);
+        }
+    }
+    if (want_k && nk < TILE)
+        memset(t->kb + (size_t)nk * row, 0, (size_t)(TILE - nk) * row * sizeof(float));
+}
+
+// F16 caches with unpadded heads: head gg's K slices straight into the
+// transposed tile (no f32 copy of the rows), its V slices into t->vb.
+static void tile_head_f16(const struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                          const size_t *off, int nk, int gg, bool want_k, bool want_v)
+{
+    const int hd = c->a->head_dim;
+    const size_t ho = c->head_bytes * (size_t)(it->g0 + gg);
+    const uint8_t *kbase = (const uint8_t *)c->kv->k + ho, *vbase = (const uint8_t *)c->kv->v + ho;
+    if (want_k) {
+        const uint16_t *rows[TILE];
+        for (int j = 0; j < nk; j++)
+            rows[j] = (const uint16_t *)(kbase + off[j]);
+        c->k->transpose_f16(rows, nk, hd, t->kt);
+    }
+    if (want_v)
+        for (int j = 0; j < nk; j++)
+            kernels_f16_to_f32_row((const uint16_t *)(vbase + off[j]), t->vb + (size_t)j * hd, hd);
+}
+
+// Asks for head gg's slices of the tile at key p while this one is computed
+// (each slice is one head of a row: a strided read the hardware does not
+// run ahead of).
+static void prefetch_head(const struct attn_run *c, const struct attn_item *it, int32_t p, int gg,
+                          bool want_k, bool want_v)
+{
+    int nk = it->p1 - p < TILE ? it->p1 - p : TILE;
+    const size_t ho = c->head_bytes * (size_t)(it->g0 + gg);
+    const int32_t c0 = c->cell0[c->sets[it->set].r0];
+    for (int j = 0; j < nk; j++) {
+        size_t off = (size_t)cell_of(c->a, c0, p + j) * c->kv->row_bytes + ho;
+        for (size_t b = 0; b < c->head_bytes; b += 64) {
+            if (want_k)
+                __builtin_prefetch((const uint8_t *)c->kv->k + off + b);
+            if (want_v)
+                __builtin_prefetch((const uint8_t *)c->kv->v + off + b);
+        }
+    }
+}
+
+// Query i's scores of one tile (in t->s): softcap, mask, then the pass's
+// use of them; PASS_STATS with keep also stores its exponentials at
+// keep[off..] and the max they are relative to at keep[keys + off / TILE].
+static void score_tile(const struct attn_run *c, struct tiles *t, int i, int32_t p, int nk, int r,
+                       enum pass_mode mode, float *keep, int64_t off, int64_t keys)
+{
+    const struct engine_attn *a = c->a;
+    float *si = t->s + (size_t)i * TILE;
+    int32_t nv = c->n_visible[r], lo = visible_lo(a, nv);
+    if (a->softcap > 0)
+        for (int j = 0; j < nk; j++)
+            si[j] = engine_softcap_f32(si[j], a->softcap);
+    if (nk < TILE || p < lo || p + TILE > nv)
+        for (int j = 0; j < TILE; j++)
+            if (j >= nk || p + j < lo || p + j >= nv)
+                si[j] = -INFINITY;
+    if (mode == PASS_FINAL) {
+        // The reference's probabilities: normalized, then f16.
+        c->k->exp_shift(si, t->m[i], 1.0f / t->l[i]);
+        return;
+    }
+    float corr = c->k->softmax(si, &t->m[i], &t->l[i]);
+    if (keep) {
+        memcpy(keep + off, si, TILE * sizeof(float));
+        keep[keys + off / TILE] = t->m[i];
+    }
+    if (corr != 1.0f && mode == PASS_ONLINE) {
+        float *ai = t->acc + (size_t)i * c->hdp;
+        for (int d = 0; d < c->hdp; d++)
+            ai[d] *= corr;
+    }
+}
+
+// One pass over an item's keys (see enum pass_mode); m, l, acc in t. With
+// sc (F16 caches), PASS_STATS keeps every score there (query i's row at
+// i * score_stride) and PASS_FINAL reads them back instead of K.
 static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_item *it,
-                      enum pass_mode mode)
+                      enum pass_mode mode, float *sc)
 {
     const struct engine_attn *a = c->a;
     const struct attn_set *st = &c->sets[it->set];
-    const int hd = a->head_dim, hdp = c->hdp, G = c->group;
+    const int hdp = c->hdp, G = c->group;
     const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G;
     const int row = nh * hdp;
-    const uint32_t type = a->kv_type;
-    const size_t rb = c->kv->row_bytes;
-    const uint8_t *kbase = (const uint8_t *)c->kv->k + c->head_bytes * (size_t)it->g0;
-    const uint8_t *vbase = (const uint8_t *)c->kv->v + c->head_bytes * (size_t)it->g0;
+    const int64_t keys = kept_keys(it), ld = score_stride(it);
+    const bool kept = sc && mode == PASS_FINAL;
+    // One head per item (prompts): straight from f16. Items of every head
+    // (decode) stream whole rows in address order instead (tile_rows).
+    const bool by_head = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim && nh == 1;
+    size_t off[TILE];
     for (int32_t p = it->p0; p < it->p1; p += TILE) {
         int nk = it->p1 - p < TILE ? it->p1 - p : TILE;
         // Rows that see any key of the tile.
@@ -234,55 +364,39 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
         }
         if (ra >= rz)
             continue;
-        // The tile's K and V rows, every head of the item, read in order.
-        int32_t c0 = c->cell0[st->r0];
-        for (int j = 0; j < nk; j++) {
-            size_t off = (size_t)cell_of(a, c0, p + j) * rb;
-            if (hdp == hd) {
-                kv_to_f32(type, kbase + off, t->kb + (size_t)j * row, row, row, c->q8_to_float);
-                if (mode != PASS_STATS)
-                    kv_to_f32(type, vbase + off, t->vb + (size_t)j * row, row, row, c->q8_to_float);
-            } else {
-                for (int gg = 0; gg < nh; gg++) {
-                    size_t ho = off + c->head_bytes * (size_t)gg;
-                    float *kd = t->kb + (size_t)j * row + (size_t)gg * hdp;
-                    kv_to_f32(type, kbase + ho, kd, hd, hdp, c->q8_to_float);
-                    kv_to_f32(type, vbase + ho, t->vb + (kd - t->kb), hd, hdp, c->q8_to_float);
-                }
-            }
-        }
-        if (nk < TILE)
-            memset(t->kb + (size_t)nk * row, 0, (size_t)(TILE - nk) * row * sizeof(float));
+        for (int j = 0; j < nk; j++)
+            off[j] = (size_t)cell_of(a, c->cell0[st->r0], p + j) * c->kv->row_bytes;
+        if (!by_head)
+            tile_rows(c, t, it, off, nk, !kept, mode != PASS_STATS);
 
         for (int gg = 0; gg < nh; gg++) {
-            c->k->transpose(t->kb + (size_t)gg * hdp, row, hdp, t->kt);
             int qa = gg * per_head + ra * G, qn = (rz - ra) * G;
-            c->k->qk(hdp, qn, t->q + (size_t)qa * hdp, t->kt, a->scale, t->s + (size_t)qa * TILE);
-            for (int i = qa; i < qa + qn; i++) {
-                float *si = t->s + (size_t)i * TILE;
-                int32_t nv = c->n_visible[st->r0 + (i / G) % nr], lo = visible_lo(a, nv);
-                if (a->softcap > 0)
-                    for (int j = 0; j < nk; j++)
-                        si[j] = engine_softcap_f32(si[j], a->softcap);
-                if (nk < TILE || p < lo || p + TILE > nv)
-                    for (int j = 0; j < TILE; j++)
-                        if (j >= nk || p + j < lo || p + j >= nv)
-                            si[j] = -INFINITY;
-                if (mode == PASS_FINAL) {
-                    // The reference's probabilities: normalized, then f16.
-                    c->k->exp_shift(si, t->m[i], 1.0f / t->l[i]);
-                    continue;
+            if (by_head) {
+                tile_head_f16(c, t, it, off, nk, gg, !kept, mode != PASS_STATS);
+                if (p + TILE < it->p1)
+                    prefetch_head(c, it, p + TILE, gg, !kept, mode != PASS_STATS);
+            }
+            if (kept) {
+                for (int i = qa; i < qa + qn; i++) {
+                    float *si = t->s + (size_t)i * TILE;
+                    // exp(s - m) e^(m - M) / L, rounded to f16.
+                    const float *kr = sc + i * ld;
+                    float m = kr[keys + (p - it->p0) / TILE];
+                    c->k->scale_f16(si, kr + (p - it->p0), expf(m - t->m[i]) / t->l[i]);
                 }
-                float corr = c->k->softmax(si, &t->m[i], &t->l[i]);
-                if (corr != 1.0f && mode == PASS_ONLINE) {
-                    float *ai = t->acc + (size_t)i * hdp;
-                    for (int d = 0; d < hdp; d++)
-                        ai[d] *= corr;
-                }
+            } else {
+                if (!by_head)
+                    c->k->transpose(t->kb + (size_t)gg * hdp, row, hdp, t->kt);
+                c->k->qk(hdp, qn, t->q + (size_t)qa * hdp, t->kt, a->scale,
+                         t->s + (size_t)qa * TILE);
+                for (int i = qa; i < qa + qn; i++)
+                    score_tile(c, t, i, p, nk, st->r0 + (i / G) % nr, mode, sc ? sc + i * ld : NULL,
+                               p - it->p0, keys);
             }
             if (mode == PASS_STATS)
                 continue;
-            c->k->pv(hdp, qn, nk, t->s + (size_t)qa * TILE, t->vb + (size_t)gg * hdp, row,
+            c->k->pv(hdp, qn, nk, t->s + (size_t)qa * TILE,
+                     by_head ? t->vb : t->vb + (size_t)gg * hdp, by_head ? hdp : row,
                      t->acc + (size_t)qa * hdp);
         }
     }
@@ -314,13 +428,29 @@ static void with_sink(const struct engine_attn *a, int h, float *m, float *l)
 // barrier) STAGE_FINAL with the siblings' statistics.
 enum { STAGE_ALL, STAGE_STATS, STAGE_FINAL };
 
-static void run_item(struct attn_run *c, float *scratch, const struct attn_item *it, int stage)
+// Where an item keeps its scores: its own space when split, else the
+// thread's, if either holds them (F16 caches only).
+static float *item_scores(const struct attn_run *c, float *sc_thread, const struct attn_item *it,
+                          int64_t nq)
+{
+    if (!c->round_p)
+        return NULL;
+    if (it->sc >= 0)
+        return c->scores + it->sc;
+    if (it->merge < 0 && (size_t)(nq * score_stride(it)) <= c->sc_thread)
+        return sc_thread;
+    return NULL;
+}
+
+static void run_item(struct attn_run *c, float *scratch, float *sc_thread,
+                     const struct attn_item *it, int stage)
 {
     const struct engine_attn *a = c->a;
     const struct attn_set *st = &c->sets[it->set];
     const int hd = a->head_dim, hdp = c->hdp, G = c->group;
     const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, nq = nr * G * nh;
     struct tiles t = tiles_carve(scratch, nq, hdp, nh * hdp);
+    float *sc = item_scores(c, sc_thread, it, nq);
     for (int i = 0; i < nq; i++) {
         int r, h;
         query_of(c, it, i, &r, &h);
@@ -332,7 +462,7 @@ static void run_item(struct attn_run *c, float *scratch, const struct attn_item 
     memset(t.acc, 0, (size_t)nq * hdp * sizeof(float));
 
     if (!c->round_p) {
-        item_pass(c, &t, it, PASS_ONLINE);
+        item_pass(c, &t, it, PASS_ONLINE, NULL);
         for (int i = 0; i < nq; i++) {
             int r, h;
             query_of(c, it, i, &r, &h);
@@ -349,7 +479,7 @@ static void run_item(struct attn_run *c, float *scratch, const struct attn_item 
         return;
     }
     if (stage != STAGE_FINAL)
-        item_pass(c, &t, it, PASS_STATS);
+        item_pass(c, &t, it, PASS_STATS, sc);
     if (stage == STAGE_STATS) {
         for (int i = 0; i < nq; i++) {
             float *dst = c->parts + it->part + (size_t)i * (hd + 2);
@@ -380,7 +510,7 @@ static void run_item(struct attn_run *c, float *scratch, const struct attn_item 
         query_of(c, it, i, &r, &h);
         with_sink(a, h, &t.m[i], &t.l[i]);
     }
-    item_pass(c, &t, it, PASS_FINAL);
+    item_pass(c, &t, it, PASS_FINAL, sc);
     for (int i = 0; i < nq; i++) {
         int r, h;
         query_of(c, it, i, &r, &h);
@@ -437,12 +567,13 @@ static void attn_task(void *arg, int ith, int nth)
 {
     struct attn_run *c = arg;
     float *scratch = c->buf + (size_t)ith * c->per_thread;
+    float *sc_thread = c->sc_thread ? c->scores + c->sc_split + (size_t)ith * c->sc_thread : NULL;
     for (;;) {
         int i = atomic_fetch_add_explicit(&c->next_item, 1, memory_order_relaxed);
         if (i >= c->n_items)
             break;
         const struct attn_item *it = &c->items[i];
-        run_item(c, scratch, it, it->merge >= 0 ? STAGE_STATS : STAGE_ALL);
+        run_item(c, scratch, sc_thread, it, it->merge >= 0 ? STAGE_STATS : STAGE_ALL);
     }
     if (c->n_merges == 0)
         return;
@@ -454,7 +585,7 @@ static void attn_task(void *arg, int ith, int nth)
             if (i >= c->n_items)
                 break;
             if (c->items[i].merge >= 0)
-                run_item(c, scratch, &c->items[i], STAGE_FINAL);
+                run_item(c, scratch, sc_thread, &c->items[i], STAGE_FINAL);
         }
         if (nth > 1)
             engine_pool_barrier(c->pool);
@@ -499,6 +630,7 @@ struct attn_plan {
     int64_t total_keys, work, n_units;  // keys over all units, multiply-adds, units
     int64_t chunk;                      // keys per item (INT32_MAX: no split)
     int64_t n_items, n_merges, parts;   // list lengths, floats of partial states
+    int64_t sc_split, sc_whole;         // kept scores: all split items, largest whole item
     int max_q, max_row;                 // largest item: queries, floats of a K/V row
 };
 
@@ -580,7 +712,7 @@ static void plan_items(struct engine_attn_ws *ws, struct attn_plan *pl, const st
         grow(ws->merges, &ws->merges_cap, (size_t)pl->n_merges + 1, sizeof(struct attn_merge));
     struct attn_item *items = ws->items;
     struct attn_merge *merges = ws->merges;
-    int64_t ni = 0, nm = 0, parts = 0;
+    int64_t ni = 0, nm = 0, parts = 0, sc_split = 0, sc_whole = 0;
     int max_q = 1, max_row = hdp;
     for (int s = pl->n_sets - 1; s >= 0; s--) {
         const struct attn_set *st = &sets[s];
@@ -595,14 +727,23 @@ static void plan_items(struct engine_attn_ws *ws, struct attn_plan *pl, const st
             for (int64_t ch = 0; ch < n_chunks; ch++) {
                 int32_t p0 = (int32_t)(st->plo / TILE * TILE + ch * chunk);
                 int32_t p1 = (int32_t)(p0 + chunk < st->phi ? p0 + chunk : st->phi);
-                items[ni++] = (struct attn_item){
-                    s, g, g + st->heads, p0, p1, n_chunks > 1 ? parts : -1, merge};
-                if (n_chunks > 1)
+                struct attn_item *it = &items[ni++];
+                *it = (struct attn_item){s,     g, g + st->heads, p0, p1, n_chunks > 1 ? parts : -1,
+                                         merge, -1};
+                int64_t need = (int64_t)nq * score_stride(it);
+                if (n_chunks > 1) {
                     parts += (int64_t)nq * (hd + 2);
+                    it->sc = sc_split;
+                    sc_split += need;
+                } else if (need > sc_whole) {
+                    sc_whole = need;
+                }
             }
         }
     }
     pl->parts = parts;
+    pl->sc_split = sc_split;
+    pl->sc_whole = sc_whole;
     pl->max_q = max_q;
     pl->max_row = max_row;
 }
@@ -628,6 +769,16 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
     ws->buf = grow_aligned(ws->buf, &ws->buf_floats, per_thread * (size_t)nth);
     if (pl.parts > 0)
         ws->parts = grow_aligned(ws->parts, &ws->parts_floats, (size_t)pl.parts);
+    // Kept scores (F16 caches), each kind within its cap.
+    bool round_p = a->kv_type == GGUF_TYPE_F16;
+    size_t sc_split = round_p && (size_t)pl.sc_split <= score_cap_split ? (size_t)pl.sc_split : 0;
+    size_t sc_thread = round_p && (size_t)pl.sc_whole <= score_cap_thread ? (size_t)pl.sc_whole : 0;
+    if (round_p && sc_split == 0)
+        for (int64_t i = 0; i < pl.n_items; i++)
+            ((struct attn_item *)ws->items)[i].sc = -1;
+    if (sc_split + sc_thread > 0)
+        ws->scores =
+            grow_aligned(ws->scores, &ws->scores_floats, sc_split + sc_thread * (size_t)nth);
 
     struct attn_run c = {
         .pool = pool,
@@ -642,8 +793,11 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         .hdp = hdp,
         .head_bytes = head_offset(a->kv_type, 1, hd),
         .per_thread = per_thread,
+        .sc_split = sc_split,
+        .sc_thread = sc_thread,
         .buf = ws->buf,
         .parts = ws->parts,
+        .scores = ws->scores,
         .sets = ws->sets,
         .items = ws->items,
         .merges = ws->merges,
@@ -651,7 +805,7 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         .n_merges = (int)pl.n_merges,
         .q8_to_float = quant_traits_get(GGUF_TYPE_Q8_0)->to_float,
         .q8_from_float = kernels_get(GGUF_TYPE_Q8_0)->from_float,
-        .round_p = a->kv_type == GGUF_TYPE_F16,
+        .round_p = round_p,
     };
     atomic_init(&c.next_item, 0);
     atomic_init(&c.next_merge, 0);
@@ -660,6 +814,19 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         attn_task(&c, 0, 1);
     else
         engine_pool_run(pool, attn_task, &c);
+}
+
+uint64_t engine_attention_score_bytes(uint32_t kv_type, int n_threads, int n_head, int n_ctx,
+                                      int n_slots)
+{
+    if (kv_type != GGUF_TYPE_F16)
+        return 0;
+    uint64_t keys = ((uint64_t)n_ctx + TILE - 1) / TILE * (TILE + 1);
+    uint64_t whole = (uint64_t)(n_head > ATTN_MAX_Q ? n_head : ATTN_MAX_Q) * keys;
+    uint64_t split = (uint64_t)n_slots * (uint64_t)n_head * (keys + TILE);
+    whole = whole <= SCORE_CAP_THREAD ? whole : 0;
+    split = split <= SCORE_CAP_SPLIT ? split : SCORE_CAP_SPLIT;
+    return ((uint64_t)n_threads * whole + split) * sizeof(float);
 }
 
 // ---------------------------------------------------------------------------

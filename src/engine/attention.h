@@ -11,11 +11,14 @@ struct engine_attn_ws {
     size_t buf_floats;
     float *parts;  // partial softmax states of split key ranges
     size_t parts_floats;
+    float *scores;  // F16 caches: the first pass's scores, kept for the second
+    size_t scores_floats;
     void *sets, *items, *merges;  // work lists
     size_t sets_cap, items_cap, merges_cap;
 };
 
 void engine_attn_ws_free(struct engine_attn_ws *ws);
+
 
 // The attention op of engine_backend_ops on host memory, split across the
 // pool's n_threads (n_threads == 1 or small work: the caller thread alone).

@@ -89,6 +89,11 @@ void engine_pool_run(struct engine_pool *p, engine_task_fn fn, void *arg);
 void engine_pool_barrier(struct engine_pool *p);
 // Physical cores of this machine (>= 1).
 int engine_physical_cores(void);
+// The most bytes the CPU attention op keeps of an F16 cache's scores between
+// its two passes, for n_slots slots of n_ctx keys (0 for other cache types):
+// part of the memory estimate.
+uint64_t engine_attention_score_bytes(uint32_t kv_type, int n_threads, int n_head, int n_ctx,
+                                      int n_slots);
 
 // ---------------------------------------------------------------------------
 // Op parameters.
@@ -333,3 +338,7 @@ void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, 
 void engine_attention_ref(float *out, const float *q, int64_t n_rows,
                           const struct engine_kv_layer *kv, const int32_t *cell0,
                           const int32_t *n_visible, const struct engine_attn *a);
+// Tests: the most floats of scores the CPU op keeps per thread and for its
+// split key ranges (F16 caches; 0 makes the second pass recompute them).
+// Call while no attention runs.
+void engine_attention_score_caps(size_t per_thread, size_t split);

@@ -97,7 +97,9 @@ static struct sizes compute_sizes(const struct model *m)
     if (q_dim > max_row)
         max_row = q_dim;
     uint64_t wdata = nb * (max_row * 2 + 512);
-    uint64_t att = (uint64_t)o->n_threads * ((uint64_t)o->n_ctx + 2048 + 64 + 16) * f;
+    uint64_t att = (uint64_t)o->n_threads * ((uint64_t)o->n_ctx + 2048 + 64 + 16) * f +
+                   engine_attention_score_bytes(kv_gguf_type(o->kv_type), o->n_threads, hp->n_head,
+                                                o->n_ctx, o->n_slots);
     uint64_t ubatch = nb * 4 * 8 + cells * 4;  // ubatch arrays + slot token lists
     // Mixture of experts: every expert stays resident (mapped, counted in
     // the weights); the op's per-batch scratch is counted here.

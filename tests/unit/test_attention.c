@@ -218,6 +218,25 @@ static void test_split_keys(void **state)
     }
 }
 
+static void test_scores_recomputed(void **state)
+{
+    (void)state;
+    // F16 caches keep the first pass's scores within caps; without room the
+    // second pass recomputes them: same results either way (whole ranges,
+    // split ranges, decode rows of every head).
+    struct attn_case gqa = {GGUF_TYPE_F16, 8, 2, 64, 0, 0, 0, false};
+    struct attn_case one = {GGUF_TYPE_F16, 8, 1, 64, 0, 0, 0, true};
+    const size_t caps[][2] = {{0, 0}, {0, (size_t)1 << 30}, {(size_t)1 << 30, 0}};
+    for (size_t c = 0; c < 3; c++) {
+        engine_attention_score_caps(caps[c][0], caps[c][1]);
+        for (int nth = 1; nth <= 2; nth++) {
+            run_case(&gqa, nth, 37, 250, 122);
+            run_case(&one, nth, 0, 0, 1033);
+        }
+    }
+    engine_attention_score_caps(4 << 20, 8 << 20);
+}
+
 static void test_contract_fields(void **state)
 {
     (void)state;
@@ -320,6 +339,24 @@ static void test_tile_kernels(void **state)
                 kw[j * (HD + 16) + d] = d < HD ? k[j * HD + d] : 99.0f;
         ka->transpose(kw, HD + 16, HD, kt2);
         assert_memory_equal(kt, kt2, sizeof kt);
+        // From f16 rows (values exact in f16), the tile's tail keys zero.
+        uint16_t kh[T * HD];
+        const uint16_t *rows[T];
+        for (int j = 0; j < T; j++) {
+            for (int d = 0; d < HD; d++)
+                kh[j * HD + d] = quant_f32_to_f16((float)((j * 7 + d * 3) % 41) - 20.0f);
+            rows[j] = kh + (T - 1 - j) * HD;  // rows in any order
+        }
+        for (int nk = 1; nk <= T; nk += 10) {
+            ka->transpose_f16(rows, nk, HD, kt2);
+            for (int j = 0; j < T; j++)
+                for (int d = 0; d < HD; d++) {
+                    float want = j < nk ? quant_f16_to_f32(rows[j][d]) : 0.0f;
+                    if (kt2[d * T + j] != want)
+                        fail_msg("isa %d transpose_f16 nk %d [%d][%d] %g vs %g", isa, nk, j, d,
+                                 (double)kt2[d * T + j], (double)want);
+                }
+        }
         for (int nq = 1; nq <= NQ; nq++) {
             ka->qk(HD, nq, q, kt, 0.5f, s);
             for (int i = 0; i < nq; i++)
@@ -371,9 +408,9 @@ static void test_tile_kernels(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_types_heads_dims), cmocka_unit_test(test_split_keys),
-        cmocka_unit_test(test_contract_fields),  cmocka_unit_test(test_sink_dominates),
-        cmocka_unit_test(test_tile_kernels),
+        cmocka_unit_test(test_types_heads_dims),  cmocka_unit_test(test_split_keys),
+        cmocka_unit_test(test_scores_recomputed), cmocka_unit_test(test_contract_fields),
+        cmocka_unit_test(test_sink_dominates),    cmocka_unit_test(test_tile_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,9 @@
 struct kernels_attn {
     // kt[d * TILE + j] = k[j * ldk + d] for j < TILE, d < hdp (hdp % 8 == 0).
     void (*transpose)(const float *k, int ldk, int hdp, float *kt);
+    // The same from f16 rows: kt[d * TILE + j] = rows[j][d] for j < nk,
+    // d < hd (hd % 8 == 0), and 0 for nk <= j < TILE.
+    void (*transpose_f16)(const uint16_t *const *rows, int nk, int hd, float *kt);
     // s[i * TILE + j] = scale * dot(q + i * hdp, key j of kt) for i < nq.
     void (*qk)(int hdp, int nq, const float *q, const float *kt, float scale, float *s);
     // One query's tile of scores s[0..TILE) (masked keys -INFINITY) against
@@ -37,6 +40,9 @@ struct kernels_attn {
     // -INFINITY, give 0): the normalized probabilities of llama.cpp's F16
     // path, for j < TILE.
     void (*exp_shift)(float *s, float m, float inv_l);
+    // s[j] = e[j] * f rounded to f16 precision, j < TILE (the same from kept
+    // exponentials).
+    void (*scale_f16)(float *s, const float *e, float f);
     // acc[i * hdp + d] += sum_{j < nk} p[i * TILE + j] * v[j * ldv + d] for
     // i < nq, d < hdp.
     void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
