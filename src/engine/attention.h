@@ -19,7 +19,6 @@ struct engine_attn_ws {
 
 void engine_attn_ws_free(struct engine_attn_ws *ws);
 
-
 // The attention op of engine_backend_ops on host memory, split across the
 // pool's n_threads (n_threads == 1 or small work: the caller thread alone).
 void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine_attn_ws *ws,
