@@ -857,7 +857,8 @@ static int build_config(struct create_ctx *c, const struct store_create_req *r,
     for (size_t i = 0; i < c->layers.n; i++) {
         const struct store_layer *l = &c->layers.v[i].l;
         bool is_model = strcmp(l->media_type, STORE_MT_MODEL) == 0;
-        if (!is_model && strcmp(l->media_type, STORE_MT_PROJECTOR) != 0)
+        bool is_draft = strcmp(l->media_type, STORE_MT_DRAFT) == 0;
+        if (!is_model && !is_draft && strcmp(l->media_type, STORE_MT_PROJECTOR) != 0)
             continue;
         char path[4096];
         struct gguf *g;
@@ -868,6 +869,13 @@ static int build_config(struct create_ctx *c, const struct store_create_req *r,
         struct gguf_summary sum;
         gguf_summarize(g, &sum);
         gguf_close(g);
+        if (is_draft) {  // Ollama's config.draft: {model_format, architecture}
+            free(cfg->draft_format);
+            free(cfg->draft_arch);
+            cfg->draft_format = xstrdup("gguf");
+            cfg->draft_arch = dup_or_null(sum.architecture, NULL);
+            continue;
+        }
         if (sum.architecture[0])
             add_family(cfg, sum.architecture);
         if (is_model && !cfg->model_family) {

@@ -265,6 +265,13 @@ int store_config_parse(const void *data, size_t n, struct store_config *c, struc
     c->context_length = json_is_integer(v) ? json_integer_value(v) : 0;
     v = json_object_get(root, "embedding_length");
     c->embedding_length = json_is_integer(v) ? json_integer_value(v) : 0;
+    json_t *d = json_object_get(root, "draft");
+    if (json_is_object(d)) {
+        c->draft_format = dup_opt(d, "model_format");
+        c->draft_arch = dup_opt(d, "architecture");
+        c->draft_tensor_prefix = dup_opt(d, "tensor_prefix");
+        c->draft_config = dup_opt(d, "config");
+    }
     json_decref(root);
     return 0;
 }
@@ -279,6 +286,10 @@ void store_config_deinit(struct store_config *c)
     free(c->parser);
     free(c->requires);
     free(c->base_name);
+    free(c->draft_format);
+    free(c->draft_arch);
+    free(c->draft_tensor_prefix);
+    free(c->draft_config);
     for (size_t i = 0; i < c->n_families; i++)
         free(c->model_families[i]);
     free(c->model_families);
@@ -294,6 +305,22 @@ static int kv_str(struct buf *b, const char *key, const char *v, bool always)
         return 0;
     int rc = buf_printf(b, ",\"%s\":", key);
     return rc ? rc : gojson_string(b, v ? v : "");
+}
+
+// ,"draft":{...} as Go encodes model.Draft (every field omitempty), or
+// nothing without a draft.
+static int draft_encode(const struct store_config *c, struct buf *b)
+{
+    const char *keys[] = {"model_format", "architecture", "tensor_prefix", "config"};
+    const char *vals[] = {c->draft_format, c->draft_arch, c->draft_tensor_prefix, c->draft_config};
+    int rc = 0, n = 0;
+    for (int i = 0; !rc && i < 4; i++) {
+        if (!vals[i] || !*vals[i])
+            continue;
+        rc = buf_printf(b, "%s\"%s\":", n++ ? "," : ",\"draft\":{", keys[i]);
+        rc = rc ? rc : gojson_string(b, vals[i]);
+    }
+    return rc || n == 0 ? rc : buf_append_char(b, '}');
 }
 
 int store_config_encode(const struct store_config *c, const struct store_layer *layers,
@@ -333,6 +360,7 @@ int store_config_encode(const struct store_config *c, const struct store_layer *
     if (!rc && c->embedding_length)
         rc = buf_printf(b, ",\"embedding_length\":%lld", (long long)c->embedding_length);
     rc = rc ? rc : kv_str(b, "base_name", c->base_name, false);
+    rc = rc ? rc : draft_encode(c, b);
     rc = rc ? rc : buf_append_str(b, ",\"architecture\":\"amd64\",\"os\":\"linux\"");
     rc = rc ? rc : buf_append_str(b, ",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[");
     for (size_t i = 0; !rc && i < n_layers; i++) {

@@ -206,6 +206,8 @@ struct store_config {
     char **capabilities;
     size_t n_capabilities;
     int64_t context_length, embedding_length;
+    // "draft": the draft model stored in the same manifest (all NULL: none).
+    char *draft_format, *draft_arch, *draft_tensor_prefix, *draft_config;
 };
 // Parses a config blob (missing fields → NULL/0; unknown ignored).
 int store_config_parse(const void *data, size_t n, struct store_config *c, struct err *e);

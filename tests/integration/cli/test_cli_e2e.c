@@ -364,6 +364,23 @@ static char *read_manifest(const char *name)
     return s;
 }
 
+// The config blob a manifest (text) names.
+static char *read_config(const char *manifest)
+{
+    const char *c = strstr(manifest, "\"config\":");
+    assert_non_null(c);
+    const char *d = strstr(c, "sha256:");
+    assert_non_null(d);
+    char path[700];
+    snprintf(path, sizeof(path), "%s/blobs/sha256-%.64s", server.models_dir, d + 7);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &b, NULL), 0);
+    char *s = xstrdup(buf_cstr(&b));
+    buf_deinit(&b);
+    return s;
+}
+
 // The DRAFT line of `ollama show --modelfile name` (a blob path), or NULL.
 static char *draft_line(const char *name)
 {
@@ -416,9 +433,17 @@ static void test_create_draft(void **state)
 
     char *m = read_manifest("with-draft");
     assert_non_null(strstr(m, "\"mediaType\":\"application/vnd.ollama.image.draft\""));
+    // The config names it as Ollama's does: "draft" before "architecture".
+    char *cfg = read_config(m);
+    assert_non_null(strstr(cfg, ",\"draft\":{\"model_format\":\"gguf\",\"architecture\":\"llama\"},"
+                                "\"architecture\":\"amd64\""));
+    free(cfg);
     free(m);
     m = read_manifest("no-draft");
     assert_null(strstr(m, "image.draft"));
+    cfg = read_config(m);
+    assert_null(strstr(cfg, "\"draft\""));
+    free(cfg);
     free(m);
     char *line = draft_line("with-draft");
     assert_non_null(line);
