@@ -15,6 +15,11 @@
 //   tok/cpu-s   tokens per CPU second of the runner process (utime + stime
 //               from /proc): batching efficiency without the noise of other
 //               processes sharing the machine
+// Then, with --late N (default 8), the time to first token of a request that
+// arrives while S - 1 other streams are generating: N such requests one
+// after another (num_predict 1) against the busy runner, p50 and p99
+// (nearest rank; with few samples p99 is the slowest), for every S of
+// --streams (S = 1: an idle runner).
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -60,14 +65,18 @@ struct stream {
     char *data;
     size_t n;
     int ok;
+    int started;  // first content seen (atomic: the main thread polls it)
+    int *abort;   // non-zero: end the transfer (atomic), or NULL
 };
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ctx)
 {
     struct stream *s = ctx;
     size_t add = size * nmemb;
-    if (s->t_first == 0 && memmem(p, add, "\"content\"", 9))
+    if (s->t_first == 0 && memmem(p, add, "\"content\"", 9)) {
         s->t_first = now_s();
+        __atomic_store_n(&s->started, 1, __ATOMIC_RELEASE);
+    }
     char *g = realloc(s->data, s->n + add + 1);
     if (!g)
         return 0;
@@ -78,10 +87,20 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ctx)
     return add;
 }
 
+static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a, (void)b, (void)c, (void)d;
+    const struct stream *s = ctx;
+    return s->abort && __atomic_load_n(s->abort, __ATOMIC_ACQUIRE);
+}
+
 static void *run_stream(void *p)
 {
     struct stream *s = p;
     CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
     curl_easy_setopt(c, CURLOPT_URL, s->url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, s->body);
@@ -104,22 +123,27 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+// One /completion request: a distinct prompt of ~prompt_words words.
+static void stream_init(struct stream *s, int port, int round, int i, int prompt_words,
+                        int n_tokens)
+{
+    snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d/completion", port);
+    int off = snprintf(s->body, sizeof(s->body), "{\"prompt\":\"Story %d.%d:", round, i);
+    for (int w = 0; w < prompt_words && off < (int)sizeof(s->body) - 200; w++)
+        off += snprintf(s->body + off, sizeof(s->body) - (size_t)off, " w%d", (w * 7 + i) % 97);
+    snprintf(s->body + off, sizeof(s->body) - (size_t)off,
+             "\",\"cache_prompt\":false,\"options\":{\"temperature\":0,\"num_predict\":%d}}",
+             n_tokens);
+}
+
 // Runs n streams at once; returns aggregate tok/s, fills TTFT stats.
 static double run_round(int port, int n, int n_tokens, int prompt_words, double *ttft_med,
                         double *ttft_max, long *total, int round)
 {
     struct stream *ss = calloc((size_t)n, sizeof(*ss));
     pthread_t *t = calloc((size_t)n, sizeof(*t));
-    for (int i = 0; i < n; i++) {
-        snprintf(ss[i].url, sizeof(ss[i].url), "http://127.0.0.1:%d/completion", port);
-        int off = snprintf(ss[i].body, sizeof(ss[i].body), "{\"prompt\":\"Story %d.%d:", round, i);
-        for (int w = 0; w < prompt_words && off < (int)sizeof(ss[i].body) - 200; w++)
-            off += snprintf(ss[i].body + off, sizeof(ss[i].body) - (size_t)off, " w%d",
-                            (w * 7 + i) % 97);
-        snprintf(ss[i].body + off, sizeof(ss[i].body) - (size_t)off,
-                 "\",\"cache_prompt\":false,\"options\":{\"temperature\":0,\"num_predict\":%d}}",
-                 n_tokens);
-    }
+    for (int i = 0; i < n; i++)
+        stream_init(&ss[i], port, round, i, prompt_words, n_tokens);
     double t0 = now_s();
     for (int i = 0; i < n; i++)
         pthread_create(&t[i], NULL, run_stream, &ss[i]);
@@ -144,6 +168,53 @@ static double run_round(int port, int n, int n_tokens, int prompt_words, double 
     return (double)*total / (t1 - t0);
 }
 
+// TTFT of n_late requests (one after another) while busy - 1 streams
+// generate; p50 and p99 (nearest rank) in seconds. Returns -1 if a request
+// failed.
+static int late_ttft(int port, int busy, int n_late, int prompt_words, double *p50, double *p99)
+{
+    int stop = 0, nb = busy - 1;
+    struct stream *bg = calloc((size_t)(nb > 0 ? nb : 1), sizeof(*bg));
+    pthread_t *t = calloc((size_t)(nb > 0 ? nb : 1), sizeof(*t));
+    for (int i = 0; i < nb; i++) {
+        stream_init(&bg[i], port, 9000 + busy, i, prompt_words, 100000);
+        bg[i].abort = &stop;
+        pthread_create(&t[i], NULL, run_stream, &bg[i]);
+    }
+    // Wait until every background stream is generating (at most 120 s).
+    for (int w = 0, all = 0; !all && w < 12000; w++) {
+        all = 1;
+        for (int i = 0; i < nb; i++)
+            all &= __atomic_load_n(&bg[i].started, __ATOMIC_ACQUIRE);
+        if (!all)
+            usleep(10 * 1000);
+    }
+    double *v = calloc((size_t)n_late, sizeof(double));
+    int rc = 0;
+    for (int k = 0; k < n_late; k++) {
+        struct stream s = {0};
+        stream_init(&s, port, 8000 + busy, k, prompt_words, 1);
+        run_stream(&s);
+        if (!s.ok || s.t_first == 0)
+            rc = -1;
+        v[k] = s.t_first - s.t_send;
+        free(s.data);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < nb; i++) {
+        pthread_join(t[i], NULL);
+        free(bg[i].data);
+    }
+    qsort(v, (size_t)n_late, sizeof(double), cmp_double);
+    *p50 = v[(n_late - 1) / 2];
+    int r99 = (99 * n_late + 99) / 100;  // nearest rank, 1-based
+    *p99 = v[(r99 < 1 ? 1 : r99 > n_late ? n_late : r99) - 1];
+    free(v);
+    free(bg);
+    free(t);
+    return rc;
+}
+
 static int health_ok(int port)
 {
     char url[128];
@@ -164,7 +235,7 @@ int main(int argc, char **argv)
 {
     const char *model = NULL, *bin = getenv("OLLAMA_BIN");
     const char *threads = "0", *ctx = "512";
-    int n_tokens = 32, prompt_words = 16, repeat = 1;
+    int n_tokens = 32, prompt_words = 16, repeat = 1, n_late = 8;
     int streams[8] = {1, 2, 4, 8}, n_streams = 4;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -178,6 +249,8 @@ int main(int argc, char **argv)
             n_tokens = atoi(argv[++i]);
         else if (strcmp(a, "--repeat") == 0 && v)
             repeat = atoi(argv[++i]);
+        else if (strcmp(a, "--late") == 0 && v)
+            n_late = atoi(argv[++i]);
         else if (strcmp(a, "--prompt-tokens") == 0 && v)
             prompt_words = atoi(argv[++i]);
         else if (strcmp(a, "--streams") == 0 && v) {
@@ -192,7 +265,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: bench_runner MODEL.gguf [--bin ollama] [--threads N] "
                             "[--tokens N] [--prompt-tokens N] [--streams 1,2,4,8] [--ctx N] "
-                            "[--repeat N]\n");
+                            "[--repeat N] [--late N]\n");
             return 2;
         }
     }
@@ -268,6 +341,19 @@ int main(int argc, char **argv)
                agg / n, base > 0 ? agg / base : 0, per_cpu, base_cpu > 0 ? per_cpu / base_cpu : 0,
                med * 1e3, mx * 1e3);
         fflush(stdout);
+    }
+    if (n_late > 0) {
+        printf("\nTTFT of a request arriving while S - 1 streams generate (%d requests, one "
+               "after another, ~%d prompt words):\n\n| S | TTFT p50 ms | TTFT p99 ms |\n"
+               "|---:|---:|---:|\n",
+               n_late, prompt_words);
+        for (int k = 0; k < n_streams; k++) {
+            double p50, p99;
+            if (late_ttft(port, streams[k], n_late, prompt_words, &p50, &p99) < 0)
+                fprintf(stderr, "late requests with %d streams: a request failed\n", streams[k]);
+            printf("| %d | %.1f | %.1f |\n", streams[k], p50 * 1e3, p99 * 1e3);
+            fflush(stdout);
+        }
     }
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
