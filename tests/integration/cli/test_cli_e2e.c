@@ -350,18 +350,24 @@ static void copy_file(const char *from, const char *to)
     buf_deinit(&b);
 }
 
-// The manifest of name:latest in the server's store.
-static char *read_manifest(const char *name)
+// A file of the server's store (at most 1 MiB) as a string.
+static char *read_text(const char *path)
 {
-    char path[600];
-    snprintf(path, sizeof(path), "%s/manifests/registry.ollama.ai/library/%s/latest",
-             server.models_dir, name);
     struct buf b;
     buf_init(&b, 0);
     assert_int_equal(fs_read_all(path, 1 << 20, &b, NULL), 0);
     char *s = xstrdup(buf_cstr(&b));
     buf_deinit(&b);
     return s;
+}
+
+// The manifest of name:latest in the server's store.
+static char *read_manifest(const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/manifests/registry.ollama.ai/library/%s/latest",
+             server.models_dir, name);
+    return read_text(path);
 }
 
 // The config blob a manifest (text) names.
@@ -373,12 +379,7 @@ static char *read_config(const char *manifest)
     assert_non_null(d);
     char path[700];
     snprintf(path, sizeof(path), "%s/blobs/sha256-%.64s", server.models_dir, d + 7);
-    struct buf b;
-    buf_init(&b, 0);
-    assert_int_equal(fs_read_all(path, 1 << 20, &b, NULL), 0);
-    char *s = xstrdup(buf_cstr(&b));
-    buf_deinit(&b);
-    return s;
+    return read_text(path);
 }
 
 // The DRAFT line of `ollama show --modelfile name` (a blob path), or NULL.
