@@ -611,16 +611,21 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
     return xmalloc(n * elem);
 }
 
+// Like grow, with room to spare (the kept scores and partial states grow
+// with the context, a tile at a time while decoding) and 64-byte aligned.
+// Only what is needed now is touched: the spare pages stay out of RSS until
+// used (every user writes its floats before reading them).
 static float *grow_aligned(float *p, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return p;
+    size_t n = need + need / 2;
     free(p);
     void *np = NULL;
-    if (posix_memalign(&np, 64, need * sizeof(float)) != 0)
+    if (posix_memalign(&np, 64, n * sizeof(float)) != 0)
         ASSERT(!"attention scratch allocation failed");
     memset(np, 0, need * sizeof(float));
-    *cap = need;
+    *cap = n;
     return np;
 }
 
