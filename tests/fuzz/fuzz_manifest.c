@@ -35,10 +35,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct store_config c;
     if (store_config_parse(data, size, &c, NULL) == 0) {
-        struct buf a;
+        // What we write parses back to what we wrote (the draft object too).
+        struct buf a, b;
         buf_init(&a, 0);
+        buf_init(&b, 0);
         store_config_encode(&c, NULL, 0, &a);
+        struct store_config c2;
+        if (store_config_parse(a.data, a.len, &c2, NULL) != 0)
+            abort();
+        store_config_encode(&c2, NULL, 0, &b);
+        if (a.len != b.len || memcmp(a.data, b.data, a.len) != 0)
+            abort();
+        store_config_deinit(&c2);
         buf_deinit(&a);
+        buf_deinit(&b);
         store_config_deinit(&c);
     }
     return 0;
