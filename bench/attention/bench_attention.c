@@ -1,8 +1,10 @@
 // bench_attention: times the engine's attention op on a filled KV cache, as
 // one layer of a model sees it: ROWS query rows at positions DEPTH..DEPTH+ROWS-1
 // of one slot (1 row: a decode step; 512: a prompt ubatch on top of DEPTH
-// tokens). Prints ms per call (wall and CPU), GFLOP/s (4·keys·heads·head_dim
-// per row) and the time of N_LAYER such calls.
+// tokens). Each of N_LAYER layers has its own cache, called in turn as a
+// model would (so the caches come from memory, not from the last call's
+// cache lines). Prints ms per call (wall and CPU), GFLOP/s
+// (4·keys·heads·head_dim per row) and the time of N_LAYER such calls.
 //
 //   bench_attention [-d 4096] [-r 1] [-t 2] [--heads 32] [--kv-heads 8]
 //                   [--head-dim 64] [--kv f16|f32|q8_0] [--layers 16] [-n REPS]
@@ -88,9 +90,14 @@ int main(int argc, char **argv)
         return 1;
     }
     const int kv_dim = n_head_kv * hd, n_cells = depth + n_rows, q_dim = n_head * hd;
-    struct engine_kv_layer kv = {NULL, NULL, engine_kv_row_bytes(type, kv_dim)};
-    kv.k = engine_buf_alloc(be, kv.row_bytes * (size_t)n_cells);
-    kv.v = engine_buf_alloc(be, kv.row_bytes * (size_t)n_cells);
+    // One cache per layer, used in turn: like a model's, their bytes come
+    // from memory, not from the last call's cache lines.
+    struct engine_kv_layer *kvs = xcalloc((size_t)n_layer, sizeof *kvs);
+    for (int l = 0; l < n_layer; l++) {
+        kvs[l].row_bytes = engine_kv_row_bytes(type, kv_dim);
+        kvs[l].k = engine_buf_alloc(be, kvs[l].row_bytes * (size_t)n_cells);
+        kvs[l].v = engine_buf_alloc(be, kvs[l].row_bytes * (size_t)n_cells);
+    }
     float *rows = xmalloc((size_t)512 * kv_dim * sizeof(float));
     int32_t cells[512];
     uint32_t seed = 1;
@@ -102,7 +109,8 @@ int main(int argc, char **argv)
         int n = n_cells - c0 < 512 ? n_cells - c0 : 512;
         for (int i = 0; i < n; i++)
             cells[i] = c0 + i;
-        engine_kv_store(be, &kv, type, cells, rows, rows, n, kv_dim);
+        for (int l = 0; l < n_layer; l++)
+            engine_kv_store(be, &kvs[l], type, cells, rows, rows, n, kv_dim);
     }
     float *q = engine_buf_alloc(be, (size_t)n_rows * q_dim * sizeof(float));
     float *out = engine_buf_alloc(be, (size_t)n_rows * q_dim * sizeof(float));
@@ -116,19 +124,22 @@ int main(int argc, char **argv)
         flops += 4.0 * nvis[r] * n_head * hd;
     }
     struct engine_attn a = {n_head, n_head_kv, hd, 1.0f / sqrtf((float)hd), type};
-    engine_attention(be, out, q, n_rows, &kv, cell0, nvis, &a);  // warm-up
+    engine_attention(be, out, q, n_rows, &kvs[0], cell0, nvis, &a);  // warm-up
     if (reps == 0)
         reps = n_rows > 1 ? 3 : 30;
     double t0 = now_s(), c0 = cpu_s();
     for (int i = 0; i < reps; i++)
-        engine_attention(be, out, q, n_rows, &kv, cell0, nvis, &a);
-    double wall = (now_s() - t0) / reps, cpu = (cpu_s() - c0) / reps;
+        for (int l = 0; l < n_layer; l++)
+            engine_attention(be, out, q, n_rows, &kvs[l], cell0, nvis, &a);
+    double wall = (now_s() - t0) / reps / n_layer, cpu = (cpu_s() - c0) / reps / n_layer;
     printf("depth %d, %d row(s), heads %d/%d, head_dim %d, %d thread(s): %.3f ms/call "
            "(CPU %.3f ms), %.1f GFLOP/s; %d layers: %.1f ms\n",
            depth, n_rows, n_head, n_head_kv, hd, n_threads, wall * 1e3, cpu * 1e3,
            flops / wall / 1e9, n_layer, wall * n_layer * 1e3);
     engine_buf_free(be, q), engine_buf_free(be, out);
-    engine_buf_free(be, kv.k), engine_buf_free(be, kv.v);
+    for (int l = 0; l < n_layer; l++)
+        engine_buf_free(be, kvs[l].k), engine_buf_free(be, kvs[l].v);
+    free(kvs);
     engine_backend_free(be);
     free(rows), free(cell0), free(nvis);
     return 0;

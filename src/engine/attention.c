@@ -47,6 +47,7 @@
 #define ATTN_MAX_Q       64         // queries per work item (rows × heads of a group)
 #define ATTN_ALL_Q       128        // a set this small takes every KV head in one item
 #define ATTN_ALL_ROW     4096       // ... when a cache row (all heads) has at most this many floats
+#define ATTN_ROWS_Q      8          // F16, at most this many queries per KV head: from rows
 #define ATTN_MIN_CHUNK   256        // keys per split chunk, at least
 #define ATTN_INLINE      32768      // below this many multiply-adds: caller thread only
 #define SCORE_CAP_THREAD (4 << 20)  // floats of kept scores per thread (whole ranges)
@@ -162,8 +163,12 @@ static void query_prepare(uint32_t type, const float *q, float *dst, int hd, int
         memcpy(dst, q, (size_t)hd * sizeof(float));
         break;
     case GGUF_TYPE_F16:
-        for (int d = 0; d < hd; d++)
-            dst[d] = quant_f16_to_f32(quant_f32_to_f16(q[d]));
+        for (int d0 = 0; d0 < hd; d0 += 256) {  // SIMD conversions, 256 at a time
+            uint16_t h[256];
+            int n = hd - d0 < 256 ? hd - d0 : 256;
+            kernels_f32_to_f16_row(q + d0, h, n);
+            kernels_f16_to_f32_row(h, dst + d0, n);
+        }
         break;
     default:
         q8_from_float(q, tmp, hd);
@@ -281,6 +286,16 @@ static void tile_head_f16(const struct attn_run *c, struct tiles *t, const struc
             kernels_f16_to_f32_row((const uint16_t *)(vbase + off[j]), t->vb + (size_t)j * hd, hd);
 }
 
+// Head gg's slices of the tile's rows in cache (an F16 cache: f16 values);
+// NULL where off is SIZE_MAX.
+static void head_rows(const struct attn_run *c, const void *cache, const struct attn_item *it,
+                      const size_t *off, int nk, int gg, const uint16_t **out)
+{
+    const uint8_t *base = (const uint8_t *)cache + c->head_bytes * (size_t)(it->g0 + gg);
+    for (int j = 0; j < nk; j++)
+        out[j] = off[j] == SIZE_MAX ? NULL : (const uint16_t *)(base + off[j]);
+}
+
 // Asks for head gg's slices of the tile at key p while this one is computed
 // (each slice is one head of a row: a strided read the hardware does not
 // run ahead of).
@@ -334,6 +349,28 @@ static void score_tile(const struct attn_run *c, struct tiles *t, int i, int32_t
     }
 }
 
+// Queries [i0, i1) of an item, the tile at p (nk keys): their
+// probabilities in t->s. From the kept exponentials (PASS_FINAL with sc),
+// else from the raw scores there (score_tile).
+static void tile_probs(const struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                       int i0, int i1, int32_t p, int nk, enum pass_mode mode, float *sc)
+{
+    const struct attn_set *st = &c->sets[it->set];
+    const int G = c->group, nr = st->r1 - st->r0;
+    const int64_t keys = kept_keys(it), ld = score_stride(it);
+    for (int i = i0; i < i1; i++) {
+        if (sc && mode == PASS_FINAL) {  // exp(s - m) e^(m - M) / L, rounded to f16
+            const float *kr = sc + i * ld;
+            float m = kr[keys + (p - it->p0) / TILE];
+            c->k->scale_f16(t->s + (size_t)i * TILE, kr + (p - it->p0),
+                            expf(m - t->m[i]) / t->l[i]);
+        } else {
+            score_tile(c, t, i, p, nk, st->r0 + (i / G) % nr, mode, sc ? sc + i * ld : NULL,
+                       p - it->p0, keys);
+        }
+    }
+}
+
 // One pass over an item's keys (see enum pass_mode); m, l, acc in t. With
 // sc (F16 caches), PASS_STATS keeps every score there (query i's row at
 // i * score_stride) and PASS_FINAL reads them back instead of K.
@@ -345,12 +382,17 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
     const int hdp = c->hdp, G = c->group;
     const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G;
     const int row = nh * hdp;
-    const int64_t keys = kept_keys(it), ld = score_stride(it);
     const bool kept = sc && mode == PASS_FINAL;
-    // One head per item (prompts): straight from f16. Items of every head
-    // (decode) stream whole rows in address order instead (tile_rows).
-    const bool by_head = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim && nh == 1;
-    size_t off[TILE];
+    // F16 caches: few queries per KV head (decode) are scored straight from
+    // the cache rows, every head of a row at once; more queries of one head
+    // per item (prompts) transpose the head's K slices straight from f16.
+    // Other items convert whole rows to f32 in address order (tile_rows).
+    const bool f16 = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim;
+    const bool rows = f16 && per_head <= ATTN_ROWS_Q;
+    const bool by_head = f16 && !rows && nh == 1;
+    const int64_t lq = (int64_t)per_head * hdp, ls = (int64_t)per_head * TILE;
+    size_t off[TILE], off_next[TILE];
+    const uint16_t *kv_rows[TILE], *next_rows[TILE];
     for (int32_t p = it->p0; p < it->p1; p += TILE) {
         int nk = it->p1 - p < TILE ? it->p1 - p : TILE;
         // Rows that see any key of the tile.
@@ -366,33 +408,49 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             continue;
         for (int j = 0; j < nk; j++)
             off[j] = (size_t)cell_of(a, c->cell0[st->r0], p + j) * c->kv->row_bytes;
+        const int qn = (rz - ra) * G;
+        if (rows) {
+            // The next tile's rows are asked for while this one is used.
+            const size_t lh = c->head_bytes / sizeof(uint16_t);
+            int nn = it->p1 - p - TILE < TILE ? it->p1 - p - TILE : TILE;
+            for (int j = 0; j < TILE; j++)
+                off_next[j] =
+                    j < nn ? (size_t)cell_of(a, c->cell0[st->r0], p + TILE + j) * c->kv->row_bytes
+                           : SIZE_MAX;
+            if (!kept) {
+                head_rows(c, c->kv->k, it, off, nk, 0, kv_rows);
+                head_rows(c, c->kv->k, it, off_next, TILE, 0, next_rows);
+                c->k->qk_f16(hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
+                             (int64_t)lh, nk, a->scale, t->s + (size_t)ra * G * TILE, ls);
+            }
+            for (int gg = 0; gg < nh; gg++)
+                tile_probs(c, t, it, gg * per_head + ra * G, gg * per_head + ra * G + qn, p, nk,
+                           mode, sc);
+            if (mode != PASS_STATS) {
+                head_rows(c, c->kv->v, it, off, nk, 0, kv_rows);
+                head_rows(c, c->kv->v, it, off_next, TILE, 0, next_rows);
+                c->k->pv_f16(hdp, nh, qn, nk, t->s + (size_t)ra * G * TILE, ls, kv_rows, next_rows,
+                             (int64_t)lh, t->acc + (size_t)ra * G * hdp, lq);
+            }
+            continue;
+        }
         if (!by_head)
             tile_rows(c, t, it, off, nk, !kept, mode != PASS_STATS);
 
         for (int gg = 0; gg < nh; gg++) {
-            int qa = gg * per_head + ra * G, qn = (rz - ra) * G;
+            int qa = gg * per_head + ra * G;
             if (by_head) {
                 tile_head_f16(c, t, it, off, nk, gg, !kept, mode != PASS_STATS);
                 if (p + TILE < it->p1)
                     prefetch_head(c, it, p + TILE, gg, !kept, mode != PASS_STATS);
             }
-            if (kept) {
-                for (int i = qa; i < qa + qn; i++) {
-                    float *si = t->s + (size_t)i * TILE;
-                    // exp(s - m) e^(m - M) / L, rounded to f16.
-                    const float *kr = sc + i * ld;
-                    float m = kr[keys + (p - it->p0) / TILE];
-                    c->k->scale_f16(si, kr + (p - it->p0), expf(m - t->m[i]) / t->l[i]);
-                }
-            } else {
+            if (!kept) {
                 if (!by_head)
                     c->k->transpose(t->kb + (size_t)gg * hdp, row, hdp, t->kt);
                 c->k->qk(hdp, qn, t->q + (size_t)qa * hdp, t->kt, a->scale,
                          t->s + (size_t)qa * TILE);
-                for (int i = qa; i < qa + qn; i++)
-                    score_tile(c, t, i, p, nk, st->r0 + (i / G) % nr, mode, sc ? sc + i * ld : NULL,
-                               p - it->p0, keys);
             }
+            tile_probs(c, t, it, qa, qa + qn, p, nk, mode, sc);
             if (mode == PASS_STATS)
                 continue;
             c->k->pv(hdp, qn, nk, t->s + (size_t)qa * TILE,

@@ -382,6 +382,57 @@ static void test_tile_kernels(void **state)
                     }
             }
         }
+        // Straight from f16 rows: nh heads per row (a gap after each), up to
+        // 8 queries per head, partial tiles, rows to prefetch or none.
+        {
+            enum { NH = 3, LH = HD + 8, NQ8 = 8 };
+            static uint16_t kv[T * NH * LH];
+            static float qh[NH * NQ8 * HD], sh[NH * NQ8 * T], ah[NH * NQ8 * HD], ah0[NH * NQ8 * HD];
+            const uint16_t *rh[T], *nx[T];
+            for (int i = 0; i < T * NH * LH; i++)
+                kv[i] = quant_f32_to_f16((float)((i * 7) % 23) / 8.0f - 1.4f);
+            for (int j = 0; j < T; j++) {
+                rh[j] = kv + (size_t)((j * 5) % T) * NH * LH;  // rows in any order
+                nx[j] = j % 3 ? rh[(j + 1) % T] : NULL;
+            }
+            fill_rand(qh, NH * NQ8 * HD, 1.0f);
+            fill_rand(ah0, NH * NQ8 * HD, 1.0f);
+            for (int nq = 1; nq <= NQ8; nq++)
+                for (int nk = 1; nk <= T; nk += 10) {
+                    for (int i = 0; i < NH * NQ8 * T; i++)
+                        sh[i] = 99.0f;
+                    ka->qk_f16(HD, NH, nq, qh, (int64_t)NQ8 * HD, rh, nk & 1 ? nx : NULL, LH, nk,
+                               0.5f, sh, (int64_t)NQ8 * T);
+                    memcpy(ah, ah0, sizeof ah);
+                    ka->pv_f16(HD, NH, nq, nk, sh, (int64_t)NQ8 * T, rh, nk & 1 ? NULL : nx, LH, ah,
+                               (int64_t)NQ8 * HD);
+                    for (int g = 0; g < NH; g++)
+                        for (int i = 0; i < NQ8; i++) {
+                            const float *qi = qh + ((size_t)g * NQ8 + i) * HD;
+                            const float *si = sh + ((size_t)g * NQ8 + i) * T;
+                            const float *ai = ah + ((size_t)g * NQ8 + i) * HD;
+                            const float *a0 = ah0 + ((size_t)g * NQ8 + i) * HD;
+                            for (int j = 0; j < T; j++) {
+                                double want = i >= nq ? 99.0 : 0.0;
+                                for (int d = 0; i < nq && j < nk && d < HD; d++)
+                                    want += (double)qi[d] * quant_f16_to_f32(rh[j][g * LH + d]);
+                                if (i < nq && j < nk)
+                                    want *= 0.5;
+                                if (fabs(si[j] - want) > 1e-5 * (1 + fabs(want)))
+                                    fail_msg("isa %d qk_f16 nq %d nk %d [%d][%d][%d] %g vs %g", isa,
+                                             nq, nk, g, i, j, (double)si[j], want);
+                            }
+                            for (int d = 0; d < HD; d++) {
+                                double o = a0[d];
+                                for (int j = 0; i < nq && j < nk; j++)
+                                    o += (double)si[j] * quant_f16_to_f32(rh[j][g * LH + d]);
+                                if (fabs(ai[d] - o) > 1e-4 * (1 + fabs(o)))
+                                    fail_msg("isa %d pv_f16 nq %d nk %d [%d][%d][%d] %g vs %g", isa,
+                                             nq, nk, g, i, d, (double)ai[d], o);
+                            }
+                        }
+                }
+        }
         // softmax: running state over two tiles equals the direct sums.
         float m = -INFINITY, l = 0, t1[T], t2[T];
         fill_rand(t1, T, 4.0f);

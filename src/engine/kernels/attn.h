@@ -46,6 +46,21 @@ struct kernels_attn {
     // acc[i * hdp + d] += sum_{j < nk} p[i * TILE + j] * v[j * ldv + d] for
     // i < nq, d < hdp.
     void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
+    // At most 8 queries per KV head, nh heads of every row at once, straight
+    // from an F16 cache (no transposed tile; rows are read whole, in order).
+    // rows[j]: key j's row at the first head; head g's slice starts lh
+    // halves further on. next (NULL: none): rows to prefetch, next[j] while
+    // key j is used (NULL entries skipped). For g < nh, i < nq, j < nk
+    // (hd % 8 == 0):
+    //   s[g * ls + i * TILE + j] = scale * dot(q + g * lq + i * hd, rows[j] + g * lh)
+    // and 0 for nk <= j < TILE.
+    void (*qk_f16)(int hd, int nh, int nq, const float *q, int64_t lq, const uint16_t *const *rows,
+                   const uint16_t *const *next, int64_t lh, int nk, float scale, float *s,
+                   int64_t ls);
+    //   acc[g * la + i * hd + d] += sum_{j < nk} p[g * lp + i * TILE + j] * rows[j][g * lh + d]
+    void (*pv_f16)(int hd, int nh, int nq, int nk, const float *p, int64_t lp,
+                   const uint16_t *const *rows, const uint16_t *const *next, int64_t lh, float *acc,
+                   int64_t la);
     // y[i] = exp(x[i]) for i < n (the tile's exponential; tests).
     void (*exp)(const float *x, float *y, int n);
 };
