@@ -286,12 +286,12 @@ static void tile_head_f16(const struct attn_run *c, struct tiles *t, const struc
             kernels_f16_to_f32_row((const uint16_t *)(vbase + off[j]), t->vb + (size_t)j * hd, hd);
 }
 
-// Head gg's slices of the tile's rows in cache (an F16 cache: f16 values);
-// NULL where off is SIZE_MAX.
-static void head_rows(const struct attn_run *c, const void *cache, const struct attn_item *it,
-                      const size_t *off, int nk, int gg, const uint16_t **out)
+// The tile's rows in cache from the item's first head on (an F16 cache:
+// f16 values); NULL where off is SIZE_MAX.
+static void cache_rows(const struct attn_run *c, const void *cache, const struct attn_item *it,
+                       const size_t *off, int nk, const uint16_t **out)
 {
-    const uint8_t *base = (const uint8_t *)cache + c->head_bytes * (size_t)(it->g0 + gg);
+    const uint8_t *base = (const uint8_t *)cache + c->head_bytes * (size_t)it->g0;
     for (int j = 0; j < nk; j++)
         out[j] = off[j] == SIZE_MAX ? NULL : (const uint16_t *)(base + off[j]);
 }
@@ -418,8 +418,8 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
                     j < nn ? (size_t)cell_of(a, c->cell0[st->r0], p + TILE + j) * c->kv->row_bytes
                            : SIZE_MAX;
             if (!kept) {
-                head_rows(c, c->kv->k, it, off, nk, 0, kv_rows);
-                head_rows(c, c->kv->k, it, off_next, TILE, 0, next_rows);
+                cache_rows(c, c->kv->k, it, off, nk, kv_rows);
+                cache_rows(c, c->kv->k, it, off_next, TILE, next_rows);
                 c->k->qk_f16(hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
                              (int64_t)lh, nk, a->scale, t->s + (size_t)ra * G * TILE, ls);
             }
@@ -427,8 +427,8 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
                 tile_probs(c, t, it, gg * per_head + ra * G, gg * per_head + ra * G + qn, p, nk,
                            mode, sc);
             if (mode != PASS_STATS) {
-                head_rows(c, c->kv->v, it, off, nk, 0, kv_rows);
-                head_rows(c, c->kv->v, it, off_next, TILE, 0, next_rows);
+                cache_rows(c, c->kv->v, it, off, nk, kv_rows);
+                cache_rows(c, c->kv->v, it, off_next, TILE, next_rows);
                 c->k->pv_f16(hdp, nh, qn, nk, t->s + (size_t)ra * G * TILE, ls, kv_rows, next_rows,
                              (int64_t)lh, t->acc + (size_t)ra * G * hdp, lq);
             }

@@ -49,8 +49,9 @@ struct kernels_attn {
     // At most 8 queries per KV head, nh heads of every row at once, straight
     // from an F16 cache (no transposed tile; rows are read whole, in order).
     // rows[j]: key j's row at the first head; head g's slice starts lh
-    // halves further on. next (NULL: none): rows to prefetch, next[j] while
-    // key j is used (NULL entries skipped). For g < nh, i < nq, j < nk
+    // halves further on. next (NULL: none): rows to prefetch, head g of
+    // next[j] while head g of key j is used (NULL entries skipped). For
+    // g < nh, i < nq, j < nk
     // (hd % 8 == 0):
     //   s[g * ls + i * TILE + j] = scale * dot(q + g * lq + i * hd, rows[j] + g * lh)
     // and 0 for nk <= j < TILE.
