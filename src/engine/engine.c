@@ -17,11 +17,16 @@ bool engine_type_supported(uint32_t type)
     return qt && qt->to_float && kernels_get(type) != NULL;
 }
 
+bool engine_tensor_interleavable(const struct engine_tensor *t)
+{
+    const struct kernels_type *kt = kernels_get(t->type);
+    return kt && kt->gemm_x8 && !t->interleave && t->ne[1] % 8 == 0 && t->ne[1] > 0;
+}
+
 int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **owned, struct err *e)
 {
     *owned = NULL;
-    const struct kernels_type *kt = kernels_get(t->type);
-    if (!kt || !kt->gemm_x8 || t->interleave || t->ne[1] % 8 != 0 || t->ne[1] == 0)
+    if (!engine_tensor_interleavable(t))
         return 0;
     size_t bytes = t->row_bytes * (size_t)t->ne[1];
     void *buf = NULL;
@@ -32,11 +37,19 @@ int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **o
         return 0;
     }
     // The mapped rows are not read again: give their pages back (they stay
-    // in the page cache; a later touch would fault them in again).
+    // in the page cache; a later touch would fault them in again). The page
+    // cache may hold the file in 2 MiB folios, and a touch of a small tensor
+    // beside these rows (a norm) would map its whole folio again, rows
+    // included: marking the range no-huge-page first splits the mapping
+    // there, so such a touch maps only small pages.
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)t->data;
     uintptr_t a = (lo + page - 1) & ~(page - 1), b = (lo + bytes) & ~(page - 1);
-    if (file_mapped && b > a)
+    if (file_mapped && b > a) {
+#ifdef MADV_NOHUGEPAGE
+        madvise((void *)a, b - a, MADV_NOHUGEPAGE);
+#endif
         madvise((void *)a, b - a, MADV_DONTNEED);
+    }
     t->data = buf;
     t->interleave = 8;
     *owned = buf;

@@ -42,8 +42,12 @@ struct engine_tensor {
 int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *gt, struct err *e);
 // True if the engine can use `type` as a matrix weight (matmul + row lookup).
 bool engine_type_supported(uint32_t type);
-// Rewrites a matmul weight into the kernels' interleaved layout when its
-// type has one (Q4_0) and its row count is a multiple of 8: the copy (same
+// True when engine_tensor_interleave would rewrite t: its type has an
+// interleaved layout at this machine's ISA (Q4_0, Q8_0 on x86) and its row
+// count is a multiple of 8.
+bool engine_tensor_interleavable(const struct engine_tensor *t);
+// Rewrites a matmul weight into the kernels' interleaved layout when
+// engine_tensor_interleavable says so: the copy (same
 // size, *owned, free() it after the last use) replaces t->data. With
 // file_mapped (t->data is a read-only mapping of a file) the old pages are
 // given back to the page cache; a later touch reads them in again. Returns

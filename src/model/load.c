@@ -224,6 +224,16 @@ int model_estimate(const char *path, const struct model_options *opts, struct mo
         return rc;
     struct sizes s = compute_sizes(m);
     out->weights_bytes = gguf_file_size(m->g);
+    // A tied output that model_load interleaves is a copy of the embedding
+    // table, made first: while it is written the whole table is mapped as
+    // well, then the mapped pages are given back (the row lookups touch a
+    // few). Afterwards every tensor is resident once, mapped or copied.
+    if (!m->arch->encoder && !m->opts.mapped_weights_only && m->layers && m->output.data &&
+        m->output.data == m->tok_embd.data && engine_tensor_interleavable(&m->output)) {
+        size_t twice = 2 * m->output.row_bytes * (size_t)m->output.ne[1];
+        if (twice > out->weights_bytes)
+            out->weights_bytes = twice;
+    }
     out->experts_bytes = model_moe_experts_bytes(m);
     out->kv_bytes = s.kv;
     out->scratch_bytes = s.scratch;
@@ -240,8 +250,8 @@ static float *alloc_act(struct model *m, size_t n_floats, int *failed)
     return p;
 }
 
-// Interleaves the Q4_0 matmul weights of decoder models (the kernels then
-// multiply 8 rows per vector lane set). The embedding table stays as mapped:
+// Interleaves the Q4_0 and Q8_0 matmul weights of decoder models (the
+// kernels then multiply 8 rows per vector lane set). The embedding table stays as mapped:
 // it is also read by row lookups (a tied output gets its own copy).
 static int interleave_weights(struct model *m, struct err *e)
 {
@@ -249,6 +259,10 @@ static int interleave_weights(struct model *m, struct err *e)
         return 0;
     size_t n = (size_t)m->hp.n_layer * 7 + 1, k = 0;
     struct engine_tensor **ts = xcalloc(n, sizeof *ts);
+    // The output first: when it is tied, its copy and the whole mapped
+    // table are resident together for a moment, best before the layers'
+    // copies exist (model_estimate counts on this order).
+    ts[k++] = &m->output;
     for (int il = 0; il < m->hp.n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         struct engine_tensor *lt[] = {&L->wq,     &L->wk,   &L->wv,    &L->wo,
@@ -256,7 +270,6 @@ static int interleave_weights(struct model *m, struct err *e)
         for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++)
             ts[k++] = lt[i];
     }
-    ts[k++] = &m->output;
     m->weight_copies = xcalloc(k, sizeof *m->weight_copies);
     int rc = 0;
     for (size_t i = 0; i < k && rc >= 0; i++) {

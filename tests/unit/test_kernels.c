@@ -618,31 +618,26 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0 (kernels_interleave_x8 + gemm_x8) at every ISA against
-// the scalar vec_dot on the original rows: the scalar twin bit for bit (same
-// arithmetic in the same order), SIMD within the usual tolerance, every
-// column count from 1 to 9, and nothing outside the requested rows written.
-static void test_interleaved(void **state)
+// Interleaved Q4_0 and Q8_0 (kernels_interleave_x8 + gemm_x8) at every ISA
+// against the scalar vec_dot on the original rows: the scalar twin bit for
+// bit (same arithmetic in the same order), SIMD within the usual tolerance,
+// every column count from 1 to 9, and nothing outside the requested rows
+// written.
+static void check_interleaved(uint32_t type, kernels_gemm_fn ref_x8, int *checked)
 {
-    (void)state;
-    const struct kernels_type *ref = kernels_get_isa(GGUF_TYPE_Q4_0, KERNELS_ISA_SCALAR);
-    assert_null(ref->gemm_x8);  // scalar code keeps weights as mapped
-    // Types without an interleaved layout, and row counts not a multiple of 8, are refused.
-    uint8_t dummy[2 * 8 * 34];
-    assert_false(kernels_interleave_x8(GGUF_TYPE_Q8_0, dummy, dummy + 8 * 34, 8, 32));
-    assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_0, dummy, dummy + 8 * 34, 7, 32));
+    const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
+    assert_null(ref->gemm_x8);                              // scalar code keeps weights as mapped
     const int64_t lens[] = {32, 64, 96, 4096, 16384 + 32};  // the last one past the prep buffer
     enum { NR = 24, NC = 9 };
-    int checked = 0;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         const int64_t n = lens[li];
-        const size_t wrow = kernels_row_size(GGUF_TYPE_Q4_0, n);
+        const size_t wrow = kernels_row_size(type, n);
         const size_t xrow = kernels_row_size(GGUF_TYPE_Q8_0, n);
         uint8_t *w = malloc(wrow * NR), *wx = malloc(wrow * NR), *xq = malloc(xrow * NC);
         float *x = malloc((size_t)n * sizeof(float)), *wf = malloc((size_t)n * sizeof(float)),
               *xf = malloc((size_t)n * sizeof(float));
         for (int r = 0; r < NR; r++) {
-            void *wr = rnd_weights(GGUF_TYPE_Q4_0, n);
+            void *wr = rnd_weights(type, n);
             memcpy(w + wrow * r, wr, wrow);
             free(wr);
         }
@@ -650,13 +645,13 @@ static void test_interleaved(void **state)
             rnd_floats(x, n);
             ref->from_float(x, xq + xrow * c, n);
         }
-        assert_true(kernels_interleave_x8(GGUF_TYPE_Q4_0, wx, w, NR, n));
+        assert_true(kernels_interleave_x8(type, wx, w, NR, n));
         float want[NC][NR], s[NC * NR];
         double scale[NC][NR];
         for (int c = 0; c < NC; c++) {
             deq_acts(GGUF_TYPE_Q8_0, xq + xrow * c, xf, n);
             for (int r = 0; r < NR; r++) {
-                deq_weights(GGUF_TYPE_Q4_0, w + wrow * r, wf, n);
+                deq_weights(type, w + wrow * r, wf, n);
                 scale[c][r] = abs_dot(wf, xf, n) * 2e-5 + 1e-6;
                 ref->vec_dot(n, &want[c][r], w + wrow * r, xq + xrow * c);
             }
@@ -664,8 +659,8 @@ static void test_interleaved(void **state)
         // isa -1: the scalar reference of the layout
         for (int isa = -1; isa < KERNELS_ISA_COUNT_; isa++) {
             const struct kernels_type *k =
-                isa < 0 ? NULL : kernels_get_isa(GGUF_TYPE_Q4_0, (enum kernels_isa)isa);
-            kernels_gemm_fn gemm_x8 = isa < 0 ? kernels_gemm_q4_0x8_ref : k ? k->gemm_x8 : NULL;
+                isa < 0 ? NULL : kernels_get_isa(type, (enum kernels_isa)isa);
+            kernels_gemm_fn gemm_x8 = isa < 0 ? ref_x8 : k ? k->gemm_x8 : NULL;
             if (!gemm_x8)
                 continue;
             for (int nc = 1; nc <= NC; nc++) {
@@ -692,7 +687,7 @@ static void test_interleaved(void **state)
                         }
                 }
             }
-            checked++;
+            (*checked)++;
         }
         free(w);
         free(wx);
@@ -701,7 +696,20 @@ static void test_interleaved(void **state)
         free(wf);
         free(xf);
     }
-    printf("checked %d (isa, length) interleaved cases\n", checked);
+}
+
+static void test_interleaved(void **state)
+{
+    (void)state;
+    // Types without an interleaved layout, and row counts not a multiple of 8, are refused.
+    uint8_t dummy[2 * 8 * 34] = {0};
+    assert_false(kernels_interleave_x8(GGUF_TYPE_Q5_0, dummy, dummy + 8 * 34, 8, 32));
+    assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_0, dummy, dummy + 8 * 34, 7, 32));
+    assert_false(kernels_interleave_x8(GGUF_TYPE_Q8_0, dummy, dummy + 8 * 34, 7, 32));
+    int checked = 0;
+    check_interleaved(GGUF_TYPE_Q4_0, kernels_gemm_q4_0x8_ref, &checked);
+    check_interleaved(GGUF_TYPE_Q8_0, kernels_gemm_q8_0x8_ref, &checked);
+    printf("checked %d (type, isa, length) interleaved cases\n", checked);
 }
 
 // The test-local reference dequantizers against ggml's reference output

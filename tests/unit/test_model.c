@@ -755,27 +755,26 @@ static void test_batched_equals_unbatched(void **state)
     free(all);
 }
 
-// A Q4_0 copy of stories260K (quantized here) decodes the same with its
-// matmul weights interleaved for the kernels as with them used as mapped:
-// logits within float-rounding distance, the same greedy continuation.
-static void test_interleaved_weights(void **state)
+// Q4_0 and Q8_0 copies of stories260K (quantized here) decode the same with
+// their matmul weights interleaved for the kernels as with them used as
+// mapped: logits within float-rounding distance, the same greedy
+// continuation.
+static void check_interleaved_weights(int ftype, uint32_t type)
 {
-    (void)state;
-    char path[1024], q[] = "/tmp/ollama-test-q4_0-XXXXXX";
+    char path[1024], q[] = "/tmp/ollama-test-x8-XXXXXX";
     int fd = mkstemp(q);
     assert_true(fd >= 0);
     close(fd);
     struct err e = {0};
-    if (quant_model_quantize(stories_path(path, sizeof path), q, 2 /* MOSTLY_Q4_0 */, NULL, NULL,
-                             &e) < 0)
+    if (quant_model_quantize(stories_path(path, sizeof path), q, ftype, NULL, NULL, &e) < 0)
         fail_msg("quantize: %s", e.msg);
     struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
     struct model *a = load(q, o);
     o.mapped_weights_only = true;
     struct model *b = load(q, o);
-    // The Q4_0 matrices with 8k rows are interleaved where the kernels have
-    // the layout (AVX2, AVX-512; not the scalar code or NEON).
-    if (kernels_get(GGUF_TYPE_Q4_0)->gemm_x8)
+    // The matrices with 8k rows are interleaved where the kernels have the
+    // layout (AVX2, AVX-512; not the scalar code or NEON).
+    if (kernels_get(type)->gemm_x8)
         assert_true(a->n_weight_copies > 0);
     else
         assert_int_equal(a->n_weight_copies, 0);
@@ -802,6 +801,13 @@ static void test_interleaved_weights(void **state)
     model_free(a);
     model_free(b);
     unlink(q);
+}
+
+static void test_interleaved_weights(void **state)
+{
+    (void)state;
+    check_interleaved_weights(2 /* MOSTLY_Q4_0 */, GGUF_TYPE_Q4_0);
+    check_interleaved_weights(7 /* MOSTLY_Q8_0 */, GGUF_TYPE_Q8_0);
 }
 
 static void test_prefix_reuse(void **state)

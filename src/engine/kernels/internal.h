@@ -6,6 +6,8 @@
 // back the same way). kernels.c merges them from scalar upwards.
 #pragma once
 
+#include <stddef.h>
+
 #include "engine/kernels/kernels.h"
 
 #include "engine/quant/quant.h"
@@ -22,7 +24,21 @@ struct block_q4_0x8 {
 };
 _Static_assert(sizeof(struct block_q4_0x8) == 8 * sizeof(struct block_q4_0), "x8 block size");
 
+// One block of columns of 8 interleaved Q8_0 rows: qs[32 * p + 4 * j + t]
+// is row j's qs[4 * p + t], so bytes [32p, 32p + 32) are weights
+// 4p..4p+3 of each row, a lane per row.
+struct block_q8_0x8 {
+    uint16_t d[8];
+    int8_t qs[8 * QK8_0];
+};
+_Static_assert(sizeof(struct block_q8_0x8) == 8 * sizeof(struct block_q8_0), "x8 block size");
+_Static_assert(offsetof(struct block_q4_0x8, qs) == 16 && offsetof(struct block_q8_0x8, qs) == 16,
+               "kernels_interleave_x8 writes the quants after 8 scales");
+
+// The scalar references of the interleaved layouts (the tests' twins).
 void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
+                             const void *x, size_t x_stride, int nr, int nc);
+void kernels_gemm_q8_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
 
 // Scalar reference twins (scalar.c): always complete for every supported type.

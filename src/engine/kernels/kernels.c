@@ -179,19 +179,33 @@ void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_
 
 bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n)
 {
-    if (type != GGUF_TYPE_Q4_0 || n_rows % 8 != 0 || n % QK4_0 != 0 || n <= 0)
+    // Both layouts: per block, the 8 rows' f16 scales, then their quants
+    // 4 bytes at a time (Q4_0: the packed nibble bytes, 16 per row; Q8_0:
+    // the 32 quants of each row).
+    size_t bs, qbytes;
+    if (type == GGUF_TYPE_Q4_0) {
+        bs = sizeof(struct block_q4_0);
+        qbytes = QK4_0 / 2;
+    } else if (type == GGUF_TYPE_Q8_0) {
+        bs = sizeof(struct block_q8_0);
+        qbytes = QK8_0;
+    } else {
         return false;
-    const int64_t nb = n / QK4_0;
-    const size_t row_bytes = (size_t)nb * sizeof(struct block_q4_0);
+    }
+    if (n_rows % 8 != 0 || n % 32 != 0 || n <= 0)
+        return false;
+    const int64_t nb = n / 32;
+    const size_t row_bytes = (size_t)nb * bs, gbs = 8 * bs;
     for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
-        struct block_q4_0x8 *g = (struct block_q4_0x8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
+        uint8_t *g = (uint8_t *)dst + (size_t)r0 * row_bytes;
         for (int j = 0; j < 8; j++) {
-            const struct block_q4_0 *row =
-                (const struct block_q4_0 *)((const uint8_t *)src + (size_t)(r0 + j) * row_bytes);
+            const uint8_t *row = (const uint8_t *)src + (size_t)(r0 + j) * row_bytes;
             for (int64_t k = 0; k < nb; k++) {
-                g[k].d[j] = row[k].d;
-                for (int p = 0; p < 4; p++)
-                    memcpy(&g[k].qs[32 * p + 4 * j], &row[k].qs[4 * p], 4);
+                const uint8_t *b = row + (size_t)k * bs;  // f16 d, then the quants
+                uint8_t *o = g + (size_t)k * gbs;
+                memcpy(o + 2 * j, b, 2);
+                for (size_t p = 0; p < qbytes / 4; p++)
+                    memcpy(o + 16 + 32 * p + 4 * (size_t)j, b + 2 + 4 * p, 4);
             }
         }
     }
