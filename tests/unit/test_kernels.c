@@ -618,7 +618,7 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0 and Q8_0 (kernels_interleave_x8 + gemm_x8) at every ISA
+// Interleaved Q4_0, Q8_0 and Q4_K (kernels_interleave_x8 + gemm_x8) at every ISA
 // against the scalar vec_dot on the original rows: the scalar twin bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
 // every column count from 1 to 9, and nothing outside the requested rows
@@ -626,13 +626,15 @@ static void test_isa_vs_scalar(void **state)
 static void check_interleaved(uint32_t type, kernels_gemm_fn ref_x8, int *checked)
 {
     const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
-    assert_null(ref->gemm_x8);                              // scalar code keeps weights as mapped
-    const int64_t lens[] = {32, 64, 96, 4096, 16384 + 32};  // the last one past the prep buffer
+    assert_null(ref->gemm_x8);  // scalar code keeps weights as mapped
+    const int64_t lens[] = {32, 64, 96, 256, 4096, 16384 + 256};
     enum { NR = 24, NC = 9 };
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         const int64_t n = lens[li];
+        if (kernels_row_size(type, n) == 0)
+            continue;  // not whole blocks of this type
         const size_t wrow = kernels_row_size(type, n);
-        const size_t xrow = kernels_row_size(GGUF_TYPE_Q8_0, n);
+        const size_t xrow = kernels_row_size(ref->vec_dot_type, n);
         uint8_t *w = malloc(wrow * NR), *wx = malloc(wrow * NR), *xq = malloc(xrow * NC);
         float *x = malloc((size_t)n * sizeof(float)), *wf = malloc((size_t)n * sizeof(float)),
               *xf = malloc((size_t)n * sizeof(float));
@@ -649,7 +651,7 @@ static void check_interleaved(uint32_t type, kernels_gemm_fn ref_x8, int *checke
         float want[NC][NR], s[NC * NR];
         double scale[NC][NR];
         for (int c = 0; c < NC; c++) {
-            deq_acts(GGUF_TYPE_Q8_0, xq + xrow * c, xf, n);
+            deq_acts(ref->vec_dot_type, xq + xrow * c, xf, n);
             for (int r = 0; r < NR; r++) {
                 deq_weights(type, w + wrow * r, wf, n);
                 scale[c][r] = abs_dot(wf, xf, n) * 2e-5 + 1e-6;
@@ -709,6 +711,7 @@ static void test_interleaved(void **state)
     int checked = 0;
     check_interleaved(GGUF_TYPE_Q4_0, kernels_gemm_q4_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q8_0, kernels_gemm_q8_0x8_ref, &checked);
+    check_interleaved(GGUF_TYPE_Q4_K, kernels_gemm_q4_Kx8_ref, &checked);
     printf("checked %d (type, isa, length) interleaved cases\n", checked);
 }
 

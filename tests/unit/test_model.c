@@ -755,19 +755,22 @@ static void test_batched_equals_unbatched(void **state)
     free(all);
 }
 
-// Q4_0 and Q8_0 copies of stories260K (quantized here) decode the same with
+// Q4_0 and Q8_0 copies of stories260K (quantized here) and a Q4_K model of
+// gguf-gen (stories' rows are too short for k-quants) decode the same with
 // their matmul weights interleaved for the kernels as with them used as
-// mapped: logits within float-rounding distance, the same greedy
-// continuation.
-static void check_interleaved_weights(int ftype, uint32_t type)
+// mapped: logits within tol, the same greedy continuation where the top two
+// logits are further apart than the tolerance allows to mix up.
+//
+// stories260K is trained and well-conditioned: float rounding stays float
+// rounding (tol 2e-3). The random-weight model is not: a relative change of
+// 1e-7 in one matrix output (the x8 and row kernels differ by that much)
+// can flip the rounding of an activation quantized to Q8_K, and a flipped
+// scale re-rounds a whole row; measured jumps are up to 0.07 on logits of
+// about 5 (checked by perturbing the mapped path alone). A wrong layout or
+// route gives differences of the logits' own size.
+static void check_interleaved_model(const char *q, uint32_t type, float tol)
 {
-    char path[1024], q[] = "/tmp/ollama-test-x8-XXXXXX";
-    int fd = mkstemp(q);
-    assert_true(fd >= 0);
-    close(fd);
-    struct err e = {0};
-    if (quant_model_quantize(stories_path(path, sizeof path), q, ftype, NULL, NULL, &e) < 0)
-        fail_msg("quantize: %s", e.msg);
+    printf("interleaved %s weights\n", gguf_type_name(type));
     struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
     struct model *a = load(q, o);
     o.mapped_weights_only = true;
@@ -780,34 +783,61 @@ static void check_interleaved_weights(int ftype, uint32_t type)
         assert_int_equal(a->n_weight_copies, 0);
     assert_int_equal(b->n_weight_copies, 0);
     int nv = model_n_vocab(a);
-    int32_t ta = story[0], tb = story[0];
+    int32_t t = story[0];
     for (int i = 0; i < 24; i++) {
         if (i < STORY_N)
-            ta = tb = story[i];
-        decode_seq(a, 0, &ta, 1, i, false);
-        decode_seq(b, 0, &tb, 1, i, false);
-        assert_close(model_logits(a, 0), model_logits(b, 0), nv, 2e-3f);
+            t = story[i];
+        decode_seq(a, 0, &t, 1, i, false);
+        decode_seq(b, 0, &t, 1, i, false);
+        const float *la = model_logits(a, 0), *lb = model_logits(b, 0);
+        assert_close(la, lb, nv, tol);
         if (i >= STORY_N - 1) {  // greedy from the end of the prompt on
-            ta = argmax(model_logits(a, 0), nv);
-            tb = argmax(model_logits(b, 0), nv);
-            assert_int_equal(ta, tb);
+            int tb = argmax(lb, nv);
+            float second = -INFINITY;
+            for (int v = 0; v < nv; v++)
+                if (v != tb && lb[v] > second)
+                    second = lb[v];
+            if (lb[tb] - second > 2 * tol)
+                assert_int_equal(argmax(la, nv), tb);
+            t = tb;
         }
     }
     // A prompt in one batch (the tiled path) agrees as well.
     decode_seq(a, 1, story, STORY_N, 0, true);
     decode_seq(b, 1, story, STORY_N, 0, true);
     for (int i = 0; i < STORY_N; i++)
-        assert_close(model_logits(a, i), model_logits(b, i), nv, 2e-3f);
+        assert_close(model_logits(a, i), model_logits(b, i), nv, tol);
     model_free(a);
     model_free(b);
-    unlink(q);
 }
 
 static void test_interleaved_weights(void **state)
 {
     (void)state;
-    check_interleaved_weights(2 /* MOSTLY_Q4_0 */, GGUF_TYPE_Q4_0);
-    check_interleaved_weights(7 /* MOSTLY_Q8_0 */, GGUF_TYPE_Q8_0);
+    char path[1024], q[] = "/tmp/ollama-test-x8-XXXXXX";
+    int fd = mkstemp(q);
+    assert_true(fd >= 0);
+    close(fd);
+    const struct {
+        int ftype;
+        uint32_t type;
+    } quants[] = {{2 /* MOSTLY_Q4_0 */, GGUF_TYPE_Q4_0}, {7 /* MOSTLY_Q8_0 */, GGUF_TYPE_Q8_0}};
+    for (size_t i = 0; i < sizeof quants / sizeof quants[0]; i++) {
+        struct err e = {0};
+        if (quant_model_quantize(stories_path(path, sizeof path), q, quants[i].ftype, NULL, NULL,
+                                 &e) < 0)
+            fail_msg("quantize: %s", e.msg);
+        check_interleaved_model(q, quants[i].type, 2e-3f);
+    }
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    assert_non_null(bin);
+    char *cmd = xasprintf("'%s/gguf-gen' --arch llama --n-embd 256 --n-layer 2 --n-head 4 "
+                          "--n-head-kv 2 --n-ff 768 --n-vocab 512 --type q4_K_S --quiet -o '%s'",
+                          bin, q);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    check_interleaved_model(q, GGUF_TYPE_Q4_K, 0.25f);
+    unlink(q);
 }
 
 static void test_prefix_reuse(void **state)

@@ -35,11 +35,39 @@ _Static_assert(sizeof(struct block_q8_0x8) == 8 * sizeof(struct block_q8_0), "x8
 _Static_assert(offsetof(struct block_q4_0x8, qs) == 16 && offsetof(struct block_q8_0x8, qs) == 16,
                "kernels_interleave_x8 writes the quants after 8 scales");
 
+// One super-block of 8 interleaved Q4_K rows (the same 1152 bytes as the
+// 8 blocks), laid out for a kernel with a row per 32-bit lane:
+// - d, dmin: the 8 rows' f16 scales;
+// - scl[8 * s + j]: low 4 bits of row j's 6-bit scale (bits 0-3) and min
+//   (bits 4-7) of sub-block s; sch: their top 2 bits, a nibble per (s, j)
+//   (index i = 8 * s + j: byte i % 32, high nibble when i >= 32; scale in
+//   bits 0-1, min in bits 2-3);
+// - qs[256 * c + 32 * p + 4 * j + t]: row j's qs[32 * c + 4 * p + t], so the
+//   low nibbles of bytes [256c + 32p, +32) are values 4p..4p+3 of
+//   sub-block 2c of each row, the high nibbles those of sub-block 2c + 1.
+struct block_q4_Kx8 {
+    uint16_t d[8], dmin[8];
+    uint8_t scl[64], sch[32];
+    uint8_t qs[8 * QK_K / 2];
+};
+_Static_assert(sizeof(struct block_q4_Kx8) == 8 * sizeof(struct block_q4_K), "x8 block size");
+
 // The scalar references of the interleaved layouts (the tests' twins).
 void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
 void kernels_gemm_q8_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
+void kernels_gemm_q4_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
+                             const void *x, size_t x_stride, int nr, int nc);
+// Row j's 6-bit scale and min of sub-block s in a block_q4_Kx8.
+static inline void kernels_q4_Kx8_scale_min(const uint8_t *scl, const uint8_t *sch, int s, int j,
+                                            uint8_t *sc, uint8_t *m)
+{
+    const int i = 8 * s + j;
+    const uint8_t hi = (uint8_t)((sch[i % 32] >> (i >= 32 ? 4 : 0)) & 0x0F);
+    *sc = (uint8_t)((scl[i] & 0x0F) | (hi & 3) << 4);
+    *m = (uint8_t)((scl[i] >> 4) | (hi >> 2) << 4);
+}
 
 // Scalar reference twins (scalar.c): always complete for every supported type.
 extern const struct kernels_type kernels_scalar_table[KERNELS_NTYPES];

@@ -177,10 +177,49 @@ void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_
                        xp + (size_t)c * x_stride);
 }
 
+// Q4_K: see struct block_q4_Kx8.
+static void interleave_q4_K(void *dst, const void *src, int64_t n_rows, int64_t nb)
+{
+    const size_t row_bytes = (size_t)nb * sizeof(struct block_q4_K);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
+        struct block_q4_Kx8 *g = (struct block_q4_Kx8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
+        for (int64_t k = 0; k < nb; k++) {
+            memset(g[k].sch, 0, sizeof g[k].sch);
+            for (int j = 0; j < 8; j++) {
+                const struct block_q4_K *b =
+                    (const struct block_q4_K *)((const uint8_t *)src +
+                                                (size_t)(r0 + j) * row_bytes) +
+                    k;
+                g[k].d[j] = b->d;
+                g[k].dmin[j] = b->dmin;
+                uint8_t sc[8], m[8];
+                kernels_unpack_scale_min_k4(b->scales, sc, m);
+                for (int s = 0; s < 8; s++) {
+                    const int i = 8 * s + j;
+                    g[k].scl[i] = (uint8_t)((sc[s] & 0x0F) | (m[s] & 0x0F) << 4);
+                    const uint8_t hi = (uint8_t)((sc[s] >> 4) | (m[s] >> 4) << 2);
+                    g[k].sch[i % 32] |= (uint8_t)(hi << (i >= 32 ? 4 : 0));
+                }
+                for (int c = 0; c < 4; c++)
+                    for (int p = 0; p < 8; p++)
+                        memcpy(&g[k].qs[256 * c + 32 * p + 4 * j], &b->qs[32 * c + 4 * p], 4);
+            }
+        }
+    }
+}
+
 bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n)
 {
-    // Both layouts: per block, the 8 rows' f16 scales, then their quants
-    // 4 bytes at a time (Q4_0: the packed nibble bytes, 16 per row; Q8_0:
+    if (n_rows % 8 != 0 || n <= 0)
+        return false;
+    if (type == GGUF_TYPE_Q4_K) {
+        if (n % QK_K != 0)
+            return false;
+        interleave_q4_K(dst, src, n_rows, n / QK_K);
+        return true;
+    }
+    // Q4_0, Q8_0: per block, the 8 rows' f16 scales, then their quants 4
+    // bytes at a time (Q4_0: the packed nibble bytes, 16 per row; Q8_0:
     // the 32 quants of each row).
     size_t bs, qbytes;
     if (type == GGUF_TYPE_Q4_0) {
@@ -192,7 +231,7 @@ bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_
     } else {
         return false;
     }
-    if (n_rows % 8 != 0 || n % 32 != 0 || n <= 0)
+    if (n % 32 != 0)
         return false;
     const int64_t nb = n / 32;
     const size_t row_bytes = (size_t)nb * bs, gbs = 8 * bs;

@@ -219,6 +219,45 @@ void kernels_gemm_q8_0x8_ref(int64_t n, float *s, size_t s_stride, const void *v
     }
 }
 
+// The interleaved twin of kernels_vec_dot_q4_K_ref, with the same
+// arithmetic in the same order.
+void kernels_gemm_q4_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
+                             const void *vx, size_t x_stride, int nr, int nc)
+{
+    const int64_t nb = n / QK_K;
+    for (int r0 = 0; r0 < nr; r0 += 8) {
+        const struct block_q4_Kx8 *g =
+            (const struct block_q4_Kx8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
+        for (int c = 0; c < nc; c++) {
+            const struct block_q8_K *x =
+                (const struct block_q8_K *)((const uint8_t *)vx + (size_t)c * x_stride);
+            float sum[8] = {0};
+            for (int64_t k = 0; k < nb; k++) {
+                for (int j = 0; j < 8; j++) {
+                    int isum = 0, summs = 0;
+                    for (int sub = 0; sub < 8; sub++) {
+                        uint8_t sc, m;
+                        kernels_q4_Kx8_scale_min(g[k].scl, g[k].sch, sub, j, &sc, &m);
+                        const int shift = (sub & 1) ? 4 : 0;
+                        int sumi = 0;
+                        for (int l = 0; l < 32; l++) {
+                            const uint8_t q =
+                                g[k].qs[256 * (sub / 2) + 32 * (l / 4) + 4 * j + l % 4];
+                            sumi += ((q >> shift) & 0x0F) * x[k].qs[32 * sub + l];
+                        }
+                        isum += sc * sumi;
+                        summs += m * (x[k].bsums[2 * sub] + x[k].bsums[2 * sub + 1]);
+                    }
+                    sum[j] += (quant_f16_to_f32(g[k].d[j]) * x[k].d) * (float)isum -
+                              (quant_f16_to_f32(g[k].dmin[j]) * x[k].d) * (float)summs;
+                }
+            }
+            for (int j = 0; j < 8; j++)
+                s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
+        }
+    }
+}
+
 void kernels_vec_dot_q4_1_ref(int64_t n, float *s, const void *vw, const void *vx)
 {
     const struct block_q4_1 *w = vw;
@@ -515,8 +554,8 @@ const struct kernels_type kernels_scalar_table[KERNELS_NTYPES] = {
     ROW(GGUF_TYPE_F16, GGUF_TYPE_F16, kernels_from_float_f16_ref, kernels_vec_dot_f16_ref),
     ROW(GGUF_TYPE_BF16, GGUF_TYPE_BF16, kernels_from_float_bf16_ref, kernels_vec_dot_bf16_ref),
     // No gemm_x8 here: interleaving pays only with SIMD kernels (an ISA
-    // without one keeps the weights as mapped); kernels_gemm_q4_0x8_ref and
-    // kernels_gemm_q8_0x8_ref are the tests' references.
+    // without one keeps the weights as mapped); kernels_gemm_*x8_ref are the
+    // tests' references.
     ROW(GGUF_TYPE_Q4_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q4_0_ref),
     ROW(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_1, kernels_from_float_q8_1_ref, kernels_vec_dot_q4_1_ref),
     ROW(GGUF_TYPE_Q5_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q5_0_ref),
