@@ -618,7 +618,7 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0, Q8_0 and Q4_K (kernels_interleave_x8 + gemm_x8) at every ISA
+// Interleaved Q4_0, Q8_0, Q4_K and Q6_K (kernels_interleave_x8 + gemm_x8) at every ISA
 // against the scalar vec_dot on the original rows: the scalar twin bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
 // every column count from 1 to 9, and nothing outside the requested rows
@@ -712,6 +712,7 @@ static void test_interleaved(void **state)
     check_interleaved(GGUF_TYPE_Q4_0, kernels_gemm_q4_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q8_0, kernels_gemm_q8_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q4_K, kernels_gemm_q4_Kx8_ref, &checked);
+    check_interleaved(GGUF_TYPE_Q6_K, kernels_gemm_q6_Kx8_ref, &checked);
     printf("checked %d (type, isa, length) interleaved cases\n", checked);
 }
 

@@ -52,12 +52,48 @@ struct block_q4_Kx8 {
 };
 _Static_assert(sizeof(struct block_q4_Kx8) == 8 * sizeof(struct block_q4_K), "x8 block size");
 
+// One super-block of 8 interleaved Q6_K rows (the same 1680 bytes as the
+// 8 blocks), a row per 32-bit lane. For sub-block s (values 16s..16s+15,
+// q the 6-bit quant before its -32, t = 0..3, j the row):
+// - sc[8 * s + j]: row j's scale of sub-block s;
+// - ql[64 * s + 4 * j + t]: q(16s + t) & 15 | (q(16s + 4 + t) & 15) << 4,
+//   ql[64 * s + 32 + 4 * j + t]: the same for values 16s + 8 + t, 16s + 12 + t;
+// - qh[32 * s + 4 * j + t]: the top 2 bits of q(16s + t), q(16s + 4 + t),
+//   q(16s + 8 + t), q(16s + 12 + t) in bits 0-1, 2-3, 4-5, 6-7.
+struct block_q6_Kx8 {
+    uint16_t d[8];
+    int8_t sc[8 * QK_K / 16];
+    uint8_t ql[8 * QK_K / 2];
+    uint8_t qh[8 * QK_K / 4];
+};
+_Static_assert(sizeof(struct block_q6_Kx8) == 8 * sizeof(struct block_q6_K), "x8 block size");
+
+// Quant e (0..255, 0..63 before its -32) of a Q6_K block.
+static inline int kernels_q6_K_quant(const struct block_q6_K *b, int e)
+{
+    const int half = e / 128, j = (e % 128) / 32, l = e % 32;
+    const uint8_t lb = b->ql[64 * half + l + ((j & 1) ? 32 : 0)];
+    const int low4 = j < 2 ? (lb & 0x0F) : (lb >> 4);
+    return low4 | ((b->qh[32 * half + l] >> (2 * j)) & 3) << 4;
+}
+
+// Quant e of row j in a block_q6_Kx8.
+static inline int kernels_q6_Kx8_quant(const struct block_q6_Kx8 *g, int e, int j)
+{
+    const int s = e / 16, i = e % 16, t = i % 4, quarter = i / 4;
+    const uint8_t lb = g->ql[64 * s + 32 * (quarter / 2) + 4 * j + t];
+    const int low4 = (quarter & 1) ? lb >> 4 : lb & 0x0F;
+    return low4 | ((g->qh[32 * s + 4 * j + t] >> (2 * quarter)) & 3) << 4;
+}
+
 // The scalar references of the interleaved layouts (the tests' twins).
 void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
 void kernels_gemm_q8_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
 void kernels_gemm_q4_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
+                             const void *x, size_t x_stride, int nr, int nc);
+void kernels_gemm_q6_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
 // Row j's 6-bit scale and min of sub-block s in a block_q4_Kx8.
 static inline void kernels_q4_Kx8_scale_min(const uint8_t *scl, const uint8_t *sch, int s, int j,

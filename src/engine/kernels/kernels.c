@@ -208,14 +208,49 @@ static void interleave_q4_K(void *dst, const void *src, int64_t n_rows, int64_t 
     }
 }
 
+// Q6_K: see struct block_q6_Kx8.
+static void interleave_q6_K(void *dst, const void *src, int64_t n_rows, int64_t nb)
+{
+    const size_t row_bytes = (size_t)nb * sizeof(struct block_q6_K);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
+        struct block_q6_Kx8 *g = (struct block_q6_Kx8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
+        for (int64_t k = 0; k < nb; k++) {
+            for (int j = 0; j < 8; j++) {
+                const struct block_q6_K *b =
+                    (const struct block_q6_K *)((const uint8_t *)src +
+                                                (size_t)(r0 + j) * row_bytes) +
+                    k;
+                g[k].d[j] = b->d;
+                for (int s = 0; s < QK_K / 16; s++) {
+                    g[k].sc[8 * s + j] = b->scales[s];
+                    for (int t = 0; t < 4; t++) {
+                        int q[4];
+                        for (int u = 0; u < 4; u++)
+                            q[u] = kernels_q6_K_quant(b, 16 * s + 4 * u + t);
+                        g[k].ql[64 * s + 4 * j + t] = (uint8_t)((q[0] & 15) | (q[1] & 15) << 4);
+                        g[k].ql[64 * s + 32 + 4 * j + t] =
+                            (uint8_t)((q[2] & 15) | (q[3] & 15) << 4);
+                        g[k].qh[32 * s + 4 * j + t] =
+                            (uint8_t)(q[0] >> 4 | (q[1] >> 4) << 2 | (q[2] >> 4) << 4 |
+                                      (q[3] >> 4) << 6);
+                    }
+                }
+            }
+        }
+    }
+}
+
 bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n)
 {
     if (n_rows % 8 != 0 || n <= 0)
         return false;
-    if (type == GGUF_TYPE_Q4_K) {
+    if (type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q6_K) {
         if (n % QK_K != 0)
             return false;
-        interleave_q4_K(dst, src, n_rows, n / QK_K);
+        if (type == GGUF_TYPE_Q4_K)
+            interleave_q4_K(dst, src, n_rows, n / QK_K);
+        else
+            interleave_q6_K(dst, src, n_rows, n / QK_K);
         return true;
     }
     // Q4_0, Q8_0: per block, the 8 rows' f16 scales, then their quants 4

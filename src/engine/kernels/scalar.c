@@ -258,6 +258,37 @@ void kernels_gemm_q4_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *v
     }
 }
 
+// The interleaved twin of kernels_vec_dot_q6_K_ref, with the same
+// arithmetic in the same order.
+void kernels_gemm_q6_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
+                             const void *vx, size_t x_stride, int nr, int nc)
+{
+    const int64_t nb = n / QK_K;
+    for (int r0 = 0; r0 < nr; r0 += 8) {
+        const struct block_q6_Kx8 *g =
+            (const struct block_q6_Kx8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
+        for (int c = 0; c < nc; c++) {
+            const struct block_q8_K *x =
+                (const struct block_q8_K *)((const uint8_t *)vx + (size_t)c * x_stride);
+            float sum[8] = {0};
+            for (int64_t k = 0; k < nb; k++) {
+                for (int j = 0; j < 8; j++) {
+                    int isum = 0;
+                    for (int e0 = 0; e0 < QK_K; e0 += 16) {
+                        int sumi = 0;
+                        for (int e = e0; e < e0 + 16; e++)
+                            sumi += (kernels_q6_Kx8_quant(&g[k], e, j) - 32) * x[k].qs[e];
+                        isum += g[k].sc[8 * (e0 / 16) + j] * sumi;
+                    }
+                    sum[j] += (quant_f16_to_f32(g[k].d[j]) * x[k].d) * (float)isum;
+                }
+            }
+            for (int j = 0; j < 8; j++)
+                s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
+        }
+    }
+}
+
 void kernels_vec_dot_q4_1_ref(int64_t n, float *s, const void *vw, const void *vx)
 {
     const struct block_q4_1 *w = vw;
