@@ -618,7 +618,8 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0, Q8_0, Q4_K and Q6_K (kernels_interleave_x8 + gemm_x8) at every ISA
+// Interleaved Q4_0, Q5_0, Q8_0, Q4_K and Q6_K (kernels_interleave_x8 + gemm_x8) at every
+// ISA
 // against the scalar vec_dot on the original rows: the scalar twin bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
 // every column count from 1 to 9, and nothing outside the requested rows
@@ -705,12 +706,13 @@ static void test_interleaved(void **state)
     (void)state;
     // Types without an interleaved layout, and row counts not a multiple of 8, are refused.
     uint8_t dummy[2 * 8 * 34] = {0};
-    assert_false(kernels_interleave_x8(GGUF_TYPE_Q5_0, dummy, dummy + 8 * 34, 8, 32));
+    assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_1, dummy, dummy + 8 * 34, 8, 32));
     assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_0, dummy, dummy + 8 * 34, 7, 32));
     assert_false(kernels_interleave_x8(GGUF_TYPE_Q8_0, dummy, dummy + 8 * 34, 7, 32));
     int checked = 0;
     check_interleaved(GGUF_TYPE_Q4_0, kernels_gemm_q4_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q8_0, kernels_gemm_q8_0x8_ref, &checked);
+    check_interleaved(GGUF_TYPE_Q5_0, kernels_gemm_q5_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q4_K, kernels_gemm_q4_Kx8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q6_K, kernels_gemm_q6_Kx8_ref, &checked);
     printf("checked %d (type, isa, length) interleaved cases\n", checked);

@@ -755,7 +755,7 @@ static void test_batched_equals_unbatched(void **state)
     free(all);
 }
 
-// Q4_0 and Q8_0 copies of stories260K (quantized here) and a Q4_K model of
+// Q4_0, Q5_0 and Q8_0 copies of stories260K (quantized here) and a Q4_K model of
 // gguf-gen (stories' rows are too short for k-quants) decode the same with
 // their matmul weights interleaved for the kernels as with them used as
 // mapped: logits within tol, the same greedy continuation where the top two
@@ -821,7 +821,9 @@ static void test_interleaved_weights(void **state)
     const struct {
         int ftype;
         uint32_t type;
-    } quants[] = {{2 /* MOSTLY_Q4_0 */, GGUF_TYPE_Q4_0}, {7 /* MOSTLY_Q8_0 */, GGUF_TYPE_Q8_0}};
+    } quants[] = {{2 /* MOSTLY_Q4_0 */, GGUF_TYPE_Q4_0},
+                  {8 /* MOSTLY_Q5_0 */, GGUF_TYPE_Q5_0},
+                  {7 /* MOSTLY_Q8_0 */, GGUF_TYPE_Q8_0}};
     for (size_t i = 0; i < sizeof quants / sizeof quants[0]; i++) {
         struct err e = {0};
         if (quant_model_quantize(stories_path(path, sizeof path), q, quants[i].ftype, NULL, NULL,

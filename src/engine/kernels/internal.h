@@ -24,6 +24,16 @@ struct block_q4_0x8 {
 };
 _Static_assert(sizeof(struct block_q4_0x8) == 8 * sizeof(struct block_q4_0), "x8 block size");
 
+// One block of columns of 8 interleaved Q5_0 rows: qs as Q4_0's; qh[4 * j
+// + t] holds row j's fifth bits of values 4p + t in bit p and of values
+// 16 + 4p + t in bit 4 + p (p = 0..3).
+struct block_q5_0x8 {
+    uint16_t d[8];
+    uint8_t qh[32];
+    uint8_t qs[8 * QK5_0 / 2];
+};
+_Static_assert(sizeof(struct block_q5_0x8) == 8 * sizeof(struct block_q5_0), "x8 block size");
+
 // One block of columns of 8 interleaved Q8_0 rows: qs[32 * p + 4 * j + t]
 // is row j's qs[4 * p + t], so bytes [32p, 32p + 32) are weights
 // 4p..4p+3 of each row, a lane per row.
@@ -90,6 +100,8 @@ static inline int kernels_q6_Kx8_quant(const struct block_q6_Kx8 *g, int e, int 
 void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
 void kernels_gemm_q8_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
+                             const void *x, size_t x_stride, int nr, int nc);
+void kernels_gemm_q5_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);
 void kernels_gemm_q4_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);

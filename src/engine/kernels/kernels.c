@@ -208,6 +208,35 @@ static void interleave_q4_K(void *dst, const void *src, int64_t n_rows, int64_t 
     }
 }
 
+// Q5_0: see struct block_q5_0x8.
+static void interleave_q5_0(void *dst, const void *src, int64_t n_rows, int64_t nb)
+{
+    const size_t row_bytes = (size_t)nb * sizeof(struct block_q5_0);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
+        struct block_q5_0x8 *g = (struct block_q5_0x8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
+        for (int64_t k = 0; k < nb; k++) {
+            for (int j = 0; j < 8; j++) {
+                const struct block_q5_0 *b =
+                    (const struct block_q5_0 *)((const uint8_t *)src +
+                                                (size_t)(r0 + j) * row_bytes) +
+                    k;
+                uint32_t h;
+                memcpy(&h, b->qh, 4);
+                g[k].d[j] = b->d;
+                for (int t = 0; t < 4; t++) {
+                    uint8_t v = 0;
+                    for (int p = 0; p < 4; p++)
+                        v |= (uint8_t)(((h >> (4 * p + t)) & 1) << p | ((h >> (16 + 4 * p + t)) & 1)
+                                                                           << (4 + p));
+                    g[k].qh[4 * j + t] = v;
+                }
+                for (int p = 0; p < 4; p++)
+                    memcpy(&g[k].qs[32 * p + 4 * j], &b->qs[4 * p], 4);
+            }
+        }
+    }
+}
+
 // Q6_K: see struct block_q6_Kx8.
 static void interleave_q6_K(void *dst, const void *src, int64_t n_rows, int64_t nb)
 {
@@ -251,6 +280,12 @@ bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_
             interleave_q4_K(dst, src, n_rows, n / QK_K);
         else
             interleave_q6_K(dst, src, n_rows, n / QK_K);
+        return true;
+    }
+    if (type == GGUF_TYPE_Q5_0) {
+        if (n % QK5_0 != 0)
+            return false;
+        interleave_q5_0(dst, src, n_rows, n / QK5_0);
         return true;
     }
     // Q4_0, Q8_0: per block, the 8 rows' f16 scales, then their quants 4

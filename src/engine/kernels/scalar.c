@@ -191,6 +191,39 @@ void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *v
     }
 }
 
+// The interleaved twin of kernels_vec_dot_q5_0_ref, with the same
+// arithmetic in the same order.
+void kernels_gemm_q5_0x8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
+                             const void *vx, size_t x_stride, int nr, int nc)
+{
+    const int64_t nb = n / QK5_0;
+    for (int r0 = 0; r0 < nr; r0 += 8) {
+        const struct block_q5_0x8 *g =
+            (const struct block_q5_0x8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
+        for (int c = 0; c < nc; c++) {
+            const struct block_q8_0 *x =
+                (const struct block_q8_0 *)((const uint8_t *)vx + (size_t)c * x_stride);
+            float sum[8] = {0};
+            for (int64_t k = 0; k < nb; k++) {
+                const float dx = quant_f16_to_f32(x[k].d);
+                for (int j = 0; j < 8; j++) {
+                    int sumi = 0;
+                    for (int i = 0; i < QK5_0 / 2; i++) {
+                        const int p = i / 4, t = i % 4;
+                        const uint8_t q = g[k].qs[32 * p + 4 * j + t], h = g[k].qh[4 * j + t];
+                        int q0 = (int)((q & 0x0F) | ((h >> p) & 1) << 4) - 16;
+                        int q1 = (int)((q >> 4) | ((h >> (4 + p)) & 1) << 4) - 16;
+                        sumi += q0 * x[k].qs[i] + q1 * x[k].qs[i + 16];
+                    }
+                    sum[j] += (float)sumi * (quant_f16_to_f32(g[k].d[j]) * dx);
+                }
+            }
+            for (int j = 0; j < 8; j++)
+                s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
+        }
+    }
+}
+
 // The interleaved twin of kernels_vec_dot_q8_0_ref, with the same
 // arithmetic in the same order.
 void kernels_gemm_q8_0x8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
