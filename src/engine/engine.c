@@ -30,8 +30,15 @@ int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **o
         return 0;
     size_t bytes = t->row_bytes * (size_t)t->ne[1];
     void *buf = NULL;
-    if (posix_memalign(&buf, 64, bytes) != 0)
+    // Large copies on 2 MiB boundaries, offered to transparent huge pages:
+    // fewer first-touch faults at load and fewer TLB misses when streamed.
+    const size_t huge = (size_t)2 << 20;
+    if (posix_memalign(&buf, bytes >= huge ? huge : 64, bytes) != 0)
         return err_set(e, ERR_NOMEM, "allocate %zu bytes for interleaved weights", bytes);
+#ifdef MADV_HUGEPAGE
+    if (bytes >= huge)
+        madvise(buf, bytes & ~(huge - 1), MADV_HUGEPAGE);
+#endif
     if (!kernels_interleave_x8(t->type, buf, t->data, t->ne[1], t->ne[0])) {
         free(buf);
         return 0;

@@ -4,6 +4,8 @@
 #include "model/internal.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -253,6 +255,27 @@ static float *alloc_act(struct model *m, size_t n_floats, int *failed)
 // Interleaves the Q4_0 and Q8_0 matmul weights of decoder models (the
 // kernels then multiply 8 rows per vector lane set). The embedding table stays as mapped:
 // it is also read by row lookups (a tied output gets its own copy).
+struct interleave_job {
+    struct engine_tensor **ts;
+    void **copies;
+    int *rcs;
+    struct err *errs;
+    size_t n;
+    _Atomic size_t next;
+};
+
+static void *interleave_worker(void *arg)
+{
+    struct interleave_job *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n)
+            return NULL;
+        if (j->ts[i]->data)
+            j->rcs[i] = engine_tensor_interleave(j->ts[i], true, &j->copies[i], &j->errs[i]);
+    }
+}
+
 static int interleave_weights(struct model *m, struct err *e)
 {
     if (m->arch->encoder || m->opts.mapped_weights_only || !m->layers)
@@ -270,16 +293,39 @@ static int interleave_weights(struct model *m, struct err *e)
         for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++)
             ts[k++] = lt[i];
     }
+    // The model's threads rewrite the tensors in parallel (the first
+    // touch of the copies' pages is most of the cost).
+    struct interleave_job job = {.ts = ts,
+                                 .copies = xcalloc(k, sizeof(void *)),
+                                 .rcs = xcalloc(k, sizeof(int)),
+                                 .errs = xcalloc(k, sizeof(struct err)),
+                                 .n = k};
+    atomic_init(&job.next, 0);
+    int nt = m->opts.n_threads > 1 ? m->opts.n_threads : 1;
+    if ((size_t)nt > k)
+        nt = (int)k;
+    pthread_t *th = xcalloc((size_t)nt, sizeof *th);
+    int started = 0;
+    for (int t = 1; t < nt; t++, started++)
+        if (pthread_create(&th[t], NULL, interleave_worker, &job) != 0)
+            break;  // fewer helpers; the calling thread does the rest
+    interleave_worker(&job);
+    for (int t = 1; t <= started; t++)
+        pthread_join(th[t], NULL);
+    free(th);
     m->weight_copies = xcalloc(k, sizeof *m->weight_copies);
     int rc = 0;
-    for (size_t i = 0; i < k && rc >= 0; i++) {
-        void *copy = NULL;
-        if (!ts[i]->data)
-            continue;
-        rc = engine_tensor_interleave(ts[i], true, &copy, e);
-        if (copy)
-            m->weight_copies[m->n_weight_copies++] = copy;
+    for (size_t i = 0; i < k; i++) {
+        if (job.copies[i])
+            m->weight_copies[m->n_weight_copies++] = job.copies[i];
+        if (job.rcs[i] < 0 && rc >= 0) {
+            rc = job.rcs[i];
+            *e = job.errs[i];
+        }
     }
+    free(job.copies);
+    free(job.rcs);
+    free(job.errs);
     free(ts);
     return rc < 0 ? rc : 0;
 }
