@@ -141,9 +141,19 @@ static void get_rows_range(void *p, int64_t r0, int64_t r1)
 {
     struct get_rows_ctx *g = p;
     int64_t n = g->w->ne[0];
+    // An interleaved table (a tied output's copy) gives each row back in
+    // its own format first.
+    uint8_t *tmp = g->w->interleave ? xmalloc(g->w->row_bytes) : NULL;
     for (int64_t r = r0; r < r1; r++) {
         int64_t id = g->ids[r];
         const uint8_t *src = (const uint8_t *)g->w->data + (size_t)id * g->w->row_bytes;
+        if (tmp) {
+            const uint8_t *group =
+                (const uint8_t *)g->w->data + (size_t)(id & ~7) * g->w->row_bytes;
+            bool ok = kernels_x8_row(g->w->type, group, (int)(id & 7), n, tmp);
+            ASSERT(ok);
+            src = tmp;
+        }
         float *dst = g->y + r * n;
         if (g->w->type == GGUF_TYPE_F32)
             memcpy(dst, src, (size_t)n * sizeof(float));
@@ -152,12 +162,13 @@ static void get_rows_range(void *p, int64_t r0, int64_t r1)
         else
             g->to_float(src, dst, n);
     }
+    free(tmp);
 }
 
 static void cpu_get_rows(struct engine_backend *be, float *y, const struct engine_tensor *w,
                          const int32_t *ids, int64_t n_rows)
 {
-    ASSERT(!w->interleave);  // interleaved weights are matmul-only
+    ASSERT(!w->interleave || w->interleave == 8);
     const struct quant_traits *qt = quant_traits_get(w->type);
     struct get_rows_ctx g = {y, w, ids, qt ? qt->to_float : NULL};
     par_rows(cpu_of(be), n_rows, w->ne[0] * 4, get_rows_range, &g);

@@ -252,9 +252,10 @@ static float *alloc_act(struct model *m, size_t n_floats, int *failed)
     return p;
 }
 
-// Interleaves the Q4_0 and Q8_0 matmul weights of decoder models (the
-// kernels then multiply 8 rows per vector lane set). The embedding table stays as mapped:
-// it is also read by row lookups (a tied output gets its own copy).
+// Interleaves the matmul weights of decoder models whose type has an
+// interleaved layout (the kernels then multiply 8 rows per vector lane
+// set). An untied embedding table stays as mapped (only row lookups read
+// it); a tied one is the output's copy, which the lookups then read.
 struct interleave_job {
     struct engine_tensor **ts;
     void **copies;
@@ -293,6 +294,7 @@ static int interleave_weights(struct model *m, struct err *e)
         for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++)
             ts[k++] = lt[i];
     }
+    const bool tied = m->output.data && m->output.data == m->tok_embd.data;
     // The model's threads rewrite the tensors in parallel (the first
     // touch of the copies' pages is most of the cost).
     struct interleave_job job = {.ts = ts,
@@ -300,7 +302,13 @@ static int interleave_weights(struct model *m, struct err *e)
                                  .rcs = xcalloc(k, sizeof(int)),
                                  .errs = xcalloc(k, sizeof(struct err)),
                                  .n = k};
+    // The output alone first, so the layers' copies do not pile up beside
+    // a tied output's copy and its mapped table.
     atomic_init(&job.next, 0);
+    job.n = 1;
+    interleave_worker(&job);
+    job.n = k;
+    atomic_init(&job.next, 1);
     int nt = m->opts.n_threads > 1 ? m->opts.n_threads : 1;
     if ((size_t)nt > k)
         nt = (int)k;
@@ -322,6 +330,13 @@ static int interleave_weights(struct model *m, struct err *e)
             rc = job.rcs[i];
             *e = job.errs[i];
         }
+    }
+    // A tied output's copy serves the row lookups too: the mapped table
+    // was given back, and touching it again would map it back (page by
+    // page with the fault-around) beside the copy.
+    if (tied && m->output.interleave) {
+        m->tok_embd.data = m->output.data;
+        m->tok_embd.interleave = m->output.interleave;
     }
     free(job.copies);
     free(job.rcs);

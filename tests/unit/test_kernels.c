@@ -649,6 +649,14 @@ static void check_interleaved(uint32_t type, kernels_gemm_fn ref_x8, int *checke
             ref->from_float(x, xq + xrow * c, n);
         }
         assert_true(kernels_interleave_x8(type, wx, w, NR, n));
+        // every row comes back byte for byte (the embedding lookups of a
+        // tied, interleaved output read rows this way)
+        uint8_t *back = malloc(wrow);
+        for (int r = 0; r < NR; r++) {
+            assert_true(kernels_x8_row(type, wx + wrow * (size_t)(r & ~7), r & 7, n, back));
+            assert_memory_equal(back, w + wrow * r, wrow);
+        }
+        free(back);
         float want[NC][NR], s[NC * NR];
         double scale[NC][NR];
         for (int c = 0; c < NC; c++) {
@@ -709,6 +717,7 @@ static void test_interleaved(void **state)
     assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_1, dummy, dummy + 8 * 34, 8, 32));
     assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_0, dummy, dummy + 8 * 34, 7, 32));
     assert_false(kernels_interleave_x8(GGUF_TYPE_Q8_0, dummy, dummy + 8 * 34, 7, 32));
+    assert_false(kernels_x8_row(GGUF_TYPE_Q4_1, dummy, 0, 32, dummy + 8 * 34));
     int checked = 0;
     check_interleaved(GGUF_TYPE_Q4_0, kernels_gemm_q4_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q8_0, kernels_gemm_q8_0x8_ref, &checked);

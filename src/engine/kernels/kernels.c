@@ -321,6 +321,74 @@ bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_
     return true;
 }
 
+bool kernels_x8_row(uint32_t type, const void *group, int j, int64_t n, void *row)
+{
+    const uint8_t *g = group;
+    if (type == GGUF_TYPE_Q4_0 || type == GGUF_TYPE_Q8_0 || type == GGUF_TYPE_Q5_0) {
+        const size_t bs = quant_row_size(type, 32);
+        const size_t qbytes = type == GGUF_TYPE_Q8_0 ? QK8_0 : QK4_0 / 2;
+        const size_t qs_at = type == GGUF_TYPE_Q5_0 ? 48 : 16;  // past d[8] (and qh[32])
+        for (int64_t k = 0; k < n / 32; k++) {
+            const uint8_t *b = g + (size_t)k * 8 * bs;
+            uint8_t *o = (uint8_t *)row + (size_t)k * bs;
+            memcpy(o, b + 2 * j, 2);
+            const size_t o_qs = type == GGUF_TYPE_Q5_0 ? 6 : 2;
+            for (size_t p = 0; p < qbytes / 4; p++)
+                memcpy(o + o_qs + 4 * p, b + qs_at + 32 * p + 4 * (size_t)j, 4);
+            if (type == GGUF_TYPE_Q5_0) {
+                const uint8_t *qh = b + 16 + 4 * j;
+                uint32_t h = 0;
+                for (int t = 0; t < 4; t++)
+                    for (int p = 0; p < 4; p++)
+                        h |= (uint32_t)((qh[t] >> p) & 1) << (4 * p + t) |
+                             (uint32_t)((qh[t] >> (4 + p)) & 1) << (16 + 4 * p + t);
+                memcpy(o + 2, &h, 4);
+            }
+        }
+        return true;
+    }
+    if (type == GGUF_TYPE_Q4_K) {
+        const struct block_q4_Kx8 *x8 = group;
+        struct block_q4_K *o = row;
+        for (int64_t k = 0; k < n / QK_K; k++) {
+            o[k].d = x8[k].d[j];
+            o[k].dmin = x8[k].dmin[j];
+            uint8_t sc[8], m[8];
+            for (int s = 0; s < 8; s++)
+                kernels_q4_Kx8_scale_min(x8[k].scl, x8[k].sch, s, j, &sc[s], &m[s]);
+            for (int i = 0; i < 4; i++) {
+                o[k].scales[i] = (uint8_t)(sc[i] | (sc[i + 4] >> 4) << 6);
+                o[k].scales[i + 4] = (uint8_t)(m[i] | (m[i + 4] >> 4) << 6);
+                o[k].scales[i + 8] = (uint8_t)((sc[i + 4] & 0x0F) | (m[i + 4] & 0x0F) << 4);
+            }
+            for (int c = 0; c < 4; c++)
+                for (int p = 0; p < 8; p++)
+                    memcpy(&o[k].qs[32 * c + 4 * p], &x8[k].qs[256 * c + 32 * p + 4 * j], 4);
+        }
+        return true;
+    }
+    if (type == GGUF_TYPE_Q6_K) {
+        const struct block_q6_Kx8 *x8 = group;
+        struct block_q6_K *o = row;
+        for (int64_t k = 0; k < n / QK_K; k++) {
+            o[k].d = x8[k].d[j];
+            memset(o[k].ql, 0, sizeof o[k].ql);
+            memset(o[k].qh, 0, sizeof o[k].qh);
+            for (int s = 0; s < QK_K / 16; s++)
+                o[k].scales[s] = x8[k].sc[8 * s + j];
+            for (int e = 0; e < QK_K; e++) {
+                const int q = kernels_q6_Kx8_quant(&x8[k], e, j);
+                const int half = e / 128, jj = (e % 128) / 32, l = e % 32;
+                o[k].ql[64 * half + l + ((jj & 1) ? 32 : 0)] |=
+                    (uint8_t)((q & 0x0F) << (jj < 2 ? 0 : 4));
+                o[k].qh[32 * half + l] |= (uint8_t)((q >> 4) << (2 * jj));
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
 const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa)
 {
     return kernels_isa_supported(isa) ? &resolved_ops[isa] : NULL;

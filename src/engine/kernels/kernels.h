@@ -53,6 +53,10 @@ struct kernels_type {
 // not overlap. False (nothing written) when the type has no such layout or
 // n_rows is not a multiple of 8.
 bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n);
+// The inverse for one row: writes row j (0..7) of the interleaved 8-row
+// group at `group` (n elements per row) in the type's own block format, the
+// bytes kernels_interleave_x8 read. False for a type without the layout.
+bool kernels_x8_row(uint32_t type, const void *group, int j, int64_t n, void *row);
 
 // The matrix product the engine wants: s[c * s_stride + r] = dot(w row r,
 // x row c) for r < nr, c < nc (x already converted with k->from_float). Uses
