@@ -177,216 +177,195 @@ void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_
                        xp + (size_t)c * x_stride);
 }
 
-// Q4_K: see struct block_q4_Kx8.
-static void interleave_q4_K(void *dst, const void *src, int64_t n_rows, int64_t nb)
+// Row j's block b into lane j of the 8-row block g of each layout (and,
+// for the inverses below, lane j of g back into b: the same signature with
+// the first two roles swapped).
+typedef void (*x8_put_fn)(void *dst, const void *src, int j);
+
+// Q4_0, Q8_0: the 8 rows' f16 scales, then their quants 4 bytes at a time
+// (Q4_0: the packed nibble bytes, 16 per row; Q8_0: the 32 quants).
+static void put_legacy(uint8_t *o, const uint8_t *b, int j, size_t qbytes)
 {
-    const size_t row_bytes = (size_t)nb * sizeof(struct block_q4_K);
-    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
-        struct block_q4_Kx8 *g = (struct block_q4_Kx8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
-        for (int64_t k = 0; k < nb; k++) {
-            memset(g[k].sch, 0, sizeof g[k].sch);
-            for (int j = 0; j < 8; j++) {
-                const struct block_q4_K *b =
-                    (const struct block_q4_K *)((const uint8_t *)src +
-                                                (size_t)(r0 + j) * row_bytes) +
-                    k;
-                g[k].d[j] = b->d;
-                g[k].dmin[j] = b->dmin;
-                uint8_t sc[8], m[8];
-                kernels_unpack_scale_min_k4(b->scales, sc, m);
-                for (int s = 0; s < 8; s++) {
-                    const int i = 8 * s + j;
-                    g[k].scl[i] = (uint8_t)((sc[s] & 0x0F) | (m[s] & 0x0F) << 4);
-                    const uint8_t hi = (uint8_t)((sc[s] >> 4) | (m[s] >> 4) << 2);
-                    g[k].sch[i % 32] |= (uint8_t)(hi << (i >= 32 ? 4 : 0));
-                }
-                for (int c = 0; c < 4; c++)
-                    for (int p = 0; p < 8; p++)
-                        memcpy(&g[k].qs[256 * c + 32 * p + 4 * j], &b->qs[32 * c + 4 * p], 4);
-            }
-        }
-    }
+    memcpy(o + 2 * j, b, 2);
+    for (size_t p = 0; p < qbytes / 4; p++)
+        memcpy(o + 16 + 32 * p + 4 * (size_t)j, b + 2 + 4 * p, 4);
+}
+
+static void put_q4_0(void *g, const void *b, int j)
+{
+    put_legacy(g, b, j, QK4_0 / 2);
+}
+
+static void put_q8_0(void *g, const void *b, int j)
+{
+    put_legacy(g, b, j, QK8_0);
 }
 
 // Q5_0: see struct block_q5_0x8.
-static void interleave_q5_0(void *dst, const void *src, int64_t n_rows, int64_t nb)
+static void put_q5_0(void *vg, const void *vb, int j)
 {
-    const size_t row_bytes = (size_t)nb * sizeof(struct block_q5_0);
-    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
-        struct block_q5_0x8 *g = (struct block_q5_0x8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
-        for (int64_t k = 0; k < nb; k++) {
-            for (int j = 0; j < 8; j++) {
-                const struct block_q5_0 *b =
-                    (const struct block_q5_0 *)((const uint8_t *)src +
-                                                (size_t)(r0 + j) * row_bytes) +
-                    k;
-                uint32_t h;
-                memcpy(&h, b->qh, 4);
-                g[k].d[j] = b->d;
-                for (int t = 0; t < 4; t++) {
-                    uint8_t v = 0;
-                    for (int p = 0; p < 4; p++)
-                        v |= (uint8_t)(((h >> (4 * p + t)) & 1) << p | ((h >> (16 + 4 * p + t)) & 1)
-                                                                           << (4 + p));
-                    g[k].qh[4 * j + t] = v;
-                }
-                for (int p = 0; p < 4; p++)
-                    memcpy(&g[k].qs[32 * p + 4 * j], &b->qs[4 * p], 4);
-            }
-        }
+    struct block_q5_0x8 *g = vg;
+    const struct block_q5_0 *b = vb;
+    uint32_t h;
+    memcpy(&h, b->qh, 4);
+    g->d[j] = b->d;
+    for (int t = 0; t < 4; t++) {
+        uint8_t v = 0;
+        for (int p = 0; p < 4; p++)
+            v |=
+                (uint8_t)(((h >> (4 * p + t)) & 1) << p | ((h >> (16 + 4 * p + t)) & 1) << (4 + p));
+        g->qh[4 * j + t] = v;
     }
+    for (int p = 0; p < 4; p++)
+        memcpy(&g->qs[32 * p + 4 * j], &b->qs[4 * p], 4);
+}
+
+// Q4_K: see struct block_q4_Kx8.
+static void put_q4_K(void *vg, const void *vb, int j)
+{
+    struct block_q4_Kx8 *g = vg;
+    const struct block_q4_K *b = vb;
+    if (j == 0)
+        memset(g->sch, 0, sizeof g->sch);
+    g->d[j] = b->d;
+    g->dmin[j] = b->dmin;
+    uint8_t sc[8], m[8];
+    kernels_unpack_scale_min_k4(b->scales, sc, m);
+    for (int s = 0; s < 8; s++) {
+        const int i = 8 * s + j;
+        g->scl[i] = (uint8_t)((sc[s] & 0x0F) | (m[s] & 0x0F) << 4);
+        const uint8_t hi = (uint8_t)((sc[s] >> 4) | (m[s] >> 4) << 2);
+        g->sch[i % 32] |= (uint8_t)(hi << (i >= 32 ? 4 : 0));
+    }
+    for (int c = 0; c < 4; c++)
+        for (int p = 0; p < 8; p++)
+            memcpy(&g->qs[256 * c + 32 * p + 4 * j], &b->qs[32 * c + 4 * p], 4);
 }
 
 // Q6_K: see struct block_q6_Kx8.
-static void interleave_q6_K(void *dst, const void *src, int64_t n_rows, int64_t nb)
+static void put_q6_K(void *vg, const void *vb, int j)
 {
-    const size_t row_bytes = (size_t)nb * sizeof(struct block_q6_K);
-    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
-        struct block_q6_Kx8 *g = (struct block_q6_Kx8 *)((uint8_t *)dst + (size_t)r0 * row_bytes);
-        for (int64_t k = 0; k < nb; k++) {
-            for (int j = 0; j < 8; j++) {
-                const struct block_q6_K *b =
-                    (const struct block_q6_K *)((const uint8_t *)src +
-                                                (size_t)(r0 + j) * row_bytes) +
-                    k;
-                g[k].d[j] = b->d;
-                for (int s = 0; s < QK_K / 16; s++) {
-                    g[k].sc[8 * s + j] = b->scales[s];
-                    for (int t = 0; t < 4; t++) {
-                        int q[4];
-                        for (int u = 0; u < 4; u++)
-                            q[u] = kernels_q6_K_quant(b, 16 * s + 4 * u + t);
-                        g[k].ql[64 * s + 4 * j + t] = (uint8_t)((q[0] & 15) | (q[1] & 15) << 4);
-                        g[k].ql[64 * s + 32 + 4 * j + t] =
-                            (uint8_t)((q[2] & 15) | (q[3] & 15) << 4);
-                        g[k].qh[32 * s + 4 * j + t] =
-                            (uint8_t)(q[0] >> 4 | (q[1] >> 4) << 2 | (q[2] >> 4) << 4 |
-                                      (q[3] >> 4) << 6);
-                    }
-                }
-            }
+    struct block_q6_Kx8 *g = vg;
+    const struct block_q6_K *b = vb;
+    g->d[j] = b->d;
+    for (int s = 0; s < QK_K / 16; s++) {
+        g->sc[8 * s + j] = b->scales[s];
+        for (int t = 0; t < 4; t++) {
+            int q[4];
+            for (int u = 0; u < 4; u++)
+                q[u] = kernels_q6_K_quant(b, 16 * s + 4 * u + t);
+            g->ql[64 * s + 4 * j + t] = (uint8_t)((q[0] & 15) | (q[1] & 15) << 4);
+            g->ql[64 * s + 32 + 4 * j + t] = (uint8_t)((q[2] & 15) | (q[3] & 15) << 4);
+            g->qh[32 * s + 4 * j + t] =
+                (uint8_t)(q[0] >> 4 | (q[1] >> 4) << 2 | (q[2] >> 4) << 4 | (q[3] >> 4) << 6);
         }
     }
 }
 
 bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n)
 {
-    if (n_rows % 8 != 0 || n <= 0)
+    x8_put_fn put = type == GGUF_TYPE_Q4_0   ? put_q4_0
+                    : type == GGUF_TYPE_Q5_0 ? put_q5_0
+                    : type == GGUF_TYPE_Q8_0 ? put_q8_0
+                    : type == GGUF_TYPE_Q4_K ? put_q4_K
+                    : type == GGUF_TYPE_Q6_K ? put_q6_K
+                                             : NULL;
+    const int64_t qk = type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q6_K ? QK_K : 32;
+    if (!put || n_rows % 8 != 0 || n <= 0 || n % qk != 0)
         return false;
-    if (type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q6_K) {
-        if (n % QK_K != 0)
-            return false;
-        if (type == GGUF_TYPE_Q4_K)
-            interleave_q4_K(dst, src, n_rows, n / QK_K);
-        else
-            interleave_q6_K(dst, src, n_rows, n / QK_K);
-        return true;
-    }
-    if (type == GGUF_TYPE_Q5_0) {
-        if (n % QK5_0 != 0)
-            return false;
-        interleave_q5_0(dst, src, n_rows, n / QK5_0);
-        return true;
-    }
-    // Q4_0, Q8_0: per block, the 8 rows' f16 scales, then their quants 4
-    // bytes at a time (Q4_0: the packed nibble bytes, 16 per row; Q8_0:
-    // the 32 quants of each row).
-    size_t bs, qbytes;
-    if (type == GGUF_TYPE_Q4_0) {
-        bs = sizeof(struct block_q4_0);
-        qbytes = QK4_0 / 2;
-    } else if (type == GGUF_TYPE_Q8_0) {
-        bs = sizeof(struct block_q8_0);
-        qbytes = QK8_0;
-    } else {
-        return false;
-    }
-    if (n % 32 != 0)
-        return false;
-    const int64_t nb = n / 32;
-    const size_t row_bytes = (size_t)nb * bs, gbs = 8 * bs;
-    for (int64_t r0 = 0; r0 < n_rows; r0 += 8) {
-        uint8_t *g = (uint8_t *)dst + (size_t)r0 * row_bytes;
-        for (int j = 0; j < 8; j++) {
-            const uint8_t *row = (const uint8_t *)src + (size_t)(r0 + j) * row_bytes;
-            for (int64_t k = 0; k < nb; k++) {
-                const uint8_t *b = row + (size_t)k * bs;  // f16 d, then the quants
-                uint8_t *o = g + (size_t)k * gbs;
-                memcpy(o + 2 * j, b, 2);
-                for (size_t p = 0; p < qbytes / 4; p++)
-                    memcpy(o + 16 + 32 * p + 4 * (size_t)j, b + 2 + 4 * p, 4);
-            }
-        }
-    }
+    const int64_t nb = n / qk;
+    const size_t bs = quant_row_size(type, qk), row_bytes = (size_t)nb * bs;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 8)
+        for (int64_t k = 0; k < nb; k++)
+            for (int j = 0; j < 8; j++)
+                put((uint8_t *)dst + (size_t)r0 * row_bytes + (size_t)k * 8 * bs,
+                    (const uint8_t *)src + (size_t)(r0 + j) * row_bytes + (size_t)k * bs, j);
     return true;
+}
+
+// The inverses: lane j of the 8-row block g back into a block o of the type.
+static void take_legacy(uint8_t *o, const uint8_t *g, int j, size_t qbytes, size_t qs_at,
+                        size_t o_qs)
+{
+    memcpy(o, g + 2 * j, 2);
+    for (size_t p = 0; p < qbytes / 4; p++)
+        memcpy(o + o_qs + 4 * p, g + qs_at + 32 * p + 4 * (size_t)j, 4);
+}
+
+static void take_q4_0(void *o, const void *g, int j)
+{
+    take_legacy(o, g, j, QK4_0 / 2, 16, 2);
+}
+
+static void take_q8_0(void *o, const void *g, int j)
+{
+    take_legacy(o, g, j, QK8_0, 16, 2);
+}
+
+static void take_q5_0(void *vo, const void *vg, int j)
+{
+    const struct block_q5_0x8 *g = vg;
+    take_legacy(vo, vg, j, QK5_0 / 2, offsetof(struct block_q5_0x8, qs),
+                offsetof(struct block_q5_0, qs));
+    uint32_t h = 0;
+    for (int t = 0; t < 4; t++)
+        for (int p = 0; p < 4; p++)
+            h |= (uint32_t)((g->qh[4 * j + t] >> p) & 1) << (4 * p + t) |
+                 (uint32_t)((g->qh[4 * j + t] >> (4 + p)) & 1) << (16 + 4 * p + t);
+    memcpy(((struct block_q5_0 *)vo)->qh, &h, 4);
+}
+
+static void take_q4_K(void *vo, const void *vg, int j)
+{
+    const struct block_q4_Kx8 *g = vg;
+    struct block_q4_K *o = vo;
+    o->d = g->d[j];
+    o->dmin = g->dmin[j];
+    uint8_t sc[8], m[8];
+    for (int s = 0; s < 8; s++)
+        kernels_q4_Kx8_scale_min(g->scl, g->sch, s, j, &sc[s], &m[s]);
+    for (int i = 0; i < 4; i++) {  // the 12-byte packing kernels_unpack_scale_min_k4 reads
+        o->scales[i] = (uint8_t)(sc[i] | (sc[i + 4] >> 4) << 6);
+        o->scales[i + 4] = (uint8_t)(m[i] | (m[i + 4] >> 4) << 6);
+        o->scales[i + 8] = (uint8_t)((sc[i + 4] & 0x0F) | (m[i + 4] & 0x0F) << 4);
+    }
+    for (int c = 0; c < 4; c++)
+        for (int p = 0; p < 8; p++)
+            memcpy(&o->qs[32 * c + 4 * p], &g->qs[256 * c + 32 * p + 4 * j], 4);
+}
+
+static void take_q6_K(void *vo, const void *vg, int j)
+{
+    const struct block_q6_Kx8 *g = vg;
+    struct block_q6_K *o = vo;
+    o->d = g->d[j];
+    memset(o->ql, 0, sizeof o->ql);
+    memset(o->qh, 0, sizeof o->qh);
+    for (int s = 0; s < QK_K / 16; s++)
+        o->scales[s] = g->sc[8 * s + j];
+    for (int e = 0; e < QK_K; e++) {
+        const int q = kernels_q6_Kx8_quant(g, e, j);
+        const int half = e / 128, jj = (e % 128) / 32, l = e % 32;
+        o->ql[64 * half + l + ((jj & 1) ? 32 : 0)] |= (uint8_t)((q & 0x0F) << (jj < 2 ? 0 : 4));
+        o->qh[32 * half + l] |= (uint8_t)((q >> 4) << (2 * jj));
+    }
 }
 
 bool kernels_x8_row(uint32_t type, const void *group, int j, int64_t n, void *row)
 {
-    const uint8_t *g = group;
-    if (type == GGUF_TYPE_Q4_0 || type == GGUF_TYPE_Q8_0 || type == GGUF_TYPE_Q5_0) {
-        const size_t bs = quant_row_size(type, 32);
-        const size_t qbytes = type == GGUF_TYPE_Q8_0 ? QK8_0 : QK4_0 / 2;
-        const size_t qs_at = type == GGUF_TYPE_Q5_0 ? 48 : 16;  // past d[8] (and qh[32])
-        for (int64_t k = 0; k < n / 32; k++) {
-            const uint8_t *b = g + (size_t)k * 8 * bs;
-            uint8_t *o = (uint8_t *)row + (size_t)k * bs;
-            memcpy(o, b + 2 * j, 2);
-            const size_t o_qs = type == GGUF_TYPE_Q5_0 ? 6 : 2;
-            for (size_t p = 0; p < qbytes / 4; p++)
-                memcpy(o + o_qs + 4 * p, b + qs_at + 32 * p + 4 * (size_t)j, 4);
-            if (type == GGUF_TYPE_Q5_0) {
-                const uint8_t *qh = b + 16 + 4 * j;
-                uint32_t h = 0;
-                for (int t = 0; t < 4; t++)
-                    for (int p = 0; p < 4; p++)
-                        h |= (uint32_t)((qh[t] >> p) & 1) << (4 * p + t) |
-                             (uint32_t)((qh[t] >> (4 + p)) & 1) << (16 + 4 * p + t);
-                memcpy(o + 2, &h, 4);
-            }
-        }
-        return true;
-    }
-    if (type == GGUF_TYPE_Q4_K) {
-        const struct block_q4_Kx8 *x8 = group;
-        struct block_q4_K *o = row;
-        for (int64_t k = 0; k < n / QK_K; k++) {
-            o[k].d = x8[k].d[j];
-            o[k].dmin = x8[k].dmin[j];
-            uint8_t sc[8], m[8];
-            for (int s = 0; s < 8; s++)
-                kernels_q4_Kx8_scale_min(x8[k].scl, x8[k].sch, s, j, &sc[s], &m[s]);
-            for (int i = 0; i < 4; i++) {
-                o[k].scales[i] = (uint8_t)(sc[i] | (sc[i + 4] >> 4) << 6);
-                o[k].scales[i + 4] = (uint8_t)(m[i] | (m[i + 4] >> 4) << 6);
-                o[k].scales[i + 8] = (uint8_t)((sc[i + 4] & 0x0F) | (m[i + 4] & 0x0F) << 4);
-            }
-            for (int c = 0; c < 4; c++)
-                for (int p = 0; p < 8; p++)
-                    memcpy(&o[k].qs[32 * c + 4 * p], &x8[k].qs[256 * c + 32 * p + 4 * j], 4);
-        }
-        return true;
-    }
-    if (type == GGUF_TYPE_Q6_K) {
-        const struct block_q6_Kx8 *x8 = group;
-        struct block_q6_K *o = row;
-        for (int64_t k = 0; k < n / QK_K; k++) {
-            o[k].d = x8[k].d[j];
-            memset(o[k].ql, 0, sizeof o[k].ql);
-            memset(o[k].qh, 0, sizeof o[k].qh);
-            for (int s = 0; s < QK_K / 16; s++)
-                o[k].scales[s] = x8[k].sc[8 * s + j];
-            for (int e = 0; e < QK_K; e++) {
-                const int q = kernels_q6_Kx8_quant(&x8[k], e, j);
-                const int half = e / 128, jj = (e % 128) / 32, l = e % 32;
-                o[k].ql[64 * half + l + ((jj & 1) ? 32 : 0)] |=
-                    (uint8_t)((q & 0x0F) << (jj < 2 ? 0 : 4));
-                o[k].qh[32 * half + l] |= (uint8_t)((q >> 4) << (2 * jj));
-            }
-        }
-        return true;
-    }
-    return false;
+    x8_put_fn take = type == GGUF_TYPE_Q4_0   ? take_q4_0
+                     : type == GGUF_TYPE_Q5_0 ? take_q5_0
+                     : type == GGUF_TYPE_Q8_0 ? take_q8_0
+                     : type == GGUF_TYPE_Q4_K ? take_q4_K
+                     : type == GGUF_TYPE_Q6_K ? take_q6_K
+                                              : NULL;
+    const int64_t qk = type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q6_K ? QK_K : 32;
+    if (!take || n <= 0 || n % qk != 0)
+        return false;
+    const size_t bs = quant_row_size(type, qk);
+    for (int64_t k = 0; k < n / qk; k++)
+        take((uint8_t *)row + (size_t)k * bs, (const uint8_t *)group + (size_t)k * 8 * bs, j);
+    return true;
 }
 
 const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa)

@@ -159,168 +159,116 @@ void kernels_vec_dot_q4_0_ref(int64_t n, float *s, const void *vw, const void *v
     *s = sum;
 }
 
-// The interleaved twin of kernels_vec_dot_q4_0_ref, with the same
-// arithmetic in the same order (so the results are identical).
-void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
-                             const void *vx, size_t x_stride, int nr, int nc)
+// The scalar twins of the interleaved products: one term per (8-row block,
+// activation block, row) with the arithmetic of the type's vec_dot_ref in
+// the same order, so the results are identical.
+typedef float (*x8_term_fn)(const void *w, const void *x, int j);
+
+static void x8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
+                   const void *vx, size_t x_stride, int nr, int nc, int64_t qk, size_t wbs,
+                   size_t xbs, x8_term_fn term)
 {
-    const int64_t nb = n / QK4_0;
     for (int r0 = 0; r0 < nr; r0 += 8) {
-        const struct block_q4_0x8 *g =
-            (const struct block_q4_0x8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
+        const uint8_t *g = (const uint8_t *)vw + (size_t)r0 * w_stride;
         for (int c = 0; c < nc; c++) {
-            const struct block_q8_0 *x =
-                (const struct block_q8_0 *)((const uint8_t *)vx + (size_t)c * x_stride);
+            const uint8_t *x = (const uint8_t *)vx + (size_t)c * x_stride;
             float sum[8] = {0};
-            for (int64_t k = 0; k < nb; k++) {
-                const float dx = quant_f16_to_f32(x[k].d);
-                for (int j = 0; j < 8; j++) {
-                    int sumi = 0;
-                    for (int p = 0; p < 4; p++)
-                        for (int t = 0; t < 4; t++) {
-                            const uint8_t q = g[k].qs[32 * p + 4 * j + t];
-                            sumi += ((q & 0x0F) - 8) * x[k].qs[4 * p + t];
-                            sumi += ((q >> 4) - 8) * x[k].qs[4 * p + t + 16];
-                        }
-                    sum[j] += (float)sumi * (quant_f16_to_f32(g[k].d[j]) * dx);
-                }
-            }
+            for (int64_t k = 0; k < n / qk; k++)
+                for (int j = 0; j < 8; j++)
+                    sum[j] += term(g + (size_t)k * wbs, x + (size_t)k * xbs, j);
             for (int j = 0; j < 8; j++)
                 s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
         }
     }
 }
 
-// The interleaved twin of kernels_vec_dot_q5_0_ref, with the same
-// arithmetic in the same order.
-void kernels_gemm_q5_0x8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
-                             const void *vx, size_t x_stride, int nr, int nc)
+static float q4_0x8_term(const void *vw, const void *vx, int j)
 {
-    const int64_t nb = n / QK5_0;
-    for (int r0 = 0; r0 < nr; r0 += 8) {
-        const struct block_q5_0x8 *g =
-            (const struct block_q5_0x8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
-        for (int c = 0; c < nc; c++) {
-            const struct block_q8_0 *x =
-                (const struct block_q8_0 *)((const uint8_t *)vx + (size_t)c * x_stride);
-            float sum[8] = {0};
-            for (int64_t k = 0; k < nb; k++) {
-                const float dx = quant_f16_to_f32(x[k].d);
-                for (int j = 0; j < 8; j++) {
-                    int sumi = 0;
-                    for (int i = 0; i < QK5_0 / 2; i++) {
-                        const int p = i / 4, t = i % 4;
-                        const uint8_t q = g[k].qs[32 * p + 4 * j + t], h = g[k].qh[4 * j + t];
-                        int q0 = (int)((q & 0x0F) | ((h >> p) & 1) << 4) - 16;
-                        int q1 = (int)((q >> 4) | ((h >> (4 + p)) & 1) << 4) - 16;
-                        sumi += q0 * x[k].qs[i] + q1 * x[k].qs[i + 16];
-                    }
-                    sum[j] += (float)sumi * (quant_f16_to_f32(g[k].d[j]) * dx);
-                }
-            }
-            for (int j = 0; j < 8; j++)
-                s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
+    const struct block_q4_0x8 *g = vw;
+    const struct block_q8_0 *x = vx;
+    int sumi = 0;
+    for (int p = 0; p < 4; p++)
+        for (int t = 0; t < 4; t++) {
+            const uint8_t q = g->qs[32 * p + 4 * j + t];
+            sumi += ((q & 0x0F) - 8) * x->qs[4 * p + t];
+            sumi += ((q >> 4) - 8) * x->qs[4 * p + t + 16];
         }
-    }
+    return (float)sumi * (quant_f16_to_f32(g->d[j]) * quant_f16_to_f32(x->d));
 }
 
-// The interleaved twin of kernels_vec_dot_q8_0_ref, with the same
-// arithmetic in the same order.
-void kernels_gemm_q8_0x8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
-                             const void *vx, size_t x_stride, int nr, int nc)
+static float q5_0x8_term(const void *vw, const void *vx, int j)
 {
-    const int64_t nb = n / QK8_0;
-    for (int r0 = 0; r0 < nr; r0 += 8) {
-        const struct block_q8_0x8 *g =
-            (const struct block_q8_0x8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
-        for (int c = 0; c < nc; c++) {
-            const struct block_q8_0 *x =
-                (const struct block_q8_0 *)((const uint8_t *)vx + (size_t)c * x_stride);
-            float sum[8] = {0};
-            for (int64_t k = 0; k < nb; k++) {
-                const float dx = quant_f16_to_f32(x[k].d);
-                for (int j = 0; j < 8; j++) {
-                    int sumi = 0;
-                    for (int i = 0; i < QK8_0; i++)
-                        sumi += g[k].qs[32 * (i / 4) + 4 * j + i % 4] * x[k].qs[i];
-                    sum[j] += (float)sumi * (quant_f16_to_f32(g[k].d[j]) * dx);
-                }
-            }
-            for (int j = 0; j < 8; j++)
-                s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
-        }
+    const struct block_q5_0x8 *g = vw;
+    const struct block_q8_0 *x = vx;
+    int sumi = 0;
+    for (int i = 0; i < QK5_0 / 2; i++) {
+        const int p = i / 4, t = i % 4;
+        const uint8_t q = g->qs[32 * p + 4 * j + t], h = g->qh[4 * j + t];
+        int q0 = (int)((q & 0x0F) | ((h >> p) & 1) << 4) - 16;
+        int q1 = (int)((q >> 4) | ((h >> (4 + p)) & 1) << 4) - 16;
+        sumi += q0 * x->qs[i] + q1 * x->qs[i + 16];
     }
+    return (float)sumi * (quant_f16_to_f32(g->d[j]) * quant_f16_to_f32(x->d));
 }
 
-// The interleaved twin of kernels_vec_dot_q4_K_ref, with the same
-// arithmetic in the same order.
-void kernels_gemm_q4_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
-                             const void *vx, size_t x_stride, int nr, int nc)
+static float q8_0x8_term(const void *vw, const void *vx, int j)
 {
-    const int64_t nb = n / QK_K;
-    for (int r0 = 0; r0 < nr; r0 += 8) {
-        const struct block_q4_Kx8 *g =
-            (const struct block_q4_Kx8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
-        for (int c = 0; c < nc; c++) {
-            const struct block_q8_K *x =
-                (const struct block_q8_K *)((const uint8_t *)vx + (size_t)c * x_stride);
-            float sum[8] = {0};
-            for (int64_t k = 0; k < nb; k++) {
-                for (int j = 0; j < 8; j++) {
-                    int isum = 0, summs = 0;
-                    for (int sub = 0; sub < 8; sub++) {
-                        uint8_t sc, m;
-                        kernels_q4_Kx8_scale_min(g[k].scl, g[k].sch, sub, j, &sc, &m);
-                        const int shift = (sub & 1) ? 4 : 0;
-                        int sumi = 0;
-                        for (int l = 0; l < 32; l++) {
-                            const uint8_t q =
-                                g[k].qs[256 * (sub / 2) + 32 * (l / 4) + 4 * j + l % 4];
-                            sumi += ((q >> shift) & 0x0F) * x[k].qs[32 * sub + l];
-                        }
-                        isum += sc * sumi;
-                        summs += m * (x[k].bsums[2 * sub] + x[k].bsums[2 * sub + 1]);
-                    }
-                    sum[j] += (quant_f16_to_f32(g[k].d[j]) * x[k].d) * (float)isum -
-                              (quant_f16_to_f32(g[k].dmin[j]) * x[k].d) * (float)summs;
-                }
-            }
-            for (int j = 0; j < 8; j++)
-                s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
-        }
-    }
+    const struct block_q8_0x8 *g = vw;
+    const struct block_q8_0 *x = vx;
+    int sumi = 0;
+    for (int i = 0; i < QK8_0; i++)
+        sumi += g->qs[32 * (i / 4) + 4 * j + i % 4] * x->qs[i];
+    return (float)sumi * (quant_f16_to_f32(g->d[j]) * quant_f16_to_f32(x->d));
 }
 
-// The interleaved twin of kernels_vec_dot_q6_K_ref, with the same
-// arithmetic in the same order.
-void kernels_gemm_q6_Kx8_ref(int64_t n, float *s, size_t s_stride, const void *vw, size_t w_stride,
-                             const void *vx, size_t x_stride, int nr, int nc)
+static float q4_Kx8_term(const void *vw, const void *vx, int j)
 {
-    const int64_t nb = n / QK_K;
-    for (int r0 = 0; r0 < nr; r0 += 8) {
-        const struct block_q6_Kx8 *g =
-            (const struct block_q6_Kx8 *)((const uint8_t *)vw + (size_t)r0 * w_stride);
-        for (int c = 0; c < nc; c++) {
-            const struct block_q8_K *x =
-                (const struct block_q8_K *)((const uint8_t *)vx + (size_t)c * x_stride);
-            float sum[8] = {0};
-            for (int64_t k = 0; k < nb; k++) {
-                for (int j = 0; j < 8; j++) {
-                    int isum = 0;
-                    for (int e0 = 0; e0 < QK_K; e0 += 16) {
-                        int sumi = 0;
-                        for (int e = e0; e < e0 + 16; e++)
-                            sumi += (kernels_q6_Kx8_quant(&g[k], e, j) - 32) * x[k].qs[e];
-                        isum += g[k].sc[8 * (e0 / 16) + j] * sumi;
-                    }
-                    sum[j] += (quant_f16_to_f32(g[k].d[j]) * x[k].d) * (float)isum;
-                }
-            }
-            for (int j = 0; j < 8; j++)
-                s[(size_t)c * s_stride + (size_t)r0 + (size_t)j] = sum[j];
+    const struct block_q4_Kx8 *g = vw;
+    const struct block_q8_K *x = vx;
+    int isum = 0, summs = 0;
+    for (int sub = 0; sub < 8; sub++) {
+        uint8_t sc, m;
+        kernels_q4_Kx8_scale_min(g->scl, g->sch, sub, j, &sc, &m);
+        const int shift = (sub & 1) ? 4 : 0;
+        int sumi = 0;
+        for (int l = 0; l < 32; l++) {
+            const uint8_t q = g->qs[256 * (sub / 2) + 32 * (l / 4) + 4 * j + l % 4];
+            sumi += ((q >> shift) & 0x0F) * x->qs[32 * sub + l];
         }
+        isum += sc * sumi;
+        summs += m * (x->bsums[2 * sub] + x->bsums[2 * sub + 1]);
     }
+    return (quant_f16_to_f32(g->d[j]) * x->d) * (float)isum -
+           (quant_f16_to_f32(g->dmin[j]) * x->d) * (float)summs;
 }
+
+static float q6_Kx8_term(const void *vw, const void *vx, int j)
+{
+    const struct block_q6_Kx8 *g = vw;
+    const struct block_q8_K *x = vx;
+    int isum = 0;
+    for (int e0 = 0; e0 < QK_K; e0 += 16) {
+        int sumi = 0;
+        for (int e = e0; e < e0 + 16; e++)
+            sumi += (kernels_q6_Kx8_quant(g, e, j) - 32) * x->qs[e];
+        isum += g->sc[8 * (e0 / 16) + j] * sumi;
+    }
+    return (quant_f16_to_f32(g->d[j]) * x->d) * (float)isum;
+}
+
+#define X8_REF(name, qk, wblock, xblock)                                                           \
+    void kernels_gemm_##name##_ref(int64_t n, float *s, size_t s_stride, const void *vw,           \
+                                   size_t w_stride, const void *vx, size_t x_stride, int nr,       \
+                                   int nc)                                                         \
+    {                                                                                              \
+        x8_ref(n, s, s_stride, vw, w_stride, vx, x_stride, nr, nc, qk, sizeof(struct wblock),      \
+               sizeof(struct xblock), name##_term);                                                \
+    }
+X8_REF(q4_0x8, QK4_0, block_q4_0x8, block_q8_0)
+X8_REF(q5_0x8, QK5_0, block_q5_0x8, block_q8_0)
+X8_REF(q8_0x8, QK8_0, block_q8_0x8, block_q8_0)
+X8_REF(q4_Kx8, QK_K, block_q4_Kx8, block_q8_K)
+X8_REF(q6_Kx8, QK_K, block_q6_Kx8, block_q8_K)
 
 void kernels_vec_dot_q4_1_ref(int64_t n, float *s, const void *vw, const void *vx)
 {
