@@ -43,7 +43,8 @@ int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *g
 // True if the engine can use `type` as a matrix weight (matmul + row lookup).
 bool engine_type_supported(uint32_t type);
 // True when engine_tensor_interleave would rewrite t: its type has an
-// interleaved layout at this machine's ISA (Q4_0, Q8_0 on x86) and its row
+// interleaved layout at this machine's ISA (x86: Q4_0, Q5_0, Q8_0; with
+// AVX2 but not AVX-512 also Q4_K, Q6_K) and its row
 // count is a multiple of 8.
 bool engine_tensor_interleavable(const struct engine_tensor *t);
 // Rewrites a matmul weight into the kernels' interleaved layout when

@@ -217,6 +217,14 @@ static int model_open(struct model **out, const char *path, const struct model_o
     return 0;
 }
 
+// Whether model_load rewrites the matmul weights of this model into the
+// kernels' interleaved layouts (decoders, unless mapped weights are asked
+// for).
+static bool interleaves_weights(const struct model *m)
+{
+    return !m->arch->encoder && !m->opts.mapped_weights_only && m->layers;
+}
+
 int model_estimate(const char *path, const struct model_options *opts, struct model_memory *out,
                    struct err *e)
 {
@@ -230,8 +238,8 @@ int model_estimate(const char *path, const struct model_options *opts, struct mo
     // table, made first: while it is written the whole table is mapped as
     // well, then the mapped pages are given back (the row lookups touch a
     // few). Afterwards every tensor is resident once, mapped or copied.
-    if (!m->arch->encoder && !m->opts.mapped_weights_only && m->layers && m->output.data &&
-        m->output.data == m->tok_embd.data && engine_tensor_interleavable(&m->output)) {
+    if (interleaves_weights(m) && m->output.data && m->output.data == m->tok_embd.data &&
+        engine_tensor_interleavable(&m->output)) {
         size_t twice = 2 * m->output.row_bytes * (size_t)m->output.ne[1];
         if (twice > out->weights_bytes)
             out->weights_bytes = twice;
@@ -279,7 +287,7 @@ static void *interleave_worker(void *arg)
 
 static int interleave_weights(struct model *m, struct err *e)
 {
-    if (m->arch->encoder || m->opts.mapped_weights_only || !m->layers)
+    if (!interleaves_weights(m))
         return 0;
     size_t n = (size_t)m->hp.n_layer * 7 + 1, k = 0;
     struct engine_tensor **ts = xcalloc(n, sizeof *ts);
@@ -303,11 +311,9 @@ static int interleave_weights(struct model *m, struct err *e)
                                  .errs = xcalloc(k, sizeof(struct err)),
                                  .n = k};
     // The output alone first, so the layers' copies do not pile up beside
-    // a tied output's copy and its mapped table.
-    atomic_init(&job.next, 0);
-    job.n = 1;
-    interleave_worker(&job);
-    job.n = k;
+    // a tied output's copy and its mapped table; then the layers in parallel.
+    if (ts[0]->data)
+        job.rcs[0] = engine_tensor_interleave(ts[0], true, &job.copies[0], &job.errs[0]);
     atomic_init(&job.next, 1);
     int nt = m->opts.n_threads > 1 ? m->opts.n_threads : 1;
     if ((size_t)nt > k)
