@@ -5,7 +5,9 @@
 // synthetic byte-fallback vocabulary). Tensors are generated, quantized with
 // the reference quantizers and written one chunk at a time, so even the
 // 8B preset never sits in memory; --sparse writes the tensor data as holes, --random-blocks
-// every block tensor as random blocks (fast, for benchmarks).
+// every block tensor as random blocks (fast, for benchmarks), --confident S a
+// model whose greedy continuation survives quantization (for speculative
+// decoding: see write_confident_row).
 // See README.md for usage.
 #include <errno.h>
 #include <math.h>
@@ -33,6 +35,7 @@ struct opts {
     bool sparse;
     bool random_blocks;  // every block type as random blocks (fast; for benchmarks)
     bool quiet;
+    float confident;  // > 0: token embedding std, untied output = permuted embedding
 };
 
 struct preset {
@@ -87,20 +90,20 @@ static const struct preset presets[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: gguf-gen [--preset NAME | --arch llama|qwen2|qwen3|gemma2|gemma3|phi3|bert|"
-        "nomic-bert --n-embd N "
-        "--n-layer N --n-head N\n"
-        "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
-        "                [--head-dim N] [--n-rot N] [--n-swa N]\n"
-        "                [--n-expert N --n-expert-used N --n-ff-exp N] (qwen3moe, gpt-oss)\n"
-        "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
-        "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
-        "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
-        "                        tq1_0|tq2_0|mxfp4_moe] [--seed N]\n"
-        "                [--vocab VOCAB.gguf] [--sparse] [--random-blocks] [--quiet] -o OUT.gguf\n"
-        "presets:");
+    fprintf(f,
+            "usage: gguf-gen [--preset NAME | --arch llama|qwen2|qwen3|gemma2|gemma3|phi3|bert|"
+            "nomic-bert --n-embd N "
+            "--n-layer N --n-head N\n"
+            "                 --n-head-kv N --n-ff N --n-vocab N] [--n-ctx N] [--tied|--untied]\n"
+            "                [--head-dim N] [--n-rot N] [--n-swa N]\n"
+            "                [--n-expert N --n-expert-used N --n-ff-exp N] (qwen3moe, gpt-oss)\n"
+            "                [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K_S|q3_K_M|\n"
+            "                        q3_K_L|q4_K_S|q4_K_M|q5_K_S|q5_K_M|q6_K|\n"
+            "                        iq1_s|iq2_xxs|iq2_xs|iq2_s|iq3_xxs|iq3_s|iq4_nl|iq4_xs|\n"
+            "                        tq1_0|tq2_0|mxfp4_moe] [--seed N]\n"
+            "                [--vocab VOCAB.gguf] [--sparse] [--random-blocks] [--confident S]\n"
+            "                [--quiet] -o OUT.gguf\n"
+            "presets:");
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
         fprintf(f, " %s", presets[i].name);
     fprintf(f, "\n");
@@ -548,11 +551,61 @@ static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, s
     return 0;
 }
 
-static int write_tensor(struct gguf_writer *w, const struct gtensor *t, uint64_t seed,
-                        int64_t n_embd, bool random_all, float *xbuf, void *qbuf,
-                        size_t chunk_elems, struct err *e)
+// --confident S: token t's embedding is N(0, S) from its own stream (so any
+// row can be made on its own), and the untied output's row u is the
+// embedding of token perm(u), perm(u) = (a u + 1) mod n_vocab with a odd and
+// coprime to n_vocab. When S makes the embedding dominate the residual
+// stream, logit u is largest for perm(u) = the current token: the model
+// walks the permutation's cycle with a margin that quantizing every matrix
+// to 4 bits does not flip, as a trained model's confident tokens. The
+// layers still add their random, context-dependent part, so a smaller S
+// gives a less certain model.
+static void confident_embd_row(uint64_t seed, int64_t row, int64_t n_embd, float std, float *out)
+{
+    struct rng r;
+    char name[64];
+    snprintf(name, sizeof(name), "token_embd.weight#%lld", (long long)row);
+    rng_seed(&r, seed, name);
+    rng_normal(&r, out, (size_t)n_embd, 0.0f, std);
+}
+
+static int64_t confident_perm(int64_t u, int64_t n)
+{
+    int64_t a = 7919;  // a prime: coprime to n unless it divides n
+    while (n % a == 0)
+        a += 2;
+    return (int64_t)(((uint64_t)a * (uint64_t)u + 1) % (uint64_t)n);  // u < 2^31
+}
+
+static int write_confident(struct gguf_writer *w, const struct gtensor *t, uint64_t seed, float std,
+                           float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
 {
     const struct quant_traits *tr = quant_traits_get(t->type);
+    bool output = strcmp(t->name, "output.weight") == 0;
+    int64_t rows = rows_of(t), row_len = t->ne[0];
+    int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
+    for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+        int64_t nr = rows - r0 < rows_per_chunk ? rows - r0 : rows_per_chunk;
+        for (int64_t i = 0; i < nr; i++)
+            confident_embd_row(seed, output ? confident_perm(r0 + i, rows) : r0 + i, row_len, std,
+                               xbuf + i * row_len);
+        tr->from_float_ref(xbuf, qbuf, nr * row_len);
+        int rc = gguf_writer_write_data(w, qbuf, quant_row_size(t->type, row_len) * (size_t)nr, e);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int write_tensor(struct gguf_writer *w, const struct gtensor *t, const struct opts *o,
+                        float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
+{
+    const struct quant_traits *tr = quant_traits_get(t->type);
+    const uint64_t seed = o->seed;
+    const int64_t n_embd = o->n_embd;
+    const bool random_all = o->random_blocks;
+    if (o->confident > 0 && (t->init == INIT_EMBD || !strcmp(t->name, "output.weight")))
+        return write_confident(w, t, seed, o->confident, xbuf, qbuf, chunk_elems, e);
     struct rng r;
     rng_seed(&r, seed, t->name);
     float std, mean = 0.0f;
@@ -669,6 +722,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (num) {
             if (!v || !arg_i64(v, num)) {
                 fprintf(stderr, "gguf-gen: %s needs a positive integer\n", a);
+                return -1;
+            }
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--confident")) {
+            char *end = NULL;
+            o->confident = v ? strtof(v, &end) : 0.0f;
+            if (!v || *end || !(o->confident > 0.0f && o->confident <= 100.0f)) {
+                fprintf(stderr, "gguf-gen: --confident needs a standard deviation in (0, 100]\n");
                 return -1;
             }
             i++;
@@ -798,6 +861,13 @@ int main(int argc, char **argv)
     }
     if (o.tied >= 0)
         tied = o.tied;
+    if (o.confident > 0) {
+        if (o.random_blocks || o.sparse || is_encoder(o.arch) || tied) {
+            fprintf(stderr, "gguf-gen: --confident needs a decoder with an untied output "
+                            "(--untied), and neither --random-blocks nor --sparse\n");
+            return 2;
+        }
+    }
     static const char *const archs[] = {"llama", "qwen2", "qwen3",      "gemma2",   "gemma3",
                                         "phi3",  "bert",  "nomic-bert", "qwen3moe", "gpt-oss"};
     bool known = false;
@@ -1005,7 +1075,7 @@ int main(int argc, char **argv)
             uint64_t nb = quant_row_size(t->type, t->ne[0]) * (uint64_t)rows_of(t);
             rc = gguf_writer_skip_data(w, nb, &e);
         } else {
-            rc = write_tensor(w, t, o.seed, o.n_embd, o.random_blocks, xbuf, qbuf, chunk, &e);
+            rc = write_tensor(w, t, &o, xbuf, qbuf, chunk, &e);
         }
     }
     free(xbuf);

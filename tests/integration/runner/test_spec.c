@@ -331,6 +331,58 @@ static void test_spec_parallel(void **state)
     assert_int_equal(rh_stop(&h), 0);
 }
 
+// gguf-gen writes a small llama whose F32 weights (the target) and Q4_0
+// quantization (the draft) come from one seed; `confident` adds --confident
+// 2 to both (an untied output whose rows are permuted token embeddings).
+static void gen_pair(const char *dir, bool confident, char *target, char *draft, size_t n)
+{
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    assert_non_null(bin);
+    const char *type[2] = {"f32", "q4_0"};
+    char *out[2] = {target, draft};
+    for (int i = 0; i < 2; i++) {
+        snprintf(out[i], n, "%s/%s-%s.gguf", dir, confident ? "confident" : "random", type[i]);
+        char *cmd = xasprintf("'%s/gguf-gen' --arch llama --n-embd 256 --n-layer 2 --n-head 4 "
+                              "--n-ff 512 --n-vocab 512 --untied %s --type %s --quiet -o '%s'",
+                              bin, confident ? "--confident 2" : "", type[i], out[i]);
+        assert_int_equal(system(cmd), 0);
+        free(cmd);
+    }
+}
+
+// A quantized draft agrees with its target as often as the target is sure
+// of its tokens. On seeded random weights the logits are nearly flat and
+// 4-bit rounding flips the argmax; with gguf-gen --confident (the model the
+// speculative benchmark uses) the Q4_0 draft's tokens are accepted. Either
+// way the output is the target's.
+static void test_quantized_draft(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ollama-spec-q-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    double rate[2];
+    for (int confident = 0; confident < 2; confident++) {
+        char target[128], draft[128];
+        gen_pair(dir, confident, target, draft, sizeof(target));
+        struct rharness h;
+        const char *extra[] = {"--draft", draft, NULL};
+        if (rh_start_model(&h, target, extra) != 0)
+            fail_msg("runner did not become ready");
+        int64_t d, a;
+        compare_all(&h, "\"draft_num_predict\":4", &d, &a);
+        assert_true(d > 0);
+        rate[confident] = (double)a / (double)d;
+        printf("%s weights: %lld of %lld drafted tokens accepted\n",
+               confident ? "--confident" : "random", (long long)a, (long long)d);
+        assert_int_equal(rh_stop(&h), 0);
+        unlink(target);
+        unlink(draft);
+    }
+    assert_true(rate[0] < 0.5);
+    assert_true(rate[1] >= 0.9);
+    rmdir(dir);
+}
+
 // A draft model must share the target's vocabulary; an embedding model or a
 // missing file cannot draft. The runner says so and exits.
 static void expect_load_error(const char *draft, const char *want)
@@ -363,7 +415,7 @@ int main(void)
         cmocka_unit_test(test_lookup_equals_plain), cmocka_unit_test(test_draft_always_agrees),
         cmocka_unit_test(test_draft_never_agrees),  cmocka_unit_test(test_spec_options),
         cmocka_unit_test(test_spec_context_shift),  cmocka_unit_test(test_spec_parallel),
-        cmocka_unit_test(test_draft_errors),
+        cmocka_unit_test(test_draft_errors),        cmocka_unit_test(test_quantized_draft),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
