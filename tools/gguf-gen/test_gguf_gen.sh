@@ -94,6 +94,17 @@ grep -q 'blk.33.attn_k_norm.weight' "$tmp/s.txt" || fail "gemma3 k norm"
 "$gen" --preset tiny --type f16 --sparse --quiet -o "$tmp/s.gguf"
 "$dump" "$tmp/s.gguf" > /dev/null || fail "sparse dump"
 
+# --confident: deterministic, untied, and refused where it cannot apply (the
+# runner's test_spec shows its Q4_0 draft is accepted).
+"$gen" --preset tiny --untied --confident 2 --seed 4 --quiet -o "$tmp/k.gguf"
+"$gen" --preset tiny --untied --confident 2 --seed 4 --quiet -o "$tmp/l.gguf"
+cmp -s "$tmp/k.gguf" "$tmp/l.gguf" || fail "--confident not deterministic"
+"$dump" "$tmp/k.gguf" | grep -q 'output.weight' || fail "--confident output"
+"$gen" --preset tiny --confident 2 -o "$tmp/x.gguf" 2>/dev/null && fail "--confident tied accepted"
+"$gen" --preset tiny --untied --confident 0 -o "$tmp/x.gguf" 2>/dev/null && fail "--confident 0 accepted"
+"$gen" --preset tiny --untied --confident 2 --random-blocks -o "$tmp/x.gguf" 2>/dev/null &&
+    fail "--confident --random-blocks accepted"
+
 # Bad arguments fail cleanly.
 "$gen" --preset nope -o "$tmp/x.gguf" 2>/dev/null && fail "bad preset accepted"
 "$gen" --preset tiny --type q9_9 -o "$tmp/x.gguf" 2>/dev/null && fail "bad type accepted"
