@@ -96,7 +96,8 @@ enum { K = 2048, NCOL = 128, PROWS = 64 };
 struct bench_run {
     const struct kernels_type *k;
     const uint8_t *w, *xq;
-    uint8_t *wx;  // the interleaved rows (gemm_x8) or NULL
+    uint8_t *wx;   // the interleaved rows (gemm_x8) or NULL
+    uint8_t *wdx;  // the decode rows interleaved (gemm_x8) or NULL
     float *out;
     size_t row, xrow;
     int64_t drows;
@@ -107,6 +108,7 @@ enum run_kind {
     RUN_DECODE_GEMM1,  // the gemm tile with one column (rows share the activation loads)
     RUN_PROMPT,        // PROWS (cache-resident) rows x NCOL columns
     RUN_PROMPT_X8,     // the same through the interleaved layout
+    RUN_BATCH8,        // 8 columns over the decode rows (8 decode streams), 64-row chunks
 };
 
 static void run_once(const struct bench_run *b, enum run_kind kind)
@@ -134,6 +136,15 @@ static void run_once(const struct bench_run *b, enum run_kind kind)
         break;
     case RUN_PROMPT_X8:
         k->gemm_x8(K, b->out, PROWS, b->wx, b->row, b->xq, b->xrow, PROWS, NCOL);
+        break;
+    case RUN_BATCH8:
+        // as the engine hands a batch's rows out: chunks of 64 rows, each
+        // through the interleaved product where the type has one
+        for (int64_t r = 0; r + 64 <= b->drows; r += 64) {
+            const uint8_t *wr = (b->wdx ? b->wdx : b->w) + b->row * (size_t)r;
+            (b->wdx ? k->gemm_x8 : k->gemm)(K, b->out + (r % 8192), 8192, wr, b->row, b->xq,
+                                            b->xrow, 64, 8);
+        }
         break;
     }
 }
@@ -204,12 +215,12 @@ int main(int argc, char **argv)
     float *out = malloc((size_t)8192 * 2 * NCOL * sizeof(float));
     for (int i = 0; i < K * NCOL; i++)
         xf[i] = rndf();
-    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "type", "isa", "decode", "", "decode",
-           "prompt", "", "");
-    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "", "", "vec_dot", "", "gemm nc=1", "gemm",
-           "", "");
-    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s\n", "", "", "GB/s", "GFLOP/s", "GB/s",
-           "GFLOP/s", "kernel", "tile");
+    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s %10s\n", "type", "isa", "decode", "", "decode",
+           "prompt", "", "", "8 streams");
+    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s %10s\n", "", "", "vec_dot", "", "gemm nc=1",
+           "gemm", "", "", "gemm nc=8");
+    printf("%-5s %-7s %10s %9s %10s %10s   %-6s %5s %10s\n", "", "", "GB/s", "GFLOP/s", "GB/s",
+           "GFLOP/s", "kernel", "tile", "GB/s");
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         if (only_types && !strstr(only_types, types[ti].name))
             continue;
@@ -247,9 +258,20 @@ int main(int argc, char **argv)
                 snprintf(tile, sizeof(tile), "x8");
             }
             free(br.wx);
-            printf("%-7s %-7s %10.2f %9.2f %10.2f %10.2f   %-6s %5s\n", types[ti].name,
+            // 8 streams' step: the decode rows (beyond the LLC) times 8
+            // columns, in the layout the engine would use; GB/s of weights.
+            br.wdx = k->gemm_x8 ? malloc(row * (size_t)drows) : NULL;
+            if (br.wdx && !kernels_interleave_x8(type, br.wdx, w, drows / 8 * 8, K)) {
+                free(br.wdx);
+                br.wdx = NULL;
+            }
+            double b8_gbs =
+                k->gemm || br.wdx ? dbytes / best_time(&br, RUN_BATCH8, secs) / 1e9 : 0.0;
+            free(br.wdx);
+            br.wdx = NULL;
+            printf("%-7s %-7s %10.2f %9.2f %10.2f %10.2f   %-6s %5s %10.2f\n", types[ti].name,
                    kernels_isa_name((enum kernels_isa)isa), dec_gbs, dec_gflops, dec1_gbs,
-                   pp_gflops, k->gemm ? "gemm" : "vecdot", tile);
+                   pp_gflops, k->gemm ? "gemm" : "vecdot", tile, b8_gbs);
             fflush(stdout);
             free(xq);
         }
