@@ -7,7 +7,7 @@
 // 8B preset never sits in memory; --sparse writes the tensor data as holes, --random-blocks
 // every block tensor as random blocks (fast, for benchmarks), --confident S a
 // model whose greedy continuation survives quantization (for speculative
-// decoding: see write_confident_row).
+// decoding: see confident_embd_row).
 // See README.md for usage.
 #include <errno.h>
 #include <math.h>
@@ -553,7 +553,7 @@ static int write_random_tensor(struct gguf_writer *w, const struct gtensor *t, s
 
 // --confident S: token t's embedding is N(0, S) from its own stream (so any
 // row can be made on its own), and the untied output's row u is the
-// embedding of token perm(u), perm(u) = (a u + 1) mod n_vocab with a odd and
+// embedding of token perm(u), perm(u) = (a u + 1) mod n_vocab with a
 // coprime to n_vocab. When S makes the embedding dominate the residual
 // stream, logit u is largest for perm(u) = the current token: the model
 // walks the permutation's cycle with a margin that quantizing every matrix
@@ -569,12 +569,22 @@ static void confident_embd_row(uint64_t seed, int64_t row, int64_t n_embd, float
     rng_normal(&r, out, (size_t)n_embd, 0.0f, std);
 }
 
+static int64_t gcd_i64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 static int64_t confident_perm(int64_t u, int64_t n)
 {
-    int64_t a = 7919;  // a prime: coprime to n unless it divides n
-    while (n % a == 0)
+    int64_t a = 7919;  // the first odd a >= 7919 coprime to n: a bijection
+    while (gcd_i64(a, n) != 1)
         a += 2;
-    return (int64_t)(((uint64_t)a * (uint64_t)u + 1) % (uint64_t)n);  // u < 2^31
+    return (int64_t)(((uint64_t)a * (uint64_t)u + 1) % (uint64_t)n);  // a, u < 2^31
 }
 
 static int write_confident(struct gguf_writer *w, const struct gtensor *t, uint64_t seed, float std,
