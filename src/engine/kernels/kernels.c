@@ -262,17 +262,42 @@ static void put_q6_K(void *vg, const void *vb, int j)
     }
 }
 
+// The types with an 8-row layout: block size, and the functions each way
+// (take_* below).
+struct x8_layout {
+    uint32_t type;
+    int64_t qk;
+    x8_put_fn put, take;
+};
+
+static void take_q4_0(void *o, const void *g, int j);
+static void take_q5_0(void *o, const void *g, int j);
+static void take_q8_0(void *o, const void *g, int j);
+static void take_q4_K(void *o, const void *g, int j);
+static void take_q6_K(void *o, const void *g, int j);
+
+static const struct x8_layout x8_layouts[] = {
+    {GGUF_TYPE_Q4_0, QK4_0, put_q4_0, take_q4_0}, {GGUF_TYPE_Q5_0, QK5_0, put_q5_0, take_q5_0},
+    {GGUF_TYPE_Q8_0, QK8_0, put_q8_0, take_q8_0}, {GGUF_TYPE_Q4_K, QK_K, put_q4_K, take_q4_K},
+    {GGUF_TYPE_Q6_K, QK_K, put_q6_K, take_q6_K},
+};
+
+// The layout of `type` for rows of n elements, or NULL.
+static const struct x8_layout *x8_layout_of(uint32_t type, int64_t n)
+{
+    for (size_t i = 0; i < sizeof x8_layouts / sizeof x8_layouts[0]; i++)
+        if (x8_layouts[i].type == type)
+            return n > 0 && n % x8_layouts[i].qk == 0 ? &x8_layouts[i] : NULL;
+    return NULL;
+}
+
 bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_rows, int64_t n)
 {
-    x8_put_fn put = type == GGUF_TYPE_Q4_0   ? put_q4_0
-                    : type == GGUF_TYPE_Q5_0 ? put_q5_0
-                    : type == GGUF_TYPE_Q8_0 ? put_q8_0
-                    : type == GGUF_TYPE_Q4_K ? put_q4_K
-                    : type == GGUF_TYPE_Q6_K ? put_q6_K
-                                             : NULL;
-    const int64_t qk = type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q6_K ? QK_K : 32;
-    if (!put || n_rows % 8 != 0 || n <= 0 || n % qk != 0)
+    const struct x8_layout *l = x8_layout_of(type, n);
+    if (!l || n_rows % 8 != 0)
         return false;
+    const int64_t qk = l->qk;
+    const x8_put_fn put = l->put;
     const int64_t nb = n / qk;
     const size_t bs = quant_row_size(type, qk), row_bytes = (size_t)nb * bs;
     for (int64_t r0 = 0; r0 < n_rows; r0 += 8)
@@ -353,18 +378,12 @@ static void take_q6_K(void *vo, const void *vg, int j)
 
 bool kernels_x8_row(uint32_t type, const void *group, int j, int64_t n, void *row)
 {
-    x8_put_fn take = type == GGUF_TYPE_Q4_0   ? take_q4_0
-                     : type == GGUF_TYPE_Q5_0 ? take_q5_0
-                     : type == GGUF_TYPE_Q8_0 ? take_q8_0
-                     : type == GGUF_TYPE_Q4_K ? take_q4_K
-                     : type == GGUF_TYPE_Q6_K ? take_q6_K
-                                              : NULL;
-    const int64_t qk = type == GGUF_TYPE_Q4_K || type == GGUF_TYPE_Q6_K ? QK_K : 32;
-    if (!take || n <= 0 || n % qk != 0)
+    const struct x8_layout *l = x8_layout_of(type, n);
+    if (!l)
         return false;
-    const size_t bs = quant_row_size(type, qk);
-    for (int64_t k = 0; k < n / qk; k++)
-        take((uint8_t *)row + (size_t)k * bs, (const uint8_t *)group + (size_t)k * 8 * bs, j);
+    const size_t bs = quant_row_size(type, l->qk);
+    for (int64_t k = 0; k < n / l->qk; k++)
+        l->take((uint8_t *)row + (size_t)k * bs, (const uint8_t *)group + (size_t)k * 8 * bs, j);
     return true;
 }
 
