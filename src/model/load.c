@@ -4,7 +4,6 @@
 #include "model/internal.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,13 +272,14 @@ struct interleave_job {
     _Atomic size_t next;
 };
 
-static void *interleave_worker(void *arg)
+static void interleave_task(void *arg, int ith, int nth)
 {
+    (void)ith, (void)nth;
     struct interleave_job *j = arg;
     for (;;) {
         size_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n)
-            return NULL;
+            return;
         if (j->ts[i]->data)
             j->rcs[i] = engine_tensor_interleave(j->ts[i], true, &j->copies[i], &j->errs[i]);
     }
@@ -318,15 +318,14 @@ static int interleave_weights(struct model *m, struct err *e)
     int nt = m->opts.n_threads > 1 ? m->opts.n_threads : 1;
     if ((size_t)nt > k)
         nt = (int)k;
-    pthread_t *th = xcalloc((size_t)nt, sizeof *th);
-    int started = 0;
-    for (int t = 1; t < nt; t++, started++)
-        if (pthread_create(&th[t], NULL, interleave_worker, &job) != 0)
-            break;  // fewer helpers; the calling thread does the rest
-    interleave_worker(&job);
-    for (int t = 1; t <= started; t++)
-        pthread_join(th[t], NULL);
-    free(th);
+    struct err pe = {0};
+    struct engine_pool *pool = nt > 1 ? engine_pool_new(nt, &pe) : NULL;
+    if (pool) {
+        engine_pool_run(pool, interleave_task, &job);
+        engine_pool_free(pool);
+    } else {
+        interleave_task(&job, 0, 1);  // one thread (or none could start)
+    }
     m->weight_copies = xcalloc(k, sizeof *m->weight_copies);
     int rc = 0;
     for (size_t i = 0; i < k; i++) {
