@@ -587,26 +587,6 @@ static int64_t confident_perm(int64_t u, int64_t n)
     return (int64_t)(((uint64_t)a * (uint64_t)u + 1) % (uint64_t)n);  // a, u < 2^31
 }
 
-static int write_confident(struct gguf_writer *w, const struct gtensor *t, uint64_t seed, float std,
-                           float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
-{
-    const struct quant_traits *tr = quant_traits_get(t->type);
-    bool output = strcmp(t->name, "output.weight") == 0;
-    int64_t rows = rows_of(t), row_len = t->ne[0];
-    int64_t rows_per_chunk = (int64_t)chunk_elems / row_len;
-    for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
-        int64_t nr = rows - r0 < rows_per_chunk ? rows - r0 : rows_per_chunk;
-        for (int64_t i = 0; i < nr; i++)
-            confident_embd_row(seed, output ? confident_perm(r0 + i, rows) : r0 + i, row_len, std,
-                               xbuf + i * row_len);
-        tr->from_float_ref(xbuf, qbuf, nr * row_len);
-        int rc = gguf_writer_write_data(w, qbuf, quant_row_size(t->type, row_len) * (size_t)nr, e);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
 static int write_tensor(struct gguf_writer *w, const struct gtensor *t, const struct opts *o,
                         float *xbuf, void *qbuf, size_t chunk_elems, struct err *e)
 {
@@ -614,8 +594,8 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, const st
     const uint64_t seed = o->seed;
     const int64_t n_embd = o->n_embd;
     const bool random_all = o->random_blocks;
-    if (o->confident > 0 && (t->init == INIT_EMBD || !strcmp(t->name, "output.weight")))
-        return write_confident(w, t, seed, o->confident, xbuf, qbuf, chunk_elems, e);
+    const bool confident_embd = o->confident > 0 && t->init == INIT_EMBD;
+    const bool confident_out = o->confident > 0 && !strcmp(t->name, "output.weight");
     struct rng r;
     rng_seed(&r, seed, t->name);
     float std, mean = 0.0f;
@@ -653,7 +633,13 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, const st
     for (int64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
         int64_t nr = rows - r0 < rows_per_chunk ? rows - r0 : rows_per_chunk;
         int64_t n = nr * row_len;
-        rng_normal(&r, xbuf, (size_t)n, mean, std);
+        if (confident_embd || confident_out) {
+            for (int64_t i = 0; i < nr; i++)
+                confident_embd_row(seed, confident_out ? confident_perm(r0 + i, rows) : r0 + i,
+                                   row_len, o->confident, xbuf + i * row_len);
+        } else {
+            rng_normal(&r, xbuf, (size_t)n, mean, std);
+        }
         tr->from_float_ref(xbuf, qbuf, n);
         int rc = gguf_writer_write_data(w, qbuf, quant_row_size(t->type, row_len) * (size_t)nr, e);
         if (rc < 0)
