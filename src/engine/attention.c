@@ -202,14 +202,14 @@ static void finalize(const struct engine_attn *a, int h, const float *acc, float
 // Work items.
 
 struct tiles {
-    float *q, *acc, *s, *m, *l, *kb, *kt, *vb;
+    float *q, *acc, *s, *m, *l, *mi, *kb, *kt, *vb;
     void *qtmp;
 };
 
 // row: floats of the K (and V) rows of one tile: heads × hdp.
 static size_t tiles_floats(int n_q, int hdp, int row)
 {
-    size_t f = (size_t)n_q * hdp * 2 + (size_t)n_q * TILE + 2 * (size_t)n_q +
+    size_t f = (size_t)n_q * hdp * 2 + (size_t)n_q * TILE + 3 * (size_t)n_q +
                (size_t)TILE * row * 2 + (size_t)TILE * hdp + (size_t)hdp * 2 + 64;
     return (f + 15) / 16 * 16;  // keeps every thread's block 64-byte aligned
 }
@@ -225,6 +225,7 @@ static struct tiles tiles_carve(float *p, int n_q, int hdp, int row)
     t.s = p, p += (size_t)n_q * TILE;
     t.m = p, p += n_q;
     t.l = p, p += n_q;
+    t.mi = p, p += n_q;
     t.qtmp = p;
     return t;
 }
@@ -362,12 +363,68 @@ static void tile_probs(const struct attn_run *c, struct tiles *t, const struct a
         if (sc && mode == PASS_FINAL) {  // exp(s - m) e^(m - M) / L, rounded to f16
             const float *kr = sc + i * ld;
             float m = kr[keys + (p - it->p0) / TILE];
-            c->k->scale_f16(t->s + (size_t)i * TILE, kr + (p - it->p0),
-                            expf(m - t->m[i]) / t->l[i]);
+            c->k->scale_f16(t->s + (size_t)i * TILE, kr + (p - it->p0), expf(m - t->m[i]) / t->l[i],
+                            TILE);
         } else {
             score_tile(c, t, i, p, nk, st->r0 + (i / G) % nr, mode, sc ? sc + i * ld : NULL,
                        p - it->p0, keys);
         }
+    }
+}
+
+// Query i of an item: KV head g0 + i / (nr·G), row r0 + (i / G) % nr, query
+// head (g0 + i / (nr·G))·G + i % G: each head's queries are consecutive.
+static void query_of(const struct attn_run *c, const struct attn_item *it, int i, int *r, int *h)
+{
+    const struct attn_set *st = &c->sets[it->set];
+    int nr = st->r1 - st->r0, G = c->group;
+    *r = st->r0 + (i / G) % nr;
+    *h = (it->g0 + i / (nr * G)) * G + i % G;
+}
+
+// Query i's keys of the item it sees: [*a, *b) relative to p0.
+static void visible_span(const struct attn_run *c, const struct attn_item *it, int i, int32_t *a,
+                         int32_t *b)
+{
+    int r, h;
+    query_of(c, it, i, &r, &h);
+    int32_t nv = c->n_visible[r], lo = visible_lo(c->a, nv);
+    int32_t from = lo > it->p0 ? lo : it->p0, to = nv < it->p1 ? nv : it->p1;
+    *a = from - it->p0;
+    *b = to > from ? to - it->p0 : *a;
+}
+
+// Whole rows of kept scores (decode from an F16 cache), after the
+// statistics pass scored every key: softcap, mask, then each query's max,
+// exponentials and their sum (t->m, t->l) over its whole row at once.
+static void rows_softmax(const struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                         float *sc, int nq)
+{
+    const int64_t keys = kept_keys(it), ld = score_stride(it);
+    for (int i = 0; i < nq; i++) {
+        float *row = sc + i * ld;
+        int32_t a, b;
+        visible_span(c, it, i, &a, &b);
+        if (c->a->softcap > 0)
+            for (int32_t j = a; j < b; j++)
+                row[j] = engine_softcap_f32(row[j], c->a->softcap);
+        for (int32_t j = 0; j < a; j++)
+            row[j] = -INFINITY;
+        for (int64_t j = b; j < keys; j++)
+            row[j] = -INFINITY;
+        c->k->softmax_row(row, (int)keys, &t->m[i], &t->l[i]);
+    }
+}
+
+// ... and before the final pass: the probabilities exp(s - m_item)
+// e^(m_item - M) / L rounded to f16, in place (t->mi: the item's own max).
+static void rows_scale(const struct attn_run *c, const struct tiles *t, const struct attn_item *it,
+                       float *sc, int nq)
+{
+    const int64_t keys = kept_keys(it), ld = score_stride(it);
+    for (int i = 0; i < nq; i++) {
+        float f = t->mi[i] == -INFINITY ? 0.0f : expf(t->mi[i] - t->m[i]) / t->l[i];
+        c->k->scale_f16(sc + i * ld, sc + i * ld, f, (int)keys);
     }
 }
 
@@ -390,9 +447,15 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
     const bool f16 = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim;
     const bool rows = f16 && per_head <= ATTN_ROWS_Q;
     const bool by_head = f16 && !rows && nh == 1;
+    // Rows with kept scores score the whole key range into them, then take
+    // each query's softmax over its whole row (no tile by tile statistics).
+    const bool whole = rows && sc;
     const int64_t lq = (int64_t)per_head * hdp, ls = (int64_t)per_head * TILE;
+    const int64_t ld = whole ? score_stride(it) : TILE, lsh = whole ? per_head * ld : ls;
     size_t off[TILE], off_next[TILE];
     const uint16_t *kv_rows[TILE], *next_rows[TILE];
+    if (whole && mode == PASS_FINAL)
+        rows_scale(c, t, it, sc, per_head * nh);
     for (int32_t p = it->p0; p < it->p1; p += TILE) {
         int nk = it->p1 - p < TILE ? it->p1 - p : TILE;
         // Rows that see any key of the tile.
@@ -417,20 +480,22 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
                 off_next[j] =
                     j < nn ? (size_t)cell_of(a, c->cell0[st->r0], p + TILE + j) * c->kv->row_bytes
                            : SIZE_MAX;
+            float *sp =
+                whole ? sc + (size_t)ra * G * ld + (p - it->p0) : t->s + (size_t)ra * G * TILE;
             if (!kept) {
                 cache_rows(c, c->kv->k, it, off, nk, kv_rows);
                 cache_rows(c, c->kv->k, it, off_next, TILE, next_rows);
                 c->k->qk_f16(hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
-                             (int64_t)lh, nk, a->scale, t->s + (size_t)ra * G * TILE, ls);
+                             (int64_t)lh, nk, a->scale, sp, lsh, ld);
             }
-            for (int gg = 0; gg < nh; gg++)
+            for (int gg = 0; gg < nh && !whole; gg++)
                 tile_probs(c, t, it, gg * per_head + ra * G, gg * per_head + ra * G + qn, p, nk,
                            mode, sc);
             if (mode != PASS_STATS) {
                 cache_rows(c, c->kv->v, it, off, nk, kv_rows);
                 cache_rows(c, c->kv->v, it, off_next, TILE, next_rows);
-                c->k->pv_f16(hdp, nh, qn, nk, t->s + (size_t)ra * G * TILE, ls, kv_rows, next_rows,
-                             (int64_t)lh, t->acc + (size_t)ra * G * hdp, lq);
+                c->k->pv_f16(hdp, nh, qn, nk, sp, lsh, ld, kv_rows, next_rows, (int64_t)lh,
+                             t->acc + (size_t)ra * G * hdp, lq);
             }
             continue;
         }
@@ -458,16 +523,8 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
                      t->acc + (size_t)qa * hdp);
         }
     }
-}
-
-// Query i of an item: KV head g0 + i / (nr·G), row r0 + (i / G) % nr, query
-// head (g0 + i / (nr·G))·G + i % G: each head's queries are consecutive.
-static void query_of(const struct attn_run *c, const struct attn_item *it, int i, int *r, int *h)
-{
-    const struct attn_set *st = &c->sets[it->set];
-    int nr = st->r1 - st->r0, G = c->group;
-    *r = st->r0 + (i / G) % nr;
-    *h = (it->g0 + i / (nr * G)) * G + i % G;
+    if (whole && mode == PASS_STATS)
+        rows_softmax(c, t, it, sc, per_head * nh);
 }
 
 // The max and denominator over all keys and the sink: M' = max(M, sink),
@@ -546,6 +603,8 @@ static void run_item(struct attn_run *c, float *scratch, float *sc_thread,
         }
         return;
     }
+    for (int i = 0; i < nq; i++)  // the item's own max (its kept scores are relative to it)
+        t.mi[i] = stage == STAGE_FINAL ? c->parts[it->part + (int64_t)i * (hd + 2)] : t.m[i];
     if (stage == STAGE_FINAL) {  // the whole key range's statistics
         const struct attn_merge *mg = &c->merges[it->merge];
         for (int i = 0; i < nq; i++) {

@@ -402,10 +402,10 @@ static void test_tile_kernels(void **state)
                     for (int i = 0; i < NH * NQ8 * T; i++)
                         sh[i] = 99.0f;
                     ka->qk_f16(HD, NH, nq, qh, (int64_t)NQ8 * HD, rh, nk & 1 ? nx : NULL, LH, nk,
-                               0.5f, sh, (int64_t)NQ8 * T);
+                               0.5f, sh, (int64_t)NQ8 * T, T);
                     memcpy(ah, ah0, sizeof ah);
-                    ka->pv_f16(HD, NH, nq, nk, sh, (int64_t)NQ8 * T, rh, nk & 1 ? NULL : nx, LH, ah,
-                               (int64_t)NQ8 * HD);
+                    ka->pv_f16(HD, NH, nq, nk, sh, (int64_t)NQ8 * T, T, rh, nk & 1 ? NULL : nx, LH,
+                               ah, (int64_t)NQ8 * HD);
                     for (int g = 0; g < NH; g++)
                         for (int i = 0; i < NQ8; i++) {
                             const float *qi = qh + ((size_t)g * NQ8 + i) * HD;

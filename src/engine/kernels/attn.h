@@ -40,9 +40,13 @@ struct kernels_attn {
     // -INFINITY, give 0): the normalized probabilities of llama.cpp's F16
     // path, for j < TILE.
     void (*exp_shift)(float *s, float m, float inv_l);
-    // s[j] = e[j] * f rounded to f16 precision, j < TILE (the same from kept
-    // exponentials).
-    void (*scale_f16)(float *s, const float *e, float f);
+    // s[j] = e[j] * f rounded to f16 precision, j < n, n % 8 == 0 (the same
+    // from kept exponentials; s may be e).
+    void (*scale_f16)(float *s, const float *e, float f, int n);
+    // A whole row of scores s[0..n), n % 8 == 0 (masked keys -INFINITY):
+    // *m = their max, s[j] = exp(s[j] - *m), *l = the sum of those. A fully
+    // masked row gives *m = -INFINITY, *l = 0 and s zero.
+    void (*softmax_row)(float *s, int n, float *m, float *l);
     // acc[i * hdp + d] += sum_{j < nk} p[i * TILE + j] * v[j * ldv + d] for
     // i < nq, d < hdp.
     void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
@@ -52,14 +56,15 @@ struct kernels_attn {
     // halves further on. next (NULL: none): rows to prefetch, head g of
     // next[j] while head g of key j is used (NULL entries skipped). For
     // g < nh, i < nq, j < nk
-    // (hd % 8 == 0):
-    //   s[g * ls + i * TILE + j] = scale * dot(q + g * lq + i * hd, rows[j] + g * lh)
-    // and 0 for nk <= j < TILE.
+    // (hd % 8 == 0, nk <= TILE; a query's scores lie lsi floats apart: TILE
+    // for a tile of scores, longer in a row of a whole key range):
+    //   s[g * ls + i * lsi + j] = scale * dot(q + g * lq + i * hd, rows[j] + g * lh)
+    // and 0 for nk <= j < TILE; queries from nq on are not written.
     void (*qk_f16)(int hd, int nh, int nq, const float *q, int64_t lq, const uint16_t *const *rows,
                    const uint16_t *const *next, int64_t lh, int nk, float scale, float *s,
-                   int64_t ls);
-    //   acc[g * la + i * hd + d] += sum_{j < nk} p[g * lp + i * TILE + j] * rows[j][g * lh + d]
-    void (*pv_f16)(int hd, int nh, int nq, int nk, const float *p, int64_t lp,
+                   int64_t ls, int64_t lsi);
+    //   acc[g * la + i * hd + d] += sum_{j < nk} p[g * lp + i * lpi + j] * rows[j][g * lh + d]
+    void (*pv_f16)(int hd, int nh, int nq, int nk, const float *p, int64_t lp, int64_t lpi,
                    const uint16_t *const *rows, const uint16_t *const *next, int64_t lh, float *acc,
                    int64_t la);
     // y[i] = exp(x[i]) for i < n (the tile's exponential; tests).
