@@ -287,14 +287,14 @@ static void tile_head_f16(const struct attn_run *c, struct tiles *t, const struc
             kernels_f16_to_f32_row((const uint16_t *)(vbase + off[j]), t->vb + (size_t)j * hd, hd);
 }
 
-// The tile's rows in cache from the item's first head on (an F16 cache:
-// f16 values); NULL where off is SIZE_MAX.
+// The tile's rows in cache from the item's first head on; NULL where off
+// is SIZE_MAX.
 static void cache_rows(const struct attn_run *c, const void *cache, const struct attn_item *it,
-                       const size_t *off, int nk, const uint16_t **out)
+                       const size_t *off, int nk, const uint8_t **out)
 {
     const uint8_t *base = (const uint8_t *)cache + c->head_bytes * (size_t)it->g0;
     for (int j = 0; j < nk; j++)
-        out[j] = off[j] == SIZE_MAX ? NULL : (const uint16_t *)(base + off[j]);
+        out[j] = off[j] == SIZE_MAX ? NULL : base + off[j];
 }
 
 // Asks for head gg's slices of the tile at key p while this one is computed
@@ -440,12 +440,14 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
     const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G;
     const int row = nh * hdp;
     const bool kept = sc && mode == PASS_FINAL;
-    // F16 caches: few queries per KV head (decode) are scored straight from
-    // the cache rows, every head of a row at once; more queries of one head
-    // per item (prompts) transpose the head's K slices straight from f16.
-    // Other items convert whole rows to f32 in address order (tile_rows).
+    // F16 and Q8_0 caches: few queries per KV head (decode) are scored
+    // straight from the cache rows, every head of a row at once; with F16,
+    // more queries of one head per item (prompts) transpose the head's K
+    // slices straight from f16. Other items convert whole rows to f32 in
+    // address order (tile_rows).
     const bool f16 = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim;
-    const bool rows = f16 && per_head <= ATTN_ROWS_Q;
+    const bool q8 = a->kv_type == GGUF_TYPE_Q8_0 && a->head_dim % 32 == 0;
+    const bool rows = (f16 || q8) && per_head <= ATTN_ROWS_Q;
     const bool by_head = f16 && !rows && nh == 1;
     // Rows with kept scores score the whole key range into them, then take
     // each query's softmax over its whole row (no tile by tile statistics).
@@ -453,7 +455,7 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
     const int64_t lq = (int64_t)per_head * hdp, ls = (int64_t)per_head * TILE;
     const int64_t ld = whole ? score_stride(it) : TILE, lsh = whole ? per_head * ld : ls;
     size_t off[TILE], off_next[TILE];
-    const uint16_t *kv_rows[TILE], *next_rows[TILE];
+    const uint8_t *kv_rows[TILE], *next_rows[TILE];
     if (whole && mode == PASS_FINAL)
         rows_scale(c, t, it, sc, per_head * nh);
     for (int32_t p = it->p0; p < it->p1; p += TILE) {
@@ -474,7 +476,7 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
         const int qn = (rz - ra) * G;
         if (rows) {
             // The next tile's rows are asked for while this one is used.
-            const size_t lh = c->head_bytes / sizeof(uint16_t);
+            const int64_t lh = (int64_t)c->head_bytes;
             int nn = it->p1 - p - TILE < TILE ? it->p1 - p - TILE : TILE;
             for (int j = 0; j < TILE; j++)
                 off_next[j] =
@@ -485,8 +487,8 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             if (!kept) {
                 cache_rows(c, c->kv->k, it, off, nk, kv_rows);
                 cache_rows(c, c->kv->k, it, off_next, TILE, next_rows);
-                c->k->qk_f16(hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
-                             (int64_t)lh, nk, a->scale, sp, lsh, ld);
+                c->k->qk_rows(q8, hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
+                              lh, nk, a->scale, sp, lsh, ld);
             }
             for (int gg = 0; gg < nh && !whole; gg++)
                 tile_probs(c, t, it, gg * per_head + ra * G, gg * per_head + ra * G + qn, p, nk,
@@ -494,8 +496,8 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             if (mode != PASS_STATS) {
                 cache_rows(c, c->kv->v, it, off, nk, kv_rows);
                 cache_rows(c, c->kv->v, it, off_next, TILE, next_rows);
-                c->k->pv_f16(hdp, nh, qn, nk, sp, lsh, ld, kv_rows, next_rows, (int64_t)lh,
-                             t->acc + (size_t)ra * G * hdp, lq);
+                c->k->pv_rows(q8, hdp, nh, qn, nk, sp, lsh, ld, kv_rows, next_rows, lh,
+                              t->acc + (size_t)ra * G * hdp, lq);
             }
             continue;
         }

@@ -382,53 +382,85 @@ static void test_tile_kernels(void **state)
                     }
             }
         }
-        // Straight from f16 rows: nh heads per row (a gap after each), up to
-        // 8 queries per head, partial tiles, rows to prefetch or none.
-        {
-            enum { NH = 3, LH = HD + 8, NQ8 = 8 };
-            static uint16_t kv[T * NH * LH];
+        // Straight from the cache rows, F16 then Q8_0: nh heads per row (a
+        // gap after each), up to 8 queries per head, partial tiles, rows to
+        // prefetch or none.
+        for (int q8 = 0; q8 <= 1; q8++) {
+            enum { NH = 3, HD8 = 64, NQ8 = 8 };
+            const int hd = q8 ? HD8 : HD;  // Q8_0: whole blocks of 32
+            const size_t lh = q8 ? (size_t)HD8 / 32 * 34 + 34 : (size_t)(HD + 8) * 2;  // bytes
+            static uint8_t kv[T * NH * (HD + 8) * 2];
             static float qh[NH * NQ8 * HD], sh[NH * NQ8 * T], ah[NH * NQ8 * HD], ah0[NH * NQ8 * HD];
-            const uint16_t *rh[T], *nx[T];
-            for (int i = 0; i < T * NH * LH; i++)
-                kv[i] = quant_f32_to_f16((float)((i * 7) % 23) / 8.0f - 1.4f);
+            static float kf[T * NH * HD];  // the rows' values as floats, [j][g][d]
+            const uint8_t *rh[T], *nx[T];
+            for (int j = 0; j < T; j++)
+                for (int g = 0; g < NH; g++) {
+                    uint8_t *slice = kv + ((size_t)j * NH + g) * lh;
+                    for (int d = 0; d < hd; d++) {
+                        float val = (float)((((j * NH + g) * hd + d) * 7) % 23) / 8.0f - 1.4f;
+                        if (q8) {
+                            uint8_t *b = slice + (size_t)(d / 32) * 34;
+                            if (d % 32 == 0) {
+                                uint16_t h = quant_f32_to_f16(0.03125f * (float)(1 + (j + g) % 3));
+                                memcpy(b, &h, 2);
+                            }
+                            int8_t v = (int8_t)((((j * NH + g) * hd + d) * 5) % 255 - 127);
+                            b[2 + d % 32] = (uint8_t)v;
+                            uint16_t h;
+                            memcpy(&h, b, 2);
+                            val = quant_f16_to_f32(h) * (float)v;
+                        } else {
+                            uint16_t h = quant_f32_to_f16(val);
+                            memcpy(slice + 2 * (size_t)d, &h, 2);
+                            val = quant_f16_to_f32(h);
+                        }
+                        kf[((size_t)j * NH + g) * HD + d] = val;
+                    }
+                }
+            int perm[T];
             for (int j = 0; j < T; j++) {
-                rh[j] = kv + (size_t)((j * 5) % T) * NH * LH;  // rows in any order
-                nx[j] = j % 3 ? rh[(j + 1) % T] : NULL;
+                perm[j] = (j * 5) % T;  // rows in any order
+                rh[j] = kv + (size_t)perm[j] * NH * lh;
             }
+            for (int j = 0; j < T; j++)
+                nx[j] = j % 3 ? rh[(j + 1) % T] : NULL;
             fill_rand(qh, NH * NQ8 * HD, 1.0f);
             fill_rand(ah0, NH * NQ8 * HD, 1.0f);
             for (int nq = 1; nq <= NQ8; nq++)
                 for (int nk = 1; nk <= T; nk += 10) {
                     for (int i = 0; i < NH * NQ8 * T; i++)
                         sh[i] = 99.0f;
-                    ka->qk_f16(HD, NH, nq, qh, (int64_t)NQ8 * HD, rh, nk & 1 ? nx : NULL, LH, nk,
-                               0.5f, sh, (int64_t)NQ8 * T, T);
+                    ka->qk_rows(q8, hd, NH, nq, qh, (int64_t)NQ8 * hd, rh, nk & 1 ? nx : NULL,
+                                (int64_t)lh, nk, 0.5f, sh, (int64_t)NQ8 * T, T);
                     memcpy(ah, ah0, sizeof ah);
-                    ka->pv_f16(HD, NH, nq, nk, sh, (int64_t)NQ8 * T, T, rh, nk & 1 ? NULL : nx, LH,
-                               ah, (int64_t)NQ8 * HD);
+                    ka->pv_rows(q8, hd, NH, nq, nk, sh, (int64_t)NQ8 * T, T, rh, nk & 1 ? NULL : nx,
+                                (int64_t)lh, ah, (int64_t)NQ8 * hd);
                     for (int g = 0; g < NH; g++)
                         for (int i = 0; i < NQ8; i++) {
-                            const float *qi = qh + ((size_t)g * NQ8 + i) * HD;
+                            const float *qi = qh + ((size_t)g * NQ8 + i) * hd;
                             const float *si = sh + ((size_t)g * NQ8 + i) * T;
-                            const float *ai = ah + ((size_t)g * NQ8 + i) * HD;
-                            const float *a0 = ah0 + ((size_t)g * NQ8 + i) * HD;
+                            const float *ai = ah + ((size_t)g * NQ8 + i) * hd;
+                            const float *a0 = ah0 + ((size_t)g * NQ8 + i) * hd;
                             for (int j = 0; j < T; j++) {
+                                const float *kj = kf + ((size_t)perm[j] * NH + g) * HD;
                                 double want = i >= nq ? 99.0 : 0.0;
-                                for (int d = 0; i < nq && j < nk && d < HD; d++)
-                                    want += (double)qi[d] * quant_f16_to_f32(rh[j][g * LH + d]);
+                                for (int d = 0; i < nq && j < nk && d < hd; d++)
+                                    want += (double)qi[d] * kj[d];
                                 if (i < nq && j < nk)
                                     want *= 0.5;
                                 if (fabs(si[j] - want) > 1e-5 * (1 + fabs(want)))
-                                    fail_msg("isa %d qk_f16 nq %d nk %d [%d][%d][%d] %g vs %g", isa,
-                                             nq, nk, g, i, j, (double)si[j], want);
+                                    fail_msg(
+                                        "isa %d q8 %d qk_rows nq %d nk %d [%d][%d][%d] %g vs %g",
+                                        isa, q8, nq, nk, g, i, j, (double)si[j], want);
                             }
-                            for (int d = 0; d < HD; d++) {
+                            for (int d = 0; d < hd; d++) {
                                 double o = a0[d];
                                 for (int j = 0; i < nq && j < nk; j++)
-                                    o += (double)si[j] * quant_f16_to_f32(rh[j][g * LH + d]);
+                                    o += (double)si[j] * kf[((size_t)perm[j] * NH + g) * HD + d];
                                 if (fabs(ai[d] - o) > 1e-4 * (1 + fabs(o)))
-                                    fail_msg("isa %d pv_f16 nq %d nk %d [%d][%d][%d] %g vs %g", isa,
-                                             nq, nk, g, i, d, (double)ai[d], o);
+                                    fail_msg(
+                                        "isa %d q8 %d pv_rows nq %d nk %d [%d][%d][%d] %g vs %g",
+                                        isa, q8, nq, nk, g, i, d, (double)ai[d], o);
                             }
                         }
                 }

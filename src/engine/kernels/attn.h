@@ -15,6 +15,7 @@
 // reference of the whole op is engine_attention_ref (engine/attention.h).
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,22 +52,23 @@ struct kernels_attn {
     // i < nq, d < hdp.
     void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
     // At most 8 queries per KV head, nh heads of every row at once, straight
-    // from an F16 cache (no transposed tile; rows are read whole, in order).
-    // rows[j]: key j's row at the first head; head g's slice starts lh
-    // halves further on. next (NULL: none): rows to prefetch, head g of
-    // next[j] while head g of key j is used (NULL entries skipped). For
-    // g < nh, i < nq, j < nk
-    // (hd % 8 == 0, nk <= TILE; a query's scores lie lsi floats apart: TILE
-    // for a tile of scores, longer in a row of a whole key range):
-    //   s[g * ls + i * lsi + j] = scale * dot(q + g * lq + i * hd, rows[j] + g * lh)
+    // from the cache rows in their stored type: F16, or Q8_0 when q8 (head
+    // dimension then a multiple of 32). No transposed tile; rows are read
+    // whole, in order. rows[j]: key j's row at the first head; head g's
+    // slice starts lh bytes further on. next (NULL: none): rows to
+    // prefetch, head g of next[j] while head g of key j is used (NULL
+    // entries skipped). For g < nh, i < nq, j < nk (hd % 8 == 0, nk <= TILE;
+    // a query's scores lie lsi floats apart: TILE for a tile of scores,
+    // longer in a row of a whole key range):
+    //   s[g * ls + i * lsi + j] = scale * dot(q + g * lq + i * hd, row j, head g)
     // and 0 for nk <= j < TILE; queries from nq on are not written.
-    void (*qk_f16)(int hd, int nh, int nq, const float *q, int64_t lq, const uint16_t *const *rows,
-                   const uint16_t *const *next, int64_t lh, int nk, float scale, float *s,
-                   int64_t ls, int64_t lsi);
-    //   acc[g * la + i * hd + d] += sum_{j < nk} p[g * lp + i * lpi + j] * rows[j][g * lh + d]
-    void (*pv_f16)(int hd, int nh, int nq, int nk, const float *p, int64_t lp, int64_t lpi,
-                   const uint16_t *const *rows, const uint16_t *const *next, int64_t lh, float *acc,
-                   int64_t la);
+    void (*qk_rows)(bool q8, int hd, int nh, int nq, const float *q, int64_t lq,
+                    const uint8_t *const *rows, const uint8_t *const *next, int64_t lh, int nk,
+                    float scale, float *s, int64_t ls, int64_t lsi);
+    //   acc[g * la + i * hd + d] += sum_{j < nk} p[g * lp + i * lpi + j] * (row j, head g)[d]
+    void (*pv_rows)(bool q8, int hd, int nh, int nq, int nk, const float *p, int64_t lp,
+                    int64_t lpi, const uint8_t *const *rows, const uint8_t *const *next, int64_t lh,
+                    float *acc, int64_t la);
     // y[i] = exp(x[i]) for i < n (the tile's exponential; tests).
     void (*exp)(const float *x, float *y, int n);
 };
