@@ -501,8 +501,13 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             }
             continue;
         }
-        if (!by_head)
+        if (!by_head) {
             tile_rows(c, t, it, off, nk, !kept, mode != PASS_STATS);
+            // One KV head's slices (prompt items): a strided read, asked
+            // for a tile ahead as the F16 path does.
+            if (nh == 1 && p + TILE < it->p1)
+                prefetch_head(c, it, p + TILE, 0, !kept, mode != PASS_STATS);
+        }
 
         for (int gg = 0; gg < nh; gg++) {
             int qa = gg * per_head + ra * G;
