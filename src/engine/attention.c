@@ -382,7 +382,8 @@ static void query_of(const struct attn_run *c, const struct attn_item *it, int i
     *h = (it->g0 + i / (nr * G)) * G + i % G;
 }
 
-// Query i's keys of the item it sees: [*a, *b) relative to p0.
+// Query i's keys of the item it sees: [*a, *b) relative to p0, within
+// [0, p1 - p0]; an empty span is [0, 0) (a window may start past the item).
 static void visible_span(const struct attn_run *c, const struct attn_item *it, int i, int32_t *a,
                          int32_t *b)
 {
@@ -390,8 +391,8 @@ static void visible_span(const struct attn_run *c, const struct attn_item *it, i
     query_of(c, it, i, &r, &h);
     int32_t nv = c->n_visible[r], lo = visible_lo(c->a, nv);
     int32_t from = lo > it->p0 ? lo : it->p0, to = nv < it->p1 ? nv : it->p1;
-    *a = from - it->p0;
-    *b = to > from ? to - it->p0 : *a;
+    *a = to > from ? from - it->p0 : 0;
+    *b = to > from ? to - it->p0 : 0;
 }
 
 // Whole rows of kept scores (decode from an F16 cache), after the
