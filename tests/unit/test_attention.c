@@ -256,6 +256,12 @@ static void test_contract_fields(void **state)
             run_case(&sinks, nth, 37, 250, 122);
             run_case(&sinks, nth, 0, 0, 1033);  // sinks through the split merge
             run_case(&all, nth, 61, 700, 511);
+            // A few consecutive rows of one slot (a speculative verify
+            // pass): decode items of several rows (at most 8 queries per KV
+            // head), each row with its own window start.
+            run_case(&window, nth, 2, 700, 511);
+            run_case(&softcap, nth, 2, 1000, 30);
+            run_case(&all, nth, 4, 250, 122);
         }
 }
 
