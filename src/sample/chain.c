@@ -662,12 +662,31 @@ static void apply_penalties(struct sampler *s)
             s->work[v->newline_ids[i]] = saved_nl[i];
 }
 
+// Whether any of the SCAN_CHUNK logits from l is at or above t (NaN never is). A fixed
+// count with no early exit, so the compiler compares them a vector at a time: the scans
+// below skip whole chunks that cannot enter, most of a large vocabulary.
+#define SCAN_CHUNK 16
+static bool chunk_reaches(const float *l, float t)
+{
+    int any = 0;
+    for (int j = 0; j < SCAN_CHUNK; j++)
+        any |= l[j] >= t;
+    return any != 0;
+}
+
 // k-th largest finite logit among the allowed tokens (a min-heap of k values), or -inf
 // when fewer than k exist.
 static float kth_largest(const float *l, int32_t n, const uint64_t *allowed, size_t k, float *heap)
 {
     size_t h = 0;
     for (int32_t i = 0; i < n; i++) {
+        // once the heap is full only values above its root enter, and the root only
+        // rises: a chunk with none at or above it is skipped whole
+        if (h == k && i % SCAN_CHUNK == 0 && n - i >= SCAN_CHUNK &&
+            !chunk_reaches(l + i, heap[0])) {
+            i += SCAN_CHUNK - 1;
+            continue;
+        }
         float x = l[i];
         if (x != x || x == -INFINITY || (allowed && !((allowed[i >> 6] >> (i & 63)) & 1)))
             continue;
@@ -759,7 +778,13 @@ static int32_t run_chain(struct sampler *s, const uint64_t *allowed, float *mu_a
         c->p_ready = total > 0;
     }
     double inv_total = total > 0 ? 1.0 / total : 0;
+    const bool cut = thr > -INFINITY;
     for (int32_t i = 0; i < n_vocab; i++) {
+        if (cut && i % SCAN_CHUNK == 0 && n_vocab - i >= SCAN_CHUNK &&
+            !chunk_reaches(s->work + i, thr)) {
+            i += SCAN_CHUNK - 1;  // no value of the chunk at or above the threshold
+            continue;
+        }
         float x = s->work[i];
         if (x != x || x == -INFINITY || x < thr)
             continue;  // NaN, masked by the model, or below the top_k / top_p threshold

@@ -234,6 +234,45 @@ static void test_top_k_exact(void **state)
     assert_true(fabs(c[1] / 3000.0 - 0.4) < 0.04);
 }
 
+// A vocabulary of 1007 (not a multiple of the scans' 16-logit chunks): the five
+// candidates sit at chunk starts and ends, in the partial last chunk and beside chunks of
+// NaN and -inf; every one must be drawn and nothing else, through the top_k scan and
+// through the top_p-first one.
+static void test_scan_chunks(void **state)
+{
+    (void)state;
+    enum { N = 1007 };
+    static float l[N];
+    static int c[N];
+    for (int i = 0; i < N; i++)
+        l[i] = -30.0f;
+    for (int i = 96; i < 112; i++)
+        l[i] = NAN;
+    for (int i = 112; i < 128; i++)
+        l[i] = -INFINITY;
+    const int at[5] = {15, 16, 47, 128, 1006};
+    const float val[5] = {0.6f, 1.0f, 0.9f, 0.7f, 0.8f};
+    for (int j = 0; j < 5; j++)
+        l[at[j]] = val[j];
+    l[500] = 0.6f;  // ties the fifth: top_k keeps the lower id (15)
+    for (int pass = 0; pass < 2; pass++) {
+        struct sample_options o = opts_free();
+        if (pass == 0) {
+            o.top_k = 5;
+        } else {
+            o.top_p = 0.999f;  // the -30s sit 20 nats below the max: out of the list
+            l[500] = -30.0f;
+        }
+        histogram(&o, l, N, 4000, c);
+        int in = 0;
+        for (int j = 0; j < 5; j++) {
+            assert_true(c[at[j]] > 0);
+            in += c[at[j]];
+        }
+        assert_int_equal(in, 4000);
+    }
+}
+
 static void test_top_p_exact(void **state)
 {
     (void)state;
@@ -1548,19 +1587,20 @@ static void test_grammar_inactive(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),        cmocka_unit_test(test_greedy_ties),
-        cmocka_unit_test(test_penalties),       cmocka_unit_test(test_top_k_exact),
-        cmocka_unit_test(test_top_p_exact),     cmocka_unit_test(test_min_p_exact),
-        cmocka_unit_test(test_top_p_tail_mass), cmocka_unit_test(test_top_p_long_list),
-        cmocka_unit_test(test_typical_exact),   cmocka_unit_test(test_temperature),
-        cmocka_unit_test(test_mirostat),        cmocka_unit_test(test_seed_reproducible),
-        cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_predict_limit),
-        cmocka_unit_test(test_stop_split),      cmocka_unit_test(test_format_json),
-        cmocka_unit_test(test_format_errors),   cmocka_unit_test(test_schema_example),
-        cmocka_unit_test(test_integer_ranges),  cmocka_unit_test(test_logprobs),
-        cmocka_unit_test(test_patterns),        cmocka_unit_test(test_large_alternatives),
-        cmocka_unit_test(test_mask_agrees),     cmocka_unit_test(test_grammar_inactive),
-        cmocka_unit_test(test_grammar_done),    cmocka_unit_test(test_random_schemas),
+        cmocka_unit_test(test_defaults),           cmocka_unit_test(test_greedy_ties),
+        cmocka_unit_test(test_penalties),          cmocka_unit_test(test_top_k_exact),
+        cmocka_unit_test(test_scan_chunks),        cmocka_unit_test(test_top_p_exact),
+        cmocka_unit_test(test_min_p_exact),        cmocka_unit_test(test_top_p_tail_mass),
+        cmocka_unit_test(test_top_p_long_list),    cmocka_unit_test(test_typical_exact),
+        cmocka_unit_test(test_temperature),        cmocka_unit_test(test_mirostat),
+        cmocka_unit_test(test_seed_reproducible),  cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_predict_limit),      cmocka_unit_test(test_stop_split),
+        cmocka_unit_test(test_format_json),        cmocka_unit_test(test_format_errors),
+        cmocka_unit_test(test_schema_example),     cmocka_unit_test(test_integer_ranges),
+        cmocka_unit_test(test_logprobs),           cmocka_unit_test(test_patterns),
+        cmocka_unit_test(test_large_alternatives), cmocka_unit_test(test_mask_agrees),
+        cmocka_unit_test(test_grammar_inactive),   cmocka_unit_test(test_grammar_done),
+        cmocka_unit_test(test_random_schemas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
