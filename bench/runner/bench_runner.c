@@ -3,11 +3,15 @@
 //
 //   bench_runner MODEL.gguf [--bin PATH/ollama] [--threads N] [--tokens N]
 //                [--prompt-tokens N] [--streams 1,2,4,8] [--ctx N] [--repeat N]
+//                [--late N] [--shared N] [--cache-prompt]
 //
 // Starts the runner with --parallel = the largest stream count, warms it up,
 // then for each stream count runs that many greedy completions at once
 // (distinct prompts, no prompt cache), best of --repeat rounds (the machine
-// may be shared), and reports:
+// may be shared). --shared N opens every prompt of a round with the same N
+// words (a system prompt, different in every round) and --cache-prompt lets
+// the runner reuse cached prompts, so that concurrent requests evaluate
+// their common opening once (cross-slot prompt sharing). It reports:
 //   agg tok/s   sum of eval_count / wall time from first send to last done
 //   per-stream  agg tok/s / streams
 //   TTFT        time from send to the first content line (median, max)
@@ -123,17 +127,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-// One /completion request: a distinct prompt of ~prompt_words words.
+// --shared: words every prompt of a round opens with (a system prompt; new
+// in every round, so no slot has it cached from an earlier one), and
+// --cache-prompt: the requests' cache_prompt.
+static int shared_words = 0, cache_prompt = 0;
+
+// One /completion request: a distinct prompt of ~prompt_words words, after
+// the round's shared_words.
 static void stream_init(struct stream *s, int port, int round, int i, int prompt_words,
                         int n_tokens)
 {
     snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d/completion", port);
-    int off = snprintf(s->body, sizeof(s->body), "{\"prompt\":\"Story %d.%d:", round, i);
+    int off = snprintf(s->body, sizeof(s->body), "{\"prompt\":\"");
+    if (shared_words > 0)
+        off += snprintf(s->body + off, sizeof(s->body) - (size_t)off, "System %d:", round);
+    for (int w = 0; w < shared_words && off < (int)sizeof(s->body) - 400; w++)
+        off +=
+            snprintf(s->body + off, sizeof(s->body) - (size_t)off, " s%d", (w * 13 + round) % 89);
+    off += snprintf(s->body + off, sizeof(s->body) - (size_t)off,
+                    "%sStory %d.%d:", shared_words > 0 ? " " : "", round, i);
     for (int w = 0; w < prompt_words && off < (int)sizeof(s->body) - 200; w++)
         off += snprintf(s->body + off, sizeof(s->body) - (size_t)off, " w%d", (w * 7 + i) % 97);
     snprintf(s->body + off, sizeof(s->body) - (size_t)off,
-             "\",\"cache_prompt\":false,\"options\":{\"temperature\":0,\"num_predict\":%d}}",
-             n_tokens);
+             "\",\"cache_prompt\":%s,\"options\":{\"temperature\":0,\"num_predict\":%d}}",
+             cache_prompt ? "true" : "false", n_tokens);
 }
 
 // Runs n streams at once; returns aggregate tok/s, fills TTFT stats.
@@ -253,6 +270,10 @@ int main(int argc, char **argv)
             n_late = atoi(argv[++i]);
         else if (strcmp(a, "--prompt-tokens") == 0 && v)
             prompt_words = atoi(argv[++i]);
+        else if (strcmp(a, "--shared") == 0 && v)
+            shared_words = atoi(argv[++i]);
+        else if (strcmp(a, "--cache-prompt") == 0)
+            cache_prompt = 1;
         else if (strcmp(a, "--streams") == 0 && v) {
             n_streams = 0;
             for (char *p = argv[++i]; *p && n_streams < 8;) {
@@ -265,7 +286,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: bench_runner MODEL.gguf [--bin ollama] [--threads N] "
                             "[--tokens N] [--prompt-tokens N] [--streams 1,2,4,8] [--ctx N] "
-                            "[--repeat N] [--late N]\n");
+                            "[--repeat N] [--late N] [--shared N] [--cache-prompt]\n");
             return 2;
         }
     }
@@ -308,9 +329,10 @@ int main(int argc, char **argv)
         kill(pid, SIGKILL);
         return 1;
     }
-    printf("model %s, threads %s, %d tokens per stream, ~%d prompt words, --parallel %d, "
-           "best of %d\n\n",
-           model, threads, n_tokens, prompt_words, max_streams, repeat);
+    printf("model %s, threads %s, %d tokens per stream, ~%d prompt words after %d shared, "
+           "cache_prompt %s, --parallel %d, best of %d\n\n",
+           model, threads, n_tokens, prompt_words, shared_words, cache_prompt ? "true" : "false",
+           max_streams, repeat);
     double med, mx;
     long total;
     run_round(port, 1, 4, prompt_words, &med, &mx, &total, 0);  // warm-up

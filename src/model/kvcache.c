@@ -134,6 +134,39 @@ int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, in
     return k;
 }
 
+int model_slot_copy_prefix(struct model *m, int dst, int src, int n)
+{
+    if (!slot_ok(m, dst) || !slot_ok(m, src) || dst == src || m->arch->encoder)
+        return 0;
+    const struct model_slot *from = &m->slots[src];
+    struct model_slot *to = &m->slots[dst];
+    if (n > from->n_past)
+        n = from->n_past;
+    if (n <= 0)
+        return 0;
+    // Ring layers: the window of position n starts at n - n_swa + 1; src's
+    // ring holds its positions from n_past - kv_ring on.
+    if (m->kv_ring > 0 && (int64_t)n - m->hp.n_swa + 1 < (int64_t)from->n_past - m->kv_ring)
+        return 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const struct model_layer *L = &m->layers[il];
+        if (L->kv_ring == 0) {
+            engine_kv_move(m->be, &L->kv, (int64_t)dst * m->opts.n_ctx,
+                           (int64_t)src * m->opts.n_ctx, n);
+            continue;
+        }
+        // Every position src's ring still holds (n <= n_past: that covers
+        // the window).
+        const int64_t ring = L->kv_ring;
+        int64_t lo = (int64_t)from->n_past - ring > 0 ? (int64_t)from->n_past - ring : 0;
+        for (int64_t q = lo; q < n; q++)
+            engine_kv_move(m->be, &L->kv, dst * ring + q % ring, src * ring + q % ring, 1);
+    }
+    memcpy(to->tokens, from->tokens, (size_t)n * sizeof(int32_t));
+    to->n_past = n;
+    return n;
+}
+
 // Ring layer: the positions q of the new sequence that the ring can hold
 // and that moved (q >= p0) take the rows of q + n_del, re-rotated.
 static void ring_remove(struct model *m, const struct model_layer *L, int slot, int p0, int n_del,

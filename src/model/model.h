@@ -145,6 +145,13 @@ void model_slot_clear(struct model *m, int slot);
 // (at most n - 1, so the last prompt token is always evaluated for its
 // logits), drops the rest; returns the number of tokens kept.
 int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, int n);
+// Cross-slot prefix sharing: gives slot dst the first n positions of slot
+// src (their tokens, and keys and values in every layer), in place of what
+// dst held. n is capped at src's length. Ring (sliding-window) layers take
+// the rows the window after position n needs; if src's ring has already
+// written over them, or for encoders and dst == src, nothing is copied.
+// Returns the positions dst now holds from src (0: dst unchanged).
+int model_slot_copy_prefix(struct model *m, int dst, int src, int n);
 // Removes positions [p0, p1) of a slot and shifts the later ones down
 // (their keys re-rotated), as llama.cpp's seq_rm + seq_add.
 int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e);

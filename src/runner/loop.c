@@ -5,6 +5,8 @@
 // arrives joins at the next iteration (continuous batching); requests beyond
 // the slot count wait FIFO. A client that hangs up is noticed at the top of
 // every iteration (socket polled for POLLRDHUP) and its slot is freed.
+// Prompts that open like a prompt another slot holds or is evaluating take
+// those rows from it instead of evaluating them again (share_prefix).
 //
 // Speculative decoding: a generating slot whose request asks for it puts
 // its next token AND up to draft_max drafted tokens (spec.c: prompt lookup
@@ -541,6 +543,52 @@ static void draft_all(struct runner_loop *l, int room)
     }
 }
 
+// Cross-slot prompt sharing, for completion requests that allow the prompt
+// cache: concurrent requests often open with the same system prompt or
+// template. When another slot's cache holds more of s's prompt than s has,
+// s takes those rows (model_slot_copy_prefix: the same keys and values its
+// own evaluation would write) instead of evaluating them again. When a slot
+// placed earlier in this batch is evaluating at least SHARE_MIN tokens of
+// s's prompt beyond that, s waits one iteration and takes them afterwards,
+// so requests that arrive together evaluate their common prefix once. The
+// first slot placed never waits, so the batch always moves on. Returns true
+// when s waits this iteration.
+#define SHARE_MIN 16
+
+static bool share_prefix(struct runner_loop *l, struct slot *s)
+{
+    const struct rreq *r = s->req;
+    if (r->kind != RREQ_COMPLETION || !r->cache_prompt || l->encoder)
+        return false;
+    const int32_t *tok = r->tokens.data;
+    const int n = (int)r->tokens.len - 1;  // the last token is evaluated for its logits
+    int best = s->n_done, from = -1, coming = 0;
+    for (int i = 0; i < l->n_slots; i++) {
+        const struct slot *t = &l->slots[i];
+        if (t == s)
+            continue;
+        int c = common_prefix(model_slot_tokens(l->m, i), model_slot_n_past(l->m, i), tok, n);
+        if (c > best) {
+            best = c;
+            from = i;
+        }
+        if (t->state == SLOT_PROMPT && t->bn > 0 && t->req->kind == RREQ_COMPLETION) {
+            c = common_prefix(t->req->tokens.data, t->n_done + t->bn, tok, n);
+            coming = c > coming ? c : coming;
+        }
+    }
+    if (from >= 0) {
+        int got = model_slot_copy_prefix(l->m, s->id, from, best);
+        if (got <= s->n_done)
+            return false;  // a ring that no longer holds the window: evaluate
+        log_debug("prompt sharing: slot %d takes %d tokens from slot %d", s->id, got - s->n_done,
+                  from);
+        s->n_evaluated -= got - s->n_done;
+        s->n_done = got;
+    }
+    return coming >= s->n_done + SHARE_MIN;
+}
+
 static int build_batch(struct runner_loop *l)
 {
     int n = 0, n_gen = 0;
@@ -572,6 +620,8 @@ static int build_batch(struct runner_loop *l)
     for (int k = 0; k < l->n_slots && n < l->n_batch; k++) {
         struct slot *s = &l->slots[(k + (int)(l->tick % (uint64_t)l->n_slots)) % l->n_slots];
         if (s->state != SLOT_PROMPT)
+            continue;
+        if (share_prefix(l, s))
             continue;
         struct rreq *r = s->req;
         int left = (int)r->tokens.len - s->n_done;

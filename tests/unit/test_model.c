@@ -534,7 +534,8 @@ static void assert_close(const float *a, const float *b, int n, float tol)
 // Sliding-window layers with a ring cache (tiny-gemma3: window 8; n_batch 4
 // gives rings of 12 cells) compute what a full-length cache computes
 // (n_batch 512: ring >= n_ctx, so every layer is linear): prompt, one token
-// at a time, two slots, prefix reuse and a context shift. The ring's
+// at a time, two slots, prefix reuse, a prefix taken from the other slot
+// and a context shift. The ring's
 // memory does not grow with n_ctx.
 static void test_swa_ring_cache(void **state)
 {
@@ -566,6 +567,16 @@ static void test_swa_ring_cache(void **state)
         decode_seq(ring, 1, &toks[i], 1, i, false);
         assert_close(model_logits(ring, 0), model_logits(lin, 0), nv, 1e-3f);
     }
+    // Cross-slot sharing: slot 1 takes slot 0's first 39 positions (the
+    // ring's window of position 39) and evaluates the last again; too far
+    // back for slot 0's ring, nothing is copied.
+    float *shared = xmalloc((size_t)nv * sizeof(float));
+    model_slot_clear(ring, 1);
+    assert_int_equal(model_slot_copy_prefix(ring, 1, 0, 39), 39);
+    decode_seq(ring, 1, &toks[39], 1, 39, false);
+    memcpy(shared, model_logits(ring, 0), (size_t)nv * sizeof(float));
+    assert_int_equal(model_slot_copy_prefix(ring, 1, 0, 20), 0);
+    assert_int_equal(model_slot_n_past(ring, 1), 40);
     // Prefix reuse: keep 39 and evaluate the last again.
     assert_int_equal(model_slot_reuse_prefix(ring, 0, toks, 40), 39);
     // Too far back for the ring: everything is evaluated again.
@@ -573,7 +584,9 @@ static void test_swa_ring_cache(void **state)
     // Context shift: keep 4, drop half of the rest; then continue.
     struct err e = {0};
     assert_int_equal(model_context_shift(lin, 0, 4, &e), 18);
-    decode_seq(ring, 0, &toks[39], 1, 39, false);  // the reused prefix + the last again
+    decode_seq(ring, 0, &toks[39], 1, 39, false);            // the reused prefix + the last again
+    assert_close(model_logits(ring, 0), shared, nv, 1e-6f);  // the same rows as slot 1's copy
+    free(shared);
     assert_int_equal(model_slot_n_past(ring, 0), 40);
     assert_int_equal(model_context_shift(ring, 0, 4, &e), 18);
     for (int i = 0; i < 6; i++) {
@@ -875,6 +888,62 @@ static void test_prefix_reuse(void **state)
     model_free(m);
 }
 
+// Cross-slot prefix sharing: a slot that takes another slot's first 12
+// positions and evaluates the rest of its prompt computes what a fresh
+// evaluation computes (F32 cache). The source slot is untouched; a source
+// shorter than asked gives what it has; the same slot, a bad slot, or
+// nothing to give copy nothing.
+static void test_slot_copy_prefix(void **state)
+{
+    (void)state;
+    char path[1024];
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 3};
+    struct model *m = load(stories_path(path, sizeof path), o);
+    int nv = model_n_vocab(m);
+    int32_t b_prompt[STORY_N];
+    memcpy(b_prompt, story, sizeof story);
+    for (int i = 12; i < STORY_N; i++)
+        b_prompt[i] = (int32_t)(300 + i);
+    // Reference in slot 2: prompt B's first 12 tokens, then the rest.
+    decode_seq(m, 2, b_prompt, 12, 0, false);
+    decode_seq(m, 2, b_prompt + 12, STORY_N - 12, 12, true);
+    float *want = xmalloc((size_t)(STORY_N - 12) * nv * sizeof(float));
+    for (int i = 0; i < STORY_N - 12; i++)
+        memcpy(want + (size_t)i * nv, model_logits(m, i), (size_t)nv * sizeof(float));
+    // Slot 0 holds prompt A (sharing B's first 12), slot 1 something else.
+    decode_seq(m, 0, story, STORY_N, 0, false);
+    decode_seq(m, 1, b_prompt + 12, STORY_N - 12, 0, false);
+    assert_int_equal(model_slot_copy_prefix(m, 1, 0, 12), 12);
+    assert_int_equal(model_slot_n_past(m, 1), 12);
+    assert_int_equal(model_slot_n_past(m, 0), STORY_N);
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(model_slot_tokens(m, 1)[i], story[i]);
+    decode_seq(m, 1, b_prompt + 12, STORY_N - 12, 12, true);
+    for (int i = 0; i < STORY_N - 12; i++)
+        assert_close(model_logits(m, i), want + (size_t)i * nv, nv, 1e-5f);
+    // Slot 0 still continues as a fresh evaluation of prompt A does.
+    float *next0 = xmalloc((size_t)nv * sizeof(float));
+    decode_seq(m, 0, &story[0], 1, STORY_N, false);
+    memcpy(next0, model_logits(m, 0), (size_t)nv * sizeof(float));
+    decode_seq(m, 2, story, STORY_N, 0, false);
+    decode_seq(m, 2, &story[0], 1, STORY_N, false);
+    assert_close(next0, model_logits(m, 0), nv, 1e-5f);
+    // Capped at the source's length; nothing from itself, a bad slot or an
+    // empty source (dst unchanged).
+    model_slot_clear(m, 2);
+    assert_int_equal(model_slot_copy_prefix(m, 2, 1, 1000), STORY_N);
+    assert_int_equal(model_slot_n_past(m, 2), STORY_N);
+    assert_int_equal(model_slot_copy_prefix(m, 2, 2, 5), 0);
+    assert_int_equal(model_slot_copy_prefix(m, 2, 3, 5), 0);
+    assert_int_equal(model_slot_copy_prefix(m, -1, 0, 5), 0);
+    model_slot_clear(m, 0);
+    assert_int_equal(model_slot_copy_prefix(m, 2, 0, 5), 0);
+    assert_int_equal(model_slot_n_past(m, 2), STORY_N);
+    free(next0);
+    free(want);
+    model_free(m);
+}
+
 // Speculative rollback: a slot that evaluated drafted tokens and is cut back
 // to the accepted ones continues exactly as a slot that never saw the
 // rejected drafts (logits at every later position, F32 cache).
@@ -1156,6 +1225,7 @@ int main(void)
         cmocka_unit_test(test_batched_equals_unbatched),
         cmocka_unit_test(test_interleaved_weights),
         cmocka_unit_test(test_prefix_reuse),
+        cmocka_unit_test(test_slot_copy_prefix),
         cmocka_unit_test(test_slot_truncate),
         cmocka_unit_test(test_context_shift),
         cmocka_unit_test(test_embeddings),

@@ -216,6 +216,89 @@ static void test_parallel_equals_single(void **state)
     stop(&h);
 }
 
+// Requests that share a long opening (a system prompt) evaluate it once:
+// whether they arrive together (the others wait one iteration for the
+// first) or later (they copy a slot's cached rows). The output equals each
+// request alone, and prompt_eval_count counts only the tokens evaluated.
+static void test_shared_prefix(void **state)
+{
+    (void)state;
+    static const char *const endings[] = {
+        "Once upon a time",
+        "Lily and Tom went to the park.",
+        "The little dog was sad because",
+        "Ben liked to eat",
+    };
+    const char *pre = "Sue had a big red ball. She liked to play with it in the park with her "
+                      "friend Tim every day. One day the ball rolled away into the grass. ";
+    char *alone[4], *shared[4], *want[4];
+    json_t *ids[4];
+    size_t len[4];
+    struct rharness h;
+    const char *extra[] = {"--parallel", "4", "--ctx-size", "256", NULL};
+    start(&h, extra);
+    for (int i = 0; i < 4; i++) {
+        char *prompt = xasprintf("%s%s", pre, endings[i]);
+        alone[i] =
+            greedy_body(prompt, 12 + 3 * i, "\"cache_prompt\":false,\"return_context\":true");
+        shared[i] = greedy_body(prompt, 12 + 3 * i, NULL);
+        free(prompt);
+        struct rh_stream s;
+        assert_int_equal(complete(&h, alone[i], &s), 200);
+        want[i] = xstrdup(s.text);
+        len[i] = (size_t)rh_final_int(&s, "prompt_eval_count");
+        ids[i] = json_incref(json_object_get(s.final, "context"));
+        rh_stream_free(&s);
+    }
+    stop(&h);
+    // The common opening in tokens: what every request but one can skip.
+    size_t common = len[0];
+    for (int i = 1; i < 4; i++) {
+        size_t k = 0;
+        while (k < common && k < len[i] &&
+               json_integer_value(json_array_get(ids[0], k)) ==
+                   json_integer_value(json_array_get(ids[i], k)))
+            k++;
+        common = k;
+    }
+    assert_true(common >= 32);
+    for (int i = 0; i < 4; i++)
+        assert_true(common < len[i] - 1);
+    // A fresh runner (no cached prompts): 4 at once, then the same 4 one
+    // after another, each taking the opening from the slots' caches.
+    for (int round = 0; round < 2; round++) {
+        start(&h, extra);
+        struct job jobs[4];
+        if (round == 0) {
+            run_parallel(&h, shared, jobs, 4);
+        } else {
+            for (int i = 0; i < 4; i++) {
+                jobs[i] = (struct job){.h = &h, .body = shared[i]};
+                job_run(&jobs[i]);
+            }
+        }
+        int64_t evaluated = 0, full = 0;
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(jobs[i].status, 200);
+            assert_string_equal(jobs[i].s.text, want[i]);
+            int64_t n = rh_final_int(&jobs[i].s, "prompt_eval_count");
+            assert_true(n == (int64_t)len[i] || n == (int64_t)(len[i] - common));
+            full += n == (int64_t)len[i];
+            evaluated += n;
+            rh_stream_free(&jobs[i].s);
+        }
+        assert_int_equal(full, 1);
+        assert_int_equal(evaluated, (int64_t)(len[0] + len[1] + len[2] + len[3] - 3 * common));
+        stop(&h);
+    }
+    for (int i = 0; i < 4; i++) {
+        free(alone[i]);
+        free(shared[i]);
+        free(want[i]);
+        json_decref(ids[i]);
+    }
+}
+
 struct abandon {
     const struct rharness *h;
     const char *body;
@@ -715,6 +798,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_reference),
         cmocka_unit_test(test_parallel_equals_single),
+        cmocka_unit_test(test_shared_prefix),
         cmocka_unit_test(test_cancel_frees_slot),
         cmocka_unit_test(test_stop_sequences),
         cmocka_unit_test(test_num_predict),
