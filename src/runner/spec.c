@@ -89,20 +89,41 @@ static int decode_step(struct runner_draft *d, int n, struct runner_draft_job *j
     return 0;
 }
 
+// The length of the common prefix of a draft slot's cache and hist[0..n).
+static int cached_prefix(const struct runner_draft *d, int slot, const int32_t *hist, int n)
+{
+    const int32_t *cached = model_slot_tokens(d->m, slot);
+    int c = 0, n_past = model_slot_n_past(d->m, slot);
+    while (c < n_past && c < n && cached[c] == hist[c])
+        c++;
+    return c;
+}
+
 // Brings every job's slot in step with its history (the common prefix is
 // kept, at most n - 1 tokens so the last one is evaluated again) and takes
-// each job's first draft from the logits of its last history token. The
-// missing tokens of all jobs share batches of n_batch entries.
+// each job's first draft from the logits of its last history token. When
+// another slot of the draft model holds a longer prefix of the history (a
+// prompt the target's slots shared, loop.c), the job's slot takes those
+// rows from it first. The missing tokens of all jobs share batches of
+// n_batch entries.
 static int catch_up(struct runner_draft *d, struct runner_draft_job *jobs, int n_jobs, int *row,
                     struct err *e)
 {
     int *next = d->job_next;  // next history position to evaluate, per job
     for (int i = 0; i < n_jobs; i++) {
         struct runner_draft_job *j = &jobs[i];
-        const int32_t *cached = model_slot_tokens(d->m, j->slot);
-        int c = 0, n_past = model_slot_n_past(d->m, j->slot);
-        while (c < n_past && c < j->n - 1 && cached[c] == j->hist[c])
-            c++;
+        int c = cached_prefix(d, j->slot, j->hist, j->n - 1), best = c, from = -1;
+        for (int o = 0; o < model_n_slots(d->m); o++) {
+            int k = o == j->slot ? 0 : cached_prefix(d, o, j->hist, j->n - 1);
+            if (k > best) {
+                best = k;
+                from = o;
+            }
+        }
+        if (from >= 0 && model_slot_copy_prefix(d->m, j->slot, from, best) == best) {
+            log_debug("draft: slot %d takes %d tokens from slot %d", j->slot, best - c, from);
+            c = best;
+        }
         int rc = model_slot_truncate(d->m, j->slot, c, e);
         if (rc < 0)
             return rc;

@@ -331,6 +331,54 @@ static void test_spec_parallel(void **state)
     assert_int_equal(rh_stop(&h), 0);
 }
 
+// Requests that open alike, one after another on different slots (no
+// prompt cache: each takes the least recently used slot): the draft
+// model's slot takes the opening from the slot that drafted for the
+// previous request (spec.c catch_up). The target as its own draft still
+// agrees at every drafted token, so the copied rows are the right ones, and
+// the output is the target's.
+static void test_spec_shared_opening(void **state)
+{
+    (void)state;
+    struct rharness h;
+    const char *extra[] = {"--parallel", "3", "--draft", model_path, NULL};
+    setenv("OLLAMA_DEBUG", "1", 1);  // the runner logs each copy
+    start(&h, extra);
+    unsetenv("OLLAMA_DEBUG");
+    static const char *const endings[] = {"Once upon a time", "The little dog was sad because",
+                                          "Ben liked to eat", "Mom said to Sue,"};
+    for (size_t i = 0; i < sizeof endings / sizeof endings[0]; i++) {
+        char *prompt = xasprintf("Sue had a big red ball. She liked to play with it in the park "
+                                 "with her friend Tim every day. %s",
+                                 endings[i]);
+        struct result plain, fast;
+        run(&h, prompt, "\"temperature\":0,\"num_predict\":40,\"draft_num_predict\":0", NULL,
+            &plain);
+        run(&h, prompt, "\"temperature\":0,\"num_predict\":40,\"draft_num_predict\":4", NULL,
+            &fast);
+        assert_string_equal(plain.s.text, fast.s.text);
+        int64_t d = rh_final_int(&fast.s, "draft_count");
+        assert_true(d > 0);
+        assert_int_equal(rh_final_int(&fast.s, "draft_accepted_count"), d);
+        result_free(&plain);
+        result_free(&fast);
+        free(prompt);
+    }
+    // From the second request on, the least recently used slot's draft
+    // cache is empty (its last request did not draft) or holds another
+    // prompt: the opening comes from the slot that drafted last.
+    char *log = rh_log(&h);
+    bool took = false;
+    for (const char *p = strstr(log, "draft: slot"); p && !took; p = strstr(p + 1, "draft: slot")) {
+        const char *eol = strchr(p, '\n'), *t = strstr(p, " tokens from slot ");
+        took = t && (!eol || t < eol);
+    }
+    if (!took)
+        fail_msg("no draft slot took a prefix from another:\n%s", log);
+    free(log);
+    assert_int_equal(rh_stop(&h), 0);
+}
+
 // gguf-gen writes a small llama whose F32 weights (the target) and Q4_0
 // quantization (the draft) come from one seed; `confident` adds --confident
 // 2 to both (an untied output whose rows are permuted token embeddings).
@@ -415,7 +463,8 @@ int main(void)
         cmocka_unit_test(test_lookup_equals_plain), cmocka_unit_test(test_draft_always_agrees),
         cmocka_unit_test(test_draft_never_agrees),  cmocka_unit_test(test_spec_options),
         cmocka_unit_test(test_spec_context_shift),  cmocka_unit_test(test_spec_parallel),
-        cmocka_unit_test(test_draft_errors),        cmocka_unit_test(test_quantized_draft),
+        cmocka_unit_test(test_spec_shared_opening), cmocka_unit_test(test_draft_errors),
+        cmocka_unit_test(test_quantized_draft),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
