@@ -246,6 +246,16 @@ static void decode_seq(struct model *m, int slot, const int32_t *tokens, int n, 
     free(lg);
 }
 
+// A copy of the logits of batch entries first .. first + n - 1 (caller frees).
+static float *logits_copy(const struct model *m, int first, int n)
+{
+    int nv = model_n_vocab(m);
+    float *out = xmalloc((size_t)n * nv * sizeof(float));
+    for (int i = 0; i < n; i++)
+        memcpy(out + (size_t)i * nv, model_logits(m, first + i), (size_t)nv * sizeof(float));
+    return out;
+}
+
 // Checks one reference case: prompt logits and greedy continuation.
 static void check_case(struct model *m, const struct jv *c, float tol, bool q8, int n_greedy)
 {
@@ -524,6 +534,15 @@ static const int32_t story[] = {1,   403, 407, 261, 378, 432, 383, 286, 261, 376
                                 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419};
 #define STORY_N ((int)(sizeof story / sizeof story[0]))
 
+// The story with positions [from, to) replaced by base + i: a prompt that
+// shares the story's first `from` tokens.
+static void story_variant(int32_t out[STORY_N], int from, int to, int32_t base)
+{
+    memcpy(out, story, sizeof story);
+    for (int i = from; i < to; i++)
+        out[i] = base + i;
+}
+
 static void assert_close(const float *a, const float *b, int n, float tol)
 {
     for (int i = 0; i < n; i++)
@@ -535,8 +554,7 @@ static void assert_close(const float *a, const float *b, int n, float tol)
 // gives rings of 12 cells) compute what a full-length cache computes
 // (n_batch 512: ring >= n_ctx, so every layer is linear): prompt, one token
 // at a time, two slots, prefix reuse, a prefix taken from the other slot
-// and a context shift. The ring's
-// memory does not grow with n_ctx.
+// and a context shift. The ring's memory does not grow with n_ctx.
 static void test_swa_ring_cache(void **state)
 {
     (void)state;
@@ -570,11 +588,10 @@ static void test_swa_ring_cache(void **state)
     // Cross-slot sharing: slot 1 takes slot 0's first 39 positions (the
     // ring's window of position 39) and evaluates the last again; too far
     // back for slot 0's ring, nothing is copied.
-    float *shared = xmalloc((size_t)nv * sizeof(float));
     model_slot_clear(ring, 1);
     assert_int_equal(model_slot_copy_prefix(ring, 1, 0, 39), 39);
     decode_seq(ring, 1, &toks[39], 1, 39, false);
-    memcpy(shared, model_logits(ring, 0), (size_t)nv * sizeof(float));
+    float *shared = logits_copy(ring, 0, 1);
     assert_int_equal(model_slot_copy_prefix(ring, 1, 0, 20), 0);
     assert_int_equal(model_slot_n_past(ring, 1), 40);
     // Prefix reuse: keep 39 and evaluate the last again.
@@ -734,9 +751,7 @@ static void test_batched_equals_unbatched(void **state)
     int nv = model_n_vocab(m);
     // Whole prompt at once, logits at every position.
     decode_seq(m, 0, story, STORY_N, 0, true);
-    float *all = xmalloc((size_t)STORY_N * nv * sizeof(float));
-    for (int i = 0; i < STORY_N; i++)
-        memcpy(all + (size_t)i * nv, model_logits(m, i), (size_t)nv * sizeof(float));
+    float *all = logits_copy(m, 0, STORY_N);
     // One token at a time in slot 1.
     for (int i = 0; i < STORY_N; i++) {
         decode_seq(m, 1, &story[i], 1, i, false);
@@ -864,12 +879,9 @@ static void test_prefix_reuse(void **state)
     int nv = model_n_vocab(m);
     // Reference: fresh evaluation of prompt B.
     int32_t b_prompt[STORY_N];
-    memcpy(b_prompt, story, sizeof story);
-    for (int i = 12; i < STORY_N; i++)
-        b_prompt[i] = (int32_t)(300 + i);
+    story_variant(b_prompt, 12, STORY_N, 300);
     decode_seq(m, 0, b_prompt, STORY_N, 0, false);
-    float *want = xmalloc((size_t)nv * sizeof(float));
-    memcpy(want, model_logits(m, STORY_N - 1), (size_t)nv * sizeof(float));
+    float *want = logits_copy(m, STORY_N - 1, 1);
 
     // Slot holds prompt A; B shares its first 12 tokens.
     model_slot_clear(m, 0);
@@ -901,15 +913,11 @@ static void test_slot_copy_prefix(void **state)
     struct model *m = load(stories_path(path, sizeof path), o);
     int nv = model_n_vocab(m);
     int32_t b_prompt[STORY_N];
-    memcpy(b_prompt, story, sizeof story);
-    for (int i = 12; i < STORY_N; i++)
-        b_prompt[i] = (int32_t)(300 + i);
+    story_variant(b_prompt, 12, STORY_N, 300);
     // Reference in slot 2: prompt B's first 12 tokens, then the rest.
     decode_seq(m, 2, b_prompt, 12, 0, false);
     decode_seq(m, 2, b_prompt + 12, STORY_N - 12, 12, true);
-    float *want = xmalloc((size_t)(STORY_N - 12) * nv * sizeof(float));
-    for (int i = 0; i < STORY_N - 12; i++)
-        memcpy(want + (size_t)i * nv, model_logits(m, i), (size_t)nv * sizeof(float));
+    float *want = logits_copy(m, 0, STORY_N - 12);
     // Slot 0 holds prompt A (sharing B's first 12), slot 1 something else.
     decode_seq(m, 0, story, STORY_N, 0, false);
     decode_seq(m, 1, b_prompt + 12, STORY_N - 12, 0, false);
@@ -922,9 +930,8 @@ static void test_slot_copy_prefix(void **state)
     for (int i = 0; i < STORY_N - 12; i++)
         assert_close(model_logits(m, i), want + (size_t)i * nv, nv, 1e-5f);
     // Slot 0 still continues as a fresh evaluation of prompt A does.
-    float *next0 = xmalloc((size_t)nv * sizeof(float));
     decode_seq(m, 0, &story[0], 1, STORY_N, false);
-    memcpy(next0, model_logits(m, 0), (size_t)nv * sizeof(float));
+    float *next0 = logits_copy(m, 0, 1);
     decode_seq(m, 2, story, STORY_N, 0, false);
     decode_seq(m, 2, &story[0], 1, STORY_N, false);
     assert_close(next0, model_logits(m, 0), nv, 1e-5f);
@@ -956,13 +963,9 @@ static void test_slot_truncate(void **state)
     int nv = model_n_vocab(m);
     // Reference in slot 1: the first 10 story tokens, then 6 others.
     int32_t alt[STORY_N];
-    memcpy(alt, story, sizeof story);
-    for (int i = 10; i < 16; i++)
-        alt[i] = (int32_t)(200 + i);
+    story_variant(alt, 10, 16, 200);
     decode_seq(m, 1, alt, 16, 0, true);
-    float *want = xmalloc((size_t)6 * nv * sizeof(float));
-    for (int i = 0; i < 6; i++)
-        memcpy(want + (size_t)i * nv, model_logits(m, 10 + i), (size_t)nv * sizeof(float));
+    float *want = logits_copy(m, 10, 6);
     // Slot 0 evaluates 16 story tokens (6 "drafts" past position 10), is
     // cut back to 10, and takes the other 6.
     decode_seq(m, 0, story, 16, 0, true);
