@@ -114,14 +114,23 @@ void model_slot_clear(struct model *m, int slot)
         m->slots[slot].n_past = 0;
 }
 
+int model_slot_common_prefix(const struct model *m, int slot, const int32_t *tokens, int n)
+{
+    if (!slot_ok(m, slot))
+        return 0;
+    const struct model_slot *sl = &m->slots[slot];
+    int k = 0;
+    while (k < sl->n_past && k < n && sl->tokens[k] == tokens[k])
+        k++;
+    return k;
+}
+
 int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, int n)
 {
     if (!slot_ok(m, slot))
         return 0;
     struct model_slot *sl = &m->slots[slot];
-    int k = 0;
-    while (k < sl->n_past && k < n && sl->tokens[k] == tokens[k])
-        k++;
+    int k = model_slot_common_prefix(m, slot, tokens, n);
     if (k >= n)
         k = n - 1;  // the last prompt token is evaluated again for its logits
     if (k < 0)
@@ -165,6 +174,22 @@ int model_slot_copy_prefix(struct model *m, int dst, int src, int n)
     memcpy(to->tokens, from->tokens, (size_t)n * sizeof(int32_t));
     to->n_past = n;
     return n;
+}
+
+int model_slot_share_prefix(struct model *m, int dst, const int32_t *tokens, int n, int *from)
+{
+    int own = model_slot_common_prefix(m, dst, tokens, n), best = own;
+    *from = -1;
+    for (int o = 0; o < m->opts.n_slots; o++) {
+        int k = o == dst ? 0 : model_slot_common_prefix(m, o, tokens, n);
+        if (k > best) {
+            best = k;
+            *from = o;
+        }
+    }
+    if (*from >= 0 && model_slot_copy_prefix(m, dst, *from, best) == best)
+        return best;
+    return own;
 }
 
 // Ring layer: the positions q of the new sequence that the ring can hold

@@ -152,6 +152,13 @@ int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, in
 // written over them, or for encoders and dst == src, nothing is copied.
 // Returns the positions dst now holds from src (0: dst unchanged).
 int model_slot_copy_prefix(struct model *m, int dst, int src, int n);
+// The length of the common prefix of a slot's cached tokens and tokens[0..n).
+int model_slot_common_prefix(const struct model *m, int slot, const int32_t *tokens, int n);
+// When another slot holds a longer prefix of tokens[0..n) than slot dst,
+// dst takes the longest one (model_slot_copy_prefix). Returns the prefix of
+// tokens dst holds afterwards; *from: the slot with that longer prefix (-1:
+// none; then, or when the copy was refused, dst is unchanged).
+int model_slot_share_prefix(struct model *m, int dst, const int32_t *tokens, int n, int *from);
 // Removes positions [p0, p1) of a slot and shifts the later ones down
 // (their keys re-rotated), as llama.cpp's seq_rm + seq_add.
 int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e);

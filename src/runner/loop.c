@@ -237,8 +237,7 @@ static struct slot *pick_slot(struct runner_loop *l, struct rreq *r)
             continue;
         int k = 0;
         if (r->cache_prompt && r->kind == RREQ_COMPLETION)
-            k = common_prefix(model_slot_tokens(l->m, i), model_slot_n_past(l->m, i),
-                              r->tokens.data, (int)r->tokens.len);
+            k = model_slot_common_prefix(l->m, i, r->tokens.data, (int)r->tokens.len);
         if (k > best_k || (k == best_k && s->last_used < best->last_used)) {
             best = s;
             best_k = k;
@@ -562,29 +561,22 @@ static bool share_prefix(struct runner_loop *l, struct slot *s)
         return false;
     const int32_t *tok = r->tokens.data;
     const int n = (int)r->tokens.len - 1;  // the last token is evaluated for its logits
-    int best = s->n_done, from = -1, coming = 0;
-    for (int i = 0; i < l->n_slots; i++) {
-        const struct slot *t = &l->slots[i];
-        if (t == s)
-            continue;
-        int c = common_prefix(model_slot_tokens(l->m, i), model_slot_n_past(l->m, i), tok, n);
-        if (c > best) {
-            best = c;
-            from = i;
-        }
-        if (t->state == SLOT_PROMPT && t->bn > 0 && t->req->kind == RREQ_COMPLETION) {
-            c = common_prefix(t->req->tokens.data, t->n_done + t->bn, tok, n);
-            coming = c > coming ? c : coming;
-        }
-    }
-    if (from >= 0) {
-        int got = model_slot_copy_prefix(l->m, s->id, from, best);
-        if (got <= s->n_done)
-            return false;  // a ring that no longer holds the window: evaluate
+    int from, coming = 0;
+    int got = model_slot_share_prefix(l->m, s->id, tok, n, &from);
+    if (from >= 0 && got <= s->n_done)
+        return false;  // a ring that no longer holds the window: evaluate
+    if (got > s->n_done) {
         log_debug("prompt sharing: slot %d takes %d tokens from slot %d", s->id, got - s->n_done,
                   from);
         s->n_evaluated -= got - s->n_done;
         s->n_done = got;
+    }
+    for (int i = 0; i < l->n_slots; i++) {
+        const struct slot *t = &l->slots[i];
+        if (t != s && t->state == SLOT_PROMPT && t->bn > 0 && t->req->kind == RREQ_COMPLETION) {
+            int c = common_prefix(t->req->tokens.data, t->n_done + t->bn, tok, n);
+            coming = c > coming ? c : coming;
+        }
     }
     return coming >= s->n_done + SHARE_MIN;
 }

@@ -89,16 +89,6 @@ static int decode_step(struct runner_draft *d, int n, struct runner_draft_job *j
     return 0;
 }
 
-// The length of the common prefix of a draft slot's cache and hist[0..n).
-static int cached_prefix(const struct runner_draft *d, int slot, const int32_t *hist, int n)
-{
-    const int32_t *cached = model_slot_tokens(d->m, slot);
-    int c = 0, n_past = model_slot_n_past(d->m, slot);
-    while (c < n_past && c < n && cached[c] == hist[c])
-        c++;
-    return c;
-}
-
 // Brings every job's slot in step with its history (the common prefix is
 // kept, at most n - 1 tokens so the last one is evaluated again) and takes
 // each job's first draft from the logits of its last history token. When
@@ -112,18 +102,10 @@ static int catch_up(struct runner_draft *d, struct runner_draft_job *jobs, int n
     int *next = d->job_next;  // next history position to evaluate, per job
     for (int i = 0; i < n_jobs; i++) {
         struct runner_draft_job *j = &jobs[i];
-        int c = cached_prefix(d, j->slot, j->hist, j->n - 1), best = c, from = -1;
-        for (int o = 0; o < model_n_slots(d->m); o++) {
-            int k = o == j->slot ? 0 : cached_prefix(d, o, j->hist, j->n - 1);
-            if (k > best) {
-                best = k;
-                from = o;
-            }
-        }
-        if (from >= 0 && model_slot_copy_prefix(d->m, j->slot, from, best) == best) {
-            log_debug("draft: slot %d takes %d tokens from slot %d", j->slot, best - c, from);
-            c = best;
-        }
+        int own = model_slot_common_prefix(d->m, j->slot, j->hist, j->n - 1), from;
+        int c = model_slot_share_prefix(d->m, j->slot, j->hist, j->n - 1, &from);
+        if (c > own)
+            log_debug("draft: slot %d takes %d tokens from slot %d", j->slot, c - own, from);
         int rc = model_slot_truncate(d->m, j->slot, c, e);
         if (rc < 0)
             return rc;
