@@ -7,7 +7,7 @@
 // (4·keys·heads·head_dim per row) and the time of N_LAYER such calls.
 //
 //   bench_attention [-d 4096] [-r 1] [-t 2] [--heads 32] [--kv-heads 8]
-//                   [--head-dim 64] [--kv f16|f32|q8_0] [--layers 16] [-n REPS]
+//                   [--head-dim 64] [--kv f16|f32|q8_0|q4_0] [--layers 16] [-n REPS]
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +72,7 @@ int main(int argc, char **argv)
             const char *t = argv[++i];
             type = !strcmp(t, "f32")    ? GGUF_TYPE_F32
                    : !strcmp(t, "q8_0") ? GGUF_TYPE_Q8_0
+                   : !strcmp(t, "q4_0") ? GGUF_TYPE_Q4_0
                    : !strcmp(t, "f16")  ? GGUF_TYPE_F16
                                         : UINT32_MAX;
             if (type == UINT32_MAX)
@@ -79,7 +80,8 @@ int main(int argc, char **argv)
         } else
             goto usage;
     }
-    if (n_head % n_head_kv != 0 || (type == GGUF_TYPE_Q8_0 && hd % 32 != 0))
+    if (n_head % n_head_kv != 0 ||
+        ((type == GGUF_TYPE_Q8_0 || type == GGUF_TYPE_Q4_0) && hd % 32 != 0))
         goto usage;
 
     struct engine_backend *be;
@@ -144,7 +146,8 @@ int main(int argc, char **argv)
     free(rows), free(cell0), free(nvis);
     return 0;
 usage:
-    fprintf(stderr, "usage: bench_attention [-d DEPTH] [-r ROWS] [-t THREADS] [--heads N] "
-                    "[--kv-heads N] [--head-dim N] [--kv f16|f32|q8_0] [--layers N] [-n REPS]\n");
+    fprintf(stderr,
+            "usage: bench_attention [-d DEPTH] [-r ROWS] [-t THREADS] [--heads N] "
+            "[--kv-heads N] [--head-dim N] [--kv f16|f32|q8_0|q4_0] [--layers N] [-n REPS]\n");
     return 2;
 }

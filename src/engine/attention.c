@@ -7,9 +7,9 @@
 // in one item instead, so that it reads whole cache rows in address order
 // (one head's slice of each row is only 1/n_head_kv of it). It walks its keys in tiles of
 // KERNELS_ATTN_TILE: the K and V rows of the tile are converted once from the cache's type (F32,
-// F16, Q8_0) to f32, and every query of the set is scored against them, folded into its online
-// softmax (running max m, denominator l) and its probability-weighted sum of V (kernels/attn.h has
-// the SIMD inner loops).
+// F16, Q8_0, Q4_0) to f32, and every query of the set is scored against them, folded into its
+// online softmax (running max m, denominator l) and its probability-weighted sum of V
+// (kernels/attn.h has the SIMD inner loops).
 //
 // Tiles start at multiples of KERNELS_ATTN_TILE positions (keys before a
 // row's window are masked), so a row's result does not depend on the other
@@ -24,14 +24,16 @@
 //   M = max(m_c), L = sum(l_c e^(m_c - M)), out = sum(acc_c e^(m_c - M)) / L.
 //
 // Precision follows the reference's non-flash path: the query is rounded to
-// the cache's precision (F16, or Q8_0 blocks) before its dot products, and
+// the cache's precision (F16, or Q8_0 blocks for Q8_0 and Q4_0 caches, whose
+// dot products llama.cpp takes against a Q8_0 query) before its dot
+// products, and
 // with an F16 cache the normalized probabilities are rounded to f16 before
 // the V product. That needs the final max and sum first, so F16 items make
 // two passes over their keys (PASS_STATS, then PASS_FINAL with
 // exp(s - M) / L); split F16 ranges merge their statistics between the two
 // (a second barrier). The first pass keeps its scores (per thread for a
 // whole range, per item for split ones, within SCORE_CAP_*), so the second
-// reads only V. F32 and Q8_0 caches take one pass (online softmax).
+// reads only V. F32, Q8_0 and Q4_0 caches take one pass (online softmax).
 #include "engine/attention.h"
 
 #include <math.h>
@@ -97,7 +99,8 @@ struct attn_run {
     const struct attn_item *items;
     const struct attn_merge *merges;
     int n_items, n_merges;
-    quant_to_float_fn q8_to_float;
+    quant_to_float_fn kv_to_float;  // quantized caches: a row of the cache's type as f32
+    quant_to_float_fn q8_to_float;  // the query's Q8_0 rounding
     kernels_from_float_fn q8_from_float;
     bool round_p;  // F16 cache: two passes, probabilities rounded to f16
     _Atomic int next_item, next_merge, next_final;
@@ -134,9 +137,10 @@ static int64_t cell_of(const struct engine_attn *a, int32_t cell0, int32_t pos)
     return (int64_t)cell0 + (a->kv_ring > 0 ? pos % a->kv_ring : pos);
 }
 
-// One KV head's slice of a cache row as hd floats (zeros up to hdp).
+// One KV head's slice of a cache row as hd floats (zeros up to hdp);
+// to_float converts the quantized types.
 static void kv_to_f32(uint32_t type, const uint8_t *src, float *dst, int hd, int hdp,
-                      quant_to_float_fn q8_to_float)
+                      quant_to_float_fn to_float)
 {
     switch (type) {
     case GGUF_TYPE_F32:
@@ -146,7 +150,7 @@ static void kv_to_f32(uint32_t type, const uint8_t *src, float *dst, int hd, int
         kernels_f16_to_f32_row((const uint16_t *)src, dst, hd);
         break;
     default:
-        q8_to_float(src, dst, hd);
+        to_float(src, dst, hd);
         break;
     }
     for (int d = hd; d < hdp; d++)
@@ -259,9 +263,9 @@ static void tile_rows(const struct attn_run *c, struct tiles *t, const struct at
             size_t ho = off[j] + (hdp == hd ? 0 : c->head_bytes * (size_t)gg);
             size_t fo = (size_t)j * row + (size_t)gg * hdp;
             if (want_k)
-                kv_to_f32(type, kbase + ho, t->kb + fo, n, hdp == hd ? n : hdp, c->q8_to_float);
+                kv_to_f32(type, kbase + ho, t->kb + fo, n, hdp == hd ? n : hdp, c->kv_to_float);
             if (want_v)
-                kv_to_f32(type, vbase + ho, t->vb + fo, n, hdp == hd ? n : hdp, c->q8_to_float);
+                kv_to_f32(type, vbase + ho, t->vb + fo, n, hdp == hd ? n : hdp, c->kv_to_float);
         }
     }
     if (want_k && nk < TILE)
@@ -441,14 +445,18 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
     const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G;
     const int row = nh * hdp;
     const bool kept = sc && mode == PASS_FINAL;
-    // F16 and Q8_0 caches: few queries per KV head (decode) are scored
+    // F16, Q8_0 and Q4_0 caches: few queries per KV head (decode) are scored
     // straight from the cache rows, every head of a row at once; with F16,
     // more queries of one head per item (prompts) transpose the head's K
     // slices straight from f16. Other items convert whole rows to f32 in
     // address order (tile_rows).
     const bool f16 = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim;
-    const bool q8 = a->kv_type == GGUF_TYPE_Q8_0 && a->head_dim % 32 == 0;
-    const bool rows = (f16 || q8) && per_head <= ATTN_ROWS_Q;
+    const bool blocks = a->head_dim % 32 == 0;
+    const int fmt = f16                                      ? KERNELS_KV_F16
+                    : a->kv_type == GGUF_TYPE_Q8_0 && blocks ? KERNELS_KV_Q8_0
+                    : a->kv_type == GGUF_TYPE_Q4_0 && blocks ? KERNELS_KV_Q4_0
+                                                             : -1;
+    const bool rows = fmt >= 0 && per_head <= ATTN_ROWS_Q;
     const bool by_head = f16 && !rows && nh == 1;
     // Rows with kept scores score the whole key range into them, then take
     // each query's softmax over its whole row (no tile by tile statistics).
@@ -488,7 +496,7 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             if (!kept) {
                 cache_rows(c, c->kv->k, it, off, nk, kv_rows);
                 cache_rows(c, c->kv->k, it, off_next, TILE, next_rows);
-                c->k->qk_rows(q8, hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
+                c->k->qk_rows(fmt, hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
                               lh, nk, a->scale, sp, lsh, ld);
             }
             for (int gg = 0; gg < nh && !whole; gg++)
@@ -497,7 +505,7 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             if (mode != PASS_STATS) {
                 cache_rows(c, c->kv->v, it, off, nk, kv_rows);
                 cache_rows(c, c->kv->v, it, off_next, TILE, next_rows);
-                c->k->pv_rows(q8, hdp, nh, qn, nk, sp, lsh, ld, kv_rows, next_rows, lh,
+                c->k->pv_rows(fmt, hdp, nh, qn, nk, sp, lsh, ld, kv_rows, next_rows, lh,
                               t->acc + (size_t)ra * G * hdp, lq);
             }
             continue;
@@ -888,7 +896,7 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
 {
     ASSERT(a->n_head_kv > 0 && a->n_head % a->n_head_kv == 0 && a->head_dim > 0);
     ASSERT(a->kv_type == GGUF_TYPE_F32 || a->kv_type == GGUF_TYPE_F16 ||
-           a->kv_type == GGUF_TYPE_Q8_0);
+           a->kv_type == GGUF_TYPE_Q8_0 || a->kv_type == GGUF_TYPE_Q4_0);
     const int G = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = (hd + 7) / 8 * 8;
     const int rows_per_set = G >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / G;
 
@@ -936,6 +944,7 @@ void engine_attention_cpu(struct engine_pool *pool, int n_threads, struct engine
         .merges = ws->merges,
         .n_items = (int)pl.n_items,
         .n_merges = (int)pl.n_merges,
+        .kv_to_float = quant_traits_get(a->kv_type)->to_float,
         .q8_to_float = quant_traits_get(GGUF_TYPE_Q8_0)->to_float,
         .q8_from_float = kernels_get(GGUF_TYPE_Q8_0)->from_float,
         .round_p = round_p,
@@ -971,6 +980,7 @@ void engine_attention_ref(float *out, const float *q, int64_t n_rows,
 {
     const int G = a->n_head / a->n_head_kv, hd = a->head_dim;
     quant_to_float_fn q8_to_float = quant_traits_get(GGUF_TYPE_Q8_0)->to_float;
+    quant_to_float_fn kv_to_float = quant_traits_get(a->kv_type)->to_float;
     kernels_from_float_fn q8_from_float = kernels_get(GGUF_TYPE_Q8_0)->from_float;
     float *qr = xmalloc((size_t)hd * sizeof(float) * 2), *row = qr + hd;
     void *tmp = xmalloc(quant_row_size(GGUF_TYPE_Q8_0, (hd + 31) / 32 * 32) + 64);
@@ -987,7 +997,7 @@ void engine_attention_ref(float *out, const float *q, int64_t n_rows,
             for (int32_t p = lo; p < nv; p++) {
                 const uint8_t *kr =
                     (const uint8_t *)kv->k + (size_t)cell_of(a, cell0[r], p) * kv->row_bytes + hoff;
-                kv_to_f32(a->kv_type, kr, row, hd, hd, q8_to_float);
+                kv_to_f32(a->kv_type, kr, row, hd, hd, kv_to_float);
                 double d = 0;
                 for (int i = 0; i < hd; i++)
                     d += (double)qr[i] * row[i];
@@ -1004,7 +1014,7 @@ void engine_attention_ref(float *out, const float *q, int64_t n_rows,
             for (int32_t p = lo; p < nv; p++) {
                 const uint8_t *vr =
                     (const uint8_t *)kv->v + (size_t)cell_of(a, cell0[r], p) * kv->row_bytes + hoff;
-                kv_to_f32(a->kv_type, vr, row, hd, hd, q8_to_float);
+                kv_to_f32(a->kv_type, vr, row, hd, hd, kv_to_float);
                 double pn = s[p - lo] / sum;
                 if (a->kv_type == GGUF_TYPE_F16)
                     pn = quant_f16_to_f32(quant_f32_to_f16((float)pn));

@@ -492,8 +492,11 @@ static void kv_row_from_f32(uint32_t kv_type, const float *src, void *dst, int64
     case GGUF_TYPE_F16:
         kernels_f32_to_f16_row(src, dst, n);
         break;
-    default:
+    case GGUF_TYPE_Q8_0:
         kernels_get(GGUF_TYPE_Q8_0)->from_float(src, dst, n);
+        break;
+    default:
+        quant_traits_get(kv_type)->from_float_ref(src, dst, n);
         break;
     }
 }
@@ -508,7 +511,7 @@ static void kv_row_to_f32(uint32_t kv_type, const void *src, float *dst, int64_t
         kernels_f16_to_f32_row(src, dst, n);
         break;
     default:
-        quant_traits_get(GGUF_TYPE_Q8_0)->to_float(src, dst, n);
+        quant_traits_get(kv_type)->to_float(src, dst, n);
         break;
     }
 }

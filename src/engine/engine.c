@@ -103,6 +103,7 @@ size_t engine_kv_row_bytes(uint32_t kv_type, int64_t kv_dim)
     case GGUF_TYPE_F32:
     case GGUF_TYPE_F16:
     case GGUF_TYPE_Q8_0:
+    case GGUF_TYPE_Q4_0:
         return quant_row_size(kv_type, kv_dim);
     default:
         return 0;

@@ -22,6 +22,8 @@ int model_kv_type_parse(const char *s)
         return MODEL_KV_F32;
     if (ascii_ieq(s, "q8_0"))
         return MODEL_KV_Q8_0;
+    if (ascii_ieq(s, "q4_0"))
+        return MODEL_KV_Q4_0;
     return -1;
 }
 
@@ -32,6 +34,8 @@ static uint32_t kv_gguf_type(enum model_kv_type t)
         return GGUF_TYPE_F32;
     case MODEL_KV_Q8_0:
         return GGUF_TYPE_Q8_0;
+    case MODEL_KV_Q4_0:
+        return GGUF_TYPE_Q4_0;
     default:
         return GGUF_TYPE_F16;
     }
@@ -59,9 +63,9 @@ static void resolve_options(struct model_options *o, const struct model_hparams 
 static uint32_t choose_kv_type(struct model_options *o, const struct model_hparams *hp)
 {
     uint32_t t = kv_gguf_type(o->kv_type);
-    if (t == GGUF_TYPE_Q8_0 && hp->head_dim % QK8_0 != 0) {
-        log_warn("q8_0 KV cache needs a head dimension divisible by 32 (have %d); using f16",
-                 hp->head_dim);
+    if ((t == GGUF_TYPE_Q8_0 || t == GGUF_TYPE_Q4_0) && hp->head_dim % 32 != 0) {
+        log_warn("%s KV cache needs a head dimension divisible by 32 (have %d); using f16",
+                 t == GGUF_TYPE_Q8_0 ? "q8_0" : "q4_0", hp->head_dim);
         o->kv_type = MODEL_KV_F16;
         t = GGUF_TYPE_F16;
     }

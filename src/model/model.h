@@ -27,8 +27,9 @@ enum model_kv_type {
     MODEL_KV_F16 = 0,
     MODEL_KV_F32,
     MODEL_KV_Q8_0,
+    MODEL_KV_Q4_0,
 };
-// "f16", "f32", "q8_0" (case-insensitive); -1 for anything else.
+// "f16", "f32", "q8_0", "q4_0" (case-insensitive); -1 for anything else.
 int model_kv_type_parse(const char *s);
 
 struct model_options {

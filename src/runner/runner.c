@@ -103,13 +103,9 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
             if (!val)
                 return usage_error("flag needs an argument: %s", name);
             int t = model_kv_type_parse(val);
-            if (t < 0 && ascii_ieq(val, "q4_0")) {
-                // OLLAMA_KV_CACHE_TYPE allows q4_0; the engine has no q4_0 cache.
-                log_warn("kv cache type q4_0 is not supported by this engine; using f16");
-                t = MODEL_KV_F16;
-            }
             if (t < 0)
-                return usage_error("unsupported --kv-cache-type \"%s\" (f16, q8_0 or f32)", val);
+                return usage_error("unsupported --kv-cache-type \"%s\" (f16, q8_0, q4_0 or f32)",
+                                   val);
             a->mo.kv_type = (enum model_kv_type)t;
         } else {
             return usage_error("unknown flag: %s", name);

@@ -63,9 +63,9 @@ static void old_attention(float *out, const float *q, int n_rows, const struct e
             if (a->kv_type == GGUF_TYPE_F16)
                 for (int i = 0; i < hd; i++)
                     qr[i] = quant_f16_to_f32(quant_f32_to_f16(qh[i]));
-            else if (a->kv_type == GGUF_TYPE_Q8_0) {
+            else if (a->kv_type == GGUF_TYPE_Q8_0 || a->kv_type == GGUF_TYPE_Q4_0) {
                 kernels_get(GGUF_TYPE_Q8_0)->from_float(qh, q8, hd);
-                qt->to_float(q8, qr, hd);
+                quant_traits_get(GGUF_TYPE_Q8_0)->to_float(q8, qr, hd);
             } else
                 memcpy(qr, qh, (size_t)hd * sizeof(float));
             float *s = xmalloc((size_t)nvis[r] * sizeof(float)), mx = -INFINITY;
@@ -180,19 +180,25 @@ static void run_case(const struct attn_case *tc, int n_threads, int n_pre, int p
     free(k), free(v), free(cells), free(cell0), free(nvis), free(q), free(sinks), free(ref);
 }
 
-static const uint32_t kv_types[] = {GGUF_TYPE_F32, GGUF_TYPE_F16, GGUF_TYPE_Q8_0};
+static const uint32_t kv_types[] = {GGUF_TYPE_F32, GGUF_TYPE_F16, GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_0};
+#define N_KV_TYPES (sizeof kv_types / sizeof kv_types[0])
+
+static bool kv_blocks(uint32_t type)
+{
+    return type == GGUF_TYPE_Q8_0 || type == GGUF_TYPE_Q4_0;
+}
 
 static void test_types_heads_dims(void **state)
 {
     (void)state;
     // {n_head, n_head_kv, head_dim}: MHA, GQA 2, 4 (Llama 3.2 1B), 7
     // (Qwen2.5 0.5B), 8; head dims 64, 80 (phi), 128, 256 (gemma) and, for
-    // F32/F16 only (Q8_0 needs multiples of 32), 8 and 20.
+    // F32/F16 only (Q8_0 and Q4_0 need multiples of 32), 8 and 20.
     const int shapes[][3] = {{4, 4, 64},  {4, 2, 80},  {8, 2, 128}, {14, 2, 64},
                              {8, 1, 256}, {16, 2, 32}, {4, 2, 8},   {6, 3, 20}};
-    for (size_t t = 0; t < 3; t++)
+    for (size_t t = 0; t < N_KV_TYPES; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            if (kv_types[t] == GGUF_TYPE_Q8_0 && shapes[s][2] % 32 != 0)
+            if (kv_blocks(kv_types[t]) && shapes[s][2] % 32 != 0)
                 continue;
             struct attn_case tc = {kv_types[t], shapes[s][0], shapes[s][1], shapes[s][2], 0, 0,
                                    0,           false};
@@ -207,7 +213,7 @@ static void test_split_keys(void **state)
     // A single decode row deep in the cache, few KV heads: the key range is
     // split into chunks whose partial softmax states are merged (2, 3
     // threads); plus a short prefill that is not split.
-    for (size_t t = 0; t < 3; t++) {
+    for (size_t t = 0; t < N_KV_TYPES; t++) {
         struct attn_case one = {kv_types[t], 8, 1, 64, 0, 0, 0, false};
         struct attn_case two = {kv_types[t], 14, 2, 64, 0, 0, 0, true};
         for (int nth = 1; nth <= 3; nth++) {
@@ -240,7 +246,7 @@ static void test_scores_recomputed(void **state)
 static void test_contract_fields(void **state)
 {
     (void)state;
-    for (size_t t = 0; t < 3; t++)
+    for (size_t t = 0; t < N_KV_TYPES; t++)
         for (int nth = 1; nth <= 2; nth++) {
             struct attn_case softcap = {kv_types[t], 8, 2, 64, 5.0f, 0, 0, false};
             struct attn_case window = {kv_types[t], 8, 2, 64, 0, 47, 0, false};
@@ -388,13 +394,15 @@ static void test_tile_kernels(void **state)
                     }
             }
         }
-        // Straight from the cache rows, F16 then Q8_0: nh heads per row (a
-        // gap after each), up to 8 queries per head, partial tiles, rows to
-        // prefetch or none.
-        for (int q8 = 0; q8 <= 1; q8++) {
+        // Straight from the cache rows, F16, Q8_0 then Q4_0: nh heads per
+        // row (a gap after each), up to 8 queries per head, partial tiles,
+        // rows to prefetch or none.
+        for (int fmt = KERNELS_KV_F16; fmt <= KERNELS_KV_Q4_0; fmt++) {
             enum { NH = 3, HD8 = 64, NQ8 = 8 };
-            const int hd = q8 ? HD8 : HD;  // Q8_0: whole blocks of 32
-            const size_t lh = q8 ? (size_t)HD8 / 32 * 34 + 34 : (size_t)(HD + 8) * 2;  // bytes
+            const bool q8 = fmt == KERNELS_KV_Q8_0, q4 = fmt == KERNELS_KV_Q4_0;
+            const int hd = q8 || q4 ? HD8 : HD;  // whole blocks of 32
+            const size_t bb = q4 ? 18 : 34;      // bytes of a block
+            const size_t lh = q8 || q4 ? (size_t)HD8 / 32 * bb + bb : (size_t)(HD + 8) * 2;
             static uint8_t kv[T * NH * (HD + 8) * 2];
             static float qh[NH * NQ8 * HD], sh[NH * NQ8 * T], ah[NH * NQ8 * HD], ah0[NH * NQ8 * HD];
             static float kf[T * NH * HD];  // the rows' values as floats, [j][g][d]
@@ -404,14 +412,22 @@ static void test_tile_kernels(void **state)
                     uint8_t *slice = kv + ((size_t)j * NH + g) * lh;
                     for (int d = 0; d < hd; d++) {
                         float val = (float)((((j * NH + g) * hd + d) * 7) % 23) / 8.0f - 1.4f;
-                        if (q8) {
-                            uint8_t *b = slice + (size_t)(d / 32) * 34;
+                        if (q8 || q4) {
+                            uint8_t *b = slice + (size_t)(d / 32) * bb;
                             if (d % 32 == 0) {
                                 uint16_t h = quant_f32_to_f16(0.03125f * (float)(1 + (j + g) % 3));
                                 memcpy(b, &h, 2);
+                                memset(b + 2, 0, bb - 2);
                             }
-                            int8_t v = (int8_t)((((j * NH + g) * hd + d) * 5) % 255 - 127);
-                            b[2 + d % 32] = (uint8_t)v;
+                            int v;
+                            if (q8) {
+                                v = (((j * NH + g) * hd + d) * 5) % 255 - 127;
+                                b[2 + d % 32] = (uint8_t)(int8_t)v;
+                            } else {  // value e: byte e % 16, high nibble from e = 16 on
+                                int u = (((j * NH + g) * hd + d) * 5) % 16, e = d % 32;
+                                b[2 + e % 16] |= (uint8_t)(e < 16 ? u : u << 4);
+                                v = u - 8;
+                            }
                             uint16_t h;
                             memcpy(&h, b, 2);
                             val = quant_f16_to_f32(h) * (float)v;
@@ -436,11 +452,11 @@ static void test_tile_kernels(void **state)
                 for (int nk = 1; nk <= T; nk += 10) {
                     for (int i = 0; i < NH * NQ8 * T; i++)
                         sh[i] = 99.0f;
-                    ka->qk_rows(q8, hd, NH, nq, qh, (int64_t)NQ8 * hd, rh, nk & 1 ? nx : NULL,
+                    ka->qk_rows(fmt, hd, NH, nq, qh, (int64_t)NQ8 * hd, rh, nk & 1 ? nx : NULL,
                                 (int64_t)lh, nk, 0.5f, sh, (int64_t)NQ8 * T, T);
                     memcpy(ah, ah0, sizeof ah);
-                    ka->pv_rows(q8, hd, NH, nq, nk, sh, (int64_t)NQ8 * T, T, rh, nk & 1 ? NULL : nx,
-                                (int64_t)lh, ah, (int64_t)NQ8 * hd);
+                    ka->pv_rows(fmt, hd, NH, nq, nk, sh, (int64_t)NQ8 * T, T, rh,
+                                nk & 1 ? NULL : nx, (int64_t)lh, ah, (int64_t)NQ8 * hd);
                     for (int g = 0; g < NH; g++)
                         for (int i = 0; i < NQ8; i++) {
                             const float *qi = qh + ((size_t)g * NQ8 + i) * hd;
@@ -456,8 +472,8 @@ static void test_tile_kernels(void **state)
                                     want *= 0.5;
                                 if (fabs(si[j] - want) > 1e-5 * (1 + fabs(want)))
                                     fail_msg(
-                                        "isa %d q8 %d qk_rows nq %d nk %d [%d][%d][%d] %g vs %g",
-                                        isa, q8, nq, nk, g, i, j, (double)si[j], want);
+                                        "isa %d fmt %d qk_rows nq %d nk %d [%d][%d][%d] %g vs %g",
+                                        isa, fmt, nq, nk, g, i, j, (double)si[j], want);
                             }
                             for (int d = 0; d < hd; d++) {
                                 double o = a0[d];
@@ -465,8 +481,8 @@ static void test_tile_kernels(void **state)
                                     o += (double)si[j] * kf[((size_t)perm[j] * NH + g) * HD + d];
                                 if (fabs(ai[d] - o) > 1e-4 * (1 + fabs(o)))
                                     fail_msg(
-                                        "isa %d q8 %d pv_rows nq %d nk %d [%d][%d][%d] %g vs %g",
-                                        isa, q8, nq, nk, g, i, d, (double)ai[d], o);
+                                        "isa %d fmt %d pv_rows nq %d nk %d [%d][%d][%d] %g vs %g",
+                                        isa, fmt, nq, nk, g, i, d, (double)ai[d], o);
                             }
                         }
                 }

@@ -374,9 +374,9 @@ static void test_attention(void **state)
 {
     (void)state;
     const int n_head = 4, n_head_kv = 2, hd = 32, n_cells = 40, kv_dim = n_head_kv * hd;
-    const uint32_t kv_types[] = {GGUF_TYPE_F32, GGUF_TYPE_F16, GGUF_TYPE_Q8_0};
+    const uint32_t kv_types[] = {GGUF_TYPE_F32, GGUF_TYPE_F16, GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_0};
     for (int nth = 1; nth <= 2; nth++)
-        for (size_t kt = 0; kt < 3; kt++) {
+        for (size_t kt = 0; kt < sizeof kv_types / sizeof kv_types[0]; kt++) {
             uint32_t type = kv_types[kt];
             struct engine_backend *be = backend(nth);
             struct engine_kv_layer kv = {NULL, NULL, engine_kv_row_bytes(type, kv_dim)};
@@ -422,7 +422,7 @@ static void test_attention(void **state)
                         ref[(r * n_head + h) * hd + i] = o;
                     }
                 }
-            // F16 / Q8_0 round the query (and F16 the probabilities).
+            // F16 / Q8_0 / Q4_0 round the query (and F16 the probabilities).
             double tol = type == GGUF_TYPE_F32 ? 1e-5 : type == GGUF_TYPE_F16 ? 3e-3 : 3e-2;
             assert_close(out, ref, n_rows * n_head * hd, tol);
             engine_buf_free(be, out), engine_buf_free(be, kv.k), engine_buf_free(be, kv.v);
@@ -548,7 +548,9 @@ static void test_tensor_view(void **state)
     assert_false(engine_type_supported(99));
     assert_true(engine_type_supported(GGUF_TYPE_F32));
     assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_F16, 64), 128);
-    assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q4_0, 64), 0);
+    assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q4_0, 64), 36);
+    assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q8_0, 64), 68);
+    assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q4_1, 64), 0);  // not a cache type
 }
 
 int main(void)

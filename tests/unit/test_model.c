@@ -1026,6 +1026,131 @@ static void test_context_shift(void **state)
     model_free(m);
 }
 
+// Root-mean-square difference of two logit rows, relative to the rms of b.
+static double rel_rms(const float *a, const float *b, int n)
+{
+    double d = 0, r = 0;
+    for (int i = 0; i < n; i++) {
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        r += (double)b[i] * b[i];
+    }
+    return sqrt(d / (r > 0 ? r : 1));
+}
+
+// Checks logits against one case of tests/fixtures/kvcache (llama.cpp's
+// logits at some ids for the same prompt and cache type), within tol.
+static void check_kv_reference(const float *logits, const char *type, double tol)
+{
+    char path[1024];
+    struct jv root;
+    assert_true(
+        jload(&root, test_fixture(path, sizeof path, "kvcache/tiny-qwen3-kv.reference.json")));
+    const struct jv *cases = jget(&root, "cases"), *c = cases ? jget(cases, type) : NULL;
+    assert_non_null(c);
+    const struct jv *ids = jget(c, "ids"), *want = jget(c, "logits");
+    assert_true(ids && want && ids->n == want->n && ids->n >= 10);
+    for (size_t i = 0; i < ids->n; i++) {
+        int id = (int)ids->items[i].num;
+        if (!(fabs(logits[id] - want->items[i].num) <= tol))
+            fail_msg("%s cache: logit of %d: %.6f vs llama.cpp %.6f", type, id, (double)logits[id],
+                     want->items[i].num);
+    }
+    jfree(&root);
+}
+
+// Q8_0 and Q4_0 caches (OLLAMA_KV_CACHE_TYPE) on tiny-qwen3, whose 32-wide
+// heads are one block each: the logits are llama.cpp's with the same cache
+// type; a prompt split into ubatches gives what one batch gives, decoding
+// at depth (the row kernels, straight from the blocks) gives the prompt's
+// own last row (the tile kernels), and a context shift re-quantizes the
+// rotated keys.
+static void test_quantized_kv_cache(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "tiny-qwen3-f32.gguf")) {
+        char dir[1024];
+        if (test_shared_fixture(dir, sizeof dir, "README.md"))
+            fail_msg("shared fixtures present but tiny-qwen3-f32.gguf is missing");
+        skip();
+    }
+    enum { N = 48, KEEP = 4 };
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    const int nv = model_n_vocab(m);
+    int32_t toks[N];
+    for (int i = 0; i < N; i++)
+        toks[i] = (int32_t)((i * 37 + 11) % nv);
+    decode_seq(m, 0, toks, N, 0, false);
+    float *f32 = logits_copy(m, N - 1, 1);
+    // (llama.cpp's flash attention rounds an F32 cache's K and V to f16)
+    check_kv_reference(f32, "f32", 5e-3);
+    model_free(m);
+
+    const enum model_kv_type types[] = {MODEL_KV_Q8_0, MODEL_KV_Q4_0};
+    const char *names[] = {"q8_0", "q4_0"};
+    const uint32_t gguf[] = {GGUF_TYPE_Q8_0, GGUF_TYPE_Q4_0};
+    // Distance from the F32 cache's logits (relative rms), as llama.cpp's:
+    // 0.0117 (Q8_0) and 0.194 (Q4_0): the tiny model's random weights are
+    // sensitive to 4-bit keys. A key re-quantized after its rotation is off
+    // by at most about one step of its block (max / 127 or max / 8).
+    const double max_rel[] = {0.03, 0.4}, key_step[] = {2.0 / 127, 2.0 / 8};
+    for (int t = 0; t < 2; t++) {
+        o.kv_type = types[t];
+        o.n_batch = 0;
+        m = load(path, o);
+        assert_int_equal(m->kv_type, gguf[t]);
+        int kv_dim = m->hp.n_head_kv * m->hp.head_dim;
+        assert_int_equal(m->layers[0].kv.row_bytes, quant_row_size(gguf[t], kv_dim));
+        decode_seq(m, 0, toks, N, 0, false);
+        float *one = logits_copy(m, N - 1, 1);
+        check_kv_reference(one, names[t], 1e-4);
+        double rel = rel_rms(one, f32, nv);
+        if (!(rel < max_rel[t]))
+            fail_msg("kv type %d: logits %.4f (relative rms) from the F32 cache's", t, rel);
+        // The last token alone at depth N - 1.
+        decode_seq(m, 1, toks, N - 1, 0, false);
+        decode_seq(m, 1, &toks[N - 1], 1, N - 1, false);
+        assert_close(model_logits(m, 0), one, nv, 1e-4f);
+        model_free(m);
+
+        // Ubatches of 7 rows.
+        o.n_batch = 7;
+        m = load(path, o);
+        decode_seq(m, 0, toks, N, 0, false);
+        assert_close(model_logits(m, N - 1), one, nv, 1e-5f);
+        // Context shift: the kept keys, rotated in place, against a fresh
+        // evaluation of the kept tokens (layer 0 depends on token and
+        // position only); values are moved, not touched.
+        struct err e = {0};
+        int discarded = model_context_shift(m, 0, KEEP, &e);
+        assert_int_equal(discarded, (N - KEEP) / 2);
+        int n_past = model_slot_n_past(m, 0);
+        int32_t kept[N];
+        memcpy(kept, model_slot_tokens(m, 0), (size_t)n_past * sizeof(int32_t));
+        decode_seq(m, 1, kept, n_past, 0, false);
+        float *k0 = xmalloc((size_t)kv_dim * 4 * sizeof(float)), *v0 = k0 + kv_dim,
+              *k1 = v0 + kv_dim, *v1 = k1 + kv_dim;
+        for (int p = 0; p < n_past; p++) {
+            model_debug_kv_row(m, 0, p, k0, v0);
+            model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+            for (int h = 0; h < kv_dim; h += 32) {
+                float mx = 0;
+                for (int i = h; i < h + 32; i++)
+                    mx = fmaxf(mx, fabsf(k1[i]));
+                assert_close(k0 + h, k1 + h, 32, (float)key_step[t] * mx + 1e-6f);
+            }
+            assert_close(v0, v1, kv_dim, 0.0f);
+        }
+        free(k0);
+        decode_seq(m, 0, &toks[0], 1, n_past, false);
+        assert_int_equal(model_slot_n_past(m, 0), n_past + 1);
+        model_free(m);
+        free(one);
+    }
+    free(f32);
+}
+
 // Embeddings are the final normed hidden states: the logits are the output
 // matrix times them.
 static void test_embeddings(void **state)
@@ -1187,7 +1312,11 @@ static void test_memory_estimate(void **state)
     o.kv_type = MODEL_KV_Q8_0;  // head_dim 8 cannot hold Q8_0 blocks: falls back to f16
     assert_int_equal(model_estimate(stories_path(path, sizeof path), &o, &mem, &e), 0);
     assert_int_equal(mem.kv_bytes, 2ull * 5 * 512 * 32 * 2);
+    o.kv_type = MODEL_KV_Q4_0;  // nor Q4_0 blocks
+    assert_int_equal(model_estimate(stories_path(path, sizeof path), &o, &mem, &e), 0);
+    assert_int_equal(mem.kv_bytes, 2ull * 5 * 512 * 32 * 2);
     assert_int_equal(model_kv_type_parse("Q8_0"), MODEL_KV_Q8_0);
+    assert_int_equal(model_kv_type_parse("q4_0"), MODEL_KV_Q4_0);
     assert_int_equal(model_kv_type_parse("q4_1"), -1);
     assert_int_equal(mem.experts_bytes, 0);
 
@@ -1231,6 +1360,7 @@ int main(void)
         cmocka_unit_test(test_slot_copy_prefix),
         cmocka_unit_test(test_slot_truncate),
         cmocka_unit_test(test_context_shift),
+        cmocka_unit_test(test_quantized_kv_cache),
         cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_load_errors),

@@ -32,7 +32,7 @@ static void usage(void)
     fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-d DEPTH] [-B S] "
                     "[-r 3] "
                     "[-o md|json] [--mapped-weights] "
-                    "[--kv f16|f32|q8_0] [-c N_CTX] [--kv-full] [--membw-gbs GBS]\n"
+                    "[--kv f16|f32|q8_0|q4_0] [-c N_CTX] [--kv-full] [--membw-gbs GBS]\n"
                     "       bench --membw [-t THREADS]\n");
     exit(2);
 }

@@ -3,7 +3,7 @@
 // continuation, for tests and for comparing against another engine:
 //
 //   eval MODEL.gguf (--prompt TEXT | --ids "1 2 3") [--top 10] [--greedy N] [-t THREADS]
-//                   [--kv f16|f32|q8_0] [--ctx N]
+//                   [--kv f16|f32|q8_0|q4_0] [--ctx N]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: eval MODEL.gguf (--prompt TEXT | --ids \"1 2 3\") [--top 10] "
-                    "[--greedy N] [-t THREADS] [--kv f16|f32|q8_0] [--ctx N]\n");
+                    "[--greedy N] [-t THREADS] [--kv f16|f32|q8_0|q4_0] [--ctx N]\n");
     exit(2);
 }
 

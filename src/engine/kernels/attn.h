@@ -23,6 +23,15 @@
 
 #define KERNELS_ATTN_TILE 32  // keys per tile (4 vectors of 8)
 
+// The stored types the row kernels (qk_rows, pv_rows) read: F16 values, or
+// blocks of 32 with an f16 scale: Q8_0 (32 int8), Q4_0 (16 bytes: value i
+// in the low nibble of byte i, value 16 + i in its high nibble, minus 8).
+enum kernels_kv_fmt {
+    KERNELS_KV_F16,
+    KERNELS_KV_Q8_0,
+    KERNELS_KV_Q4_0,
+};
+
 struct kernels_attn {
     // kt[d * TILE + j] = k[j * ldk + d] for j < TILE, d < hdp (hdp % 8 == 0).
     void (*transpose)(const float *k, int ldk, int hdp, float *kt);
@@ -52,21 +61,20 @@ struct kernels_attn {
     // i < nq, d < hdp.
     void (*pv)(int hdp, int nq, int nk, const float *p, const float *v, int ldv, float *acc);
     // At most 8 queries per KV head, nh heads of every row at once, straight
-    // from the cache rows in their stored type: F16, or Q8_0 when q8 (head
-    // dimension then a multiple of 32). No transposed tile; rows are read
-    // whole, in order. rows[j]: key j's row at the first head; head g's
-    // slice starts lh bytes further on. next (NULL: none): rows to
-    // prefetch, head g of next[j] while head g of key j is used (NULL
-    // entries skipped). For g < nh, i < nq, j < nk (hd % 8 == 0, nk <= TILE;
-    // a query's scores lie lsi floats apart: TILE for a tile of scores,
-    // longer in a row of a whole key range):
+    // from the cache rows in their stored type fmt (enum kernels_kv_fmt: F16,
+    // or Q8_0 / Q4_0 blocks, the head dimension then a multiple of 32). No transposed tile; rows
+    // are read whole, in order. rows[j]: key j's row at the first head; head g's slice starts lh
+    // bytes further on. next (NULL: none): rows to prefetch, head g of next[j] while head g of key
+    // j is used (NULL entries skipped). For g < nh, i < nq, j < nk (hd % 8 == 0, nk <= TILE; a
+    // query's scores lie lsi floats apart: TILE for a tile of scores, longer in a row of a whole
+    // key range):
     //   s[g * ls + i * lsi + j] = scale * dot(q + g * lq + i * hd, row j, head g)
     // and 0 for nk <= j < TILE; queries from nq on are not written.
-    void (*qk_rows)(bool q8, int hd, int nh, int nq, const float *q, int64_t lq,
+    void (*qk_rows)(int fmt, int hd, int nh, int nq, const float *q, int64_t lq,
                     const uint8_t *const *rows, const uint8_t *const *next, int64_t lh, int nk,
                     float scale, float *s, int64_t ls, int64_t lsi);
     //   acc[g * la + i * hd + d] += sum_{j < nk} p[g * lp + i * lpi + j] * (row j, head g)[d]
-    void (*pv_rows)(bool q8, int hd, int nh, int nq, int nk, const float *p, int64_t lp,
+    void (*pv_rows)(int fmt, int hd, int nh, int nq, int nk, const float *p, int64_t lp,
                     int64_t lpi, const uint8_t *const *rows, const uint8_t *const *next, int64_t lh,
                     float *acc, int64_t la);
     // y[i] = exp(x[i]) for i < n (the tile's exponential; tests).
