@@ -3,7 +3,8 @@
 // streams equal to single streams (continuous batching changes nothing),
 // more requests than slots, cancellation, stop sequences, num_predict,
 // truncation, context shift, JSON format, embeddings, tokenize round trip,
-// health, flag and load errors.
+// health, flag and load errors, and a q4_0 K/V cache (with tiny-qwen3 from
+// shared/fixtures).
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 
 #include "runner_harness.h"
 #include "sample/sample.h"
+#include "testutil.h"
 
 static char model_path[512];
 static json_t *reference;  // cases.kv_f16 of the reference file
@@ -786,6 +788,53 @@ static void test_bad_flags(void **state)
     expect_exit_1(a4, "kv-cache-type");
 }
 
+// --kv-cache-type q4_0 (OLLAMA_KV_CACHE_TYPE): stories260K's 8-wide heads
+// cannot hold Q4_0 blocks, so the runner warns and its greedy text is the
+// f16 cache's; tiny-qwen3's 32-wide heads can, and a generation past the
+// window of a 32-token context shifts its quantized keys.
+static void test_kv_cache_q4_0(void **state)
+{
+    (void)state;
+    struct rharness h;
+    const char *extra[] = {"--kv-cache-type", "q4_0", NULL};
+    start(&h, extra);
+    json_t *c = json_array_get(reference, 0);
+    json_t *want_tokens = json_object_get(c, "greedy_tokens");
+    char *body = greedy_body(json_string_value(json_object_get(c, "prompt")),
+                             (int)json_array_size(want_tokens), NULL);
+    struct rh_stream s;
+    assert_int_equal(complete(&h, body, &s), 200);
+    assert_string_equal(s.text, json_string_value(json_object_get(c, "greedy_text")));
+    rh_stream_free(&s);
+    free(body);
+    char *log = rh_log(&h);
+    if (!strstr(log, "q4_0 KV cache needs a head dimension divisible by 32 (have 8); using f16"))
+        fail_msg("no fallback warning in: %s", log);
+    free(log);
+    stop(&h);
+
+    char path[600];
+    if (!test_shared_fixture(path, sizeof(path), "tiny-qwen3-f32.gguf")) {
+        printf("skip: shared/fixtures/tiny-qwen3-f32.gguf absent (a q4_0 cache in use)\n");
+        return;
+    }
+    const char *extra2[] = {"--kv-cache-type", "Q4_0", "--ctx-size", "32", NULL};
+    if (rh_start_model(&h, path, extra2) != 0)
+        fail_msg("runner did not become ready");
+    body = greedy_body("Once upon a time", 60, NULL);
+    assert_int_equal(complete(&h, body, &s), 200);
+    assert_true(s.all_lines_valid);
+    assert_int_equal(rh_final_int(&s, "eval_count"), 60);
+    assert_string_equal(rh_final_str(&s, "done_reason"), "length");
+    rh_stream_free(&s);
+    free(body);
+    log = rh_log(&h);
+    if (strstr(log, "using f16"))
+        fail_msg("tiny-qwen3 fell back to f16: %s", log);
+    free(log);
+    stop(&h);
+}
+
 static void test_missing_model(void **state)
 {
     (void)state;
@@ -799,6 +848,7 @@ int main(void)
         cmocka_unit_test(test_greedy_reference),
         cmocka_unit_test(test_parallel_equals_single),
         cmocka_unit_test(test_shared_prefix),
+        cmocka_unit_test(test_kv_cache_q4_0),
         cmocka_unit_test(test_cancel_frees_slot),
         cmocka_unit_test(test_stop_sequences),
         cmocka_unit_test(test_num_predict),
