@@ -550,6 +550,19 @@ static void assert_close(const float *a, const float *b, int n, float tol)
             fail_msg("element %d: %f vs %f (tol %g)", i, (double)a[i], (double)b[i], (double)tol);
 }
 
+// Path of a model in shared/fixtures; skips the test when shared/ is absent
+// and fails it when shared/ is there without the file.
+static void shared_fixture_or_skip(char *path, size_t n, const char *name)
+{
+    if (test_shared_fixture(path, n, name))
+        return;
+    char dir[1024];
+    if (test_shared_fixture(dir, sizeof dir, "README.md"))
+        fail_msg("shared fixtures present but %s is missing", name);
+    print_message("skip: shared/fixtures/%s absent\n", name);
+    skip();
+}
+
 // Sliding-window layers with a ring cache (tiny-gemma3: window 8; n_batch 4
 // gives rings of 12 cells) compute what a full-length cache computes
 // (n_batch 512: ring >= n_ctx, so every layer is linear): prompt, one token
@@ -559,12 +572,7 @@ static void test_swa_ring_cache(void **state)
 {
     (void)state;
     char path[1024];
-    if (!test_shared_fixture(path, sizeof path, "tiny-gemma3-f32.gguf")) {
-        char dir[1024];
-        if (test_shared_fixture(dir, sizeof dir, "README.md"))
-            fail_msg("shared fixtures present but tiny-gemma3-f32.gguf is missing");
-        skip();
-    }
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma3-f32.gguf");
     struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
     o.n_batch = 512;
     struct model *lin = load(path, o);
@@ -1068,12 +1076,7 @@ static void test_quantized_kv_cache(void **state)
 {
     (void)state;
     char path[1024];
-    if (!test_shared_fixture(path, sizeof path, "tiny-qwen3-f32.gguf")) {
-        char dir[1024];
-        if (test_shared_fixture(dir, sizeof dir, "README.md"))
-            fail_msg("shared fixtures present but tiny-qwen3-f32.gguf is missing");
-        skip();
-    }
+    shared_fixture_or_skip(path, sizeof path, "tiny-qwen3-f32.gguf");
     enum { N = 48, KEEP = 4 };
     struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
     struct model *m = load(path, o);
