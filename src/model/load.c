@@ -452,6 +452,20 @@ int model_n_batch(const struct model *m)
 {
     return m->opts.n_batch;
 }
+const char *model_kv_type_name(const struct model *m)
+{
+    switch (m->kv_type) {
+    case GGUF_TYPE_F32:
+        return "f32";
+    case GGUF_TYPE_Q8_0:
+        return "q8_0";
+    case GGUF_TYPE_Q4_0:
+        return "q4_0";
+    default:
+        return "f16";
+    }
+}
+
 int model_n_threads(const struct model *m)
 {
     return engine_cpu_n_threads(m->be);

@@ -78,6 +78,9 @@ int model_n_ctx(const struct model *m);  // per slot
 int model_n_slots(const struct model *m);
 int model_n_batch(const struct model *m);
 int model_n_threads(const struct model *m);
+// The K/V cache type in use ("f16", "f32", "q8_0", "q4_0"): the requested
+// one, or f16 where the model's heads cannot hold its blocks.
+const char *model_kv_type_name(const struct model *m);
 const char *model_arch_name(const struct model *m);
 // The open GGUF (for the tokenizer and metadata); owned by the model.
 const struct gguf *model_gguf(const struct model *m);

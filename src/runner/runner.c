@@ -188,9 +188,9 @@ static void *load_thread(void *p)
         atomic_store(&rn->status, RUNNER_FAILED);
         return NULL;
     }
-    log_info("model loaded: arch=%s ctx=%d slots=%d batch=%d threads=%d in %.2fs",
+    log_info("model loaded: arch=%s ctx=%d slots=%d batch=%d threads=%d kv=%s in %.2fs",
              model_arch_name(rn->model), model_n_ctx(rn->model), model_n_slots(rn->model),
-             model_n_batch(rn->model), model_n_threads(rn->model),
+             model_n_batch(rn->model), model_n_threads(rn->model), model_kv_type_name(rn->model),
              (double)(time_monotonic_ns() - t0) / 1e9);
     if (rn->draft)
         log_info("draft model loaded: arch=%s (%s)", model_arch_name(rn->draft->m),

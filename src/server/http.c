@@ -466,6 +466,15 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         server_free(srv);
         return rc;
     }
+    // Quantized K/V caches need flash attention (env.md): with it switched
+    // off (OLLAMA_FLASH_ATTENTION=0) they fall back to f16, with a warning.
+    const char *kv_type = opts->cfg->kv_cache_type;
+    if (opts->cfg->flash_attention == 0 && kv_type[0] && strcmp(kv_type, "f16") != 0) {
+        log_warn("OLLAMA_KV_CACHE_TYPE=%s needs flash attention, which OLLAMA_FLASH_ATTENTION=0 "
+                 "turns off; using f16",
+                 kv_type);
+        kv_type = "f16";
+    }
     struct sched_config sc = {
         .self_exe = opts->self_exe,
         .max_loaded = opts->cfg->max_loaded_models,
@@ -473,7 +482,7 @@ int server_start(struct server **out, const struct server_options *opts, struct 
         .num_parallel = opts->cfg->num_parallel,
         .default_keep_alive_ns = opts->cfg->keep_alive_ns,
         .load_timeout_ns = opts->cfg->load_timeout_ns,
-        .kv_cache_type = opts->cfg->kv_cache_type,
+        .kv_cache_type = kv_type,
     };
     rc = sched_new(&srv->sched, &sc, e);
     if (rc < 0) {

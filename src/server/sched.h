@@ -24,7 +24,7 @@ struct sched_config {
     uint64_t num_parallel;  // slots per runner
     int64_t default_keep_alive_ns;
     int64_t load_timeout_ns;    // <= 0: no limit
-    const char *kv_cache_type;  // "f16", "q8_0"
+    const char *kv_cache_type;  // "f16", "q8_0", "q4_0"
 };
 
 // What a request needs loaded. Strings are copied.

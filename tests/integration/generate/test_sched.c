@@ -1,7 +1,8 @@
 // Scheduler behaviour through a real server (scheduler.md): with
 // OLLAMA_MAX_LOADED_MODELS=1 a second model evicts the first; with
 // OLLAMA_MAX_QUEUE=1 a load request beyond the queue gets 503 with Ollama's
-// message while another load waits for a busy runner.
+// message while another load waits for a busy runner; OLLAMA_KV_CACHE_TYPE
+// and OLLAMA_FLASH_ATTENTION reach the runner and the memory accounting.
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -130,11 +131,77 @@ static void test_queue_full(void **state)
     assert_int_equal(queued_status, 200);
 }
 
+// The whole log of a server (caller frees).
+static char *server_log(const struct harness *h)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    FILE *f = fopen(h->log_path, "r");
+    if (f) {
+        char chunk[4096];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+            buf_append(&b, chunk, n);
+        fclose(f);
+    }
+    char *s = xstrdup(buf_cstr(&b));
+    buf_deinit(&b);
+    return s;
+}
+
+// OLLAMA_KV_CACHE_TYPE reaches the runner and the memory the scheduler
+// accounts for: the tiny model (64-wide heads, 2 layers, 2 KV heads, 4096
+// cells) takes 2 × 2 × 4096 × (256 − 72) bytes less in /api/ps with a q4_0
+// cache than with f16 (more, with the f16 cache's kept attention scores).
+// With OLLAMA_FLASH_ATTENTION=0 a quantized type falls back to f16 with a
+// warning (env.md).
+static void test_kv_cache_type(void **state)
+{
+    (void)state;
+    char gen[600];
+    snprintf(gen, sizeof(gen), "%s/tiny.gguf", srv.tmp_dir);
+    const char *const envs[3][3] = {
+        {"OLLAMA_KV_CACHE_TYPE=f16", NULL},
+        {"OLLAMA_KV_CACHE_TYPE=q4_0", NULL},
+        {"OLLAMA_KV_CACHE_TYPE=q4_0", "OLLAMA_FLASH_ATTENTION=0", NULL},
+    };
+    long long size[3];
+    for (int i = 0; i < 3; i++) {
+        struct harness h;
+        assert_int_equal(harness_start(&h, envs[i]), 0);
+        assert_int_equal(models_create(&h, "tiny", gen, "\"parameters\":{\"temperature\":0}"), 0);
+        struct http_resp r;
+        assert_int_equal(harness_request(&h, "POST", "/api/generate", NULL,
+                                         "{\"model\":\"tiny\",\"prompt\":\"a\",\"stream\":false,"
+                                         "\"options\":{\"num_predict\":2}}",
+                                         &r),
+                         0);
+        assert_int_equal(r.status, 200);
+        http_resp_free(&r);
+        assert_int_equal(harness_request(&h, "GET", "/api/ps", NULL, NULL, &r), 0);
+        const char *at = strstr(r.body, "\"size\":");
+        assert_non_null(at);
+        size[i] = atoll(at + 7);
+        http_resp_free(&r);
+        char *log = server_log(&h);
+        bool q4 = strstr(log, " kv=q4_0 ") != NULL;  // the runner's "model loaded" line
+        bool warned = strstr(log, "OLLAMA_KV_CACHE_TYPE=q4_0 needs flash attention, which "
+                                  "OLLAMA_FLASH_ATTENTION=0 turns off; using f16") != NULL;
+        free(log);
+        assert_true(q4 == (i == 1));
+        assert_true(warned == (i == 2));
+        assert_int_equal(harness_stop(&h), 0);
+    }
+    assert_true(size[0] - size[1] >= 2LL * 2 * 4096 * (256 - 72));
+    assert_true(size[2] == size[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eviction),
         cmocka_unit_test(test_queue_full),
+        cmocka_unit_test(test_kv_cache_type),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

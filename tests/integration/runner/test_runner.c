@@ -808,8 +808,9 @@ static void test_kv_cache_q4_0(void **state)
     rh_stream_free(&s);
     free(body);
     char *log = rh_log(&h);
-    if (!strstr(log, "q4_0 KV cache needs a head dimension divisible by 32 (have 8); using f16"))
-        fail_msg("no fallback warning in: %s", log);
+    if (!strstr(log, "q4_0 KV cache needs a head dimension divisible by 32 (have 8); using f16") ||
+        !strstr(log, " kv=f16 "))
+        fail_msg("no fallback to f16 in: %s", log);
     free(log);
     stop(&h);
 
@@ -829,8 +830,8 @@ static void test_kv_cache_q4_0(void **state)
     rh_stream_free(&s);
     free(body);
     log = rh_log(&h);
-    if (strstr(log, "using f16"))
-        fail_msg("tiny-qwen3 fell back to f16: %s", log);
+    if (strstr(log, "using f16") || !strstr(log, " kv=q4_0 "))
+        fail_msg("tiny-qwen3 does not use a q4_0 cache: %s", log);
     free(log);
     stop(&h);
 }
