@@ -14,31 +14,44 @@
 #define MODEL_DEFAULT_CTX   4096
 #define MODEL_DEFAULT_BATCH 512
 
+// The K/V cache types: option name, enum, gguf type, and whether rows are
+// blocks of 32 (the head dimension must then be a multiple of 32). The
+// first row is the default.
+static const struct {
+    const char *name;
+    enum model_kv_type kind;
+    uint32_t type;
+    bool blocks;
+} kv_types[] = {
+    {"f16", MODEL_KV_F16, GGUF_TYPE_F16, false},
+    {"f32", MODEL_KV_F32, GGUF_TYPE_F32, false},
+    {"q8_0", MODEL_KV_Q8_0, GGUF_TYPE_Q8_0, true},
+    {"q4_0", MODEL_KV_Q4_0, GGUF_TYPE_Q4_0, true},
+};
+#define N_KV_TYPES (sizeof kv_types / sizeof kv_types[0])
+
 int model_kv_type_parse(const char *s)
 {
-    if (!s || !*s || ascii_ieq(s, "f16"))
+    if (!s || !*s)
         return MODEL_KV_F16;
-    if (ascii_ieq(s, "f32"))
-        return MODEL_KV_F32;
-    if (ascii_ieq(s, "q8_0"))
-        return MODEL_KV_Q8_0;
-    if (ascii_ieq(s, "q4_0"))
-        return MODEL_KV_Q4_0;
+    for (size_t i = 0; i < N_KV_TYPES; i++)
+        if (ascii_ieq(s, kv_types[i].name))
+            return kv_types[i].kind;
     return -1;
+}
+
+// The table row of an option value (the default's for anything else).
+static size_t kv_row_of(enum model_kv_type t)
+{
+    for (size_t i = 0; i < N_KV_TYPES; i++)
+        if (kv_types[i].kind == t)
+            return i;
+    return 0;
 }
 
 static uint32_t kv_gguf_type(enum model_kv_type t)
 {
-    switch (t) {
-    case MODEL_KV_F32:
-        return GGUF_TYPE_F32;
-    case MODEL_KV_Q8_0:
-        return GGUF_TYPE_Q8_0;
-    case MODEL_KV_Q4_0:
-        return GGUF_TYPE_Q4_0;
-    default:
-        return GGUF_TYPE_F16;
-    }
+    return kv_types[kv_row_of(t)].type;
 }
 
 // ---------------------------------------------------------------------------
@@ -62,14 +75,14 @@ static void resolve_options(struct model_options *o, const struct model_hparams 
 
 static uint32_t choose_kv_type(struct model_options *o, const struct model_hparams *hp)
 {
-    uint32_t t = kv_gguf_type(o->kv_type);
-    if ((t == GGUF_TYPE_Q8_0 || t == GGUF_TYPE_Q4_0) && hp->head_dim % 32 != 0) {
+    size_t i = kv_row_of(o->kv_type);
+    if (kv_types[i].blocks && hp->head_dim % 32 != 0) {
         log_warn("%s KV cache needs a head dimension divisible by 32 (have %d); using f16",
-                 t == GGUF_TYPE_Q8_0 ? "q8_0" : "q4_0", hp->head_dim);
+                 kv_types[i].name, hp->head_dim);
         o->kv_type = MODEL_KV_F16;
-        t = GGUF_TYPE_F16;
+        i = kv_row_of(MODEL_KV_F16);
     }
-    return t;
+    return kv_types[i].type;
 }
 
 static int n_out_max_for(const struct model_options *o)
@@ -454,16 +467,10 @@ int model_n_batch(const struct model *m)
 }
 const char *model_kv_type_name(const struct model *m)
 {
-    switch (m->kv_type) {
-    case GGUF_TYPE_F32:
-        return "f32";
-    case GGUF_TYPE_Q8_0:
-        return "q8_0";
-    case GGUF_TYPE_Q4_0:
-        return "q4_0";
-    default:
-        return "f16";
-    }
+    for (size_t i = 0; i < N_KV_TYPES; i++)
+        if (kv_types[i].type == m->kv_type)
+            return kv_types[i].name;
+    return kv_types[0].name;
 }
 
 int model_n_threads(const struct model *m)
