@@ -12,6 +12,7 @@
 //   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-d 0] [-B S] [-r 3] [-o md|json]
 //                    [--mapped-weights]   (no interleaved Q4_0 copies: A/B)
 //   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
+//   bench --fma [-t THREADS]       fp32 multiply-add rate of each thread
 //
 // The Markdown output also gives the bytes of weights a generated token
 // reads (every matrix once; the embedding table only when it is the output)
@@ -23,6 +24,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -33,7 +37,8 @@ static void usage(void)
                     "[-r 3] "
                     "[-o md|json] [--mapped-weights] "
                     "[--kv f16|f32|q8_0|q4_0] [-c N_CTX] [--kv-full] [--membw-gbs GBS]\n"
-                    "       bench --membw [-t THREADS]\n");
+                    "       bench --membw [-t THREADS]\n"
+                    "       bench --fma [-t THREADS]\n");
     exit(2);
 }
 
@@ -230,6 +235,80 @@ static double measure_bw(int n_threads)
     return best;
 }
 
+// ---------------------------------------------------------------------------
+// Arithmetic: each thread runs a chain-free loop of float multiply-adds on
+// registers only, 8 lanes wide. On a VM whose vCPUs the host sometimes puts
+// on one physical core, two threads then get about half each: run this
+// before and after a two-thread measurement to know which machine it saw.
+
+struct fma_arg {
+    double gflops;
+    float check;  // the chains' sum, so that they are computed
+};
+
+#if defined(__x86_64__)
+#define FMA4(a, b, c, d)                                                                           \
+    a = _mm256_fmadd_ps(a, m, k), b = _mm256_fmadd_ps(b, m, k), c = _mm256_fmadd_ps(c, m, k),      \
+    d = _mm256_fmadd_ps(d, m, k)
+__attribute__((target("avx2,fma"))) static void *fma_thread(void *p)
+{
+    // 12 independent chains: more than the FMA units' latency × throughput.
+    __m256 a0 = _mm256_set1_ps(1.00f), a1 = _mm256_set1_ps(1.01f), a2 = _mm256_set1_ps(1.02f),
+           a3 = _mm256_set1_ps(1.03f), a4 = _mm256_set1_ps(1.04f), a5 = _mm256_set1_ps(1.05f),
+           a6 = _mm256_set1_ps(1.06f), a7 = _mm256_set1_ps(1.07f), a8 = _mm256_set1_ps(1.08f),
+           a9 = _mm256_set1_ps(1.09f), a10 = _mm256_set1_ps(1.10f), a11 = _mm256_set1_ps(1.11f);
+    const __m256 m = _mm256_set1_ps(0.999999f), k = _mm256_set1_ps(1e-7f);
+    const long n = 40000000;
+    double t0 = now_s();
+    for (long i = 0; i < n; i++) {
+        FMA4(a0, a1, a2, a3);
+        FMA4(a4, a5, a6, a7);
+        FMA4(a8, a9, a10, a11);
+        __asm__ volatile(""
+                         : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6),
+                           "+x"(a7), "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11));
+    }
+    double dt = now_s() - t0;
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    ((struct fma_arg *)p)->gflops = (double)n * 12 * 16 / dt / 1e9;
+    ((struct fma_arg *)p)->check = out[0];
+    return NULL;
+}
+#undef FMA4
+#endif
+
+static int measure_fma(int n_threads)
+{
+#if defined(__x86_64__)
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        fprintf(stderr, "bench --fma: needs AVX2 and FMA\n");
+        return 1;
+    }
+    pthread_t th[64];
+    struct fma_arg args[64];
+    int nt = n_threads > 64 ? 64 : n_threads;
+    for (int t = 0; t < nt; t++)
+        pthread_create(&th[t], NULL, fma_thread, &args[t]);
+    double total = 0;
+    printf("fp32 multiply-adds, %d threads, GFLOP/s per thread:", nt);
+    for (int t = 0; t < nt; t++) {
+        pthread_join(th[t], NULL);
+        printf(" %.1f", args[t].gflops);
+        total += args[t].gflops;
+    }
+    printf("; total %.1f\n", total);
+    return 0;
+#else
+    (void)n_threads;
+    fprintf(stderr, "bench --fma: x86-64 only\n");
+    return 1;
+#endif
+}
+
 // Bytes of weights one generated token reads: every matrix once, but of a
 // mixture of experts' 3-D expert tensors only the expert_used_count chosen
 // of expert_count.
@@ -273,7 +352,7 @@ static void stats(const double *v, int n, double *avg, double *sd)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *fmt = "md";
-    bool membw = false;
+    bool membw = false, fma = false;
     double membw_gbs = 0;
     int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0, n_ctx = 0, depth = 0;
     struct model_options o = {0};
@@ -309,6 +388,8 @@ int main(int argc, char **argv)
             o.kv_full_length = true;
         else if (!strcmp(a, "--membw"))
             membw = true;
+        else if (!strcmp(a, "--fma"))
+            fma = true;
         else if (!strcmp(a, "--membw-gbs") && has) {
             struct err e = {0};
             if (str_to_double(argv[++i], &membw_gbs, &e) < 0)
@@ -318,6 +399,8 @@ int main(int argc, char **argv)
         else
             usage();
     }
+    if (fma)
+        return measure_fma(n_threads > 0 ? n_threads : 2);
     if (membw) {
         int nt = n_threads > 0 ? n_threads : 2;
         printf("memory read bandwidth, %d threads: %.1f GB/s\n", nt, measure_bw(nt));
