@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "engine/attention.h"
 #include "engine/internal.h"
@@ -87,25 +86,15 @@ static void par_rows(struct cpu *c, int64_t n, int64_t work_per_unit, rows_fn fn
 // ---------------------------------------------------------------------------
 // Buffers and scratch.
 
-// Buffers of 2 MiB and more (the K/V cache of a layer) start on a 2 MiB
-// boundary and are offered to transparent huge pages: decode attention walks
-// a layer's whole cache every token, and with 4 KiB pages each 4 KiB of it
-// was a TLB miss whose page walk the weights streamed in between had pushed
-// out of the caches. The memset touches every page either way.
+// Buffers of 2 MiB and more (the K/V cache of a layer) go on transparent
+// huge pages (engine_alloc_pages): decode attention walks a layer's whole
+// cache every token, and with 4 KiB pages each 4 KiB of it was a TLB miss
+// whose page walk the weights streamed in between had pushed out of the
+// caches. The memset touches every page either way.
 static void *cpu_buf_alloc(struct engine_backend *be, size_t n_bytes)
 {
     (void)be;
-    const size_t huge = (size_t)2 << 20;
-    void *p = NULL;
-    if (n_bytes >= huge) {
-        if (posix_memalign(&p, huge, (n_bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN) != 0)
-            return NULL;
-#ifdef MADV_HUGEPAGE
-        madvise(p, n_bytes & ~(huge - 1), MADV_HUGEPAGE);
-#endif
-    } else {
-        p = aligned_alloc_bytes(n_bytes);
-    }
+    void *p = engine_alloc_pages(n_bytes ? n_bytes : 1);
     if (p)
         memset(p, 0, n_bytes);
     return p;

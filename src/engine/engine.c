@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "engine/internal.h"
 #include "engine/kernels/kernels.h"
 #include "engine/quant/quant.h"
 
@@ -23,22 +24,28 @@ bool engine_tensor_interleavable(const struct engine_tensor *t)
     return kt && kt->gemm_x8 && !t->interleave && t->ne[1] % 8 == 0 && t->ne[1] > 0;
 }
 
+void *engine_alloc_pages(size_t n)
+{
+    const size_t huge = (size_t)2 << 20, align = 64;
+    void *p = NULL;
+    if (posix_memalign(&p, n >= huge ? huge : align, (n + align - 1) / align * align) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    if (n >= huge)
+        madvise(p, n & ~(huge - 1), MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 int engine_tensor_interleave(struct engine_tensor *t, bool file_mapped, void **owned, struct err *e)
 {
     *owned = NULL;
     if (!engine_tensor_interleavable(t))
         return 0;
     size_t bytes = t->row_bytes * (size_t)t->ne[1];
-    void *buf = NULL;
-    // Large copies on 2 MiB boundaries, offered to transparent huge pages:
-    // fewer first-touch faults at load and fewer TLB misses when streamed.
-    const size_t huge = (size_t)2 << 20;
-    if (posix_memalign(&buf, bytes >= huge ? huge : 64, bytes) != 0)
+    void *buf = engine_alloc_pages(bytes);
+    if (!buf)
         return err_set(e, ERR_NOMEM, "allocate %zu bytes for interleaved weights", bytes);
-#ifdef MADV_HUGEPAGE
-    if (bytes >= huge)
-        madvise(buf, bytes & ~(huge - 1), MADV_HUGEPAGE);
-#endif
     if (!kernels_interleave_x8(t->type, buf, t->data, t->ne[1], t->ne[0])) {
         free(buf);
         return 0;

@@ -1,7 +1,13 @@
-// engine internals shared between the CPU backend's files (cpu.c, moe.c).
+// engine internals shared between the engine's files (engine.c, cpu.c, moe.c).
 #pragma once
 
 #include "engine/engine.h"
+
+// n bytes (not zeroed; free with free), 64-byte aligned; from 2 MiB on,
+// 2 MiB aligned and offered to transparent huge pages (interleaved weights
+// and the K/V cache are streamed whole: fewer first-touch faults and TLB
+// misses). NULL when out of memory.
+void *engine_alloc_pages(size_t n);
 
 // Scratch of the CPU mixture-of-experts op, grown on demand (the backend is
 // used by one caller thread at a time, so one per backend suffices).
