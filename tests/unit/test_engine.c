@@ -199,6 +199,47 @@ static void test_matmul_n(void **state)
     free(x), free(d1), free(d2), free(q1), free(q2);
 }
 
+// Jobs of one group whose rows are shared out as one run of chunks, cut
+// into a home range per thread for a few activation rows (1, 6: ranges span
+// job boundaries, and with 4 threads the small product has fewer chunks
+// than ranges) and dealt from one cursor for more (20). Every row must be
+// computed once, as the same product with 1 thread computes it.
+static void test_matmul_ranges(void **state)
+{
+    (void)state;
+    const int64_t n_out[3] = {700, 40, 130}, n_rows[3] = {1, 6, 20};
+    struct engine_tensor w[3];
+    void *d[3];
+    float *q[3];
+    for (int j = 0; j < 3; j++)
+        make_weight(GGUF_TYPE_Q8_0, 256, n_out[j], &w[j], &d[j], &q[j]);
+    float *x = rand_vec(256 * 20);
+    for (int k = 0; k < 3; k++) {
+        float *y[2][3];
+        for (int nth = 1; nth <= 4; nth += 3) {
+            struct engine_backend *be = backend(nth);
+            struct engine_matmul_job jobs[3];
+            for (int j = 0; j < 3; j++) {
+                y[nth > 1][j] = xmalloc((size_t)(n_out[j] * n_rows[k]) * sizeof(float));
+                jobs[j] = (struct engine_matmul_job){&w[j], y[nth > 1][j], NULL};
+            }
+            engine_matmul_n(be, jobs, 3, x, n_rows[k]);
+            float *small = xmalloc((size_t)(40 * n_rows[k]) * sizeof(float));
+            engine_matmul(be, small, &w[1], NULL, x, n_rows[k]);
+            assert_memory_equal(small, y[nth > 1][1], (size_t)(40 * n_rows[k]) * sizeof(float));
+            free(small);
+            engine_backend_free(be);
+        }
+        for (int j = 0; j < 3; j++) {
+            assert_memory_equal(y[0][j], y[1][j], (size_t)(n_out[j] * n_rows[k]) * sizeof(float));
+            free(y[0][j]), free(y[1][j]);
+        }
+    }
+    for (int j = 0; j < 3; j++)
+        free(d[j]), free(q[j]);
+    free(x);
+}
+
 static void test_get_rows(void **state)
 {
     (void)state;
@@ -559,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_n),
+        cmocka_unit_test(test_matmul_ranges),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_norms_and_elementwise),
         cmocka_unit_test(test_rope),
