@@ -125,7 +125,10 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     static const char *const env[] = {"OLLAMA_NUM_PARALLEL=8", NULL};
     if (harness_start(&srv, env) != 0 || models_create(&srv, "bench", path, "") != 0) {
-        fprintf(stderr, "cannot start the server or create the model\n");
+        fprintf(stderr,
+                "cannot start the server (%s; set OLLAMA_BIN to the ollama binary) or create the "
+                "model\n",
+                harness_bin());
         harness_dump_log(&srv);
         return 1;
     }
