@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "integration/models.h"
 #include "model/model.h"
@@ -124,18 +123,9 @@ int main(int argc, char **argv)
             repeats = atoi(argv[i + 1]);
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    // Without OLLAMA_BIN, the ollama built beside this program (build/bin).
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (!getenv("OLLAMA_BIN") && len > 0) {
-        self[len] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash && (size_t)(slash - self) + sizeof("/ollama") <= sizeof(self)) {
-            strcpy(slash, "/ollama");
-            if (access(self, X_OK) == 0)
-                setenv("OLLAMA_BIN", self, 1);
-        }
-    }
+    // Without OLLAMA_BIN, the build's ollama, as bench_runner (run from the
+    // repository root).
+    setenv("OLLAMA_BIN", "build/bin/ollama", 0);
     static const char *const env[] = {"OLLAMA_NUM_PARALLEL=8", NULL};
     if (harness_start(&srv, env) != 0 || models_create(&srv, "bench", path, "") != 0) {
         fprintf(stderr,
