@@ -767,6 +767,29 @@ static int cpu_moe_reserve(struct engine_backend *be, int64_t max_rows, const st
     return engine_cpu_moe_reserve(&cpu_of(be)->moe_ws, max_rows, p, e);
 }
 
+static void cpu_conv1d(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                       const struct engine_conv1d *p, float *state, const int32_t *slot,
+                       const int32_t *pos)
+{
+    engine_cpu_conv1d(cpu_of(be)->pool, y, x, n_rows, p, state, slot, pos);
+}
+
+static void cpu_delta_net(struct engine_backend *be, float *o, const float *q, const float *k,
+                          const float *v, const float *g, const float *beta, int64_t n_rows,
+                          const struct engine_delta_net *p, float *state, const int32_t *slot,
+                          const int32_t *pos)
+{
+    engine_cpu_delta_net(cpu_of(be)->pool, o, q, k, v, g, beta, n_rows, p, state, slot, pos);
+}
+
+static void cpu_ssm_scan(struct engine_backend *be, float *y, const float *x, const float *dt,
+                         const float *B, const float *C, int64_t n_rows,
+                         const struct engine_ssm_scan *p, float *state, const int32_t *slot,
+                         const int32_t *pos)
+{
+    engine_cpu_ssm_scan(cpu_of(be)->pool, y, x, dt, B, C, n_rows, p, state, slot, pos);
+}
+
 // ---------------------------------------------------------------------------
 // Backend object.
 
@@ -806,6 +829,9 @@ static const struct engine_backend_ops cpu_ops = {
     .gather = cpu_gather,
     .moe = cpu_moe,
     .moe_reserve = cpu_moe_reserve,
+    .conv1d = cpu_conv1d,
+    .delta_net = cpu_delta_net,
+    .ssm_scan = cpu_ssm_scan,
 };
 
 int engine_cpu_new(struct engine_backend **out, int n_threads, struct err *e)

@@ -325,3 +325,26 @@ int engine_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct
 {
     return be->ops->moe_reserve(be, max_rows, p, e);
 }
+
+void engine_conv1d(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                   const struct engine_conv1d *p, float *state, const int32_t *slot,
+                   const int32_t *pos)
+{
+    be->ops->conv1d(be, y, x, n_rows, p, state, slot, pos);
+}
+
+void engine_delta_net(struct engine_backend *be, float *o, const float *q, const float *k,
+                      const float *v, const float *g, const float *beta, int64_t n_rows,
+                      const struct engine_delta_net *p, float *state, const int32_t *slot,
+                      const int32_t *pos)
+{
+    be->ops->delta_net(be, o, q, k, v, g, beta, n_rows, p, state, slot, pos);
+}
+
+void engine_ssm_scan(struct engine_backend *be, float *y, const float *x, const float *dt,
+                     const float *B, const float *C, int64_t n_rows,
+                     const struct engine_ssm_scan *p, float *state, const int32_t *slot,
+                     const int32_t *pos)
+{
+    be->ops->ssm_scan(be, y, x, dt, B, C, n_rows, p, state, slot, pos);
+}

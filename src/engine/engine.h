@@ -193,6 +193,51 @@ void engine_moe_route(const struct engine_moe *p, const float *logits, float *pr
 // The gated activation of one element (ENGINE_MOE_* act with a gate).
 float engine_moe_act_gated(const struct engine_moe *p, float gate, float up);
 
+// Recurrent layers (delta nets, Mamba-2, short convolutions). Their ops walk
+// a ubatch's rows in order; the rows of one slot are contiguous with
+// consecutive positions, slot[r] and pos[r] say whose and where. The state
+// buffer holds every slot's state (slot s at s × the op's per-slot size):
+// the state after the position before the slot's first row in the ubatch,
+// or anything at a row of position 0 (the op starts that row from zeros).
+// Afterwards it is the state after the slot's last row. All F32.
+
+// Causal depthwise 1-D convolution: for row r and channel c,
+// y[r][c] = b[c] + Σ_{j<K} w[c·K + j] · in_{t-K+1+j}[c] (in_t the input of
+// the slot's position t; before position 0, zeros), then SiLU when asked.
+// Per-slot state: the last K - 1 inputs, [(K - 1) × channels], oldest first.
+struct engine_conv1d {
+    int64_t channels;
+    int kernel;                  // 1 <= K <= 64
+    const float *w;              // host [channels × K] (GGUF ssm_conv1d ne {K, channels})
+    const float *b;              // host [channels] or NULL
+    bool silu;                   // y = silu(y)
+    int64_t x_stride, y_stride;  // floats between rows of x / y
+};
+
+// The gated delta rule (Qwen3-Next, Qwen3.5), per row and value head h:
+//   S_h = exp(g[h]) · S_h;  S_h += beta[h] · (v_h − S_h k) ⊗ k;  o_h = S_h (scale · q)
+// with k and q the key head of h (L2-normalised by the caller), S_h
+// [dv × dk] (rows: value dims). Per-slot state: n_v_heads × dv × dk.
+struct engine_delta_net {
+    int n_k_heads, n_v_heads, dk, dv;  // dk <= 1024
+    bool k_block;  // key head of value head h: h / (n_v/n_k) (else h % n_k)
+    float scale;   // q multiplier (1/sqrt(dk))
+    int64_t q_stride, k_stride, v_stride, g_stride, beta_stride, o_stride;  // floats between rows
+};
+
+// The Mamba-2 selective scan (Nemotron-H, Granite 4), per row and head h
+// (head dim P, group g = h / (n_heads / n_groups), state size N):
+//   dA = exp(dt[h] · A[h]);  s_h = dA · s_h + dt[h] · x_h ⊗ B_g;
+//   y_h[p] = Σ_n s_h[p][n] · C_g[n] + D[h] · x_h[p]
+// dt is the step after softplus (the caller adds the bias). Per-slot
+// state: n_heads × P × N.
+struct engine_ssm_scan {
+    int n_heads, head_dim, n_groups, d_state;
+    const float *A;  // host [n_heads] (negative)
+    const float *D;  // host [n_heads] or NULL
+    int64_t x_stride, B_stride, C_stride, dt_stride, y_stride;  // floats between rows
+};
+
 // Matmul job: y (n_rows × w->ne[1]) = x (n_rows × w->ne[0]) · wᵀ (+ bias).
 struct engine_matmul_job {
     const struct engine_tensor *w;
@@ -260,6 +305,18 @@ struct engine_backend_ops {
     // Reserves the MoE op's scratch for up to max_rows rows of p (at load).
     int (*moe_reserve)(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
                        struct err *e);
+    // Recurrent layers (struct engine_conv1d, engine_delta_net, engine_ssm_scan).
+    void (*conv1d)(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                   const struct engine_conv1d *p, float *state, const int32_t *slot,
+                   const int32_t *pos);
+    void (*delta_net)(struct engine_backend *be, float *o, const float *q, const float *k,
+                      const float *v, const float *g, const float *beta, int64_t n_rows,
+                      const struct engine_delta_net *p, float *state, const int32_t *slot,
+                      const int32_t *pos);
+    void (*ssm_scan)(struct engine_backend *be, float *y, const float *x, const float *dt,
+                     const float *B, const float *C, int64_t n_rows,
+                     const struct engine_ssm_scan *p, float *state, const int32_t *slot,
+                     const int32_t *pos);
     // Gathers rows: y[i] = x[idx[i]] (row length n).
     void (*gather)(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
@@ -316,6 +373,17 @@ void engine_gather(struct engine_backend *be, float *y, const float *x, const in
 
 void engine_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
                 const struct engine_moe *p);
+void engine_conv1d(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
+                   const struct engine_conv1d *p, float *state, const int32_t *slot,
+                   const int32_t *pos);
+void engine_delta_net(struct engine_backend *be, float *o, const float *q, const float *k,
+                      const float *v, const float *g, const float *beta, int64_t n_rows,
+                      const struct engine_delta_net *p, float *state, const int32_t *slot,
+                      const int32_t *pos);
+void engine_ssm_scan(struct engine_backend *be, float *y, const float *x, const float *dt,
+                     const float *B, const float *C, int64_t n_rows,
+                     const struct engine_ssm_scan *p, float *state, const int32_t *slot,
+                     const int32_t *pos);
 int engine_moe_reserve(struct engine_backend *be, int64_t max_rows, const struct engine_moe *p,
                        struct err *e);
 

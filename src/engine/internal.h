@@ -24,3 +24,16 @@ int engine_cpu_moe_reserve(struct engine_moe_ws *ws, int64_t max_rows, const str
 // The CPU backend's MoE op over its pool (moe.c).
 void engine_cpu_moe(struct engine_pool *pool, int n_threads, struct engine_moe_ws *ws, float *y,
                     const float *x, int64_t n_rows, const struct engine_moe *p);
+
+// The CPU backend's recurrent-layer ops over its pool (recurrent.c).
+void engine_cpu_conv1d(struct engine_pool *pool, float *y, const float *x, int64_t n_rows,
+                       const struct engine_conv1d *p, float *state, const int32_t *slot,
+                       const int32_t *pos);
+void engine_cpu_delta_net(struct engine_pool *pool, float *o, const float *q, const float *k,
+                          const float *v, const float *g, const float *beta, int64_t n_rows,
+                          const struct engine_delta_net *p, float *state, const int32_t *slot,
+                          const int32_t *pos);
+void engine_cpu_ssm_scan(struct engine_pool *pool, float *y, const float *x, const float *dt,
+                         const float *B, const float *C, int64_t n_rows,
+                         const struct engine_ssm_scan *p, float *state, const int32_t *slot,
+                         const int32_t *pos);

@@ -134,6 +134,70 @@ static int read_swa(struct model *m, struct err *e)
     return 0;
 }
 
+// A key that is one number or one number per layer (hybrids:
+// feed_forward_length, attention.head_count_kv). per_layer[il] gets each
+// layer's value; *max the largest. Absent: dflt for every layer (-1: required).
+static int read_layer_u32(struct model *m, const char *suffix, int dflt, int *per_layer, int *max,
+                          struct err *e)
+{
+    char key[128];
+    const struct gguf_kv *kv = gguf_find(m->g, model_key(m, key, sizeof key, suffix));
+    int n_layer = m->hp.n_layer;
+    *max = 0;
+    if (kv && kv->val.type == GGUF_VAL_ARRAY) {
+        if (kv->val.arr_count != (uint64_t)n_layer)
+            return err_set(e, ERR_FORMAT, "%s has %llu entries for %d layers", key,
+                           (unsigned long long)kv->val.arr_count, n_layer);
+        for (int il = 0; il < n_layer; il++) {
+            struct gguf_value ev;
+            if (!gguf_arr_value(&kv->val, (uint64_t)il, &ev) || ev.type == GGUF_VAL_BOOL ||
+                ev.v.u64 > INT32_MAX)
+                return err_set(e, ERR_FORMAT, "invalid %s", key);
+            per_layer[il] = (int)ev.v.u64;
+        }
+    } else {
+        uint32_t v;
+        if (kv && !gguf_get_u32(m->g, key, &v))
+            return err_set(e, ERR_FORMAT, "invalid key %s", key);
+        if (!kv && dflt < 0)
+            return err_set(e, ERR_FORMAT, "missing or invalid key %s", key);
+        if (kv && v > INT32_MAX)
+            return err_set(e, ERR_FORMAT, "key %s out of range", key);
+        for (int il = 0; il < n_layer; il++)
+            per_layer[il] = kv ? (int)v : dflt;
+    }
+    for (int il = 0; il < n_layer; il++)
+        *max = per_layer[il] > *max ? per_layer[il] : *max;
+    return 0;
+}
+
+// feed_forward_length and attention.head_count_kv, per layer. Families with
+// their own layers may have layers without either (0); the attention layers
+// must share one K/V head count (the cache's row width).
+static int read_layer_shapes(struct model *m, struct err *e)
+{
+    struct model_hparams *hp = &m->hp;
+    const bool custom = m->arch->custom_layers;
+    int *ff = xcalloc((size_t)hp->n_layer, sizeof(int)), *kv = xcalloc((size_t)hp->n_layer, sizeof(int));
+    int rc = read_layer_u32(m, "feed_forward_length", custom ? 0 : -1, ff, &hp->n_ff, e);
+    if (rc >= 0)
+        rc = read_layer_u32(m, "attention.head_count_kv", hp->n_head, kv, &hp->n_head_kv, e);
+    for (int il = 0; rc >= 0 && il < hp->n_layer; il++) {
+        m->layers[il].n_ff = ff[il];
+        m->layers[il].n_head_kv = kv[il];
+        if ((!custom && (ff[il] < 1 || kv[il] < 1)) ||
+            (kv[il] > 0 && kv[il] != hp->n_head_kv))
+            rc = err_set(e, ERR_UNSUPPORTED,
+                         "layer %d: %d K/V heads and feed-forward length %d are not supported", il,
+                         kv[il], ff[il]);
+    }
+    free(ff);
+    free(kv);
+    if (rc >= 0 && hp->n_head_kv == 0)
+        hp->n_head_kv = hp->n_head;  // no attention layer at all: any width will do
+    return rc;
+}
+
 int model_read_hparams(struct model *m, struct err *e)
 {
     struct model_hparams *hp = &m->hp;
@@ -142,18 +206,21 @@ int model_read_hparams(struct model *m, struct err *e)
     if ((rc = need_u32(m, "context_length", &hp->n_ctx_train, e)) < 0 ||
         (rc = need_u32(m, "embedding_length", &hp->n_embd, e)) < 0 ||
         (rc = need_u32(m, "block_count", &hp->n_layer, e)) < 0 ||
-        (rc = need_u32(m, "feed_forward_length", &hp->n_ff, e)) < 0 ||
         (rc = need_u32(m, "attention.head_count", &hp->n_head, e)) < 0)
         return rc;
-    uint32_t v;
-    hp->n_head_kv = gguf_get_arch_u32(m->g, "attention.head_count_kv", &v) ? (int)v : hp->n_head;
-    if (hp->n_layer < 1 || hp->n_layer > MODEL_MAX_LAYERS || hp->n_embd < 1 || hp->n_head < 1 ||
-        hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv != 0 || hp->n_ff < 1 ||
-        hp->n_embd > (1 << 20) || hp->n_ff > (1 << 22) || hp->n_head > 4096 || hp->n_ctx_train < 1)
+    if (hp->n_layer < 1 || hp->n_layer > MODEL_MAX_LAYERS)
+        return err_set(e, ERR_FORMAT, "invalid hyper-parameters: %d layers", hp->n_layer);
+    m->layers = xcalloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (hp->n_head >= 1 && (rc = read_layer_shapes(m, e)) < 0)
+        return rc;
+    if (hp->n_embd < 1 || hp->n_head < 1 || hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv != 0 ||
+        (hp->n_ff < 1 && !a->custom_layers) || hp->n_embd > (1 << 20) || hp->n_ff > (1 << 22) ||
+        hp->n_head > 4096 || hp->n_ctx_train < 1)
         return err_set(e, ERR_FORMAT,
                        "invalid hyper-parameters: %d layers, n_embd %d, %d heads, %d kv heads, "
                        "n_ff %d",
                        hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->n_ff);
+    uint32_t v;
     hp->head_dim =
         gguf_get_arch_u32(m->g, "attention.key_length", &v) ? (int)v : hp->n_embd / hp->n_head;
     uint32_t vlen;
@@ -172,7 +239,6 @@ int model_read_hparams(struct model *m, struct err *e)
         return rc;
 
     // Per-layer types.
-    m->layers = xcalloc((size_t)hp->n_layer, sizeof *m->layers);
     if ((rc = read_swa(m, e)) < 0)
         return rc;
     hp->rope_swa = hp->rope;
@@ -297,17 +363,17 @@ static int bind_gate_up(struct model *m, struct model_layer *L, int il, struct e
     if (m->arch->fused_gate_up) {
         struct engine_tensor gu;
         snprintf(n, sizeof n, "blk.%d.ffn_up.weight", il);
-        if ((rc = model_bind_matrix(m, &gu, n, hp->n_embd, 2 * (int64_t)hp->n_ff, true, e)) < 0)
+        if ((rc = model_bind_matrix(m, &gu, n, hp->n_embd, 2 * (int64_t)L->n_ff, true, e)) < 0)
             return rc;
-        model_row_view(&L->w_gate, &gu, 0, hp->n_ff);
-        model_row_view(&L->w_up, &gu, hp->n_ff, hp->n_ff);
+        model_row_view(&L->w_gate, &gu, 0, L->n_ff);
+        model_row_view(&L->w_up, &gu, L->n_ff, L->n_ff);
         return 0;
     }
     snprintf(n, sizeof n, "blk.%d.ffn_gate.weight", il);
-    if ((rc = model_bind_matrix(m, &L->w_gate, n, hp->n_embd, hp->n_ff, true, e)) < 0)
+    if ((rc = model_bind_matrix(m, &L->w_gate, n, hp->n_embd, L->n_ff, true, e)) < 0)
         return rc;
     snprintf(n, sizeof n, "blk.%d.ffn_up.weight", il);
-    return model_bind_matrix(m, &L->w_up, n, hp->n_embd, hp->n_ff, true, e);
+    return model_bind_matrix(m, &L->w_up, n, hp->n_embd, L->n_ff, true, e);
 }
 
 static const char *name_or(const char *name, const char *dflt)
@@ -315,7 +381,7 @@ static const char *name_or(const char *name, const char *dflt)
     return name ? name : dflt;
 }
 
-static int bind_layer(struct model *m, int il, struct err *e)
+int model_bind_layer_attn(struct model *m, int il, struct err *e)
 {
     const struct model_hparams *hp = &m->hp;
     const struct model_arch *a = m->arch;
@@ -337,9 +403,7 @@ static int bind_layer(struct model *m, int il, struct err *e)
         (rc = model_bind_vector(m, &L->bk, NAME("attn_k.bias"), kv_dim, a->qkv_bias, e)) < 0 ||
         (rc = model_bind_vector(m, &L->bv, NAME("attn_v.bias"), kv_dim, a->qkv_bias, e)) < 0 ||
         (rc = model_bind_vector(m, &L->bo, NAMED(a->names.attn_output, "attn_output", "bias"),
-                                n_embd, false, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->ffn_norm, NAMED(a->names.ffn_norm, "ffn_norm", "weight"),
-                                n_embd, true, e)) < 0)
+                                n_embd, false, e)) < 0)
         return rc;
     if (a->qk_norm && ((rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"),
                                                hp->head_dim, true, e)) < 0 ||
@@ -356,15 +420,27 @@ static int bind_layer(struct model *m, int il, struct err *e)
         if ((rc = model_bind_vector(m, &L->ffn_post_norm, NAME(pn), n_embd, true, e)) < 0)
             return rc;
     }
-    if (a->ffn)
-        return 0;  // the family's FFN hook binds its own tensors
-    if ((rc = bind_gate_up(m, L, il, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->w_down, NAME("ffn_down.weight"), hp->n_ff, n_embd, true,
-                                e)) < 0)
-        return rc;
 #undef NAME
 #undef NAMED
     return 0;
+}
+
+int model_bind_layer_ffn(struct model *m, int il, struct err *e)
+{
+    const struct model_arch *a = m->arch;
+    struct model_layer *L = &m->layers[il];
+    const int64_t n_embd = m->hp.n_embd;
+    char n[GGUF_MAX_NAME_LEN + 1];
+    int rc;
+    snprintf(n, sizeof n, "blk.%d.%s.weight", il, name_or(a->names.ffn_norm, "ffn_norm"));
+    if ((rc = model_bind_vector(m, &L->ffn_norm, n, n_embd, true, e)) < 0)
+        return rc;
+    if (a->ffn)
+        return 0;  // the family's FFN hook binds its own tensors
+    if ((rc = bind_gate_up(m, L, il, e)) < 0)
+        return rc;
+    snprintf(n, sizeof n, "blk.%d.ffn_down.weight", il);
+    return model_bind_matrix(m, &L->w_down, n, L->n_ff, n_embd, true, e);
 }
 
 int model_bind_decoder(struct model *m, struct err *e)
@@ -380,16 +456,16 @@ int model_bind_decoder(struct model *m, struct err *e)
     int rc;
     if ((rc = model_bind_matrix(m, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true,
                                 e)) < 0 ||
-        (rc = model_bind_vector(m, &m->output_norm, "output_norm.weight", hp->n_embd, true, e)) <
-            0 ||
+        (rc = model_bind_vector(m, &m->output_norm, "output_norm.weight", hp->n_embd,
+                                !a->custom_layers, e)) < 0 ||
         (rc = model_bind_matrix(m, &m->output, "output.weight", hp->n_embd, hp->n_vocab, false,
                                 e)) < 0 ||
         (rc = model_bind_vector(m, &m->output_bias, "output.bias", hp->n_vocab, false, e)) < 0)
         return rc;
     if (!m->output.data)
         m->output = m->tok_embd;  // tied embeddings
-    for (int il = 0; il < hp->n_layer; il++)
-        if ((rc = bind_layer(m, il, e)) < 0)
+    for (int il = 0; il < hp->n_layer && !a->custom_layers; il++)
+        if ((rc = model_bind_layer_attn(m, il, e)) < 0 || (rc = model_bind_layer_ffn(m, il, e)) < 0)
             return rc;
 
     // RoPE frequency factors: llama3's rope_freqs, shared by all layers, or

@@ -53,7 +53,7 @@ static int check_entry(struct model *m, const struct model_batch *b, int i, cons
                        s, m->slots[s].n_past);
     if (next[s] != 0 && p != next[s] - 1)
         return err_set(e, ERR_INVALID, "batch entry %d: slot %d positions not consecutive", i, s);
-    if (m->arch->encoder && next[s] != 0 && b->slot[i - 1] != s)
+    if ((m->arch->encoder || m->recurrent) && next[s] != 0 && b->slot[i - 1] != s)
         return err_set(e, ERR_INVALID, "batch entry %d: slot %d's entries are not contiguous", i,
                        s);
     return 0;
@@ -108,9 +108,29 @@ static void truncate_slots(struct model *m, const struct model_batch *b)
     }
 }
 
+// Recurrent models: each slot's state is brought to the batch's first
+// position of that slot (a slot written from below its length goes back,
+// kvcache.c), and a slot given several tokens keeps a checkpoint of the
+// state before them (a speculative step rolls back to it). Runs before the
+// batch is numbered: going back may evaluate tokens again.
+static int prepare_recurrent(struct model *m, const struct model_batch *b, struct err *e)
+{
+    for (int i = 0; i < b->n_tokens; i++) {
+        int s = b->slot[i];
+        if (i > 0 && b->slot[i - 1] == s)
+            continue;  // a slot's entries are contiguous
+        int rc = model_rstate_rewind(m, s, b->pos[i], e);
+        if (rc < 0)
+            return rc;
+        if (!m->replaying && i + 1 < b->n_tokens && b->slot[i + 1] == s && b->pos[i] > 0)
+            model_rstate_save(m, s, 0);
+    }
+    return 0;
+}
+
 // The per-row arrays of one ubatch, carved from m->ub_buf.
 struct ub_rows {
-    int32_t *tokens, *pos, *cells, *cell0, *n_vis, *out_rows, *rcells, *rcell0;
+    int32_t *tokens, *pos, *cells, *cell0, *n_vis, *out_rows, *rcells, *rcell0, *slot;
 };
 
 // Fills rows for entries i0 .. i0+un of b; returns the ubatch descriptor.
@@ -123,6 +143,7 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
         int i = i0 + r, s = b->slot[i];
         u->tokens[r] = b->tokens[i];
         u->pos[r] = b->pos[i];
+        u->slot[r] = s;
         u->cell0[r] = s * n_ctx;
         u->cells[r] = s * n_ctx + b->pos[i];
         u->n_vis[r] = b->pos[i] + 1;
@@ -150,6 +171,7 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
         .n = un,
         .tokens = u->tokens,
         .pos = u->pos,
+        .slot = u->slot,
         .cells = u->cells,
         .cell0 = u->cell0,
         .ring_cells = ring ? u->rcells : NULL,
@@ -171,15 +193,22 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
     if (!b->tokens || !b->pos || !b->slot)
         return err_set(e, ERR_INVALID, "batch without tokens, positions or slots");
     int rc = validate_batch(m, b, e);
-    if (rc < 0 || (rc = number_outputs(m, b, e)) < 0)
+    if (rc < 0)
+        return rc;
+    if (m->recurrent) {
+        if ((rc = prepare_recurrent(m, b, e)) < 0)
+            return rc;
+        validate_batch(m, b, e);  // again: going back reused the bookkeeping
+    }
+    if ((rc = number_outputs(m, b, e)) < 0)
         return rc;
     truncate_slots(m, b);
 
     // Forward passes of up to n_batch rows.
     const int nb = m->opts.n_batch;
     int32_t *p = m->ub_buf;
-    struct ub_rows u = {p,          p + nb,     p + 2 * nb, p + 3 * nb,
-                        p + 4 * nb, p + 5 * nb, p + 6 * nb, p + 7 * nb};
+    struct ub_rows u = {p,          p + nb,     p + 2 * nb, p + 3 * nb, p + 4 * nb,
+                        p + 5 * nb, p + 6 * nb, p + 7 * nb, p + 8 * nb};
     for (int i0 = 0; i0 < n;) {
         int un = n - i0 < nb ? n - i0 : nb;
         // An encoder's sequence is never split: end the ubatch before the

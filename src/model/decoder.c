@@ -21,7 +21,7 @@
 #include <math.h>
 
 // The dense gated FFN: out (n, n_embd) = W_down(act(W_gate in) * W_up in).
-static void dense_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n)
+void model_dense_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n)
 {
     struct engine_backend *be = m->be;
     struct model_scratch *s = &m->s;
@@ -30,13 +30,13 @@ static void dense_ffn(struct model *m, struct model_layer *L, float *out, const 
         {&L->w_up, s->hb2, NULL},   // (n, n_ff)
     };
     engine_matmul_n(be, gate_up, 2, in, n);
-    engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * m->hp.n_ff, m->arch->act == MODEL_ACT_GELU);
+    engine_glu(be, s->hb, s->hb, s->hb2, (int64_t)n * L->n_ff, m->arch->act == MODEL_ACT_GELU);
     engine_matmul(be, out, &L->w_down, NULL, s->hb, n);  // (n, n_embd)
 }
 
 // Attention inputs for n tokens: norm, Q/K/V projections, q/k norms, RoPE, then K and V
 // into the layer's cache (ring cells for a sliding-window ring).
-static void attn_qkv(struct model *m, struct model_layer *L, const struct model_ubatch *ub, int n)
+void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_ubatch *ub, int n)
 {
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
@@ -64,8 +64,8 @@ static void attn_qkv(struct model *m, struct model_layer *L, const struct model_
 }
 
 // Attention over the cache for n query rows: att (n, q_dim).
-static void attn_attend(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
-                        int n)
+void model_attn_attend(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
+                       int n)
 {
     const struct model_hparams *hp = &m->hp;
     const bool ring = L->kv_ring > 0;
@@ -85,7 +85,7 @@ static void attn_attend(struct model *m, struct model_layer *L, const struct mod
 }
 
 // x += RMSNorm?(W_o att + b_o): the attention output and its residual.
-static void attn_out(struct model *m, struct model_layer *L, int n)
+void model_attn_out(struct model *m, struct model_layer *L, int n)
 {
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
@@ -98,7 +98,7 @@ static void attn_out(struct model *m, struct model_layer *L, int n)
 
 // x += RMSNorm?(FFN(RMSNorm(x))), by the family's FFN hook or the dense gated FFN; the
 // FFN's result goes through xb.
-static void ffn_block(struct model *m, struct model_layer *L, int n)
+void model_ffn_block(struct model *m, struct model_layer *L, int n)
 {
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
@@ -107,7 +107,7 @@ static void ffn_block(struct model *m, struct model_layer *L, int n)
     if (m->arch->ffn)
         m->arch->ffn(m, L, s->xb, s->xb, n);
     else
-        dense_ffn(m, L, s->xb, s->xb, n);
+        model_dense_ffn(m, L, s->xb, s->xb, n);
     if (L->ffn_post_norm)
         engine_rmsnorm(be, s->xb, s->xb, L->ffn_post_norm, n, hp->n_embd, hp->eps);
     engine_add(be, s->x, s->x, s->xb, (int64_t)n * hp->n_embd);
@@ -115,7 +115,7 @@ static void ffn_block(struct model *m, struct model_layer *L, int n)
 
 // Output: final norm, then the vocabulary projection in pieces of n_out_max rows (the
 // logits scratch is sized for that many).
-static void output_logits(struct model *m, const struct model_ubatch *ub, int n)
+void model_output_logits(struct model *m, const struct model_ubatch *ub, int n)
 {
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
@@ -151,18 +151,26 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
 
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
-        attn_qkv(m, L, ub, n);
+        model_attn_qkv(m, L, ub, n);
         if (il == hp->n_layer - 1 && ub->n_out == 0)
-            return;                // the cache is filled; nobody wants outputs
-        attn_attend(m, L, ub, n);  // att: (n, q_dim)
+            return;                      // the cache is filled; nobody wants outputs
+        model_attn_attend(m, L, ub, n);  // att: (n, q_dim)
         if (il == hp->n_layer - 1) {
             // Only the rows whose outputs are wanted go on from here.
             engine_gather(be, s->att, s->att, ub->out_rows, ub->n_out, q_dim);
             engine_gather(be, s->x, s->x, ub->out_rows, ub->n_out, n_embd);
             n = ub->n_out;
         }
-        attn_out(m, L, n);
-        ffn_block(m, L, n);
+        model_attn_out(m, L, n);
+        model_ffn_block(m, L, n);
     }
-    output_logits(m, ub, n);
+    model_output_logits(m, ub, n);
+}
+
+int model_keep_output_rows(struct model *m, const struct model_ubatch *ub, float **bufs,
+                           const int *widths)
+{
+    for (int i = 0; bufs[i]; i++)
+        engine_gather(m->be, bufs[i], bufs[i], ub->out_rows, ub->n_out, widths[i]);
+    return ub->n_out;
 }

@@ -15,6 +15,8 @@
 #include "model/model.h"
 
 #define MODEL_MAX_LAYERS 512
+#define MODEL_LAYER_MATS 8  // a family's own matrices per layer (interleaved at load)
+#define MODEL_CKPTS      4  // recurrent-state checkpoints per slot (kvcache.c)
 
 struct model;
 
@@ -28,6 +30,22 @@ struct model_hparams {
     float attn_softcap;           // 0: off
     float final_softcap;          // 0: off
     float embd_scale;             // input embeddings multiplied by this (0: off)
+    // Families with their own layers (struct model_arch.custom_layers): the
+    // floats per batch row of the family's scratch (struct model_scratch.mix).
+    int64_t mix_floats;
+};
+
+// Recurrent state of one layer (delta nets, Mamba-2, short convolutions):
+// for each slot, the convolution's last kernel - 1 inputs and the
+// recurrence's state, always F32. The family's load or bind hook sets the
+// sizes; kvcache.c allocates n_slots of each (zeroed), keeps checkpoints
+// and rewinds it. Slot s's state is at conv + s * conv_floats (ssm alike);
+// a family op reads it as the state after the position before a row's
+// first position in the ubatch, and starts from zeros at position 0.
+struct model_rstate {
+    int64_t conv_floats;  // per slot (0: none)
+    int64_t ssm_floats;   // per slot (0: none)
+    float *conv, *ssm;    // backend buffers, n_slots × the above
 };
 
 struct model_layer {
@@ -49,6 +67,14 @@ struct model_layer {
     const float *attn_norm_b, *ffn_norm_b;  // [n_embd]
     const float *b_up, *b_down;             // [n_ff], [n_embd] or NULL
     void *ext;                              // a family's own per-layer data (MoE experts, ...)
+    // Per-layer shape (hybrids: the file's per-layer arrays; else the model's).
+    int n_head_kv;  // 0: no attention in this layer
+    int n_ff;       // 0: no dense FFN in this layer
+    struct model_rstate rs;
+    // A family's own matrices (in ext or elsewhere) that load rewrites into
+    // the kernels' interleaved layout like the common ones.
+    struct engine_tensor *mats[MODEL_LAYER_MATS];
+    int n_mats;
 };
 
 // One forward pass over at most n_batch rows, prepared by batch.c.
@@ -56,6 +82,7 @@ struct model_ubatch {
     int n;                      // rows
     const int32_t *tokens;      // [n]
     const int32_t *pos;         // [n] position in the row's sequence
+    const int32_t *slot;        // [n] the row's slot (a slot's rows are contiguous)
     const int32_t *cells;       // [n] KV cell to write (linear layers)
     const int32_t *cell0;       // [n] first cell of the row's slot (linear layers)
     const int32_t *ring_cells;  // [n] KV cell to write (ring layers) or NULL
@@ -79,6 +106,7 @@ struct model_scratch {
     float *hb2;     // [n_batch, n_ff]
     float *xo;      // [n_out_max, n_embd] output rows
     float *logits;  // [n_out_max, n_vocab]
+    float *mix;     // [n_batch, hp.mix_floats] a family's own scratch, or NULL
     int n_out_max;
 };
 
@@ -147,11 +175,24 @@ struct model_arch {
     bool encoder;
     // Called once at the end of model_load (scratch allocated).
     int (*prepare)(struct model *m, struct err *e);
+    // The family binds every layer itself in its bind hook (hybrids: layers
+    // of different kinds); the common loader binds only token_embd, the
+    // output norm (optional then) and output, and reads feed_forward_length
+    // and attention.head_count_kv as a number or a per-layer array (0 allowed).
+    // Such a family has its own forward hook, built from decoder.c's steps.
+    bool custom_layers;
 };
 
 struct model_slot {
     int n_past;
     int32_t *tokens;  // [n_ctx]
+};
+
+// A copy of one slot's recurrent state (every layer's, conv and ssm) at a
+// position: restored to go back to it (prefix reuse, speculative rollback).
+struct model_ckpt {
+    int pos;      // -1: empty
+    float *data;  // host, rstate_floats (model) floats
 };
 
 struct model {
@@ -193,6 +234,15 @@ struct model {
     int32_t *ub_buf;  // ubatch index arrays: 8 × n_batch
     int out_index_cap;
     int *slot_next, *slot_last;  // model_decode bookkeeping, [n_slots]
+
+    // Recurrent state (hybrids): any layer with rs sizes makes the model
+    // recurrent; positions then cannot be removed from the middle of a slot
+    // and going back means restoring a checkpoint and evaluating again.
+    bool recurrent;
+    int64_t rstate_floats;     // per slot, all layers (conv + ssm)
+    struct model_ckpt *ckpts;  // [n_slots × (MODEL_CKPTS + 1)]: slot s's at s·(MODEL_CKPTS + 1);
+                               // entry 0 is the automatic one (model_decode), 1.. explicit
+    bool replaying;            // model_decode is re-evaluating a slot's tokens (kvcache.c)
 };
 
 extern const struct model_arch model_arch_llama;
@@ -247,8 +297,32 @@ uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch);
 // Bytes of the file's 3-D expert tensors (0 without experts).
 uint64_t model_moe_experts_bytes(const struct model *m);
 
-// decoder.c: the generic decoder block.
+// decoder.c: the generic decoder block, and its steps for families with
+// their own forward pass (custom_layers).
 void model_forward_decoder(struct model *m, const struct model_ubatch *ub);
+// Attention inputs of n rows from s.x: norm (L->attn_norm), Q/K/V, q/k
+// norms, RoPE, K and V into the layer's cache.
+void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_ubatch *ub, int n);
+// Attention of n rows over the layer's cache: s.att (n, q_dim) from s.q.
+void model_attn_attend(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
+                       int n);
+// x += RMSNorm?(W_o att + b_o).
+void model_attn_out(struct model *m, struct model_layer *L, int n);
+// The dense gated FFN of the layer (L->n_ff wide): out = W_down(act(W_gate in) * W_up in).
+void model_dense_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n);
+// x += RMSNorm?(FFN(RMSNorm(x; ffn_norm))) by the family's FFN hook or the dense FFN.
+void model_ffn_block(struct model *m, struct model_layer *L, int n);
+// Keeps only the rows of ub that want outputs in the n_embd-wide buffers
+// given (NULL-terminated list); returns ub->n_out.
+int model_keep_output_rows(struct model *m, const struct model_ubatch *ub, float **bufs,
+                           const int *widths);
+// Final norm, vocabulary projection (soft-cap) into ub's outputs, n rows of s.x.
+void model_output_logits(struct model *m, const struct model_ubatch *ub, int n);
+// For custom_layers families: binds layer il's attention (attn_norm, Q/K/V/O
+// as the row says, with the layer's n_head_kv) and its FFN (ffn_norm or the
+// row's name, gate/up/down of the layer's n_ff; not when the row has an FFN hook).
+int model_bind_layer_attn(struct model *m, int il, struct err *e);
+int model_bind_layer_ffn(struct model *m, int il, struct err *e);
 
 // kvcache.c.
 // Sizes the cache per layer type (linear n_ctx cells, or a ring for
@@ -257,6 +331,17 @@ void model_kv_plan(struct model *m);
 uint64_t model_kv_bytes(const struct model *m);
 int model_kv_alloc(struct model *m, struct err *e);
 void model_kv_free(struct model *m);
+
+// Recurrent state: sizes (per slot, all layers), allocation with the cache.
+uint64_t model_rstate_bytes(const struct model *m);
+// Before a model_decode writes slot s from position p: brings its recurrent
+// state to p (restores the best checkpoint at or before p and evaluates the
+// tokens from there to p again). Returns the position the state is at (p,
+// or less when evaluating failed: then the slot holds that many tokens).
+int model_rstate_rewind(struct model *m, int slot, int p, struct err *e);
+// Saves slot s's recurrent state at its current length into checkpoint k
+// (0: the automatic one).
+void model_rstate_save(struct model *m, int slot, int k);
 
 // Test hook: layer `il`'s K and V rows of a cell as floats (kv_dim each).
 void model_debug_kv_row(struct model *m, int il, int cell, float *k, float *v);

@@ -44,14 +44,70 @@ static int64_t layer_cells(const struct model *m, const struct model_layer *L)
     return L->kv_ring > 0 ? (int64_t)L->kv_ring * m->opts.n_slots : m->n_cells;
 }
 
+// Layers without attention (hybrids' recurrent layers) have no K/V cache.
+static bool has_kv(const struct model *m, int il)
+{
+    return m->arch->encoder || m->layers[il].n_head_kv > 0;
+}
+
+uint64_t model_rstate_bytes(const struct model *m)
+{
+    uint64_t per_slot = 0;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        per_slot += (uint64_t)(m->layers[il].rs.conv_floats + m->layers[il].rs.ssm_floats);
+    // Live state plus the checkpoints of every slot.
+    return per_slot * sizeof(float) * (uint64_t)m->opts.n_slots * (1 + MODEL_CKPTS + 1);
+}
+
 uint64_t model_kv_bytes(const struct model *m)
 {
     uint64_t row = engine_kv_row_bytes(m->kv_type, kv_dim_of(m)), total = 0;
     // Encoders share one layer's buffers (they hold one layer at a time).
     int n_kv_layers = m->arch->encoder ? 1 : m->hp.n_layer;
     for (int il = 0; il < n_kv_layers; il++)
-        total += 2ull * row * (uint64_t)layer_cells(m, &m->layers[il]);
-    return total;
+        if (has_kv(m, il))
+            total += 2ull * row * (uint64_t)layer_cells(m, &m->layers[il]);
+    return total + model_rstate_bytes(m);
+}
+
+// The recurrent state of every layer that has one, and each slot's
+// checkpoints (host memory), all zero.
+static int rstate_alloc(struct model *m, struct err *e)
+{
+    const int n_slots = m->opts.n_slots;
+    m->rstate_floats = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        struct model_rstate *rs = &m->layers[il].rs;
+        if (rs->conv_floats < 0 || rs->ssm_floats < 0 ||
+            rs->conv_floats + rs->ssm_floats > (INT64_MAX / 8) / n_slots)
+            return err_set(e, ERR_TOO_LARGE, "recurrent state too large");
+        m->rstate_floats += rs->conv_floats + rs->ssm_floats;
+        float **bufs[2] = {&rs->conv, &rs->ssm};
+        int64_t n[2] = {rs->conv_floats, rs->ssm_floats};
+        for (int b = 0; b < 2; b++) {
+            if (n[b] == 0)
+                continue;
+            size_t bytes = (size_t)n[b] * (size_t)n_slots * sizeof(float);
+            *bufs[b] = engine_buf_alloc(m->be, bytes);
+            if (!*bufs[b])
+                return err_set(e, ERR_NOMEM, "allocate recurrent state (%zu bytes)", bytes);
+            float *zero = xcalloc((size_t)n[b] * (size_t)n_slots, sizeof(float));
+            engine_buf_write(m->be, *bufs[b], zero, bytes);
+            free(zero);
+        }
+    }
+    m->recurrent = m->rstate_floats > 0;
+    if (!m->recurrent)
+        return 0;
+    size_t n_ck = (size_t)n_slots * (MODEL_CKPTS + 1);
+    m->ckpts = xcalloc(n_ck, sizeof *m->ckpts);
+    for (size_t i = 0; i < n_ck; i++) {
+        m->ckpts[i].pos = -1;
+        m->ckpts[i].data = malloc((size_t)m->rstate_floats * sizeof(float));
+        if (!m->ckpts[i].data)
+            return err_set(e, ERR_NOMEM, "allocate recurrent state checkpoints");
+    }
+    return 0;
 }
 
 int model_kv_alloc(struct model *m, struct err *e)
@@ -66,6 +122,8 @@ int model_kv_alloc(struct model *m, struct err *e)
             *kv = m->layers[0].kv;  // one layer's keys and values at a time
             continue;
         }
+        if (!has_kv(m, il))
+            continue;
         size_t layer_bytes;
         if (row_bytes == 0 ||
             !size_mul(&layer_bytes, row_bytes, (size_t)layer_cells(m, &m->layers[il])))
@@ -77,7 +135,7 @@ int model_kv_alloc(struct model *m, struct err *e)
             return err_set(e, ERR_NOMEM, "allocate KV cache (%zu bytes per layer)",
                            2 * layer_bytes);
     }
-    return 0;
+    return rstate_alloc(m, e);
 }
 
 void model_kv_free(struct model *m)
@@ -88,6 +146,189 @@ void model_kv_free(struct model *m)
         engine_buf_free(m->be, m->layers[il].kv.v);
         m->layers[il].kv.k = m->layers[il].kv.v = NULL;
     }
+    for (int il = 0; m->layers && !m->arch->encoder && il < m->hp.n_layer; il++) {
+        struct model_rstate *rs = &m->layers[il].rs;
+        engine_buf_free(m->be, rs->conv);
+        engine_buf_free(m->be, rs->ssm);
+        rs->conv = rs->ssm = NULL;
+    }
+    if (m->ckpts)
+        for (int i = 0; i < m->opts.n_slots * (MODEL_CKPTS + 1); i++)
+            free(m->ckpts[i].data);
+    free(m->ckpts);
+    m->ckpts = NULL;
+}
+
+// ---------------------------------------------------------------------------
+// Recurrent state: checkpoints and going back.
+//
+// A recurrent layer's state after position p cannot be turned back into the
+// state after an earlier position. So each slot keeps checkpoints: copies
+// of every layer's state at a position. Entry 0 is taken automatically by
+// model_decode before a slot's run of several tokens (a speculative step,
+// a prompt chunk), so rolling back rejected drafts costs the accepted ones'
+// evaluation again; entries 1.. are the runner's (model_slot_checkpoint:
+// near the end of each prompt, as llama-server does, for the next turn of
+// a chat). Going back to p restores the latest copy at or before p (or
+// zeros, position 0) and evaluates the slot's tokens from there to p again:
+// the state is never wrong, at worst recomputed.
+
+static struct model_ckpt *slot_ckpts(struct model *m, int slot)
+{
+    return m->ckpts + (size_t)slot * (MODEL_CKPTS + 1);
+}
+
+// Copies slot's live state (every layer) to or from host floats.
+static void rstate_copy(struct model *m, int slot, float *host, bool save)
+{
+    size_t off = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        struct model_rstate *rs = &m->layers[il].rs;
+        float *bufs[2] = {rs->conv, rs->ssm};
+        int64_t n[2] = {rs->conv_floats, rs->ssm_floats};
+        for (int b = 0; b < 2; b++) {
+            if (n[b] == 0)
+                continue;
+            float *dev = bufs[b] + (size_t)slot * (size_t)n[b];
+            size_t bytes = (size_t)n[b] * sizeof(float);
+            if (save)
+                engine_buf_read(m->be, host + off, dev, bytes);
+            else
+                engine_buf_write(m->be, dev, host + off, bytes);
+            off += (size_t)n[b];
+        }
+    }
+}
+
+static void rstate_zero(struct model *m, int slot)
+{
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        struct model_rstate *rs = &m->layers[il].rs;
+        float *bufs[2] = {rs->conv, rs->ssm};
+        int64_t n[2] = {rs->conv_floats, rs->ssm_floats};
+        for (int b = 0; b < 2; b++) {
+            if (n[b] == 0)
+                continue;
+            float *zero = xcalloc((size_t)n[b], sizeof(float));
+            engine_buf_write(m->be, bufs[b] + (size_t)slot * (size_t)n[b], zero,
+                             (size_t)n[b] * sizeof(float));
+            free(zero);
+        }
+    }
+}
+
+void model_rstate_save(struct model *m, int slot, int k)
+{
+    if (!m->recurrent)
+        return;
+    struct model_ckpt *c = slot_ckpts(m, slot);
+    int pos = m->slots[slot].n_past;
+    if (k == 0) {
+        rstate_copy(m, slot, c[0].data, true);
+        c[0].pos = pos;
+        return;
+    }
+    // An explicit checkpoint: replaces one at the same position, else the
+    // empty or the oldest (lowest position) entry.
+    int at = 1;
+    for (int i = 1; i <= MODEL_CKPTS; i++) {
+        if (c[i].pos == pos) {
+            at = i;
+            break;
+        }
+        if (c[i].pos < c[at].pos)
+            at = i;
+    }
+    rstate_copy(m, slot, c[at].data, true);
+    c[at].pos = pos;
+}
+
+// Drops the checkpoints past position p (the slot's sequence changes there).
+static void ckpts_drop_after(struct model *m, int slot, int p)
+{
+    if (!m->recurrent)
+        return;
+    struct model_ckpt *c = slot_ckpts(m, slot);
+    for (int i = 0; i <= MODEL_CKPTS; i++)
+        if (c[i].pos > p)
+            c[i].pos = -1;
+}
+
+// The latest position at or before p that slot's state can be brought to
+// without evaluating: p itself when the live state is there, a checkpoint,
+// else 0. *ck: the checkpoint's index, -1 for the live state or zeros.
+static int best_restore(struct model *m, int slot, int p, int *ck)
+{
+    const struct model_ckpt *c = slot_ckpts(m, slot);
+    *ck = -1;
+    if (m->slots[slot].n_past == p)
+        return p;
+    int best = 0;
+    for (int i = 0; i <= MODEL_CKPTS; i++)
+        if (c[i].pos >= 0 && c[i].pos <= p && c[i].pos > best && c[i].pos <= m->slots[slot].n_past) {
+            best = c[i].pos;
+            *ck = i;
+        }
+    return best;
+}
+
+// Brings slot's live state to position c (best_restore's answer) and sets
+// its length to c.
+static void restore_to(struct model *m, int slot, int c, int ck)
+{
+    if (c != m->slots[slot].n_past) {
+        if (ck >= 0)
+            rstate_copy(m, slot, slot_ckpts(m, slot)[ck].data, false);
+        else
+            rstate_zero(m, slot);
+    }
+    m->slots[slot].n_past = c;
+    ckpts_drop_after(m, slot, c);
+}
+
+// Evaluates slot's cached tokens [from, to) again (no outputs).
+static int replay(struct model *m, int slot, int from, int to, struct err *e)
+{
+    const int nb = m->opts.n_batch;
+    int32_t *pos = xmalloc((size_t)nb * sizeof(int32_t));
+    int32_t *sl = xmalloc((size_t)nb * sizeof(int32_t));
+    bool *lg = xcalloc((size_t)nb, sizeof(bool));
+    int32_t *tok = xmalloc((size_t)nb * sizeof(int32_t));
+    int rc = 0;
+    m->replaying = true;
+    for (int p0 = from; p0 < to && rc >= 0; p0 += nb) {
+        int n = to - p0 < nb ? to - p0 : nb;
+        for (int i = 0; i < n; i++) {
+            pos[i] = p0 + i;
+            sl[i] = slot;
+            tok[i] = m->slots[slot].tokens[p0 + i];
+        }
+        struct model_batch b = {.n_tokens = n, .tokens = tok, .pos = pos, .slot = sl, .logits = lg};
+        rc = model_decode(m, &b, e);
+    }
+    m->replaying = false;
+    m->n_batch_entries = 0;  // no outputs from the replay
+    free(pos);
+    free(sl);
+    free(lg);
+    free(tok);
+    return rc;
+}
+
+int model_rstate_rewind(struct model *m, int slot, int p, struct err *e)
+{
+    if (!m->recurrent || m->slots[slot].n_past == p)
+        return 0;
+    int ck, c = best_restore(m, slot, p, &ck);
+    restore_to(m, slot, c, ck);
+    if (c == p)
+        return 0;
+    int rc = replay(m, slot, c, p, e);
+    if (rc < 0) {
+        restore_to(m, slot, 0, -1);
+        return rc;
+    }
+    return 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -110,8 +351,24 @@ const int32_t *model_slot_tokens(const struct model *m, int slot)
 
 void model_slot_clear(struct model *m, int slot)
 {
-    if (slot_ok(m, slot))
-        m->slots[slot].n_past = 0;
+    if (!slot_ok(m, slot))
+        return;
+    m->slots[slot].n_past = 0;
+    if (m->recurrent) {
+        rstate_zero(m, slot);
+        ckpts_drop_after(m, slot, -1);
+    }
+}
+
+void model_slot_checkpoint(struct model *m, int slot)
+{
+    if (slot_ok(m, slot) && m->recurrent && m->slots[slot].n_past > 0)
+        model_rstate_save(m, slot, 1);
+}
+
+bool model_is_recurrent(const struct model *m)
+{
+    return m->recurrent;
 }
 
 int model_slot_common_prefix(const struct model *m, int slot, const int32_t *tokens, int n)
@@ -139,6 +396,13 @@ int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, in
     // (nothing at or past k + kv_ring - window was written over it).
     if (m->kv_ring > 0 && k > 0 && (int64_t)k - m->hp.n_swa + 1 < (int64_t)sl->n_past - m->kv_ring)
         k = 0;
+    if (m->recurrent) {
+        // The prompt evaluates from the latest state at or before k.
+        int ck;
+        k = best_restore(m, slot, k, &ck);
+        restore_to(m, slot, k, ck);
+        return k;
+    }
     sl->n_past = k;
     return k;
 }
@@ -157,8 +421,25 @@ int model_slot_copy_prefix(struct model *m, int dst, int src, int n)
     // ring holds its positions from n_past - kv_ring on.
     if (m->kv_ring > 0 && (int64_t)n - m->hp.n_swa + 1 < (int64_t)from->n_past - m->kv_ring)
         return 0;
+    if (m->recurrent) {
+        // src's state at n: live (n = its length) or a checkpoint at or before n.
+        int ck;
+        n = best_restore(m, src, n, &ck);
+        if (n <= 0)
+            return 0;
+        float *st = xmalloc((size_t)m->rstate_floats * sizeof(float));
+        if (ck >= 0)
+            memcpy(st, slot_ckpts(m, src)[ck].data, (size_t)m->rstate_floats * sizeof(float));
+        else
+            rstate_copy(m, src, st, true);
+        rstate_copy(m, dst, st, false);
+        free(st);
+        ckpts_drop_after(m, dst, -1);
+    }
     for (int il = 0; il < m->hp.n_layer; il++) {
         const struct model_layer *L = &m->layers[il];
+        if (!has_kv(m, il))
+            continue;
         if (L->kv_ring == 0) {
             engine_kv_move(m->be, &L->kv, (int64_t)dst * m->opts.n_ctx,
                            (int64_t)src * m->opts.n_ctx, n);
@@ -231,9 +512,20 @@ int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e)
     int n_del = p1 - p0, n_move = sl->n_past - p1;
     if (n_del == 0)
         return 0;
+    if (m->recurrent) {
+        // A recurrent state cannot forget positions in the middle; the end
+        // it can, by going back to p0.
+        if (n_move > 0)
+            return err_set(e, ERR_UNSUPPORTED,
+                           "this model's recurrent layers cannot remove positions from the middle "
+                           "of a sequence (no context shift)");
+        return model_rstate_rewind(m, slot, p0, e);
+    }
     int64_t base = (int64_t)slot * m->opts.n_ctx;
     for (int il = 0; il < m->hp.n_layer && n_move > 0; il++) {
         const struct model_layer *L = &m->layers[il];
+        if (!has_kv(m, il))
+            continue;
         if (L->kv_ring > 0) {
             ring_remove(m, L, slot, p0, n_del, sl->n_past);
             continue;

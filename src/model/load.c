@@ -118,7 +118,8 @@ static struct sizes compute_sizes(const struct model *m)
     uint64_t att = (uint64_t)o->n_threads * ((uint64_t)o->n_ctx + 2048 + 64 + 16) * f +
                    engine_attention_score_bytes(kv_gguf_type(o->kv_type), o->n_threads, hp->n_head,
                                                 o->n_ctx, o->n_slots);
-    uint64_t ubatch = nb * 4 * 8 + cells * 4;  // ubatch arrays + slot token lists
+    uint64_t ubatch = nb * 4 * 9 + cells * 4;  // ubatch arrays + slot token lists
+    acts += nb * (uint64_t)(hp->mix_floats > 0 ? hp->mix_floats : 0);
     // Mixture of experts: every expert stays resident (mapped, counted in
     // the weights); the op's per-batch scratch is counted here.
     uint64_t moe = model_moe_scratch_bytes(m, o->n_batch);
@@ -136,7 +137,7 @@ static void model_release(struct model *m)
     if (m->be) {
         model_kv_free(m);
         float **bufs[] = {&m->s.x,   &m->s.xb, &m->s.q,   &m->s.k,  &m->s.v,
-                          &m->s.att, &m->s.hb, &m->s.hb2, &m->s.xo, &m->s.logits};
+                          &m->s.att, &m->s.hb, &m->s.hb2, &m->s.xo, &m->s.logits, &m->s.mix};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             engine_buf_free(m->be, *bufs[i]);
         engine_backend_free(m->be);
@@ -306,7 +307,7 @@ static int interleave_weights(struct model *m, struct err *e)
 {
     if (!interleaves_weights(m))
         return 0;
-    size_t n = (size_t)m->hp.n_layer * 7 + 1, k = 0;
+    size_t n = (size_t)m->hp.n_layer * (7 + MODEL_LAYER_MATS) + 1, k = 0;
     struct engine_tensor **ts = xcalloc(n, sizeof *ts);
     // The output first: when it is tied, its copy and the whole mapped
     // table are resident together for a moment, best before the layers'
@@ -318,6 +319,8 @@ static int interleave_weights(struct model *m, struct err *e)
                                       &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof lt / sizeof lt[0]; i++)
             ts[k++] = lt[i];
+        for (int i = 0; i < L->n_mats && i < MODEL_LAYER_MATS; i++)
+            ts[k++] = L->mats[i];
     }
     const bool tied = m->output.data && m->output.data == m->tok_embd.data;
     // The model's threads rewrite the tensors in parallel (the first
@@ -406,6 +409,8 @@ int model_load(struct model **out, const char *path, const struct model_options 
     m->s.hb2 = alloc_act(m, nb * hp->n_ff, &failed);
     m->s.xo = alloc_act(m, nb * hp->n_embd, &failed);
     m->s.logits = alloc_act(m, (size_t)m->s.n_out_max * hp->n_vocab, &failed);
+    if (hp->mix_floats > 0)
+        m->s.mix = alloc_act(m, nb * (size_t)hp->mix_floats, &failed);
     if (failed) {
         rc = err_set(e, ERR_NOMEM, "allocate activation buffers for a batch of %d", o->n_batch);
         goto fail;
@@ -419,7 +424,7 @@ int model_load(struct model **out, const char *path, const struct model_options 
     if (rc < 0)
         goto fail;
 
-    m->ub_buf = xcalloc(nb * 8, sizeof(int32_t));
+    m->ub_buf = xcalloc(nb * 9, sizeof(int32_t));
     m->slots = xcalloc((size_t)o->n_slots, sizeof *m->slots);
     m->slot_next = xcalloc((size_t)o->n_slots, sizeof(int));
     m->slot_last = xcalloc((size_t)o->n_slots, sizeof(int));

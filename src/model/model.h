@@ -169,6 +169,18 @@ int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e);
 // Drops a slot's positions from n on (speculative decoding rolls back the
 // drafted tokens the target rejected); n past the slot's length is an error.
 int model_slot_truncate(struct model *m, int slot, int n, struct err *e);
+// Models with recurrent layers (delta nets, Mamba-2, short convolutions)
+// keep per-slot state that cannot forget positions: context shift and
+// removing from the middle fail (ERR_UNSUPPORTED); truncation, prefix reuse
+// and cross-slot sharing go back to the latest checkpoint at or before the
+// position (at worst position 0) and evaluate the rest again, so prefix
+// reuse may keep fewer tokens than match.
+bool model_is_recurrent(const struct model *m);
+// Keeps a copy of the slot's recurrent state at its current length (a few
+// per slot, the oldest replaced), so a later prompt that shares the prefix
+// up to here resumes from it. The runner takes one a few tokens before the
+// end of each prompt, as llama-server does. No-op for other models.
+void model_slot_checkpoint(struct model *m, int slot);
 // Ollama's context shift: keep the first n_keep tokens, discard half of the
 // rest. Returns the number of tokens discarded.
 int model_context_shift(struct model *m, int slot, int n_keep, struct err *e);

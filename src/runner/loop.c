@@ -74,6 +74,11 @@ struct runner_loop {
     struct slot *slots;
     int n_slots, n_ctx, n_batch, n_embd;
     bool encoder;  // embedding-only model: whole inputs per batch, no logits
+    // Recurrent layers (model_is_recurrent): each prompt's chunks stop
+    // RUNNER_CKPT_TAIL tokens before its end for a state checkpoint there
+    // (llama-server's: the next turn of a chat shares the prompt up to
+    // about there, and resumes from it instead of from position 0).
+    bool recurrent;
     uint64_t tick;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
@@ -553,6 +558,7 @@ static void draft_all(struct runner_loop *l, int room)
 // first slot placed never waits, so the batch always moves on. Returns true
 // when s waits this iteration.
 #define SHARE_MIN 16
+#define RUNNER_CKPT_TAIL 4
 
 static bool share_prefix(struct runner_loop *l, struct slot *s)
 {
@@ -629,6 +635,12 @@ static int build_batch(struct runner_loop *l)
             // logits for each output row: keep those chunks small.
             take = EMBED_CHUNK;
         }
+        // Recurrent models: the chunk before the prompt's last
+        // RUNNER_CKPT_TAIL tokens ends there, for a checkpoint (iterate).
+        int tail_at = (int)r->tokens.len - RUNNER_CKPT_TAIL;
+        if (l->recurrent && r->kind == RREQ_COMPLETION && s->n_done < tail_at &&
+            s->n_done + take > tail_at)
+            take = tail_at - s->n_done;
         s->b0 = n;
         s->bn = take;
         for (int j = 0; j < take; j++) {
@@ -697,6 +709,9 @@ static void iterate(struct runner_loop *l)
         }
         // SLOT_PROMPT
         s->n_done += s->bn;
+        if (l->recurrent && s->req->kind == RREQ_COMPLETION &&
+            s->n_done == (int)s->req->tokens.len - RUNNER_CKPT_TAIL)
+            model_slot_checkpoint(l->m, s->id);
         if (s->req->kind == RREQ_EMBEDDING) {
             pool_rows(l, s);
             if (s->n_done == (int)s->req->tokens.len)
@@ -747,6 +762,7 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
     l->n_batch = model_n_batch(l->m);
     l->n_embd = model_n_embd(l->m);
     l->encoder = model_is_encoder(l->m);
+    l->recurrent = model_is_recurrent(l->m);
     if (l->n_batch < l->n_slots)
         l->n_batch = l->n_slots;  // room for one token of every slot
     pthread_mutex_init(&l->mu, NULL);

@@ -255,7 +255,10 @@ static int parse_completion_fields(struct runner *rn, const json_t *body, struct
     if (top < 0 || top > 20)
         return err_set(e, ERR_INVALID, "top_logprobs must be between 0 and 20");
     r->top_logprobs = (int)top;
-    if (rn->no_context_shift)
+    // Recurrent layers cannot forget positions: as llama-server, generation
+    // ends at the context's end instead of shifting (the prompt is still
+    // truncated to fit, as Ollama does before it reaches the server).
+    if (rn->no_context_shift || model_is_recurrent(rn->model))
         r->shift = false;
     return sample_format_compile(&r->grammar, json_object_get(body, "format"), e);
 }
