@@ -233,6 +233,7 @@ struct prompt_fields {
     const char *text;
     size_t len;
     bool add_special, truncate;
+    bool shift;  // as the request asked (r->shift is also off where the model cannot shift)
 };
 
 // Reads the body's fields into r, g and pf, in the order the checks report errors.
@@ -255,6 +256,7 @@ static int parse_completion_fields(struct runner *rn, const json_t *body, struct
     if (top < 0 || top > 20)
         return err_set(e, ERR_INVALID, "top_logprobs must be between 0 and 20");
     r->top_logprobs = (int)top;
+    pf->shift = r->shift;
     // Recurrent layers cannot forget positions: as llama-server, generation
     // ends at the context's end instead of shifting (the prompt is still
     // truncated to fit, as Ollama does before it reaches the server).
@@ -280,6 +282,13 @@ static int fit_prompt(struct runner *rn, struct rreq *r, const struct gen_opts *
     if ((int64_t)r->tokens.len >= rn->n_ctx) {
         if (!pf->truncate || rn->no_context_shift)
             return err_set(e, ERR_INVALID, "input length exceeds the context length");
+        // Ollama 0.33 truncates only with context shift on (the request's
+        // shift, off by default for deepseek2).
+        if (!pf->shift)
+            return err_set(e, ERR_INVALID,
+                           "the prompt is longer than the context length currently available to "
+                           "the model; shorten the prompt, adjust the context length in "
+                           "settings, or use a model with a longer context length");
         truncate_prompt(&r->tokens, rn->n_ctx, r->n_keep);
         if (r->tokens.len == 0)  // a window of one token holds no prompt
             return err_set(e, ERR_INVALID, "input length exceeds the context length");

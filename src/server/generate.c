@@ -348,6 +348,20 @@ static bool stream_cancelled(void *ctx)
     return j->st ? srv_stream_cancelled(j->st) : srv_client_gone(j->req);
 }
 
+// Ollama 0.33 turns context shift off by default for deepseek2 models
+// (server/sched.go supportsContextShift): a prompt past the context is then
+// refused instead of truncated, and generation stops at the context's end.
+static bool shift_by_default(const struct store_model *m)
+{
+    const struct store_config *c = &m->config;
+    if (c->model_family && !strcmp(c->model_family, "deepseek2"))
+        return false;
+    for (size_t i = 0; i < c->n_families; i++)
+        if (!strcmp(c->model_families[i], "deepseek2"))
+            return false;
+    return true;
+}
+
 // The runner request (src/runner/PROTOCOL.md).
 static json_t *completion_body(const struct gen_job *j)
 {
@@ -358,7 +372,7 @@ static json_t *completion_body(const struct gen_job *j)
         jsonx_set(b, "format", json_deep_copy(j->format));
     json_t *shift = json_object_get(j->body, "shift");
     json_t *truncate = json_object_get(j->body, "truncate");
-    jsonx_set_bool(b, "shift", !json_is_false(shift));
+    jsonx_set_bool(b, "shift", json_is_boolean(shift) ? json_is_true(shift) : shift_by_default(j->m));
     jsonx_set_bool(b, "truncate", !json_is_false(truncate));
     jsonx_set_bool(b, "cache_prompt", true);
     jsonx_set_bool(b, "return_context", j->want_context);

@@ -594,6 +594,191 @@ static void test_tensor_view(void **state)
     assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q4_1, 64), 0);  // not a cache type
 }
 
+// ---------------------------------------------------------------------------
+// Recurrent-layer ops: two slots in one ubatch (their runs of rows), a fresh
+// start at position 0, and the state carried from one call to the next,
+// against a double-precision reference that walks each slot token by token.
+
+enum { RC_T = 7, RC_CH = 40, RC_K = 4, RC_HK = 2, RC_HV = 4, RC_DK = 16, RC_DV = 8 };
+
+// Rows: slot 1 positions 0-2, then slot 0 positions 0-3 (7 rows); the
+// second call continues slot 0 at 4-6.
+static const int32_t rc_slot[RC_T] = {1, 1, 1, 0, 0, 0, 0};
+static const int32_t rc_pos1[RC_T] = {0, 1, 2, 0, 1, 2, 3};
+
+static void ref_conv(double *y, const float *x, const float *w, const float *b, int n, int s0)
+{
+    // y for rows [s0, s0 + n) of one slot's sequence x (rows of RC_CH).
+    for (int t = s0; t < s0 + n; t++)
+        for (int c = 0; c < RC_CH; c++) {
+            double acc = b[c];
+            for (int j = 0; j < RC_K; j++) {
+                int src = t - RC_K + 1 + j;
+                acc += src < 0 ? 0.0 : (double)w[c * RC_K + j] * x[src * RC_CH + c];
+            }
+            y[(t - s0) * RC_CH + c] = acc / (1.0 + exp(-acc));
+        }
+}
+
+static void test_conv1d(void **state)
+{
+    (void)state;
+    float *w = rand_vec(RC_CH * RC_K), *b = rand_vec(RC_CH);
+    float *seq0 = rand_vec(7 * RC_CH), *seq1 = rand_vec(3 * RC_CH);
+    for (int nt = 1; nt <= 2; nt++) {
+        struct engine_backend *be = backend(nt);
+        float *st = engine_buf_alloc(be, 2 * (RC_K - 1) * RC_CH * sizeof(float));
+        float x[RC_T * RC_CH], y[RC_T * RC_CH];
+        for (int r = 0; r < 3; r++)
+            memcpy(x + r * RC_CH, seq1 + r * RC_CH, sizeof(float) * RC_CH);
+        for (int r = 0; r < 4; r++)
+            memcpy(x + (3 + r) * RC_CH, seq0 + r * RC_CH, sizeof(float) * RC_CH);
+        for (int i = 0; i < 2 * (RC_K - 1) * RC_CH; i++)
+            st[i] = 1e9f;  // garbage: position 0 must not read it
+        struct engine_conv1d p = {.channels = RC_CH, .kernel = RC_K, .w = w, .b = b,
+                                  .silu = true, .x_stride = RC_CH, .y_stride = RC_CH};
+        engine_conv1d(be, y, x, RC_T, &p, st, rc_slot, rc_pos1);
+        double ref[7 * RC_CH];
+        ref_conv(ref, seq1, w, b, 3, 0);
+        assert_close(y, ref, 3 * RC_CH, 1e-5);
+        ref_conv(ref, seq0, w, b, 4, 0);
+        assert_close(y + 3 * RC_CH, ref, 4 * RC_CH, 1e-5);
+        // Slot 0 goes on from its state.
+        const int32_t sl[3] = {0, 0, 0}, ps[3] = {4, 5, 6};
+        engine_conv1d(be, y, seq0 + 4 * RC_CH, 3, &p, st, sl, ps);
+        ref_conv(ref, seq0, w, b, 3, 4);
+        assert_close(y, ref, 3 * RC_CH, 1e-5);
+        engine_buf_free(be, st);
+        engine_backend_free(be);
+    }
+    free(w), free(b), free(seq0), free(seq1);
+}
+
+// The delta rule of one slot's sequence (rows of q/k [HK×DK], v [HV×DV],
+// g/beta [HV]) into o, in double, heads tiled (value head h reads key head h % HK).
+static void ref_delta(double *o, const float *q, const float *k, const float *v, const float *g,
+                      const float *beta, int n)
+{
+    static double S[RC_HV][RC_DV][RC_DK];
+    memset(S, 0, sizeof S);
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < RC_HV; h++) {
+            const float *kk = k + t * RC_HK * RC_DK + (h % RC_HK) * RC_DK;
+            const float *qq = q + t * RC_HK * RC_DK + (h % RC_HK) * RC_DK;
+            double decay = exp(g[t * RC_HV + h]), bt = beta[t * RC_HV + h];
+            for (int i = 0; i < RC_DV; i++) {
+                double sk = 0;
+                for (int j = 0; j < RC_DK; j++)
+                    sk += (S[h][i][j] *= decay) * kk[j];
+                double d = bt * (v[t * RC_HV * RC_DV + h * RC_DV + i] - sk), acc = 0;
+                for (int j = 0; j < RC_DK; j++) {
+                    S[h][i][j] += d * kk[j];
+                    acc += S[h][i][j] * qq[j] * 0.25;
+                }
+                o[t * RC_HV * RC_DV + h * RC_DV + i] = acc;
+            }
+        }
+}
+
+static void test_delta_net(void **state)
+{
+    (void)state;
+    const int qn = RC_HK * RC_DK, vn = RC_HV * RC_DV;
+    float *q = rand_vec(10 * qn), *k = rand_vec(10 * qn), *v = rand_vec(10 * vn);
+    float *g = rand_vec(10 * RC_HV), *beta = rand_vec(10 * RC_HV);
+    for (int i = 0; i < 10 * RC_HV; i++) {
+        g[i] = -fabsf(g[i]);
+        beta[i] = 0.5f + 0.5f * beta[i];
+    }
+    // Rows 0-2: slot 1 (sequence B = rows 0-2 of the arrays); rows 3-9:
+    // slot 0 (sequence A = rows 3-9), its first 4 in the first call.
+    double ra[7 * RC_HV * RC_DV], rb[3 * RC_HV * RC_DV];
+    ref_delta(rb, q, k, v, g, beta, 3);
+    ref_delta(ra, q + 3 * qn, k + 3 * qn, v + 3 * vn, g + 3 * RC_HV, beta + 3 * RC_HV, 7);
+    for (int nt = 1; nt <= 3; nt++) {
+        struct engine_backend *be = backend(nt);
+        size_t per_slot = (size_t)RC_HV * RC_DV * RC_DK;
+        float *st = engine_buf_alloc(be, 2 * per_slot * sizeof(float));
+        for (size_t i = 0; i < 2 * per_slot; i++)
+            st[i] = 1e9f;
+        struct engine_delta_net p = {.n_k_heads = RC_HK, .n_v_heads = RC_HV, .dk = RC_DK,
+                                     .dv = RC_DV, .scale = 0.25f, .q_stride = qn,
+                                     .k_stride = qn, .v_stride = vn, .g_stride = RC_HV,
+                                     .beta_stride = RC_HV, .o_stride = vn};
+        float o[10 * RC_HV * RC_DV];
+        engine_delta_net(be, o, q, k, v, g, beta, RC_T, &p, st, rc_slot, rc_pos1);
+        assert_close(o, rb, 3 * vn, 1e-4);
+        assert_close(o + 3 * vn, ra, 4 * vn, 1e-4);
+        const int32_t sl[3] = {0, 0, 0}, ps[3] = {4, 5, 6};
+        engine_delta_net(be, o, q + 7 * qn, k + 7 * qn, v + 7 * vn, g + 7 * RC_HV,
+                         beta + 7 * RC_HV, 3, &p, st, sl, ps);
+        assert_close(o, ra + 4 * vn, 3 * vn, 1e-4);
+        engine_buf_free(be, st);
+        engine_backend_free(be);
+    }
+    free(q), free(k), free(v), free(g), free(beta);
+}
+
+// Mamba-2: 4 heads of 8 in 2 groups, state 16; one slot's sequence.
+enum { SC_H = 4, SC_P = 8, SC_G = 2, SC_N = 16 };
+
+static void ref_scan(double *y, const float *x, const float *dt, const float *B, const float *C,
+                     const float *A, const float *D, int n)
+{
+    static double s[SC_H][SC_P][SC_N];
+    memset(s, 0, sizeof s);
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < SC_H; h++) {
+            int g = h / (SC_H / SC_G);
+            double d = dt[t * SC_H + h], dA = exp(d * A[h]);
+            for (int i = 0; i < SC_P; i++) {
+                double xi = x[t * SC_H * SC_P + h * SC_P + i], acc = 0;
+                for (int m = 0; m < SC_N; m++) {
+                    s[h][i][m] = s[h][i][m] * dA + d * xi * B[t * SC_G * SC_N + g * SC_N + m];
+                    acc += s[h][i][m] * C[t * SC_G * SC_N + g * SC_N + m];
+                }
+                y[t * SC_H * SC_P + h * SC_P + i] = acc + D[h] * xi;
+            }
+        }
+}
+
+static void test_ssm_scan(void **state)
+{
+    (void)state;
+    const int xn = SC_H * SC_P, bn = SC_G * SC_N;
+    float *x = rand_vec(10 * xn), *dt = rand_vec(10 * SC_H), *B = rand_vec(10 * bn);
+    float *C = rand_vec(10 * bn), *A = rand_vec(SC_H), *D = rand_vec(SC_H);
+    for (int i = 0; i < 10 * SC_H; i++)
+        dt[i] = fabsf(dt[i]);
+    for (int h = 0; h < SC_H; h++)
+        A[h] = -fabsf(A[h]) - 0.1f;
+    double ra[7 * xn], rb[3 * xn];
+    ref_scan(rb, x, dt, B, C, A, D, 3);
+    ref_scan(ra, x + 3 * xn, dt + 3 * SC_H, B + 3 * bn, C + 3 * bn, A, D, 7);
+    for (int nt = 1; nt <= 3; nt++) {
+        struct engine_backend *be = backend(nt);
+        size_t per_slot = (size_t)SC_H * SC_P * SC_N;
+        float *st = engine_buf_alloc(be, 2 * per_slot * sizeof(float));
+        for (size_t i = 0; i < 2 * per_slot; i++)
+            st[i] = 1e9f;
+        struct engine_ssm_scan p = {.n_heads = SC_H, .head_dim = SC_P, .n_groups = SC_G,
+                                    .d_state = SC_N, .A = A, .D = D, .x_stride = xn,
+                                    .B_stride = bn, .C_stride = bn, .dt_stride = SC_H,
+                                    .y_stride = xn};
+        float y[10 * xn];
+        engine_ssm_scan(be, y, x, dt, B, C, RC_T, &p, st, rc_slot, rc_pos1);
+        assert_close(y, rb, 3 * xn, 1e-4);
+        assert_close(y + 3 * xn, ra, 4 * xn, 1e-4);
+        const int32_t sl[3] = {0, 0, 0}, ps[3] = {4, 5, 6};
+        engine_ssm_scan(be, y, x + 7 * xn, dt + 7 * SC_H, B + 7 * bn, C + 7 * bn, 3, &p, st, sl,
+                        ps);
+        assert_close(y, ra + 4 * xn, 3 * xn, 1e-4);
+        engine_buf_free(be, st);
+        engine_backend_free(be);
+    }
+    free(x), free(dt), free(B), free(C), free(A), free(D);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +793,9 @@ int main(void)
         cmocka_unit_test(test_attention_window_ring),
         cmocka_unit_test(test_kv_shift_and_move),
         cmocka_unit_test(test_tensor_view),
+        cmocka_unit_test(test_conv1d),
+        cmocka_unit_test(test_delta_net),
+        cmocka_unit_test(test_ssm_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
