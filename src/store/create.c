@@ -839,6 +839,30 @@ static char *dup_or_null(const char *a, const char *b)
     return s ? xstrdup(s) : NULL;
 }
 
+// The renderer and parser Ollama 0.33's create gives a GGUF of these
+// architectures when the Modelfile names none (server/create.go).
+static const struct {
+    const char *arch, *renderer, *parser;
+} arch_renderers[] = {
+    {"gemma4", "gemma4", "gemma4"},
+    {"laguna", "laguna", "laguna"},
+    {"nemotron_h", "nemotron-3-nano", "nemotron-3-nano"},
+    {"nemotron_h_moe", "nemotron-3-nano", "nemotron-3-nano"},
+    {"nemotron_h_omni", "nemotron-3-nano", "nemotron-3-nano"},
+};
+
+static void default_renderer(struct store_config *cfg, const char *arch)
+{
+    for (size_t i = 0; i < sizeof arch_renderers / sizeof arch_renderers[0]; i++) {
+        if (strcmp(arch, arch_renderers[i].arch) != 0)
+            continue;
+        if (!cfg->renderer)
+            cfg->renderer = xstrdup(arch_renderers[i].renderer);
+        if (!cfg->parser)
+            cfg->parser = xstrdup(arch_renderers[i].parser);
+    }
+}
+
 static int build_config(struct create_ctx *c, const struct store_create_req *r,
                         const struct base_info *bi, struct store_config *cfg, struct err *e)
 {
@@ -879,6 +903,7 @@ static int build_config(struct create_ctx *c, const struct store_create_req *r,
         if (sum.architecture[0])
             add_family(cfg, sum.architecture);
         if (is_model && !cfg->model_family) {
+            default_renderer(cfg, sum.architecture);
             cfg->model_family = xstrdup(sum.architecture);
             cfg->model_type = xstrdup(sum.parameter_size);
             cfg->file_type = xstrdup(sum.quantization_level);

@@ -1362,6 +1362,8 @@ static void test_create_quantize_disk_full(void **state)
 // Writes a tiny llama-shaped GGUF (two 64x32 matrices of type `type`, one
 // norm) with general.file_type = ftype (< 0: absent) and an optional chat
 // template, and uploads it; returns its digest.
+static const char *gen_arch = "llama";  // make_gguf's general.architecture
+
 static void make_gguf(struct fx *f, uint32_t type, int ftype, const char *chat_template,
                       char digest[STORE_DIGEST_LEN + 1])
 {
@@ -1370,9 +1372,12 @@ static void make_gguf(struct fx *f, uint32_t type, int ftype, const char *chat_t
     struct gguf_writer *w;
     struct err e = {0};
     assert_int_equal(gguf_writer_open(&w, path, &e), 0);
-    gguf_writer_kv_str(w, "general.architecture", "llama");
-    gguf_writer_kv_u32(w, "llama.block_count", 1);
-    gguf_writer_kv_u32(w, "llama.context_length", 128);
+    char key[64];
+    gguf_writer_kv_str(w, "general.architecture", gen_arch);
+    snprintf(key, sizeof key, "%s.block_count", gen_arch);
+    gguf_writer_kv_u32(w, key, 1);
+    snprintf(key, sizeof key, "%s.context_length", gen_arch);
+    gguf_writer_kv_u32(w, key, 128);
     if (ftype >= 0)
         gguf_writer_kv_u32(w, "general.file_type", (uint32_t)ftype);
     if (chat_template)
@@ -1484,6 +1489,33 @@ static void test_create_generated(void **state)
     err_clear(&e);
     assert_int_equal(create_json(f->s, body, NULL, &e), ERR_INVALID);
     assert_string_equal(e.msg, "quantization is only supported for F16, BF16 and F32 models");
+}
+
+// Ollama 0.33 gives some architectures a renderer and parser at create when
+// the Modelfile names none (nemotron_h: nemotron-3-nano); one it names wins.
+static void test_create_arch_renderer(void **state)
+{
+    struct fx *f = *state;
+    struct err e = {0};
+    char d[STORE_DIGEST_LEN + 1], body[512];
+    gen_arch = "nemotron_h";
+    make_gguf(f, GGUF_TYPE_F16, 1, NULL, d);
+    gen_arch = "llama";
+    snprintf(body, sizeof(body), "{\"model\":\"nano\",\"files\":{\"n.gguf\":\"%s\"}}", d);
+    assert_int_equal(create_json(f->s, body, NULL, &e), 0);
+    struct store_model *m;
+    assert_int_equal(store_model_load(f->s, "nano", &m, &e), 0);
+    assert_string_equal(m->config.renderer, "nemotron-3-nano");
+    assert_string_equal(m->config.parser, "nemotron-3-nano");
+    assert_string_equal(m->config.model_family, "nemotron_h");
+    store_model_free(m);
+    snprintf(body, sizeof(body),
+             "{\"model\":\"nano2\",\"files\":{\"n.gguf\":\"%s\"},\"renderer\":\"qwen3.5\"}", d);
+    assert_int_equal(create_json(f->s, body, NULL, &e), 0);
+    assert_int_equal(store_model_load(f->s, "nano2", &m, &e), 0);
+    assert_string_equal(m->config.renderer, "qwen3.5");
+    assert_string_equal(m->config.parser, "nemotron-3-nano");
+    store_model_free(m);
 }
 
 // Tensor types: an i-quant file is created and reports its type; a file
@@ -1598,6 +1630,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize, setup_stories, teardown),
         cmocka_unit_test_setup_teardown(test_create_quantize_disk_full, setup_stories, teardown),
+        cmocka_unit_test_setup_teardown(test_create_arch_renderer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_tensor_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_generated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_killed, setup_stories, teardown),
