@@ -459,10 +459,12 @@ int model_slot_copy_prefix(struct model *m, int dst, int src, int n)
 
 int model_slot_share_prefix(struct model *m, int dst, const int32_t *tokens, int n, int *from)
 {
-    int own = model_slot_common_prefix(m, dst, tokens, n), best = own;
+    int own = model_slot_common_prefix(m, dst, tokens, n), best = own, ck;
     *from = -1;
     for (int o = 0; o < m->opts.n_slots; o++) {
         int k = o == dst ? 0 : model_slot_common_prefix(m, o, tokens, n);
+        if (m->recurrent && k > best)
+            k = best_restore(m, o, k, &ck);  // what o's state can give
         if (k > best) {
             best = k;
             *from = o;
