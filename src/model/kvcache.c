@@ -320,6 +320,8 @@ int model_rstate_rewind(struct model *m, int slot, int p, struct err *e)
     if (!m->recurrent || m->slots[slot].n_past == p)
         return 0;
     int ck, c = best_restore(m, slot, p, &ck);
+    log_debug("recurrent state: slot %d back from %d to %d: %s at %d, %d tokens evaluated again",
+              slot, m->slots[slot].n_past, p, ck >= 0 ? "checkpoint" : "start", c, p - c);
     restore_to(m, slot, c, ck);
     if (c == p)
         return 0;
@@ -398,8 +400,10 @@ int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, in
         k = 0;
     if (m->recurrent) {
         // The prompt evaluates from the latest state at or before k.
-        int ck;
+        int ck, want = k;
         k = best_restore(m, slot, k, &ck);
+        log_debug("recurrent state: slot %d reuses %d of %d matching tokens (%s)", slot, k, want,
+                  ck >= 0 ? "checkpoint" : k == sl->n_past ? "live state" : "start");
         restore_to(m, slot, k, ck);
         return k;
     }
