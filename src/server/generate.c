@@ -43,6 +43,7 @@ struct gen_job {
     bool want_context;
     bool logprobs;  // api.md §6.7
     int top_logprobs;
+    bool debug_render_only;  // _debug_render_only: answer the rendered prompt, run nothing
 
     // Runner.
     struct sched_runner *runner;
@@ -717,6 +718,38 @@ static void reply_prompt_tokens(struct gen_job *j, struct srv_req *r)
     srv_reply_json(r, 200, o);
 }
 
+// _debug_render_only (Ollama's server/routes.go): the prompt the model would
+// get, whichever engine rendered it, and the number of images, in the
+// response shape of the route; the model does not run.
+static void reply_debug_render(struct gen_job *j, struct srv_req *r)
+{
+    sched_release(r->srv->sched, j->runner, false);
+    j->runner = NULL;
+    size_t n_images = 0;
+    if (j->chat) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(j->body, "messages"), i, m)
+        {
+            n_images += json_array_size(json_object_get(m, "images"));
+        }
+    } else {
+        n_images = json_array_size(json_object_get(j->body, "images"));
+    }
+    json_t *o = base_object(j);
+    if (j->chat)
+        jsonx_set(o, "message", json_pack("{s:s,s:s}", "role", "", "content", ""));
+    else
+        jsonx_set_str(o, "response", "");
+    jsonx_set_bool(o, "done", false);
+    json_t *info = json_object();
+    jsonx_set_strn(info, "rendered_template", j->prompt.data ? j->prompt.data : "", j->prompt.len);
+    if (n_images > 0)
+        jsonx_set_int(info, "image_count", (int64_t)n_images);
+    jsonx_set(o, "_debug_info", info);
+    srv_reply_json(r, 200, o);
+}
+
 // handle_completion runs these steps in order. Each returns false once it has replied (an
 // error, or the answer to a load or unload), and the handler then frees the job. One
 // struct err is carried through all of them, so the first message set still wins.
@@ -772,7 +805,8 @@ static bool completion_parse(struct gen_job *j, struct srv_req *r, struct err *e
         srv_reply_error(r, 400, "top_logprobs must be between 0 and 20");
         return false;
     }
-    if (jsonx_get_bool(b, "logprobs", &j->logprobs, false, e) < 0) {
+    if (jsonx_get_bool(b, "logprobs", &j->logprobs, false, e) < 0 ||
+        jsonx_get_bool(b, "_debug_render_only", &j->debug_render_only, false, e) < 0) {
         srv_reply_error(r, 400, e->msg);
         return false;
     }
@@ -943,6 +977,10 @@ static bool completion_render(struct gen_job *j, struct srv_req *r, struct err *
     }
     if (r->count_prompt_tokens) {
         reply_prompt_tokens(j, r);
+        return false;
+    }
+    if (j->debug_render_only) {
+        reply_debug_render(j, r);
         return false;
     }
     if (!j->bparser)  // else the built-in parser reads the output

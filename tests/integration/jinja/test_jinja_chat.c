@@ -264,6 +264,41 @@ static void test_plain_template(void **state)
     assert_int_equal(r.status, 200);
     http_resp_free(&r);
 
+    // _debug_render_only: the rendered prompt, in each route's shape, and no generation
+    post("/api/chat",
+         "{\"model\":\"jplain\",\"_debug_render_only\":true,\"messages\":["
+         "{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"U1\"}]}",
+         &r);
+    assert_int_equal(r.status, 200);
+    json_t *v = json_loads(r.body, 0, NULL);
+    http_resp_free(&r);
+    assert_non_null(v);
+    assert_true(json_is_false(json_object_get(v, "done")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "message"), "role")),
+                        "");
+    json_t *info = json_object_get(v, "_debug_info");
+    assert_string_equal(json_string_value(json_object_get(info, "rendered_template")),
+                        "SYSTEM: S\nUSER: U1\nASSISTANT:");
+    assert_null(json_object_get(info, "image_count"));
+    assert_null(json_object_get(v, "eval_count"));
+    json_decref(v);
+    post("/api/generate",
+         "{\"model\":\"jplain\",\"stream\":true,\"_debug_render_only\":true,\"prompt\":\"Hi\"}",
+         &r);
+    assert_int_equal(r.status, 200);
+    v = json_loads(r.body, 0, NULL);
+    http_resp_free(&r);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "response")), "");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(v, "_debug_info"), "rendered_template")),
+        "USER: Hi\nASSISTANT:");
+    json_decref(v);
+    post("/api/chat",
+         "{\"model\":\"jplain\",\"_debug_render_only\":\"yes\",\"messages\":[]}", &r);
+    assert_int_equal(r.status, 400);
+    http_resp_free(&r);
+
     // tools to a model whose template has none: Ollama's error
     char *body = xasprintf("{\"model\":\"jplain\",\"tools\":%s,\"messages\":[{\"role\":\"user\","
                            "\"content\":\"x\"}]}",
