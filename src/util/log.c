@@ -3,6 +3,7 @@
 #include "util/util.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -101,11 +102,19 @@ void log_write(int level, const char *file, int line, const char *kv, const char
 {
     if (!log_enabled(level))
         return;
-    char msg[2048];
+    // The whole message, however long (a debug log of a prompt is the
+    // only way to see what the model got).
+    char small[2048], *msg = small;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof(small)) {
+        msg = xmalloc((size_t)n + 1);
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -124,9 +133,11 @@ void log_write(int level, const char *file, int line, const char *kv, const char
     base = base ? base + 1 : file;
 
     struct buf b;
-    buf_init(&b, 1 << 16);
+    buf_init(&b, 0);
     buf_printf(&b, "time=%s level=%s source=%s:%d msg=", when, level_name(level), base, line);
     log_append_value(&b, msg);
+    if (msg != small)
+        free(msg);
     if (kv && *kv) {
         if (kv[0] != ' ')
             buf_append_char(&b, ' ');

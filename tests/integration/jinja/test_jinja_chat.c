@@ -299,6 +299,25 @@ static void test_plain_template(void **state)
     assert_int_equal(r.status, 400);
     http_resp_free(&r);
 
+    // A 20 KB prompt appears whole in the debug log.
+    char *big = xmalloc(20001);
+    memset(big, 'Z', 20000);
+    big[20000] = '\0';
+    char *body2 = xasprintf("{\"model\":\"jplain\",\"_debug_render_only\":true,\"messages\":["
+                            "{\"role\":\"user\",\"content\":\"%s\"}]}",
+                            big);
+    post("/api/chat", body2, &r);
+    assert_int_equal(r.status, 200);
+    http_resp_free(&r);
+    char *want = xasprintf("chat request: USER: %s\\nASSISTANT:\"", big);
+    char *line = last_prompt_line();
+    assert_non_null(line);
+    assert_non_null(strstr(line, want));
+    free(line);
+    free(want);
+    free(body2);
+    free(big);
+
     // tools to a model whose template has none: Ollama's error
     char *body = xasprintf("{\"model\":\"jplain\",\"tools\":%s,\"messages\":[{\"role\":\"user\","
                            "\"content\":\"x\"}]}",
