@@ -344,6 +344,7 @@ static void on_handle(struct httpd_req *h)
     const struct srv_route *rt = httpd_req_route(h);
     r->param = httpd_req_param(h);
     rt->handler(r);
+    srv_request_log(r);
     reply_commit(r);
 }
 
@@ -461,7 +462,12 @@ int server_start(struct server **out, const struct server_options *opts, struct 
     pthread_mutex_init(&srv->producers_mu, NULL);
     pthread_cond_init(&srv->producers_cv, NULL);
     srv->routes = routes_build();
-    int rc = store_open(&srv->store, opts->cfg->models_dir, e);
+    int rc = srv_request_log_init(opts->cfg, e);
+    if (rc < 0) {
+        server_free(srv);
+        return rc;
+    }
+    rc = store_open(&srv->store, opts->cfg->models_dir, e);
     if (rc < 0) {
         server_free(srv);
         return rc;

@@ -299,6 +299,12 @@ struct server {
     struct sched *sched;
 };
 
+// OLLAMA_DEBUG_LOG_REQUESTS (request_log.c): makes the folder at start-up;
+// srv_request_log then writes an inference request's body and a curl
+// replay script there (a no-op when the setting is off).
+int srv_request_log_init(const struct env_config *cfg, struct err *e);
+void srv_request_log(const struct srv_req *r);
+
 // HTTP policy (policy.c): CORS origins (env.md §6) and allowed hosts
 // against DNS rebinding (env.md §7).
 // True when origin is allowed by the NULL-terminated list (OLLAMA_ORIGINS

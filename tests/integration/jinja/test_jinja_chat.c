@@ -83,7 +83,7 @@ static int setup(void **state)
         return -1;
     char stories[512];
     test_fixture(stories, sizeof stories, "stories260K.gguf");
-    static const char *const env[] = {"OLLAMA_DEBUG=1", NULL};
+    static const char *const env[] = {"OLLAMA_DEBUG=1", "OLLAMA_DEBUG_LOG_REQUESTS=1", NULL};
     if (harness_start(&srv, env) < 0)
         return -1;
     const struct {
@@ -244,6 +244,54 @@ static void test_chat_history_tools_thinking(void **state)
     expect_in_prompt(parts2);
 }
 
+// OLLAMA_DEBUG_LOG_REQUESTS: the last /api/chat body is in the folder the
+// server announced, byte for byte, beside a curl script that replays it.
+static void check_request_log(const char *body)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(srv.log_path, 1u << 26, &b, NULL), 0);
+    const char *key = "inference request logs will be stored in ";
+    const char *p = strstr(buf_cstr(&b), key);
+    assert_non_null(p);
+    p += strlen(key);
+    char dir[256];
+    size_t n = strcspn(p, " ");
+    assert_true(n < sizeof dir);
+    memcpy(dir, p, n);
+    dir[n] = '\0';
+    // The newest *_api_chat_body.json ("logged to PATH, replay ..." lines).
+    const char *last = NULL, *q = buf_cstr(&b);
+    while ((q = strstr(q, "logged to ")) != NULL)
+        last = q++;
+    assert_non_null(last);
+    last += strlen("logged to ");
+    char path[512], script[512];
+    n = strcspn(last, ",");
+    assert_true(n < sizeof path);
+    memcpy(path, last, n);
+    path[n] = '\0';
+    assert_non_null(strstr(path, dir));
+    assert_non_null(strstr(path, "_api_chat_body.json"));
+    struct buf got;
+    buf_init(&got, 0);
+    assert_int_equal(fs_read_all(path, 1u << 26, &got, NULL), 0);
+    assert_int_equal(got.len, strlen(body));
+    assert_memory_equal(got.data, body, got.len);
+    buf_deinit(&got);
+    snprintf(script, sizeof script, "%.*s_request.sh", (int)(strlen(path) - strlen("_body.json")),
+             path);
+    buf_init(&got, 0);
+    assert_int_equal(fs_read_all(script, 1u << 20, &got, NULL), 0);
+    assert_non_null(strstr(buf_cstr(&got), "curl --request POST --url \"http://"));
+    assert_non_null(strstr(buf_cstr(&got), "/api/chat\" --header \"Content-Type: "));
+    buf_deinit(&got);
+    buf_deinit(&b);
+    char *rm = xasprintf("rm -rf '%s'", dir);
+    assert_int_equal(system(rm), 0);
+    free(rm);
+}
+
 static void test_plain_template(void **state)
 {
     (void)state;
@@ -315,6 +363,7 @@ static void test_plain_template(void **state)
     assert_non_null(strstr(line, want));
     free(line);
     free(want);
+    check_request_log(body2);
     free(body2);
     free(big);
 
