@@ -151,8 +151,7 @@ static void test_version_status_cloud(void **state)
     static const char *const routes[][2] = {{"POST", "/api/me"},
                                             {"POST", "/api/signout"},
                                             {"DELETE", "/api/user/keys/abc"},
-                                            {"POST", "/api/experimental/web_search"},
-                                            {"GET", "/api/experimental/model-recommendations"}};
+                                            {"POST", "/api/experimental/web_search"}};
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         v = call(routes[i][0], routes[i][1], "{}", 403);
         assert_string_equal(str_at(v, "error", NULL),
@@ -160,6 +159,18 @@ static void test_version_status_cloud(void **state)
                             "support");
         json_decref(v);
     }
+    // The recommendations Ollama serves without ollama.com: its built-in list.
+    v = call("GET", "/api/experimental/model-recommendations", NULL, 200);
+    json_t *recs = json_object_get(v, "recommendations");
+    assert_int_equal(json_array_size(recs), 6);
+    assert_string_equal(str_at(json_array_get(recs, 0), "model", NULL), "kimi-k2.6:cloud");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(recs, 0), "context_length")),
+                     262144);
+    json_t *local = json_array_get(recs, 5);
+    assert_string_equal(str_at(local, "model", NULL), "qwen3.5");
+    assert_int_equal(json_integer_value(json_object_get(local, "vram_bytes")), 14000000000);
+    assert_null(json_object_get(local, "context_length"));
+    json_decref(v);
 }
 
 // ---------------------------------------------------------------------------
