@@ -84,6 +84,98 @@ size_t store_model_capabilities(const struct store_model *m, const char **out, s
     return n;
 }
 
+// An integer GGUF value as Go's model list reads it (any integer type).
+static bool kv_int(const struct gguf_value *v, int64_t *out)
+{
+    switch (v->type) {
+    case GGUF_VAL_UINT8:
+    case GGUF_VAL_UINT16:
+    case GGUF_VAL_UINT32:
+    case GGUF_VAL_UINT64:
+        *out = v->v.u64 > INT64_MAX ? INT64_MAX : (int64_t)v->v.u64;
+        return true;
+    case GGUF_VAL_INT8:
+    case GGUF_VAL_INT16:
+    case GGUF_VAL_INT32:
+    case GGUF_VAL_INT64:
+        *out = v->v.i64;
+        return true;
+    default:
+        return false;
+    }
+}
+
+// What /api/tags reads from the GGUF header, in key order as Ollama's model
+// list does (server/model_list_cache.go readModelListGGUF): vision / audio
+// blocks, the context and embedding lengths, and pooling_type for an
+// embedding model; it stops at the first tokenizer key after the
+// architecture.
+static size_t list_gguf_info(const char *path, const char **caps, size_t n, size_t max,
+                             struct store_list_info *out, char *file_type, size_t ft_len)
+{
+    struct gguf *g;
+    if (!path || gguf_open(&g, path, NULL) < 0)
+        return n;
+    struct str arch = gguf_architecture(g), seen = {0};
+    bool pooling = false;
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        if (str_eq_cstr(kv->key, "general.architecture"))
+            seen = arch;
+        if (seen.len && kv->key.len > 10 && memcmp(kv->key.ptr, "tokenizer.", 10) == 0)
+            break;
+        if (!seen.len)
+            continue;
+        if (!arch.len || kv->key.len <= arch.len + 1 ||
+            memcmp(kv->key.ptr, arch.ptr, arch.len) != 0 || kv->key.ptr[arch.len] != '.')
+            continue;
+        struct str k = {kv->key.ptr + arch.len + 1, kv->key.len - arch.len - 1};
+        int64_t v;
+        if (str_eq_cstr(k, "pooling_type"))
+            pooling = true;
+        else if (str_eq_cstr(k, "vision.block_count"))
+            n = add_cap(caps, n, max, "vision");
+        else if (str_eq_cstr(k, "audio.block_count"))
+            n = add_cap(caps, n, max, "audio");
+        else if (str_eq_cstr(k, "context_length") && kv_int(&kv->val, &v))
+            out->context_length = v;
+        else if (str_eq_cstr(k, "embedding_length") && kv_int(&kv->val, &v))
+            out->embedding_length = v;
+    }
+    n = add_cap(caps, n, max, pooling ? "embedding" : "completion");
+    struct gguf_summary sum;
+    gguf_summarize(g, &sum);
+    snprintf(file_type, ft_len, "%s", sum.quantization_level);
+    gguf_close(g);
+    return n;
+}
+
+void store_model_list_info(const struct store_model *m, struct store_list_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    const size_t max = sizeof(out->caps) / sizeof(out->caps[0]);
+    size_t n = list_gguf_info(m->model_path, out->caps, 0, max, out, out->file_type,
+                              sizeof(out->file_type));
+    for (size_t i = 0; i < m->config.n_capabilities; i++)
+        for (size_t k = 0; k < sizeof(known_caps) / sizeof(known_caps[0]); k++)
+            if (strcmp(m->config.capabilities[i], known_caps[k]) == 0)
+                n = add_cap(out->caps, n, max, known_caps[k]);
+    // Only a TEMPLATE layer counts here (Ollama's list reads no Jinja
+    // template: without the layer its default template has no variables).
+    const char *t = m->template_text ? m->template_text : "";
+    if (strstr(t, ".Tools") || renderer_parser_tools(m->config.parser))
+        n = add_cap(out->caps, n, max, "tools");
+    if (strstr(t, ".Suffix"))
+        n = add_cap(out->caps, n, max, "insert");
+    const char *fam = m->config.model_family ? m->config.model_family : "";
+    if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet") || strcmp(fam, "gptoss") == 0 ||
+        strcmp(fam, "gpt-oss") == 0 || renderer_parser_thinking(m->config.parser))
+        n = add_cap(out->caps, n, max, "thinking");
+    if (m->n_projectors)
+        n = add_cap(out->caps, n, max, "vision");
+    out->n_caps = n;
+}
+
 static int cmp_key(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);

@@ -482,7 +482,33 @@ int store_tags_json(struct store *s, json_t **out, struct err *e)
         json_object_set_new(m, "modified_at", json_string(ts));
         json_object_set_new(m, "size", json_integer((json_int_t)it->size));
         json_object_set_new(m, "digest", json_string(it->digest));
-        json_object_set_new(m, "details", store_details_json(&it->config, ""));
+        json_t *details = store_details_json(&it->config, "");
+        struct store_model *sm;
+        if (store_model_load(s, it->name, &sm, NULL) == 0) {
+            struct store_list_info info;
+            store_model_list_info(sm, &info);
+            const char *q = json_string_value(json_object_get(details, "quantization_level"));
+            if ((!q || !*q || !strcmp(q, "unknown")) && strcmp(info.file_type, "unknown") != 0 &&
+                info.file_type[0])
+                json_object_set_new(details, "quantization_level", json_string(info.file_type));
+            if (info.context_length > 0)
+                json_object_set_new(details, "context_length",
+                                    json_integer((json_int_t)info.context_length));
+            if (info.embedding_length > 0)
+                json_object_set_new(details, "embedding_length",
+                                    json_integer((json_int_t)info.embedding_length));
+            json_object_set_new(m, "details", details);
+            json_t *caps = json_array();
+            for (size_t c = 0; c < info.n_caps; c++)
+                json_array_append_new(caps, json_string(info.caps[c]));
+            if (info.n_caps)
+                json_object_set_new(m, "capabilities", caps);
+            else
+                json_decref(caps);
+            store_model_free(sm);
+        } else {
+            json_object_set_new(m, "details", details);
+        }
         json_array_append_new(models, m);
     }
     store_list_deinit(&l);

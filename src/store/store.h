@@ -359,6 +359,17 @@ int store_show_parameters(const json_t *params, struct buf *out);
 // Capabilities: completion | embedding, tools, insert, vision, thinking.
 // Writes up to max names to out; returns the count.
 size_t store_model_capabilities(const struct store_model *m, const char **out, size_t max);
+// What /api/tags lists of a model beside its config (Ollama 0.33's model
+// list summary): capabilities in its order (the GGUF's, the config's, the
+// TEMPLATE layer's and the parser's, projectors), the file's context and
+// embedding lengths (0: absent), and its file type name.
+struct store_list_info {
+    const char *caps[8];
+    size_t n_caps;
+    int64_t context_length, embedding_length;
+    char file_type[32];
+};
+void store_model_list_info(const struct store_model *m, struct store_list_info *out);
 
 // ---------------------------------------------------------------------------
 // Create (modelfile.md §4, api.md §12).

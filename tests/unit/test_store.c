@@ -1508,6 +1508,14 @@ static void test_create_arch_renderer(void **state)
     assert_string_equal(m->config.renderer, "nemotron-3-nano");
     assert_string_equal(m->config.parser, "nemotron-3-nano");
     assert_string_equal(m->config.model_family, "nemotron_h");
+    // /api/tags: lengths from the header, capabilities in Ollama's order.
+    struct store_list_info info;
+    store_model_list_info(m, &info);
+    assert_int_equal(info.context_length, 128);
+    assert_int_equal(info.n_caps, 3);  // the nemotron-3-nano parser calls tools and thinks
+    assert_string_equal(info.caps[0], "completion");
+    assert_string_equal(info.caps[1], "tools");
+    assert_string_equal(info.caps[2], "thinking");
     store_model_free(m);
     snprintf(body, sizeof(body),
              "{\"model\":\"nano2\",\"files\":{\"n.gguf\":\"%s\"},\"renderer\":\"qwen3.5\"}", d);

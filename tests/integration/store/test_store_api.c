@@ -129,6 +129,11 @@ static void test_create_and_list(void **state)
     assert_non_null(strstr(r.body, "\"name\":\"stories:v2\""));
     assert_non_null(strstr(r.body, "\"family\":\"llama\""));
     assert_non_null(strstr(r.body, "\"format\":\"gguf\""));
+    // Ollama 0.33 lists capabilities too (and the context and embedding
+    // lengths, which it reads only before the first tokenizer key: this
+    // file has them after).
+    assert_non_null(strstr(r.body, "\"quantization_level\":\"unknown\"},\"capabilities\":"
+                                   "[\"completion\"]"));
     http_resp_free(&r);
 
     req_json("POST", "/api/show", "{\"model\":\"stories\"}", &r);
