@@ -127,12 +127,29 @@ static void delta_units(void *arg, int64_t h0, int64_t h1)
                 const float *k = t->k + r * p->k_stride + (int64_t)kh * dk;
                 const float *q = t->q + r * p->q_stride + (int64_t)kh * dk;
                 const float *v = t->v + r * p->v_stride + h * dv;
-                float decay = expf(t->g[r * p->g_stride + h]);
+                float g = t->g[r * p->g_stride + h];
+                if (p->A) {
+                    float a = g + (p->dt_bias ? p->dt_bias[h] : 0.0f);
+                    g = (a > 20.0f ? a : logf(1.0f + expf(a))) * p->A[h];
+                }
+                float decay = expf(g);
                 float beta = t->beta[r * p->beta_stride + h];
+                if (p->beta_sigmoid)
+                    beta = 1.0f / (1.0f + expf(-beta));
                 float *o = t->o + r * p->o_stride + h * dv;
+                float kn = 1.0f, qn = p->scale;
+                if (p->l2_norm) {
+                    double sk = 0.0, sq = 0.0;
+                    for (int j = 0; j < dk; j++) {
+                        sk += (double)k[j] * k[j];
+                        sq += (double)q[j] * q[j];
+                    }
+                    kn = (float)(1.0 / sqrt(sk + p->l2_eps));
+                    qn *= (float)(1.0 / sqrt(sq + p->l2_eps));
+                }
                 for (int j = 0; j < dk; j++) {
-                    kv[j] = k[j];
-                    qs[j] = q[j] * p->scale;
+                    kv[j] = k[j] * kn;
+                    qs[j] = q[j] * qn;
                 }
                 for (int i = 0; i < dv; i++) {
                     float *row = S + (int64_t)i * dk;

@@ -527,6 +527,26 @@ static void test_tiny_iq_reference(void **state)
     run_fixture_reference_tol("tiny-iq.reference.json", true, 5e-3f);
 }
 
+// The gated delta-net hybrids (qwen3next's fused ssm_in / ssm_ba with a
+// MoE; qwen35's separate projections, dense; qwen35moe): K/V f32 and f16.
+static void test_tiny_qwen3next_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-qwen3next.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_qwen35_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-qwen35.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_qwen35moe_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-qwen35moe.reference.json", true, 5e-3f);
+}
+
 // ---------------------------------------------------------------------------
 // Batching, prefix reuse, context shift.
 
@@ -1368,6 +1388,9 @@ int main(void)
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_memory_estimate),
+        cmocka_unit_test(test_tiny_qwen3next_reference),
+        cmocka_unit_test(test_tiny_qwen35_reference),
+        cmocka_unit_test(test_tiny_qwen35moe_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
