@@ -669,7 +669,7 @@ static void cpu_softmax(struct engine_backend *be, float *x, int64_t n_rows, int
     par_rows(cpu_of(be), n_rows, n * 8, softmax_range, &c);
 }
 
-enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SOFTCAP, EW_SILU_GLU, EW_GELU_GLU };
+enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SOFTCAP, EW_SILU_GLU, EW_GELU_GLU, EW_SIGMOID_MUL };
 
 struct ew_ctx {
     enum ew_kind kind;
@@ -706,6 +706,10 @@ static void ew_range(void *p, int64_t i0, int64_t i1)
     case EW_GELU_GLU:
         kernels_gelu_glu(y + i0, a + i0, b + i0, i1 - i0);
         break;
+    case EW_SIGMOID_MUL:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = a[i] / (1.0f + expf(-b[i]));
+        break;
     }
 }
 
@@ -731,6 +735,13 @@ static void cpu_add(struct engine_backend *be, float *y, const float *a, const f
 static void cpu_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n)
 {
     struct ew_ctx c = {EW_MUL, y, a, b, 0};
+    run_ew(be, &c, n);
+}
+
+static void cpu_sigmoid_mul(struct engine_backend *be, float *y, const float *a, const float *b,
+                            int64_t n)
+{
+    struct ew_ctx c = {EW_SIGMOID_MUL, y, a, b, 0};
     run_ew(be, &c, n);
 }
 
@@ -825,6 +836,7 @@ static const struct engine_backend_ops cpu_ops = {
     .softcap = cpu_softcap,
     .add = cpu_add,
     .mul = cpu_mul,
+    .sigmoid_mul = cpu_sigmoid_mul,
     .scale = cpu_scale,
     .gather = cpu_gather,
     .moe = cpu_moe,

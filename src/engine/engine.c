@@ -303,6 +303,12 @@ void engine_mul(struct engine_backend *be, float *y, const float *a, const float
     be->ops->mul(be, y, a, b, n);
 }
 
+void engine_sigmoid_mul(struct engine_backend *be, float *y, const float *a, const float *b,
+                        int64_t n)
+{
+    be->ops->sigmoid_mul(be, y, a, b, n);
+}
+
 void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n)
 {
     be->ops->scale(be, y, x, s, n);

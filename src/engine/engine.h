@@ -183,6 +183,9 @@ struct engine_moe {
     // Optional shared expert, run for every token with weight 1 (deepseek2,
     // llama4, qwen2moe without its gate): dense [n_embd, n_ff_shexp] etc.
     const struct engine_tensor *sh_gate, *sh_up, *sh_down;
+    // Optional gate of the shared expert (qwen3next, qwen35moe): its output
+    // is multiplied by σ(sh_gate_inp · x), one scalar per token. Host [n_embd].
+    const float *sh_gate_inp;
 };
 
 // Routing of one token (the scalar reference the backends follow): fills
@@ -216,13 +219,21 @@ struct engine_conv1d {
 
 // The gated delta rule (Qwen3-Next, Qwen3.5), per row and value head h:
 //   S_h = exp(g[h]) · S_h;  S_h += beta[h] · (v_h − S_h k) ⊗ k;  o_h = S_h (scale · q)
-// with k and q the key head of h (L2-normalised by the caller), S_h
-// [dv × dk] (rows: value dims). Per-slot state: n_v_heads × dv × dk.
+// with k and q the key head of h, S_h [dv × dk] (rows: value dims).
+// Per-slot state: n_v_heads × dv × dk. Optionally the op forms its inputs
+// as Qwen3-Next's layer does: q and k L2-normalised (x / sqrt(Σx² + eps)),
+// beta = σ(beta), g = softplus(g + dt_bias) · A.
 struct engine_delta_net {
     int n_k_heads, n_v_heads, dk, dv;  // dk <= 1024
     bool k_block;  // key head of value head h: h / (n_v/n_k) (else h % n_k)
     float scale;   // q multiplier (1/sqrt(dk))
     int64_t q_stride, k_stride, v_stride, g_stride, beta_stride, o_stride;  // floats between rows
+    bool l2_norm;          // normalise q and k heads first
+    float l2_eps;          //   with this epsilon under the root
+    bool beta_sigmoid;     // beta holds logits: σ(beta) is used
+    const float *dt_bias;  // host [n_v_heads] or NULL; with A:
+    const float *A;        // host [n_v_heads] or NULL: g holds alpha, the log-decay is
+                           //   softplus(alpha + dt_bias) · A (softplus(x) = x above 20)
 };
 
 // The Mamba-2 selective scan (Nemotron-H, Granite 4), per row and head h
@@ -297,6 +308,9 @@ struct engine_backend_ops {
                 bool gelu);
     void (*add)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
     void (*mul)(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
+    // y = a · σ(b) (output gates).
+    void (*sigmoid_mul)(struct engine_backend *be, float *y, const float *a, const float *b,
+                        int64_t n);
     void (*scale)(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
     // Mixture-of-experts FFN: y (n_rows × n_embd) from the normed x
     // (n_rows × n_embd); y does not include the residual.
@@ -367,6 +381,8 @@ void engine_glu(struct engine_backend *be, float *y, const float *gate, const fl
 void engine_softcap(struct engine_backend *be, float *y, const float *x, float cap, int64_t n);
 void engine_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
 void engine_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
+void engine_sigmoid_mul(struct engine_backend *be, float *y, const float *a, const float *b,
+                        int64_t n);
 void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
 void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);

@@ -483,6 +483,15 @@ static void combine_phase(struct moe_task *t, int ith, int nth)
     const int64_t n_embd = t->n_embd;
     for (int64_t r = ith; r < t->n_rows; r += nth) {
         float *y = t->y + r * n_embd;
+        // σ(gate · x) scales the shared expert (read before y, which may be x).
+        float sh_scale = 1.0f;
+        if (t->p->sh_gate_inp) {
+            const float *x = t->x + r * n_embd;
+            float dot = 0.0f;
+            for (int64_t i = 0; i < n_embd; i++)
+                dot += t->p->sh_gate_inp[i] * x[i];
+            sh_scale = 1.0f / (1.0f + expf(-dot));
+        }
         for (int j = 0; j < k; j++) {
             float wj = t->wts[r * k + j];
             const float *d = t->yd + (size_t)t->slot_of[r * k + j] * (size_t)n_embd;
@@ -496,7 +505,7 @@ static void combine_phase(struct moe_task *t, int ith, int nth)
         if (t->n_groups > E) {
             const float *d = t->yd + (size_t)(t->off[E] + r) * (size_t)n_embd;
             for (int64_t i = 0; i < n_embd; i++)
-                y[i] += d[i];
+                y[i] += d[i] * sh_scale;
         }
     }
 }

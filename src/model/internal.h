@@ -67,6 +67,7 @@ struct model_layer {
     const float *attn_norm_b, *ffn_norm_b;  // [n_embd]
     const float *b_up, *b_down;             // [n_ff], [n_embd] or NULL
     void *ext;                              // a family's own per-layer data (MoE experts, ...)
+    void *mixer;  // a custom_layers family's own mixer data (malloc'd, freed with the model)
     // Per-layer shape (hybrids: the file's per-layer arrays; else the model's).
     int n_head_kv;  // 0: no attention in this layer
     int n_ff;       // 0: no dense FFN in this layer
@@ -254,6 +255,9 @@ extern const struct model_arch model_arch_phi3;
 extern const struct model_arch model_arch_qwen3moe;
 extern const struct model_arch model_arch_gpt_oss;
 extern const struct model_arch model_arch_gptoss;
+extern const struct model_arch model_arch_qwen35;
+extern const struct model_arch model_arch_qwen35moe;
+extern const struct model_arch model_arch_qwen3next;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 
@@ -284,6 +288,10 @@ struct model_moe_spec {
     bool norm_w;  // renormalise the chosen experts' weights
     enum engine_moe_act act;
     bool biases;  // router and expert biases (gpt-oss)
+    // One shared SwiGLU expert (ffn_{gate,up,down}_shexp, width
+    // expert_shared_feed_forward_length) scaled by σ(ffn_gate_inp_shexp · x)
+    // (qwen3next, qwen35moe).
+    bool shared_gated;
 };
 // Reads expert_count / expert_used_count / expert_feed_forward_length and
 // binds each layer's router and 3-D experts (layer.ext, freed with the model).
@@ -296,6 +304,12 @@ int model_prepare_moe(struct model *m, struct err *e);
 uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch);
 // Bytes of the file's 3-D expert tensors (0 without experts).
 uint64_t model_moe_experts_bytes(const struct model *m);
+
+// qwen35.c: the gated delta-net hybrids' hooks (qwen35, qwen35moe, qwen3next).
+int model_gdn_load(struct model *m, struct err *e);
+int model_gdn_bind(struct model *m, struct err *e);
+int model_gdn_prepare(struct model *m, struct err *e);
+void model_gdn_forward(struct model *m, const struct model_ubatch *ub);
 
 // decoder.c: the generic decoder block, and its steps for families with
 // their own forward pass (custom_layers).

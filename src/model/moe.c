@@ -14,8 +14,39 @@ struct model_moe_layer {
     const float *gate_inp_b;        // [n_expert] or NULL
     struct engine_experts gate, up, down;
     const float *gate_b, *up_b, *down_b;  // [n_expert × n_ff_exp] ... or NULL
+    struct engine_tensor sh_gate, sh_up, sh_down;  // shared expert (spec.shared_gated)
+    const float *sh_gate_inp;                      // [n_embd]
     struct engine_moe p;
 };
+
+// The gated shared expert of a layer (struct model_moe_spec.shared_gated).
+static int bind_shared_gated(struct model *m, struct model_moe_layer *X, int il, struct err *e)
+{
+    const int64_t D = m->hp.n_embd;
+    uint32_t v = 0;
+    int64_t F = gguf_get_arch_u32(m->g, "expert_shared_feed_forward_length", &v) && v > 0
+                    ? (int64_t)v
+                    : m->layers[il].n_ff;
+    if (F < 1 || F > (1 << 22))
+        return err_set(e, ERR_FORMAT, "invalid expert_shared_feed_forward_length");
+    char n[GGUF_MAX_NAME_LEN + 1];
+    int rc;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
+    if ((rc = model_bind_matrix(m, &X->sh_gate, NAME("ffn_gate_shexp.weight"), D, F, true, e)) <
+            0 ||
+        (rc = model_bind_matrix(m, &X->sh_up, NAME("ffn_up_shexp.weight"), D, F, true, e)) < 0 ||
+        (rc = model_bind_matrix(m, &X->sh_down, NAME("ffn_down_shexp.weight"), F, D, true, e)) <
+            0 ||
+        (rc = model_bind_vector(m, &X->sh_gate_inp, NAME("ffn_gate_inp_shexp.weight"), D, true,
+                                e)) < 0)
+        return rc;
+#undef NAME
+    X->p.sh_gate = &X->sh_gate;
+    X->p.sh_up = &X->sh_up;
+    X->p.sh_down = &X->sh_down;
+    X->p.sh_gate_inp = X->sh_gate_inp;
+    return 0;
+}
 
 // An expert bias: ne {rows, n_expert}, F32.
 static int bind_expert_bias(struct model *m, const float **out, const char *name, int64_t rows,
@@ -115,6 +146,8 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .up_b = X->up_b,
             .down_b = X->down_b,
         };
+        if (spec->shared_gated && (rc = bind_shared_gated(m, X, il, e)) < 0)
+            return rc;
     }
     return 0;
 }

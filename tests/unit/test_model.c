@@ -527,6 +527,26 @@ static void test_tiny_iq_reference(void **state)
     run_fixture_reference_tol("tiny-iq.reference.json", true, 5e-3f);
 }
 
+// The gated delta-net hybrids (qwen3next's fused ssm_in / ssm_ba with a
+// MoE; qwen35's separate projections, dense; qwen35moe): K/V f32 and f16.
+static void test_tiny_qwen3next_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-qwen3next.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_qwen35_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-qwen35.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_qwen35moe_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-qwen35moe.reference.json", true, 5e-3f);
+}
+
 // ---------------------------------------------------------------------------
 // Batching, prefix reuse, context shift.
 
@@ -1341,6 +1361,98 @@ static void test_memory_estimate(void **state)
     assert_true(big.scratch_bytes - small.scratch_bytes >= 480ull * 2 * (64 * 8 + 32 * 12));
 }
 
+// Logits of tokens[0..n) evaluated from scratch in slot `slot` (a copy).
+static float *fresh_logits(struct model *m, int slot, const int32_t *tokens, int n)
+{
+    model_slot_clear(m, slot);
+    decode_seq(m, slot, tokens, n, 0, false);
+    const float *l = model_logits(m, n - 1);
+    assert_non_null(l);
+    float *c = xmalloc((size_t)model_n_vocab(m) * sizeof(float));
+    memcpy(c, l, (size_t)model_n_vocab(m) * sizeof(float));
+    return c;
+}
+
+// Slot 0's last logits against slot 1 evaluating its whole sequence anew.
+static void assert_as_fresh(struct model *m, int entry)
+{
+    const int nv = model_n_vocab(m), n = model_slot_n_past(m, 0);
+    float *got = xmalloc((size_t)nv * sizeof(float));
+    memcpy(got, model_logits(m, entry), (size_t)nv * sizeof(float));
+    int32_t *toks = xmalloc((size_t)n * sizeof(int32_t));
+    memcpy(toks, model_slot_tokens(m, 0), (size_t)n * sizeof(int32_t));
+    float *want = fresh_logits(m, 1, toks, n);
+    assert_close(got, want, nv, 1e-4f);
+    free(got);
+    free(want);
+    free(toks);
+}
+
+// A delta-net model (tiny-qwen35) goes back in a slot by restoring a
+// checkpoint of its recurrent state and evaluating again: speculative
+// rollback (truncate), a batch that starts below the slot's length, prefix
+// reuse with a diverging prompt, and a prompt resumed from an explicit
+// checkpoint all give the logits of evaluating the tokens from scratch.
+// n_batch 4 splits every prompt over several ubatches.
+static void test_recurrent_rollback(void **state)
+{
+    (void)state;
+    char path[1024];
+    shared_fixture_or_skip(path, sizeof path, "tiny-qwen35-f32.gguf");
+    struct model_options o = {.n_ctx = 64, .n_batch = 4, .n_slots = 2, .n_threads = 2};
+    struct model *m = load(path, o);
+    assert_true(model_is_recurrent(m));
+    struct err e = {0};
+    int32_t a[24];
+    for (int i = 0; i < 24; i++)
+        a[i] = (int32_t)((i * 37 + 11) % 500 + 3);
+
+    // Prompt, then four drafted tokens of which the target keeps one.
+    decode_seq(m, 0, a, 20, 0, false);
+    assert_as_fresh(m, 19);
+    decode_seq(m, 0, a + 20, 4, 20, true);
+    assert_as_fresh(m, 3);
+    assert_int_equal(model_slot_truncate(m, 0, 21, &e), 0);
+    int32_t x = 77;
+    decode_seq(m, 0, &x, 1, 21, false);
+    assert_int_equal(model_slot_n_past(m, 0), 22);
+    assert_as_fresh(m, 0);
+
+    // A batch from below the slot's length replaces what was there.
+    int32_t y[3] = {5, 6, 7};
+    decode_seq(m, 0, y, 3, 18, false);
+    assert_int_equal(model_slot_n_past(m, 0), 21);
+    assert_as_fresh(m, 2);
+
+    // Prefix reuse with a prompt that diverges at 12.
+    int32_t b[20];
+    memcpy(b, a, 12 * sizeof(int32_t));
+    for (int i = 12; i < 20; i++)
+        b[i] = (int32_t)(400 + i);
+    int kept = model_slot_reuse_prefix(m, 0, b, 20);
+    assert_true(kept >= 0 && kept <= 12);
+    decode_seq(m, 0, b + kept, 20 - kept, kept, false);
+    assert_as_fresh(m, 20 - kept - 1);
+
+    // An explicit checkpoint at 16: a prompt sharing 18 tokens resumes there.
+    model_slot_clear(m, 0);
+    decode_seq(m, 0, a, 16, 0, false);
+    model_slot_checkpoint(m, 0);
+    decode_seq(m, 0, a + 16, 1, 16, false);  // one at a time: no automatic checkpoint
+    decode_seq(m, 0, a + 17, 1, 17, false);
+    decode_seq(m, 0, a + 18, 1, 18, false);
+    decode_seq(m, 0, a + 19, 1, 19, false);
+    int32_t c[22];
+    memcpy(c, a, 18 * sizeof(int32_t));
+    for (int i = 18; i < 22; i++)
+        c[i] = (int32_t)(300 + i);
+    kept = model_slot_reuse_prefix(m, 0, c, 22);
+    assert_int_equal(kept, 16);
+    decode_seq(m, 0, c + kept, 22 - kept, kept, false);
+    assert_as_fresh(m, 22 - kept - 1);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1368,6 +1480,10 @@ int main(void)
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_memory_estimate),
+        cmocka_unit_test(test_tiny_qwen3next_reference),
+        cmocka_unit_test(test_tiny_qwen35_reference),
+        cmocka_unit_test(test_tiny_qwen35moe_reference),
+        cmocka_unit_test(test_recurrent_rollback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

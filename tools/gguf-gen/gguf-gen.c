@@ -86,6 +86,10 @@ static const struct preset presets[] = {
      2, 32},
     {"tiny-gpt-oss", "gpt-oss", 64, 2, 4, 2, 64, 512, 131072, 150000.f, 1e-5f, false, 32, 0, 8,
      32.f, 8, 2, 64},
+    // Gated delta-net hybrids (qwen35; delta-net shapes in gdn_dims below):
+    // Qwen3.5-0.8B's shape, and a tiny one shaped as the shared fixture.
+    {"qwen35-0.8b", "qwen35", 1024, 24, 8, 2, 3584, 248320, 262144, 1e7f, 1e-6f, true, 256, 64},
+    {"tiny-qwen35", "qwen35", 64, 4, 4, 2, 64, 512, 262144, 1e7f, 1e-6f, true, 16, 8},
 };
 
 static void usage(FILE *f)
@@ -178,7 +182,15 @@ static void rng_normal(struct rng *r, float *out, size_t n, float mean, float st
 // ---------------------------------------------------------------------------
 // Model layout
 
-enum init_kind { INIT_EMBD, INIT_MATRIX, INIT_NORM, INIT_BIAS, INIT_ROPE_LONG, INIT_ROPE_SHORT };
+enum init_kind {
+    INIT_EMBD,
+    INIT_MATRIX,
+    INIT_NORM,
+    INIT_BIAS,
+    INIT_ROPE_LONG,
+    INIT_ROPE_SHORT,
+    INIT_NEG,  // around -1 (delta-net ssm_a = -exp(A_log))
+};
 
 struct gtensor {
     char name[64];
@@ -272,10 +284,93 @@ static bool is_encoder(const char *arch)
     return strcmp(arch, "bert") == 0 || strcmp(arch, "nomic-bert") == 0;
 }
 
+// ---------------------------------------------------------------------------
+// Gated delta-net hybrids (qwen35, spec/architectures.md §12.1): three
+// delta-net layers, then one gated-attention layer (full_attention_interval
+// 4), each followed by post_attention_norm and a dense SwiGLU.
+
+struct gdn_dims {
+    int64_t d, n_k, n_v, kernel;  // ssm.state_size, group_count, time_step_rank, conv_kernel
+};
+
+static bool is_gdn(const char *arch)
+{
+    return strcmp(arch, "qwen35") == 0;
+}
+
+// Qwen3.5-0.8B: 16 key and 16 value heads of 128 (its Hugging Face config,
+// as recalled: linear_num_key_heads 16, linear_num_value_heads 16,
+// linear_key/value_head_dim 128); otherwise head_dim wide, the attention's
+// K/V heads as key heads and its query heads as value heads.
+static struct gdn_dims gdn_dims(const struct opts *o)
+{
+    if (o->preset && !strcmp(o->preset, "qwen35-0.8b"))
+        return (struct gdn_dims){128, 16, 16, 4};
+    return (struct gdn_dims){o->head_dim, o->n_head_kv, o->n_head, 4};
+}
+
+static void build_gdn(const struct opts *o, bool tied, struct model *m)
+{
+    const struct gdn_dims g = gdn_dims(o);
+    const int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
+    const int64_t inner = g.n_v * g.d, conv = 2 * g.n_k * g.d + inner;
+    char name[64];
+    add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        add(m, BLK("attn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        if ((i + 1) % 4 != 0) {
+            add(m, BLK("attn_qkv.weight"), 2, o->n_embd, conv, INIT_MATRIX);
+            add(m, BLK("attn_gate.weight"), 2, o->n_embd, inner, INIT_MATRIX);
+            add(m, BLK("ssm_conv1d.weight"), 2, g.kernel, conv, INIT_BIAS);  // stays F32
+            add(m, BLK("ssm_dt.bias"), 1, g.n_v, 1, INIT_BIAS);
+            add(m, BLK("ssm_a"), 1, g.n_v, 1, INIT_NEG);
+            add(m, BLK("ssm_beta.weight"), 2, o->n_embd, g.n_v, INIT_MATRIX);
+            add(m, BLK("ssm_alpha.weight"), 2, o->n_embd, g.n_v, INIT_MATRIX);
+            add(m, BLK("ssm_norm.weight"), 1, g.d, 1, INIT_NORM);
+            add(m, BLK("ssm_out.weight"), 2, inner, o->n_embd, INIT_MATRIX);
+        } else {
+            add(m, BLK("attn_q.weight"), 2, o->n_embd, 2 * q_dim, INIT_MATRIX);
+            add(m, BLK("attn_k.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
+            add(m, BLK("attn_v.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
+            add(m, BLK("attn_output.weight"), 2, q_dim, o->n_embd, INIT_MATRIX);
+            add(m, BLK("attn_q_norm.weight"), 1, hd, 1, INIT_NORM);
+            add(m, BLK("attn_k_norm.weight"), 1, hd, 1, INIT_NORM);
+        }
+        add(m, BLK("post_attention_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+        add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+#undef BLK
+    }
+    add(m, "output_norm.weight", 1, o->n_embd, 1, INIT_NORM);
+    if (!tied)
+        add(m, "output.weight", 2, o->n_embd, o->n_vocab, INIT_MATRIX);
+}
+
+static int kv_arch_u32(struct gguf_writer *w, const char *arch, const char *suffix, int64_t v);
+
+static void gdn_kv(struct gguf_writer *w, const struct opts *o)
+{
+    const struct gdn_dims g = gdn_dims(o);
+    kv_arch_u32(w, o->arch, "ssm.conv_kernel", g.kernel);
+    kv_arch_u32(w, o->arch, "ssm.state_size", g.d);
+    kv_arch_u32(w, o->arch, "ssm.group_count", g.n_k);
+    kv_arch_u32(w, o->arch, "ssm.time_step_rank", g.n_v);
+    kv_arch_u32(w, o->arch, "ssm.inner_size", g.n_v * g.d);
+    kv_arch_u32(w, o->arch, "full_attention_interval", 4);
+}
+
+// ---------------------------------------------------------------------------
+
 static void build_layout(const struct opts *o, bool tied, struct model *m)
 {
     if (is_encoder(o->arch)) {
         build_encoder(o, m);
+        return;
+    }
+    if (is_gdn(o->arch)) {
+        build_gdn(o, tied, m);
         return;
     }
     int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
@@ -610,6 +705,10 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, const st
     case INIT_BIAS:
         std = 0.1f;
         break;
+    case INIT_NEG:
+        std = 0.1f;
+        mean = -1.0f;
+        break;
     default:
         std = 1.0f / sqrtf((float)n_embd);
         break;
@@ -864,15 +963,16 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    static const char *const archs[] = {"llama", "qwen2", "qwen3",      "gemma2",   "gemma3",
-                                        "phi3",  "bert",  "nomic-bert", "qwen3moe", "gpt-oss"};
+    static const char *const archs[] = {"llama",    "qwen2",   "qwen3", "gemma2",
+                                        "gemma3",   "phi3",    "bert",  "nomic-bert",
+                                        "qwen3moe", "gpt-oss", "qwen35"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;
     if (!known) {
         fprintf(stderr,
                 "gguf-gen: unsupported architecture %s (llama, qwen2, qwen3, gemma2, gemma3, "
-                "phi3, bert, nomic-bert, qwen3moe, gpt-oss)\n",
+                "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35)\n",
                 o.arch);
         return 2;
     }
@@ -1042,6 +1142,8 @@ int main(int argc, char **argv)
                         s > 1 ? sqrtf(1.0f + logf(s) / logf(4096.0f)) : 1.0f);
         }
     }
+    if (is_gdn(arch))
+        gdn_kv(w, &o);
     if (vocab) {
         for (size_t i = 0; i < gguf_kv_count(vocab); i++) {
             const struct gguf_kv *kv = gguf_kv_at(vocab, i);
