@@ -15,8 +15,8 @@
 //
 // Ollama's published nemotron_h_moe files use llama.cpp's names and keys
 // (their compat layer only renames the latent-FFN tensors of the
-// 120B-A12B variant, which we do not support, and skips the "mtp." tensors,
-// which we never bind).
+// 120B-A12B variant, which we refuse, and skips the "mtp." tensors, which
+// we never bind); its nemotron_h_omni files are read through an alias.
 #include "model/internal.h"
 
 #include <math.h>
@@ -46,7 +46,7 @@ static int nemotron_h_load(struct model *m, struct err *e)
 
 // The dense MLP's tensors: attn_norm (its norm), ffn_up / ffn_down with
 // optional biases.
-static int bind_mlp(struct model *m, int il, struct err *e)
+static int bind_mlp(struct model *m, int il, bool moe, struct err *e)
 {
     struct model_layer *L = &m->layers[il];
     const int64_t D = m->hp.n_embd, F = L->n_ff;
@@ -54,8 +54,8 @@ static int bind_mlp(struct model *m, int il, struct err *e)
     int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
     if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), D, true, e)) < 0 ||
-        m->arch->ffn)
-        return rc;  // MoE: model_bind_moe binds the rest
+        moe)
+        return rc;  // model_bind_moe binds the rest
     if ((rc = model_bind_matrix(m, &L->w_up, NAME("ffn_up.weight"), D, F, true, e)) < 0 ||
         (rc = model_bind_matrix(m, &L->w_down, NAME("ffn_down.weight"), F, D, true, e)) < 0 ||
         (rc = model_bind_vector(m, &L->b_up, NAME("ffn_up.bias"), F, false, e)) < 0 ||
@@ -67,7 +67,7 @@ static int bind_mlp(struct model *m, int il, struct err *e)
 
 static int nemotron_h_bind(struct model *m, struct err *e)
 {
-    static const struct model_moe_spec moe = {
+    static const struct model_moe_spec spec = {
         .gating = ENGINE_MOE_SIGMOID,
         .act = ENGINE_MOE_RELU_SQR,
         .no_gate = true,
@@ -76,6 +76,21 @@ static int nemotron_h_bind(struct model *m, struct err *e)
         .shared = true,
         .ff_layers_only = true,
     };
+    // Experts when the file has them (nemotron_h_moe; nemotron_h_omni names
+    // either kind). The latent-FFN variants (Nemotron 3 Super: experts in a
+    // smaller space, ffn_latent_down/up, Ollama's ffn_latent_in/out) are
+    // not supported.
+    uint32_t n_expert = 0;
+    const bool moe = gguf_get_arch_u32(m->g, "expert_count", &n_expert) && n_expert > 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        static const char *const latent[] = {"ffn_latent_down", "ffn_latent_in"};
+        for (size_t i = 0; i < sizeof latent / sizeof latent[0]; i++) {
+            char n[GGUF_MAX_NAME_LEN + 1];
+            snprintf(n, sizeof n, "blk.%d.%s.weight", il, latent[i]);
+            if (gguf_tensor_find(m->g, n))
+                return err_set(e, ERR_UNSUPPORTED, "latent MoE layers (%s) are not supported", n);
+        }
+    }
     for (int il = 0; il < m->hp.n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         int rc = 0;
@@ -88,13 +103,13 @@ static int nemotron_h_bind(struct model *m, struct err *e)
             L->rope = NULL;
             break;
         case NEMO_FFN:
-            rc = bind_mlp(m, il, e);
+            rc = bind_mlp(m, il, moe, e);
             break;
         }
         if (rc < 0)
             return rc;
     }
-    return m->arch->ffn ? model_bind_moe(m, &moe, e) : 0;
+    return moe ? model_bind_moe(m, &spec, e) : 0;
 }
 
 // x += MLP(h) for the n rows of xb (normed): squared ReLU, no gate.
@@ -102,8 +117,8 @@ static void mlp(struct model *m, struct model_layer *L, int n)
 {
     struct engine_backend *be = m->be;
     struct model_scratch *s = &m->s;
-    if (m->arch->ffn) {
-        m->arch->ffn(m, L, s->xb, s->xb, n);
+    if (L->ext) {
+        model_ffn_moe(m, L, s->xb, s->xb, n);
     } else {
         engine_matmul(be, s->hb, &L->w_up, L->b_up, s->xb, n);  // (n, n_ff)
         engine_relu_sqr(be, s->hb, s->hb, (int64_t)n * L->n_ff);
@@ -158,6 +173,8 @@ static void nemotron_h_forward(struct model *m, const struct model_ubatch *ub)
     model_output_logits(m, ub, n);
 }
 
+// Both rows run either kind (experts when the file has expert_count), as
+// llama.cpp's one class does; ffn and prepare serve the MoE layers.
 const struct model_arch model_arch_nemotron_h = {
     .name = "nemotron_h",
     .rope_mode = ENGINE_ROPE_NORMAL,
@@ -166,11 +183,18 @@ const struct model_arch model_arch_nemotron_h = {
     .load = nemotron_h_load,
     .bind = nemotron_h_bind,
     .forward = nemotron_h_forward,
+    .ffn = model_ffn_moe,
+    .prepare = model_prepare_moe,
     .custom_layers = true,
 };
 
+// Ollama's nemotron3 files are "nemotron_h_omni" (vision and audio towers
+// beside the text model under v., a., mm.; keys under nemotron_h_omni.),
+// which Ollama's compat layer loads as nemotron_h(_moe) text: the alias
+// reads the text model the same way and leaves the towers alone.
 const struct model_arch model_arch_nemotron_h_moe = {
     .name = "nemotron_h_moe",
+    .alias = "nemotron_h_omni",
     .rope_mode = ENGINE_ROPE_NORMAL,
     .default_eps = 1e-5f,
     .act = MODEL_ACT_SILU,
