@@ -671,9 +671,10 @@ static void test_gguf_gen_family_presets(void **state)
     assert_non_null(mkdtemp(tmp));
     char path[1200];
     snprintf(path, sizeof path, "%s/m.gguf", tmp);
-    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"};
-    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3"};
-    for (size_t i = 0; i < 4; i++)
+    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3",
+                          "tiny-nemotron-h"};
+    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3", "nemotron_h"};
+    for (size_t i = 0; i < 5; i++)
         for (int q = 0; q < 2; q++)
             gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
@@ -688,6 +689,10 @@ static void test_gguf_gen_family_presets(void **state)
         {"gemma3-1b", 4ull * 8192 * (256 * 2 * 2) + 22ull * (512 + 512) * (256 * 2 * 2)},
         {"gemma3-12b", 8ull * 8192 * (8 * 256 * 2 * 2) + 40ull * (1024 + 512) * (8 * 256 * 2 * 2)},
         {"phi4-mini", 32ull * 8192 * (8 * 128 * 2 * 2)},
+        // One attention layer; three Mamba-2 layers' state (conv 3 × 12288,
+        // scan 128 heads × 80 × 128) live and in 5 checkpoints.
+        {"nemotron-h",
+         1ull * 8192 * (8 * 128 * 2 * 2) + 3ull * (3 * 12288 + 128 * 80 * 128) * 4 * 6},
     };
     for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
         gen(real[i].preset, "q4_0", true, path);
