@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/kernels/kernels.h"
 
 // The runs of rows of one slot: [r0, r1).
 static int64_t run_end(const int32_t *slot, int64_t r0, int64_t n_rows)
@@ -202,16 +203,8 @@ static void scan_units(void *arg, int64_t h0, int64_t h1)
                 const float *B = t->B + r * p->B_stride + g * N;
                 const float *C = t->C + r * p->C_stride + g * N;
                 float *y = t->y + r * p->y_stride + h * P;
-                for (int i = 0; i < P; i++) {
-                    float *row = s + (int64_t)i * N;
-                    const float dx = dt * x[i];
-                    float acc = 0.0f;
-                    for (int n = 0; n < N; n++) {
-                        row[n] = row[n] * dA + dx * B[n];
-                        acc += row[n] * C[n];
-                    }
-                    y[i] = acc + D * x[i];
-                }
+                for (int i = 0; i < P; i++)
+                    y[i] = kernels_ssm_step(s + (int64_t)i * N, B, C, dA, dt * x[i], N) + D * x[i];
                 if (t->z) {
                     const float *z = t->z + r * p->z_stride + h * P;
                     for (int i = 0; i < P; i++)
