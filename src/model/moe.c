@@ -229,8 +229,12 @@ uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch)
     // Per (token, expert) pair: the input row, gate and up rows, the hidden
     // row converted, the down result; per token the router logits. Sized for
     // F32 activations (the widest vec_dot_type) plus alignment.
-    uint64_t pairs = (uint64_t)n_batch * (uint64_t)p->n_expert_used;
+    // A shared expert is one more pair per token, its hidden rows as wide
+    // as the widest of the experts' and its own.
+    uint64_t pairs = (uint64_t)n_batch * (uint64_t)(p->n_expert_used + (p->sh_up ? 1 : 0));
     uint64_t n_embd = (uint64_t)m->hp.n_embd, n_ff = (uint64_t)p->up->rows;
+    if (p->sh_up && (uint64_t)p->sh_up->ne[1] > n_ff)
+        n_ff = (uint64_t)p->sh_up->ne[1];
     return pairs * (n_embd * 8 + n_ff * 12 + 16) + (uint64_t)n_batch * (uint64_t)p->n_expert * 4 +
            (uint64_t)p->n_expert * 40 + 16 * 64;
 }
