@@ -80,8 +80,15 @@ static int nemotron_h_bind(struct model *m, struct err *e)
     // either kind). The latent-FFN variants (Nemotron 3 Super: experts in a
     // smaller space, ffn_latent_down/up, Ollama's ffn_latent_in/out) are
     // not supported.
-    uint32_t n_expert = 0;
+    uint32_t n_expert = 0, n_groups = 1, n_groups_used = 0;
     const bool moe = gguf_get_arch_u32(m->g, "expert_count", &n_expert) && n_expert > 0;
+    // Group-limited routing (DeepSeek's) acts only with several groups;
+    // the released Nemotron 3 files have one.
+    gguf_get_arch_u32(m->g, "expert_group_count", &n_groups);
+    gguf_get_arch_u32(m->g, "expert_group_used_count", &n_groups_used);
+    if (moe && n_groups > 1 && n_groups_used < n_groups)
+        return err_set(e, ERR_UNSUPPORTED, "expert groups (%u of %u used) are not supported",
+                       n_groups_used, n_groups);
     for (int il = 0; il < m->hp.n_layer; il++) {
         static const char *const latent[] = {"ffn_latent_down", "ffn_latent_in"};
         for (size_t i = 0; i < sizeof latent / sizeof latent[0]; i++) {
