@@ -669,7 +669,16 @@ static void cpu_softmax(struct engine_backend *be, float *x, int64_t n_rows, int
     par_rows(cpu_of(be), n_rows, n * 8, softmax_range, &c);
 }
 
-enum ew_kind { EW_ADD, EW_MUL, EW_SCALE, EW_SOFTCAP, EW_SILU_GLU, EW_GELU_GLU, EW_SIGMOID_MUL };
+enum ew_kind {
+    EW_ADD,
+    EW_MUL,
+    EW_SCALE,
+    EW_RELU_SQR,
+    EW_SOFTCAP,
+    EW_SILU_GLU,
+    EW_GELU_GLU,
+    EW_SIGMOID_MUL,
+};
 
 struct ew_ctx {
     enum ew_kind kind;
@@ -695,6 +704,10 @@ static void ew_range(void *p, int64_t i0, int64_t i1)
     case EW_SCALE:
         for (int64_t i = i0; i < i1; i++)
             y[i] = a[i] * c->s;
+        break;
+    case EW_RELU_SQR:
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = a[i] > 0.0f ? a[i] * a[i] : 0.0f;
         break;
     case EW_SOFTCAP:
         for (int64_t i = i0; i < i1; i++)
@@ -748,6 +761,12 @@ static void cpu_sigmoid_mul(struct engine_backend *be, float *y, const float *a,
 static void cpu_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n)
 {
     struct ew_ctx c = {EW_SCALE, y, x, NULL, s};
+    run_ew(be, &c, n);
+}
+
+static void cpu_relu_sqr(struct engine_backend *be, float *y, const float *x, int64_t n)
+{
+    struct ew_ctx c = {EW_RELU_SQR, y, x, NULL, 0};
     run_ew(be, &c, n);
 }
 
@@ -838,6 +857,7 @@ static const struct engine_backend_ops cpu_ops = {
     .mul = cpu_mul,
     .sigmoid_mul = cpu_sigmoid_mul,
     .scale = cpu_scale,
+    .relu_sqr = cpu_relu_sqr,
     .gather = cpu_gather,
     .moe = cpu_moe,
     .moe_reserve = cpu_moe_reserve,

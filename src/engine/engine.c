@@ -314,6 +314,11 @@ void engine_scale(struct engine_backend *be, float *y, const float *x, float s, 
     be->ops->scale(be, y, x, s, n);
 }
 
+void engine_relu_sqr(struct engine_backend *be, float *y, const float *x, int64_t n)
+{
+    be->ops->relu_sqr(be, y, x, n);
+}
+
 void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n)
 {

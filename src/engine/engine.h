@@ -240,13 +240,19 @@ struct engine_delta_net {
 // (head dim P, group g = h / (n_heads / n_groups), state size N):
 //   dA = exp(dt[h] · A[h]);  s_h = dA · s_h + dt[h] · x_h ⊗ B_g;
 //   y_h[p] = Σ_n s_h[p][n] · C_g[n] + D[h] · x_h[p]
-// dt is the step after softplus (the caller adds the bias). Per-slot
-// state: n_heads × P × N.
+// dt is the step after softplus, or (dt_softplus) the raw projection:
+// then dt[h] = softplus(dt[h] + dt_bias[h]) as ggml_ssm_scan does
+// (softplus(v) = v above 20). With z, y_h[p] *= SiLU(z_h[p]) at the end
+// (Mamba-2's gate). Per-slot state: n_heads × P × N.
 struct engine_ssm_scan {
     int n_heads, head_dim, n_groups, d_state;
     const float *A;  // host [n_heads] (negative)
     const float *D;  // host [n_heads] or NULL
     int64_t x_stride, B_stride, C_stride, dt_stride, y_stride;  // floats between rows
+    bool dt_softplus;
+    const float *dt_bias;  // host [n_heads] or NULL (with dt_softplus)
+    const float *z;        // [n_rows × z_stride] (backend) or NULL: the gate
+    int64_t z_stride;
 };
 
 // Matmul job: y (n_rows × w->ne[1]) = x (n_rows × w->ne[0]) · wᵀ (+ bias).
@@ -312,6 +318,8 @@ struct engine_backend_ops {
     void (*sigmoid_mul)(struct engine_backend *be, float *y, const float *a, const float *b,
                         int64_t n);
     void (*scale)(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
+    // y = relu(x)^2 (Nemotron-H's MLP).
+    void (*relu_sqr)(struct engine_backend *be, float *y, const float *x, int64_t n);
     // Mixture-of-experts FFN: y (n_rows × n_embd) from the normed x
     // (n_rows × n_embd); y does not include the residual.
     void (*moe)(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
@@ -384,6 +392,7 @@ void engine_mul(struct engine_backend *be, float *y, const float *a, const float
 void engine_sigmoid_mul(struct engine_backend *be, float *y, const float *a, const float *b,
                         int64_t n);
 void engine_scale(struct engine_backend *be, float *y, const float *x, float s, int64_t n);
+void engine_relu_sqr(struct engine_backend *be, float *y, const float *x, int64_t n);
 void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
 

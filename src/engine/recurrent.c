@@ -190,7 +190,7 @@ void engine_cpu_delta_net(struct engine_pool *pool, float *o, const float *q, co
 
 struct scan_ctx {
     float *y;
-    const float *x, *dt, *B, *C;
+    const float *x, *dt, *B, *C, *z;
     int64_t n_rows;
     const struct engine_ssm_scan *p;
     float *state;
@@ -213,21 +213,22 @@ static void scan_units(void *arg, int64_t h0, int64_t h1)
             const int64_t g = h / per_group;
             const float A = p->A[h], D = p->D ? p->D[h] : 0.0f;
             for (int64_t r = r0; r < r1; r++) {
-                const float dt = t->dt[r * p->dt_stride + h];
+                float dt = t->dt[r * p->dt_stride + h];
+                if (p->dt_softplus) {
+                    dt += p->dt_bias ? p->dt_bias[h] : 0.0f;
+                    dt = dt > 20.0f ? dt : logf(1.0f + expf(dt));
+                }
                 const float dA = expf(dt * A);
                 const float *x = t->x + r * p->x_stride + h * P;
                 const float *B = t->B + r * p->B_stride + g * N;
                 const float *C = t->C + r * p->C_stride + g * N;
                 float *y = t->y + r * p->y_stride + h * P;
-                for (int i = 0; i < P; i++) {
-                    float *row = s + (int64_t)i * N;
-                    const float dx = dt * x[i];
-                    float acc = 0.0f;
-                    for (int n = 0; n < N; n++) {
-                        row[n] = row[n] * dA + dx * B[n];
-                        acc += row[n] * C[n];
-                    }
-                    y[i] = acc + D * x[i];
+                for (int i = 0; i < P; i++)
+                    y[i] = kernels_ssm_step(s + (int64_t)i * N, B, C, dA, dt * x[i], N) + D * x[i];
+                if (t->z) {
+                    const float *z = t->z + r * p->z_stride + h * P;
+                    for (int i = 0; i < P; i++)
+                        y[i] *= z[i] / (1.0f + expf(-z[i]));
                 }
             }
         }
@@ -240,6 +241,6 @@ void engine_cpu_ssm_scan(struct engine_pool *pool, float *y, const float *x, con
                          const struct engine_ssm_scan *p, float *state, const int32_t *slot,
                          const int32_t *pos)
 {
-    struct scan_ctx t = {y, x, dt, B, C, n_rows, p, state, slot, pos};
+    struct scan_ctx t = {y, x, dt, B, C, p->z, n_rows, p, state, slot, pos};
     par_units(pool, p->n_heads, (int64_t)p->head_dim * p->d_state * 3 * n_rows, scan_units, &t);
 }

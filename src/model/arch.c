@@ -9,10 +9,12 @@
 #include <string.h>
 
 static const struct model_arch *const model_archs[] = {
-    &model_arch_llama,     &model_arch_qwen2,     &model_arch_qwen3,  &model_arch_gemma2,
-    &model_arch_gemma3,    &model_arch_phi3,      &model_arch_bert,   &model_arch_nomic_bert,
-    &model_arch_qwen3moe,  &model_arch_gpt_oss,   &model_arch_gptoss, &model_arch_qwen35,
-    &model_arch_qwen35moe, &model_arch_qwen3next,
+    &model_arch_llama,      &model_arch_qwen2,         &model_arch_qwen3,
+    &model_arch_gemma2,     &model_arch_gemma3,        &model_arch_phi3,
+    &model_arch_bert,       &model_arch_nomic_bert,    &model_arch_qwen3moe,
+    &model_arch_gpt_oss,    &model_arch_gptoss,        &model_arch_qwen35,
+    &model_arch_qwen35moe,  &model_arch_qwen3next,     &model_arch_nemotron_h,
+    &model_arch_nemotron_h_moe, &model_arch_granitehybrid,
 };
 
 const struct model_arch *model_arch_find(struct str name)

@@ -55,8 +55,10 @@ void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_u
         engine_rmsnorm(be, s->q, s->q, L->attn_q_norm, (int64_t)n * hp->n_head, hd, hp->eps);
         engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd, hp->eps);
     }
-    engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
-    engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
+    if (L->rope) {  // NULL: a layer without RoPE (hybrids)
+        engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
+        engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
+    }
     if (m->arch->q_prescale)
         engine_scale(be, s->q, s->q, hp->q_scale, (int64_t)n * q_dim);
     engine_kv_store(be, &L->kv, m->kv_type, L->kv_ring > 0 ? ub->ring_cells : ub->cells, s->k, s->v,

@@ -30,6 +30,8 @@ struct model_hparams {
     float attn_softcap;           // 0: off
     float final_softcap;          // 0: off
     float embd_scale;             // input embeddings multiplied by this (0: off)
+    float residual_scale;         // granite: each branch's output multiplied by this (0: off)
+    float logit_divisor;          // granite: logits divided by this (0: off)
     // Families with their own layers (struct model_arch.custom_layers): the
     // floats per batch row of the family's scratch (struct model_scratch.mix).
     int64_t mix_floats;
@@ -59,7 +61,7 @@ struct model_layer {
     const float *sinks;                           // [n_head] attention sinks or NULL
     // Per-layer type: sliding window (0: global), its RoPE, its cache.
     bool swa;
-    const struct engine_rope *rope;  // &hp.rope or &hp.rope_swa
+    const struct engine_rope *rope;  // &hp.rope or &hp.rope_swa (NULL: no RoPE)
     struct engine_kv_layer kv;
     int kv_ring;  // > 0: the cache is a ring of kv_ring cells per slot
     // Encoders (bert.c): attn_norm / ffn_norm hold the post-norms
@@ -260,6 +262,9 @@ extern const struct model_arch model_arch_qwen35moe;
 extern const struct model_arch model_arch_qwen3next;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
+extern const struct model_arch model_arch_nemotron_h;
+extern const struct model_arch model_arch_nemotron_h_moe;
+extern const struct model_arch model_arch_granitehybrid;
 
 // arch.c: the table and the generic loader.
 const struct model_arch *model_arch_find(struct str name);
@@ -288,8 +293,13 @@ struct model_moe_spec {
     bool norm_w;  // renormalise the chosen experts' weights
     enum engine_moe_act act;
     bool biases;  // router and expert biases (gpt-oss)
-    // One shared SwiGLU expert (ffn_{gate,up,down}_shexp, width
-    // expert_shared_feed_forward_length) scaled by σ(ffn_gate_inp_shexp · x)
+    bool no_gate;         // experts without ffn_gate_exps (squared ReLU: nemotron-h)
+    bool sel_bias;        // exp_probs_b.bias [n_expert] for the choice (nemotron-h)
+    bool weight_keys;     // expert_weights_norm / expert_weights_scale from the file
+    bool shared;          // ffn_*_shexp when the file has them (no gate with no_gate)
+    bool ff_layers_only;  // only layers with L->n_ff > 0 (hybrids' other layers)
+    bool n_ff_is_expert;  // an expert's width is feed_forward_length (granite)
+    // The shared expert (required) scaled by σ(ffn_gate_inp_shexp · x)
     // (qwen3next, qwen35moe).
     bool shared_gated;
 };
@@ -310,6 +320,14 @@ int model_gdn_load(struct model *m, struct err *e);
 int model_gdn_bind(struct model *m, struct err *e);
 int model_gdn_prepare(struct model *m, struct err *e);
 void model_gdn_forward(struct model *m, const struct model_ubatch *ub);
+
+// mamba2.c: the Mamba-2 mixer of the hybrids (nemotron_h.c, granitehybrid.c).
+// Binds layer il's attn_norm and mixer (layer.mixer, ssm.* keys), sets its
+// recurrent state sizes and reserves its scratch (hp.mix_floats).
+int model_mamba2_bind(struct model *m, int il, struct err *e);
+// out (n, n_embd) = the mixer of the normed h (n, n_embd); out may be h.
+void model_mamba2(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
+                  float *out, const float *h, int n);
 
 // decoder.c: the generic decoder block, and its steps for families with
 // their own forward pass (custom_layers).

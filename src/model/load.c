@@ -94,6 +94,24 @@ struct sizes {
     uint64_t kv, scratch;
 };
 
+// The widest matmul input: n_embd, n_ff, the attention width, and the
+// inputs of a family's own matrices (layer.mats: Mamba-2's ssm_out reads
+// d_inner values).
+static int64_t max_matmul_row(const struct model *m)
+{
+    const struct model_hparams *hp = &m->hp;
+    int64_t max_row = hp->n_embd;
+    if (hp->n_ff > max_row)
+        max_row = hp->n_ff;
+    if ((int64_t)hp->n_head * hp->head_dim > max_row)
+        max_row = (int64_t)hp->n_head * hp->head_dim;
+    for (int il = 0; m->layers && il < hp->n_layer; il++)
+        for (int i = 0; i < m->layers[il].n_mats; i++)
+            if (m->layers[il].mats[i]->ne[0] > max_row)
+                max_row = m->layers[il].mats[i]->ne[0];
+    return max_row;
+}
+
 static struct sizes compute_sizes(const struct model *m)
 {
     struct sizes s;
@@ -109,11 +127,7 @@ static struct sizes compute_sizes(const struct model *m)
         nb * (2 * (uint64_t)hp->n_embd + 2 * q_dim + 2 * kv_dim + 2 * (uint64_t)hp->n_ff) +
         nb * (uint64_t)hp->n_embd;  // x xb q att k v hb hb2 xo
     uint64_t logits = (uint64_t)n_out_max_for(o) * (uint64_t)hp->n_vocab * 2;  // device + host
-    uint64_t max_row = (uint64_t)hp->n_embd;
-    if ((uint64_t)hp->n_ff > max_row)
-        max_row = (uint64_t)hp->n_ff;
-    if (q_dim > max_row)
-        max_row = q_dim;
+    uint64_t max_row = (uint64_t)max_matmul_row(m);
     uint64_t wdata = nb * (max_row * 2 + 512);
     uint64_t att = (uint64_t)o->n_threads * ((uint64_t)o->n_ctx + 2048 + 64 + 16) * f +
                    engine_attention_score_bytes(kv_gguf_type(o->kv_type), o->n_threads, hp->n_head,
@@ -417,12 +431,7 @@ int model_load(struct model **out, const char *path, const struct model_options 
         rc = err_set(e, ERR_NOMEM, "allocate activation buffers for a batch of %d", o->n_batch);
         goto fail;
     }
-    int64_t max_row = hp->n_embd;
-    if (hp->n_ff > max_row)
-        max_row = hp->n_ff;
-    if ((int64_t)q_dim > max_row)
-        max_row = (int64_t)q_dim;
-    rc = engine_reserve(m->be, o->n_batch, max_row, o->n_ctx, e);
+    rc = engine_reserve(m->be, o->n_batch, max_matmul_row(m), o->n_ctx, e);
     if (rc < 0)
         goto fail;
 

@@ -5,6 +5,7 @@
 // struct model_moe_spec (gating, renormalisation, activation, biases).
 #include "model/internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,36 +15,88 @@ struct model_moe_layer {
     const float *gate_inp_b;        // [n_expert] or NULL
     struct engine_experts gate, up, down;
     const float *gate_b, *up_b, *down_b;  // [n_expert × n_ff_exp] ... or NULL
-    struct engine_tensor sh_gate, sh_up, sh_down;  // shared expert (spec.shared_gated)
-    const float *sh_gate_inp;                      // [n_embd]
+    const float *sel_bias;                 // exp_probs_b [n_expert] or NULL
+    struct engine_tensor sh_gate, sh_up, sh_down;  // shared expert (sh_up.data NULL: none)
+    const float *sh_gate_inp;                      // [n_embd] the shared expert's gate or NULL
     struct engine_moe p;
 };
 
-// The gated shared expert of a layer (struct model_moe_spec.shared_gated).
-static int bind_shared_gated(struct model *m, struct model_moe_layer *X, int il, struct err *e)
+// The first layer with experts (hybrids: layer 0 may have none), or NULL.
+static const struct model_moe_layer *first_moe_layer(const struct model *m)
 {
-    const int64_t D = m->hp.n_embd;
-    uint32_t v = 0;
-    int64_t F = gguf_get_arch_u32(m->g, "expert_shared_feed_forward_length", &v) && v > 0
-                    ? (int64_t)v
-                    : m->layers[il].n_ff;
-    if (F < 1 || F > (1 << 22))
-        return err_set(e, ERR_FORMAT, "invalid expert_shared_feed_forward_length");
+    for (int il = 0; m->layers && il < m->hp.n_layer; il++)
+        if (m->layers[il].ext)
+            return m->layers[il].ext;
+    return NULL;
+}
+
+// Whether layer il has a MoE FFN under spec.
+static bool has_moe(const struct model *m, const struct model_moe_spec *spec, int il)
+{
+    return !spec->ff_layers_only || m->layers[il].n_ff > 0;
+}
+
+// One expert's width: the key, else (Ollama's gpt-oss files) the shape of
+// the first MoE layer's ffn_up_exps as Ollama's loader recovers it; granite
+// names it feed_forward_length.
+static int expert_width(struct model *m, const struct model_moe_spec *spec, uint32_t *out,
+                        struct err *e)
+{
+    if (spec->n_ff_is_expert) {
+        *out = (uint32_t)m->hp.n_ff;
+        return 0;
+    }
+    if (gguf_get_arch_u32(m->g, "expert_feed_forward_length", out) && *out > 0)
+        return 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        if (!has_moe(m, spec, il))
+            continue;
+        char n[GGUF_MAX_NAME_LEN + 1];
+        snprintf(n, sizeof n, "blk.%d.ffn_up_exps.weight", il);
+        const struct gguf_tensor *gt = gguf_tensor_find(m->g, n);
+        if (!gt || gt->ne[1] < 1 || gt->ne[1] > (1 << 22))
+            break;
+        *out = (uint32_t)gt->ne[1];
+        return 0;
+    }
+    return err_set(e, ERR_FORMAT, "missing key expert_feed_forward_length");
+}
+
+// The shared expert of layer il when the file has one: width
+// expert_shared_feed_forward_length (else the tensors' shape).
+static int bind_shared(struct model *m, const struct model_moe_spec *spec, int il,
+                       struct model_moe_layer *X, struct err *e)
+{
     char n[GGUF_MAX_NAME_LEN + 1];
+    uint32_t f = 0;
+    snprintf(n, sizeof n, "blk.%d.ffn_up_shexp.weight", il);
+    const struct gguf_tensor *gt = gguf_tensor_find(m->g, n);
+    if (!gguf_get_arch_u32(m->g, "expert_shared_feed_forward_length", &f))
+        f = gt ? (uint32_t)gt->ne[1] : 0;
+    if (f == 0 && spec->shared_gated)
+        return err_set(e, ERR_FORMAT, "missing tensor %s", n);
+    if (f == 0)
+        return 0;
+    if (f > (1u << 22))
+        return err_set(e, ERR_FORMAT, "invalid expert_shared_feed_forward_length %u", f);
+    const int64_t D = m->hp.n_embd;
     int rc;
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
-    if ((rc = model_bind_matrix(m, &X->sh_gate, NAME("ffn_gate_shexp.weight"), D, F, true, e)) <
-            0 ||
-        (rc = model_bind_matrix(m, &X->sh_up, NAME("ffn_up_shexp.weight"), D, F, true, e)) < 0 ||
-        (rc = model_bind_matrix(m, &X->sh_down, NAME("ffn_down_shexp.weight"), F, D, true, e)) <
-            0 ||
-        (rc = model_bind_vector(m, &X->sh_gate_inp, NAME("ffn_gate_inp_shexp.weight"), D, true,
-                                e)) < 0)
+    if ((rc = model_bind_matrix(m, &X->sh_up, n, D, f, true, e)) < 0)
         return rc;
-#undef NAME
-    X->p.sh_gate = &X->sh_gate;
+    snprintf(n, sizeof n, "blk.%d.ffn_down_shexp.weight", il);
+    if ((rc = model_bind_matrix(m, &X->sh_down, n, f, D, true, e)) < 0)
+        return rc;
+    snprintf(n, sizeof n, "blk.%d.ffn_gate_shexp.weight", il);
+    if (!spec->no_gate && (rc = model_bind_matrix(m, &X->sh_gate, n, D, f, true, e)) < 0)
+        return rc;
     X->p.sh_up = &X->sh_up;
     X->p.sh_down = &X->sh_down;
+    X->p.sh_gate = spec->no_gate ? NULL : &X->sh_gate;
+    // qwen3next, qwen35moe: the shared expert's output scaled by
+    // σ(ffn_gate_inp_shexp · x), one scalar per token.
+    snprintf(n, sizeof n, "blk.%d.ffn_gate_inp_shexp.weight", il);
+    if ((rc = model_bind_vector(m, &X->sh_gate_inp, n, D, spec->shared_gated, e)) < 0)
+        return rc;
     X->p.sh_gate_inp = X->sh_gate_inp;
     return 0;
 }
@@ -96,29 +149,39 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         return err_set(e, ERR_FORMAT, "missing or invalid key expert_used_count");
     if (n_expert > 4096 || n_used > n_expert || n_used > 256)
         return err_set(e, ERR_FORMAT, "invalid expert counts: %u used of %u", n_used, n_expert);
-    // n_ff of one expert: the key, else (Ollama's gpt-oss files) the shape of
-    // ffn_gate_exps / ffn_up_exps, as Ollama's loader recovers it.
-    if (!gguf_get_arch_u32(m->g, "expert_feed_forward_length", &n_ff_exp) || n_ff_exp == 0) {
-        const struct gguf_tensor *gt = gguf_tensor_find(m->g, "blk.0.ffn_up_exps.weight");
-        if (!gt || gt->ne[1] < 1 || gt->ne[1] > (1 << 22))
-            return err_set(e, ERR_FORMAT, "missing key expert_feed_forward_length");
-        n_ff_exp = (uint32_t)gt->ne[1];
-    }
-    if (n_ff_exp > (1u << 22))
+    int rc;
+    if ((rc = expert_width(m, spec, &n_ff_exp, e)) < 0)
+        return rc;
+    if (n_ff_exp == 0 || n_ff_exp > (1u << 22))
         return err_set(e, ERR_FORMAT, "invalid expert_feed_forward_length %u", n_ff_exp);
+    // Routing weights as the file says (nemotron-h, granite): renormalised
+    // or not, and scaled.
+    bool norm_w = spec->norm_w;
+    float w_scale = 0.0f;
+    if (spec->weight_keys) {
+        char key[128];
+        gguf_get_bool(m->g, model_key(m, key, sizeof key, "expert_weights_norm"), &norm_w);
+        gguf_get_arch_f32(m->g, "expert_weights_scale", &w_scale);
+        if (!isfinite(w_scale))
+            return err_set(e, ERR_FORMAT, "invalid expert_weights_scale");
+    }
     const int64_t E = n_expert, F = n_ff_exp, D = hp->n_embd;
     for (int il = 0; il < hp->n_layer; il++) {
+        if (!has_moe(m, spec, il))
+            continue;
         struct model_layer *L = &m->layers[il];
         struct model_moe_layer *X = xcalloc(1, sizeof *X);
         L->ext = X;
         char n[GGUF_MAX_NAME_LEN + 1];
-        int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
         if ((rc = model_bind_matrix(m, &X->gate_inp, NAME("ffn_gate_inp.weight"), D, E, true, e)) <
                 0 ||
             (rc = model_bind_vector(m, &X->gate_inp_b, NAME("ffn_gate_inp.bias"), E, spec->biases,
                                     e)) < 0 ||
-            (rc = bind_experts(m, &X->gate, NAME("ffn_gate_exps.weight"), D, F, E, e)) < 0 ||
+            (rc = model_bind_vector(m, &X->sel_bias, NAME("exp_probs_b.bias"), E, spec->sel_bias,
+                                    e)) < 0 ||
+            (!spec->no_gate &&
+             (rc = bind_experts(m, &X->gate, NAME("ffn_gate_exps.weight"), D, F, E, e)) < 0) ||
             (rc = bind_experts(m, &X->up, NAME("ffn_up_exps.weight"), D, F, E, e)) < 0 ||
             (rc = bind_experts(m, &X->down, NAME("ffn_down_exps.weight"), F, D, E, e)) < 0)
             return rc;
@@ -133,20 +196,22 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .n_expert = (int)E,
             .n_expert_used = (int)n_used,
             .gating = spec->gating,
-            .norm_w = spec->norm_w,
+            .norm_w = norm_w,
+            .w_scale = w_scale,
+            .sel_bias = X->sel_bias,
             .act = spec->act,
             .oai_alpha = 1.702f,  // llama.cpp build_moe_ffn, LLM_FFN_SWIGLU_OAI_MOE
             .oai_limit = 7.0f,
             .gate_inp = &X->gate_inp,
             .gate_inp_b = X->gate_inp_b,
-            .gate = &X->gate,
+            .gate = spec->no_gate ? NULL : &X->gate,
             .up = &X->up,
             .down = &X->down,
             .gate_b = X->gate_b,
             .up_b = X->up_b,
             .down_b = X->down_b,
         };
-        if (spec->shared_gated && (rc = bind_shared_gated(m, X, il, e)) < 0)
+        if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
             return rc;
     }
     return 0;
@@ -160,20 +225,25 @@ void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const flo
 
 int model_prepare_moe(struct model *m, struct err *e)
 {
-    const struct model_moe_layer *X = m->layers[0].ext;
-    return engine_moe_reserve(m->be, m->opts.n_batch, &X->p, e);
+    const struct model_moe_layer *X = first_moe_layer(m);
+    return X ? engine_moe_reserve(m->be, m->opts.n_batch, &X->p, e) : 0;
 }
 
 uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch)
 {
-    if (m->arch->ffn != model_ffn_moe || !m->layers || !m->layers[0].ext)
+    const struct model_moe_layer *X = m->arch->ffn == model_ffn_moe ? first_moe_layer(m) : NULL;
+    if (!X)
         return 0;
-    const struct engine_moe *p = &((const struct model_moe_layer *)m->layers[0].ext)->p;
+    const struct engine_moe *p = &X->p;
     // Per (token, expert) pair: the input row, gate and up rows, the hidden
     // row converted, the down result; per token the router logits. Sized for
     // F32 activations (the widest vec_dot_type) plus alignment.
-    uint64_t pairs = (uint64_t)n_batch * (uint64_t)p->n_expert_used;
+    // A shared expert is one more pair per token, its hidden rows as wide
+    // as the widest of the experts' and its own.
+    uint64_t pairs = (uint64_t)n_batch * (uint64_t)(p->n_expert_used + (p->sh_up ? 1 : 0));
     uint64_t n_embd = (uint64_t)m->hp.n_embd, n_ff = (uint64_t)p->up->rows;
+    if (p->sh_up && (uint64_t)p->sh_up->ne[1] > n_ff)
+        n_ff = (uint64_t)p->sh_up->ne[1];
     return pairs * (n_embd * 8 + n_ff * 12 + 16) + (uint64_t)n_batch * (uint64_t)p->n_expert * 4 +
            (uint64_t)p->n_expert * 40 + 16 * 64;
 }

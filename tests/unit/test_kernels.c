@@ -1059,6 +1059,14 @@ static void test_elementwise(void **state)
             o->axpy_f16(y1, -1.5f, h, n);
             for (int64_t i = 0; i < n; i++)
                 assert_true(fabsf(y0[i] - y1[i]) <= 1e-6f * (fabsf(b[i]) + 2.0f * fabsf(a[i])));
+            // Mamba-2 scan step: state y = y·0.8 + 0.3·a, returns Σ y·b.
+            rnd_floats(y0, n);
+            memcpy(y1, y0, (size_t)n * 4);
+            d0 = ref->ssm_step(y0, a, b, 0.8f, 0.3f, n);
+            d1 = o->ssm_step(y1, a, b, 0.8f, 0.3f, n);
+            for (int64_t i = 0; i < n; i++)
+                assert_true(fabsf(y0[i] - y1[i]) <= 1e-6f * (fabsf(y0[i]) + fabsf(a[i])));
+            assert_true(fabs(d0 - d1) <= 2e-6 * abs_dot(y0, b, n) + 1e-6);
             free(a);
             free(b);
             free(y0);

@@ -691,9 +691,10 @@ static void test_gguf_gen_family_presets(void **state)
     assert_non_null(mkdtemp(tmp));
     char path[1200];
     snprintf(path, sizeof path, "%s/m.gguf", tmp);
-    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"};
-    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3"};
-    for (size_t i = 0; i < 4; i++)
+    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3",
+                          "tiny-nemotron-h"};
+    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3", "nemotron_h"};
+    for (size_t i = 0; i < 5; i++)
         for (int q = 0; q < 2; q++)
             gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
@@ -708,6 +709,10 @@ static void test_gguf_gen_family_presets(void **state)
         {"gemma3-1b", 4ull * 8192 * (256 * 2 * 2) + 22ull * (512 + 512) * (256 * 2 * 2)},
         {"gemma3-12b", 8ull * 8192 * (8 * 256 * 2 * 2) + 40ull * (1024 + 512) * (8 * 256 * 2 * 2)},
         {"phi4-mini", 32ull * 8192 * (8 * 128 * 2 * 2)},
+        // One attention layer; three Mamba-2 layers' state (conv 3 × 12288,
+        // scan 128 heads × 80 × 128) live and in 5 checkpoints.
+        {"nemotron-h",
+         1ull * 8192 * (8 * 128 * 2 * 2) + 3ull * (3 * 12288 + 128 * 80 * 128) * 4 * 6},
     };
     for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
         gen(real[i].preset, "q4_0", true, path);
@@ -1453,6 +1458,101 @@ static void test_recurrent_rollback(void **state)
     model_free(m);
 }
 
+// The Mamba-2 hybrids (llama.cpp v0.5.0 references; nemotron_h_moe's from
+// ec98e2002, a file v0.5.0 refuses for its missing layer_norm_epsilon).
+static void test_tiny_nemotron_h_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-nemotron_h.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_nemotron_h_moe_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-nemotron_h_moe.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_granitehybrid_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-granitehybrid.reference.json", true, 5e-3f);
+}
+
+// A recurrent model's state per slot: tiny-nemotron_h decodes a prompt in
+// chunks (3, 1, then the rest) as in one batch, two slots decoding
+// different prompts in one batch give each its own logits alone, and
+// going back to a shorter prefix of a slot (checkpoint restore and
+// re-evaluation) gives the logits of a fresh run.
+static void test_mamba_rollback(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "tiny-nemotron_h-f32.gguf"))
+        skip();
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    int nv = model_n_vocab(m);
+    decode_seq(m, 0, story, STORY_N, 0, true);
+    float *all = logits_copy(m, 0, STORY_N);
+    int32_t rev[STORY_N];
+    for (int i = 0; i < STORY_N; i++)
+        rev[i] = story[STORY_N - 1 - i];
+    decode_seq(m, 1, rev, STORY_N, 0, true);
+    float *all_rev = logits_copy(m, 0, STORY_N);
+    model_free(m);
+
+    // Chunks of 3, 1 and the rest in slot 1 (slot 0 left empty).
+    m = load(path, o);
+    const int cuts[] = {0, 3, 4, STORY_N};
+    for (int c = 0; c < 3; c++) {
+        decode_seq(m, 1, story + cuts[c], cuts[c + 1] - cuts[c], cuts[c], true);
+        for (int i = cuts[c]; i < cuts[c + 1]; i++)
+            assert_close(model_logits(m, i - cuts[c]), all + (size_t)i * nv, nv, 1e-4f);
+    }
+    model_free(m);
+
+    // Two slots in one batch, interleaved by a small n_batch.
+    o.n_batch = 5;
+    m = load(path, o);
+    int32_t tok[2 * STORY_N], pos[2 * STORY_N], sl[2 * STORY_N];
+    bool lg[2 * STORY_N];
+    for (int i = 0; i < STORY_N; i++) {
+        tok[i] = story[i], pos[i] = i, sl[i] = 0, lg[i] = true;
+        tok[STORY_N + i] = rev[i], pos[STORY_N + i] = i, sl[STORY_N + i] = 1, lg[STORY_N + i] = true;
+    }
+    struct model_batch b = {2 * STORY_N, tok, pos, sl, lg};
+    struct err e = {0};
+    assert_int_equal(model_decode(m, &b, &e), 0);
+    for (int i = 0; i < STORY_N; i++) {
+        assert_close(model_logits(m, i), all + (size_t)i * nv, nv, 1e-4f);
+        assert_close(model_logits(m, STORY_N + i), all_rev + (size_t)i * nv, nv, 1e-4f);
+    }
+    model_free(m);
+
+    // Going back: a checkpoint at 8, then the whole story. Reusing a
+    // prefix of 12 resumes from the checkpoint (8); truncating to 12
+    // restores it and evaluates 8..11 again. Either way the rest decodes
+    // as in one batch.
+    o.n_batch = 0;
+    m = load(path, o);
+    decode_seq(m, 0, story, 8, 0, false);
+    model_slot_checkpoint(m, 0);
+    decode_seq(m, 0, story + 8, STORY_N - 8, 8, false);
+    int kept = model_slot_reuse_prefix(m, 0, story, 12);
+    assert_int_equal(kept, 8);
+    decode_seq(m, 0, story + kept, STORY_N - kept, kept, true);
+    for (int i = kept; i < STORY_N; i++)
+        assert_close(model_logits(m, i - kept), all + (size_t)i * nv, nv, 1e-4f);
+    assert_int_equal(model_slot_truncate(m, 0, 12, &e), 0);
+    assert_int_equal(model_slot_n_past(m, 0), 12);
+    decode_seq(m, 0, story + 12, STORY_N - 12, 12, true);
+    for (int i = 12; i < STORY_N; i++)
+        assert_close(model_logits(m, i - 12), all + (size_t)i * nv, nv, 1e-4f);
+    model_free(m);
+    free(all);
+    free(all_rev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1484,6 +1584,10 @@ int main(void)
         cmocka_unit_test(test_tiny_qwen35_reference),
         cmocka_unit_test(test_tiny_qwen35moe_reference),
         cmocka_unit_test(test_recurrent_rollback),
+        cmocka_unit_test(test_tiny_nemotron_h_reference),
+        cmocka_unit_test(test_tiny_nemotron_h_moe_reference),
+        cmocka_unit_test(test_tiny_granitehybrid_reference),
+        cmocka_unit_test(test_mamba_rollback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

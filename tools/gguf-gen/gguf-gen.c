@@ -90,6 +90,10 @@ static const struct preset presets[] = {
     // Qwen3.5-0.8B's shape, and a tiny one shaped as the shared fixture.
     {"qwen35-0.8b", "qwen35", 1024, 24, 8, 2, 3584, 248320, 262144, 1e7f, 1e-6f, true, 256, 64},
     {"tiny-qwen35", "qwen35", 64, 4, 4, 2, 64, 512, 262144, 1e7f, 1e-6f, true, 16, 8},
+    // Mamba-2 hybrids: Nemotron Nano 2 9B widths with 6 layers (the layer
+    // pattern and Mamba-2 shape: nemotron_h_shapes below), and a tiny one.
+    {"nemotron-h", "nemotron_h", 4480, 6, 40, 8, 15680, 131072, 131072, 1e4f, 1e-5f, false, 128},
+    {"tiny-nemotron-h", "nemotron_h", 64, 5, 4, 2, 128, 512, 131072, 1e4f, 1e-5f, false, 16},
 };
 
 static void usage(FILE *f)
@@ -189,7 +193,7 @@ enum init_kind {
     INIT_BIAS,
     INIT_ROPE_LONG,
     INIT_ROPE_SHORT,
-    INIT_NEG,  // around -1 (delta-net ssm_a = -exp(A_log))
+    INIT_NEG,  // about -1 (delta-net ssm_a = -exp(A_log), Mamba-2's A: decays)
 };
 
 struct gtensor {
@@ -362,6 +366,8 @@ static void gdn_kv(struct gguf_writer *w, const struct opts *o)
 }
 
 // ---------------------------------------------------------------------------
+static bool is_nemotron_h(const char *arch);
+static void build_nemotron_h(const struct opts *o, bool tied, struct model *m);
 
 static void build_layout(const struct opts *o, bool tied, struct model *m)
 {
@@ -371,6 +377,10 @@ static void build_layout(const struct opts *o, bool tied, struct model *m)
     }
     if (is_gdn(o->arch)) {
         build_gdn(o, tied, m);
+        return;
+    }
+    if (is_nemotron_h(o->arch)) {
+        build_nemotron_h(o, tied, m);
         return;
     }
     int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
@@ -750,9 +760,11 @@ static int write_tensor(struct gguf_writer *w, const struct gtensor *t, const st
 // ---------------------------------------------------------------------------
 
 // The type of each tensor in a random-block model (see main).
+static bool nemotron_h_f32(const struct gtensor *t);
+
 static int random_block_tensor_type(uint32_t block_type, const struct gtensor *t)
 {
-    if (t->n_dims < 2 || t->init == INIT_BIAS)
+    if (t->n_dims < 2 || t->init == INIT_BIAS || nemotron_h_f32(t))
         return GGUF_TYPE_F32;
     // gpt-oss as published (ggml-org's MXFP4 file): experts MXFP4, the
     // other matrices Q8_0, the router F32.
@@ -885,6 +897,128 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return 0;
 }
 
+// ---------------------------------------------------------------------------
+// Nemotron-H (Mamba-2 hybrid, spec/architectures.md §12.3, §12.5): one
+// sub-block per layer after attn_norm, chosen by a layer pattern (M: a
+// Mamba-2 mixer, *: attention without RoPE, -: a squared-ReLU MLP), written
+// as the per-layer head_count_kv / feed_forward_length arrays llama.cpp
+// reads. "nemotron-h" takes NVIDIA-Nemotron-Nano-9B-v2's widths (n_embd
+// 4480, 40 heads of 128 with 8 K/V heads, MLP 15680; Mamba-2: 128 heads of
+// 80 = d_inner 10240, 8 groups, state 128, kernel 4) with 6 layers in the
+// model's own mix (its 56 layers are mostly M and -, a few *).
+
+struct nemotron_h_shape {
+    const char *preset;  // NULL: the default for --arch nemotron_h
+    int64_t d_inner, d_state, n_group, n_head, d_conv;
+    const char *pattern;  // per layer, repeated when shorter than n_layer
+};
+
+static const struct nemotron_h_shape nemotron_h_shapes[] = {
+    {"nemotron-h", 10240, 128, 8, 128, 4, "M-M*M-"},
+    {"tiny-nemotron-h", 64, 16, 2, 4, 4, "M-*M-"},
+    {NULL, 0, 128, 8, 0, 4, "M-M*M-"},  // d_inner 2 n_embd, heads of 64
+};
+
+static bool is_nemotron_h(const char *arch)
+{
+    return strcmp(arch, "nemotron_h") == 0;
+}
+
+static struct nemotron_h_shape nemotron_h_shape_of(const struct opts *o)
+{
+    size_t n = sizeof nemotron_h_shapes / sizeof nemotron_h_shapes[0];
+    struct nemotron_h_shape sh = nemotron_h_shapes[n - 1];
+    for (size_t i = 0; i + 1 < n; i++)
+        if (o->preset && !strcmp(o->preset, nemotron_h_shapes[i].preset))
+            sh = nemotron_h_shapes[i];
+    if (!sh.d_inner) {
+        sh.d_inner = 2 * o->n_embd;
+        sh.n_head = sh.d_inner / 64;
+        if (sh.n_head % sh.n_group != 0)
+            sh.n_group = 1;
+    }
+    return sh;
+}
+
+static char nemotron_h_kind(const struct nemotron_h_shape *sh, int64_t il)
+{
+    return sh->pattern[il % (int64_t)strlen(sh->pattern)];
+}
+
+static void build_nemotron_h(const struct opts *o, bool tied, struct model *m)
+{
+    const struct nemotron_h_shape sh = nemotron_h_shape_of(o);
+    const int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
+    const int64_t ch = sh.d_inner + 2 * sh.n_group * sh.d_state;
+    char name[64];
+    add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        add(m, BLK("attn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        switch (nemotron_h_kind(&sh, i)) {
+        case 'M':
+            add(m, BLK("ssm_in.weight"), 2, o->n_embd, sh.d_inner + ch + sh.n_head, INIT_MATRIX);
+            add(m, BLK("ssm_conv1d.weight"), 2, sh.d_conv, ch, INIT_MATRIX);
+            add(m, BLK("ssm_conv1d.bias"), 1, ch, 1, INIT_BIAS);
+            add(m, BLK("ssm_dt.bias"), 1, sh.n_head, 1, INIT_BIAS);
+            add(m, BLK("ssm_a"), 2, 1, sh.n_head, INIT_NEG);
+            add(m, BLK("ssm_d"), 2, 1, sh.n_head, INIT_NORM);
+            add(m, BLK("ssm_norm.weight"), 2, sh.d_inner / sh.n_group, sh.n_group, INIT_NORM);
+            add(m, BLK("ssm_out.weight"), 2, sh.d_inner, o->n_embd, INIT_MATRIX);
+            break;
+        case '*':
+            add(m, BLK("attn_q.weight"), 2, o->n_embd, q_dim, INIT_MATRIX);
+            add(m, BLK("attn_k.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
+            add(m, BLK("attn_v.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
+            add(m, BLK("attn_output.weight"), 2, q_dim, o->n_embd, INIT_MATRIX);
+            break;
+        default:
+            add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+            add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+            break;
+        }
+#undef BLK
+    }
+    add(m, "output_norm.weight", 1, o->n_embd, 1, INIT_NORM);
+    if (!tied)
+        add(m, "output.weight", 2, o->n_embd, o->n_vocab, INIT_MATRIX);
+}
+
+// The Mamba-2 keys and the per-layer arrays (0 where a layer has no
+// attention / no MLP).
+static void nemotron_h_kv(struct gguf_writer *w, const struct opts *o)
+{
+    const struct nemotron_h_shape sh = nemotron_h_shape_of(o);
+    const char *arch = o->arch;
+    uint32_t *ff = xcalloc((size_t)o->n_layer, sizeof(uint32_t));
+    uint32_t *kv = xcalloc((size_t)o->n_layer, sizeof(uint32_t));
+    for (int64_t i = 0; i < o->n_layer; i++) {
+        char k = nemotron_h_kind(&sh, i);
+        ff[i] = k == '-' ? (uint32_t)o->n_ff : 0;
+        kv[i] = k == '*' ? (uint32_t)o->n_head_kv : 0;
+    }
+    char key[128];
+    snprintf(key, sizeof(key), "%s.feed_forward_length", arch);
+    gguf_writer_kv_arr(w, key, GGUF_VAL_UINT32, ff, (uint64_t)o->n_layer);
+    snprintf(key, sizeof(key), "%s.attention.head_count_kv", arch);
+    gguf_writer_kv_arr(w, key, GGUF_VAL_UINT32, kv, (uint64_t)o->n_layer);
+    kv_arch_f32(w, arch, "attention.layer_norm_epsilon", o->eps);
+    kv_arch_u32(w, arch, "ssm.conv_kernel", sh.d_conv);
+    kv_arch_u32(w, arch, "ssm.inner_size", sh.d_inner);
+    kv_arch_u32(w, arch, "ssm.state_size", sh.d_state);
+    kv_arch_u32(w, arch, "ssm.group_count", sh.n_group);
+    kv_arch_u32(w, arch, "ssm.time_step_rank", sh.n_head);
+    free(ff);
+    free(kv);
+}
+
+// Mamba-2's small weights stay F32 with --random-blocks (as llama.cpp's
+// quantizer keeps them).
+static bool nemotron_h_f32(const struct gtensor *t)
+{
+    return strstr(t->name, ".ssm_") && !strstr(t->name, ".ssm_in.") && !strstr(t->name, ".ssm_out.");
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -963,16 +1097,16 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    static const char *const archs[] = {"llama",    "qwen2",   "qwen3", "gemma2",
-                                        "gemma3",   "phi3",    "bert",  "nomic-bert",
-                                        "qwen3moe", "gpt-oss", "qwen35"};
+    static const char *const archs[] = {"llama",      "qwen2",   "qwen3",    "gemma2",
+                                        "gemma3",     "phi3",    "bert",     "nomic-bert",
+                                        "qwen3moe",   "gpt-oss", "qwen35",   "nemotron_h"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;
     if (!known) {
         fprintf(stderr,
                 "gguf-gen: unsupported architecture %s (llama, qwen2, qwen3, gemma2, gemma3, "
-                "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35)\n",
+                "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, nemotron_h)\n",
                 o.arch);
         return 2;
     }
@@ -1091,9 +1225,13 @@ int main(int argc, char **argv)
     kv_arch_u32(w, arch, "context_length", o.n_ctx);
     kv_arch_u32(w, arch, "embedding_length", o.n_embd);
     kv_arch_u32(w, arch, "block_count", o.n_layer);
-    kv_arch_u32(w, arch, "feed_forward_length", o.n_ff);
     kv_arch_u32(w, arch, "attention.head_count", o.n_head);
-    kv_arch_u32(w, arch, "attention.head_count_kv", o.n_head_kv);
+    if (is_nemotron_h(arch)) {
+        nemotron_h_kv(w, &o);  // per-layer feed_forward_length, head_count_kv
+    } else {
+        kv_arch_u32(w, arch, "feed_forward_length", o.n_ff);
+        kv_arch_u32(w, arch, "attention.head_count_kv", o.n_head_kv);
+    }
     if (strcmp(arch, "bert") != 0)
         kv_arch_f32(w, arch, "rope.freq_base", o.rope_base);
     if (is_encoder(arch)) {

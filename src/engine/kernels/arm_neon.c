@@ -241,6 +241,7 @@ const struct kernels_ops kernels_neon_ops = {
     .axpy_f32 = axpy_f32_neon,
     .dot_f16_f32 = dot_f16_f32_neon,
     .axpy_f16 = axpy_f16_neon,
+    .ssm_step = kernels_ssm_step_ref,  // (no NEON version yet)
 };
 
 #endif  // __aarch64__

@@ -90,7 +90,7 @@ static void overlay_ops(struct kernels_ops *dst, const struct kernels_ops *src)
         dst->f = src->f;
     OV(f16_to_f32_row)
     OV(f32_to_f16_row)
-    OV(dot_f32) OV(axpy_f32) OV(dot_f16_f32) OV(axpy_f16) OV(silu_glu) OV(gelu_glu)
+    OV(dot_f32) OV(axpy_f32) OV(dot_f16_f32) OV(axpy_f16) OV(silu_glu) OV(gelu_glu) OV(ssm_step)
 #undef OV
 }
 
@@ -435,6 +435,11 @@ void kernels_silu_glu(float *y, const float *gate, const float *up, int64_t n)
 void kernels_gelu_glu(float *y, const float *gate, const float *up, int64_t n)
 {
     ops()->gelu_glu(y, gate, up, n);
+}
+
+float kernels_ssm_step(float *s, const float *B, const float *C, float dA, float dx, int64_t n)
+{
+    return ops()->ssm_step(s, B, C, dA, dx, n);
 }
 
 size_t kernels_row_size(uint32_t type, int64_t n)

@@ -86,6 +86,8 @@ float kernels_dot_f32(const float *a, const float *b, int64_t n);
 void kernels_axpy_f32(float *y, float a, const float *x, int64_t n);      // y += a*x
 float kernels_dot_f16_f32(const uint16_t *a, const float *b, int64_t n);  // K cache in f16
 void kernels_axpy_f16(float *y, float a, const uint16_t *x, int64_t n);   // V cache in f16
+// One row of a Mamba-2 scan step: s = s·dA + dx·B, returns Σ s·C.
+float kernels_ssm_step(float *s, const float *B, const float *C, float dA, float dx, int64_t n);
 
 // Gated activations of a feed-forward block: y[i] = act(gate[i]) * up[i].
 // SiLU is x / (1 + e^-x) (SIMD variants use a polynomial e^x within 2 ulp,
@@ -103,6 +105,8 @@ float kernels_dot_f32_ref(const float *a, const float *b, int64_t n);
 void kernels_axpy_f32_ref(float *y, float a, const float *x, int64_t n);
 float kernels_dot_f16_f32_ref(const uint16_t *a, const float *b, int64_t n);
 void kernels_axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n);
+float kernels_ssm_step_ref(float *s, const float *B, const float *C, float dA, float dx,
+                           int64_t n);
 void kernels_silu_glu_ref(float *y, const float *gate, const float *up, int64_t n);
 void kernels_gelu_glu_ref(float *y, const float *gate, const float *up, int64_t n);
 
@@ -117,6 +121,7 @@ struct kernels_ops {
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);
     void (*silu_glu)(float *y, const float *gate, const float *up, int64_t n);
     void (*gelu_glu)(float *y, const float *gate, const float *up, int64_t n);
+    float (*ssm_step)(float *s, const float *B, const float *C, float dA, float dx, int64_t n);
 };
 const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa);
 

@@ -497,6 +497,17 @@ void kernels_axpy_f32_ref(float *y, float a, const float *x, int64_t n)
         y[i] += a * x[i];
 }
 
+float kernels_ssm_step_ref(float *s, const float *B, const float *C, float dA, float dx,
+                           int64_t n)
+{
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        s[i] = s[i] * dA + dx * B[i];
+        acc += s[i] * C[i];
+    }
+    return acc;
+}
+
 float kernels_dot_f16_f32_ref(const uint16_t *a, const float *b, int64_t n)
 {
     double sum = 0.0;
@@ -589,4 +600,5 @@ const struct kernels_ops kernels_scalar_ops = {
     .axpy_f16 = kernels_axpy_f16_ref,
     .silu_glu = kernels_silu_glu_ref,
     .gelu_glu = kernels_gelu_glu_ref,
+    .ssm_step = kernels_ssm_step_ref,
 };
