@@ -121,7 +121,8 @@ struct engine_rope {
 
 // KV cache of one layer: K and V rows of kv_dim per cell.
 struct engine_kv_layer {
-    void *k, *v;       // backend buffers, n_cells rows each
+    void *k, *v;       // backend buffers, n_cells rows each; v == k: the V rows are the K
+                       // rows (one buffer: stores and moves touch it once)
     size_t row_bytes;  // bytes per cell row (kv_dim elements of kv_type)
 };
 

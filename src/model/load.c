@@ -150,8 +150,10 @@ static void model_release(struct model *m)
         free(m->weight_copies[i]);
     free(m->weight_copies);
     if (m->layers)
-        for (int il = 0; il < m->hp.n_layer; il++)
+        for (int il = 0; il < m->hp.n_layer; il++) {
             free(m->layers[il].ext);
+            free(m->layers[il].mixer);
+        }
     free(m->layers);
     free(m->logits);
     free(m->embd);

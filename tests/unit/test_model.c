@@ -1341,6 +1341,21 @@ static void test_memory_estimate(void **state)
     assert_true(big.scratch_bytes - small.scratch_bytes >= 480ull * 2 * (64 * 8 + 32 * 12));
 }
 
+// lfm2: gated short convolutions (layers 0, 1, 3) and GQA attention (layer 2).
+static void test_tiny_lfm2_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-lfm2.reference.json", true, 5e-3f);
+}
+
+// deepseek2: multi-head latent attention, a dense layer, then a MoE with a
+// shared expert and sigmoid routing.
+static void test_tiny_deepseek2_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-deepseek2.reference.json", true, 5e-3f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1368,6 +1383,8 @@ int main(void)
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_memory_estimate),
+        cmocka_unit_test(test_tiny_lfm2_reference),
+        cmocka_unit_test(test_tiny_deepseek2_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
