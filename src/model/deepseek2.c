@@ -31,7 +31,13 @@
 // R) and key_length_mla / value_length_mla the per-head ones (llama.cpp's
 // converter). Ollama's glm4moelite files (GLM-4.7-Flash) hold the same
 // tensors with per-head key/value lengths and K/V head counts: read here
-// the way Ollama's compatibility layer renames them for llama.cpp.
+// the way Ollama's compatibility layer renames them for llama.cpp. Ollama's
+// deepseek2 converter (and llama.cpp's before the split) writes one
+// attn_kv_b per layer instead of attn_k_b / attn_v_b, with per-head
+// lengths: llama.cpp runs those as plain multi-head attention (per-head K
+// and V cached); here the value rows are used as W_vb and the key rows,
+// turned around at load (an F32 copy, H × R × dn per layer), as W_kb, so
+// they get the same latent cache.
 //
 // FFN: leading_dense_block_count dense SwiGLU layers, then a MoE (softmax
 // or sigmoid router, exp_probs_b biasing the choice, optional
@@ -39,7 +45,10 @@
 #include "model/internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "engine/quant/quant.h"
 
 // A layer's MLA weights (model_layer.mixer), per-head views at the end.
 struct ds2_mla {
@@ -71,20 +80,27 @@ static bool is_glm4moelite(const struct model *m)
     return str_eq_cstr(gguf_architecture(m->g), "glm4moelite");
 }
 
+// The older layout (Ollama's deepseek2 converter, llama.cpp's before the
+// split): one attn_kv_b {R, H × (dn + dv)} per layer, per-head key/value
+// lengths and K/V head counts. Its K rows are turned around at load.
+static bool is_unsplit(const struct model *m)
+{
+    return !gguf_tensor_find(m->g, "blk.0.attn_k_b.weight") &&
+           gguf_tensor_find(m->g, "blk.0.attn_kv_b.weight");
+}
+
 // Per-head q/k width (dn + dr) and value width (dv).
 static int head_widths(const struct model *m, int *dk, int *dv, struct err *e)
 {
     uint32_t k = 0, v = 0;
-    if (is_glm4moelite(m)) {
-        // Ollama's glm4moelite: key_length / value_length are per head.
+    if (is_glm4moelite(m) || is_unsplit(m)) {
+        // key_length / value_length are per head.
         if (!gguf_get_arch_u32(m->g, "attention.key_length", &k) ||
             !gguf_get_arch_u32(m->g, "attention.value_length", &v))
             return err_set(e, ERR_FORMAT, "missing attention.key_length / value_length");
     } else if (!gguf_get_arch_u32(m->g, "attention.key_length_mla", &k) ||
                !gguf_get_arch_u32(m->g, "attention.value_length_mla", &v)) {
-        return err_set(e, ERR_UNSUPPORTED,
-                       "deepseek2 files without attention.key_length_mla (attn_kv_b, not split "
-                       "into attn_k_b / attn_v_b) are not supported");
+        return err_set(e, ERR_FORMAT, "missing attention.key_length_mla / value_length_mla");
     }
     if (k < 1 || v < 1 || k > 4096 || v > 4096)
         return err_set(e, ERR_FORMAT, "invalid MLA head widths %u / %u", k, v);
@@ -205,14 +221,58 @@ static int bind_heads(struct model *m, struct engine_tensor *out, const char *na
     return 0;
 }
 
+// The unsplit attn_kv_b {R, H × (dn + dv)}: head h's rows are dn key rows
+// then dv value rows, each over the latent. The value rows are W_vb,h as
+// they are; the key rows turned around (F32, in kt: H × R × dn) are W_kb,h.
+static int bind_unsplit(struct model *m, struct engine_tensor *heads, float *kt, const char *name,
+                        int dn, int dv, int R, int H, struct err *e)
+{
+    const struct gguf_tensor *gt = gguf_tensor_find(m->g, name);
+    if (!gt)
+        return err_set(e, ERR_FORMAT, "missing tensor %s", name);
+    const struct quant_traits *qt = quant_traits_get(gt->type);
+    if (gt->ne[0] != R || gt->ne[1] != (int64_t)H * (dn + dv) || gt->ne[2] != 1 || !qt ||
+        !qt->to_float || !gt->data)
+        return err_set(e, ERR_FORMAT, "tensor %s: expected [%d, %lld] of a known type", name, R,
+                       (long long)H * (dn + dv));
+    struct engine_tensor all;
+    int rc = engine_tensor_from_gguf(&all, gt, e);
+    if (rc < 0)
+        return rc;
+    float *row = xmalloc((size_t)R * sizeof(float));
+    for (int h = 0; h < H; h++) {
+        float *k = kt + (size_t)h * R * dn;
+        for (int i = 0; i < dn; i++) {
+            int64_t r = (int64_t)h * (dn + dv) + i;
+            qt->to_float((const uint8_t *)gt->data + (size_t)r * all.row_bytes, row, R);
+            for (int j = 0; j < R; j++)
+                k[(size_t)j * dn + i] = row[j];
+        }
+        heads[h] = (struct engine_tensor){
+            .type = GGUF_TYPE_F32,
+            .ne = {dn, R},
+            .row_bytes = (size_t)dn * sizeof(float),
+            .data = k,
+        };
+        model_row_view(&heads[H + h], &all, (int64_t)h * (dn + dv) + dn, dv);
+    }
+    free(row);
+    return 0;
+}
+
 static int bind_mla(struct model *m, int il, int dk, int dv, int ql, struct err *e)
 {
     const struct model_hparams *hp = &m->hp;
     struct model_layer *L = &m->layers[il];
     const int H = hp->n_head, dr = hp->rope.n_rot, R = hp->head_dim - dr, dn = dk - dr;
     const int64_t D = hp->n_embd;
-    struct ds2_mla *a = xcalloc(1, sizeof *a + 2 * (size_t)H * sizeof(struct engine_tensor));
+    // With the unsplit attn_kv_b, the turned-around key rows follow.
+    const bool unsplit = is_unsplit(m);
+    size_t kt_floats = unsplit ? (size_t)H * R * dn : 0;
+    struct ds2_mla *a = xcalloc(1, sizeof *a + 2 * (size_t)H * sizeof(struct engine_tensor) +
+                                       kt_floats * sizeof(float));
     L->mixer = a;
+    float *kt = (float *)(a->heads + 2 * H);
     char n[GGUF_MAX_NAME_LEN + 1];
     struct engine_tensor kv_a;
     int rc;
@@ -220,8 +280,11 @@ static int bind_mla(struct model *m, int il, int dk, int dv, int ql, struct err 
     if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), D, true, e)) < 0 ||
         (rc = model_bind_vector(m, &a->kv_a_norm, NAME("attn_kv_a_norm.weight"), R, true, e)) < 0 ||
         (rc = model_bind_matrix(m, &kv_a, NAME("attn_kv_a_mqa.weight"), D, R + dr, true, e)) < 0 ||
-        (rc = bind_heads(m, a->heads, NAME("attn_k_b.weight"), dn, R, H, e)) < 0 ||
-        (rc = bind_heads(m, a->heads + H, NAME("attn_v_b.weight"), R, dv, H, e)) < 0 ||
+        (unsplit &&
+         (rc = bind_unsplit(m, a->heads, kt, NAME("attn_kv_b.weight"), dn, dv, R, H, e)) < 0) ||
+        (!unsplit && (rc = bind_heads(m, a->heads, NAME("attn_k_b.weight"), dn, R, H, e)) < 0) ||
+        (!unsplit &&
+         (rc = bind_heads(m, a->heads + H, NAME("attn_v_b.weight"), R, dv, H, e)) < 0) ||
         (rc = model_bind_matrix(m, &L->wo, NAME("attn_output.weight"), (int64_t)H * dv, D, true,
                                 e)) < 0)
         return rc;

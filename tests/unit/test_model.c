@@ -1341,19 +1341,184 @@ static void test_memory_estimate(void **state)
     assert_true(big.scratch_bytes - small.scratch_bytes >= 480ull * 2 * (64 * 8 + 32 * 12));
 }
 
-// lfm2: gated short convolutions (layers 0, 1, 3) and GQA attention (layer 2).
+// The logit cases of a reference file run on another file (a layout
+// variant of the one the cases name, with the same weights).
+static void run_reference_on(const char *ref_name, const char *path, float tol)
+{
+    char ref[1024];
+    assert_non_null(test_shared_fixture(ref, sizeof ref, ref_name));
+    struct jv root;
+    assert_true(jload(&root, ref));
+    const struct jv *cases = jget(&root, "logit_cases");
+    assert_non_null(cases);
+    struct model *m = NULL;
+    char loaded_kv[16] = "";
+    for (size_t i = 0; i < cases->n; i++) {
+        const struct jv *c = &cases->items[i];
+        const char *kv = jget(c, "kv_cache_type")->str;
+        if (strcmp(loaded_kv, kv)) {
+            model_free(m);
+            struct model_options o = {.n_ctx = 512, .n_threads = 2};
+            o.kv_type = !strcmp(kv, "f32") ? MODEL_KV_F32 : MODEL_KV_F16;
+            m = load(path, o);
+            snprintf(loaded_kv, sizeof loaded_kv, "%s", kv);
+        }
+        check_case(m, c, tol, true, 16);
+    }
+    model_free(m);
+    jfree(&root);
+}
+
+// Layouts of the same weights that Ollama's files use.
+enum layout {
+    LFM2_OLLAMA,   // final norm output_norm, a feed_forward_length the tensors contradict
+    DS2_UNSPLIT,   // deepseek2 with attn_kv_b and per-head key/value lengths and K/V heads
+    DS2_GLM4LITE,  // the same as Ollama's glm4moelite (GLM-4.7-Flash) files: glm4moelite.* keys
+};
+
+static void put_u32(struct gguf_writer *w, const char *arch, const char *suffix, uint32_t v)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    gguf_writer_kv_u32(w, key, v);
+}
+
+static void write_layout(const char *src, const char *out, enum layout lay)
+{
+    struct gguf *g;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    uint32_t n_head = 0, dk = 0, dv = 0;
+    gguf_get_arch_u32(g, "attention.head_count", &n_head);
+    gguf_get_arch_u32(g, "attention.key_length_mla", &dk);
+    gguf_get_arch_u32(g, "attention.value_length_mla", &dv);
+    const char *arch = lay == DS2_GLM4LITE  ? "glm4moelite"
+                       : lay == DS2_UNSPLIT ? "deepseek2"
+                                            : "lfm2";
+    struct gguf_writer *w;
+    assert_int_equal(gguf_writer_open(&w, out, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        char key[160];
+        snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
+        const char *dot = strchr(key, '.');
+        const char *suffix = dot && !strncmp(key, "general.", 8) ? NULL : dot ? dot + 1 : NULL;
+        if (!strcmp(key, "general.architecture")) {
+            gguf_writer_kv_str(w, key, arch);
+        } else if (lay == LFM2_OLLAMA && suffix && !strcmp(suffix, "feed_forward_length")) {
+            put_u32(w, arch, suffix, 999);
+        } else if (lay != LFM2_OLLAMA && suffix &&
+                   (!strcmp(suffix, "attention.key_length_mla") ||
+                    !strcmp(suffix, "attention.value_length_mla"))) {
+            continue;
+        } else if (lay != LFM2_OLLAMA && suffix && !strcmp(suffix, "attention.key_length")) {
+            put_u32(w, arch, suffix, dk);
+        } else if (lay != LFM2_OLLAMA && suffix && !strcmp(suffix, "attention.value_length")) {
+            put_u32(w, arch, suffix, dv);
+        } else if (lay != LFM2_OLLAMA && suffix && !strcmp(suffix, "attention.head_count_kv")) {
+            put_u32(w, arch, suffix, n_head);
+        } else if (lay == DS2_GLM4LITE && !strncmp(key, "deepseek2.", 10)) {
+            struct gguf_kv renamed = *kv;
+            char nk[160];
+            snprintf(nk, sizeof nk, "glm4moelite.%s", key + 10);
+            renamed.key = (struct str){nk, strlen(nk)};
+            gguf_writer_kv_copy(w, &renamed);
+        } else {
+            gguf_writer_kv_copy(w, kv);
+        }
+    }
+    // Tensors: renamed, or attn_k_b + attn_v_b → one attn_kv_b per layer
+    // (written where attn_k_b was; attn_v_b dropped).
+    const size_t n_t = gguf_tensor_count(g);
+    float **kvb = xcalloc(n_t, sizeof *kvb);
+    size_t *kvb_bytes = xcalloc(n_t, sizeof *kvb_bytes);
+    bool *drop = xcalloc(n_t, sizeof *drop);
+    for (size_t i = 0; i < n_t; i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        char *kb = strstr(name, "attn_k_b");
+        if (lay == LFM2_OLLAMA && !strcmp(name, "token_embd_norm.weight")) {
+            gguf_writer_add_tensor(w, "output_norm.weight", t->type, t->n_dims, t->ne);
+        } else if (lay != LFM2_OLLAMA && kb) {
+            // {dn, R, H} and {R, dv, H} → {R, H × (dn + dv)}: per head the
+            // key rows (turned around) then the value rows.
+            const int64_t dn = t->ne[0], R = t->ne[1], H = t->ne[2];
+            char vn[128];
+            snprintf(vn, sizeof vn, "%.*sattn_v_b.weight", (int)(kb - name), name);
+            const struct gguf_tensor *vt = gguf_tensor_find(g, vn);
+            assert_non_null(vt);
+            assert_true(t->type == GGUF_TYPE_F32 && vt->type == GGUF_TYPE_F32);
+            const int64_t dvv = vt->ne[1];
+            kvb_bytes[i] = (size_t)(H * (dn + dvv) * R) * sizeof(float);
+            float *o = kvb[i] = xcalloc(1, kvb_bytes[i]);
+            const float *k = t->data, *v = vt->data;
+            for (int64_t h = 0; h < H; h++) {
+                for (int64_t c = 0; c < dn; c++)
+                    for (int64_t j = 0; j < R; j++)
+                        o[(h * (dn + dvv) + c) * R + j] = k[(h * R + j) * dn + c];
+                for (int64_t c = 0; c < dvv; c++)
+                    for (int64_t j = 0; j < R; j++)
+                        o[(h * (dn + dvv) + dn + c) * R + j] = v[(h * dvv + c) * R + j];
+            }
+            snprintf(kb, sizeof name - (size_t)(kb - name), "attn_kv_b.weight");
+            const int64_t ne[2] = {R, H * (dn + dvv)};
+            gguf_writer_add_tensor(w, name, GGUF_TYPE_F32, 2, ne);
+        } else if (lay != LFM2_OLLAMA && strstr(name, "attn_v_b")) {
+            drop[i] = true;
+        } else {
+            gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+        }
+    }
+    if (gguf_writer_write_header(w, &e) < 0)
+        fail_msg("write header: %s", e.msg);
+    for (size_t i = 0; i < n_t; i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (kvb[i])
+            assert_int_equal(gguf_writer_write_data(w, kvb[i], kvb_bytes[i], &e), 0);
+        else if (!drop[i])
+            assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        free(kvb[i]);
+    }
+    free(kvb_bytes);
+    free(drop);
+    free(kvb);
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// Runs the references of a fixture on its variant in layout lay.
+static void run_layout(const char *fixture, const char *ref_name, enum layout lay)
+{
+    char src[1024], dir[] = "/tmp/test_model_XXXXXX", out[1200];
+    if (!test_shared_fixture(src, sizeof src, fixture))
+        skip();
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/variant.gguf", dir);
+    write_layout(src, out, lay);
+    run_reference_on(ref_name, out, 5e-3f);
+    unlink(out);
+    rmdir(dir);
+}
+
+// lfm2: gated short convolutions (layers 0, 1, 3) and GQA attention (layer
+// 2); also in the layout of Ollama's files.
 static void test_tiny_lfm2_reference(void **state)
 {
     (void)state;
     run_fixture_reference_tol("tiny-lfm2.reference.json", true, 5e-3f);
+    run_layout("tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", LFM2_OLLAMA);
 }
 
 // deepseek2: multi-head latent attention, a dense layer, then a MoE with a
-// shared expert and sigmoid routing.
+// shared expert and sigmoid routing; also with the unsplit attn_kv_b of
+// Ollama's deepseek2 files and as Ollama's glm4moelite files name things.
 static void test_tiny_deepseek2_reference(void **state)
 {
     (void)state;
     run_fixture_reference_tol("tiny-deepseek2.reference.json", true, 5e-3f);
+    run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_UNSPLIT);
+    run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_GLM4LITE);
 }
 
 int main(void)
