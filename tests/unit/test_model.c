@@ -894,6 +894,12 @@ static void test_prefix_reuse(void **state)
     // Slot holds prompt A; B shares its first 12 tokens.
     model_slot_clear(m, 0);
     decode_seq(m, 0, story, STORY_N, 0, false);
+    // Slot 0 again holds the story, with a checkpoint at 12 (recurrent
+    // layers go back to it).
+    model_slot_clear(m, 0);
+    decode_seq(m, 0, story, 12, 0, false);
+    model_slot_checkpoint(m, 0);
+    decode_seq(m, 0, story + 12, STORY_N - 12, 12, false);
     int kept = model_slot_reuse_prefix(m, 0, b_prompt, STORY_N);
     assert_int_equal(kept, 12);
     decode_seq(m, 0, b_prompt + kept, STORY_N - kept, kept, false);
@@ -1501,6 +1507,113 @@ static void run_layout(const char *fixture, const char *ref_name, enum layout la
     rmdir(dir);
 }
 
+// Slots on a custom-layer model: the whole prompt at once equals one token
+// at a time in another slot, two slots interleaved in small batches equal
+// it too, and a prompt sharing a prefix with the slot's (prefix reuse;
+// recurrent layers rewind to a checkpoint and evaluate again) equals a
+// fresh evaluation. F32 cache; tol 2e-3: the F16 output matrix rounds its
+// input to F16, and a last-bit difference of the batched and one-row float
+// paths moves some logits by an F16 step (up to 4e-4 measured).
+static void check_slots(const char *path)
+{
+    const float tol = 2e-3f;
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    int nv = model_n_vocab(m);
+    decode_seq(m, 0, story, STORY_N, 0, true);
+    float *all = logits_copy(m, 0, STORY_N);
+    for (int i = 0; i < STORY_N; i++) {
+        decode_seq(m, 1, &story[i], 1, i, false);
+        assert_close(model_logits(m, 0), all + (size_t)i * nv, nv, tol);
+    }
+    model_free(m);
+
+    o.n_batch = 5;
+    m = load(path, o);
+    int32_t tok[2 * STORY_N], pos[2 * STORY_N], sl[2 * STORY_N];
+    bool lg[2 * STORY_N];
+    // (A recurrent model takes each slot's entries together.)
+    for (int i = 0; i < STORY_N; i++) {
+        tok[i] = story[i], pos[i] = i, sl[i] = 0, lg[i] = true;
+        tok[STORY_N + i] = story[STORY_N - 1 - i], pos[STORY_N + i] = i, sl[STORY_N + i] = 1,
+                      lg[STORY_N + i] = false;
+    }
+    struct model_batch b = {2 * STORY_N, tok, pos, sl, lg};
+    struct err e = {0};
+    assert_int_equal(model_decode(m, &b, &e), 0);
+    for (int i = 0; i < STORY_N; i++)
+        assert_close(model_logits(m, i), all + (size_t)i * nv, nv, tol);
+
+    int32_t b_prompt[STORY_N];
+    story_variant(b_prompt, 12, STORY_N, 300);
+    model_slot_clear(m, 1);
+    decode_seq(m, 1, b_prompt, STORY_N, 0, false);
+    float *want = logits_copy(m, STORY_N - 1, 1);
+    // Slot 0 again holds the story, with a checkpoint at 12 (recurrent
+    // layers go back to it).
+    model_slot_clear(m, 0);
+    decode_seq(m, 0, story, 12, 0, false);
+    model_slot_checkpoint(m, 0);
+    decode_seq(m, 0, story + 12, STORY_N - 12, 12, false);
+    int kept = model_slot_reuse_prefix(m, 0, b_prompt, STORY_N);
+    assert_int_equal(kept, 12);
+    decode_seq(m, 0, b_prompt + kept, STORY_N - kept, kept, false);
+    assert_close(model_logits(m, STORY_N - kept - 1), want, nv, tol);
+    free(want);
+    free(all);
+    model_free(m);
+}
+
+static void test_custom_layer_slots(void **state)
+{
+    (void)state;
+    char path[1024];
+    const char *files[] = {"tiny-lfm2-f32.gguf", "tiny-deepseek2-f32.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (test_shared_fixture(path, sizeof path, files[i])) {
+            printf("slots: %s\n", files[i]);
+            check_slots(path);
+        }
+}
+
+// deepseek2 caches one [k_pe | latent] row per token and layer (V reads the
+// K rows): the estimate counts one row, and a context shift re-rotates k_pe
+// so the shifted rows equal a fresh evaluation of the kept tokens.
+static void test_deepseek2_latent_cache(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "tiny-deepseek2-f32.gguf"))
+        skip();
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .kv_type = MODEL_KV_F16, .n_slots = 2};
+    struct model_memory mem;
+    struct err e = {0};
+    assert_int_equal(model_estimate(path, &o, &mem, &e), 0);
+    assert_int_equal(mem.kv_bytes, 2ull /* layers */ * 64 /* cells */ * (8 + 16) * 2);
+
+    o.kv_type = MODEL_KV_F32;
+    struct model *m = load(path, o);
+    assert_int_equal(m->hp.n_head_kv * m->hp.head_dim, 8 + 16);
+    assert_ptr_equal(m->layers[0].kv.k, m->layers[0].kv.v);
+    decode_seq(m, 0, story, STORY_N, 0, false);
+    int discarded = model_context_shift(m, 0, 4, &e);
+    assert_true(discarded > 0);
+    int n_past = model_slot_n_past(m, 0);
+    int32_t kept[STORY_N];
+    memcpy(kept, model_slot_tokens(m, 0), (size_t)n_past * sizeof(int32_t));
+    decode_seq(m, 1, kept, n_past, 0, false);
+    float k0[24], v0[24], k1[24], v1[24];
+    for (int p = 0; p < n_past; p++) {
+        model_debug_kv_row(m, 0, p, k0, v0);
+        model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+        assert_close(k0, k1, 24, 1e-4f);
+        assert_close(v0, k0, 24, 0.0f);
+    }
+    decode_seq(m, 0, &story[0], 1, n_past, false);
+    assert_non_null(model_logits(m, 0));
+    model_free(m);
+}
+
 // lfm2: gated short convolutions (layers 0, 1, 3) and GQA attention (layer
 // 2); also in the layout of Ollama's files.
 static void test_tiny_lfm2_reference(void **state)
@@ -1550,6 +1663,8 @@ int main(void)
         cmocka_unit_test(test_memory_estimate),
         cmocka_unit_test(test_tiny_lfm2_reference),
         cmocka_unit_test(test_tiny_deepseek2_reference),
+        cmocka_unit_test(test_custom_layer_slots),
+        cmocka_unit_test(test_deepseek2_latent_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
