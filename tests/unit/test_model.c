@@ -714,9 +714,9 @@ static void test_gguf_gen_moe_presets(void **state)
     assert_non_null(mkdtemp(tmp));
     char path[1200];
     snprintf(path, sizeof path, "%s/m.gguf", tmp);
-    const char *tiny[] = {"tiny-qwen3moe", "tiny-gpt-oss"};
-    const char *arch[] = {"qwen3moe", "gpt-oss"};
-    for (size_t i = 0; i < 2; i++)
+    const char *tiny[] = {"tiny-qwen3moe", "tiny-gpt-oss", "tiny-deepseek2"};
+    const char *arch[] = {"qwen3moe", "gpt-oss", "deepseek2"};
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
         for (int q = 0; q < 2; q++)
             gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Q4_0 rows: 18 bytes per 32 values. qwen3-30b-a3b: 48 layers of 128
@@ -731,6 +731,11 @@ static void test_gguf_gen_moe_presets(void **state)
          48ull * 8192 * (4 * 128 * 2 * 2)},
         {"gpt-oss-20b", 24ull * 32 * 3 * 2880 * (2880 / 32 * 18),
          12ull * 8192 * (8 * 64 * 2 * 2) + 12ull * (128 + 512) * (8 * 64 * 2 * 2)},
+        // deepseek2-lite: 3 MoE layers (after 1 dense) of 64 experts (gate,
+        // up 1408 x 2048; down 2048 x 1408); the latent cache holds one F16
+        // row of 64 + 512 per token and layer (V reads the K row).
+        {"deepseek2-lite", 3ull * 64 * (2 * 1408 * (2048 / 32 * 18) + 2048 * (1408 / 32 * 18)),
+         4ull * 8192 * (576 * 2)},
     };
     for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
         gen(real[i].preset, "q4_0", true, path);
