@@ -166,9 +166,6 @@ static int ds2_load(struct model *m, struct err *e)
         m->layers[il].n_head_kv = 1;
     hp->kv_v_is_k = true;
     read_scale(m, dk);
-    uint32_t groups = 0;
-    if (gguf_get_arch_u32(m->g, "expert_group_count", &groups) && groups > 1)
-        return err_set(e, ERR_UNSUPPORTED, "group-limited expert routing (%u groups)", groups);
     float temp;
     if (gguf_get_arch_f32(m->g, "attention.temperature_scale", &temp) && temp != 0.0f)
         return err_set(e, ERR_UNSUPPORTED, "attention temperature scaling");
@@ -359,6 +356,11 @@ static int ds2_bind(struct model *m, struct err *e)
     if (kv && kv->val.type == GGUF_VAL_BOOL)
         norm_w = kv->val.v.b;
     gguf_get_arch_f32(m->g, "expert_weights_scale", &w_scale);
+    // Group-limited routing (DeepSeek-V3: 8 groups, 4 used).
+    uint32_t groups = 0, groups_used = 0;
+    if (gguf_get_arch_u32(m->g, "expert_group_count", &groups) && groups > 1 &&
+        (!gguf_get_arch_u32(m->g, "expert_group_used_count", &groups_used) || groups > 256))
+        return err_set(e, ERR_FORMAT, "expert_group_count %u without a valid used count", groups);
     if (w_scale == 1.0f)
         w_scale = 0;
     const struct model_moe_spec spec = {
@@ -369,6 +371,8 @@ static int ds2_bind(struct model *m, struct err *e)
         .shared = true,
         .probs_bias = true,
         .w_scale = w_scale,
+        .n_group = (int)groups,
+        .n_group_used = (int)groups_used,
     };
     if (lead < (uint32_t)hp->n_layer && (rc = model_bind_moe(m, &spec, e)) < 0)
         return rc;

@@ -298,6 +298,7 @@ struct model_moe_spec {
     bool shared;      // a shared expert: ffn_{gate,up,down}_shexp
     bool probs_bias;  // the optional exp_probs_b.bias biases the choice
     float w_scale;    // != 0: the chosen weights are multiplied by it
+    int n_group, n_group_used;  // group-limited choice (struct engine_moe)
 };
 // Reads expert_count / expert_used_count / expert_feed_forward_length and
 // binds each layer's router and 3-D experts (layer.ext, freed with the model).

@@ -90,6 +90,12 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         return err_set(e, ERR_FORMAT, "missing or invalid key expert_used_count");
     if (n_expert > 4096 || n_used > n_expert || n_used > 256)
         return err_set(e, ERR_FORMAT, "invalid expert counts: %u used of %u", n_used, n_expert);
+    if (spec->n_group > 1 &&
+        (spec->n_group > 256 || n_expert % (uint32_t)spec->n_group != 0 ||
+         n_expert / (uint32_t)spec->n_group < 2 || spec->n_group_used < 1 ||
+         (uint64_t)spec->n_group_used * (n_expert / (uint32_t)spec->n_group) < n_used))
+        return err_set(e, ERR_FORMAT, "invalid expert groups: %d (%d used) of %u experts",
+                       spec->n_group, spec->n_group_used, n_expert);
     // n_ff of one expert: the key, else (Ollama's gpt-oss files) the shape of
     // ffn_gate_exps / ffn_up_exps, as Ollama's loader recovers it.
     if (!gguf_get_arch_u32(m->g, "expert_feed_forward_length", &n_ff_exp) || n_ff_exp == 0) {
@@ -146,6 +152,8 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .down_b = X->down_b,
             .sel_bias = X->probs_b,
             .w_scale = spec->w_scale,
+            .n_group = spec->n_group,
+            .n_group_used = spec->n_group_used,
             .sh_gate = spec->shared ? &X->sh_gate : NULL,
             .sh_up = spec->shared ? &X->sh_up : NULL,
             .sh_down = spec->shared ? &X->sh_down : NULL,
