@@ -17,7 +17,8 @@
 // as its recurrent state. Ollama's published files name the final norm
 // output_norm (llama.cpp's converter: token_embd_norm) and some carry a
 // feed_forward_length that disagrees with the FFN tensors (the tensors'
-// shape wins, as Ollama's loader fixes it).
+// shape wins, as Ollama's loader fixes it). A file with
+// attention.sliding_window windows every attention layer.
 #include "model/internal.h"
 
 #include <string.h>
@@ -53,6 +54,14 @@ static int lfm2_load(struct model *m, struct err *e)
         hp->n_ff = L->n_ff > hp->n_ff ? L->n_ff : hp->n_ff;
         if (L->n_head_kv == 0)
             L->rs.conv_floats = (int64_t)(k - 1) * hp->n_embd;
+    }
+    // A sliding window, when the file has one, applies to every attention
+    // layer (llama.cpp: LLAMA_SWA_TYPE_STANDARD on the non-recurrent layers).
+    uint32_t w;
+    if (gguf_get_arch_u32(m->g, "attention.sliding_window", &w) && w > 0 && w <= INT32_MAX) {
+        hp->n_swa = (int)w;
+        for (int il = 0; il < hp->n_layer; il++)
+            m->layers[il].swa = m->layers[il].n_head_kv > 0;
     }
     hp->mix_floats = (int64_t)LFM2_MIX_BUFS * hp->n_embd;
     return 0;

@@ -23,6 +23,7 @@
 #include "gguf/gguf.h"
 #include "model/internal.h"
 #include "model/model.h"
+#include "testgguf.h"
 #include "testutil.h"
 
 // ---------------------------------------------------------------------------
@@ -1626,6 +1627,31 @@ static void test_tiny_lfm2_reference(void **state)
     (void)state;
     run_fixture_reference_tol("tiny-lfm2.reference.json", true, 5e-3f);
     run_layout("tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", LFM2_OLLAMA);
+
+    // With attention.sliding_window the attention layer is windowed: a
+    // ring of n_swa + n_batch cells computes what the full-length cache
+    // does (the same window either way).
+    char src[1024], dir[] = "/tmp/test_model_XXXXXX", out[1200];
+    assert_non_null(test_shared_fixture(src, sizeof src, "tiny-lfm2-f32.gguf"));
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/swa.gguf", dir);
+    assert_int_equal(test_gguf_copy(src, out, NULL, "attention.sliding_window", 4), 0);
+    struct model_options o = {.n_ctx = 64, .n_batch = 8, .n_threads = 2, .kv_type = MODEL_KV_F32};
+    struct model *ring = load(out, o);
+    o.kv_full_length = true;
+    struct model *lin = load(out, o);
+    assert_true(ring->kv_ring > 0 && lin->kv_ring == 0 && ring->layers[2].swa &&
+                !ring->layers[0].swa);
+    int nv = model_n_vocab(ring);
+    for (int i = 0; i < STORY_N; i++) {
+        decode_seq(ring, 0, &story[i], 1, i, false);
+        decode_seq(lin, 0, &story[i], 1, i, false);
+        assert_close(model_logits(ring, 0), model_logits(lin, 0), nv, 1e-4f);
+    }
+    model_free(ring);
+    model_free(lin);
+    unlink(out);
+    rmdir(dir);
 }
 
 // deepseek2: multi-head latent attention, a dense layer, then a MoE with a
