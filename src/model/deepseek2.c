@@ -36,7 +36,8 @@
 // attn_kv_b per layer instead of attn_k_b / attn_v_b, with per-head
 // lengths: llama.cpp runs those as plain multi-head attention (per-head K
 // and V cached); here the value rows are used as W_vb and the key rows,
-// turned around at load (an F32 copy, H × R × dn per layer), as W_kb, so
+// turned around at load (a copy, H × R × dn per layer, F16 unless the file
+// is F32; not in the estimate), as W_kb, so
 // they get the same latent cache.
 //
 // FFN: leading_dense_block_count dense SwiGLU layers, then a MoE (softmax
@@ -220,8 +221,9 @@ static int bind_heads(struct model *m, struct engine_tensor *out, const char *na
 
 // The unsplit attn_kv_b {R, H × (dn + dv)}: head h's rows are dn key rows
 // then dv value rows, each over the latent. The value rows are W_vb,h as
-// they are; the key rows turned around (F32, in kt: H × R × dn) are W_kb,h.
-static int bind_unsplit(struct model *m, struct engine_tensor *heads, float *kt, const char *name,
+// they are; the key rows turned around (in kt: H × R × dn, F32 when the file
+// is F32, else F16) are W_kb,h.
+static int bind_unsplit(struct model *m, struct engine_tensor *heads, void *kt, const char *name,
                         int dn, int dv, int R, int H, struct err *e)
 {
     const struct gguf_tensor *gt = gguf_tensor_find(m->g, name);
@@ -236,19 +238,26 @@ static int bind_unsplit(struct model *m, struct engine_tensor *heads, float *kt,
     int rc = engine_tensor_from_gguf(&all, gt, e);
     if (rc < 0)
         return rc;
+    const bool f32 = gt->type == GGUF_TYPE_F32;
+    const size_t es = f32 ? sizeof(float) : sizeof(uint16_t);
     float *row = xmalloc((size_t)R * sizeof(float));
     for (int h = 0; h < H; h++) {
-        float *k = kt + (size_t)h * R * dn;
+        uint8_t *k = (uint8_t *)kt + (size_t)h * R * dn * es;
         for (int i = 0; i < dn; i++) {
             int64_t r = (int64_t)h * (dn + dv) + i;
             qt->to_float((const uint8_t *)gt->data + (size_t)r * all.row_bytes, row, R);
-            for (int j = 0; j < R; j++)
-                k[(size_t)j * dn + i] = row[j];
+            for (int j = 0; j < R; j++) {
+                size_t at = (size_t)j * dn + i;
+                if (f32)
+                    ((float *)k)[at] = row[j];
+                else
+                    ((uint16_t *)k)[at] = quant_f32_to_f16(row[j]);
+            }
         }
         heads[h] = (struct engine_tensor){
-            .type = GGUF_TYPE_F32,
+            .type = f32 ? GGUF_TYPE_F32 : GGUF_TYPE_F16,
             .ne = {dn, R},
-            .row_bytes = (size_t)dn * sizeof(float),
+            .row_bytes = (size_t)dn * es,
             .data = k,
         };
         model_row_view(&heads[H + h], &all, (int64_t)h * (dn + dv) + dn, dv);
@@ -265,12 +274,14 @@ static int bind_mla(struct model *m, int il, int dk, int dv, int ql, struct err 
     const int64_t D = hp->n_embd;
     // With the unsplit attn_kv_b, the turned-around key rows follow.
     const bool unsplit = is_unsplit(m);
-    size_t kt_floats = unsplit ? (size_t)H * R * dn : 0;
-    struct ds2_mla *a = xcalloc(1, sizeof *a + 2 * (size_t)H * sizeof(struct engine_tensor) +
-                                       kt_floats * sizeof(float));
-    L->mixer = a;
-    float *kt = (float *)(a->heads + 2 * H);
     char n[GGUF_MAX_NAME_LEN + 1];
+    snprintf(n, sizeof n, "blk.%d.attn_kv_b.weight", il);
+    const struct gguf_tensor *kvb = unsplit ? gguf_tensor_find(m->g, n) : NULL;
+    size_t kt_bytes = kvb ? (size_t)H * R * dn * (kvb->type == GGUF_TYPE_F32 ? 4 : 2) : 0;
+    struct ds2_mla *a =
+        xcalloc(1, sizeof *a + 2 * (size_t)H * sizeof(struct engine_tensor) + kt_bytes);
+    L->mixer = a;
+    void *kt = a->heads + 2 * H;
     struct engine_tensor kv_a;
     int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)

@@ -1383,9 +1383,10 @@ static void run_reference_on(const char *ref_name, const char *path, float tol)
 
 // Layouts of the same weights that Ollama's files use.
 enum layout {
-    LFM2_OLLAMA,   // final norm output_norm, a feed_forward_length the tensors contradict
-    DS2_UNSPLIT,   // deepseek2 with attn_kv_b and per-head key/value lengths and K/V heads
-    DS2_GLM4LITE,  // the same as Ollama's glm4moelite (GLM-4.7-Flash) files: glm4moelite.* keys
+    LFM2_OLLAMA,      // final norm output_norm, a feed_forward_length the tensors contradict
+    DS2_UNSPLIT,      // deepseek2 with attn_kv_b and per-head key/value lengths and K/V heads
+    DS2_UNSPLIT_F16,  // the same with attn_kv_b in F16
+    DS2_GLM4LITE,     // the same as Ollama's glm4moelite (GLM-4.7-Flash) files: glm4moelite.* keys
 };
 
 static void put_u32(struct gguf_writer *w, const char *arch, const char *suffix, uint32_t v)
@@ -1404,9 +1405,9 @@ static void write_layout(const char *src, const char *out, enum layout lay)
     gguf_get_arch_u32(g, "attention.head_count", &n_head);
     gguf_get_arch_u32(g, "attention.key_length_mla", &dk);
     gguf_get_arch_u32(g, "attention.value_length_mla", &dv);
-    const char *arch = lay == DS2_GLM4LITE  ? "glm4moelite"
-                       : lay == DS2_UNSPLIT ? "deepseek2"
-                                            : "lfm2";
+    const char *arch = lay == LFM2_OLLAMA    ? "lfm2"
+                       : lay == DS2_GLM4LITE ? "glm4moelite"
+                                             : "deepseek2";
     struct gguf_writer *w;
     assert_int_equal(gguf_writer_open(&w, out, &e), 0);
     for (size_t i = 0; i < gguf_kv_count(g); i++) {
@@ -1475,7 +1476,14 @@ static void write_layout(const char *src, const char *out, enum layout lay)
             }
             snprintf(kb, sizeof name - (size_t)(kb - name), "attn_kv_b.weight");
             const int64_t ne[2] = {R, H * (dn + dvv)};
-            gguf_writer_add_tensor(w, name, GGUF_TYPE_F32, 2, ne);
+            bool f16 = lay == DS2_UNSPLIT_F16;
+            if (f16) {  // in place: the halves fit
+                uint16_t *h16 = (uint16_t *)o;
+                for (int64_t c = 0; c < H * (dn + dvv) * R; c++)
+                    h16[c] = quant_f32_to_f16(o[c]);
+                kvb_bytes[i] /= 2;
+            }
+            gguf_writer_add_tensor(w, name, f16 ? GGUF_TYPE_F16 : GGUF_TYPE_F32, 2, ne);
         } else if (lay != LFM2_OLLAMA && strstr(name, "attn_v_b")) {
             drop[i] = true;
         } else {
@@ -1662,6 +1670,7 @@ static void test_tiny_deepseek2_reference(void **state)
     (void)state;
     run_fixture_reference_tol("tiny-deepseek2.reference.json", true, 5e-3f);
     run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_UNSPLIT);
+    run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_UNSPLIT_F16);
     run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_GLM4LITE);
 }
 
