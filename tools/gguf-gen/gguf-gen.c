@@ -461,8 +461,9 @@ static void deepseek2_metadata(struct gguf_writer *w, const struct opts *o)
     kv_arch_u32(w, a, "attention.key_length_mla", o->head_dim);
     kv_arch_u32(w, a, "attention.value_length_mla", d->v_head);
     kv_arch_u32(w, a, "attention.kv_lora_rank", d->kv_lora);
-    if (d->q_lora)
-        kv_arch_u32(w, a, "attention.q_lora_rank", d->q_lora);
+    // 0 without a q LoRA: llama.cpp reads the key unless the layer count is
+    // a Lite model's (27).
+    kv_arch_u32(w, a, "attention.q_lora_rank", d->q_lora);
     kv_arch_u32(w, a, "rope.dimension_count", o->n_rot);
     kv_arch_u32(w, a, "leading_dense_block_count", d->n_lead);
     kv_arch_u32(w, a, "expert_count", o->n_expert);
