@@ -558,7 +558,8 @@ static void kv_store_range(void *p, int64_t r0, int64_t r1)
     for (int64_t r = r0; r < r1; r++) {
         size_t off = (size_t)c->cells[r] * c->kv->row_bytes;
         kv_row_from_f32(c->kv_type, c->k + r * c->kv_dim, (uint8_t *)c->kv->k + off, c->kv_dim);
-        kv_row_from_f32(c->kv_type, c->v + r * c->kv_dim, (uint8_t *)c->kv->v + off, c->kv_dim);
+        if (c->kv->v != c->kv->k)
+            kv_row_from_f32(c->kv_type, c->v + r * c->kv_dim, (uint8_t *)c->kv->v + off, c->kv_dim);
     }
 }
 
@@ -616,8 +617,9 @@ static void cpu_kv_move(struct engine_backend *be, const struct engine_kv_layer 
     size_t rb = kv->row_bytes;
     memmove((uint8_t *)kv->k + (size_t)dst * rb, (uint8_t *)kv->k + (size_t)src * rb,
             (size_t)n * rb);
-    memmove((uint8_t *)kv->v + (size_t)dst * rb, (uint8_t *)kv->v + (size_t)src * rb,
-            (size_t)n * rb);
+    if (kv->v != kv->k)
+        memmove((uint8_t *)kv->v + (size_t)dst * rb, (uint8_t *)kv->v + (size_t)src * rb,
+                (size_t)n * rb);
 }
 
 // ---------------------------------------------------------------------------

@@ -121,7 +121,8 @@ struct engine_rope {
 
 // KV cache of one layer: K and V rows of kv_dim per cell.
 struct engine_kv_layer {
-    void *k, *v;       // backend buffers, n_cells rows each
+    void *k, *v;       // backend buffers, n_cells rows each; v == k: the V rows are the K
+                       // rows (one buffer: stores and moves touch it once)
     size_t row_bytes;  // bytes per cell row (kv_dim elements of kv_type)
 };
 
@@ -172,6 +173,10 @@ struct engine_moe {
     float w_scale;               // != 0: multiply the weights by it (expert_weights_scale)
     const float *sel_bias;       // [n_expert] or NULL: added to probs for the choice only
     enum engine_moe_act act;     //   (deepseek v3 exp_probs_b)
+    // > 1: group-limited choice (DeepSeek-V3): the experts are n_group
+    // consecutive groups; only the n_group_used groups with the largest sums
+    // of their two best (probs + sel_bias) take part in the choice.
+    int n_group, n_group_used;
     float oai_alpha, oai_limit;  // ENGINE_MOE_SWIGLU_OAI (gpt-oss: 1.702, 7.0)
     const struct engine_tensor *gate_inp;  // router [n_embd, n_expert]
     const float *gate_inp_b;               // [n_expert] or NULL

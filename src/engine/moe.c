@@ -81,6 +81,40 @@ static void softmax_row(float *y, const float *x, int n)
         y[i] *= inv;
 }
 
+// Group-limited routing (llama.cpp build_moe_ffn, n_expert_groups > 1):
+// each group's score is the sum of its two largest choice scores; ok[g]
+// marks the n_group_used best groups (ties to the lower group). Returns the
+// experts per group, 0 when every expert takes part.
+static int group_choice(const struct engine_moe *p, const float *probs, bool *ok)
+{
+    const int G = p->n_group, used = p->n_group_used;
+    if (G <= 1 || used >= G)
+        return 0;
+    ASSERT(G <= 256 && p->n_expert % G == 0 && p->n_expert / G >= 2);
+    const int per = p->n_expert / G;
+    float score[256];
+    for (int g = 0; g < G; g++) {
+        float a = -INFINITY, b = -INFINITY;  // the best two
+        for (int i = g * per; i < (g + 1) * per; i++) {
+            float v = p->sel_bias ? probs[i] + p->sel_bias[i] : probs[i];
+            if (v > a)
+                b = a, a = v;
+            else if (v > b)
+                b = v;
+        }
+        score[g] = a + b;
+        ok[g] = false;
+    }
+    for (int j = 0; j < used; j++) {
+        int top = -1;
+        for (int g = 0; g < G; g++)
+            if (!ok[g] && (top < 0 || score[g] > score[top]))
+                top = g;
+        ok[top] = true;
+    }
+    return per;
+}
+
 void engine_moe_route(const struct engine_moe *p, const float *logits, float *probs, int32_t *ids,
                       float *weights)
 {
@@ -103,10 +137,12 @@ void engine_moe_route(const struct engine_moe *p, const float *logits, float *pr
     // sort below 17 elements, which keeps equal elements in order).
     float best[256];
     ASSERT(k >= 1 && k <= 256 && k <= n);
+    bool group_ok[256];
+    const int per_group = group_choice(p, probs, group_ok);
     int m = 0;
     for (int i = 0; i < n; i++) {
         float v = p->sel_bias ? probs[i] + p->sel_bias[i] : probs[i];
-        if (isnan(v))
+        if (isnan(v) || (per_group > 0 && !group_ok[i / per_group]))
             continue;
         if (m == k && !(v > best[k - 1]))
             continue;

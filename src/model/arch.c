@@ -14,7 +14,8 @@ static const struct model_arch *const model_archs[] = {
     &model_arch_bert,       &model_arch_nomic_bert,    &model_arch_qwen3moe,
     &model_arch_gpt_oss,    &model_arch_gptoss,        &model_arch_qwen35,
     &model_arch_qwen35moe,  &model_arch_qwen3next,     &model_arch_nemotron_h,
-    &model_arch_nemotron_h_moe, &model_arch_granitehybrid,
+    &model_arch_nemotron_h_moe, &model_arch_granitehybrid, &model_arch_lfm2,
+    &model_arch_deepseek2,
 };
 
 const struct model_arch *model_arch_find(struct str name)
@@ -227,7 +228,10 @@ int model_read_hparams(struct model *m, struct err *e)
     hp->head_dim =
         gguf_get_arch_u32(m->g, "attention.key_length", &v) ? (int)v : hp->n_embd / hp->n_head;
     uint32_t vlen;
-    if (gguf_get_arch_u32(m->g, "attention.value_length", &vlen) && (int)vlen != hp->head_dim)
+    // (Families with their own layers check it: deepseek2's value rows are
+    // narrower than its key rows.)
+    if (!a->custom_layers && gguf_get_arch_u32(m->g, "attention.value_length", &vlen) &&
+        (int)vlen != hp->head_dim)
         return err_set(e, ERR_UNSUPPORTED, "value_length %u != key_length %d", vlen, hp->head_dim);
     if (hp->head_dim < 2 || hp->head_dim > 1024 || hp->head_dim % 2 != 0)
         return err_set(e, ERR_FORMAT, "invalid head dimension %d", hp->head_dim);

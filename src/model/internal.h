@@ -35,6 +35,9 @@ struct model_hparams {
     // Families with their own layers (struct model_arch.custom_layers): the
     // floats per batch row of the family's scratch (struct model_scratch.mix).
     int64_t mix_floats;
+    // The V rows are the K rows (deepseek2's latent cache): one buffer per
+    // layer, half the bytes.
+    bool kv_v_is_k;
 };
 
 // Recurrent state of one layer (delta nets, Mamba-2, short convolutions):
@@ -69,7 +72,8 @@ struct model_layer {
     const float *attn_norm_b, *ffn_norm_b;  // [n_embd]
     const float *b_up, *b_down;             // [n_ff], [n_embd] or NULL
     void *ext;                              // a family's own per-layer data (MoE experts, ...)
-    void *mixer;  // a custom_layers family's own mixer data (malloc'd, freed with the model)
+    void *mixer;  // a custom_layers family's own attention / recurrent mixer data (one
+                  // allocation, freed with the model), beside a MoE's ext
     // Per-layer shape (hybrids: the file's per-layer arrays; else the model's).
     int n_head_kv;  // 0: no attention in this layer
     int n_ff;       // 0: no dense FFN in this layer
@@ -220,6 +224,7 @@ struct model {
     const float *embd_norm, *embd_norm_b;  // [n_embd] LayerNorm after the embeddings
     int32_t *type_ids;                     // host [n_batch] zeros: every token is type 0
 
+
     void **weight_copies;  // interleaved matmul weights (engine_tensor_interleave), owned
     size_t n_weight_copies;
 
@@ -265,6 +270,8 @@ extern const struct model_arch model_arch_nomic_bert;
 extern const struct model_arch model_arch_nemotron_h;
 extern const struct model_arch model_arch_nemotron_h_moe;
 extern const struct model_arch model_arch_granitehybrid;
+extern const struct model_arch model_arch_lfm2;
+extern const struct model_arch model_arch_deepseek2;
 
 // arch.c: the table and the generic loader.
 const struct model_arch *model_arch_find(struct str name);
@@ -302,6 +309,9 @@ struct model_moe_spec {
     // The shared expert (required) scaled by σ(ffn_gate_inp_shexp · x)
     // (qwen3next, qwen35moe).
     bool shared_gated;
+    int first_layer;            // the layers before it have no MoE (leading dense blocks)
+    float w_scale;              // != 0: the chosen weights are multiplied by it
+    int n_group, n_group_used;  // group-limited choice (struct engine_moe)
 };
 // Reads expert_count / expert_used_count / expert_feed_forward_length and
 // binds each layer's router and 3-D experts (layer.ext, freed with the model).

@@ -66,7 +66,7 @@ uint64_t model_kv_bytes(const struct model *m)
     int n_kv_layers = m->arch->encoder ? 1 : m->hp.n_layer;
     for (int il = 0; il < n_kv_layers; il++)
         if (has_kv(m, il))
-            total += 2ull * row * (uint64_t)layer_cells(m, &m->layers[il]);
+            total += (m->hp.kv_v_is_k ? 1ull : 2ull) * row * (uint64_t)layer_cells(m, &m->layers[il]);
     return total + model_rstate_bytes(m);
 }
 
@@ -130,10 +130,10 @@ int model_kv_alloc(struct model *m, struct err *e)
             return err_set(e, ERR_TOO_LARGE, "KV cache too large");
         kv->row_bytes = row_bytes;
         kv->k = engine_buf_alloc(m->be, layer_bytes);
-        kv->v = engine_buf_alloc(m->be, layer_bytes);
+        kv->v = m->hp.kv_v_is_k ? kv->k : engine_buf_alloc(m->be, layer_bytes);
         if (!kv->k || !kv->v)
             return err_set(e, ERR_NOMEM, "allocate KV cache (%zu bytes per layer)",
-                           2 * layer_bytes);
+                           (m->hp.kv_v_is_k ? 1 : 2) * layer_bytes);
     }
     return rstate_alloc(m, e);
 }
@@ -142,8 +142,9 @@ void model_kv_free(struct model *m)
 {
     int n_kv_layers = m->arch->encoder && m->hp.n_layer > 0 ? 1 : m->hp.n_layer;
     for (int il = 0; m->layers && il < n_kv_layers; il++) {
+        if (m->layers[il].kv.v != m->layers[il].kv.k)
+            engine_buf_free(m->be, m->layers[il].kv.v);
         engine_buf_free(m->be, m->layers[il].kv.k);
-        engine_buf_free(m->be, m->layers[il].kv.v);
         m->layers[il].kv.k = m->layers[il].kv.v = NULL;
     }
     for (int il = 0; m->layers && !m->arch->encoder && il < m->hp.n_layer; il++) {

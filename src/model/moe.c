@@ -149,6 +149,12 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         return err_set(e, ERR_FORMAT, "missing or invalid key expert_used_count");
     if (n_expert > 4096 || n_used > n_expert || n_used > 256)
         return err_set(e, ERR_FORMAT, "invalid expert counts: %u used of %u", n_used, n_expert);
+    if (spec->n_group > 1 &&
+        (spec->n_group > 256 || n_expert % (uint32_t)spec->n_group != 0 ||
+         n_expert / (uint32_t)spec->n_group < 2 || spec->n_group_used < 1 ||
+         (uint64_t)spec->n_group_used * (n_expert / (uint32_t)spec->n_group) < n_used))
+        return err_set(e, ERR_FORMAT, "invalid expert groups: %d (%d used) of %u experts",
+                       spec->n_group, spec->n_group_used, n_expert);
     int rc;
     if ((rc = expert_width(m, spec, &n_ff_exp, e)) < 0)
         return rc;
@@ -157,7 +163,7 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
     // Routing weights as the file says (nemotron-h, granite): renormalised
     // or not, and scaled.
     bool norm_w = spec->norm_w;
-    float w_scale = 0.0f;
+    float w_scale = spec->w_scale;
     if (spec->weight_keys) {
         char key[128];
         gguf_get_bool(m->g, model_key(m, key, sizeof key, "expert_weights_norm"), &norm_w);
@@ -167,7 +173,7 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
     }
     const int64_t E = n_expert, F = n_ff_exp, D = hp->n_embd;
     for (int il = 0; il < hp->n_layer; il++) {
-        if (!has_moe(m, spec, il))
+        if (il < spec->first_layer || !has_moe(m, spec, il))
             continue;
         struct model_layer *L = &m->layers[il];
         struct model_moe_layer *X = xcalloc(1, sizeof *X);
@@ -210,6 +216,8 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .gate_b = X->gate_b,
             .up_b = X->up_b,
             .down_b = X->down_b,
+            .n_group = spec->n_group,
+            .n_group_used = spec->n_group_used,
         };
         if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
             return rc;
@@ -231,7 +239,7 @@ int model_prepare_moe(struct model *m, struct err *e)
 
 uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch)
 {
-    const struct model_moe_layer *X = m->arch->ffn == model_ffn_moe ? first_moe_layer(m) : NULL;
+    const struct model_moe_layer *X = first_moe_layer(m);
     if (!X)
         return 0;
     const struct engine_moe *p = &X->p;

@@ -23,6 +23,7 @@
 #include "gguf/gguf.h"
 #include "model/internal.h"
 #include "model/model.h"
+#include "testgguf.h"
 #include "testutil.h"
 
 // ---------------------------------------------------------------------------
@@ -739,9 +740,9 @@ static void test_gguf_gen_moe_presets(void **state)
     assert_non_null(mkdtemp(tmp));
     char path[1200];
     snprintf(path, sizeof path, "%s/m.gguf", tmp);
-    const char *tiny[] = {"tiny-qwen3moe", "tiny-gpt-oss"};
-    const char *arch[] = {"qwen3moe", "gpt-oss"};
-    for (size_t i = 0; i < 2; i++)
+    const char *tiny[] = {"tiny-qwen3moe", "tiny-gpt-oss", "tiny-deepseek2"};
+    const char *arch[] = {"qwen3moe", "gpt-oss", "deepseek2"};
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
         for (int q = 0; q < 2; q++)
             gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Q4_0 rows: 18 bytes per 32 values. qwen3-30b-a3b: 48 layers of 128
@@ -756,6 +757,11 @@ static void test_gguf_gen_moe_presets(void **state)
          48ull * 8192 * (4 * 128 * 2 * 2)},
         {"gpt-oss-20b", 24ull * 32 * 3 * 2880 * (2880 / 32 * 18),
          12ull * 8192 * (8 * 64 * 2 * 2) + 12ull * (128 + 512) * (8 * 64 * 2 * 2)},
+        // deepseek2-lite: 3 MoE layers (after 1 dense) of 64 experts (gate,
+        // up 1408 x 2048; down 2048 x 1408); the latent cache holds one F16
+        // row of 64 + 512 per token and layer (V reads the K row).
+        {"deepseek2-lite", 3ull * 64 * (2 * 1408 * (2048 / 32 * 18) + 2048 * (1408 / 32 * 18)),
+         4ull * 8192 * (576 * 2)},
     };
     for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
         gen(real[i].preset, "q4_0", true, path);
@@ -919,6 +925,12 @@ static void test_prefix_reuse(void **state)
     // Slot holds prompt A; B shares its first 12 tokens.
     model_slot_clear(m, 0);
     decode_seq(m, 0, story, STORY_N, 0, false);
+    // Slot 0 again holds the story, with a checkpoint at 12 (recurrent
+    // layers go back to it).
+    model_slot_clear(m, 0);
+    decode_seq(m, 0, story, 12, 0, false);
+    model_slot_checkpoint(m, 0);
+    decode_seq(m, 0, story + 12, STORY_N - 12, 12, false);
     int kept = model_slot_reuse_prefix(m, 0, b_prompt, STORY_N);
     assert_int_equal(kept, 12);
     decode_seq(m, 0, b_prompt + kept, STORY_N - kept, kept, false);
@@ -1553,6 +1565,327 @@ static void test_mamba_rollback(void **state)
     free(all_rev);
 }
 
+// The logit cases of a reference file run on another file (a layout
+// variant of the one the cases name, with the same weights).
+static void run_reference_on(const char *ref_name, const char *path, float tol)
+{
+    char ref[1024];
+    assert_non_null(test_shared_fixture(ref, sizeof ref, ref_name));
+    struct jv root;
+    assert_true(jload(&root, ref));
+    const struct jv *cases = jget(&root, "logit_cases");
+    assert_non_null(cases);
+    struct model *m = NULL;
+    char loaded_kv[16] = "";
+    for (size_t i = 0; i < cases->n; i++) {
+        const struct jv *c = &cases->items[i];
+        const char *kv = jget(c, "kv_cache_type")->str;
+        if (strcmp(loaded_kv, kv)) {
+            model_free(m);
+            struct model_options o = {.n_ctx = 512, .n_threads = 2};
+            o.kv_type = !strcmp(kv, "f32") ? MODEL_KV_F32 : MODEL_KV_F16;
+            m = load(path, o);
+            snprintf(loaded_kv, sizeof loaded_kv, "%s", kv);
+        }
+        check_case(m, c, tol, true, 16);
+    }
+    model_free(m);
+    jfree(&root);
+}
+
+// Layouts of the same weights that Ollama's files use.
+enum layout {
+    LFM2_OLLAMA,      // final norm output_norm, a feed_forward_length the tensors contradict
+    DS2_UNSPLIT,      // deepseek2 with attn_kv_b and per-head key/value lengths and K/V heads
+    DS2_UNSPLIT_F16,  // the same with attn_kv_b in F16
+    DS2_GLM4LITE,     // the same as Ollama's glm4moelite (GLM-4.7-Flash) files: glm4moelite.* keys
+};
+
+static void put_u32(struct gguf_writer *w, const char *arch, const char *suffix, uint32_t v)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    gguf_writer_kv_u32(w, key, v);
+}
+
+static void write_layout(const char *src, const char *out, enum layout lay)
+{
+    struct gguf *g;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    uint32_t n_head = 0, dk = 0, dv = 0;
+    gguf_get_arch_u32(g, "attention.head_count", &n_head);
+    gguf_get_arch_u32(g, "attention.key_length_mla", &dk);
+    gguf_get_arch_u32(g, "attention.value_length_mla", &dv);
+    const char *arch = lay == LFM2_OLLAMA    ? "lfm2"
+                       : lay == DS2_GLM4LITE ? "glm4moelite"
+                                             : "deepseek2";
+    struct gguf_writer *w;
+    assert_int_equal(gguf_writer_open(&w, out, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        char key[160];
+        snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
+        const char *dot = strchr(key, '.');
+        const char *suffix = dot && !strncmp(key, "general.", 8) ? NULL : dot ? dot + 1 : NULL;
+        if (!strcmp(key, "general.architecture")) {
+            gguf_writer_kv_str(w, key, arch);
+        } else if (lay == LFM2_OLLAMA && suffix && !strcmp(suffix, "feed_forward_length")) {
+            put_u32(w, arch, suffix, 999);
+        } else if (lay != LFM2_OLLAMA && suffix &&
+                   (!strcmp(suffix, "attention.key_length_mla") ||
+                    !strcmp(suffix, "attention.value_length_mla"))) {
+            continue;
+        } else if (lay != LFM2_OLLAMA && suffix && !strcmp(suffix, "attention.key_length")) {
+            put_u32(w, arch, suffix, dk);
+        } else if (lay != LFM2_OLLAMA && suffix && !strcmp(suffix, "attention.value_length")) {
+            put_u32(w, arch, suffix, dv);
+        } else if (lay != LFM2_OLLAMA && suffix && !strcmp(suffix, "attention.head_count_kv")) {
+            put_u32(w, arch, suffix, n_head);
+        } else if (lay == DS2_GLM4LITE && !strncmp(key, "deepseek2.", 10)) {
+            struct gguf_kv renamed = *kv;
+            char nk[160];
+            snprintf(nk, sizeof nk, "glm4moelite.%s", key + 10);
+            renamed.key = (struct str){nk, strlen(nk)};
+            gguf_writer_kv_copy(w, &renamed);
+        } else {
+            gguf_writer_kv_copy(w, kv);
+        }
+    }
+    // Tensors: renamed, or attn_k_b + attn_v_b → one attn_kv_b per layer
+    // (written where attn_k_b was; attn_v_b dropped).
+    const size_t n_t = gguf_tensor_count(g);
+    float **kvb = xcalloc(n_t, sizeof *kvb);
+    size_t *kvb_bytes = xcalloc(n_t, sizeof *kvb_bytes);
+    bool *drop = xcalloc(n_t, sizeof *drop);
+    for (size_t i = 0; i < n_t; i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        char *kb = strstr(name, "attn_k_b");
+        if (lay == LFM2_OLLAMA && !strcmp(name, "token_embd_norm.weight")) {
+            gguf_writer_add_tensor(w, "output_norm.weight", t->type, t->n_dims, t->ne);
+        } else if (lay != LFM2_OLLAMA && kb) {
+            // {dn, R, H} and {R, dv, H} → {R, H × (dn + dv)}: per head the
+            // key rows (turned around) then the value rows.
+            const int64_t dn = t->ne[0], R = t->ne[1], H = t->ne[2];
+            char vn[128];
+            snprintf(vn, sizeof vn, "%.*sattn_v_b.weight", (int)(kb - name), name);
+            const struct gguf_tensor *vt = gguf_tensor_find(g, vn);
+            assert_non_null(vt);
+            assert_true(t->type == GGUF_TYPE_F32 && vt->type == GGUF_TYPE_F32);
+            const int64_t dvv = vt->ne[1];
+            kvb_bytes[i] = (size_t)(H * (dn + dvv) * R) * sizeof(float);
+            float *o = kvb[i] = xcalloc(1, kvb_bytes[i]);
+            const float *k = t->data, *v = vt->data;
+            for (int64_t h = 0; h < H; h++) {
+                for (int64_t c = 0; c < dn; c++)
+                    for (int64_t j = 0; j < R; j++)
+                        o[(h * (dn + dvv) + c) * R + j] = k[(h * R + j) * dn + c];
+                for (int64_t c = 0; c < dvv; c++)
+                    for (int64_t j = 0; j < R; j++)
+                        o[(h * (dn + dvv) + dn + c) * R + j] = v[(h * dvv + c) * R + j];
+            }
+            snprintf(kb, sizeof name - (size_t)(kb - name), "attn_kv_b.weight");
+            const int64_t ne[2] = {R, H * (dn + dvv)};
+            bool f16 = lay == DS2_UNSPLIT_F16;
+            if (f16) {  // in place: the halves fit
+                uint16_t *h16 = (uint16_t *)o;
+                for (int64_t c = 0; c < H * (dn + dvv) * R; c++)
+                    h16[c] = quant_f32_to_f16(o[c]);
+                kvb_bytes[i] /= 2;
+            }
+            gguf_writer_add_tensor(w, name, f16 ? GGUF_TYPE_F16 : GGUF_TYPE_F32, 2, ne);
+        } else if (lay != LFM2_OLLAMA && strstr(name, "attn_v_b")) {
+            drop[i] = true;
+        } else {
+            gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+        }
+    }
+    if (gguf_writer_write_header(w, &e) < 0)
+        fail_msg("write header: %s", e.msg);
+    for (size_t i = 0; i < n_t; i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (kvb[i])
+            assert_int_equal(gguf_writer_write_data(w, kvb[i], kvb_bytes[i], &e), 0);
+        else if (!drop[i])
+            assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        free(kvb[i]);
+    }
+    free(kvb_bytes);
+    free(drop);
+    free(kvb);
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// Runs the references of a fixture on its variant in layout lay.
+static void run_layout(const char *fixture, const char *ref_name, enum layout lay)
+{
+    char src[1024], dir[] = "/tmp/test_model_XXXXXX", out[1200];
+    if (!test_shared_fixture(src, sizeof src, fixture))
+        skip();
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/variant.gguf", dir);
+    write_layout(src, out, lay);
+    run_reference_on(ref_name, out, 5e-3f);
+    unlink(out);
+    rmdir(dir);
+}
+
+// Slots on a custom-layer model: the whole prompt at once equals one token
+// at a time in another slot, two slots interleaved in small batches equal
+// it too, and a prompt sharing a prefix with the slot's (prefix reuse;
+// recurrent layers rewind to a checkpoint and evaluate again) equals a
+// fresh evaluation. F32 cache; tol 2e-3: the F16 output matrix rounds its
+// input to F16, and a last-bit difference of the batched and one-row float
+// paths moves some logits by an F16 step (up to 4e-4 measured).
+static void check_slots(const char *path)
+{
+    const float tol = 2e-3f;
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    int nv = model_n_vocab(m);
+    decode_seq(m, 0, story, STORY_N, 0, true);
+    float *all = logits_copy(m, 0, STORY_N);
+    for (int i = 0; i < STORY_N; i++) {
+        decode_seq(m, 1, &story[i], 1, i, false);
+        assert_close(model_logits(m, 0), all + (size_t)i * nv, nv, tol);
+    }
+    model_free(m);
+
+    o.n_batch = 5;
+    m = load(path, o);
+    int32_t tok[2 * STORY_N], pos[2 * STORY_N], sl[2 * STORY_N];
+    bool lg[2 * STORY_N];
+    // (A recurrent model takes each slot's entries together.)
+    for (int i = 0; i < STORY_N; i++) {
+        tok[i] = story[i], pos[i] = i, sl[i] = 0, lg[i] = true;
+        tok[STORY_N + i] = story[STORY_N - 1 - i], pos[STORY_N + i] = i, sl[STORY_N + i] = 1,
+                      lg[STORY_N + i] = false;
+    }
+    struct model_batch b = {2 * STORY_N, tok, pos, sl, lg};
+    struct err e = {0};
+    assert_int_equal(model_decode(m, &b, &e), 0);
+    for (int i = 0; i < STORY_N; i++)
+        assert_close(model_logits(m, i), all + (size_t)i * nv, nv, tol);
+
+    int32_t b_prompt[STORY_N];
+    story_variant(b_prompt, 12, STORY_N, 300);
+    model_slot_clear(m, 1);
+    decode_seq(m, 1, b_prompt, STORY_N, 0, false);
+    float *want = logits_copy(m, STORY_N - 1, 1);
+    // Slot 0 again holds the story, with a checkpoint at 12 (recurrent
+    // layers go back to it).
+    model_slot_clear(m, 0);
+    decode_seq(m, 0, story, 12, 0, false);
+    model_slot_checkpoint(m, 0);
+    decode_seq(m, 0, story + 12, STORY_N - 12, 12, false);
+    int kept = model_slot_reuse_prefix(m, 0, b_prompt, STORY_N);
+    assert_int_equal(kept, 12);
+    decode_seq(m, 0, b_prompt + kept, STORY_N - kept, kept, false);
+    assert_close(model_logits(m, STORY_N - kept - 1), want, nv, tol);
+    free(want);
+    free(all);
+    model_free(m);
+}
+
+static void test_custom_layer_slots(void **state)
+{
+    (void)state;
+    char path[1024];
+    const char *files[] = {"tiny-lfm2-f32.gguf", "tiny-deepseek2-f32.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (test_shared_fixture(path, sizeof path, files[i])) {
+            printf("slots: %s\n", files[i]);
+            check_slots(path);
+        }
+}
+
+// deepseek2 caches one [k_pe | latent] row per token and layer (V reads the
+// K rows): the estimate counts one row, and a context shift re-rotates k_pe
+// so the shifted rows equal a fresh evaluation of the kept tokens.
+static void test_deepseek2_latent_cache(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "tiny-deepseek2-f32.gguf"))
+        skip();
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .kv_type = MODEL_KV_F16, .n_slots = 2};
+    struct model_memory mem;
+    struct err e = {0};
+    assert_int_equal(model_estimate(path, &o, &mem, &e), 0);
+    assert_int_equal(mem.kv_bytes, 2ull /* layers */ * 64 /* cells */ * (8 + 16) * 2);
+
+    o.kv_type = MODEL_KV_F32;
+    struct model *m = load(path, o);
+    assert_int_equal(m->hp.n_head_kv * m->hp.head_dim, 8 + 16);
+    assert_ptr_equal(m->layers[0].kv.k, m->layers[0].kv.v);
+    decode_seq(m, 0, story, STORY_N, 0, false);
+    int discarded = model_context_shift(m, 0, 4, &e);
+    assert_true(discarded > 0);
+    int n_past = model_slot_n_past(m, 0);
+    int32_t kept[STORY_N];
+    memcpy(kept, model_slot_tokens(m, 0), (size_t)n_past * sizeof(int32_t));
+    decode_seq(m, 1, kept, n_past, 0, false);
+    float k0[24], v0[24], k1[24], v1[24];
+    for (int p = 0; p < n_past; p++) {
+        model_debug_kv_row(m, 0, p, k0, v0);
+        model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+        assert_close(k0, k1, 24, 1e-4f);
+        assert_close(v0, k0, 24, 0.0f);
+    }
+    decode_seq(m, 0, &story[0], 1, n_past, false);
+    assert_non_null(model_logits(m, 0));
+    model_free(m);
+}
+
+// lfm2: gated short convolutions (layers 0, 1, 3) and GQA attention (layer
+// 2); also in the layout of Ollama's files.
+static void test_tiny_lfm2_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-lfm2.reference.json", true, 5e-3f);
+    run_layout("tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", LFM2_OLLAMA);
+
+    // With attention.sliding_window the attention layer is windowed: a
+    // ring of n_swa + n_batch cells computes what the full-length cache
+    // does (the same window either way).
+    char src[1024], dir[] = "/tmp/test_model_XXXXXX", out[1200];
+    assert_non_null(test_shared_fixture(src, sizeof src, "tiny-lfm2-f32.gguf"));
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/swa.gguf", dir);
+    assert_int_equal(test_gguf_copy(src, out, NULL, "attention.sliding_window", 4), 0);
+    struct model_options o = {.n_ctx = 64, .n_batch = 8, .n_threads = 2, .kv_type = MODEL_KV_F32};
+    struct model *ring = load(out, o);
+    o.kv_full_length = true;
+    struct model *lin = load(out, o);
+    assert_true(ring->kv_ring > 0 && lin->kv_ring == 0 && ring->layers[2].swa &&
+                !ring->layers[0].swa);
+    int nv = model_n_vocab(ring);
+    for (int i = 0; i < STORY_N; i++) {
+        decode_seq(ring, 0, &story[i], 1, i, false);
+        decode_seq(lin, 0, &story[i], 1, i, false);
+        assert_close(model_logits(ring, 0), model_logits(lin, 0), nv, 1e-4f);
+    }
+    model_free(ring);
+    model_free(lin);
+    unlink(out);
+    rmdir(dir);
+}
+
+// deepseek2: multi-head latent attention, a dense layer, then a MoE with a
+// shared expert and sigmoid routing; also with the unsplit attn_kv_b of
+// Ollama's deepseek2 files and as Ollama's glm4moelite files name things.
+static void test_tiny_deepseek2_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-deepseek2.reference.json", true, 5e-3f);
+    run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_UNSPLIT);
+    run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_UNSPLIT_F16);
+    run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_GLM4LITE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1580,6 +1913,10 @@ int main(void)
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_memory_estimate),
+        cmocka_unit_test(test_tiny_lfm2_reference),
+        cmocka_unit_test(test_tiny_deepseek2_reference),
+        cmocka_unit_test(test_custom_layer_slots),
+        cmocka_unit_test(test_deepseek2_latent_cache),
         cmocka_unit_test(test_tiny_qwen3next_reference),
         cmocka_unit_test(test_tiny_qwen35_reference),
         cmocka_unit_test(test_tiny_qwen35moe_reference),

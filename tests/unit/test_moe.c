@@ -128,6 +128,41 @@ static void test_route_sigmoid_bias_scale(void **state)
     assert_true(fabs(w[0] - t0 / 6.103515625e-5) < 1e-6);
 }
 
+static void test_route_groups(void **state)
+{
+    (void)state;
+    // deepseek v3's group-limited choice: 4 groups of 2, the 2 groups with
+    // the largest sums of their best two take part. Group 0 holds the best
+    // expert (sigmoid(3) = 0.95) but sums 1.0; groups 2 (0.88 + 0.62) and
+    // 1 (0.73 + 0.73) win, and the choice is made among their experts.
+    struct engine_moe p = {.n_expert = 8,
+                           .n_expert_used = 2,
+                           .gating = ENGINE_MOE_SIGMOID,
+                           .n_group = 4,
+                           .n_group_used = 2};
+    const float logits[8] = {3.0f, -3.0f, 1.0f, 1.0f, 2.0f, 0.5f, -1.0f, -1.0f};
+    int32_t ids[2];
+    float w[2];
+    route(&p, logits, ids, w);
+    assert_int_equal(ids[0], 4);
+    assert_int_equal(ids[1], 2);  // ties to the lower id
+    assert_true(fabs(w[0] - 1 / (1 + exp(-2.0))) < 1e-6);
+    assert_true(fabs(w[1] - 1 / (1 + exp(-1.0))) < 1e-6);
+    // The selection bias counts in the group scores: +1 on expert 1 makes
+    // group 0 (0.95 + 1.05) the best.
+    const float bias[8] = {0, 1.0f, 0, 0, 0, 0, 0, 0};
+    p.sel_bias = bias;
+    route(&p, logits, ids, w);
+    assert_int_equal(ids[0], 1);  // 0.05 + 1
+    assert_int_equal(ids[1], 0);
+    // Without groups the best two overall.
+    p.sel_bias = NULL;
+    p.n_group = 0;
+    route(&p, logits, ids, w);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(ids[1], 4);
+}
+
 static void test_swiglu_oai(void **state)
 {
     (void)state;
@@ -565,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_route_ties),
         cmocka_unit_test(test_route_softmax_weight),
         cmocka_unit_test(test_route_sigmoid_bias_scale),
+        cmocka_unit_test(test_route_groups),
         cmocka_unit_test(test_swiglu_oai),
         cmocka_unit_test(test_expert_view),
         cmocka_unit_test(test_moe_op_matches_reference),

@@ -94,6 +94,14 @@ static const struct preset presets[] = {
     // pattern and Mamba-2 shape: nemotron_h_shapes below), and a tiny one.
     {"nemotron-h", "nemotron_h", 4480, 6, 40, 8, 15680, 131072, 131072, 1e4f, 1e-5f, false, 128},
     {"tiny-nemotron-h", "nemotron_h", 64, 5, 4, 2, 128, 512, 131072, 1e4f, 1e-5f, false, 16},
+    // deepseek2 (multi-head latent attention; its MLA widths are in
+    // ds2_shapes below): DeepSeek-V2-Lite's widths (16 heads, kv_lora_rank
+    // 512, no q LoRA, 64 experts of 1408, 6 used, 2 shared, YaRN x40) on 4
+    // layers, and a tiny one. head_dim / n_rot: qk_nope + qk_rope / qk_rope.
+    {"deepseek2-lite", "deepseek2", 2048, 4, 16, 1, 10944, 102400, 163840, 10000.f, 1e-6f, false,
+     192, 64, 0, 40.f, 64, 6, 1408},
+    {"tiny-deepseek2", "deepseek2", 64, 2, 4, 1, 128, 512, 163840, 10000.f, 1e-6f, false, 24, 8, 0,
+     0.f, 8, 2, 32},
 };
 
 static void usage(FILE *f)
@@ -368,6 +376,7 @@ static void gdn_kv(struct gguf_writer *w, const struct opts *o)
 // ---------------------------------------------------------------------------
 static bool is_nemotron_h(const char *arch);
 static void build_nemotron_h(const struct opts *o, bool tied, struct model *m);
+static void build_deepseek2(const struct opts *o, bool tied, struct model *m);
 
 static void build_layout(const struct opts *o, bool tied, struct model *m)
 {
@@ -381,6 +390,10 @@ static void build_layout(const struct opts *o, bool tied, struct model *m)
     }
     if (is_nemotron_h(o->arch)) {
         build_nemotron_h(o, tied, m);
+        return;
+    }
+    if (!strcmp(o->arch, "deepseek2")) {
+        build_deepseek2(o, tied, m);
         return;
     }
     int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
@@ -470,6 +483,108 @@ static int kv_arch_f32(struct gguf_writer *w, const char *arch, const char *suff
     char key[128];
     snprintf(key, sizeof(key), "%s.%s", arch, suffix);
     return gguf_writer_kv_f32(w, key, v);
+}
+
+// ---------------------------------------------------------------------------
+// deepseek2 (multi-head latent attention, src/model/deepseek2.c): the
+// layout llama.cpp's converter writes (attn_k_b / attn_v_b split, absorbed
+// key/value lengths), leading dense FFN layers, then MoE layers with shared
+// experts. The MLA widths per preset:
+
+struct ds2_shape {
+    const char *preset;
+    int64_t q_lora, kv_lora, v_head, n_shared, n_lead;
+    bool sigmoid;  // sigmoid router + exp_probs_b, renormalised, x2.5 (V3); else softmax (V2)
+};
+
+static const struct ds2_shape ds2_shapes[] = {
+    {"deepseek2-lite", 0, 512, 128, 2, 1, false},
+    {"tiny-deepseek2", 32, 16, 16, 1, 1, true},
+};
+
+static const struct ds2_shape *ds2_shape_of(const struct opts *o)
+{
+    for (size_t i = 0; o->preset && i < sizeof ds2_shapes / sizeof ds2_shapes[0]; i++)
+        if (!strcmp(ds2_shapes[i].preset, o->preset))
+            return &ds2_shapes[i];
+    return NULL;
+}
+
+static void build_deepseek2(const struct opts *o, bool tied, struct model *m)
+{
+    const struct ds2_shape *d = ds2_shape_of(o);
+    const int64_t H = o->n_head, dk = o->head_dim, dr = o->n_rot, dn = dk - dr, R = d->kv_lora;
+    const int64_t E = o->n_expert, F = o->n_ff_exp;
+    char name[64];
+    add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        add(m, BLK("attn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        if (d->q_lora) {
+            add(m, BLK("attn_q_a.weight"), 2, o->n_embd, d->q_lora, INIT_MATRIX);
+            add(m, BLK("attn_q_a_norm.weight"), 1, d->q_lora, 1, INIT_NORM);
+            add(m, BLK("attn_q_b.weight"), 2, d->q_lora, H * dk, INIT_MATRIX);
+        } else {
+            add(m, BLK("attn_q.weight"), 2, o->n_embd, H * dk, INIT_MATRIX);
+        }
+        add(m, BLK("attn_kv_a_mqa.weight"), 2, o->n_embd, R + dr, INIT_MATRIX);
+        add(m, BLK("attn_kv_a_norm.weight"), 1, R, 1, INIT_NORM);
+        add_experts(m, BLK("attn_k_b.weight"), dn, R, H);
+        add_experts(m, BLK("attn_v_b.weight"), R, d->v_head, H);
+        add(m, BLK("attn_output.weight"), 2, H * d->v_head, o->n_embd, INIT_MATRIX);
+        add(m, BLK("ffn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        if (i < d->n_lead) {
+            add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+            add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+            add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+            continue;
+        }
+        add(m, BLK("ffn_gate_inp.weight"), 2, o->n_embd, E, INIT_MATRIX);
+        if (d->sigmoid)
+            add(m, BLK("exp_probs_b.bias"), 1, E, 1, INIT_BIAS);
+        add_experts(m, BLK("ffn_gate_exps.weight"), o->n_embd, F, E);
+        add_experts(m, BLK("ffn_up_exps.weight"), o->n_embd, F, E);
+        add_experts(m, BLK("ffn_down_exps.weight"), F, o->n_embd, E);
+        add(m, BLK("ffn_gate_shexp.weight"), 2, o->n_embd, F * d->n_shared, INIT_MATRIX);
+        add(m, BLK("ffn_up_shexp.weight"), 2, o->n_embd, F * d->n_shared, INIT_MATRIX);
+        add(m, BLK("ffn_down_shexp.weight"), 2, F * d->n_shared, o->n_embd, INIT_MATRIX);
+#undef BLK
+    }
+    add(m, "output_norm.weight", 1, o->n_embd, 1, INIT_NORM);
+    if (!tied)
+        add(m, "output.weight", 2, o->n_embd, o->n_vocab, INIT_MATRIX);
+}
+
+static void deepseek2_metadata(struct gguf_writer *w, const struct opts *o)
+{
+    const struct ds2_shape *d = ds2_shape_of(o);
+    const char *a = "deepseek2";
+    char key[128];
+    kv_arch_u32(w, a, "attention.key_length", d->kv_lora + o->n_rot);
+    kv_arch_u32(w, a, "attention.value_length", d->kv_lora);
+    kv_arch_u32(w, a, "attention.key_length_mla", o->head_dim);
+    kv_arch_u32(w, a, "attention.value_length_mla", d->v_head);
+    kv_arch_u32(w, a, "attention.kv_lora_rank", d->kv_lora);
+    // 0 without a q LoRA: llama.cpp reads the key unless the layer count is
+    // a Lite model's (27).
+    kv_arch_u32(w, a, "attention.q_lora_rank", d->q_lora);
+    kv_arch_u32(w, a, "rope.dimension_count", o->n_rot);
+    kv_arch_u32(w, a, "leading_dense_block_count", d->n_lead);
+    kv_arch_u32(w, a, "expert_count", o->n_expert);
+    kv_arch_u32(w, a, "expert_used_count", o->n_expert_used);
+    kv_arch_u32(w, a, "expert_feed_forward_length", o->n_ff_exp);
+    kv_arch_u32(w, a, "expert_shared_count", d->n_shared);
+    kv_arch_u32(w, a, "expert_gating_func", d->sigmoid ? 2 : 1);
+    kv_arch_f32(w, a, "expert_weights_scale", d->sigmoid ? 2.5f : 1.0f);
+    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
+    gguf_writer_kv_bool(w, key, d->sigmoid);
+    if (o->rope_scale > 0) {  // YaRN from a 4k original context, as DeepSeek-V2
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+        gguf_writer_kv_str(w, key, "yarn");
+        kv_arch_f32(w, a, "rope.scaling.factor", o->rope_scale);
+        kv_arch_u32(w, a, "rope.scaling.original_context_length", 4096);
+        kv_arch_f32(w, a, "rope.scaling.yarn_log_multiplier", 0.1f * 0.707f);
+    }
 }
 
 // A small SentencePiece-style vocabulary: <unk> <s> </s>, the 256 byte
@@ -1097,16 +1212,17 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    static const char *const archs[] = {"llama",      "qwen2",   "qwen3",    "gemma2",
-                                        "gemma3",     "phi3",    "bert",     "nomic-bert",
-                                        "qwen3moe",   "gpt-oss", "qwen35",   "nemotron_h"};
+    static const char *const archs[] = {"llama",    "qwen2",   "qwen3",  "gemma2",
+                                        "gemma3",   "phi3",    "bert",   "nomic-bert",
+                                        "qwen3moe", "gpt-oss", "qwen35", "nemotron_h",
+                                        "deepseek2"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;
     if (!known) {
         fprintf(stderr,
                 "gguf-gen: unsupported architecture %s (llama, qwen2, qwen3, gemma2, gemma3, "
-                "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, nemotron_h)\n",
+                "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, nemotron_h, deepseek2)\n",
                 o.arch);
         return 2;
     }
@@ -1123,7 +1239,12 @@ int main(int argc, char **argv)
                         "n_head_kv\n");
         return 2;
     }
-    bool moe_arch = !strcmp(o.arch, "qwen3moe") || !strcmp(o.arch, "gpt-oss");
+    bool moe_arch =
+        !strcmp(o.arch, "qwen3moe") || !strcmp(o.arch, "gpt-oss") || !strcmp(o.arch, "deepseek2");
+    if (!strcmp(o.arch, "deepseek2") && !ds2_shape_of(&o)) {
+        fprintf(stderr, "gguf-gen: deepseek2 needs --preset deepseek2-lite or tiny-deepseek2\n");
+        return 2;
+    }
     if (moe_arch != (o.n_expert > 0) || o.n_expert_used > o.n_expert ||
         (o.n_expert && (!o.n_expert_used || !o.n_ff_exp))) {
         fprintf(stderr, "gguf-gen: qwen3moe and gpt-oss (only) need --n-expert, "
@@ -1245,7 +1366,9 @@ int main(int argc, char **argv)
     } else {
         kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", o.eps);
     }
-    if (!strcmp(arch, "llama")) {
+    if (!strcmp(arch, "deepseek2")) {
+        deepseek2_metadata(w, &o);
+    } else if (!strcmp(arch, "llama")) {
         kv_arch_u32(w, arch, "rope.dimension_count", o.n_embd / o.n_head);
         kv_arch_u32(w, arch, "vocab_size", o.n_vocab);
     } else if (strcmp(arch, "qwen2") != 0 && !is_encoder(arch)) {
