@@ -182,7 +182,10 @@ static void check_model(const char *file)
     struct result full;
     run(&h, prompts[0], "\"num_predict\":100", false, NULL, &full);
     assert_string_equal(rh_final_str(&full.s, "done_reason"), "length");
-    assert_true(json_array_size(json_object_get(full.s.final, "context")) <= 32);
+    // the window holds 32; the last token sampled is returned, not evaluated
+    size_t n_full = json_array_size(json_object_get(full.s.final, "context"));
+    if (n_full > 33)
+        fail_msg("%s: %zu tokens in a window of 32", file, n_full);
     rh_stream_free(&full.s);
     assert_int_equal(rh_stop(&h), 0);
 }
