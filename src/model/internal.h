@@ -30,6 +30,12 @@ struct model_hparams {
     float attn_softcap;           // 0: off
     float final_softcap;          // 0: off
     float embd_scale;             // input embeddings multiplied by this (0: off)
+    // Attention temperature (Llama 4 style; mistral3): the query row of
+    // position p is multiplied by 1 + attn_temp_scale · ln(floor((p +
+    // attn_temp_offset) / attn_temp_floor) + 1). attn_temp_scale 0: off.
+    float attn_temp_scale, attn_temp_offset;
+    int attn_temp_floor;
+    float logit_scale;  // logits multiplied by this (0: off; cohere2 logit_scale)
     // Families with their own layers (struct model_arch.custom_layers): the
     // floats per batch row of the family's scratch (struct model_scratch.mix).
     int64_t mix_floats;
@@ -59,7 +65,7 @@ struct model_layer {
     const float *sinks;                           // [n_head] attention sinks or NULL
     // Per-layer type: sliding window (0: global), its RoPE, its cache.
     bool swa;
-    const struct engine_rope *rope;  // &hp.rope or &hp.rope_swa
+    const struct engine_rope *rope;  // &hp.rope or &hp.rope_swa, NULL: no RoPE in this layer
     struct engine_kv_layer kv;
     int kv_ring;  // > 0: the cache is a ring of kv_ring cells per slot
     // Encoders (bert.c): attn_norm / ffn_norm hold the post-norms
@@ -145,10 +151,19 @@ struct model_arch {
     bool swa_unscaled;    // local layers use no RoPE scaling
     bool softcaps;  // read attn_logit_softcapping / final_logit_softcapping (else the defaults)
     float default_attn_softcap, default_final_softcap;
+    // Layers without RoPE (their model_layer.rope is NULL): every nope_step-th
+    // one ((il + 1) % nope_step == 0: smollm3), and with nope_global the
+    // global (not sliding-window) layers of a model with a window (cohere2).
+    int nope_step;
+    bool nope_global;
 
     // Tensors.
     bool qkv_bias;       // attn_q/k/v.bias required
     bool qk_norm;        // attn_q_norm / attn_k_norm [head_dim] required
+    bool qk_norm_full;   // with qk_norm: [q_dim] / [kv_dim], one RMSNorm over all heads (olmo2)
+    bool no_pre_norms;   // no attn_norm / ffn_norm: the sub-blocks read x itself (olmo2)
+    bool layer_norm;     // attn_norm, ffn_norm and output_norm are LayerNorms (mean and
+                         // variance, no bias; cohere2), not RMSNorms
     bool post_norms;     // post_attention_norm / post_ffw_norm required
     bool fused_qkv;      // attn_qkv [n_embd, q_dim + 2 kv_dim] accepted (rows Q, K, V)
     bool fused_gate_up;  // ffn_up [n_embd, 2 n_ff] holds gate then up (no ffn_gate)
@@ -160,7 +175,8 @@ struct model_arch {
     // Hooks (all optional).
     // Adjusts or checks hyper-parameters after the common ones are read
     // (before any tensor is bound). Encoders (encoder = true) read and bind
-    // everything in it themselves (bert.c).
+    // everything in it themselves (bert.c). It may set m->arch to a variant
+    // row of its family (same name) that the rest of loading then follows.
     int (*load)(struct model *m, struct err *e);
     // Binds what is unusual after the common tensors are bound.
     int (*bind)(struct model *m, struct err *e);
@@ -216,6 +232,8 @@ struct model {
     struct engine_tensor pos_embd;         // [n_embd, n_ctx_train] (bert) or none
     const float *embd_norm, *embd_norm_b;  // [n_embd] LayerNorm after the embeddings
     int32_t *type_ids;                     // host [n_batch] zeros: every token is type 0
+
+    const struct engine_moe *moe0;  // the first MoE layer's op (moe.c), or NULL
 
     void **weight_copies;  // interleaved matmul weights (engine_tensor_interleave), owned
     size_t n_weight_copies;
@@ -284,6 +302,11 @@ struct model_moe_spec {
     bool norm_w;  // renormalise the chosen experts' weights
     enum engine_moe_act act;
     bool biases;  // router and expert biases (gpt-oss)
+    // deepseek2:
+    int first_layer;  // the layers before it have no MoE (leading dense blocks)
+    bool shared;      // a shared expert: ffn_{gate,up,down}_shexp
+    bool probs_bias;  // the optional exp_probs_b.bias biases the choice
+    float w_scale;    // != 0: the chosen weights are multiplied by it
 };
 // Reads expert_count / expert_used_count / expert_feed_forward_length and
 // binds each layer's router and 3-D experts (layer.ext, freed with the model).

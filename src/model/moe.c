@@ -14,6 +14,8 @@ struct model_moe_layer {
     const float *gate_inp_b;        // [n_expert] or NULL
     struct engine_experts gate, up, down;
     const float *gate_b, *up_b, *down_b;  // [n_expert × n_ff_exp] ... or NULL
+    const float *probs_b;                 // [n_expert] choice bias (exp_probs_b) or NULL
+    struct engine_tensor sh_gate, sh_up, sh_down;  // shared expert (spec->shared)
     struct engine_moe p;
 };
 
@@ -55,6 +57,28 @@ static int bind_experts(struct model *m, struct engine_experts *x, const char *n
     return 0;
 }
 
+// The shared expert (deepseek2): dense ffn_{gate,up,down}_shexp, its width
+// from the tensors (expert_shared_count × the expert width). Kept out of the
+// interleaved layout (the MoE op multiplies it with the plain kernels).
+static int bind_shared(struct model *m, struct model_moe_layer *X, int il, struct err *e)
+{
+    const int64_t D = m->hp.n_embd;
+    char n[GGUF_MAX_NAME_LEN + 1];
+    snprintf(n, sizeof n, "blk.%d.ffn_up_shexp.weight", il);
+    const struct gguf_tensor *gt = gguf_tensor_find(m->g, n);
+    if (!gt || gt->ne[1] < 1 || gt->ne[1] > (1 << 22))
+        return err_set(e, ERR_FORMAT, "missing or invalid tensor %s", n);
+    const int64_t F = gt->ne[1];
+    int rc;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
+    if ((rc = model_bind_matrix(m, &X->sh_gate, NAME("ffn_gate_shexp.weight"), D, F, true, e)) < 0 ||
+        (rc = model_bind_matrix(m, &X->sh_up, NAME("ffn_up_shexp.weight"), D, F, true, e)) < 0 ||
+        (rc = model_bind_matrix(m, &X->sh_down, NAME("ffn_down_shexp.weight"), F, D, true, e)) < 0)
+        return rc;
+#undef NAME
+    return 0;
+}
+
 int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct err *e)
 {
     const struct model_hparams *hp = &m->hp;
@@ -76,7 +100,7 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
     if (n_ff_exp > (1u << 22))
         return err_set(e, ERR_FORMAT, "invalid expert_feed_forward_length %u", n_ff_exp);
     const int64_t E = n_expert, F = n_ff_exp, D = hp->n_embd;
-    for (int il = 0; il < hp->n_layer; il++) {
+    for (int il = spec->first_layer; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         struct model_moe_layer *X = xcalloc(1, sizeof *X);
         L->ext = X;
@@ -97,6 +121,11 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
              (rc = bind_expert_bias(m, &X->up_b, NAME("ffn_up_exps.bias"), F, E, true, e)) < 0 ||
              (rc = bind_expert_bias(m, &X->down_b, NAME("ffn_down_exps.bias"), D, E, true, e)) < 0))
             return rc;
+        if (spec->probs_bias &&
+            (rc = model_bind_vector(m, &X->probs_b, NAME("exp_probs_b.bias"), E, false, e)) < 0)
+            return rc;
+        if (spec->shared && (rc = bind_shared(m, X, il, e)) < 0)
+            return rc;
 #undef NAME
         X->p = (struct engine_moe){
             .n_expert = (int)E,
@@ -114,7 +143,14 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .gate_b = X->gate_b,
             .up_b = X->up_b,
             .down_b = X->down_b,
+            .sel_bias = X->probs_b,
+            .w_scale = spec->w_scale,
+            .sh_gate = spec->shared ? &X->sh_gate : NULL,
+            .sh_up = spec->shared ? &X->sh_up : NULL,
+            .sh_down = spec->shared ? &X->sh_down : NULL,
         };
+        if (!m->moe0)
+            m->moe0 = &X->p;
     }
     return 0;
 }
@@ -127,20 +163,22 @@ void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const flo
 
 int model_prepare_moe(struct model *m, struct err *e)
 {
-    const struct model_moe_layer *X = m->layers[0].ext;
-    return engine_moe_reserve(m->be, m->opts.n_batch, &X->p, e);
+    return m->moe0 ? engine_moe_reserve(m->be, m->opts.n_batch, m->moe0, e) : 0;
 }
 
 uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch)
 {
-    if (m->arch->ffn != model_ffn_moe || !m->layers || !m->layers[0].ext)
+    const struct engine_moe *p = m->moe0;
+    if (!p)
         return 0;
-    const struct engine_moe *p = &((const struct model_moe_layer *)m->layers[0].ext)->p;
     // Per (token, expert) pair: the input row, gate and up rows, the hidden
     // row converted, the down result; per token the router logits. Sized for
     // F32 activations (the widest vec_dot_type) plus alignment.
-    uint64_t pairs = (uint64_t)n_batch * (uint64_t)p->n_expert_used;
+    // A shared expert is one more pair per token.
+    uint64_t pairs = (uint64_t)n_batch * (uint64_t)(p->n_expert_used + (p->sh_up ? 1 : 0));
     uint64_t n_embd = (uint64_t)m->hp.n_embd, n_ff = (uint64_t)p->up->rows;
+    if (p->sh_up && (uint64_t)p->sh_up->ne[1] > n_ff)
+        n_ff = (uint64_t)p->sh_up->ne[1];
     return pairs * (n_embd * 8 + n_ff * 12 + 16) + (uint64_t)n_batch * (uint64_t)p->n_expert * 4 +
            (uint64_t)p->n_expert * 40 + 16 * 64;
 }
