@@ -272,6 +272,7 @@ extern const struct model_arch model_arch_phi3;
 extern const struct model_arch model_arch_qwen3moe;
 extern const struct model_arch model_arch_gpt_oss;
 extern const struct model_arch model_arch_gptoss;
+extern const struct model_arch model_arch_smollm3;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 
