@@ -535,6 +535,12 @@ static void test_tiny_smollm3_reference(void **state)
     run_fixture_reference_tol("tiny-smollm3.reference.json", true, 5e-3f);
 }
 
+static void test_tiny_mixtral_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-mixtral.reference.json", true, 5e-3f);
+}
+
 // ---------------------------------------------------------------------------
 // Batching, prefix reuse, context shift.
 
@@ -1377,6 +1383,7 @@ int main(void)
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_memory_estimate),
         cmocka_unit_test(test_tiny_smollm3_reference),
+        cmocka_unit_test(test_tiny_mixtral_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
