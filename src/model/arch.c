@@ -14,6 +14,7 @@ static const struct model_arch *const model_archs[] = {
     &model_arch_qwen3moe, &model_arch_gpt_oss, &model_arch_gptoss,
     &model_arch_smollm3,
     &model_arch_olmo2,
+    &model_arch_mistral3,
 };
 
 const struct model_arch *model_arch_find(struct str name)

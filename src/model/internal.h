@@ -274,6 +274,7 @@ extern const struct model_arch model_arch_gpt_oss;
 extern const struct model_arch model_arch_gptoss;
 extern const struct model_arch model_arch_smollm3;
 extern const struct model_arch model_arch_olmo2;
+extern const struct model_arch model_arch_mistral3;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 
