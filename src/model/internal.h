@@ -276,6 +276,7 @@ extern const struct model_arch model_arch_smollm3;
 extern const struct model_arch model_arch_olmo2;
 extern const struct model_arch model_arch_mistral3;
 extern const struct model_arch model_arch_cohere2;
+extern const struct model_arch model_arch_glm4moe;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 

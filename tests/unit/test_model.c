@@ -559,6 +559,12 @@ static void test_tiny_cohere2_reference(void **state)
     run_fixture_reference_tol("tiny-cohere2.reference.json", true, 5e-3f);
 }
 
+static void test_tiny_glm4moe_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-glm4moe.reference.json", true, 5e-3f);
+}
+
 // ---------------------------------------------------------------------------
 // Batching, prefix reuse, context shift.
 
@@ -1405,6 +1411,7 @@ int main(void)
         cmocka_unit_test(test_tiny_olmo2_reference),
         cmocka_unit_test(test_tiny_mistral3_reference),
         cmocka_unit_test(test_tiny_cohere2_reference),
+        cmocka_unit_test(test_tiny_glm4moe_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
