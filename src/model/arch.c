@@ -17,6 +17,7 @@ static const struct model_arch *const model_archs[] = {
     &model_arch_mistral3,
     &model_arch_cohere2,
     &model_arch_glm4moe,
+    &model_arch_granite,
 };
 
 const struct model_arch *model_arch_find(struct str name)

@@ -1,21 +1,23 @@
 // The generic decoder block every decoder family runs, composed from its
 // table row (struct model_arch) and the per-layer data the loader bound:
 //
-//   x = token_embd[t] (· sqrt(n_embd))
+//   x = token_embd[t] (· sqrt(n_embd) or the file's embedding scale)
 //   per layer:
-//     h = RMSNorm(x; attn_norm)
+//     h = RMSNorm(x; attn_norm)               LayerNorm: cohere2; none: olmo2 (h = x)
 //     q, k, v = W h (+ b)                     separate or fused Q/K/V
-//     q, k = RMSNorm per head (q/k norms)     qwen3, gemma3
-//     q, k = RoPE(layer's base/scale/factors) normal or NeoX, partial dims
+//     q, k = RMSNorm per head (q/k norms)     qwen3, gemma3; over all heads: olmo2
+//     q, k = RoPE(layer's base/scale/factors) normal or NeoX, partial dims; none in
+//                                             NoPE layers (smollm3, cohere2)
+//     q = q · temperature(pos)                mistral3
 //     a = attention(q, k, v)                  window, soft-cap, sinks per layer
-//     o = W_o a (+ b_o) ; o = RMSNorm(o)      post-norm: gemma
-//     x = x + o
-//     h = RMSNorm(x; ffn_norm)
+//     o = W_o a (+ b_o) ; o = RMSNorm(o)      post-norm: gemma, olmo2
+//     x = x + o (· residual scale)            granite
+//     h = RMSNorm(x; ffn_norm)                as the attention's
 //     f = W_down(act(W_gate h) * W_up h)      SiLU or GELU; fused gate|up; or
 //                                             the family's FFN hook (MoE)
-//     f = RMSNorm(f)                          post-norm: gemma
-//     x = x + f
-//   logits = W_out RMSNorm(x) (+ b) (soft-capped)
+//     f = RMSNorm(f)                          post-norm: gemma, olmo2
+//     x = x + f (· residual scale)
+//   logits = W_out RMSNorm(x) (+ b) (soft-capped) (· logit scale)
 #include "model/internal.h"
 
 #include <math.h>
@@ -134,6 +136,8 @@ void model_attn_out(struct model *m, struct model_layer *L, int n)
     engine_matmul(be, s->xb, &L->wo, L->bo, s->att, n);  // (n, n_embd)
     if (L->attn_post_norm)
         engine_rmsnorm(be, s->xb, s->xb, L->attn_post_norm, n, hp->n_embd, hp->eps);
+    if (hp->residual_scale != 0.0f)
+        engine_scale(be, s->xb, s->xb, hp->residual_scale, (int64_t)n * hp->n_embd);
     engine_add(be, s->x, s->x, s->xb, (int64_t)n * hp->n_embd);  // residual
 }
 
@@ -155,6 +159,8 @@ void model_ffn_block(struct model *m, struct model_layer *L, int n)
         model_dense_ffn(m, L, s->xb, in, n);
     if (L->ffn_post_norm)
         engine_rmsnorm(be, s->xb, s->xb, L->ffn_post_norm, n, hp->n_embd, hp->eps);
+    if (hp->residual_scale != 0.0f)
+        engine_scale(be, s->xb, s->xb, hp->residual_scale, (int64_t)n * hp->n_embd);
     engine_add(be, s->x, s->x, s->xb, (int64_t)n * hp->n_embd);
 }
 
@@ -193,7 +199,7 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
     int n = ub->n;
 
     engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
-    if (hp->embd_scale > 0)
+    if (hp->embd_scale != 0.0f)
         engine_scale(be, s->x, s->x, hp->embd_scale, (int64_t)n * n_embd);
 
     for (int il = 0; il < hp->n_layer; il++) {

@@ -36,6 +36,7 @@ struct model_hparams {
     float attn_temp_scale, attn_temp_offset;
     int attn_temp_floor;
     float logit_scale;  // logits multiplied by this (0: off; cohere2 logit_scale)
+    float residual_scale;  // granite: each branch's output multiplied by this (0: off)
     // Families with their own layers (struct model_arch.custom_layers): the
     // floats per batch row of the family's scratch (struct model_scratch.mix).
     int64_t mix_floats;
@@ -277,6 +278,7 @@ extern const struct model_arch model_arch_olmo2;
 extern const struct model_arch model_arch_mistral3;
 extern const struct model_arch model_arch_cohere2;
 extern const struct model_arch model_arch_glm4moe;
+extern const struct model_arch model_arch_granite;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 

@@ -1379,6 +1379,104 @@ static void test_memory_estimate(void **state)
     assert_true(big.scratch_bytes - small.scratch_bytes >= 480ull * 2 * (64 * 8 + 32 * 12));
 }
 
+// granite has no fixture: tiny-llama rewritten as a granite file whose
+// scalars cancel by hand-checked algebra. Embeddings x2 and each branch's
+// output x2 make the residual stream exactly twice llama's at every layer,
+// which the RMSNorms undo (their epsilon x4: RMSNorm(2x; 4eps) =
+// RMSNorm(x; eps)); attention.scale 2/sqrt(hd) with W_q halved gives the same
+// scores; logit_scale 4 divides the logits by 4. All factors are powers of
+// two, so granite's logits x4 must equal llama's to rounding.
+static void write_granite_from_llama(const char *src, const char *dst)
+{
+    struct err e = {0};
+    struct gguf *g;
+    struct gguf_writer *w;
+    if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0)
+        fail_msg("%s", e.msg);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        struct gguf_kv kv = *gguf_kv_at(g, i);
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)kv.key.len, kv.key.ptr);
+        if (!strcmp(key, "general.architecture"))
+            continue;
+        if (!strncmp(key, "llama.", 6)) {
+            char *renamed = xasprintf("granite.%s", key + 6);
+            if (!strcmp(key, "llama.attention.layer_norm_rms_epsilon"))
+                gguf_writer_kv_f32(w, renamed, 4.0f * (float)kv.val.v.f64);
+            else {
+                kv.key = str_from(renamed);
+                gguf_writer_kv_copy(w, &kv);
+            }
+            free(renamed);
+        } else {
+            gguf_writer_kv_copy(w, &kv);
+        }
+    }
+    gguf_writer_kv_str(w, "general.architecture", "granite");
+    gguf_writer_kv_f32(w, "granite.embedding_scale", 2.0f);
+    gguf_writer_kv_f32(w, "granite.residual_scale", 2.0f);
+    gguf_writer_kv_f32(w, "granite.attention.scale", 2.0f / sqrtf(16.0f));  // head_dim 16
+    gguf_writer_kv_f32(w, "granite.logit_scale", 4.0f);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+    }
+    if (gguf_writer_write_header(w, &e) < 0)
+        fail_msg("%s", e.msg);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (str_ends_with(t->name, "attn_q.weight")) {
+            assert_int_equal(t->type, GGUF_TYPE_F32);
+            float *h = xmalloc(t->n_bytes);
+            const float *f = t->data;
+            for (size_t j = 0; j < t->n_bytes / sizeof(float); j++)
+                h[j] = 0.5f * f[j];
+            assert_int_equal(gguf_writer_write_data(w, h, t->n_bytes, &e), 0);
+            free(h);
+        } else {
+            assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        }
+    }
+    if (gguf_writer_close(w, &e) < 0)
+        fail_msg("%s", e.msg);
+    gguf_close(g);
+}
+
+static void test_tiny_granite_reference(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-granite-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-llama-f32.gguf");
+    int fd = mkstemp(q);
+    assert_true(fd >= 0);
+    close(fd);
+    write_granite_from_llama(path, q);
+    const int32_t toks[] = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
+    const int n = (int)(sizeof toks / sizeof toks[0]);
+    for (int kv = 0; kv < 2; kv++) {
+        struct model_options o = {.n_ctx = 64, .n_threads = 2};
+        o.kv_type = kv ? MODEL_KV_F16 : MODEL_KV_F32;
+        struct model *ml = load(path, o), *mg = load(q, o);
+        assert_string_equal(model_arch_name(mg), "granite");
+        decode_seq(ml, 0, toks, n, 0, true);
+        decode_seq(mg, 0, toks, n, 0, true);
+        int nv = model_n_vocab(ml);
+        float *g4 = xmalloc((size_t)nv * sizeof(float));
+        for (int i = 0; i < n; i++) {
+            const float *b = model_logits(mg, i);
+            for (int j = 0; j < nv; j++)
+                g4[j] = 4.0f * b[j];
+            assert_close(g4, model_logits(ml, i), nv, 1e-4f);
+        }
+        free(g4);
+        model_free(ml);
+        model_free(mg);
+    }
+    unlink(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1412,6 +1510,7 @@ int main(void)
         cmocka_unit_test(test_tiny_mistral3_reference),
         cmocka_unit_test(test_tiny_cohere2_reference),
         cmocka_unit_test(test_tiny_glm4moe_reference),
+        cmocka_unit_test(test_tiny_granite_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
