@@ -1379,44 +1379,54 @@ static void test_memory_estimate(void **state)
     assert_true(big.scratch_bytes - small.scratch_bytes >= 480ull * 2 * (64 * 8 + 32 * 12));
 }
 
-// granite has no fixture: tiny-llama rewritten as a granite file whose
-// scalars cancel by hand-checked algebra. Embeddings x2 and each branch's
-// output x2 make the residual stream exactly twice llama's at every layer,
-// which the RMSNorms undo (their epsilon x4: RMSNorm(2x; 4eps) =
-// RMSNorm(x; eps)); attention.scale 2/sqrt(hd) with W_q halved gives the same
-// scores; logit_scale 4 divides the logits by 4. All factors are powers of
-// two, so granite's logits x4 must equal llama's to rounding.
-static void write_granite_from_llama(const char *src, const char *dst)
+// A copy of a fixture as another layout, for the families whose other
+// layouts (Ollama's, or a family with no fixture of its own) have no file:
+// general.architecture becomes `to`, the keys "<arch>.x" become "<to>.x" or
+// the name renames[][1] gives x (NULL: left out), extra() adds keys, and the
+// F32 attn_q matrices are multiplied by q_mul.
+struct rewrite {
+    const char *to;
+    const char *const (*renames)[2];
+    int n_renames;
+    void (*extra)(struct gguf_writer *w, const struct gguf *src);
+    float q_mul;  // 0: as they are
+};
+
+static void rewrite_fixture(const char *src, const char *dst, const struct rewrite *rw)
 {
     struct err e = {0};
     struct gguf *g;
     struct gguf_writer *w;
     if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0)
         fail_msg("%s", e.msg);
+    struct str arch = gguf_architecture(g);
     for (size_t i = 0; i < gguf_kv_count(g); i++) {
         struct gguf_kv kv = *gguf_kv_at(g, i);
-        char key[256];
-        snprintf(key, sizeof key, "%.*s", (int)kv.key.len, kv.key.ptr);
-        if (!strcmp(key, "general.architecture"))
+        if (str_eq_cstr(kv.key, "general.architecture"))
             continue;
-        if (!strncmp(key, "llama.", 6)) {
-            char *renamed = xasprintf("granite.%s", key + 6);
-            if (!strcmp(key, "llama.attention.layer_norm_rms_epsilon"))
-                gguf_writer_kv_f32(w, renamed, 4.0f * (float)kv.val.v.f64);
-            else {
-                kv.key = str_from(renamed);
-                gguf_writer_kv_copy(w, &kv);
-            }
-            free(renamed);
-        } else {
-            gguf_writer_kv_copy(w, &kv);
+        char *renamed = NULL;
+        if (kv.key.len > arch.len && !memcmp(kv.key.ptr, arch.ptr, arch.len) &&
+            kv.key.ptr[arch.len] == '.') {
+            const char *suffix = NULL;
+            char *x = xasprintf("%.*s", (int)(kv.key.len - arch.len - 1), kv.key.ptr + arch.len + 1);
+            bool drop = false;
+            for (int r = 0; r < rw->n_renames; r++)
+                if (!strcmp(x, rw->renames[r][0])) {
+                    suffix = rw->renames[r][1];
+                    drop = suffix == NULL;
+                }
+            renamed = drop ? NULL : xasprintf("%s.%s", rw->to, suffix ? suffix : x);
+            free(x);
+            if (drop)
+                continue;
+            kv.key = str_from(renamed);
         }
+        gguf_writer_kv_copy(w, &kv);
+        free(renamed);
     }
-    gguf_writer_kv_str(w, "general.architecture", "granite");
-    gguf_writer_kv_f32(w, "granite.embedding_scale", 2.0f);
-    gguf_writer_kv_f32(w, "granite.residual_scale", 2.0f);
-    gguf_writer_kv_f32(w, "granite.attention.scale", 2.0f / sqrtf(16.0f));  // head_dim 16
-    gguf_writer_kv_f32(w, "granite.logit_scale", 4.0f);
+    gguf_writer_kv_str(w, "general.architecture", rw->to);
+    if (rw->extra)
+        rw->extra(w, g);
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
         char name[256];
@@ -1427,12 +1437,12 @@ static void write_granite_from_llama(const char *src, const char *dst)
         fail_msg("%s", e.msg);
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
-        if (str_ends_with(t->name, "attn_q.weight")) {
+        if (rw->q_mul != 0.0f && str_ends_with(t->name, "attn_q.weight")) {
             assert_int_equal(t->type, GGUF_TYPE_F32);
             float *h = xmalloc(t->n_bytes);
             const float *f = t->data;
             for (size_t j = 0; j < t->n_bytes / sizeof(float); j++)
-                h[j] = 0.5f * f[j];
+                h[j] = rw->q_mul * f[j];
             assert_int_equal(gguf_writer_write_data(w, h, t->n_bytes, &e), 0);
             free(h);
         } else {
@@ -1444,15 +1454,62 @@ static void write_granite_from_llama(const char *src, const char *dst)
     gguf_close(g);
 }
 
+// A temporary file name (created empty).
+static void temp_path(char *q)
+{
+    int fd = mkstemp(q);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+// Every logit case of a shared reference, run on the model file at path
+// instead of the one the cases name.
+static void run_reference_on(const char *ref_name, const char *path, float tol)
+{
+    char ref[1024];
+    shared_fixture_or_skip(ref, sizeof ref, ref_name);
+    struct jv root;
+    assert_true(jload(&root, ref));
+    const struct jv *cases = jget(&root, "logit_cases");
+    assert_non_null(cases);
+    for (size_t i = 0; i < cases->n; i++) {
+        const struct jv *c = &cases->items[i];
+        struct model_options o = {.n_ctx = 512, .n_threads = 2};
+        o.kv_type = !strcmp(jget(c, "kv_cache_type")->str, "f32") ? MODEL_KV_F32 : MODEL_KV_F16;
+        struct model *m = load(path, o);
+        check_case(m, c, tol, true, 16);
+        model_free(m);
+    }
+    jfree(&root);
+}
+
+// granite has no fixture: tiny-llama rewritten as a granite file whose
+// scalars cancel by hand-checked algebra. Embeddings x2 and each branch's
+// output x2 make the residual stream exactly twice llama's at every layer,
+// which the RMSNorms undo (their epsilon x4: RMSNorm(2x; 4eps) =
+// RMSNorm(x; eps)); attention.scale 2/sqrt(hd) with W_q halved gives the same
+// scores; logit_scale 4 divides the logits by 4. All factors are powers of
+// two, so granite's logits x4 must equal llama's to rounding.
+static void granite_scales(struct gguf_writer *w, const struct gguf *src)
+{
+    float eps = 0;
+    assert_true(gguf_get_arch_f32(src, "attention.layer_norm_rms_epsilon", &eps));
+    gguf_writer_kv_f32(w, "granite.attention.layer_norm_rms_epsilon", 4.0f * eps);
+    gguf_writer_kv_f32(w, "granite.embedding_scale", 2.0f);
+    gguf_writer_kv_f32(w, "granite.residual_scale", 2.0f);
+    gguf_writer_kv_f32(w, "granite.attention.scale", 2.0f / sqrtf(16.0f));  // head_dim 16
+    gguf_writer_kv_f32(w, "granite.logit_scale", 4.0f);
+}
+
 static void test_tiny_granite_reference(void **state)
 {
     (void)state;
     char path[1024], q[] = "/tmp/ollama-test-granite-XXXXXX";
     shared_fixture_or_skip(path, sizeof path, "tiny-llama-f32.gguf");
-    int fd = mkstemp(q);
-    assert_true(fd >= 0);
-    close(fd);
-    write_granite_from_llama(path, q);
+    temp_path(q);
+    static const char *const eps[][2] = {{"attention.layer_norm_rms_epsilon", NULL}};
+    const struct rewrite rw = {"granite", eps, 1, granite_scales, 0.5f};
+    rewrite_fixture(path, q, &rw);
     const int32_t toks[] = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
     const int n = (int)(sizeof toks / sizeof toks[0]);
     for (int kv = 0; kv < 2; kv++) {
@@ -1474,6 +1531,94 @@ static void test_tiny_granite_reference(void **state)
         model_free(ml);
         model_free(mg);
     }
+    unlink(q);
+}
+
+// mistral3 as Ollama's converter named its keys (rope.scaling.beta_fast /
+// beta_slow, mscale_all_dim, rope.scaling_beta for the temperature): the
+// same references.
+static void test_mistral3_ollama_keys(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-mistral3-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-mistral3-f32.gguf");
+    temp_path(q);
+    static const char *const keys[][2] = {
+        {"rope.scaling.yarn_beta_fast", "rope.scaling.beta_fast"},
+        {"rope.scaling.yarn_beta_slow", "rope.scaling.beta_slow"},
+        {"rope.scaling.yarn_log_multiplier", "rope.scaling.mscale_all_dim"},
+        {"attention.temperature_scale", "rope.scaling_beta"},
+    };
+    const struct rewrite rw = {"mistral3", keys, 4, NULL, 0};
+    rewrite_fixture(path, q, &rw);
+    run_reference_on("tiny-mistral3.reference.json", q, 5e-3f);
+    unlink(q);
+}
+
+// OLMo 3 as Ollama publishes it: architecture olmo3, the window's layers as
+// one bool per layer (sliding_window_pattern): the olmo2 references.
+static void olmo3_pattern(struct gguf_writer *w, const struct gguf *src)
+{
+    (void)src;
+    const bool swa[4] = {true, true, true, false};
+    gguf_writer_kv_arr(w, "olmo3.attention.sliding_window_pattern", GGUF_VAL_BOOL, swa, 4);
+}
+
+static void test_olmo3_ollama_layout(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-olmo3-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-olmo2-f32.gguf");
+    temp_path(q);
+    const struct rewrite rw = {"olmo3", NULL, 0, olmo3_pattern, 0};
+    rewrite_fixture(path, q, &rw);
+    run_reference_on("tiny-olmo2.reference.json", q, 5e-3f);
+    unlink(q);
+}
+
+// A context shift keeps the keys of layers without RoPE as they are: tiny-
+// llama as a granite file with rope.scaling.finetuned false (no layer has
+// RoPE); layer 0's shifted keys equal a fresh evaluation of the kept tokens.
+static void granite_nope(struct gguf_writer *w, const struct gguf *src)
+{
+    (void)src;
+    gguf_writer_kv_f32(w, "granite.logit_scale", 1.0f);
+    gguf_writer_kv_bool(w, "granite.rope.scaling.finetuned", false);
+}
+
+static void test_nope_context_shift(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-nope-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-llama-f32.gguf");
+    temp_path(q);
+    const struct rewrite rw = {"granite", NULL, 0, granite_nope, 0};
+    rewrite_fixture(path, q, &rw);
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(q, o);
+    for (int il = 0; il < m->hp.n_layer; il++)
+        assert_null(m->layers[il].rope);
+    const int32_t toks[] = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
+    const int n = (int)(sizeof toks / sizeof toks[0]);
+    struct err e = {0};
+    decode_seq(m, 0, toks, n, 0, false);
+    int discarded = model_context_shift(m, 0, 2, &e);
+    assert_true(discarded > 0);
+    int n_past = model_slot_n_past(m, 0);
+    int32_t kept[32];
+    memcpy(kept, model_slot_tokens(m, 0), (size_t)n_past * sizeof(int32_t));
+    decode_seq(m, 1, kept, n_past, 0, false);
+    int kv_dim = m->hp.n_head_kv * m->hp.head_dim;
+    float *k0 = xmalloc((size_t)kv_dim * 4 * sizeof(float)), *v0 = k0 + kv_dim, *k1 = v0 + kv_dim,
+          *v1 = k1 + kv_dim;
+    for (int p = 0; p < n_past; p++) {
+        model_debug_kv_row(m, 0, p, k0, v0);
+        model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+        assert_close(k0, k1, kv_dim, 1e-6f);
+        assert_close(v0, v1, kv_dim, 1e-6f);
+    }
+    free(k0);
+    model_free(m);
     unlink(q);
 }
 
@@ -1511,6 +1656,9 @@ int main(void)
         cmocka_unit_test(test_tiny_cohere2_reference),
         cmocka_unit_test(test_tiny_glm4moe_reference),
         cmocka_unit_test(test_tiny_granite_reference),
+        cmocka_unit_test(test_mistral3_ollama_keys),
+        cmocka_unit_test(test_olmo3_ollama_layout),
+        cmocka_unit_test(test_nope_context_shift),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
