@@ -1408,7 +1408,8 @@ static void rewrite_fixture(const char *src, const char *dst, const struct rewri
         if (kv.key.len > arch.len && !memcmp(kv.key.ptr, arch.ptr, arch.len) &&
             kv.key.ptr[arch.len] == '.') {
             const char *suffix = NULL;
-            char *x = xasprintf("%.*s", (int)(kv.key.len - arch.len - 1), kv.key.ptr + arch.len + 1);
+            char *x =
+                xasprintf("%.*s", (int)(kv.key.len - arch.len - 1), kv.key.ptr + arch.len + 1);
             bool drop = false;
             for (int r = 0; r < rw->n_renames; r++)
                 if (!strcmp(x, rw->renames[r][0])) {
