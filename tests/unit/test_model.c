@@ -1623,6 +1623,52 @@ static void test_nope_context_shift(void **state)
     unlink(q);
 }
 
+// gguf-gen's presets of issue 43's families: the tiny ones load and decode
+// (F32 and Q8_0); the real shapes (sparse) give the KV cache the models have
+// (command-r7b: 8 global layers, 24 windowed ones of 4096 + n_batch cells;
+// olmo2-7b: the context capped at its 4k training one).
+static void test_gguf_gen_fam43_presets(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/test_model_fam43_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/m.gguf", tmp);
+    const char *tiny[][2] = {
+        {"tiny-smollm3", "smollm3"},   {"tiny-mixtral", "llama"},   {"tiny-olmo2", "olmo2"},
+        {"tiny-mistral3", "mistral3"}, {"tiny-cohere2", "cohere2"}, {"tiny-glm4moe", "glm4moe"},
+        {"tiny-granite", "granite"},
+    };
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
+        for (int q = 0; q < 2; q++)
+            gen_and_decode(tiny[i][0], tiny[i][1], q ? "q8_0" : "f32", path);
+    const uint64_t cell = 8 * 128 * 2 * 2;  // 8 K/V heads of 128, F16 K + V
+    struct {
+        const char *preset;
+        uint64_t kv_bytes;
+    } real[] = {
+        {"smollm3-3b", 36ull * 8192 * (4 * 128 * 2 * 2)},
+        {"mixtral-8x7b", 32ull * 8192 * cell},
+        {"olmo2-7b", 32ull * 4096 * (32 * 128 * 2 * 2)},  // a 4k training context
+        {"command-r7b", 8ull * 8192 * cell + 24ull * (4096 + 512) * cell},
+        {"glm-4.5-air", 46ull * 8192 * cell},
+        {"granite-3.3-8b", 40ull * 8192 * cell},
+    };
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        gen(real[i].preset, "q4_0", true, path);
+        struct model_options o = {.n_ctx = 8192, .n_batch = 512, .n_threads = 1};
+        struct model_memory mem;
+        struct err e = {0};
+        if (model_estimate(path, &o, &mem, &e) < 0)
+            fail_msg("%s: %s", real[i].preset, e.msg);
+        if (mem.kv_bytes != real[i].kv_bytes)
+            fail_msg("%s: kv %llu bytes, want %llu", real[i].preset,
+                     (unsigned long long)mem.kv_bytes, (unsigned long long)real[i].kv_bytes);
+    }
+    unlink(path);
+    rmdir(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1660,6 +1706,7 @@ int main(void)
         cmocka_unit_test(test_mistral3_ollama_keys),
         cmocka_unit_test(test_olmo3_ollama_layout),
         cmocka_unit_test(test_nope_context_shift),
+        cmocka_unit_test(test_gguf_gen_fam43_presets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
