@@ -19,6 +19,9 @@ static int cohere2_load(struct model *m, struct err *e)
     if (!gguf_get_arch_f32(m->g, "logit_scale", &hp->logit_scale) || !isfinite(hp->logit_scale))
         return err_set(e, ERR_FORMAT, "missing or invalid key logit_scale");
     hp->mix_floats = hp->n_embd;  // the FFN's output, until the attention's is added
+    // The window's RoPE is the global one (llama.cpp's graph passes the
+    // context's base and scale, whatever rope.freq_base_swa says).
+    hp->rope_swa = hp->rope;
     return 0;
 }
 

@@ -8,11 +8,13 @@
 #include "model/internal.h"
 
 // The sliding-window layers' RoPE has no scaling at all (llama.cpp passes
-// freq_scale 1, ext_factor 0, attn_factor 1 for them).
+// freq_scale 1, ext_factor 0, attn_factor 1 for them) and the global base
+// (its graph passes the context's freq_base, whatever rope.freq_base_swa says).
 static int olmo2_load(struct model *m, struct err *e)
 {
     (void)e;
     m->hp.rope_swa.attn_factor = 1.0f;
+    m->hp.rope_swa.freq_base = m->hp.rope.freq_base;
     return 0;
 }
 

@@ -7,7 +7,6 @@ const struct model_arch model_arch_smollm3 = {
     .name = "smollm3",
     .rope_mode = ENGINE_ROPE_NORMAL,
     .rope_full = true,
-    .rope_freqs = true,
     .nope_step = 4,
     .act = MODEL_ACT_SILU,
 };
