@@ -24,6 +24,7 @@
 #include "model/internal.h"
 #include "model/model.h"
 #include "testutil.h"
+#include "tokenizer/tokenizer.h"
 
 // ---------------------------------------------------------------------------
 // A small JSON reader for the reference files (tests only).
@@ -1389,7 +1390,8 @@ struct rewrite {
     const char *const (*renames)[2];
     int n_renames;
     void (*extra)(struct gguf_writer *w, const struct gguf *src);
-    float q_mul;  // 0: as they are
+    float q_mul;       // 0: as they are
+    const char *drop;  // a key (full name) left out, or NULL
 };
 
 static void rewrite_fixture(const char *src, const char *dst, const struct rewrite *rw)
@@ -1402,7 +1404,8 @@ static void rewrite_fixture(const char *src, const char *dst, const struct rewri
     struct str arch = gguf_architecture(g);
     for (size_t i = 0; i < gguf_kv_count(g); i++) {
         struct gguf_kv kv = *gguf_kv_at(g, i);
-        if (str_eq_cstr(kv.key, "general.architecture"))
+        if (str_eq_cstr(kv.key, "general.architecture") ||
+            (rw->drop && str_eq_cstr(kv.key, rw->drop)))
             continue;
         char *renamed = NULL;
         if (kv.key.len > arch.len && !memcmp(kv.key.ptr, arch.ptr, arch.len) &&
@@ -1623,6 +1626,42 @@ static void test_nope_context_shift(void **state)
     unlink(q);
 }
 
+// Ollama's mistral3 files without a pre-tokenizer get tekken, as Ollama
+// sets it (llama/compat handle_mistral3): a BPE vocabulary (tiny-olmo2's
+// GPT-2 one) under arch mistral3 without tokenizer.ggml.pre, with and
+// without one of Ollama's keys.
+static void no_pre_ollama_key(struct gguf_writer *w, const struct gguf *src)
+{
+    (void)src;
+    gguf_writer_kv_f32(w, "mistral3.rope.scaling_beta", 0.1f);
+}
+
+static void test_mistral3_ollama_pretokenizer(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-tekken-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-olmo2-f32.gguf");
+    temp_path(q);
+    for (int ollama = 0; ollama < 2; ollama++) {
+        const struct rewrite rw = {"mistral3", NULL, 0, ollama ? no_pre_ollama_key : NULL, 0,
+                                   "tokenizer.ggml.pre"};
+        rewrite_fixture(path, q, &rw);
+        struct gguf *g;
+        struct tokenizer *t;
+        struct err e = {0};
+        assert_int_equal(gguf_open(&g, q, &e), 0);
+        assert_int_equal(tokenizer_load(&t, g, &e), 0);
+        const char *pre = tokenizer_pre_name(t);
+        if (ollama)
+            assert_string_equal(pre, "tekken");
+        else
+            assert_true(pre == NULL || strcmp(pre, "tekken") != 0);
+        tokenizer_free(t);
+        gguf_close(g);
+    }
+    unlink(q);
+}
+
 // gguf-gen's presets of issue 43's families: the tiny ones load and decode
 // (F32 and Q8_0); the real shapes (sparse) give the KV cache the models have
 // (command-r7b: 8 global layers, 24 windowed ones of 4096 + n_batch cells;
@@ -1707,6 +1746,7 @@ int main(void)
         cmocka_unit_test(test_olmo3_ollama_layout),
         cmocka_unit_test(test_nope_context_shift),
         cmocka_unit_test(test_gguf_gen_fam43_presets),
+        cmocka_unit_test(test_mistral3_ollama_pretokenizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
