@@ -963,8 +963,7 @@ static void gguf_pre_name(const struct gguf *g, const struct tokenizer *t, bool 
         snprintf(pre, 64, "gpt-4o");
     // Ollama's mistral3 files may leave the pre-tokenizer out (or "default");
     // Ollama sets tekken then (llama/compat handle_mistral3), and so do we.
-    if (t->kind == TOKENIZER_BPE && (!pre[0] || strcmp(pre, "default") == 0) &&
-        ollama_mistral3(g))
+    if (t->kind == TOKENIZER_BPE && (!pre[0] || strcmp(pre, "default") == 0) && ollama_mistral3(g))
         snprintf(pre, 64, "tekken");
 }
 
