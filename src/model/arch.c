@@ -16,6 +16,8 @@ static const struct model_arch *const model_archs[] = {
     &model_arch_qwen35moe,  &model_arch_qwen3next,     &model_arch_nemotron_h,
     &model_arch_nemotron_h_moe, &model_arch_granitehybrid, &model_arch_lfm2,
     &model_arch_deepseek2,
+    &model_arch_smollm3,    &model_arch_olmo2,         &model_arch_mistral3,
+    &model_arch_cohere2,    &model_arch_glm4moe,       &model_arch_granite,
 };
 
 const struct model_arch *model_arch_find(struct str name)
@@ -263,8 +265,13 @@ int model_read_hparams(struct model *m, struct err *e)
         if (!(hp->rope_swa.freq_base > 0) || !isfinite(hp->rope_swa.freq_base))
             return err_set(e, ERR_FORMAT, "invalid local rope base");
     }
-    for (int il = 0; il < hp->n_layer; il++)
-        m->layers[il].rope = m->layers[il].swa ? &hp->rope_swa : &hp->rope;
+    for (int il = 0; il < hp->n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        L->rope = L->swa ? &hp->rope_swa : &hp->rope;
+        if ((a->nope_step > 0 && (il + 1) % a->nope_step == 0) ||
+            (a->nope_global && hp->n_swa > 0 && !L->swa))
+            L->rope = NULL;
+    }
 
     // Attention and output features.
     hp->q_scale = 1.0f / sqrtf((float)hp->head_dim);
@@ -400,7 +407,8 @@ int model_bind_layer_attn(struct model *m, int il, struct err *e)
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
 #define NAMED(name, dflt, suffix)                                                                  \
     (snprintf(n, sizeof n, "blk.%d.%s.%s", il, name_or(name, dflt), suffix), n)
-    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), n_embd, true, e)) < 0 ||
+    if ((!a->no_pre_norms && (rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"),
+                                                     n_embd, true, e)) < 0) ||
         (rc = bind_qkv(m, L, il, e)) < 0)
         return rc;
     snprintf(n, sizeof n, "blk.%d.%s.weight", il, name_or(a->names.attn_output, "attn_output"));
@@ -412,10 +420,12 @@ int model_bind_layer_attn(struct model *m, int il, struct err *e)
         (rc = model_bind_vector(m, &L->bo, NAMED(a->names.attn_output, "attn_output", "bias"),
                                 n_embd, false, e)) < 0)
         return rc;
-    if (a->qk_norm && ((rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"),
-                                               hp->head_dim, true, e)) < 0 ||
-                       (rc = model_bind_vector(m, &L->attn_k_norm, NAME("attn_k_norm.weight"),
-                                               hp->head_dim, true, e)) < 0))
+    const int qn = a->qk_norm_full ? q_dim : hp->head_dim,
+              kn = a->qk_norm_full ? kv_dim : hp->head_dim;
+    if (a->qk_norm &&
+        ((rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"), qn, true, e)) <
+             0 ||
+         (rc = model_bind_vector(m, &L->attn_k_norm, NAME("attn_k_norm.weight"), kn, true, e)) < 0))
         return rc;
     if (a->post_norms) {
         char pn[64];
@@ -440,7 +450,7 @@ int model_bind_layer_ffn(struct model *m, int il, struct err *e)
     char n[GGUF_MAX_NAME_LEN + 1];
     int rc;
     snprintf(n, sizeof n, "blk.%d.%s.weight", il, name_or(a->names.ffn_norm, "ffn_norm"));
-    if ((rc = model_bind_vector(m, &L->ffn_norm, n, n_embd, true, e)) < 0)
+    if (!a->no_pre_norms && (rc = model_bind_vector(m, &L->ffn_norm, n, n_embd, true, e)) < 0)
         return rc;
     if (a->ffn)
         return 0;  // the family's FFN hook binds its own tensors

@@ -1,21 +1,23 @@
 // The generic decoder block every decoder family runs, composed from its
 // table row (struct model_arch) and the per-layer data the loader bound:
 //
-//   x = token_embd[t] (· sqrt(n_embd))
+//   x = token_embd[t] (· sqrt(n_embd) or the file's embedding scale)
 //   per layer:
-//     h = RMSNorm(x; attn_norm)
+//     h = RMSNorm(x; attn_norm)               LayerNorm: cohere2; none: olmo2 (h = x)
 //     q, k, v = W h (+ b)                     separate or fused Q/K/V
-//     q, k = RMSNorm per head (q/k norms)     qwen3, gemma3
-//     q, k = RoPE(layer's base/scale/factors) normal or NeoX, partial dims
+//     q, k = RMSNorm per head (q/k norms)     qwen3, gemma3; over all heads: olmo2
+//     q, k = RoPE(layer's base/scale/factors) normal or NeoX, partial dims; none in
+//                                             NoPE layers (smollm3, cohere2)
+//     q = q · temperature(pos)                mistral3
 //     a = attention(q, k, v)                  window, soft-cap, sinks per layer
-//     o = W_o a (+ b_o) ; o = RMSNorm(o)      post-norm: gemma
-//     x = x + o
-//     h = RMSNorm(x; ffn_norm)
+//     o = W_o a (+ b_o) ; o = RMSNorm(o)      post-norm: gemma, olmo2
+//     x = x + o (· residual scale)            granite
+//     h = RMSNorm(x; ffn_norm)                as the attention's
 //     f = W_down(act(W_gate h) * W_up h)      SiLU or GELU; fused gate|up; or
 //                                             the family's FFN hook (MoE)
-//     f = RMSNorm(f)                          post-norm: gemma
-//     x = x + f
-//   logits = W_out RMSNorm(x) (+ b) (soft-capped)
+//     f = RMSNorm(f)                          post-norm: gemma, olmo2
+//     x = x + f (· residual scale)
+//   logits = W_out RMSNorm(x) (+ b) (soft-capped) (· logit scale)
 #include "model/internal.h"
 
 #include <math.h>
@@ -34,6 +36,36 @@ void model_dense_ffn(struct model *m, struct model_layer *L, float *out, const f
     engine_matmul(be, out, &L->w_down, NULL, s->hb, n);  // (n, n_embd)
 }
 
+// The pre-norms and the final norm: RMSNorm, or LayerNorm without bias
+// when the row says (cohere2).
+static void pre_norm(struct model *m, float *y, const float *x, const float *w, int n)
+{
+    if (m->arch->layer_norm)
+        engine_layernorm(m->be, y, x, w, NULL, n, m->hp.n_embd, m->hp.eps);
+    else
+        engine_rmsnorm(m->be, y, x, w, n, m->hp.n_embd, m->hp.eps);
+}
+
+// Attention temperature: each query row times its position's factor, one
+// scale per run of rows that share it (a slot's rows are consecutive).
+static void scale_q_by_position(struct model *m, const struct model_ubatch *ub, int n)
+{
+    const struct model_hparams *hp = &m->hp;
+    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
+    for (int r0 = 0, r1; r0 < n; r0 = r1) {
+        float t = floorf(((float)ub->pos[r0] + hp->attn_temp_offset) / (float)hp->attn_temp_floor);
+        for (r1 = r0 + 1; r1 < n; r1++)
+            if (floorf(((float)ub->pos[r1] + hp->attn_temp_offset) / (float)hp->attn_temp_floor) !=
+                t)
+                break;
+        if (t > 0) {
+            float *q = m->s.q + (size_t)r0 * q_dim;
+            engine_scale(m->be, q, q, 1.0f + hp->attn_temp_scale * logf(t + 1.0f),
+                         (int64_t)(r1 - r0) * q_dim);
+        }
+    }
+}
+
 // Attention inputs for n tokens: norm, Q/K/V projections, q/k norms, RoPE, then K and V
 // into the layer's cache (ring cells for a sliding-window ring).
 void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_ubatch *ub, int n)
@@ -41,24 +73,33 @@ void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_u
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
     struct model_scratch *s = &m->s;
-    const int n_embd = hp->n_embd, hd = hp->head_dim;
+    const int hd = hp->head_dim;
     const int q_dim = hp->n_head * hd, kv_dim = hp->n_head_kv * hd;
 
-    engine_rmsnorm(be, s->xb, s->x, L->attn_norm, n, n_embd, hp->eps);  // (n, n_embd)
+    const float *in = s->x;  // no pre-norm (olmo2): the residual itself
+    if (L->attn_norm) {
+        pre_norm(m, s->xb, s->x, L->attn_norm, n);  // (n, n_embd)
+        in = s->xb;
+    }
     const struct engine_matmul_job qkv[3] = {
         {&L->wq, s->q, L->bq},  // q: (n, n_head·hd)
         {&L->wk, s->k, L->bk},  // k: (n, n_head_kv·hd)
         {&L->wv, s->v, L->bv},  // v: (n, n_head_kv·hd)
     };
-    engine_matmul_n(be, qkv, 3, s->xb, n);
-    if (L->attn_q_norm) {  // per head: rows of head_dim
+    engine_matmul_n(be, qkv, 3, in, n);
+    if (L->attn_q_norm && m->arch->qk_norm_full) {  // over all heads: rows of q_dim / kv_dim
+        engine_rmsnorm(be, s->q, s->q, L->attn_q_norm, n, q_dim, hp->eps);
+        engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, n, kv_dim, hp->eps);
+    } else if (L->attn_q_norm) {  // per head: rows of head_dim
         engine_rmsnorm(be, s->q, s->q, L->attn_q_norm, (int64_t)n * hp->n_head, hd, hp->eps);
         engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd, hp->eps);
     }
-    if (L->rope) {  // NULL: a layer without RoPE (hybrids)
+    if (L->rope) {
         engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
         engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
     }
+    if (hp->attn_temp_scale != 0.0f)
+        scale_q_by_position(m, ub, n);
     if (m->arch->q_prescale)
         engine_scale(be, s->q, s->q, hp->q_scale, (int64_t)n * q_dim);
     engine_kv_store(be, &L->kv, m->kv_type, L->kv_ring > 0 ? ub->ring_cells : ub->cells, s->k, s->v,
@@ -95,6 +136,8 @@ void model_attn_out(struct model *m, struct model_layer *L, int n)
     engine_matmul(be, s->xb, &L->wo, L->bo, s->att, n);  // (n, n_embd)
     if (L->attn_post_norm)
         engine_rmsnorm(be, s->xb, s->xb, L->attn_post_norm, n, hp->n_embd, hp->eps);
+    if (hp->residual_scale != 0.0f)
+        engine_scale(be, s->xb, s->xb, hp->residual_scale, (int64_t)n * hp->n_embd);
     engine_add(be, s->x, s->x, s->xb, (int64_t)n * hp->n_embd);  // residual
 }
 
@@ -105,13 +148,19 @@ void model_ffn_block(struct model *m, struct model_layer *L, int n)
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
     struct model_scratch *s = &m->s;
-    engine_rmsnorm(be, s->xb, s->x, L->ffn_norm, n, hp->n_embd, hp->eps);
+    const float *in = s->x;  // no pre-norm (olmo2): the residual itself
+    if (L->ffn_norm) {
+        pre_norm(m, s->xb, s->x, L->ffn_norm, n);
+        in = s->xb;
+    }
     if (m->arch->ffn)
-        m->arch->ffn(m, L, s->xb, s->xb, n);
+        m->arch->ffn(m, L, s->xb, in, n);
     else
-        model_dense_ffn(m, L, s->xb, s->xb, n);
+        model_dense_ffn(m, L, s->xb, in, n);
     if (L->ffn_post_norm)
         engine_rmsnorm(be, s->xb, s->xb, L->ffn_post_norm, n, hp->n_embd, hp->eps);
+    if (hp->residual_scale != 0.0f)
+        engine_scale(be, s->xb, s->xb, hp->residual_scale, (int64_t)n * hp->n_embd);
     engine_add(be, s->x, s->x, s->xb, (int64_t)n * hp->n_embd);
 }
 
@@ -123,7 +172,7 @@ void model_output_logits(struct model *m, const struct model_ubatch *ub, int n)
     struct engine_backend *be = m->be;
     struct model_scratch *s = &m->s;
     const int n_embd = hp->n_embd;
-    engine_rmsnorm(be, s->xo, s->x, m->output_norm, n, n_embd, hp->eps);  // (n_out, n_embd)
+    pre_norm(m, s->xo, s->x, m->output_norm, n);  // (n_out, n_embd)
     if (ub->out_embd)
         engine_buf_read(be, ub->out_embd, s->xo, (size_t)n * n_embd * sizeof(float));
     for (int r0 = 0; r0 < n; r0 += s->n_out_max) {
@@ -132,6 +181,8 @@ void model_output_logits(struct model *m, const struct model_ubatch *ub, int n)
                       nr);  // (nr, n_vocab)
         if (hp->final_softcap > 0)
             engine_softcap(be, s->logits, s->logits, hp->final_softcap, (int64_t)nr * hp->n_vocab);
+        if (hp->logit_scale != 0.0f)
+            engine_scale(be, s->logits, s->logits, hp->logit_scale, (int64_t)nr * hp->n_vocab);
         engine_buf_read(be, ub->out_logits + (size_t)r0 * hp->n_vocab, s->logits,
                         (size_t)nr * hp->n_vocab * sizeof(float));
     }
@@ -148,7 +199,7 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
     int n = ub->n;
 
     engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
-    if (hp->embd_scale > 0)
+    if (hp->embd_scale != 0.0f)
         engine_scale(be, s->x, s->x, hp->embd_scale, (int64_t)n * n_embd);
 
     for (int il = 0; il < hp->n_layer; il++) {

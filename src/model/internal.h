@@ -30,8 +30,14 @@ struct model_hparams {
     float attn_softcap;           // 0: off
     float final_softcap;          // 0: off
     float embd_scale;             // input embeddings multiplied by this (0: off)
-    float residual_scale;         // granite: each branch's output multiplied by this (0: off)
-    float logit_divisor;          // granite: logits divided by this (0: off)
+    // Attention temperature (Llama 4 style; mistral3): the query row of
+    // position p is multiplied by 1 + attn_temp_scale · ln(floor((p +
+    // attn_temp_offset) / attn_temp_floor) + 1). attn_temp_scale 0: off.
+    float attn_temp_scale, attn_temp_offset;
+    int attn_temp_floor;
+    float logit_scale;     // logits multiplied by this (0: off; cohere2 logit_scale)
+    float logit_divisor;   // logits divided by this (0: off; granitehybrid)
+    float residual_scale;  // granite: each branch's output multiplied by this (0: off)
     // Families with their own layers (struct model_arch.custom_layers): the
     // floats per batch row of the family's scratch (struct model_scratch.mix).
     int64_t mix_floats;
@@ -152,10 +158,19 @@ struct model_arch {
     bool swa_unscaled;    // local layers use no RoPE scaling
     bool softcaps;  // read attn_logit_softcapping / final_logit_softcapping (else the defaults)
     float default_attn_softcap, default_final_softcap;
+    // Layers without RoPE (their model_layer.rope is NULL): every nope_step-th
+    // one ((il + 1) % nope_step == 0: smollm3), and with nope_global the
+    // global (not sliding-window) layers of a model with a window (cohere2).
+    int nope_step;
+    bool nope_global;
 
     // Tensors.
     bool qkv_bias;       // attn_q/k/v.bias required
     bool qk_norm;        // attn_q_norm / attn_k_norm [head_dim] required
+    bool qk_norm_full;   // with qk_norm: [q_dim] / [kv_dim], one RMSNorm over all heads (olmo2)
+    bool no_pre_norms;   // no attn_norm / ffn_norm: the sub-blocks read x itself (olmo2)
+    bool layer_norm;     // attn_norm, ffn_norm and output_norm are LayerNorms (mean and
+                         // variance, no bias; cohere2), not RMSNorms
     bool post_norms;     // post_attention_norm / post_ffw_norm required
     bool fused_qkv;      // attn_qkv [n_embd, q_dim + 2 kv_dim] accepted (rows Q, K, V)
     bool fused_gate_up;  // ffn_up [n_embd, 2 n_ff] holds gate then up (no ffn_gate)
@@ -167,7 +182,8 @@ struct model_arch {
     // Hooks (all optional).
     // Adjusts or checks hyper-parameters after the common ones are read
     // (before any tensor is bound). Encoders (encoder = true) read and bind
-    // everything in it themselves (bert.c).
+    // everything in it themselves (bert.c). It may set m->arch to a variant
+    // row of its family (same name) that the rest of loading then follows.
     int (*load)(struct model *m, struct err *e);
     // Binds what is unusual after the common tensors are bound.
     int (*bind)(struct model *m, struct err *e);
@@ -265,6 +281,12 @@ extern const struct model_arch model_arch_gptoss;
 extern const struct model_arch model_arch_qwen35;
 extern const struct model_arch model_arch_qwen35moe;
 extern const struct model_arch model_arch_qwen3next;
+extern const struct model_arch model_arch_smollm3;
+extern const struct model_arch model_arch_olmo2;
+extern const struct model_arch model_arch_mistral3;
+extern const struct model_arch model_arch_cohere2;
+extern const struct model_arch model_arch_glm4moe;
+extern const struct model_arch model_arch_granite;
 extern const struct model_arch model_arch_bert;
 extern const struct model_arch model_arch_nomic_bert;
 extern const struct model_arch model_arch_nemotron_h;

@@ -195,8 +195,10 @@ static int arch_load(struct model *m, struct err *e)
     if (a->encoder)
         return a->load(m, e);
     int rc;
-    if ((rc = model_read_hparams(m, e)) < 0 || (a->load && (rc = a->load(m, e)) < 0) ||
-        (rc = model_bind_decoder(m, e)) < 0 || (a->bind && (rc = a->bind(m, e)) < 0))
+    if ((rc = model_read_hparams(m, e)) < 0 || (a->load && (rc = a->load(m, e)) < 0))
+        return rc;
+    a = m->arch;  // the load hook may have chosen a variant row (llama with experts)
+    if ((rc = model_bind_decoder(m, e)) < 0 || (a->bind && (rc = a->bind(m, e)) < 0))
         return rc;
     return 0;
 }

@@ -927,8 +927,26 @@ static bool needs_llama3_fix(const struct gguf *g, const struct tokenizer *t)
     return text_is(t, 128006, "<|start_header_id|>") || mentions;
 }
 
-// The pre-tokenizer name: tokenizer.ggml.pre, with the Llama 3 and gpt-oss
-// fix-ups applied.
+// Ollama's mistral3 files (llama/compat detect_ollama_mistral3): embedded
+// vision tensors (v.*, mm.*) or Ollama's names of the YaRN / temperature keys.
+static bool ollama_mistral3(const struct gguf *g)
+{
+    if (!str_eq_cstr(gguf_architecture(g), "mistral3"))
+        return false;
+    if (gguf_find(g, "mistral3.rope.scaling.beta_fast") ||
+        gguf_find(g, "mistral3.rope.scaling.mscale_all_dim") ||
+        gguf_find(g, "mistral3.rope.scaling_beta"))
+        return true;
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        struct str n = gguf_tensor_at(g, i)->name;
+        if (str_starts_with(n, "v.") || str_starts_with(n, "mm."))
+            return true;
+    }
+    return false;
+}
+
+// The pre-tokenizer name: tokenizer.ggml.pre, with the Llama 3, gpt-oss and
+// mistral3 fix-ups applied.
 static void gguf_pre_name(const struct gguf *g, const struct tokenizer *t, bool llama3_fix,
                           char pre[64])
 {
@@ -943,6 +961,10 @@ static void gguf_pre_name(const struct gguf *g, const struct tokenizer *t, bool 
     // (llama/compat handle_gptoss), and so do we.
     if (t->kind == TOKENIZER_BPE && str_eq_cstr(gguf_architecture(g), "gptoss"))
         snprintf(pre, 64, "gpt-4o");
+    // Ollama's mistral3 files may leave the pre-tokenizer out (or "default");
+    // Ollama sets tekken then (llama/compat handle_mistral3), and so do we.
+    if (t->kind == TOKENIZER_BPE && (!pre[0] || strcmp(pre, "default") == 0) && ollama_mistral3(g))
+        snprintf(pre, 64, "tekken");
 }
 
 static int gguf_merges(const struct gguf *g, struct tokenizer *t, struct err *e)

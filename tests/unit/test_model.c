@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "testgguf.h"
 #include "testutil.h"
+#include "tokenizer/tokenizer.h"
 
 // ---------------------------------------------------------------------------
 // A small JSON reader for the reference files (tests only).
@@ -546,6 +547,44 @@ static void test_tiny_qwen35moe_reference(void **state)
 {
     (void)state;
     run_fixture_reference_tol("tiny-qwen35moe.reference.json", true, 5e-3f);
+}
+
+// The families of issue 43 that vary blocks the engine already runs
+// (llama.cpp v0.5.0 / ec98e2002 references).
+static void test_tiny_smollm3_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-smollm3.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_mixtral_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-mixtral.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_olmo2_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-olmo2.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_mistral3_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-mistral3.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_cohere2_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-cohere2.reference.json", true, 5e-3f);
+}
+
+static void test_tiny_glm4moe_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-glm4moe.reference.json", true, 5e-3f);
 }
 
 // ---------------------------------------------------------------------------
@@ -1886,6 +1925,313 @@ static void test_tiny_deepseek2_reference(void **state)
     run_layout("tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", DS2_GLM4LITE);
 }
 
+// A copy of a fixture as another layout, for the families whose other
+// layouts (Ollama's, or a family with no fixture of its own) have no file:
+// general.architecture becomes `to`, the keys "<arch>.x" become "<to>.x" or
+// the name renames[][1] gives x (NULL: left out), extra() adds keys, and the
+// F32 attn_q matrices are multiplied by q_mul.
+struct rewrite {
+    const char *to;
+    const char *const (*renames)[2];
+    int n_renames;
+    void (*extra)(struct gguf_writer *w, const struct gguf *src);
+    float q_mul;       // 0: as they are
+    const char *drop;  // a key (full name) left out, or NULL
+};
+
+static void rewrite_fixture(const char *src, const char *dst, const struct rewrite *rw)
+{
+    struct err e = {0};
+    struct gguf *g;
+    struct gguf_writer *w;
+    if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0)
+        fail_msg("%s", e.msg);
+    struct str arch = gguf_architecture(g);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        struct gguf_kv kv = *gguf_kv_at(g, i);
+        if (str_eq_cstr(kv.key, "general.architecture") ||
+            (rw->drop && str_eq_cstr(kv.key, rw->drop)))
+            continue;
+        char *renamed = NULL;
+        if (kv.key.len > arch.len && !memcmp(kv.key.ptr, arch.ptr, arch.len) &&
+            kv.key.ptr[arch.len] == '.') {
+            const char *suffix = NULL;
+            char *x =
+                xasprintf("%.*s", (int)(kv.key.len - arch.len - 1), kv.key.ptr + arch.len + 1);
+            bool drop = false;
+            for (int r = 0; r < rw->n_renames; r++)
+                if (!strcmp(x, rw->renames[r][0])) {
+                    suffix = rw->renames[r][1];
+                    drop = suffix == NULL;
+                }
+            renamed = drop ? NULL : xasprintf("%s.%s", rw->to, suffix ? suffix : x);
+            free(x);
+            if (drop)
+                continue;
+            kv.key = str_from(renamed);
+        }
+        gguf_writer_kv_copy(w, &kv);
+        free(renamed);
+    }
+    gguf_writer_kv_str(w, "general.architecture", rw->to);
+    if (rw->extra)
+        rw->extra(w, g);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+    }
+    if (gguf_writer_write_header(w, &e) < 0)
+        fail_msg("%s", e.msg);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (rw->q_mul != 0.0f && str_ends_with(t->name, "attn_q.weight")) {
+            assert_int_equal(t->type, GGUF_TYPE_F32);
+            float *h = xmalloc(t->n_bytes);
+            const float *f = t->data;
+            for (size_t j = 0; j < t->n_bytes / sizeof(float); j++)
+                h[j] = rw->q_mul * f[j];
+            assert_int_equal(gguf_writer_write_data(w, h, t->n_bytes, &e), 0);
+            free(h);
+        } else {
+            assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        }
+    }
+    if (gguf_writer_close(w, &e) < 0)
+        fail_msg("%s", e.msg);
+    gguf_close(g);
+}
+
+// A temporary file name (created empty).
+static void temp_path(char *q)
+{
+    int fd = mkstemp(q);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+// granite has no fixture: tiny-llama rewritten as a granite file whose
+// scalars cancel by hand-checked algebra. Embeddings x2 and each branch's
+// output x2 make the residual stream exactly twice llama's at every layer,
+// which the RMSNorms undo (their epsilon x4: RMSNorm(2x; 4eps) =
+// RMSNorm(x; eps)); attention.scale 2/sqrt(hd) with W_q halved gives the same
+// scores; logit_scale 4 divides the logits by 4. All factors are powers of
+// two, so granite's logits x4 must equal llama's to rounding.
+static void granite_scales(struct gguf_writer *w, const struct gguf *src)
+{
+    float eps = 0;
+    assert_true(gguf_get_arch_f32(src, "attention.layer_norm_rms_epsilon", &eps));
+    gguf_writer_kv_f32(w, "granite.attention.layer_norm_rms_epsilon", 4.0f * eps);
+    gguf_writer_kv_f32(w, "granite.embedding_scale", 2.0f);
+    gguf_writer_kv_f32(w, "granite.residual_scale", 2.0f);
+    gguf_writer_kv_f32(w, "granite.attention.scale", 2.0f / sqrtf(16.0f));  // head_dim 16
+    gguf_writer_kv_f32(w, "granite.logit_scale", 4.0f);
+}
+
+static void test_tiny_granite_reference(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-granite-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-llama-f32.gguf");
+    temp_path(q);
+    static const char *const eps[][2] = {{"attention.layer_norm_rms_epsilon", NULL}};
+    const struct rewrite rw = {"granite", eps, 1, granite_scales, 0.5f};
+    rewrite_fixture(path, q, &rw);
+    const int32_t toks[] = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
+    const int n = (int)(sizeof toks / sizeof toks[0]);
+    for (int kv = 0; kv < 2; kv++) {
+        struct model_options o = {.n_ctx = 64, .n_threads = 2};
+        o.kv_type = kv ? MODEL_KV_F16 : MODEL_KV_F32;
+        struct model *ml = load(path, o), *mg = load(q, o);
+        assert_string_equal(model_arch_name(mg), "granite");
+        decode_seq(ml, 0, toks, n, 0, true);
+        decode_seq(mg, 0, toks, n, 0, true);
+        int nv = model_n_vocab(ml);
+        float *g4 = xmalloc((size_t)nv * sizeof(float));
+        for (int i = 0; i < n; i++) {
+            const float *b = model_logits(mg, i);
+            for (int j = 0; j < nv; j++)
+                g4[j] = 4.0f * b[j];
+            assert_close(g4, model_logits(ml, i), nv, 1e-4f);
+        }
+        free(g4);
+        model_free(ml);
+        model_free(mg);
+    }
+    unlink(q);
+}
+
+// mistral3 as Ollama's converter named its keys (rope.scaling.beta_fast /
+// beta_slow, mscale_all_dim, rope.scaling_beta for the temperature): the
+// same references.
+static void test_mistral3_ollama_keys(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-mistral3-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-mistral3-f32.gguf");
+    temp_path(q);
+    static const char *const keys[][2] = {
+        {"rope.scaling.yarn_beta_fast", "rope.scaling.beta_fast"},
+        {"rope.scaling.yarn_beta_slow", "rope.scaling.beta_slow"},
+        {"rope.scaling.yarn_log_multiplier", "rope.scaling.mscale_all_dim"},
+        {"attention.temperature_scale", "rope.scaling_beta"},
+    };
+    const struct rewrite rw = {"mistral3", keys, 4, NULL, 0};
+    rewrite_fixture(path, q, &rw);
+    run_reference_on("tiny-mistral3.reference.json", q, 5e-3f);
+    unlink(q);
+}
+
+// OLMo 3 as Ollama publishes it: architecture olmo3, the window's layers as
+// one bool per layer (sliding_window_pattern): the olmo2 references.
+static void olmo3_pattern(struct gguf_writer *w, const struct gguf *src)
+{
+    (void)src;
+    const bool swa[4] = {true, true, true, false};
+    gguf_writer_kv_arr(w, "olmo3.attention.sliding_window_pattern", GGUF_VAL_BOOL, swa, 4);
+}
+
+static void test_olmo3_ollama_layout(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-olmo3-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-olmo2-f32.gguf");
+    temp_path(q);
+    const struct rewrite rw = {"olmo3", NULL, 0, olmo3_pattern, 0};
+    rewrite_fixture(path, q, &rw);
+    run_reference_on("tiny-olmo2.reference.json", q, 5e-3f);
+    unlink(q);
+}
+
+// A context shift keeps the keys of layers without RoPE as they are: tiny-
+// llama as a granite file with rope.scaling.finetuned false (no layer has
+// RoPE); layer 0's shifted keys equal a fresh evaluation of the kept tokens.
+static void granite_nope(struct gguf_writer *w, const struct gguf *src)
+{
+    (void)src;
+    gguf_writer_kv_f32(w, "granite.logit_scale", 1.0f);
+    gguf_writer_kv_bool(w, "granite.rope.scaling.finetuned", false);
+}
+
+static void test_nope_context_shift(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-nope-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-llama-f32.gguf");
+    temp_path(q);
+    const struct rewrite rw = {"granite", NULL, 0, granite_nope, 0};
+    rewrite_fixture(path, q, &rw);
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(q, o);
+    for (int il = 0; il < m->hp.n_layer; il++)
+        assert_null(m->layers[il].rope);
+    const int32_t toks[] = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
+    const int n = (int)(sizeof toks / sizeof toks[0]);
+    struct err e = {0};
+    decode_seq(m, 0, toks, n, 0, false);
+    int discarded = model_context_shift(m, 0, 2, &e);
+    assert_true(discarded > 0);
+    int n_past = model_slot_n_past(m, 0);
+    int32_t kept[32];
+    memcpy(kept, model_slot_tokens(m, 0), (size_t)n_past * sizeof(int32_t));
+    decode_seq(m, 1, kept, n_past, 0, false);
+    int kv_dim = m->hp.n_head_kv * m->hp.head_dim;
+    float *k0 = xmalloc((size_t)kv_dim * 4 * sizeof(float)), *v0 = k0 + kv_dim, *k1 = v0 + kv_dim,
+          *v1 = k1 + kv_dim;
+    for (int p = 0; p < n_past; p++) {
+        model_debug_kv_row(m, 0, p, k0, v0);
+        model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+        assert_close(k0, k1, kv_dim, 1e-6f);
+        assert_close(v0, v1, kv_dim, 1e-6f);
+    }
+    free(k0);
+    model_free(m);
+    unlink(q);
+}
+
+// Ollama's mistral3 files without a pre-tokenizer get tekken, as Ollama
+// sets it (llama/compat handle_mistral3): a BPE vocabulary (tiny-olmo2's
+// GPT-2 one) under arch mistral3 without tokenizer.ggml.pre, with and
+// without one of Ollama's keys.
+static void no_pre_ollama_key(struct gguf_writer *w, const struct gguf *src)
+{
+    (void)src;
+    gguf_writer_kv_f32(w, "mistral3.rope.scaling_beta", 0.1f);
+}
+
+static void test_mistral3_ollama_pretokenizer(void **state)
+{
+    (void)state;
+    char path[1024], q[] = "/tmp/ollama-test-tekken-XXXXXX";
+    shared_fixture_or_skip(path, sizeof path, "tiny-olmo2-f32.gguf");
+    temp_path(q);
+    for (int ollama = 0; ollama < 2; ollama++) {
+        const struct rewrite rw = {"mistral3", NULL, 0, ollama ? no_pre_ollama_key : NULL, 0,
+                                   "tokenizer.ggml.pre"};
+        rewrite_fixture(path, q, &rw);
+        struct gguf *g;
+        struct tokenizer *t;
+        struct err e = {0};
+        assert_int_equal(gguf_open(&g, q, &e), 0);
+        assert_int_equal(tokenizer_load(&t, g, &e), 0);
+        const char *pre = tokenizer_pre_name(t);
+        if (ollama)
+            assert_string_equal(pre, "tekken");
+        else
+            assert_true(pre == NULL || strcmp(pre, "tekken") != 0);
+        tokenizer_free(t);
+        gguf_close(g);
+    }
+    unlink(q);
+}
+
+// gguf-gen's presets of issue 43's families: the tiny ones load and decode
+// (F32 and Q8_0); the real shapes (sparse) give the KV cache the models have
+// (command-r7b: 8 global layers, 24 windowed ones of 4096 + n_batch cells;
+// olmo2-7b: the context capped at its 4k training one).
+static void test_gguf_gen_fam43_presets(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/test_model_fam43_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/m.gguf", tmp);
+    const char *tiny[][2] = {
+        {"tiny-smollm3", "smollm3"},   {"tiny-mixtral", "llama"},   {"tiny-olmo2", "olmo2"},
+        {"tiny-mistral3", "mistral3"}, {"tiny-cohere2", "cohere2"}, {"tiny-glm4moe", "glm4moe"},
+        {"tiny-granite", "granite"},
+    };
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
+        for (int q = 0; q < 2; q++)
+            gen_and_decode(tiny[i][0], tiny[i][1], q ? "q8_0" : "f32", path);
+    const uint64_t cell = 8 * 128 * 2 * 2;  // 8 K/V heads of 128, F16 K + V
+    struct {
+        const char *preset;
+        uint64_t kv_bytes;
+    } real[] = {
+        {"smollm3-3b", 36ull * 8192 * (4 * 128 * 2 * 2)},
+        {"mixtral-8x7b", 32ull * 8192 * cell},
+        {"olmo2-7b", 32ull * 4096 * (32 * 128 * 2 * 2)},  // a 4k training context
+        {"command-r7b", 8ull * 8192 * cell + 24ull * (4096 + 512) * cell},
+        {"glm-4.5-air", 46ull * 8192 * cell},
+        {"granite-3.3-8b", 40ull * 8192 * cell},
+    };
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        gen(real[i].preset, "q4_0", true, path);
+        struct model_options o = {.n_ctx = 8192, .n_batch = 512, .n_threads = 1};
+        struct model_memory mem;
+        struct err e = {0};
+        if (model_estimate(path, &o, &mem, &e) < 0)
+            fail_msg("%s: %s", real[i].preset, e.msg);
+        if (mem.kv_bytes != real[i].kv_bytes)
+            fail_msg("%s: kv %llu bytes, want %llu", real[i].preset,
+                     (unsigned long long)mem.kv_bytes, (unsigned long long)real[i].kv_bytes);
+    }
+    unlink(path);
+    rmdir(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1913,6 +2259,18 @@ int main(void)
         cmocka_unit_test(test_bad_batches),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_memory_estimate),
+        cmocka_unit_test(test_tiny_smollm3_reference),
+        cmocka_unit_test(test_tiny_mixtral_reference),
+        cmocka_unit_test(test_tiny_olmo2_reference),
+        cmocka_unit_test(test_tiny_mistral3_reference),
+        cmocka_unit_test(test_tiny_cohere2_reference),
+        cmocka_unit_test(test_tiny_glm4moe_reference),
+        cmocka_unit_test(test_tiny_granite_reference),
+        cmocka_unit_test(test_mistral3_ollama_keys),
+        cmocka_unit_test(test_olmo3_ollama_layout),
+        cmocka_unit_test(test_nope_context_shift),
+        cmocka_unit_test(test_gguf_gen_fam43_presets),
+        cmocka_unit_test(test_mistral3_ollama_pretokenizer),
         cmocka_unit_test(test_tiny_lfm2_reference),
         cmocka_unit_test(test_tiny_deepseek2_reference),
         cmocka_unit_test(test_custom_layer_slots),

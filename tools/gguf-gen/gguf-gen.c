@@ -86,6 +86,27 @@ static const struct preset presets[] = {
      2, 32},
     {"tiny-gpt-oss", "gpt-oss", 64, 2, 4, 2, 64, 512, 131072, 150000.f, 1e-5f, false, 32, 0, 8,
      32.f, 8, 2, 64},
+    // Issue 43's variations on known blocks (layouts: build_fam43 below):
+    // real shapes (SmolLM3-3B, Mixtral-8x7B, OLMo-2-7B, Command R7B,
+    // GLM-4.5-Air without its MTP block, Granite-3.3-8B) and tiny ones.
+    {"smollm3-3b", "smollm3", 2048, 36, 16, 4, 11008, 128256, 65536, 5e6f, 1e-6f, true, 128},
+    {"mixtral-8x7b", "llama", 4096, 32, 32, 8, 14336, 32000, 32768, 1e6f, 1e-5f, false, 128, 0, 0,
+     0.f, 8, 2, 14336},
+    {"olmo2-7b", "olmo2", 4096, 32, 32, 32, 11008, 100352, 4096, 5e5f, 1e-6f, false, 128},
+    {"command-r7b", "cohere2", 4096, 32, 32, 8, 14336, 256000, 131072, 5e4f, 1e-5f, true, 128, 0,
+     4096},
+    {"glm-4.5-air", "glm4moe", 4096, 46, 96, 8, 10944, 151552, 131072, 1e6f, 1e-5f, false, 128, 64,
+     0, 0.f, 128, 8, 1408},
+    {"granite-3.3-8b", "granite", 4096, 40, 32, 8, 12800, 49159, 131072, 1e7f, 1e-5f, true, 128},
+    {"tiny-smollm3", "smollm3", 64, 4, 4, 2, 128, 512, 65536, 5e6f, 1e-6f, true, 16},
+    {"tiny-mixtral", "llama", 64, 2, 4, 2, 64, 512, 32768, 1e6f, 1e-5f, false, 16, 0, 0, 0.f, 4, 2,
+     64},
+    {"tiny-olmo2", "olmo2", 64, 4, 4, 2, 128, 512, 65536, 5e5f, 1e-6f, false, 16, 0, 8},
+    {"tiny-mistral3", "mistral3", 64, 2, 4, 2, 128, 512, 262144, 1e6f, 1e-5f, false, 32},
+    {"tiny-cohere2", "cohere2", 64, 4, 4, 2, 64, 512, 131072, 5e4f, 1e-5f, true, 16, 0, 8},
+    {"tiny-glm4moe", "glm4moe", 64, 3, 4, 2, 128, 512, 131072, 1e6f, 1e-5f, false, 16, 8, 0, 0.f, 8,
+     2, 16},
+    {"tiny-granite", "granite", 64, 2, 4, 2, 128, 512, 4096, 1e4f, 1e-5f, true, 16},
     // Gated delta-net hybrids (qwen35; delta-net shapes in gdn_dims below):
     // Qwen3.5-0.8B's shape, and a tiny one shaped as the shared fixture.
     {"qwen35-0.8b", "qwen35", 1024, 24, 8, 2, 3584, 248320, 262144, 1e7f, 1e-6f, true, 256, 64},
@@ -378,10 +399,18 @@ static bool is_nemotron_h(const char *arch);
 static void build_nemotron_h(const struct opts *o, bool tied, struct model *m);
 static void build_deepseek2(const struct opts *o, bool tied, struct model *m);
 
+static bool is_fam43(const struct opts *o);
+static void build_fam43(const struct opts *o, bool tied, struct model *m);
+static void kv_fam43(struct gguf_writer *w, const struct opts *o);
+
 static void build_layout(const struct opts *o, bool tied, struct model *m)
 {
     if (is_encoder(o->arch)) {
         build_encoder(o, m);
+        return;
+    }
+    if (is_fam43(o)) {
+        build_fam43(o, tied, m);
         return;
     }
     if (is_gdn(o->arch)) {
@@ -1134,6 +1163,119 @@ static bool nemotron_h_f32(const struct gtensor *t)
     return strstr(t->name, ".ssm_") && !strstr(t->name, ".ssm_in.") && !strstr(t->name, ".ssm_out.");
 }
 
+// ---------------------------------------------------------------------------
+// Issue 43's families that vary blocks the engine already runs
+// (spec/architectures.md §12.8-§12.12): smollm3, llama with experts
+// (Mixtral), olmo2, mistral3, cohere2, glm4moe and granite, as llama.cpp's
+// converter writes them. The common keys come from main; kv_fam43 adds each
+// family's own.
+
+static bool is_fam43(const struct opts *o)
+{
+    static const char *const archs[] = {"smollm3", "olmo2",   "mistral3",
+                                        "cohere2", "glm4moe", "granite"};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (!strcmp(o->arch, archs[i]))
+            return true;
+    return !strcmp(o->arch, "llama") && o->n_expert > 0;
+}
+
+// The leading dense layers of a glm4moe model.
+#define FAM43_GLM_DENSE 1
+
+static void build_fam43(const struct opts *o, bool tied, struct model *m)
+{
+    const int64_t hd = o->head_dim, q_dim = o->n_head * hd, kv_dim = o->n_head_kv * hd;
+    const int64_t E = o->n_expert, F = o->n_ff_exp;
+    const bool olmo2 = !strcmp(o->arch, "olmo2"), cohere2 = !strcmp(o->arch, "cohere2");
+    const bool glm = !strcmp(o->arch, "glm4moe");
+    char name[64];
+    add(m, "token_embd.weight", 2, o->n_embd, o->n_vocab, INIT_EMBD);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        if (!olmo2)  // olmo2: no pre-norms
+            add(m, BLK("attn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        add(m, BLK("attn_q.weight"), 2, o->n_embd, q_dim, INIT_MATRIX);
+        add(m, BLK("attn_k.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
+        add(m, BLK("attn_v.weight"), 2, o->n_embd, kv_dim, INIT_MATRIX);
+        if (glm) {
+            add(m, BLK("attn_q.bias"), 1, q_dim, 1, INIT_BIAS);
+            add(m, BLK("attn_k.bias"), 1, kv_dim, 1, INIT_BIAS);
+            add(m, BLK("attn_v.bias"), 1, kv_dim, 1, INIT_BIAS);
+        }
+        if (olmo2) {  // over the whole projection
+            add(m, BLK("attn_q_norm.weight"), 1, q_dim, 1, INIT_NORM);
+            add(m, BLK("attn_k_norm.weight"), 1, kv_dim, 1, INIT_NORM);
+        }
+        add(m, BLK("attn_output.weight"), 2, q_dim, o->n_embd, INIT_MATRIX);
+        if (olmo2 || glm)  // olmo2's post-norm; glm4moe's FFN norm
+            add(m, BLK("post_attention_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        else if (!cohere2)  // cohere2: the FFN reads attn_norm's output
+            add(m, BLK("ffn_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+        if (E > 0 && (!glm || i >= FAM43_GLM_DENSE)) {
+            add(m, BLK("ffn_gate_inp.weight"), 2, o->n_embd, E, INIT_MATRIX);
+            if (glm)
+                add(m, BLK("exp_probs_b.bias"), 1, E, 1, INIT_BIAS);
+            add_experts(m, BLK("ffn_gate_exps.weight"), o->n_embd, F, E);
+            add_experts(m, BLK("ffn_up_exps.weight"), o->n_embd, F, E);
+            add_experts(m, BLK("ffn_down_exps.weight"), F, o->n_embd, E);
+            if (glm) {  // one shared expert
+                add(m, BLK("ffn_gate_shexp.weight"), 2, o->n_embd, F, INIT_MATRIX);
+                add(m, BLK("ffn_up_shexp.weight"), 2, o->n_embd, F, INIT_MATRIX);
+                add(m, BLK("ffn_down_shexp.weight"), 2, F, o->n_embd, INIT_MATRIX);
+            }
+        } else {
+            add(m, BLK("ffn_gate.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+            add(m, BLK("ffn_up.weight"), 2, o->n_embd, o->n_ff, INIT_MATRIX);
+            add(m, BLK("ffn_down.weight"), 2, o->n_ff, o->n_embd, INIT_MATRIX);
+        }
+        if (olmo2)
+            add(m, BLK("post_ffw_norm.weight"), 1, o->n_embd, 1, INIT_NORM);
+#undef BLK
+    }
+    add(m, "output_norm.weight", 1, o->n_embd, 1, INIT_NORM);
+    if (!tied)
+        add(m, "output.weight", 2, o->n_embd, o->n_vocab, INIT_MATRIX);
+}
+
+static void kv_fam43(struct gguf_writer *w, const struct opts *o)
+{
+    const char *arch = o->arch;
+    char key[128];
+    if (!is_fam43(o))
+        return;
+    if (!strcmp(arch, "llama")) {  // Mixtral: experts as wide as feed_forward_length
+        kv_arch_u32(w, arch, "expert_count", o->n_expert);
+        kv_arch_u32(w, arch, "expert_used_count", o->n_expert_used);
+    } else if (!strcmp(arch, "mistral3")) {  // YaRN x16 from 16k, temperature 0.1
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        gguf_writer_kv_str(w, key, "yarn");
+        kv_arch_f32(w, arch, "rope.scaling.factor", 16.0f);
+        kv_arch_u32(w, arch, "rope.scaling.original_context_length", 16384);
+        kv_arch_f32(w, arch, "rope.scaling.yarn_beta_fast", 32.0f);
+        kv_arch_f32(w, arch, "rope.scaling.yarn_beta_slow", 1.0f);
+        kv_arch_f32(w, arch, "rope.scaling.yarn_log_multiplier", 1.0f);
+        kv_arch_f32(w, arch, "attention.temperature_scale", 0.1f);
+    } else if (!strcmp(arch, "cohere2")) {
+        kv_arch_f32(w, arch, "attention.layer_norm_epsilon", o->eps);
+        kv_arch_u32(w, arch, "attention.sliding_window_pattern", 4);
+        kv_arch_f32(w, arch, "logit_scale", 0.25f);
+    } else if (!strcmp(arch, "glm4moe")) {
+        kv_arch_u32(w, arch, "leading_dense_block_count", FAM43_GLM_DENSE);
+        kv_arch_u32(w, arch, "expert_shared_count", 1);
+        kv_arch_f32(w, arch, "expert_weights_scale", 1.0f);
+        snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+        gguf_writer_kv_bool(w, key, true);
+        kv_arch_u32(w, arch, "expert_gating_func", 2);  // sigmoid
+        kv_arch_u32(w, arch, "nextn_predict_layers", 0);
+    } else if (!strcmp(arch, "granite")) {  // Granite 3.x 8B's scalars
+        kv_arch_f32(w, arch, "embedding_scale", 12.0f);
+        kv_arch_f32(w, arch, "residual_scale", 0.22f);
+        kv_arch_f32(w, arch, "attention.scale", 0.0078125f);
+        kv_arch_f32(w, arch, "logit_scale", 16.0f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -1212,17 +1354,18 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    static const char *const archs[] = {"llama",    "qwen2",   "qwen3",  "gemma2",
-                                        "gemma3",   "phi3",    "bert",   "nomic-bert",
-                                        "qwen3moe", "gpt-oss", "qwen35", "nemotron_h",
-                                        "deepseek2"};
+    static const char *const archs[] = {
+        "llama",   "qwen2",      "qwen3",     "gemma2",  "gemma3", "phi3",     "bert",
+        "nomic-bert", "qwen3moe", "gpt-oss",  "qwen35",  "nemotron_h", "deepseek2", "smollm3",
+        "olmo2",   "mistral3",   "cohere2",   "glm4moe", "granite"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;
     if (!known) {
         fprintf(stderr,
                 "gguf-gen: unsupported architecture %s (llama, qwen2, qwen3, gemma2, gemma3, "
-                "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, nemotron_h, deepseek2)\n",
+                "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, nemotron_h, deepseek2, "
+                "smollm3, olmo2, mistral3, cohere2, glm4moe, granite)\n",
                 o.arch);
         return 2;
     }
@@ -1239,8 +1382,9 @@ int main(int argc, char **argv)
                         "n_head_kv\n");
         return 2;
     }
-    bool moe_arch =
-        !strcmp(o.arch, "qwen3moe") || !strcmp(o.arch, "gpt-oss") || !strcmp(o.arch, "deepseek2");
+    bool moe_arch = !strcmp(o.arch, "qwen3moe") || !strcmp(o.arch, "gpt-oss") ||
+                    !strcmp(o.arch, "deepseek2") || !strcmp(o.arch, "glm4moe") ||
+                    (!strcmp(o.arch, "llama") && o.n_expert > 0);
     if (!strcmp(o.arch, "deepseek2") && !ds2_shape_of(&o)) {
         fprintf(stderr, "gguf-gen: deepseek2 needs --preset deepseek2-lite or tiny-deepseek2\n");
         return 2;
@@ -1405,6 +1549,7 @@ int main(int argc, char **argv)
     }
     if (is_gdn(arch))
         gdn_kv(w, &o);
+    kv_fam43(w, &o);
     if (vocab) {
         for (size_t i = 0; i < gguf_kv_count(vocab); i++) {
             const struct gguf_kv *kv = gguf_kv_at(vocab, i);

@@ -26,7 +26,7 @@
 
 static struct harness srv;
 static bool have_shared;
-static char tmp[64], embed_path[128], plain_path[8][160];
+static char tmp[64], embed_path[128], plain_path[32][160];
 
 struct family {
     const char *name;  // model name in the store
@@ -41,6 +41,14 @@ static const struct family families[] = {
     {"gemma3", "tiny-gemma3-f32.gguf", "tiny-gemma3.reference.json", "gemma3"},
     {"gemma3-ollama", "tiny-gemma3-ollama-f32.gguf", "tiny-gemma3.reference.json", "gemma3"},
     {"phi3", "tiny-phi3-f32.gguf", "tiny-phi3.reference.json", "phi3"},
+    // Issue 43's variations on known blocks (llama.cpp v0.5.0 / ec98e2002;
+    // not cohere2: an F16 case has a near tie, margin 2e-4, at its third
+    // greedy step, which the unit test allows and this exact check cannot).
+    {"smollm3", "tiny-smollm3-f32.gguf", "tiny-smollm3.reference.json", "smollm3"},
+    {"mixtral", "tiny-mixtral-f32.gguf", "tiny-mixtral.reference.json", "llama"},
+    {"olmo2", "tiny-olmo2-f32.gguf", "tiny-olmo2.reference.json", "olmo2"},
+    {"mistral3", "tiny-mistral3-f32.gguf", "tiny-mistral3.reference.json", "mistral3"},
+    {"glm4moe", "tiny-glm4moe-f32.gguf", "tiny-glm4moe.reference.json", "glm4moe"},
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
