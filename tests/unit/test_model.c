@@ -1450,7 +1450,107 @@ static void test_recurrent_rollback(void **state)
     assert_int_equal(kept, 16);
     decode_seq(m, 0, c + kept, 22 - kept, kept, false);
     assert_as_fresh(m, 22 - kept - 1);
+
+    // Two slots in one batch (slot 1 from 0, slot 0 going on) as each alone.
+    const int nv = model_n_vocab(m);
+    float *want0 = xmalloc((size_t)nv * sizeof(float));
+    int32_t toks[9], pos[9], sl[9];
+    bool lg[9] = {0};
+    for (int i = 0; i < 9; i++) {
+        toks[i] = a[i] + 1;
+        pos[i] = i < 6 ? i : 22 + (i - 6);
+        sl[i] = i < 6 ? 1 : 0;
+    }
+    lg[5] = lg[8] = true;
+    model_slot_clear(m, 1);
+    struct model_batch mb = {9, toks, pos, sl, lg};
+    assert_int_equal(model_decode(m, &mb, &e), 0);
+    memcpy(want0, model_logits(m, 8), (size_t)nv * sizeof(float));
+    float *got1 = xmalloc((size_t)nv * sizeof(float));
+    memcpy(got1, model_logits(m, 5), (size_t)nv * sizeof(float));
+    float *fresh1 = fresh_logits(m, 1, toks, 6);
+    assert_close(got1, fresh1, nv, 1e-4f);
+    int32_t seq0[25];
+    memcpy(seq0, model_slot_tokens(m, 0), 25 * sizeof(int32_t));
+    float *fresh0 = fresh_logits(m, 1, seq0, 25);
+    assert_close(want0, fresh0, nv, 1e-4f);
+    free(want0);
+    free(got1);
+    free(fresh1);
+    free(fresh0);
     model_free(m);
+}
+
+// Rewrites a delta-net fixture as Ollama's published files have it
+// (llama-ollama-compat.cpp): `blk.N.ssm_dt` without `.bias`,
+// attention.head_count_kv one entry per layer (0 on delta-net layers), and
+// a vision tensor the text model ignores.
+static void write_ollama_layout(const char *src, const char *dst, const char *arch)
+{
+    struct err e = {0};
+    struct gguf *g = NULL;
+    struct gguf_writer *w = NULL;
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    char hkv[96];
+    snprintf(hkv, sizeof hkv, "%s.attention.head_count_kv", arch);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        if (!str_eq_cstr(kv->key, hkv)) {
+            gguf_writer_kv_copy(w, kv);
+            continue;
+        }
+        const uint32_t per_layer[4] = {0, 0, 0, 2};
+        gguf_writer_kv_arr(w, hkv, GGUF_VAL_UINT32, per_layer, 4);
+    }
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[GGUF_MAX_NAME_LEN + 1];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        size_t n = strlen(name);
+        if (n > 12 && !strcmp(name + n - 12, ".ssm_dt.bias"))
+            name[n - 5] = '\0';
+        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+    }
+    const int64_t vne[2] = {16, 4};
+    gguf_writer_add_tensor(w, "v.patch_embd.weight", GGUF_TYPE_F32, 2, vne);
+    assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+    }
+    float zeros[64] = {0};
+    assert_int_equal(gguf_writer_write_data(w, zeros, sizeof zeros, &e), 0);
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// qwen35 and qwen3next in Ollama's layout give the logits of llama.cpp's.
+static void test_delta_net_ollama_layout(void **state)
+{
+    (void)state;
+    const char *files[] = {"tiny-qwen35-f32.gguf", "tiny-qwen3next-f32.gguf"};
+    const char *archs[] = {"qwen35", "qwen3next"};
+    char tmp[] = "/tmp/test_model_ollama_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char out[1200];
+    snprintf(out, sizeof out, "%s/m.gguf", tmp);
+    for (int f = 0; f < 2; f++) {
+        char path[1024];
+        shared_fixture_or_skip(path, sizeof path, files[f]);
+        write_ollama_layout(path, out, archs[f]);
+        struct model_options o = {.n_ctx = 64, .n_threads = 2};
+        struct model *a = load(path, o), *b = load(out, o);
+        assert_int_equal(b->layers[0].n_head_kv, 0);
+        assert_int_equal(b->layers[3].n_head_kv, 2);
+        decode_seq(a, 0, story, 12, 0, false);
+        decode_seq(b, 0, story, 12, 0, false);
+        assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
+        model_free(a);
+        model_free(b);
+    }
+    unlink(out);
+    rmdir(tmp);
 }
 
 int main(void)
@@ -1484,6 +1584,7 @@ int main(void)
         cmocka_unit_test(test_tiny_qwen35_reference),
         cmocka_unit_test(test_tiny_qwen35moe_reference),
         cmocka_unit_test(test_recurrent_rollback),
+        cmocka_unit_test(test_delta_net_ollama_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
