@@ -691,9 +691,9 @@ static void test_gguf_gen_family_presets(void **state)
     assert_non_null(mkdtemp(tmp));
     char path[1200];
     snprintf(path, sizeof path, "%s/m.gguf", tmp);
-    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"};
-    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3"};
-    for (size_t i = 0; i < 4; i++)
+    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-qwen35"};
+    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3", "qwen35"};
+    for (size_t i = 0; i < 5; i++)
         for (int q = 0; q < 2; q++)
             gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
@@ -708,6 +708,11 @@ static void test_gguf_gen_family_presets(void **state)
         {"gemma3-1b", 4ull * 8192 * (256 * 2 * 2) + 22ull * (512 + 512) * (256 * 2 * 2)},
         {"gemma3-12b", 8ull * 8192 * (8 * 256 * 2 * 2) + 40ull * (1024 + 512) * (8 * 256 * 2 * 2)},
         {"phi4-mini", 32ull * 8192 * (8 * 128 * 2 * 2)},
+        // 6 attention layers (2 KV heads of 256); 18 delta nets with 3 conv
+        // inputs of 6144 channels and 16 states of 128 x 128, F32, live
+        // and the 5 checkpoints of one slot.
+        {"qwen35-0.8b",
+         6ull * 8192 * (2 * 256 * 2 * 2) + 18ull * (3 * 6144 + 16 * 128 * 128) * 4 * 6},
     };
     for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
         gen(real[i].preset, "q4_0", true, path);
