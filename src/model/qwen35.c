@@ -154,11 +154,14 @@ int model_gdn_load(struct model *m, struct err *e)
             return err_set(e, ERR_FORMAT, "nextn_predict_layers %u of %d blocks", v, hp->n_layer);
         hp->n_layer -= (int)v;
     }
-    bool *rec = xcalloc((size_t)hp->n_layer, sizeof(bool));
+    bool *rec = xcalloc((size_t)hp->n_layer, sizeof(bool)), legacy = false;
     int rc = read_recurrent(m, rec, e);
     for (int il = 0; rc >= 0 && il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         if (rec[il]) {
+            char n[GGUF_MAX_NAME_LEN + 1];
+            snprintf(n, sizeof n, "blk.%d.ssm_in.weight", il);
+            legacy |= gguf_tensor_find(m->g, n) != NULL;
             L->n_head_kv = 0;
             L->rs.conv_floats = (int64_t)(sh.kernel - 1) * sh.conv_dim;
             L->rs.ssm_floats = (int64_t)sh.n_v * sh.d * sh.d;
@@ -171,7 +174,7 @@ int model_gdn_load(struct model *m, struct err *e)
         return rc;
     int64_t w[MIX_N], delta = 0;
     mix_widths(&sh, w);
-    for (int i = 0; i < MIX_N; i++)
+    for (int i = 0; i < (legacy ? MIX_N : MIX_RAW); i++)  // the fused outputs come last
         delta += w[i];
     int64_t attn = 3 * (int64_t)hp->n_head * hp->head_dim;  // attn_q's q|gate, the gate
     hp->mix_floats = delta > attn ? delta : attn;
