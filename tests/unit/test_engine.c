@@ -594,6 +594,108 @@ static void test_tensor_view(void **state)
     assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q4_1, 64), 0);  // not a cache type
 }
 
+// The gated delta rule with the inputs formed in the op (qwen3next /
+// qwen35): q, k L2-normalised, beta = σ(b), g = softplus(a + dt_bias) · A;
+// two slots in one ubatch (slot 0 fresh at position 0, slot 1 going on
+// from its state), both key-head mappings, 1 and 3 threads, against a
+// double-precision reference; then y = a · σ(b).
+static void test_delta_net(void **state)
+{
+    (void)state;
+    enum { NK = 2, NV = 4, D = 8, N = 5 };
+    const int32_t slot[N] = {0, 0, 0, 1, 1}, pos[N] = {0, 1, 2, 5, 6};
+    float *q = rand_vec(N * NK * D), *k = rand_vec(N * NK * D), *v = rand_vec(N * NV * D);
+    float *a = rand_vec(N * NV), *b = rand_vec(N * NV), *dt = rand_vec(NV), *A = rand_vec(NV);
+    for (int h = 0; h < NV; h++)
+        A[h] = -0.5f - 0.5f * fabsf(A[h]);
+    float *init = rand_vec(2 * NV * D * D);
+    for (int kb = 0; kb < 2; kb++) {
+        for (int nt = 1; nt <= 3; nt += 2) {
+            struct engine_backend *be = backend(nt);
+            float *st = engine_buf_alloc(be, sizeof(float) * 2 * NV * D * D);
+            float *o = engine_buf_alloc(be, sizeof(float) * N * NV * D);
+            memcpy(st, init, sizeof(float) * 2 * NV * D * D);
+            const struct engine_delta_net p = {.n_k_heads = NK,
+                                               .n_v_heads = NV,
+                                               .dk = D,
+                                               .dv = D,
+                                               .k_block = kb,
+                                               .scale = 1.0f / sqrtf((float)D),
+                                               .q_stride = NK * D,
+                                               .k_stride = NK * D,
+                                               .v_stride = NV * D,
+                                               .g_stride = NV,
+                                               .beta_stride = NV,
+                                               .o_stride = NV * D,
+                                               .l2_norm = true,
+                                               .l2_eps = 1e-6f,
+                                               .beta_sigmoid = true,
+                                               .dt_bias = dt,
+                                               .A = A};
+            engine_delta_net(be, o, q, k, v, a, b, N, &p, st, slot, pos);
+            double S[2][NV][D][D], ref_o[N * NV * D], ref_s[2 * NV * D * D];
+            for (int sl = 0; sl < 2; sl++)
+                for (int h = 0; h < NV; h++)
+                    for (int i = 0; i < D; i++)
+                        for (int j = 0; j < D; j++)
+                            S[sl][h][i][j] = sl == 0 ? 0.0 : init[((sl * NV + h) * D + i) * D + j];
+            for (int r = 0; r < N; r++) {
+                for (int h = 0; h < NV; h++) {
+                    int kh = kb ? h / (NV / NK) : h % NK;
+                    const float *qr = q + r * NK * D + kh * D, *kr = k + r * NK * D + kh * D;
+                    double qn = 0, kn = 0;
+                    for (int j = 0; j < D; j++) {
+                        qn += (double)qr[j] * qr[j];
+                        kn += (double)kr[j] * kr[j];
+                    }
+                    qn = 1.0 / sqrt(qn + 1e-6) / sqrt((double)D);
+                    kn = 1.0 / sqrt(kn + 1e-6);
+                    double x = a[r * NV + h] + dt[h];
+                    double decay = exp((x > 20 ? x : log1p(exp(x))) * A[h]);
+                    double beta = 1.0 / (1.0 + exp(-b[r * NV + h]));
+                    double(*M)[D] = S[slot[r]][h];
+                    for (int i = 0; i < D; i++) {
+                        double sk = 0;
+                        for (int j = 0; j < D; j++) {
+                            M[i][j] *= decay;
+                            sk += M[i][j] * kr[j] * kn;
+                        }
+                        double d = beta * (v[r * NV * D + h * D + i] - sk), acc = 0;
+                        for (int j = 0; j < D; j++) {
+                            M[i][j] += d * kr[j] * kn;
+                            acc += M[i][j] * qr[j] * qn;
+                        }
+                        ref_o[r * NV * D + h * D + i] = acc;
+                    }
+                }
+            }
+            memcpy(ref_s, S, sizeof ref_s);
+            assert_close(o, ref_o, N * NV * D, 1e-5);
+            assert_close(st, ref_s, 2 * NV * D * D, 1e-5);
+            engine_buf_free(be, st);
+            engine_buf_free(be, o);
+            engine_backend_free(be);
+        }
+    }
+    struct engine_backend *be = backend(2);
+    float *y = engine_buf_alloc(be, sizeof(float) * N * NV);
+    double ref[N * NV];
+    engine_sigmoid_mul(be, y, a, b, N * NV);
+    for (int i = 0; i < N * NV; i++)
+        ref[i] = a[i] / (1.0 + exp(-(double)b[i]));
+    assert_close(y, ref, N * NV, 1e-6);
+    engine_buf_free(be, y);
+    engine_backend_free(be);
+    free(q);
+    free(k);
+    free(v);
+    free(a);
+    free(b);
+    free(dt);
+    free(A);
+    free(init);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_attention_window_ring),
         cmocka_unit_test(test_kv_shift_and_move),
         cmocka_unit_test(test_tensor_view),
+        cmocka_unit_test(test_delta_net),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
