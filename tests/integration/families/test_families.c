@@ -4,9 +4,10 @@
 // temperature 0; /api/generate must return llama.cpp ec98e2002's prompt
 // tokens and greedy tokens (F16 cache, the server's default) as its
 // context; /api/chat answers; /api/show names the architecture and the
-// capabilities; nomic-bert's /api/embed matches the reference's normalised
-// embedding; a qwen3 file with pooling_type 3 (Qwen3-Embedding) embeds with
-// last-token pooling.
+// capabilities (the same for the gated delta-net hybrids qwen35,
+// qwen35moe, qwen3next against their references); nomic-bert's /api/embed
+// matches the reference's normalised embedding; a qwen3 file with
+// pooling_type 3 (Qwen3-Embedding) embeds with last-token pooling.
 //
 // Fails when ../shared/fixtures is present and a file or case is missing;
 // skips with a message when it is absent.
@@ -41,6 +42,10 @@ static const struct family families[] = {
     {"gemma3", "tiny-gemma3-f32.gguf", "tiny-gemma3.reference.json", "gemma3"},
     {"gemma3-ollama", "tiny-gemma3-ollama-f32.gguf", "tiny-gemma3.reference.json", "gemma3"},
     {"phi3", "tiny-phi3-f32.gguf", "tiny-phi3.reference.json", "phi3"},
+    // Gated delta-net hybrids: recurrent state through the runner.
+    {"qwen35", "tiny-qwen35-f32.gguf", "tiny-qwen35.reference.json", "qwen35"},
+    {"qwen35moe", "tiny-qwen35moe-f32.gguf", "tiny-qwen35moe.reference.json", "qwen35moe"},
+    {"qwen3next", "tiny-qwen3next-f32.gguf", "tiny-qwen3next.reference.json", "qwen3next"},
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
