@@ -97,7 +97,12 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
     if (n_expert > 4096 || n_used > n_expert || n_used > 256)
         return err_set(e, ERR_FORMAT, "invalid expert counts: %u used of %u", n_used, n_expert);
     // n_ff of one expert: the key, else (Ollama's gpt-oss files) the shape of
-    // ffn_gate_exps / ffn_up_exps, as Ollama's loader recovers it.
+    // ffn_gate_exps / ffn_up_exps, as Ollama's loader recovers it; a
+    // per-layer array (qwen35moe may have one): each layer's shape.
+    char fkey[128];
+    const struct gguf_kv *fkv =
+        gguf_find(m->g, model_key(m, fkey, sizeof fkey, "expert_feed_forward_length"));
+    const bool per_layer = fkv && fkv->val.type == GGUF_VAL_ARRAY;
     if (!gguf_get_arch_u32(m->g, "expert_feed_forward_length", &n_ff_exp) || n_ff_exp == 0) {
         const struct gguf_tensor *gt = gguf_tensor_find(m->g, "blk.0.ffn_up_exps.weight");
         if (!gt || gt->ne[1] < 1 || gt->ne[1] > (1 << 22))
@@ -106,7 +111,7 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
     }
     if (n_ff_exp > (1u << 22))
         return err_set(e, ERR_FORMAT, "invalid expert_feed_forward_length %u", n_ff_exp);
-    const int64_t E = n_expert, F = n_ff_exp, D = hp->n_embd;
+    const int64_t E = n_expert, D = hp->n_embd;
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         struct model_moe_layer *X = xcalloc(1, sizeof *X);
@@ -114,6 +119,10 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         char n[GGUF_MAX_NAME_LEN + 1];
         int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
+        int64_t F = n_ff_exp;
+        const struct gguf_tensor *up = gguf_tensor_find(m->g, NAME("ffn_up_exps.weight"));
+        if (per_layer && up && up->ne[1] >= 1 && up->ne[1] <= (1 << 22))
+            F = up->ne[1];
         if ((rc = model_bind_matrix(m, &X->gate_inp, NAME("ffn_gate_inp.weight"), D, E, true, e)) <
                 0 ||
             (rc = model_bind_vector(m, &X->gate_inp_b, NAME("ffn_gate_inp.bias"), E, spec->biases,
@@ -174,6 +183,8 @@ uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch)
     // F32 activations (the widest vec_dot_type) plus alignment.
     uint64_t pairs = (uint64_t)n_batch * (uint64_t)p->n_expert_used;
     uint64_t n_embd = (uint64_t)m->hp.n_embd, n_ff = (uint64_t)p->up->rows;
+    if (p->sh_up && (uint64_t)p->sh_up->ne[1] > n_ff)
+        n_ff = (uint64_t)p->sh_up->ne[1];  // a wider shared expert
     return pairs * (n_embd * 8 + n_ff * 12 + 16) + (uint64_t)n_batch * (uint64_t)p->n_expert * 4 +
            (uint64_t)p->n_expert * 40 + 16 * 64;
 }
