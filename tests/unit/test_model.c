@@ -1486,10 +1486,30 @@ static void test_recurrent_rollback(void **state)
     model_free(m);
 }
 
+// The rows of ssm_in (F32, grouped per key head: q, k, r value heads, r z
+// heads) for attn_qkv (every q, every k, every v) or attn_gate (every z), as
+// Ollama's converter splits qwen3next's in_proj_qkvz.
+static void write_split_ssm_in(struct gguf_writer *w, const struct gguf_tensor *t, int d, int n_k,
+                               int r, bool gate)
+{
+    struct err e = {0};
+    const int per = 2 + 2 * r;  // pieces of d rows per group
+    const size_t piece = (size_t)d * (size_t)t->ne[0] * sizeof(float);
+    const uint8_t *base = t->data;
+    for (int part = gate ? 3 : 0; part < (gate ? 4 : 3); part++)
+        for (int g = 0; g < n_k; g++) {
+            int first = part < 2 ? part : part == 2 ? 2 : 2 + r, cnt = part < 2 ? 1 : r;
+            assert_int_equal(gguf_writer_write_data(w, base + (size_t)(g * per + first) * piece,
+                                                    cnt * piece, &e),
+                             0);
+        }
+}
+
 // Rewrites a delta-net fixture as Ollama's published files have it
-// (llama-ollama-compat.cpp): `blk.N.ssm_dt` without `.bias`,
-// attention.head_count_kv one entry per layer (0 on delta-net layers), and
-// a vision tensor the text model ignores.
+// (llama-ollama-compat.cpp, convert_qwen3next.go): `blk.N.ssm_dt` without
+// `.bias`, attention.head_count_kv one entry per layer (0 on delta-net
+// layers), a vision tensor the text model ignores, and qwen3next's ssm_in
+// split into attn_qkv and attn_gate (ssm_ba stays).
 static void write_ollama_layout(const char *src, const char *dst, const char *arch)
 {
     struct err e = {0};
@@ -1508,6 +1528,10 @@ static void write_ollama_layout(const char *src, const char *dst, const char *ar
         const uint32_t per_layer[4] = {0, 0, 0, 2};
         gguf_writer_kv_arr(w, hkv, GGUF_VAL_UINT32, per_layer, 4);
     }
+    uint32_t d = 0, n_k = 0, n_v = 0;
+    gguf_get_arch_u32(g, "ssm.state_size", &d);
+    gguf_get_arch_u32(g, "ssm.group_count", &n_k);
+    gguf_get_arch_u32(g, "ssm.time_step_rank", &n_v);
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
         char name[GGUF_MAX_NAME_LEN + 1];
@@ -1515,6 +1539,17 @@ static void write_ollama_layout(const char *src, const char *dst, const char *ar
         size_t n = strlen(name);
         if (n > 12 && !strcmp(name + n - 12, ".ssm_dt.bias"))
             name[n - 5] = '\0';
+        char *in = strstr(name, ".ssm_in.weight");
+        if (in) {
+            assert_int_equal(t->type, GGUF_TYPE_F32);
+            int64_t ne[2] = {t->ne[0], 2 * (int64_t)n_k * d + (int64_t)n_v * d};
+            snprintf(in, sizeof name - (size_t)(in - name), ".attn_qkv.weight");
+            gguf_writer_add_tensor(w, name, t->type, 2, ne);
+            ne[1] = (int64_t)n_v * d;
+            snprintf(in, sizeof name - (size_t)(in - name), ".attn_gate.weight");
+            gguf_writer_add_tensor(w, name, t->type, 2, ne);
+            continue;
+        }
         gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
     }
     const int64_t vne[2] = {16, 4};
@@ -1522,6 +1557,11 @@ static void write_ollama_layout(const char *src, const char *dst, const char *ar
     assert_int_equal(gguf_writer_write_header(w, &e), 0);
     for (size_t i = 0; i < gguf_tensor_count(g); i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (str_ends_with(t->name, ".ssm_in.weight")) {
+            write_split_ssm_in(w, t, (int)d, (int)n_k, (int)(n_v / n_k), false);
+            write_split_ssm_in(w, t, (int)d, (int)n_k, (int)(n_v / n_k), true);
+            continue;
+        }
         assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
     }
     float zeros[64] = {0};
@@ -1548,6 +1588,9 @@ static void test_delta_net_ollama_layout(void **state)
         struct model *a = load(path, o), *b = load(out, o);
         assert_int_equal(b->layers[0].n_head_kv, 0);
         assert_int_equal(b->layers[3].n_head_kv, 2);
+        char n[64];
+        snprintf(n, sizeof n, "blk.0.attn_qkv.weight");
+        assert_non_null(gguf_tensor_find(b->g, n));
         decode_seq(a, 0, story, 12, 0, false);
         decode_seq(b, 0, story, 12, 0, false);
         assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
