@@ -1517,10 +1517,13 @@ static void write_ollama_layout(const char *src, const char *dst, const char *ar
     struct gguf_writer *w = NULL;
     assert_int_equal(gguf_open(&g, src, &e), 0);
     assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
-    char hkv[96];
+    char hkv[96], ff[96];
     snprintf(hkv, sizeof hkv, "%s.attention.head_count_kv", arch);
+    snprintf(ff, sizeof ff, "%s.feed_forward_length", arch);
     for (size_t i = 0; i < gguf_kv_count(g); i++) {
         const struct gguf_kv *kv = gguf_kv_at(g, i);
+        if (!strcmp(arch, "qwen35moe") && str_eq_cstr(kv->key, ff))
+            continue;  // llama.cpp's qwen35moe files have none (experts only)
         if (!str_eq_cstr(kv->key, hkv)) {
             gguf_writer_kv_copy(w, kv);
             continue;
@@ -1570,17 +1573,19 @@ static void write_ollama_layout(const char *src, const char *dst, const char *ar
     gguf_close(g);
 }
 
-// qwen35 and qwen3next in Ollama's layout give the logits of llama.cpp's.
+// qwen35, qwen3next and qwen35moe (also without feed_forward_length) in
+// Ollama's layout give the logits of llama.cpp's.
 static void test_delta_net_ollama_layout(void **state)
 {
     (void)state;
-    const char *files[] = {"tiny-qwen35-f32.gguf", "tiny-qwen3next-f32.gguf"};
-    const char *archs[] = {"qwen35", "qwen3next"};
+    const char *files[] = {"tiny-qwen35-f32.gguf", "tiny-qwen3next-f32.gguf",
+                           "tiny-qwen35moe-f32.gguf"};
+    const char *archs[] = {"qwen35", "qwen3next", "qwen35moe"};
     char tmp[] = "/tmp/test_model_ollama_XXXXXX";
     assert_non_null(mkdtemp(tmp));
     char out[1200];
     snprintf(out, sizeof out, "%s/m.gguf", tmp);
-    for (int f = 0; f < 2; f++) {
+    for (int f = 0; f < 3; f++) {
         char path[1024];
         shared_fixture_or_skip(path, sizeof path, files[f]);
         write_ollama_layout(path, out, archs[f]);
