@@ -171,7 +171,13 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         if (!isfinite(w_scale))
             return err_set(e, ERR_FORMAT, "invalid expert_weights_scale");
     }
-    const int64_t E = n_expert, F = n_ff_exp, D = hp->n_embd;
+    // A per-layer expert_feed_forward_length (qwen35moe may have one): each
+    // layer's experts take their own tensors' shape.
+    char fkey[128];
+    const struct gguf_kv *fkv =
+        gguf_find(m->g, model_key(m, fkey, sizeof fkey, "expert_feed_forward_length"));
+    const bool per_layer = fkv && fkv->val.type == GGUF_VAL_ARRAY;
+    const int64_t E = n_expert, D = hp->n_embd;
     for (int il = 0; il < hp->n_layer; il++) {
         if (il < spec->first_layer || !has_moe(m, spec, il))
             continue;
@@ -180,6 +186,10 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         L->ext = X;
         char n[GGUF_MAX_NAME_LEN + 1];
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
+        int64_t F = n_ff_exp;
+        const struct gguf_tensor *up = gguf_tensor_find(m->g, NAME("ffn_up_exps.weight"));
+        if (per_layer && up && up->ne[1] >= 1 && up->ne[1] <= (1 << 22))
+            F = up->ne[1];
         if ((rc = model_bind_matrix(m, &X->gate_inp, NAME("ffn_gate_inp.weight"), D, E, true, e)) <
                 0 ||
             (rc = model_bind_vector(m, &X->gate_inp_b, NAME("ffn_gate_inp.bias"), E, spec->biases,
@@ -251,7 +261,7 @@ uint64_t model_moe_scratch_bytes(const struct model *m, int n_batch)
     uint64_t pairs = (uint64_t)n_batch * (uint64_t)(p->n_expert_used + (p->sh_up ? 1 : 0));
     uint64_t n_embd = (uint64_t)m->hp.n_embd, n_ff = (uint64_t)p->up->rows;
     if (p->sh_up && (uint64_t)p->sh_up->ne[1] > n_ff)
-        n_ff = (uint64_t)p->sh_up->ne[1];
+        n_ff = (uint64_t)p->sh_up->ne[1];  // a wider shared expert
     return pairs * (n_embd * 8 + n_ff * 12 + 16) + (uint64_t)n_batch * (uint64_t)p->n_expert * 4 +
            (uint64_t)p->n_expert * 40 + 16 * 64;
 }

@@ -44,17 +44,20 @@ struct gdn_shape {
 struct gdn_layer {
     bool recurrent;
     struct gdn_shape sh;
-    // Delta net: the qwen35 projections, or the fused legacy pair (in, ba)
-    // whose outputs are regrouped by the idx patterns below.
+    // Delta net: the qwen35 projections, or qwen3next's fused ones (ssm_in
+    // for qkv and z, ssm_ba for beta and alpha; Ollama's qwen3next files
+    // have attn_qkv / attn_gate with ssm_ba) whose outputs are regrouped by
+    // the idx patterns below.
     struct engine_tensor qkv, z, beta, alpha, out;
     struct engine_tensor in, ba;
-    bool legacy;
+    bool fused_in, fused_ba;
     const float *norm;  // ssm_norm [d]
     struct engine_conv1d conv;
     struct engine_delta_net dn;
     // Per-row gather patterns: attention (q heads, gate heads of attn_q's
-    // output, in head_dim pieces); legacy delta net (qkv and z in pieces of
-    // d from ssm_in's output, beta and alpha in single values from ssm_ba's).
+    // output, in head_dim pieces); fused delta-net projections (qkv and z in
+    // pieces of d from ssm_in's output, beta and alpha in single values from
+    // ssm_ba's).
     int32_t *idx_q, *idx_gate;
     int32_t *idx_qkv, *idx_z, *idx_beta, *idx_alpha;
     int32_t idx[];
@@ -79,7 +82,7 @@ static struct gdn_shape gdn_shape_of(const struct model *m)
 }
 
 // Offsets (in rows of n_batch) of the delta-net intermediates in s.mix.
-enum { MIX_QKV, MIX_CONV, MIX_Z, MIX_BETA, MIX_ALPHA, MIX_O, MIX_RAW, MIX_RAWBA, MIX_N };
+enum { MIX_QKV, MIX_CONV, MIX_Z, MIX_BETA, MIX_ALPHA, MIX_O, MIX_RAWBA, MIX_RAW, MIX_N };
 
 static void mix_widths(const struct gdn_shape *sh, int64_t w[MIX_N])
 {
@@ -89,8 +92,8 @@ static void mix_widths(const struct gdn_shape *sh, int64_t w[MIX_N])
     w[MIX_BETA] = sh->n_v;
     w[MIX_ALPHA] = sh->n_v;
     w[MIX_O] = sh->inner;
-    w[MIX_RAW] = sh->conv_dim + sh->inner;  // legacy ssm_in: q, k, v, z
-    w[MIX_RAWBA] = 2 * (int64_t)sh->n_v;    // legacy ssm_ba
+    w[MIX_RAWBA] = 2 * (int64_t)sh->n_v;    // fused ssm_ba
+    w[MIX_RAW] = sh->conv_dim + sh->inner;  // fused ssm_in: q, k, v, z
 }
 
 // Start of region r in s.mix.
@@ -154,11 +157,16 @@ int model_gdn_load(struct model *m, struct err *e)
             return err_set(e, ERR_FORMAT, "nextn_predict_layers %u of %d blocks", v, hp->n_layer);
         hp->n_layer -= (int)v;
     }
-    bool *rec = xcalloc((size_t)hp->n_layer, sizeof(bool));
+    bool *rec = xcalloc((size_t)hp->n_layer, sizeof(bool)), fused_in = false, fused_ba = false;
     int rc = read_recurrent(m, rec, e);
     for (int il = 0; rc >= 0 && il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         if (rec[il]) {
+            char n[GGUF_MAX_NAME_LEN + 1];
+            snprintf(n, sizeof n, "blk.%d.ssm_in.weight", il);
+            fused_in |= gguf_tensor_find(m->g, n) != NULL;
+            snprintf(n, sizeof n, "blk.%d.ssm_ba.weight", il);
+            fused_ba |= gguf_tensor_find(m->g, n) != NULL;
             L->n_head_kv = 0;
             L->rs.conv_floats = (int64_t)(sh.kernel - 1) * sh.conv_dim;
             L->rs.ssm_floats = (int64_t)sh.n_v * sh.d * sh.d;
@@ -171,7 +179,9 @@ int model_gdn_load(struct model *m, struct err *e)
         return rc;
     int64_t w[MIX_N], delta = 0;
     mix_widths(&sh, w);
-    for (int i = 0; i < MIX_N; i++)
+    // The fused projections' outputs come last (ssm_ba's, then ssm_in's).
+    int n_regions = fused_in ? MIX_N : fused_ba ? MIX_RAW : MIX_RAWBA;
+    for (int i = 0; i < n_regions; i++)
         delta += w[i];
     int64_t attn = 3 * (int64_t)hp->n_head * hp->head_dim;  // attn_q's q|gate, the gate
     hp->mix_floats = delta > attn ? delta : attn;
@@ -203,11 +213,11 @@ static void add_mat(struct model_layer *L, struct engine_tensor *t)
         L->mats[L->n_mats++] = t;
 }
 
-// The legacy ssm_in / ssm_ba outputs are grouped per key head g:
+// The fused ssm_in / ssm_ba outputs are grouped per key head g:
 // [q_g | k_g | v of its Hv/Hk heads | z of them] and [beta of them | alpha
 // of them]; the patterns pick them into qwen35's order (q, k, v heads; z;
 // beta; alpha), value head g·r + j for r = Hv/Hk.
-static void legacy_patterns(struct gdn_layer *G, const struct gdn_shape *sh)
+static void fused_patterns(struct gdn_layer *G, const struct gdn_shape *sh)
 {
     const int r = sh->n_v / sh->n_k, per = 2 + 2 * r;
     int i = 0;
@@ -232,8 +242,8 @@ static int bind_delta(struct model *m, struct model_layer *L, struct gdn_layer *
     int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
     snprintf(n, sizeof n, "blk.%d.attn_qkv.weight", il);
-    G->legacy = !gguf_tensor_find(m->g, n);
-    if (G->legacy) {
+    G->fused_in = !gguf_tensor_find(m->g, n);
+    if (G->fused_in) {
         if ((rc = model_bind_matrix(m, &G->in, NAME("ssm_in.weight"), D, sh->conv_dim + sh->inner,
                                     true, e)) < 0)
             return rc;
@@ -242,13 +252,10 @@ static int bind_delta(struct model *m, struct model_layer *L, struct gdn_layer *
                    0) {
         return rc;
     }
-    if (gguf_tensor_find(m->g, NAME("ssm_ba.weight"))) {
+    G->fused_ba = gguf_tensor_find(m->g, NAME("ssm_ba.weight")) != NULL;
+    if (G->fused_ba) {
         if ((rc = model_bind_matrix(m, &G->ba, n, D, 2 * (int64_t)sh->n_v, true, e)) < 0)
             return rc;
-        if (!G->legacy)
-            return err_set(e, ERR_UNSUPPORTED, "blk.%d: ssm_ba with attn_qkv", il);
-    } else if (G->legacy) {
-        return err_set(e, ERR_UNSUPPORTED, "blk.%d: ssm_in without ssm_ba", il);
     } else if ((rc = model_bind_matrix(m, &G->beta, NAME("ssm_beta.weight"), D, sh->n_v, true, e)) <
                    0 ||
                (rc = model_bind_matrix(m, &G->alpha, NAME("ssm_alpha.weight"), D, sh->n_v, true,
@@ -301,8 +308,7 @@ static int bind_delta(struct model *m, struct model_layer *L, struct gdn_layer *
         .dt_bias = dt_bias,
         .A = A,
     };
-    if (G->legacy)
-        legacy_patterns(G, sh);
+    fused_patterns(G, sh);
     return 0;
 }
 
@@ -414,23 +420,32 @@ static int delta_mixer(struct model *m, struct model_layer *L, const struct mode
           *alpha = mix_at(m, &sh, MIX_ALPHA), *o = mix_at(m, &sh, MIX_O);
 
     engine_rmsnorm(be, s->xb, s->x, L->attn_norm, n, hp->n_embd, hp->eps);
-    if (G->legacy) {
-        float *raw = mix_at(m, &sh, MIX_RAW), *rawba = mix_at(m, &sh, MIX_RAWBA);
-        const struct engine_matmul_job jobs[2] = {{&G->in, raw, NULL}, {&G->ba, rawba, NULL}};
-        engine_matmul_n(be, jobs, 2, s->xb, n);
-        const int64_t rw = sh.conv_dim + sh.inner, bw = 2 * (int64_t)sh.n_v;
+    float *raw = G->fused_in ? mix_at(m, &sh, MIX_RAW) : NULL,
+          *rawba = G->fused_ba ? mix_at(m, &sh, MIX_RAWBA) : NULL;
+    struct engine_matmul_job jobs[4];
+    int nj = 0;
+    if (G->fused_in) {
+        jobs[nj++] = (struct engine_matmul_job){&G->in, raw, NULL};
+    } else {
+        jobs[nj++] = (struct engine_matmul_job){&G->qkv, qkv, NULL};
+        jobs[nj++] = (struct engine_matmul_job){&G->z, z, NULL};
+    }
+    if (G->fused_ba) {
+        jobs[nj++] = (struct engine_matmul_job){&G->ba, rawba, NULL};
+    } else {
+        jobs[nj++] = (struct engine_matmul_job){&G->beta, beta, NULL};
+        jobs[nj++] = (struct engine_matmul_job){&G->alpha, alpha, NULL};
+    }
+    engine_matmul_n(be, jobs, nj, s->xb, n);
+    if (G->fused_in) {
+        const int64_t rw = sh.conv_dim + sh.inner;
         gather_pieces(m, qkv, sh.conv_dim, raw, rw, G->idx_qkv, (int)(sh.conv_dim / sh.d), sh.d, n);
         gather_pieces(m, z, sh.inner, raw, rw, G->idx_z, sh.n_v, sh.d, n);
+    }
+    if (G->fused_ba) {
+        const int64_t bw = 2 * (int64_t)sh.n_v;
         gather_pieces(m, beta, sh.n_v, rawba, bw, G->idx_beta, sh.n_v, 1, n);
         gather_pieces(m, alpha, sh.n_v, rawba, bw, G->idx_alpha, sh.n_v, 1, n);
-    } else {
-        const struct engine_matmul_job jobs[4] = {
-            {&G->qkv, qkv, NULL},
-            {&G->z, z, NULL},
-            {&G->beta, beta, NULL},
-            {&G->alpha, alpha, NULL},
-        };
-        engine_matmul_n(be, jobs, 4, s->xb, n);
     }
     engine_conv1d(be, cv, qkv, n, &G->conv, L->rs.conv, ub->slot, ub->pos);
     const int64_t kd = (int64_t)sh.n_k * sh.d;

@@ -2,8 +2,9 @@
 // src/models/qwen3next.cpp): the gated delta-net hybrid of qwen35.c with a
 // softmax MoE plus a σ-gated shared expert in every layer. Its files come
 // with the fused delta-net projections ssm_in (q, k, v, z grouped per key
-// head) and ssm_ba (beta, alpha grouped the same way), or with qwen35's
-// separate ones; either way value head h reads key head h / (Hv/Hk), as
+// head) and ssm_ba (beta, alpha grouped the same way), with attn_qkv /
+// attn_gate and ssm_ba (Ollama's converter splits in_proj_qkvz only), or
+// with qwen35's separate ones; value head h reads key head h / (Hv/Hk), as
 // llama.cpp repeats each key head in place (its value heads are not
 // reordered as Qwen3.5's converter does).
 #include "model/internal.h"

@@ -654,71 +654,6 @@ static void test_conv1d(void **state)
     free(w), free(b), free(seq0), free(seq1);
 }
 
-// The delta rule of one slot's sequence (rows of q/k [HK×DK], v [HV×DV],
-// g/beta [HV]) into o, in double, heads tiled (value head h reads key head h % HK).
-static void ref_delta(double *o, const float *q, const float *k, const float *v, const float *g,
-                      const float *beta, int n)
-{
-    static double S[RC_HV][RC_DV][RC_DK];
-    memset(S, 0, sizeof S);
-    for (int t = 0; t < n; t++)
-        for (int h = 0; h < RC_HV; h++) {
-            const float *kk = k + t * RC_HK * RC_DK + (h % RC_HK) * RC_DK;
-            const float *qq = q + t * RC_HK * RC_DK + (h % RC_HK) * RC_DK;
-            double decay = exp(g[t * RC_HV + h]), bt = beta[t * RC_HV + h];
-            for (int i = 0; i < RC_DV; i++) {
-                double sk = 0;
-                for (int j = 0; j < RC_DK; j++)
-                    sk += (S[h][i][j] *= decay) * kk[j];
-                double d = bt * (v[t * RC_HV * RC_DV + h * RC_DV + i] - sk), acc = 0;
-                for (int j = 0; j < RC_DK; j++) {
-                    S[h][i][j] += d * kk[j];
-                    acc += S[h][i][j] * qq[j] * 0.25;
-                }
-                o[t * RC_HV * RC_DV + h * RC_DV + i] = acc;
-            }
-        }
-}
-
-static void test_delta_net(void **state)
-{
-    (void)state;
-    const int qn = RC_HK * RC_DK, vn = RC_HV * RC_DV;
-    float *q = rand_vec(10 * qn), *k = rand_vec(10 * qn), *v = rand_vec(10 * vn);
-    float *g = rand_vec(10 * RC_HV), *beta = rand_vec(10 * RC_HV);
-    for (int i = 0; i < 10 * RC_HV; i++) {
-        g[i] = -fabsf(g[i]);
-        beta[i] = 0.5f + 0.5f * beta[i];
-    }
-    // Rows 0-2: slot 1 (sequence B = rows 0-2 of the arrays); rows 3-9:
-    // slot 0 (sequence A = rows 3-9), its first 4 in the first call.
-    double ra[7 * RC_HV * RC_DV], rb[3 * RC_HV * RC_DV];
-    ref_delta(rb, q, k, v, g, beta, 3);
-    ref_delta(ra, q + 3 * qn, k + 3 * qn, v + 3 * vn, g + 3 * RC_HV, beta + 3 * RC_HV, 7);
-    for (int nt = 1; nt <= 3; nt++) {
-        struct engine_backend *be = backend(nt);
-        size_t per_slot = (size_t)RC_HV * RC_DV * RC_DK;
-        float *st = engine_buf_alloc(be, 2 * per_slot * sizeof(float));
-        for (size_t i = 0; i < 2 * per_slot; i++)
-            st[i] = 1e9f;
-        struct engine_delta_net p = {.n_k_heads = RC_HK, .n_v_heads = RC_HV, .dk = RC_DK,
-                                     .dv = RC_DV, .scale = 0.25f, .q_stride = qn,
-                                     .k_stride = qn, .v_stride = vn, .g_stride = RC_HV,
-                                     .beta_stride = RC_HV, .o_stride = vn};
-        float o[10 * RC_HV * RC_DV];
-        engine_delta_net(be, o, q, k, v, g, beta, RC_T, &p, st, rc_slot, rc_pos1);
-        assert_close(o, rb, 3 * vn, 1e-4);
-        assert_close(o + 3 * vn, ra, 4 * vn, 1e-4);
-        const int32_t sl[3] = {0, 0, 0}, ps[3] = {4, 5, 6};
-        engine_delta_net(be, o, q + 7 * qn, k + 7 * qn, v + 7 * vn, g + 7 * RC_HV,
-                         beta + 7 * RC_HV, 3, &p, st, sl, ps);
-        assert_close(o, ra + 4 * vn, 3 * vn, 1e-4);
-        engine_buf_free(be, st);
-        engine_backend_free(be);
-    }
-    free(q), free(k), free(v), free(g), free(beta);
-}
-
 // Mamba-2: 4 heads of 8 in 2 groups, state 16; one slot's sequence.
 enum { SC_H = 4, SC_P = 8, SC_G = 2, SC_N = 16 };
 
@@ -779,6 +714,108 @@ static void test_ssm_scan(void **state)
     free(x), free(dt), free(B), free(C), free(A), free(D);
 }
 
+// The gated delta rule with the inputs formed in the op (qwen3next /
+// qwen35): q, k L2-normalised, beta = σ(b), g = softplus(a + dt_bias) · A;
+// two slots in one ubatch (slot 0 fresh at position 0, slot 1 going on
+// from its state), both key-head mappings, 1 and 3 threads, against a
+// double-precision reference; then y = a · σ(b).
+static void test_delta_net(void **state)
+{
+    (void)state;
+    enum { NK = 2, NV = 4, D = 8, N = 5 };
+    const int32_t slot[N] = {0, 0, 0, 1, 1}, pos[N] = {0, 1, 2, 5, 6};
+    float *q = rand_vec(N * NK * D), *k = rand_vec(N * NK * D), *v = rand_vec(N * NV * D);
+    float *a = rand_vec(N * NV), *b = rand_vec(N * NV), *dt = rand_vec(NV), *A = rand_vec(NV);
+    for (int h = 0; h < NV; h++)
+        A[h] = -0.5f - 0.5f * fabsf(A[h]);
+    float *init = rand_vec(2 * NV * D * D);
+    for (int kb = 0; kb < 2; kb++) {
+        for (int nt = 1; nt <= 3; nt += 2) {
+            struct engine_backend *be = backend(nt);
+            float *st = engine_buf_alloc(be, sizeof(float) * 2 * NV * D * D);
+            float *o = engine_buf_alloc(be, sizeof(float) * N * NV * D);
+            memcpy(st, init, sizeof(float) * 2 * NV * D * D);
+            const struct engine_delta_net p = {.n_k_heads = NK,
+                                               .n_v_heads = NV,
+                                               .dk = D,
+                                               .dv = D,
+                                               .k_block = kb,
+                                               .scale = 1.0f / sqrtf((float)D),
+                                               .q_stride = NK * D,
+                                               .k_stride = NK * D,
+                                               .v_stride = NV * D,
+                                               .g_stride = NV,
+                                               .beta_stride = NV,
+                                               .o_stride = NV * D,
+                                               .l2_norm = true,
+                                               .l2_eps = 1e-6f,
+                                               .beta_sigmoid = true,
+                                               .dt_bias = dt,
+                                               .A = A};
+            engine_delta_net(be, o, q, k, v, a, b, N, &p, st, slot, pos);
+            double S[2][NV][D][D], ref_o[N * NV * D], ref_s[2 * NV * D * D];
+            for (int sl = 0; sl < 2; sl++)
+                for (int h = 0; h < NV; h++)
+                    for (int i = 0; i < D; i++)
+                        for (int j = 0; j < D; j++)
+                            S[sl][h][i][j] = sl == 0 ? 0.0 : init[((sl * NV + h) * D + i) * D + j];
+            for (int r = 0; r < N; r++) {
+                for (int h = 0; h < NV; h++) {
+                    int kh = kb ? h / (NV / NK) : h % NK;
+                    const float *qr = q + r * NK * D + kh * D, *kr = k + r * NK * D + kh * D;
+                    double qn = 0, kn = 0;
+                    for (int j = 0; j < D; j++) {
+                        qn += (double)qr[j] * qr[j];
+                        kn += (double)kr[j] * kr[j];
+                    }
+                    qn = 1.0 / sqrt(qn + 1e-6) / sqrt((double)D);
+                    kn = 1.0 / sqrt(kn + 1e-6);
+                    double x = a[r * NV + h] + dt[h];
+                    double decay = exp((x > 20 ? x : log1p(exp(x))) * A[h]);
+                    double beta = 1.0 / (1.0 + exp(-b[r * NV + h]));
+                    double(*M)[D] = S[slot[r]][h];
+                    for (int i = 0; i < D; i++) {
+                        double sk = 0;
+                        for (int j = 0; j < D; j++) {
+                            M[i][j] *= decay;
+                            sk += M[i][j] * kr[j] * kn;
+                        }
+                        double d = beta * (v[r * NV * D + h * D + i] - sk), acc = 0;
+                        for (int j = 0; j < D; j++) {
+                            M[i][j] += d * kr[j] * kn;
+                            acc += M[i][j] * qr[j] * qn;
+                        }
+                        ref_o[r * NV * D + h * D + i] = acc;
+                    }
+                }
+            }
+            memcpy(ref_s, S, sizeof ref_s);
+            assert_close(o, ref_o, N * NV * D, 1e-5);
+            assert_close(st, ref_s, 2 * NV * D * D, 1e-5);
+            engine_buf_free(be, st);
+            engine_buf_free(be, o);
+            engine_backend_free(be);
+        }
+    }
+    struct engine_backend *be = backend(2);
+    float *y = engine_buf_alloc(be, sizeof(float) * N * NV);
+    double ref[N * NV];
+    engine_sigmoid_mul(be, y, a, b, N * NV);
+    for (int i = 0; i < N * NV; i++)
+        ref[i] = a[i] / (1.0 + exp(-(double)b[i]));
+    assert_close(y, ref, N * NV, 1e-6);
+    engine_buf_free(be, y);
+    engine_backend_free(be);
+    free(q);
+    free(k);
+    free(v);
+    free(a);
+    free(b);
+    free(dt);
+    free(A);
+    free(init);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -793,8 +830,8 @@ int main(void)
         cmocka_unit_test(test_attention_window_ring),
         cmocka_unit_test(test_kv_shift_and_move),
         cmocka_unit_test(test_tensor_view),
-        cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_delta_net),
+        cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_ssm_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -732,9 +732,9 @@ static void test_gguf_gen_family_presets(void **state)
     char path[1200];
     snprintf(path, sizeof path, "%s/m.gguf", tmp);
     const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3",
-                          "tiny-nemotron-h"};
-    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3", "nemotron_h"};
-    for (size_t i = 0; i < 5; i++)
+                          "tiny-nemotron-h", "tiny-qwen35"};
+    const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3", "nemotron_h", "qwen35"};
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
         for (int q = 0; q < 2; q++)
             gen_and_decode(tiny[i], arch[i], q ? "q8_0" : "f32", path);
     // Real shapes: KV bytes per cell (F16 K + V) and layer counts as the
@@ -749,6 +749,11 @@ static void test_gguf_gen_family_presets(void **state)
         {"gemma3-1b", 4ull * 8192 * (256 * 2 * 2) + 22ull * (512 + 512) * (256 * 2 * 2)},
         {"gemma3-12b", 8ull * 8192 * (8 * 256 * 2 * 2) + 40ull * (1024 + 512) * (8 * 256 * 2 * 2)},
         {"phi4-mini", 32ull * 8192 * (8 * 128 * 2 * 2)},
+        // 6 attention layers (2 KV heads of 256); 18 delta nets with 3 conv
+        // inputs of 6144 channels and 16 states of 128 x 128, F32, live
+        // and the 5 checkpoints of one slot.
+        {"qwen35-0.8b",
+         6ull * 8192 * (2 * 256 * 2 * 2) + 18ull * (3 * 6144 + 16 * 128 * 128) * 4 * 6},
         // One attention layer; three Mamba-2 layers' state (conv 3 × 12288,
         // scan 128 heads × 80 × 128) live and in 5 checkpoints.
         {"nemotron-h",
@@ -1506,6 +1511,34 @@ static void test_recurrent_rollback(void **state)
     assert_int_equal(kept, 16);
     decode_seq(m, 0, c + kept, 22 - kept, kept, false);
     assert_as_fresh(m, 22 - kept - 1);
+
+    // Two slots in one batch (slot 1 from 0, slot 0 going on) as each alone.
+    const int nv = model_n_vocab(m);
+    float *want0 = xmalloc((size_t)nv * sizeof(float));
+    int32_t toks[9], pos[9], sl[9];
+    bool lg[9] = {0};
+    for (int i = 0; i < 9; i++) {
+        toks[i] = a[i] + 1;
+        pos[i] = i < 6 ? i : 22 + (i - 6);
+        sl[i] = i < 6 ? 1 : 0;
+    }
+    lg[5] = lg[8] = true;
+    model_slot_clear(m, 1);
+    struct model_batch mb = {9, toks, pos, sl, lg};
+    assert_int_equal(model_decode(m, &mb, &e), 0);
+    memcpy(want0, model_logits(m, 8), (size_t)nv * sizeof(float));
+    float *got1 = xmalloc((size_t)nv * sizeof(float));
+    memcpy(got1, model_logits(m, 5), (size_t)nv * sizeof(float));
+    float *fresh1 = fresh_logits(m, 1, toks, 6);
+    assert_close(got1, fresh1, nv, 1e-4f);
+    int32_t seq0[25];
+    memcpy(seq0, model_slot_tokens(m, 0), 25 * sizeof(int32_t));
+    float *fresh0 = fresh_logits(m, 1, seq0, 25);
+    assert_close(want0, fresh0, nv, 1e-4f);
+    free(want0);
+    free(got1);
+    free(fresh1);
+    free(fresh0);
     model_free(m);
 }
 
@@ -2232,6 +2265,126 @@ static void test_gguf_gen_fam43_presets(void **state)
     rmdir(tmp);
 }
 
+// The rows of ssm_in (F32, grouped per key head: q, k, r value heads, r z
+// heads) for attn_qkv (every q, every k, every v) or attn_gate (every z), as
+// Ollama's converter splits qwen3next's in_proj_qkvz.
+static void write_split_ssm_in(struct gguf_writer *w, const struct gguf_tensor *t, int d, int n_k,
+                               int r, bool gate)
+{
+    struct err e = {0};
+    const int per = 2 + 2 * r;  // pieces of d rows per group
+    const size_t piece = (size_t)d * (size_t)t->ne[0] * sizeof(float);
+    const uint8_t *base = t->data;
+    for (int part = gate ? 3 : 0; part < (gate ? 4 : 3); part++)
+        for (int g = 0; g < n_k; g++) {
+            int first = part < 2 ? part : part == 2 ? 2 : 2 + r, cnt = part < 2 ? 1 : r;
+            assert_int_equal(gguf_writer_write_data(w, base + (size_t)(g * per + first) * piece,
+                                                    cnt * piece, &e),
+                             0);
+        }
+}
+
+// Rewrites a delta-net fixture as Ollama's published files have it
+// (llama-ollama-compat.cpp, convert_qwen3next.go): `blk.N.ssm_dt` without
+// `.bias`, attention.head_count_kv one entry per layer (0 on delta-net
+// layers), a vision tensor the text model ignores, and qwen3next's ssm_in
+// split into attn_qkv and attn_gate (ssm_ba stays).
+static void write_ollama_layout(const char *src, const char *dst, const char *arch)
+{
+    struct err e = {0};
+    struct gguf *g = NULL;
+    struct gguf_writer *w = NULL;
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    char hkv[96], ff[96];
+    snprintf(hkv, sizeof hkv, "%s.attention.head_count_kv", arch);
+    snprintf(ff, sizeof ff, "%s.feed_forward_length", arch);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        if (!strcmp(arch, "qwen35moe") && str_eq_cstr(kv->key, ff))
+            continue;  // llama.cpp's qwen35moe files have none (experts only)
+        if (!str_eq_cstr(kv->key, hkv)) {
+            gguf_writer_kv_copy(w, kv);
+            continue;
+        }
+        const uint32_t per_layer[4] = {0, 0, 0, 2};
+        gguf_writer_kv_arr(w, hkv, GGUF_VAL_UINT32, per_layer, 4);
+    }
+    uint32_t d = 0, n_k = 0, n_v = 0;
+    gguf_get_arch_u32(g, "ssm.state_size", &d);
+    gguf_get_arch_u32(g, "ssm.group_count", &n_k);
+    gguf_get_arch_u32(g, "ssm.time_step_rank", &n_v);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[GGUF_MAX_NAME_LEN + 1];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        size_t n = strlen(name);
+        if (n > 12 && !strcmp(name + n - 12, ".ssm_dt.bias"))
+            name[n - 5] = '\0';
+        char *in = strstr(name, ".ssm_in.weight");
+        if (in) {
+            assert_int_equal(t->type, GGUF_TYPE_F32);
+            int64_t ne[2] = {t->ne[0], 2 * (int64_t)n_k * d + (int64_t)n_v * d};
+            snprintf(in, sizeof name - (size_t)(in - name), ".attn_qkv.weight");
+            gguf_writer_add_tensor(w, name, t->type, 2, ne);
+            ne[1] = (int64_t)n_v * d;
+            snprintf(in, sizeof name - (size_t)(in - name), ".attn_gate.weight");
+            gguf_writer_add_tensor(w, name, t->type, 2, ne);
+            continue;
+        }
+        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+    }
+    const int64_t vne[2] = {16, 4};
+    gguf_writer_add_tensor(w, "v.patch_embd.weight", GGUF_TYPE_F32, 2, vne);
+    assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        if (str_ends_with(t->name, ".ssm_in.weight")) {
+            write_split_ssm_in(w, t, (int)d, (int)n_k, (int)(n_v / n_k), false);
+            write_split_ssm_in(w, t, (int)d, (int)n_k, (int)(n_v / n_k), true);
+            continue;
+        }
+        assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+    }
+    float zeros[64] = {0};
+    assert_int_equal(gguf_writer_write_data(w, zeros, sizeof zeros, &e), 0);
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// qwen35, qwen3next and qwen35moe (also without feed_forward_length) in
+// Ollama's layout give the logits of llama.cpp's.
+static void test_delta_net_ollama_layout(void **state)
+{
+    (void)state;
+    const char *files[] = {"tiny-qwen35-f32.gguf", "tiny-qwen3next-f32.gguf",
+                           "tiny-qwen35moe-f32.gguf"};
+    const char *archs[] = {"qwen35", "qwen3next", "qwen35moe"};
+    char tmp[] = "/tmp/test_model_ollama_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char out[1200];
+    snprintf(out, sizeof out, "%s/m.gguf", tmp);
+    for (int f = 0; f < 3; f++) {
+        char path[1024];
+        shared_fixture_or_skip(path, sizeof path, files[f]);
+        write_ollama_layout(path, out, archs[f]);
+        struct model_options o = {.n_ctx = 64, .n_threads = 2};
+        struct model *a = load(path, o), *b = load(out, o);
+        assert_int_equal(b->layers[0].n_head_kv, 0);
+        assert_int_equal(b->layers[3].n_head_kv, 2);
+        char n[64];
+        snprintf(n, sizeof n, "blk.0.attn_qkv.weight");
+        assert_non_null(gguf_tensor_find(b->g, n));
+        decode_seq(a, 0, story, 12, 0, false);
+        decode_seq(b, 0, story, 12, 0, false);
+        assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
+        model_free(a);
+        model_free(b);
+    }
+    unlink(out);
+    rmdir(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2279,6 +2432,7 @@ int main(void)
         cmocka_unit_test(test_tiny_qwen35_reference),
         cmocka_unit_test(test_tiny_qwen35moe_reference),
         cmocka_unit_test(test_recurrent_rollback),
+        cmocka_unit_test(test_delta_net_ollama_layout),
         cmocka_unit_test(test_tiny_nemotron_h_reference),
         cmocka_unit_test(test_tiny_nemotron_h_moe_reference),
         cmocka_unit_test(test_tiny_granitehybrid_reference),

@@ -335,8 +335,15 @@ static void ref_moe(const struct engine_moe *p, const float *x, int64_t n_rows, 
         }
         if (p->sh_up) {
             ref_expert(p, p->sh_gate, p->sh_up, p->sh_down, NULL, NULL, NULL, xr, d);
+            float s = 1.0f;
+            if (p->sh_gate_inp) {  // qwen3next / qwen35moe: σ(gate · x)
+                double dot = 0.0;
+                for (int64_t i = 0; i < n_embd; i++)
+                    dot += (double)p->sh_gate_inp[i] * xr[i];
+                s = (float)(1.0 / (1.0 + exp(-dot)));
+            }
             for (int64_t i = 0; i < n_embd; i++)
-                yr[i] += d[i];
+                yr[i] += d[i] * s;
         }
     }
     free(logits);
@@ -351,6 +358,7 @@ struct moe_case {
     enum engine_moe_gating gating;
     enum engine_moe_act act;
     bool gated, fused, biases, shared, norm_w;
+    bool shared_gated;  // the shared expert scaled by σ(sh_gate_inp · x)
 };
 
 static void run_case(const struct moe_case *c)
@@ -384,6 +392,12 @@ static void run_case(const struct moe_case *c)
             rbias[i] = frand() * 0.1f;
     }
     void *sh1 = NULL, *sh2 = NULL, *sh3 = NULL;
+    float *sh_gate_inp = NULL;
+    if (c->shared_gated) {
+        sh_gate_inp = malloc((size_t)n_embd * sizeof(float));
+        for (int i = 0; i < n_embd; i++)
+            sh_gate_inp[i] = frand() * 0.5f;
+    }
     struct engine_tensor t_sh_gate, t_sh_up, t_sh_down;
     if (c->shared) {
         int n_sh = 2 * n_ff;  // a wider shared expert than the routed ones
@@ -417,6 +431,7 @@ static void run_case(const struct moe_case *c)
         .sh_gate = c->shared && c->gated ? &t_sh_gate : NULL,
         .sh_up = c->shared ? &t_sh_up : NULL,
         .sh_down = c->shared ? &t_sh_down : NULL,
+        .sh_gate_inp = sh_gate_inp,
     };
     const int row_counts[] = {1, 3, 37};
     const int threads[] = {1, 2, 3};
@@ -443,6 +458,13 @@ static void run_case(const struct moe_case *c)
                     fail_msg("%s, %d threads, %d rows: y[%d] = %g, reference %g", c->name,
                              threads[ti], n, i, (double)y[i], (double)want[i]);
             }
+            // In place (y = x), as the decoder block calls it.
+            memcpy(y, x, (size_t)n * n_embd * sizeof(float));
+            engine_moe(be, y, y, n, &p);
+            for (int i = 0; i < n * n_embd; i++)
+                if (!(fabsf(y[i] - want[i]) <= tol * (1.0f + fabsf(want[i]))))
+                    fail_msg("%s in place, %d threads, %d rows: y[%d] = %g, reference %g", c->name,
+                             threads[ti], n, i, (double)y[i], (double)want[i]);
         }
         engine_buf_free(be, y);
         engine_backend_free(be);
@@ -460,6 +482,7 @@ static void run_case(const struct moe_case *c)
     free(sh1);
     free(sh2);
     free(sh3);
+    free(sh_gate_inp);
 }
 
 static void test_moe_op_matches_reference(void **state)
@@ -478,6 +501,8 @@ static void test_moe_op_matches_reference(void **state)
          true, false, false, true, true},
         {"relu^2 ungated shared", GGUF_TYPE_F32, 64, 48, 4, 2, ENGINE_MOE_SIGMOID,
          ENGINE_MOE_RELU_SQR, false, false, true, true, true},
+        {"qwen35moe gated shared", GGUF_TYPE_Q8_0, 64, 32, 8, 2, ENGINE_MOE_SOFTMAX,
+         ENGINE_MOE_SILU, true, false, false, true, true, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);

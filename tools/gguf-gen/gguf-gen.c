@@ -392,6 +392,17 @@ static void gdn_kv(struct gguf_writer *w, const struct opts *o)
     kv_arch_u32(w, o->arch, "ssm.time_step_rank", g.n_v);
     kv_arch_u32(w, o->arch, "ssm.inner_size", g.n_v * g.d);
     kv_arch_u32(w, o->arch, "full_attention_interval", 4);
+    // Multi-section RoPE as Qwen3.5 ships it (llama.cpp requires the key;
+    // for text every section rotates by the position): the rotated pairs
+    // split 11:11:10 (Qwen3.5's [11, 11, 10] of 32 pairs), scaled.
+    int32_t pairs = (int32_t)(o->n_rot / 2), sec[4];
+    sec[0] = (pairs * 11 + 31) / 32;
+    sec[1] = (pairs - sec[0]) * 11 / 21;
+    sec[2] = pairs - sec[0] - sec[1];
+    sec[3] = 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", o->arch);
+    gguf_writer_kv_arr(w, key, GGUF_VAL_INT32, sec, 4);
 }
 
 // ---------------------------------------------------------------------------

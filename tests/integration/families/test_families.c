@@ -4,9 +4,10 @@
 // temperature 0; /api/generate must return llama.cpp ec98e2002's prompt
 // tokens and greedy tokens (F16 cache, the server's default) as its
 // context; /api/chat answers; /api/show names the architecture and the
-// capabilities; nomic-bert's /api/embed matches the reference's normalised
-// embedding; a qwen3 file with pooling_type 3 (Qwen3-Embedding) embeds with
-// last-token pooling.
+// capabilities (the same for the gated delta-net hybrids qwen35,
+// qwen35moe, qwen3next against their references); nomic-bert's /api/embed
+// matches the reference's normalised embedding; a qwen3 file with
+// pooling_type 3 (Qwen3-Embedding) embeds with last-token pooling.
 //
 // Fails when ../shared/fixtures is present and a file or case is missing;
 // skips with a message when it is absent.
@@ -49,6 +50,10 @@ static const struct family families[] = {
     {"olmo2", "tiny-olmo2-f32.gguf", "tiny-olmo2.reference.json", "olmo2"},
     {"mistral3", "tiny-mistral3-f32.gguf", "tiny-mistral3.reference.json", "mistral3"},
     {"glm4moe", "tiny-glm4moe-f32.gguf", "tiny-glm4moe.reference.json", "glm4moe"},
+    // Gated delta-net hybrids: recurrent state through the runner.
+    {"qwen35", "tiny-qwen35-f32.gguf", "tiny-qwen35.reference.json", "qwen35"},
+    {"qwen35moe", "tiny-qwen35moe-f32.gguf", "tiny-qwen35moe.reference.json", "qwen35moe"},
+    {"qwen3next", "tiny-qwen3next-f32.gguf", "tiny-qwen3next.reference.json", "qwen3next"},
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
