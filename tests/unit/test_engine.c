@@ -594,6 +594,76 @@ static void test_tensor_view(void **state)
     assert_int_equal(engine_kv_row_bytes(GGUF_TYPE_Q4_1, 64), 0);  // not a cache type
 }
 
+// The Mamba-2 scan with its in-op pieces (Δ = softplus(dt + bias), the
+// SiLU(z) gate, D) over two slots: slot 1 starts at position 0 (its state
+// buffer holds garbage the op must ignore), slot 0 continues from a state.
+static void test_ssm_scan(void **state)
+{
+    (void)state;
+    enum { H = 4, P = 8, G = 2, N = 20, R = 7, HP = H * P, GN = G * N, S = H * P * N };
+    const int32_t slot[R] = {1, 1, 1, 0, 0, 0, 0}, pos[R] = {0, 1, 2, 5, 6, 7, 8};
+    float *x = rand_vec(R * HP), *dt = rand_vec(R * H), *B = rand_vec(R * GN);
+    float *C = rand_vec(R * GN), *z = rand_vec(R * HP), *bias = rand_vec(H), *D = rand_vec(H);
+    float A[H], st0[2 * S];
+    for (int h = 0; h < H; h++)
+        A[h] = -1.0f - (float)h;
+    for (int i = 0; i < R * H; i++)
+        dt[i] *= 3.0f;
+    dt[0] = 25.0f;  // past 20: softplus is the identity
+    float *init = rand_vec(2 * S);
+    for (int nt = 1; nt <= 3; nt++) {
+        struct engine_backend *be = backend(nt);
+        memcpy(st0, init, sizeof st0);
+        float y[R * HP];
+        const struct engine_ssm_scan p = {
+            .n_heads = H,
+            .head_dim = P,
+            .n_groups = G,
+            .d_state = N,
+            .A = A,
+            .D = D,
+            .x_stride = HP,
+            .B_stride = GN,
+            .C_stride = GN,
+            .dt_stride = H,
+            .y_stride = HP,
+            .dt_softplus = true,
+            .dt_bias = bias,
+            .z = z,
+            .z_stride = HP,
+        };
+        engine_ssm_scan(be, y, x, dt, B, C, R, &p, st0, slot, pos);
+        // Reference in double.
+        double ref_s[2 * S], ref_y[R * HP];
+        for (int i = 0; i < 2 * S; i++)
+            ref_s[i] = init[i];
+        for (int r = 0; r < R; r++) {
+            double *sl = ref_s + slot[r] * S;
+            if (pos[r] == 0)
+                memset(sl, 0, S * sizeof(double));
+            for (int h = 0; h < H; h++) {
+                double v = (double)dt[r * H + h] + bias[h];
+                double d = v > 20.0 ? v : log1p(exp(v)), dA = exp(d * A[h]);
+                int g = h / (H / G);
+                for (int i = 0; i < P; i++) {
+                    double acc = 0, xi = x[r * HP + h * P + i];
+                    for (int n = 0; n < N; n++) {
+                        double *sv = sl + (h * P + i) * N + n;
+                        *sv = *sv * dA + d * xi * B[r * GN + g * N + n];
+                        acc += *sv * C[r * GN + g * N + n];
+                    }
+                    double zz = z[r * HP + h * P + i];
+                    ref_y[r * HP + h * P + i] = (acc + D[h] * xi) * zz / (1.0 + exp(-zz));
+                }
+            }
+        }
+        assert_close(y, ref_y, R * HP, 1e-4);
+        assert_close(st0, ref_s, 2 * S, 1e-4);
+        engine_backend_free(be);
+    }
+    free(x), free(dt), free(B), free(C), free(z), free(bias), free(D), free(init);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_attention_window_ring),
         cmocka_unit_test(test_kv_shift_and_move),
         cmocka_unit_test(test_tensor_view),
+        cmocka_unit_test(test_ssm_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

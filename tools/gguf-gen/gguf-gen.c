@@ -930,7 +930,8 @@ static void nemotron_h_kv(struct gguf_writer *w, const struct opts *o)
 // quantizer keeps them).
 static bool nemotron_h_f32(const struct gtensor *t)
 {
-    return strstr(t->name, ".ssm_") && !strstr(t->name, ".ssm_in.") && !strstr(t->name, ".ssm_out.");
+    return strstr(t->name, ".ssm_") && !strstr(t->name, ".ssm_in.") &&
+           !strstr(t->name, ".ssm_out.");
 }
 
 int main(int argc, char **argv)
@@ -1011,9 +1012,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    static const char *const archs[] = {"llama",      "qwen2",    "qwen3",   "gemma2",
-                                        "gemma3",     "phi3",     "bert",    "nomic-bert",
-                                        "qwen3moe",   "gpt-oss",  "nemotron_h"};
+    static const char *const archs[] = {"llama",    "qwen2",   "qwen3",     "gemma2",
+                                        "gemma3",   "phi3",    "bert",      "nomic-bert",
+                                        "qwen3moe", "gpt-oss", "nemotron_h"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;
