@@ -495,8 +495,8 @@ static void ring_remove(struct model *m, const struct model_layer *L, int slot, 
         engine_buf_write(m->be, (uint8_t *)kv->k + dst * rb, kt + (size_t)(q - lo) * rb, rb);
         engine_buf_write(m->be, (uint8_t *)kv->v + dst * rb, vt + (size_t)(q - lo) * rb, rb);
         if (L->rope)  // keys without RoPE keep their values
-            engine_kv_shift(m->be, kv, m->kv_type, dst, 1, -n_del, m->hp.n_head_kv,
-                            m->hp.head_dim, L->rope);
+            engine_kv_shift(m->be, kv, m->kv_type, dst, 1, -n_del, m->hp.n_head_kv, m->hp.head_dim,
+                            L->rope);
     }
     free(kt);
     free(vt);
@@ -533,8 +533,8 @@ int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e)
         }
         engine_kv_move(m->be, &L->kv, base + p0, base + p1, n_move);
         if (L->rope)  // keys without RoPE keep their values
-            engine_kv_shift(m->be, &L->kv, m->kv_type, base + p0, n_move, -n_del,
-                            m->hp.n_head_kv, m->hp.head_dim, L->rope);
+            engine_kv_shift(m->be, &L->kv, m->kv_type, base + p0, n_move, -n_del, m->hp.n_head_kv,
+                            m->hp.head_dim, L->rope);
     }
     memmove(sl->tokens + p0, sl->tokens + p1, (size_t)n_move * sizeof(int32_t));
     sl->n_past -= n_del;
