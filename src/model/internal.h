@@ -358,8 +358,8 @@ void model_gdn_forward(struct model *m, const struct model_ubatch *ub);
 // recurrent state sizes and reserves its scratch (hp.mix_floats).
 int model_mamba2_bind(struct model *m, int il, struct err *e);
 // out (n, n_embd) = the mixer of the normed h (n, n_embd); out may be h.
-void model_mamba2(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
-                  float *out, const float *h, int n);
+void model_mamba2(struct model *m, struct model_layer *L, const struct model_ubatch *ub, float *out,
+                  const float *h, int n);
 
 // decoder.c: the generic decoder block, and its steps for families with
 // their own forward pass (custom_layers).

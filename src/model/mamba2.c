@@ -60,8 +60,8 @@ static int64_t proj_width(const struct mamba2_shape *sh)
 
 // An F32 weight of exactly n elements in whatever shape the file gives it
 // (ssm_a and ssm_d are [1, H], ssm_norm [di/G, G]).
-static int bind_f32(struct model *m, const float **out, const char *name, int64_t n,
-                    bool required, struct err *e)
+static int bind_f32(struct model *m, const float **out, const char *name, int64_t n, bool required,
+                    struct err *e)
 {
     const struct gguf_tensor *gt = gguf_tensor_find(m->g, name);
     *out = NULL;
@@ -141,8 +141,8 @@ int model_mamba2_bind(struct model *m, int il, struct err *e)
 
 // out (n, n_embd) = the mixer of h (n, n_embd, normed); out may be h. The
 // scratch holds n_batch rows of each piece, one piece after the other.
-void model_mamba2(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
-                  float *out, const float *h, int n)
+void model_mamba2(struct model *m, struct model_layer *L, const struct model_ubatch *ub, float *out,
+                  const float *h, int n)
 {
     const struct model_mamba2_layer *X = L->mixer;
     struct engine_backend *be = m->be;

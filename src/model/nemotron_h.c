@@ -53,8 +53,7 @@ static int bind_mlp(struct model *m, int il, bool moe, struct err *e)
     char n[GGUF_MAX_NAME_LEN + 1];
     int rc;
 #define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
-    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), D, true, e)) < 0 ||
-        moe)
+    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), D, true, e)) < 0 || moe)
         return rc;  // model_bind_moe binds the rest
     if ((rc = model_bind_matrix(m, &L->w_up, NAME("ffn_up.weight"), D, F, true, e)) < 0 ||
         (rc = model_bind_matrix(m, &L->w_down, NAME("ffn_down.weight"), F, D, true, e)) < 0 ||

@@ -654,65 +654,6 @@ static void test_conv1d(void **state)
     free(w), free(b), free(seq0), free(seq1);
 }
 
-// Mamba-2: 4 heads of 8 in 2 groups, state 16; one slot's sequence.
-enum { SC_H = 4, SC_P = 8, SC_G = 2, SC_N = 16 };
-
-static void ref_scan(double *y, const float *x, const float *dt, const float *B, const float *C,
-                     const float *A, const float *D, int n)
-{
-    static double s[SC_H][SC_P][SC_N];
-    memset(s, 0, sizeof s);
-    for (int t = 0; t < n; t++)
-        for (int h = 0; h < SC_H; h++) {
-            int g = h / (SC_H / SC_G);
-            double d = dt[t * SC_H + h], dA = exp(d * A[h]);
-            for (int i = 0; i < SC_P; i++) {
-                double xi = x[t * SC_H * SC_P + h * SC_P + i], acc = 0;
-                for (int m = 0; m < SC_N; m++) {
-                    s[h][i][m] = s[h][i][m] * dA + d * xi * B[t * SC_G * SC_N + g * SC_N + m];
-                    acc += s[h][i][m] * C[t * SC_G * SC_N + g * SC_N + m];
-                }
-                y[t * SC_H * SC_P + h * SC_P + i] = acc + D[h] * xi;
-            }
-        }
-}
-
-static void test_ssm_scan(void **state)
-{
-    (void)state;
-    const int xn = SC_H * SC_P, bn = SC_G * SC_N;
-    float *x = rand_vec(10 * xn), *dt = rand_vec(10 * SC_H), *B = rand_vec(10 * bn);
-    float *C = rand_vec(10 * bn), *A = rand_vec(SC_H), *D = rand_vec(SC_H);
-    for (int i = 0; i < 10 * SC_H; i++)
-        dt[i] = fabsf(dt[i]);
-    for (int h = 0; h < SC_H; h++)
-        A[h] = -fabsf(A[h]) - 0.1f;
-    double ra[7 * xn], rb[3 * xn];
-    ref_scan(rb, x, dt, B, C, A, D, 3);
-    ref_scan(ra, x + 3 * xn, dt + 3 * SC_H, B + 3 * bn, C + 3 * bn, A, D, 7);
-    for (int nt = 1; nt <= 3; nt++) {
-        struct engine_backend *be = backend(nt);
-        size_t per_slot = (size_t)SC_H * SC_P * SC_N;
-        float *st = engine_buf_alloc(be, 2 * per_slot * sizeof(float));
-        for (size_t i = 0; i < 2 * per_slot; i++)
-            st[i] = 1e9f;
-        struct engine_ssm_scan p = {.n_heads = SC_H, .head_dim = SC_P, .n_groups = SC_G,
-                                    .d_state = SC_N, .A = A, .D = D, .x_stride = xn,
-                                    .B_stride = bn, .C_stride = bn, .dt_stride = SC_H,
-                                    .y_stride = xn};
-        float y[10 * xn];
-        engine_ssm_scan(be, y, x, dt, B, C, RC_T, &p, st, rc_slot, rc_pos1);
-        assert_close(y, rb, 3 * xn, 1e-4);
-        assert_close(y + 3 * xn, ra, 4 * xn, 1e-4);
-        const int32_t sl[3] = {0, 0, 0}, ps[3] = {4, 5, 6};
-        engine_ssm_scan(be, y, x + 7 * xn, dt + 7 * SC_H, B + 7 * bn, C + 7 * bn, 3, &p, st, sl,
-                        ps);
-        assert_close(y, ra + 4 * xn, 3 * xn, 1e-4);
-        engine_buf_free(be, st);
-        engine_backend_free(be);
-    }
-    free(x), free(dt), free(B), free(C), free(A), free(D);
-}
 
 // The gated delta rule with the inputs formed in the op (qwen3next /
 // qwen35): q, k L2-normalised, beta = σ(b), g = softplus(a + dt_bias) · A;
@@ -816,6 +757,76 @@ static void test_delta_net(void **state)
     free(init);
 }
 
+// The Mamba-2 scan with its in-op pieces (Δ = softplus(dt + bias), the
+// SiLU(z) gate, D) over two slots: slot 1 starts at position 0 (its state
+// buffer holds garbage the op must ignore), slot 0 continues from a state.
+static void test_ssm_scan(void **state)
+{
+    (void)state;
+    enum { H = 4, P = 8, G = 2, N = 20, R = 7, HP = H * P, GN = G * N, S = H * P * N };
+    const int32_t slot[R] = {1, 1, 1, 0, 0, 0, 0}, pos[R] = {0, 1, 2, 5, 6, 7, 8};
+    float *x = rand_vec(R * HP), *dt = rand_vec(R * H), *B = rand_vec(R * GN);
+    float *C = rand_vec(R * GN), *z = rand_vec(R * HP), *bias = rand_vec(H), *D = rand_vec(H);
+    float A[H], st0[2 * S];
+    for (int h = 0; h < H; h++)
+        A[h] = -1.0f - (float)h;
+    for (int i = 0; i < R * H; i++)
+        dt[i] *= 3.0f;
+    dt[0] = 25.0f;  // past 20: softplus is the identity
+    float *init = rand_vec(2 * S);
+    for (int nt = 1; nt <= 3; nt++) {
+        struct engine_backend *be = backend(nt);
+        memcpy(st0, init, sizeof st0);
+        float y[R * HP];
+        const struct engine_ssm_scan p = {
+            .n_heads = H,
+            .head_dim = P,
+            .n_groups = G,
+            .d_state = N,
+            .A = A,
+            .D = D,
+            .x_stride = HP,
+            .B_stride = GN,
+            .C_stride = GN,
+            .dt_stride = H,
+            .y_stride = HP,
+            .dt_softplus = true,
+            .dt_bias = bias,
+            .z = z,
+            .z_stride = HP,
+        };
+        engine_ssm_scan(be, y, x, dt, B, C, R, &p, st0, slot, pos);
+        // Reference in double.
+        double ref_s[2 * S], ref_y[R * HP];
+        for (int i = 0; i < 2 * S; i++)
+            ref_s[i] = init[i];
+        for (int r = 0; r < R; r++) {
+            double *sl = ref_s + slot[r] * S;
+            if (pos[r] == 0)
+                memset(sl, 0, S * sizeof(double));
+            for (int h = 0; h < H; h++) {
+                double v = (double)dt[r * H + h] + bias[h];
+                double d = v > 20.0 ? v : log1p(exp(v)), dA = exp(d * A[h]);
+                int g = h / (H / G);
+                for (int i = 0; i < P; i++) {
+                    double acc = 0, xi = x[r * HP + h * P + i];
+                    for (int n = 0; n < N; n++) {
+                        double *sv = sl + (h * P + i) * N + n;
+                        *sv = *sv * dA + d * xi * B[r * GN + g * N + n];
+                        acc += *sv * C[r * GN + g * N + n];
+                    }
+                    double zz = z[r * HP + h * P + i];
+                    ref_y[r * HP + h * P + i] = (acc + D[h] * xi) * zz / (1.0 + exp(-zz));
+                }
+            }
+        }
+        assert_close(y, ref_y, R * HP, 1e-4);
+        assert_close(st0, ref_s, 2 * S, 1e-4);
+        engine_backend_free(be);
+    }
+    free(x), free(dt), free(B), free(C), free(z), free(bias), free(D), free(init);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -830,9 +841,9 @@ int main(void)
         cmocka_unit_test(test_attention_window_ring),
         cmocka_unit_test(test_kv_shift_and_move),
         cmocka_unit_test(test_tensor_view),
+        cmocka_unit_test(test_ssm_scan),
         cmocka_unit_test(test_delta_net),
         cmocka_unit_test(test_conv1d),
-        cmocka_unit_test(test_ssm_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1602,7 +1602,8 @@ static void test_mamba_rollback(void **state)
     bool lg[2 * STORY_N];
     for (int i = 0; i < STORY_N; i++) {
         tok[i] = story[i], pos[i] = i, sl[i] = 0, lg[i] = true;
-        tok[STORY_N + i] = rev[i], pos[STORY_N + i] = i, sl[STORY_N + i] = 1, lg[STORY_N + i] = true;
+        tok[STORY_N + i] = rev[i], pos[STORY_N + i] = i, sl[STORY_N + i] = 1,
+                      lg[STORY_N + i] = true;
     }
     struct model_batch b = {2 * STORY_N, tok, pos, sl, lg};
     struct err e = {0};

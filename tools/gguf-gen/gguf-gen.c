@@ -1171,7 +1171,8 @@ static void nemotron_h_kv(struct gguf_writer *w, const struct opts *o)
 // quantizer keeps them).
 static bool nemotron_h_f32(const struct gtensor *t)
 {
-    return strstr(t->name, ".ssm_") && !strstr(t->name, ".ssm_in.") && !strstr(t->name, ".ssm_out.");
+    return strstr(t->name, ".ssm_") && !strstr(t->name, ".ssm_in.") &&
+           !strstr(t->name, ".ssm_out.");
 }
 
 // ---------------------------------------------------------------------------

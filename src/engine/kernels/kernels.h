@@ -105,8 +105,7 @@ float kernels_dot_f32_ref(const float *a, const float *b, int64_t n);
 void kernels_axpy_f32_ref(float *y, float a, const float *x, int64_t n);
 float kernels_dot_f16_f32_ref(const uint16_t *a, const float *b, int64_t n);
 void kernels_axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n);
-float kernels_ssm_step_ref(float *s, const float *B, const float *C, float dA, float dx,
-                           int64_t n);
+float kernels_ssm_step_ref(float *s, const float *B, const float *C, float dA, float dx, int64_t n);
 void kernels_silu_glu_ref(float *y, const float *gate, const float *up, int64_t n);
 void kernels_gelu_glu_ref(float *y, const float *gate, const float *up, int64_t n);
 

@@ -497,8 +497,7 @@ void kernels_axpy_f32_ref(float *y, float a, const float *x, int64_t n)
         y[i] += a * x[i];
 }
 
-float kernels_ssm_step_ref(float *s, const float *B, const float *C, float dA, float dx,
-                           int64_t n)
+float kernels_ssm_step_ref(float *s, const float *B, const float *C, float dA, float dx, int64_t n)
 {
     float acc = 0.0f;
     for (int64_t i = 0; i < n; i++) {
