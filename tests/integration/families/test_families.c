@@ -1,6 +1,6 @@
 // The newer dense families through a real `ollama serve` (issue 16): each
 // shared fixture (qwen3, gemma2, gemma3 in llama.cpp's and in Ollama's
-// layout, phi3) created from its GGUF with a pass-through template and
+// layout, phi3, lfm2, deepseek2) created from its GGUF with a pass-through template and
 // temperature 0; /api/generate must return llama.cpp ec98e2002's prompt
 // tokens and greedy tokens (F16 cache, the server's default) as its
 // context; /api/chat answers; /api/show names the architecture and the
@@ -41,6 +41,8 @@ static const struct family families[] = {
     {"gemma3", "tiny-gemma3-f32.gguf", "tiny-gemma3.reference.json", "gemma3"},
     {"gemma3-ollama", "tiny-gemma3-ollama-f32.gguf", "tiny-gemma3.reference.json", "gemma3"},
     {"phi3", "tiny-phi3-f32.gguf", "tiny-phi3.reference.json", "phi3"},
+    {"lfm2", "tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", "lfm2"},
+    {"deepseek2", "tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", "deepseek2"},
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
