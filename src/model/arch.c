@@ -15,6 +15,7 @@ static const struct model_arch *const model_archs[] = {
     &model_arch_gpt_oss,    &model_arch_gptoss,        &model_arch_qwen35,
     &model_arch_qwen35moe,  &model_arch_qwen3next,     &model_arch_nemotron_h,
     &model_arch_nemotron_h_moe, &model_arch_granitehybrid, &model_arch_lfm2,
+    &model_arch_lfm2moe,
     &model_arch_deepseek2,
     &model_arch_smollm3,    &model_arch_olmo2,         &model_arch_mistral3,
     &model_arch_cohere2,    &model_arch_glm4moe,       &model_arch_granite,
@@ -454,10 +455,18 @@ int model_bind_layer_ffn(struct model *m, int il, struct err *e)
         return rc;
     if (a->ffn)
         return 0;  // the family's FFN hook binds its own tensors
+    return model_bind_layer_dense_ffn(m, il, e);
+}
+
+int model_bind_layer_dense_ffn(struct model *m, int il, struct err *e)
+{
+    struct model_layer *L = &m->layers[il];
+    char n[GGUF_MAX_NAME_LEN + 1];
+    int rc;
     if ((rc = bind_gate_up(m, L, il, e)) < 0)
         return rc;
     snprintf(n, sizeof n, "blk.%d.ffn_down.weight", il);
-    return model_bind_matrix(m, &L->w_down, n, L->n_ff, n_embd, true, e);
+    return model_bind_matrix(m, &L->w_down, n, L->n_ff, m->hp.n_embd, true, e);
 }
 
 int model_bind_decoder(struct model *m, struct err *e)

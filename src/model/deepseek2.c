@@ -319,21 +319,6 @@ static int bind_mla(struct model *m, int il, int dk, int dv, int ql, struct err 
     return 0;
 }
 
-static int bind_dense_ffn(struct model *m, int il, struct err *e)
-{
-    struct model_layer *L = &m->layers[il];
-    const int64_t D = m->hp.n_embd;
-    char n[GGUF_MAX_NAME_LEN + 1];
-    int rc;
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
-    if ((rc = model_bind_matrix(m, &L->w_gate, NAME("ffn_gate.weight"), D, L->n_ff, true, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->w_up, NAME("ffn_up.weight"), D, L->n_ff, true, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->w_down, NAME("ffn_down.weight"), L->n_ff, D, true, e)) < 0)
-        return rc;
-#undef NAME
-    return 0;
-}
-
 static int ds2_bind(struct model *m, struct err *e)
 {
     struct model_hparams *hp = &m->hp;
@@ -351,7 +336,7 @@ static int ds2_bind(struct model *m, struct err *e)
     for (int il = 0; il < hp->n_layer; il++) {
         if ((rc = bind_mla(m, il, dk, dv, (int)ql, e)) < 0 ||
             (rc = model_bind_layer_ffn(m, il, e)) < 0 ||  // ffn_norm (the FFN hook binds the rest)
-            (il < (int)lead && (rc = bind_dense_ffn(m, il, e)) < 0))
+            (il < (int)lead && (rc = model_bind_layer_dense_ffn(m, il, e)) < 0))
             return rc;
     }
     // The router: expert_gating_func 1 softmax, 2 sigmoid; absent: softmax

@@ -293,6 +293,7 @@ extern const struct model_arch model_arch_nemotron_h;
 extern const struct model_arch model_arch_nemotron_h_moe;
 extern const struct model_arch model_arch_granitehybrid;
 extern const struct model_arch model_arch_lfm2;
+extern const struct model_arch model_arch_lfm2moe;
 extern const struct model_arch model_arch_deepseek2;
 
 // arch.c: the table and the generic loader.
@@ -387,6 +388,9 @@ void model_output_logits(struct model *m, const struct model_ubatch *ub, int n);
 // row's name, gate/up/down of the layer's n_ff; not when the row has an FFN hook).
 int model_bind_layer_attn(struct model *m, int il, struct err *e);
 int model_bind_layer_ffn(struct model *m, int il, struct err *e);
+// The dense gate/up/down of layer il (L->n_ff wide), also for a family with
+// an FFN hook whose first layers are dense (deepseek2, lfm2moe).
+int model_bind_layer_dense_ffn(struct model *m, int il, struct err *e);
 
 // kvcache.c.
 // Sizes the cache per layer type (linear n_ctx cells, or a ring for

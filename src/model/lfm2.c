@@ -1,5 +1,6 @@
 // The lfm2 architecture (Liquid LFM2 350M .. 2.6B; llama.cpp
-// src/models/lfm2.cpp): a hybrid of gated short convolutions and GQA
+// src/models/lfm2.cpp; and lfm2moe, LFM2-8B-A1B: the same with MoE FFNs
+// after leading_dense_block_count dense ones): a hybrid of gated short convolutions and GQA
 // attention, one kind per layer (attention.head_count_kv is a per-layer
 // array, 0 on the convolution layers). Every layer:
 //
@@ -104,6 +105,41 @@ static int bind_conv(struct model *m, int il, uint32_t kernel, struct err *e)
     return 0;
 }
 
+// lfm2moe: leading_dense_block_count dense FFNs, then MoE layers: a
+// sigmoid (expert_gating_func 2) or softmax router, exp_probs_b biasing the
+// choice, the chosen weights renormalised (llama.cpp's lfm2 graph), no
+// shared expert. llama.cpp does not read expert_weights_scale for lfm2moe:
+// neither does this.
+static int lfm2moe_bind(struct model *m, struct err *e)
+{
+    uint32_t lead = 0, gating = 0;
+    gguf_get_arch_u32(m->g, "leading_dense_block_count", &lead);
+    if (lead > (uint32_t)m->hp.n_layer)
+        return err_set(e, ERR_FORMAT, "invalid leading_dense_block_count %u", lead);
+    if (!gguf_get_arch_u32(m->g, "expert_gating_func", &gating) || (gating != 1 && gating != 2))
+        return err_set(e, ERR_FORMAT, "missing or unsupported expert_gating_func");
+    int rc;
+    for (int il = 0; il < (int)lead; il++)
+        if ((rc = model_bind_layer_dense_ffn(m, il, e)) < 0)
+            return rc;
+    const struct model_moe_spec spec = {
+        .gating = gating == 2 ? ENGINE_MOE_SIGMOID : ENGINE_MOE_SOFTMAX,
+        .norm_w = true,
+        .act = ENGINE_MOE_SILU,
+        .first_layer = (int)lead,
+    };
+    return lead < (uint32_t)m->hp.n_layer ? model_bind_moe(m, &spec, e) : 0;
+}
+
+// The FFN hook of lfm2moe: the layer's MoE, or its dense FFN.
+static void lfm2moe_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n)
+{
+    if (L->ext)
+        model_ffn_moe(m, L, out, in, n);
+    else
+        model_dense_ffn(m, L, out, in, n);
+}
+
 static int lfm2_bind(struct model *m, struct err *e)
 {
     uint32_t kernel = 0;
@@ -118,7 +154,7 @@ static int lfm2_bind(struct model *m, struct err *e)
         if (rc < 0 || (rc = model_bind_layer_ffn(m, il, e)) < 0)
             return rc;
     }
-    return 0;
+    return m->arch->ffn ? lfm2moe_bind(m, e) : 0;
 }
 
 // The convolution mixer of n rows: s.xb = out_proj(C * conv(B * x')) from
@@ -189,5 +225,18 @@ const struct model_arch model_arch_lfm2 = {
     .load = lfm2_load,
     .bind = lfm2_bind,
     .forward = lfm2_forward,
+    .custom_layers = true,
+};
+
+const struct model_arch model_arch_lfm2moe = {
+    .name = "lfm2moe",
+    .rope_mode = ENGINE_ROPE_NEOX,
+    .qk_norm = true,
+    .act = MODEL_ACT_SILU,
+    .load = lfm2_load,
+    .bind = lfm2_bind,
+    .forward = lfm2_forward,
+    .ffn = lfm2moe_ffn,
+    .prepare = model_prepare_moe,
     .custom_layers = true,
 };

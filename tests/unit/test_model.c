@@ -1792,6 +1792,120 @@ static void write_layout(const char *src, const char *out, enum layout lay)
     gguf_close(g);
 }
 
+// tiny-lfm2-f32.gguf as an lfm2moe file (LFM2-8B-A1B's layout): layers 2
+// and 3 get MoE FFNs (4 experts of 32, 2 used, sigmoid router with
+// exp_probs_b) of fixed pseudo-random weights in place of the dense ones.
+static float lfm2moe_weight(uint32_t tensor, uint32_t k, float scale)
+{
+    uint32_t x = k * 2654435761u + tensor * 40503u + 12345u;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    return scale * ((float)(x & 0xFFFF) / 32767.5f - 1.0f);
+}
+
+static void write_lfm2moe(const char *src, const char *out)
+{
+    struct gguf *g;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    struct gguf_writer *w;
+    assert_int_equal(gguf_writer_open(&w, out, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        char key[160];
+        snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
+        if (!strcmp(key, "general.architecture")) {
+            gguf_writer_kv_str(w, key, "lfm2moe");
+        } else if (!strncmp(key, "lfm2.", 5)) {
+            struct gguf_kv renamed = *kv;
+            char nk[160];
+            snprintf(nk, sizeof nk, "lfm2moe.%s", key + 5);
+            renamed.key = (struct str){nk, strlen(nk)};
+            gguf_writer_kv_copy(w, &renamed);
+        } else {
+            gguf_writer_kv_copy(w, kv);
+        }
+    }
+    const int64_t D = 64, E = 4, F = 32;
+    put_u32(w, "lfm2moe", "expert_count", (uint32_t)E);
+    put_u32(w, "lfm2moe", "expert_used_count", 2);
+    put_u32(w, "lfm2moe", "expert_feed_forward_length", (uint32_t)F);
+    put_u32(w, "lfm2moe", "leading_dense_block_count", 2);
+    put_u32(w, "lfm2moe", "expert_gating_func", 2);
+    // The tensors in file order: the fixture's, the MoE ones where layer
+    // 2's and 3's ffn_gate was (ffn_up / ffn_down dropped there).
+    struct {
+        char name[64];
+        uint32_t type, n_dims;
+        int64_t ne[3];
+        const void *data;  // the fixture's, or NULL: generated with scale
+        size_t bytes;
+        float scale;
+    } t[64];
+    size_t n = 0;
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *gt = gguf_tensor_at(g, i);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
+        int il = -1;
+        char kind[32] = "";
+        sscanf(name, "blk.%d.%31[a-z_]", &il, kind);
+        if (il >= 2 && (!strcmp(kind, "ffn_up") || !strcmp(kind, "ffn_down")))
+            continue;
+        assert_true(n + 5 < sizeof t / sizeof t[0]);
+        if (il >= 2 && !strcmp(kind, "ffn_gate")) {
+            const struct {
+                const char *suffix;
+                uint32_t n_dims;
+                int64_t ne[3];
+                float scale;
+            } moe[] = {
+                {"ffn_gate_inp.weight", 2, {D, E, 1}, 0.8f},
+                {"exp_probs_b.bias", 1, {E, 1, 1}, 0.5f},
+                {"ffn_gate_exps.weight", 3, {D, F, E}, 0.2f},
+                {"ffn_up_exps.weight", 3, {D, F, E}, 0.2f},
+                {"ffn_down_exps.weight", 3, {F, D, E}, 0.3f},
+            };
+            for (size_t k = 0; k < sizeof moe / sizeof moe[0]; k++, n++) {
+                snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", il, moe[k].suffix);
+                t[n].type = GGUF_TYPE_F32;
+                t[n].n_dims = moe[k].n_dims;
+                memcpy(t[n].ne, moe[k].ne, sizeof t[n].ne);
+                t[n].data = NULL;
+                t[n].bytes = (size_t)(moe[k].ne[0] * moe[k].ne[1] * moe[k].ne[2]) * sizeof(float);
+                t[n].scale = moe[k].scale;
+            }
+            continue;
+        }
+        snprintf(t[n].name, sizeof t[n].name, "%s", name);
+        t[n].type = gt->type;
+        t[n].n_dims = gt->n_dims;
+        memcpy(t[n].ne, gt->ne, sizeof t[n].ne);
+        t[n].data = gt->data;
+        t[n].bytes = gt->n_bytes;
+        n++;
+    }
+    for (size_t i = 0; i < n; i++)
+        gguf_writer_add_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne);
+    if (gguf_writer_write_header(w, &e) < 0)
+        fail_msg("write header: %s", e.msg);
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].data) {
+            assert_int_equal(gguf_writer_write_data(w, t[i].data, t[i].bytes, &e), 0);
+            continue;
+        }
+        size_t count = t[i].bytes / sizeof(float);
+        float *v = xmalloc(t[i].bytes);
+        for (size_t k = 0; k < count; k++)
+            v[k] = lfm2moe_weight((uint32_t)i, (uint32_t)k, t[i].scale);
+        assert_int_equal(gguf_writer_write_data(w, v, t[i].bytes, &e), 0);
+        free(v);
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
 // Runs the references of a fixture on its variant in layout lay.
 static void run_layout(const char *fixture, const char *ref_name, enum layout lay)
 {
@@ -1943,6 +2057,47 @@ static void test_tiny_lfm2_reference(void **state)
     }
     model_free(ring);
     model_free(lin);
+    unlink(out);
+    rmdir(dir);
+}
+
+// lfm2moe (lfm2 with MoE FFNs after the leading dense ones): the fixture
+// rewritten with MoE layers 2 and 3 (write_lfm2moe) gives what llama.cpp
+// v0.5.0 (de3ff815e) computes for that file: top logits after the prompt
+// and the greedy tokens (F16 cache, a throwaway program on libllama).
+static void test_lfm2moe(void **state)
+{
+    (void)state;
+    char src[1024], dir[] = "/tmp/test_model_XXXXXX", out[1200];
+    if (!test_shared_fixture(src, sizeof src, "tiny-lfm2-f32.gguf"))
+        skip();
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/lfm2moe.gguf", dir);
+    write_lfm2moe(src, out);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F16};
+    struct model *m = load(out, o);
+    assert_string_equal(model_arch_name(m), "lfm2moe");
+    // llama.cpp: the prompt's last logits, then each greedy step's; the
+    // greedy token and its logit (the runner-up is >= 0.045 below).
+    static const int32_t prompt[] = {50256, 15496, 995, 11, 428, 318, 257, 1332};
+    static const struct {
+        int32_t tok;
+        float logit;
+    } want[] = {{28753, 3.133520f}, {32910, 3.409790f}, {48395, 3.498186f}, {4730, 3.225062f},
+                {2328, 3.224149f},  {42355, 3.258020f}, {11755, 3.372675f}, {44686, 3.281481f}};
+    const int np = (int)(sizeof prompt / sizeof prompt[0]);
+    decode_seq(m, 0, prompt, np, 0, false);
+    for (int i = 0; i < (int)(sizeof want / sizeof want[0]); i++) {
+        const float *lg = model_logits(m, i == 0 ? np - 1 : 0);
+        int best = 0;
+        for (int k = 1; k < model_n_vocab(m); k++)
+            best = lg[k] > lg[best] ? k : best;
+        assert_int_equal(best, want[i].tok);
+        assert_true(fabsf(lg[best] - want[i].logit) < 5e-3f);
+        int32_t tok = best;
+        decode_seq(m, 0, &tok, 1, np + i, false);
+    }
+    model_free(m);
     unlink(out);
     rmdir(dir);
 }
@@ -2427,6 +2582,7 @@ int main(void)
         cmocka_unit_test(test_mistral3_ollama_pretokenizer),
         cmocka_unit_test(test_tiny_lfm2_reference),
         cmocka_unit_test(test_tiny_deepseek2_reference),
+        cmocka_unit_test(test_lfm2moe),
         cmocka_unit_test(test_custom_layer_slots),
         cmocka_unit_test(test_deepseek2_latent_cache),
         cmocka_unit_test(test_tiny_qwen3next_reference),

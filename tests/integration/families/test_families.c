@@ -1,6 +1,6 @@
 // The newer dense families through a real `ollama serve` (issue 16): each
 // shared fixture (qwen3, gemma2, gemma3 in llama.cpp's and in Ollama's
-// layout, phi3) created from its GGUF with a pass-through template and
+// layout, phi3, lfm2, deepseek2) created from its GGUF with a pass-through template and
 // temperature 0; /api/generate must return llama.cpp ec98e2002's prompt
 // tokens and greedy tokens (F16 cache, the server's default) as its
 // context; /api/chat answers; /api/show names the architecture and the
@@ -54,6 +54,9 @@ static const struct family families[] = {
     {"qwen35", "tiny-qwen35-f32.gguf", "tiny-qwen35.reference.json", "qwen35"},
     {"qwen35moe", "tiny-qwen35moe-f32.gguf", "tiny-qwen35moe.reference.json", "qwen35moe"},
     {"qwen3next", "tiny-qwen3next-f32.gguf", "tiny-qwen3next.reference.json", "qwen3next"},
+    // Short convolutions and latent attention.
+    {"lfm2", "tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", "lfm2"},
+    {"deepseek2", "tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", "deepseek2"},
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
