@@ -16,6 +16,8 @@
 // Largest JSON request body accepted (bigger bodies get 413). Images in chat
 // requests are base64 in the body, so this is generous.
 #define SERVER_MAX_BODY_BYTES (256u * 1024 * 1024)
+// Retry-After of every 503 (full queue, draining server), in seconds.
+#define SRV_RETRY_AFTER_S "1"
 
 // The error of every cloud-only route and CLI command (Ollama's wording with
 // cloud disabled, and why).
@@ -293,6 +295,8 @@ struct server {
     pthread_cond_t producers_cv;  // producers reached 0
     int producers;                // (producers_mu) stream producer threads running
     atomic_bool stopping;         // server_stop has begun: every client counts as gone
+    atomic_bool draining;         // server_drain has begun: new requests get 503
+    atomic_int requests;          // requests whose headers are in and that have not ended
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
     struct store *store;

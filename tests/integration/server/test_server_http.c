@@ -1,10 +1,11 @@
 // Integration test of the server skeleton: a real `ollama serve` on a free
 // loopback port answers /, /api/version, 404/405 as Gin does, caps request
 // bodies, applies CORS and the allowed-host check, and exits cleanly on
-// SIGTERM.
+// SIGTERM, after draining the requests in flight.
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <sys/time.h>
 #include <cmocka.h>
 
 #include "integration/harness.h"
@@ -152,6 +153,89 @@ static void test_allowed_hosts(void **state)
     http_resp_free(&r);
 }
 
+// ---------------------------------------------------------------------------
+// SIGTERM drains (issue 47): a server of its own, raw sockets.
+
+static int connect_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+static void send_all(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    assert_int_equal(write(fd, s, n), (ssize_t)n);
+}
+
+// Reads one reply (headers and a Content-Length body) into out; 2 s bound.
+static void read_reply(int fd, char *out, size_t n)
+{
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    size_t len = 0;
+    out[0] = '\0';
+    while (len + 1 < n) {
+        ssize_t k = read(fd, out + len, n - 1 - len);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+        out[len] = '\0';
+        const char *end = strstr(out, "\r\n\r\n");
+        const char *cl = strcasestr(out, "Content-Length: ");
+        if (end && cl && len >= (size_t)(end + 4 - out) + (size_t)atoi(cl + 16))
+            break;
+    }
+}
+
+static void test_sigterm_drains(void **state)
+{
+    (void)state;
+    struct harness h;
+    const char *env[] = {"OLLAMA_DRAIN_TIMEOUT=10s", NULL};
+    assert_int_equal(harness_start(&h, env), 0);
+    char reply[4096];
+    // A kept-alive connection, and a request in flight (its body half sent).
+    int idle = connect_port(h.port);
+    assert_true(idle >= 0);
+    send_all(idle, "GET /api/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    read_reply(idle, reply, sizeof(reply));
+    assert_non_null(strstr(reply, "HTTP/1.1 200"));
+    int busy = connect_port(h.port);
+    assert_true(busy >= 0);
+    send_all(busy, "POST /api/show HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 16\r\n\r\n"
+                   "{\"model\":");
+    harness_sleep_ms(200);
+
+    kill(h.pid, SIGTERM);
+    harness_sleep_ms(300);
+    // New connections are refused at once (a balancer retries elsewhere).
+    assert_int_equal(connect_port(h.port), -1);
+    // A request on the kept-alive connection: 503, Retry-After, closed.
+    send_all(idle, "GET /api/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    read_reply(idle, reply, sizeof(reply));
+    assert_non_null(strstr(reply, "HTTP/1.1 503"));
+    assert_non_null(strcasestr(reply, "\r\nRetry-After: 1\r\n"));
+    assert_non_null(strcasestr(reply, "\r\nConnection: close\r\n"));
+    assert_non_null(strstr(reply, "{\"error\":\"server is shutting down\"}"));
+    close(idle);
+    // The request in flight still runs to its answer, then the server exits.
+    int status;
+    assert_int_equal(waitpid(h.pid, &status, WNOHANG), 0);
+    send_all(busy, "\"nope\"}");
+    read_reply(busy, reply, sizeof(reply));
+    assert_non_null(strstr(reply, "HTTP/1.1 404"));
+    close(busy);
+    assert_int_equal(harness_stop(&h), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_body_cap),
         cmocka_unit_test(test_cors),
         cmocka_unit_test(test_allowed_hosts),
+        cmocka_unit_test(test_sigterm_drains),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
