@@ -300,7 +300,8 @@ static void reply_commit(struct srv_req *r)
 static void req_free(void *p)
 {
     struct srv_req *r = p;
-    atomic_fetch_sub(&r->srv->requests, 1);
+    if (r->counted)
+        atomic_fetch_sub(&r->srv->requests, 1);
     if (r->upload && r->upload_free)
         r->upload_free(r->upload);
     if (r->encoder.free)
@@ -319,7 +320,6 @@ static void on_begin(struct httpd_req *h)
     r->method = httpd_req_method(h);
     r->url = httpd_req_path(h);
     buf_init(&r->body, 0);  // the wrapper enforces the limit
-    atomic_fetch_add(&r->srv->requests, 1);
     httpd_req_set_data(h, r, req_free);
     if (atomic_load(&r->srv->draining)) {
         // Only a kept-alive connection gets here (the listener is closed):
@@ -356,6 +356,11 @@ static void on_handle(struct httpd_req *h)
 {
     struct srv_req *r = httpd_req_data(h);
     const struct srv_route *rt = httpd_req_route(h);
+    // In flight from here until its reply (stream included) ends: what a
+    // drain waits for. A request whose body is still arriving is not (behind
+    // a balancer that buffers bodies none is; a stalled client is not waited for).
+    atomic_fetch_add(&r->srv->requests, 1);
+    r->counted = true;
     r->param = httpd_req_param(h);
     rt->handler(r);
     reply_commit(r);

@@ -70,6 +70,7 @@ struct srv_req {
     // /api/generate: render and count the prompt's tokens, generate nothing
     // (/v1/messages/count_tokens). Never set from a request body.
     bool count_prompt_tokens;
+    bool counted;  // counted in srv->requests (its handler has started)
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);
@@ -296,7 +297,7 @@ struct server {
     int producers;                // (producers_mu) stream producer threads running
     atomic_bool stopping;         // server_stop has begun: every client counts as gone
     atomic_bool draining;         // server_drain has begun: new requests get 503
-    atomic_int requests;          // requests whose headers are in and that have not ended
+    atomic_int requests;          // requests whose handler has started and that have not ended
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
     struct store *store;

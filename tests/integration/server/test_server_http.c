@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <poll.h>
 #include <sys/time.h>
 #include <cmocka.h>
 
@@ -175,7 +176,7 @@ static void send_all(int fd, const char *s)
     assert_int_equal(write(fd, s, n), (ssize_t)n);
 }
 
-// Reads one reply (headers and a Content-Length body) into out; 2 s bound.
+// Reads one message (headers and a Content-Length body, if any) into out; 2 s bound.
 static void read_reply(int fd, char *out, size_t n)
 {
     struct timeval tv = {2, 0};
@@ -190,9 +191,23 @@ static void read_reply(int fd, char *out, size_t n)
         out[len] = '\0';
         const char *end = strstr(out, "\r\n\r\n");
         const char *cl = strcasestr(out, "Content-Length: ");
-        if (end && cl && len >= (size_t)(end + 4 - out) + (size_t)atoi(cl + 16))
+        if (end && (!cl || len >= (size_t)(end + 4 - out) + (size_t)atoi(cl + 16)))
             break;
     }
+}
+
+// A loopback listener that plays a registry which has not answered yet.
+static int listen_any(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
 }
 
 static void test_sigterm_drains(void **state)
@@ -201,18 +216,30 @@ static void test_sigterm_drains(void **state)
     struct harness h;
     const char *env[] = {"OLLAMA_DRAIN_TIMEOUT=10s", NULL};
     assert_int_equal(harness_start(&h, env), 0);
-    char reply[4096];
-    // A kept-alive connection, and a request in flight (its body half sent).
+    char reply[4096], json[256], req[512];
+    // A kept-alive connection, and a request in flight: a pull whose
+    // registry (this test) has not answered yet.
     int idle = connect_port(h.port);
     assert_true(idle >= 0);
     send_all(idle, "GET /api/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     read_reply(idle, reply, sizeof(reply));
     assert_non_null(strstr(reply, "HTTP/1.1 200"));
+    int reg_port, reg = listen_any(&reg_port);
+    snprintf(json, sizeof(json),
+             "{\"model\":\"127.0.0.1:%d/library/x:latest\",\"insecure\":true,\"stream\":false}",
+             reg_port);
+    snprintf(req, sizeof(req),
+             "POST /api/pull HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %zu\r\n\r\n%s",
+             strlen(json), json);
     int busy = connect_port(h.port);
     assert_true(busy >= 0);
-    send_all(busy, "POST /api/show HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 16\r\n\r\n"
-                   "{\"model\":");
-    harness_sleep_ms(200);
+    send_all(busy, req);
+    struct pollfd pfd = {.fd = reg, .events = POLLIN};
+    assert_int_equal(poll(&pfd, 1, 10000), 1);
+    int pulling = accept(reg, NULL, NULL);
+    assert_true(pulling >= 0);
+    read_reply(pulling, reply, sizeof(reply));  // the manifest request (headers only)
+    assert_non_null(strstr(reply, "GET /v2/library/x/manifests/latest"));
 
     kill(h.pid, SIGTERM);
     harness_sleep_ms(300);
@@ -229,9 +256,12 @@ static void test_sigterm_drains(void **state)
     // The request in flight still runs to its answer, then the server exits.
     int status;
     assert_int_equal(waitpid(h.pid, &status, WNOHANG), 0);
-    send_all(busy, "\"nope\"}");
+    send_all(pulling, "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+                      "Content-Length: 40\r\n\r\n{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\"}]}");
+    close(pulling);
+    close(reg);
     read_reply(busy, reply, sizeof(reply));
-    assert_non_null(strstr(reply, "HTTP/1.1 404"));
+    assert_non_null(strstr(reply, "file does not exist"));
     close(busy);
     assert_int_equal(harness_stop(&h), 0);
 }
