@@ -3,7 +3,7 @@
 // nodes that pull from it through OLLAMA_PULL_MIRROR, and HAProxy with the
 // shipped deploy/haproxy.cfg routing by model. In order:
 //   1. each node pulls the pushed models from the registry (and a node that
-//      has a blob never fetches it again);
+//      has a blob never fetches it again), or from another node's /v2/ mirror;
 //   2. the balancer's added latency (p50 / p99, printed for bench/README);
 //   3. 4 models x 8 concurrent clients: each model loads on exactly one node;
 //   4. kill -9 of a node under load: requests not yet answered succeed
@@ -628,6 +628,33 @@ static void test_pull_from_registry(void **state)
     assert_int_equal(after, before);
 }
 
+// Or one node's built-in /v2/ mirror as the source: a new node pulls from
+// node1, which serves the model from its store (the registry sees nothing).
+static void test_pull_from_node_mirror(void **state)
+{
+    (void)state;
+    need_ready();
+    char env[128];
+    snprintf(env, sizeof(env), "OLLAMA_PULL_MIRROR=http://%s", g.nodes[0].host);
+    const char *extra[] = {env, NULL};
+    struct harness n;
+    assert_int_equal(harness_start(&n, extra), 0);
+    harness_sleep_ms(200);
+    int before = registry_blob_gets();
+    long st = post_simple(n.base_url, "/api/pull", "{\"model\":\"m2\",\"stream\":false}");
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"model\":\"m2\",\"prompt\":\"Once\",\"stream\":false,"
+             "\"options\":{\"num_predict\":2}}");
+    long gen = post_simple(n.base_url, "/api/generate", body);
+    harness_sleep_ms(200);
+    int after = registry_blob_gets();
+    assert_int_equal(harness_stop(&n), 0);
+    assert_int_equal(st, 200);
+    assert_int_equal(gen, 200);
+    assert_int_equal(after, before);
+}
+
 // ---------------------------------------------------------------------------
 // 2. The balancer's added latency
 
@@ -917,9 +944,9 @@ static void test_sigterm_drains(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pull_from_registry), cmocka_unit_test(test_balancer_latency),
-        cmocka_unit_test(test_affinity),           cmocka_unit_test(test_kill9_under_load),
-        cmocka_unit_test(test_sigterm_drains),
+        cmocka_unit_test(test_pull_from_registry), cmocka_unit_test(test_pull_from_node_mirror),
+        cmocka_unit_test(test_balancer_latency),   cmocka_unit_test(test_affinity),
+        cmocka_unit_test(test_kill9_under_load),   cmocka_unit_test(test_sigterm_drains),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,6 +11,8 @@
 
 #include "integration/harness.h"
 #include "integration/http.h"
+#include "integration/models.h"
+#include "testutil.h"
 
 static struct harness srv;
 
@@ -266,6 +268,28 @@ static void test_sigterm_drains(void **state)
     assert_int_equal(harness_stop(&h), 0);
 }
 
+// A full load queue (OLLAMA_MAX_QUEUE=0: no request may wait for a load):
+// 503 with Ollama's words and Retry-After, so a balancer tries another node.
+static void test_busy_retry_after(void **state)
+{
+    (void)state;
+    struct harness h;
+    const char *env[] = {"OLLAMA_MAX_QUEUE=0", NULL};
+    assert_int_equal(harness_start(&h, env), 0);
+    char fx[512];
+    test_fixture(fx, sizeof(fx), "stories260K.gguf");
+    assert_int_equal(models_create(&h, "stories", fx, ""), 0);
+    struct http_resp r;
+    const char *body = "{\"model\":\"stories\",\"prompt\":\"hi\",\"stream\":false}";
+    assert_int_equal(harness_request(&h, "POST", "/api/generate", NULL, body, &r), 0);
+    assert_int_equal(r.status, 503);
+    assert_true(http_has_header(&r, "Retry-After: 1"));
+    assert_non_null(strstr(r.body, "server busy, please try again.  maximum pending requests "
+                                   "exceeded"));
+    http_resp_free(&r);
+    assert_int_equal(harness_stop(&h), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_cors),
         cmocka_unit_test(test_allowed_hosts),
         cmocka_unit_test(test_sigterm_drains),
+        cmocka_unit_test(test_busy_retry_after),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
