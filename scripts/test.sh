@@ -46,6 +46,8 @@ scripts/build.sh build-asan -DOLLAMA_SANITIZE=ON -DOLLAMA_WERROR=ON -DOLLAMA_OPT
 echo "== tests under sanitizers"
 # The real coding agents (label agents) run once, in the plain build above:
 # they test third-party programs against the server, whose request paths
-# integration_compat covers under the sanitizers.
+# integration_compat covers under the sanitizers. So does the deployment test
+# (label deploy: a registry, three servers and HAProxy); its server paths
+# (drain, 503) have their own test in integration_server_http.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan -j2 --timeout 900 -LE agents
+    ctest --test-dir build-asan -j2 --timeout 900 -LE 'agents|deploy'

@@ -32,6 +32,8 @@ static const char *const env_serve[] = {"OLLAMA_DEBUG",
                                         "OLLAMA_GPU_OVERHEAD",
                                         "OLLAMA_LOAD_TIMEOUT",
                                         "OLLAMA_REGISTRY_MIRROR",
+                                        "OLLAMA_PULL_MIRROR",
+                                        "OLLAMA_DRAIN_TIMEOUT",
                                         NULL};
 
 static const struct cli_flag flags_create[] = {

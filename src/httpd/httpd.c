@@ -36,6 +36,7 @@ struct httpd {
     bool stopping;                 // (g_mu) no new suspension from here on
     struct httpd_req *suspended;   // (g_mu) every suspended request
     int handlers;                  // (g_mu) handler threads running
+    bool quiesced;                 // (g_mu) the listening socket is closed (httpd_quiesce)
     atomic_uint conns;             // open connections
     atomic_uint refused;           // refused since the last log line
     _Atomic int64_t last_refusal;  // monotonic ns of the last refusal log line
@@ -918,11 +919,33 @@ uint16_t httpd_port(const struct httpd *d)
     return d->port;
 }
 
+// Takes the listening socket from libmicrohttpd and closes it: a connect
+// from here on is refused at once (a balancer retries elsewhere) instead of
+// waiting in the backlog. Once per daemon (g_mu held by neither caller).
+static void quiesce_once(struct httpd *d)
+{
+    pthread_mutex_lock(&g_mu);
+    bool done = d->quiesced;
+    d->quiesced = true;
+    pthread_mutex_unlock(&g_mu);
+    if (done)
+        return;
+    MHD_socket lfd = MHD_quiesce_daemon(d->mhd);
+    if (lfd != MHD_INVALID_SOCKET)
+        close(lfd);  // quiesce handed the listening socket over
+}
+
+void httpd_quiesce(struct httpd *d)
+{
+    if (d)
+        quiesce_once(d);
+}
+
 bool httpd_stop(struct httpd *d)
 {
     if (!d)
         return true;
-    MHD_socket lfd = MHD_quiesce_daemon(d->mhd);  // no new connections
+    quiesce_once(d);  // no new connections
     pthread_mutex_lock(&g_mu);
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -937,8 +960,6 @@ bool httpd_stop(struct httpd *d)
         resume_locked(d->suspended);
     pthread_mutex_unlock(&g_mu);
     MHD_stop_daemon(d->mhd);
-    if (lfd != MHD_INVALID_SOCKET)
-        close(lfd);  // quiesce handed the listening socket over
     if (left > 0) {
         // A handler that outlived the grace period still holds d: leak it.
         log_warn("%s: %d request handler(s) still running at shutdown", d->cfg.name, left);

@@ -94,6 +94,10 @@ struct httpd_config {
 // Starts listening (the threads run until httpd_stop).
 int httpd_start(struct httpd **out, const struct httpd_config *cfg, struct err *e);
 uint16_t httpd_port(const struct httpd *d);
+// Stops accepting: the listening socket is closed, so new connections are
+// refused at once; connections already open (keep-alive ones included)
+// are still served until httpd_stop. Safe to call more than once.
+void httpd_quiesce(struct httpd *d);
 // Stops accepting, waits a bounded time for running handlers, closes every
 // connection and frees d. Returns false when a handler still runs after the
 // grace period (d is then left allocated, and so must be whatever the

@@ -43,6 +43,7 @@ struct registry {
     char **realm_allow;
     char *basic_auth;
     char *mirror_upstream;
+    char *pull_mirror;  // OLLAMA_PULL_MIRROR without trailing '/', or NULL
     uint64_t part_min, part_max;
     bool direct_io;
     pthread_mutex_t mu;  // guards downloads and tokens

@@ -32,6 +32,12 @@ int registry_new(struct registry **out, struct store *s, const struct registry_c
     for (size_t i = 0; i < n; i++)
         r->realm_allow[i] = xstrdup(cfg->realm_allow[i]);
     r->basic_auth = cfg->basic_auth ? xstrdup(cfg->basic_auth) : NULL;
+    if (cfg->pull_mirror && *cfg->pull_mirror) {
+        r->pull_mirror = xstrdup(cfg->pull_mirror);
+        size_t len = strlen(r->pull_mirror);
+        while (len && r->pull_mirror[len - 1] == '/')
+            r->pull_mirror[--len] = '\0';
+    }
     if (cfg->mirror_upstream && *cfg->mirror_upstream) {
         r->mirror_upstream = xstrdup(cfg->mirror_upstream);
         size_t len = strlen(r->mirror_upstream);
@@ -74,6 +80,7 @@ void registry_free(struct registry *r)
     free(r->realm_allow);
     free(r->basic_auth);
     free(r->mirror_upstream);
+    free(r->pull_mirror);
     free(r->key_path);
     free(r);
 }
@@ -205,11 +212,13 @@ static void prune_old(struct registry *r, const struct store_manifest *old,
     }
 }
 
-static int pull_name(struct registry *r, const struct store_name *n, bool insecure,
-                     const struct registry_opts *o, struct err *e)
+// Pulls src (the registry to fetch from) into the store as n: the same name
+// except when a pull mirror stands in for n's registry.
+static int pull_from(struct registry *r, const struct store_name *src, const struct store_name *n,
+                     bool insecure, const struct registry_opts *o, struct err *e)
 {
     struct reg_session s;
-    reg_session_init(&s, r, n, insecure);
+    reg_session_init(&s, r, src, insecure);
     s.cancel = o ? o->cancel : NULL;
     struct store_manifest old = {0}, m = {0};
     bool have_old = false, have_new = false;
@@ -274,6 +283,28 @@ int reg_parse_name(struct registry *r, const char *name, bool insecure, struct s
     return store_name_canonicalize(r->store, n, e);
 }
 
+static int pull_name(struct registry *r, const struct store_name *n, bool insecure,
+                     const struct registry_opts *o, struct err *e)
+{
+    return pull_from(r, n, n, insecure, o, e);
+}
+
+// OLLAMA_PULL_MIRROR: a name of the default registry is fetched from the
+// mirror first (same namespace, model and tag) and stored under its own
+// name, so `ollama pull llama3.2` and `ollama run llama3.2` work as usual.
+// Blobs are content-addressed: the ones the store has are never fetched,
+// whichever registry the manifest came from. When the mirror fails (it
+// lacks the model, it is down), the pull goes to the registry itself.
+static int pull_via_mirror(struct registry *r, const struct store_name *n,
+                           const struct registry_opts *o, struct err *e)
+{
+    struct store_name src = *n;
+    if (!reg_url_host(r->pull_mirror, src.host, sizeof(src.host)))
+        return err_set(e, ERR_INVALID, "OLLAMA_PULL_MIRROR: invalid url %s", r->pull_mirror);
+    bool insecure = cstr_starts_with(r->pull_mirror, "http://");
+    return pull_from(r, &src, n, insecure, o, e);
+}
+
 int registry_pull(struct registry *r, const char *name, const struct registry_opts *o,
                   struct err *e)
 {
@@ -281,6 +312,17 @@ int registry_pull(struct registry *r, const char *name, const struct registry_op
     int rc = reg_parse_name(r, name, o && o->insecure, &n, e);
     if (rc < 0)
         return rc;
+    if (r->pull_mirror && ascii_ieq(n.host, STORE_DEFAULT_HOST)) {
+        struct err me = {0};
+        rc = pull_via_mirror(r, &n, o, &me);
+        if (rc == 0 || rc == ERR_CANCELLED) {
+            if (rc < 0)
+                *e = me;
+            return rc;
+        }
+        log_warn("pull %s/%s:%s from mirror %s: %s; trying %s", n.ns, n.model, n.tag,
+                 r->pull_mirror, me.msg, n.host);
+    }
     return pull_name(r, &n, o && o->insecure, o, e);
 }
 

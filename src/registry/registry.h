@@ -46,6 +46,9 @@ struct registry_config {
     // Upstream of the /v2/ mirror ("http://host:port" or "https://host"),
     // NULL = the mirror serves only the local store.
     const char *mirror_upstream;
+    // Registry that pulls of registry.ollama.ai names try first
+    // ("http://host:port" or "https://host"; OLLAMA_PULL_MIRROR), NULL = none.
+    const char *pull_mirror;
     // Smallest and largest part of a download (spec: 100 MB, 1000 MB);
     // 0 → defaults. Tests shrink them to exercise multi-part downloads.
     uint64_t part_min_bytes, part_max_bytes;

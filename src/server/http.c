@@ -290,12 +290,18 @@ static void reply_commit(struct srv_req *r)
         return;
     if (r->status == 0)
         srv_reply_error(r, 500, "handler did not reply");
+    // A full queue or a draining server: the client (or a balancer's
+    // retry-on 503) may try again, here in a second or elsewhere at once.
+    if (r->status == 503)
+        httpd_reply_header(r->h, "Retry-After", SRV_RETRY_AFTER_S);
     httpd_reply(r->h, r->status, r->content_type, r->reply_body ? r->reply_body : "", r->reply_len);
 }
 
 static void req_free(void *p)
 {
     struct srv_req *r = p;
+    if (r->counted)
+        atomic_fetch_sub(&r->srv->requests, 1);
     if (r->upload && r->upload_free)
         r->upload_free(r->upload);
     if (r->encoder.free)
@@ -315,6 +321,14 @@ static void on_begin(struct httpd_req *h)
     r->url = httpd_req_path(h);
     buf_init(&r->body, 0);  // the wrapper enforces the limit
     httpd_req_set_data(h, r, req_free);
+    if (atomic_load(&r->srv->draining)) {
+        // Only a kept-alive connection gets here (the listener is closed):
+        // close it so the client's next request connects elsewhere.
+        httpd_reply_header(h, "Connection", "close");
+        srv_reply_error(r, 503, "server is shutting down");
+        reply_commit(r);
+        return;
+    }
     if (check_cors(r) || check_host(r))
         reply_commit(r);
 }
@@ -342,6 +356,11 @@ static void on_handle(struct httpd_req *h)
 {
     struct srv_req *r = httpd_req_data(h);
     const struct srv_route *rt = httpd_req_route(h);
+    // In flight from here until its reply (stream included) ends: what a
+    // drain waits for. A request whose body is still arriving is not (behind
+    // a balancer that buffers bodies none is; a stalled client is not waited for).
+    atomic_fetch_add(&r->srv->requests, 1);
+    r->counted = true;
     r->param = httpd_req_param(h);
     rt->handler(r);
     srv_request_log(r);
@@ -535,6 +554,18 @@ static bool producers_wait(struct server *s, int seconds)
     if (left > 0)
         log_warn("%d response stream(s) still running at shutdown", left);
     return left == 0;
+}
+
+void server_drain(struct server *s)
+{
+    if (!s || atomic_exchange(&s->draining, true))
+        return;
+    httpd_quiesce(s->httpd);
+}
+
+int server_requests_active(struct server *s)
+{
+    return s ? atomic_load(&s->requests) : 0;
 }
 
 void server_stop(struct server *s)

@@ -16,6 +16,8 @@
 // Largest JSON request body accepted (bigger bodies get 413). Images in chat
 // requests are base64 in the body, so this is generous.
 #define SERVER_MAX_BODY_BYTES (256u * 1024 * 1024)
+// Retry-After of every 503 (full queue, draining server), in seconds.
+#define SRV_RETRY_AFTER_S "1"
 
 // The error of every cloud-only route and CLI command (Ollama's wording with
 // cloud disabled, and why).
@@ -68,6 +70,7 @@ struct srv_req {
     // /api/generate: render and count the prompt's tokens, generate nothing
     // (/v1/messages/count_tokens). Never set from a request body.
     bool count_prompt_tokens;
+    bool counted;  // counted in srv->requests (its handler has started)
 };
 
 typedef void (*srv_handler_fn)(struct srv_req *r);
@@ -293,6 +296,8 @@ struct server {
     pthread_cond_t producers_cv;  // producers reached 0
     int producers;                // (producers_mu) stream producer threads running
     atomic_bool stopping;         // server_stop has begun: every client counts as gone
+    atomic_bool draining;         // server_drain has begun: new requests get 503
+    atomic_int requests;          // requests whose handler has started and that have not ended
     uint16_t port;
     bool loopback;  // listening on a loopback address: Host header checked
     struct store *store;

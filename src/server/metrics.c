@@ -215,6 +215,16 @@ void srv_metrics_text(struct server *srv, struct buf *out)
     help(out, "ollama_requests_queued", "gauge",
          "Inference requests waiting for a model to load or a runner to free up.");
     buf_printf(out, "ollama_requests_queued %llu\n", (unsigned long long)queued);
+    help(out, "ollama_queue_capacity", "gauge",
+         "Most requests that may wait for a model load (OLLAMA_MAX_QUEUE); past it, 503.");
+    buf_printf(out, "ollama_queue_capacity %llu\n",
+               (unsigned long long)(srv->cfg ? srv->cfg->max_queue : 0));
+    help(out, "ollama_http_requests_active", "gauge",
+         "HTTP requests in progress (streams included), this one too.");
+    buf_printf(out, "ollama_http_requests_active %d\n", atomic_load(&srv->requests));
+    help(out, "ollama_draining", "gauge",
+         "1 while the server drains after SIGTERM (new requests get 503), else 0.");
+    buf_printf(out, "ollama_draining %d\n", atomic_load(&srv->draining) ? 1 : 0);
     uint64_t gen = load(&generated_tokens), gen_ns = load(&generation_ns);
     help(out, "ollama_prompt_tokens_total", "counter", "Prompt tokens evaluated.");
     buf_printf(out, "ollama_prompt_tokens_total %llu\n", (unsigned long long)load(&prompt_tokens));

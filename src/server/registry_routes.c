@@ -35,7 +35,8 @@ static struct registry *server_registry(struct server *srv)
         if (s->store == srv->store)
             break;
     if (!s) {
-        struct registry_config cfg = {.mirror_upstream = srv->cfg->registry_mirror};
+        struct registry_config cfg = {.mirror_upstream = srv->cfg->registry_mirror,
+                                      .pull_mirror = srv->cfg->pull_mirror};
         struct registry *reg = NULL;
         if (registry_new(&reg, srv->store, &cfg, NULL) == 0) {
             s = xcalloc(1, sizeof(*s));

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void log_config(const struct env_config *c)
 {
@@ -15,6 +16,32 @@ static void log_config(const struct env_config *c)
         log_kv(LOG_INFO, buf_cstr(&kv), "server config");
     buf_deinit(&map);
     buf_deinit(&kv);
+}
+
+// SIGTERM (systemd stop, a rolling restart): stop accepting and let the
+// requests in flight, streams included, finish within timeout_ns. A second
+// SIGTERM or a SIGINT ends the wait at once.
+static void drain(struct server *srv, const sigset_t *sigs, int64_t timeout_ns)
+{
+    server_drain(srv);
+    int n = server_requests_active(srv);
+    if (n == 0)
+        return;
+    char d[64];
+    duration_format(timeout_ns, d, sizeof(d));
+    log_info("draining: %d request(s) in flight, waiting up to %s", n, d);
+    int64_t deadline = time_monotonic_ns() + timeout_ns;
+    while ((n = server_requests_active(srv)) > 0 && time_monotonic_ns() < deadline) {
+        struct timespec step = {0, 20 * 1000000L};
+        if (sigtimedwait(sigs, NULL, &step) > 0) {
+            log_info("second signal: stopping now");
+            break;
+        }
+    }
+    if (n > 0)
+        log_warn("drain: %d request(s) still running, ending them", n);
+    else
+        log_info("drained");
 }
 
 int server_main(const char *self_exe)
@@ -55,6 +82,8 @@ int server_main(const char *self_exe)
     int sig = 0;
     sigwait(&sigs, &sig);
     log_info("received %s, shutting down", sig == SIGINT ? "interrupt" : "terminate");
+    if (sig == SIGTERM && cfg.drain_timeout_ns > 0)
+        drain(srv, &sigs, cfg.drain_timeout_ns);
     server_stop(srv);
     env_config_deinit(&cfg);
     return 0;

@@ -21,6 +21,17 @@ int server_start(struct server **out, const struct server_options *opts, struct 
 uint16_t server_port(const struct server *s);
 // Stops accepting, finishes or cancels in-flight requests, frees everything.
 void server_stop(struct server *s);
+// Graceful drain, the first step of a SIGTERM (a rolling restart behind a
+// balancer): the listening socket is closed (connects are refused, so a
+// balancer's health check fails and its retries go elsewhere), and a request
+// that still arrives on an open keep-alive connection gets 503 with
+// Retry-After and Connection: close. Requests already being handled
+// (streams included) run on. Returns at once; server_requests_active says
+// when they are done.
+void server_drain(struct server *s);
+// Requests in progress: their handler has started (the whole body is in)
+// and their reply, stream included, has not ended.
+int server_requests_active(struct server *s);
 
 // `ollama serve`: loads the environment, starts, logs "Listening on ...",
 // and blocks until SIGINT or SIGTERM. Returns the process exit status.

@@ -411,6 +411,9 @@ void env_config_load(struct env_config *c)
 
     v = env_get("OLLAMA_REGISTRY_MIRROR", tmp, sizeof(tmp));
     c->registry_mirror = v ? xstrdup(v) : NULL;
+    v = env_get("OLLAMA_PULL_MIRROR", tmp, sizeof(tmp));
+    c->pull_mirror = v ? xstrdup(v) : NULL;
+    c->drain_timeout_ns = env_duration("OLLAMA_DRAIN_TIMEOUT", 5 * 1000000000LL);
     v = env_get("OLLAMA_LLM_LIBRARY", tmp, sizeof(tmp));
     c->llm_library = v ? xstrdup(v) : NULL;
     v = env_get("OLLAMA_EDITOR", tmp, sizeof(tmp));
@@ -448,7 +451,8 @@ int env_config_describe(const struct env_config *c, struct buf *out)
 {
     // Durations print as Go's: keep-alive < 0 and load timeout <= 0 mean
     // forever, shown as the largest duration.
-    char ka[64], lt[64], lvl[32], url[600], fa[8];
+    char ka[64], lt[64], dt[64], lvl[32], url[600], fa[8];
+    duration_format(c->drain_timeout_ns < 0 ? 0 : c->drain_timeout_ns, dt, sizeof(dt));
     duration_format(c->keep_alive_ns < 0 ? INT64_MAX : c->keep_alive_ns, ka, sizeof(ka));
     duration_format(c->load_timeout_ns <= 0 ? INT64_MAX : c->load_timeout_ns, lt, sizeof(lt));
     level_string(c->debug_level, lvl, sizeof(lvl));
@@ -469,6 +473,7 @@ int env_config_describe(const struct env_config *c, struct buf *out)
     items[n++] =
         xasprintf("OLLAMA_DEBUG_LOG_REQUESTS:%s", c->debug_log_requests ? "true" : "false");
     items[n++] = xasprintf("OLLAMA_EDITOR:%s", c->editor ? c->editor : "");
+    items[n++] = xasprintf("OLLAMA_DRAIN_TIMEOUT:%s", dt);
     items[n++] = xasprintf("OLLAMA_FLASH_ATTENTION:%s", fa);
     items[n++] = xasprintf("OLLAMA_GO_TEMPLATE:%s", c->go_template ? "true" : "false");
     items[n++] = xasprintf("OLLAMA_GPU_OVERHEAD:%llu", (unsigned long long)c->gpu_overhead);
@@ -488,6 +493,7 @@ int env_config_describe(const struct env_config *c, struct buf *out)
     items[n++] = xasprintf("OLLAMA_NO_CLOUD:%s", c->no_cloud ? "true" : "false");
     items[n++] = xasprintf("OLLAMA_NUM_PARALLEL:%llu", (unsigned long long)c->num_parallel);
     items[n++] = xasprintf("OLLAMA_ORIGINS:%s", buf_cstr(&origins));
+    items[n++] = xasprintf("OLLAMA_PULL_MIRROR:%s", c->pull_mirror ? c->pull_mirror : "");
     items[n++] =
         xasprintf("OLLAMA_REGISTRY_MIRROR:%s", c->registry_mirror ? c->registry_mirror : "");
     items[n++] = xasprintf("OLLAMA_SCHED_SPREAD:%s", c->sched_spread ? "true" : "false");
@@ -509,6 +515,7 @@ void env_config_deinit(struct env_config *c)
         return;
     free(c->models_dir);
     free(c->registry_mirror);
+    free(c->pull_mirror);
     free(c->llm_library);
     free(c->editor);
     if (c->origins) {

@@ -300,11 +300,15 @@ struct env_config {
     bool nohistory;
     bool auth;
     bool no_cloud;
-    char *registry_mirror;    // OLLAMA_REGISTRY_MIRROR (ollama-c extension), NULL = off
-    bool go_template;         // OLLAMA_GO_TEMPLATE (true): prefer the Modelfile TEMPLATE
-    bool debug_log_requests;  // OLLAMA_DEBUG_LOG_REQUESTS
-    char *llm_library;        // OLLAMA_LLM_LIBRARY, NULL = automatic
-    char *editor;             // OLLAMA_EDITOR, NULL = unset
+    char *registry_mirror;     // OLLAMA_REGISTRY_MIRROR (ollama-c extension), NULL = off
+    char *pull_mirror;         // OLLAMA_PULL_MIRROR (ollama-c extension): registry that pulls of
+                               // registry.ollama.ai names try first, NULL = off
+    int64_t drain_timeout_ns;  // OLLAMA_DRAIN_TIMEOUT (ollama-c extension, 5s): how long SIGTERM
+                               // lets requests in flight finish; <= 0 = stop at once
+    bool go_template;          // OLLAMA_GO_TEMPLATE (true): prefer the Modelfile TEMPLATE
+    bool debug_log_requests;   // OLLAMA_DEBUG_LOG_REQUESTS
+    char *llm_library;         // OLLAMA_LLM_LIBRARY, NULL = automatic
+    char *editor;              // OLLAMA_EDITOR, NULL = unset
 };
 
 // Loads from the process environment. Never fails: bad values warn and

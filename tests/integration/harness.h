@@ -99,6 +99,9 @@ static inline int harness_start(struct harness *h, const char *const *extra_env)
         setenv("OLLAMA_HOST", h->host, 1);
         setenv("OLLAMA_MODELS", h->models_dir, 1);
         setenv("HOME", h->tmp_dir, 1);
+        // SIGTERM stops at once (as before drains existed) unless a test
+        // asks for a drain: a test's last stream must not hold teardown 5 s.
+        setenv("OLLAMA_DRAIN_TIMEOUT", "0", 1);
         for (const char *const *e = extra_env; e && *e; e++)
             putenv((char *)*e);
         execl(harness_bin(), "ollama", "serve", (char *)NULL);

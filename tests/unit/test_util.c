@@ -874,6 +874,8 @@ static const char *const env_vars[] = {
     "OLLAMA_AUTH",
     "OLLAMA_NO_CLOUD",
     "OLLAMA_REGISTRY_MIRROR",
+    "OLLAMA_PULL_MIRROR",
+    "OLLAMA_DRAIN_TIMEOUT",
     "OLLAMA_MAX_TRANSFER_STREAMS",
     "OLLAMA_GO_TEMPLATE",
     "OLLAMA_DEBUG_LOG_REQUESTS",
@@ -1068,7 +1070,8 @@ static void test_env_config_defaults(void **state)
     assert_int_equal(env_config_describe(&c, &b), 0);
     snprintf(want, sizeof(want),
              "map[OLLAMA_CONTEXT_LENGTH:0 OLLAMA_DEBUG:INFO OLLAMA_DEBUG_LOG_REQUESTS:false "
-             "OLLAMA_EDITOR: OLLAMA_FLASH_ATTENTION:false OLLAMA_GO_TEMPLATE:true "
+             "OLLAMA_DRAIN_TIMEOUT:5s OLLAMA_EDITOR: OLLAMA_FLASH_ATTENTION:false "
+             "OLLAMA_GO_TEMPLATE:true "
              "OLLAMA_GPU_OVERHEAD:0 OLLAMA_HOST:http://127.0.0.1:11434 OLLAMA_KEEP_ALIVE:5m0s "
              "OLLAMA_KV_CACHE_TYPE: OLLAMA_LLM_LIBRARY: OLLAMA_LOAD_TIMEOUT:5m0s "
              "OLLAMA_MAX_LOADED_MODELS:0 OLLAMA_MAX_QUEUE:512 OLLAMA_MAX_TRANSFER_STREAMS:4 "
@@ -1077,7 +1080,7 @@ static void test_env_config_defaults(void **state)
              "https://localhost http://localhost:* https://localhost:* http://127.0.0.1 "
              "https://127.0.0.1 http://127.0.0.1:* https://127.0.0.1:* http://0.0.0.0 "
              "https://0.0.0.0 http://0.0.0.0:* https://0.0.0.0:* app://* file://* tauri://* "
-             "vscode-webview://* vscode-file://*] OLLAMA_REGISTRY_MIRROR: "
+             "vscode-webview://* vscode-file://*] OLLAMA_PULL_MIRROR: OLLAMA_REGISTRY_MIRROR: "
              "OLLAMA_SCHED_SPREAD:false]",
              env_home_dir());
     assert_string_equal(buf_cstr(&b), want);
@@ -1109,6 +1112,8 @@ static void test_env_config_values(void **state)
     setenv("OLLAMA_AUTH", "T", 1);
     setenv("OLLAMA_NO_CLOUD", "false", 1);
     setenv("OLLAMA_REGISTRY_MIRROR", "http://10.0.0.2:5000", 1);
+    setenv("OLLAMA_PULL_MIRROR", "http://10.0.0.3:11434", 1);
+    setenv("OLLAMA_DRAIN_TIMEOUT", "30s", 1);
     setenv("OLLAMA_GO_TEMPLATE", "0", 1);
     setenv("OLLAMA_DEBUG_LOG_REQUESTS", "1", 1);
     setenv("OLLAMA_LLM_LIBRARY", "cpu", 1);
@@ -1135,6 +1140,8 @@ static void test_env_config_values(void **state)
     assert_true(c.auth);
     assert_false(c.no_cloud);
     assert_string_equal(c.registry_mirror, "http://10.0.0.2:5000");
+    assert_string_equal(c.pull_mirror, "http://10.0.0.3:11434");
+    assert_true(c.drain_timeout_ns == 30 * SEC);
     assert_false(c.go_template);
     assert_true(c.debug_log_requests);
     assert_string_equal(c.llm_library, "cpu");
