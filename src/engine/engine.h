@@ -68,6 +68,11 @@ struct engine_experts {
 // Makes the view of a 3-D expert tensor. Fails with ERR_FORMAT when the
 // tensor is not 3-D, ERR_UNSUPPORTED for a type without matmul kernels.
 int engine_experts_from_gguf(struct engine_experts *x, const struct gguf_tensor *gt, struct err *e);
+// True when engine_tensor_interleave may rewrite x->all (its type has an
+// interleaved layout and each expert's rows are a multiple of 16, so every
+// view starts on a group of 8 rows): the MoE op then multiplies 8 rows per
+// pass, as the dense products over interleaved weights do.
+bool engine_experts_interleavable(const struct engine_experts *x);
 // The 2-D view of rows [r0, r0 + n_rows) of expert ie's matrix (no copy).
 struct engine_tensor engine_expert_view(const struct engine_experts *x, int64_t ie, int64_t r0,
                                         int64_t n_rows);

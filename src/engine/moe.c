@@ -50,6 +50,13 @@ int engine_experts_from_gguf(struct engine_experts *x, const struct gguf_tensor 
     return 0;
 }
 
+bool engine_experts_interleavable(const struct engine_experts *x)
+{
+    // Every view (an expert, the gate or up half of a fused one) starts on
+    // a group of 8 rows.
+    return x->rows % 16 == 0 && engine_tensor_interleavable(&x->all);
+}
+
 struct engine_tensor engine_expert_view(const struct engine_experts *x, int64_t ie, int64_t r0,
                                         int64_t n_rows)
 {
@@ -57,7 +64,9 @@ struct engine_tensor engine_expert_view(const struct engine_experts *x, int64_t 
     struct engine_tensor t = x->all;
     t.ne[1] = n_rows;
     t.data = (const uint8_t *)x->all.data + (size_t)(ie * x->rows + r0) * x->all.row_bytes;
-    t.interleave = 0;
+    // An interleaved expert tensor (engine_experts_interleavable) keeps its
+    // groups of 8 rows in views that start on a group.
+    t.interleave = x->all.interleave && (ie * x->rows + r0) % 8 == 0 ? x->all.interleave : 0;
     return t;
 }
 
@@ -311,6 +320,15 @@ static void product(const struct kernels_type *kt, const struct engine_tensor *w
                     int64_t r1, const uint8_t *x, size_t x_rb, int64_t nc, float *s,
                     size_t s_stride)
 {
+    if (w->interleave) {  // groups of 8 rows (r0 and r1 are multiples of 8: chunk_rows)
+        for (int64_t c = 0; c < nc; c += MOE_COL_BLOCK) {
+            int64_t ce = c + MOE_COL_BLOCK < nc ? c + MOE_COL_BLOCK : nc;
+            kt->gemm_x8(w->ne[0], s + (size_t)c * s_stride + r0, s_stride,
+                        (const uint8_t *)w->data + (size_t)r0 * w->row_bytes, w->row_bytes,
+                        x + (size_t)c * x_rb, x_rb, (int)(r1 - r0), (int)(ce - c));
+        }
+        return;
+    }
     for (int64_t c = 0; c < nc; c += MOE_COL_BLOCK) {
         int64_t ce = c + MOE_COL_BLOCK < nc ? c + MOE_COL_BLOCK : nc;
         kernels_matmul(kt, w->ne[0], s + (size_t)c * s_stride + r0, s_stride,
@@ -624,15 +642,19 @@ static bool ws_layout(struct engine_moe_ws *ws, struct moe_task *t)
 }
 
 // Rows per work item: about 4 items per thread over what one token needs,
-// at least 16, a multiple of the tile height.
-static int64_t chunk_rows(int64_t rows, int64_t units, int nth, const struct kernels_type *kt)
+// at least 16, a multiple of the tile height (and of 8 over interleaved
+// experts, whose groups a chunk must not split).
+static int64_t chunk_rows(int64_t rows, int64_t units, int nth, const struct kernels_type *kt,
+                          bool x8)
 {
     int64_t c = rows * units / ((int64_t)nth * 4);
     if (c > rows)
         c = rows;
     if (c < 16)
         c = 16;
-    int nr = kt->gemm && kt->gemm_nr > 1 ? kt->gemm_nr : 1;
+    int64_t nr = kt->gemm && kt->gemm_nr > 1 ? kt->gemm_nr : 1;
+    while (x8 && nr % 8 != 0)  // lcm(nr, 8)
+        nr *= 2;
     return (c + nr - 1) / nr * nr;
 }
 
@@ -685,9 +707,10 @@ static void task_init(struct moe_task *t, struct engine_pool *pool, int n_thread
     int64_t work = n_rows * (int64_t)p->n_expert * t->n_embd + t->n_slots * t->n_embd * t->hs * 3;
     int nth = n_threads > 1 && work >= MOE_INLINE_WORK ? n_threads : 1;
     // Work items: a token's k experts are spread over the threads.
-    t->chunk_ff = chunk_rows(t->hs, p->n_expert_used, nth, kt_up);
-    t->chunk_embd = chunk_rows(t->n_embd, p->n_expert_used, nth, kt_down);
-    t->chunk_router = chunk_rows(p->n_expert, 1, nth, t->kt_router);
+    t->chunk_ff = chunk_rows(t->hs, p->n_expert_used, nth, kt_up, p->up->all.interleave != 0);
+    t->chunk_embd =
+        chunk_rows(t->n_embd, p->n_expert_used, nth, kt_down, p->down->all.interleave != 0);
+    t->chunk_router = chunk_rows(p->n_expert, 1, nth, t->kt_router, false);
     t->inline_run = nth == 1;
     atomic_init(&t->next_router, 0);
     atomic_init(&t->next_up, 0);

@@ -339,6 +339,10 @@ struct model_moe_spec {
 // Reads expert_count / expert_used_count / expert_feed_forward_length and
 // binds each layer's router and 3-D experts (layer.ext, freed with the model).
 int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct err *e);
+// Layer il's expert tensors that load may rewrite into the interleaved
+// layout (engine_experts_interleavable), at most 3, into out; 0 for a
+// layer without experts.
+size_t model_moe_interleavable(struct model *m, int il, struct engine_tensor **out);
 // The FFN hook (struct model_arch.ffn); out may be in.
 void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n);
 // The prepare hook: reserves the MoE op's scratch for n_batch rows.

@@ -325,7 +325,7 @@ static int interleave_weights(struct model *m, struct err *e)
 {
     if (!interleaves_weights(m))
         return 0;
-    size_t n = (size_t)m->hp.n_layer * (7 + MODEL_LAYER_MATS) + 1, k = 0;
+    size_t n = (size_t)m->hp.n_layer * (7 + MODEL_LAYER_MATS + 3) + 1, k = 0;
     struct engine_tensor **ts = xcalloc(n, sizeof *ts);
     // The output first: when it is tied, its copy and the whole mapped
     // table are resident together for a moment, best before the layers'
@@ -339,6 +339,8 @@ static int interleave_weights(struct model *m, struct err *e)
             ts[k++] = lt[i];
         for (int i = 0; i < L->n_mats && i < MODEL_LAYER_MATS; i++)
             ts[k++] = L->mats[i];
+        if (L->ext)  // the experts of a MoE layer (moe.c owns ext)
+            k += model_moe_interleavable(m, il, ts + k);
     }
     const bool tied = m->output.data && m->output.data == m->tok_embd.data;
     // The model's threads rewrite the tensors in parallel (the first

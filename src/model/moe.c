@@ -235,6 +235,17 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
     return 0;
 }
 
+size_t model_moe_interleavable(struct model *m, int il, struct engine_tensor **out)
+{
+    struct model_moe_layer *X = m->layers[il].ext;
+    size_t n = 0;
+    struct engine_experts *xs[3] = {X ? &X->gate : NULL, X ? &X->up : NULL, X ? &X->down : NULL};
+    for (int i = 0; i < 3; i++)
+        if (xs[i] && xs[i]->all.data && engine_experts_interleavable(xs[i]))
+            out[n++] = &xs[i]->all;
+    return n;
+}
+
 void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n)
 {
     const struct model_moe_layer *X = L->ext;

@@ -359,7 +359,11 @@ struct moe_case {
     enum engine_moe_act act;
     bool gated, fused, biases, shared, norm_w;
     bool shared_gated;  // the shared expert scaled by σ(sh_gate_inp · x)
+    bool interleaved;   // experts rewritten into the kernels' groups of 8 rows (where the
+                        // type has the layout at this ISA)
 };
+
+static int n_interleaved_cases;
 
 static void run_case(const struct moe_case *c)
 {
@@ -433,6 +437,22 @@ static void run_case(const struct moe_case *c)
         .sh_down = c->shared ? &t_sh_down : NULL,
         .sh_gate_inp = sh_gate_inp,
     };
+    // The reference reads the plain experts; the op, when asked, the
+    // interleaved copies.
+    struct engine_moe p_ref = p;
+    struct engine_experts xi[3] = {x_gate, x_up, x_down};
+    void *owned[3] = {NULL, NULL, NULL};
+    if (c->interleaved && engine_experts_interleavable(&xi[1])) {
+        struct err ie = {0};
+        for (int i = gate ? 0 : 1; i < 3; i++) {
+            assert_true(engine_experts_interleavable(&xi[i]));
+            assert_int_equal(engine_tensor_interleave(&xi[i].all, false, &owned[i], &ie), 1);
+        }
+        p.gate = gate ? &xi[0] : NULL;
+        p.up = &xi[1];
+        p.down = &xi[2];
+        n_interleaved_cases++;
+    }
     const int row_counts[] = {1, 3, 37};
     const int threads[] = {1, 2, 3};
     int max_rows = 37;
@@ -451,7 +471,7 @@ static void run_case(const struct moe_case *c)
         float *y = engine_buf_alloc(be, (size_t)max_rows * n_embd * sizeof(float));
         for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++) {
             int n = row_counts[ri];
-            ref_moe(&p, x, n, want);
+            ref_moe(&p_ref, x, n, want);
             engine_moe(be, y, x, n, &p);
             for (int i = 0; i < n * n_embd; i++) {
                 if (!(fabsf(y[i] - want[i]) <= tol * (1.0f + fabsf(want[i]))))
@@ -483,6 +503,8 @@ static void run_case(const struct moe_case *c)
     free(sh2);
     free(sh3);
     free(sh_gate_inp);
+    for (int i = 0; i < 3; i++)
+        free(owned[i]);
 }
 
 static void test_moe_op_matches_reference(void **state)
@@ -503,9 +525,23 @@ static void test_moe_op_matches_reference(void **state)
          ENGINE_MOE_RELU_SQR, false, false, true, true, true},
         {"qwen35moe gated shared", GGUF_TYPE_Q8_0, 64, 32, 8, 2, ENGINE_MOE_SOFTMAX,
          ENGINE_MOE_SILU, true, false, false, true, true, true},
+        // Interleaved experts (decode multiplies 8 rows a pass).
+        {"q8_0 interleaved", GGUF_TYPE_Q8_0, 256, 128, 16, 4, ENGINE_MOE_SOFTMAX, ENGINE_MOE_SILU,
+         true, false, false, false, true, false, true},
+        {"q4_0 fused interleaved", GGUF_TYPE_Q4_0, 128, 64, 8, 3, ENGINE_MOE_SOFTMAX,
+         ENGINE_MOE_SILU, true, true, false, false, true, false, true},
+        {"q4_k shared interleaved", GGUF_TYPE_Q4_K, 256, 256, 8, 2, ENGINE_MOE_SIGMOID,
+         ENGINE_MOE_SILU, true, false, false, true, true, false, true},
+        {"q5_0 interleaved", GGUF_TYPE_Q5_0, 64, 96, 8, 2, ENGINE_MOE_SOFTMAX, ENGINE_MOE_SILU,
+         true, false, false, false, true, false, true},
     };
+    n_interleaved_cases = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
+    // Where Q8_0 has the layout (x86 SIMD), Q4_0 and Q5_0 have it too.
+    const struct engine_tensor q8 = {.type = GGUF_TYPE_Q8_0, .ne = {256, 8}};
+    if (engine_tensor_interleavable(&q8))
+        assert_true(n_interleaved_cases >= 3);
 }
 
 // Decode reads only the chosen experts: the others hold NaN, and the
