@@ -174,15 +174,15 @@ enum engine_moe_act {
 struct engine_moe {
     int n_expert, n_expert_used;
     enum engine_moe_gating gating;
-    bool norm_w;                 // divide the chosen weights by their sum (>= 2^-14)
-    float w_scale;               // != 0: multiply the weights by it (expert_weights_scale)
-    const float *sel_bias;       // [n_expert] or NULL: added to probs for the choice only
-    enum engine_moe_act act;     //   (deepseek v3 exp_probs_b)
+    bool norm_w;              // divide the chosen weights by their sum (>= 2^-14)
+    float w_scale;            // != 0: multiply the weights by it (expert_weights_scale)
+    const float *sel_bias;    // [n_expert] or NULL: added to probs for the choice only
+    enum engine_moe_act act;  //   (deepseek v3 exp_probs_b)
     // > 1: group-limited choice (DeepSeek-V3): the experts are n_group
     // consecutive groups; only the n_group_used groups with the largest sums
     // of their two best (probs + sel_bias) take part in the choice.
     int n_group, n_group_used;
-    float oai_alpha, oai_limit;  // ENGINE_MOE_SWIGLU_OAI (gpt-oss: 1.702, 7.0)
+    float oai_alpha, oai_limit;            // ENGINE_MOE_SWIGLU_OAI (gpt-oss: 1.702, 7.0)
     const struct engine_tensor *gate_inp;  // router [n_embd, n_expert]
     const float *gate_inp_b;               // [n_expert] or NULL
     // Experts: gate NULL means no gate; fused_gate_up means `up` holds
@@ -235,8 +235,8 @@ struct engine_conv1d {
 // beta = σ(beta), g = softplus(g + dt_bias) · A.
 struct engine_delta_net {
     int n_k_heads, n_v_heads, dk, dv;  // dk <= 1024
-    bool k_block;  // key head of value head h: h / (n_v/n_k) (else h % n_k)
-    float scale;   // q multiplier (1/sqrt(dk))
+    bool k_block;                      // key head of value head h: h / (n_v/n_k) (else h % n_k)
+    float scale;                       // q multiplier (1/sqrt(dk))
     int64_t q_stride, k_stride, v_stride, g_stride, beta_stride, o_stride;  // floats between rows
     bool l2_norm;          // normalise q and k heads first
     float l2_eps;          //   with this epsilon under the root
@@ -256,8 +256,8 @@ struct engine_delta_net {
 // (Mamba-2's gate). Per-slot state: n_heads × P × N.
 struct engine_ssm_scan {
     int n_heads, head_dim, n_groups, d_state;
-    const float *A;  // host [n_heads] (negative)
-    const float *D;  // host [n_heads] or NULL
+    const float *A;                                             // host [n_heads] (negative)
+    const float *D;                                             // host [n_heads] or NULL
     int64_t x_stride, B_stride, C_stride, dt_stride, y_stride;  // floats between rows
     bool dt_softplus;
     const float *dt_bias;  // host [n_heads] or NULL (with dt_softplus)

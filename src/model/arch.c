@@ -9,16 +9,15 @@
 #include <string.h>
 
 static const struct model_arch *const model_archs[] = {
-    &model_arch_llama,      &model_arch_qwen2,         &model_arch_qwen3,
-    &model_arch_gemma2,     &model_arch_gemma3,        &model_arch_phi3,
-    &model_arch_bert,       &model_arch_nomic_bert,    &model_arch_qwen3moe,
-    &model_arch_gpt_oss,    &model_arch_gptoss,        &model_arch_qwen35,
-    &model_arch_qwen35moe,  &model_arch_qwen3next,     &model_arch_nemotron_h,
+    &model_arch_llama,          &model_arch_qwen2,         &model_arch_qwen3,
+    &model_arch_gemma2,         &model_arch_gemma3,        &model_arch_phi3,
+    &model_arch_bert,           &model_arch_nomic_bert,    &model_arch_qwen3moe,
+    &model_arch_gpt_oss,        &model_arch_gptoss,        &model_arch_qwen35,
+    &model_arch_qwen35moe,      &model_arch_qwen3next,     &model_arch_nemotron_h,
     &model_arch_nemotron_h_moe, &model_arch_granitehybrid, &model_arch_lfm2,
-    &model_arch_lfm2moe,
-    &model_arch_deepseek2,
-    &model_arch_smollm3,    &model_arch_olmo2,         &model_arch_mistral3,
-    &model_arch_cohere2,    &model_arch_glm4moe,       &model_arch_granite,
+    &model_arch_lfm2moe,        &model_arch_deepseek2,     &model_arch_smollm3,
+    &model_arch_olmo2,          &model_arch_mistral3,      &model_arch_cohere2,
+    &model_arch_glm4moe,        &model_arch_granite,
 };
 
 const struct model_arch *model_arch_find(struct str name)
@@ -185,15 +184,15 @@ static int read_layer_shapes(struct model *m, struct err *e)
 {
     struct model_hparams *hp = &m->hp;
     const bool custom = m->arch->custom_layers;
-    int *ff = xcalloc((size_t)hp->n_layer, sizeof(int)), *kv = xcalloc((size_t)hp->n_layer, sizeof(int));
+    int *ff = xcalloc((size_t)hp->n_layer, sizeof(int)),
+        *kv = xcalloc((size_t)hp->n_layer, sizeof(int));
     int rc = read_layer_u32(m, "feed_forward_length", custom ? 0 : -1, ff, &hp->n_ff, e);
     if (rc >= 0)
         rc = read_layer_u32(m, "attention.head_count_kv", hp->n_head, kv, &hp->n_head_kv, e);
     for (int il = 0; rc >= 0 && il < hp->n_layer; il++) {
         m->layers[il].n_ff = ff[il];
         m->layers[il].n_head_kv = kv[il];
-        if ((!custom && (ff[il] < 1 || kv[il] < 1)) ||
-            (kv[il] > 0 && kv[il] != hp->n_head_kv))
+        if ((!custom && (ff[il] < 1 || kv[il] < 1)) || (kv[il] > 0 && kv[il] != hp->n_head_kv))
             rc = err_set(e, ERR_UNSUPPORTED,
                          "layer %d: %d K/V heads and feed-forward length %d are not supported", il,
                          kv[il], ff[il]);

@@ -107,8 +107,7 @@ void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_u
 }
 
 // Attention over the cache for n query rows: att (n, q_dim).
-void model_attn_attend(struct model *m, struct model_layer *L, const struct model_ubatch *ub,
-                       int n)
+void model_attn_attend(struct model *m, struct model_layer *L, const struct model_ubatch *ub, int n)
 {
     const struct model_hparams *hp = &m->hp;
     const bool ring = L->kv_ring > 0;

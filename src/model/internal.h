@@ -240,7 +240,6 @@ struct model {
     const float *embd_norm, *embd_norm_b;  // [n_embd] LayerNorm after the embeddings
     int32_t *type_ids;                     // host [n_batch] zeros: every token is type 0
 
-
     void **weight_copies;  // interleaved matmul weights (engine_tensor_interleave), owned
     size_t n_weight_copies;
 
@@ -322,7 +321,7 @@ struct model_moe_spec {
     enum engine_moe_gating gating;
     bool norm_w;  // renormalise the chosen experts' weights
     enum engine_moe_act act;
-    bool biases;  // router and expert biases (gpt-oss)
+    bool biases;          // router and expert biases (gpt-oss)
     bool no_gate;         // experts without ffn_gate_exps (squared ReLU: nemotron-h)
     bool sel_bias;        // exp_probs_b.bias [n_expert] for the choice (nemotron-h)
     bool weight_keys;     // expert_weights_norm / expert_weights_scale from the file

@@ -66,7 +66,8 @@ uint64_t model_kv_bytes(const struct model *m)
     int n_kv_layers = m->arch->encoder ? 1 : m->hp.n_layer;
     for (int il = 0; il < n_kv_layers; il++)
         if (has_kv(m, il))
-            total += (m->hp.kv_v_is_k ? 1ull : 2ull) * row * (uint64_t)layer_cells(m, &m->layers[il]);
+            total +=
+                (m->hp.kv_v_is_k ? 1ull : 2ull) * row * (uint64_t)layer_cells(m, &m->layers[il]);
     return total + model_rstate_bytes(m);
 }
 
@@ -266,7 +267,8 @@ static int best_restore(struct model *m, int slot, int p, int *ck)
         return p;
     int best = 0;
     for (int i = 0; i <= MODEL_CKPTS; i++)
-        if (c[i].pos >= 0 && c[i].pos <= p && c[i].pos > best && c[i].pos <= m->slots[slot].n_past) {
+        if (c[i].pos >= 0 && c[i].pos <= p && c[i].pos > best &&
+            c[i].pos <= m->slots[slot].n_past) {
             best = c[i].pos;
             *ck = i;
         }
@@ -404,7 +406,9 @@ int model_slot_reuse_prefix(struct model *m, int slot, const int32_t *tokens, in
         int ck, want = k;
         k = best_restore(m, slot, k, &ck);
         log_debug("recurrent state: slot %d reuses %d of %d matching tokens (%s)", slot, k, want,
-                  ck >= 0 ? "checkpoint" : k == sl->n_past ? "live state" : "start");
+                  ck >= 0           ? "checkpoint"
+                  : k == sl->n_past ? "live state"
+                                    : "start");
         restore_to(m, slot, k, ck);
         return k;
     }

@@ -150,8 +150,8 @@ static void model_release(struct model *m)
         return;
     if (m->be) {
         model_kv_free(m);
-        float **bufs[] = {&m->s.x,   &m->s.xb, &m->s.q,   &m->s.k,  &m->s.v,
-                          &m->s.att, &m->s.hb, &m->s.hb2, &m->s.xo, &m->s.logits, &m->s.mix};
+        float **bufs[] = {&m->s.x,  &m->s.xb,  &m->s.q,  &m->s.k,      &m->s.v,  &m->s.att,
+                          &m->s.hb, &m->s.hb2, &m->s.xo, &m->s.logits, &m->s.mix};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             engine_buf_free(m->be, *bufs[i]);
         engine_backend_free(m->be);

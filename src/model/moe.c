@@ -14,8 +14,8 @@ struct model_moe_layer {
     struct engine_tensor gate_inp;  // [n_embd, n_expert]
     const float *gate_inp_b;        // [n_expert] or NULL
     struct engine_experts gate, up, down;
-    const float *gate_b, *up_b, *down_b;  // [n_expert × n_ff_exp] ... or NULL
-    const float *sel_bias;                // exp_probs_b [n_expert] or NULL
+    const float *gate_b, *up_b, *down_b;           // [n_expert × n_ff_exp] ... or NULL
+    const float *sel_bias;                         // exp_probs_b [n_expert] or NULL
     struct engine_tensor sh_gate, sh_up, sh_down;  // shared expert (sh_up.data NULL: none)
     const float *sh_gate_inp;                      // [n_embd] the shared expert's gate or NULL
     struct engine_moe p;

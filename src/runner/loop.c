@@ -557,7 +557,7 @@ static void draft_all(struct runner_loop *l, int room)
 // so requests that arrive together evaluate their common prefix once. The
 // first slot placed never waits, so the batch always moves on. Returns true
 // when s waits this iteration.
-#define SHARE_MIN 16
+#define SHARE_MIN        16
 #define RUNNER_CKPT_TAIL 4
 
 static bool share_prefix(struct runner_loop *l, struct slot *s)

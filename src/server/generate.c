@@ -373,7 +373,8 @@ static json_t *completion_body(const struct gen_job *j)
         jsonx_set(b, "format", json_deep_copy(j->format));
     json_t *shift = json_object_get(j->body, "shift");
     json_t *truncate = json_object_get(j->body, "truncate");
-    jsonx_set_bool(b, "shift", json_is_boolean(shift) ? json_is_true(shift) : shift_by_default(j->m));
+    jsonx_set_bool(b, "shift",
+                   json_is_boolean(shift) ? json_is_true(shift) : shift_by_default(j->m));
     jsonx_set_bool(b, "truncate", !json_is_false(truncate));
     jsonx_set_bool(b, "cache_prompt", true);
     jsonx_set_bool(b, "return_context", j->want_context);

@@ -13,8 +13,8 @@
 
 // The routes Ollama logs.
 static const char *const logged_routes[] = {
-    "/api/generate", "/api/chat",   "/v1/chat/completions", "/v1/completions",
-    "/v1/responses", "/v1/messages", NULL,
+    "/api/generate", "/api/chat", "/v1/chat/completions", "/v1/completions", "/v1/responses",
+    "/v1/messages",  NULL,
 };
 
 static char log_dir[256];

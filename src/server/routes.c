@@ -43,8 +43,7 @@ static const struct {
      262144, 262144, 0},
     {"glm-5.1:cloud", "Reasoning and code generation", 202752, 131072, 0},
     {"qwen3.5:cloud", "Reasoning, coding, and agentic tool use with vision", 262144, 32768, 0},
-    {"minimax-m2.7:cloud", "Fast, efficient coding and real-world productivity", 204800, 128000,
-     0},
+    {"minimax-m2.7:cloud", "Fast, efficient coding and real-world productivity", 204800, 128000, 0},
     {"gemma4", "Reasoning and code generation locally", 0, 0, 12000000000},
     {"qwen3.5", "Reasoning, coding, and visual understanding locally", 0, 0, 14000000000},
 };

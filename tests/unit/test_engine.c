@@ -635,8 +635,13 @@ static void test_conv1d(void **state)
             memcpy(x + (3 + r) * RC_CH, seq0 + r * RC_CH, sizeof(float) * RC_CH);
         for (int i = 0; i < 2 * (RC_K - 1) * RC_CH; i++)
             st[i] = 1e9f;  // garbage: position 0 must not read it
-        struct engine_conv1d p = {.channels = RC_CH, .kernel = RC_K, .w = w, .b = b,
-                                  .silu = true, .x_stride = RC_CH, .y_stride = RC_CH};
+        struct engine_conv1d p = {.channels = RC_CH,
+                                  .kernel = RC_K,
+                                  .w = w,
+                                  .b = b,
+                                  .silu = true,
+                                  .x_stride = RC_CH,
+                                  .y_stride = RC_CH};
         engine_conv1d(be, y, x, RC_T, &p, st, rc_slot, rc_pos1);
         double ref[7 * RC_CH];
         ref_conv(ref, seq1, w, b, 3, 0);
@@ -653,7 +658,6 @@ static void test_conv1d(void **state)
     }
     free(w), free(b), free(seq0), free(seq1);
 }
-
 
 // The gated delta rule with the inputs formed in the op (qwen3next /
 // qwen35): q, k L2-normalised, beta = σ(b), g = softplus(a + dt_bias) · A;

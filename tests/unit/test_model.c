@@ -731,8 +731,8 @@ static void test_gguf_gen_family_presets(void **state)
     assert_non_null(mkdtemp(tmp));
     char path[1200];
     snprintf(path, sizeof path, "%s/m.gguf", tmp);
-    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3",
-                          "tiny-nemotron-h", "tiny-qwen35"};
+    const char *tiny[] = {"tiny-qwen3", "tiny-gemma2",     "tiny-gemma3",
+                          "tiny-phi3",  "tiny-nemotron-h", "tiny-qwen35"};
     const char *arch[] = {"qwen3", "gemma2", "gemma3", "phi3", "nemotron_h", "qwen35"};
     for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
         for (int q = 0; q < 2; q++)
@@ -2356,8 +2356,8 @@ static void test_mistral3_ollama_pretokenizer(void **state)
     shared_fixture_or_skip(path, sizeof path, "tiny-olmo2-f32.gguf");
     temp_path(q);
     for (int ollama = 0; ollama < 2; ollama++) {
-        const struct rewrite rw = {"mistral3", NULL, 0, ollama ? no_pre_ollama_key : NULL, 0,
-                                   "tokenizer.ggml.pre"};
+        const struct rewrite rw = {
+            "mistral3", NULL, 0, ollama ? no_pre_ollama_key : NULL, 0, "tokenizer.ggml.pre"};
         rewrite_fixture(path, q, &rw);
         struct gguf *g;
         struct tokenizer *t;

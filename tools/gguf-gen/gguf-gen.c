@@ -1367,9 +1367,9 @@ int main(int argc, char **argv)
         }
     }
     static const char *const archs[] = {
-        "llama",   "qwen2",      "qwen3",     "gemma2",  "gemma3", "phi3",     "bert",
-        "nomic-bert", "qwen3moe", "gpt-oss",  "qwen35",  "nemotron_h", "deepseek2", "smollm3",
-        "olmo2",   "mistral3",   "cohere2",   "glm4moe", "granite"};
+        "llama",      "qwen2",    "qwen3",   "gemma2",  "gemma3",     "phi3",      "bert",
+        "nomic-bert", "qwen3moe", "gpt-oss", "qwen35",  "nemotron_h", "deepseek2", "smollm3",
+        "olmo2",      "mistral3", "cohere2", "glm4moe", "granite"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;

@@ -342,8 +342,7 @@ static void test_plain_template(void **state)
         json_string_value(json_object_get(json_object_get(v, "_debug_info"), "rendered_template")),
         "USER: Hi\nASSISTANT:");
     json_decref(v);
-    post("/api/chat",
-         "{\"model\":\"jplain\",\"_debug_render_only\":\"yes\",\"messages\":[]}", &r);
+    post("/api/chat", "{\"model\":\"jplain\",\"_debug_render_only\":\"yes\",\"messages\":[]}", &r);
     assert_int_equal(r.status, 400);
     http_resp_free(&r);
 

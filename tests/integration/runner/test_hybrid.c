@@ -24,9 +24,9 @@
 #include "testutil.h"
 
 static const char *const fixtures[] = {
-    "tiny-qwen35-f32.gguf",    // gated delta net + gated attention
+    "tiny-qwen35-f32.gguf",      // gated delta net + gated attention
     "tiny-nemotron_h-f32.gguf",  // Mamba-2 + attention + MLP layers
-    "tiny-lfm2-f32.gguf",      // short convolutions + attention
+    "tiny-lfm2-f32.gguf",        // short convolutions + attention
 };
 #define N_FIXTURES (sizeof fixtures / sizeof fixtures[0])
 
@@ -66,10 +66,10 @@ struct result {
 static void run(const struct rharness *h, const char *prompt, const char *options, bool cache,
                 const char *extra, struct result *r)
 {
-    char *body = xasprintf("{\"prompt\":\"%s\",\"return_context\":true,\"cache_prompt\":%s,"
-                           "\"options\":{\"temperature\":0,%s}%s%s}",
-                           prompt, cache ? "true" : "false", options, extra ? "," : "",
-                           extra ? extra : "");
+    char *body =
+        xasprintf("{\"prompt\":\"%s\",\"return_context\":true,\"cache_prompt\":%s,"
+                  "\"options\":{\"temperature\":0,%s}%s%s}",
+                  prompt, cache ? "true" : "false", options, extra ? "," : "", extra ? extra : "");
     char *out = NULL;
     long st = rh_request(h, "/completion", body, &out, 0, 120);
     if (st != 200)
