@@ -1,6 +1,7 @@
 // The mixture-of-experts FFN of decoder families (qwen3moe, gpt-oss): binds
 // each layer's router and 3-D expert tensors (used in place from the
-// mapping, every expert resident) and runs the engine's MoE op as the
+// mapping, every expert resident; rewritten at load into the interleaved
+// layout where the type has one) and runs the engine's MoE op as the
 // decoder block's FFN hook. A family describes its MoE with a
 // struct model_moe_spec (gating, renormalisation, activation, biases).
 #include "model/internal.h"
