@@ -187,6 +187,14 @@ void model_output_logits(struct model *m, const struct model_ubatch *ub, int n)
     }
 }
 
+void model_embed_input(struct model *m, const struct model_ubatch *ub)
+{
+    const struct model_hparams *hp = &m->hp;
+    engine_get_rows(m->be, m->s.x, &m->tok_embd, ub->tokens, ub->n);  // x: (n, n_embd)
+    if (hp->embd_scale != 0.0f)
+        engine_scale(m->be, m->s.x, m->s.x, hp->embd_scale, (int64_t)ub->n * hp->n_embd);
+}
+
 // One forward pass over ub->n tokens of possibly different slots. Shapes in
 // comments are (rows, columns) of the activation buffers.
 void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
@@ -197,9 +205,7 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
     const int n_embd = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
     int n = ub->n;
 
-    engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
-    if (hp->embd_scale != 0.0f)
-        engine_scale(be, s->x, s->x, hp->embd_scale, (int64_t)n * n_embd);
+    model_embed_input(m, ub);  // x: (n, n_embd)
 
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];

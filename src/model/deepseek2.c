@@ -519,7 +519,7 @@ static void ds2_forward(struct model *m, const struct model_ubatch *ub)
     const struct ds2_bufs b = bufs_of(m, &d, dk);
     int n = ub->n;
 
-    engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
+    model_embed_input(m, ub);  // x: (n, n_embd)
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         engine_rmsnorm(be, s->xb, s->x, L->attn_norm, n, n_embd, hp->eps);

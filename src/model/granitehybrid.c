@@ -94,9 +94,7 @@ static void granitehybrid_forward(struct model *m, const struct model_ubatch *ub
     const int n_embd = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
     int n = ub->n;
 
-    engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
-    if (hp->embd_scale != 0.0f)
-        engine_scale(be, s->x, s->x, hp->embd_scale, (int64_t)n * n_embd);
+    model_embed_input(m, ub);  // x: (n, n_embd)
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         const bool last = il == hp->n_layer - 1;

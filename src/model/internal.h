@@ -368,6 +368,8 @@ void model_mamba2(struct model *m, struct model_layer *L, const struct model_uba
 // decoder.c: the generic decoder block, and its steps for families with
 // their own forward pass (custom_layers).
 void model_forward_decoder(struct model *m, const struct model_ubatch *ub);
+// x (n, n_embd) = the token embeddings of ub's rows (· embd_scale when set).
+void model_embed_input(struct model *m, const struct model_ubatch *ub);
 // Attention inputs of n rows from s.x: norm (L->attn_norm), Q/K/V, q/k
 // norms, RoPE, K and V into the layer's cache.
 void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_ubatch *ub, int n);

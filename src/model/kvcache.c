@@ -180,10 +180,12 @@ static struct model_ckpt *slot_ckpts(struct model *m, int slot)
     return m->ckpts + (size_t)slot * (MODEL_CKPTS + 1);
 }
 
-// Copies slot's live state (every layer) to or from host floats.
+// Copies slot's live state (every layer's conv and ssm parts, in that
+// order) to host floats (save), from them, or from zeros (host NULL).
 static void rstate_copy(struct model *m, int slot, float *host, bool save)
 {
     size_t off = 0;
+    float *zero = NULL;
     for (int il = 0; il < m->hp.n_layer; il++) {
         struct model_rstate *rs = &m->layers[il].rs;
         float *bufs[2] = {rs->conv, rs->ssm};
@@ -193,30 +195,24 @@ static void rstate_copy(struct model *m, int slot, float *host, bool save)
                 continue;
             float *dev = bufs[b] + (size_t)slot * (size_t)n[b];
             size_t bytes = (size_t)n[b] * sizeof(float);
-            if (save)
+            if (!host) {
+                zero = xrealloc(zero, bytes);
+                memset(zero, 0, bytes);
+                engine_buf_write(m->be, dev, zero, bytes);
+            } else if (save) {
                 engine_buf_read(m->be, host + off, dev, bytes);
-            else
+            } else {
                 engine_buf_write(m->be, dev, host + off, bytes);
+            }
             off += (size_t)n[b];
         }
     }
+    free(zero);
 }
 
 static void rstate_zero(struct model *m, int slot)
 {
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        struct model_rstate *rs = &m->layers[il].rs;
-        float *bufs[2] = {rs->conv, rs->ssm};
-        int64_t n[2] = {rs->conv_floats, rs->ssm_floats};
-        for (int b = 0; b < 2; b++) {
-            if (n[b] == 0)
-                continue;
-            float *zero = xcalloc((size_t)n[b], sizeof(float));
-            engine_buf_write(m->be, bufs[b] + (size_t)slot * (size_t)n[b], zero,
-                             (size_t)n[b] * sizeof(float));
-            free(zero);
-        }
-    }
+    rstate_copy(m, slot, NULL, false);
 }
 
 void model_rstate_save(struct model *m, int slot, int k)

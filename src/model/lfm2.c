@@ -190,7 +190,7 @@ static void lfm2_forward(struct model *m, const struct model_ubatch *ub)
     const int n_embd = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
     int n = ub->n;
 
-    engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
+    model_embed_input(m, ub);  // x: (n, n_embd)
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         const bool last = il == hp->n_layer - 1;

@@ -508,7 +508,7 @@ void model_gdn_forward(struct model *m, const struct model_ubatch *ub)
 {
     const struct model_hparams *hp = &m->hp;
     int n = ub->n;
-    engine_get_rows(m->be, m->s.x, &m->tok_embd, ub->tokens, n);  // x: (n, n_embd)
+    model_embed_input(m, ub);  // x: (n, n_embd)
     for (int il = 0; il < hp->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         const struct gdn_layer *G = L->mixer;
