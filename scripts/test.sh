@@ -48,6 +48,7 @@ echo "== tests under sanitizers"
 # they test third-party programs against the server, whose request paths
 # integration_compat covers under the sanitizers. So does the deployment test
 # (label deploy: a registry, three servers and HAProxy); its server paths
-# (drain, 503) have their own test in integration_server_http.
+# (drain, 503) have their own test in integration_server_http. The format
+# check (label format) reads the same sources as in the plain build.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan -j2 --timeout 900 -LE 'agents|deploy'
+    ctest --test-dir build-asan -j2 --timeout 900 -LE 'agents|deploy|format'
