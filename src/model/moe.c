@@ -19,6 +19,7 @@ struct model_moe_layer {
     const float *sel_bias;                         // exp_probs_b [n_expert] or NULL
     struct engine_tensor sh_gate, sh_up, sh_down;  // shared expert (sh_up.data NULL: none)
     const float *sh_gate_inp;                      // [n_embd] the shared expert's gate or NULL
+    const float *exp_scale;                        // [n_expert] output factors or NULL
     struct engine_moe p;
 };
 
@@ -34,7 +35,25 @@ static const struct model_moe_layer *first_moe_layer(const struct model *m)
 // Whether layer il has a MoE FFN under spec.
 static bool has_moe(const struct model *m, const struct model_moe_spec *spec, int il)
 {
+    if (spec->router_layers_only) {
+        char n[GGUF_MAX_NAME_LEN + 1];
+        snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.weight", il);
+        return gguf_tensor_find(m->g, n) != NULL;
+    }
     return !spec->ff_layers_only || m->layers[il].n_ff > 0;
+}
+
+// The per-expert output factors (gemma4) under llama.cpp's name or Ollama's.
+static int bind_exp_scale(struct model *m, int il, struct model_moe_layer *X, int64_t E,
+                          struct err *e)
+{
+    char n[GGUF_MAX_NAME_LEN + 1];
+    snprintf(n, sizeof n, "blk.%d.ffn_down_exps.scale", il);
+    if (!gguf_tensor_find(m->g, n))
+        snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.per_expert_scale", il);
+    int rc = model_bind_vector(m, &X->exp_scale, n, E, false, e);
+    X->p.exp_scale = X->exp_scale;
+    return rc;
 }
 
 // One expert's width: the key, else (Ollama's gpt-oss files) the shape of
@@ -232,6 +251,8 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         };
         if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
             return rc;
+        if (spec->exp_scale && (rc = bind_exp_scale(m, il, X, E, e)) < 0)
+            return rc;
     }
     return 0;
 }
@@ -251,6 +272,15 @@ void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const flo
 {
     const struct model_moe_layer *X = L->ext;
     engine_moe(m->be, out, in, n, &X->p);
+}
+
+void model_ffn_moe_routed(struct model *m, struct model_layer *L, float *out, const float *in,
+                          const float *router_in, int n)
+{
+    const struct model_moe_layer *X = L->ext;
+    struct engine_moe p = X->p;
+    p.router_x = router_in;
+    engine_moe(m->be, out, in, n, &p);
 }
 
 int model_prepare_moe(struct model *m, struct err *e)

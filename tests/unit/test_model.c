@@ -581,6 +581,12 @@ static void test_tiny_cohere2_reference(void **state)
     run_fixture_reference_tol("tiny-cohere2.reference.json", true, 5e-3f);
 }
 
+static void test_tiny_gemma4_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-gemma4.reference.json", true, 5e-3f);
+}
+
 static void test_tiny_glm4moe_reference(void **state)
 {
     (void)state;
@@ -2594,6 +2600,7 @@ int main(void)
         cmocka_unit_test(test_tiny_nemotron_h_moe_reference),
         cmocka_unit_test(test_tiny_granitehybrid_reference),
         cmocka_unit_test(test_mamba_rollback),
+        cmocka_unit_test(test_tiny_gemma4_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
