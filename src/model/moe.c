@@ -210,15 +210,22 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         const struct gguf_tensor *up = gguf_tensor_find(m->g, NAME("ffn_up_exps.weight"));
         if (per_layer && up && up->ne[1] >= 1 && up->ne[1] <= (1 << 22))
             F = up->ne[1];
+        // ffn_gate_up_exps (gemma4 from Ollama or llama.cpp): one tensor,
+        // each expert's gate rows then its up rows.
+        const bool fused = !spec->no_gate && !up &&
+                           gguf_tensor_find(m->g, NAME("ffn_gate_up_exps.weight")) != NULL;
         if ((rc = model_bind_matrix(m, &X->gate_inp, NAME("ffn_gate_inp.weight"), D, E, true, e)) <
                 0 ||
             (rc = model_bind_vector(m, &X->gate_inp_b, NAME("ffn_gate_inp.bias"), E, spec->biases,
                                     e)) < 0 ||
             (rc = model_bind_vector(m, &X->sel_bias, NAME("exp_probs_b.bias"), E, spec->sel_bias,
                                     e)) < 0 ||
-            (!spec->no_gate &&
+            (!spec->no_gate && !fused &&
              (rc = bind_experts(m, &X->gate, NAME("ffn_gate_exps.weight"), D, F, E, e)) < 0) ||
-            (rc = bind_experts(m, &X->up, NAME("ffn_up_exps.weight"), D, F, E, e)) < 0 ||
+            (!fused &&
+             (rc = bind_experts(m, &X->up, NAME("ffn_up_exps.weight"), D, F, E, e)) < 0) ||
+            (fused &&
+             (rc = bind_experts(m, &X->up, NAME("ffn_gate_up_exps.weight"), D, 2 * F, E, e)) < 0) ||
             (rc = bind_experts(m, &X->down, NAME("ffn_down_exps.weight"), F, D, E, e)) < 0)
             return rc;
         if (spec->biases &&
@@ -240,8 +247,9 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .oai_limit = 7.0f,
             .gate_inp = &X->gate_inp,
             .gate_inp_b = X->gate_inp_b,
-            .gate = spec->no_gate ? NULL : &X->gate,
+            .gate = spec->no_gate || fused ? NULL : &X->gate,
             .up = &X->up,
+            .fused_gate_up = fused,
             .down = &X->down,
             .gate_b = X->gate_b,
             .up_b = X->up_b,

@@ -2547,6 +2547,85 @@ static void test_delta_net_ollama_layout(void **state)
     rmdir(tmp);
 }
 
+// gemma4 as Ollama may publish it: each layer's ffn_gate_exps and
+// ffn_up_exps fused into ffn_gate_up_exps (per expert, gate rows then up
+// rows) and ffn_down_exps.scale named ffn_gate_inp.per_expert_scale.
+static void write_gemma4_ollama_layout(const char *src, const char *dst)
+{
+    struct err e = {0};
+    struct gguf *g = NULL;
+    struct gguf_writer *w = NULL;
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++)
+        gguf_writer_kv_copy(w, gguf_kv_at(g, i));
+    char name[GGUF_MAX_NAME_LEN + 1];
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+            if (str_ends_with(t->name, ".ffn_up_exps.weight"))
+                continue;
+            char *gate = strstr(name, ".ffn_gate_exps.weight");
+            if (gate) {
+                snprintf(gate, sizeof name - (size_t)(gate - name), ".ffn_gate_up_exps.weight");
+                char up[GGUF_MAX_NAME_LEN + 1];
+                snprintf(up, sizeof up, "%.*s.ffn_up_exps.weight", (int)(gate - name), name);
+                const struct gguf_tensor *u = gguf_tensor_find(g, up);
+                assert_non_null(u);
+                assert_int_equal(t->type, GGUF_TYPE_F32);
+                const int64_t ne[3] = {t->ne[0], 2 * t->ne[1], t->ne[2]};
+                if (pass == 0) {
+                    gguf_writer_add_tensor(w, name, t->type, 3, ne);
+                    continue;
+                }
+                size_t per = t->n_bytes / (size_t)t->ne[2];
+                for (int64_t x = 0; x < t->ne[2]; x++) {
+                    assert_int_equal(gguf_writer_write_data(
+                                         w, (const uint8_t *)t->data + (size_t)x * per, per, &e),
+                                     0);
+                    assert_int_equal(gguf_writer_write_data(
+                                         w, (const uint8_t *)u->data + (size_t)x * per, per, &e),
+                                     0);
+                }
+                continue;
+            }
+            char *sc = strstr(name, ".ffn_down_exps.scale");
+            if (sc)
+                snprintf(sc, sizeof name - (size_t)(sc - name), ".ffn_gate_inp.per_expert_scale");
+            if (pass == 0)
+                gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+            else
+                assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        }
+        if (pass == 0)
+            assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+static void test_gemma4_ollama_layout(void **state)
+{
+    (void)state;
+    char path[1024], tmp[] = "/tmp/test_model_gemma4_XXXXXX", out[1200];
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma4-f32.gguf");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/m.gguf", tmp);
+    write_gemma4_ollama_layout(path, out);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2};
+    struct model *a = load(path, o), *b = load(out, o);
+    assert_non_null(gguf_tensor_find(b->g, "blk.1.ffn_gate_up_exps.weight"));
+    assert_non_null(gguf_tensor_find(b->g, "blk.1.ffn_gate_inp.per_expert_scale"));
+    decode_seq(a, 0, story, 12, 0, false);
+    decode_seq(b, 0, story, 12, 0, false);
+    assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
+    model_free(a);
+    model_free(b);
+    unlink(out);
+    rmdir(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2601,6 +2680,7 @@ int main(void)
         cmocka_unit_test(test_tiny_granitehybrid_reference),
         cmocka_unit_test(test_mamba_rollback),
         cmocka_unit_test(test_tiny_gemma4_reference),
+        cmocka_unit_test(test_gemma4_ollama_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
