@@ -2626,6 +2626,44 @@ static void test_gemma4_ollama_layout(void **state)
     rmdir(tmp);
 }
 
+// gemma4's shared K/V, sliding rings and per-layer inputs across ubatches
+// and slots: one token at a time, and two slots in ubatches of 5 rows, give
+// the logits of the whole prompt at once (to 5e-3: the random weights turn
+// the row-count-dependent matmul rounding into up to ~1e-3, at position 0
+// already; a wrong cache would be off by far more).
+static void test_gemma4_batched(void **state)
+{
+    (void)state;
+    char path[1024];
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma4-f32.gguf");
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    int nv = model_n_vocab(m);
+    decode_seq(m, 0, story, STORY_N, 0, true);
+    float *all = logits_copy(m, 0, STORY_N);
+    for (int i = 0; i < STORY_N; i++) {
+        decode_seq(m, 1, &story[i], 1, i, false);
+        assert_close(model_logits(m, 0), all + (size_t)i * nv, nv, 5e-3f);
+    }
+    model_free(m);
+    o.n_batch = 5;
+    m = load(path, o);
+    int32_t tok[2 * STORY_N], pos[2 * STORY_N], sl[2 * STORY_N];
+    bool lg[2 * STORY_N];
+    for (int i = 0; i < STORY_N; i++) {
+        tok[2 * i] = story[i], pos[2 * i] = i, sl[2 * i] = 0, lg[2 * i] = true;
+        tok[2 * i + 1] = story[STORY_N - 1 - i], pos[2 * i + 1] = i, sl[2 * i + 1] = 1,
+                    lg[2 * i + 1] = false;
+    }
+    struct model_batch b = {2 * STORY_N, tok, pos, sl, lg};
+    struct err e = {0};
+    assert_int_equal(model_decode(m, &b, &e), 0);
+    for (int i = 0; i < STORY_N; i++)
+        assert_close(model_logits(m, 2 * i), all + (size_t)i * nv, nv, 5e-3f);
+    model_free(m);
+    free(all);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2681,6 +2719,7 @@ int main(void)
         cmocka_unit_test(test_mamba_rollback),
         cmocka_unit_test(test_tiny_gemma4_reference),
         cmocka_unit_test(test_gemma4_ollama_layout),
+        cmocka_unit_test(test_gemma4_batched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
