@@ -2664,6 +2664,40 @@ static void test_gemma4_batched(void **state)
     free(all);
 }
 
+// A context shift re-rotates the keys of gemma4's sliding layers (with
+// their own head dimension; the fixture's single K/V head cannot tell it
+// from the global one's): layer 0's shifted cells (a sliding layer: its keys
+// depend only on the token and its position) equal a fresh evaluation.
+static void test_gemma4_context_shift(void **state)
+{
+    (void)state;
+    char path[1024];
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma4-f32.gguf");
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    struct err e = {0};
+    assert_true(m->layers[0].swa && m->hp.head_dim_swa < m->hp.head_dim);
+    decode_seq(m, 0, story, STORY_N, 0, false);
+    int discarded = model_context_shift(m, 0, 4, &e);
+    assert_true(discarded > 0);
+    int n_past = model_slot_n_past(m, 0);
+    int32_t kept[STORY_N];
+    memcpy(kept, model_slot_tokens(m, 0), (size_t)n_past * sizeof(int32_t));
+    decode_seq(m, 1, kept, n_past, 0, false);
+    const int kv_dim = m->hp.n_head_kv * m->hp.head_dim,
+              used = m->hp.n_head_kv * m->hp.head_dim_swa;
+    float *k0 = xmalloc((size_t)kv_dim * 4 * sizeof(float)), *v0 = k0 + kv_dim, *k1 = v0 + kv_dim,
+          *v1 = k1 + kv_dim;
+    for (int p = 0; p < n_past; p++) {
+        model_debug_kv_row(m, 0, p, k0, v0);
+        model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+        assert_close(k0, k1, used, 1e-4f);
+        assert_close(v0, v1, used, 1e-6f);
+    }
+    free(k0);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2720,6 +2754,7 @@ int main(void)
         cmocka_unit_test(test_tiny_gemma4_reference),
         cmocka_unit_test(test_gemma4_ollama_layout),
         cmocka_unit_test(test_gemma4_batched),
+        cmocka_unit_test(test_gemma4_context_shift),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
