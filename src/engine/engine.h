@@ -185,6 +185,12 @@ struct engine_moe {
     float oai_alpha, oai_limit;            // ENGINE_MOE_SWIGLU_OAI (gpt-oss: 1.702, 7.0)
     const struct engine_tensor *gate_inp;  // router [n_embd, n_expert]
     const float *gate_inp_b;               // [n_expert] or NULL
+    // The router's own input rows (n_rows × n_embd; gemma4 routes a
+    // differently normed x), or NULL: the experts' input.
+    const float *router_x;
+    // [n_expert] or NULL: each chosen expert's weight times its factor
+    // (gemma4 ffn_down_exps.scale; its output scaled, as the FFN is linear in it).
+    const float *exp_scale;
     // Experts: gate NULL means no gate; fused_gate_up means `up` holds
     // 2·n_ff rows per expert, gate rows first (ffn_gate_up_exps).
     const struct engine_experts *gate, *up, *down;

@@ -182,6 +182,9 @@ void engine_moe_route(const struct engine_moe *p, const float *logits, float *pr
     if (p->w_scale != 0.0f)
         for (int j = 0; j < k; j++)
             weights[j] *= p->w_scale;
+    if (p->exp_scale)
+        for (int j = 0; j < k; j++)
+            weights[j] *= p->exp_scale[ids[j]];
 }
 
 float engine_moe_act_gated(const struct engine_moe *p, float gate, float up)
@@ -444,10 +447,11 @@ static void router_phase(struct moe_task *t, int ith, int nth)
     const struct engine_moe *p = t->p;
     const int E = p->n_expert;
     const int64_t n_embd = t->n_embd;
-    const uint8_t *xr = (const uint8_t *)t->x;
+    const float *x = p->router_x ? p->router_x : t->x;
+    const uint8_t *xr = (const uint8_t *)x;
     if (t->kt_router->vec_dot_type != GGUF_TYPE_F32) {
         for (int64_t r = ith; r < t->n_rows; r += nth)
-            to_vdt(t->kt_router, t->x + r * n_embd, t->xr + (size_t)r * t->xr_rb, n_embd);
+            to_vdt(t->kt_router, x + r * n_embd, t->xr + (size_t)r * t->xr_rb, n_embd);
         barrier(t, nth);
         xr = t->xr;
     }

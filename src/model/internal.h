@@ -26,6 +26,8 @@ struct model_hparams {
     struct engine_rope rope;      // global (full-attention) layers
     struct engine_rope rope_swa;  // sliding-window layers (= rope unless the family differs)
     int n_swa;                    // sliding window (0: none)
+    int head_dim_swa;             // sliding-window layers' head dim when it differs (gemma4;
+                                  // 0: head_dim); their cache rows use the front of each row
     float q_scale;                // attention scale (1/sqrt(head_dim) unless the family says)
     float attn_softcap;           // 0: off
     float final_softcap;          // 0: off
@@ -294,6 +296,7 @@ extern const struct model_arch model_arch_granitehybrid;
 extern const struct model_arch model_arch_lfm2;
 extern const struct model_arch model_arch_lfm2moe;
 extern const struct model_arch model_arch_deepseek2;
+extern const struct model_arch model_arch_gemma4;
 
 // arch.c: the table and the generic loader.
 const struct model_arch *model_arch_find(struct str name);
@@ -331,6 +334,12 @@ struct model_moe_spec {
     // The shared expert (required) scaled by σ(ffn_gate_inp_shexp · x)
     // (qwen3next, qwen35moe).
     bool shared_gated;
+    // Only the layers whose file has ffn_gate_inp.weight (gemma4: MoE beside
+    // the dense MLP in some layers).
+    bool router_layers_only;
+    // ffn_down_exps.scale [n_expert] (Ollama: ffn_gate_inp.per_expert_scale)
+    // when present: each expert's output times its factor (gemma4).
+    bool exp_scale;
     int first_layer;            // the layers before it have no MoE (leading dense blocks)
     float w_scale;              // != 0: the chosen weights are multiplied by it
     int n_group, n_group_used;  // group-limited choice (struct engine_moe)
@@ -344,6 +353,10 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
 size_t model_moe_interleavable(struct model *m, int il, struct engine_tensor **out);
 // The FFN hook (struct model_arch.ffn); out may be in.
 void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n);
+// The MoE of layer L with the router reading its own rows router_in (n,
+// n_embd) instead of in (gemma4).
+void model_ffn_moe_routed(struct model *m, struct model_layer *L, float *out, const float *in,
+                          const float *router_in, int n);
 // The prepare hook: reserves the MoE op's scratch for n_batch rows.
 int model_prepare_moe(struct model *m, struct err *e);
 // Bytes of that scratch (0 for a model without MoE layers).

@@ -24,6 +24,13 @@ static int64_t kv_dim_of(const struct model *m)
     return (int64_t)m->hp.n_head_kv * m->hp.head_dim;
 }
 
+// The head dimension of a layer's cached keys (gemma4's sliding layers
+// have their own, at the front of each row).
+static int layer_head_dim(const struct model *m, const struct model_layer *L)
+{
+    return L->swa && m->hp.head_dim_swa > 0 ? m->hp.head_dim_swa : m->hp.head_dim;
+}
+
 void model_kv_plan(struct model *m)
 {
     const struct model_options *o = &m->opts;
@@ -502,8 +509,8 @@ static void ring_remove(struct model *m, const struct model_layer *L, int slot, 
         engine_buf_write(m->be, (uint8_t *)kv->k + dst * rb, kt + (size_t)(q - lo) * rb, rb);
         engine_buf_write(m->be, (uint8_t *)kv->v + dst * rb, vt + (size_t)(q - lo) * rb, rb);
         if (L->rope)  // a layer without RoPE keeps its keys as they are
-            engine_kv_shift(m->be, kv, m->kv_type, dst, 1, -n_del, m->hp.n_head_kv, m->hp.head_dim,
-                            L->rope);
+            engine_kv_shift(m->be, kv, m->kv_type, dst, 1, -n_del, m->hp.n_head_kv,
+                            layer_head_dim(m, L), L->rope);
     }
     free(kt);
     free(vt);
@@ -541,7 +548,7 @@ int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e)
         engine_kv_move(m->be, &L->kv, base + p0, base + p1, n_move);
         if (L->rope)
             engine_kv_shift(m->be, &L->kv, m->kv_type, base + p0, n_move, -n_del, m->hp.n_head_kv,
-                            m->hp.head_dim, L->rope);
+                            layer_head_dim(m, L), L->rope);
     }
     memmove(sl->tokens + p0, sl->tokens + p1, (size_t)n_move * sizeof(int32_t));
     sl->n_past -= n_del;

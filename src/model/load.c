@@ -76,9 +76,9 @@ static void resolve_options(struct model_options *o, const struct model_hparams 
 static uint32_t choose_kv_type(struct model_options *o, const struct model_hparams *hp)
 {
     size_t i = kv_row_of(o->kv_type);
-    if (kv_types[i].blocks && hp->head_dim % 32 != 0) {
+    if (kv_types[i].blocks && (hp->head_dim % 32 != 0 || hp->head_dim_swa % 32 != 0)) {
         log_warn("%s KV cache needs a head dimension divisible by 32 (have %d); using f16",
-                 kv_types[i].name, hp->head_dim);
+                 kv_types[i].name, hp->head_dim % 32 != 0 ? hp->head_dim : hp->head_dim_swa);
         o->kv_type = MODEL_KV_F16;
         i = kv_row_of(MODEL_KV_F16);
     }

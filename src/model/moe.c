@@ -19,6 +19,7 @@ struct model_moe_layer {
     const float *sel_bias;                         // exp_probs_b [n_expert] or NULL
     struct engine_tensor sh_gate, sh_up, sh_down;  // shared expert (sh_up.data NULL: none)
     const float *sh_gate_inp;                      // [n_embd] the shared expert's gate or NULL
+    const float *exp_scale;                        // [n_expert] output factors or NULL
     struct engine_moe p;
 };
 
@@ -34,7 +35,25 @@ static const struct model_moe_layer *first_moe_layer(const struct model *m)
 // Whether layer il has a MoE FFN under spec.
 static bool has_moe(const struct model *m, const struct model_moe_spec *spec, int il)
 {
+    if (spec->router_layers_only) {
+        char n[GGUF_MAX_NAME_LEN + 1];
+        snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.weight", il);
+        return gguf_tensor_find(m->g, n) != NULL;
+    }
     return !spec->ff_layers_only || m->layers[il].n_ff > 0;
+}
+
+// The per-expert output factors (gemma4) under llama.cpp's name or Ollama's.
+static int bind_exp_scale(struct model *m, int il, struct model_moe_layer *X, int64_t E,
+                          struct err *e)
+{
+    char n[GGUF_MAX_NAME_LEN + 1];
+    snprintf(n, sizeof n, "blk.%d.ffn_down_exps.scale", il);
+    if (!gguf_tensor_find(m->g, n))
+        snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.per_expert_scale", il);
+    int rc = model_bind_vector(m, &X->exp_scale, n, E, false, e);
+    X->p.exp_scale = X->exp_scale;
+    return rc;
 }
 
 // One expert's width: the key, else (Ollama's gpt-oss files) the shape of
@@ -191,15 +210,22 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
         const struct gguf_tensor *up = gguf_tensor_find(m->g, NAME("ffn_up_exps.weight"));
         if (per_layer && up && up->ne[1] >= 1 && up->ne[1] <= (1 << 22))
             F = up->ne[1];
+        // ffn_gate_up_exps (gemma4 from Ollama or llama.cpp): one tensor,
+        // each expert's gate rows then its up rows.
+        const bool fused = !spec->no_gate && !up &&
+                           gguf_tensor_find(m->g, NAME("ffn_gate_up_exps.weight")) != NULL;
         if ((rc = model_bind_matrix(m, &X->gate_inp, NAME("ffn_gate_inp.weight"), D, E, true, e)) <
                 0 ||
             (rc = model_bind_vector(m, &X->gate_inp_b, NAME("ffn_gate_inp.bias"), E, spec->biases,
                                     e)) < 0 ||
             (rc = model_bind_vector(m, &X->sel_bias, NAME("exp_probs_b.bias"), E, spec->sel_bias,
                                     e)) < 0 ||
-            (!spec->no_gate &&
+            (!spec->no_gate && !fused &&
              (rc = bind_experts(m, &X->gate, NAME("ffn_gate_exps.weight"), D, F, E, e)) < 0) ||
-            (rc = bind_experts(m, &X->up, NAME("ffn_up_exps.weight"), D, F, E, e)) < 0 ||
+            (!fused &&
+             (rc = bind_experts(m, &X->up, NAME("ffn_up_exps.weight"), D, F, E, e)) < 0) ||
+            (fused &&
+             (rc = bind_experts(m, &X->up, NAME("ffn_gate_up_exps.weight"), D, 2 * F, E, e)) < 0) ||
             (rc = bind_experts(m, &X->down, NAME("ffn_down_exps.weight"), F, D, E, e)) < 0)
             return rc;
         if (spec->biases &&
@@ -221,8 +247,9 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .oai_limit = 7.0f,
             .gate_inp = &X->gate_inp,
             .gate_inp_b = X->gate_inp_b,
-            .gate = spec->no_gate ? NULL : &X->gate,
+            .gate = spec->no_gate || fused ? NULL : &X->gate,
             .up = &X->up,
+            .fused_gate_up = fused,
             .down = &X->down,
             .gate_b = X->gate_b,
             .up_b = X->up_b,
@@ -231,6 +258,8 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .n_group_used = spec->n_group_used,
         };
         if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
+            return rc;
+        if (spec->exp_scale && (rc = bind_exp_scale(m, il, X, E, e)) < 0)
             return rc;
     }
     return 0;
@@ -251,6 +280,15 @@ void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const flo
 {
     const struct model_moe_layer *X = L->ext;
     engine_moe(m->be, out, in, n, &X->p);
+}
+
+void model_ffn_moe_routed(struct model *m, struct model_layer *L, float *out, const float *in,
+                          const float *router_in, int n)
+{
+    const struct model_moe_layer *X = L->ext;
+    struct engine_moe p = X->p;
+    p.router_x = router_in;
+    engine_moe(m->be, out, in, n, &p);
 }
 
 int model_prepare_moe(struct model *m, struct err *e)

@@ -581,6 +581,12 @@ static void test_tiny_cohere2_reference(void **state)
     run_fixture_reference_tol("tiny-cohere2.reference.json", true, 5e-3f);
 }
 
+static void test_tiny_gemma4_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-gemma4.reference.json", true, 5e-3f);
+}
+
 static void test_tiny_glm4moe_reference(void **state)
 {
     (void)state;
@@ -2541,6 +2547,157 @@ static void test_delta_net_ollama_layout(void **state)
     rmdir(tmp);
 }
 
+// gemma4 as Ollama may publish it: each layer's ffn_gate_exps and
+// ffn_up_exps fused into ffn_gate_up_exps (per expert, gate rows then up
+// rows) and ffn_down_exps.scale named ffn_gate_inp.per_expert_scale.
+static void write_gemma4_ollama_layout(const char *src, const char *dst)
+{
+    struct err e = {0};
+    struct gguf *g = NULL;
+    struct gguf_writer *w = NULL;
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++)
+        gguf_writer_kv_copy(w, gguf_kv_at(g, i));
+    char name[GGUF_MAX_NAME_LEN + 1];
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+            if (str_ends_with(t->name, ".ffn_up_exps.weight"))
+                continue;
+            char *gate = strstr(name, ".ffn_gate_exps.weight");
+            if (gate) {
+                snprintf(gate, sizeof name - (size_t)(gate - name), ".ffn_gate_up_exps.weight");
+                char up[GGUF_MAX_NAME_LEN + 1];
+                snprintf(up, sizeof up, "%.*s.ffn_up_exps.weight", (int)(gate - name), name);
+                const struct gguf_tensor *u = gguf_tensor_find(g, up);
+                assert_non_null(u);
+                assert_int_equal(t->type, GGUF_TYPE_F32);
+                const int64_t ne[3] = {t->ne[0], 2 * t->ne[1], t->ne[2]};
+                if (pass == 0) {
+                    gguf_writer_add_tensor(w, name, t->type, 3, ne);
+                    continue;
+                }
+                size_t per = t->n_bytes / (size_t)t->ne[2];
+                for (int64_t x = 0; x < t->ne[2]; x++) {
+                    assert_int_equal(gguf_writer_write_data(
+                                         w, (const uint8_t *)t->data + (size_t)x * per, per, &e),
+                                     0);
+                    assert_int_equal(gguf_writer_write_data(
+                                         w, (const uint8_t *)u->data + (size_t)x * per, per, &e),
+                                     0);
+                }
+                continue;
+            }
+            char *sc = strstr(name, ".ffn_down_exps.scale");
+            if (sc)
+                snprintf(sc, sizeof name - (size_t)(sc - name), ".ffn_gate_inp.per_expert_scale");
+            if (pass == 0)
+                gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+            else
+                assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        }
+        if (pass == 0)
+            assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+static void test_gemma4_ollama_layout(void **state)
+{
+    (void)state;
+    char path[1024], tmp[] = "/tmp/test_model_gemma4_XXXXXX", out[1200];
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma4-f32.gguf");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/m.gguf", tmp);
+    write_gemma4_ollama_layout(path, out);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2};
+    struct model *a = load(path, o), *b = load(out, o);
+    assert_non_null(gguf_tensor_find(b->g, "blk.1.ffn_gate_up_exps.weight"));
+    assert_non_null(gguf_tensor_find(b->g, "blk.1.ffn_gate_inp.per_expert_scale"));
+    decode_seq(a, 0, story, 12, 0, false);
+    decode_seq(b, 0, story, 12, 0, false);
+    assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
+    model_free(a);
+    model_free(b);
+    unlink(out);
+    rmdir(tmp);
+}
+
+// gemma4's shared K/V, sliding rings and per-layer inputs across ubatches
+// and slots: one token at a time, and two slots in ubatches of 5 rows, give
+// the logits of the whole prompt at once (to 5e-3: the random weights turn
+// the row-count-dependent matmul rounding into up to ~1e-3, at position 0
+// already; a wrong cache would be off by far more).
+static void test_gemma4_batched(void **state)
+{
+    (void)state;
+    char path[1024];
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma4-f32.gguf");
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    int nv = model_n_vocab(m);
+    decode_seq(m, 0, story, STORY_N, 0, true);
+    float *all = logits_copy(m, 0, STORY_N);
+    for (int i = 0; i < STORY_N; i++) {
+        decode_seq(m, 1, &story[i], 1, i, false);
+        assert_close(model_logits(m, 0), all + (size_t)i * nv, nv, 5e-3f);
+    }
+    model_free(m);
+    o.n_batch = 5;
+    m = load(path, o);
+    int32_t tok[2 * STORY_N], pos[2 * STORY_N], sl[2 * STORY_N];
+    bool lg[2 * STORY_N];
+    for (int i = 0; i < STORY_N; i++) {
+        tok[2 * i] = story[i], pos[2 * i] = i, sl[2 * i] = 0, lg[2 * i] = true;
+        tok[2 * i + 1] = story[STORY_N - 1 - i], pos[2 * i + 1] = i, sl[2 * i + 1] = 1,
+                    lg[2 * i + 1] = false;
+    }
+    struct model_batch b = {2 * STORY_N, tok, pos, sl, lg};
+    struct err e = {0};
+    assert_int_equal(model_decode(m, &b, &e), 0);
+    for (int i = 0; i < STORY_N; i++)
+        assert_close(model_logits(m, 2 * i), all + (size_t)i * nv, nv, 5e-3f);
+    model_free(m);
+    free(all);
+}
+
+// A context shift re-rotates the keys of gemma4's sliding layers (with
+// their own head dimension; the fixture's single K/V head cannot tell it
+// from the global one's): layer 0's shifted cells (a sliding layer: its keys
+// depend only on the token and its position) equal a fresh evaluation.
+static void test_gemma4_context_shift(void **state)
+{
+    (void)state;
+    char path[1024];
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma4-f32.gguf");
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(path, o);
+    struct err e = {0};
+    assert_true(m->layers[0].swa && m->hp.head_dim_swa < m->hp.head_dim);
+    decode_seq(m, 0, story, STORY_N, 0, false);
+    int discarded = model_context_shift(m, 0, 4, &e);
+    assert_true(discarded > 0);
+    int n_past = model_slot_n_past(m, 0);
+    int32_t kept[STORY_N];
+    memcpy(kept, model_slot_tokens(m, 0), (size_t)n_past * sizeof(int32_t));
+    decode_seq(m, 1, kept, n_past, 0, false);
+    const int kv_dim = m->hp.n_head_kv * m->hp.head_dim,
+              used = m->hp.n_head_kv * m->hp.head_dim_swa;
+    float *k0 = xmalloc((size_t)kv_dim * 4 * sizeof(float)), *v0 = k0 + kv_dim, *k1 = v0 + kv_dim,
+          *v1 = k1 + kv_dim;
+    for (int p = 0; p < n_past; p++) {
+        model_debug_kv_row(m, 0, p, k0, v0);
+        model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+        assert_close(k0, k1, used, 1e-4f);
+        assert_close(v0, v1, used, 1e-6f);
+    }
+    free(k0);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2594,6 +2751,10 @@ int main(void)
         cmocka_unit_test(test_tiny_nemotron_h_moe_reference),
         cmocka_unit_test(test_tiny_granitehybrid_reference),
         cmocka_unit_test(test_mamba_rollback),
+        cmocka_unit_test(test_tiny_gemma4_reference),
+        cmocka_unit_test(test_gemma4_ollama_layout),
+        cmocka_unit_test(test_gemma4_batched),
+        cmocka_unit_test(test_gemma4_context_shift),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
