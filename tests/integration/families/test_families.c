@@ -60,6 +60,8 @@ static const struct family families[] = {
      "nemotron_h_moe"},
     {"granitehybrid", "tiny-granitehybrid-f32.gguf", "tiny-granitehybrid.reference.json",
      "granitehybrid"},
+    // Gemma 4 (per-layer head sizes, shared K/V, per-layer inputs, MoE).
+    {"gemma4", "tiny-gemma4-f32.gguf", "tiny-gemma4.reference.json", "gemma4"},
     // Short convolutions and latent attention.
     {"lfm2", "tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", "lfm2"},
     {"deepseek2", "tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", "deepseek2"},
@@ -196,9 +198,9 @@ static void check_generate(const struct family *f)
         json_t *req = json_pack("{s:s,s:s,s:b,s:{s:i,s:i}}", "model", f->name, "prompt",
                                 json_string_value(json_object_get(c, "prompt")), "stream", 0,
                                 "options", "num_predict", (int)json_array_size(gt), "num_ctx", 512);
-        // nemotron_h files get Ollama's nemotron-3-nano renderer at create,
-        // which would wrap the prompt in a chat turn: send it raw.
-        if (!strncmp(f->arch, "nemotron_h", 10))
+        // nemotron_h and gemma4 files get Ollama's renderer for them at
+        // create, which would wrap the prompt in a chat turn: send it raw.
+        if (!strncmp(f->arch, "nemotron_h", 10) || !strcmp(f->arch, "gemma4"))
             json_object_set_new(req, "raw", json_true());
         char *body = json_dumps(req, JSON_COMPACT);
         json_t *v = post_json("/api/generate", body, 200);
