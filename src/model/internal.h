@@ -73,6 +73,8 @@ struct model_layer {
     const struct engine_rope *rope;  // &hp.rope or &hp.rope_swa (NULL: no RoPE)
     struct engine_kv_layer kv;
     int kv_ring;  // > 0: the cache is a ring of kv_ring cells per slot
+    int chunk;    // > 0: chunked attention (llama4): a query sees only its chunk's positions
+    bool qk_rms;  // q and k RMS-normalised per head (no weight) after RoPE (llama4)
     // Encoders (bert.c): attn_norm / ffn_norm hold the post-norms
     // attn_output_norm / layer_output_norm, whose LayerNorm biases are here.
     const float *attn_norm_b, *ffn_norm_b;  // [n_embd]
@@ -163,6 +165,7 @@ struct model_arch {
     // global (not sliding-window) layers of a model with a window (cohere2).
     int nope_step;
     bool nope_global;
+    bool attn_temp_nope;  // the attention temperature acts only on layers without RoPE (llama4)
 
     // Tensors.
     bool qkv_bias;       // attn_q/k/v.bias required
@@ -196,6 +199,9 @@ struct model_arch {
     // is the sequence length); no logits; one KV buffer shared by all layers
     // (it only holds the current layer's keys and values), always F32.
     bool encoder;
+    // An encoder's projection of its pooled embedding (n_embd floats, in
+    // place; EmbeddingGemma's dense_2 / dense_3), or NULL.
+    void (*pool_project)(const struct model *m, float *v);
     // Called once at the end of model_load (scratch allocated).
     int (*prepare)(struct model *m, struct err *e);
     // The family binds every layer itself in its bind hook (hybrids: layers
@@ -294,6 +300,8 @@ extern const struct model_arch model_arch_granitehybrid;
 extern const struct model_arch model_arch_lfm2;
 extern const struct model_arch model_arch_lfm2moe;
 extern const struct model_arch model_arch_deepseek2;
+extern const struct model_arch model_arch_llama4;
+extern const struct model_arch model_arch_gemma_embd;
 
 // arch.c: the table and the generic loader.
 const struct model_arch *model_arch_find(struct str name);
@@ -332,6 +340,8 @@ struct model_moe_spec {
     // (qwen3next, qwen35moe).
     bool shared_gated;
     int first_layer;            // the layers before it have no MoE (leading dense blocks)
+    int moe_step;               // > 0: only layers with (il + 1) % moe_step == 0 (llama4)
+    bool w_input;               // the weight scales the expert's input (llama4, engine_moe)
     float w_scale;              // != 0: the chosen weights are multiplied by it
     int n_group, n_group_used;  // group-limited choice (struct engine_moe)
 };
@@ -415,6 +425,10 @@ int model_rstate_rewind(struct model *m, int slot, int p, struct err *e);
 // Saves slot s's recurrent state at its current length into checkpoint k
 // (0: the automatic one).
 void model_rstate_save(struct model *m, int slot, int k);
+
+// Test hook (llama4.c): the chunk of chunked attention and the temperature
+// floor of llama4 models loaded afterwards (0: llama.cpp's 8192).
+extern int model_llama4_test_chunk;
 
 // Test hook: layer `il`'s K and V rows of a cell as floats (kv_dim each).
 void model_debug_kv_row(struct model *m, int il, int cell, float *k, float *v);

@@ -34,7 +34,8 @@ static const struct model_moe_layer *first_moe_layer(const struct model *m)
 // Whether layer il has a MoE FFN under spec.
 static bool has_moe(const struct model *m, const struct model_moe_spec *spec, int il)
 {
-    return !spec->ff_layers_only || m->layers[il].n_ff > 0;
+    return (!spec->ff_layers_only || m->layers[il].n_ff > 0) &&
+           (spec->moe_step <= 0 || (il + 1) % spec->moe_step == 0);
 }
 
 // One expert's width: the key, else (Ollama's gpt-oss files) the shape of
@@ -229,6 +230,7 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .down_b = X->down_b,
             .n_group = spec->n_group,
             .n_group_used = spec->n_group_used,
+            .w_input = spec->w_input,
         };
         if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
             return rc;

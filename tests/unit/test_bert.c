@@ -394,16 +394,15 @@ static void test_load_errors(void **state)
     unlink(bad);
 }
 
-// The shared tiny-nomic-bert fixture against llama.cpp ec98e2002: token ids
-// ([CLS] ... [SEP]), the mean-pooled embedding within 1e-3 per component
-// and its L2-normalised form (what /api/embed returns).
-static void test_nomic_shared_reference(void **state)
+// A shared embedding fixture against its llama.cpp reference: token ids,
+// the pooled (and projected) embedding within 1e-3 per component and its
+// L2-normalised form (what /api/embed returns).
+static void check_embedding_reference(const char *ref_name, const char *model_name)
 {
-    (void)state;
     char ref[1024], path[1024];
-    if (!test_shared_fixture(ref, sizeof ref, "tiny-nomic-bert.reference.json")) {
+    if (!test_shared_fixture(ref, sizeof ref, ref_name)) {
         if (test_shared_fixture(path, sizeof path, "README.md"))
-            fail_msg("shared fixtures present but tiny-nomic-bert.reference.json is missing");
+            fail_msg("shared fixtures present but %s is missing", ref_name);
         skip();
     }
     json_error_t je;
@@ -411,7 +410,7 @@ static void test_nomic_shared_reference(void **state)
     assert_non_null(root);
     json_t *cases = json_object_get(root, "embedding_cases");
     assert_true(json_array_size(cases) >= 3);
-    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-nomic-bert-f32.gguf"));
+    assert_non_null(test_shared_fixture(path, sizeof path, model_name));
     struct model *m = load(path, 512, 1);
     int d = model_n_embd(m);
     float *got = malloc((size_t)d * sizeof(float));
@@ -434,6 +433,7 @@ static void test_nomic_shared_reference(void **state)
         struct model_batch b = {n, ids, pos, slot, want};
         assert_int_equal(model_decode(m, &b, &e), 0);
         pool(m, 0, n, got);
+        model_pool_project(m, got);
         json_t *emb = json_object_get(c, "embedding"),
                *norm = json_object_get(c, "embedding_normalized");
         assert_int_equal(json_array_size(emb), (size_t)d);
@@ -452,6 +452,23 @@ static void test_nomic_shared_reference(void **state)
     json_decref(root);
 }
 
+// tiny-nomic-bert against llama.cpp ec98e2002 ([CLS] ... [SEP], mean).
+static void test_nomic_shared_reference(void **state)
+{
+    (void)state;
+    check_embedding_reference("tiny-nomic-bert.reference.json", "tiny-nomic-bert-f32.gguf");
+}
+
+// tiny-gemma-embedding (EmbeddingGemma) against llama.cpp v0.5.0: the
+// bidirectional Gemma 3 encoder with symmetric sliding windows (the
+// 88-token case spans many windows), mean pooling, dense_2 and dense_3.
+static void test_gemma_embedding_shared_reference(void **state)
+{
+    (void)state;
+    check_embedding_reference("tiny-gemma-embedding.reference.json",
+                              "tiny-gemma-embedding-f32.gguf");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_encoder_input_rules),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_nomic_shared_reference),
+        cmocka_unit_test(test_gemma_embedding_shared_reference),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
