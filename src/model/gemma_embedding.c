@@ -8,6 +8,11 @@
 // The output is the final RMSNorm per token; the runner pools it (mean) and
 // model_pool_project applies the sentence-transformers projections dense_2
 // and dense_3 when the file has them.
+//
+// Ollama publishes EmbeddingGemma as general.architecture gemma3 with the
+// projections named dense.0 / dense.1 (llama/compat/llama-ollama-compat.cpp):
+// gemma3's load hook switches such a file to model_arch_gemma_embd_gemma3,
+// this row under the gemma3 name.
 #include "model/internal.h"
 
 #include "engine/quant/quant.h"
@@ -15,17 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The common Gemma 3 reader and binder with the row below, then the dense
-// projections' shapes.
-static int gemb_load(struct model *m, struct err *e)
+// The dense projections under llama.cpp's names, else Ollama's.
+static void dense_tensors(const struct model *m, const struct gguf_tensor **d2,
+                          const struct gguf_tensor **d3)
 {
-    int rc;
-    if ((rc = model_read_hparams(m, e)) < 0 || (rc = model_bind_decoder(m, e)) < 0)
-        return rc;
+    *d2 = gguf_tensor_find(m->g, "dense_2.weight");
+    *d3 = gguf_tensor_find(m->g, "dense_3.weight");
+    if (!*d2 && !*d3) {
+        *d2 = gguf_tensor_find(m->g, "dense.0.weight");
+        *d3 = gguf_tensor_find(m->g, "dense.1.weight");
+    }
+}
+
+int model_gemb_check(struct model *m, struct err *e)
+{
     if (m->hp.n_swa < 0 || m->hp.n_swa > (1 << 24))
         return err_set(e, ERR_FORMAT, "invalid sliding_window %d", m->hp.n_swa);
-    const struct gguf_tensor *d2 = gguf_tensor_find(m->g, "dense_2.weight");
-    const struct gguf_tensor *d3 = gguf_tensor_find(m->g, "dense_3.weight");
+    const struct gguf_tensor *d2, *d3;
+    dense_tensors(m, &d2, &d3);
     if (!d2 && !d3)
         return 0;
     const int64_t D = m->hp.n_embd;
@@ -36,6 +48,16 @@ static int gemb_load(struct model *m, struct err *e)
         d3->ne[0] % quant_traits_get(d3->type)->block_size != 0)
         return err_set(e, ERR_FORMAT, "invalid dense_2 / dense_3 projection tensors");
     return 0;
+}
+
+// The common Gemma 3 reader and binder with the row below, then the dense
+// projections' shapes.
+static int gemb_load(struct model *m, struct err *e)
+{
+    int rc;
+    if ((rc = model_read_hparams(m, e)) < 0 || (rc = model_bind_decoder(m, e)) < 0)
+        return rc;
+    return model_gemb_check(m, e);
 }
 
 // Symmetric sliding-window attention of n rows: row r (position p of a
@@ -120,8 +142,8 @@ static void host_matvec(const struct gguf_tensor *t, const float *x, float *y)
 
 static void gemb_pool_project(const struct model *m, float *v)
 {
-    const struct gguf_tensor *d2 = gguf_tensor_find(m->g, "dense_2.weight");
-    const struct gguf_tensor *d3 = gguf_tensor_find(m->g, "dense_3.weight");
+    const struct gguf_tensor *d2, *d3;
+    dense_tensors(m, &d2, &d3);
     if (!d2 || !d3)
         return;
     float *mid = xmalloc((size_t)d2->ne[1] * sizeof(float));
@@ -143,6 +165,25 @@ const struct model_arch model_arch_gemma_embd = {
     .post_norms = true,
     .act = MODEL_ACT_GELU,
     .load = gemb_load,
+    .forward = gemb_forward,
+    .encoder = true,
+    .pool_project = gemb_pool_project,
+};
+
+// Ollama's EmbeddingGemma files (general.architecture gemma3).
+const struct model_arch model_arch_gemma_embd_gemma3 = {
+    .name = "gemma3",
+    .rope_mode = ENGINE_ROPE_NEOX,
+    .default_eps = 1e-6f,
+    .embd_scale = true,
+    .q_prescale = true,
+    .swa_pattern = 6,
+    .swa_freq_base = 10000.0f,
+    .swa_unscaled = true,
+    .qk_norm = true,
+    .post_norms = true,
+    .act = MODEL_ACT_GELU,
+    .load = gemb_load,  // not called: gemma3's hook chose this row after reading
     .forward = gemb_forward,
     .encoder = true,
     .pool_project = gemb_pool_project,

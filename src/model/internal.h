@@ -302,6 +302,7 @@ extern const struct model_arch model_arch_lfm2moe;
 extern const struct model_arch model_arch_deepseek2;
 extern const struct model_arch model_arch_llama4;
 extern const struct model_arch model_arch_gemma_embd;
+extern const struct model_arch model_arch_gemma_embd_gemma3;
 
 // arch.c: the table and the generic loader.
 const struct model_arch *model_arch_find(struct str name);
@@ -323,6 +324,11 @@ const char *model_key(const struct model *m, char *buf, size_t n, const char *su
 // gemma2.c: the Gemma query scale (27B: 1/sqrt(n_embd / n_head)), a load
 // hook shared by gemma2 and gemma3.
 int model_gemma_query_scale(struct model *m, struct err *e);
+
+// gemma_embedding.c: checks an EmbeddingGemma file's dense projections
+// (gemma3's load hook, for Ollama's files, after switching to
+// model_arch_gemma_embd_gemma3).
+int model_gemb_check(struct model *m, struct err *e);
 
 // moe.c: the mixture-of-experts FFN (qwen3moe.c, gpt_oss.c).
 struct model_moe_spec {
