@@ -129,7 +129,12 @@ void engine_attn_ws_free(struct engine_attn_ws *ws)
 
 static int32_t visible_lo(const struct engine_attn *a, int32_t nv)
 {
-    return a->window > 0 && nv > a->window ? nv - a->window : 0;
+    int32_t lo = a->window > 0 && nv > a->window ? nv - a->window : 0;
+    if (a->chunk > 0 && nv > 0) {
+        int32_t c0 = (nv - 1) / a->chunk * a->chunk;
+        lo = c0 > lo ? c0 : lo;
+    }
+    return lo;
 }
 
 static int64_t cell_of(const struct engine_attn *a, int32_t cell0, int32_t pos)

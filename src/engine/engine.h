@@ -142,6 +142,8 @@ struct engine_attn {
                          //      [max(0, n_visible[r] - window), n_visible[r]) of its slot
                          //      (llama.cpp LLAMA_SWA_TYPE_STANDARD: masked when
                          //      pos_q - pos_k >= window)
+    int chunk;           // > 0: chunked attention (llama4): row r attends only positions
+                         //      [chunk · floor((n_visible[r] - 1) / chunk), n_visible[r])
     int kv_ring;         // > 0: the layer's cache holds kv_ring cells per slot as a ring:
                          //      position p of the row's slot is in cell cell0[r] + p % kv_ring
                          //      (the model sizes kv_ring >= window + n_batch so a ubatch never
@@ -202,6 +204,9 @@ struct engine_moe {
     // Optional gate of the shared expert (qwen3next, qwen35moe): its output
     // is multiplied by σ(sh_gate_inp · x), one scalar per token. Host [n_embd].
     const float *sh_gate_inp;
+    // Llama 4: each chosen expert's weight multiplies its input instead of
+    // its output, and the outputs are summed unweighted.
+    bool w_input;
 };
 
 // Routing of one token (the scalar reference the backends follow): fills

@@ -480,7 +480,19 @@ static void inputs_phase(struct moe_task *t, int ith, int nth)
     for (int64_t s = ith; s < t->n_slots; s += nth) {
         bool shared = s >= t->n_rows * k;
         const struct kernels_type *kt = shared ? t->sh.kt_up : kernels_get(p->up->all.type);
-        to_vdt(kt, t->x + (int64_t)t->slot_tok[s] * n_embd, t->xg + (size_t)s * t->xg_rb, n_embd);
+        const float *x = t->x + (int64_t)t->slot_tok[s] * n_embd;
+        if (p->w_input && !shared) {
+            // x times the pair's weight, staged in the pair's down row (written later).
+            const int64_t r = t->slot_tok[s];
+            float w = 0.0f, *xs = t->yd + (size_t)s * (size_t)n_embd;
+            for (int j = 0; j < k; j++)
+                if (t->slot_of[r * k + j] == (int32_t)s)
+                    w = t->wts[r * k + j];
+            for (int64_t i = 0; i < n_embd; i++)
+                xs[i] = x[i] * w;
+            x = xs;
+        }
+        to_vdt(kt, x, t->xg + (size_t)s * t->xg_rb, n_embd);
     }
 }
 
@@ -551,7 +563,7 @@ static void combine_phase(struct moe_task *t, int ith, int nth)
             sh_scale = 1.0f / (1.0f + expf(-dot));
         }
         for (int j = 0; j < k; j++) {
-            float wj = t->wts[r * k + j];
+            float wj = t->p->w_input ? 1.0f : t->wts[r * k + j];
             const float *d = t->yd + (size_t)t->slot_of[r * k + j] * (size_t)n_embd;
             if (j == 0)
                 for (int64_t i = 0; i < n_embd; i++)

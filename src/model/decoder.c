@@ -98,7 +98,11 @@ void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_u
         engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
         engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
     }
-    if (hp->attn_temp_scale != 0.0f)
+    if (L->qk_rms) {  // llama4: per head, no weight
+        engine_rmsnorm(be, s->q, s->q, NULL, (int64_t)n * hp->n_head, hd, hp->eps);
+        engine_rmsnorm(be, s->k, s->k, NULL, (int64_t)n * hp->n_head_kv, hd, hp->eps);
+    }
+    if (hp->attn_temp_scale != 0.0f && !(m->arch->attn_temp_nope && L->rope))
         scale_q_by_position(m, ub, n);
     if (m->arch->q_prescale)
         engine_scale(be, s->q, s->q, hp->q_scale, (int64_t)n * q_dim);
@@ -119,6 +123,7 @@ void model_attn_attend(struct model *m, struct model_layer *L, const struct mode
         .kv_type = m->kv_type,
         .softcap = hp->attn_softcap,
         .window = L->swa ? hp->n_swa : 0,
+        .chunk = L->chunk,
         .kv_ring = L->kv_ring,
         .sinks = L->sinks,
     };

@@ -15,6 +15,11 @@ static int gemma3_load(struct model *m, struct err *e)
 {
     float f;
     char key[128];
+    if (gguf_tensor_find(m->g, "dense.0.weight")) {  // Ollama's EmbeddingGemma
+        m->arch = &model_arch_gemma_embd_gemma3;
+        m->hp.attn_softcap = 0;
+        return model_gemb_check(m, e);
+    }
     m->hp.attn_softcap = 0;  // gemma3 has none, whatever the file says
     bool ollama = !gguf_get_arch_f32(m->g, "attention.layer_norm_rms_epsilon", &f) ||
                   gguf_find(m->g, model_key(m, key, sizeof key, "rope.global.freq_base")) ||

@@ -75,6 +75,8 @@ struct model_layer {
     const struct engine_rope *rope;  // &hp.rope or &hp.rope_swa (NULL: no RoPE)
     struct engine_kv_layer kv;
     int kv_ring;  // > 0: the cache is a ring of kv_ring cells per slot
+    int chunk;    // > 0: chunked attention (llama4): a query sees only its chunk's positions
+    bool qk_rms;  // q and k RMS-normalised per head (no weight) after RoPE (llama4)
     // Encoders (bert.c): attn_norm / ffn_norm hold the post-norms
     // attn_output_norm / layer_output_norm, whose LayerNorm biases are here.
     const float *attn_norm_b, *ffn_norm_b;  // [n_embd]
@@ -165,6 +167,7 @@ struct model_arch {
     // global (not sliding-window) layers of a model with a window (cohere2).
     int nope_step;
     bool nope_global;
+    bool attn_temp_nope;  // the attention temperature acts only on layers without RoPE (llama4)
 
     // Tensors.
     bool qkv_bias;       // attn_q/k/v.bias required
@@ -198,6 +201,9 @@ struct model_arch {
     // is the sequence length); no logits; one KV buffer shared by all layers
     // (it only holds the current layer's keys and values), always F32.
     bool encoder;
+    // An encoder's projection of its pooled embedding (n_embd floats, in
+    // place; EmbeddingGemma's dense_2 / dense_3), or NULL.
+    void (*pool_project)(const struct model *m, float *v);
     // Called once at the end of model_load (scratch allocated).
     int (*prepare)(struct model *m, struct err *e);
     // The family binds every layer itself in its bind hook (hybrids: layers
@@ -297,6 +303,9 @@ extern const struct model_arch model_arch_lfm2;
 extern const struct model_arch model_arch_lfm2moe;
 extern const struct model_arch model_arch_deepseek2;
 extern const struct model_arch model_arch_gemma4;
+extern const struct model_arch model_arch_llama4;
+extern const struct model_arch model_arch_gemma_embd;
+extern const struct model_arch model_arch_gemma_embd_gemma3;
 
 // arch.c: the table and the generic loader.
 const struct model_arch *model_arch_find(struct str name);
@@ -318,6 +327,11 @@ const char *model_key(const struct model *m, char *buf, size_t n, const char *su
 // gemma2.c: the Gemma query scale (27B: 1/sqrt(n_embd / n_head)), a load
 // hook shared by gemma2 and gemma3.
 int model_gemma_query_scale(struct model *m, struct err *e);
+
+// gemma_embedding.c: checks an EmbeddingGemma file's dense projections
+// (gemma3's load hook, for Ollama's files, after switching to
+// model_arch_gemma_embd_gemma3).
+int model_gemb_check(struct model *m, struct err *e);
 
 // moe.c: the mixture-of-experts FFN (qwen3moe.c, gpt_oss.c).
 struct model_moe_spec {
@@ -341,6 +355,8 @@ struct model_moe_spec {
     // when present: each expert's output times its factor (gemma4).
     bool exp_scale;
     int first_layer;            // the layers before it have no MoE (leading dense blocks)
+    int moe_step;               // > 0: only layers with (il + 1) % moe_step == 0 (llama4)
+    bool w_input;               // the weight scales the expert's input (llama4, engine_moe)
     float w_scale;              // != 0: the chosen weights are multiplied by it
     int n_group, n_group_used;  // group-limited choice (struct engine_moe)
 };
@@ -428,6 +444,10 @@ int model_rstate_rewind(struct model *m, int slot, int p, struct err *e);
 // Saves slot s's recurrent state at its current length into checkpoint k
 // (0: the automatic one).
 void model_rstate_save(struct model *m, int slot, int k);
+
+// Test hook (llama4.c): the chunk of chunked attention and the temperature
+// floor of llama4 models loaded afterwards (0: llama.cpp's 8192).
+extern int model_llama4_test_chunk;
 
 // Test hook: layer `il`'s K and V rows of a cell as floats (kv_dim each).
 void model_debug_kv_row(struct model *m, int il, int cell, float *k, float *v);

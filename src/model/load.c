@@ -511,6 +511,12 @@ bool model_is_encoder(const struct model *m)
     return m->arch->encoder;
 }
 
+void model_pool_project(const struct model *m, float *v)
+{
+    if (m->arch->pool_project)
+        m->arch->pool_project(m, v);
+}
+
 enum model_pooling model_pooling(const struct model *m)
 {
     uint32_t t;

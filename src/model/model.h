@@ -140,6 +140,10 @@ enum model_pooling {
 // The file's pooling type; MEAN when the key is absent (generative models,
 // as ollama-c embeds with them: spec/api.md §10).
 enum model_pooling model_pooling(const struct model *m);
+// Applies the model's projection of a pooled embedding (n_embd floats, in
+// place) after pooling: EmbeddingGemma's dense_2 then dense_3; nothing for
+// the other families.
+void model_pool_project(const struct model *m, float *v);
 
 // Slots: each holds the tokens of one sequence at positions 0..n_past-1.
 int model_slot_n_past(const struct model *m, int slot);

@@ -35,6 +35,8 @@ static const struct model_moe_layer *first_moe_layer(const struct model *m)
 // Whether layer il has a MoE FFN under spec.
 static bool has_moe(const struct model *m, const struct model_moe_spec *spec, int il)
 {
+    if (spec->moe_step > 0 && (il + 1) % spec->moe_step != 0)
+        return false;
     if (spec->router_layers_only) {
         char n[GGUF_MAX_NAME_LEN + 1];
         snprintf(n, sizeof n, "blk.%d.ffn_gate_inp.weight", il);
@@ -256,6 +258,7 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
             .down_b = X->down_b,
             .n_group = spec->n_group,
             .n_group_used = spec->n_group_used,
+            .w_input = spec->w_input,
         };
         if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
             return rc;

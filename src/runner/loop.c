@@ -450,6 +450,7 @@ static void finish_embedding(struct runner_loop *l, struct slot *s)
     r->embd = xmalloc((size_t)l->n_embd * sizeof(float));
     for (int j = 0; j < l->n_embd; j++)
         r->embd[j] = (float)(s->pool[j] / s->n_pooled);
+    model_pool_project(l->m, r->embd);
     r->n_embd = l->n_embd;
     r->n_evaluated = (int)r->tokens.len;
     slot_release(l, s);

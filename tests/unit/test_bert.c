@@ -394,16 +394,16 @@ static void test_load_errors(void **state)
     unlink(bad);
 }
 
-// The shared tiny-nomic-bert fixture against llama.cpp ec98e2002: token ids
-// ([CLS] ... [SEP]), the mean-pooled embedding within 1e-3 per component
-// and its L2-normalised form (what /api/embed returns).
-static void test_nomic_shared_reference(void **state)
+// A shared embedding fixture against its llama.cpp reference: token ids,
+// the pooled (and projected) embedding within 1e-3 per component and its
+// L2-normalised form (what /api/embed returns).
+static void check_embedding_reference(const char *ref_name, const char *model_name,
+                                      const char *model_path)
 {
-    (void)state;
     char ref[1024], path[1024];
-    if (!test_shared_fixture(ref, sizeof ref, "tiny-nomic-bert.reference.json")) {
+    if (!test_shared_fixture(ref, sizeof ref, ref_name)) {
         if (test_shared_fixture(path, sizeof path, "README.md"))
-            fail_msg("shared fixtures present but tiny-nomic-bert.reference.json is missing");
+            fail_msg("shared fixtures present but %s is missing", ref_name);
         skip();
     }
     json_error_t je;
@@ -411,7 +411,9 @@ static void test_nomic_shared_reference(void **state)
     assert_non_null(root);
     json_t *cases = json_object_get(root, "embedding_cases");
     assert_true(json_array_size(cases) >= 3);
-    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-nomic-bert-f32.gguf"));
+    assert_non_null(test_shared_fixture(path, sizeof path, model_name));
+    if (model_path)  // a variant of the fixture
+        snprintf(path, sizeof path, "%s", model_path);
     struct model *m = load(path, 512, 1);
     int d = model_n_embd(m);
     float *got = malloc((size_t)d * sizeof(float));
@@ -434,6 +436,7 @@ static void test_nomic_shared_reference(void **state)
         struct model_batch b = {n, ids, pos, slot, want};
         assert_int_equal(model_decode(m, &b, &e), 0);
         pool(m, 0, n, got);
+        model_pool_project(m, got);
         json_t *emb = json_object_get(c, "embedding"),
                *norm = json_object_get(c, "embedding_normalized");
         assert_int_equal(json_array_size(emb), (size_t)d);
@@ -452,6 +455,80 @@ static void test_nomic_shared_reference(void **state)
     json_decref(root);
 }
 
+// tiny-nomic-bert against llama.cpp ec98e2002 ([CLS] ... [SEP], mean).
+static void test_nomic_shared_reference(void **state)
+{
+    (void)state;
+    check_embedding_reference("tiny-nomic-bert.reference.json", "tiny-nomic-bert-f32.gguf", NULL);
+}
+
+// tiny-gemma-embedding (EmbeddingGemma) against llama.cpp v0.5.0: the
+// bidirectional Gemma 3 encoder with symmetric sliding windows (the
+// 88-token case spans many windows), mean pooling, dense_2 and dense_3.
+static void test_gemma_embedding_shared_reference(void **state)
+{
+    (void)state;
+    check_embedding_reference("tiny-gemma-embedding.reference.json",
+                              "tiny-gemma-embedding-f32.gguf", NULL);
+}
+
+// tiny-gemma-embedding in the layout Ollama publishes EmbeddingGemma in:
+// general.architecture gemma3, the keys under gemma3.*, the projections
+// named dense.0 / dense.1.
+static void write_ollama_gemma_embedding(const char *src, const char *dst)
+{
+    struct gguf *g;
+    struct gguf_writer *w;
+    struct err e = {0};
+    const char *pre = "gemma-embedding.";
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        char key[256], nk[300];
+        snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
+        snprintf(nk, sizeof nk, "gemma3.%s", key + strlen(pre));
+        if (!strcmp(key, "general.architecture"))
+            gguf_writer_kv_str(w, key, "gemma3");
+        else if (strncmp(key, pre, strlen(pre)) != 0)
+            gguf_writer_kv_copy(w, kv);
+        else if (kv->val.type == GGUF_VAL_FLOAT32)
+            gguf_writer_kv_f32(w, nk, (float)kv->val.v.f64);
+        else
+            gguf_writer_kv_u32(w, nk, (uint32_t)kv->val.v.u64);
+    }
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        const char *nn = !strcmp(name, "dense_2.weight")   ? "dense.0.weight"
+                         : !strcmp(name, "dense_3.weight") ? "dense.1.weight"
+                                                           : name;
+        gguf_writer_add_tensor(w, nn, t->type, t->n_dims, t->ne);
+    }
+    assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// Ollama's EmbeddingGemma layout gives the same embeddings.
+static void test_gemma_embedding_ollama_layout(void **state)
+{
+    (void)state;
+    char src[1024], dst[64];
+    if (!test_shared_fixture(src, sizeof src, "tiny-gemma-embedding-f32.gguf"))
+        skip();
+    snprintf(dst, sizeof dst, "/tmp/test_bert_gemb_%d.gguf", (int)getpid());
+    write_ollama_gemma_embedding(src, dst);
+    check_embedding_reference("tiny-gemma-embedding.reference.json",
+                              "tiny-gemma-embedding-f32.gguf", dst);
+    unlink(dst);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +541,8 @@ int main(void)
         cmocka_unit_test(test_encoder_input_rules),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_nomic_shared_reference),
+        cmocka_unit_test(test_gemma_embedding_shared_reference),
+        cmocka_unit_test(test_gemma_embedding_ollama_layout),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -593,6 +593,12 @@ static void test_tiny_glm4moe_reference(void **state)
     run_fixture_reference_tol("tiny-glm4moe.reference.json", true, 5e-3f);
 }
 
+static void test_tiny_llama4_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-llama4.reference.json", true, 5e-3f);
+}
+
 // ---------------------------------------------------------------------------
 // Batching, prefix reuse, context shift.
 
@@ -627,6 +633,199 @@ static void shared_fixture_or_skip(char *path, size_t n, const char *name)
         fail_msg("shared fixtures present but %s is missing", name);
     print_message("skip: shared/fixtures/%s absent\n", name);
     skip();
+}
+
+// A straightforward scalar llama4 forward pass over tokens[0..n) (one
+// sequence from position 0) for the depth test below: the weights read from
+// the file, chunked attention with chunk `chunk` on the RoPE layers, the
+// NoPE layers' temperature with floor `chunk`. Returns the last row's logits.
+static const float *l4w(struct model *m, int il, const char *name)
+{
+    char n[GGUF_MAX_NAME_LEN + 1];
+    if (il >= 0)
+        snprintf(n, sizeof n, "blk.%d.%s.weight", il, name);
+    else
+        snprintf(n, sizeof n, "%s.weight", name);
+    const struct gguf_tensor *t = gguf_tensor_find(m->g, n);
+    if (!t || t->type != GGUF_TYPE_F32)
+        fail_msg("llama4 reference: tensor %s", n);
+    return t->data;
+}
+
+// Row r of a 2-D tensor (any type: the fixture's embeddings are F16) as floats.
+static void l4_row(struct model *m, const char *name, int r, float *out)
+{
+    const struct gguf_tensor *t = gguf_tensor_find(m->g, name);
+    if (!t)
+        fail_msg("llama4 reference: tensor %s", name);
+    size_t rb = quant_row_size(t->type, t->ne[0]);
+    quant_traits_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * rb, out, t->ne[0]);
+}
+
+static void l4_matvec(float *y, const float *w, const float *x, int n_in, int n_out)
+{
+    for (int o = 0; o < n_out; o++) {
+        double acc = 0;
+        for (int i = 0; i < n_in; i++)
+            acc += (double)w[(size_t)o * n_in + i] * x[i];
+        y[o] = (float)acc;
+    }
+}
+
+static void l4_rms(float *y, const float *x, const float *w, int n, float eps)
+{
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    float sc = 1.0f / sqrtf((float)(ss / n) + eps);
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * sc * (w ? w[i] : 1.0f);
+}
+
+// out (D) = down(silu(gate x) * up x) of an F x D SwiGLU.
+static void l4_swiglu(float *out, const float *g, const float *u, const float *d, const float *x,
+                      int D, int F)
+{
+    float hg[256], hu[256];
+    l4_matvec(hg, g, x, D, F);
+    l4_matvec(hu, u, x, D, F);
+    for (int i = 0; i < F; i++)
+        hg[i] = hg[i] / (1.0f + expf(-hg[i])) * hu[i];
+    l4_matvec(out, d, hg, F, D);
+}
+
+static float *llama4_scalar(struct model *m, const int32_t *tokens, int n, int chunk)
+{
+    enum { D = 64, H = 4, HKV = 2, HD = 16, FF = 64, FE = 32, E = 4, NL = 4, NV = 512, MAXN = 32 };
+    const float eps = m->hp.eps, base = 500000.0f;
+    assert_true(m->hp.n_embd == D && m->hp.n_layer == NL && n <= MAXN);
+    static float x[MAXN][D], q[MAXN][H * HD], k[MAXN][HKV * HD], v[MAXN][HKV * HD];
+    float xb[D], att[H * HD], o[D], f[D];
+    for (int t = 0; t < n; t++)
+        l4_row(m, "token_embd.weight", tokens[t], x[t]);
+    for (int il = 0; il < NL; il++) {
+        const bool rope = (il + 1) % 4 != 0, moe = (il + 1) % 2 == 0;
+        for (int t = 0; t < n; t++) {
+            l4_rms(xb, x[t], l4w(m, il, "attn_norm"), D, eps);
+            l4_matvec(q[t], l4w(m, il, "attn_q"), xb, D, H * HD);
+            l4_matvec(k[t], l4w(m, il, "attn_k"), xb, D, HKV * HD);
+            l4_matvec(v[t], l4w(m, il, "attn_v"), xb, D, HKV * HD);
+            for (int h = 0; h < H + HKV; h++) {
+                float *r = h < H ? q[t] + h * HD : k[t] + (h - H) * HD;
+                if (rope) {
+                    for (int i = 0; i < HD; i += 2) {
+                        double th = t * pow(base, -(double)i / HD);
+                        float c = (float)cos(th), sn = (float)sin(th), a = r[i], b = r[i + 1];
+                        r[i] = a * c - b * sn;
+                        r[i + 1] = a * sn + b * c;
+                    }
+                    l4_rms(r, r, NULL, HD, eps);
+                } else if (h < H) {
+                    float temp = 1.0f + 0.1f * logf(floorf((float)(t + 1) / chunk) + 1.0f);
+                    for (int i = 0; i < HD; i++)
+                        r[i] *= temp;
+                }
+            }
+        }
+        for (int t = n - 1; t >= 0; t--) {  // attention, last row first (x[t] changes)
+            int lo = rope ? t / chunk * chunk : 0;
+            for (int h = 0; h < H; h++) {
+                int kh = h / (H / HKV);
+                float sc[MAXN], mx = -INFINITY, sum = 0;
+                for (int j = lo; j <= t; j++) {
+                    float d = 0;
+                    for (int i = 0; i < HD; i++)
+                        d += q[t][h * HD + i] * k[j][kh * HD + i];
+                    sc[j] = d / sqrtf((float)HD);
+                    mx = fmaxf(mx, sc[j]);
+                }
+                for (int j = lo; j <= t; j++)
+                    sum += sc[j] = expf(sc[j] - mx);
+                for (int i = 0; i < HD; i++) {
+                    float a = 0;
+                    for (int j = lo; j <= t; j++)
+                        a += sc[j] / sum * v[j][kh * HD + i];
+                    att[h * HD + i] = a;
+                }
+            }
+            l4_matvec(o, l4w(m, il, "attn_output"), att, H * HD, D);
+            for (int i = 0; i < D; i++)
+                x[t][i] += o[i];
+        }
+        for (int t = 0; t < n; t++) {
+            l4_rms(xb, x[t], l4w(m, il, "ffn_norm"), D, eps);
+            if (!moe) {
+                l4_swiglu(f, l4w(m, il, "ffn_gate"), l4w(m, il, "ffn_up"), l4w(m, il, "ffn_down"),
+                          xb, D, FF);
+            } else {  // top-1 of the raw logits, σ(logit) scales the input; + shared
+                float lg[E], xs[D], fe[D];
+                l4_matvec(lg, l4w(m, il, "ffn_gate_inp"), xb, D, E);
+                int best = 0;
+                for (int e = 1; e < E; e++)
+                    if (lg[e] > lg[best])
+                        best = e;
+                float w = 1.0f / (1.0f + expf(-lg[best]));
+                for (int i = 0; i < D; i++)
+                    xs[i] = xb[i] * w;
+                const size_t ge = (size_t)best * FE * D;
+                l4_swiglu(fe, l4w(m, il, "ffn_gate_exps") + ge, l4w(m, il, "ffn_up_exps") + ge,
+                          l4w(m, il, "ffn_down_exps") + ge, xs, D, FE);
+                l4_swiglu(f, l4w(m, il, "ffn_gate_shexp"), l4w(m, il, "ffn_up_shexp"),
+                          l4w(m, il, "ffn_down_shexp"), xb, D, FE);
+                for (int i = 0; i < D; i++)
+                    f[i] += fe[i];
+            }
+            for (int i = 0; i < D; i++)
+                x[t][i] += f[i];
+        }
+    }
+    float *logits = xmalloc(NV * sizeof(float)), row[D];
+    l4_rms(xb, x[n - 1], l4w(m, -1, "output_norm"), D, eps);
+    for (int tok = 0; tok < NV; tok++) {
+        l4_row(m, "output.weight", tok, row);
+        l4_matvec(logits + tok, row, xb, D, 1);
+    }
+    return logits;
+}
+
+// Chunked attention and the NoPE temperature act only from position 8191;
+// with the test hook's chunk of 4, a 19-token prompt crosses four chunk
+// boundaries and four temperature steps. The engine's logits (one batch,
+// and token by token) match the scalar recomputation, and differ from the
+// unchunked model's.
+static void test_llama4_chunked_attention(void **state)
+{
+    (void)state;
+    char path[1024];
+    shared_fixture_or_skip(path, sizeof path, "tiny-llama4-f32.gguf");
+    enum { N = 19 };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++)
+        toks[i] = (int32_t)((i * 53 + 7) % 500 + 3);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32};
+    struct model *plain = load(path, o);
+    decode_seq(plain, 0, toks, N, 0, false);
+    float *unchunked = logits_copy(plain, N - 1, 1);
+    model_free(plain);
+    model_llama4_test_chunk = 4;
+    struct model *m = load(path, o);
+    model_llama4_test_chunk = 0;
+    assert_int_equal(m->layers[0].chunk, 4);
+    assert_int_equal(m->layers[3].chunk, 0);
+    float *want = llama4_scalar(m, toks, N, 4);
+    decode_seq(m, 0, toks, N, 0, false);
+    assert_close(model_logits(m, N - 1), want, model_n_vocab(m), 1e-3f);
+    model_slot_clear(m, 0);
+    for (int i = 0; i < N; i++)
+        decode_seq(m, 0, toks + i, 1, i, false);
+    assert_close(model_logits(m, 0), want, model_n_vocab(m), 1e-3f);
+    float diff = 0;
+    for (int i = 0; i < model_n_vocab(m); i++)
+        diff = fmaxf(diff, fabsf(unchunked[i] - want[i]));
+    assert_true(diff > 1e-2f);
+    free(want);
+    free(unchunked);
+    model_free(m);
 }
 
 // Sliding-window layers with a ring cache (tiny-gemma3: window 8; n_batch 4
@@ -2755,6 +2954,8 @@ int main(void)
         cmocka_unit_test(test_gemma4_ollama_layout),
         cmocka_unit_test(test_gemma4_batched),
         cmocka_unit_test(test_gemma4_context_shift),
+        cmocka_unit_test(test_tiny_llama4_reference),
+        cmocka_unit_test(test_llama4_chunked_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

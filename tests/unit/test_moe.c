@@ -302,6 +302,7 @@ static void ref_moe(const struct engine_moe *p, const float *x, int64_t n_rows, 
     float *logits = malloc((size_t)p->n_expert * sizeof(float));
     float *probs = malloc((size_t)p->n_expert * sizeof(float));
     float *d = malloc((size_t)n_embd * sizeof(float));
+    float *xs = malloc((size_t)n_embd * sizeof(float));
     int32_t ids[16];
     float w[16];
     for (int64_t r = 0; r < n_rows; r++) {
@@ -327,11 +328,15 @@ static void ref_moe(const struct engine_moe *p, const float *x, int64_t n_rows, 
                     g = engine_expert_view(p->gate, ie, 0, n_ff);
             }
             bool gated = p->gate || p->fused_gate_up;
+            // Llama 4 (w_input): the weight scales the input, the outputs add up.
+            for (int64_t i = 0; i < n_embd; i++)
+                xs[i] = p->w_input ? xr[i] * w[j] : xr[i];
+            float wj = p->w_input ? 1.0f : w[j];
             ref_expert(p, gated ? &g : NULL, &u, &dn, p->gate_b ? p->gate_b + ie * n_ff : NULL,
                        p->up_b ? p->up_b + ie * n_ff : NULL,
-                       p->down_b ? p->down_b + ie * n_embd : NULL, xr, d);
+                       p->down_b ? p->down_b + ie * n_embd : NULL, xs, d);
             for (int64_t i = 0; i < n_embd; i++)
-                yr[i] = j == 0 ? d[i] * w[j] : yr[i] + d[i] * w[j];
+                yr[i] = j == 0 ? d[i] * wj : yr[i] + d[i] * wj;
         }
         if (p->sh_up) {
             ref_expert(p, p->sh_gate, p->sh_up, p->sh_down, NULL, NULL, NULL, xr, d);
@@ -349,6 +354,7 @@ static void ref_moe(const struct engine_moe *p, const float *x, int64_t n_rows, 
     free(logits);
     free(probs);
     free(d);
+    free(xs);
 }
 
 struct moe_case {
@@ -361,6 +367,7 @@ struct moe_case {
     bool shared_gated;  // the shared expert scaled by σ(sh_gate_inp · x)
     bool interleaved;   // experts rewritten into the kernels' groups of 8 rows (where the
                         // type has the layout at this ISA)
+    bool w_input;       // llama4: the weight scales the expert's input
 };
 
 static int n_interleaved_cases;
@@ -436,6 +443,7 @@ static void run_case(const struct moe_case *c)
         .sh_up = c->shared ? &t_sh_up : NULL,
         .sh_down = c->shared ? &t_sh_down : NULL,
         .sh_gate_inp = sh_gate_inp,
+        .w_input = c->w_input,
     };
     // The reference reads the plain experts; the op, when asked, the
     // interleaved copies.
@@ -534,6 +542,12 @@ static void test_moe_op_matches_reference(void **state)
          ENGINE_MOE_SILU, true, false, false, true, true, false, true},
         {"q5_0 interleaved", GGUF_TYPE_Q5_0, 64, 96, 8, 2, ENGINE_MOE_SOFTMAX, ENGINE_MOE_SILU,
          true, false, false, false, true, false, true},
+        // Llama 4: σ of the chosen logit scales the expert's input (F32 and
+        // a quantized input row), plus a shared expert.
+        {"llama4 f32", GGUF_TYPE_F32, 64, 32, 4, 1, ENGINE_MOE_SIGMOID, ENGINE_MOE_SILU, true,
+         false, false, true, false, false, false, true},
+        {"llama4 q8_0 top-2", GGUF_TYPE_Q8_0, 64, 32, 8, 2, ENGINE_MOE_SIGMOID, ENGINE_MOE_SILU,
+         true, false, false, true, false, false, false, true},
     };
     n_interleaved_cases = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

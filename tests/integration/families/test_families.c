@@ -5,8 +5,10 @@
 // tokens and greedy tokens (F16 cache, the server's default) as its
 // context; /api/chat answers; /api/show names the architecture and the
 // capabilities (the same for the gated delta-net hybrids qwen35,
-// qwen35moe, qwen3next against their references); nomic-bert's /api/embed
-// matches the reference's normalised embedding; a qwen3 file with
+// qwen35moe, qwen3next against their references; llama4 too); nomic-bert's
+// and gemma-embedding's /api/embed match the references' normalised
+// embeddings (gemma-embedding also with dimensions, and through
+// /v1/embeddings); a qwen3 file with
 // pooling_type 3 (Qwen3-Embedding) embeds with last-token pooling.
 //
 // Fails when ../shared/fixtures is present and a file or case is missing;
@@ -65,6 +67,8 @@ static const struct family families[] = {
     // Short convolutions and latent attention.
     {"lfm2", "tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", "lfm2"},
     {"deepseek2", "tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", "deepseek2"},
+    // Llama 4: interleaved MoE (input-weighted routing), NoPE layers.
+    {"llama4", "tiny-llama4-f32.gguf", "tiny-llama4.reference.json", "llama4"},
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
@@ -101,6 +105,9 @@ static int setup(void **state)
     }
     if (!test_shared_fixture(p, sizeof p, "tiny-nomic-bert-f32.gguf") ||
         models_create(&srv, "nomic", p, "") < 0)
+        return -1;
+    if (!test_shared_fixture(p, sizeof p, "tiny-gemma-embedding-f32.gguf") ||
+        models_create(&srv, "gemma-embed", p, "") < 0)
         return -1;
     snprintf(embed_path, sizeof embed_path, "%s/qwen3-embedding.gguf", tmp);
     if (!test_shared_fixture(p, sizeof p, "tiny-qwen3-f32.gguf") ||
@@ -305,37 +312,83 @@ static void test_chat_and_show(void **state)
     }
 }
 
-// nomic-bert: /api/embed returns the reference's normalised mean-pooled
-// embedding (1e-3 per component).
-static void test_nomic_embed(void **state)
+// A vector of a JSON array, within 1e-3 per component of want[0..n)
+// (L2-renormalised over those n components when renorm).
+static void assert_embedding(const json_t *got, const json_t *want, size_t n, bool renorm,
+                             size_t case_i)
 {
-    (void)state;
-    if (!have_shared)
-        skip();
-    json_t *ref = load_ref("tiny-nomic-bert.reference.json");
+    assert_int_equal(json_array_size(got), n);
+    double ss = 0;
+    for (size_t k = 0; k < n; k++)
+        ss += pow(json_number_value(json_array_get(want, k)), 2);
+    double sc = renorm ? 1.0 / sqrt(ss) : 1.0;
+    for (size_t k = 0; k < n; k++) {
+        double a = json_number_value(json_array_get(got, k));
+        double b = json_number_value(json_array_get(want, k)) * sc;
+        if (fabs(a - b) > 1e-3)
+            fail_msg("case %zu component %zu: %f vs %f", case_i, k, a, b);
+    }
+}
+
+// /api/embed of model returns each reference case's normalised pooled
+// embedding (1e-3 per component).
+static void check_embed_cases(const char *model, const char *ref_name)
+{
+    json_t *ref = load_ref(ref_name);
     json_t *cases = json_object_get(ref, "embedding_cases");
     assert_true(json_array_size(cases) >= 3);
     for (size_t i = 0; i < json_array_size(cases); i++) {
         json_t *c = json_array_get(cases, i);
-        json_t *req = json_pack("{s:s,s:s}", "model", "nomic", "input",
+        json_t *req = json_pack("{s:s,s:s}", "model", model, "input",
                                 json_string_value(json_object_get(c, "prompt")));
         char *body = json_dumps(req, JSON_COMPACT);
         json_t *v = post_json("/api/embed", body, 200);
         free(body);
         json_decref(req);
-        json_t *got = json_array_get(json_object_get(v, "embeddings"), 0);
         json_t *want = json_object_get(c, "embedding_normalized");
-        assert_int_equal(json_array_size(got), json_array_size(want));
-        for (size_t k = 0; k < json_array_size(want); k++) {
-            double a = json_number_value(json_array_get(got, k));
-            double b = json_number_value(json_array_get(want, k));
-            if (fabs(a - b) > 1e-3)
-                fail_msg("case %zu component %zu: %f vs %f", i, k, a, b);
-        }
+        assert_embedding(json_array_get(json_object_get(v, "embeddings"), 0), want,
+                         json_array_size(want), false, i);
         assert_int_equal(json_integer_value(json_object_get(v, "prompt_eval_count")),
                          (json_int_t)json_array_size(json_object_get(c, "prompt_tokens")));
         json_decref(v);
     }
+    json_decref(ref);
+}
+
+// nomic-bert: mean pooling.
+static void test_nomic_embed(void **state)
+{
+    (void)state;
+    if (!have_shared)
+        skip();
+    check_embed_cases("nomic", "tiny-nomic-bert.reference.json");
+}
+
+// EmbeddingGemma: the encoder, mean pooling, dense_2 and dense_3, then
+// normalised; with dimensions (Matryoshka) the first n components
+// renormalised, through /api/embed and /v1/embeddings alike.
+static void test_gemma_embedding_embed(void **state)
+{
+    (void)state;
+    if (!have_shared)
+        skip();
+    check_embed_cases("gemma-embed", "tiny-gemma-embedding.reference.json");
+    json_t *ref = load_ref("tiny-gemma-embedding.reference.json");
+    json_t *c = json_array_get(json_object_get(ref, "embedding_cases"), 1);
+    json_t *want = json_object_get(c, "embedding_normalized");
+    const char *text = json_string_value(json_object_get(c, "prompt"));
+    json_t *req =
+        json_pack("{s:s,s:s,s:i}", "model", "gemma-embed", "input", text, "dimensions", 24);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_t *v = post_json("/api/embed", body, 200);
+    assert_embedding(json_array_get(json_object_get(v, "embeddings"), 0), want, 24, true, 1);
+    json_decref(v);
+    v = post_json("/v1/embeddings", body, 200);
+    assert_embedding(json_object_get(json_array_get(json_object_get(v, "data"), 0), "embedding"),
+                     want, 24, true, 1);
+    json_decref(v);
+    free(body);
+    json_decref(req);
     json_decref(ref);
 }
 
@@ -380,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_generate_matches_llama_cpp),
         cmocka_unit_test(test_chat_and_show),
         cmocka_unit_test(test_nomic_embed),
+        cmocka_unit_test(test_gemma_embedding_embed),
         cmocka_unit_test(test_qwen3_last_token_embed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
