@@ -374,14 +374,6 @@ static int ds2_bind(struct model *m, struct err *e)
     return 0;
 }
 
-static void ds2_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n)
-{
-    if (L->ext)
-        model_ffn_moe(m, L, out, in, n);
-    else
-        model_dense_ffn(m, L, out, in, n);
-}
-
 // ---------------------------------------------------------------------------
 // The forward pass. Gathers rearrange the per-head pieces between the
 // row-major activations and the head-major inputs of the per-head matmuls
@@ -554,7 +546,7 @@ const struct model_arch model_arch_deepseek2 = {
     .load = ds2_load,
     .bind = ds2_bind,
     .forward = ds2_forward,
-    .ffn = ds2_ffn,
+    .ffn = model_ffn_moe_or_dense,
     .prepare = model_prepare_moe,
     .custom_layers = true,
 };

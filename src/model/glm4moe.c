@@ -72,15 +72,6 @@ static int glm4moe_bind(struct model *m, struct err *e)
     return model_bind_moe(m, &spec, e);
 }
 
-// The leading layers' dense FFN, the others' MoE.
-static void glm4moe_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n)
-{
-    if (L->ext)
-        model_ffn_moe(m, L, out, in, n);
-    else
-        model_dense_ffn(m, L, out, in, n);
-}
-
 const struct model_arch model_arch_glm4moe = {
     .name = "glm4moe",
     .rope_mode = ENGINE_ROPE_NEOX,
@@ -89,6 +80,6 @@ const struct model_arch model_arch_glm4moe = {
     .names = {.ffn_norm = "post_attention_norm"},
     .load = glm4moe_load,
     .bind = glm4moe_bind,
-    .ffn = glm4moe_ffn,
+    .ffn = model_ffn_moe_or_dense,
     .prepare = model_prepare_moe,
 };

@@ -118,10 +118,7 @@ static void granitehybrid_forward(struct model *m, const struct model_ubatch *ub
         }
         residual(m, n);
         engine_rmsnorm(be, s->xb, s->x, L->ffn_norm, n, n_embd, hp->eps);
-        if (L->ext)
-            model_ffn_moe(m, L, s->xb, s->xb, n);
-        else
-            model_dense_ffn(m, L, s->xb, s->xb, n);
+        model_ffn_moe_or_dense(m, L, s->xb, s->xb, n);
         residual(m, n);
     }
     model_output_logits(m, ub, n);

@@ -367,6 +367,10 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
 // layout (engine_experts_interleavable), at most 3, into out; 0 for a
 // layer without experts.
 size_t model_moe_interleavable(struct model *m, int il, struct engine_tensor **out);
+// The FFN hook of families whose layers are MoE or dense (leading dense
+// layers, interleaved MoE): the layer's experts, else its dense FFN.
+void model_ffn_moe_or_dense(struct model *m, struct model_layer *L, float *out, const float *in,
+                            int n);
 // The FFN hook (struct model_arch.ffn); out may be in.
 void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n);
 // The MoE of layer L with the router reading its own rows router_in (n,

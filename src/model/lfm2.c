@@ -131,15 +131,6 @@ static int lfm2moe_bind(struct model *m, struct err *e)
     return lead < (uint32_t)m->hp.n_layer ? model_bind_moe(m, &spec, e) : 0;
 }
 
-// The FFN hook of lfm2moe: the layer's MoE, or its dense FFN.
-static void lfm2moe_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n)
-{
-    if (L->ext)
-        model_ffn_moe(m, L, out, in, n);
-    else
-        model_dense_ffn(m, L, out, in, n);
-}
-
 static int lfm2_bind(struct model *m, struct err *e)
 {
     uint32_t kernel = 0;
@@ -236,7 +227,7 @@ const struct model_arch model_arch_lfm2moe = {
     .load = lfm2_load,
     .bind = lfm2_bind,
     .forward = lfm2_forward,
-    .ffn = lfm2moe_ffn,
+    .ffn = model_ffn_moe_or_dense,
     .prepare = model_prepare_moe,
     .custom_layers = true,
 };

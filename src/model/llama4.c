@@ -75,15 +75,6 @@ static int llama4_bind(struct model *m, struct err *e)
     return model_bind_moe(m, &spec, e);
 }
 
-// The MoE layers' experts, the others' dense FFN.
-static void llama4_ffn(struct model *m, struct model_layer *L, float *out, const float *in, int n)
-{
-    if (L->ext)
-        model_ffn_moe(m, L, out, in, n);
-    else
-        model_dense_ffn(m, L, out, in, n);
-}
-
 const struct model_arch model_arch_llama4 = {
     .name = "llama4",
     .rope_mode = ENGINE_ROPE_NORMAL,
@@ -94,6 +85,6 @@ const struct model_arch model_arch_llama4 = {
     .act = MODEL_ACT_SILU,
     .load = llama4_load,
     .bind = llama4_bind,
-    .ffn = llama4_ffn,
+    .ffn = model_ffn_moe_or_dense,
     .prepare = model_prepare_moe,
 };

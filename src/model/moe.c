@@ -279,6 +279,15 @@ size_t model_moe_interleavable(struct model *m, int il, struct engine_tensor **o
     return n;
 }
 
+void model_ffn_moe_or_dense(struct model *m, struct model_layer *L, float *out, const float *in,
+                            int n)
+{
+    if (L->ext)
+        model_ffn_moe(m, L, out, in, n);
+    else
+        model_dense_ffn(m, L, out, in, n);
+}
+
 void model_ffn_moe(struct model *m, struct model_layer *L, float *out, const float *in, int n)
 {
     const struct model_moe_layer *X = L->ext;
