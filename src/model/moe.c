@@ -161,9 +161,18 @@ static int bind_experts(struct model *m, struct engine_experts *x, const char *n
     return 0;
 }
 
-int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct err *e)
+// What every MoE layer of a file shares: the expert counts and width, and
+// the routing weights' renormalisation and scale.
+struct moe_shape {
+    uint32_t n_expert, n_used, n_ff_exp;
+    bool per_layer;  // expert_feed_forward_length per layer: each layer's tensors say
+    bool norm_w;
+    float w_scale;
+};
+
+static int read_moe_shape(struct model *m, const struct model_moe_spec *spec, struct moe_shape *out,
+                          struct err *e)
 {
-    const struct model_hparams *hp = &m->hp;
     uint32_t n_expert = 0, n_used = 0, n_ff_exp = 0;
     if (!gguf_get_arch_u32(m->g, "expert_count", &n_expert) || n_expert == 0)
         return err_set(e, ERR_FORMAT, "missing or invalid key expert_count");
@@ -198,74 +207,86 @@ int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct er
     char fkey[128];
     const struct gguf_kv *fkv =
         gguf_find(m->g, model_key(m, fkey, sizeof fkey, "expert_feed_forward_length"));
-    const bool per_layer = fkv && fkv->val.type == GGUF_VAL_ARRAY;
-    const int64_t E = n_expert, D = hp->n_embd;
-    for (int il = 0; il < hp->n_layer; il++) {
-        if (il < spec->first_layer || !has_moe(m, spec, il))
-            continue;
-        struct model_layer *L = &m->layers[il];
-        struct model_moe_layer *X = xcalloc(1, sizeof *X);
-        L->ext = X;
-        char n[GGUF_MAX_NAME_LEN + 1];
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
-        int64_t F = n_ff_exp;
-        const struct gguf_tensor *up = gguf_tensor_find(m->g, NAME("ffn_up_exps.weight"));
-        if (per_layer && up && up->ne[1] >= 1 && up->ne[1] <= (1 << 22))
-            F = up->ne[1];
-        // ffn_gate_up_exps (gemma4 from Ollama or llama.cpp): one tensor,
-        // each expert's gate rows then its up rows.
-        const bool fused = !spec->no_gate && !up &&
-                           gguf_tensor_find(m->g, NAME("ffn_gate_up_exps.weight")) != NULL;
-        if ((rc = model_bind_matrix(m, &X->gate_inp, NAME("ffn_gate_inp.weight"), D, E, true, e)) <
-                0 ||
-            (rc = model_bind_vector(m, &X->gate_inp_b, NAME("ffn_gate_inp.bias"), E, spec->biases,
-                                    e)) < 0 ||
-            (rc = model_bind_vector(m, &X->sel_bias, NAME("exp_probs_b.bias"), E, spec->sel_bias,
-                                    e)) < 0 ||
-            (!spec->no_gate && !fused &&
-             (rc = bind_experts(m, &X->gate, NAME("ffn_gate_exps.weight"), D, F, E, e)) < 0) ||
-            (!fused &&
-             (rc = bind_experts(m, &X->up, NAME("ffn_up_exps.weight"), D, F, E, e)) < 0) ||
-            (fused &&
-             (rc = bind_experts(m, &X->up, NAME("ffn_gate_up_exps.weight"), D, 2 * F, E, e)) < 0) ||
-            (rc = bind_experts(m, &X->down, NAME("ffn_down_exps.weight"), F, D, E, e)) < 0)
-            return rc;
-        if (spec->biases &&
-            ((rc = bind_expert_bias(m, &X->gate_b, NAME("ffn_gate_exps.bias"), F, E, true, e)) <
-                 0 ||
-             (rc = bind_expert_bias(m, &X->up_b, NAME("ffn_up_exps.bias"), F, E, true, e)) < 0 ||
-             (rc = bind_expert_bias(m, &X->down_b, NAME("ffn_down_exps.bias"), D, E, true, e)) < 0))
-            return rc;
-#undef NAME
-        X->p = (struct engine_moe){
-            .n_expert = (int)E,
-            .n_expert_used = (int)n_used,
-            .gating = spec->gating,
-            .norm_w = norm_w,
-            .w_scale = w_scale,
-            .sel_bias = X->sel_bias,
-            .act = spec->act,
-            .oai_alpha = 1.702f,  // llama.cpp build_moe_ffn, LLM_FFN_SWIGLU_OAI_MOE
-            .oai_limit = 7.0f,
-            .gate_inp = &X->gate_inp,
-            .gate_inp_b = X->gate_inp_b,
-            .gate = spec->no_gate || fused ? NULL : &X->gate,
-            .up = &X->up,
-            .fused_gate_up = fused,
-            .down = &X->down,
-            .gate_b = X->gate_b,
-            .up_b = X->up_b,
-            .down_b = X->down_b,
-            .n_group = spec->n_group,
-            .n_group_used = spec->n_group_used,
-            .w_input = spec->w_input,
-        };
-        if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
-            return rc;
-        if (spec->exp_scale && (rc = bind_exp_scale(m, il, X, E, e)) < 0)
-            return rc;
-    }
+    *out = (struct moe_shape){n_expert, n_used, n_ff_exp, fkv && fkv->val.type == GGUF_VAL_ARRAY,
+                              norm_w,   w_scale};
     return 0;
+}
+
+// Binds layer il's router, experts, biases and shared expert (layer.ext).
+static int bind_moe_layer(struct model *m, const struct model_moe_spec *spec,
+                          const struct moe_shape *sh, int il, struct err *e)
+{
+    const int64_t E = sh->n_expert, D = m->hp.n_embd;
+    int rc;
+    struct model_layer *L = &m->layers[il];
+    struct model_moe_layer *X = xcalloc(1, sizeof *X);
+    L->ext = X;
+    char n[GGUF_MAX_NAME_LEN + 1];
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
+    int64_t F = sh->n_ff_exp;
+    const struct gguf_tensor *up = gguf_tensor_find(m->g, NAME("ffn_up_exps.weight"));
+    if (sh->per_layer && up && up->ne[1] >= 1 && up->ne[1] <= (1 << 22))
+        F = up->ne[1];
+    // ffn_gate_up_exps (gemma4 from Ollama or llama.cpp): one tensor,
+    // each expert's gate rows then its up rows.
+    const bool fused =
+        !spec->no_gate && !up && gguf_tensor_find(m->g, NAME("ffn_gate_up_exps.weight")) != NULL;
+    if ((rc = model_bind_matrix(m, &X->gate_inp, NAME("ffn_gate_inp.weight"), D, E, true, e)) < 0 ||
+        (rc = model_bind_vector(m, &X->gate_inp_b, NAME("ffn_gate_inp.bias"), E, spec->biases, e)) <
+            0 ||
+        (rc = model_bind_vector(m, &X->sel_bias, NAME("exp_probs_b.bias"), E, spec->sel_bias, e)) <
+            0 ||
+        (!spec->no_gate && !fused &&
+         (rc = bind_experts(m, &X->gate, NAME("ffn_gate_exps.weight"), D, F, E, e)) < 0) ||
+        (!fused && (rc = bind_experts(m, &X->up, NAME("ffn_up_exps.weight"), D, F, E, e)) < 0) ||
+        (fused &&
+         (rc = bind_experts(m, &X->up, NAME("ffn_gate_up_exps.weight"), D, 2 * F, E, e)) < 0) ||
+        (rc = bind_experts(m, &X->down, NAME("ffn_down_exps.weight"), F, D, E, e)) < 0)
+        return rc;
+    if (spec->biases &&
+        ((rc = bind_expert_bias(m, &X->gate_b, NAME("ffn_gate_exps.bias"), F, E, true, e)) < 0 ||
+         (rc = bind_expert_bias(m, &X->up_b, NAME("ffn_up_exps.bias"), F, E, true, e)) < 0 ||
+         (rc = bind_expert_bias(m, &X->down_b, NAME("ffn_down_exps.bias"), D, E, true, e)) < 0))
+        return rc;
+#undef NAME
+    X->p = (struct engine_moe){
+        .n_expert = (int)E,
+        .n_expert_used = (int)sh->n_used,
+        .gating = spec->gating,
+        .norm_w = sh->norm_w,
+        .w_scale = sh->w_scale,
+        .sel_bias = X->sel_bias,
+        .act = spec->act,
+        .oai_alpha = 1.702f,  // llama.cpp build_moe_ffn, LLM_FFN_SWIGLU_OAI_MOE
+        .oai_limit = 7.0f,
+        .gate_inp = &X->gate_inp,
+        .gate_inp_b = X->gate_inp_b,
+        .gate = spec->no_gate || fused ? NULL : &X->gate,
+        .up = &X->up,
+        .fused_gate_up = fused,
+        .down = &X->down,
+        .gate_b = X->gate_b,
+        .up_b = X->up_b,
+        .down_b = X->down_b,
+        .n_group = spec->n_group,
+        .n_group_used = spec->n_group_used,
+        .w_input = spec->w_input,
+    };
+    if ((spec->shared || spec->shared_gated) && (rc = bind_shared(m, spec, il, X, e)) < 0)
+        return rc;
+    if (spec->exp_scale && (rc = bind_exp_scale(m, il, X, E, e)) < 0)
+        return rc;
+    return 0;
+}
+
+int model_bind_moe(struct model *m, const struct model_moe_spec *spec, struct err *e)
+{
+    struct moe_shape sh;
+    int rc = read_moe_shape(m, spec, &sh, e);
+    for (int il = 0; rc >= 0 && il < m->hp.n_layer; il++)
+        if (il >= spec->first_layer && has_moe(m, spec, il))
+            rc = bind_moe_layer(m, spec, &sh, il, e);
+    return rc < 0 ? rc : 0;
 }
 
 size_t model_moe_interleavable(struct model *m, int il, struct engine_tensor **out)
