@@ -205,6 +205,40 @@ static int read_layer_shapes(struct model *m, struct err *e)
     return rc;
 }
 
+// Which layers slide and which RoPE each applies (the sliding layers' own
+// base, none on a family's no-RoPE layers).
+static int read_layer_ropes(struct model *m, struct err *e)
+{
+    struct model_hparams *hp = &m->hp;
+    const struct model_arch *a = m->arch;
+    int rc;
+    if ((rc = read_swa(m, e)) < 0)
+        return rc;
+    hp->rope_swa = hp->rope;
+    if (hp->n_swa > 0) {
+        float base;
+        if (gguf_get_arch_f32(m->g, "rope.freq_base_swa", &base) ||
+            gguf_get_arch_f32(m->g, "rope.local.freq_base", &base))
+            hp->rope_swa.freq_base = base;
+        else if (a->swa_freq_base > 0)
+            hp->rope_swa.freq_base = a->swa_freq_base;
+        if (a->swa_unscaled) {
+            hp->rope_swa.freq_scale = 1.0f;
+            hp->rope_swa.ext_factor = 0.0f;
+        }
+        if (!(hp->rope_swa.freq_base > 0) || !isfinite(hp->rope_swa.freq_base))
+            return err_set(e, ERR_FORMAT, "invalid local rope base");
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        L->rope = L->swa ? &hp->rope_swa : &hp->rope;
+        if ((a->nope_step > 0 && (il + 1) % a->nope_step == 0) ||
+            (a->nope_global && hp->n_swa > 0 && !L->swa))
+            L->rope = NULL;
+    }
+    return 0;
+}
+
 int model_read_hparams(struct model *m, struct err *e)
 {
     struct model_hparams *hp = &m->hp;
@@ -249,30 +283,8 @@ int model_read_hparams(struct model *m, struct err *e)
         return rc;
 
     // Per-layer types.
-    if ((rc = read_swa(m, e)) < 0)
+    if ((rc = read_layer_ropes(m, e)) < 0)
         return rc;
-    hp->rope_swa = hp->rope;
-    if (hp->n_swa > 0) {
-        float base;
-        if (gguf_get_arch_f32(m->g, "rope.freq_base_swa", &base) ||
-            gguf_get_arch_f32(m->g, "rope.local.freq_base", &base))
-            hp->rope_swa.freq_base = base;
-        else if (a->swa_freq_base > 0)
-            hp->rope_swa.freq_base = a->swa_freq_base;
-        if (a->swa_unscaled) {
-            hp->rope_swa.freq_scale = 1.0f;
-            hp->rope_swa.ext_factor = 0.0f;
-        }
-        if (!(hp->rope_swa.freq_base > 0) || !isfinite(hp->rope_swa.freq_base))
-            return err_set(e, ERR_FORMAT, "invalid local rope base");
-    }
-    for (int il = 0; il < hp->n_layer; il++) {
-        struct model_layer *L = &m->layers[il];
-        L->rope = L->swa ? &hp->rope_swa : &hp->rope;
-        if ((a->nope_step > 0 && (il + 1) % a->nope_step == 0) ||
-            (a->nope_global && hp->n_swa > 0 && !L->swa))
-            L->rope = NULL;
-    }
 
     // Attention and output features.
     hp->q_scale = 1.0f / sqrtf((float)hp->head_dim);
