@@ -11,8 +11,10 @@ export CTEST_OUTPUT_ON_FAILURE=1
 
 echo "== build (warnings are errors)"
 scripts/build.sh build -DOLLAMA_WERROR=ON
+echo "   (${SECONDS}s so far)"
 echo "== tests"
 ctest --test-dir build -j2 --timeout 600
+echo "   (${SECONDS}s so far)"
 
 echo "== fuzz (bounded)"
 # Only the fuzz targets, at -O1: instrumented -O2 builds of the SIMD kernels are slow.
@@ -20,9 +22,10 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DOLLAMA_OPT_FLAGS=
     -DOLLAMA_FUZZ=ON -DOLLAMA_TESTS=OFF -DOLLAMA_WERROR=ON >/dev/null
 fuzz_targets=$(cmake --build build-fuzz --target help | sed -n 's/^\.\.\. \(fuzz_[a-z_]*\).*/\1/p')
 cmake --build build-fuzz -j2 --target $fuzz_targets
-for f in build-fuzz/bin/fuzz_*; do
-    [ -x "$f" ] || continue
-    name=${f##*/fuzz_}
+# One fuzz target for its time budget; prints its summary, or the crash and
+# "fuzz_NAME found a crash" and fails.
+fuzz_one() {
+    local f=$1 name=${1##*/fuzz_} secs work corpus
     # The GGUF reader (hostile model files) gets 45 s; the others 8 s (the whole
     # suite must stay under 15 minutes on the 2-core CI machine).
     secs=${OLLAMA_FUZZ_SECONDS:-8}
@@ -30,19 +33,23 @@ for f in build-fuzz/bin/fuzz_*; do
     corpus=tests/fuzz/corpus/$name
     work=$(mktemp -d)
     [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
-    echo "-- fuzz_$name (${secs}s)"
     if ! "$f" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=20 \
         -artifact_prefix="$work/" "$work" >"$work.log" 2>&1; then
         tail -n 60 "$work.log"
         echo "fuzz_$name found a crash (inputs in $work)"
-        exit 1
+        return 1
     fi
-    grep -E "^(Done|#[0-9]+ +DONE)" "$work.log" | tail -n 1 || true
+    echo "-- fuzz_$name (${secs}s): $(grep -E "^(Done|#[0-9]+ +DONE)" "$work.log" | tail -n 1)"
     rm -rf "$work" "$work.log"
-done
+}
+export -f fuzz_one
+# libFuzzer runs one thread: two targets at a time fill the two cores.
+ls build-fuzz/bin/fuzz_* | xargs -P 2 -I{} bash -c 'fuzz_one "$1" || exit 255' _ {}
+echo "   (${SECONDS}s so far)"
 
 echo "== sanitizer build (ASan + UBSan)"
 scripts/build.sh build-asan -DOLLAMA_SANITIZE=ON -DOLLAMA_WERROR=ON -DOLLAMA_OPT_FLAGS="-O1 -g"
+echo "   (${SECONDS}s so far)"
 echo "== tests under sanitizers"
 # The real coding agents (label agents) run once, in the plain build above:
 # they test third-party programs against the server, whose request paths
