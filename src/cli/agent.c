@@ -12,6 +12,7 @@
 #include "cli/agent.h"
 
 #include <histedit.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,7 +701,7 @@ static bool slash(struct agent *a, char *line)
 static char *prompt_fn(EditLine *el)
 {
     (void)el;
-    return g_agent->md.code ? "... " : "\u203a ";
+    return g_agent->md.code ? "... " : ">>> ";
 }
 
 static unsigned char on_ctrl_c(EditLine *el, int ch)
@@ -712,6 +713,7 @@ static unsigned char on_ctrl_c(EditLine *el, int ch)
 
 static void input_init(struct agent *a)
 {
+    setlocale(LC_CTYPE, "");  // libedit reads and draws UTF-8 by the locale
     HistEvent ev;
     a->hist = history_init();
     history(a->hist, &ev, H_SETSIZE, 1000);

@@ -269,7 +269,7 @@ void cli_curses_begin(void)
     // initscr once per process; after endwin a refresh resumes the screen.
     static bool started;
     if (!started) {
-        setlocale(LC_ALL, "");
+        setlocale(LC_CTYPE, "");
         set_escdelay(25);
         initscr();
         started = true;
