@@ -12,6 +12,7 @@
 #include "cli/agent.h"
 
 #include <histedit.h>
+#include <errno.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -711,6 +712,38 @@ static unsigned char on_ctrl_c(EditLine *el, int ch)
     return CC_NEWLINE;
 }
 
+// Reads one character for libedit (UTF-8 from stdin). A Ctrl-C that
+// arrives as a signal while typing ends the line as the key binding does.
+static int read_char(EditLine *el, wchar_t *wc)
+{
+    (void)el;
+    unsigned char b[4];
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, b, 1);
+        if (n == 1)
+            break;
+        if (n == 0)
+            return 0;
+        if (errno != EINTR)
+            return -1;
+        if (cli_interrupted) {
+            cli_interrupted = 0;
+            g_agent->ctrl_c = true;
+            *wc = L'\n';
+            return 1;
+        }
+    }
+    int len = b[0] < 0x80 ? 1 : (b[0] & 0xe0) == 0xc0 ? 2 : (b[0] & 0xf0) == 0xe0 ? 3 : 4;
+    for (int i = 1; i < len; i++)
+        if (read(STDIN_FILENO, b + i, 1) != 1)
+            return -1;
+    uint32_t cp = len == 1 ? b[0] : (uint32_t)(b[0] & (0x7f >> len));
+    for (int i = 1; i < len; i++)
+        cp = (cp << 6) | (b[i] & 0x3f);
+    *wc = (wchar_t)cp;
+    return 1;
+}
+
 static void input_init(struct agent *a)
 {
     setlocale(LC_CTYPE, "");  // libedit reads and draws UTF-8 by the locale
@@ -720,10 +753,16 @@ static void input_init(struct agent *a)
     a->el = el_init("ollama-agent", stdin, stdout, stderr);
     el_set(a->el, EL_EDITOR, "emacs");
     el_set(a->el, EL_PROMPT, prompt_fn);
+    el_wset(a->el, EL_GETCFN, read_char);
     el_set(a->el, EL_HIST, history, a->hist);
     el_set(a->el, EL_SETTY, "-d", "-isig", NULL);
-    el_set(a->el, EL_ADDFN, "agent-interrupt", "Ctrl-C", on_ctrl_c);
+    el_wset(a->el, EL_ADDFN, L"agent-interrupt", L"Ctrl-C", on_ctrl_c);
     el_set(a->el, EL_BIND, "^C", "agent-interrupt", NULL);
+}
+
+static size_t len_of(const char *s)
+{
+    return strcspn(s, "\r\n");
 }
 
 // One message from the user (lines joined); NULL at end of input.
@@ -742,19 +781,21 @@ static char *read_message(struct agent *a)
             return NULL;
         }
         if (a->ctrl_c) {  // drop what was typed
+            if (len_of(s) > 0 || msg.len > 0)
+                fputs("\n", stdout);
             buf_reset(&msg);
             block = a->md.code = false;
             continue;
         }
+        // """ opens a block at the start of a line and closes it at the end
+        // of one (both on one line: a one-line block).
         size_t len = strcspn(s, "\r\n");
-        bool fence = len >= 3 && strncmp(s, "\"\"\"", 3) == 0;
-        bool cont = !block && len > 0 && s[len - 1] == '\\';
-        if (fence) {
-            buf_append(&msg, s + 3, len - 3);
-            block = !block;
-        } else {
-            buf_append(&msg, s, cont ? len - 1 : len);
-        }
+        bool opens = !block && len >= 3 && strncmp(s, "\"\"\"", 3) == 0;
+        size_t from = opens ? 3 : 0;
+        bool closes = (block || opens) && len >= from + 3 && strncmp(s + len - 3, "\"\"\"", 3) == 0;
+        bool cont = !block && !opens && len > 0 && s[len - 1] == '\\';
+        buf_append(&msg, s + from, len - from - (closes ? 3 : cont ? 1 : 0));
+        block = (block || opens) && !closes;
         a->md.code = block || cont;
         if (!a->md.code)
             break;

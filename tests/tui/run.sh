@@ -101,11 +101,29 @@ wait_for "toolbox:latest"
 screen | grep -qF "(download)" || fail "picker lacks the models to download"
 keys t o o l Enter
 wait_for "Ollama agent"
-keys "/bye" Enter
+# A multi-line message; Ctrl-C ends the answer, the question stays in the
+# conversation (/save writes the request), history recalls the last line.
+keys '"""first line' Enter 'second line"""' Enter
+sleep 0.3
+keys C-c
+keys "/save conv" Enter
+wait_for "Saved conv.json"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["messages"]; assert m[1]["content"]=="first line\nsecond line", m' \
+    "$tmp/work/conv.json" || fail "multi-line message: $(cat "$tmp/work/conv.json")"
+keys Up
+wait_count 2 "/save conv"
+keys C-u "/bye" Enter
 wait_for "Chat, Code, & Work"
 # The menu comes back with the chat selected and its model remembered.
 screen | grep -qF "Chat, Code, & Work (toolbox:latest)" || fail "last choice not remembered"
 grep -q '"last_selection": "run"' "$HOME/.ollama/config.json" || fail "config.json: $(cat "$HOME/.ollama/config.json")"
+# An integration that is not installed: its install hint, then the menu.
+keys j Enter
+wait_for "Select model for Claude Code:"
+keys Enter
+wait_for "claude is not installed, install from"
+keys Enter
+wait_for "Launch Claude Code (toolbox:latest)"
 keys q
 keys "echo launcher-\$((1+1))" Enter
 wait_for "launcher-2"
