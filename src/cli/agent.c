@@ -612,7 +612,13 @@ static bool cmd_system(struct agent *a, const char *arg)
 
 static bool cmd_skills(struct agent *a, const char *arg)
 {
-    (void)arg;
+    if (arg && strncmp(arg, "import", 6) == 0) {
+        const char *src = arg + 6 + strspn(arg + 6, " \t");
+        struct err e = {0};
+        if (agent_skills_import(src, &a->out, &e) < 0)
+            buf_printf(&a->out, "Error: %s\n", e.msg);
+        flush_out(a);
+    }
     agent_skills_load(&a->tools);
     if (json_array_size(a->tools.skills) == 0)
         notice(a, "No skills. Put <name>/SKILL.md under ~/.ollama/skills, ~/.agents/skills, "
@@ -673,7 +679,7 @@ static const struct slash slashes[] = {
     {"/think", NULL, "/think [on|off|...|hide|show]", "set thinking mode", cmd_think},
     {"/tools", NULL, NULL, "toggle tools on or off", cmd_tools},
     {"/system", NULL, "/system [on|off]", "show or set the built-in system prompt", cmd_system},
-    {"/skills", NULL, NULL, "list skills", cmd_skills},
+    {"/skills", NULL, "/skills [import codex|claude|pi]", "list or import skills", cmd_skills},
     {"/compact", NULL, NULL, "summarize older context", cmd_compact},
     {"/help", "/?", NULL, "show commands", cmd_help},
     {"/bye", "/exit", NULL, "exit", cmd_bye},

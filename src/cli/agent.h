@@ -88,3 +88,11 @@ json_t *agent_compact_join(const char *summary, const json_t *keep, bool continu
 
 // The hidden `ollama agent MODEL` command the launcher runs.
 int cli_cmd_agent(struct cli_args *a);
+
+// Ollama's own skills directory: $OLLAMA_SKILLS, $XDG_CONFIG_HOME/ollama/skills
+// or ~/.ollama/skills (agent_skills.c).
+char *agent_skills_dir(void);
+// `/skills import codex|claude|pi`: copies ~/.codex/skills, ~/.claude/skills
+// or ~/.pi/agent/skills into it (what exists is kept); a line per skill goes
+// to out. Returns how many were imported.
+int agent_skills_import(const char *source, struct buf *out, struct err *e);

@@ -1117,6 +1117,41 @@ static void test_agent_compaction(void **state)
     json_decref(msgs);
 }
 
+// `/skills import codex`: the skill directories copied whole, once.
+static void test_agent_skills_import(void **state)
+{
+    (void)state;
+    char home[] = "/tmp/ollama-skills-test-XXXXXX";
+    assert_non_null(mkdtemp(home));
+    char *old_home = getenv("HOME") ? xstrdup(getenv("HOME")) : NULL;
+    setenv("HOME", home, 1);
+    unsetenv("OLLAMA_SKILLS");
+    unsetenv("XDG_CONFIG_HOME");
+    write_text(home, ".codex/skills/notes/SKILL.md", "---\nname: notes\n---\nbody\n");
+    write_text(home, ".codex/skills/notes/scripts/run.sh", "echo\n");
+    write_text(home, ".codex/skills/not-a-skill/README", "x");
+    struct buf out;
+    buf_init(&out, 0);
+    assert_int_equal(agent_skills_import("codex", &out, NULL), 1);
+    char *text = read_text(home, ".ollama/skills/notes/scripts/run.sh");
+    assert_string_equal(text, "echo\n");
+    free(text);
+    assert_null(read_text(home, ".ollama/skills/not-a-skill/README"));
+    buf_reset(&out);
+    assert_int_equal(agent_skills_import("codex", &out, NULL), 0);
+    assert_non_null(strstr(buf_cstr(&out), "Skipped notes: already exists"));
+    struct err e = {0};
+    assert_true(agent_skills_import("emacs", &out, &e) < 0);
+    assert_string_equal(e.msg, "unknown skill source \"emacs\"");
+    buf_deinit(&out);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_home);
+    char *cmd = xasprintf("rm -rf '%s'", home);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1138,6 +1173,7 @@ int main(void)
         cmocka_unit_test(test_agent_markdown),
         cmocka_unit_test(test_agent_tools),
         cmocka_unit_test(test_agent_compaction),
+        cmocka_unit_test(test_agent_skills_import),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
