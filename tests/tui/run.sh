@@ -42,6 +42,7 @@ cat >"$tmp/Modelfile" <<MODELFILE
 FROM $gguf
 TEMPLATE """{{ if .Tools }}Tools: {{ range .Tools }}{{ .Function.Name }} {{ end }}{{ end }}{{ range .Messages }}{{ if eq .Role "tool" }}Result: {{ .Content }}{{ else }}{{ .Content }}{{ end }}{{ end }}"""
 PARAMETER temperature 0
+PARAMETER num_predict 200
 MODELFILE
 "$ollama_bin" create toolbox -f "$tmp/Modelfile" >/dev/null
 
@@ -112,7 +113,10 @@ python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["messages"]; assert 
     "$tmp/work/conv.json" || fail "multi-line message: $(cat "$tmp/work/conv.json")"
 keys Up
 wait_count 2 "/save conv"
-keys C-u "/bye" Enter
+# /compact: the model summarizes the conversation, which the summary replaces.
+keys C-u "/compact" Enter
+wait_for "Compacted: 1 messages summarized"
+keys "/bye" Enter
 wait_for "Chat, Code, & Work"
 # The menu comes back with the chat selected and its model remembered.
 screen | grep -qF "Chat, Code, & Work (toolbox:latest)" || fail "last choice not remembered"
