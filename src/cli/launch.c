@@ -112,11 +112,9 @@ static void setup_opencode(const struct integration *in, const struct launch_tar
     char base[600], id[700];
     snprintf(base, sizeof(base), "%s/v1", t->host);
     snprintf(id, sizeof(id), "ollama/%s", t->model);
+    // No "limit": 0.33 sets one only for cloud models (known output limit);
+    // with one, OpenCode keeps asking a local model to continue.
     json_t *model = json_pack("{s:s}", "name", t->model);
-    if (t->context > 0)
-        json_object_set_new(model, "limit",
-                            json_pack("{s:I,s:I}", "context", (json_int_t)t->context, "output",
-                                      (json_int_t)t->context));
     json_t *cfg = json_pack("{s:s,s:{s:{s:s,s:s,s:{s:s},s:{s:o}}},s:s}", "$schema",
                             "https://opencode.ai/config.json", "provider", "ollama", "npm",
                             "@ai-sdk/openai-compatible", "name", "Ollama", "options", "baseURL",
