@@ -12,6 +12,7 @@
 # The third argument, when given, receives the menu as tmux shows it.
 # Exit 77 (ctest: skipped) when tmux is missing.
 set -euo pipefail
+[ -n "${TUI_TRACE:-}" ] && { PS4='+ ${SECONDS}s '; set -x; }
 ollama_bin="$(realpath "${1:?usage: run.sh OLLAMA_BIN MODEL_GGUF}")"
 gguf="$(realpath "${2:?usage: run.sh OLLAMA_BIN MODEL_GGUF}")"
 capture="${3:-}"
@@ -29,7 +30,11 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+# A free loopback port (python3 starts too slowly on a loaded machine).
+for _ in $(seq 20); do
+    port=$((20000 + RANDOM % 30000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+done
 export OLLAMA_HOST="127.0.0.1:$port" OLLAMA_MODELS="$tmp/models" HOME="$tmp/home"
 mkdir -p "$HOME" "$tmp/work"
 "$ollama_bin" serve >"$tmp/serve.log" 2>&1 &
@@ -74,8 +79,7 @@ keys() { T send-keys -t t "$@"; }
 
 echo "-- launch --yes / --restore without a terminal"
 out="$("$ollama_bin" launch droid --yes --config --model toolbox </dev/null 2>&1)" || fail "launch --yes: $out"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["customModels"][0]["model"]=="toolbox"' \
-    "$HOME/.factory/settings.json" || fail "droid settings.json"
+grep -qF '"model": "toolbox"' "$HOME/.factory/settings.json" || fail "droid settings.json"
 "$ollama_bin" launch droid --restore </dev/null >/dev/null 2>&1 || fail "launch --restore"
 [ ! -e "$HOME/.factory/settings.json" ] || fail "--restore left a file that was not there"
 if out="$("$ollama_bin" launch droid --config --model nosuch </dev/null 2>&1)" ||
@@ -109,8 +113,8 @@ sleep 0.3
 keys C-c
 keys "/save conv" Enter
 wait_for "Saved conv.json"
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["messages"]; assert m[1]["content"]=="first line\nsecond line", m' \
-    "$tmp/work/conv.json" || fail "multi-line message: $(cat "$tmp/work/conv.json")"
+grep -qF '"content": "first line\nsecond line"' "$tmp/work/conv.json" ||
+    fail "multi-line message: $(cat "$tmp/work/conv.json")"
 keys Up
 wait_count 2 "/save conv"
 # /compact: the model summarizes the conversation, which the summary replaces.
