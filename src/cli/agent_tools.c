@@ -61,13 +61,22 @@ json_t *agent_tools_defs(const struct agent_tools *t)
         def("edit",
             "Edit a file by exact-text replacement. old_text must match the file exactly once "
             "unless replace_all is true; an empty old_text on a missing file creates it.",
-            json_pack("{s:o,s:o,s:o,s:o}", "path",
-                      param("string", "Path to the file to edit, relative to the working "
-                                      "directory."),
-                      "old_text", param("string", "Exact text to replace."), "new_text",
-                      param("string", "Replacement text."), "replace_all",
-                      param("boolean", "Replace every occurrence. Defaults to false.")),
-            json_pack("[s,s,s]", "path", "old_text", "new_text")));
+            json_pack(
+                "{s:o,s:o,s:o,s:o,s:o}", "path",
+                param("string", "Path to the file to edit, relative to the working "
+                                "directory."),
+                "old_text", param("string", "Exact text to replace."), "new_text",
+                param("string", "Replacement text."), "edits",
+                json_pack("{s:s,s:s,s:{s:s,s:{s:o,s:o},s:[s,s]}}", "type", "array", "description",
+                          "Several exact-text replacements instead of old_text/new_text, "
+                          "each matched against the original file, not overlapping.",
+                          "items", "type", "object", "properties", "old_text",
+                          param("string", "Exact text to replace."), "new_text",
+                          param("string", "Replacement text."), "required", "old_text", "new_text"),
+                "replace_all",
+                param("boolean", "Replace every occurrence (a single edit only). "
+                                 "Defaults to false.")),
+            json_pack("[s]", "path")));
     json_array_append_new(
         defs, def("list", "List the files of a directory in the working directory.",
                   json_pack("{s:o}", "path", param("string", "Directory, relative (default .).")),
@@ -316,12 +325,89 @@ static void replace(const struct buf *in, const char *old, const char *new_text,
     }
 }
 
+#define MAX_EDITS 32
+
+struct edit {
+    const char *old, *new_text;
+    size_t at;  // where old matched in the original
+};
+
+static int cmp_edit(const void *a, const void *b)
+{
+    size_t x = ((const struct edit *)a)->at, y = ((const struct edit *)b)->at;
+    return x < y ? -1 : x > y;
+}
+
+// The replacements of a call: "edits" [{old_text, new_text}] (0.33's form)
+// or old_text/new_text. Returns how many, or -1 (out says why).
+static int collect_edits(const json_t *args, struct edit *ed, struct buf *out)
+{
+    const json_t *list = json_object_get(args, "edits");
+    if (!json_is_array(list) || json_array_size(list) == 0) {
+        ed[0] = (struct edit){arg_str(args, "old_text"), arg_str(args, "new_text"), 0};
+        if (!ed[0].old || !ed[0].new_text)
+            return buf_append_str(out, "Error: old_text and new_text are required"), -1;
+        return 1;
+    }
+    if (json_array_size(list) > MAX_EDITS)
+        return buf_printf(out, "Error: at most %d edits per call", MAX_EDITS), -1;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(list, i, v)
+    {
+        const char *o = arg_str(v, "old_text"), *n = arg_str(v, "new_text");
+        ed[i] = (struct edit){o ? o : arg_str(v, "oldText"), n ? n : arg_str(v, "newText"), 0};
+        if (!ed[i].old || !*ed[i].old || !ed[i].new_text)
+            return buf_printf(out, "Error: edit %zu needs old_text and new_text", i + 1), -1;
+    }
+    return (int)json_array_size(list);
+}
+
+// Applies n edits (each matched once in the original, not overlapping;
+// replace_all with a single edit) to data, into res.
+static int apply_edits(const struct buf *data, struct edit *ed, int n, bool all, const char *rel,
+                       struct buf *res, struct buf *out)
+{
+    const char *base = data->data ? data->data : "";
+    for (int i = 0; i < n; i++) {
+        size_t ol = strlen(ed[i].old);
+        size_t k = ol ? count_matches(base, data->len, ed[i].old, ol) : 0;
+        if (k == 0)
+            return buf_printf(out, "Error: old_text was not found in %s", rel), ERR_NOT_FOUND;
+        if (k > 1 && !(all && n == 1))
+            return buf_printf(out,
+                              "Error: old_text matched %zu times in %s; set replace_all to true "
+                              "to replace every match",
+                              k, rel),
+                   ERR_INVALID;
+        ed[i].at = (size_t)((const char *)memmem(base, data->len, ed[i].old, ol) - base);
+    }
+    if (n == 1) {
+        replace(data, ed[0].old, ed[0].new_text, all, res);
+        return 0;
+    }
+    qsort(ed, (size_t)n, sizeof(ed[0]), cmp_edit);
+    size_t pos = 0;
+    for (int i = 0; i < n; i++) {
+        if (ed[i].at < pos)
+            return buf_printf(out, "Error: edits overlap in %s", rel), ERR_INVALID;
+        buf_append(res, base + pos, ed[i].at - pos);
+        buf_append_str(res, ed[i].new_text);
+        pos = ed[i].at + strlen(ed[i].old);
+    }
+    buf_append(res, base + pos, data->len - pos);
+    return 0;
+}
+
 static int run_edit(struct agent_tools *t, const json_t *args, struct buf *out)
 {
-    const char *rel = arg_str(args, "path"), *old = arg_str(args, "old_text");
-    const char *new_text = arg_str(args, "new_text");
-    if (!rel || !old || !new_text)
-        return buf_append_str(out, "Error: path, old_text and new_text are required"), ERR_INVALID;
+    const char *rel = arg_str(args, "path");
+    struct edit ed[MAX_EDITS];
+    if (!rel)
+        return buf_append_str(out, "Error: path parameter is required"), ERR_INVALID;
+    int n = collect_edits(args, ed, out);
+    if (n < 0)
+        return ERR_INVALID;
     char *path = resolve(t, rel, out);
     if (!path)
         return ERR_PERMISSION;
@@ -329,21 +415,11 @@ static int run_edit(struct agent_tools *t, const json_t *args, struct buf *out)
     buf_init(&data, AGENT_READ_MAX_BYTES);
     buf_init(&res, AGENT_READ_MAX_BYTES);
     int rc = 0;
-    if (!*old && !fs_exists(path)) {
-        buf_append_str(&res, new_text);  // a new file
-    } else if ((rc = read_file(path, rel, &data, out)) == 0) {
-        size_t k = *old ? count_matches(data.data, data.len, old, strlen(old)) : 0;
-        bool all = json_is_true(json_object_get(args, "replace_all"));
-        if (k == 0)
-            rc = ERR_NOT_FOUND, buf_printf(out, "Error: old_text was not found in %s", rel);
-        else if (k > 1 && !all)
-            rc = ERR_INVALID, buf_printf(out,
-                                         "Error: old_text matched %zu times in %s; set "
-                                         "replace_all to true to replace every match",
-                                         k, rel);
-        else
-            replace(&data, old, new_text, all, &res);
-    }
+    if (n == 1 && !*ed[0].old && !fs_exists(path))
+        buf_append_str(&res, ed[0].new_text);  // a new file
+    else if ((rc = read_file(path, rel, &data, out)) == 0)
+        rc = apply_edits(&data, ed, n, json_is_true(json_object_get(args, "replace_all")), rel,
+                         &res, out);
     struct err e = {0};
     if (rc == 0 && fs_write_atomic(path, res.data ? res.data : "", res.len, &e) < 0)
         rc = ERR_IO, buf_printf(out, "Error: %s", e.msg);

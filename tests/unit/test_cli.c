@@ -1031,15 +1031,29 @@ static void test_agent_tools(void **state)
     assert_string_equal(text, "alpha\ngamma\nalpha beta\n");
     free(text);
     buf_reset(&out);
+    // Several edits, each against the original; overlapping ones refused.
+    args = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "path", "src/a.txt", "edits", "old_text",
+                     "a beta", "new_text", "a delta", "old_text", "gamma", "new_text", "g");
+    assert_int_equal(agent_tool_run(&t, "edit", args, &out), 0);
+    json_decref(args);
+    text = read_text(dir, "src/a.txt");
+    assert_string_equal(text, "alpha\ng\nalpha delta\n");
+    free(text);
+    args = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "path", "src/a.txt", "edits", "old_text",
+                     "alpha d", "new_text", "x", "old_text", "a delta", "new_text", "y");
+    assert_int_equal(agent_tool_run(&t, "edit", args, &out), ERR_INVALID);
+    assert_non_null(strstr(buf_cstr(&out), "edits overlap"));
+    json_decref(args);
+    buf_reset(&out);
 
     args = json_pack("{s:s}", "path", ".");
     assert_int_equal(agent_tool_run(&t, "list", args, &out), 0);
     assert_string_equal(buf_cstr(&out), "notes.md\nsrc/\n");
     json_decref(args);
     buf_reset(&out);
-    args = json_pack("{s:s}", "pattern", "alpha beta");
+    args = json_pack("{s:s}", "pattern", "alpha delta");
     assert_int_equal(agent_tool_run(&t, "search", args, &out), 0);
-    assert_string_equal(buf_cstr(&out), "src/a.txt:3: alpha beta\n");
+    assert_string_equal(buf_cstr(&out), "src/a.txt:3: alpha delta\n");
     json_decref(args);
     buf_reset(&out);
 
