@@ -473,8 +473,11 @@ static void run_calls(struct agent *a, const json_t *calls)
         } else {
             buf_append_str(&res, "Tool execution canceled.");
         }
-        json_t *m = json_pack("{s:s,s:s,s:s}", "role", "tool", "tool_name", name, "content",
-                              buf_cstr(&res));
+        char *content = agent_truncate_result(
+            buf_cstr(&res), agent_tool_result_limit(a->num_ctx, estimate_messages(a->messages)));
+        json_t *m =
+            json_pack("{s:s,s:s,s:s}", "role", "tool", "tool_name", name, "content", content);
+        free(content);
         const char *id = json_string_value(json_object_get(call, "id"));
         if (id)
             jsonx_set_str(m, "tool_call_id", id);

@@ -96,3 +96,11 @@ char *agent_skills_dir(void);
 // or ~/.pi/agent/skills into it (what exists is kept); a line per skill goes
 // to out. Returns how many were imported.
 int agent_skills_import(const char *source, struct buf *out, struct err *e);
+
+// Tool results sized for the context (0.33's toolMessageWithBudget): at
+// most 60000 runes (6000 under an 8k window, 3200 under 4k) and what fits
+// below the compaction threshold after base_tokens.
+int64_t agent_tool_result_limit(int64_t num_ctx, int64_t base_tokens);
+// Keeps the first 75% and last 25% of max_runes runes of text with 0.33's
+// marker between (all of it omitted, with a marker, when max_runes <= 0).
+char *agent_truncate_result(const char *text, int64_t max_runes);

@@ -591,3 +591,55 @@ void agent_tools_deinit(struct agent_tools *t)
     json_decref(t->skills);
     memset(t, 0, sizeof(*t));
 }
+
+// ---------------------------------------------------------------------------
+// Result sizes (0.33's agent/session.go Truncate)
+
+static int64_t approx_tokens(int64_t runes)
+{
+    return runes <= 0 ? 0 : (runes + 3) / 4 > 1 ? (runes + 3) / 4 : 1;
+}
+
+int64_t agent_tool_result_limit(int64_t num_ctx, int64_t base_tokens)
+{
+    int64_t limit = 60000;
+    if (num_ctx > 0 && num_ctx <= 4096)
+        limit = 3200;
+    else if (num_ctx > 0 && num_ctx <= 8192)
+        limit = 6000;
+    int64_t threshold = (int64_t)((double)(num_ctx > 0 ? num_ctx : 32768) * 0.8);
+    int64_t avail = (threshold - base_tokens - 2 - 64) * 4;  // role overhead, marker reserve
+    return avail < limit ? (avail > 0 ? avail : 0) : limit;
+}
+
+// Byte offset of rune index r in s (or the end).
+static size_t rune_offset(const char *s, size_t len, int64_t r)
+{
+    size_t i = 0;
+    for (int64_t k = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80 && k++ == r)
+            return i;
+    return len;
+}
+
+char *agent_truncate_result(const char *text, int64_t max_runes)
+{
+    static const char hint[] =
+        " Use a narrower command, line range, or search query if more detail is needed.";
+    size_t len = strlen(text);
+    int64_t total = 0;
+    for (size_t i = 0; i < len; i++)
+        total += ((unsigned char)text[i] & 0xc0) != 0x80;
+    if (max_runes <= 0)
+        return xasprintf("[tool output truncated: output omitted because the context is full; "
+                         "omitted ~%lld tokens.%s]",
+                         (long long)approx_tokens(total), hint);
+    if (total <= max_runes)
+        return xstrdup(text);
+    int64_t head = max_runes * 75 / 100, tail = max_runes - head;
+    size_t h = rune_offset(text, len, head), t = rune_offset(text, len, total - tail);
+    return xasprintf("%.*s\n\n[tool output truncated: showing first ~%lld tokens and last ~%lld "
+                     "tokens; omitted ~%lld tokens.%s]\n\n%s",
+                     (int)h, text, (long long)approx_tokens(head), (long long)approx_tokens(tail),
+                     (long long)approx_tokens(total - head - tail), hint, text + t);
+}

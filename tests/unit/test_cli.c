@@ -1129,6 +1129,24 @@ static void test_agent_compaction(void **state)
     assert_false(agent_compact_split(one, 32768, &archive, &keep, &prev));
     json_decref(one);
     json_decref(msgs);
+
+    // Tool results: 0.33's limits and head/tail truncation.
+    assert_int_equal(agent_tool_result_limit(131072, 0), 60000);
+    assert_int_equal(agent_tool_result_limit(8192, 0), 6000);
+    assert_int_equal(agent_tool_result_limit(4096, 0), 3200);
+    assert_int_equal(agent_tool_result_limit(4096, 3200), (3276 - 3200 - 66) * 4);
+    assert_int_equal(agent_tool_result_limit(4096, 4000), 0);
+    char *t = agent_truncate_result("0123456789abcdefghij", 8);
+    assert_string_equal(t, "012345\n\n[tool output truncated: showing first ~2 tokens and last ~1 "
+                           "tokens; omitted ~3 tokens. Use a narrower command, line range, or "
+                           "search query if more detail is needed.]\n\nij");
+    free(t);
+    t = agent_truncate_result("short", 8);
+    assert_string_equal(t, "short");
+    free(t);
+    t = agent_truncate_result("all of it", 0);
+    assert_int_equal(strncmp(t, "[tool output truncated: output omitted", 38), 0);
+    free(t);
 }
 
 // `/skills import codex`: the skill directories copied whole, once.
