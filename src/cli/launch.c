@@ -769,3 +769,9 @@ const char *cli_launch_program(const char *name)
     const struct integration *in = find_integration(name);
     return in ? in->program : NULL;
 }
+
+const char *cli_launch_install_hint(const char *name)
+{
+    const struct integration *in = find_integration(name);
+    return in ? in->install : NULL;
+}

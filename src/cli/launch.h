@@ -59,6 +59,8 @@ int cli_launch_restore(const char *name, const char *home, FILE *log, struct err
 int cli_launch_setup(const char *name, const struct launch_target *t, json_t *env, json_t *args);
 // The program an integration runs ("claude"), NULL for an unknown name.
 const char *cli_launch_program(const char *name);
+// How to install it: "install from URL" or "install with: COMMAND".
+const char *cli_launch_install_hint(const char *name);
 
 // ~/.ollama/config.json as 0.33 keeps it (launcher.c): the menu's last
 // choice, the chat's last model and each integration's models.

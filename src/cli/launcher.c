@@ -199,8 +199,18 @@ static void draw_item(const struct menu *m, int i, int *y)
         printw(" (not installed)");
         attroff(A_DIM);
     }
+    // A tool that is not there says how to get it (0.33's install hint).
+    const char *hint =
+        it->installed || !it->integration ? NULL : cli_launch_install_hint(it->integration);
     attron(A_DIM);
-    mvprintw((*y)++, 4, "%s", it->desc);
+    if (hint) {  // its first way, on one line
+        const char *alt = strstr(hint, " (or:");
+        int n = alt ? (int)(alt - hint) : (int)strlen(hint);
+        n = n < COLS - 5 ? n : COLS - 5;
+        mvprintw((*y)++, 4, "%c%.*s", hint[0] - 'a' + 'A', n - 1, hint + 1);
+    } else {
+        mvprintw((*y)++, 4, "%.*s", COLS > 5 ? COLS - 5 : 0, it->desc);
+    }
     attroff(A_DIM);
     (*y)++;
 }
