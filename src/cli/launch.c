@@ -65,6 +65,7 @@ static void setup_claude(const struct integration *in, const struct launch_targe
     set_env(env, "ANTHROPIC_API_KEY", "");
     set_env(env, "ANTHROPIC_AUTH_TOKEN", "ollama");
     set_env(env, "CLAUDE_CODE_ATTRIBUTION_HEADER", "0");
+    set_env(env, "CLAUDE_CODE_TOTAL_TOKENS_REMINDER", "off");
     set_env(env, "DISABLE_ERROR_REPORTING", "1");
     set_env(env, "DISABLE_FEEDBACK_COMMAND", "1");
     set_env(env, "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1");
