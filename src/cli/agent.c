@@ -562,8 +562,11 @@ static bool cmd_model(struct agent *a, const char *arg)
         a->model = m;
         cli_user_config_remember(NULL, NULL, m);
         json_t *req = json_pack("{s:s}", "model", m), *show = NULL;
-        if (client_show(a->c, req, &show, NULL) == 0)
+        if (client_show(a->c, req, &show, NULL) == 0) {
             a->can_tools = cli_has_capability(show, "tools");
+            a->num_ctx = cli_model_context(a->c, m, show);
+            a->prompt_tokens = 0;
+        }
         json_decref(req);
         json_decref(show);
         notice(a, "Model: %s", m);
