@@ -46,7 +46,7 @@ struct agent_tools {
     char *cwd;       // the directory the tools work in (realpath)
     bool shell;      // bash offered (not OLLAMA_AGENT_DISABLE_SHELL)
     json_t *skills;  // [{name, description, path}] found where 0.33 looks
-    int bash_timeout_s;
+    int bash_timeout_ms;
     const volatile sig_atomic_t *cancel;  // set: a running command is killed
 };
 

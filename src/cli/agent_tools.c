@@ -176,12 +176,12 @@ static char *resolve(const struct agent_tools *t, const char *rel, struct buf *o
 // set; keeps the first AGENT_BASH_MAX_OUTPUT bytes. 1 on timeout, 2 on cancel.
 static int collect(struct agent_tools *t, int fd, struct buf *text, bool *truncated)
 {
-    time_t deadline = time(NULL) + t->bash_timeout_s;
+    int64_t deadline = time_monotonic_ns() + (int64_t)t->bash_timeout_ms * 1000000;
     char chunk[4096];
     for (;;) {
         if (t->cancel && *t->cancel)
             return 2;
-        if (time(NULL) >= deadline)
+        if (time_monotonic_ns() >= deadline)
             return 1;
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, 200);
@@ -242,7 +242,7 @@ static int run_bash(struct agent_tools *t, const json_t *args, struct buf *out)
     if (truncated)
         buf_printf(out, "\n[output truncated to %d bytes]", AGENT_BASH_MAX_OUTPUT);
     if (why == 1)
-        return buf_printf(out, "\nError: command timed out after %ds", t->bash_timeout_s),
+        return buf_printf(out, "\nError: command timed out after %gs", t->bash_timeout_ms / 1000.0),
                ERR_TIMEOUT;
     if (why == 2)
         return buf_append_str(out, "\nError: command canceled"), ERR_CANCELLED;
@@ -580,7 +580,7 @@ int agent_tools_init(struct agent_tools *t, const char *cwd, struct err *e)
     t->cwd = xstrdup(real);
     const char *off = getenv("OLLAMA_AGENT_DISABLE_SHELL");
     t->shell = !off || !*off;
-    t->bash_timeout_s = AGENT_BASH_TIMEOUT_S;
+    t->bash_timeout_ms = AGENT_BASH_TIMEOUT_S * 1000;
     agent_skills_load(t);
     return 0;
 }

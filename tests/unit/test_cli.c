@@ -998,7 +998,7 @@ static void test_agent_tools(void **state)
     json_decref(args);
     buf_reset(&out);
     // The timeout kills the command (and what it started).
-    t.bash_timeout_s = 1;
+    t.bash_timeout_ms = 300;
     args = json_pack("{s:s}", "command", "sleep 30");
     assert_int_equal(agent_tool_run(&t, "bash", args, &out), ERR_TIMEOUT);
     assert_non_null(strstr(buf_cstr(&out), "timed out"));
