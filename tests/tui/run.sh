@@ -132,6 +132,12 @@ keys Enter
 wait_for "claude is not installed, install from"
 keys Enter
 wait_for "Launch Claude Code (toolbox:latest)"
+# → asks for a model even when one is remembered; esc goes back to the
+# menu, on the last choice made (not the one abandoned).
+keys k l
+wait_for "Select model:"
+keys Escape
+wait_for "▸ Launch Claude Code (toolbox:latest)"
 keys q
 keys "echo launcher-\$((1+1))" Enter
 wait_for "launcher-2"
