@@ -226,6 +226,7 @@ static int parse_args(const struct cli_command *c, int argc, char **argv, struct
     memset(a, 0, sizeof(*a));
     a->cmd = c;
     a->pos = xcalloc((size_t)argc + 1, sizeof(char *));
+    a->n_before_dash = -1;
     bool only_pos = false;
     for (int i = 0; i < argc; i++) {
         char *arg = argv[i];
@@ -235,6 +236,7 @@ static int parse_args(const struct cli_command *c, int argc, char **argv, struct
         }
         if (strcmp(arg, "--") == 0) {
             only_pos = true;
+            a->n_before_dash = a->n_pos;
             continue;
         }
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)

@@ -693,8 +693,29 @@ static int configure_and_launch(struct cli_args *a, const struct integration *in
     return rc;
 }
 
+// 0.33's argument rules: one integration name, everything else after "--".
+static int check_positionals(const struct cli_args *a)
+{
+    int named = a->n_before_dash < 0 ? a->n_pos : a->n_before_dash;
+    if (a->n_before_dash < 0 && a->n_pos > 1) {
+        fprintf(stderr, "Error: unexpected arguments: [");
+        for (int i = 1; i < a->n_pos; i++)
+            fprintf(stderr, "%s%s", i > 1 ? " " : "", a->pos[i]);
+        fprintf(stderr, "]\nUse '--' to pass extra arguments to the integration\n");
+        return 1;
+    }
+    if (named > 1)
+        return cli_fail("expected at most 1 integration name before '--', got %d", named);
+    if (named == 0 && a->n_pos > 0)
+        return cli_fail("flags and extra args require an integration name, for example: "
+                        "'ollama launch claude --model qwen3.5'");
+    return 0;
+}
+
 int cli_cmd_launch(struct cli_args *a)
 {
+    if (check_positionals(a) != 0)
+        return 1;
     const struct integration *in;
     int sel = select_integration(a, &in);
     if (!in)
