@@ -86,6 +86,8 @@ if out="$("$ollama_bin" launch droid --config --model nosuch </dev/null 2>&1)" |
     ! grep -qF "or use --yes to auto-pull" <<<"$out"; then
     fail "missing model: $out"
 fi
+out="$("$ollama_bin" launch droid stray </dev/null 2>&1)" && fail "extra argument accepted"
+grep -qF "Use '--' to pass extra arguments" <<<"$out" || fail "extra argument: $out"
 echo "ok: launch (${SECONDS}s)"
 
 T new-session -d -s t -x 100 -y 50 "cd $tmp/work && PS1='$ ' exec bash --norc --noprofile"
