@@ -7,7 +7,9 @@
 # one JSON call of bash with a given command, and the "toolbox" template
 # (one that renders .Tools) makes that JSON a tool call. The call is approved
 # once (the command runs and writes proof.txt), then denied, then the turn is
-# canceled with Ctrl-C and the session goes on. Used by ctest (label "tui"):
+# canceled with Ctrl-C and the session goes on. A "thinker" model (a template
+# with <think> tags) shows its thinking, hidden after /think hide. Used by
+# ctest (label "tui"):
 #   tests/tui/run.sh <ollama binary> <stories260K.gguf> [capture.txt]
 # The third argument, when given, receives the menu as tmux shows it.
 # Exit 77 (ctest: skipped) when tmux is missing.
@@ -50,6 +52,14 @@ PARAMETER temperature 0
 PARAMETER num_predict 200
 MODELFILE
 "$ollama_bin" create toolbox -f "$tmp/Modelfile" >/dev/null
+# "thinker": <think> tags in the template, so everything it writes is thinking.
+cat >"$tmp/Modelfile.think" <<MODELFILE
+FROM $gguf
+TEMPLATE """{{ range .Messages }}{{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}{{ end }}{{ if .Think }}<think>{{ end }}"""
+PARAMETER temperature 0
+PARAMETER num_predict 20
+MODELFILE
+"$ollama_bin" create thinker -f "$tmp/Modelfile.think" >/dev/null
 
 fail() {
     echo "FAIL: $*"
@@ -130,7 +140,7 @@ grep -q '"last_selection": "run"' "$HOME/.ollama/config.json" || fail "config.js
 # An integration that is not installed: its install hint, then the menu.
 keys j Enter
 wait_for "Select model for Claude Code:"
-keys Enter
+keys t o o l Enter
 wait_for "claude is not installed, install from"
 keys Enter
 wait_for "Launch Claude Code (toolbox:latest)"
@@ -169,3 +179,16 @@ keys "/bye" Enter
 keys "echo agent-\$((1+1))" Enter
 wait_for "agent-2"
 echo "ok: agent approvals (${SECONDS}s)"
+
+echo "-- agent thinking"
+keys "clear; $ollama_bin agent thinker --think" Enter
+wait_for "Ollama agent"
+keys "hi" Enter
+wait_for "Thinking..."
+keys "/think hide" Enter
+wait_for "Thinking hidden."
+keys "again" Enter "/bye" Enter
+keys "echo think-\$((1+1))" Enter
+wait_for "think-2"
+[ "$(screen | grep -cF "Thinking...")" -eq 1 ] || fail "hidden thinking was shown"
+echo "ok: agent thinking (${SECONDS}s)"
