@@ -86,6 +86,14 @@ wait_count() {
     fail "'$2' not $1 times on the screen"
 }
 keys() { T send-keys -t t "$@"; }
+# Waits until the shell prompt is the last line on the screen.
+wait_shell() {
+    for _ in $(seq 200); do
+        [ "$(screen | grep -v '^[[:space:]]*$' | tail -n 1)" = "\$" ] && return 0
+        sleep 0.05
+    done
+    fail "no shell prompt"
+}
 
 echo "-- launch --yes / --restore without a terminal"
 out="$("$ollama_bin" launch droid --yes --config --model toolbox </dev/null 2>&1)" || fail "launch --yes: $out"
@@ -187,7 +195,11 @@ keys "hi" Enter
 wait_for "Thinking..."
 keys "/think hide" Enter
 wait_for "Thinking hidden."
-keys "again" Enter "/bye" Enter
+keys "again" Enter
+# (Keys typed while an answer streams are dropped when the agent exits.)
+wait_count 4 ">>>"
+keys "/bye" Enter
+wait_shell
 keys "echo think-\$((1+1))" Enter
 wait_for "think-2"
 [ "$(screen | grep -cF "Thinking...")" -eq 1 ] || fail "hidden thinking was shown"
