@@ -2,12 +2,12 @@
 # Installs the Debian 12 packages ollama-c needs (idempotent: only what is
 # missing is installed). Uses sudo when not root.
 #   scripts/deps.sh build   - build dependencies
-#   scripts/deps.sh test    - build + test dependencies (clang, docker-registry, haproxy, node/npm)
+#   scripts/deps.sh test    - build + test dependencies (clang, docker-registry, haproxy, tmux, node/npm)
 set -euo pipefail
 want=(cmake make gcc pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev
-      libpcre2-dev libutf8proc-dev libedit-dev libcmocka-dev curl ca-certificates)
+      libpcre2-dev libutf8proc-dev libedit-dev libncurses-dev libcmocka-dev curl ca-certificates)
 if [ "${1:-build}" = test ]; then
-    want+=(clang clang-format docker-registry haproxy)
+    want+=(clang clang-format docker-registry haproxy tmux)
     # node and npm: a preinstalled Node.js (e.g. nodesource, which bundles npm) is fine
     command -v node >/dev/null 2>&1 || want+=(nodejs)
     command -v npm >/dev/null 2>&1 || want+=(npm)

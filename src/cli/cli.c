@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "cli/internal.h"
+#include "cli/agent.h"
+#include "cli/launch.h"
 #include "client/client.h"
 #include "json/json.h"
 #include "runner/runner.h"
@@ -63,6 +65,13 @@ static const struct cli_flag flags_run[] = {
      "Enable thinking mode: true/false or high/medium/low for supported models"},
     {"truncate", 0, NULL, "Truncate inputs that exceed the context length (embedding models only)"},
     {"verbose", 0, NULL, "Show timings for response"},
+    {NULL, 0, NULL, NULL},
+};
+static const struct cli_flag flags_agent[] = {
+    {"format", 0, "string", "Response format: json or a JSON schema"},
+    {"hidethinking", 0, NULL, "Hide thinking output (if provided)"},
+    {"think", 0, "string[=\"true\"]",
+     "Enable thinking mode: true/false or high/medium/low for supported models"},
     {NULL, 0, NULL, NULL},
 };
 static const struct cli_flag flags_insecure[] = {
@@ -131,7 +140,9 @@ static int cmd_runner(struct cli_args *a)
 
 static const struct cli_flag flags_launch[] = {
     {"model", 0, "string", "Model to use"},
-    {"config", 0, NULL, "Print the configuration instead of launching"},
+    {"config", 0, NULL, "Configure without launching"},
+    {"restore", 0, NULL, "Restore an integration to its default profile"},
+    {"yes", 'y', NULL, "Automatically answer yes to confirmation prompts"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -156,11 +167,13 @@ const struct cli_command cli_commands[] = {
     {"rm", NULL, "rm MODEL [MODEL...] [flags]", "Remove a model", 1, -1, NULL, env_host_only,
      cli_cmd_rm, false},
     {"launch", NULL, "launch [INTEGRATION] [flags] [-- ARGS...]",
-     "Launch a coding agent (claude, codex, opencode) on this server", 0, -1, flags_launch,
-     env_host_only, cli_cmd_launch, false},
+     "Launch the Ollama menu or an integration", 0, -1, flags_launch, env_host_only, cli_cmd_launch,
+     false},
     {"signin", NULL, "signin", "Sign in to ollama.com", 0, 0, NULL, NULL, cli_cmd_no_cloud, false},
     {"signout", NULL, "signout", "Sign out from ollama.com", 0, 0, NULL, NULL, cli_cmd_no_cloud,
      false},
+    {"agent", NULL, "agent MODEL [flags]", "Chat with a local agent that can use tools", 1, 1,
+     flags_agent, env_host_only, cli_cmd_agent, true},
     {"runner", NULL, "runner [flags]", "Run a model runner (internal)", 0, -1, flags_runner, NULL,
      cmd_runner, true},
     {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, false},
@@ -213,6 +226,7 @@ static int parse_args(const struct cli_command *c, int argc, char **argv, struct
     memset(a, 0, sizeof(*a));
     a->cmd = c;
     a->pos = xcalloc((size_t)argc + 1, sizeof(char *));
+    a->n_before_dash = -1;
     bool only_pos = false;
     for (int i = 0; i < argc; i++) {
         char *arg = argv[i];
@@ -222,6 +236,7 @@ static int parse_args(const struct cli_command *c, int argc, char **argv, struct
         }
         if (strcmp(arg, "--") == 0) {
             only_pos = true;
+            a->n_before_dash = a->n_pos;
             continue;
         }
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
@@ -306,6 +321,9 @@ static int cmd_version(void)
 int cli_main(int argc, char **argv)
 {
     if (argc < 2) {
+        // A terminal gets the launcher menu (0.33's runInteractiveTUI).
+        if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
+            return cli_launcher();
         cli_print_usage(stderr);
         return 0;
     }

@@ -26,6 +26,7 @@ struct cli_env_doc {
 struct cli_args {
     int n_pos;
     char **pos;              // positional arguments
+    int n_before_dash;       // positionals before "--" (-1: no "--")
     const char *values[32];  // values[i] for flags[i]: NULL unset, "true" for bools
     const struct cli_command *cmd;
 };

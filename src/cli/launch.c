@@ -1,17 +1,15 @@
-// `ollama launch [INTEGRATION] [--model M] [--config] [-- ARGS...]`: starts a
-// coding agent pointed at this Ollama server, as Ollama's cmd/launch does
-// (docs/integrations/claude-code.mdx, codex.mdx, opencode.mdx).
+// `ollama launch [INTEGRATION] [--model M] [--config] [--yes] [--restore]
+// [-- ARGS...]`: points a coding tool at this Ollama server, as Ollama
+// 0.33's cmd/launch does (registry.go and one file per integration).
 //
-// Each integration is a row of the table below: the program to find, how to
-// install it, and the environment and arguments that route every model tier
-// to OLLAMA_HOST with a dummy key. Like Ollama's launcher for these three,
-// everything is passed through the environment and command-line overrides
-// (Claude Code: ANTHROPIC_*; Codex: -c model_providers...; OpenCode:
-// OPENCODE_CONFIG_CONTENT), so the user's own config files are never
-// written and there is nothing to back up or restore. --config prints that
-// setup instead of launching. Without an integration, a terminal gets a short
-// menu and anything else the list.
-#include "cli/internal.h"
+// Each integration is a row of the table below: the program to find, the
+// install hint, the environment and arguments to start it with, and the
+// config files it reads (launch_config.c writes them, launch_backup.c keeps
+// the user's originals so --restore can put them back). --config writes the
+// files and prints the command instead of launching; --yes answers every
+// question (a missing model is pulled). Without an integration, a terminal
+// gets a short menu and anything else the list.
+#include "cli/launch.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,16 +21,20 @@
 #include "client/client.h"
 
 struct integration;
-typedef void (*launch_setup_fn)(const struct integration *in, const char *host, const char *model,
+typedef void (*launch_setup_fn)(const struct integration *in, const struct launch_target *t,
                                 json_t *env, json_t *args);
 
 struct integration {
-    const char *name;     // argument of ollama launch
-    const char *display;  // "Claude Code"
-    const char *program;  // looked up on PATH, then in fallbacks (relative to $HOME)
+    const char *name;         // argument of ollama launch
+    const char *aliases[4];   // other names it answers to
+    const char *display;      // "Claude Code"
+    const char *description;  // one line for the menu
+    const char *program;      // looked up on PATH, then in fallbacks (relative to $HOME)
     const char *fallbacks[3];
-    const char *install;  // how to install it
-    launch_setup_fn setup;
+    const char *install;              // "install from URL" / "install with: COMMAND"
+    launch_setup_fn setup;            // environment and arguments (NULL: none)
+    const struct launch_file *files;  // config files written (NULL: none)
+    bool hidden;                      // not in the menu (0.33's Hidden)
 };
 
 static void set_env(json_t *env, const char *key, const char *value)
@@ -55,14 +57,15 @@ static void add_arg(json_t *args, const char *fmt, ...)
 
 // Claude Code speaks the Anthropic Messages API (/v1/messages); every tier
 // (opus, sonnet, haiku, subagents) is the chosen model.
-static void setup_claude(const struct integration *in, const char *host, const char *model,
-                         json_t *env, json_t *args)
+static void setup_claude(const struct integration *in, const struct launch_target *t, json_t *env,
+                         json_t *args)
 {
     (void)in;
-    set_env(env, "ANTHROPIC_BASE_URL", host);
+    set_env(env, "ANTHROPIC_BASE_URL", t->host);
     set_env(env, "ANTHROPIC_API_KEY", "");
     set_env(env, "ANTHROPIC_AUTH_TOKEN", "ollama");
     set_env(env, "CLAUDE_CODE_ATTRIBUTION_HEADER", "0");
+    set_env(env, "CLAUDE_CODE_TOTAL_TOKENS_REMINDER", "off");
     set_env(env, "DISABLE_ERROR_REPORTING", "1");
     set_env(env, "DISABLE_FEEDBACK_COMMAND", "1");
     set_env(env, "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1");
@@ -70,15 +73,16 @@ static void setup_claude(const struct integration *in, const char *host, const c
         "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
         "ANTHROPIC_DEFAULT_HAIKU_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"};
     for (size_t i = 0; i < sizeof(tiers) / sizeof(tiers[0]); i++)
-        set_env(env, tiers[i], model);
+        set_env(env, tiers[i], t->model);
     add_arg(args, "--model");
-    add_arg(args, "%s", model);
+    add_arg(args, "%s", t->model);
 }
 
 // Codex speaks the Responses API (/v1/responses) through a provider of its
-// own, defined with -c overrides as Ollama's launcher does.
-static void setup_codex(const struct integration *in, const char *host, const char *model,
-                        json_t *env, json_t *args)
+// own. The profile file launch_config.c writes says the same; the -c
+// overrides also work with Codex versions that predate profile files.
+static void setup_codex(const struct integration *in, const struct launch_target *t, json_t *env,
+                        json_t *args)
 {
     (void)in;
     set_env(env, "OPENAI_API_KEY", "ollama");
@@ -88,56 +92,262 @@ static void setup_codex(const struct integration *in, const char *host, const ch
     add_arg(args, "-c");
     add_arg(args, "model_providers.%s.name=\"Ollama\"", p);
     add_arg(args, "-c");
-    add_arg(args, "model_providers.%s.base_url=\"%s/v1\"", p, host);
+    add_arg(args, "model_providers.%s.base_url=\"%s/v1\"", p, t->host);
     add_arg(args, "-c");
     add_arg(args, "model_providers.%s.wire_api=\"responses\"", p);
+    if (t->context > 0) {
+        add_arg(args, "-c");
+        add_arg(args, "model_context_window=%lld", (long long)t->context);
+    }
     add_arg(args, "-m");
-    add_arg(args, "%s", model);
+    add_arg(args, "%s", t->model);
 }
 
 // OpenCode takes an inline config: an "ollama" provider (OpenAI-compatible,
 // /v1) with the model, and that model as the default.
-static void setup_opencode(const struct integration *in, const char *host, const char *model,
-                           json_t *env, json_t *args)
+static void setup_opencode(const struct integration *in, const struct launch_target *t, json_t *env,
+                           json_t *args)
 {
     (void)in;
     (void)args;
     char base[600], id[700];
-    snprintf(base, sizeof(base), "%s/v1", host);
-    snprintf(id, sizeof(id), "ollama/%s", model);
-    json_t *cfg = json_pack("{s:s,s:{s:{s:s,s:s,s:{s:s},s:{s:{s:s}}}},s:s}", "$schema",
+    snprintf(base, sizeof(base), "%s/v1", t->host);
+    snprintf(id, sizeof(id), "ollama/%s", t->model);
+    // No "limit": 0.33 sets one only for cloud models (known output limit);
+    // with one, OpenCode keeps asking a local model to continue.
+    json_t *model = json_pack("{s:s}", "name", t->model);
+    json_t *cfg = json_pack("{s:s,s:{s:{s:s,s:s,s:{s:s},s:{s:o}}},s:s}", "$schema",
                             "https://opencode.ai/config.json", "provider", "ollama", "npm",
                             "@ai-sdk/openai-compatible", "name", "Ollama", "options", "baseURL",
-                            base, "models", model, "name", model, "model", id);
+                            base, "models", t->model, model, "model", id);
     char *text = jsonx_dumps(cfg, 0);
     set_env(env, "OPENCODE_CONFIG_CONTENT", text ? text : "{}");
     free(text);
     json_decref(cfg);
 }
 
+// GitHub Copilot CLI: its provider variables (Responses API).
+static void setup_copilot(const struct integration *in, const struct launch_target *t, json_t *env,
+                          json_t *args)
+{
+    (void)in;
+    char *base = xasprintf("%s/v1", t->host);
+    set_env(env, "COPILOT_PROVIDER_BASE_URL", base);
+    set_env(env, "COPILOT_PROVIDER_API_KEY", "");
+    set_env(env, "COPILOT_PROVIDER_WIRE_API", "responses");
+    set_env(env, "COPILOT_MODEL", t->model);
+    add_arg(args, "--model");
+    add_arg(args, "%s", t->model);
+    free(base);
+}
+
+// Kimi Code CLI: an inline --config with an "ollama" provider and model
+// alias, its max_context_size the model's window (32768 when unknown).
+static void setup_kimi(const struct integration *in, const struct launch_target *t, json_t *env,
+                       json_t *args)
+{
+    (void)in;
+    (void)env;
+    char *base = xasprintf("%s/v1", t->host);
+    json_t *cfg =
+        json_pack("{s:s,s:{s:{s:s,s:s,s:s}},s:{s:{s:s,s:s,s:I}}}", "default_model", "ollama",
+                  "providers", "ollama", "type", "openai_legacy", "base_url", base, "api_key",
+                  "ollama", "models", "ollama", "provider", "ollama", "model", t->model,
+                  "max_context_size", (json_int_t)(t->context > 0 ? t->context : 32768));
+    char *text = jsonx_dumps(cfg, JSONX_SORT_KEYS);
+    add_arg(args, "--config");
+    add_arg(args, "%s", text ? text : "{}");
+    free(text);
+    json_decref(cfg);
+    free(base);
+}
+
+// OpenClaw: its terminal UI, on the config launch_config.c wrote.
+static void setup_openclaw(const struct integration *in, const struct launch_target *t, json_t *env,
+                           json_t *args)
+{
+    (void)in;
+    (void)t;
+    (void)env;
+    add_arg(args, "tui");
+}
+
+// Poolside's pool: its standalone endpoint variables.
+static void setup_pool(const struct integration *in, const struct launch_target *t, json_t *env,
+                       json_t *args)
+{
+    (void)in;
+    char *base = xasprintf("%s/v1", t->host);
+    set_env(env, "POOLSIDE_STANDALONE_BASE_URL", base);
+    set_env(env, "POOLSIDE_API_KEY", "ollama");
+    add_arg(args, "-m");
+    add_arg(args, "%s", t->model);
+    free(base);
+}
+
+// Qwen Code: OpenAI auth on OLLAMA_HOST/v1 (settings.json says the same).
+static void setup_qwen(const struct integration *in, const struct launch_target *t, json_t *env,
+                       json_t *args)
+{
+    (void)in;
+    char *base = xasprintf("%s/v1", t->host);
+    set_env(env, "OPENAI_API_KEY", "ollama");
+    set_env(env, "OPENAI_BASE_URL", base);
+    set_env(env, "OPENAI_MODEL", t->model);
+    add_arg(args, "--auth-type");
+    add_arg(args, "openai");
+    add_arg(args, "--model");
+    add_arg(args, "%s", t->model);
+    free(base);
+}
+
+// In 0.33's launcher order (launcherIntegrationOrder), then the hidden ones.
+// Desktop apps (Claude Desktop, ChatGPT, Hermes Desktop) and the tools whose
+// setup is an installer of their own (omp, muse, dsh) are not here.
 static const struct integration integrations[] = {
     {"claude",
+     {NULL},
      "Claude Code",
+     "Anthropic's coding tool with subagents",
      "claude",
      {".local/bin/claude", ".claude/local/claude", NULL},
-     "npm install -g @anthropic-ai/claude-code  (or: curl -fsSL https://claude.ai/install.sh | "
-     "bash)",
-     setup_claude},
-    {"codex", "Codex", "codex", {NULL}, "npm install -g @openai/codex", setup_codex},
+     "install from https://code.claude.com/docs/en/quickstart (or: npm install -g "
+     "@anthropic-ai/claude-code)",
+     setup_claude,
+     NULL,
+     false},
+    {"hermes",
+     {NULL},
+     "Hermes Agent",
+     "Self-improving AI agent built by Nous Research",
+     "hermes",
+     {".local/bin/hermes", NULL},
+     "install from https://hermes-agent.nousresearch.com/docs/getting-started/installation/",
+     NULL,
+     launch_files_hermes,
+     false},
+    {"openclaw",
+     {"clawdbot", "moltbot", NULL},
+     "OpenClaw",
+     "Personal AI with 100+ skills",
+     "openclaw",
+     {NULL},
+     "install from https://docs.openclaw.ai",
+     setup_openclaw,
+     launch_files_openclaw,
+     false},
     {"opencode",
+     {NULL},
      "OpenCode",
+     "Anomaly's open-source coding agent",
      "opencode",
      {".opencode/bin/opencode", NULL},
-     "npm install -g opencode-ai  (or: curl -fsSL https://opencode.ai/install | bash)",
-     setup_opencode},
-    {NULL, NULL, NULL, {NULL}, NULL, NULL},
+     "install from https://opencode.ai (or: npm install -g opencode-ai)",
+     setup_opencode,
+     launch_files_opencode,
+     false},
+    {"codex",
+     {NULL},
+     "Codex",
+     "OpenAI's open-source coding agent",
+     "codex",
+     {NULL},
+     "install with: npm install -g @openai/codex",
+     setup_codex,
+     launch_files_codex,
+     false},
+    {"copilot",
+     {"copilot-cli", NULL},
+     "Copilot CLI",
+     "GitHub's AI coding agent for the terminal",
+     "copilot",
+     {".local/bin/copilot", NULL},
+     "install from https://github.com/features/copilot/cli/",
+     setup_copilot,
+     NULL,
+     false},
+    {"cline",
+     {NULL},
+     "Cline",
+     "Autonomous coding agent with parallel execution",
+     "cline",
+     {NULL},
+     "install with: npm install -g cline@latest",
+     NULL,
+     launch_files_cline,
+     false},
+    {"droid",
+     {NULL},
+     "Droid",
+     "Factory's coding agent across terminal and IDEs",
+     "droid",
+     {NULL},
+     "install from https://docs.factory.ai/cli/getting-started/quickstart",
+     NULL,
+     launch_files_droid,
+     false},
+    {"pi",
+     {NULL},
+     "Pi",
+     "Minimal AI agent toolkit with plugin support",
+     "pi",
+     {NULL},
+     "install with: npm install -g @earendil-works/pi-coding-agent@latest",
+     NULL,
+     launch_files_pi,
+     false},
+    {"pool",
+     {NULL},
+     "Poolside",
+     "Poolside's software agent for enterprise development",
+     "pool",
+     {NULL},
+     "install from https://github.com/poolsideai/pool",
+     setup_pool,
+     NULL,
+     false},
+    {"qwen",
+     {NULL},
+     "Qwen Code",
+     "Qwen's AI coding agent with tool use",
+     "qwen",
+     {".npm-global/bin/qwen", ".local/bin/qwen", NULL},
+     "install from https://qwen.ai/qwencode",
+     setup_qwen,
+     launch_files_qwen,
+     false},
+    {"kimi",
+     {NULL},
+     "Kimi Code CLI",
+     "Moonshot's coding agent for terminal and IDEs",
+     "kimi",
+     {".local/bin/kimi", "bin/kimi", NULL},
+     "install from https://moonshotai.github.io/kimi-cli/en/guides/getting-started.html",
+     setup_kimi,
+     NULL,
+     true},
+    {"vscode",
+     {"code", NULL},
+     "Visual Studio Code",
+     "Microsoft's open-source AI code editor",
+     "code",
+     {NULL},
+     "install from https://code.visualstudio.com",
+     NULL,
+     launch_files_vscode,
+     true},
+    {NULL, {NULL}, NULL, NULL, NULL, {NULL}, NULL, NULL, NULL, false},
 };
 
 static const struct integration *find_integration(const char *name)
 {
-    for (const struct integration *in = integrations; in->name; in++)
-        if (strcmp(in->name, name) == 0)
+    for (const struct integration *in = integrations; in->name; in++) {
+        if (strcasecmp(in->name, name) == 0)
             return in;
+        for (size_t i = 0; in->aliases[i]; i++)
+            if (strcasecmp(in->aliases[i], name) == 0)
+                return in;
+    }
     return NULL;
 }
 
@@ -178,9 +388,14 @@ static char *find_program(const struct integration *in)
 static void print_list(FILE *out)
 {
     fprintf(out, "Available integrations:\n");
-    for (const struct integration *in = integrations; in->name; in++)
-        fprintf(out, "  %-10s %s\n", in->name, in->display);
-    fprintf(out, "\nUsage: ollama launch INTEGRATION [--model MODEL] [--config] [-- ARGS...]\n");
+    for (const struct integration *in = integrations; in->name; in++) {
+        fprintf(out, "  %-15s %s", in->name, in->display);
+        for (size_t i = 0; in->aliases[i]; i++)
+            fprintf(out, "%s%s", i ? ", " : " (aliases: ", in->aliases[i]);
+        fprintf(out, "%s\n", in->aliases[0] ? ")" : "");
+    }
+    fprintf(out, "\nUsage: ollama launch INTEGRATION [--model MODEL] [--config] [--yes] "
+                 "[--restore] [-- ARGS...]\n");
 }
 
 // A line from stdin, trimmed; false at EOF.
@@ -192,61 +407,114 @@ static bool read_line(char *buf, size_t n)
     return true;
 }
 
-// Asks for one of n choices (1-based on screen); -1 when none was given.
-static int choose(const char *what, size_t n)
+// A yes/no question; yes unless the answer starts with n.
+static bool confirm(const char *question)
 {
     char line[64];
-    fprintf(stderr, "Select %s [1-%zu]: ", what, n);
+    fprintf(stderr, "%s [Y/n] ", question);
     if (!read_line(line, sizeof(line)))
-        return -1;
-    int64_t k = 0;
-    if (str_to_i64(line, 1, (int64_t)n, &k, NULL) < 0)
-        return -1;
-    return (int)k - 1;
+        return false;
+    return line[0] != 'n' && line[0] != 'N';
+}
+
+static bool interactive(void)
+{
+    return isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+}
+
+// Makes sure model is on the server: pulled with --yes, after a question on
+// a terminal, else the error 0.33 gives.
+static int ensure_model(struct client *c, const char *model, bool yes)
+{
+    json_t *req = json_pack("{s:s}", "model", model);
+    json_t *show = NULL;
+    struct err e = {0};
+    int rc = client_show(c, req, &show, &e);
+    json_decref(req);
+    json_decref(show);
+    if (rc == 0)
+        return 0;
+    if (!yes && !interactive())
+        return cli_fail("model \"%s\" not found; run 'ollama pull %s' first, or use --yes to "
+                        "auto-pull",
+                        model, model);
+    char q[600];
+    snprintf(q, sizeof(q), "Download %s?", model);
+    if (!yes && !confirm(q))
+        return cli_fail("cancelled");
+    err_clear(&e);
+    if (cli_pull_model(c, model, false, &e) < 0) {
+        fprintf(stderr, "Error: failed to pull %s: %s\n", model, e.msg);
+        return 1;
+    }
+    return 0;
 }
 
 // The model to launch with: --model, or on a terminal a choice among the
 // local models. Returns a malloc'd name or NULL after printing an error.
-static char *pick_model(struct client *c, const char *flag)
+static char *pick_model(struct client *c, const struct integration *in, const char *flag, bool yes)
 {
-    json_t *tags = NULL;
-    struct err e = {0};
-    if (client_list(c, &tags, &e) < 0) {
-        cli_fail_err(&e);
+    if (flag)
+        return ensure_model(c, flag, yes) == 0 ? xstrdup(flag) : NULL;
+    if (!interactive() || !isatty(STDOUT_FILENO)) {
+        if (yes)
+            cli_fail("headless --yes launch for %s requires --model <model>", in->name);
+        else
+            cli_fail("no model given: use --model MODEL");
         return NULL;
     }
-    json_t *models = json_object_get(tags, "models");
-    char *out = NULL;
-    if (flag) {
-        // The model must be here: agents give poor errors for a missing one.
-        json_t *req = json_pack("{s:s}", "model", flag);
-        json_t *show = NULL;
-        if (client_call(c, "POST", "/api/show", req, &show, &e) < 0)
-            cli_fail("model '%s' not found; pull it first with: ollama pull %s", flag, flag);
-        else
-            out = xstrdup(flag);
-        json_decref(req);
-        json_decref(show);
-    } else if (!isatty(STDIN_FILENO)) {
-        cli_fail("no model given: use --model MODEL");
-    } else if (json_array_size(models) == 0) {
-        cli_fail("no local models: pull one first with: ollama pull MODEL");
-    } else {
+    json_t *cfg = cli_user_config_load();
+    char title[160];
+    snprintf(title, sizeof(title), "Select model for %s:", in->display);
+    char *out = cli_model_picker(c, title, cli_user_config_model(cfg, in->name));
+    json_decref(cfg);
+    if (!out)
+        cli_fail("no model selected");
+    return out;
+}
+
+// "name" and "name:latest" are the same model (0.33's SameModelRef).
+static bool same_model(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 7 && strcmp(a + la - 7, ":latest") == 0)
+        la -= 7;
+    if (lb > 7 && strcmp(b + lb - 7, ":latest") == 0)
+        lb -= 7;
+    return la == lb && strncasecmp(a, b, la) == 0;
+}
+
+// The context window a tool should assume, as 0.33 finds it: the one the
+// model is loaded with now (/api/ps), else OLLAMA_CONTEXT_LENGTH, else the
+// model's trained <arch>.context_length; 0 when none is known.
+int64_t cli_model_context(struct client *c, const char *model, const json_t *show)
+{
+    json_t *ps = NULL;
+    int64_t n = 0;
+    if (client_ps(c, &ps, NULL) == 0) {
         size_t i;
         json_t *m;
-        json_array_foreach(models, i, m)
+        json_array_foreach(json_object_get(ps, "models"), i, m)
         {
-            fprintf(stderr, "  %zu. %s\n", i + 1, json_string_value(json_object_get(m, "name")));
+            const char *name = json_string_value(json_object_get(m, "name"));
+            int64_t ctx = json_integer_value(json_object_get(m, "context_length"));
+            if (name && ctx > 0 && same_model(name, model))
+                n = ctx;
         }
-        int k = choose("a model", json_array_size(models));
-        if (k < 0)
-            cli_fail("no model selected");
-        else
-            out = xstrdup(
-                json_string_value(json_object_get(json_array_get(models, (size_t)k), "name")));
+        json_decref(ps);
     }
-    json_decref(tags);
-    return out;
+    const char *env = getenv("OLLAMA_CONTEXT_LENGTH");
+    if (n == 0 && env && *env)
+        str_to_i64(env, 1, INT64_MAX, &n, NULL);
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(show, "model_info"), key, v)
+    {
+        size_t kl = strlen(key);
+        if (n == 0 && kl > 15 && strcmp(key + kl - 15, ".context_length") == 0)
+            n = json_integer_value(v);
+    }
+    return n;
 }
 
 // Shell-quotes s for --config output.
@@ -274,18 +542,16 @@ static int select_integration(struct cli_args *a, const struct integration **out
 {
     *out = NULL;
     if (a->n_pos == 0) {
-        if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
+        static const char *const flags[] = {"model", "config", "yes", "restore"};
+        for (size_t i = 0; i < 4; i++)
+            if (cli_flag(a, flags[i]))
+                return cli_fail("flags and extra args require an integration name, for example: "
+                                "'ollama launch claude --model qwen3.5'");
+        if (!interactive() || !isatty(STDOUT_FILENO)) {
             print_list(stdout);
             return 0;
         }
-        size_t n = 0;
-        for (const struct integration *p = integrations; p->name; p++)
-            fprintf(stderr, "  %zu. %-10s %s\n", ++n, p->name, p->display);
-        int k = choose("an integration", n);
-        if (k < 0)
-            return cli_fail("no integration selected");
-        *out = &integrations[k];
-        return 0;
+        return cli_launcher();
     }
     *out = find_integration(a->pos[0]);
     if (!*out) {
@@ -296,12 +562,15 @@ static int select_integration(struct cli_args *a, const struct integration **out
 }
 
 // --config: the environment and command line as shell lines instead of running them.
-static void print_config(const struct integration *in, const char *host, const char *model,
+static void print_config(const struct integration *in, const struct launch_target *t,
                          const char *prog, json_t *env, json_t *args)
 {
     const char *key;
     json_t *v;
-    printf("# %s with %s through %s\n", in->display, model, host);
+    printf("# %s with %s through %s", in->display, t->model, t->host);
+    if (t->context > 0)
+        printf(" (context window %lld)", (long long)t->context);
+    putchar('\n');
     json_object_foreach(env, key, v)
     {
         printf("export %s=", key);
@@ -339,46 +608,192 @@ static void exec_program(char *prog, json_t *env, json_t *args)
     free(argv);
 }
 
+static int fail_not_installed(const struct integration *in)
+{
+    return cli_fail("%s is not installed, %s\n\nThen re-run:\n  ollama launch %s", in->name,
+                    in->install, in->name);
+}
+
+// --restore: the user's own config files back, byte for byte.
+static int restore(struct cli_args *a, const struct integration *in)
+{
+    if (cli_flag(a, "model") || cli_flag(a, "config") || a->n_pos > 1)
+        return cli_fail("--restore cannot be combined with --model, --config, or extra args");
+    if (!in->files)
+        return cli_fail("%s does not support --restore", in->name);
+    const char *home = getenv("HOME");
+    if (!home || !*home)
+        return cli_fail("HOME is not set");
+    struct err e = {0};
+    int n = launch_restore_files(in->name, in->files, home, stderr, &e);
+    if (n < 0)
+        return cli_fail_err(&e);
+    if (n == 0)
+        fprintf(stderr, "Nothing to restore: ollama launch has not changed %s's config.\n",
+                in->display);
+    else
+        fprintf(stderr, "%s configuration restored.\n", in->display);
+    return 0;
+}
+
+// Model, context and capabilities of the target (strings owned by the caller).
+static int fill_target(struct client *c, const struct integration *in, struct cli_args *a,
+                       struct launch_target *t, char *host, size_t hn)
+{
+    bool yes = cli_flag(a, "yes") != NULL;
+    char *model = pick_model(c, in, cli_flag(a, "model"), yes);
+    if (!model)
+        return 1;
+    snprintf(host, hn, "%s", client_base_url(c));
+    json_t *req = json_pack("{s:s}", "model", model);
+    json_t *show = NULL;
+    client_show(c, req, &show, NULL);
+    json_decref(req);
+    t->home = getenv("HOME");
+    t->host = host;
+    t->model = model;
+    t->context = cli_model_context(c, model, show);
+    t->vision = cli_has_capability(show, "vision");
+    t->thinking = cli_has_capability(show, "thinking");
+    json_decref(show);
+    return 0;
+}
+
+// Writes the config files, then prints (--config) or runs the tool.
+static int configure_and_launch(struct cli_args *a, const struct integration *in, char *prog,
+                                const struct launch_target *t)
+{
+    bool config_only = cli_flag(a, "config") != NULL;
+    if (in->files) {
+        if (!t->home || !*t->home)
+            return cli_fail("HOME is not set");
+        struct err e = {0};
+        if (launch_write_files(in->name, in->files, t, stderr, &e) < 0)
+            return cli_fail_err(&e);
+    }
+    cli_user_config_remember(NULL, in->name, t->model);
+    json_t *env = json_object(), *args = json_array();
+    if (in->setup)
+        in->setup(in, t, env, args);
+    for (int i = a->n_pos ? 1 : 0; i < a->n_pos; i++)
+        jsonx_arr_append(args, json_string(a->pos[i]));
+    int rc = 0;
+    char q[128];
+    snprintf(q, sizeof(q), "Launch %s now?", in->display);
+    if (config_only && !(prog && interactive() && !cli_flag(a, "yes") && confirm(q)))
+        print_config(in, t, prog, env, args);
+    else if (!prog)
+        rc = fail_not_installed(in);
+    else {
+        exec_program(prog, env, args);  // returns only when exec failed
+        rc = 1;
+    }
+    json_decref(env);
+    json_decref(args);
+    return rc;
+}
+
+// 0.33's argument rules: one integration name, everything else after "--".
+static int check_positionals(const struct cli_args *a)
+{
+    int named = a->n_before_dash < 0 ? a->n_pos : a->n_before_dash;
+    if (a->n_before_dash < 0 && a->n_pos > 1) {
+        fprintf(stderr, "Error: unexpected arguments: [");
+        for (int i = 1; i < a->n_pos; i++)
+            fprintf(stderr, "%s%s", i > 1 ? " " : "", a->pos[i]);
+        fprintf(stderr, "]\nUse '--' to pass extra arguments to the integration\n");
+        return 1;
+    }
+    if (named > 1)
+        return cli_fail("expected at most 1 integration name before '--', got %d", named);
+    if (named == 0 && a->n_pos > 0)
+        return cli_fail("flags and extra args require an integration name, for example: "
+                        "'ollama launch claude --model qwen3.5'");
+    return 0;
+}
+
 int cli_cmd_launch(struct cli_args *a)
 {
+    if (check_positionals(a) != 0)
+        return 1;
     const struct integration *in;
     int sel = select_integration(a, &in);
     if (!in)
         return sel;
+    if (cli_flag(a, "restore"))
+        return restore(a, in);
     bool config_only = cli_flag(a, "config") != NULL;
     char *prog = find_program(in);
     if (!prog && !config_only)
-        return cli_fail("%s is not installed (no '%s' on PATH).\n\nInstall it with:\n  %s\n\n"
-                        "Then re-run:\n  ollama launch %s",
-                        in->display, in->program, in->install, in->name);
+        return fail_not_installed(in);
 
     struct client *c = cli_connect();
     if (!c) {
         free(prog);
         return 1;
     }
-    int rc = 1;
-    json_t *env = json_object(), *args = json_array();
-    char *model = pick_model(c, cli_flag(a, "model"));
-    if (!model)
-        goto out;
+    struct launch_target t = {0};
     char host[512];
-    snprintf(host, sizeof(host), "%s", client_base_url(c));
-    in->setup(in, host, model, env, args);
-    for (int i = a->n_pos ? 1 : 0; i < a->n_pos; i++)
-        jsonx_arr_append(args, json_string(a->pos[i]));
-
-    if (config_only) {
-        print_config(in, host, model, prog, env, args);
-        rc = 0;
-        goto out;
-    }
-    exec_program(prog, env, args);
-out:
-    free(model);
+    int rc = fill_target(c, in, a, &t, host, sizeof(host));
+    if (rc == 0)
+        rc = configure_and_launch(a, in, prog, &t);
+    free((char *)t.model);
     free(prog);
-    json_decref(env);
-    json_decref(args);
     client_free(c);
     return rc;
+}
+
+size_t cli_launch_count(void)
+{
+    return sizeof(integrations) / sizeof(integrations[0]) - 1;
+}
+
+bool cli_launch_info(size_t i, const char **name, const char **display, const char **desc,
+                     bool *hidden)
+{
+    if (i >= cli_launch_count())
+        return false;
+    *name = integrations[i].name;
+    *display = integrations[i].display;
+    *desc = integrations[i].description;
+    *hidden = integrations[i].hidden;
+    return true;
+}
+
+int cli_launch_write(const char *name, const struct launch_target *t, FILE *log, struct err *e)
+{
+    const struct integration *in = find_integration(name);
+    if (!in)
+        return err_set(e, ERR_NOT_FOUND, "unknown integration: %s", name);
+    return launch_write_files(in->name, in->files, t, log, e);
+}
+
+int cli_launch_restore(const char *name, const char *home, FILE *log, struct err *e)
+{
+    const struct integration *in = find_integration(name);
+    if (!in)
+        return err_set(e, ERR_NOT_FOUND, "unknown integration: %s", name);
+    return launch_restore_files(in->name, in->files, home, log, e);
+}
+
+int cli_launch_setup(const char *name, const struct launch_target *t, json_t *env, json_t *args)
+{
+    const struct integration *in = find_integration(name);
+    if (!in)
+        return ERR_NOT_FOUND;
+    if (in->setup)
+        in->setup(in, t, env, args);
+    return 0;
+}
+
+const char *cli_launch_program(const char *name)
+{
+    const struct integration *in = find_integration(name);
+    return in ? in->program : NULL;
+}
+
+const char *cli_launch_install_hint(const char *name)
+{
+    const struct integration *in = find_integration(name);
+    return in ? in->install : NULL;
 }

@@ -1,9 +1,11 @@
 // Fuzz target for what the CLI renders from server answers: any bytes as an
 // /api/show or final-response object (show report, stats block), and as
-// streamed text through the word wrapper (UTF-8 decoding, wide characters).
+// streamed text through the word wrapper (UTF-8 decoding, wide characters)
+// and the agent chat's markdown renderer.
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli/agent.h"
 #include "cli/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -27,6 +29,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cli_wrap_feed(&w, (const char *)data, half, &out);
     cli_wrap_feed(&w, (const char *)data + half, size - half, &out);
     cli_wrap_deinit(&w);
+    // The agent chat's streaming markdown, split the same way.
+    buf_reset(&out);
+    static const struct agent_md_styles st = {"<b>", "<c>", "<d>", "</>"};
+    struct agent_md md;
+    agent_md_init(&md, &out, &st);
+    agent_md_feed(&md, (const char *)data, half);
+    agent_md_feed(&md, (const char *)data + half, size - half);
+    agent_md_finish(&md);
     buf_deinit(&out);
     return 0;
 }

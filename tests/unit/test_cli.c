@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "cli/internal.h"
+#include "cli/agent.h"
+#include "cli/launch.h"
 #include "client/client.h"
 
 static void assert_buf(struct buf *b, const char *want)
@@ -743,6 +745,445 @@ static void test_show_report_missing_fields(void **state)
     json_decref(show);
 }
 
+// ---------------------------------------------------------------------------
+// `ollama launch` config writers against a temporary HOME.
+
+static char *read_text(const char *home, const char *rel)
+{
+    char *p = xasprintf("%s/%s", home, rel);
+    struct buf b;
+    buf_init(&b, 0);
+    int rc = fs_read_all(p, 1 << 20, &b, NULL);
+    free(p);
+    if (rc < 0) {
+        buf_deinit(&b);
+        return NULL;
+    }
+    return buf_take(&b);
+}
+
+static void write_text(const char *home, const char *rel, const char *text)
+{
+    char *p = xasprintf("%s/%s", home, rel);
+    char *dir = xstrdup(p);
+    *strrchr(dir, '/') = '\0';
+    assert_int_equal(fs_mkdir_p(dir, NULL), 0);
+    assert_int_equal(fs_write_atomic(p, text, strlen(text), NULL), 0);
+    free(dir);
+    free(p);
+}
+
+// The file parsed as JSON (it must parse).
+static json_t *read_json(const char *home, const char *rel)
+{
+    char *text = read_text(home, rel);
+    assert_non_null(text);
+    json_t *v = NULL;
+    assert_int_equal(jsonx_parse(text, strlen(text), &v, NULL), 0);
+    free(text);
+    return v;
+}
+
+static const char *jpath(json_t *v, const char *path)
+{
+    char *copy = xstrdup(path);
+    for (char *k = strtok(copy, "."); k && v; k = strtok(NULL, "."))
+        v = json_is_array(v) ? json_array_get(v, (size_t)atoi(k)) : json_object_get(v, k);
+    free(copy);
+    return json_string_value(v);
+}
+
+static void test_launch_configs(void **state)
+{
+    (void)state;
+    char home[] = "/tmp/ollama-launch-test-XXXXXX";
+    assert_non_null(mkdtemp(home));
+    unsetenv("HERMES_HOME");
+    // The user's own files: keys of theirs that must survive, and bytes
+    // (odd spacing, no final newline) that --restore must give back exactly.
+    const char *droid_user = "{\"customModels\":[{\"model\":\"mine\",\"apiKey\":\"k\"}],"
+                             "\"theme\":  \"dark\"}";
+    const char *hermes_user = "# my settings\nmodel:\n  default: old\n  provider: x\n"
+                              "toolsets:\n  - web\n";
+    write_text(home, ".factory/settings.json", droid_user);
+    write_text(home, ".hermes/config.yaml", hermes_user);
+    write_text(home, ".pi/agent/settings.json", "{\"theme\":\"light\"}");
+
+    struct launch_target t = {home, "http://127.0.0.1:11434", "qwen3:8b", 40960, false, true};
+    static const char *const names[] = {"cline",    "codex", "droid", "hermes", "opencode",
+                                        "openclaw", "pi",    "qwen",  "code"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        struct err e = {0};
+        assert_int_equal(cli_launch_write(names[i], &t, NULL, &e), 0);
+    }
+
+    json_t *v = read_json(home, ".factory/settings.json");
+    assert_string_equal(jpath(v, "customModels.0.model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "customModels.0.baseUrl"), "http://127.0.0.1:11434/v1");
+    assert_string_equal(jpath(v, "customModels.1.model"), "mine");
+    assert_string_equal(jpath(v, "theme"), "dark");
+    assert_string_equal(jpath(v, "sessionDefaultSettings.model"), "custom:qwen3:8b-0");
+    json_decref(v);
+    v = read_json(home, ".cline/data/settings/providers.json");
+    assert_string_equal(jpath(v, "providers.ollama.settings.model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "lastUsedProvider"), "ollama");
+    json_decref(v);
+    v = read_json(home, ".cline/data/globalState.json");
+    assert_string_equal(jpath(v, "planModeOllamaModelId"), "qwen3:8b");
+    json_decref(v);
+    v = read_json(home, ".codex/model.json");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(v, "models"), 0), "context_window")),
+                     40960);
+    json_decref(v);
+    v = read_json(home, ".openclaw/openclaw.json");
+    assert_string_equal(jpath(v, "agents.defaults.model.primary"), "ollama/qwen3:8b");
+    assert_string_equal(jpath(v, "models.providers.ollama.models.0.id"), "qwen3:8b");
+    json_decref(v);
+    v = read_json(home, ".pi/agent/models.json");
+    assert_string_equal(jpath(v, "providers.ollama.models.0.id"), "qwen3:8b");
+    json_decref(v);
+    v = read_json(home, ".pi/agent/settings.json");
+    assert_string_equal(jpath(v, "defaultModel"), "qwen3:8b");
+    assert_string_equal(jpath(v, "theme"), "light");
+    json_decref(v);
+    v = read_json(home, ".qwen/settings.json");
+    assert_string_equal(jpath(v, "model.name"), "qwen3:8b");
+    assert_string_equal(jpath(v, "security.auth.baseUrl"), "http://127.0.0.1:11434/v1");
+    json_decref(v);
+    v = read_json(home, ".local/state/opencode/model.json");
+    assert_string_equal(jpath(v, "recent.0.modelID"), "qwen3:8b");
+    json_decref(v);
+    v = read_json(home, ".config/Code/User/chatLanguageModels.json");
+    assert_string_equal(jpath(v, "0.vendor"), "ollama");
+    json_decref(v);
+
+    char *text = read_text(home, ".codex/ollama-launch.config.toml");
+    char *want = xasprintf("model = \"qwen3:8b\"\nmodel_provider = \"ollama-launch\"\n"
+                           "model_catalog_json = \"%s/.codex/model.json\"\n\n"
+                           "[model_providers.ollama-launch]\nname = \"Ollama\"\n"
+                           "base_url = \"http://127.0.0.1:11434/v1\"\nwire_api = \"responses\"\n",
+                           home);
+    assert_string_equal(text, want);
+    free(want);
+    free(text);
+    text = read_text(home, ".hermes/config.yaml");
+    assert_string_equal(text, "# my settings\ntoolsets:\n  - web\nmodel:\n"
+                              "  provider: ollama-launch\n  default: \"qwen3:8b\"\n"
+                              "  base_url: \"http://127.0.0.1:11434/v1\"\n  api_key: ollama\n");
+    free(text);
+
+    // A second launch with another model keeps the user's original for
+    // --restore, which gives their bytes back and removes what was not there.
+    t.model = "llama3.2";
+    assert_int_equal(cli_launch_write("droid", &t, NULL, NULL), 0);
+    assert_int_equal(cli_launch_write("hermes", &t, NULL, NULL), 0);
+    assert_int_equal(cli_launch_restore("droid", home, NULL, NULL), 1);
+    assert_int_equal(cli_launch_restore("hermes", home, NULL, NULL), 1);
+    assert_int_equal(cli_launch_restore("pi", home, NULL, NULL), 2);
+    assert_int_equal(cli_launch_restore("pi", home, NULL, NULL), 0);
+    text = read_text(home, ".factory/settings.json");
+    assert_string_equal(text, droid_user);
+    free(text);
+    text = read_text(home, ".hermes/config.yaml");
+    assert_string_equal(text, hermes_user);
+    free(text);
+    text = read_text(home, ".pi/agent/settings.json");
+    assert_string_equal(text, "{\"theme\":\"light\"}");
+    free(text);
+    assert_null(read_text(home, ".pi/agent/models.json"));
+
+    // A file that is not JSON is an error, never overwritten.
+    write_text(home, ".qwen/settings.json", "{oops");
+    struct err e = {0};
+    assert_true(cli_launch_write("qwen", &t, NULL, &e) < 0);
+    assert_non_null(strstr(e.msg, "failed to parse config"));
+    text = read_text(home, ".qwen/settings.json");
+    assert_string_equal(text, "{oops");
+    free(text);
+
+    char *cmd = xasprintf("rm -rf '%s'", home);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
+// The environment and arguments of the tools configured without files.
+static void test_launch_setup(void **state)
+{
+    (void)state;
+    struct launch_target t = {"/home/u", "http://10.0.0.1:8080", "gemma3", 8192, false, false};
+    json_t *env = json_object(), *args = json_array();
+    assert_int_equal(cli_launch_setup("copilot-cli", &t, env, args), 0);
+    assert_string_equal(jpath(env, "COPILOT_PROVIDER_BASE_URL"), "http://10.0.0.1:8080/v1");
+    assert_string_equal(jpath(env, "COPILOT_MODEL"), "gemma3");
+    assert_string_equal(jpath(args, "1"), "gemma3");
+    json_decref(env);
+    json_decref(args);
+    env = json_object();
+    args = json_array();
+    assert_int_equal(cli_launch_setup("kimi", &t, env, args), 0);
+    assert_string_equal(jpath(args, "0"), "--config");
+    json_t *cfg = NULL;
+    const char *text = jpath(args, "1");
+    assert_int_equal(jsonx_parse(text, strlen(text), &cfg, NULL), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(cfg, "models"), "ollama"), "max_context_size")),
+        8192);
+    json_decref(cfg);
+    json_decref(env);
+    json_decref(args);
+    assert_int_equal(cli_launch_setup("nope", &t, NULL, NULL), ERR_NOT_FOUND);
+    // Every listed integration has a name, a display name and a description.
+    const char *name, *display, *desc;
+    bool hidden;
+    size_t visible = 0;
+    for (size_t i = 0; cli_launch_info(i, &name, &display, &desc, &hidden); i++) {
+        assert_true(*name && *display && *desc);
+        visible += !hidden;
+    }
+    assert_true(visible >= 11);
+}
+
+// ---------------------------------------------------------------------------
+// Agent chat: markdown, tools, compaction.
+
+static void md_render(const char *const *chunks, size_t n, const char *want)
+{
+    static const struct agent_md_styles st = {"<b>", "<c>", "<d>", "</>"};
+    struct buf out;
+    buf_init(&out, 0);
+    struct agent_md md;
+    agent_md_init(&md, &out, &st);
+    for (size_t i = 0; i < n; i++)
+        agent_md_feed(&md, chunks[i], strlen(chunks[i]));
+    agent_md_finish(&md);
+    assert_string_equal(buf_cstr(&out), want);
+    buf_deinit(&out);
+}
+
+static void test_agent_markdown(void **state)
+{
+    (void)state;
+    // Split anywhere: markers across chunks still render.
+    const char *a[] = {"# Ti", "tle\nSome **bo", "ld** and `co", "de`.\n- one\n* two\n"};
+    md_render(a, 4, "<b>Title</>\nSome <b>bold</> and <c>code</>.\n\u2022 one\n\u2022 two\n");
+    const char *b[] = {"```c\nint x = 2 * 3;\n", "```\n", "a * b"};
+    md_render(b, 3, "  <c>int x = 2 * 3;</>\na * b");
+    const char *c[] = {"#hashtag and ## x\n  - nested\n"};
+    md_render(c, 1, "#hashtag and ## x\n  \u2022 nested\n");
+}
+
+static void test_agent_tools(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ollama-agent-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_text(dir, "src/a.txt", "alpha\nbeta\nalpha beta\n");
+    write_text(dir, "notes.md", "one two\n");
+    setenv("OLLAMA_AGENT_DISABLE_SHELL", "1", 1);
+    struct agent_tools t;
+    assert_int_equal(agent_tools_init(&t, dir, NULL), 0);
+    unsetenv("OLLAMA_AGENT_DISABLE_SHELL");
+    assert_false(t.shell);
+    struct buf out;
+    buf_init(&out, 0);
+    json_t *args = json_pack("{s:s}", "command", "echo hi");
+    assert_true(agent_tool_run(&t, "bash", args, &out) < 0);
+    assert_non_null(strstr(buf_cstr(&out), "OLLAMA_AGENT_DISABLE_SHELL"));
+    buf_reset(&out);
+    t.shell = true;
+    assert_int_equal(agent_tool_run(&t, "bash", args, &out), 0);
+    assert_string_equal(buf_cstr(&out), "hi\n");
+    json_decref(args);
+    buf_reset(&out);
+    // The timeout kills the command (and what it started).
+    t.bash_timeout_ms = 300;
+    args = json_pack("{s:s}", "command", "sleep 30");
+    assert_int_equal(agent_tool_run(&t, "bash", args, &out), ERR_TIMEOUT);
+    assert_non_null(strstr(buf_cstr(&out), "timed out"));
+    json_decref(args);
+    buf_reset(&out);
+
+    args = json_pack("{s:s,s:i,s:i}", "path", "src/a.txt", "start_line", 2, "end_line", 3);
+    assert_int_equal(agent_tool_run(&t, "read", args, &out), 0);
+    assert_string_equal(buf_cstr(&out), "beta\nalpha beta\n");
+    json_decref(args);
+    buf_reset(&out);
+    // Outside the working directory: refused.
+    args = json_pack("{s:s}", "path", "../../etc/passwd");
+    assert_true(agent_tool_run(&t, "read", args, &out) < 0);
+    assert_non_null(strstr(buf_cstr(&out), "outside the working directory"));
+    json_decref(args);
+    buf_reset(&out);
+
+    // Edit: exactly one match, else the error 0.33 gives.
+    args = json_pack("{s:s,s:s,s:s}", "path", "src/a.txt", "old_text", "alpha", "new_text", "x");
+    assert_true(agent_tool_run(&t, "edit", args, &out) < 0);
+    assert_non_null(strstr(buf_cstr(&out), "matched 2 times"));
+    json_decref(args);
+    buf_reset(&out);
+    args = json_pack("{s:s,s:s,s:s}", "path", "src/a.txt", "old_text", "\nbeta\n", "new_text",
+                     "\ngamma\n");
+    assert_int_equal(agent_tool_run(&t, "edit", args, &out), 0);
+    json_decref(args);
+    char *text = read_text(dir, "src/a.txt");
+    assert_string_equal(text, "alpha\ngamma\nalpha beta\n");
+    free(text);
+    buf_reset(&out);
+    // Several edits, each against the original; overlapping ones refused.
+    args = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "path", "src/a.txt", "edits", "old_text",
+                     "a beta", "new_text", "a delta", "old_text", "gamma", "new_text", "g");
+    assert_int_equal(agent_tool_run(&t, "edit", args, &out), 0);
+    json_decref(args);
+    text = read_text(dir, "src/a.txt");
+    assert_string_equal(text, "alpha\ng\nalpha delta\n");
+    free(text);
+    args = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "path", "src/a.txt", "edits", "old_text",
+                     "alpha d", "new_text", "x", "old_text", "a delta", "new_text", "y");
+    assert_int_equal(agent_tool_run(&t, "edit", args, &out), ERR_INVALID);
+    assert_non_null(strstr(buf_cstr(&out), "edits overlap"));
+    json_decref(args);
+    buf_reset(&out);
+
+    args = json_pack("{s:s}", "path", ".");
+    assert_int_equal(agent_tool_run(&t, "list", args, &out), 0);
+    assert_string_equal(buf_cstr(&out), "notes.md\nsrc/\n");
+    json_decref(args);
+    buf_reset(&out);
+    args = json_pack("{s:s}", "pattern", "alpha delta");
+    assert_int_equal(agent_tool_run(&t, "search", args, &out), 0);
+    assert_string_equal(buf_cstr(&out), "src/a.txt:3: alpha delta\n");
+    json_decref(args);
+    buf_reset(&out);
+
+    // Skills from the project's .ollama/skills; the scope of bash is the command.
+    write_text(dir, ".ollama/skills/notes/SKILL.md",
+               "---\nname: notes\ndescription: \"Keep notes\"\n---\nWrite notes.\n");
+    agent_skills_load(&t);
+    assert_int_equal(json_array_size(t.skills), 1);
+    assert_string_equal(jpath(t.skills, "0.description"), "Keep notes");
+    args = json_pack("{s:s}", "name", "notes");
+    assert_int_equal(agent_tool_run(&t, "skill", args, &out), 0);
+    assert_non_null(strstr(buf_cstr(&out), "Write notes."));
+    json_decref(args);
+    args = json_pack("{s:s}", "command", "ls");
+    char *scope = agent_tool_scope("bash", args);
+    assert_string_equal(scope, "bash:ls");
+    free(scope);
+    json_decref(args);
+    assert_true(agent_tool_read_only("read") && !agent_tool_read_only("edit"));
+    buf_deinit(&out);
+    agent_tools_deinit(&t);
+    char *cmd = xasprintf("rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
+static void test_agent_compaction(void **state)
+{
+    (void)state;
+    json_t *msgs = json_array();
+    for (int i = 0; i < 5; i++) {
+        char u[16], r[16];
+        snprintf(u, sizeof(u), "q%d", i);
+        snprintf(r, sizeof(r), "a%d", i);
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", u));
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "assistant", "content", r));
+    }
+    // 80% of the window, by the last prompt_eval_count or the estimate.
+    assert_true(agent_should_compact(msgs, 800, 1000));
+    assert_false(agent_should_compact(msgs, 799, 1000));
+    assert_true(agent_should_compact(msgs, 0, 10));
+    json_t *archive, *keep;
+    const char *prev;
+    // A large window keeps the last 3 user turns.
+    assert_true(agent_compact_split(msgs, 32768, &archive, &keep, &prev));
+    assert_int_equal(json_array_size(archive), 4);
+    assert_int_equal(json_array_size(keep), 6);
+    assert_string_equal(jpath(keep, "0.content"), "q2");
+    assert_null(prev);
+    json_t *joined = agent_compact_join("they asked five things", keep, true);
+    assert_int_equal(json_array_size(joined), 8);
+    assert_string_equal(jpath(joined, "0.tool_calls.0.function.name"), "summary");
+    assert_non_null(strstr(jpath(joined, "1.content"), "Conversation summary:\nthey asked"));
+    assert_non_null(strstr(jpath(joined, "1.content"), "continue the task in progress"));
+    json_decref(archive);
+    json_decref(keep);
+    // Under a 16k window only the summary stays; the previous one is found.
+    assert_true(agent_compact_split(joined, 8192, &archive, &keep, &prev));
+    assert_int_equal(json_array_size(keep), 0);
+    assert_int_equal(json_array_size(archive), 6);
+    assert_non_null(prev);
+    assert_int_equal(strncmp(prev, "they asked", 10), 0);
+    json_decref(archive);
+    json_decref(keep);
+    json_decref(joined);
+    // One user turn is archived whole (as 0.33); no messages, nothing to do.
+    json_t *one = json_pack("[{s:s,s:s}]", "role", "user", "content", "hi");
+    assert_true(agent_compact_split(one, 32768, &archive, &keep, &prev));
+    assert_int_equal(json_array_size(archive), 1);
+    json_decref(archive);
+    json_decref(keep);
+    json_array_clear(one);
+    assert_false(agent_compact_split(one, 32768, &archive, &keep, &prev));
+    json_decref(one);
+    json_decref(msgs);
+
+    // Tool results: 0.33's limits and head/tail truncation.
+    assert_int_equal(agent_tool_result_limit(131072, 0), 60000);
+    assert_int_equal(agent_tool_result_limit(8192, 0), 6000);
+    assert_int_equal(agent_tool_result_limit(4096, 0), 3200);
+    assert_int_equal(agent_tool_result_limit(4096, 3200), (3276 - 3200 - 66) * 4);
+    assert_int_equal(agent_tool_result_limit(4096, 4000), 0);
+    char *t = agent_truncate_result("0123456789abcdefghij", 8);
+    assert_string_equal(t, "012345\n\n[tool output truncated: showing first ~2 tokens and last ~1 "
+                           "tokens; omitted ~3 tokens. Use a narrower command, line range, or "
+                           "search query if more detail is needed.]\n\nij");
+    free(t);
+    t = agent_truncate_result("short", 8);
+    assert_string_equal(t, "short");
+    free(t);
+    t = agent_truncate_result("all of it", 0);
+    assert_int_equal(strncmp(t, "[tool output truncated: output omitted", 38), 0);
+    free(t);
+}
+
+// `/skills import codex`: the skill directories copied whole, once.
+static void test_agent_skills_import(void **state)
+{
+    (void)state;
+    char home[] = "/tmp/ollama-skills-test-XXXXXX";
+    assert_non_null(mkdtemp(home));
+    char *old_home = getenv("HOME") ? xstrdup(getenv("HOME")) : NULL;
+    setenv("HOME", home, 1);
+    unsetenv("OLLAMA_SKILLS");
+    unsetenv("XDG_CONFIG_HOME");
+    write_text(home, ".codex/skills/notes/SKILL.md", "---\nname: notes\n---\nbody\n");
+    write_text(home, ".codex/skills/notes/scripts/run.sh", "echo\n");
+    write_text(home, ".codex/skills/not-a-skill/README", "x");
+    struct buf out;
+    buf_init(&out, 0);
+    assert_int_equal(agent_skills_import("codex", &out, NULL), 1);
+    char *text = read_text(home, ".ollama/skills/notes/scripts/run.sh");
+    assert_string_equal(text, "echo\n");
+    free(text);
+    assert_null(read_text(home, ".ollama/skills/not-a-skill/README"));
+    buf_reset(&out);
+    assert_int_equal(agent_skills_import("codex", &out, NULL), 0);
+    assert_non_null(strstr(buf_cstr(&out), "Skipped notes: already exists"));
+    struct err e = {0};
+    assert_true(agent_skills_import("emacs", &out, &e) < 0);
+    assert_string_equal(e.msg, "unknown skill source \"emacs\"");
+    buf_deinit(&out);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_home);
+    char *cmd = xasprintf("rm -rf '%s'", home);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -759,6 +1200,12 @@ int main(void)
         cmocka_unit_test(test_generate_display),
         cmocka_unit_test(test_media),
         cmocka_unit_test(test_show_report_missing_fields),
+        cmocka_unit_test(test_launch_configs),
+        cmocka_unit_test(test_launch_setup),
+        cmocka_unit_test(test_agent_markdown),
+        cmocka_unit_test(test_agent_tools),
+        cmocka_unit_test(test_agent_compaction),
+        cmocka_unit_test(test_agent_skills_import),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
