@@ -3,7 +3,7 @@
 
 For docs/*.md and docs/internals/*.md, outside fenced code blocks:
   - every repository path written in backticks or as a link target
-    (`src/engine/kernels/kernels.c`, `engine/quant/`, [x](internals/gguf.md))
+    (`src/engine/kernels/kernels.c`, `engine/quant/`, [x](internals/quant.md))
     must exist: paths resolve against the repository root, then src/, then
     the document's folder;
   - every `symbol()` and `table[]` in backticks (a C identifier followed by
@@ -13,7 +13,11 @@ And every docs/....md or spec/....md file a source comment cites must exist
 
 Only what looks like one of ours is checked, so prose stays free: a path must
 start with a top-level folder of the repository or a module of src/, and
-contain no wildcard or placeholder (*, <, {, ...). Usage: check_docs.py ROOT
+contain no wildcard or placeholder (*, <, {, ...) nor end in another
+language's extension (.go, .cpp, .mdx, ...); a symbol in Go's or
+JavaScript's case (ParseModelfile(), parseFromModel()) is someone else's.
+
+Usage: check_docs.py ROOT
 """
 import os
 import re
@@ -21,11 +25,14 @@ import sys
 
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(__file__), '..', '..'))
+FOREIGN_EXT = ('.go', '.cpp', '.cc', '.hpp', '.mdx', '.ts', '.rs', '.swift')
 SRC_EXT = ('.c', '.h', '.inc', '.def', '.py', '.sh', '.txt', '.cmake', '.js', '.mjs')
 
 TICK = re.compile(r'`([^`\n]+)`')
 LINK = re.compile(r'\]\(([^)\s#]+)(?:#[^)]*)?\)')
 SYMBOL = re.compile(r'^([A-Za-z_][A-Za-z0-9_]*)(\(\)|\[\])$')
+# Go's and JavaScript's names (ParseModelfile, parseFromModel) are others'.
+FOREIGN = re.compile(r'^(?:[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*)$')
 PATHISH = re.compile(r'^[A-Za-z0-9_.\-/]+$')
 
 
@@ -60,7 +67,8 @@ def candidates(line):
         t = m.group(1).strip()
         s = SYMBOL.match(t)
         if s:
-            yield 'symbol', s.group(1)
+            if not FOREIGN.match(s.group(1)):
+                yield 'symbol', s.group(1)
         elif PATHISH.match(t):
             yield 'path', t
     for m in LINK.finditer(line):
@@ -71,6 +79,8 @@ def candidates(line):
 
 def looks_like_ours(p, tops, mods):
     if '/' not in p or p.startswith(('/', '~', '.')) or '...' in p:
+        return False
+    if p.endswith(FOREIGN_EXT):  # Ollama's, llama.cpp's files (server/routes.go)
         return False
     first = p.split('/', 1)[0]
     return first in tops or first in mods
