@@ -35,3 +35,19 @@ static inline const char *test_shared_fixture(char *out, size_t n, const char *r
     struct stat st;
     return stat(out, &st) == 0 ? out : NULL;
 }
+
+// A whole file, malloc'd (caller frees; one byte spare), its size in *n; NULL
+// when it cannot be opened.
+static inline void *test_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc(len > 0 ? (size_t)len + 1 : 1);
+    *n = p && len > 0 ? fread(p, 1, (size_t)len, f) : 0;
+    fclose(f);
+    return p;
+}

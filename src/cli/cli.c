@@ -1,4 +1,4 @@
-// The command table and dispatcher of `ollama` (spec/cli.md): flag parsing
+// The command table and dispatcher of `ollama` (docs/spec/cli.md): flag parsing
 // as cobra does it (--flag, --flag=value, -f value, bool flags), argument
 // count checks with cobra's messages, and the version command.
 #include "cli/cli.h"

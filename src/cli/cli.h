@@ -1,4 +1,4 @@
-// cli: the `ollama` command line (spec/cli.md): subcommand table, cobra-style
+// cli: the `ollama` command line (docs/spec/cli.md): subcommand table, cobra-style
 // help and argument checks, and each subcommand as a thin HTTP client of
 // `ollama serve`.
 #pragma once

@@ -1,4 +1,4 @@
-// The model-management subcommands (spec/cli.md §3.2–§3.10): create, show,
+// The model-management subcommands (docs/spec/cli.md §3.2–§3.10): create, show,
 // stop, pull, push, list, ps, cp, rm. Each is a thin client of the API that
 // prints what Ollama prints.
 #include "cli/internal.h"

@@ -1,4 +1,4 @@
-// Text layout of the CLI (spec/cli.md §3, §4, §6): list/ps tables, `show`
+// Text layout of the CLI (docs/spec/cli.md §3, §4, §6): list/ps tables, `show`
 // sections, human numbers, progress bar and spinner lines, the verbose
 // statistics block, and word wrapping of streamed text. Everything here is a
 // pure function of its inputs so the golden tests can pin it byte for byte.
@@ -8,25 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <utf8proc.h>
-
 // Decodes one code point; invalid bytes count as one column each.
 static size_t next_cp(const char *s, size_t n, int32_t *cp)
 {
-    utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, cp);
-    if (k <= 0) {
-        *cp = (unsigned char)s[0];
-        return 1;
-    }
-    return (size_t)k;
+    size_t w;
+    uint32_t c = utf8_decode((const unsigned char *)s, n, &w);
+    *cp = c == UTF8_INVALID ? (unsigned char)s[0] : (int32_t)c;
+    return w;
 }
 
 static int cp_width(int32_t cp)
 {
     if (cp < 0x80)
         return cp >= 0x20 && cp != 0x7f ? 1 : 0;
-    int w = utf8proc_charwidth(cp);
-    return w < 0 ? 0 : w;
+    return utf8_width((uint32_t)cp);
 }
 
 size_t cli_text_width(const char *s, size_t n)
@@ -229,63 +224,9 @@ void cli_processor(int64_t size, int64_t size_vram, char *out, size_t n)
 
 void cli_go_float(double v, char *out, size_t n)
 {
-    if (v != v) {
-        snprintf(out, n, "NaN");
-        return;
-    }
-    if (v == 1.0 / 0.0 || v == -1.0 / 0.0) {
-        snprintf(out, n, "%sInf", v > 0 ? "+" : "-");
-        return;
-    }
-    if (v == 0) {
-        snprintf(out, n, "%s0", signbit(v) ? "-" : "");
-        return;
-    }
-    // Shortest digits that read back as v, from %e.
-    char e[64];
-    for (int prec = 0; prec < 17; prec++) {
-        snprintf(e, sizeof(e), "%.*e", prec, v);
-        if (strtod(e, NULL) == v)
-            break;
-    }
-    // e = [-]d[.ddd]e[+-]XX
-    const char *p = e;
-    bool neg = *p == '-';
-    if (neg)
-        p++;
-    char digits[32];
-    size_t nd = 0;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.' && nd < sizeof(digits) - 1)
-            digits[nd++] = *p;
-    digits[nd] = '\0';
-    int exp = atoi(p + 1);
-    // Go's %v is %g with the shortest digits: exponent form when the
-    // decimal exponent is < -4 or >= 6 (strconv's rule for shortest %g).
     struct buf b;
     buf_init(&b, 0);
-    if (neg)
-        buf_append_char(&b, '-');
-    if (exp < -4 || exp >= 6) {
-        buf_append_char(&b, digits[0]);
-        if (nd > 1) {
-            buf_append_char(&b, '.');
-            buf_append_str(&b, digits + 1);
-        }
-        buf_printf(&b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    } else if (exp < 0) {
-        buf_append_str(&b, "0.");
-        for (int i = 0; i < -exp - 1; i++)
-            buf_append_char(&b, '0');
-        buf_append_str(&b, digits);
-    } else {
-        for (int i = 0; i <= exp; i++)
-            buf_append_char(&b, i < (int)nd ? digits[i] : '0');
-        if ((int)nd > exp + 1) {
-            buf_append_char(&b, '.');
-            buf_append_str(&b, digits + exp + 1);
-        }
-    }
+    buf_append_go_float(&b, v);
     snprintf(out, n, "%s", buf_cstr(&b));
     buf_deinit(&b);
 }

@@ -1,4 +1,4 @@
-// Cobra-style usage and help text (spec/cli.md §2): the usage block of a bare
+// Cobra-style usage and help text (docs/spec/cli.md §2): the usage block of a bare
 // `ollama`, `ollama --help`, and `ollama <command> --help` with flags sorted
 // and the environment variables each command reads.
 #include "cli/internal.h"

@@ -1,4 +1,4 @@
-// Images and audio named in a prompt (spec/cli.md §5.5): for models with
+// Images and audio named in a prompt (docs/spec/cli.md §5.5): for models with
 // the vision or audio capability, file paths in the text ending in .jpg,
 // .jpeg, .png, .webp or .wav are read, checked by their content, sent as
 // base64, and removed from the text.

@@ -1,4 +1,4 @@
-// The progress display of pull/push/create/run (spec/cli.md §4): a list of
+// The progress display of pull/push/create/run (docs/spec/cli.md §4): a list of
 // spinner and bar lines redrawn in place every 100 ms by a ticker thread on
 // a terminal (synchronized output, hidden cursor, cursor-up per line). When
 // the output is not a terminal each line is printed once, when it is done,

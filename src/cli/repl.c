@@ -1,4 +1,4 @@
-// The interactive REPL of `ollama run` (spec/cli.md §5) over libedit:
+// The interactive REPL of `ollama run` (docs/spec/cli.md §5) over libedit:
 // history in ~/.ollama/history, """ multi-line input, the slash commands,
 // Ctrl+C (clears the line, or stops a response), Ctrl+D (exits), and chat
 // through /api/chat with the running message history.

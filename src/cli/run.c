@@ -1,4 +1,4 @@
-// `ollama run` (spec/cli.md §3.4): flags, prompt from arguments and piped
+// `ollama run` (docs/spec/cli.md §3.4): flags, prompt from arguments and piped
 // stdin, pull-if-missing, embedding models, one-shot generation through
 // /api/generate, and the streamed display shared with the REPL (spinner
 // until the first token, thinking markers, word wrap, stats block, Ctrl+C).

@@ -36,46 +36,22 @@ enum gguf_value_type {
     GGUF_VAL_COUNT_,
 };
 
-// ggml tensor type ids (spec/gguf.md §5). Traits (block size, bytes per
-// block, dequantize) live in engine/quant; the reader only needs the geometry
-// and has its own small table for it.
+// ggml tensor type ids, from the type table (types.def): GGUF_TYPE_Q4_K,
+// and its geometry as constants (GGUF_TYPE_BLOCK_Q4_K elements in
+// GGUF_TYPE_BYTES_Q4_K bytes; GGUF_TYPE_QUANT_Q4_K). The engine's traits
+// (engine/quant) add the dequantizers.
 enum gguf_type {
-    GGUF_TYPE_F32 = 0,
-    GGUF_TYPE_F16 = 1,
-    GGUF_TYPE_Q4_0 = 2,
-    GGUF_TYPE_Q4_1 = 3,
-    GGUF_TYPE_Q5_0 = 6,
-    GGUF_TYPE_Q5_1 = 7,
-    GGUF_TYPE_Q8_0 = 8,
-    GGUF_TYPE_Q8_1 = 9,
-    GGUF_TYPE_Q2_K = 10,
-    GGUF_TYPE_Q3_K = 11,
-    GGUF_TYPE_Q4_K = 12,
-    GGUF_TYPE_Q5_K = 13,
-    GGUF_TYPE_Q6_K = 14,
-    GGUF_TYPE_Q8_K = 15,
-    GGUF_TYPE_IQ2_XXS = 16,
-    GGUF_TYPE_IQ2_XS = 17,
-    GGUF_TYPE_IQ3_XXS = 18,
-    GGUF_TYPE_IQ1_S = 19,
-    GGUF_TYPE_IQ4_NL = 20,
-    GGUF_TYPE_IQ3_S = 21,
-    GGUF_TYPE_IQ2_S = 22,
-    GGUF_TYPE_IQ4_XS = 23,
-    GGUF_TYPE_I8 = 24,
-    GGUF_TYPE_I16 = 25,
-    GGUF_TYPE_I32 = 26,
-    GGUF_TYPE_I64 = 27,
-    GGUF_TYPE_F64 = 28,
-    GGUF_TYPE_IQ1_M = 29,
-    GGUF_TYPE_BF16 = 30,
-    GGUF_TYPE_TQ1_0 = 34,
-    GGUF_TYPE_TQ2_0 = 35,
-    GGUF_TYPE_MXFP4 = 39,
-    GGUF_TYPE_NVFP4 = 40,
-    GGUF_TYPE_Q1_0 = 41,
-    GGUF_TYPE_Q2_0 = 42,
-    GGUF_TYPE_COUNT_ = 43,
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q) GGUF_TYPE_##nm = id,
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW
+    GGUF_TYPE_COUNT_,  // one past the highest id (the rows are in id order)
+};
+
+enum gguf_type_geometry {
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q)                                                           \
+    GGUF_TYPE_BLOCK_##nm = bs, GGUF_TYPE_BYTES_##nm = ts, GGUF_TYPE_QUANT_##nm = q,
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW
 };
 
 // Name ("Q4_K"), or NULL for an unknown id.
@@ -193,14 +169,14 @@ struct gguf_summary {
     uint32_t file_type;           // general.file_type or UINT32_MAX
 };
 void gguf_summarize(const struct gguf *g, struct gguf_summary *out);
-// Ollama's parameter-size formatting (spec/gguf.md §8).
+// Ollama's parameter-size formatting (docs/spec/gguf.md §8).
 void gguf_format_param_count(uint64_t n, char *out, size_t n_out);
 // general.file_type → "Q4_K_M" etc.; NULL for unknown.
 const char *gguf_file_type_name(uint32_t file_type);
 // Inverse, case-insensitive ("q4_k_m" → 15); -1 if unknown.
 int gguf_file_type_from_name(const char *name);
 
-// The model_info map of /api/show (spec/api.md §5): every KV except
+// The model_info map of /api/show (docs/spec/api.md §5): every KV except
 // general.name and tokenizer.chat_template, with general.parameter_count set
 // to the count computed from the tensor shapes. Arrays with more than 5
 // elements are reported with elided = true (shown as []) unless verbose.

@@ -1,4 +1,4 @@
-// The /api/show model_info object (spec/api.md §5) as JSON, built on the
+// The /api/show model_info object (docs/spec/api.md §5) as JSON, built on the
 // gguf_model_info walk: native JSON types, long arrays as [] unless verbose.
 #include "gguf/gguf.h"
 

@@ -1,4 +1,4 @@
-// GGUF reader (spec/gguf.md §1-4, §7): maps the file read-only and validates
+// GGUF reader (docs/spec/gguf.md §1-4, §7): maps the file read-only and validates
 // the whole header up front, so every view handed out afterwards lies inside
 // the mapping. Hostile-input rules: every count, length, offset, dimension
 // and type is checked against the bytes left and against overflow before it

@@ -1,6 +1,6 @@
 // Model summary for `show` and /api/tags: parameter count from the tensor
-// shapes and its Ollama formatting (spec/gguf.md §8), the quantization label
-// from general.file_type (§6.1), and the model_info map (spec/api.md §5).
+// shapes and its Ollama formatting (docs/spec/gguf.md §8), the quantization label
+// from general.file_type (§6.1), and the model_info map (docs/spec/api.md §5).
 #include "gguf/gguf.h"
 
 #include <math.h>
@@ -43,7 +43,7 @@ void gguf_summarize(const struct gguf *g, struct gguf_summary *out)
     uint32_t ft;
     out->file_type = gguf_get_u32(g, "general.file_type", &ft) ? ft : UINT32_MAX;
     // Ollama's accessor treats a missing key and the value 0 alike and prints
-    // "unknown" for both (spec/gguf.md §6.1); we match it.
+    // "unknown" for both (docs/spec/gguf.md §6.1); we match it.
     const char *name = NULL;
     if (out->file_type != UINT32_MAX && out->file_type != 0)
         name = gguf_file_type_name(out->file_type);

@@ -1,6 +1,6 @@
-// ggml tensor type ids: names and block geometry (spec/gguf.md §5), and the
-// llama_ftype → quantization label table (§6.1). The reader needs only the
-// geometry; dequantization lives in engine/quant.
+// ggml tensor types: names and block geometry (from the type table,
+// types.def), and the llama_ftype → quantization label table. The reader
+// needs only the geometry; dequantization lives in engine/quant.
 #include "gguf/gguf.h"
 
 #include <stddef.h>
@@ -11,43 +11,11 @@ struct type_row {
     uint32_t type_size;
 };
 
-// Indexed by type id. Removed ids (4, 5, 31-33, 36-38) have no row.
+// Indexed by type id; ids without a row in types.def have no name.
 static const struct type_row type_rows[] = {
-    [GGUF_TYPE_F32] = {"F32", 1, 4},
-    [GGUF_TYPE_F16] = {"F16", 1, 2},
-    [GGUF_TYPE_Q4_0] = {"Q4_0", 32, 18},
-    [GGUF_TYPE_Q4_1] = {"Q4_1", 32, 20},
-    [GGUF_TYPE_Q5_0] = {"Q5_0", 32, 22},
-    [GGUF_TYPE_Q5_1] = {"Q5_1", 32, 24},
-    [GGUF_TYPE_Q8_0] = {"Q8_0", 32, 34},
-    [GGUF_TYPE_Q8_1] = {"Q8_1", 32, 36},
-    [GGUF_TYPE_Q2_K] = {"Q2_K", 256, 84},
-    [GGUF_TYPE_Q3_K] = {"Q3_K", 256, 110},
-    [GGUF_TYPE_Q4_K] = {"Q4_K", 256, 144},
-    [GGUF_TYPE_Q5_K] = {"Q5_K", 256, 176},
-    [GGUF_TYPE_Q6_K] = {"Q6_K", 256, 210},
-    [GGUF_TYPE_Q8_K] = {"Q8_K", 256, 292},
-    [GGUF_TYPE_IQ2_XXS] = {"IQ2_XXS", 256, 66},
-    [GGUF_TYPE_IQ2_XS] = {"IQ2_XS", 256, 74},
-    [GGUF_TYPE_IQ3_XXS] = {"IQ3_XXS", 256, 98},
-    [GGUF_TYPE_IQ1_S] = {"IQ1_S", 256, 50},
-    [GGUF_TYPE_IQ4_NL] = {"IQ4_NL", 32, 18},
-    [GGUF_TYPE_IQ3_S] = {"IQ3_S", 256, 110},
-    [GGUF_TYPE_IQ2_S] = {"IQ2_S", 256, 82},
-    [GGUF_TYPE_IQ4_XS] = {"IQ4_XS", 256, 136},
-    [GGUF_TYPE_I8] = {"I8", 1, 1},
-    [GGUF_TYPE_I16] = {"I16", 1, 2},
-    [GGUF_TYPE_I32] = {"I32", 1, 4},
-    [GGUF_TYPE_I64] = {"I64", 1, 8},
-    [GGUF_TYPE_F64] = {"F64", 1, 8},
-    [GGUF_TYPE_IQ1_M] = {"IQ1_M", 256, 56},
-    [GGUF_TYPE_BF16] = {"BF16", 1, 2},
-    [GGUF_TYPE_TQ1_0] = {"TQ1_0", 256, 54},
-    [GGUF_TYPE_TQ2_0] = {"TQ2_0", 256, 66},
-    [GGUF_TYPE_MXFP4] = {"MXFP4", 32, 17},
-    [GGUF_TYPE_NVFP4] = {"NVFP4", 64, 36},
-    [GGUF_TYPE_Q1_0] = {"Q1_0", 128, 18},
-    [GGUF_TYPE_Q2_0] = {"Q2_0", 64, 18},
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q) [id] = {#nm, bs, ts},
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW
 };
 
 #define N_TYPE_ROWS (sizeof(type_rows) / sizeof(type_rows[0]))

@@ -7,8 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <utf8proc.h>
-
 struct jv jr_arg(const struct jcall *c, size_t i, const char *name)
 {
     if (name)
@@ -40,7 +38,7 @@ static int64_t int_or(struct jv v, int64_t dflt)
 // ---------------------------------------------------------------------------
 // String helpers
 
-typedef utf8proc_int32_t (*case_fn)(utf8proc_int32_t);
+typedef uint32_t (*case_fn)(uint32_t);
 
 // Maps code points: mode 0 = fn on all; 't' = title (Python str.title);
 // 'c' = capitalize; 'w' = Jinja's title filter (words split at space - ( { [ <).
@@ -52,36 +50,30 @@ static int map_case(struct jrender *r, struct jv s, case_fn fn, int mode, struct
     size_t i = 0;
     int rc = 0;
     while (i < s.u.s.n && !rc) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)s.u.s.p + i,
-                                              (utf8proc_ssize_t)(s.u.s.n - i), &cp);
-        if (w <= 0) {  // invalid byte: copy as is
+        size_t w;
+        uint32_t cp = utf8_decode((const unsigned char *)s.u.s.p + i, s.u.s.n - i, &w);
+        if (cp == UTF8_INVALID) {  // invalid byte: copy as is
             rc = buf_append_char(&b, s.u.s.p[i]);
             i++;
             continue;
         }
-        utf8proc_int32_t o = cp;
+        uint32_t o = cp;
         if (mode == 0) {
             o = fn(cp);
         } else if (mode == 't') {
-            o = prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp);
-            const utf8proc_property_t *pr = utf8proc_get_property(cp);
-            prev_cased = pr->category == UTF8PROC_CATEGORY_LU ||
-                         pr->category == UTF8PROC_CATEGORY_LL ||
-                         pr->category == UTF8PROC_CATEGORY_LT;
+            o = prev_cased ? utf8_tolower(cp) : utf8_totitle(cp);
+            prev_cased = utf8_is_cased(cp);
         } else if (mode == 'c') {
-            o = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
+            o = first ? utf8_totitle(cp) : utf8_tolower(cp);
         } else if (mode == 'w') {
             bool sep = cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\f' ||
                        cp == '\v' || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-            o = sep ? cp : prev_cased ? utf8proc_tolower(cp) : utf8proc_toupper(cp);
+            o = sep ? cp : prev_cased ? utf8_tolower(cp) : utf8_toupper(cp);
             prev_cased = !sep;
         }
         first = false;
-        utf8proc_uint8_t enc[4];
-        utf8proc_ssize_t n = utf8proc_encode_char(o, enc);
-        rc = buf_append(&b, enc, (size_t)n);
-        i += (size_t)w;
+        rc = buf_append_utf8(&b, o);
+        i += w;
     }
     if (!rc)
         rc = jv_str_new(r, b.data ? b.data : "", b.len, out);
@@ -567,12 +559,12 @@ static int case_filter(struct jrender *r, struct jv in, case_fn fn, int mode, st
 static int f_upper(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
 {
     (void)line, (void)c;
-    return case_filter(r, in, utf8proc_toupper, 0, out);
+    return case_filter(r, in, utf8_toupper, 0, out);
 }
 static int f_lower(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
 {
     (void)line, (void)c;
-    return case_filter(r, in, utf8proc_tolower, 0, out);
+    return case_filter(r, in, utf8_tolower, 0, out);
 }
 static int f_title(struct jrender *r, int line, struct jv in, const struct jcall *c, struct jv *out)
 {
@@ -854,7 +846,7 @@ static int f_unique(struct jrender *r, int line, struct jv in, const struct jcal
         return jr_oom(r);
     for (size_t i = 0; !rc && i < l->n; i++) {
         struct jv k = attr.t != JV_UNDEF ? attr_path(r, l->items[i], attr) : l->items[i];
-        if (!cs && k.t == JV_STR && (rc = map_case(r, k, utf8proc_tolower, 0, &k)))
+        if (!cs && k.t == JV_STR && (rc = map_case(r, k, utf8_tolower, 0, &k)))
             break;
         bool dup = false;
         for (size_t j = 0; j < seen->n && !dup; j++)
@@ -1430,7 +1422,7 @@ static int t_case(struct jrender *r, struct jv v, bool upper, bool *out)
         return 0;
     }
     struct jv conv;
-    int rc = map_case(r, v, upper ? utf8proc_toupper : utf8proc_tolower, 0, &conv);
+    int rc = map_case(r, v, upper ? utf8_toupper : utf8_tolower, 0, &conv);
     *out = !rc && jv_equal(v, conv);
     return rc;
 }
@@ -1752,9 +1744,9 @@ static int call_str_method(struct jrender *r, int line, const char *m, struct jv
             return rc;
         return str_replace(r, s, a0, a1, int_or(jr_arg(c, 2, "count"), -1), out);
     } else if (is(m, "upper")) {
-        return map_case(r, s, utf8proc_toupper, 0, out);
+        return map_case(r, s, utf8_toupper, 0, out);
     } else if (is(m, "lower")) {
-        return map_case(r, s, utf8proc_tolower, 0, out);
+        return map_case(r, s, utf8_tolower, 0, out);
     } else if (is(m, "title")) {
         return map_case(r, s, NULL, 't', out);
     } else if (is(m, "capitalize")) {

@@ -330,6 +330,13 @@ int jsonx_dump(const json_t *v, int flags, struct buf *out, struct err *e)
     return dump_value(v, flags, 0, out, e);
 }
 
+int jsonx_ndjson_line(json_t *obj, struct buf *line)
+{
+    int rc = jsonx_dump(obj, 0, line, NULL);
+    json_decref(obj);
+    return rc < 0 ? rc : buf_append_char(line, '\n');
+}
+
 char *jsonx_dumps(const json_t *v, int flags)
 {
     struct buf b;

@@ -113,6 +113,9 @@ enum {
 int jsonx_dump(const json_t *v, int flags, struct buf *out, struct err *e);
 // Heap string (caller frees) or NULL on error.
 char *jsonx_dumps(const json_t *v, int flags);
+// One NDJSON line of a streamed reply (the server's and the runner's): obj
+// encoded, then '\n', appended to line. Takes the reference to obj.
+int jsonx_ndjson_line(json_t *obj, struct buf *line);
 // Appends s[0..n) as a JSON string literal with Go's escaping.
 int jsonx_dump_string(const char *s, size_t n, int flags, struct buf *out);
 

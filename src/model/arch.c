@@ -38,16 +38,29 @@ const char *model_key(const struct model *m, char *buf, size_t n, const char *su
     return buf;
 }
 
-static int need_u32(struct model *m, const char *suffix, int *out, struct err *e)
+int model_need_u32(const struct model *m, const char *suffix, int *out, struct err *e)
 {
     uint32_t v;
-    if (!gguf_get_arch_u32(m->g, suffix, &v)) {
-        struct str a = gguf_architecture(m->g);
+    struct str a = gguf_architecture(m->g);
+    if (!gguf_get_arch_u32(m->g, suffix, &v))
         return err_set(e, ERR_FORMAT, "missing or invalid key %.*s.%s", (int)a.len, a.ptr, suffix);
-    }
     if (v > INT32_MAX)
-        return err_set(e, ERR_FORMAT, "key %s out of range", suffix);
+        return err_set(e, ERR_FORMAT, "key %.*s.%s out of range", (int)a.len, a.ptr, suffix);
     *out = (int)v;
+    return 0;
+}
+
+int model_read_base_hparams(struct model *m, struct err *e)
+{
+    struct model_hparams *hp = &m->hp;
+    int rc;
+    if ((rc = model_need_u32(m, "context_length", &hp->n_ctx_train, e)) < 0 ||
+        (rc = model_need_u32(m, "embedding_length", &hp->n_embd, e)) < 0 ||
+        (rc = model_need_u32(m, "block_count", &hp->n_layer, e)) < 0 ||
+        (rc = model_need_u32(m, "attention.head_count", &hp->n_head, e)) < 0)
+        return rc;
+    if (hp->n_layer < 1 || hp->n_layer > MODEL_MAX_LAYERS)
+        return err_set(e, ERR_FORMAT, "invalid hyper-parameters: %d layers", hp->n_layer);
     return 0;
 }
 
@@ -243,14 +256,9 @@ int model_read_hparams(struct model *m, struct err *e)
 {
     struct model_hparams *hp = &m->hp;
     const struct model_arch *a = m->arch;
-    int rc;
-    if ((rc = need_u32(m, "context_length", &hp->n_ctx_train, e)) < 0 ||
-        (rc = need_u32(m, "embedding_length", &hp->n_embd, e)) < 0 ||
-        (rc = need_u32(m, "block_count", &hp->n_layer, e)) < 0 ||
-        (rc = need_u32(m, "attention.head_count", &hp->n_head, e)) < 0)
+    int rc = model_read_base_hparams(m, e);
+    if (rc < 0)
         return rc;
-    if (hp->n_layer < 1 || hp->n_layer > MODEL_MAX_LAYERS)
-        return err_set(e, ERR_FORMAT, "invalid hyper-parameters: %d layers", hp->n_layer);
     m->layers = xcalloc((size_t)hp->n_layer, sizeof *m->layers);
     if (hp->n_head >= 1 && (rc = read_layer_shapes(m, e)) < 0)
         return rc;

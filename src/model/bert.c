@@ -1,6 +1,6 @@
 // The encoder architectures bert (all-MiniLM, bge-*, mxbai-embed-large,
 // snowflake-arctic-embed, ...) and nomic-bert (nomic-embed-text v1/v1.5);
-// spec/architectures.md §8. Post-norm transformer blocks with LayerNorm
+// docs/spec/architectures.md §8. Post-norm transformer blocks with LayerNorm
 // (weights and biases) and non-causal attention: every token attends to every
 // token of its own sequence. bert adds learned absolute positions and uses
 // biased projections with a GELU MLP; nomic-bert rotates Q and K (NeoX RoPE)
@@ -22,28 +22,14 @@ static bool is_nomic(const struct model *m)
     return m->arch == &model_arch_nomic_bert;
 }
 
-static int read_u32(const struct model *m, const char *suffix, int *out, struct err *e)
-{
-    uint32_t v;
-    if (!gguf_get_arch_u32(m->g, suffix, &v))
-        return err_set(e, ERR_FORMAT, "missing or invalid key %s.%s", m->arch->name, suffix);
-    if (v > INT32_MAX)
-        return err_set(e, ERR_FORMAT, "key %s.%s out of range", m->arch->name, suffix);
-    *out = (int)v;
-    return 0;
-}
-
-// Hyper-parameters (spec §0.1, §8): LayerNorm epsilon instead of RMSNorm's,
+// Hyper-parameters (the common ones, then the encoder's): LayerNorm epsilon instead of RMSNorm's,
 // no GQA, head_dim = n_embd / n_head, RoPE only for nomic-bert.
 static int read_hparams(struct model *m, struct err *e)
 {
     struct model_hparams *hp = &m->hp;
     int rc;
-    if ((rc = read_u32(m, "context_length", &hp->n_ctx_train, e)) < 0 ||
-        (rc = read_u32(m, "embedding_length", &hp->n_embd, e)) < 0 ||
-        (rc = read_u32(m, "block_count", &hp->n_layer, e)) < 0 ||
-        (rc = read_u32(m, "feed_forward_length", &hp->n_ff, e)) < 0 ||
-        (rc = read_u32(m, "attention.head_count", &hp->n_head, e)) < 0)
+    if ((rc = model_read_base_hparams(m, e)) < 0 ||
+        (rc = model_need_u32(m, "feed_forward_length", &hp->n_ff, e)) < 0)
         return rc;
     uint32_t v;
     hp->n_head_kv = gguf_get_arch_u32(m->g, "attention.head_count_kv", &v) ? (int)v : hp->n_head;

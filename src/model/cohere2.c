@@ -1,4 +1,4 @@
-// The cohere2 architecture (Command R7B, Command A; spec/architectures.md
+// The cohere2 architecture (Command R7B, Command A; docs/spec/architectures.md
 // §12.12): one LayerNorm (no bias) per layer whose output feeds both the
 // attention and the SwiGLU FFN, added together to the residual:
 //   n = LayerNorm(x; attn_norm)    x' = x + attn(n) + FFN(n)

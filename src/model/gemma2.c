@@ -1,4 +1,4 @@
-// The gemma2 architecture (Gemma 2 2B/9B/27B; spec/architectures.md §5):
+// The gemma2 architecture (Gemma 2 2B/9B/27B; docs/spec/architectures.md §5):
 // embeddings scaled by sqrt(n_embd), RMSNorm before and after attention and
 // the FFN, a GELU-gated FFN, NeoX RoPE, Q scaled before the product, the
 // attention scores and the final logits soft-capped (tanh), and sliding

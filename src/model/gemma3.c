@@ -1,5 +1,5 @@
 // The gemma3 architecture, text part (Gemma 3 270M/1B/4B/12B/27B;
-// spec/architectures.md §6): gemma2's block without attention soft-capping,
+// docs/spec/architectures.md §6): gemma2's block without attention soft-capping,
 // with per-head Q/K RMSNorm, 5 sliding-window layers to 1 global (pattern
 // 6), local layers on RoPE base 10000 unscaled, global ones on the file's
 // base and linear scaling. The final soft-cap is off unless the file says.

@@ -1,4 +1,4 @@
-// The gemma-embedding architecture (EmbeddingGemma; spec/architectures.md
+// The gemma-embedding architecture (EmbeddingGemma; docs/spec/architectures.md
 // §12.13, llama.cpp src/models/gemma-embedding.cpp): the Gemma 3 block
 // (embeddings · sqrt(n_embd), per-head q/k RMSNorm, NeoX RoPE with the
 // local base on sliding layers, q scaled by 1/sqrt(head_dim) before the

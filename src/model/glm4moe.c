@@ -1,4 +1,4 @@
-// The glm4moe architecture (GLM-4.5, 4.6, 4.7; spec/architectures.md
+// The glm4moe architecture (GLM-4.5, 4.6, 4.7; docs/spec/architectures.md
 // §12.10): a llama-like pre-norm block with q/k/v biases, optional per-head
 // q/k RMSNorm, NeoX RoPE on rope.dimension_count dims (half the head); the
 // FFN reads RMSNorm(x; post_attention_norm). The first

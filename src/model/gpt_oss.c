@@ -8,7 +8,7 @@
 // with biases on gate, up and down.
 //
 // Two rows: llama.cpp's files ("gpt-oss") and those Ollama's converter
-// wrote ("gptoss", spec/architectures.md §11): attn_out, ffn_norm,
+// wrote ("gptoss", docs/spec/architectures.md §11): attn_out, ffn_norm,
 // attn_sinks without .weight, no expert_feed_forward_length (taken from the
 // experts' shape), no rope.scaling.type (YaRN implied); their tokenizer gets
 // the gpt-4o pre-tokenizer (tokenizer/vocab.c).

@@ -309,6 +309,11 @@ extern const struct model_arch model_arch_gemma_embd_gemma3;
 
 // arch.c: the table and the generic loader.
 const struct model_arch *model_arch_find(struct str name);
+// A required <arch>.<suffix> u32 key as an int ("missing or invalid key").
+int model_need_u32(const struct model *m, const char *suffix, int *out, struct err *e);
+// The keys every family has: context_length, embedding_length, block_count
+// (checked against MODEL_MAX_LAYERS) and attention.head_count.
+int model_read_base_hparams(struct model *m, struct err *e);
 // Reads the common hyper-parameters (spec §0.1) and the row's per-layer-type
 // attention features.
 int model_read_hparams(struct model *m, struct err *e);

@@ -1,5 +1,5 @@
 // The llama architecture (Llama 2/3/3.x, Mistral, TinyLlama, SmolLM, ...;
-// spec/architectures.md §2): pre-norm decoder blocks with RMSNorm, GQA
+// docs/spec/architectures.md §2): pre-norm decoder blocks with RMSNorm, GQA
 // attention with RoPE on adjacent pairs (rope_freqs factors for Llama 3.1+),
 // a SwiGLU MLP, and an output matrix that may be tied to the embeddings.
 //

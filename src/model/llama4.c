@@ -1,5 +1,5 @@
 // The llama4 architecture, text part (Llama 4 Scout / Maverick;
-// spec/architectures.md §12.9, llama.cpp src/models/llama4.cpp): llama's
+// docs/spec/architectures.md §12.9, llama.cpp src/models/llama4.cpp): llama's
 // block (consecutive-pair RoPE, optional rope_freqs) with
 //   - every interleave_moe_layer_step-th layer ((il + 1) % step == 0) a
 //     mixture of experts routed the Llama 4 way (σ of the chosen raw logit

@@ -1,5 +1,5 @@
 // The Mamba-2 mixer shared by the hybrid families (nemotron_h.c,
-// granitehybrid.c; spec/architectures.md §12.3, llama.cpp's
+// granitehybrid.c; docs/spec/architectures.md §12.3, llama.cpp's
 // build_mamba2_layer):
 //
 //   [z (di) | xBC (di + 2GN) | dt (H)] = ssm_in · h

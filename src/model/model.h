@@ -129,7 +129,7 @@ const float *model_embeddings(const struct model *m, int i);
 bool model_is_encoder(const struct model *m);
 
 // How the final hidden states become one embedding (GGUF
-// <arch>.pooling_type, spec/architectures.md §9).
+// <arch>.pooling_type, docs/spec/architectures.md §9).
 enum model_pooling {
     MODEL_POOLING_NONE = 0,
     MODEL_POOLING_MEAN = 1,  // average over all tokens ([CLS] and [SEP] included)
@@ -138,7 +138,7 @@ enum model_pooling {
     MODEL_POOLING_RANK = 4,  // reranker head (not supported)
 };
 // The file's pooling type; MEAN when the key is absent (generative models,
-// as ollama-c embeds with them: spec/api.md §10).
+// as ollama-c embeds with them: docs/spec/api.md §10).
 enum model_pooling model_pooling(const struct model *m);
 // Applies the model's projection of a pooled embedding (n_embd floats, in
 // place) after pooling: EmbeddingGemma's dense_2 then dense_3; nothing for

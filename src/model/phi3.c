@@ -1,5 +1,5 @@
 // The phi3 architecture (Phi-3/3.5 mini and medium, Phi-4-mini;
-// spec/architectures.md §7): llama's block with NeoX RoPE on part of each
+// docs/spec/architectures.md §7): llama's block with NeoX RoPE on part of each
 // head (rope.dimension_count), fused Q/K/V (attn_qkv) and fused gate|up
 // (ffn_up with 2·n_ff rows, gate first) bound as views, LongRoPE factors
 // (rope_factors_long/short, chosen by the context length at load, with

@@ -1,5 +1,5 @@
 // The qwen3 architecture (Qwen3 0.6B-32B dense, Qwen3-Embedding;
-// spec/architectures.md §4): qwen2 without the Q/K/V biases, with an
+// docs/spec/architectures.md §4): qwen2 without the Q/K/V biases, with an
 // RMSNorm over each head of Q and of K before RoPE, and head_dim from
 // attention.key_length (so q_dim may differ from n_embd). Qwen3-Embedding
 // files say pooling_type 3 (last token); the runner pools as the key says.

@@ -1,4 +1,4 @@
-// The smollm3 architecture (SmolLM3; spec/architectures.md §12.11): llama's
+// The smollm3 architecture (SmolLM3; docs/spec/architectures.md §12.11): llama's
 // block (§2) except that every fourth layer ((il + 1) % 4 == 0) applies no
 // RoPE to its queries and keys (a fixed step, not a key of the file).
 #include "model/internal.h"

@@ -28,8 +28,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <utf8proc.h>
-
 #define G4_Q          "<|\"|>"
 #define G4_BOS        "<bos>"
 #define G4_TURN       "<|turn>"
@@ -85,9 +83,7 @@ static void upper_into(struct buf *out, const char *s)
             i++;
             continue;
         }
-        utf8proc_uint8_t enc[4];
-        utf8proc_ssize_t el = utf8proc_encode_char(utf8proc_toupper((utf8proc_int32_t)r), enc);
-        buf_append(out, (const char *)enc, (size_t)el);
+        buf_append_utf8(out, utf8_toupper(r));
         i += w;
     }
 }
@@ -795,13 +791,8 @@ static size_t bare_key_end(const char *s, size_t n, size_t i)
         uint32_t r = utf8_decode((const unsigned char *)s + i, n - i, &w);
         if (r == UTF8_INVALID)
             break;
-        if (r != '_') {
-            utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)r);
-            if (c != UTF8PROC_CATEGORY_LU && c != UTF8PROC_CATEGORY_LL &&
-                c != UTF8PROC_CATEGORY_LT && c != UTF8PROC_CATEGORY_LM &&
-                c != UTF8PROC_CATEGORY_LO && c != UTF8PROC_CATEGORY_ND)
-                break;
-        }
+        if (r != '_' && !utf8_is_letter_or_digit(r))
+            break;
         i += w;
     }
     return i;

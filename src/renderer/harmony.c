@@ -14,8 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <utf8proc.h>
-
 #define H_START   "<|start|>"
 #define H_END     "<|end|>"
 #define H_MESSAGE "<|message|>"
@@ -308,12 +306,8 @@ static char *valid_chars(const char *user)
             buf_append_char(&b, '_');
         } else if (r == '_' || r == '$') {
             buf_append_char(&b, (char)r);
-        } else if (r != UTF8_INVALID) {
-            utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)r);
-            if (c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL ||
-                c == UTF8PROC_CATEGORY_LT || c == UTF8PROC_CATEGORY_LM ||
-                c == UTF8PROC_CATEGORY_LO || c == UTF8PROC_CATEGORY_ND)
-                buf_append(&b, user + i, w);
+        } else if (r != UTF8_INVALID && utf8_is_letter_or_digit(r)) {
+            buf_append(&b, user + i, w);
         }
         i += w ? w : 1;
     }

@@ -182,70 +182,15 @@ int rnd_go_json_spaced_unescaped(struct buf *out, const json_t *v, bool sort_key
     return spaced(out, v, JSONX_NO_HTML_ESCAPE | (sort_keys ? JSONX_SORT_KEYS : 0));
 }
 
-// fmt's %v of a float64: shortest round-trip digits, %e form when the
-// decimal exponent is < -4 or >= 6 (strconv's 'g' with precision -1).
-static int go_float_v(struct buf *out, double v)
-{
-    if (isnan(v))
-        return buf_append_str(out, "NaN");
-    if (isinf(v))
-        return buf_append_str(out, v > 0 ? "+Inf" : "-Inf");
-    if (v == 0)
-        return buf_append_str(out, signbit(v) ? "-0" : "0");
-    char tmp[64];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, v);
-        if (strtod(tmp, NULL) == v)
-            break;
-    }
-    // tmp = [-]d[.ddd]e±XX
-    char digits[32];
-    size_t nd = 0;
-    const char *p = tmp;
-    bool neg = *p == '-';
-    if (neg)
-        p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.' && nd < sizeof(digits) - 1)
-            digits[nd++] = *p;
-    while (nd > 1 && digits[nd - 1] == '0')
-        nd--;
-    digits[nd] = 0;
-    int exp = *p == 'e' ? atoi(p + 1) : 0;
-    int rc = neg ? buf_append_char(out, '-') : 0;
-    if (exp < -4 || exp >= 6) {
-        rc = rc ? rc : buf_append_char(out, digits[0]);
-        if (nd > 1) {
-            rc = rc ? rc : buf_append_char(out, '.');
-            rc = rc ? rc : buf_append(out, digits + 1, nd - 1);
-        }
-        return rc ? rc : buf_printf(out, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
-    }
-    if (exp < 0) {
-        rc = rc ? rc : buf_append_str(out, "0.");
-        for (int i = 0; i < -exp - 1; i++)
-            rc = rc ? rc : buf_append_char(out, '0');
-        return rc ? rc : buf_append(out, digits, nd);
-    }
-    // exp + 1 integer digits.
-    for (int i = 0; i <= exp; i++)
-        rc = rc ? rc : buf_append_char(out, (size_t)i < nd ? digits[i] : '0');
-    if ((size_t)exp + 1 < nd) {
-        rc = rc ? rc : buf_append_char(out, '.');
-        rc = rc ? rc : buf_append(out, digits + exp + 1, nd - (size_t)exp - 1);
-    }
-    return rc;
-}
-
 int rnd_go_value(struct buf *out, const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_STRING:
         return buf_append(out, json_string_value(v), json_string_length(v));
     case JSON_INTEGER:
-        return go_float_v(out, (double)json_integer_value(v));
+        return buf_append_go_float(out, (double)json_integer_value(v));
     case JSON_REAL:
-        return go_float_v(out, json_real_value(v));
+        return buf_append_go_float(out, json_real_value(v));
     case JSON_TRUE:
         return buf_append_str(out, "true");
     case JSON_FALSE:

@@ -55,10 +55,7 @@ void rreq_emit(struct rreq *r, json_t *obj)
 {
     struct buf line;
     buf_init(&line, 0);
-    int rc = jsonx_dump(obj, 0, &line, NULL);
-    json_decref(obj);
-    if (rc == 0)
-        rc = buf_append_char(&line, '\n');
+    int rc = jsonx_ndjson_line(obj, &line);
     pthread_mutex_lock(&r->mu);
     if (rc == 0 && !atomic_load(&r->cancelled) && r->stream &&
         httpd_stream_write(r->stream, line.data, line.len) < 0)

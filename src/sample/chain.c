@@ -1,4 +1,4 @@
-// The sampler chain (spec/sampling.md §2, R1 = llama.cpp order): penalties → top_k →
+// The sampler chain (docs/spec/sampling.md §2, R1 = llama.cpp order): penalties → top_k →
 // typical_p → top_p → min_p → temperature → seeded draw, or temperature → mirostat v1/v2.
 // Stages are a table; sample_new() keeps the enabled ones in order.
 //

@@ -1,6 +1,6 @@
 // Byte-level grammars: a builder for rules (alternatives of sequences of byte sets and
 // rule references), their flattened compiled form, and the pushdown matcher of
-// spec/sampling.md §6.2 working on bytes instead of code points (multi-byte UTF-8 is
+// docs/spec/sampling.md §6.2 working on bytes instead of code points (multi-byte UTF-8 is
 // spelled out as byte sequences by schema.c, so a token ending inside a character simply
 // leaves the matcher mid-sequence).
 //

@@ -1,6 +1,6 @@
 // sample: turning logits into tokens, and generated text into a response.
 //
-//  * the sampler chain of spec/sampling.md §2 (R1, llama.cpp order): penalties, top_k,
+//  * the sampler chain of docs/spec/sampling.md §2 (R1, llama.cpp order): penalties, top_k,
 //    typical_p, top_p, min_p, temperature, seeded draw; or temperature + mirostat 1/2;
 //  * structured output: `format: "json"` and `format: <JSON schema>` compiled into a
 //    byte-level grammar (a pushdown automaton) that masks tokens during sampling;
@@ -35,7 +35,7 @@
 #include "util/util.h"
 
 // ---------------------------------------------------------------------------
-// Options (spec/api.md §8, spec/sampling.md §1). Fill with sample_options_default().
+// Options (docs/spec/api.md §8, docs/spec/sampling.md §1). Fill with sample_options_default().
 
 struct sample_options {
     float temperature;        // 0.8; <= 0 → greedy
@@ -110,7 +110,7 @@ void sample_feed_prompt(struct sampler *s, int32_t token);
 
 // The grammar constrains only while active. Active from the start by default; a runner
 // for a thinking model calls sample_grammar_set_active(s, false) before generating and
-// true once the thinking part has ended (spec/api.md §6.5).
+// true once the thinking part has ended (docs/spec/api.md §6.5).
 void sample_grammar_set_active(struct sampler *s, bool active);
 
 // Picks the next token from logits[0..n_vocab) (not modified), then accepts it: penalty
@@ -128,7 +128,7 @@ bool sample_grammar_complete(const struct sampler *s);
 uint64_t sample_full_mask_count(const struct sampler *s);
 
 // ---------------------------------------------------------------------------
-// Log probabilities (spec/api.md §6.7), from the raw logits: log_softmax over the whole
+// Log probabilities (docs/spec/api.md §6.7), from the raw logits: log_softmax over the whole
 // vocabulary. Writes the chosen token's log probability to *token_logprob and the top_n
 // most likely tokens (descending, ties by lower id) to top[0..top_n); returns how many
 // were written (min(top_n, finite logits)). top may be NULL when top_n is 0.

@@ -1,4 +1,4 @@
-// The `format` request field → a byte-level grammar (spec/sampling.md §6.3, §6.4).
+// The `format` request field → a byte-level grammar (docs/spec/sampling.md §6.3, §6.4).
 //
 // "json" is the fixed JSON-object grammar of §6.3 (unbounded whitespace after punctuation).
 // A schema object is translated node by node as in §6.4: values end with `space`, object

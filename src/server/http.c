@@ -41,10 +41,7 @@ int srv_stream_json_line(struct srv_stream *st, json_t *obj)
     }
     struct buf line;
     buf_init(&line, 0);
-    int rc = jsonx_dump(obj, 0, &line, NULL);
-    json_decref(obj);
-    if (rc == 0)
-        rc = buf_append_char(&line, '\n');
+    int rc = jsonx_ndjson_line(obj, &line);
     if (rc == 0)
         rc = srv_stream_write(st, line.data, line.len);
     buf_deinit(&line);

@@ -103,7 +103,7 @@ extern const struct srv_route *const server_route_tables[];
 // background mirror pulls are cancelled and waited for.
 void srv_registry_release(struct server *srv);
 
-// OpenAI translation (openai.c; spec/openai.md), exposed for tests.
+// OpenAI translation (openai.c; docs/spec/openai.md), exposed for tests.
 // A /v1/chat/completions or /v1/completions body (any JSON object) → the
 // native /api/chat or /api/generate body; NULL with e set (a 400: wrong
 // field types with the decoder's wording, or upstream's translation errors).

@@ -1,4 +1,4 @@
-// The OpenAI-compatible API (spec/openai.md): /v1/chat/completions,
+// The OpenAI-compatible API (docs/spec/openai.md): /v1/chat/completions,
 // /v1/completions, /v1/embeddings, /v1/models and /v1/models/{model}.
 //
 // A translation layer in front of the native handlers, as upstream does it:

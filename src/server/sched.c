@@ -1,4 +1,4 @@
-// The scheduler (spec/scheduler.md): one runner process per model file,
+// The scheduler (docs/spec/scheduler.md): one runner process per model file,
 // reference counted, reused while its load options match, expiring after its
 // keep-alive, evicted least-recently-used (shortest keep-alive first) when
 // the number of loaded models or memory does not allow another, and a strict

@@ -1,4 +1,4 @@
-// The scheduler of `ollama serve` (spec/scheduler.md): which models are
+// The scheduler of `ollama serve` (docs/spec/scheduler.md): which models are
 // loaded, which runner process serves a request, keep-alive expiry, least-
 // recently-used eviction, the bounded pending-load queue, memory fit, and
 // runner crash recovery. Private to the server module.

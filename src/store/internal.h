@@ -29,10 +29,6 @@ void gofmt_float(double v, bool plain_ints, char *out, size_t n);
 // Go %#v / strconv.Quote of a string.
 int gofmt_quote(struct buf *b, const char *s);
 
-// Shortest round-trip digits of |v|: writes them (no dot) and returns the
-// decimal exponent of the first one (|v| = d1.d2d3... * 10^exp).
-int float_shortest_digits(double v, char *digits, size_t n, int *n_digits);
-
 // Loads the manifest file at path (parses it) and fills info.
 int store_manifest_load_path(const char *path, struct store_manifest *m,
                              struct store_manifest_info *info, struct err *e);

@@ -1,4 +1,4 @@
-// Modelfile parser and renderer (spec/modelfile.md §1, §2, §6), and the
+// Modelfile parser and renderer (docs/spec/modelfile.md §1, §2, §6), and the
 // client-side conversion of PARAMETER lines into typed request values.
 //
 // The parser is the five-state reader of upstream's ParseFile, one code point
@@ -12,7 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 #define MF_MAX_COMMANDS 100000
 
@@ -58,56 +57,13 @@ static uint32_t *decode_input(const char *text, size_t n, size_t *n_out)
     if (n >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
         i = 3;
     while (i < n) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t len = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
-        if (len <= 0) {
-            cps[o++] = 0xfffd;
-            i++;
-        } else {
-            cps[o++] = (uint32_t)cp;
-            i += (size_t)len;
-        }
+        size_t len;
+        uint32_t cp = utf8_decode(p + i, n - i, &len);
+        cps[o++] = cp == UTF8_INVALID ? 0xfffd : cp;
+        i += len;
     }
     *n_out = o;
     return cps;
-}
-
-// Go's strconv.IsPrint.
-static bool is_print(uint32_t cp)
-{
-    if (cp == ' ')
-        return true;
-    if (cp < 0x20 || cp == 0x7f)
-        return false;
-    if (cp < 0x7f)
-        return true;
-    switch (utf8proc_category((utf8proc_int32_t)cp)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-    case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD:
-    case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI:
-    case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO:
-    case UTF8PROC_CATEGORY_SM:
-    case UTF8PROC_CATEGORY_SC:
-    case UTF8PROC_CATEGORY_SK:
-    case UTF8PROC_CATEGORY_SO:
-        return true;
-    default:
-        return false;
-    }
 }
 
 static bool is_blank(uint32_t c)
@@ -129,9 +85,7 @@ static bool is_digit(uint32_t c)
 
 static void put_cp(struct buf *b, uint32_t cp)
 {
-    unsigned char tmp[4];
-    utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)cp, tmp);
-    buf_append(b, tmp, (size_t)n);
+    buf_append_utf8(b, cp);
 }
 
 // Trims ASCII/Unicode white space (only ASCII blanks and newlines can be in
@@ -311,7 +265,7 @@ static int mf_feed(struct mf_parser *p, uint32_t r, struct err *e)
     if (rc < 0)
         return rc;
     if (next == p->st) {
-        if (keep && is_print(keep))
+        if (keep && utf8_is_go_print(keep))
             put_cp(&p->b, keep);
         return 0;
     }
@@ -321,7 +275,7 @@ static int mf_feed(struct mf_parser *p, uint32_t r, struct err *e)
     buf_reset(&p->b);
     p->st = next;
     // Transitions consume their rune except the first letter of a name.
-    if (keep && p->st == ST_NAME && is_print(keep))
+    if (keep && p->st == ST_NAME && utf8_is_go_print(keep))
         put_cp(&p->b, keep);
     return 0;
 }

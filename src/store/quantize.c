@@ -1,5 +1,5 @@
 // Quantization of a GGUF model layer into a new blob (modelfile.md §4.4).
-// engine/quant's quant_model_quantize does the work (the llama.cpp mix per
+// quantize's quantize_model does the work (the llama.cpp mix per
 // tensor, reference quantizers, llama-quantize's file layout, streamed
 // through the GGUF writer); here it writes into a temporary file inside
 // blobs/, which is re-opened and validated ("verifying conversion"),
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/quant/quant.h"
+#include "quantize/quantize.h"
 #include "gguf/gguf.h"
 
 struct quant_progress_ctx {
@@ -36,7 +36,7 @@ int store_quantize_blob(struct store *s, const char *src_path, const char *targe
                         struct err *e)
 {
     int32_t ftype = gguf_file_type_from_name(target_label);
-    if (ftype < 0 || quant_mix_default_type(ftype) < 0)
+    if (ftype < 0 || quantize_mix_default_type(ftype) < 0)
         return err_set(e, ERR_UNSUPPORTED, "cannot produce %s", target_label);
     char tmp_path[4096];
     // Not a valid digest name: the start-up prune removes it if we die.
@@ -48,7 +48,7 @@ int store_quantize_blob(struct store *s, const char *src_path, const char *targe
     struct quant_progress_ctx pc = {.o = o, .status = status};
     struct stat st;
     on_progress(&pc, 0, stat(src_path, &st) == 0 ? (uint64_t)st.st_size : 0);
-    int rc = quant_model_quantize(src_path, tmp_path, ftype, on_progress, &pc, e);
+    int rc = quantize_model(src_path, tmp_path, ftype, on_progress, &pc, e);
     if (rc < 0) {
         unlink(tmp_path);
         return rc;

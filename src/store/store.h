@@ -1,7 +1,7 @@
 // store: the model store of docs/spec/store.md — model names, the blobs/
 // and manifests/ tree under OLLAMA_MODELS, manifests and config blobs with
 // Ollama's exact JSON, list / copy / delete / consistency check / prune,
-// the Modelfile parser and renderer (spec/modelfile.md), the data behind
+// the Modelfile parser and renderer (docs/spec/modelfile.md), the data behind
 // /api/show, and model creation (/api/create) including quantization.
 //
 // A store written by upstream Ollama is read as it is, and ours is read by

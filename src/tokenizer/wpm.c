@@ -14,8 +14,6 @@
 
 #include <string.h>
 
-#include <utf8proc.h>
-
 static bool is_cjk(uint32_t c)
 {
     return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
@@ -33,11 +31,7 @@ static uint32_t nfd_first(uint32_t c)
         return c;
     if (c >= 0xAC00 && c <= 0xD7A3)
         return 0x1100 + (c - 0xAC00) / 588;
-    utf8proc_int32_t buf[8];
-    int bound = 0;
-    utf8proc_ssize_t n =
-        utf8proc_decompose_char((utf8proc_int32_t)c, buf, 8, UTF8PROC_DECOMPOSE, &bound);
-    return n >= 1 ? (uint32_t)buf[0] : c;
+    return utf8_nfd_first(c);
 }
 
 // Greedy longest match of "▁" + word; the word is b->data[3 .. len).
@@ -76,15 +70,11 @@ int tok_wpm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
     buf_append(w, "\xe2\x96\x81", 3);
     int rc = 0;
     for (size_t i = 0; i < len && rc == 0;) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t l =
-            utf8proc_iterate((const utf8proc_uint8_t *)text + i, (utf8proc_ssize_t)(len - i), &cp);
-        if (l <= 0) {
-            l = 1;
-            cp = 0xFFFD;
-        }
-        i += (size_t)l;
-        uint32_t c = (uint32_t)cp;
+        size_t l;
+        uint32_t c = utf8_decode((const unsigned char *)text + i, len - i, &l);
+        if (c == UTF8_INVALID)
+            c = 0xFFFD;
+        i += l;
         if (t->wpm_strip_accents)
             c = nfd_first(c);
         if (tok_is_ws(c)) {
@@ -92,14 +82,14 @@ int tok_wpm_encode(const struct tokenizer *t, struct tok_scratch *s, const char 
             w->len = 3;
             continue;
         }
-        utf8proc_category_t cat = utf8proc_category((utf8proc_int32_t)c);
-        if (c == 0 || c == 0xFFFD || cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
-            cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CS)
+        enum utf8_category cat = utf8_category(c);
+        if (c == 0 || c == 0xFFFD || cat == UTF8_CAT_CC || cat == UTF8_CAT_CF ||
+            cat == UTF8_CAT_CO || cat == UTF8_CAT_CS)
             continue;
         if (t->wpm_lowercase)
-            c = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
-        bool punct = cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
-        bool sym = cat >= UTF8PROC_CATEGORY_SM && cat <= UTF8PROC_CATEGORY_SO;
+            c = utf8_tolower(c);
+        bool punct = cat >= UTF8_CAT_PC && cat <= UTF8_CAT_PO;
+        bool sym = cat >= UTF8_CAT_SM && cat <= UTF8_CAT_SO;
         if (punct || (sym && c < 0x7F) || is_cjk(c)) {
             rc = wpm_word(t, w, out);
             w->len = 3;

@@ -1,5 +1,5 @@
-// Environment configuration (spec/env.md): the parsing rules every OLLAMA_*
-// variable follows, OLLAMA_HOST (spec/cli.md §1.1) and the CORS origin list
+// Environment configuration (docs/spec/env.md): the parsing rules every OLLAMA_*
+// variable follows, OLLAMA_HOST (docs/spec/cli.md §1.1) and the CORS origin list
 // (the checks that use it are the server's: server/policy.c).
 #include "util/util.h"
 

@@ -130,6 +130,9 @@ char *buf_take(struct buf *b);
 // Appends s[0..n) quoted as Go's strconv.Quote does (fmt's %q; Go-literal
 // strings in Modelfiles and show output).
 int buf_append_go_quoted(struct buf *b, const char *s, size_t n);
+// Appends v as Go's %v prints a float64 (shortest digits, %g's exponent
+// rule): "0.1", "1e+06", "1.5e-05", "-0", "NaN", "+Inf" (gofmt.c).
+int buf_append_go_float(struct buf *b, double v);
 
 // Non-owning slice.
 struct str {
@@ -173,6 +176,58 @@ bool base64_valid(const char *s);
 size_t utf8_encode(uint32_t c, char out[4]);
 // Appends c's UTF-8 encoding to b.
 int buf_append_utf8(struct buf *b, uint32_t c);
+
+// Unicode properties (utf8.c, over utf8proc): the general category of a
+// code point (UTF8_CAT_CN for unassigned ones), as in the Unicode tables.
+enum utf8_category {
+    UTF8_CAT_CN,
+    UTF8_CAT_LU,
+    UTF8_CAT_LL,
+    UTF8_CAT_LT,
+    UTF8_CAT_LM,
+    UTF8_CAT_LO,
+    UTF8_CAT_MN,
+    UTF8_CAT_MC,
+    UTF8_CAT_ME,
+    UTF8_CAT_ND,
+    UTF8_CAT_NL,
+    UTF8_CAT_NO,
+    UTF8_CAT_PC,
+    UTF8_CAT_PD,
+    UTF8_CAT_PS,
+    UTF8_CAT_PE,
+    UTF8_CAT_PI,
+    UTF8_CAT_PF,
+    UTF8_CAT_PO,
+    UTF8_CAT_SM,
+    UTF8_CAT_SC,
+    UTF8_CAT_SK,
+    UTF8_CAT_SO,
+    UTF8_CAT_ZS,
+    UTF8_CAT_ZL,
+    UTF8_CAT_ZP,
+    UTF8_CAT_CC,
+    UTF8_CAT_CF,
+    UTF8_CAT_CS,
+    UTF8_CAT_CO,
+};
+enum utf8_category utf8_category(uint32_t c);
+// Lu, Ll or Lt (Python's "cased" for str.title).
+bool utf8_is_cased(uint32_t c);
+// Go's unicode.IsLetter(c) || unicode.IsDigit(c): L* or Nd.
+bool utf8_is_letter_or_digit(uint32_t c);
+// Go's strconv.IsPrint: letters, marks, numbers, punctuation, symbols and
+// the ASCII space (what %q and the Modelfile parser keep unescaped).
+bool utf8_is_go_print(uint32_t c);
+// Simple (one code point) case mappings.
+uint32_t utf8_toupper(uint32_t c);
+uint32_t utf8_tolower(uint32_t c);
+uint32_t utf8_totitle(uint32_t c);
+// Terminal columns of c (0 for control and combining characters, 2 for wide).
+int utf8_width(uint32_t c);
+// The first code point of c's canonical decomposition (NFD): the base letter
+// of an accented one ("é" -> "e"), c itself when it has none.
+uint32_t utf8_nfd_first(uint32_t c);
 
 // ---------------------------------------------------------------------------
 // Safe integer / float parsing: the whole string must be consumed.
@@ -264,7 +319,7 @@ struct host_addr {
     char path[256];   // path prefix with leading '/' ("/ollama"), or ""
 };
 
-// Parses OLLAMA_HOST forms (spec/cli.md §1.1): "", "0.0.0.0", ":8080",
+// Parses OLLAMA_HOST forms (docs/spec/cli.md §1.1): "", "0.0.0.0", ":8080",
 // "host:port", "http://host", "https://host:port/path", "[::1]:11434",
 // "::1", "ollama.com" (→ https://ollama.com:443). The value is cleaned as
 // env_clean does. A bad port warns and uses the default port, as Ollama

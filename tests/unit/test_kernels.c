@@ -348,7 +348,9 @@ static void test_dispatch(void **state)
     assert_int_equal(kernels_row_size(GGUF_TYPE_Q6_K, 512), 420);
     assert_int_equal(kernels_row_size(GGUF_TYPE_Q8_K, 256), 292);
     assert_int_equal(kernels_row_size(GGUF_TYPE_Q4_0, 33), 0);
-    assert_int_equal(kernels_row_size(GGUF_TYPE_IQ2_XXS, 256), 0);
+    assert_int_equal(kernels_row_size(GGUF_TYPE_IQ2_XXS, 256), 66);  // from the type table
+    assert_int_equal(kernels_row_size(GGUF_TYPE_IQ4_NL, 64), 36);
+    assert_int_equal(kernels_row_size(GGUF_TYPE_NVFP4, 64), 0);  // no engine traits
 }
 
 // Straightforward Q8_0 quantizer (ggml's quantize_row_q8_0_ref semantics).
@@ -730,24 +732,6 @@ static void test_interleaved(void **state)
 // The test-local reference dequantizers against ggml's reference output
 // (fixtures/quant: 8 blocks per type with random bits and finite scales),
 // then every ISA's vec_dot on those real blocks against the float reference.
-static void *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc(n > 0 ? (size_t)n : 1);
-    if (p && n > 0 && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
-
 static void test_fixture_vectors(void **state)
 {
     (void)state;
@@ -766,8 +750,8 @@ static void test_fixture_vectors(void **state)
         }
         snprintf(path2, sizeof(path2), "%.*s.f32", (int)(strlen(pb) - strlen(".blocks")), pb);
         size_t nb_bytes = 0, nf_bytes = 0;
-        uint8_t *blocks = read_all(pb, &nb_bytes);
-        float *want = read_all(path2, &nf_bytes);
+        uint8_t *blocks = test_read_file(pb, &nb_bytes);
+        float *want = test_read_file(path2, &nf_bytes);
         if (!blocks || !want) {
             free(blocks);
             free(want);
@@ -973,8 +957,8 @@ static void test_iq_fixture_vectors(void **state)
         if (!test_shared_fixture(pf, sizeof(pf), rel))
             fail_msg("missing shared fixture %s", rel);
         size_t nb = 0, nf = 0;
-        uint8_t *blocks = read_all(pb, &nb);
-        float *want = read_all(pf, &nf);
+        uint8_t *blocks = test_read_file(pb, &nb);
+        float *want = test_read_file(pf, &nf);
         assert_non_null(blocks);
         assert_non_null(want);
         const int64_t n = (int64_t)(nf / sizeof(float));

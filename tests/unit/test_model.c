@@ -23,6 +23,7 @@
 #include "gguf/gguf.h"
 #include "model/internal.h"
 #include "model/model.h"
+#include "quantize/quantize.h"
 #include "testgguf.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
@@ -1142,8 +1143,7 @@ static void test_interleaved_weights(void **state)
                   {7 /* MOSTLY_Q8_0 */, GGUF_TYPE_Q8_0}};
     for (size_t i = 0; i < sizeof quants / sizeof quants[0]; i++) {
         struct err e = {0};
-        if (quant_model_quantize(stories_path(path, sizeof path), q, quants[i].ftype, NULL, NULL,
-                                 &e) < 0)
+        if (quantize_model(stories_path(path, sizeof path), q, quants[i].ftype, NULL, NULL, &e) < 0)
             fail_msg("quantize: %s", e.msg);
         check_interleaved_model(q, quants[i].type, 2e-3f);
     }

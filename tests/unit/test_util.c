@@ -1,6 +1,7 @@
 // Unit tests for src/util: errors, memory and arenas, buffers and strings,
 // UTF-8, number parsing, logging, durations and times, sizes, environment
 // configuration (OLLAMA_HOST, CORS, allowed hosts), digests and files.
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -318,6 +319,57 @@ static void test_utf8(void **state)
     assert_int_equal(utf8_complete_prefix(emoji, 4), 4);
     assert_int_equal(utf8_complete_prefix(emoji, 3), 0);
     assert_int_equal(utf8_complete_prefix(emoji, 1), 0);
+}
+
+// The Unicode layer over utf8proc, and Go's %v of a float64 and %q.
+static void test_utf8_properties_and_go_formats(void **state)
+{
+    (void)state;
+    assert_int_equal(utf8_category('A'), UTF8_CAT_LU);
+    assert_int_equal(utf8_category(0x00E9), UTF8_CAT_LL);  // é
+    assert_int_equal(utf8_category('7'), UTF8_CAT_ND);
+    assert_int_equal(utf8_category(0x00A0), UTF8_CAT_ZS);  // no-break space
+    assert_int_equal(utf8_category(0x200B), UTF8_CAT_CF);  // zero-width space
+    assert_true(utf8_is_letter_or_digit(0x4E2D) && !utf8_is_letter_or_digit('-'));
+    assert_true(utf8_is_cased(0x01C5) && !utf8_is_cased(0x4E2D));  // Dž; 中
+    assert_int_equal(utf8_toupper(0x00E9), 0x00C9);
+    assert_int_equal(utf8_tolower('Q'), 'q');
+    assert_int_equal(utf8_totitle(0x01C6), 0x01C5);
+    assert_int_equal(utf8_width(0x4E2D), 2);
+    assert_int_equal(utf8_width(0x0301), 0);  // combining acute
+    assert_int_equal(utf8_nfd_first(0x00E9), 'e');
+    assert_int_equal(utf8_nfd_first('x'), 'x');
+    // strconv.IsPrint: the ASCII space only among spaces; no format characters.
+    assert_true(utf8_is_go_print(' ') && utf8_is_go_print(0x00E9));
+    assert_false(utf8_is_go_print(0x00A0) || utf8_is_go_print(0x200B) || utf8_is_go_print('\t'));
+
+    static const struct {
+        double v;
+        const char *want;
+    } floats[] = {{0.7, "0.7"},
+                  {4096, "4096"},
+                  {1e-05, "1e-05"},
+                  {0.0001, "0.0001"},
+                  {1e6, "1e+06"},
+                  {123456.5, "123456.5"},
+                  {1048576, "1.048576e+06"},
+                  {-2.5e-7, "-2.5e-07"},
+                  {0.1 + 0.2, "0.30000000000000004"}};
+    struct buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
+        buf_reset(&b);
+        assert_int_equal(buf_append_go_float(&b, floats[i].v), 0);
+        assert_string_equal(buf_cstr(&b), floats[i].want);
+    }
+    buf_reset(&b);
+    buf_append_go_float(&b, -0.0);
+    buf_append_go_float(&b, NAN);
+    assert_string_equal(buf_cstr(&b), "-0NaN");
+    buf_reset(&b);
+    buf_append_go_quoted(&b, "a\"\xc2\xa0\xe2\x82\xac", 7);  // a" NBSP €
+    assert_string_equal(buf_cstr(&b), "\"a\\\"\\u00a0\xe2\x82\xac\"");
+    buf_deinit(&b);
 }
 
 static void test_str_to_numbers(void **state)
@@ -1530,6 +1582,7 @@ int main(void)
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_str),
         cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_utf8_properties_and_go_formats),
         cmocka_unit_test(test_str_to_numbers),
         cmocka_unit_test(test_log_line_shape),
         cmocka_unit_test(test_duration_parse_ok),

@@ -18,6 +18,7 @@
 
 #include "engine/quant/quant.h"
 #include "gguf/gguf.h"
+#include "quantize/quantize.h"
 
 struct opts {
     const char *preset;
@@ -268,7 +269,7 @@ static int64_t rows_of(const struct gtensor *t)
     return t->ne[1] * t->ne[2];
 }
 
-// bert / nomic-bert (spec/architectures.md §8): post-norm encoder with
+// bert / nomic-bert (docs/spec/architectures.md §8): post-norm encoder with
 // LayerNorm weights + biases; bert has learned positions and biased
 // projections with a GELU FFN, nomic-bert a fused QKV, RoPE and SwiGLU.
 static void build_encoder(const struct opts *o, struct model *m)
@@ -318,7 +319,7 @@ static bool is_encoder(const char *arch)
 }
 
 // ---------------------------------------------------------------------------
-// Gated delta-net hybrids (qwen35, spec/architectures.md §12.1): three
+// Gated delta-net hybrids (qwen35, docs/spec/architectures.md §12.1): three
 // delta-net layers, then one gated-attention layer (full_attention_interval
 // 4), each followed by post_attention_norm and a dense SwiGLU.
 
@@ -1053,7 +1054,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 }
 
 // ---------------------------------------------------------------------------
-// Nemotron-H (Mamba-2 hybrid, spec/architectures.md §12.3, §12.5): one
+// Nemotron-H (Mamba-2 hybrid, docs/spec/architectures.md §12.3, §12.5): one
 // sub-block per layer after attn_norm, chosen by a layer pattern (M: a
 // Mamba-2 mixer, *: attention without RoPE, -: a squared-ReLU MLP), written
 // as the per-layer head_count_kv / feed_forward_length arrays llama.cpp
@@ -1177,7 +1178,7 @@ static bool nemotron_h_f32(const struct gtensor *t)
 
 // ---------------------------------------------------------------------------
 // Issue 43's families that vary blocks the engine already runs
-// (spec/architectures.md §12.8-§12.12): smollm3, llama with experts
+// (docs/spec/architectures.md §12.8-§12.12): smollm3, llama with experts
 // (Mixtral), olmo2, mistral3, cohere2, glm4moe and granite, as llama.cpp's
 // converter writes them. The common keys come from main; kv_fam43 adds each
 // family's own.
@@ -1419,7 +1420,7 @@ int main(int argc, char **argv)
     // (iq4_xs, iq2_xxs, tq2_0 ...): then every block matrix has that type,
     // token_embd Q4_K and output Q6_K (as llama.cpp's i-quant mixes keep
     // them in k-quants), norms F32.
-    int32_t ftype = quant_mix_from_name(o.type);
+    int32_t ftype = quantize_mix_from_name(o.type);
     int block_type = -1;
     struct block_scales layout;
     if (ftype < 0) {
@@ -1465,16 +1466,16 @@ int main(int argc, char **argv)
 
     struct model m = {0};
     build_layout(&o, tied, &m);
-    struct quant_mix_model mm = {.arch = o.arch,
-                                 .n_layers = (int)o.n_layer,
-                                 .n_gqa = (int)(o.n_head / o.n_head_kv),
-                                 .tied_embeddings = tied};
+    struct quantize_mix_model mm = {.arch = o.arch,
+                                    .n_layers = (int)o.n_layer,
+                                    .n_gqa = (int)(o.n_head / o.n_head_kv),
+                                    .tied_embeddings = tied};
     uint64_t n_params = 0, n_bytes = 0;
     for (size_t i = 0; i < m.n; i++) {
         struct gtensor *t = &m.t[i];
         int ty = block_type >= 0 ? random_block_tensor_type((uint32_t)block_type, t)
-                                 : quant_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32, t->n_dims,
-                                                         t->ne[0], &mm);
+                                 : quantize_mix_tensor_type(ftype, t->name, GGUF_TYPE_F32,
+                                                            t->n_dims, t->ne[0], &mm);
         t->type = (uint32_t)ty;
         const struct quant_traits *tr = quant_traits_get(t->type);
         if (!tr || (!tr->from_float_ref && !random_block_layout(t->type, false, &layout))) {
@@ -1528,7 +1529,7 @@ int main(int argc, char **argv)
         kv_arch_u32(w, arch, "rope.dimension_count", o.n_embd / o.n_head);
         kv_arch_u32(w, arch, "vocab_size", o.n_vocab);
     } else if (strcmp(arch, "qwen2") != 0 && !is_encoder(arch)) {
-        // qwen3, gemma2, gemma3, phi3 (spec/architectures.md §4-§7).
+        // qwen3, gemma2, gemma3, phi3 (docs/spec/architectures.md §4-§7).
         kv_arch_u32(w, arch, "attention.key_length", o.head_dim);
         kv_arch_u32(w, arch, "attention.value_length", o.head_dim);
         kv_arch_u32(w, arch, "rope.dimension_count", o.n_rot);

@@ -444,26 +444,5 @@ float kernels_ssm_step(float *s, const float *B, const float *C, float dA, float
 
 size_t kernels_row_size(uint32_t type, int64_t n)
 {
-    static const struct {
-        uint16_t block, bytes;
-    } geom[KERNELS_NTYPES] = {
-        [GGUF_TYPE_F32] = {1, 4},
-        [GGUF_TYPE_F16] = {1, 2},
-        [GGUF_TYPE_BF16] = {1, 2},
-        [GGUF_TYPE_Q4_0] = {QK4_0, sizeof(struct block_q4_0)},
-        [GGUF_TYPE_Q4_1] = {QK4_1, sizeof(struct block_q4_1)},
-        [GGUF_TYPE_Q5_0] = {QK5_0, sizeof(struct block_q5_0)},
-        [GGUF_TYPE_Q5_1] = {QK5_1, sizeof(struct block_q5_1)},
-        [GGUF_TYPE_Q8_0] = {QK8_0, sizeof(struct block_q8_0)},
-        [GGUF_TYPE_Q8_1] = {QK8_1, sizeof(struct block_q8_1)},
-        [GGUF_TYPE_Q2_K] = {QK_K, sizeof(struct block_q2_K)},
-        [GGUF_TYPE_Q3_K] = {QK_K, sizeof(struct block_q3_K)},
-        [GGUF_TYPE_Q4_K] = {QK_K, sizeof(struct block_q4_K)},
-        [GGUF_TYPE_Q5_K] = {QK_K, sizeof(struct block_q5_K)},
-        [GGUF_TYPE_Q6_K] = {QK_K, sizeof(struct block_q6_K)},
-        [GGUF_TYPE_Q8_K] = {QK_K, sizeof(struct block_q8_K)},
-    };
-    if (type >= KERNELS_NTYPES || geom[type].block == 0 || n < 0 || n % geom[type].block)
-        return 0;
-    return (size_t)(n / geom[type].block) * geom[type].bytes;
+    return quant_row_size(type, n);  // the geometry of the type table
 }

@@ -124,6 +124,7 @@ struct kernels_ops {
 };
 const struct kernels_ops *kernels_ops_isa(enum kernels_isa isa);
 
-// Bytes of one activation row of n elements in vec_dot_type (0 if n is not a
-// multiple of its block size), e.g. to size the buffer for from_float.
+// Bytes of one row of n elements of a type the engine supports (0 if n is not
+// a multiple of its block size), e.g. of vec_dot_type to size the buffer for
+// from_float. The geometry is the type table's (gguf/types.def).
 size_t kernels_row_size(uint32_t vec_dot_type, int64_t n);

@@ -1,4 +1,4 @@
-// K-quants (spec/gguf.md §5.3): 256-element super-blocks with small integer
+// K-quants (docs/spec/gguf.md §5.3): 256-element super-blocks with small integer
 // sub-block scales. Dequantizers follow the spec's evaluation order
 // (dl = d*sc, ml = dmin*m, y = dl*q - ml, each rounded to float32). The
 // quantizers implement ggml's reference algorithms without an importance

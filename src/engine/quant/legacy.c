@@ -1,5 +1,5 @@
-// The 32-element block formats (spec/gguf.md §5.2): Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, IQ4_NL, MXFP4, plus the plain F32/F16/BF16 rows. Dequantizers evaluate in
+// The 32-element block formats (docs/internals/quant.md): Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, MXFP4, plus the plain F32/F16/BF16 rows. Dequantizers evaluate in
 // float32 in the spec's order; the quantizers follow ggml's reference
 // ("_ref") algorithms operation by operation so they write the same bytes as
 // llama-quantize without an importance matrix. Compiled with
@@ -12,8 +12,6 @@
 
 #include "engine/quant/internal.h"
 
-const int8_t quant_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                       1,    13,   25,  38,  53,  69,  89,  113};
 const int8_t quant_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 // 2^(e - 128) for every E8M0 byte e (quant_e8m0_half as a table).
@@ -184,18 +182,6 @@ void quant_q8_0_to_float(const void *vx, float *y, int64_t n)
         float d = f32(x[b].d);
         for (int j = 0; j < QK8_0; j++)
             y[j] = (float)x[b].qs[j] * d;
-    }
-}
-
-void quant_iq4_nl_to_float(const void *vx, float *y, int64_t n)
-{
-    const struct block_iq4_nl *x = vx;
-    for (int64_t b = 0; b < n / QK4_NL; b++, y += QK4_NL) {
-        float d = f32(x[b].d);
-        for (int j = 0; j < QK4_NL / 2; j++) {
-            y[j] = d * (float)quant_iq4nl_values[x[b].qs[j] & 0x0F];
-            y[j + 16] = d * (float)quant_iq4nl_values[x[b].qs[j] >> 4];
-        }
     }
 }
 

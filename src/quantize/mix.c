@@ -11,7 +11,7 @@
 //     (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0, else F16).
 // Tensors are visited by layer in llama.cpp, one attn_v and one ffn_down per
 // layer here, so the counters it keeps equal the layer index in the name.
-#include "engine/quant/quant.h"
+#include "quantize/quantize.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +38,7 @@ enum {
 
 // Default tensor type of each supported mix (llama_ftype_get_default_type);
 // -1 for mixes we cannot produce (IQ types need codebooks or an imatrix).
-int quant_mix_default_type(int32_t ftype)
+int quantize_mix_default_type(int32_t ftype)
 {
     switch (ftype) {
     case FT_F32:
@@ -76,10 +76,10 @@ int quant_mix_default_type(int32_t ftype)
     }
 }
 
-int32_t quant_mix_from_name(const char *name)
+int32_t quantize_mix_from_name(const char *name)
 {
     int ft = gguf_file_type_from_name(name);
-    if (ft < 0 || quant_mix_default_type(ft) < 0)
+    if (ft < 0 || quantize_mix_default_type(ft) < 0)
         return -1;
     return ft;
 }
@@ -95,7 +95,7 @@ static bool has(const char *s, const char *part)
     return strstr(s, part) != NULL;
 }
 
-bool quant_mix_tensor_quantizable(const char *name, uint32_t n_dims)
+bool quantize_tensor_quantizable(const char *name, uint32_t n_dims)
 {
     if (n_dims < 2 || !ends_with(name, "weight"))
         return false;
@@ -247,13 +247,13 @@ static uint32_t attn_output_type(const struct mix_ctx *c, uint32_t t)
     return t;
 }
 
-int quant_mix_tensor_type(int32_t ftype, const char *name, uint32_t cur_type, uint32_t n_dims,
-                          int64_t ne0, const struct quant_mix_model *m)
+int quantize_mix_tensor_type(int32_t ftype, const char *name, uint32_t cur_type, uint32_t n_dims,
+                             int64_t ne0, const struct quantize_mix_model *m)
 {
-    int dflt = quant_mix_default_type(ftype);
+    int dflt = quantize_mix_default_type(ftype);
     if (dflt < 0)
         return -1;
-    if (!quant_mix_tensor_quantizable(name, n_dims))
+    if (!quantize_tensor_quantizable(name, n_dims))
         return (int)cur_type;
     uint32_t t = (uint32_t)dflt;
     const struct quant_traits *tr = quant_traits_get(t);

@@ -6,7 +6,7 @@
 //   - tensors ordered by layer number ("blk.N."; others first), then by name;
 //   - each tensor converted row chunk by row chunk (rows are independent in
 //     every block format), so memory stays bounded for any model size.
-#include "engine/quant/quant.h"
+#include "quantize/quantize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +60,7 @@ static int convert_tensor(struct gguf_writer *w, const struct order *o, float *f
 }
 
 // What the type mix needs to know about the model; arch_buf holds the architecture name.
-static struct quant_mix_model mix_model(const struct gguf *g, char *arch_buf, size_t arch_size)
+static struct quantize_mix_model mix_model(const struct gguf *g, char *arch_buf, size_t arch_size)
 {
     struct str arch = gguf_architecture(g);
     snprintf(arch_buf, arch_size, "%.*s", (int)arch.len, arch.ptr);
@@ -68,7 +68,7 @@ static struct quant_mix_model mix_model(const struct gguf *g, char *arch_buf, si
     gguf_get_arch_u32(g, "block_count", &n_layers);
     gguf_get_arch_u32(g, "attention.head_count", &n_head);
     gguf_get_arch_u32(g, "attention.head_count_kv", &n_head_kv);
-    return (struct quant_mix_model){
+    return (struct quantize_mix_model){
         .arch = arch_buf,
         .n_layers = (int)n_layers,
         .n_gqa = n_head && n_head_kv ? (int)(n_head / n_head_kv) : 1,
@@ -78,8 +78,9 @@ static struct quant_mix_model mix_model(const struct gguf *g, char *arch_buf, si
 
 // Fills ord[] with each tensor's name, layer and new type, then sorts it into the output
 // order. Returns the input's tensor bytes (for progress); *max_row is the longest row.
-static uint64_t plan_tensors(const struct gguf *g, int32_t ftype, const struct quant_mix_model *mm,
-                             struct order *ord, size_t n, int64_t *max_row)
+static uint64_t plan_tensors(const struct gguf *g, int32_t ftype,
+                             const struct quantize_mix_model *mm, struct order *ord, size_t n,
+                             int64_t *max_row)
 {
     uint64_t total = 0;
     *max_row = 1;
@@ -91,7 +92,7 @@ static uint64_t plan_tensors(const struct gguf *g, int32_t ftype, const struct q
         o->layer = -1;
         if (sscanf(o->name, "blk.%d.", &o->layer) != 1)
             o->layer = -1;
-        o->new_type = quant_mix_tensor_type(ftype, o->name, t->type, t->n_dims, t->ne[0], mm);
+        o->new_type = quantize_mix_tensor_type(ftype, o->name, t->type, t->n_dims, t->ne[0], mm);
         if (t->ne[0] > *max_row)
             *max_row = t->ne[0];
         total += t->n_bytes;
@@ -123,7 +124,7 @@ static int write_header(struct gguf_writer *w, const struct gguf *g, int32_t fty
 // Converts every tensor in order through two chunk buffers of about CHUNK_ELEMS values,
 // reporting progress in input bytes after each one.
 static int write_tensors(struct gguf_writer *w, const struct order *ord, size_t n, int64_t max_row,
-                         uint64_t total, quant_progress_fn progress, void *ctx, struct err *e)
+                         uint64_t total, quantize_progress_fn progress, void *ctx, struct err *e)
 {
     int64_t chunk_rows = CHUNK_ELEMS / max_row;
     if (chunk_rows < 1)
@@ -151,10 +152,10 @@ out:
     return rc;
 }
 
-int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftype,
-                         quant_progress_fn progress, void *ctx, struct err *e)
+int quantize_model(const char *in_path, const char *out_path, int32_t ftype,
+                   quantize_progress_fn progress, void *ctx, struct err *e)
 {
-    if (quant_mix_default_type(ftype) < 0)
+    if (quantize_mix_default_type(ftype) < 0)
         return err_set(e, ERR_UNSUPPORTED, "unsupported quantization type %d", ftype);
     struct gguf *g = NULL;
     int rc = gguf_open(&g, in_path, e);
@@ -165,7 +166,7 @@ int quant_model_quantize(const char *in_path, const char *out_path, int32_t ftyp
     struct gguf_writer *w = NULL;
 
     char arch_buf[64];
-    struct quant_mix_model mm = mix_model(g, arch_buf, sizeof(arch_buf));
+    struct quantize_mix_model mm = mix_model(g, arch_buf, sizeof(arch_buf));
     int64_t max_row;
     uint64_t total = plan_tensors(g, ftype, &mm, ord, n, &max_row);
 
