@@ -12,8 +12,8 @@ void engine_lora_apply(struct engine_backend *be, const struct engine_matmul_job
     int64_t n_out = job->w->ne[1];
     for (const struct engine_lora *l = job->w->lora; l; l = l->next) {
         struct engine_matmul_job down = {&l->a, l->t, NULL}, up = {&l->b, l->u, NULL};
-        be->ops->matmul(be, &down, 1, x, n_rows);     // t (n_rows, rank) = x · Aᵀ
-        be->ops->matmul(be, &up, 1, l->t, n_rows);    // u (n_rows, n_out) = t · (s B)ᵀ
+        be->ops->matmul(be, &down, 1, x, n_rows);   // t (n_rows, rank) = x · Aᵀ
+        be->ops->matmul(be, &up, 1, l->t, n_rows);  // u (n_rows, n_out) = t · (s B)ᵀ
         be->ops->add(be, job->y, job->y, l->u, n_rows * n_out);
     }
 }

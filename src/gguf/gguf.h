@@ -285,5 +285,4 @@ int gguf_lora_check(const struct gguf *adapter, const struct gguf *base, struct 
 void gguf_lora_deinit(struct gguf_lora *l);
 // The scale of a pair's term B (A x): user_scale * alpha / rank, or
 // user_scale when alpha is 0 (llama.cpp's rule).
-float gguf_lora_scale(const struct gguf_lora *l, const struct gguf_lora_pair *p,
-                      float user_scale);
+float gguf_lora_scale(const struct gguf_lora *l, const struct gguf_lora_pair *p, float user_scale);

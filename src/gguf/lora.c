@@ -83,8 +83,8 @@ static int read_tensor(const struct gguf *ad, const struct gguf *base, const str
     struct str stem = {n.ptr, n.len - LORA_SUFFIX_LEN};
     const struct gguf_tensor *other = find_part(ad, stem, is_a ? ".lora_b" : ".lora_a");
     if (!other)
-        return err_set(e, ERR_INVALID, "LoRA tensor pair for %.*s is missing its %s",
-                       (int)stem.len, stem.ptr, is_a ? "lora_b" : "lora_a");
+        return err_set(e, ERR_INVALID, "LoRA tensor pair for %.*s is missing its %s", (int)stem.len,
+                       stem.ptr, is_a ? "lora_b" : "lora_a");
     if (is_b)
         return 0;
     if (str_eq_cstr(stem, "token_embd.weight"))

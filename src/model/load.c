@@ -424,8 +424,7 @@ int model_load(struct model **out, const char *path, const struct model_options 
     rc = engine_cpu_new(&m->be, o->n_threads, e);
     if (rc < 0)
         goto fail;
-    if ((rc = model_lora_attach(m, lora_rows(o), e)) < 0 ||
-        (rc = interleave_weights(m, e)) < 0)
+    if ((rc = model_lora_attach(m, lora_rows(o), e)) < 0 || (rc = interleave_weights(m, e)) < 0)
         goto fail;
 
     if ((rc = model_kv_alloc(m, e)) < 0)

@@ -52,8 +52,10 @@ static int f32_copy(struct engine_tensor *out, const struct gguf_tensor *gt, flo
     const struct quant_traits *qt = quant_traits_get(gt->type);
     const char *tn = gguf_type_name(gt->type);
     if (!qt || !qt->to_float || quant_row_size(gt->type, gt->ne[0]) == 0)
-        return err_set(e, ERR_UNSUPPORTED, "LoRA tensor %.*s has type %s, which this version "
-                       "cannot read", (int)gt->name.len, gt->name.ptr, tn ? tn : "unknown");
+        return err_set(e, ERR_UNSUPPORTED,
+                       "LoRA tensor %.*s has type %s, which this version "
+                       "cannot read",
+                       (int)gt->name.len, gt->name.ptr, tn ? tn : "unknown");
     int64_t n = gt->ne[0] * gt->ne[1];
     size_t bytes = ((size_t)n * sizeof(float) + 63) / 64 * 64;
     float *data = aligned_alloc(64, bytes);

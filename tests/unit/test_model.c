@@ -3084,7 +3084,8 @@ static void test_lora_validation(void **state)
     const struct lora_edit shape[] = {{"blk.0.attn_q.weight", NULL},
                                       {"blk.0.attn_v.weight", "blk.0.attn_q.weight"}};
     const struct lora_edit half_pair[] = {{"blk.0.ffn_down.weight.lora_b", NULL}};
-    const struct lora_edit bad_name[] = {{"blk.1.ffn_down.weight.lora_", "blk.1.ffn_down.weight.x_"}};
+    const struct lora_edit bad_name[] = {
+        {"blk.1.ffn_down.weight.lora_", "blk.1.ffn_down.weight.x_"}};
     const struct {
         const char *arch;
         const struct lora_edit *ed;
