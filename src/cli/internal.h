@@ -27,6 +27,8 @@ struct cli_args {
     int n_pos;
     char **pos;              // positional arguments
     const char *values[32];  // values[i] for flags[i]: NULL unset, "true" for bools
+    // A repeated flag of type "stringArray": its values joined by '\n' (owned).
+    char *joined[32];
     const struct cli_command *cmd;
 };
 
