@@ -17,6 +17,8 @@
 struct model_lora {
     struct engine_lora **terms;  // [n_terms], owned with their a / b data
     size_t n_terms, cap;
+    void **merged;  // lora_merge: the weights' private copies, [n_merged]
+    size_t n_merged;
     float *t, *u;  // backend scratch shared by every term (one product at a time)
     int64_t max_rank, max_out;
 };
@@ -82,10 +84,43 @@ static struct engine_lora *term_new(struct model_lora *ml)
     return ml->terms[ml->n_terms++] = xcalloc(1, sizeof(struct engine_lora));
 }
 
+// lora_merge: W (n_out rows of n_in) += B A into a private copy, row by
+// row (dequantized, updated, rounded back to W's type).
+static int merge_term(struct model_lora *ml, struct engine_tensor *w, const struct engine_lora *t,
+                      struct err *e)
+{
+    const struct quant_traits *qt = quant_traits_get(w->type);
+    if (!qt || !qt->from_float_ref || engine_tensor_interleavable(w))
+        return err_set(e, ERR_UNSUPPORTED, "merging a LoRA adapter into %s weights",
+                       gguf_type_name(w->type));
+    int64_t n_in = w->ne[0], n_out = w->ne[1], rank = t->a.ne[1];
+    uint8_t *copy = aligned_alloc(64, (w->row_bytes * (size_t)n_out + 63) / 64 * 64);
+    float *row = malloc((size_t)n_in * sizeof(float));
+    if (!copy || !row) {
+        free(copy);
+        free(row);
+        return err_set(e, ERR_NOMEM, "LoRA merge");
+    }
+    const float *a = t->a.data, *b = t->b.data;
+    for (int64_t o = 0; o < n_out; o++) {
+        qt->to_float((const uint8_t *)w->data + (size_t)o * w->row_bytes, row, n_in);
+        for (int64_t r = 0; r < rank; r++)
+            for (int64_t i = 0; i < n_in; i++)
+                row[i] += b[o * rank + r] * a[r * n_in + i];
+        qt->from_float_ref(row, copy + (size_t)o * w->row_bytes, n_in);
+    }
+    free(row);
+    ml->merged = xrealloc(ml->merged, (ml->n_merged + 1) * sizeof *ml->merged);
+    ml->merged[ml->n_merged++] = copy;
+    w->data = copy;
+    return 0;
+}
+
 // One pair of the adapter: its term, on every weight that is the pair's
 // base tensor: the weight that views its mapped data.
 static int attach_pair(struct model_lora *ml, struct engine_tensor **ws, size_t n_ws,
-                       const struct gguf_lora *gl, const struct gguf_lora_pair *p, struct err *e)
+                       const struct gguf_lora *gl, const struct gguf_lora_pair *p, bool merge,
+                       struct err *e)
 {
     struct engine_tensor *target = NULL;
     for (size_t i = 0; i < n_ws && !target; i++)
@@ -103,6 +138,8 @@ static int attach_pair(struct model_lora *ml, struct engine_tensor **ws, size_t 
         rc = f32_copy(&t->b, p->b, gguf_lora_scale(gl, p, LORA_USER_SCALE), e);
     if (rc < 0)
         return rc;  // freed with the model
+    if (merge)
+        return merge_term(ml, target, t, e);
     // Stacked adapters chain on the weight; the weight itself is unchanged.
     t->next = target->lora;
     target->lora = t;
@@ -123,7 +160,7 @@ static int attach_file(struct model *m, struct engine_tensor **ws, size_t n_ws, 
     struct gguf_lora gl;
     if ((rc = gguf_lora_check(ad, m->g, &gl, e)) == 0) {
         for (size_t i = 0; i < gl.n_pairs && rc == 0; i++)
-            rc = attach_pair(m->lora, ws, n_ws, &gl, &gl.pairs[i], e);
+            rc = attach_pair(m->lora, ws, n_ws, &gl, &gl.pairs[i], m->opts.lora_merge, e);
         gguf_lora_deinit(&gl);
     }
     gguf_close(ad);
@@ -146,8 +183,8 @@ int model_lora_attach(struct model *m, int64_t max_rows, struct err *e)
     if (rc < 0)
         return rc;
     struct model_lora *ml = m->lora;
-    ml->t = engine_buf_alloc(m->be, (size_t)(max_rows * ml->max_rank) * sizeof(float));
-    ml->u = engine_buf_alloc(m->be, (size_t)(max_rows * ml->max_out) * sizeof(float));
+    ml->t = engine_buf_alloc(m->be, (size_t)(max_rows * ml->max_rank + 1) * sizeof(float));
+    ml->u = engine_buf_alloc(m->be, (size_t)(max_rows * ml->max_out + 1) * sizeof(float));
     if (!ml->t || !ml->u)
         return err_set(e, ERR_NOMEM, "LoRA scratch for %lld rows", (long long)max_rows);
     for (size_t i = 0; i < ml->n_terms; i++) {
@@ -167,6 +204,9 @@ void model_lora_free(struct model *m)
         free((void *)ml->terms[i]->b.data);
         free(ml->terms[i]);
     }
+    for (size_t i = 0; i < ml->n_merged; i++)
+        free(ml->merged[i]);
+    free(ml->merged);
     if (m->be) {
         engine_buf_free(m->be, ml->t);
         engine_buf_free(m->be, ml->u);

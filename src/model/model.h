@@ -53,6 +53,11 @@ struct model_options {
     // read during model_load / model_estimate only.
     const char *const *lora_paths;
     int n_lora;
+    // Merge each adapter into a private copy of the weights it names (W +=
+    // s B A, rounded back to W's type) instead of adding the low-rank terms
+    // at every product; weights of types kept interleaved (Q4_0, Q8_0, ...)
+    // are refused. For measuring the choice (docs/internals/lora.md).
+    bool lora_merge;
 };
 
 // Memory a load with these options will use, computed from the file's

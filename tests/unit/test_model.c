@@ -3065,6 +3065,20 @@ static void test_lora_scale_and_stacking(void **state)
     m = load_lora(base, two, 2);
     run_lora_cases(m, NULL, cases, 1.0);
     model_free(m);
+    // The adapter merged into copies of the (F32) weights: the alternative
+    // measured in docs/internals/lora.md computes the same.
+    char ad[1024];
+    assert_non_null(test_shared_fixture(ad, sizeof ad, "tiny-qwen2-lora-f32.gguf"));
+    const char *one[] = {ad};
+    struct model_options o = {.n_ctx = 512,
+                              .n_threads = 2,
+                              .kv_type = MODEL_KV_F32,
+                              .lora_paths = one,
+                              .n_lora = 1,
+                              .lora_merge = true};
+    m = load(base, o);
+    run_lora_cases(m, NULL, cases, 1.0);
+    model_free(m);
     unlink(half);
     jfree(&root);
 }
