@@ -416,15 +416,16 @@ int model_load(struct model **out, const char *path, const struct model_options 
         return rc;
     const struct model_hparams *hp = &m->hp;
     const struct model_options *o = &m->opts;
+    // The adapters first: one that does not fit fails before the slow steps.
+    if ((rc = engine_cpu_new(&m->be, o->n_threads, e)) < 0 ||
+        (rc = model_lora_attach(m, lora_rows(o), e)) < 0)
+        goto fail;
     rc = tokenizer_load(&m->tok, m->g, e);
     if (rc < 0) {
         err_prefix(e, "tokenizer");
         goto fail;
     }
-    rc = engine_cpu_new(&m->be, o->n_threads, e);
-    if (rc < 0)
-        goto fail;
-    if ((rc = model_lora_attach(m, lora_rows(o), e)) < 0 || (rc = interleave_weights(m, e)) < 0)
+    if ((rc = interleave_weights(m, e)) < 0)
         goto fail;
 
     if ((rc = model_kv_alloc(m, e)) < 0)

@@ -3041,15 +3041,16 @@ static void test_lora_reference(void **state)
     jfree(&root);
 }
 
-// The scale rule and stacking: the adapter with half its alpha is
-// llama.cpp's user scale 0.5, and two of those on one model add up to the
-// adapter at scale 1.
-static void test_lora_scale_and_stacking(void **state)
+// The half-alpha adapter (n_lora 1: llama.cpp's user scale 0.5), two of
+// them stacked (n_lora 2: scale 1), or the adapter merged into the weights.
+enum lora_variant { LORA_HALF, LORA_HALF_TWICE, LORA_MERGED };
+
+static void run_lora_variant(enum lora_variant v)
 {
-    (void)state;
-    char ref[1024], base[1024], half[] = "/tmp/test_model_lora_XXXXXX";
+    char ref[1024], base[1024], ad[1024], half[] = "/tmp/test_model_lora_XXXXXX";
     if (!test_shared_fixture(ref, sizeof ref, "tiny-qwen2-lora.reference.json") ||
-        !test_shared_fixture(base, sizeof base, "tiny-qwen2-f32.gguf"))
+        !test_shared_fixture(base, sizeof base, "tiny-qwen2-f32.gguf") ||
+        !test_shared_fixture(ad, sizeof ad, "tiny-qwen2-lora-f32.gguf"))
         skip();
     int fd = mkstemp(half);
     assert_true(fd >= 0);
@@ -3057,30 +3058,40 @@ static void test_lora_scale_and_stacking(void **state)
     write_lora(half, NULL, 4.0f, NULL, 0);
     struct jv root;
     assert_true(jload(&root, ref));
-    const struct jv *cases = jget(&root, "logit_cases");
-    const char *two[] = {half, half};
-    struct model *m = load_lora(base, two, 1);
-    run_lora_cases(m, NULL, cases, 0.5);
-    model_free(m);
-    m = load_lora(base, two, 2);
-    run_lora_cases(m, NULL, cases, 1.0);
-    model_free(m);
-    // The adapter merged into copies of the (F32) weights: the alternative
-    // measured in docs/internals/lora.md computes the same.
-    char ad[1024];
-    assert_non_null(test_shared_fixture(ad, sizeof ad, "tiny-qwen2-lora-f32.gguf"));
-    const char *one[] = {ad};
+    const char *paths[] = {v == LORA_MERGED ? ad : half, half};
     struct model_options o = {.n_ctx = 512,
                               .n_threads = 2,
                               .kv_type = MODEL_KV_F32,
-                              .lora_paths = one,
-                              .n_lora = 1,
-                              .lora_merge = true};
-    m = load(base, o);
-    run_lora_cases(m, NULL, cases, 1.0);
+                              .lora_paths = paths,
+                              .n_lora = v == LORA_HALF_TWICE ? 2 : 1,
+                              .lora_merge = v == LORA_MERGED};
+    struct model *m = load(base, o);
+    run_lora_cases(m, NULL, jget(&root, "logit_cases"), v == LORA_HALF ? 0.5 : 1.0);
     model_free(m);
     unlink(half);
     jfree(&root);
+}
+
+// The scale rule: the adapter with half its alpha is llama.cpp's user scale 0.5.
+static void test_lora_scale(void **state)
+{
+    (void)state;
+    run_lora_variant(LORA_HALF);
+}
+
+// Stacking: two half-alpha adapters on one model add up to the adapter.
+static void test_lora_stacking(void **state)
+{
+    (void)state;
+    run_lora_variant(LORA_HALF_TWICE);
+}
+
+// The adapter merged into copies of the (F32) weights, the alternative
+// measured in docs/internals/lora.md, computes the same.
+static void test_lora_merged(void **state)
+{
+    (void)state;
+    run_lora_variant(LORA_MERGED);
 }
 
 // An adapter that does not fit the model is refused at load, naming why.
@@ -3143,7 +3154,9 @@ int main(void)
         cmocka_unit_test(test_tiny_llama_reference),
         cmocka_unit_test(test_tiny_qwen2_reference),
         cmocka_unit_test(test_lora_reference),
-        cmocka_unit_test(test_lora_scale_and_stacking),
+        cmocka_unit_test(test_lora_scale),
+        cmocka_unit_test(test_lora_stacking),
+        cmocka_unit_test(test_lora_merged),
         cmocka_unit_test(test_lora_validation),
         cmocka_unit_test(test_tiny_qwen3_reference),
         cmocka_unit_test(test_tiny_qwen3moe_reference),
