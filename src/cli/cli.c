@@ -104,6 +104,7 @@ static int cmd_serve(struct cli_args *a)
 static const struct cli_flag flags_runner[] = {
     {"model", 0, "string", "Model file"},
     {"draft", 0, "string", "Draft model file (speculative decoding)"},
+    {"lora", 0, "stringArray", "LoRA adapter file (repeatable)"},
     {"port", 0, "int", "Port to listen on"},
     {"ctx-size", 0, "int", "Context per slot"},
     {"parallel", 0, "int", "Slots"},
@@ -122,15 +123,22 @@ static int cmd_runner(struct cli_args *a)
 {
     if (a->n_pos > 0)
         return cli_fail("unexpected argument \"%s\"", a->pos[0]);
-    char *argv[2 * 32];
+    char *argv[2 * 32 + 2 * 16];
     int n = 0;
     for (int i = 0; a->cmd->flags[i].name; i++) {
         const char *v = a->values[i];
         if (!v || (!a->cmd->flags[i].type && strcmp(v, "true") != 0))
             continue;
-        argv[n++] = xasprintf("--%s", a->cmd->flags[i].name);
-        if (a->cmd->flags[i].type)
-            argv[n++] = xstrdup(v);
+        bool many = a->cmd->flags[i].type && strcmp(a->cmd->flags[i].type, "stringArray") == 0;
+        // A repeated flag goes on as one pair per value (the runner caps --lora at 16).
+        for (const char *p = v; p && n < (int)(sizeof argv / sizeof argv[0]) - 1;) {
+            const char *nl = many ? strchr(p, '\n') : NULL;
+            argv[n++] = xasprintf("--%s", a->cmd->flags[i].name);
+            if (!a->cmd->flags[i].type)
+                break;
+            argv[n++] = nl ? xstrndup(p, (size_t)(nl - p)) : xstrdup(p);
+            p = nl ? nl + 1 : NULL;
+        }
     }
     int rc = runner_main(n, argv);
     for (int i = 0; i < n; i++)
@@ -268,7 +276,13 @@ static int parse_args(const struct cli_command *c, int argc, char **argv, struct
         } else if (strstr(f->type, "[=")) {
             a->values[idx] = "true";  // optional value (--think)
         } else if (i + 1 < argc) {
-            a->values[idx] = argv[++i];
+            value = argv[++i];
+            if (a->values[idx] && strcmp(f->type, "stringArray") == 0) {
+                char *all = xasprintf("%s\n%s", a->values[idx], value);
+                free(a->joined[idx]);
+                value = a->joined[idx] = all;
+            }
+            a->values[idx] = value;
         } else {
             return cli_fail("flag needs an argument: --%s", f->name);
         }
@@ -365,5 +379,7 @@ int cli_main(int argc, char **argv)
         rc = c->run(&a);
     }
     free(a.pos);
+    for (int i = 0; i < 32; i++)
+        free(a.joined[i]);
     return rc;
 }

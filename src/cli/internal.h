@@ -28,6 +28,8 @@ struct cli_args {
     char **pos;              // positional arguments
     int n_before_dash;       // positionals before "--" (-1: no "--")
     const char *values[32];  // values[i] for flags[i]: NULL unset, "true" for bools
+    // A repeated flag of type "stringArray": its values joined by '\n' (owned).
+    char *joined[32];
     const struct cli_command *cmd;
 };
 

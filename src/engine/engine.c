@@ -96,6 +96,7 @@ int engine_tensor_from_gguf(struct engine_tensor *t, const struct gguf_tensor *g
         return err_set(e, ERR_INVALID, "tensor %.*s: no data", (int)gt->name.len, gt->name.ptr);
     t->name = NULL;
     t->interleave = 0;
+    t->lora = NULL;
     t->type = gt->type;
     t->ne[0] = gt->ne[0];
     t->ne[1] = rows;
@@ -224,12 +225,17 @@ void engine_matmul(struct engine_backend *be, float *y, const struct engine_tens
 {
     struct engine_matmul_job job = {w, y, bias};
     be->ops->matmul(be, &job, 1, x, n_rows);
+    if (w->lora)
+        engine_lora_apply(be, &job, x, n_rows);
 }
 
 void engine_matmul_n(struct engine_backend *be, const struct engine_matmul_job *jobs, int n_jobs,
                      const float *x, int64_t n_rows)
 {
     be->ops->matmul(be, jobs, n_jobs, x, n_rows);
+    for (int j = 0; j < n_jobs; j++)
+        if (jobs[j].w->lora)
+            engine_lora_apply(be, &jobs[j], x, n_rows);
 }
 
 void engine_rmsnorm(struct engine_backend *be, float *y, const float *x, const float *w,

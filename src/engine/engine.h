@@ -35,6 +35,22 @@ struct engine_tensor {
     // 8 when engine_tensor_interleave rewrote the rows in groups of 8 (then
     // the tensor is a matmul weight only: no row lookups), else 0.
     int interleave;
+    // LoRA terms every product with this weight adds (struct engine_lora),
+    // or NULL.
+    const struct engine_lora *lora;
+};
+
+// A LoRA adapter's low-rank term on one matmul weight W [n_in, n_out]: a
+// product y = x · Wᵀ also gets y += (x · Aᵀ) · Bᵀ, computed as two small
+// products beside W's (W is never rewritten), then the next adapter's term.
+// The scale (alpha / rank) is folded into b. engine_matmul and
+// engine_matmul_n apply it; the model owns every field.
+struct engine_lora {
+    struct engine_tensor a;  // [n_in, rank] F32
+    struct engine_tensor b;  // [rank, n_out] F32, scaled
+    float *t;                // backend scratch, [max rows × rank]
+    float *u;                // backend scratch, [max rows × n_out]
+    const struct engine_lora *next;
 };
 
 // Makes a view of a GGUF tensor (2-D at most; higher dims folded into rows).

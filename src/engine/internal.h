@@ -37,3 +37,8 @@ void engine_cpu_ssm_scan(struct engine_pool *pool, float *y, const float *x, con
                          const float *B, const float *C, int64_t n_rows,
                          const struct engine_ssm_scan *p, float *state, const int32_t *slot,
                          const int32_t *pos);
+
+// Adds the LoRA terms of job->w (w->lora, in order) to job->y for the
+// n_rows rows of x the product just read (lora.c).
+void engine_lora_apply(struct engine_backend *be, const struct engine_matmul_job *job,
+                       const float *x, int64_t n_rows);

@@ -232,3 +232,33 @@ int gguf_writer_skip_data(struct gguf_writer *w, uint64_t n, struct err *e);
 int gguf_writer_close(struct gguf_writer *w, struct err *e);
 // Abandons and unlinks the file.
 void gguf_writer_abort(struct gguf_writer *w);
+
+// ---------------------------------------------------------------------------
+// LoRA adapters (llama.cpp's adapter GGUF, spec in docs/internals/lora.md):
+// general.type "adapter", adapter.type "lora", adapter.lora.alpha, and for
+// each adapted weight W [n_in, n_out] of the base model the pair
+// <W>.lora_a [n_in, rank] and <W>.lora_b [rank, n_out].
+
+struct gguf_lora_pair {
+    const struct gguf_tensor *a, *b;  // in the adapter
+    const struct gguf_tensor *base;   // W in the base model
+    int64_t rank;                     // b's ne[0]
+};
+
+struct gguf_lora {
+    float alpha;  // adapter.lora.alpha (0 when absent: the scale is then 1)
+    size_t n_pairs;
+    struct gguf_lora_pair *pairs;  // owned, in the adapter's tensor order
+};
+
+// Checks adapter against base as llama.cpp's llama_adapter_lora_init does:
+// the adapter's type and architecture, every tensor name (".lora_a" /
+// ".lora_b"; "*_norm.weight" ignored), complete pairs, each target present
+// in base, 2-D, and the shapes agreeing. Fills *out (release with
+// gguf_lora_deinit) on success; ERR_INVALID naming the problem otherwise.
+int gguf_lora_check(const struct gguf *adapter, const struct gguf *base, struct gguf_lora *out,
+                    struct err *e);
+void gguf_lora_deinit(struct gguf_lora *l);
+// The scale of a pair's term B (A x): user_scale * alpha / rank, or
+// user_scale when alpha is 0 (llama.cpp's rule).
+float gguf_lora_scale(const struct gguf_lora *l, const struct gguf_lora_pair *p, float user_scale);

@@ -274,6 +274,8 @@ struct model {
     struct model_ckpt *ckpts;  // [n_slots × (MODEL_CKPTS + 1)]: slot s's at s·(MODEL_CKPTS + 1);
                                // entry 0 is the automatic one (model_decode), 1.. explicit
     bool replaying;            // model_decode is re-evaluating a slot's tokens (kvcache.c)
+
+    struct model_lora *lora;  // the LoRA adapters' terms (lora.c), or NULL
 };
 
 extern const struct model_arch model_arch_llama;
@@ -453,6 +455,17 @@ int model_rstate_rewind(struct model *m, int slot, int p, struct err *e);
 // Saves slot s's recurrent state at its current length into checkpoint k
 // (0: the automatic one).
 void model_rstate_save(struct model *m, int slot, int k);
+
+// lora.c: the adapters of opts.lora_paths, checked against the model and
+// attached to the matmul weights they name (struct engine_tensor.lora),
+// with product scratch for max_rows rows. Runs before the weights are
+// interleaved (it finds them by their mapped data).
+int model_lora_attach(struct model *m, int64_t max_rows, struct err *e);
+void model_lora_free(struct model *m);
+// Bytes the adapters of opts.lora_paths take once attached: their tensors
+// as F32 (*weights) and the product scratch for max_rows rows (*scratch).
+int model_lora_estimate(const struct model *m, int64_t max_rows, uint64_t *weights,
+                        uint64_t *scratch, struct err *e);
 
 // Test hook (llama4.c): the chunk of chunked attention and the temperature
 // floor of llama4 models loaded afterwards (0: llama.cpp's 8192).

@@ -90,6 +90,14 @@ static int n_out_max_for(const struct model_options *o)
     return o->n_slots > 8 ? o->n_slots : 8;
 }
 
+// The most rows a product with an adapted weight has: a batch, or the
+// output rows.
+static int64_t lora_rows(const struct model_options *o)
+{
+    int n_out = n_out_max_for(o);
+    return o->n_batch > n_out ? o->n_batch : n_out;
+}
+
 struct sizes {
     uint64_t kv, scratch;
 };
@@ -149,6 +157,7 @@ static void model_release(struct model *m)
     if (!m)
         return;
     if (m->be) {
+        model_lora_free(m);
         model_kv_free(m);
         float **bufs[] = {&m->s.x,  &m->s.xb,  &m->s.q,  &m->s.k,      &m->s.v,  &m->s.att,
                           &m->s.hb, &m->s.hb2, &m->s.xo, &m->s.logits, &m->s.mix};
@@ -282,6 +291,14 @@ int model_estimate(const char *path, const struct model_options *opts, struct mo
     out->experts_bytes = model_moe_experts_bytes(m);
     out->kv_bytes = s.kv;
     out->scratch_bytes = s.scratch;
+    uint64_t lora_w, lora_s;
+    if ((rc = model_lora_estimate(m, lora_rows(&m->opts), &lora_w, &lora_s, e)) < 0) {
+        model_release(m);
+        return rc;
+    }
+    out->lora_bytes = lora_w + lora_s;
+    out->weights_bytes += lora_w;
+    out->scratch_bytes += lora_s;
     out->total_bytes = out->weights_bytes + out->kv_bytes + out->scratch_bytes;
     model_release(m);
     return 0;
@@ -399,14 +416,15 @@ int model_load(struct model **out, const char *path, const struct model_options 
         return rc;
     const struct model_hparams *hp = &m->hp;
     const struct model_options *o = &m->opts;
+    // The adapters first: one that does not fit fails before the slow steps.
+    if ((rc = engine_cpu_new(&m->be, o->n_threads, e)) < 0 ||
+        (rc = model_lora_attach(m, lora_rows(o), e)) < 0)
+        goto fail;
     rc = tokenizer_load(&m->tok, m->g, e);
     if (rc < 0) {
         err_prefix(e, "tokenizer");
         goto fail;
     }
-    rc = engine_cpu_new(&m->be, o->n_threads, e);
-    if (rc < 0)
-        goto fail;
     if ((rc = interleave_weights(m, e)) < 0)
         goto fail;
 

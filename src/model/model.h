@@ -46,6 +46,18 @@ struct model_options {
     // Give sliding-window layers a full-length cache instead of a ring of
     // window + n_batch cells (for measuring what the ring saves).
     bool kv_full_length;
+    // LoRA adapters (GGUF, general.type "adapter"): each adds its low-rank
+    // terms to the weights it names, scaled by alpha / rank; several stack.
+    // Checked against the model at load (ERR_INVALID naming the mismatch,
+    // ERR_UNSUPPORTED for a weight this engine cannot adapt). The paths are
+    // read during model_load / model_estimate only.
+    const char *const *lora_paths;
+    int n_lora;
+    // Merge each adapter into a private copy of the weights it names (W +=
+    // s B A, rounded back to W's type) instead of adding the low-rank terms
+    // at every product; weights of types kept interleaved (Q4_0, Q8_0, ...)
+    // are refused. For measuring the choice (docs/internals/lora.md).
+    bool lora_merge;
 };
 
 // Memory a load with these options will use, computed from the file's
@@ -57,6 +69,9 @@ struct model_memory {
     uint64_t experts_bytes;
     uint64_t kv_bytes;
     uint64_t scratch_bytes;  // activations, logits, per-thread buffers
+    // Of weights_bytes, the LoRA adapters' tensors (as F32 copies) and of
+    // scratch_bytes their products' buffers.
+    uint64_t lora_bytes;
     uint64_t total_bytes;
 };
 

@@ -15,9 +15,13 @@
 #include "gguf/gguf.h"
 #include "runner/internal.h"
 
+#define RUNNER_MAX_LORA 16
+
 struct runner_args {
     const char *model_path;
     const char *draft_path;  // --draft: a draft model for speculative decoding
+    // --lora (repeatable): LoRA adapters applied to the model (not the draft).
+    const char *lora_paths[RUNNER_MAX_LORA];
     int64_t port;
     struct model_options mo;
     bool no_context_shift;
@@ -27,7 +31,8 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fputs("error: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputs("\nusage: ollama runner --model PATH --port N [--draft PATH] [--ctx-size N] "
+    fputs("\nusage: ollama runner --model PATH --port N [--draft PATH] [--lora PATH]... "
+          "[--ctx-size N] "
           "[--parallel N] "
           "[--batch-size N] [--threads N] [--kv-cache-type f16|q8_0|f32] [--embedding] "
           "[--no-context-shift] [--n-gpu-layers N] [--flash-attn] [--no-mmap]\n",
@@ -83,6 +88,13 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
             if (!val || !*val)
                 return usage_error("flag needs an argument: %s", name);
             a->draft_path = val;
+        } else if (strcmp(name, "--lora") == 0) {
+            if (!val || !*val)
+                return usage_error("flag needs an argument: %s", name);
+            if (a->mo.n_lora == RUNNER_MAX_LORA)
+                return usage_error("too many adapters (at most 16): %s", val);
+            a->lora_paths[a->mo.n_lora++] = val;
+            a->mo.lora_paths = a->lora_paths;
         } else if (strcmp(name, "--port") == 0) {
             rc = int_flag(name, val, 1, 65535, &a->port);
         } else if (strcmp(name, "--ctx-size") == 0) {

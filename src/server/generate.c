@@ -665,6 +665,8 @@ static struct sched_request sched_req_for(struct gen_job *j, struct srv_req *r, 
     return (struct sched_request){
         .model_path = j->m->model_path,
         .draft_path = j->m->draft_path,
+        .adapter_paths = j->m->adapter_paths,
+        .n_adapters = j->m->n_adapters,
         .name = j->m->display,
         .digest = j->m->info.digest,
         .details = details,
@@ -1160,6 +1162,8 @@ static bool embed_schedule(struct embed_job *ej, struct srv_req *r, json_t *b, s
     bool completion = has_capability(m, "completion");
     struct sched_request sr = {
         .model_path = m->model_path,
+        .adapter_paths = m->adapter_paths,
+        .n_adapters = m->n_adapters,
         .name = m->display,
         .digest = m->info.digest,
         .details = ej->details,

@@ -32,7 +32,9 @@
 
 struct sched_runner {
     char *model_path, *name, *digest;
-    char *draft_path;  // NULL: no draft model
+    char *draft_path;      // NULL: no draft model
+    char **adapter_paths;  // --lora, [n_adapters]
+    size_t n_adapters;
     json_t *details;
     pid_t pid;
     uint16_t port;
@@ -213,7 +215,7 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
     snprintf(par, sizeof(par), "%d", r->n_parallel);
     snprintf(batch, sizeof(batch), "%d", r->n_batch);
     snprintf(threads, sizeof(threads), "%d", r->n_threads);
-    const char *argv[24];
+    const char *argv[24 + 2 * SCHED_MAX_ADAPTERS];
     int argc = 0;
     argv[argc++] = "ollama";
     argv[argc++] = "runner";
@@ -222,6 +224,10 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
     if (r->draft_path) {
         argv[argc++] = "--draft";
         argv[argc++] = r->draft_path;
+    }
+    for (size_t i = 0; i < r->n_adapters && i < SCHED_MAX_ADAPTERS; i++) {
+        argv[argc++] = "--lora";
+        argv[argc++] = r->adapter_paths[i];
     }
     argv[argc++] = "--port";
     argv[argc++] = port;
@@ -276,6 +282,8 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
                           s->self_exe, r->model_path, r->draft_path ? " --draft " : "",
                           r->draft_path ? r->draft_path : "", port, ctx, par);
     log_info("starting runner: %s", cmd);
+    for (size_t i = 0; i < r->n_adapters; i++)
+        log_info("runner LoRA adapter: %s", r->adapter_paths[i]);
     free(cmd);
     return 0;
 }
@@ -369,6 +377,9 @@ static void runner_destroy(struct sched_runner *r)
     pthread_mutex_destroy(&r->err_mu);
     free(r->model_path);
     free(r->draft_path);
+    for (size_t i = 0; i < r->n_adapters; i++)
+        free(r->adapter_paths[i]);
+    free(r->adapter_paths);
     free(r->name);
     free(r->digest);
     json_decref(r->details);
@@ -468,11 +479,23 @@ static void set_expiry(struct sched_runner *r)
     r->expires_at_ns = r->keep_alive_ns < 0 ? now + FOREVER_NS : now + r->keep_alive_ns;
 }
 
+// Whether the runner was started with exactly the request's adapters (in
+// order: Ollama compares the lists).
+static bool same_adapters(const struct sched_runner *r, const struct sched_request *rq)
+{
+    if (r->n_adapters != rq->n_adapters)
+        return false;
+    for (size_t i = 0; i < r->n_adapters; i++)
+        if (strcmp(r->adapter_paths[i], rq->adapter_paths[i]) != 0)
+            return false;
+    return true;
+}
+
 static bool needs_reload(const struct sched_runner *r, const struct sched_request *rq,
                          int n_parallel)
 {
     const char *draft = rq->draft_path ? rq->draft_path : "";
-    return r->n_ctx != rq->n_ctx || r->embedding != rq->embedding ||
+    return r->n_ctx != rq->n_ctx || r->embedding != rq->embedding || !same_adapters(r, rq) ||
            strcmp(r->draft_path ? r->draft_path : "", draft) != 0 ||
            (rq->n_batch > 0 && r->n_batch != rq->n_batch) ||
            (rq->n_threads > 0 && r->n_threads != rq->n_threads) || r->n_parallel != n_parallel;
@@ -725,8 +748,14 @@ static int estimate_memory(struct sched *s, const struct sched_request *rq, int 
                                .kv_type = model_kv_type_parse(s->kv_type) < 0
                                               ? MODEL_KV_F16
                                               : (enum model_kv_type)model_kv_type_parse(s->kv_type),
-                               .embeddings = rq->embedding};
+                               .embeddings = rq->embedding,
+                               .lora_paths = (const char *const *)rq->adapter_paths,
+                               .n_lora = (int)rq->n_adapters};
+    if (rq->n_adapters > SCHED_MAX_ADAPTERS)
+        return err_set(e, ERR_INVALID, "too many adapters (%zu, at most %d)", rq->n_adapters,
+                       SCHED_MAX_ADAPTERS);
     int rc = model_estimate(rq->model_path, &mo, mem, e);
+    mo.n_lora = 0;  // the draft model runs without the adapters
     struct model_memory dm;
     if (rc == 0 && rq->draft_path && *rq->draft_path) {  // loaded beside it, same context
         if ((rc = model_estimate(rq->draft_path, &mo, &dm, e)) < 0)
@@ -798,6 +827,10 @@ static struct sched_runner *runner_new_loading(struct sched *s, const struct sch
     pthread_mutex_init(&r->err_mu, NULL);
     r->model_path = xstrdup(rq->model_path);
     r->draft_path = rq->draft_path && *rq->draft_path ? xstrdup(rq->draft_path) : NULL;
+    r->n_adapters = rq->n_adapters;
+    r->adapter_paths = xcalloc(rq->n_adapters ? rq->n_adapters : 1, sizeof(char *));
+    for (size_t i = 0; i < rq->n_adapters; i++)
+        r->adapter_paths[i] = xstrdup(rq->adapter_paths[i]);
     r->name = xstrdup(rq->name ? rq->name : rq->model_path);
     r->digest = xstrdup(rq->digest ? rq->digest : "");
     r->details = rq->details ? json_deep_copy(rq->details) : NULL;

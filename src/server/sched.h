@@ -17,6 +17,8 @@
 struct sched;
 struct sched_runner;
 
+#define SCHED_MAX_ADAPTERS 16  // as the runner's --lora
+
 struct sched_config {
     const char *self_exe;   // the ollama binary (runners are `self_exe runner ...`)
     uint64_t max_loaded;    // 0 = 3 (CPU)
@@ -31,13 +33,17 @@ struct sched_config {
 struct sched_request {
     const char *model_path;  // GGUF blob path: the model key
     const char *draft_path;  // DRAFT model's GGUF blob path (speculative decoding), or NULL
-    const char *name;        // display name (for /api/ps)
-    const char *digest;      // manifest digest hex (for /api/ps)
-    json_t *details;         // borrowed; copied into the runner for /api/ps
-    int n_ctx;               // requested num_ctx (0: default), capped at the trained context
-    int n_batch;             // 0: default
-    int n_threads;           // 0: default
-    bool embedding;          // embedding-only model: one slot
+    // ADAPTER blob paths (LoRA GGUFs), part of the runner's identity: the same
+    // model with other adapters is another load. At most SCHED_MAX_ADAPTERS.
+    char *const *adapter_paths;
+    size_t n_adapters;
+    const char *name;    // display name (for /api/ps)
+    const char *digest;  // manifest digest hex (for /api/ps)
+    json_t *details;     // borrowed; copied into the runner for /api/ps
+    int n_ctx;           // requested num_ctx (0: default), capped at the trained context
+    int n_batch;         // 0: default
+    int n_threads;       // 0: default
+    bool embedding;      // embedding-only model: one slot
     bool keep_alive_set;
     int64_t keep_alive_ns;  // < 0 forever, 0 unload after the request
     // Returns true when the requesting client has gone away (may be NULL).

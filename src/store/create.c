@@ -480,6 +480,34 @@ static int check_tensor_types(const struct gguf *g, const char *file, struct err
     return 0;
 }
 
+// An adapter must fit the model it is added to (gguf_lora_check: the same
+// architecture, every weight it names present with its shape) and have
+// tensor types the engine reads; otherwise every request would fail when
+// the runner loads it, so it is refused here, before anything is written.
+static int check_adapter(struct create_ctx *c, const struct gguf *ad, const char *file,
+                         struct err *e)
+{
+    const char *digest = NULL;
+    for (size_t i = 0; i < c->layers.n && !digest; i++)
+        if (strcmp(c->layers.v[i].l.media_type, STORE_MT_MODEL) == 0)
+            digest = c->layers.v[i].l.digest;
+    if (!digest)
+        return err_set(e, ERR_INVALID, "adapter \"%s\": there is no model to apply it to", file);
+    char path[4096];
+    struct gguf *base;
+    int rc = store_blob_path(c->s, digest, path, sizeof(path), e);
+    if (rc < 0 || (rc = gguf_open(&base, path, e)) < 0)
+        return rc;
+    struct gguf_lora gl;
+    struct err le = {0};
+    if ((rc = gguf_lora_check(ad, base, &gl, &le)) == 0)
+        gguf_lora_deinit(&gl);
+    else
+        rc = err_set(e, ERR_INVALID, "invalid adapter \"%s\": %s", file, le.msg);
+    gguf_close(base);
+    return rc < 0 ? rc : check_tensor_types(ad, file, e);
+}
+
 // The uploaded GGUF files as layers: of media type `as` (adapters, the
 // draft model), or by their metadata when `as` is NULL.
 static int layers_from_files(struct create_ctx *c, const struct store_file_ref *files0, size_t n,
@@ -518,6 +546,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
         rc = err_set(e, ERR_INVALID, "unknown type");
         goto out;
     }
+    if (adapters && n > 1) {  // before the files are read (each is checked against the model)
+        rc = err_set(e, ERR_INVALID, "only one adapter is currently supported");
+        goto out;
+    }
     size_t added = 0;
     for (size_t i = 0; i < n; i++) {
         progress(c, "parsing GGUF", NULL, 0, 0);
@@ -538,6 +570,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
             gguf_close(g);
             goto out;
         }
+        if (adapters && (rc = check_adapter(c, g, files[i].name, e)) < 0) {
+            gguf_close(g);
+            goto out;
+        }
         struct str chat;
         if (!as && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
             c->chat_template = str_dup(chat);
@@ -555,8 +591,6 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
         layers_add(&c->layers, &l, false);
         added++;
     }
-    if (adapters && added > 1)
-        rc = err_set(e, ERR_INVALID, "only one adapter is currently supported");
     if (as && strcmp(as, STORE_MT_DRAFT) == 0 && added > 1)
         rc = err_set(e, ERR_INVALID, "only one draft model file is currently supported");
 out:

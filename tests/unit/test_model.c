@@ -2897,12 +2897,267 @@ static void test_gemma4_context_shift(void **state)
     model_free(m);
 }
 
+// ---------------------------------------------------------------------------
+// LoRA adapters (tiny-qwen2-lora-f32.gguf and llama.cpp v0.5.0's outputs with
+// it, shared/fixtures README "LoRA adapter for tiny-qwen2").
+
+// A tensor name prefix replaced (to NULL: the tensor is dropped).
+struct lora_edit {
+    const char *from, *to;
+};
+
+// Writes a copy of the fixture adapter to path with another architecture
+// (NULL: same), alpha (0: same) and tensors renamed or dropped.
+static void write_lora(const char *path, const char *arch, float alpha, const struct lora_edit *ed,
+                       int n_ed)
+{
+    char src[1024];
+    assert_non_null(test_shared_fixture(src, sizeof src, "tiny-qwen2-lora-f32.gguf"));
+    struct gguf *g;
+    struct gguf_writer *w;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, path, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        if (arch && str_eq_cstr(kv->key, "general.architecture"))
+            gguf_writer_kv_str(w, "general.architecture", arch);
+        else if (alpha > 0 && str_eq_cstr(kv->key, "adapter.lora.alpha"))
+            gguf_writer_kv_f32(w, "adapter.lora.alpha", alpha);
+        else
+            gguf_writer_kv_copy(w, kv);
+    }
+    const struct gguf_tensor *kept[64];
+    size_t n_kept = 0;
+    for (size_t i = 0; i < gguf_tensor_count(g) && n_kept < 64; i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        bool drop = false;
+        for (int k = 0; k < n_ed; k++) {
+            size_t fl = strlen(ed[k].from);
+            if (strncmp(name, ed[k].from, fl) != 0)
+                continue;
+            char tail[128];
+            snprintf(tail, sizeof tail, "%s", name + fl);
+            drop = !ed[k].to;
+            if (!drop)
+                snprintf(name, sizeof name, "%s%s", ed[k].to, tail);
+            break;
+        }
+        if (drop)
+            continue;
+        assert_int_equal(gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne), 0);
+        kept[n_kept++] = t;
+    }
+    assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    for (size_t i = 0; i < n_kept; i++)
+        assert_int_equal(gguf_writer_write_data(w, kept[i]->data, kept[i]->n_bytes, &e), 0);
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// The base model with these adapters, F32 cache (the references' F32 and
+// F16 cases agree to 1.6e-3; the adapter path does not depend on it).
+static struct model *load_lora(const char *base, const char *const *loras, int n)
+{
+    struct model_options o = {
+        .n_ctx = 512, .n_threads = 2, .kv_type = MODEL_KV_F32, .lora_paths = loras, .n_lora = n};
+    return load(base, o);
+}
+
+// The prompt logits of a case (a copy, caller frees).
+static float *prompt_logits(struct model *m, const struct jv *c)
+{
+    const struct jv *pt = jget(c, "prompt_tokens");
+    int n = (int)pt->n;
+    int32_t *ids = xcalloc((size_t)n, sizeof(int32_t));
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)pt->items[i].num;
+    model_slot_clear(m, 0);
+    decode_seq(m, 0, ids, n, 0, false);
+    free(ids);
+    return logits_copy(m, n - 1, 1);
+}
+
+// Runs the reference cases with this user scale and K/V type on m; with a
+// base model, also checks how far the adapter moves the logits from it.
+static void run_lora_cases(struct model *m, struct model *base, const struct jv *cases,
+                           double scale)
+{
+    int ran = 0;
+    for (size_t i = 0; i < cases->n; i++) {
+        const struct jv *c = &cases->items[i];
+        if (jget(c, "adapter_scale")->num != scale || strcmp(jget(c, "kv_cache_type")->str, "f32"))
+            continue;
+        // Scale 0.5 has greedy margins down to 0.0075: a near tie may part.
+        check_case(m, c, 2e-3f, scale != 1.0, 16);
+        if (base) {
+            float *with = prompt_logits(m, c), *without = prompt_logits(base, c);
+            float change = 0;
+            for (int v = 0; v < model_n_vocab(m); v++)
+                change = fmaxf(change, fabsf(with[v] - without[v]));
+            double want = jget(c, "last_logits_max_abs_change_vs_base")->num;
+            if (fabs(change - want) > 5e-3)
+                fail_msg("max change vs base %f, reference %f", (double)change, want);
+            assert_true(change > 1.0f);  // the adapter is not ignored
+            free(with);
+            free(without);
+        }
+        ran++;
+    }
+    assert_int_equal(ran, 3);
+}
+
+// One adapter at Ollama's scale (alpha / rank = 2): llama.cpp's logits and
+// greedy tokens, and its changes against the base model.
+static void test_lora_reference(void **state)
+{
+    (void)state;
+    char ref[1024], base[1024], ad[1024];
+    if (!test_shared_fixture(ref, sizeof ref, "tiny-qwen2-lora.reference.json") ||
+        !test_shared_fixture(base, sizeof base, "tiny-qwen2-f32.gguf") ||
+        !test_shared_fixture(ad, sizeof ad, "tiny-qwen2-lora-f32.gguf"))
+        skip();
+    struct jv root;
+    assert_true(jload(&root, ref));
+    const struct jv *cases = jget(&root, "logit_cases");
+    const char *one[] = {ad};
+    struct model *m = load_lora(base, one, 1), *b = load_lora(base, NULL, 0);
+    run_lora_cases(m, b, cases, 1.0);
+    // The estimate counts the adapter's tensors as F32 and their scratch.
+    struct model_options o = {.n_ctx = 512, .n_threads = 2, .lora_paths = one, .n_lora = 1};
+    struct model_memory with, without;
+    struct err e = {0};
+    assert_int_equal(model_estimate(base, &o, &with, &e), 0);
+    o.n_lora = 0;
+    assert_int_equal(model_estimate(base, &o, &without, &e), 0);
+    assert_int_equal(without.lora_bytes, 0);
+    uint64_t tensors = 2 * (64 * 4 + 4 * 64 + 64 * 4 + 4 * 32 + 128 * 4 + 4 * 64) * 4;
+    assert_true(with.lora_bytes > tensors);
+    assert_int_equal(with.total_bytes - without.total_bytes, with.lora_bytes);
+    model_free(m);
+    model_free(b);
+    jfree(&root);
+}
+
+// The half-alpha adapter (n_lora 1: llama.cpp's user scale 0.5), two of
+// them stacked (n_lora 2: scale 1), or the adapter merged into the weights.
+enum lora_variant { LORA_HALF, LORA_HALF_TWICE, LORA_MERGED };
+
+static void run_lora_variant(enum lora_variant v)
+{
+    char ref[1024], base[1024], ad[1024], half[] = "/tmp/test_model_lora_XXXXXX";
+    if (!test_shared_fixture(ref, sizeof ref, "tiny-qwen2-lora.reference.json") ||
+        !test_shared_fixture(base, sizeof base, "tiny-qwen2-f32.gguf") ||
+        !test_shared_fixture(ad, sizeof ad, "tiny-qwen2-lora-f32.gguf"))
+        skip();
+    int fd = mkstemp(half);
+    assert_true(fd >= 0);
+    close(fd);
+    write_lora(half, NULL, 4.0f, NULL, 0);
+    struct jv root;
+    assert_true(jload(&root, ref));
+    const char *paths[] = {v == LORA_MERGED ? ad : half, half};
+    struct model_options o = {.n_ctx = 512,
+                              .n_threads = 2,
+                              .kv_type = MODEL_KV_F32,
+                              .lora_paths = paths,
+                              .n_lora = v == LORA_HALF_TWICE ? 2 : 1,
+                              .lora_merge = v == LORA_MERGED};
+    struct model *m = load(base, o);
+    run_lora_cases(m, NULL, jget(&root, "logit_cases"), v == LORA_HALF ? 0.5 : 1.0);
+    model_free(m);
+    unlink(half);
+    jfree(&root);
+}
+
+// The scale rule: the adapter with half its alpha is llama.cpp's user scale 0.5.
+static void test_lora_scale(void **state)
+{
+    (void)state;
+    run_lora_variant(LORA_HALF);
+}
+
+// Stacking: two half-alpha adapters on one model add up to the adapter.
+static void test_lora_stacking(void **state)
+{
+    (void)state;
+    run_lora_variant(LORA_HALF_TWICE);
+}
+
+// The adapter merged into copies of the (F32) weights, the alternative
+// measured in docs/internals/lora.md, computes the same.
+static void test_lora_merged(void **state)
+{
+    (void)state;
+    run_lora_variant(LORA_MERGED);
+}
+
+// An adapter that does not fit the model is refused at load, naming why.
+static void test_lora_validation(void **state)
+{
+    (void)state;
+    char base[1024], ad[1024], bad[] = "/tmp/test_model_lora_XXXXXX";
+    if (!test_shared_fixture(base, sizeof base, "tiny-qwen2-f32.gguf") ||
+        !test_shared_fixture(ad, sizeof ad, "tiny-qwen2-lora-f32.gguf"))
+        skip();
+    int fd = mkstemp(bad);
+    assert_true(fd >= 0);
+    close(fd);
+    const struct lora_edit missing[] = {{"blk.1.attn_q.weight", "blk.7.attn_q.weight"}};
+    const struct lora_edit shape[] = {{"blk.0.attn_q.weight", NULL},
+                                      {"blk.0.attn_v.weight", "blk.0.attn_q.weight"}};
+    const struct lora_edit half_pair[] = {{"blk.0.ffn_down.weight.lora_b", NULL}};
+    const struct lora_edit bad_name[] = {
+        {"blk.1.ffn_down.weight.lora_", "blk.1.ffn_down.weight.x_"}};
+    const struct {
+        const char *arch;
+        const struct lora_edit *ed;
+        int n_ed;
+        const char *msg;
+    } cases[] = {
+        {"llama", NULL, 0, "model arch and LoRA arch mismatch"},
+        {NULL, missing, 1, "blk.7.attn_q.weight does not exist in base model"},
+        {NULL, shape, 2, "blk.0.attn_q.weight has incorrect shape"},
+        {NULL, half_pair, 1, "pair for blk.0.ffn_down.weight is missing its lora_b"},
+        {NULL, bad_name, 1, "invalid LoRA tensor name blk.1.ffn_down.weight.x_a"},
+    };
+    struct model_options o = {.n_ctx = 64, .n_threads = 1, .n_lora = 1};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_lora(bad, cases[i].arch, 0, cases[i].ed, cases[i].n_ed);
+        const char *paths[] = {bad};
+        o.lora_paths = paths;
+        struct model *m = NULL;
+        struct err e = {0};
+        assert_int_equal(model_load(&m, base, &o, &e), ERR_INVALID);
+        assert_null(m);
+        if (!strstr(e.msg, cases[i].msg))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, e.msg, cases[i].msg);
+        struct model_memory mem;
+        assert_int_equal(model_estimate(base, &o, &mem, &e), ERR_INVALID);
+    }
+    // Not an adapter: a model file given as one.
+    const char *paths[] = {base};
+    o.lora_paths = paths;
+    struct model *m = NULL;
+    struct err e = {0};
+    assert_int_equal(model_load(&m, base, &o, &e), ERR_INVALID);
+    assert_non_null(strstr(e.msg, "not a LoRA adapter"));
+    unlink(bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stories260k_reference),
         cmocka_unit_test(test_tiny_llama_reference),
         cmocka_unit_test(test_tiny_qwen2_reference),
+        cmocka_unit_test(test_lora_reference),
+        cmocka_unit_test(test_lora_scale),
+        cmocka_unit_test(test_lora_stacking),
+        cmocka_unit_test(test_lora_merged),
+        cmocka_unit_test(test_lora_validation),
         cmocka_unit_test(test_tiny_qwen3_reference),
         cmocka_unit_test(test_tiny_qwen3moe_reference),
         cmocka_unit_test(test_tiny_gpt_oss_reference),

@@ -624,6 +624,37 @@ static void upload_file(struct store *s, const char *path, const char *digest)
     buf_deinit(&b);
 }
 
+// Writes a LoRA adapter for stories260K (llama, n_embd 64): one rank-2 pair
+// on blk.0.attn_q.weight whose lora_b has n_out rows (64 fits), uploads it
+// and gives its digest ("sha256:<hex>").
+static void upload_lora(struct store *s, const char *dir, const char *arch, int64_t n_out,
+                        char digest[DIGEST_HEX_LEN + 8])
+{
+    char path[512], hex[DIGEST_HEX_LEN + 1];
+    snprintf(path, sizeof(path), "%s/lora-%s-%lld.gguf", dir, arch, (long long)n_out);
+    struct gguf_writer *w;
+    struct err e = {0};
+    assert_int_equal(gguf_writer_open(&w, path, &e), 0);
+    gguf_writer_kv_str(w, "general.architecture", arch);
+    gguf_writer_kv_str(w, "general.type", "adapter");
+    gguf_writer_kv_str(w, "adapter.type", "lora");
+    gguf_writer_kv_f32(w, "adapter.lora.alpha", 4.0f);
+    const int64_t ne_a[2] = {64, 2}, ne_b[2] = {2, n_out};
+    gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_a", GGUF_TYPE_F32, 2, ne_a);
+    gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_b", GGUF_TYPE_F32, 2, ne_b);
+    assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    float v[128];
+    for (int i = 0; i < 128; i++)
+        v[i] = 0.01f * (float)(i % 7);
+    assert_int_equal(gguf_writer_write_data(w, v, sizeof(v), &e), 0);
+    assert_int_equal(gguf_writer_write_data(w, v, (size_t)(2 * n_out) * sizeof(float), &e), 0);
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    assert_int_equal(sha256_file(path, hex, NULL, &e), 0);
+    digest_format(hex, digest);
+    upload_file(s, path, digest);
+    unlink(path);
+}
+
 static int setup_ollama(void **state)
 {
     if (setup(state) < 0)
@@ -844,6 +875,22 @@ static int setup_stories(void **state)
     return 0;
 }
 
+// A create of "badlora" with an adapter that does not fit: refused with msg,
+// and neither a blob nor the model is left.
+static void expect_adapter_refused(struct fx *f, const char *body, const char *msg)
+{
+    struct err e = {0};
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->root);
+    size_t before = count_files(blobs);
+    assert_int_equal(create_json(f->s, body, NULL, &e), ERR_INVALID);
+    if (strcmp(e.msg, msg) != 0)
+        fail_msg("message '%s', want '%s'", e.msg, msg);
+    assert_int_equal(count_files(blobs), before);
+    struct store_model *m = NULL;
+    assert_true(store_model_load(f->s, "badlora", &m, &e) < 0);
+}
+
 static void test_create_from_files(void **state)
 {
     struct fx *f = *state;
@@ -968,11 +1015,12 @@ static void test_create_from_files(void **state)
     assert_string_equal(d1, d2);
 
     // An adapter layer, shown as ADAPTER in the generated Modelfile.
-    assert_int_equal(create_json(f->s,
-                                 "{\"model\":\"withlora\",\"from\":\"tiny\","
-                                 "\"adapters\":{\"lora.gguf\":\"" STORIES_DIGEST "\"}}",
-                                 NULL, &e),
-                     0);
+    char lora[DIGEST_HEX_LEN + 8], lbody[512];
+    upload_lora(f->s, f->root, "llama", 64, lora);
+    snprintf(lbody, sizeof(lbody),
+             "{\"model\":\"withlora\",\"from\":\"tiny\",\"adapters\":{\"lora.gguf\":\"%s\"}}",
+             lora);
+    assert_int_equal(create_json(f->s, lbody, NULL, &e), 0);
     assert_int_equal(store_model_load(f->s, "withlora", &m, &e), 0);
     assert_int_equal(m->n_adapters, 1);
     // Base layers first, then the adapter, then the (re-added) merged params
@@ -988,6 +1036,34 @@ static void test_create_from_files(void **state)
     assert_non_null(strstr(buf_cstr(&mfb), "# FROM withlora:latest\n"));
     buf_deinit(&mfb);
     store_model_free(m);
+
+    // An adapter for another architecture or shape, or a model file given as
+    // an adapter, is refused and nothing is stored.
+    const struct {
+        const char *arch;
+        int64_t n_out;
+        const char *msg;
+    } bad[] = {
+        {"qwen2", 64,
+         "invalid adapter \"lora.gguf\": model arch and LoRA arch mismatch: the adapter is for "
+         "\"qwen2\", the model is \"llama\""},
+        {"llama", 32,
+         "invalid adapter \"lora.gguf\": LoRA tensor blk.0.attn_q.weight has incorrect shape: "
+         "the model's is [64, 64], the adapter's lora_a [64, 2] and lora_b [2, 32]"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        upload_lora(f->s, f->root, bad[i].arch, bad[i].n_out, lora);
+        snprintf(lbody, sizeof(lbody),
+                 "{\"model\":\"badlora\",\"from\":\"tiny\",\"adapters\":{\"lora.gguf\":\"%s\"}}",
+                 lora);
+        expect_adapter_refused(f, lbody, bad[i].msg);
+    }
+    expect_adapter_refused(
+        f,
+        "{\"model\":\"badlora\",\"from\":\"tiny\","
+        "\"adapters\":{\"lora.gguf\":\"" STORIES_DIGEST "\"}}",
+        "invalid adapter \"lora.gguf\": not a LoRA adapter: general.type is \"\", "
+        "expected \"adapter\"");
 }
 
 static void expect_create_error(struct fx *f, const char *body, int code, const char *msg)

@@ -11,6 +11,8 @@
 //
 //   bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-d 0] [-B S] [-r 3] [-o md|json]
 //                    [--mapped-weights]   (no interleaved Q4_0 copies: A/B)
+//                    [--lora ADAPTER.gguf]... (LoRA adapters applied on the fly)
+//                    [--lora-merge]       (... merged into copies of the weights: A/B)
 //   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
 //   bench --fma [-t THREADS]       fp32 multiply-add rate of each thread
 //
@@ -35,7 +37,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench MODEL.gguf [-t THREADS] [-p 128] [-n 32] [-d DEPTH] [-B S] "
                     "[-r 3] "
-                    "[-o md|json] [--mapped-weights] "
+                    "[-o md|json] [--mapped-weights] [--lora ADAPTER.gguf]... [--lora-merge] "
                     "[--kv f16|f32|q8_0|q4_0] [-c N_CTX] [--kv-full] [--membw-gbs GBS]\n"
                     "       bench --membw [-t THREADS]\n"
                     "       bench --fma [-t THREADS]\n");
@@ -356,6 +358,7 @@ int main(int argc, char **argv)
     double membw_gbs = 0;
     int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0, n_ctx = 0, depth = 0;
     struct model_options o = {0};
+    const char *lora[8];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
@@ -380,6 +383,11 @@ int main(int argc, char **argv)
             if (k < 0)
                 usage();
             o.kv_type = (enum model_kv_type)k;
+        } else if (!strcmp(a, "--lora-merge")) {
+            o.lora_merge = true;
+        } else if (!strcmp(a, "--lora") && has && o.n_lora < 8) {
+            lora[o.n_lora++] = argv[++i];
+            o.lora_paths = lora;
         } else if (!strcmp(a, "--mapped-weights"))
             o.mapped_weights_only = true;
         else if (!strcmp(a, "-c") && has)  // context (default -p + -n)

@@ -14,6 +14,8 @@
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "integration/models.h"
 #include "json/json.h"
@@ -576,6 +578,100 @@ static void test_runner_killed(void **state)
     assert_true(after > 0 && after != before);
 }
 
+// `ollama create name -f modelfile` against the server; its exit status, and
+// its stderr in err (when not NULL).
+static int cli_create(const char *name, const char *modelfile, struct buf *err)
+{
+    char err_path[] = "/tmp/it-create-err-XXXXXX";
+    int fe = mkstemp(err_path);
+    assert_true(fe >= 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fe, 2);
+        setenv("OLLAMA_HOST", srv.host, 1);
+        execl(harness_bin(), "ollama", "create", name, "-f", modelfile, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (err)
+        fs_read_all(err_path, 1 << 20, err, NULL);
+    close(fe);
+    unlink(err_path);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// The tokens /api/generate returns in "context" after the prompt's n_prompt.
+static void greedy_after(const char *model, size_t n_prompt, int32_t *out, size_t n)
+{
+    char *body = xasprintf("{\"model\":\"%s\",\"prompt\":\"Hello, world!\","
+                           "\"template\":\"{{ .Prompt }}\","
+                           "\"stream\":false,\"options\":{\"temperature\":0,\"num_predict\":%zu}}",
+                           model, n);
+    struct http_resp r;
+    post("/api/generate", body, &r);
+    free(body);
+    if (r.status != 200)
+        fail_msg("generate %s: %ld %s", model, r.status, r.body);
+    json_t *v = parse(r.body), *ctx = json_object_get(v, "context");
+    assert_int_equal(json_array_size(ctx), n_prompt + n);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (int32_t)json_integer_value(json_array_get(ctx, n_prompt + i));
+    json_decref(v);
+    http_resp_free(&r);
+}
+
+// Modelfile ADAPTER through `ollama create`: tiny-qwen2 with its LoRA
+// adapter generates llama.cpp's greedy tokens with the adapter (shared
+// fixtures, tiny-qwen2-lora.reference.json), the same model without it the
+// base model's (the scheduler reloads when the adapters differ), and an
+// adapter for another architecture is refused at create.
+static void test_lora_adapter(void **state)
+{
+    (void)state;
+    char base[1024], lora[1024], mf[600];
+    if (!test_shared_fixture(base, sizeof(base), "tiny-qwen2-f32.gguf") ||
+        !test_shared_fixture(lora, sizeof(lora), "tiny-qwen2-lora-f32.gguf"))
+        skip();
+    const struct {
+        const char *name, *from, *adapter;
+        int status;
+    } models[] = {
+        {"qwen2-lora", base, lora, 0},
+        {"qwen2-base", base, NULL, 0},
+        {"stories-lora", stories_path, lora, 1},
+    };
+    for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+        snprintf(mf, sizeof(mf), "%s/Modelfile.%s", srv.tmp_dir, models[i].name);
+        FILE *f = fopen(mf, "w");
+        assert_non_null(f);
+        fprintf(f, "FROM %s\n", models[i].from);
+        if (models[i].adapter)
+            fprintf(f, "ADAPTER %s\n", models[i].adapter);
+        fclose(f);
+        struct buf err;
+        buf_init(&err, 0);
+        int st = cli_create(models[i].name, mf, &err);
+        if (st != models[i].status)
+            fail_msg("create %s: exit %d: %s", models[i].name, st, buf_cstr(&err));
+        if (st != 0)
+            assert_non_null(strstr(buf_cstr(&err), "model arch and LoRA arch mismatch"));
+        buf_deinit(&err);
+    }
+    expect("/api/generate", "{\"model\":\"stories-lora\"}", 404, "not found");
+    // "Hello, world!" is [9707, 11, 1879, 0]; greedy with the adapter
+    // 8184 80241 14647, without it 49774 3192 141201.
+    const int32_t with[3] = {8184, 80241, 14647}, without[3] = {49774, 3192, 141201};
+    const char *order[] = {"qwen2-lora", "qwen2-base"};
+    for (size_t i = 0; i < 2; i++) {
+        int32_t got[3];
+        greedy_after(order[i], 4, got, 3);
+        assert_memory_equal(got, i == 1 ? without : with, sizeof(got));
+    }
+    expect("/api/generate", "{\"model\":\"qwen2-base\",\"keep_alive\":0}", 200, "unload");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_parallel_chats),
         cmocka_unit_test(test_client_disconnect),
         cmocka_unit_test(test_runner_killed),
+        cmocka_unit_test(test_lora_adapter),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
