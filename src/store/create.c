@@ -480,6 +480,31 @@ static int check_tensor_types(const struct gguf *g, const char *file, struct err
     return 0;
 }
 
+// A Hugging Face folder (safetensors + JSON files) converted into one model
+// layer; its chat template feeds the template autodetection.
+static int layer_from_safetensors(struct create_ctx *c, const struct store_file_ref *files,
+                                  size_t n, struct err *e)
+{
+    struct store_layer l = {.media_type = STORE_MT_MODEL};
+    bool existed;
+    int rc = store_convert_files(c->s, files, n, c->o, l.digest, &l.size, &existed, e);
+    if (rc < 0)
+        return rc;
+    if (!existed)
+        note_created(c, l.digest);
+    char path[4096];
+    struct gguf *g;
+    store_blob_path(c->s, l.digest, path, sizeof(path), NULL);
+    if (gguf_open(&g, path, NULL) == 0) {
+        struct str chat;
+        if (!c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
+            c->chat_template = str_dup(chat);
+        gguf_close(g);
+    }
+    layers_add(&c->layers, &l, !existed);
+    return 0;
+}
+
 // The uploaded GGUF files as layers: of media type `as` (adapters, the
 // draft model), or by their metadata when `as` is NULL.
 static int layers_from_files(struct create_ctx *c, const struct store_file_ref *files0, size_t n,
@@ -494,9 +519,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
     char path[4096];
     for (size_t i = 0; i < n; i++) {
         if (cstr_ends_with(files[i].name, ".safetensors")) {
-            rc = err_set(e, ERR_UNSUPPORTED,
-                         "safetensors models are not supported; import a "
-                         "GGUF file");
+            rc = as ? err_set(e, ERR_UNSUPPORTED,
+                              "safetensors %s are not supported yet; convert it to GGUF first",
+                              adapters ? "adapters" : "draft models")
+                    : layer_from_safetensors(c, files0, n, e);
             goto out;
         }
         if (cstr_ends_with(files[i].name, ".gguf"))
