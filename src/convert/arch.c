@@ -202,6 +202,14 @@ const struct conv_arch *conv_arch_find(const char *hf_name)
     return NULL;
 }
 
+const struct conv_arch *conv_arch_by_gguf(const char *arch)
+{
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strcmp(archs[i].arch, arch) == 0)
+            return &archs[i];
+    return NULL;
+}
+
 void conv_arch_list(char *out, size_t n)
 {
     size_t k = 0;

@@ -39,6 +39,14 @@ struct convert_info {
 int convert_folder(const struct convert_file *files, size_t n, const char *out_path,
                    convert_progress_fn fn, void *ctx, struct convert_info *info, struct err *e);
 
+// Converts a PEFT LoRA folder (adapter_config.json + adapter_model.safetensors)
+// into llama.cpp's LoRA GGUF for the base model GGUF at base_path, whose
+// architecture picks the name mapping; every A/B pair is checked against the
+// base weight it adapts (a missing weight or other shape: ERR_INVALID naming
+// it).
+int convert_adapter(const struct convert_file *files, size_t n, const char *base_path,
+                    const char *out_path, struct convert_info *info, struct err *e);
+
 // True when name is a file convert_folder reads (.safetensors and the JSON
 // and tokenizer files beside it), for clients choosing what to upload.
 bool convert_wanted_file(const char *name);

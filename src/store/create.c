@@ -481,13 +481,21 @@ static int check_tensor_types(const struct gguf *g, const char *file, struct err
 }
 
 // A Hugging Face folder (safetensors + JSON files) converted into one model
-// layer; its chat template feeds the template autodetection.
+// layer, whose chat template feeds the template autodetection; or with `as`
+// the adapter type, a PEFT LoRA folder converted for the model's base layer.
 static int layer_from_safetensors(struct create_ctx *c, const struct store_file_ref *files,
-                                  size_t n, struct err *e)
+                                  size_t n, const char *as, struct err *e)
 {
-    struct store_layer l = {.media_type = STORE_MT_MODEL};
+    struct store_layer l = {.media_type = as ? (char *)as : STORE_MT_MODEL};
+    char base[4096] = "";
+    for (size_t i = 0; as && !base[0] && i < c->layers.n; i++)
+        if (strcmp(c->layers.v[i].l.media_type, STORE_MT_MODEL) == 0)
+            store_blob_path(c->s, c->layers.v[i].l.digest, base, sizeof(base), NULL);
+    if (as && !base[0])
+        return err_set(e, ERR_INVALID, "a safetensors adapter needs a base model (FROM)");
     bool existed;
-    int rc = store_convert_files(c->s, files, n, c->o, l.digest, &l.size, &existed, e);
+    int rc =
+        store_convert_files(c->s, files, n, as ? base : NULL, c->o, l.digest, &l.size, &existed, e);
     if (rc < 0)
         return rc;
     if (!existed)
@@ -519,10 +527,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
     char path[4096];
     for (size_t i = 0; i < n; i++) {
         if (cstr_ends_with(files[i].name, ".safetensors")) {
-            rc = as ? err_set(e, ERR_UNSUPPORTED,
-                              "safetensors %s are not supported yet; convert it to GGUF first",
-                              adapters ? "adapters" : "draft models")
-                    : layer_from_safetensors(c, files0, n, e);
+            rc = as && !adapters ? err_set(e, ERR_UNSUPPORTED,
+                                           "safetensors draft models are not supported yet; "
+                                           "convert it to GGUF first")
+                                 : layer_from_safetensors(c, files0, n, as, e);
             goto out;
         }
         if (cstr_ends_with(files[i].name, ".gguf"))

@@ -1,10 +1,9 @@
 // Import of a Hugging Face safetensors folder uploaded as blobs (`FROM
 // <folder>`, /api/create with "files" holding *.safetensors and the JSON
-// files): convert/ reads the blobs in place under the names the client gave
-// them and writes the GGUF into a temporary file inside blobs/, which is
-// verified, hashed and renamed to its digest like a quantized model. The
-// temporary name is not a digest, so the start-up prune removes it if the
-// server dies mid-way; on any error it is removed at once.
+// files; `ADAPTER <PEFT folder>`, "adapters"): convert/ reads the blobs in place under the names
+// the client gave them and writes the GGUF into a temporary file inside blobs/, which is verified,
+// hashed and renamed to its digest like a quantized model. The temporary name is not a digest, so
+// the start-up prune removes it if the server dies mid-way; on any error it is removed at once.
 #include "store/internal.h"
 
 #include <errno.h>
@@ -16,6 +15,7 @@
 
 struct import_progress {
     const struct store_create_opts *o;
+    const char *status;
 };
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
@@ -23,7 +23,7 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
     struct import_progress *p = ctx;
     if (!p->o || !p->o->progress)
         return;
-    struct store_progress sp = {.status = "converting model", .total = total, .completed = done};
+    struct store_progress sp = {.status = p->status, .total = total, .completed = done};
     p->o->progress(p->o->progress_ctx, &sp);
 }
 
@@ -46,8 +46,9 @@ static int resolve(struct store *s, const struct store_file_ref *files, size_t n
 }
 
 int store_convert_files(struct store *s, const struct store_file_ref *files, size_t n,
-                        const struct store_create_opts *o, char digest_out[STORE_DIGEST_LEN + 1],
-                        int64_t *size_out, bool *existed, struct err *e)
+                        const char *base_path, const struct store_create_opts *o,
+                        char digest_out[STORE_DIGEST_LEN + 1], int64_t *size_out, bool *existed,
+                        struct err *e)
 {
     struct convert_file *cf = xcalloc(n ? n : 1, sizeof(*cf));
     char **paths = xcalloc(n ? n : 1, sizeof(char *));
@@ -60,16 +61,19 @@ int store_convert_files(struct store *s, const struct store_file_ref *files, siz
     if (fd >= 0)
         close(fd);
     if (rc == 0) {
-        struct import_progress p = {.o = o};
+        struct import_progress p = {
+            .o = o, .status = base_path ? "converting adapter" : "converting model"};
         on_progress(&p, 0, 0);
         struct convert_info info;
-        rc = convert_folder(cf, n, tmp, on_progress, &p, &info, e);
+        rc = base_path ? convert_adapter(cf, n, base_path, tmp, &info, e)
+                       : convert_folder(cf, n, tmp, on_progress, &p, &info, e);
         if (rc == 0 && o && o->cancel && *o->cancel)
             rc = err_set(e, ERR_CANCELLED, "create cancelled");
         if (rc < 0)
             unlink(tmp);
         else
-            rc = store_blob_adopt(s, tmp, "converted model", digest_out, size_out, existed, e);
+            rc = store_blob_adopt(s, tmp, base_path ? "converted adapter" : "converted model",
+                                  digest_out, size_out, existed, e);
     }
     for (size_t i = 0; i < n; i++)
         free(paths[i]);

@@ -80,10 +80,12 @@ int store_blob_adopt(struct store *s, const char *tmp_path, const char *what,
                      struct err *e);
 
 // Converts uploaded Hugging Face safetensors files (names and digests as
-// the client sent them) into a new GGUF model blob (import.c).
+// the client sent them) into a new GGUF blob (import.c): a model, or with
+// base_path (the base model's GGUF) a PEFT LoRA adapter for it.
 int store_convert_files(struct store *s, const struct store_file_ref *files, size_t n,
-                        const struct store_create_opts *o, char digest_out[STORE_DIGEST_LEN + 1],
-                        int64_t *size_out, bool *existed, struct err *e);
+                        const char *base_path, const struct store_create_opts *o,
+                        char digest_out[STORE_DIGEST_LEN + 1], int64_t *size_out, bool *existed,
+                        struct err *e);
 
 // ASCII helpers.
 static inline bool store_is_alnum_(char c)

@@ -399,6 +399,36 @@ static void test_qwen3moe_round_trip(void **state)
                "qwen3moe", 0.02f);
 }
 
+// A PEFT folder made from the tiny Qwen2 LoRA converts back to the fixture
+// (F16 matrices), and is refused against a base model of other shapes.
+static void test_adapter_round_trip(void **state)
+{
+    (void)state;
+    struct folder f;
+    char base[1024], want_path[1024], other[1024];
+    if (!test_shared_fixture(base, sizeof base, "tiny-qwen2-f32.gguf") ||
+        !test_shared_fixture(other, sizeof other, "tiny-qwen3-f32.gguf") ||
+        !export_fixture(&f, "tiny-qwen2-lora-f32.gguf", ""))
+        skip();
+    char out[600];
+    snprintf(out, sizeof out, "%s/lora.gguf", f.dir);
+    struct convert_info info;
+    struct err e = {0};
+    if (convert_adapter(f.files, f.n, base, out, &info, &e) < 0)
+        fail_msg("convert: %s", e.msg);
+    struct gguf *want, *got;
+    assert_non_null(test_shared_fixture(want_path, sizeof want_path, "tiny-qwen2-lora-f32.gguf"));
+    assert_int_equal(gguf_open(&want, want_path, &e), 0);
+    assert_int_equal(gguf_open(&got, out, &e), 0);
+    check_tensors(want, got, false);
+    check_kvs(want, got);
+    gguf_close(want);
+    gguf_close(got);
+    assert_int_equal(convert_adapter(f.files, f.n, other, out, &info, &e), ERR_INVALID);
+    assert_non_null(strstr(e.msg, "adapter does not match the base model: blk.0.attn_q.weight"));
+    folder_free(&f);
+}
+
 // ---------------------------------------------------------------------------
 // Through the store, as /api/create with uploaded files.
 
@@ -510,13 +540,80 @@ static void test_store_import_unsupported(void **state)
     folder_free(&f);
 }
 
+// ADAPTER <PEFT folder> over an uploaded GGUF base: "converting adapter",
+// an adapter layer llama.cpp's loader accepts; against another base the
+// create fails naming the mismatch and leaves no converted blob.
+static void test_store_adapter(void **state)
+{
+    (void)state;
+    struct folder f, base;
+    if (!export_fixture(&f, "tiny-qwen2-lora-f32.gguf", ""))
+        skip();
+    char root[600], path[1024];
+    snprintf(root, sizeof root, "%s/store", f.dir);
+    struct store *st;
+    struct err e = {0};
+    assert_int_equal(store_open(&st, root, &e), 0);
+    struct store_create_req req = {.model = strdup("tuned")};
+    upload(st, &f, &req);  // the PEFT files become the adapters, the base the files
+    req.adapters = req.files;
+    req.n_adapters = req.n_files;
+    char base_name[] = "tiny-qwen2-f32.gguf";
+    base.n = 1;
+    base.names[0] = base_name;
+    base.paths[0] = path;
+    assert_non_null(test_shared_fixture(path, sizeof path, base_name));
+    upload(st, &base, &req);
+    struct statuses ss = {0};
+    struct store_create_opts o = {.progress = on_progress, .progress_ctx = &ss};
+    if (store_create(st, &req, &o, &e) < 0)
+        fail_msg("create: %s", e.msg);
+    assert_true(has_status(&ss, "converting adapter"));
+    struct store_model *m;
+    assert_int_equal(store_model_load(st, "tuned", &m, &e), 0);
+    assert_int_equal(m->n_adapters, 1);
+    struct gguf *g;
+    assert_int_equal(gguf_open(&g, m->adapter_paths[0], &e), 0);
+    struct str type;
+    assert_true(gguf_get_str(g, "general.type", &type) && str_eq_cstr(type, "adapter"));
+    assert_int_equal(gguf_tensor_count(g), 12);
+    gguf_close(g);
+    store_model_free(m);
+    // The same adapter over tiny-qwen3 (other shapes) is refused.
+    free(req.model);
+    req.model = strdup("mismatch");
+    free(req.files[0].digest);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(test_shared_fixture(path, sizeof path, "tiny-qwen3-f32.gguf"),
+                                 1u << 30, &b, NULL),
+                     0);
+    req.files[0].digest = xcalloc(1, STORE_DIGEST_LEN + 1);
+    bool existed;
+    assert_int_equal(store_blob_put(st, b.data, b.len, req.files[0].digest, &existed, NULL), 0);
+    buf_deinit(&b);
+    assert_int_equal(store_create(st, &req, NULL, &e), ERR_INVALID);
+    assert_non_null(strstr(e.msg, "adapter does not match the base model"));
+    struct store_check_report r;
+    assert_int_equal(store_check(st, &r, &e), 0);
+    assert_int_equal(r.n_temporary, 0);
+    assert_int_equal(r.n_orphaned, f.n + 1);  // the uploads (PEFT files, tiny-qwen3) only
+    store_check_report_deinit(&r);
+    for (size_t i = 0; i < ss.n; i++)
+        free(ss.v[i]);
+    store_create_req_deinit(&req);
+    store_close(st);
+    folder_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_st_parse_good),    cmocka_unit_test(test_st_parse_hostile),
-        cmocka_unit_test(test_vocab_parse),      cmocka_unit_test(test_llama_round_trip),
-        cmocka_unit_test(test_qwen3_round_trip), cmocka_unit_test(test_qwen3moe_round_trip),
-        cmocka_unit_test(test_store_import),     cmocka_unit_test(test_store_import_unsupported),
+        cmocka_unit_test(test_st_parse_good),      cmocka_unit_test(test_st_parse_hostile),
+        cmocka_unit_test(test_vocab_parse),        cmocka_unit_test(test_llama_round_trip),
+        cmocka_unit_test(test_qwen3_round_trip),   cmocka_unit_test(test_qwen3moe_round_trip),
+        cmocka_unit_test(test_store_import),       cmocka_unit_test(test_store_import_unsupported),
+        cmocka_unit_test(test_adapter_round_trip), cmocka_unit_test(test_store_adapter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

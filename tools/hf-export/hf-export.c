@@ -25,6 +25,8 @@ struct opts {
     int shards;
     bool merge_pairs;
     uint64_t vocab_limit;  // > 0: only the first N BPE tokens and merges (fast tests)
+    const char *base;      // --base: the base model of a LoRA adapter (its head counts)
+    bool adapter;          // the input is a LoRA adapter GGUF
     double rope[4];        // factor, low, high, original context; factor 0: none
 };
 
@@ -218,6 +220,7 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
     memset(it, 0, sizeof(*it));
     it->t = t;
     it->expert = x;
+    char w[96];
     if (x >= 0) {  // blk.N.ffn_gate_exps.weight → model.layers.N.mlp.experts.X.gate_proj.weight
         int layer = atoi(gname + 4);
         const char *proj = strstr(gname, "ffn_gate_exps") ? "gate_proj"
@@ -225,6 +228,19 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
                                                           : "down_proj";
         snprintf(it->name, sizeof it->name, "model.layers.%d.mlp.experts.%lld.%s.weight", layer,
                  (long long)x, proj);
+    } else if (cstr_ends_with(gname, ".lora_a") || cstr_ends_with(gname, ".lora_b")) {
+        // blk.0.attn_q.weight.lora_b →
+        // base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight
+        char hw[160];
+        snprintf(w, sizeof w, "%.*s", (int)(strlen(gname) - strlen(".lora_a")), gname);
+        hf_name(w, hw, sizeof hw);
+        hw[strlen(hw) - strlen(".weight")] = '\0';
+        bool b = cstr_ends_with(gname, ".lora_b");
+        snprintf(it->name, sizeof it->name, "base_model.model.%s.lora_%c.weight", hw,
+                 b ? 'B' : 'A');
+        if (!b)
+            permute = false;  // A's columns are the inputs: only B's rows follow the Q/K order
+        gname = w;
     } else {
         hf_name(gname, it->name, sizeof it->name);
     }
@@ -238,14 +254,18 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
     return it->n_bytes;
 }
 
-static void write_tensors(const struct opts *o, const struct gguf *g, bool permute)
+// hg: where the head counts are (the base model for an adapter).
+static void write_tensors(const struct opts *o, const struct gguf *g, const struct gguf *hg,
+                          bool permute)
 {
     size_t n = gguf_tensor_count(g), k = 0;
     struct item *items = calloc(n, sizeof(*items));
     uint32_t heads = 0, kv = 0;
-    gguf_get_arch_u32(g, "attention.head_count", &heads);
-    if (!gguf_get_arch_u32(g, "attention.head_count_kv", &kv))
+    gguf_get_arch_u32(hg, "attention.head_count", &heads);
+    if (!gguf_get_arch_u32(hg, "attention.head_count_kv", &kv))
         kv = heads;
+    if (permute && !heads)
+        die("%s: no head count for the Q/K order (an adapter needs --base)", o->in);
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
@@ -270,7 +290,8 @@ static void write_tensors(const struct opts *o, const struct gguf *g, bool permu
     }
     char path[4096];
     if (o->shards == 1) {
-        snprintf(path, sizeof path, "%s/model.safetensors", o->out);
+        snprintf(path, sizeof path, "%s/%s", o->out,
+                 o->adapter ? "adapter_model.safetensors" : "model.safetensors");
         write_shard(path, items, k, 0);
     } else {
         json_t *map = json_object();
@@ -450,11 +471,43 @@ static void write_tokenizer_config(const struct opts *o, const struct gguf *g)
     dump(c, o, "tokenizer_config.json");
 }
 
+// PEFT's adapter_config.json: rank (lora_b's ne[0]), alpha, target modules.
+static void write_adapter_config(const struct opts *o, const struct gguf *g)
+{
+    float alpha = 0;
+    gguf_get_f32(g, "adapter.lora.alpha", &alpha);
+    int64_t r = 0;
+    json_t *targets = json_array();
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char gname[96], w[96], hw[160];
+        snprintf(gname, sizeof gname, "%.*s", (int)t->name.len, t->name.ptr);
+        if (!cstr_ends_with(gname, ".lora_b"))
+            continue;
+        r = t->ne[0];
+        snprintf(w, sizeof w, "%.*s", (int)(strlen(gname) - strlen(".lora_b")), gname);
+        hf_name(w, hw, sizeof hw);  // model.layers.0.self_attn.q_proj.weight → q_proj
+        hw[strlen(hw) - strlen(".weight")] = '\0';
+        const char *mod = strrchr(hw, '.') ? strrchr(hw, '.') + 1 : hw;
+        bool seen = false;
+        for (size_t k = 0; k < json_array_size(targets); k++)
+            seen |= strcmp(json_string_value(json_array_get(targets, k)), mod) == 0;
+        if (!seen)
+            json_array_append_new(targets, json_string(mod));
+    }
+    dump(json_pack("{s:s,s:s,s:I,s:o,s:o,s:f,s:b,s:b,s:s}", "peft_type", "LORA", "task_type",
+                   "CAUSAL_LM", "r", (json_int_t)r, "lora_alpha", jsonx_real_f32(alpha),
+                   "target_modules", targets, "lora_dropout", 0.0, "use_rslora", 0, "use_dora", 0,
+                   "bias", "none"),
+         o, "adapter_config.json");
+}
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: hf-export IN.gguf OUTDIR [--dtype auto|f32|f16|bf16] [--shards N]\n"
-                    "                 [--merges strings|pairs] [--rope-llama3 F,LOW,HIGH,ORIG]\n"
-                    "                 [--vocab-limit N]\n");
+    fprintf(stderr,
+            "usage: hf-export IN.gguf OUTDIR [--dtype auto|f32|f16|bf16] [--shards N]\n"
+            "                 [--merges strings|pairs] [--rope-llama3 F,LOW,HIGH,ORIG]\n"
+            "                 [--vocab-limit N] [--base BASE.gguf (a LoRA adapter's model)]\n");
     exit(2);
 }
 
@@ -468,6 +521,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
             o->dtype = v, i++;
         else if (strcmp(a, "--shards") == 0 && v)
             o->shards = atoi(v), i++;
+        else if (strcmp(a, "--base") == 0 && v)
+            o->base = v, i++;
         else if (strcmp(a, "--vocab-limit") == 0 && v)
             o->vocab_limit = strtoull(v, NULL, 10), i++;
         else if (strcmp(a, "--merges") == 0 && v)
@@ -504,13 +559,26 @@ int main(int argc, char **argv)
         die("%s: architecture not supported by hf-export", o.in);
     if (mkdir(o.out, 0755) < 0 && errno != EEXIST)
         die("cannot create %s", o.out);
+    struct str type;
+    o.adapter = gguf_get_str(g, "general.type", &type) && str_eq_cstr(type, "adapter");
+    if (o.adapter) {
+        struct gguf *base = NULL;
+        if (o.base && gguf_open(&base, o.base, &e) < 0)
+            die("%s", e.msg);
+        write_adapter_config(&o, g);
+        write_tensors(&o, g, base ? base : g, archs[a].permute);
+        if (base)
+            gguf_close(base);
+        gguf_close(g);
+        return 0;
+    }
     const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
     if (!tokens)
         die("%s: no vocabulary", o.in);
     write_config(&o, g, archs[a].hf, archs[a].model_type, tokens->val.arr_count);
     write_tokenizer(&o, g);
     write_tokenizer_config(&o, g);
-    write_tensors(&o, g, archs[a].permute);
+    write_tensors(&o, g, g, archs[a].permute);
     gguf_close(g);
     return 0;
 }
