@@ -30,6 +30,27 @@ static const struct conv_rename llama_renames[] = {
     {NULL, NULL},
 };
 
+// Gemma 2 / 3: four norms per block.
+static const struct conv_rename gemma_renames[] = {
+    {"model.embed_tokens", "token_embd"},
+    {"model.norm", "output_norm"},
+    {"model.layers", "blk"},
+    {"input_layernorm", "attn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.down_proj", "ffn_down"},
+    {"mlp.up_proj", "ffn_up"},
+    {"post_attention_layernorm", "post_attention_norm"},
+    {"pre_feedforward_layernorm", "ffn_norm"},
+    {"post_feedforward_layernorm", "post_ffw_norm"},
+    {NULL, NULL},
+};
+
 // Keys every decoder here has.
 #define COMMON_HPARAMS                                                                             \
     {"num_hidden_layers", "block_count", HP_U32},                                                  \
@@ -67,6 +88,16 @@ static const struct hp_row qwen3moe_hparams[] = {
     {"num_experts", "expert_count", HP_U32},
     {"num_experts_per_tok", "expert_used_count", HP_U32},
     {"moe_intermediate_size", "expert_feed_forward_length", HP_U32},
+};
+
+static const struct hp_row gemma2_hparams[] = {
+    COMMON_HPARAMS,
+    {"head_dim", "rope.dimension_count", HP_U32},
+    {"head_dim", "attention.key_length", HP_U32},
+    {"head_dim", "attention.value_length", HP_U32},
+    {"sliding_window", "attention.sliding_window", HP_U32},
+    {"attn_logit_softcapping", "attn_logit_softcapping", HP_F32},
+    {"final_logit_softcapping", "final_logit_softcapping", HP_F32},
 };
 
 // Llama 3.1+ "llama3" RoPE scaling as a rope_freqs tensor of head_dim/2
@@ -187,11 +218,13 @@ bool conv_expert_name(const char *hf, char *out, size_t n, int *expert)
 #define ROWS(t) t, sizeof(t) / sizeof((t)[0])
 
 static const struct conv_arch archs[] = {
-    {"LlamaForCausalLM", "llama", llama_renames, ROWS(llama_hparams), true, llama_extra},
-    {"MistralForCausalLM", "llama", llama_renames, ROWS(llama_hparams), true, llama_extra},
-    {"Qwen2ForCausalLM", "qwen2", llama_renames, ROWS(qwen2_hparams), false, qwen_extra},
-    {"Qwen3ForCausalLM", "qwen3", llama_renames, ROWS(qwen3_hparams), false, qwen_extra},
-    {"Qwen3MoeForCausalLM", "qwen3moe", llama_renames, ROWS(qwen3moe_hparams), false, qwen_extra},
+    {"LlamaForCausalLM", "llama", llama_renames, ROWS(llama_hparams), true, 0, llama_extra},
+    {"MistralForCausalLM", "llama", llama_renames, ROWS(llama_hparams), true, 0, llama_extra},
+    {"Qwen2ForCausalLM", "qwen2", llama_renames, ROWS(qwen2_hparams), false, 0, qwen_extra},
+    {"Qwen3ForCausalLM", "qwen3", llama_renames, ROWS(qwen3_hparams), false, 0, qwen_extra},
+    {"Qwen3MoeForCausalLM", "qwen3moe", llama_renames, ROWS(qwen3moe_hparams), false, 0,
+     qwen_extra},
+    {"Gemma2ForCausalLM", "gemma2", gemma_renames, ROWS(gemma2_hparams), false, 1, NULL},
 };
 
 const struct conv_arch *conv_arch_find(const char *hf_name)

@@ -86,6 +86,7 @@ static int plan_tensor(struct conv_job *j, const struct st_tensor *t, struct con
                cstr_ends_with(name, ".ffn_gate_inp.weight");
     p->type = f32 ? GGUF_TYPE_F32 : t->dtype == ST_BF16 ? GGUF_TYPE_BF16 : GGUF_TYPE_F16;
     p->permute_heads = t->n_dims == 2 ? permute_heads(&j->c, name) : 0;
+    p->add = cstr_ends_with(name, "norm.weight") ? j->c.a->norm_offset : 0;
     if (p->permute_heads && p->ne[1] % (2 * (int64_t)p->permute_heads) != 0)
         return err_set(e, ERR_FORMAT, "tensor %s: %" PRId64 " rows do not split into %u heads",
                        t->name, p->ne[1], p->permute_heads);
@@ -202,12 +203,14 @@ static void write_vocab(struct gguf_writer *w, const struct convert_vocab *v)
         "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.seperator_token_id",
         "tokenizer.ggml.padding_token_id", "tokenizer.ggml.cls_token_id",
         "tokenizer.ggml.mask_token_id"};
-    gguf_writer_kv_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_writer_kv_str(w, "tokenizer.ggml.model", v->spm ? "llama" : "gpt2");
     gguf_writer_kv_str(w, "tokenizer.ggml.pre", v->pre);
     struct str *items = xcalloc(v->n + v->n_merges + 1, sizeof(*items));
     for (size_t i = 0; i < v->n; i++)
         items[i] = str_from(v->tokens[i]);
     gguf_writer_kv_arr_str(w, "tokenizer.ggml.tokens", items, v->n);
+    if (v->scores)
+        gguf_writer_kv_arr(w, "tokenizer.ggml.scores", GGUF_VAL_FLOAT32, v->scores, v->n);
     gguf_writer_kv_arr(w, "tokenizer.ggml.token_type", GGUF_VAL_INT32, v->types, v->n);
     for (size_t i = 0; i < v->n_merges; i++)
         items[i] = str_from(v->merges[i]);
@@ -298,31 +301,33 @@ static int read_config(struct conv_job *j, const struct convert_file *files, siz
     return 0;
 }
 
+// The vocabulary: tokenizer.model (SentencePiece) when the folder has one,
+// as Ollama prefers it, else tokenizer.json; chat_template.jinja when
+// tokenizer_config.json has no template.
 static int read_vocab(struct conv_job *j, const struct convert_file *files, size_t n, struct err *e)
 {
-    struct buf tok, tcfg, cfg, jinja;
-    int rc = conv_read_small(files, n, "tokenizer.json", &tok, e);
-    if (rc == 0)
-        rc = conv_read_small(files, n, "tokenizer_config.json", &tcfg, e);
-    else
-        buf_init(&tcfg, 0);
-    if (rc == 0)
-        rc = conv_read_small(files, n, "config.json", &cfg, e);
-    else
-        buf_init(&cfg, 0);
-    if (rc == 0)
-        rc = conv_read_small(files, n, "chat_template.jinja", &jinja, e);
-    else
-        buf_init(&jinja, 0);
-    if (rc == 0)
-        rc = convert_vocab_parse(&j->vocab, tok.data, tok.len, tcfg.data, tcfg.len, cfg.data,
-                                 cfg.len, e);
-    if (rc == 0 && jinja.data && !j->vocab.chat_template)
-        j->vocab.chat_template = xstrndup(jinja.data, jinja.len);
-    buf_deinit(&tok);
-    buf_deinit(&tcfg);
-    buf_deinit(&cfg);
-    buf_deinit(&jinja);
+    enum { TOK, SPM, TCFG, CFG, JINJA, N_FILES };
+    static const char *const names[N_FILES] = {"tokenizer.json", "tokenizer.model",
+                                               "tokenizer_config.json", "config.json",
+                                               "chat_template.jinja"};
+    struct buf b[N_FILES];
+    int rc = 0;
+    for (int i = 0; i < N_FILES; i++) {
+        if (rc == 0)
+            rc = conv_read_small(files, n, names[i], &b[i], e);
+        else
+            buf_init(&b[i], 0);
+    }
+    if (rc == 0 && b[SPM].data)
+        rc = convert_vocab_parse_spm(&j->vocab, b[SPM].data, b[SPM].len, b[TCFG].data, b[TCFG].len,
+                                     b[CFG].data, b[CFG].len, e);
+    else if (rc == 0)
+        rc = convert_vocab_parse(&j->vocab, b[TOK].data, b[TOK].len, b[TCFG].data, b[TCFG].len,
+                                 b[CFG].data, b[CFG].len, e);
+    if (rc == 0 && b[JINJA].data && !j->vocab.chat_template)
+        j->vocab.chat_template = xstrndup(b[JINJA].data, b[JINJA].len);
+    for (int i = 0; i < N_FILES; i++)
+        buf_deinit(&b[i]);
     return rc;
 }
 

@@ -80,8 +80,11 @@ enum convert_special { CV_BOS, CV_EOS, CV_UNK, CV_SEP, CV_PAD, CV_CLS, CV_MASK, 
 
 struct convert_vocab {
     char **tokens;
-    int32_t *types;  // llama.cpp token types: 1 normal, 3 control, 4 user-defined, 5 unused
+    int32_t *types;  // llama.cpp token types: 1 normal, 2 unknown, 3 control, 4 user-defined,
+                     // 5 unused, 6 byte
+    float *scores;   // SentencePiece only (NULL for BPE)
     size_t n;
+    bool spm;  // tokenizer.ggml.model "llama" (SentencePiece), else "gpt2"
     char **merges;
     size_t n_merges;
     char pre[32];                   // tokenizer.ggml.pre
@@ -96,4 +99,9 @@ struct convert_vocab {
 int convert_vocab_parse(struct convert_vocab *v, const char *tokenizer_json, size_t n_tok,
                         const char *tokenizer_config, size_t n_cfg, const char *config_json,
                         size_t n_config, struct err *e);
+// The same for a SentencePiece tokenizer.model (protobuf) with the special
+// tokens of tokenizer_config.json / config.json (each may be NULL).
+int convert_vocab_parse_spm(struct convert_vocab *v, const void *model, size_t n_model,
+                            const char *tokenizer_config, size_t n_cfg, const char *config_json,
+                            size_t n_config, struct err *e);
 void convert_vocab_free(struct convert_vocab *v);

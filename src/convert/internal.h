@@ -8,6 +8,8 @@
 #include "json/json.h"
 
 uint32_t st_dtype_size(enum st_dtype d);
+// The pieces of a SentencePiece ModelProto into v (tokens, scores, types).
+int convert_spm_parse(struct convert_vocab *v, const void *data, size_t n, struct err *e);
 
 // One row of a GGUF key table: config.json field → "<arch>.<suffix>".
 enum hp_kind { HP_U32, HP_F32 };
@@ -32,6 +34,8 @@ struct conv_arch {
     const struct hp_row *hparams;       // written when config.json has the field
     size_t n_hparams;
     bool permute_qk;  // llama-style RoPE: Q/K rows interleaved as the GGUF expects
+    // Added to every "*norm.weight" (Gemma stores RMSNorm weights as w - 1).
+    float norm_offset;
     // Extra keys and tensors (rope factors, head_dim rules); may be NULL.
     int (*extra_kv)(struct conv *c, struct gguf_writer *w, struct err *e);
 };
@@ -81,6 +85,7 @@ struct conv_plan {
     uint32_t n_dims;
     int64_t ne[4];
     uint32_t permute_heads;  // > 0: Q/K rows reordered for llama-style RoPE
+    float add;               // added to every element (Gemma's norm offset)
 };
 
 // One conversion: the architecture, vocabulary, mapped tensors and plan.

@@ -168,12 +168,15 @@ static int64_t permuted_src_row(int64_t r, int64_t rows, uint32_t heads)
 static int write_span(struct gguf_writer *w, const struct conv_plan *p, const struct st_tensor *src,
                       uint64_t first, size_t n, float *f, void *o, struct err *e)
 {
-    if (src->dtype == ST_F32 && p->type == GGUF_TYPE_F32)
-        return gguf_writer_write_data(w, src->data + first * 4, n * 4, e);
-    if ((src->dtype == ST_F16 && p->type == GGUF_TYPE_F16) ||
-        (src->dtype == ST_BF16 && p->type == GGUF_TYPE_BF16))
-        return gguf_writer_write_data(w, src->data + first * 2, n * 2, e);
+    bool as_is = p->add == 0 && ((src->dtype == ST_F32 && p->type == GGUF_TYPE_F32) ||
+                                 (src->dtype == ST_F16 && p->type == GGUF_TYPE_F16) ||
+                                 (src->dtype == ST_BF16 && p->type == GGUF_TYPE_BF16));
+    size_t es = st_dtype_size(src->dtype);
+    if (as_is)
+        return gguf_writer_write_data(w, src->data + first * es, n * es, e);
     load_floats(src, first, f, n);
+    for (size_t i = 0; p->add != 0 && i < n; i++)
+        f[i] += p->add;
     return gguf_writer_write_data(w, o, store_floats(f, n, p->type, o), e);
 }
 

@@ -289,12 +289,57 @@ int convert_vocab_parse(struct convert_vocab *v, const char *tokenizer_json, siz
     return rc;
 }
 
+// Padding up to config.json's vocab_size, as llama.cpp: "[PAD<id>]", unused,
+// score -1000.
+static void pad_spm(struct convert_vocab *v, const json_t *config)
+{
+    const json_t *vs = json_object_get(config, "vocab_size");
+    if (!json_is_integer(vs) || json_integer_value(vs) <= (json_int_t)v->n ||
+        json_integer_value(vs) > (json_int_t)VOCAB_MAX)
+        return;
+    size_t n = (size_t)json_integer_value(vs);
+    v->tokens = xrealloc(v->tokens, n * sizeof(char *));
+    v->types = xrealloc(v->types, n * sizeof(int32_t));
+    v->scores = xrealloc(v->scores, n * sizeof(float));
+    for (size_t i = v->n; i < n; i++) {
+        v->tokens[i] = xasprintf("[PAD%zu]", i);
+        v->types[i] = TT_UNUSED;
+        v->scores[i] = -1000.0f;
+    }
+    v->n = n;
+}
+
+int convert_vocab_parse_spm(struct convert_vocab *v, const void *model, size_t n_model,
+                            const char *tokenizer_config, size_t n_cfg, const char *config_json,
+                            size_t n_config, struct err *e)
+{
+    memset(v, 0, sizeof(*v));
+    json_t *tcfg = NULL, *config = NULL;
+    int rc = convert_spm_parse(v, model, n_model, e);
+    if (rc == 0)
+        rc = parse_opt(tokenizer_config, n_cfg, "tokenizer_config.json", &tcfg, e);
+    if (rc == 0)
+        rc = parse_opt(config_json, n_config, "config.json", &config, e);
+    if (rc == 0) {
+        pad_spm(v, config);
+        rc = read_template(v, tcfg, e);
+    }
+    if (rc == 0)
+        read_specials(v, tcfg, config);
+    json_decref(tcfg);
+    json_decref(config);
+    if (rc < 0)
+        convert_vocab_free(v);
+    return rc;
+}
+
 void convert_vocab_free(struct convert_vocab *v)
 {
     for (size_t i = 0; i < v->n; i++)
         free(v->tokens ? v->tokens[i] : NULL);
     free(v->tokens);
     free(v->types);
+    free(v->scores);
     for (size_t i = 0; i < v->n_merges; i++)
         free(v->merges[i]);
     free(v->merges);

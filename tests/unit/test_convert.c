@@ -399,6 +399,14 @@ static void test_qwen3moe_round_trip(void **state)
                "qwen3moe", 0.02f);
 }
 
+// Gemma 2: SentencePiece tokenizer.model, norms stored as w - 1, four norms
+// per block, soft-capping and sliding window keys.
+static void test_gemma2_round_trip(void **state)
+{
+    (void)state;
+    round_trip("tiny-gemma2-f32.gguf", "", "tiny-gemma2.reference.json", "gemma2", 0.02f);
+}
+
 // A PEFT folder made from the tiny Qwen2 LoRA converts back to the fixture
 // (F16 matrices), and is refused against a base model of other shapes.
 static void test_adapter_round_trip(void **state)
@@ -614,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_round_trip),   cmocka_unit_test(test_qwen3moe_round_trip),
         cmocka_unit_test(test_store_import),       cmocka_unit_test(test_store_import_unsupported),
         cmocka_unit_test(test_adapter_round_trip), cmocka_unit_test(test_store_adapter),
+        cmocka_unit_test(test_gemma2_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

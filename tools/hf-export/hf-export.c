@@ -34,12 +34,25 @@ struct opts {
 static const struct {
     const char *arch, *hf, *model_type;
     bool permute;
+    bool gemma;  // Gemma's norm names, norm weights stored as w - 1
 } archs[] = {
-    {"llama", "LlamaForCausalLM", "llama", true},
-    {"qwen2", "Qwen2ForCausalLM", "qwen2", false},
-    {"qwen3", "Qwen3ForCausalLM", "qwen3", false},
-    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", false},
+    {"llama", "LlamaForCausalLM", "llama", true, false},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", false, false},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", false, false},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", false, false},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2", false, true},
 };
+
+// Gemma's four norms, tried before the common names.
+static const struct {
+    const char *from, *to;
+} gemma_renames[] = {
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+    {NULL, NULL},
+};
+static bool gemma;
 
 // GGUF name pieces → HF (whole pieces between dots).
 static const struct {
@@ -86,6 +99,16 @@ static void hf_name(const char *in, char *out, size_t n)
 {
     size_t k = 0;
     while (*in && k + 1 < n) {
+        size_t g = 0;
+        for (; gemma && gemma_renames[g].from; g++)
+            if (strncmp(in, gemma_renames[g].from, strlen(gemma_renames[g].from)) == 0 &&
+                in[strlen(gemma_renames[g].from)] == '.')
+                break;
+        if (gemma && gemma_renames[g].from) {
+            k += (size_t)snprintf(out + k, n - k, "%s", gemma_renames[g].to);
+            in += strlen(gemma_renames[g].from);
+            continue;
+        }
         size_t r = 0;
         for (; renames[r].from; r++) {
             size_t l = strlen(renames[r].from);
@@ -113,6 +136,7 @@ struct item {
     uint64_t n_bytes;
     uint32_t heads;  // > 0: undo the Q/K row interleave
     int64_t expert;  // >= 0: this expert's slice of a stacked [n_in, n_out, n_expert] tensor
+    float sub;       // subtracted from every element (Gemma norms)
     int shard;
 };
 
@@ -155,10 +179,18 @@ static void write_data(FILE *f, const struct item *it)
         rows = t->ne[1];
         base = it->expert * rows;
     }
+    bool same = (t->type == GGUF_TYPE_F32 && strcmp(it->dtype, "F32") == 0) ||
+                (t->type == GGUF_TYPE_F16 && strcmp(it->dtype, "F16") == 0) ||
+                (t->type == GGUF_TYPE_BF16 && strcmp(it->dtype, "BF16") == 0);
+    size_t es = t->type == GGUF_TYPE_F32 ? 4 : 2;
     for (int64_t r = 0; r < rows; r++) {
         int64_t src = base + (it->heads ? gguf_row(r, rows, it->heads) : r);
+        if (same && it->sub == 0) {  // a row as it is
+            fwrite((const uint8_t *)t->data + (size_t)(src * cols) * es, es, (size_t)cols, f);
+            continue;
+        }
         for (int64_t c = 0; c < cols; c++)
-            write_elem(f, it->dtype, read_elem(t, (uint64_t)(src * cols + c)));
+            write_elem(f, it->dtype, read_elem(t, (uint64_t)(src * cols + c)) - it->sub);
     }
 }
 
@@ -245,6 +277,7 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
         hf_name(gname, it->name, sizeof it->name);
     }
     it->dtype = out_dtype(o, t);
+    it->sub = gemma && cstr_ends_with(gname, "norm.weight") ? 1.0f : 0.0f;
     uint64_t elems = gguf_tensor_n_elements(t) / (x >= 0 ? (uint64_t)t->ne[2] : 1);
     it->n_bytes = elems * (strcmp(it->dtype, "F32") == 0 ? 4 : 2);
     if (permute && cstr_ends_with(gname, ".attn_q.weight"))
@@ -351,6 +384,9 @@ static void write_config(const struct opts *o, const struct gguf *g, const char 
     put_u32(c, "max_position_embeddings", g, "context_length");
     put_f32(c, "rms_norm_eps", g, "attention.layer_norm_rms_epsilon");
     put_f32(c, "rope_theta", g, "rope.freq_base");
+    put_u32(c, "sliding_window", g, "attention.sliding_window");
+    put_f32(c, "attn_logit_softcapping", g, "attn_logit_softcapping");
+    put_f32(c, "final_logit_softcapping", g, "final_logit_softcapping");
     put_u32(c, "num_experts", g, "expert_count");
     put_u32(c, "num_experts_per_tok", g, "expert_used_count");
     put_u32(c, "moe_intermediate_size", g, "expert_feed_forward_length");
@@ -416,11 +452,67 @@ static json_t *bpe_model(const struct gguf *g, const struct opts *o, json_t *add
                      "byte_fallback", 0, "ignore_merges", 1, "vocab", vocab, "merges", m);
 }
 
+static void put_varint(FILE *f, uint64_t v)
+{
+    do {
+        fputc((int)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)), f);
+        v >>= 7;
+    } while (v);
+}
+
+// A SentencePiece vocabulary as tokenizer.model: ModelProto field 1, one
+// SentencePiece {1: piece, 2: score, 3: type} per token.
+static void write_spm(const struct opts *o, const struct gguf *g)
+{
+    const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
+    const struct gguf_kv *scores = gguf_find(g, "tokenizer.ggml.scores");
+    const struct gguf_kv *types = gguf_find(g, "tokenizer.ggml.token_type");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.model", o->out);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        die("cannot create %s", path);
+    for (uint64_t i = 0; i < tokens->val.arr_count; i++) {
+        struct str s;
+        float score = 0;
+        int64_t type = 1;
+        gguf_arr_str(tokens, i, &s);
+        if (scores)
+            gguf_arr_f32(scores, i, &score);
+        if (types)
+            gguf_arr_i64(types, i, &type);
+        uint8_t head[16];
+        size_t hn = 0;
+        uint64_t l = s.len;
+        do {  // the piece's length as a varint
+            head[hn++] = (uint8_t)((l & 0x7f) | (l > 0x7f ? 0x80 : 0));
+            l >>= 7;
+        } while (l);
+        fputc(0x0a, f);  // field 1, length-delimited
+        put_varint(f, 1 + hn + s.len + 5 + 2);
+        fputc(0x0a, f);
+        fwrite(head, 1, hn, f);
+        fwrite(s.ptr, 1, s.len, f);
+        fputc(0x15, f);  // field 2, fixed32
+        fwrite(&score, 4, 1, f);
+        fputc(0x18, f);  // field 3, varint
+        fputc((int)type, f);
+    }
+    if (fclose(f) != 0)
+        die("write %s failed", path);
+}
+
 static void write_tokenizer(const struct opts *o, const struct gguf *g)
 {
     struct str model, pre;
+    if (gguf_get_str(g, "tokenizer.ggml.model", &model) && str_eq_cstr(model, "llama")) {
+        write_spm(o, g);
+        return;
+    }
     if (!gguf_get_str(g, "tokenizer.ggml.model", &model) || !str_eq_cstr(model, "gpt2"))
-        die("%s: only byte-level BPE (gpt2) vocabularies can be exported", o->in);
+        die("%s: only byte-level BPE (gpt2) and SentencePiece (llama) vocabularies can be "
+            "exported",
+            o->in);
     const char *regex = NULL;
     if (gguf_get_str(g, "tokenizer.ggml.pre", &pre))
         for (size_t i = 0; i < sizeof pre_regex / sizeof pre_regex[0]; i++)
@@ -557,6 +649,7 @@ int main(int argc, char **argv)
         a++;
     if (a == sizeof archs / sizeof archs[0])
         die("%s: architecture not supported by hf-export", o.in);
+    gemma = archs[a].gemma;
     if (mkdir(o.out, 0755) < 0 && errno != EEXIST)
         die("cannot create %s", o.out);
     struct str type;
