@@ -415,12 +415,16 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-// The files of a directory FROM, as Ollama's client picks them: its
-// *.safetensors with the *.json and tokenizer files beside them (a Hugging
-// Face folder, converted by the server), else its *.gguf files.
+// The files of a directory FROM or ADAPTER, as Ollama's client picks them
+// (modelfile.md §1): its model*.safetensors (consolidated*, PEFT's
+// adapter_model / adapters) with the *.json, chat_template.jinja and
+// tokenizer.model beside them (a Hugging Face folder, converted by the
+// server), else its *.gguf files.
 static bool hf_weight(const char *n)
 {
-    return cstr_ends_with(n, ".safetensors");
+    return cstr_ends_with(n, ".safetensors") &&
+           (cstr_starts_with(n, "model") || cstr_starts_with(n, "consolidated") ||
+            strcmp(n, "adapter_model.safetensors") == 0 || strcmp(n, "adapters.safetensors") == 0);
 }
 
 static bool hf_side_file(const char *n)

@@ -298,6 +298,15 @@ static int read_config(struct conv_job *j, const struct convert_file *files, siz
         return err_set(e, ERR_UNSUPPORTED, "unsupported architecture \"%s\" (supported: %s)", hf,
                        list);
     }
+    // Without these the model could be stored but never loaded.
+    static const char *const required[] = {"num_hidden_layers", "hidden_size",
+                                           "num_attention_heads"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        uint32_t v;
+        if (!conv_cfg_u32(&j->c, required[i], &v) || v == 0)
+            return err_set(e, ERR_FORMAT, "config.json: %s is missing or not a positive integer",
+                           required[i]);
+    }
     return 0;
 }
 

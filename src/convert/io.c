@@ -16,6 +16,7 @@
 
 #define SMALL_FILE_MAX (256u << 20)  // tokenizer.json of large vocabularies is ~30 MB
 #define CHUNK_ELEMS    (1u << 16)
+#define RELEASE_ELEMS  (1u << 24)  // pages given back every 16M elements
 
 static const struct convert_file *find_file(const struct convert_file *files, size_t n,
                                             const char *name)
@@ -180,13 +181,13 @@ static int write_span(struct gguf_writer *w, const struct conv_plan *p, const st
     return gguf_writer_write_data(w, o, store_floats(f, n, p->type, o), e);
 }
 
-static void release_pages(const struct st_tensor *t)
+// Drops the mapped pages of [p, p + n) just read, so the resident set stays
+// at one block rather than growing with the model (the file is read once).
+static void release_range(const uint8_t *p, uint64_t n)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t a = (uintptr_t)t->data, b = a + t->n_bytes;
-    a = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-    b &= ~((uintptr_t)page - 1);
-    if (b > a)  // drop the pages just read: RSS stays at one tensor
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a)
         madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
@@ -207,9 +208,15 @@ static int write_source(struct gguf_writer *w, const struct conv_plan *p,
         }
         return rc;
     }
+    size_t es = st_dtype_size(src->dtype);
+    uint64_t released = 0;
     for (uint64_t at = 0; rc == 0 && at < count; at += CHUNK_ELEMS) {
         size_t n = (size_t)(count - at < CHUNK_ELEMS ? count - at : CHUNK_ELEMS);
         rc = write_span(w, p, src, at, n, f, o, e);
+        if (at + n - released >= RELEASE_ELEMS || at + n == count) {
+            release_range(src->data + released * es, (at + n - released) * es);
+            released = at + n;
+        }
     }
     return rc;
 }
@@ -224,7 +231,7 @@ static int write_tensor(struct conv_job *j, struct gguf_writer *w, const struct 
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < p->n_srcs; i++) {
         rc = write_source(w, p, p->srcs[i], f, o, e);
-        release_pages(p->srcs[i]);
+        release_range(p->srcs[i]->data, p->srcs[i]->n_bytes);
         j->done += p->srcs[i]->n_bytes;
     }
     if (j->fn)

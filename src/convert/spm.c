@@ -60,8 +60,10 @@ static int add_piece(struct convert_vocab *v, struct pb m, size_t *cap)
         uint32_t field, wire;
         struct pb pl = {0};
         uint64_t val = 0;
-        if (!pb_field(&m, &field, &wire, &pl, &val))
+        if (!pb_field(&m, &field, &wire, &pl, &val)) {
+            free(text);
             return -1;
+        }
         if (field == 1 && wire == 2) {
             free(text);
             text = xstrndup((const char *)pl.p, (size_t)(pl.end - pl.p));

@@ -1,7 +1,8 @@
 // libFuzzer target for convert/'s readers of untrusted files: the first byte
 // picks the reader, the rest is its input. 0: a safetensors image (header
-// length, JSON header, offsets and dtypes against the data); otherwise the
-// vocabulary reader over tokenizer.json, tokenizer_config.json and
+// length, JSON header, offsets and dtypes against the data); 2: a
+// SentencePiece tokenizer.model (protobuf lengths and wire types); otherwise
+// the vocabulary reader over tokenizer.json, tokenizer_config.json and
 // config.json texts separated by NUL bytes. Accepted tensors are touched at
 // both ends so a view past the image is caught.
 #include <stddef.h>
@@ -48,12 +49,26 @@ static void fuzz_vocab(const uint8_t *p, size_t n)
     }
 }
 
+static void fuzz_spm(const uint8_t *p, size_t n)
+{
+    struct convert_vocab v;
+    struct err e = {0};
+    const char *cfg = "{\"vocab_size\": 40, \"bos_token_id\": 1}";
+    if (convert_vocab_parse_spm(&v, p, n, NULL, 0, cfg, strlen(cfg), &e) == 0) {
+        for (size_t i = 0; i < v.n; i++)
+            sink ^= (uint8_t)(v.tokens[i][0] ^ (uint8_t)v.scores[i]);
+        convert_vocab_free(&v);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
     if (data[0] == 0)
         fuzz_safetensors(data + 1, size - 1);
+    else if (data[0] == 2)
+        fuzz_spm(data + 1, size - 1);
     else
         fuzz_vocab(data + 1, size - 1);
     return 0;

@@ -157,6 +157,27 @@ static void test_vocab_parse(void **state)
     assert_int_equal(convert_vocab_parse(&v, bad, strlen(bad), NULL, 0, NULL, 0, &e), ERR_FORMAT);
 }
 
+// A config.json without the sizes a model needs is refused (the model could
+// be stored but never loaded).
+static void test_config_required(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_convert_cfg_XXXXXX", path[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    const char *cfg = "{\"architectures\":[\"Gemma2ForCausalLM\"],\"hidden_size\":64}";
+    assert_int_equal(fs_write_atomic(path, cfg, strlen(cfg), NULL), 0);
+    struct convert_file f = {.name = "config.json", .path = path};
+    char out[600];
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    struct err e = {0};
+    assert_int_equal(convert_folder(&f, 1, out, NULL, NULL, NULL, &e), ERR_FORMAT);
+    assert_string_equal(e.msg,
+                        "config.json: num_hidden_layers is missing or not a positive integer");
+    unlink(path);
+    rmdir(dir);
+}
+
 // ---------------------------------------------------------------------------
 // Whole folders made from the fixtures.
 
@@ -622,7 +643,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_round_trip),   cmocka_unit_test(test_qwen3moe_round_trip),
         cmocka_unit_test(test_store_import),       cmocka_unit_test(test_store_import_unsupported),
         cmocka_unit_test(test_adapter_round_trip), cmocka_unit_test(test_store_adapter),
-        cmocka_unit_test(test_gemma2_round_trip),
+        cmocka_unit_test(test_gemma2_round_trip),  cmocka_unit_test(test_config_required),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
