@@ -100,6 +100,16 @@ static const struct hp_row gemma2_hparams[] = {
     {"final_logit_softcapping", "final_logit_softcapping", HP_F32},
 };
 
+static const struct hp_row gemma3_hparams[] = {
+    COMMON_HPARAMS,
+    {"head_dim", "rope.dimension_count", HP_U32},
+    {"head_dim", "attention.key_length", HP_U32},
+    {"head_dim", "attention.value_length", HP_U32},
+    {"sliding_window", "attention.sliding_window", HP_U32},
+    {"final_logit_softcapping", "final_logit_softcapping", HP_F32},
+    {"rope_local_base_freq", "rope.local.freq_base", HP_F32},
+};
+
 // Llama 3.1+ "llama3" RoPE scaling as a rope_freqs tensor of head_dim/2
 // factors (convert_llama.go ropeFactors); "linear" as scaling keys.
 static int llama3_rope_factors(struct conv *c, const json_t *rs, uint32_t dim)
@@ -215,6 +225,24 @@ bool conv_expert_name(const char *hf, char *out, size_t n, int *expert)
     return false;
 }
 
+// Gemma 3: linear RoPE scaling of the global layers (4B and up).
+static int gemma3_extra(struct conv *c, struct gguf_writer *w, struct err *e)
+{
+    const json_t *rs = json_object_get(c->config, "rope_scaling");
+    const char *type = json_string_value(json_object_get(rs, "rope_type"));
+    if (!type)
+        type = json_string_value(json_object_get(rs, "type"));
+    if (!type || strcmp(type, "default") == 0)
+        return 0;
+    if (strcmp(type, "linear") != 0)
+        return err_set(e, ERR_UNSUPPORTED, "config.json: rope_scaling type %s is not supported",
+                       type);
+    gguf_writer_kv_str(w, "gemma3.rope.scaling.type", "linear");
+    gguf_writer_kv_f32(w, "gemma3.rope.scaling.factor",
+                       (float)json_number_value(json_object_get(rs, "factor")));
+    return 0;
+}
+
 #define ROWS(t) t, sizeof(t) / sizeof((t)[0])
 
 static const struct conv_arch archs[] = {
@@ -225,6 +253,8 @@ static const struct conv_arch archs[] = {
     {"Qwen3MoeForCausalLM", "qwen3moe", llama_renames, ROWS(qwen3moe_hparams), false, 0,
      qwen_extra},
     {"Gemma2ForCausalLM", "gemma2", gemma_renames, ROWS(gemma2_hparams), false, 1, NULL},
+    {"Gemma3ForCausalLM", "gemma3", gemma_renames, ROWS(gemma3_hparams), false, 1, gemma3_extra},
+    {"Gemma3TextModel", "gemma3", gemma_renames, ROWS(gemma3_hparams), false, 1, gemma3_extra},
 };
 
 const struct conv_arch *conv_arch_find(const char *hf_name)

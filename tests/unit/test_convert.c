@@ -428,6 +428,13 @@ static void test_gemma2_round_trip(void **state)
     round_trip("tiny-gemma2-f32.gguf", "", "tiny-gemma2.reference.json", "gemma2", 0.02f);
 }
 
+// Gemma 3 (text): q/k norms + 1 too, linear RoPE scaling, six blocks.
+static void test_gemma3_round_trip(void **state)
+{
+    (void)state;
+    round_trip("tiny-gemma3-f32.gguf", "", "tiny-gemma3.reference.json", "gemma3", 0.02f);
+}
+
 // A PEFT folder made from the tiny Qwen2 LoRA converts back to the fixture
 // (F16 matrices), and is refused against a base model of other shapes.
 static void test_adapter_round_trip(void **state)
@@ -644,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_store_import),       cmocka_unit_test(test_store_import_unsupported),
         cmocka_unit_test(test_adapter_round_trip), cmocka_unit_test(test_store_adapter),
         cmocka_unit_test(test_gemma2_round_trip),  cmocka_unit_test(test_config_required),
+        cmocka_unit_test(test_gemma3_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,6 +41,7 @@ static const struct {
     {"qwen3", "Qwen3ForCausalLM", "qwen3", false, false},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", false, false},
     {"gemma2", "Gemma2ForCausalLM", "gemma2", false, true},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false, true},
 };
 
 // Gemma's four norms, tried before the common names.
@@ -399,6 +400,13 @@ static void write_config(const struct opts *o, const struct gguf *g, const char 
     if (gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &id))
         json_object_set_new(c, "eos_token_id", json_integer(id));
     json_object_set_new(c, "torch_dtype", json_string("bfloat16"));
+    struct str rt;
+    float rf;
+    if (gguf_get_str(g, "gemma3.rope.scaling.type", &rt) && str_eq_cstr(rt, "linear") &&
+        gguf_get_f32(g, "gemma3.rope.scaling.factor", &rf))
+        json_object_set_new(
+            c, "rope_scaling",
+            json_pack("{s:s,s:o}", "rope_type", "linear", "factor", jsonx_real_f32(rf)));
     if (o->rope[0] > 0)
         json_object_set_new(c, "rope_scaling",
                             json_pack("{s:f,s:f,s:f,s:i,s:s}", "factor", o->rope[0],
