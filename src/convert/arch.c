@@ -27,6 +27,7 @@ static const struct conv_rename llama_renames[] = {
     {"mlp.up_proj", "ffn_up"},
     {"post_attention_layernorm", "ffn_norm"},
     {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
     {NULL, NULL},
 };
 
@@ -72,6 +73,16 @@ static const struct hp_row llama_hparams[] = {
 };
 
 static const struct hp_row qwen2_hparams[] = {COMMON_HPARAMS};
+
+static const struct hp_row mixtral_hparams[] = {
+    COMMON_HPARAMS,
+    {"vocab_size", "vocab_size", HP_U32},
+    {"head_dim", "attention.key_length", HP_U32},
+    {"head_dim", "attention.value_length", HP_U32},
+    {"intermediate_size", "expert_feed_forward_length", HP_U32},
+    {"num_local_experts", "expert_count", HP_U32},
+    {"num_experts_per_tok", "expert_used_count", HP_U32},
+};
 
 static const struct hp_row qwen3_hparams[] = {
     COMMON_HPARAMS,
@@ -248,6 +259,7 @@ static int gemma3_extra(struct conv *c, struct gguf_writer *w, struct err *e)
 static const struct conv_arch archs[] = {
     {"LlamaForCausalLM", "llama", llama_renames, ROWS(llama_hparams), true, 0, llama_extra},
     {"MistralForCausalLM", "llama", llama_renames, ROWS(llama_hparams), true, 0, llama_extra},
+    {"MixtralForCausalLM", "llama", llama_renames, ROWS(mixtral_hparams), true, 0, llama_extra},
     {"Qwen2ForCausalLM", "qwen2", llama_renames, ROWS(qwen2_hparams), false, 0, qwen_extra},
     {"Qwen3ForCausalLM", "qwen3", llama_renames, ROWS(qwen3_hparams), false, 0, qwen_extra},
     {"Qwen3MoeForCausalLM", "qwen3moe", llama_renames, ROWS(qwen3moe_hparams), false, 0,

@@ -54,6 +54,7 @@ static const struct {
     {NULL, NULL},
 };
 static bool gemma;
+static bool mixtral;  // llama with experts: MixtralForCausalLM names
 
 // GGUF name pieces → HF (whole pieces between dots).
 static const struct {
@@ -256,11 +257,11 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
     char w[96];
     if (x >= 0) {  // blk.N.ffn_gate_exps.weight → model.layers.N.mlp.experts.X.gate_proj.weight
         int layer = atoi(gname + 4);
-        const char *proj = strstr(gname, "ffn_gate_exps") ? "gate_proj"
-                           : strstr(gname, "ffn_up_exps") ? "up_proj"
-                                                          : "down_proj";
-        snprintf(it->name, sizeof it->name, "model.layers.%d.mlp.experts.%lld.%s.weight", layer,
-                 (long long)x, proj);
+        int k = strstr(gname, "ffn_gate_exps") ? 0 : strstr(gname, "ffn_up_exps") ? 1 : 2;
+        static const char *const proj[2][3] = {{"gate_proj", "up_proj", "down_proj"},
+                                               {"w1", "w3", "w2"}};
+        snprintf(it->name, sizeof it->name, "model.layers.%d.%s.experts.%lld.%s.weight", layer,
+                 mixtral ? "block_sparse_moe" : "mlp", (long long)x, proj[mixtral][k]);
     } else if (cstr_ends_with(gname, ".lora_a") || cstr_ends_with(gname, ".lora_b")) {
         // blk.0.attn_q.weight.lora_b →
         // base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight
@@ -276,6 +277,10 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
         gname = w;
     } else {
         hf_name(gname, it->name, sizeof it->name);
+        char *router = strstr(it->name, "mlp.gate.weight");
+        if (mixtral && router)  // Mixtral's router
+            snprintf(router, sizeof it->name - (size_t)(router - it->name),
+                     "block_sparse_moe.gate.weight");
     }
     it->dtype = out_dtype(o, t);
     it->sub = gemma && cstr_ends_with(gname, "norm.weight") ? 1.0f : 0.0f;
@@ -388,7 +393,7 @@ static void write_config(const struct opts *o, const struct gguf *g, const char 
     put_u32(c, "sliding_window", g, "attention.sliding_window");
     put_f32(c, "attn_logit_softcapping", g, "attn_logit_softcapping");
     put_f32(c, "final_logit_softcapping", g, "final_logit_softcapping");
-    put_u32(c, "num_experts", g, "expert_count");
+    put_u32(c, mixtral ? "num_local_experts" : "num_experts", g, "expert_count");
     put_u32(c, "num_experts_per_tok", g, "expert_used_count");
     put_u32(c, "moe_intermediate_size", g, "expert_feed_forward_length");
     json_object_set_new(c, "vocab_size", json_integer((json_int_t)n_vocab));
@@ -658,6 +663,8 @@ int main(int argc, char **argv)
     if (a == sizeof archs / sizeof archs[0])
         die("%s: architecture not supported by hf-export", o.in);
     gemma = archs[a].gemma;
+    uint32_t n_exp = 0;
+    mixtral = archs[a].permute && gguf_get_arch_u32(g, "expert_count", &n_exp) && n_exp > 0;
     if (mkdir(o.out, 0755) < 0 && errno != EEXIST)
         die("cannot create %s", o.out);
     struct str type;
@@ -676,7 +683,8 @@ int main(int argc, char **argv)
     const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
     if (!tokens)
         die("%s: no vocabulary", o.in);
-    write_config(&o, g, archs[a].hf, archs[a].model_type, tokens->val.arr_count);
+    write_config(&o, g, mixtral ? "MixtralForCausalLM" : archs[a].hf,
+                 mixtral ? "mixtral" : archs[a].model_type, tokens->val.arr_count);
     write_tokenizer(&o, g);
     write_tokenizer_config(&o, g);
     write_tensors(&o, g, g, archs[a].permute);
