@@ -31,6 +31,21 @@ static const struct conv_rename llama_renames[] = {
     {NULL, NULL},
 };
 
+// Phi-3: fused QKV and gate/up projections, kept fused in the GGUF.
+static const struct conv_rename phi3_renames[] = {
+    {"lm_head", "output"},
+    {"model.embed_tokens", "token_embd"},
+    {"model.norm", "output_norm"},
+    {"model.layers", "blk"},
+    {"input_layernorm", "attn_norm"},
+    {"self_attn.qkv_proj", "attn_qkv"},
+    {"self_attn.o_proj", "attn_output"},
+    {"mlp.gate_up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+    {"post_attention_layernorm", "ffn_norm"},
+    {NULL, NULL},
+};
+
 // Gemma 2 / 3: four norms per block.
 static const struct conv_rename gemma_renames[] = {
     {"model.embed_tokens", "token_embd"},
@@ -120,6 +135,8 @@ static const struct hp_row gemma3_hparams[] = {
     {"final_logit_softcapping", "final_logit_softcapping", HP_F32},
     {"rope_local_base_freq", "rope.local.freq_base", HP_F32},
 };
+
+static const struct hp_row phi3_hparams[] = {COMMON_HPARAMS};
 
 // Llama 3.1+ "llama3" RoPE scaling as a rope_freqs tensor of head_dim/2
 // factors (convert_llama.go ropeFactors); "linear" as scaling keys.
@@ -236,6 +253,53 @@ bool conv_expert_name(const char *hf, char *out, size_t n, int *expert)
     return false;
 }
 
+// A config.json float list as an F32 tensor (LongRoPE factors).
+static int factor_tensor(struct conv *c, const char *name, const json_t *list, uint32_t want)
+{
+    if (json_array_size(list) != want || c->n_extra >= sizeof c->extra / sizeof c->extra[0])
+        return -1;
+    struct conv_extra_tensor *t = &c->extra[c->n_extra++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->n = want;
+    t->data = xcalloc(want, sizeof(float));
+    for (uint32_t i = 0; i < want; i++)
+        t->data[i] = (float)json_number_value(json_array_get(list, i));
+    return 0;
+}
+
+// Phi-3: partial rotary dimension, head sizes, LongRoPE factor tensors with
+// the original context and attention factor (llama.cpp's Phi3MiniModel).
+static int phi3_extra(struct conv *c, struct gguf_writer *w, struct err *e)
+{
+    uint32_t hidden = 0, heads = 0, ctx = 0, orig = 0;
+    float partial = 1;
+    conv_cfg_u32(c, "hidden_size", &hidden);
+    conv_cfg_u32(c, "num_attention_heads", &heads);
+    conv_cfg_u32(c, "max_position_embeddings", &ctx);
+    conv_cfg_f32(c, "partial_rotary_factor", &partial);
+    uint32_t head_dim = hidden / heads, n_rot = (uint32_t)((float)head_dim * partial);
+    gguf_writer_kv_u32(w, "phi3.rope.dimension_count", n_rot);
+    gguf_writer_kv_u32(w, "phi3.attention.key_length", head_dim);
+    gguf_writer_kv_u32(w, "phi3.attention.value_length", head_dim);
+    const json_t *rs = json_object_get(c->config, "rope_scaling");
+    if (!rs || json_is_null(rs))
+        return 0;
+    if (!conv_cfg_u32(c, "original_max_position_embeddings", &orig) || orig == 0 || ctx == 0)
+        return err_set(e, ERR_FORMAT,
+                       "config.json: LongRoPE needs original_max_position_embeddings");
+    if (factor_tensor(c, "rope_factors_long.weight", json_object_get(rs, "long_factor"),
+                      n_rot / 2) < 0 ||
+        factor_tensor(c, "rope_factors_short.weight", json_object_get(rs, "short_factor"),
+                      n_rot / 2) < 0)
+        return err_set(e, ERR_FORMAT, "config.json: rope_scaling factors must be %u numbers",
+                       n_rot / 2);
+    double scale = (double)ctx / orig;
+    gguf_writer_kv_u32(w, "phi3.rope.scaling.original_context_length", orig);
+    gguf_writer_kv_f32(w, "phi3.rope.scaling.attn_factor",
+                       scale <= 1 ? 1.0f : (float)sqrt(1 + log(scale) / log((double)orig)));
+    return 0;
+}
+
 // Gemma 3: linear RoPE scaling of the global layers (4B and up).
 static int gemma3_extra(struct conv *c, struct gguf_writer *w, struct err *e)
 {
@@ -264,6 +328,7 @@ static const struct conv_arch archs[] = {
     {"Qwen3ForCausalLM", "qwen3", llama_renames, ROWS(qwen3_hparams), false, 0, qwen_extra},
     {"Qwen3MoeForCausalLM", "qwen3moe", llama_renames, ROWS(qwen3moe_hparams), false, 0,
      qwen_extra},
+    {"Phi3ForCausalLM", "phi3", phi3_renames, ROWS(phi3_hparams), false, 0, phi3_extra},
     {"Gemma2ForCausalLM", "gemma2", gemma_renames, ROWS(gemma2_hparams), false, 1, NULL},
     {"Gemma3ForCausalLM", "gemma3", gemma_renames, ROWS(gemma3_hparams), false, 1, gemma3_extra},
     {"Gemma3TextModel", "gemma3", gemma_renames, ROWS(gemma3_hparams), false, 1, gemma3_extra},

@@ -445,6 +445,14 @@ static void test_mixtral_round_trip(void **state)
     round_trip("tiny-mixtral-f32.gguf", "", "tiny-mixtral.reference.json", "llama", 0.02f);
 }
 
+// Phi-3: fused QKV and gate/up, LongRoPE factor tensors from rope_scaling,
+// partial rotary dimension, SentencePiece vocabulary.
+static void test_phi3_round_trip(void **state)
+{
+    (void)state;
+    round_trip("tiny-phi3-f32.gguf", "", "tiny-phi3.reference.json", "phi3", 0.02f);
+}
+
 // A PEFT folder made from the tiny Qwen2 LoRA converts back to the fixture
 // (F16 matrices), and is refused against a base model of other shapes.
 static void test_adapter_round_trip(void **state)
@@ -662,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_adapter_round_trip), cmocka_unit_test(test_store_adapter),
         cmocka_unit_test(test_gemma2_round_trip),  cmocka_unit_test(test_config_required),
         cmocka_unit_test(test_gemma3_round_trip),  cmocka_unit_test(test_mixtral_round_trip),
+        cmocka_unit_test(test_phi3_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,6 +42,7 @@ static const struct {
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", false, false},
     {"gemma2", "Gemma2ForCausalLM", "gemma2", false, true},
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false, true},
+    {"phi3", "Phi3ForCausalLM", "phi3", false, false},
 };
 
 // Gemma's four norms, tried before the common names.
@@ -54,6 +55,15 @@ static const struct {
     {NULL, NULL},
 };
 static bool gemma;
+// Phi-3's fused projections, tried before the common names.
+static const struct {
+    const char *from, *to;
+} phi3_renames[] = {
+    {"attn_qkv", "self_attn.qkv_proj"},
+    {"ffn_up", "mlp.gate_up_proj"},
+    {NULL, NULL},
+};
+static bool phi3;
 static bool mixtral;  // llama with experts: MixtralForCausalLM names
 
 // GGUF name pieces → HF (whole pieces between dots).
@@ -109,6 +119,15 @@ static void hf_name(const char *in, char *out, size_t n)
         if (gemma && gemma_renames[g].from) {
             k += (size_t)snprintf(out + k, n - k, "%s", gemma_renames[g].to);
             in += strlen(gemma_renames[g].from);
+            continue;
+        }
+        for (g = 0; phi3 && phi3_renames[g].from; g++)
+            if (strncmp(in, phi3_renames[g].from, strlen(phi3_renames[g].from)) == 0 &&
+                in[strlen(phi3_renames[g].from)] == '.')
+                break;
+        if (phi3 && phi3_renames[g].from) {
+            k += (size_t)snprintf(out + k, n - k, "%s", phi3_renames[g].to);
+            in += strlen(phi3_renames[g].from);
             continue;
         }
         size_t r = 0;
@@ -310,7 +329,7 @@ static void write_tensors(const struct opts *o, const struct gguf *g, const stru
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
         char gname[96];
         snprintf(gname, sizeof gname, "%.*s", (int)t->name.len, t->name.ptr);
-        if (strcmp(gname, "rope_freqs.weight") == 0)
+        if (strcmp(gname, "rope_freqs.weight") == 0 || cstr_starts_with(gname, "rope_factors_"))
             continue;  // config.json's rope_scaling says it
         if (t->type != GGUF_TYPE_F32 && t->type != GGUF_TYPE_F16 && t->type != GGUF_TYPE_BF16)
             die("tensor %s is quantized; export a float model", gname);
@@ -386,7 +405,8 @@ static void write_config(const struct opts *o, const struct gguf *g, const char 
     put_u32(c, "num_hidden_layers", g, "block_count");
     put_u32(c, "num_attention_heads", g, "attention.head_count");
     put_u32(c, "num_key_value_heads", g, "attention.head_count_kv");
-    put_u32(c, "head_dim", g, "attention.key_length");
+    if (!phi3)  // Phi-3's config has none: hidden / heads
+        put_u32(c, "head_dim", g, "attention.key_length");
     put_u32(c, "max_position_embeddings", g, "context_length");
     put_f32(c, "rms_norm_eps", g, "attention.layer_norm_rms_epsilon");
     put_f32(c, "rope_theta", g, "rope.freq_base");
@@ -412,6 +432,23 @@ static void write_config(const struct opts *o, const struct gguf *g, const char 
         json_object_set_new(
             c, "rope_scaling",
             json_pack("{s:s,s:o}", "rope_type", "linear", "factor", jsonx_real_f32(rf)));
+    const struct gguf_tensor *lf = gguf_tensor_find(g, "rope_factors_long.weight");
+    const struct gguf_tensor *sf = gguf_tensor_find(g, "rope_factors_short.weight");
+    if (lf && sf) {  // Phi-3 LongRoPE
+        json_t *l = json_array(), *sh = json_array();
+        for (int64_t i = 0; i < lf->ne[0]; i++)
+            json_array_append_new(l, jsonx_real_f32(read_elem(lf, (uint64_t)i)));
+        for (int64_t i = 0; i < sf->ne[0]; i++)
+            json_array_append_new(sh, jsonx_real_f32(read_elem(sf, (uint64_t)i)));
+        json_object_set_new(
+            c, "rope_scaling",
+            json_pack("{s:s,s:o,s:o}", "type", "longrope", "long_factor", l, "short_factor", sh));
+        put_u32(c, "original_max_position_embeddings", g, "rope.scaling.original_context_length");
+    }
+    uint32_t n_rot, kl;
+    if (phi3 && gguf_get_arch_u32(g, "rope.dimension_count", &n_rot) &&
+        gguf_get_arch_u32(g, "attention.key_length", &kl) && kl)
+        json_object_set_new(c, "partial_rotary_factor", jsonx_real_f32((float)n_rot / (float)kl));
     if (o->rope[0] > 0)
         json_object_set_new(c, "rope_scaling",
                             json_pack("{s:f,s:f,s:f,s:i,s:s}", "factor", o->rope[0],
@@ -663,6 +700,7 @@ int main(int argc, char **argv)
     if (a == sizeof archs / sizeof archs[0])
         die("%s: architecture not supported by hf-export", o.in);
     gemma = archs[a].gemma;
+    phi3 = strcmp(archs[a].arch, "phi3") == 0;
     uint32_t n_exp = 0;
     mixtral = archs[a].permute && gguf_get_arch_u32(g, "expert_count", &n_exp) && n_exp > 0;
     if (mkdir(o.out, 0755) < 0 && errno != EEXIST)
