@@ -45,8 +45,8 @@ bool convert_wanted_file(const char *name)
 
 static bool known_prefix(const char *name)
 {
-    static const char *const prefixes[] = {"blk.", "token_embd.", "output_norm.", "output.",
-                                           "rope_freqs.", "rope_factors_"};
+    static const char *const prefixes[] = {"blk.",    "token_embd.", "output_norm.",
+                                           "output.", "rope_freqs.", "rope_factors_"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (cstr_starts_with(name, prefixes[i]))
             return true;

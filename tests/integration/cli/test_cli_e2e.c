@@ -323,13 +323,13 @@ static void test_create_hf_refused(void **state)
         skip();  // test_create_hf made the folder (or skipped)
     fclose(f);
     f = fopen(path, "w");
-    fputs("{\"architectures\": [\"Phi3ForCausalLM\"]}\n", f);
+    fputs("{\"architectures\": [\"BertModel\"]}\n", f);
     fclose(f);
     snprintf(mf, sizeof(mf), "%s/hfimport/Modelfile", server.tmp_dir);
     struct result r;
     RUN(&r, NULL, "create", "hf-refused", "-f", mf);
     assert_int_not_equal(r.status, 0);
-    assert_non_null(strstr(buf_cstr(&r.err), "unsupported architecture \"Phi3ForCausalLM\""));
+    assert_non_null(strstr(buf_cstr(&r.err), "unsupported architecture \"BertModel\""));
     result_deinit(&r);
     RUN(&r, NULL, "show", "hf-refused");
     assert_int_not_equal(r.status, 0);
