@@ -415,26 +415,52 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-// A directory FROM: its GGUF files (ollama-c imports GGUF only).
-static int add_dir(struct local_file **files, size_t *n, const char *dir, struct err *e)
+// The files of a directory FROM or ADAPTER, as Ollama's client picks them
+// (modelfile.md §1): its model*.safetensors (consolidated*, PEFT's
+// adapter_model / adapters) with the *.json, chat_template.jinja and
+// tokenizer.model beside them (a Hugging Face folder, converted by the
+// server), else its *.gguf files.
+static bool hf_weight(const char *n)
+{
+    return cstr_ends_with(n, ".safetensors") &&
+           (cstr_starts_with(n, "model") || cstr_starts_with(n, "consolidated") ||
+            strcmp(n, "adapter_model.safetensors") == 0 || strcmp(n, "adapters.safetensors") == 0);
+}
+
+static bool hf_side_file(const char *n)
+{
+    return cstr_ends_with(n, ".json") || strcmp(n, "tokenizer.model") == 0 ||
+           strcmp(n, "chat_template.jinja") == 0;
+}
+
+static bool gguf_file(const char *n)
+{
+    return cstr_ends_with(n, ".gguf");
+}
+
+// Names in dir matching keep (sorted); NULL-free count in *n_out.
+static char **dir_names(const char *dir, bool (*keep)(const char *), size_t *n_out)
 {
     DIR *d = opendir(dir);
-    if (!d)
-        return err_set(e, ERR_IO, "open %s: %s", dir, strerror(errno));
     char **names = NULL;
-    size_t n_names = 0;
+    size_t n = 0;
     struct dirent *de;
-    while ((de = readdir(d)))
-        if (cstr_ends_with(de->d_name, ".gguf")) {
-            names = xrealloc(names, (n_names + 1) * sizeof(char *));
-            names[n_names++] = xstrdup(de->d_name);
+    while (d && (de = readdir(d)))
+        if (de->d_name[0] != '.' && keep(de->d_name)) {
+            names = xrealloc(names, (n + 1) * sizeof(char *));
+            names[n++] = xstrdup(de->d_name);
         }
-    closedir(d);
-    if (n_names == 0) {
-        free(names);
-        return err_set(e, ERR_NOT_FOUND, "no Modelfile or safetensors files found");
-    }
-    qsort(names, n_names, sizeof(char *), name_cmp);
+    if (d)
+        closedir(d);
+    if (n)
+        qsort(names, n, sizeof(char *), name_cmp);
+    *n_out = n;
+    return names;
+}
+
+static void add_names(struct local_file **files, size_t *n, const char *dir, char **names,
+                      size_t n_names)
+{
     for (size_t i = 0; i < n_names; i++) {
         char *p = xasprintf("%s/%s", dir, names[i]);
         add_file(files, n, p);
@@ -442,6 +468,29 @@ static int add_dir(struct local_file **files, size_t *n, const char *dir, struct
         free(names[i]);
     }
     free(names);
+}
+
+static int add_dir(struct local_file **files, size_t *n, const char *dir, struct err *e)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return err_set(e, ERR_IO, "open %s: %s", dir, strerror(errno));
+    closedir(d);
+    size_t n_st, n_side;
+    char **st = dir_names(dir, hf_weight, &n_st);
+    if (n_st) {
+        char **side = dir_names(dir, hf_side_file, &n_side);
+        add_names(files, n, dir, st, n_st);
+        add_names(files, n, dir, side, n_side);
+        return 0;
+    }
+    free(st);
+    char **gg = dir_names(dir, gguf_file, &n_st);
+    if (n_st == 0) {
+        free(gg);
+        return err_set(e, ERR_NOT_FOUND, "no Modelfile or safetensors files found");
+    }
+    add_names(files, n, dir, gg, n_st);
     return 0;
 }
 

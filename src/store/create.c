@@ -508,6 +508,39 @@ static int check_adapter(struct create_ctx *c, const struct gguf *ad, const char
     return rc < 0 ? rc : check_tensor_types(ad, file, e);
 }
 
+// A Hugging Face folder (safetensors + JSON files) converted into one model
+// layer, whose chat template feeds the template autodetection; or with `as`
+// the adapter type, a PEFT LoRA folder converted for the model's base layer.
+static int layer_from_safetensors(struct create_ctx *c, const struct store_file_ref *files,
+                                  size_t n, const char *as, struct err *e)
+{
+    struct store_layer l = {.media_type = as ? (char *)as : STORE_MT_MODEL};
+    char base[4096] = "";
+    for (size_t i = 0; as && !base[0] && i < c->layers.n; i++)
+        if (strcmp(c->layers.v[i].l.media_type, STORE_MT_MODEL) == 0)
+            store_blob_path(c->s, c->layers.v[i].l.digest, base, sizeof(base), NULL);
+    if (as && !base[0])
+        return err_set(e, ERR_INVALID, "a safetensors adapter needs a base model (FROM)");
+    bool existed;
+    int rc =
+        store_convert_files(c->s, files, n, as ? base : NULL, c->o, l.digest, &l.size, &existed, e);
+    if (rc < 0)
+        return rc;
+    if (!existed)
+        note_created(c, l.digest);
+    char path[4096];
+    struct gguf *g;
+    store_blob_path(c->s, l.digest, path, sizeof(path), NULL);
+    if (gguf_open(&g, path, NULL) == 0) {
+        struct str chat;
+        if (!c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
+            c->chat_template = str_dup(chat);
+        gguf_close(g);
+    }
+    layers_add(&c->layers, &l, !existed);
+    return 0;
+}
+
 // The uploaded GGUF files as layers: of media type `as` (adapters, the
 // draft model), or by their metadata when `as` is NULL.
 static int layers_from_files(struct create_ctx *c, const struct store_file_ref *files0, size_t n,
@@ -522,9 +555,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
     char path[4096];
     for (size_t i = 0; i < n; i++) {
         if (cstr_ends_with(files[i].name, ".safetensors")) {
-            rc = err_set(e, ERR_UNSUPPORTED,
-                         "safetensors models are not supported; import a "
-                         "GGUF file");
+            rc = as && !adapters ? err_set(e, ERR_UNSUPPORTED,
+                                           "safetensors draft models are not supported yet; "
+                                           "convert it to GGUF first")
+                                 : layer_from_safetensors(c, files0, n, as, e);
             goto out;
         }
         if (cstr_ends_with(files[i].name, ".gguf"))

@@ -68,6 +68,21 @@ int store_quantize_blob(struct store *s, const char *src_path, const char *targe
                         char digest_out[STORE_DIGEST_LEN + 1], int64_t *size_out, bool *existed,
                         struct err *e);
 
+// Verifies the GGUF at tmp_path (a temporary file inside blobs/), hashes it
+// and renames it to its digest (or drops it when that blob exists); the
+// temporary file is gone either way. what names it in errors.
+int store_blob_adopt(struct store *s, const char *tmp_path, const char *what,
+                     char digest_out[STORE_DIGEST_LEN + 1], int64_t *size_out, bool *existed,
+                     struct err *e);
+
+// Converts uploaded Hugging Face safetensors files (names and digests as
+// the client sent them) into a new GGUF blob (import.c): a model, or with
+// base_path (the base model's GGUF) a PEFT LoRA adapter for it.
+int store_convert_files(struct store *s, const struct store_file_ref *files, size_t n,
+                        const char *base_path, const struct store_create_opts *o,
+                        char digest_out[STORE_DIGEST_LEN + 1], int64_t *size_out, bool *existed,
+                        struct err *e);
+
 // ASCII helpers.
 static inline bool store_is_alnum_(char c)
 {

@@ -61,16 +61,23 @@ int store_quantize_blob(struct store *s, const char *src_path, const char *targe
         struct store_progress p = {.status = "verifying conversion"};
         o->progress(o->progress_ctx, &p);
     }
+    return store_blob_adopt(s, tmp_path, "quantized model", digest_out, size_out, existed, e);
+}
+
+int store_blob_adopt(struct store *s, const char *tmp_path, const char *what,
+                     char digest_out[STORE_DIGEST_LEN + 1], int64_t *size_out, bool *existed,
+                     struct err *e)
+{
     struct gguf *check;
     struct err ce = {0};
     if (gguf_open(&check, tmp_path, &ce) < 0) {
         unlink(tmp_path);
-        return err_set(e, ERR_INTERNAL, "quantized model does not verify: %s", ce.msg);
+        return err_set(e, ERR_INTERNAL, "%s does not verify: %s", what, ce.msg);
     }
     gguf_close(check);
     char hex[DIGEST_HEX_LEN + 1], final_path[4096];
     uint64_t size;
-    rc = sha256_file(tmp_path, hex, &size, e);
+    int rc = sha256_file(tmp_path, hex, &size, e);
     if (rc < 0) {
         unlink(tmp_path);
         return rc;
@@ -81,7 +88,7 @@ int store_quantize_blob(struct store *s, const char *src_path, const char *targe
         unlink(tmp_path);
     } else {
         if (chmod(tmp_path, 0644) < 0 || rename(tmp_path, final_path) < 0) {
-            rc = err_set(e, ERR_IO, "rename quantized blob: %s", strerror(errno));
+            rc = err_set(e, ERR_IO, "rename %s blob: %s", what, strerror(errno));
             unlink(tmp_path);
             return rc;
         }

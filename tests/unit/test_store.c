@@ -1168,7 +1168,7 @@ static void test_create_bad_input(void **state)
     expect_create_error(f, body, ERR_INVALID, "unknown type");
     snprintf(body, sizeof(body), "{\"model\":\"m\",\"files\":{\"m.safetensors\":\"%s\"}}",
              text_digest);
-    expect_create_error(f, body, ERR_UNSUPPORTED, NULL);
+    expect_create_error(f, body, ERR_INVALID, "config.json not found");
     struct buf g;
     buf_init(&g, 0);
     fs_read_all(model, 1 << 24, &g, NULL);

@@ -274,6 +274,68 @@ static void test_create_progress(void **state)
     result_deinit(&r);
 }
 
+// FROM a Hugging Face folder (made from the tiny Qwen2 fixture by
+// tools/hf-export): the CLI uploads the safetensors and JSON files, the
+// server converts them ("converting model") and quantizes the F16 result.
+static void test_create_hf(void **state)
+{
+    (void)state;
+    char gguf[1024], dir[400], cmd[2400], mf[400];
+    if (!test_shared_fixture(gguf, sizeof(gguf), "tiny-qwen2-f32.gguf"))
+        skip();
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    snprintf(dir, sizeof(dir), "%s/hfimport/qwen", server.tmp_dir);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && '%s/hf-export' '%s' '%s' --vocab-limit 300", dir,
+             bin ? bin : "build/bin", gguf, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(mf, sizeof(mf), "%s/hfimport/Modelfile", server.tmp_dir);
+    FILE *f = fopen(mf, "w");
+    fputs("FROM ./qwen\n", f);
+    fclose(f);
+    struct result r;
+    RUN(&r, NULL, "create", "hf-qwen", "-f", mf, "-q", "q8_0");
+    if (r.status != 0)
+        fail_msg("create: %s", buf_cstr(&r.err));
+    const char *err = buf_cstr(&r.err);
+    assert_non_null(strstr(err, "converting model"));
+    assert_non_null(strstr(err, "quantizing F16 model to Q8_0"));
+    assert_true(cstr_ends_with(err, "success\n"));
+    result_deinit(&r);
+    RUN(&r, NULL, "show", "hf-qwen");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(buf_cstr(&r.out), "architecture        qwen2"));
+    assert_non_null(strstr(buf_cstr(&r.out), "Q8_0"));
+    result_deinit(&r);
+    RUN(&r, NULL, "rm", "hf-qwen");
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+}
+
+// A folder of an architecture the converter does not know: Ollama's error
+// naming it, and no model.
+static void test_create_hf_refused(void **state)
+{
+    (void)state;
+    char mf[400], path[600];
+    snprintf(path, sizeof(path), "%s/hfimport/qwen/config.json", server.tmp_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        skip();  // test_create_hf made the folder (or skipped)
+    fclose(f);
+    f = fopen(path, "w");
+    fputs("{\"architectures\": [\"BertModel\"]}\n", f);
+    fclose(f);
+    snprintf(mf, sizeof(mf), "%s/hfimport/Modelfile", server.tmp_dir);
+    struct result r;
+    RUN(&r, NULL, "create", "hf-refused", "-f", mf);
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(buf_cstr(&r.err), "unsupported architecture \"BertModel\""));
+    result_deinit(&r);
+    RUN(&r, NULL, "show", "hf-refused");
+    assert_int_not_equal(r.status, 0);
+    result_deinit(&r);
+}
+
 static void test_list_show_cp_rm(void **state)
 {
     (void)state;
@@ -1078,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_run_one_shot),  cmocka_unit_test(test_ps_stop),
         cmocka_unit_test(test_run_interrupt), cmocka_unit_test(test_pull_push),
         cmocka_unit_test(test_repl),          cmocka_unit_test(test_repl_eof_nohistory),
+        cmocka_unit_test(test_create_hf),     cmocka_unit_test(test_create_hf_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
