@@ -67,8 +67,8 @@ static void render_assistant(struct buf *out, const json_t *m)
     buf_append_char(out, '\n');
 }
 
-int rnd_render_glmocr(json_t *msgs, json_t *tools, const struct renderer_think *think,
-                      int variant, struct buf *out, struct err *e)
+int rnd_render_glmocr(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e)
 {
     (void)variant;
     (void)e;

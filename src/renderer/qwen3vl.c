@@ -24,11 +24,11 @@
 enum { VL_INSTRUCT = 0, VL_THINKING = 1 };
 
 #define VL_TOOLS_PREAMBLE                                                                          \
-    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are "    \
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are "     \
     "provided with function signatures within <tools></tools> XML tags:\n<tools>"
 #define VL_TOOLS_POSTAMBLE                                                                         \
-    "\n</tools>\n\nFor each function call, return a json object with function name and "         \
-    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "                \
+    "\n</tools>\n\nFor each function call, return a json object with function name and "           \
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "                 \
     "<function-name>, \"arguments\": <args-json-object>}\n</tool_call>" IM_END "\n"
 
 // The message text with [img-N] tags for its images; *img advances.
@@ -78,7 +78,8 @@ static size_t last_query_index(json_t *msgs)
             continue;
         size_t img = 0;
         char *c = content_of(m, &img);
-        bool wrapped = cstr_starts_with(c, "<tool_response>") && cstr_ends_with(c, "</tool_response>");
+        bool wrapped =
+            cstr_starts_with(c, "<tool_response>") && cstr_ends_with(c, "</tool_response>");
         free(c);
         if (!wrapped)
             return i;
@@ -117,8 +118,8 @@ static void trim_set(const char **s, size_t *n, char c)
         (*n)--;
 }
 
-static void render_assistant(struct buf *out, const json_t *m, const char *content,
-                             bool show_think, bool last)
+static void render_assistant(struct buf *out, const json_t *m, const char *content, bool show_think,
+                             bool last)
 {
     const char *reasoning = rnd_str(m, "thinking");
     if (show_think && (last || *reasoning)) {
@@ -138,8 +139,8 @@ static void render_assistant(struct buf *out, const json_t *m, const char *conte
     render_calls(out, m, content);
 }
 
-int rnd_render_qwen3vl(json_t *msgs, json_t *tools, const struct renderer_think *think,
-                       int variant, struct buf *out, struct err *e)
+int rnd_render_qwen3vl(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                       struct buf *out, struct err *e)
 {
     (void)e;
     bool thinking = variant == VL_THINKING;

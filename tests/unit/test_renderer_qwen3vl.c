@@ -104,11 +104,11 @@ static void test_names(void **state)
 }
 
 #define WEATHER_CALL                                                                               \
-    "{\"role\":\"assistant\",\"content\":\"I'll check.\",\"tool_calls\":[{\"function\":{"        \
-    "\"name\":\"get-current-weather\",\"arguments\":{\"location\":\"Paris\",\"unit\":"           \
+    "{\"role\":\"assistant\",\"content\":\"I'll check.\",\"tool_calls\":[{\"function\":{"          \
+    "\"name\":\"get-current-weather\",\"arguments\":{\"location\":\"Paris\",\"unit\":"             \
     "\"celsius\"}}}]}"
 #define WEATHER_CALL_TEXT                                                                          \
-    "<|im_start|>assistant\nI'll check.\n<tool_call>\n{\"name\": \"get-current-weather\", "      \
+    "<|im_start|>assistant\nI'll check.\n<tool_call>\n{\"name\": \"get-current-weather\", "        \
     "\"arguments\": {\"location\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call><|im_end|>\n"
 
 // qwen3vl_nonthinking_test.go (the image cases with image tags, as the server renders).
@@ -319,8 +319,9 @@ static void test_qwen3vl_parsers(void **state)
     const char *content_prefill = "{\"role\":\"assistant\",\"content\":\"has content\"}";
     expect_every_split(t, content_prefill,
                        "abc</think><tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>",
-                       "abc</think>", "", "[{\"function\":{\"index\":0,\"name\":\"x\","
-                                          "\"arguments\":{}}}]");
+                       "abc</think>", "",
+                       "[{\"function\":{\"index\":0,\"name\":\"x\","
+                       "\"arguments\":{}}}]");
     // Trailing white space waits for more text, and the end does not release it.
     expect_every_split(i, NULL, "Hello  \n", "Hello", "", "[]");
     expect_every_split(i, NULL,
