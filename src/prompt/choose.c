@@ -1,24 +1,23 @@
 // Prompt source selection as Ollama 0.33 does it (server/images.go:
 // selectedTemplateSource, shouldPreferChatTemplate, goTemplateCapabilities,
 // chatTemplateCapabilities; server/routes.go: shouldUseGoTemplate,
-// shouldUseHarmony), and the vocabulary facts a Jinja template is rendered
-// with (bos_token, eos_token, whether the tokenizer adds BOS itself).
-#include "store/store.h"
+// shouldUseHarmony), the capabilities of the chosen source, and the engines'
+// names as the store checks them.
+#include "prompt/prompt.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "gguf/gguf.h"
 #include "jinja/jinja.h"
+#include "renderer/renderer.h"
+#include "template/template.h"
 
 static bool has(const char *text, const char *needle)
 {
     return text && strstr(text, needle) != NULL;
 }
 
-// Go template capabilities (the same reading store_model_capabilities does).
+// Go template capabilities (the same reading prompt_source_caps does).
 static int go_caps(const char *t, bool *tools)
 {
     int n = 0;
@@ -71,125 +70,23 @@ static int go_template_env(void)
     return env_parse_bool(v, true);
 }
 
-static bool is_harmony(const struct store_model *m)
+static bool is_harmony(const struct prompt_model *m)
 {
-    const char *fam = m->config.model_family;
+    const char *fam = m->family;
     return fam && (!strcmp(fam, "gptoss") || !strcmp(fam, "gpt-oss")) &&
            has(m->template_text, "<|start|>") && has(m->template_text, "<|end|>");
 }
 
-static char *token_text(const struct gguf *g, const char *id_key)
-{
-    uint32_t id;
-    const struct gguf_kv *kv = gguf_find(g, "tokenizer.ggml.tokens");
-    struct str s;
-    if (!kv || !gguf_get_u32(g, id_key, &id) || !gguf_arr_str(kv, id, &s))
-        return xstrdup("");
-    return str_dup(s);
-}
-
-// Whether the tokenizer adds BOS: tokenizer.ggml.add_bos_token when present, else the
-// default of the tokenizer kind (SentencePiece and WordPiece add it, BPE does not).
-static bool adds_bos(const struct gguf *g)
-{
-    bool b;
-    if (gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &b))
-        return b;
-    struct str model;
-    if (!gguf_get_str(g, "tokenizer.ggml.model", &model))
-        return false;
-    return str_eq_cstr(model, "llama") || str_eq_cstr(model, "bert");
-}
-
-// What a chat needs from the GGUF header, kept per file: opening the header
-// parses the whole vocabulary (milliseconds for a 150k-token one), and every
-// chat, generate and show asks. Blobs are content-addressed and never change
-// in place; the size and modification time guard other paths.
-struct vocab_facts {
-    char *path;
-    off_t size;
-    struct timespec mtime;
-    char *chat_template;  // NULL when absent
-    char *bos_token, *eos_token;
-    bool adds_bos;
-};
-
-enum { VOCAB_CACHE_SLOTS = 8 };
-static struct vocab_facts vocab_cache[VOCAB_CACHE_SLOTS];
-static unsigned vocab_cache_next;
-static pthread_mutex_t vocab_cache_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static char *dup_or_null(const char *s)
-{
-    return s ? xstrdup(s) : NULL;
-}
-
-static bool read_vocab_facts(const char *path, struct vocab_facts *f)
-{
-    struct gguf *g = NULL;
-    if (gguf_open(&g, path, NULL) != 0)
-        return false;
-    struct str ct;
-    if (gguf_get_str(g, "tokenizer.chat_template", &ct) && ct.len > 0)
-        f->chat_template = str_dup(ct);
-    f->bos_token = token_text(g, "tokenizer.ggml.bos_token_id");
-    f->eos_token = token_text(g, "tokenizer.ggml.eos_token_id");
-    f->adds_bos = adds_bos(g);
-    gguf_close(g);
-    return true;
-}
-
-static void vocab_facts_free(struct vocab_facts *f)
-{
-    free(f->path);
-    free(f->chat_template);
-    free(f->bos_token);
-    free(f->eos_token);
-    memset(f, 0, sizeof *f);
-}
-
-static void copy_facts(const struct vocab_facts *f, struct store_prompt_choice *out)
-{
-    out->chat_template = dup_or_null(f->chat_template);
-    out->bos_token = dup_or_null(f->bos_token);
-    out->eos_token = dup_or_null(f->eos_token);
-    out->tokenizer_adds_bos = f->adds_bos;
-}
-
-// Fills out's vocabulary facts for path from the cache, reading the header on a miss.
-static void vocab_facts_get(const char *path, struct store_prompt_choice *out)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return;
-    pthread_mutex_lock(&vocab_cache_mu);
-    for (int i = 0; i < VOCAB_CACHE_SLOTS; i++) {
-        const struct vocab_facts *f = &vocab_cache[i];
-        if (f->path && !strcmp(f->path, path) && f->size == st.st_size &&
-            f->mtime.tv_sec == st.st_mtim.tv_sec && f->mtime.tv_nsec == st.st_mtim.tv_nsec) {
-            copy_facts(f, out);
-            pthread_mutex_unlock(&vocab_cache_mu);
-            return;
-        }
-    }
-    pthread_mutex_unlock(&vocab_cache_mu);
-    struct vocab_facts fresh = {.size = st.st_size, .mtime = st.st_mtim};
-    if (!read_vocab_facts(path, &fresh))
-        return;
-    fresh.path = xstrdup(path);
-    copy_facts(&fresh, out);
-    pthread_mutex_lock(&vocab_cache_mu);
-    struct vocab_facts *slot = &vocab_cache[vocab_cache_next++ % VOCAB_CACHE_SLOTS];
-    vocab_facts_free(slot);
-    *slot = fresh;
-    pthread_mutex_unlock(&vocab_cache_mu);
-}
-
-void store_prompt_choose(const struct store_model *m, struct store_prompt_choice *out)
+void prompt_choose(const struct prompt_model *m, struct prompt_choice *out)
 {
     memset(out, 0, sizeof *out);
-    if (m->model_path)
-        vocab_facts_get(m->model_path, out);
+    struct prompt_facts f;
+    if (prompt_facts_get(m->model_path, &f)) {
+        out->chat_template = f.chat_template;  // moved, not copied
+        out->bos_token = f.bos_token;
+        out->eos_token = f.eos_token;
+        out->tokenizer_adds_bos = f.adds_bos;
+    }
     if (!out->bos_token)
         out->bos_token = xstrdup("");
     if (!out->eos_token)
@@ -204,19 +101,19 @@ void store_prompt_choose(const struct store_model *m, struct store_prompt_choice
             use_go =
                 !(out->chat_template && prefer_chat_template(out->chat_template, m->template_text));
     }
-    if ((m->config.renderer && *m->config.renderer) || (m->config.parser && *m->config.parser))
-        out->source = STORE_PROMPT_RENDERER;
+    if ((m->renderer && *m->renderer) || (m->parser && *m->parser))
+        out->source = PROMPT_RENDERER;
     else if (has_go && is_harmony(m))
-        out->source = STORE_PROMPT_HARMONY;
+        out->source = PROMPT_HARMONY;
     else if (use_go)
-        out->source = STORE_PROMPT_GO_TEMPLATE;
+        out->source = PROMPT_GO_TEMPLATE;
     else if (out->chat_template)
-        out->source = STORE_PROMPT_CHAT_TEMPLATE;
+        out->source = PROMPT_CHAT_TEMPLATE;
     else
-        out->source = STORE_PROMPT_NONE;
+        out->source = PROMPT_NONE;
 }
 
-void store_prompt_choice_deinit(struct store_prompt_choice *c)
+void prompt_choice_deinit(struct prompt_choice *c)
 {
     free(c->chat_template);
     free(c->bos_token);
@@ -224,19 +121,79 @@ void store_prompt_choice_deinit(struct store_prompt_choice *c)
     memset(c, 0, sizeof *c);
 }
 
-const char *store_prompt_source_name(const struct store_model *m, enum store_prompt_source s)
+const char *prompt_source_name(const struct prompt_model *m, enum prompt_source s)
 {
-    bool r = m->config.renderer && *m->config.renderer, p = m->config.parser && *m->config.parser;
+    bool r = m->renderer && *m->renderer, p = m->parser && *m->parser;
     switch (s) {
-    case STORE_PROMPT_RENDERER:
+    case PROMPT_RENDERER:
         return r && p ? "renderer_parser" : r ? "renderer" : "parser";
-    case STORE_PROMPT_HARMONY:
+    case PROMPT_HARMONY:
         return "harmony";
-    case STORE_PROMPT_GO_TEMPLATE:
+    case PROMPT_GO_TEMPLATE:
         return "go_template";
-    case STORE_PROMPT_CHAT_TEMPLATE:
+    case PROMPT_CHAT_TEMPLATE:
         return "gguf_chat_template";
     default:
         return "none";
     }
+}
+
+void prompt_source_caps(const struct prompt_model *m, struct prompt_caps *out)
+{
+    memset(out, 0, sizeof *out);
+    struct prompt_choice pc;
+    prompt_choose(m, &pc);
+    if (pc.source == PROMPT_GO_TEMPLATE) {
+        const char *t = m->template_text;
+        out->tools = has(t, ".Tools");
+        out->insert = has(t, ".Suffix");
+        out->thinking = has(t, ".Thinking") || has(t, ".IsThinkSet");
+    } else if (pc.source == PROMPT_CHAT_TEMPLATE) {
+        out->tools = jinja_chat_has_tools(pc.chat_template);
+        out->thinking = jinja_chat_has_thinking(pc.chat_template);
+    }
+    prompt_choice_deinit(&pc);
+}
+
+bool prompt_renderer_known(const char *name)
+{
+    return renderer_known(name);
+}
+
+bool prompt_parser_known(const char *name)
+{
+    return renderer_parser_known(name);
+}
+
+bool prompt_parser_tools(const char *name)
+{
+    return renderer_parser_tools(name);
+}
+
+bool prompt_parser_thinking(const char *name)
+{
+    return renderer_parser_thinking(name);
+}
+
+int prompt_go_template_check(const char *text, struct err *e)
+{
+    struct template *t = NULL;
+    struct err pe = {0};
+    int rc = template_parse(&t, text, strlen(text), &pe);
+    template_free(t);
+    if (rc < 0)
+        return err_set(e, ERR_INVALID, "template error: %s", pe.msg);
+    return 0;
+}
+
+bool prompt_go_template_detect(const char *chat_template, const char **name, const char **text,
+                               const char *const **stops)
+{
+    const char *n = template_detect(chat_template, strlen(chat_template));
+    if (!n)
+        return false;
+    *name = n;
+    *text = template_builtin(n);
+    *stops = template_builtin_stops(n);
+    return *text != NULL;
 }
