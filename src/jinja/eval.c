@@ -578,6 +578,12 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
     int op = n->op;
     if (op == '~')
         return concat_values(r, a, b, out);
+    // llama.cpp: an undefined or none operand of "+" with a string is "".
+    bool a_null = a.t == JV_UNDEF || a.t == JV_NONE, b_null = b.t == JV_UNDEF || b.t == JV_NONE;
+    if (op == '+' && r->lim.llama_cpp && ((a_null && b.t == JV_STR) || (b_null && a.t == JV_STR))) {
+        *out = a_null ? b : a;
+        return 0;
+    }
     if (a.t == JV_UNDEF)
         return undefined_error(r, n->line, a);
     if (b.t == JV_UNDEF)

@@ -147,6 +147,7 @@ static int render_jinja(struct prompt *p, const struct engine_call *c, json_t *m
         .bos_token = p->pc.bos_token,
         .eos_token = p->pc.eos_token,
         .tokenizer_adds_bos = p->pc.tokenizer_adds_bos,
+        .llama_server = true,  // Ollama 0.33 renders through llama-server
     };
     return jinja_chat_render(c->jinja, &req, out, e);
 }

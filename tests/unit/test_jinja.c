@@ -182,6 +182,94 @@ static void test_chat_templates(void **state)
     printf("checked %d template x case renderings\n", n_checked);
 }
 
+// The same templates and cases as Ollama 0.33 renders them: through llama-server v0.5.0
+// (tests/fixtures/jinja/<name>.llama-server.json, regen-llama-server.sh), from the body
+// Ollama builds, with llama.cpp's chat rules (req.llama_server). The vocabulary is the one
+// the expectations were recorded with (tiny-phi3); a template with Ollama's thinking
+// capability gets think=true when the case leaves it out, as Ollama's chat handler sets it.
+static void render_llama_server_case(const char *name, const struct jinja_template *t,
+                                     const char *src, json_t *c, json_t *want)
+{
+    json_t *think = json_object_get(c, "think");
+    bool thinks = !think && jinja_chat_has_thinking(src);
+    struct jinja_chat_req req = {
+        .messages = json_object_get(c, "messages"),
+        .tools = json_object_get(c, "tools"),
+        .think = {.set = think != NULL || thinks,
+                  .on = thinks || (think && !json_is_false(think)),
+                  .level = json_is_string(think) ? json_string_value(think) : NULL},
+        .bos_token = "<s>",
+        .eos_token = "<|endoftext|>",
+        .tokenizer_adds_bos = true,
+        .llama_server = true,
+    };
+    struct buf out;
+    buf_init(&out, 0);
+    struct err re = {0};
+    int rc = jinja_chat_render(t, &req, &out, &re);
+    const char *case_name = json_string_value(json_object_get(c, "name"));
+    if (json_is_null(want)) {
+        if (rc == 0)
+            fail_msg("%s / %s: llama-server refuses, we rendered:\n%s", name, case_name,
+                     buf_cstr(&out));
+    } else {
+        if (rc != 0)
+            fail_msg("%s / %s: %s", name, case_name, re.msg);
+        char *w = with_today(json_string_value(want));
+        if (strcmp(buf_cstr(&out), w) != 0)
+            fail_msg("%s / %s:\n--- got ---\n%s\n--- llama-server ---\n%s", name, case_name,
+                     buf_cstr(&out), w);
+        free(w);
+    }
+    buf_deinit(&out);
+}
+
+static void test_llama_server_templates(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "chat-templates/cases.json")) {
+        printf("skip: shared/fixtures/chat-templates not found\n");
+        return;
+    }
+    json_t *cases = json_load_file(path, 0, NULL);
+    assert_non_null(cases);
+    char list_path[1024];
+    char *list = read_file(test_fixture(list_path, sizeof list_path, "jinja/llama-server.txt"));
+    assert_non_null(list);
+    int n_templates = 0;
+    for (char *line = strtok(list, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[256], thinks[16];
+        if (line[0] == '#' || sscanf(line, "%255s %15s", name, thinks) != 2)
+            continue;
+        char rel[512], tp[1024], ep[1024];
+        snprintf(rel, sizeof rel, "chat-templates/%s.jinja", name);
+        assert_non_null(test_shared_fixture(tp, sizeof tp, rel));
+        char *src = read_file(tp);
+        assert_non_null(src);
+        // The list records the capability the expectations were made with.
+        assert_int_equal(jinja_chat_has_thinking(src), strcmp(thinks, "thinks") == 0);
+        snprintf(rel, sizeof rel, "jinja/%s.llama-server.json", name);
+        json_t *expected = json_load_file(test_fixture(ep, sizeof ep, rel), 0, NULL);
+        assert_non_null(expected);
+        assert_int_equal(json_array_size(expected), json_array_size(cases));
+        struct jinja_template *t;
+        struct err e = {0};
+        if (jinja_parse(&t, src, strlen(src), &e) != 0)
+            fail_msg("%s: %s", name, e.msg);
+        for (size_t i = 0; i < json_array_size(cases); i++)
+            render_llama_server_case(name, t, src, json_array_get(cases, i),
+                                     json_array_get(expected, i));
+        jinja_free(t);
+        json_decref(expected);
+        free(src);
+        n_templates++;
+    }
+    free(list);
+    json_decref(cases);
+    assert_int_equal(n_templates, 10);
+}
+
 // Splits s in place at "\n====\n"; returns the number of parts.
 static size_t split_cases(char *s, char **parts, size_t max)
 {
@@ -538,19 +626,13 @@ static void test_capabilities(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chat_templates),
-        cmocka_unit_test(test_language_cases),
-        cmocka_unit_test(test_bos_strip),
-        cmocka_unit_test(test_chat_context),
-        cmocka_unit_test(test_expressions),
-        cmocka_unit_test(test_statements),
-        cmocka_unit_test(test_whitespace),
-        cmocka_unit_test(test_filters),
-        cmocka_unit_test(test_tests_and_methods),
-        cmocka_unit_test(test_mutation),
-        cmocka_unit_test(test_undefined),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_chat_templates), cmocka_unit_test(test_llama_server_templates),
+        cmocka_unit_test(test_language_cases), cmocka_unit_test(test_bos_strip),
+        cmocka_unit_test(test_chat_context),   cmocka_unit_test(test_expressions),
+        cmocka_unit_test(test_statements),     cmocka_unit_test(test_whitespace),
+        cmocka_unit_test(test_filters),        cmocka_unit_test(test_tests_and_methods),
+        cmocka_unit_test(test_mutation),       cmocka_unit_test(test_undefined),
+        cmocka_unit_test(test_errors),         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_capabilities),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
