@@ -168,24 +168,22 @@ static json_t *go_property(const json_t *p)
     return out;
 }
 
-// A request tool as Ollama's Go structs carry it to llama-server (api/types.go: Tool,
-// ToolFunction, ToolFunctionParameters): keys in struct order, unknown keys dropped,
-// "properties" always present (null when the request has none).
+// A request tool as it reaches the template through Ollama's Go structs (api/types.go:
+// ToolFunctionParameters keys in struct order, unknown keys dropped, "properties" null
+// when absent) and llama-server (common_chat_tools_to_json_oaicompat: type "function",
+// name, description ("" when none), parameters).
 static json_t *go_tool(const json_t *t)
 {
-    static const char *const tool_keys[] = {"type", "items", NULL};
-    static const char *const fn_keys[] = {"name", "description", NULL};
     static const char *const param_keys[] = {"type", "$defs", "items", "required", NULL};
     json_t *fn = json_object_get(t, "function"), *pa = json_object_get(fn, "parameters");
     json_t *params = ordered(pa, param_keys, NULL);
     json_t *props = json_object_get(pa, "properties");
     json_object_set_new(params, "properties",
                         json_is_object(props) ? go_properties(props) : json_null());
-    json_t *f = ordered(fn, fn_keys, NULL);
-    json_object_set_new(f, "parameters", params);
-    json_t *out = ordered(t, tool_keys, NULL);
-    json_object_set_new(out, "function", f);
-    return out;
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    const char *desc = json_string_value(json_object_get(fn, "description"));
+    return json_pack("{s:s,s:{s:s,s:s,s:o}}", "type", "function", "function", "name",
+                     name ? name : "", "description", desc ? desc : "", "parameters", params);
 }
 
 static json_t *go_tools(const json_t *tools)

@@ -234,7 +234,10 @@ static void test_llama_server_templates(void **state)
     }
     json_t *cases = json_load_file(path, 0, NULL);
     assert_non_null(cases);
-    char list_path[1024];
+    char list_path[1024], more_path[1024];
+    json_t *more = json_load_file(
+        test_fixture(more_path, sizeof more_path, "jinja/llama-server-cases.json"), 0, NULL);
+    assert_non_null(more);
     char *list = read_file(test_fixture(list_path, sizeof list_path, "jinja/llama-server.txt"));
     assert_non_null(list);
     int n_templates = 0;
@@ -249,24 +252,29 @@ static void test_llama_server_templates(void **state)
         assert_non_null(src);
         // The list records the capability the expectations were made with.
         assert_int_equal(jinja_chat_has_thinking(src), strcmp(thinks, "thinks") == 0);
-        snprintf(rel, sizeof rel, "jinja/%s.llama-server.json", name);
-        json_t *expected = json_load_file(test_fixture(ep, sizeof ep, rel), 0, NULL);
-        assert_non_null(expected);
-        assert_int_equal(json_array_size(expected), json_array_size(cases));
         struct jinja_template *t;
         struct err e = {0};
         if (jinja_parse(&t, src, strlen(src), &e) != 0)
             fail_msg("%s: %s", name, e.msg);
-        for (size_t i = 0; i < json_array_size(cases); i++)
-            render_llama_server_case(name, t, src, json_array_get(cases, i),
-                                     json_array_get(expected, i));
+        // The shared cases, then this repository's own (llama-server-cases.json).
+        for (int set = 0; set < 2; set++) {
+            snprintf(rel, sizeof rel, "jinja/%s%s.llama-server.json", name, set ? ".more" : "");
+            json_t *expected = json_load_file(test_fixture(ep, sizeof ep, rel), 0, NULL);
+            json_t *cs = set ? more : cases;
+            assert_non_null(expected);
+            assert_int_equal(json_array_size(expected), json_array_size(cs));
+            for (size_t i = 0; i < json_array_size(cs); i++)
+                render_llama_server_case(name, t, src, json_array_get(cs, i),
+                                         json_array_get(expected, i));
+            json_decref(expected);
+        }
         jinja_free(t);
-        json_decref(expected);
         free(src);
         n_templates++;
     }
     free(list);
     json_decref(cases);
+    json_decref(more);
     assert_int_equal(n_templates, 10);
 }
 
