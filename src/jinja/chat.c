@@ -223,12 +223,27 @@ static json_t *chat_context(const struct jinja_chat_req *req, json_t *messages, 
     json_object_set_new(ctx, "add_generation_prompt", json_true());
     json_object_set_new(ctx, "bos_token", json_string(req->bos_token ? req->bos_token : ""));
     json_object_set_new(ctx, "eos_token", json_string(req->eos_token ? req->eos_token : ""));
-    if (req->llama_server)
+    if (req->llama_server) {
         set_dates(ctx);
+        // llama-server's default kwarg preserve_reasoning=true and the variables
+        // templates read it by (caps_apply_preserve_reasoning): earlier turns keep
+        // their reasoning.
+        json_object_set_new(ctx, "preserve_reasoning", json_true());
+        json_object_set_new(ctx, "preserve_thinking", json_true());
+        json_object_set_new(ctx, "clear_thinking", json_false());
+        json_object_set_new(ctx, "truncate_history_thinking", json_false());
+        json_object_set_new(ctx, "drop_thinking", json_false());
+    }
     if (req->think.set) {
         json_object_set_new(ctx, "enable_thinking", json_boolean(req->think.on));
-        if (req->think.level && *req->think.level)
+        if (req->think.level && *req->think.level) {
             json_object_set_new(ctx, "reasoning_effort", json_string(req->think.level));
+            if (req->llama_server)  // caps_apply_reasoning_effort
+                json_object_set_new(ctx, "reasoning_strength", json_string(req->think.level));
+        }
+    } else if (req->llama_server) {
+        // llama-server always sets it: its default is on for a template that thinks.
+        json_object_set_new(ctx, "enable_thinking", json_boolean(req->think_default));
     }
     return ctx;
 }
@@ -258,6 +273,32 @@ static int render_once(const struct jinja_template *t, const struct jinja_chat_r
 
 // llama.cpp's supports_system_role: a system message's text reaches the output of a
 // small chat (a template that raises on the role, as Gemma 2's, does not support it).
+// llama-server's default for enable_thinking when the request does not set it: on when
+// the template's generation prompt reacts to it (a one-turn chat ends differently with
+// it on and off; Gemma 4 opens its thought channel, Nemotron its <think>).
+static bool supports_thinking(const struct jinja_template *t)
+{
+    json_t *msgs = json_loads("[{\"role\":\"user\",\"content\":\"test\"}]", 0, NULL);
+    struct buf on, off;
+    buf_init(&on, 1 << 20);
+    buf_init(&off, 1 << 20);
+    struct err e = {0};
+    struct jinja_chat_req r = {.bos_token = "", .eos_token = "", .llama_server = true};
+    r.think = (struct jinja_think){.set = true, .on = true};
+    int rc = render_once(t, &r, msgs, false, &on, &e);
+    r.think.on = false;
+    if (rc == 0)
+        rc = render_once(t, &r, msgs, false, &off, &e);
+    // The generation prompt (what follows the user's text) must change, as llama.cpp's
+    // reasoning detection looks at the assistant's opening, not at a system preamble.
+    const char *a = strstr(buf_cstr(&on), "test"), *b = strstr(buf_cstr(&off), "test");
+    bool differs = rc == 0 && a && b && strcmp(a, b) != 0;
+    buf_deinit(&on);
+    buf_deinit(&off);
+    json_decref(msgs);
+    return differs;
+}
+
 static bool supports_system_role(const struct jinja_template *t, const struct jinja_chat_req *req)
 {
     static const char probe[] = "[{\"role\":\"system\",\"content\":\"System message\"},"
@@ -335,7 +376,10 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
     json_t *messages = req->llama_server && !supports_system_role(t, req)
                            ? merge_system(req->messages)
                            : json_incref(req->messages);
-    int rc = render_chat(t, req, messages, out, e);
+    struct jinja_chat_req r = *req;
+    if (r.llama_server && !r.think.set)
+        r.think_default = supports_thinking(t);
+    int rc = render_chat(t, &r, messages, out, e);
     json_decref(messages);
     if (rc)
         return rc;

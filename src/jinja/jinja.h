@@ -80,9 +80,12 @@ struct jinja_chat_req {
     // llama.cpp's chat rules, as llama-server applies them to the body Ollama 0.33
     // builds: tools in Ollama's Go struct order (unknown keys dropped), tool-call
     // arguments as compact JSON strings unless the template reads them as an
-    // object, date_string / datetime set to today, and a system message merged
-    // into the next turn for templates without a system role.
+    // object, date_string / datetime set to today, a system message merged into
+    // the next turn for templates without a system role, and enable_thinking on
+    // when the request leaves think out and the template reacts to it (Gemma 4's
+    // <|think|>).
     bool llama_server;
+    bool think_default;  // set by jinja_chat_render: llama-server's enable_thinking default
 };
 
 // Renders a chat prompt as Ollama 0.33 feeds llama-server: messages with

@@ -278,6 +278,70 @@ static void test_llama_server_templates(void **state)
     assert_int_equal(n_templates, 10);
 }
 
+// Small templates of our own that isolate one llama-server rule each, with what
+// llama-server v0.5.0 rendered for them (shared/tools/llama_server_ref.py, tiny-phi3):
+// enable_thinking is always defined, and on by default only where the generation
+// prompt reacts to it; a template that refuses the system role gets it merged into
+// the next turn; earlier turns keep their reasoning (preserve_reasoning); date_string.
+static void test_llama_server_rules(void **state)
+{
+    (void)state;
+    static const char *const msgs[] = {
+        "[{\"role\":\"user\",\"content\":\"Hi\"}]",
+        "[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"Hi\"}]",
+        "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":"
+        "\"<think>pondering</think>Hello!\"},{\"role\":\"user\",\"content\":\"Again\"}]",
+    };
+    static const struct {
+        const char *src;
+        int msgs, think;  // think: -1 unset, 0 off
+        const char *want;
+    } cases[] = {
+        {"{%- if enable_thinking %}<|think|>{% endif %}{%- for m in messages %}<{{ m.role }}>"
+         "{{ m.content }}{% endfor %}{% if add_generation_prompt %}<model>{% endif %}",
+         0, -1, "<user>Hi<model>"},
+        {"{{ enable_thinking }}|{% for m in messages %}{{ m.content }}{% endfor %}", 2, -1,
+         "False|Hi<think>pondering</think>Hello!Again"},
+        {"{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system') }}"
+         "{% endif %}[{{ m.role }}]{{ m.content }}{% endfor %}",
+         1, -1, "[user]S\nHi"},
+        {"{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if "
+         "add_generation_prompt %}<model>{% if enable_thinking %}<think>{% else %}<think></think>"
+         "{% endif %}{% endif %}",
+         0, -1, "<user>Hi<model><think>"},
+        {"{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if "
+         "add_generation_prompt %}<model>{% if enable_thinking %}<think>{% else %}<think></think>"
+         "{% endif %}{% endif %}",
+         0, 0, "<user>Hi<model><think></think>"},
+        {"{% for m in messages %}{% if truncate_history_thinking is defined and not "
+         "truncate_history_thinking %}K{% endif %}{{ m.content }}|{% endfor %}{{ date_string }}",
+         2, -1, "KHi|K<think>pondering</think>Hello!|KAgain|@TODAY@"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct jinja_template *t;
+        struct err e = {0};
+        assert_int_equal(jinja_parse(&t, cases[i].src, strlen(cases[i].src), &e), 0);
+        json_t *m = json_loads(msgs[cases[i].msgs], 0, NULL);
+        struct jinja_chat_req req = {.messages = m,
+                                     .think = {.set = cases[i].think >= 0},
+                                     .bos_token = "<s>",
+                                     .eos_token = "<|endoftext|>",
+                                     .tokenizer_adds_bos = true,
+                                     .llama_server = true};
+        struct buf out;
+        buf_init(&out, 0);
+        if (jinja_chat_render(t, &req, &out, &e) != 0)
+            fail_msg("case %zu: %s", i, e.msg);
+        char *want = with_today(cases[i].want);
+        if (strcmp(buf_cstr(&out), want) != 0)
+            fail_msg("case %zu:\n got  [%s]\n want [%s]", i, buf_cstr(&out), want);
+        free(want);
+        buf_deinit(&out);
+        json_decref(m);
+        jinja_free(t);
+    }
+}
+
 // Splits s in place at "\n====\n"; returns the number of parts.
 static size_t split_cases(char *s, char **parts, size_t max)
 {
@@ -634,13 +698,21 @@ static void test_capabilities(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chat_templates), cmocka_unit_test(test_llama_server_templates),
-        cmocka_unit_test(test_language_cases), cmocka_unit_test(test_bos_strip),
-        cmocka_unit_test(test_chat_context),   cmocka_unit_test(test_expressions),
-        cmocka_unit_test(test_statements),     cmocka_unit_test(test_whitespace),
-        cmocka_unit_test(test_filters),        cmocka_unit_test(test_tests_and_methods),
-        cmocka_unit_test(test_mutation),       cmocka_unit_test(test_undefined),
-        cmocka_unit_test(test_errors),         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_chat_templates),
+        cmocka_unit_test(test_llama_server_templates),
+        cmocka_unit_test(test_llama_server_rules),
+        cmocka_unit_test(test_language_cases),
+        cmocka_unit_test(test_bos_strip),
+        cmocka_unit_test(test_chat_context),
+        cmocka_unit_test(test_expressions),
+        cmocka_unit_test(test_statements),
+        cmocka_unit_test(test_whitespace),
+        cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_tests_and_methods),
+        cmocka_unit_test(test_mutation),
+        cmocka_unit_test(test_undefined),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_capabilities),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
