@@ -5,6 +5,7 @@
 // (server/images.go, chatTemplateCapabilities).
 #include "jinja/internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -271,8 +272,15 @@ static int render_once(const struct jinja_template *t, const struct jinja_chat_r
     return rc;
 }
 
-// llama.cpp's supports_system_role: a system message's text reaches the output of a
-// small chat (a template that raises on the role, as Gemma 2's, does not support it).
+// The last occurrence of needle in s, or NULL.
+static const char *last_of(const char *s, const char *needle)
+{
+    const char *last = NULL;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        last = p;
+    return last;
+}
+
 // llama-server's default for enable_thinking when the request does not set it: on when
 // the template's generation prompt reacts to it (a one-turn chat ends differently with
 // it on and off; Gemma 4 opens its thought channel, Nemotron its <think>).
@@ -291,7 +299,7 @@ static bool supports_thinking(const struct jinja_template *t)
         rc = render_once(t, &r, msgs, false, &off, &e);
     // The generation prompt (what follows the user's text) must change, as llama.cpp's
     // reasoning detection looks at the assistant's opening, not at a system preamble.
-    const char *a = strstr(buf_cstr(&on), "test"), *b = strstr(buf_cstr(&off), "test");
+    const char *a = last_of(buf_cstr(&on), "test"), *b = last_of(buf_cstr(&off), "test");
     bool differs = rc == 0 && a && b && strcmp(a, b) != 0;
     buf_deinit(&on);
     buf_deinit(&off);
@@ -299,7 +307,9 @@ static bool supports_thinking(const struct jinja_template *t)
     return differs;
 }
 
-static bool supports_system_role(const struct jinja_template *t, const struct jinja_chat_req *req)
+// llama.cpp's supports_system_role: a system message's text reaches the output of a
+// small chat (a template that raises on the role, as Gemma 2's, does not support it).
+static bool supports_system_role(const struct jinja_template *t)
 {
     static const char probe[] = "[{\"role\":\"system\",\"content\":\"System message\"},"
                                 "{\"role\":\"user\",\"content\":\"User message\"}]";
@@ -308,12 +318,25 @@ static bool supports_system_role(const struct jinja_template *t, const struct ji
     struct buf out;
     buf_init(&out, 1 << 20);
     struct err e = {0};
-    (void)req;
     bool ok = render_once(t, &r, msgs, false, &out, &e) == 0 &&
               strstr(buf_cstr(&out), "System message") != NULL;
     buf_deinit(&out);
     json_decref(msgs);
     return ok;
+}
+
+// The template's llama-server capabilities, probed on its first chat and kept with it
+// (templates are shared between requests; two first chats may both probe, alike).
+static unsigned llama_caps(const struct jinja_template *t)
+{
+    _Atomic unsigned *slot = &((struct jinja_template *)t)->llama_caps;
+    unsigned caps = atomic_load(slot);
+    if (caps & JINJA_CAPS_PROBED)
+        return caps;
+    caps = JINJA_CAPS_PROBED | (supports_system_role(t) ? JINJA_CAPS_SYSTEM : 0) |
+           (supports_thinking(t) ? JINJA_CAPS_THINKING : 0);
+    atomic_store(slot, caps);
+    return caps;
 }
 
 // llama.cpp's workaround for templates without a system role: a leading system message
@@ -373,12 +396,12 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
     if (!json_is_array(req->messages))
         return err_set(e, ERR_INVALID, "messages must be an array");
     size_t start = out->len;
-    json_t *messages = req->llama_server && !supports_system_role(t, req)
-                           ? merge_system(req->messages)
-                           : json_incref(req->messages);
+    unsigned caps = req->llama_server ? llama_caps(t) : JINJA_CAPS_SYSTEM;
+    json_t *messages =
+        !(caps & JINJA_CAPS_SYSTEM) ? merge_system(req->messages) : json_incref(req->messages);
     struct jinja_chat_req r = *req;
     if (r.llama_server && !r.think.set)
-        r.think_default = supports_thinking(t);
+        r.think_default = caps & JINJA_CAPS_THINKING;
     int rc = render_chat(t, &r, messages, out, e);
     json_decref(messages);
     if (rc)

@@ -212,7 +212,11 @@ struct jinja_template {
     struct arena arena;  // tokens, nodes, literal strings
     struct jnodes root;
     struct jtokens toks;
+    // llama-server's capability probes of the template, made once (chat.c):
+    // JINJA_CAPS_* bits, 0 until probed.
+    _Atomic unsigned llama_caps;
 };
+enum { JINJA_CAPS_PROBED = 1, JINJA_CAPS_SYSTEM = 2, JINJA_CAPS_THINKING = 4 };
 
 int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, struct err *e);
 
