@@ -307,14 +307,22 @@ static bool supports_thinking(const struct jinja_template *t)
     return differs;
 }
 
-// llama.cpp's supports_system_role: a system message's text reaches the output of a
-// small chat (a template that raises on the role, as Gemma 2's, does not support it).
-static bool supports_system_role(const struct jinja_template *t)
+// llama.cpp's supports_system_role: the template reads a system message's text. Without
+// llama.cpp's usage tracking: a small chat renders, and the text reaches the output,
+// with or without a tool offered (Firefunction shows it only next to its functions). A
+// template that raises on the role, as Gemma 2's, does not support it.
+static bool system_probe(const struct jinja_template *t, bool with_tool)
 {
     static const char probe[] = "[{\"role\":\"system\",\"content\":\"System message\"},"
                                 "{\"role\":\"user\",\"content\":\"User message\"}]";
-    json_t *msgs = json_loads(probe, 0, NULL);
-    struct jinja_chat_req r = {.bos_token = "", .eos_token = ""};
+    static const char tool[] = "[{\"type\":\"function\",\"function\":{\"name\":\"tool1\","
+                               "\"description\":\"Tool description\",\"parameters\":{\"type\":"
+                               "\"object\",\"properties\":{\"arg\":{\"type\":\"string\"}},"
+                               "\"required\":[\"arg\"]}}}]";
+    json_t *msgs = json_loads(probe, 0, NULL),
+           *tools = with_tool ? json_loads(tool, 0, NULL) : NULL;
+    struct jinja_chat_req r = {
+        .tools = tools, .bos_token = "", .eos_token = "", .llama_server = true};
     struct buf out;
     buf_init(&out, 1 << 20);
     struct err e = {0};
@@ -322,7 +330,13 @@ static bool supports_system_role(const struct jinja_template *t)
               strstr(buf_cstr(&out), "System message") != NULL;
     buf_deinit(&out);
     json_decref(msgs);
+    json_decref(tools);
     return ok;
+}
+
+static bool supports_system_role(const struct jinja_template *t)
+{
+    return system_probe(t, false) || system_probe(t, true);
 }
 
 // The template's llama-server capabilities, probed on its first chat and kept with it
@@ -361,6 +375,33 @@ static json_t *merge_system(json_t *messages)
     return out;
 }
 
+// Whether the output shows tool-call arguments as a Python dict. Under llama-server's
+// rules only the arguments' own repr counts ("{'city'"), as a template's text may quote
+// a dict of its own; otherwise any "{'" does (Jinja2's reference).
+static bool prints_dict(json_t *messages, const char *out, bool llama_server)
+{
+    if (!llama_server)
+        return strstr(out, "{'") != NULL;
+    size_t i, j;
+    json_t *m, *c;
+    json_array_foreach(messages, i, m)
+    {
+        json_array_foreach(json_object_get(m, "tool_calls"), j, c)
+        {
+            json_t *args = json_object_get(json_object_get(c, "function"), "arguments");
+            void *it = json_object_iter(args);
+            if (!it)
+                continue;
+            char *needle = xasprintf("{'%s'", json_object_iter_key(it));
+            bool found = strstr(out, needle) != NULL;
+            free(needle);
+            if (found)
+                return true;
+        }
+    }
+    return false;
+}
+
 static int render_chat(const struct jinja_template *t, const struct jinja_chat_req *req,
                        json_t *messages, struct buf *out, struct err *e)
 {
@@ -371,7 +412,7 @@ static int render_chat(const struct jinja_template *t, const struct jinja_chat_r
     // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
     // needs an object).
     bool retry = has_tool_calls(messages) && rc != ERR_TOO_LARGE &&
-                 (rc || memmem(buf_cstr(out) + start, out->len - start, "{'", 2));
+                 (rc || prints_dict(messages, buf_cstr(out) + start, req->llama_server));
     if (retry) {
         struct buf second;
         buf_init(&second, out->max_len);

@@ -265,6 +265,7 @@ struct jv_json_opts {
     int indent;  // < 0: none
     const char *item_sep, *key_sep;
     bool sort_keys;
+    bool ensure_ascii;  // non-ASCII as \uXXXX (surrogate pairs past U+FFFF)
 };
 int jv_to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o, struct buf *b);
 int jv_from_json(struct jrender *r, json_t *j, struct jv *out);

@@ -291,6 +291,7 @@ static void test_llama_server_rules(void **state)
         "[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"Hi\"}]",
         "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":"
         "\"<think>pondering</think>Hello!\"},{\"role\":\"user\",\"content\":\"Again\"}]",
+        "[{\"role\":\"user\",\"content\":\"\\u00e9 \\ud83d\\ude00\"}]",
     };
     static const struct {
         const char *src;
@@ -316,6 +317,18 @@ static void test_llama_server_rules(void **state)
         {"{% for m in messages %}{% if truncate_history_thinking is defined and not "
          "truncate_history_thinking %}K{% endif %}{{ m.content }}|{% endfor %}{{ date_string }}",
          2, -1, "KHi|K<think>pondering</think>Hello!|KAgain|@TODAY@"},
+        // none iterates as nothing, tojson(ensure_ascii=True), string + undefined is the string
+        // (and the template reads the system text: no merge).
+        {"{%- if not tools is defined %}{% set tools = none %}{% endif %}{{ tools | "
+         "selectattr('type', 'equalto', 'x') | list | length }}|{{ messages[0].content | "
+         "tojson(ensure_ascii=True) }}|{% if messages[0].role == 'system' %}{{ "
+         "messages[0].content + suffix }}{% endif %}",
+         3, -1, "0|\"\\u00e9 \\ud83d\\ude00\"|"},
+        {"{%- if not tools is defined %}{% set tools = none %}{% endif %}{{ tools | "
+         "selectattr('type', 'equalto', 'x') | list | length }}|{{ messages[0].content | "
+         "tojson(ensure_ascii=True) }}|{% if messages[0].role == 'system' %}{{ "
+         "messages[0].content + suffix }}{% endif %}",
+         1, -1, "0|\"S\"|S"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct jinja_template *t;
