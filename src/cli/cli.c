@@ -182,6 +182,10 @@ const struct cli_command cli_commands[] = {
      false},
     {"agent", NULL, "agent MODEL [flags]", "Chat with a local agent that can use tools", 1, 1,
      flags_agent, env_host_only, cli_cmd_agent, true},
+    // Ollama's hidden spellings of signin / signout.
+    {"login", NULL, "login", "Sign in to ollama.com", 0, 0, NULL, NULL, cli_cmd_no_cloud, true},
+    {"logout", NULL, "logout", "Sign out from ollama.com", 0, 0, NULL, NULL, cli_cmd_no_cloud,
+     true},
     {"runner", NULL, "runner [flags]", "Run a model runner (internal)", 0, -1, flags_runner, NULL,
      cmd_runner, true},
     {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, false},
@@ -332,8 +336,39 @@ static int cmd_version(void)
     return 0;
 }
 
+// The root command's own flags (Ollama 0.33: --verbose, --nowordwrap, for its
+// interactive start). As cobra does, flags before a command name are that
+// command's: `ollama --verbose run m` is `ollama run m --verbose`.
+static bool is_root_flag(const char *arg)
+{
+    static const char *const names[] = {"--verbose", "--nowordwrap"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        size_t n = strlen(names[i]);
+        if (!strncmp(arg, names[i], n) && (arg[n] == 0 || arg[n] == '='))
+            return true;
+    }
+    return false;
+}
+
+// Moves the leading root flags after the command name (when there is one).
+// Returns the number of root flags moved or consumed.
+static int hoist_root_flags(int argc, char **argv)
+{
+    int n = 0;
+    while (1 + n < argc && is_root_flag(argv[1 + n]))
+        n++;
+    if (n == 0 || 1 + n >= argc)
+        return n;
+    char *cmd = argv[1 + n];
+    memmove(argv + 2, argv + 1, (size_t)n * sizeof(char *));
+    argv[1] = cmd;
+    return n;
+}
+
 int cli_main(int argc, char **argv)
 {
+    if (hoist_root_flags(argc, argv) == argc - 1)
+        argc = 1;  // only root flags: the bare command
     if (argc < 2) {
         // A terminal gets the launcher menu (0.33's runInteractiveTUI).
         if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))

@@ -48,8 +48,10 @@ void cli_print_usage(FILE *out)
         if (!c->hidden)
             fprintf(out, "  %-11s %s\n", c->name, c->short_help);
     fprintf(out, "  %-11s %s\n", "help", "Help about any command");
-    fprintf(out, "\nFlags:\n  -h, --help      help for ollama\n"
-                 "  -v, --version   Show version information\n\n"
+    fprintf(out, "\nFlags:\n  -h, --help         help for ollama\n"
+                 "      --nowordwrap   Don't wrap words to the next line automatically\n"
+                 "      --verbose      Show timings for response\n"
+                 "  -v, --version      Show version information\n\n"
                  "Use \"ollama [command] --help\" for more information about a command.\n");
 }
 

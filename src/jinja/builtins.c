@@ -476,7 +476,8 @@ static int f_tojson(struct jrender *r, int line, struct jv in, const struct jcal
                                  indent.t == JV_INT ? (int)(indent.u.i > 64 ? 64 : indent.u.i) : -1,
                              .item_sep = indent.t == JV_INT ? "," : ", ",
                              .key_sep = ": ",
-                             .sort_keys = jv_truthy(jr_arg(c, 99, "sort_keys"))};
+                             .sort_keys = jv_truthy(jr_arg(c, 99, "sort_keys")),
+                             .ensure_ascii = jv_truthy(jr_arg(c, 99, "ensure_ascii"))};
     if (seps.t == JV_LIST && seps.u.l->n == 2 && seps.u.l->items[0].t == JV_STR &&
         seps.u.l->items[1].t == JV_STR) {
         // the separators live in the arena; NUL-terminate copies

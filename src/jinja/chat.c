@@ -5,7 +5,10 @@
 // (server/images.go, chatTemplateCapabilities).
 #include "jinja/internal.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static bool contains(const char *text, const char *needle)
 {
@@ -38,8 +41,9 @@ bool jinja_chat_has_tool_round_trip(const char *text)
                      contains(text, "message.role == \"tool\"") || contains(text, "ipython"));
 }
 
-// Python's json.dumps(v, ensure_ascii=False) as a JSON string value.
-static json_t *jinja_json_dumps(json_t *v)
+// Python's json.dumps(v, ensure_ascii=False) as a JSON string value; compact:
+// separators (",", ":"), as Ollama sends tool-call arguments to llama-server.
+static json_t *jinja_json_dumps(json_t *v, bool compact)
 {
     struct arena a;
     arena_init(&a, 64u << 20);
@@ -51,7 +55,8 @@ static json_t *jinja_json_dumps(json_t *v)
     struct jv jv;
     struct buf b;
     buf_init(&b, 64u << 20);
-    struct jv_json_opts o = {.indent = -1, .item_sep = ", ", .key_sep = ": "};
+    struct jv_json_opts o = {
+        .indent = -1, .item_sep = compact ? "," : ", ", .key_sep = compact ? ":" : ": "};
     json_t *out = NULL;
     if (jv_from_json(&r, v, &jv) == 0 && jv_to_json(&r, jv, &o, &b) == 0)
         out = json_stringn(b.data ? b.data : "", b.len);
@@ -66,8 +71,8 @@ static bool nonempty_str(json_t *v)
 }
 
 // One API message as llama-server's chat endpoint receives it. string_args:
-// tool-call arguments as a JSON string instead of an object.
-static json_t *chat_message(json_t *m, bool string_args)
+// tool-call arguments as a JSON string instead of an object (compact: llama-server's).
+static json_t *chat_message(json_t *m, bool string_args, bool compact)
 {
     json_t *out = json_object();
     json_t *content = json_object_get(m, "content");
@@ -100,7 +105,7 @@ static json_t *chat_message(json_t *m, bool string_args)
             else
                 json_incref(args);
             if (string_args) {
-                json_t *str = jinja_json_dumps(args);
+                json_t *str = jinja_json_dumps(args, compact);
                 json_decref(args);
                 args = str;
             }
@@ -113,24 +118,133 @@ static json_t *chat_message(json_t *m, bool string_args)
     return out;
 }
 
-static json_t *chat_context(const struct jinja_chat_req *req, bool string_args)
+// Keys of o in the order given, skipping absent, null, "" and [] values (Go's
+// omitempty on Ollama's structs); each value through f when set.
+static json_t *ordered(const json_t *o, const char *const *keys, json_t *(*f)(const json_t *))
+{
+    json_t *out = json_object();
+    for (size_t i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(o, keys[i]);
+        if (!v || json_is_null(v) || (json_is_string(v) && !json_string_length(v)) ||
+            (json_is_array(v) && !json_array_size(v)))
+            continue;
+        json_object_set_new(out, keys[i], f ? f(v) : json_incref(v));
+    }
+    return out;
+}
+
+// A property map through Go's ToolProperty (anyOf, type, items, description, enum,
+// properties, required), recursively.
+static json_t *go_property(const json_t *p);
+
+static json_t *go_properties(const json_t *props)
+{
+    json_t *out = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)props, k, v) json_object_set_new(out, k, go_property(v));
+    return out;
+}
+
+static json_t *go_any_of(const json_t *list)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) json_array_append_new(out, go_property(v));
+    return out;
+}
+
+static json_t *go_property(const json_t *p)
+{
+    static const char *const keys[] = {"anyOf", "type",       "items",    "description",
+                                       "enum",  "properties", "required", NULL};
+    json_t *out = ordered(p, keys, NULL);
+    json_t *any = json_object_get(out, "anyOf");
+    if (any)
+        json_object_set_new(out, "anyOf", go_any_of(any));
+    json_t *props = json_object_get(out, "properties");
+    if (props)
+        json_object_set_new(out, "properties", go_properties(props));
+    return out;
+}
+
+// A request tool as it reaches the template through Ollama's Go structs (api/types.go:
+// ToolFunctionParameters keys in struct order, unknown keys dropped, "properties" null
+// when absent) and llama-server (common_chat_tools_to_json_oaicompat: type "function",
+// name, description ("" when none), parameters).
+static json_t *go_tool(const json_t *t)
+{
+    static const char *const param_keys[] = {"type", "$defs", "items", "required", NULL};
+    json_t *fn = json_object_get(t, "function"), *pa = json_object_get(fn, "parameters");
+    json_t *params = ordered(pa, param_keys, NULL);
+    json_t *props = json_object_get(pa, "properties");
+    json_object_set_new(params, "properties",
+                        json_is_object(props) ? go_properties(props) : json_null());
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    const char *desc = json_string_value(json_object_get(fn, "description"));
+    return json_pack("{s:s,s:{s:s,s:s,s:o}}", "type", "function", "function", "name",
+                     name ? name : "", "description", desc ? desc : "", "parameters", params);
+}
+
+static json_t *go_tools(const json_t *tools)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) json_array_append_new(out, go_tool(t));
+    return out;
+}
+
+// Today's date as llama.cpp's chat context carries it (local time).
+static void set_dates(json_t *ctx)
+{
+    char date[64], datetime[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(date, sizeof date, "%d %b %Y", &tm);
+    strftime(datetime, sizeof datetime, "%b %d %Y", &tm);
+    json_object_set_new(ctx, "datetime", json_string(datetime));
+    json_object_set_new(ctx, "date_string", json_string(date));
+}
+
+static json_t *chat_context(const struct jinja_chat_req *req, json_t *messages, bool string_args)
 {
     json_t *ctx = json_object();
     json_t *msgs = json_array();
     size_t i;
     json_t *m;
-    json_array_foreach(req->messages, i, m)
-        json_array_append_new(msgs, chat_message(m, string_args));
+    json_array_foreach(messages, i, m)
+        json_array_append_new(msgs, chat_message(m, string_args, req->llama_server));
     json_object_set_new(ctx, "messages", msgs);
     if (json_is_array(req->tools) && json_array_size(req->tools) > 0)
-        json_object_set(ctx, "tools", req->tools);
+        json_object_set_new(ctx, "tools",
+                            req->llama_server ? go_tools(req->tools) : json_incref(req->tools));
     json_object_set_new(ctx, "add_generation_prompt", json_true());
     json_object_set_new(ctx, "bos_token", json_string(req->bos_token ? req->bos_token : ""));
     json_object_set_new(ctx, "eos_token", json_string(req->eos_token ? req->eos_token : ""));
+    if (req->llama_server) {
+        set_dates(ctx);
+        // llama-server's default kwarg preserve_reasoning=true and the variables
+        // templates read it by (caps_apply_preserve_reasoning): earlier turns keep
+        // their reasoning.
+        json_object_set_new(ctx, "preserve_reasoning", json_true());
+        json_object_set_new(ctx, "preserve_thinking", json_true());
+        json_object_set_new(ctx, "clear_thinking", json_false());
+        json_object_set_new(ctx, "truncate_history_thinking", json_false());
+        json_object_set_new(ctx, "drop_thinking", json_false());
+    }
     if (req->think.set) {
         json_object_set_new(ctx, "enable_thinking", json_boolean(req->think.on));
-        if (req->think.level && *req->think.level)
+        if (req->think.level && *req->think.level) {
             json_object_set_new(ctx, "reasoning_effort", json_string(req->think.level));
+            if (req->llama_server)  // caps_apply_reasoning_effort
+                json_object_set_new(ctx, "reasoning_strength", json_string(req->think.level));
+        }
+    } else if (req->llama_server) {
+        // llama-server always sets it: its default is on for a template that thinks.
+        json_object_set_new(ctx, "enable_thinking", json_boolean(req->think_default));
     }
     return ctx;
 }
@@ -149,11 +263,171 @@ static bool has_tool_calls(json_t *messages)
 }
 
 static int render_once(const struct jinja_template *t, const struct jinja_chat_req *req,
-                       bool string_args, struct buf *out, struct err *e)
+                       json_t *messages, bool string_args, struct buf *out, struct err *e)
 {
-    json_t *ctx = chat_context(req, string_args);
-    int rc = jinja_render(t, ctx, NULL, out, e);
+    json_t *ctx = chat_context(req, messages, string_args);
+    struct jinja_limits lim = {.llama_cpp = req->llama_server};
+    int rc = jinja_render(t, ctx, &lim, out, e);
     json_decref(ctx);
+    return rc;
+}
+
+// The last occurrence of needle in s, or NULL.
+static const char *last_of(const char *s, const char *needle)
+{
+    const char *last = NULL;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        last = p;
+    return last;
+}
+
+// llama-server's default for enable_thinking when the request does not set it: on when
+// the template's generation prompt reacts to it (a one-turn chat ends differently with
+// it on and off; Gemma 4 opens its thought channel, Nemotron its <think>).
+static bool supports_thinking(const struct jinja_template *t)
+{
+    json_t *msgs = json_loads("[{\"role\":\"user\",\"content\":\"test\"}]", 0, NULL);
+    struct buf on, off;
+    buf_init(&on, 1 << 20);
+    buf_init(&off, 1 << 20);
+    struct err e = {0};
+    struct jinja_chat_req r = {.bos_token = "", .eos_token = "", .llama_server = true};
+    r.think = (struct jinja_think){.set = true, .on = true};
+    int rc = render_once(t, &r, msgs, false, &on, &e);
+    r.think.on = false;
+    if (rc == 0)
+        rc = render_once(t, &r, msgs, false, &off, &e);
+    // The generation prompt (what follows the user's text) must change, as llama.cpp's
+    // reasoning detection looks at the assistant's opening, not at a system preamble.
+    const char *a = last_of(buf_cstr(&on), "test"), *b = last_of(buf_cstr(&off), "test");
+    bool differs = rc == 0 && a && b && strcmp(a, b) != 0;
+    buf_deinit(&on);
+    buf_deinit(&off);
+    json_decref(msgs);
+    return differs;
+}
+
+// llama.cpp's supports_system_role: the template reads a system message's text. Without
+// llama.cpp's usage tracking: a small chat renders, and the text reaches the output,
+// with or without a tool offered (Firefunction shows it only next to its functions). A
+// template that raises on the role, as Gemma 2's, does not support it.
+static bool system_probe(const struct jinja_template *t, bool with_tool)
+{
+    static const char probe[] = "[{\"role\":\"system\",\"content\":\"System message\"},"
+                                "{\"role\":\"user\",\"content\":\"User message\"}]";
+    static const char tool[] = "[{\"type\":\"function\",\"function\":{\"name\":\"tool1\","
+                               "\"description\":\"Tool description\",\"parameters\":{\"type\":"
+                               "\"object\",\"properties\":{\"arg\":{\"type\":\"string\"}},"
+                               "\"required\":[\"arg\"]}}}]";
+    json_t *msgs = json_loads(probe, 0, NULL),
+           *tools = with_tool ? json_loads(tool, 0, NULL) : NULL;
+    struct jinja_chat_req r = {
+        .tools = tools, .bos_token = "", .eos_token = "", .llama_server = true};
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    struct err e = {0};
+    bool ok = render_once(t, &r, msgs, false, &out, &e) == 0 &&
+              strstr(buf_cstr(&out), "System message") != NULL;
+    buf_deinit(&out);
+    json_decref(msgs);
+    json_decref(tools);
+    return ok;
+}
+
+static bool supports_system_role(const struct jinja_template *t)
+{
+    return system_probe(t, false) || system_probe(t, true);
+}
+
+// The template's llama-server capabilities, probed on its first chat and kept with it
+// (templates are shared between requests; two first chats may both probe, alike).
+static unsigned llama_caps(const struct jinja_template *t)
+{
+    _Atomic unsigned *slot = &((struct jinja_template *)t)->llama_caps;
+    unsigned caps = atomic_load(slot);
+    if (caps & JINJA_CAPS_PROBED)
+        return caps;
+    caps = JINJA_CAPS_PROBED | (supports_system_role(t) ? JINJA_CAPS_SYSTEM : 0) |
+           (supports_thinking(t) ? JINJA_CAPS_THINKING : 0);
+    atomic_store(slot, caps);
+    return caps;
+}
+
+// llama.cpp's workaround for templates without a system role: a leading system message
+// goes in front of the next message's content ("\n" between), or is dropped when alone.
+static json_t *merge_system(json_t *messages)
+{
+    json_t *first = json_array_get(messages, 0);
+    const char *role = json_string_value(json_object_get(first, "role"));
+    if (!role || strcmp(role, "system") != 0)
+        return json_incref(messages);
+    json_t *out = json_array();
+    for (size_t i = 1; i < json_array_size(messages); i++)
+        json_array_append_new(out, json_copy(json_array_get(messages, i)));
+    json_t *next = json_array_get(out, 0);
+    if (next) {
+        const char *a = json_string_value(json_object_get(first, "content"));
+        const char *b = json_string_value(json_object_get(next, "content"));
+        char *joined = xasprintf("%s\n%s", a ? a : "", b ? b : "");
+        json_object_set_new(next, "content", json_string(joined));
+        free(joined);
+    }
+    return out;
+}
+
+// Whether the output shows tool-call arguments as a Python dict. Under llama-server's
+// rules only the arguments' own repr counts ("{'city'"), as a template's text may quote
+// a dict of its own; otherwise any "{'" does (Jinja2's reference).
+static bool prints_dict(json_t *messages, const char *out, bool llama_server)
+{
+    if (!llama_server)
+        return strstr(out, "{'") != NULL;
+    size_t i, j;
+    json_t *m, *c;
+    json_array_foreach(messages, i, m)
+    {
+        json_array_foreach(json_object_get(m, "tool_calls"), j, c)
+        {
+            json_t *args = json_object_get(json_object_get(c, "function"), "arguments");
+            void *it = json_object_iter(args);
+            if (!it)
+                continue;
+            char *needle = xasprintf("{'%s'", json_object_iter_key(it));
+            bool found = strstr(out, needle) != NULL;
+            free(needle);
+            if (found)
+                return true;
+        }
+    }
+    return false;
+}
+
+static int render_chat(const struct jinja_template *t, const struct jinja_chat_req *req,
+                       json_t *messages, struct buf *out, struct err *e)
+{
+    size_t start = out->len;
+    struct err first = {0};
+    int rc = render_once(t, req, messages, false, out, &first);
+    // Object arguments first; a template that fails on them, or prints them as a Python dict,
+    // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
+    // needs an object).
+    bool retry = has_tool_calls(messages) && rc != ERR_TOO_LARGE &&
+                 (rc || prints_dict(messages, buf_cstr(out) + start, req->llama_server));
+    if (retry) {
+        struct buf second;
+        buf_init(&second, out->max_len);
+        struct err e2 = {0};
+        int rc2 = render_once(t, req, messages, true, &second, &e2);
+        if (rc2 == 0) {
+            out->len = start;
+            if (out->data)
+                out->data[start] = 0;
+            rc = buf_append(out, second.data ? second.data : "", second.len);
+        }
+        buf_deinit(&second);
+    }
+    if (rc && e && !e->code)
+        *e = first.code ? first : (struct err){.code = rc};
     return rc;
 }
 
@@ -163,31 +437,16 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
     if (!json_is_array(req->messages))
         return err_set(e, ERR_INVALID, "messages must be an array");
     size_t start = out->len;
-    struct err first = {0};
-    int rc = render_once(t, req, false, out, &first);
-    // Object arguments first; a template that fails on them, or prints them as a Python dict,
-    // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
-    // needs an object).
-    bool retry = has_tool_calls(req->messages) && rc != ERR_TOO_LARGE &&
-                 (rc || memmem(buf_cstr(out) + start, out->len - start, "{'", 2));
-    if (retry) {
-        struct buf second;
-        buf_init(&second, out->max_len);
-        struct err e2 = {0};
-        int rc2 = render_once(t, req, true, &second, &e2);
-        if (rc2 == 0) {
-            out->len = start;
-            if (out->data)
-                out->data[start] = 0;
-            rc = buf_append(out, second.data ? second.data : "", second.len);
-        }
-        buf_deinit(&second);
-    }
-    if (rc) {
-        if (e && !e->code)
-            *e = first.code ? first : (struct err){.code = rc};
+    unsigned caps = req->llama_server ? llama_caps(t) : JINJA_CAPS_SYSTEM;
+    json_t *messages =
+        !(caps & JINJA_CAPS_SYSTEM) ? merge_system(req->messages) : json_incref(req->messages);
+    struct jinja_chat_req r = *req;
+    if (r.llama_server && !r.think.set)
+        r.think_default = caps & JINJA_CAPS_THINKING;
+    int rc = render_chat(t, &r, messages, out, e);
+    json_decref(messages);
+    if (rc)
         return rc;
-    }
     // The tokenizer adds BOS itself: a prompt that starts with the BOS text loses it.
     if (req->tokenizer_adds_bos && req->bos_token && *req->bos_token) {
         size_t n = strlen(req->bos_token);

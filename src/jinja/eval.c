@@ -162,8 +162,14 @@ static int eval_args(struct jrender *r, const struct jargs *a, struct jframe *f,
 static int getattr_value(struct jrender *r, int line, struct jv obj, const char *name, size_t n,
                          struct jv *out)
 {
+    if (obj.t == JV_UNDEF && r->lim.llama_cpp) {  // llama.cpp: undefined.x is undefined
+        *out = obj;
+        return 0;
+    }
     if (obj.t == JV_UNDEF)
         return undefined_error(r, line, obj);
+    if (obj.t == JV_FUNC && r->lim.llama_cpp)  // llama.cpp: a method has no attributes
+        return jr_fail(r, line, "Function has no builtins");
     if (obj.t == JV_DICT && obj.u.d->ns) {
         for (size_t i = 0; i < obj.u.d->n; i++)
             if (obj.u.d->keys[i].u.s.n == n && !memcmp(obj.u.d->keys[i].u.s.p, name, n)) {
@@ -191,6 +197,10 @@ static int getattr_value(struct jrender *r, int line, struct jv obj, const char 
 
 static int getitem_value(struct jrender *r, int line, struct jv obj, struct jv key, struct jv *out)
 {
+    if (r->lim.llama_cpp && (obj.t == JV_UNDEF || key.t == JV_UNDEF)) {
+        *out = obj.t == JV_UNDEF ? obj : key;  // llama.cpp: x[undefined] is undefined
+        return 0;
+    }
     if (obj.t == JV_UNDEF)
         return undefined_error(r, line, obj);
     if (key.t == JV_UNDEF)
@@ -578,6 +588,12 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
     int op = n->op;
     if (op == '~')
         return concat_values(r, a, b, out);
+    // llama.cpp: an undefined or none operand of "+" with a string is "".
+    bool a_null = a.t == JV_UNDEF || a.t == JV_NONE, b_null = b.t == JV_UNDEF || b.t == JV_NONE;
+    if (op == '+' && r->lim.llama_cpp && ((a_null && b.t == JV_STR) || (b_null && a.t == JV_STR))) {
+        *out = a_null ? b : a;
+        return 0;
+    }
     if (a.t == JV_UNDEF)
         return undefined_error(r, n->line, a);
     if (b.t == JV_UNDEF)

@@ -212,7 +212,11 @@ struct jinja_template {
     struct arena arena;  // tokens, nodes, literal strings
     struct jnodes root;
     struct jtokens toks;
+    // llama-server's capability probes of the template, made once (chat.c):
+    // JINJA_CAPS_* bits, 0 until probed.
+    _Atomic unsigned llama_caps;
 };
+enum { JINJA_CAPS_PROBED = 1, JINJA_CAPS_SYSTEM = 2, JINJA_CAPS_THINKING = 4 };
 
 int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, struct err *e);
 
@@ -261,6 +265,7 @@ struct jv_json_opts {
     int indent;  // < 0: none
     const char *item_sep, *key_sep;
     bool sort_keys;
+    bool ensure_ascii;  // non-ASCII as \uXXXX (surrogate pairs past U+FFFF)
 };
 int jv_to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o, struct buf *b);
 int jv_from_json(struct jrender *r, json_t *j, struct jv *out);

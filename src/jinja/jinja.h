@@ -32,6 +32,9 @@ struct jinja_limits {
     size_t max_memory_bytes;  // values built while rendering
     uint64_t max_steps;       // evaluated nodes and loop iterations
     int max_depth;            // nested macro calls and expression depth
+    // Not a limit but the dialect: llama.cpp's template engine, which concatenates
+    // an undefined or none value with a string as "" where Jinja2 raises.
+    bool llama_cpp;
 };
 #define JINJA_DEFAULT_MAX_OUTPUT (16u << 20)
 #define JINJA_DEFAULT_MAX_MEMORY (256u << 20)
@@ -74,6 +77,15 @@ struct jinja_chat_req {
     const char *bos_token;  // vocabulary texts ("" when none)
     const char *eos_token;
     bool tokenizer_adds_bos;  // strip a leading BOS text from the prompt
+    // llama.cpp's chat rules, as llama-server applies them to the body Ollama 0.33
+    // builds: tools in Ollama's Go struct order (unknown keys dropped), tool-call
+    // arguments as compact JSON strings unless the template reads them as an
+    // object, date_string / datetime set to today, a system message merged into
+    // the next turn for templates without a system role, and enable_thinking on
+    // when the request leaves think out and the template reacts to it (Gemma 4's
+    // <|think|>).
+    bool llama_server;
+    bool think_default;  // set by jinja_chat_render: llama-server's enable_thinking default
 };
 
 // Renders a chat prompt as Ollama 0.33 feeds llama-server: messages with

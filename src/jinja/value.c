@@ -4,6 +4,7 @@
 // render arena, whose cap bounds memory.
 #include "jinja/internal.h"
 
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,11 +456,31 @@ int jv_stringify(struct jrender *r, struct jv v, struct jv *out)
 // ---------------------------------------------------------------------------
 // JSON (Python's json.dumps with ensure_ascii=False)
 
-static int json_str(struct buf *b, const char *s, size_t n)
+// A non-ASCII character at s as \uXXXX (Python's ensure_ascii); *i moves past it.
+static int json_ascii_escape(struct buf *b, const char *s, size_t n, size_t *i)
+{
+    size_t len;
+    uint32_t cp = utf8_decode((const unsigned char *)s + *i, n - *i, &len);
+    if (cp == UTF8_INVALID) {  // not UTF-8: the byte as it is
+        return buf_append_char(b, s[*i]);
+    }
+    *i += len - 1;
+    if (cp < 0x10000)
+        return buf_printf(b, "\\u%04x", (unsigned)cp);
+    cp -= 0x10000;
+    return buf_printf(b, "\\u%04x\\u%04x", 0xd800u + ((unsigned)cp >> 10),
+                      0xdc00u + ((unsigned)cp & 0x3ff));
+}
+
+static int json_str(struct buf *b, const char *s, size_t n, bool ascii)
 {
     int rc = buf_append_char(b, '"');
     for (size_t i = 0; !rc && i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (ascii && c >= 0x80) {
+            rc = json_ascii_escape(b, s, n, &i);
+            continue;
+        }
         const char *esc = c == '"'    ? "\\\""
                           : c == '\\' ? "\\\\"
                           : c == '\n' ? "\\n"
@@ -543,13 +564,13 @@ static int key_to_json(struct jrender *r, struct jv key, const struct jv_json_op
                        struct buf *b, int level)
 {
     if (key.t == JV_STR)
-        return json_str(b, key.u.s.p, key.u.s.n);
+        return json_str(b, key.u.s.p, key.u.s.n, o->ensure_ascii);
     if (key.t == JV_INT || key.t == JV_FLOAT || key.t == JV_BOOL || key.t == JV_NONE) {
         struct buf kb;
         buf_init(&kb, 0);
         int rc = to_json(r, key, o, &kb, level + 1);
         if (!rc)
-            rc = json_str(b, kb.data, kb.len);
+            rc = json_str(b, kb.data, kb.len, o->ensure_ascii);
         buf_deinit(&kb);
         return rc;
     }
@@ -611,7 +632,7 @@ static int to_json(struct jrender *r, struct jv v, const struct jv_json_opts *o,
         jv_format_float(v.u.f, num, sizeof num);
         return buf_append_str(b, num);
     case JV_STR:
-        return json_str(b, v.u.s.p, v.u.s.n);
+        return json_str(b, v.u.s.p, v.u.s.n, o->ensure_ascii);
     case JV_LIST:
         return list_to_json(r, v.u.l, o, b, level);
     case JV_DICT:
@@ -690,6 +711,8 @@ int jv_from_json(struct jrender *r, json_t *j, struct jv *out)
 
 int jv_iterate(struct jrender *r, struct jv v, struct jv_list **out)
 {
+    if (v.t == JV_NONE && r->lim.llama_cpp)
+        v.t = JV_UNDEF;  // llama.cpp iterates none as nothing (Functionary's tools | selectattr)
     switch (v.t) {
     case JV_UNDEF:
         *out = jv_list_new(r, 0);

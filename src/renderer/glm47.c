@@ -94,10 +94,10 @@ int rnd_glm47_init(struct renderer_parser *p, json_t *last, const struct rendere
                    int variant, struct err *e)
 {
     (void)last;
-    (void)variant;
     (void)e;
-    // The prompt ends with <think> unless thinking is off.
-    p->state = think && think->set && !think->on ? G_LOOKING : G_THINKING;
+    // The prompt ends with <think> unless thinking is off; glm-ocr's (variant 1)
+    // never thinks.
+    p->state = variant == 1 || (think && think->set && !think->on) ? G_LOOKING : G_THINKING;
     return 0;
 }
 

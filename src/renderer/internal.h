@@ -89,6 +89,13 @@ int rnd_render_glm47(json_t *msgs, json_t *tools, const struct renderer_think *t
 int rnd_glm47_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                    int variant, struct err *e);
 int rnd_glm47_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
+int rnd_render_glmocr(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e);
+int rnd_render_qwen3vl(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                       struct buf *out, struct err *e);
+int rnd_qwen3vl_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
+                     int variant, struct err *e);
+int rnd_qwen3vl_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_render_nemotron(json_t *msgs, json_t *tools, const struct renderer_think *think,
                         int variant, struct buf *out, struct err *e);
 int rnd_render_cohere(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,

@@ -27,7 +27,9 @@
 
 #define Q35_TOOL_POSTAMBLE "\n</tools>\n\n" RND_QWEN_CALL_FORMAT
 
-enum { Q35 = 0, Q38 = 1 };
+// ornith (model/renderers/ornith.go) is qwen3.5 that always shows the
+// assistant's think block, as qwen3.8 does.
+enum { Q35 = 0, Q38 = 1, ORNITH = 2 };
 
 // strings.TrimSpace (Go's white space) into out.
 static void trim_into(struct buf *out, const char *s, size_t n)
@@ -346,7 +348,8 @@ int rnd_render_qwen35(json_t *msgs_in, json_t *tools, const struct renderer_thin
         if (strcmp(role, "user") == 0 || (strcmp(role, "system") == 0 && i != 0))
             buf_printf(out, IM_START "%s\n%s" IM_END "\n", role, content);
         else if (strcmp(role, "assistant") == 0)
-            render_assistant(out, m, content, variant == Q38 || (thinking && i > last_query),
+            render_assistant(out, m, content,
+                             variant == Q38 || variant == ORNITH || (thinking && i > last_query),
                              variant, prefill);
         else if (strcmp(role, "tool") == 0)
             render_tool_response(out, msgs, i, content);

@@ -10,11 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf/gguf.h"
-#include "renderer/renderer.h"
 #include "server/runner_client.h"
 #include "server/sched.h"
-#include "template/template.h"
 
 #define RUNNER_STOPPED_MSG                                                                         \
     "model runner has unexpectedly stopped, this may be due to resource limitations or an "        \
@@ -33,12 +30,11 @@ struct gen_job {
     json_t *options;  // merged (owned)
     bool keep_alive_set;
     int64_t keep_alive_ns;
-    struct template_think think;
+    struct prompt_think think;
     bool think_on;
-    json_t *format;  // borrowed from body (NULL: none)
-    json_t *tools;   // borrowed from body
-    struct template *tmpl;
-    struct store_prompt_choice pc;  // prompt source (prompt_source.c)
+    json_t *format;     // borrowed from body (NULL: none)
+    json_t *tools;      // borrowed from body
+    struct prompt *pr;  // the prompt's source, engine and output parser (prompt module)
     int n_ctx;
     bool want_context;
     bool logprobs;  // api.md §6.7
@@ -51,11 +47,9 @@ struct gen_job {
     struct buf prompt;
 
     // Output.
-    struct srv_req *req;    // non-streaming: the request to reply to
-    struct srv_stream *st;  // streaming
-    struct template_output_parser *parser;
-    struct renderer_choice builtin;   // RENDERER / PARSER / harmony (renderer module)
-    struct renderer_parser *bparser;  // the built-in parser, when one is chosen
+    struct srv_req *req;           // non-streaming: the request to reply to
+    struct srv_stream *st;         // streaming
+    struct prompt_parser *parser;  // owned by pr
     struct buf acc_content, acc_thinking;
     json_t *acc_calls;
     json_t *lp_pending;    // runner logprob entries not yet emitted (owned, may be NULL)
@@ -73,11 +67,8 @@ static void job_free(struct gen_job *j)
     store_model_free(j->m);
     json_decref(j->body);
     json_decref(j->options);
-    template_free(j->tmpl);
-    store_prompt_choice_deinit(&j->pc);
+    prompt_free(j->pr);
     buf_deinit(&j->prompt);
-    template_output_parser_free(j->parser);
-    renderer_parser_free(j->bparser);
     buf_deinit(&j->acc_content);
     buf_deinit(&j->acc_thinking);
     json_decref(j->acc_calls);
@@ -100,12 +91,11 @@ static bool has_capability(const struct store_model *m, const char *cap)
 // The trained context length of a GGUF (<arch>.context_length), or 0.
 static int trained_context(const char *path)
 {
-    struct gguf *g = NULL;
-    if (!path || gguf_open(&g, path, NULL) < 0)
+    struct prompt_facts f;
+    if (!prompt_facts_get(path, &f))
         return 0;
-    uint32_t n = 0;
-    gguf_get_arch_u32(g, "context_length", &n);
-    gguf_close(g);
+    int64_t n = f.context_length;
+    prompt_facts_deinit(&f);
     return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
@@ -130,27 +120,27 @@ static int effective_n_ctx(const struct server *srv, const json_t *options, cons
 }
 
 // "think": bool or level. Returns < 0 after setting e.
-static int parse_think(const json_t *body, struct template_think *t, struct err *e)
+static int parse_think(const json_t *body, struct prompt_think *t, struct err *e)
 {
     json_t *v = json_object_get(body, "think");
     memset(t, 0, sizeof(*t));
     if (!v || json_is_null(v))
         return 0;
-    t->think_set = true;
+    t->set = true;
     if (json_is_boolean(v)) {
-        t->think = json_is_true(v);
+        t->on = json_is_true(v);
         return 0;
     }
     if (json_is_string(v)) {
         const char *s = json_string_value(v);
         if (strcmp(s, "high") == 0 || strcmp(s, "medium") == 0 || strcmp(s, "low") == 0 ||
             strcmp(s, "max") == 0) {
-            t->think = true;
+            t->on = true;
             t->level = s;
             return 0;
         }
         if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) {
-            t->think = strcmp(s, "true") == 0;
+            t->on = strcmp(s, "true") == 0;
             return 0;
         }
         return err_set(e, ERR_INVALID,
@@ -329,10 +319,7 @@ static int on_runner_line(void *ctx, const json_t *line)
     buf_init(&thinking, 0);
     json_t *calls = json_array();
     struct err pe = {0};
-    int rc = j->bparser ? renderer_parser_add(j->bparser, piece, strlen(piece), false, &content,
-                                              &thinking, calls, &pe)
-                        : template_output_parser_add(j->parser, piece, strlen(piece), &thinking,
-                                                     &content, calls, &pe);
+    int rc = prompt_parser_add(j->parser, piece, strlen(piece), &content, &thinking, calls, &pe);
     if (rc < 0)
         rc = err_set(&j->run_err, ERR_INTERNAL, "%s", pe.msg);
     if (rc == 0)
@@ -409,11 +396,7 @@ static int run_completion(struct gen_job *j)
         buf_init(&content, 0);
         buf_init(&thinking, 0);
         json_t *calls = json_array();
-        if (j->bparser)
-            rc = renderer_parser_add(j->bparser, "", 0, true, &content, &thinking, calls,
-                                     &j->run_err);
-        else
-            template_output_parser_finish(j->parser, &thinking, &content, calls, NULL);
+        rc = prompt_parser_finish(j->parser, &content, &thinking, calls, &j->run_err);
         if (rc == 0)
             rc = emit(j, &content, &thinking, calls);
         else
@@ -471,69 +454,14 @@ static int64_t count_tokens(void *ctx, const char *text, size_t len, struct err 
     return n;
 }
 
-// The built-in renderer / parser path (renderer module): the parser is made
-// first (harmony renames the tools the prompt shows), then the prompt comes
-// from the named renderer, or from the template when only a parser is named.
-// Truncation drops the oldest non-system messages until the prompt fits.
-static int builtin_prompt(struct gen_job *j, json_t *msgs, struct err *e)
-{
-    struct renderer_think th = {j->think.think_set, j->think.think, j->think.level};
-    size_t n = json_array_size(msgs);
-    json_t *last = n ? json_array_get(msgs, n - 1) : NULL;
-    json_t *tools = j->chat ? j->tools : NULL;
-    int rc = 0;
-    if (j->builtin.parser && !j->raw) {
-        rc = renderer_parser_new(&j->bparser, j->builtin.parser, tools, j->chat ? last : NULL, &th,
-                                 e);
-        if (rc < 0)
-            return rc;
-    }
-    json_t *ptools = j->bparser ? renderer_parser_prompt_tools(j->bparser) : json_incref(tools);
-    bool truncate = !json_is_false(json_object_get(j->body, "truncate"));
-    size_t prefix = j->prompt.len;  // detokenized context, if any
-    for (size_t start = 0; start < n; start++) {
-        json_t *sub = json_array();
-        for (size_t i = 0; i < n; i++) {
-            json_t *m = json_array_get(msgs, i);
-            const char *role = json_string_value(json_object_get(m, "role"));
-            if (i >= start || (role && strcmp(role, "system") == 0))
-                json_array_append(sub, m);
-        }
-        j->prompt.len = prefix;
-        if (j->builtin.renderer) {
-            rc = renderer_render(j->builtin.renderer, sub, ptools, &th, &j->prompt, e);
-        } else {
-            struct template_prompt_req pr = {.messages = sub, .tools = ptools, .think = j->think};
-            rc = template_render_prompt(j->tmpl, &pr, &j->prompt, NULL, e);
-        }
-        json_decref(sub);
-        if (rc < 0 || !truncate || start + 1 >= n)
-            break;
-        int64_t nt = count_tokens(j, j->prompt.data + prefix, j->prompt.len - prefix, e);
-        if (nt < 0) {
-            rc = (int)nt;
-            break;
-        }
-        if (nt <= j->n_ctx)
-            break;
-    }
-    if (rc == 0 && j->prompt.data)
-        j->prompt.data[j->prompt.len] = 0;
-    json_decref(ptools);
-    return rc;
-}
-
+// The prompt (prompt module), after the deprecated `context` tokens of a
+// generate, detokenized by the runner and put first.
 static int render_prompt(struct gen_job *j, struct err *e)
 {
     const json_t *b = j->body;
-    const char *prompt = json_string_value(json_object_get(b, "prompt"));
-    const char *suffix = json_string_value(json_object_get(b, "suffix"));
-    if (j->raw) {
-        return buf_append_str(&j->prompt, prompt ? prompt : "");
-    }
-    // The deprecated `context` tokens are detokenized and put first.
     json_t *ctx = json_object_get(b, "context");
-    if (!j->chat && json_is_array(ctx) && json_array_size(ctx)) {
+    bool has_context = !j->chat && json_is_array(ctx) && json_array_size(ctx);
+    if (has_context && !j->raw) {
         json_t *req = json_pack("{s:O}", "tokens", ctx);
         json_t *out = NULL;
         int rc = runner_http_json(sched_runner_port(j->runner), "/detokenize", req, 30000, NULL,
@@ -545,7 +473,18 @@ static int render_prompt(struct gen_job *j, struct err *e)
         buf_append_str(&j->prompt, text ? text : "");
         json_decref(out);
     }
-    struct template_prompt_req pr = {
+    struct prompt_input in = {
+        .chat = j->chat,
+        .raw = j->raw,
+        .model_name = j->model_name,
+        .history = j->m->messages,
+        .model_system = j->m->system,
+        .messages = json_object_get(b, "messages"),
+        .system = json_string_value(json_object_get(b, "system")),
+        .prompt = json_string_value(json_object_get(b, "prompt")),
+        .suffix = json_string_value(json_object_get(b, "suffix")),
+        .images = json_object_get(b, "images"),
+        .has_context = has_context,
         .tools = j->tools,
         .think = j->think,
         .truncate = !json_is_false(json_object_get(b, "truncate")),
@@ -553,47 +492,10 @@ static int render_prompt(struct gen_job *j, struct err *e)
         .count = count_tokens,
         .count_ctx = j,
     };
-    json_t *msgs = NULL;
-    const char *system = json_string_value(json_object_get(b, "system"));
-    if (!system)
-        system = j->m->system;
-    if (j->chat) {
-        const char *open = NULL, *close = NULL;
-        bool strip = j->pc.source != STORE_PROMPT_CHAT_TEMPLATE &&
-                     template_thinking_tags(j->tmpl, &open, &close) &&
-                     (strstr(j->m->config.model_family ? j->m->config.model_family : "", "qwen3") ||
-                      strstr(j->model_name, "deepseek-r1"));
-        msgs = template_chat_messages(j->m->messages, json_object_get(b, "messages"), j->m->system,
-                                      strip, e);
-        if (!msgs)
-            return ERR_INVALID;
-    } else if (suffix && *suffix && prompt && *prompt) {
-        pr.prompt = prompt;
-        pr.suffix = suffix;
-    } else {
-        json_t *history = json_is_array(ctx) && json_array_size(ctx) ? NULL : j->m->messages;
-        msgs = template_generate_messages(system, history, prompt ? prompt : "",
-                                          json_object_get(b, "images"));
-    }
-    pr.messages = msgs;
-    int rc;
-    if (j->builtin.active && !pr.suffix) {
-        rc = builtin_prompt(j, msgs, e);
-    } else {
-        struct srv_prompt_req jr = {.pc = &j->pc,
-                                    .messages = msgs,
-                                    .tools = j->tools,
-                                    .think = j->think,
-                                    .truncate = pr.truncate,
-                                    .n_ctx = pr.n_ctx,
-                                    .count = count_tokens,
-                                    .count_ctx = j};
-        rc = srv_prompt_render(&jr, j->tmpl, &pr, &j->prompt, e);
-    }
-    json_decref(msgs);
+    int rc = prompt_render(j->pr, &in, &j->prompt, e);
     if (rc < 0)
         return rc;
-    if (log_enabled(LOG_DEBUG)) {
+    if (log_enabled(LOG_DEBUG) && !j->raw) {
         char *kv = xasprintf("prompt=%zu bytes", j->prompt.len);
         log_kv(LOG_DEBUG, kv, "%s request: %s", j->chat ? "chat" : "generate",
                buf_cstr(&j->prompt));
@@ -604,32 +506,6 @@ static int render_prompt(struct gen_job *j, struct err *e)
 
 // ---------------------------------------------------------------------------
 // Handler
-
-// Chooses the built-in renderer / parser (Ollama's order: RENDERER/PARSER,
-// then harmony for gpt-oss; "gemma4" becomes its small or large variant by
-// the model's name or size). A name this build does not have is an error for
-// the request, as Ollama's `unknown renderer "x"`. False after replying.
-static bool builtin_select(struct gen_job *j, struct srv_req *r)
-{
-    const struct store_config *c = &j->m->config;
-    renderer_select(c->renderer, c->parser, c->model_family, template_text(j->tmpl), &j->builtin);
-    j->builtin.renderer = renderer_resolve(j->builtin.renderer, j->m->display, c->model_type);
-    char msg[300];
-    if (j->builtin.renderer && !renderer_known(j->builtin.renderer)) {
-        snprintf(msg, sizeof(msg), "unknown renderer \"%s\"", j->builtin.renderer);
-        srv_reply_error(r, 500, msg);
-        return false;
-    }
-    if (j->builtin.parser && !renderer_parser_known(j->builtin.parser)) {
-        snprintf(msg, sizeof(msg), "unknown parser \"%s\"", j->builtin.parser);
-        srv_reply_error(r, 500, msg);
-        return false;
-    }
-    // harmony's Reasoning only knows low/medium/high.
-    if (j->builtin.harmony && j->think.level && strcmp(j->think.level, "max") == 0)
-        j->think.level = "high";
-    return true;
-}
 
 // Images anywhere in the request (generate images or chat message images).
 static bool has_images(const json_t *body, bool chat)
@@ -882,16 +758,16 @@ static bool completion_check_capabilities(struct gen_job *j, struct srv_req *r)
         return false;
     }
     bool can_think = has_capability(j->m, "thinking");
-    if (j->think.think_set && j->think.think && !can_think) {
+    if (j->think.set && j->think.on && !can_think) {
         snprintf(msg, sizeof(msg), "\"%s\" does not support thinking", name);
         srv_reply_error(r, 400, msg);
         return false;
     }
-    if (!j->think.think_set && can_think) {
-        j->think.think_set = true;
-        j->think.think = true;
+    if (!j->think.set && can_think) {
+        j->think.set = true;
+        j->think.on = true;
     }
-    j->think_on = j->think.think;
+    j->think_on = j->think.on;
     return true;
 }
 
@@ -908,29 +784,24 @@ static bool completion_options(struct gen_job *j, struct srv_req *r, struct err 
     return true;
 }
 
-// Prompt source (Ollama 0.33's order, store_prompt_choose); a request template is a Go
-// template. The Go template: the request's, the model's, or the plain default. Then the
-// built-in renderer and parser, if the model names them.
+// The prompt's source in Ollama 0.33's order, the Go template (the request's, the model's
+// or the plain default) and the built-in renderer and parser, if the model names them
+// (prompt_open). A template that does not parse is a 400, an unknown renderer a 500.
 static bool completion_template(struct gen_job *j, struct srv_req *r, struct err *e)
 {
     const char *ttext = json_string_value(json_object_get(j->body, "template"));
-    store_prompt_choose(j->m, &j->pc);
-    if (ttext && *ttext)
-        j->pc.source = STORE_PROMPT_GO_TEMPLATE;
-    if (log_enabled(LOG_DEBUG)) {
-        char *kv = xasprintf("model=%s selected=%s", j->model_name,
-                             store_prompt_source_name(j->m, j->pc.source));
-        log_kv(LOG_DEBUG, kv, "template selection");
-        free(kv);
-    }
-    if (!ttext || !*ttext)
-        ttext = j->m->template_text ? j->m->template_text : TEMPLATE_DEFAULT;
-    int rc = template_parse(&j->tmpl, ttext, strlen(ttext), e);
-    if (rc < 0) {
+    struct prompt_model pm;
+    store_prompt_model(j->m, &pm);
+    int rc = prompt_open(&j->pr, &pm, ttext, &j->think, e);
+    if (rc == ERR_INVALID) {
         srv_reply_err(r, ERR_INVALID, e);
         return false;
     }
-    return builtin_select(j, r);
+    if (rc < 0) {
+        srv_reply_error(r, 500, e->msg);
+        return false;
+    }
+    return true;
 }
 
 // Schedule: a runner for the model. An empty prompt or message list only loads the model,
@@ -986,9 +857,7 @@ static bool completion_render(struct gen_job *j, struct srv_req *r, struct err *
         reply_debug_render(j, r);
         return false;
     }
-    if (!j->bparser)  // else the built-in parser reads the output
-        j->parser =
-            srv_output_parser_new(&j->pc, j->tmpl, j->think_on, j->tools, buf_cstr(&j->prompt));
+    j->parser = prompt_parser(j->pr, j->think_on, j->tools, buf_cstr(&j->prompt));
     return true;
 }
 

@@ -9,7 +9,6 @@
 #include "httpd/httpd.h"
 #include "json/json.h"
 #include "store/store.h"
-#include "template/template.h"
 #include "server/server.h"
 #include "util/util.h"
 
@@ -154,30 +153,6 @@ int srv_openai_effort(const json_t *body, json_t **think, struct err *e);
 json_t *srv_forced_call_schema(const json_t *native_tools, const char *only);
 void srv_forced_call_from_content(json_t *native, const char *id_prefix);
 
-// Prompt sources (prompt_source.c), chosen by store_prompt_choose. A chat on
-// the GGUF Jinja chat template is rendered with the context Ollama 0.33 hands
-// llama-server and truncated like the Go path (oldest non-system messages
-// dropped until it fits n_ctx tokens).
-struct srv_prompt_req {
-    const struct store_prompt_choice *pc;
-    json_t *messages;  // the assembled chat (API messages)
-    json_t *tools;     // request tools, or NULL
-    struct template_think think;
-    bool truncate;
-    int64_t n_ctx;
-    template_count_fn count;  // NULL: no truncation
-    void *count_ctx;
-};
-// Renders the prompt from the chosen template source: the Jinja template (r;
-// messages NULL = suffix mode, which only the Go template renders), else the
-// Go template go with go_req. Built-in renderers and harmony are src/renderer's
-// and are handled before this.
-int srv_prompt_render(const struct srv_prompt_req *r, const struct template *go,
-                      const struct template_prompt_req *go_req, struct buf *out, struct err *e);
-// The output parser for the chosen source (thinking and tool calls).
-struct template_output_parser *srv_output_parser_new(const struct store_prompt_choice *pc,
-                                                     const struct template *go, bool think,
-                                                     json_t *tools, const char *prompt);
 // Field types of a request, checked as Go's decoder checks a struct: kind
 // 'S' string, 'I' integer, 'N' number, 'B' bool, 'A' array, 'O' object;
 // null or absent passes. A mismatch is ERR_INVALID with the decoder's wording.

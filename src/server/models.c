@@ -2,7 +2,6 @@
 // delete, create (streamed progress) and blob upload. Each handler is a thin
 // call into the store module; the store decides paths, digests and wording.
 #include "server/internal.h"
-#include "template/template.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -153,13 +152,7 @@ static void create_progress(void *ctx, const struct store_progress *p)
 static int create_template_check(void *ctx, const char *text, struct err *e)
 {
     (void)ctx;
-    struct template *t = NULL;
-    struct err pe = {0};
-    int rc = template_parse(&t, text, strlen(text), &pe);
-    template_free(t);
-    if (rc < 0)
-        return err_set(e, ERR_INVALID, "template error: %s", pe.msg);
-    return 0;
+    return prompt_go_template_check(text, e);
 }
 
 // A GGUF without a TEMPLATE: pick the built-in Go template matching its Jinja
@@ -168,13 +161,7 @@ static bool create_template_detect(void *ctx, const char *chat_template, const c
                                    const char **go_template, const char *const **stops)
 {
     (void)ctx;
-    const char *n = template_detect(chat_template, strlen(chat_template));
-    if (!n)
-        return false;
-    *name = n;
-    *go_template = template_builtin(n);
-    *stops = template_builtin_stops(n);
-    return *go_template != NULL;
+    return prompt_go_template_detect(chat_template, name, go_template, stops);
 }
 
 static int create_run(struct create_job *job, struct err *e)

@@ -16,7 +16,6 @@
 
 #include "engine/quant/quant.h"
 #include "gguf/gguf.h"
-#include "renderer/renderer.h"
 
 #define ERR_SERVER_PATH                                                                            \
     "the server does not read files by path: upload them with /api/blobs/:digest and name them "   \
@@ -214,9 +213,9 @@ static int check_modelfile_paths(const struct store_modelfile *m, struct err *e)
             return err_set(e, ERR_INVALID, ERR_SERVER_PATH);
         if (strcmp(c->name, "from") == 0 && !store_name_valid(c->args))
             return err_set(e, ERR_INVALID, ERR_SERVER_PATH);
-        if (strcmp(c->name, "renderer") == 0 && !renderer_known(c->args))
+        if (strcmp(c->name, "renderer") == 0 && !prompt_renderer_known(c->args))
             return err_set(e, ERR_INVALID, "unknown renderer \"%s\"", c->args);
-        if (strcmp(c->name, "parser") == 0 && !renderer_parser_known(c->args))
+        if (strcmp(c->name, "parser") == 0 && !prompt_parser_known(c->args))
             return err_set(e, ERR_INVALID, "unknown parser \"%s\"", c->args);
     }
     return 0;
@@ -250,9 +249,9 @@ int store_create_validate(const struct store_create_req *r, struct err *e)
         return err_set(e, ERR_INVALID, "invalid model name");
     // Only names this build can render with (a pulled model keeps whatever
     // its config names; its chat requests report the missing one).
-    if (r->renderer && *r->renderer && !renderer_known(r->renderer))
+    if (r->renderer && *r->renderer && !prompt_renderer_known(r->renderer))
         return err_set(e, ERR_INVALID, "unknown renderer \"%s\"", r->renderer);
-    if (r->parser && *r->parser && !renderer_parser_known(r->parser))
+    if (r->parser && *r->parser && !prompt_parser_known(r->parser))
         return err_set(e, ERR_INVALID, "unknown parser \"%s\"", r->parser);
     if (r->modelfile) {
         struct store_modelfile m;

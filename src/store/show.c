@@ -7,17 +7,20 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
-#include "jinja/jinja.h"
-#include "renderer/renderer.h"
 
 json_t *store_details_json(const struct store_config *c, const char *parent_model);
 
-static bool has_key_suffix(const struct gguf *g, const char *suffix)
+void store_prompt_model(const struct store_model *m, struct prompt_model *out)
 {
-    struct str arch = gguf_architecture(g);
-    char key[256];
-    snprintf(key, sizeof(key), "%.*s.%s", (int)arch.len, arch.ptr, suffix);
-    return gguf_find(g, key) != NULL;
+    *out = (struct prompt_model){
+        .model_path = m->model_path,
+        .template_text = m->template_text,
+        .renderer = m->config.renderer,
+        .parser = m->config.parser,
+        .family = m->config.model_family,
+        .model_type = m->config.model_type,
+        .display = m->display,
+    };
 }
 
 static size_t add_cap(const char **out, size_t n, size_t max, const char *cap)
@@ -40,43 +43,34 @@ size_t store_model_capabilities(const struct store_model *m, const char **out, s
         for (size_t k = 0; k < sizeof(known_caps) / sizeof(known_caps[0]); k++)
             if (strcmp(m->config.capabilities[i], known_caps[k]) == 0)
                 n = add_cap(out, n, max, known_caps[k]);
-    struct gguf *g = NULL;
-    if (m->model_path && gguf_open(&g, m->model_path, NULL) == 0) {
-        if (has_key_suffix(g, "pooling_type"))
-            n = add_cap(out, n, max, "embedding");
-        else
-            n = add_cap(out, n, max, "completion");
-        if (has_key_suffix(g, "vision.block_count"))
+    // The GGUF header's keys, read once per blob (the prompt module's cache).
+    struct prompt_facts f;
+    if (prompt_facts_get(m->model_path, &f)) {
+        n = add_cap(out, n, max, f.pooling ? "embedding" : "completion");
+        if (f.vision)
             n = add_cap(out, n, max, "vision");
-        if (has_key_suffix(g, "audio.block_count"))
+        if (f.audio)
             n = add_cap(out, n, max, "audio");
-        gguf_close(g);
+        prompt_facts_deinit(&f);
     }
     if (m->n_projectors)
         n = add_cap(out, n, max, "vision");
-    // Template capabilities come from the source the model's chats use (prompt_source.c).
-    struct store_prompt_choice pc;
-    store_prompt_choose(m, &pc);
-    if (pc.source == STORE_PROMPT_GO_TEMPLATE) {
-        const char *t = m->template_text;
-        if (strstr(t, ".Tools"))
-            n = add_cap(out, n, max, "tools");
-        if (strstr(t, ".Suffix"))
-            n = add_cap(out, n, max, "insert");
-        if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet"))
-            n = add_cap(out, n, max, "thinking");
-    } else if (pc.source == STORE_PROMPT_CHAT_TEMPLATE) {
-        if (jinja_chat_has_tools(pc.chat_template))
-            n = add_cap(out, n, max, "tools");
-        if (jinja_chat_has_thinking(pc.chat_template))
-            n = add_cap(out, n, max, "thinking");
-    }
-    store_prompt_choice_deinit(&pc);
+    // Template capabilities come from the source the model's chats use.
+    struct prompt_model pm;
+    store_prompt_model(m, &pm);
+    struct prompt_caps pc;
+    prompt_source_caps(&pm, &pc);
+    if (pc.tools)
+        n = add_cap(out, n, max, "tools");
+    if (pc.insert)
+        n = add_cap(out, n, max, "insert");
+    if (pc.thinking)
+        n = add_cap(out, n, max, "thinking");
     // A built-in parser's capabilities (Ollama's parserCapabilities), and
     // gpt-oss always thinks (modelFamilyCapabilities).
-    if (renderer_parser_tools(m->config.parser))
+    if (prompt_parser_tools(m->config.parser))
         n = add_cap(out, n, max, "tools");
-    if (renderer_parser_thinking(m->config.parser))
+    if (prompt_parser_thinking(m->config.parser))
         n = add_cap(out, n, max, "thinking");
     const char *fam = m->config.model_family ? m->config.model_family : "";
     if (strcmp(fam, "gptoss") == 0 || strcmp(fam, "gpt-oss") == 0)
@@ -163,13 +157,13 @@ void store_model_list_info(const struct store_model *m, struct store_list_info *
     // Only a TEMPLATE layer counts here (Ollama's list reads no Jinja
     // template: without the layer its default template has no variables).
     const char *t = m->template_text ? m->template_text : "";
-    if (strstr(t, ".Tools") || renderer_parser_tools(m->config.parser))
+    if (strstr(t, ".Tools") || prompt_parser_tools(m->config.parser))
         n = add_cap(out->caps, n, max, "tools");
     if (strstr(t, ".Suffix"))
         n = add_cap(out->caps, n, max, "insert");
     const char *fam = m->config.model_family ? m->config.model_family : "";
     if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet") || strcmp(fam, "gptoss") == 0 ||
-        strcmp(fam, "gpt-oss") == 0 || renderer_parser_thinking(m->config.parser))
+        strcmp(fam, "gpt-oss") == 0 || prompt_parser_thinking(m->config.parser))
         n = add_cap(out->caps, n, max, "thinking");
     if (m->n_projectors)
         n = add_cap(out->caps, n, max, "vision");

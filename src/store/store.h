@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "json/json.h"
+#include "prompt/prompt.h"
 #include "util/util.h"
 
 // ---------------------------------------------------------------------------
@@ -456,35 +457,6 @@ int store_create(struct store *s, const struct store_create_req *r,
 const char *store_quantize_label(const char *requested);
 
 // ---------------------------------------------------------------------------
-// Prompt source (prompt_source.c): which of Ollama 0.33's four ways turns a
-// chat into a prompt for this model (server/images.go selectedTemplateSource,
-// routes.go shouldUseGoTemplate): the renderer/parser named in the config,
-// harmony (gpt-oss), the Modelfile's Go template (unless the GGUF template
-// offers more, shouldPreferChatTemplate, or OLLAMA_GO_TEMPLATE=0), or the
-// GGUF's own Jinja tokenizer.chat_template.
-
-enum store_prompt_source {
-    STORE_PROMPT_NONE,           // neither template: the default {{ .Prompt }}
-    STORE_PROMPT_RENDERER,       // config renderer and/or parser
-    STORE_PROMPT_HARMONY,        // gpt-oss family with a harmony template
-    STORE_PROMPT_GO_TEMPLATE,    // the TEMPLATE layer
-    STORE_PROMPT_CHAT_TEMPLATE,  // the GGUF's tokenizer.chat_template (Jinja)
-};
-
-struct store_prompt_choice {
-    enum store_prompt_source source;
-    char *chat_template;  // owned: tokenizer.chat_template, NULL when absent
-    char *bos_token;      // owned: the vocabulary's BOS / EOS texts ("" when none)
-    char *eos_token;
-    bool tokenizer_adds_bos;  // the tokenizer puts BOS in front itself
-};
-
-// Chooses the source for m. OLLAMA_GO_TEMPLATE is read from the environment
-// (unset: the Go template unless the chat template offers more; true: the
-// Go template whenever there is one; false: never). Reads the GGUF header once per
-// file (a small cache keyed by path, size and mtime).
-void store_prompt_choose(const struct store_model *m, struct store_prompt_choice *out);
-void store_prompt_choice_deinit(struct store_prompt_choice *c);
-// "renderer_parser", "renderer", "parser", "harmony", "go_template",
-// "gguf_chat_template" or "none", as Ollama logs the selection.
-const char *store_prompt_source_name(const struct store_model *m, enum store_prompt_source s);
+// The model as its prompt sees it (the prompt module chooses the source,
+// renders and parses): strings borrowed from m.
+void store_prompt_model(const struct store_model *m, struct prompt_model *out);

@@ -1,7 +1,10 @@
 // libFuzzer target for the Jinja parser and interpreter: the input is
 // template text; when it parses it is rendered over a chat context (messages
 // with a tool call, tools, think) with small limits, so a hostile template
-// must end in an error, never a hang or a crash.
+// must end in an error, never a hang or a crash; then in llama.cpp's dialect
+// and through the llama-server chat rules (Go-ordered tools with nested and
+// anyOf schemas and unknown keys, think left unset so the capability probes
+// run).
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -13,6 +16,13 @@ static const char *messages_json =
     "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c\",\"function\":{"
     "\"name\":\"f\",\"arguments\":{\"a\":1.5,\"b\":[1,\"x\"],\"c\":{\"d\":null}}}}]},"
     "{\"role\":\"tool\",\"content\":\"r\",\"tool_name\":\"f\"}]";
+static const char *llama_tools_json =
+    "[{\"type\":\"function\",\"x\":1,\"function\":{\"name\":\"g\",\"strict\":true,"
+    "\"parameters\":{\"additionalProperties\":false,\"properties\":{\"o\":{\"type\":"
+    "\"object\",\"title\":\"O\",\"properties\":{\"n\":{\"type\":\"integer\"}},"
+    "\"required\":[\"n\"]},\"m\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]},"
+    "\"t\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},\"type\":\"object\"}}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"h\"}}]";
 static const char *tools_json =
     "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"d\","
     "\"parameters\":{\"type\":\"object\",\"required\":[\"a\"],\"properties\":{\"a\":{"
@@ -46,8 +56,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  .bos_token = "<s>",
                                  .eos_token = "</s>",
                                  .tokenizer_adds_bos = true};
-    if (size < 2048)  // chat rendering uses the default (large) limits
+    if (size < 2048) {  // chat rendering uses the default (large) limits
         jinja_chat_render(t, &req, &out, NULL);
+        buf_reset(&out);
+        json_t *ltools = json_loads(llama_tools_json, 0, NULL);
+        struct jinja_chat_req lreq = req;
+        lreq.tools = ltools;
+        lreq.think = (struct jinja_think){0};
+        lreq.llama_server = true;
+        jinja_chat_render(t, &lreq, &out, NULL);
+        json_decref(ltools);
+    }
+    buf_reset(&out);
+    lim.llama_cpp = true;
+    jinja_render(t, ctx, &lim, &out, NULL);
     buf_deinit(&out);
     json_decref(ctx);
     json_decref(msgs);

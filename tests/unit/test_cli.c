@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/internal.h"
 #include "cli/agent.h"
 #include "cli/launch.h"
@@ -1184,6 +1185,65 @@ static void test_agent_skills_import(void **state)
     free(cmd);
 }
 
+// Runs cli_main on args and returns what it wrote to stderr (rc in *rc).
+static char *cli_stderr(int argc, const char *const *args, int *rc)
+{
+    char path[] = "/tmp/test_cli_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    char *argv[8];
+    for (int i = 0; i < argc; i++)
+        argv[i] = (char *)args[i];
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    *rc = cli_main(argc, argv);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fd);
+    struct buf out;
+    buf_init(&out, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &out, NULL), 0);
+    unlink(path);
+    char *text = xstrdup(buf_cstr(&out));
+    buf_deinit(&out);
+    return text;
+}
+
+// The root command's --verbose / --nowordwrap (Ollama 0.33) and the hidden
+// login / logout spellings of signin / signout.
+static void test_root_flags_and_login(void **state)
+{
+    (void)state;
+    int rc;
+    char *err = cli_stderr(3, (const char *const[]){"ollama", "--verbose", "--nowordwrap"}, &rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "      --nowordwrap   Don't wrap words to the next line"));
+    assert_non_null(strstr(err, "      --verbose      Show timings for response"));
+    assert_null(strstr(err, "login"));  // hidden from the command list
+    free(err);
+    err = cli_stderr(2, (const char *const[]){"ollama", "--bogus"}, &rc);
+    assert_int_equal(rc, 1);
+    free(err);
+    // A root flag before a command is that command's flag, as cobra parses it.
+    err = cli_stderr(3, (const char *const[]){"ollama", "--nowordwrap", "login"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: unknown flag: --nowordwrap\n");
+    free(err);
+    err = cli_stderr(3, (const char *const[]){"ollama", "--verbose", "show"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: accepts 1 arg(s), received 0\n");
+    free(err);
+    const char *const names[] = {"login", "logout"};
+    for (int i = 0; i < 2; i++) {
+        err = cli_stderr(2, (const char *const[]){"ollama", names[i]}, &rc);
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(err, "ollama cloud is disabled"));
+        free(err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1206,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_agent_tools),
         cmocka_unit_test(test_agent_compaction),
         cmocka_unit_test(test_agent_skills_import),
+        cmocka_unit_test(test_root_flags_and_login),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

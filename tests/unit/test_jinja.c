@@ -182,6 +182,179 @@ static void test_chat_templates(void **state)
     printf("checked %d template x case renderings\n", n_checked);
 }
 
+// The same templates and cases as Ollama 0.33 renders them: through llama-server v0.5.0
+// (tests/fixtures/jinja/<name>.llama-server.json, regen-llama-server.sh), from the body
+// Ollama builds, with llama.cpp's chat rules (req.llama_server). The vocabulary is the one
+// the expectations were recorded with (tiny-phi3); a template with Ollama's thinking
+// capability gets think=true when the case leaves it out, as Ollama's chat handler sets it.
+static void render_llama_server_case(const char *name, const struct jinja_template *t,
+                                     const char *src, json_t *c, json_t *want)
+{
+    json_t *think = json_object_get(c, "think");
+    bool thinks = !think && jinja_chat_has_thinking(src);
+    struct jinja_chat_req req = {
+        .messages = json_object_get(c, "messages"),
+        .tools = json_object_get(c, "tools"),
+        .think = {.set = think != NULL || thinks,
+                  .on = thinks || (think && !json_is_false(think)),
+                  .level = json_is_string(think) ? json_string_value(think) : NULL},
+        .bos_token = "<s>",
+        .eos_token = "<|endoftext|>",
+        .tokenizer_adds_bos = true,
+        .llama_server = true,
+    };
+    struct buf out;
+    buf_init(&out, 0);
+    struct err re = {0};
+    int rc = jinja_chat_render(t, &req, &out, &re);
+    const char *case_name = json_string_value(json_object_get(c, "name"));
+    if (json_is_null(want)) {
+        if (rc == 0)
+            fail_msg("%s / %s: llama-server refuses, we rendered:\n%s", name, case_name,
+                     buf_cstr(&out));
+    } else {
+        if (rc != 0)
+            fail_msg("%s / %s: %s", name, case_name, re.msg);
+        char *w = with_today(json_string_value(want));
+        if (strcmp(buf_cstr(&out), w) != 0)
+            fail_msg("%s / %s:\n--- got ---\n%s\n--- llama-server ---\n%s", name, case_name,
+                     buf_cstr(&out), w);
+        free(w);
+    }
+    buf_deinit(&out);
+}
+
+static void test_llama_server_templates(void **state)
+{
+    (void)state;
+    char path[1024];
+    if (!test_shared_fixture(path, sizeof path, "chat-templates/cases.json")) {
+        printf("skip: shared/fixtures/chat-templates not found\n");
+        return;
+    }
+    json_t *cases = json_load_file(path, 0, NULL);
+    assert_non_null(cases);
+    char list_path[1024], more_path[1024];
+    json_t *more = json_load_file(
+        test_fixture(more_path, sizeof more_path, "jinja/llama-server-cases.json"), 0, NULL);
+    assert_non_null(more);
+    char *list = read_file(test_fixture(list_path, sizeof list_path, "jinja/llama-server.txt"));
+    assert_non_null(list);
+    int n_templates = 0;
+    for (char *line = strtok(list, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[256], thinks[16];
+        if (line[0] == '#' || sscanf(line, "%255s %15s", name, thinks) != 2)
+            continue;
+        char rel[512], tp[1024], ep[1024];
+        snprintf(rel, sizeof rel, "chat-templates/%s.jinja", name);
+        assert_non_null(test_shared_fixture(tp, sizeof tp, rel));
+        char *src = read_file(tp);
+        assert_non_null(src);
+        // The list records the capability the expectations were made with.
+        assert_int_equal(jinja_chat_has_thinking(src), strcmp(thinks, "thinks") == 0);
+        struct jinja_template *t;
+        struct err e = {0};
+        if (jinja_parse(&t, src, strlen(src), &e) != 0)
+            fail_msg("%s: %s", name, e.msg);
+        // The shared cases, then this repository's own (llama-server-cases.json).
+        for (int set = 0; set < 2; set++) {
+            snprintf(rel, sizeof rel, "jinja/%s%s.llama-server.json", name, set ? ".more" : "");
+            json_t *expected = json_load_file(test_fixture(ep, sizeof ep, rel), 0, NULL);
+            json_t *cs = set ? more : cases;
+            assert_non_null(expected);
+            assert_int_equal(json_array_size(expected), json_array_size(cs));
+            for (size_t i = 0; i < json_array_size(cs); i++)
+                render_llama_server_case(name, t, src, json_array_get(cs, i),
+                                         json_array_get(expected, i));
+            json_decref(expected);
+        }
+        jinja_free(t);
+        free(src);
+        n_templates++;
+    }
+    free(list);
+    json_decref(cases);
+    json_decref(more);
+    assert_int_equal(n_templates, 10);
+}
+
+// Small templates of our own that isolate one llama-server rule each, with what
+// llama-server v0.5.0 rendered for them (shared/tools/llama_server_ref.py, tiny-phi3):
+// enable_thinking is always defined, and on by default only where the generation
+// prompt reacts to it; a template that refuses the system role gets it merged into
+// the next turn; earlier turns keep their reasoning (preserve_reasoning); date_string.
+static void test_llama_server_rules(void **state)
+{
+    (void)state;
+    static const char *const msgs[] = {
+        "[{\"role\":\"user\",\"content\":\"Hi\"}]",
+        "[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"Hi\"}]",
+        "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":"
+        "\"<think>pondering</think>Hello!\"},{\"role\":\"user\",\"content\":\"Again\"}]",
+        "[{\"role\":\"user\",\"content\":\"\\u00e9 \\ud83d\\ude00\"}]",
+    };
+    static const struct {
+        const char *src;
+        int msgs, think;  // think: -1 unset, 0 off
+        const char *want;
+    } cases[] = {
+        {"{%- if enable_thinking %}<|think|>{% endif %}{%- for m in messages %}<{{ m.role }}>"
+         "{{ m.content }}{% endfor %}{% if add_generation_prompt %}<model>{% endif %}",
+         0, -1, "<user>Hi<model>"},
+        {"{{ enable_thinking }}|{% for m in messages %}{{ m.content }}{% endfor %}", 2, -1,
+         "False|Hi<think>pondering</think>Hello!Again"},
+        {"{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system') }}"
+         "{% endif %}[{{ m.role }}]{{ m.content }}{% endfor %}",
+         1, -1, "[user]S\nHi"},
+        {"{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if "
+         "add_generation_prompt %}<model>{% if enable_thinking %}<think>{% else %}<think></think>"
+         "{% endif %}{% endif %}",
+         0, -1, "<user>Hi<model><think>"},
+        {"{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if "
+         "add_generation_prompt %}<model>{% if enable_thinking %}<think>{% else %}<think></think>"
+         "{% endif %}{% endif %}",
+         0, 0, "<user>Hi<model><think></think>"},
+        {"{% for m in messages %}{% if truncate_history_thinking is defined and not "
+         "truncate_history_thinking %}K{% endif %}{{ m.content }}|{% endfor %}{{ date_string }}",
+         2, -1, "KHi|K<think>pondering</think>Hello!|KAgain|@TODAY@"},
+        // none iterates as nothing, tojson(ensure_ascii=True), string + undefined is the string
+        // (and the template reads the system text: no merge).
+        {"{%- if not tools is defined %}{% set tools = none %}{% endif %}{{ tools | "
+         "selectattr('type', 'equalto', 'x') | list | length }}|{{ messages[0].content | "
+         "tojson(ensure_ascii=True) }}|{% if messages[0].role == 'system' %}{{ "
+         "messages[0].content + suffix }}{% endif %}",
+         3, -1, "0|\"\\u00e9 \\ud83d\\ude00\"|"},
+        {"{%- if not tools is defined %}{% set tools = none %}{% endif %}{{ tools | "
+         "selectattr('type', 'equalto', 'x') | list | length }}|{{ messages[0].content | "
+         "tojson(ensure_ascii=True) }}|{% if messages[0].role == 'system' %}{{ "
+         "messages[0].content + suffix }}{% endif %}",
+         1, -1, "0|\"S\"|S"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct jinja_template *t;
+        struct err e = {0};
+        assert_int_equal(jinja_parse(&t, cases[i].src, strlen(cases[i].src), &e), 0);
+        json_t *m = json_loads(msgs[cases[i].msgs], 0, NULL);
+        struct jinja_chat_req req = {.messages = m,
+                                     .think = {.set = cases[i].think >= 0},
+                                     .bos_token = "<s>",
+                                     .eos_token = "<|endoftext|>",
+                                     .tokenizer_adds_bos = true,
+                                     .llama_server = true};
+        struct buf out;
+        buf_init(&out, 0);
+        if (jinja_chat_render(t, &req, &out, &e) != 0)
+            fail_msg("case %zu: %s", i, e.msg);
+        char *want = with_today(cases[i].want);
+        if (strcmp(buf_cstr(&out), want) != 0)
+            fail_msg("case %zu:\n got  [%s]\n want [%s]", i, buf_cstr(&out), want);
+        free(want);
+        buf_deinit(&out);
+        json_decref(m);
+        jinja_free(t);
+    }
+}
+
 // Splits s in place at "\n====\n"; returns the number of parts.
 static size_t split_cases(char *s, char **parts, size_t max)
 {
@@ -539,6 +712,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chat_templates),
+        cmocka_unit_test(test_llama_server_templates),
+        cmocka_unit_test(test_llama_server_rules),
         cmocka_unit_test(test_language_cases),
         cmocka_unit_test(test_bos_strip),
         cmocka_unit_test(test_chat_context),

@@ -1,0 +1,105 @@
+// glm-ocr (Ollama's model/renderers/glmocr.go, model/parsers/glmocr.go): the
+// GLM-4.7 turn markers with a line after each marker, thinking off unless the
+// request turns it on ("/nothink" after user turns when it is set off), tool
+// calls as <arg_key>/<arg_value> pairs, images as [img-N] tags. The parser is
+// glm-4.7's without thinking (it starts looking for content).
+#include "renderer/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void render_tools(struct buf *out, json_t *tools)
+{
+    buf_append_str(out, "<|system|>\n# Tools\n\nYou may call one or more functions to assist "
+                        "with the user query.\n\nYou are provided with function signatures "
+                        "within <tools></tools> XML tags:\n<tools>\n");
+    size_t i;
+    json_t *tool;
+    json_array_foreach(tools, i, tool)
+    {
+        rnd_go_tool_json(out, tool, true);
+        buf_append_char(out, '\n');
+    }
+    buf_append_str(out, "</tools>\n\nFor each function call, output the function name and "
+                        "arguments within the following XML format:\n<tool_call>"
+                        "{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}"
+                        "</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}"
+                        "</arg_value>...</tool_call>");
+}
+
+// strings.TrimSpace of s, appended.
+static void append_trimmed(struct buf *out, const char *s)
+{
+    size_t n = strlen(s);
+    rnd_trim(&s, &n);
+    buf_append(out, s, n);
+}
+
+static void render_assistant(struct buf *out, const json_t *m)
+{
+    buf_append_str(out, "<|assistant|>\n<think>");
+    append_trimmed(out, rnd_str(m, "thinking"));
+    buf_append_str(out, "</think>");
+    const char *content = rnd_str(m, "content");
+    if (*content) {
+        buf_append_char(out, '\n');
+        append_trimmed(out, content);
+    }
+    size_t k;
+    json_t *call;
+    json_array_foreach(json_object_get(m, "tool_calls"), k, call)
+    {
+        json_t *fn = rnd_call_fn(call);
+        buf_printf(out, "\n<tool_call>%s", rnd_str(fn, "name"));
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(fn, "arguments"), key, v)
+        {
+            buf_printf(out, "<arg_key>%s</arg_key><arg_value>", key);
+            if (json_is_string(v))
+                buf_append(out, json_string_value(v), json_string_length(v));
+            else
+                rnd_go_json(out, v);
+            buf_append_str(out, "</arg_value>");
+        }
+        buf_append_str(out, "</tool_call>");
+    }
+    buf_append_char(out, '\n');
+}
+
+int rnd_render_glmocr(json_t *msgs, json_t *tools, const struct renderer_think *think, int variant,
+                      struct buf *out, struct err *e)
+{
+    (void)variant;
+    (void)e;
+    buf_append_str(out, "[gMASK]<sop>");
+    if (json_array_size(tools) > 0)
+        render_tools(out, tools);
+    bool set = think && think->set, off = set && !think->on;
+    size_t i, img = 0;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        const char *role = rnd_str(m, "role");
+        size_t n_images = json_array_size(json_object_get(m, "images"));
+        if (strcmp(role, "user") == 0) {
+            buf_append_str(out, "<|user|>\n");
+            img = rnd_image_tags(out, rnd_str(m, "content"), n_images, img);
+            if (off && !cstr_ends_with(rnd_str(m, "content"), "/nothink"))
+                buf_append_str(out, "/nothink");
+        } else if (strcmp(role, "assistant") == 0) {
+            render_assistant(out, m);
+        } else if (strcmp(role, "tool") == 0) {
+            json_t *prev = i > 0 ? json_array_get(msgs, i - 1) : NULL;
+            if (!prev || strcmp(rnd_str(prev, "role"), "tool") != 0)
+                buf_append_str(out, "<|observation|>");
+            buf_append_str(out, "\n<tool_response>\n");
+            img = rnd_image_tags(out, rnd_str(m, "content"), n_images, img);
+            buf_append_str(out, "\n</tool_response>\n");
+        } else if (strcmp(role, "system") == 0) {
+            buf_printf(out, "<|system|>\n%s\n", rnd_str(m, "content"));
+        }
+    }
+    buf_append_str(out, off ? "<|assistant|>\n<think></think>\n" : "<|assistant|>\n");
+    return 0;
+}
