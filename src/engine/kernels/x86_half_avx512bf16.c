@@ -9,5 +9,5 @@
 HALF_GEMM(gemm_bf16, HALF_BF16)
 
 const struct kernels_type kernels_avx512bf16_table[KERNELS_NTYPES] = {
-    [GGUF_TYPE_BF16] = {.gemm = gemm_bf16_avx512bf16, .gemm_nr = HALF_RM, .gemm_nc = HALF_RN},
+    [GGUF_TYPE_BF16] = {.gemm = gemm_bf16_avx512bf16, .gemm_nr = HALF_RM, .gemm_nc = HALF_RN_OF(HALF_BF16)},
 };
