@@ -126,9 +126,8 @@ extern const struct kernels_type kernels_avx2_table[KERNELS_NTYPES];
 extern const struct kernels_ops kernels_avx2_ops;
 extern const struct kernels_type kernels_avx512_table[KERNELS_NTYPES];
 extern const struct kernels_ops kernels_avx512_ops;
-// The F32 / F16 / BF16 tiles (x86_half.inc), overlaid on the tables above;
+// The AVX-512 F16 / BF16 tiles (x86_half.inc), overlaid on the table above;
 // the vdpbf16ps one only where the CPU has AVX512_BF16.
-extern const struct kernels_type kernels_avx2_half_table[KERNELS_NTYPES];
 extern const struct kernels_type kernels_avx512_half_table[KERNELS_NTYPES];
 extern const struct kernels_type kernels_avx512bf16_table[KERNELS_NTYPES];
 #endif

@@ -59,8 +59,8 @@ static void detect_x86(void)
     isa_ok[KERNELS_ISA_AVX2] = avx2 && fma && f16c;
     isa_ok[KERNELS_ISA_AVX512] = isa_ok[KERNELS_ISA_AVX2] && avx512f && avx512dq && avx512bw &&
                                  avx512vl && vnni && (xcr0 & 0xE0) == 0xE0;
-    has_avx512_bf16 = isa_ok[KERNELS_ISA_AVX512] && __get_cpuid_count(7, 1, &a, &b, &c, &d) &&
-                      (a & (1u << 5));
+    has_avx512_bf16 =
+        isa_ok[KERNELS_ISA_AVX512] && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
 }
 #endif
 
@@ -108,13 +108,12 @@ static void detect(void)
     memcpy(resolved[KERNELS_ISA_AVX2], resolved[KERNELS_ISA_SCALAR], sizeof(resolved[0]));
     overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_table);
     overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_iq_table);
-    overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_half_table);  // F32 / F16 / BF16 tiles
     resolved_ops[KERNELS_ISA_AVX2] = resolved_ops[KERNELS_ISA_SCALAR];
     overlay_ops(&resolved_ops[KERNELS_ISA_AVX2], &kernels_avx2_ops);
     memcpy(resolved[KERNELS_ISA_AVX512], resolved[KERNELS_ISA_AVX2], sizeof(resolved[0]));
     overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_table);
     overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_iq_table);
-    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_half_table);  // F32 / F16 / BF16 tiles
+    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_half_table);  // F16 / BF16 tiles
     if (has_avx512_bf16)
         overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512bf16_table);
     resolved_ops[KERNELS_ISA_AVX512] = resolved_ops[KERNELS_ISA_AVX2];
