@@ -17,9 +17,23 @@ import statistics
 import subprocess
 
 
-def run_json(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out[out.index("["):])
+
+
+def side_by_side(ours_cmd, llama_bench, model, t, p, n, rounds, llama_args="", env=None):
+    """Alternating runs of both on one model: {"pp": ([ours], [theirs]), "tg": (...)}
+    tokens/s per round. env: the environment of both (e.g. an ISA cap)."""
+    res = {"pp": ([], []), "tg": ([], [])}
+    for _ in range(rounds):
+        for r in run_json([ours_cmd, model, "-t", str(t), "-p", str(p), "-n", str(n),
+                           "-r", "1", "-o", "json"], env):
+            res["pp" if r["n_prompt"] else "tg"][0].append(r["avg_ts"])
+        for r in run_json([llama_bench, "-m", model, "-t", str(t), "-p", str(p),
+                           "-n", str(n), "-r", "1", "-o", "json"] + llama_args.split(), env):
+            res["pp" if r["n_prompt"] else "tg"][1].append(r["avg_ts"])
+    return res
 
 
 def main():
@@ -36,17 +50,11 @@ def main():
 
     rows = []
     for model in a.models:
-        ours = {"pp": [], "tg": []}
-        theirs = {"pp": [], "tg": []}
-        for _ in range(a.rounds):
-            for r in run_json([a.ours, model, "-t", str(a.t), "-p", str(a.p), "-n", str(a.n),
-                               "-r", "1", "-o", "json"]):
-                ours["pp" if r["n_prompt"] else "tg"].append(r["avg_ts"])
-            for r in run_json([a.llama_bench, "-m", model, "-t", str(a.t), "-p", str(a.p),
-                               "-n", str(a.n), "-r", "1", "-o", "json"] + a.llama_args.split()):
-                theirs["pp" if r["n_prompt"] else "tg"].append(r["avg_ts"])
+        res = side_by_side(a.ours, a.llama_bench, model, a.t, a.p, a.n, a.rounds, a.llama_args)
         for test, n in (("pp", a.p), ("tg", a.n)):
-            o, t = ours[test], theirs[test]
+            o, t = res[test]
+            if not o or not t:  # -p 0 or -n 0
+                continue
             sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
             rows.append((os.path.basename(model), f"{test}{n}",
                          f"{statistics.mean(o):.2f} ± {sd(o):.2f}",

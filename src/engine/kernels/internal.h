@@ -126,6 +126,10 @@ extern const struct kernels_type kernels_avx2_table[KERNELS_NTYPES];
 extern const struct kernels_ops kernels_avx2_ops;
 extern const struct kernels_type kernels_avx512_table[KERNELS_NTYPES];
 extern const struct kernels_ops kernels_avx512_ops;
+// The AVX-512 F16 / BF16 tiles (x86_half.inc), overlaid on the table above;
+// the vdpbf16ps one only where the CPU has AVX512_BF16.
+extern const struct kernels_type kernels_avx512_half_table[KERNELS_NTYPES];
+extern const struct kernels_type kernels_avx512bf16_table[KERNELS_NTYPES];
 #endif
 #if defined(__aarch64__)
 extern const struct kernels_type kernels_neon_table[KERNELS_NTYPES];

@@ -26,6 +26,7 @@ static const char *const isa_names[KERNELS_ISA_COUNT_] = {
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static bool isa_ok[KERNELS_ISA_COUNT_];
+static bool has_avx512_bf16;  // vdpbf16ps (CPUID 7.1 EAX bit 5)
 static enum kernels_isa best_isa;
 // Resolved tables per ISA (written once under detect_once, read-only after).
 static struct kernels_type resolved[KERNELS_ISA_COUNT_][KERNELS_NTYPES];
@@ -58,6 +59,8 @@ static void detect_x86(void)
     isa_ok[KERNELS_ISA_AVX2] = avx2 && fma && f16c;
     isa_ok[KERNELS_ISA_AVX512] = isa_ok[KERNELS_ISA_AVX2] && avx512f && avx512dq && avx512bw &&
                                  avx512vl && vnni && (xcr0 & 0xE0) == 0xE0;
+    has_avx512_bf16 =
+        isa_ok[KERNELS_ISA_AVX512] && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
 }
 #endif
 
@@ -110,6 +113,9 @@ static void detect(void)
     memcpy(resolved[KERNELS_ISA_AVX512], resolved[KERNELS_ISA_AVX2], sizeof(resolved[0]));
     overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_table);
     overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_iq_table);
+    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_half_table);  // F16 / BF16 tiles
+    if (has_avx512_bf16)
+        overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512bf16_table);
     resolved_ops[KERNELS_ISA_AVX512] = resolved_ops[KERNELS_ISA_AVX2];
     overlay_ops(&resolved_ops[KERNELS_ISA_AVX512], &kernels_avx512_ops);
 #elif defined(__aarch64__)
