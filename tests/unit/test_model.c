@@ -587,6 +587,12 @@ static void test_tiny_gemma4_reference(void **state)
     run_fixture_reference_tol("tiny-gemma4.reference.json", true, 5e-3f);
 }
 
+static void test_tiny_gemma3n_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-gemma3n.reference.json", true, 5e-3f);
+}
+
 static void test_tiny_glm4moe_reference(void **state)
 {
     (void)state;
@@ -2951,6 +2957,7 @@ int main(void)
         cmocka_unit_test(test_tiny_granitehybrid_reference),
         cmocka_unit_test(test_mamba_rollback),
         cmocka_unit_test(test_tiny_gemma4_reference),
+        cmocka_unit_test(test_tiny_gemma3n_reference),
         cmocka_unit_test(test_gemma4_ollama_layout),
         cmocka_unit_test(test_gemma4_batched),
         cmocka_unit_test(test_gemma4_context_shift),
