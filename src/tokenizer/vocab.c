@@ -301,8 +301,10 @@ static void kind_defaults(struct tokenizer *t)
         t->add_space_prefix = true;
         break;
     case TOKENIZER_BPE:
-        set_id(t, &t->sp.bos, 11);
-        set_id(t, &t->sp.eos, 11);
+        if (!t->spm_bpe) {  // Gemma 4's come from the metadata only
+            set_id(t, &t->sp.bos, 11);
+            set_id(t, &t->sp.eos, 11);
+        }
         t->clean_spaces = true;
         break;
     case TOKENIZER_WPM:
@@ -653,7 +655,7 @@ static void build_byte_tables(struct tokenizer *t)
 // U+2581 back to a space (SPM, WPM).
 static void normal_piece(const struct tokenizer *t, struct buf *pb, const char *s, size_t len)
 {
-    if (t->kind == TOKENIZER_BPE) {
+    if (t->kind == TOKENIZER_BPE && !t->spm_bpe) {
         for (size_t k = 0; k < len;) {
             uint32_t cp;
             size_t l = utf8_next(s + k, len - k, &cp);
@@ -686,7 +688,7 @@ static void token_piece(const struct tokenizer *t, struct buf *pb, int32_t i)
         buf_append(pb, s, len);
     } else if (a & TOK_ATTR_NORMAL) {
         normal_piece(t, pb, s, len);
-    } else if ((a & TOK_ATTR_BYTE) && t->kind != TOKENIZER_BPE) {
+    } else if ((a & TOK_ATTR_BYTE) && (t->kind != TOKENIZER_BPE || t->spm_bpe)) {
         unsigned v;
         char tail;
         if (len == 6 && sscanf(s, "<0x%2x%c", &v, &tail) == 2 && tail == '>')
@@ -825,14 +827,22 @@ static void get_flag(const struct gguf *g, const char *key, bool *slot)
         *slot = b;
 }
 
-// tokenizer.ggml.model: llama (SentencePiece), gpt2 (byte-level BPE) or bert
-// (WordPiece).
-static int gguf_kind(const struct gguf *g, enum tokenizer_kind *kind, struct err *e)
+// tokenizer.ggml.model: llama (SentencePiece), gpt2 (byte-level BPE), gemma4
+// (SentencePiece-style BPE) or bert (WordPiece). Ollama's Gemma 4 files say
+// llama with the gemma4 pre-tokenizer and merges: Ollama reads them as
+// gemma4 (llama/compat handle_gemma4), and so do we.
+static int gguf_kind(const struct gguf *g, enum tokenizer_kind *kind, bool *spm_bpe, struct err *e)
 {
-    struct str model;
+    struct str model, pre = {0};
     if (!gguf_get_str(g, "tokenizer.ggml.model", &model))
         return err_set(e, ERR_FORMAT, "missing tokenizer.ggml.model");
-    if (str_eq_cstr(model, "llama"))
+    gguf_get_str(g, "tokenizer.ggml.pre", &pre);
+    *spm_bpe = str_eq_cstr(model, "gemma4") ||
+               (str_eq_cstr(model, "llama") && str_eq_cstr(pre, "gemma4") &&
+                gguf_find(g, "tokenizer.ggml.merges"));
+    if (*spm_bpe)
+        *kind = TOKENIZER_BPE;
+    else if (str_eq_cstr(model, "llama"))
         *kind = TOKENIZER_SPM;
     else if (str_eq_cstr(model, "gpt2"))
         *kind = TOKENIZER_BPE;
@@ -954,6 +964,8 @@ static void gguf_pre_name(const struct gguf *g, const struct tokenizer *t, bool 
     struct str s;
     if (gguf_get_str(g, "tokenizer.ggml.pre", &s))
         snprintf(pre, 64, "%.*s", (int)(s.len < 63 ? s.len : 63), s.ptr);
+    if (t->spm_bpe)  // llama.cpp: the gemma4 model always has the gemma4 pre-tokenizer
+        snprintf(pre, 64, "gemma4");
     if (llama3_fix && (!pre[0] || strcmp(pre, "default") == 0))
         snprintf(pre, 64, "llama-bpe");
     // Ollama's gpt-oss files ("gptoss") keep the default marker although the
@@ -1061,10 +1073,12 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
 {
     enum tokenizer_kind kind = TOKENIZER_SPM;
     struct gguf_tokens gt = {0};
-    int rc = gguf_kind(g, &kind, e);
+    bool spm_bpe = false;
+    int rc = gguf_kind(g, &kind, &spm_bpe, e);
     if (rc < 0 || (rc = gguf_tokens_find(&gt, g, e)) < 0)
         return rc;
     struct tokenizer *t = xcalloc(1, sizeof(*t));
+    t->spm_bpe = spm_bpe;
     int64_t *extra = NULL;
     size_t n_extra = 0;
     if ((rc = gguf_tokens_read(&gt, e)) < 0)
@@ -1078,6 +1092,8 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
     if ((rc = init_pre(t, pre, e)) < 0 || (rc = gguf_merges(g, t, e)) < 0)
         goto out;
     gguf_specials(g, t, llama3_fix);
+    if (t->spm_bpe)  // llama.cpp overrides add_bos_token false for Gemma 4
+        t->add_bos = true;
     extra = gguf_extra_eog(g, t, llama3_fix, &n_extra);
     char name[128] = "";
     struct str s;
