@@ -24,13 +24,18 @@
 //   y = (X_0 + Σ_{k≥1} altup_unembd_proj[k-1] · X_k brought to |X_a|) / K
 //   logits = 30 · tanh(output · RMSNorm(y; output_norm) / 30)
 //
-// llama.cpp fixes K = 4, a = 0, LAuReL rank 64, per-layer width 256 and
-// "layers from 20 on reuse K/V" (a sliding layer that of layer 18, a global
-// one that of layer 19); the files' altup.num_inputs / altup.active_idx /
-// embedding_length_per_layer_input keys and the tensors' shapes give the
-// same numbers, and are read here. Ollama's files keep the multimodal
-// vocabulary in token_embd (more rows than per_layer_token_embd): tokens
-// past the per-layer table read its row 0, as llama.cpp does for images.
+// llama.cpp fixes K = 4, a = 0, LAuReL rank 64, per-layer width 256, the
+// sparsity on layers 0-9 and "layers from 20 on reuse K/V" (a sliding layer
+// that of layer 18, a global one that of layer 19); the files' keys
+// (altup.num_inputs, altup.active_idx, embedding_length_per_layer_input,
+// attention.shared_kv_layers, activation_sparsity_scale) and the tensors'
+// shapes give the same numbers for the released models, and are read here
+// when present. Ollama's files (convert_gemma3n.go) name the sliding layers'
+// RoPE base rope.freq_base_local and the head size head_dim, and keep the
+// multimodal vocabulary in token_embd (more rows than per_layer_token_embd):
+// the model's vocabulary is the per-layer table's, as Ollama's llama.cpp
+// makes it (llama/compat handle_gemma3n; the tokenizer drops the same
+// tokens).
 #include "model/internal.h"
 
 #include <math.h>
@@ -43,7 +48,8 @@
 
 // A layer's own data (model_layer.mixer).
 struct g3n_layer {
-    int kv_src;  // the layer whose cache it attends (itself unless shared)
+    int kv_src;   // the layer whose cache it attends (itself unless shared)
+    bool sparse;  // Gaussian top-k on the FFN gate
     struct engine_tensor laurel_l, laurel_r;  // [n_embd, rank], [rank, n_embd]
     const float *laurel_norm;                 // [n_embd]
     struct engine_tensor router;              // [n_embd, K]
@@ -123,24 +129,67 @@ static int read_u32_default(struct model *m, const char *key, uint32_t dflt, uin
     return 0;
 }
 
-// The layers from G3N_KV_FROM_START on attend the cache of the last layer
-// of their kind before it and keep none of their own.
+// The layers from the first sharing one on (G3N_KV_FROM_START, or
+// block_count - attention.shared_kv_layers) attend the cache of the last
+// layer of their kind before it and keep none of their own.
 static int plan_kv_sharing(struct model *m, struct err *e)
 {
     const int n_layer = m->hp.n_layer;
+    uint32_t shared = 0;
+    int from = G3N_KV_FROM_START;
+    if (gguf_get_arch_u32(m->g, "attention.shared_kv_layers", &shared)) {
+        if (shared >= (uint32_t)n_layer || (shared > 0 && n_layer - (int)shared < 2))
+            return err_set(e, ERR_FORMAT, "invalid %s.attention.shared_kv_layers %u", m->arch->name,
+                           shared);
+        from = n_layer - (int)shared;
+    }
     for (int il = 0; il < n_layer; il++) {
         struct model_layer *L = &m->layers[il];
         struct g3n_layer *G = L->mixer;
         G->kv_src = il;
         if (L->n_head_kv < 1 || L->n_ff < 1)
             return err_set(e, ERR_FORMAT, "layer %d: no attention or no feed-forward", il);
-        if (il < G3N_KV_FROM_START)
+        if (il < from)
             continue;
-        G->kv_src = G3N_KV_FROM_START - (L->swa ? 2 : 1);
+        G->kv_src = from - (L->swa ? 2 : 1);
         if (m->layers[G->kv_src].swa != L->swa)
             return err_set(e, ERR_FORMAT, "layer %d: layer %d is not of its kind to share K/V", il,
                            G->kv_src);
         L->n_head_kv = 0;
+    }
+    return 0;
+}
+
+// Ollama's names: rope.freq_base_local (the sliding layers' base), head_dim
+// (when attention.key_length is absent); activation_sparsity_scale (per
+// layer, 0: dense) chooses the sparse layers, else the first 10 are.
+static int read_ollama_keys(struct model *m, struct err *e)
+{
+    struct model_hparams *hp = &m->hp;
+    float base;
+    uint32_t hd;
+    if (!gguf_get_arch_f32(m->g, "rope.freq_base_swa", &base) &&
+        gguf_get_arch_f32(m->g, "rope.freq_base_local", &base)) {
+        if (!(base > 0) || !isfinite(base))
+            return err_set(e, ERR_FORMAT, "invalid %s.rope.freq_base_local", m->arch->name);
+        hp->rope_swa.freq_base = base;
+    }
+    if (!gguf_get_arch_u32(m->g, "attention.key_length", &hd) &&
+        gguf_get_arch_u32(m->g, "head_dim", &hd) && (int)hd != hp->head_dim) {
+        if (hd < 2 || hd > 1024 || hd % 2 != 0)
+            return err_set(e, ERR_FORMAT, "invalid %s.head_dim %u", m->arch->name, hd);
+        hp->head_dim = (int)hd;
+        hp->rope.n_rot = hp->rope_swa.n_rot = (int)hd;
+    }
+    char key[128];
+    const struct gguf_kv *kv =
+        gguf_find(m->g, model_key(m, key, sizeof key, "activation_sparsity_scale"));
+    for (int il = 0; il < hp->n_layer; il++) {
+        float v;
+        bool sparse = il < G3N_SPARSE_LAYERS;
+        if (kv && kv->val.type == GGUF_VAL_ARRAY && gguf_arr_f32(kv, (uint64_t)il, &v))
+            sparse = v > 0;
+        ((struct g3n_layer *)m->layers[il].mixer)->sparse = sparse;
     }
     return 0;
 }
@@ -160,7 +209,7 @@ static int gemma3n_load(struct model *m, struct err *e)
     for (int il = 0; il < hp->n_layer; il++)
         m->layers[il].mixer = il == 0 ? &((struct g3n_data *)xcalloc(1, sizeof(struct g3n_data)))->l
                                       : xcalloc(1, sizeof(struct g3n_layer));
-    if ((rc = plan_kv_sharing(m, e)) < 0)
+    if ((rc = read_ollama_keys(m, e)) < 0 || (rc = plan_kv_sharing(m, e)) < 0)
         return rc;
     struct g3n_model *g = g3n(m);
     g->n_altup = (int)n_altup;
@@ -201,13 +250,17 @@ static int bind_model(struct model *m, struct err *e)
     struct g3n_model *g = g3n(m);
     const int64_t w = (int64_t)g->n_pl * hp->n_layer;
     const struct gguf_tensor *pe = gguf_tensor_find(m->g, "per_layer_token_embd.weight");
-    // Ollama's files: the per-layer table has the text vocabulary only.
-    const int64_t pl_vocab =
-        pe && pe->ne[1] >= 1 && pe->ne[1] <= hp->n_vocab ? pe->ne[1] : hp->n_vocab;
+    // Ollama's files: the per-layer table has the text vocabulary only,
+    // which becomes the model's.
+    if (pe && pe->ne[1] >= 1 && pe->ne[1] < hp->n_vocab) {
+        hp->n_vocab = (int)pe->ne[1];
+        model_row_view(&m->tok_embd, &m->tok_embd, 0, hp->n_vocab);
+        model_row_view(&m->output, &m->output, 0, hp->n_vocab);
+    }
     int rc;
     if ((rc = bind_streams(m, &g->altup_proj, "altup_proj.weight", e)) < 0 ||
         (rc = bind_streams(m, &g->altup_unembd, "altup_unembd_proj.weight", e)) < 0 ||
-        (rc = model_bind_matrix(m, &g->pl_embd, "per_layer_token_embd.weight", w, pl_vocab, true,
+        (rc = model_bind_matrix(m, &g->pl_embd, "per_layer_token_embd.weight", w, hp->n_vocab, true,
                                 e)) < 0 ||
         (rc = model_bind_matrix(m, &g->pl_proj, "per_layer_model_proj.weight", hp->n_embd, w, true,
                                 e)) < 0 ||
@@ -312,11 +365,9 @@ static void per_layer_inputs(struct model *m, const struct model_ubatch *ub, flo
 {
     const struct model_hparams *hp = &m->hp;
     struct engine_backend *be = m->be;
-    struct g3n_model *g = g3n(m);
+    const struct g3n_model *g = g3n(m);
     const int64_t w = (int64_t)g->n_pl * hp->n_layer, n = ub->n;
-    for (int r = 0; r < n; r++)
-        g->idx[r] = ub->tokens[r] < g->pl_embd.ne[1] ? ub->tokens[r] : 0;
-    engine_get_rows(be, P, &g->pl_embd, g->idx, n);
+    engine_get_rows(be, P, &g->pl_embd, ub->tokens, n);
     engine_scale(be, P, P, sqrtf((float)g->n_pl), n * w);
     engine_matmul(be, tmp, &g->pl_proj, NULL, m->s.x, n);
     engine_scale(be, tmp, tmp, 1.0f / sqrtf((float)hp->n_embd), n * w);
@@ -432,7 +483,7 @@ static void ffn(struct model *m, int il, float *tmp, int n)
     const struct engine_matmul_job gate_up[2] = {{&L->w_gate, s->hb, NULL},
                                                  {&L->w_up, s->hb2, NULL}};
     engine_matmul_n(be, gate_up, 2, s->xb, n);
-    if (il < G3N_SPARSE_LAYERS)
+    if (((const struct g3n_layer *)L->mixer)->sparse)
         engine_gauss_topk(be, s->hb, s->hb, G3N_SPARSE_STD_MUL, n, L->n_ff);
     engine_glu(be, s->hb, s->hb, s->hb2, nf, true);
     engine_matmul(be, tmp, &L->w_down, NULL, s->hb, n);

@@ -1045,6 +1045,35 @@ static void gguf_specials(const struct gguf *g, struct tokenizer *t, bool llama3
 // Extra end-of-generation ids: tokenizer.ggml.eos_token_ids (when it is no
 // longer than the vocabulary), plus <|eot_id|> for the Llama 3 fix-up.
 // Returns the array (NULL when empty) and its length in *n_extra.
+// Ollama's gemma3n files (llama/compat detect_ollama_gemma3n): token_embd
+// holds the multimodal vocabulary, more rows than per_layer_token_embd.
+// Returns the text vocabulary's size (the per-layer table's rows), or 0.
+static uint64_t ollama_gemma3n_vocab(const struct gguf *g)
+{
+    const struct gguf_tensor *te = gguf_tensor_find(g, "token_embd.weight"),
+                             *pe = gguf_tensor_find(g, "per_layer_token_embd.weight");
+    if (!str_eq_cstr(gguf_architecture(g), "gemma3n") || !te || !pe || te->ne[1] == pe->ne[1])
+        return 0;
+    return (uint64_t)pe->ne[1];
+}
+
+// What Ollama's llama.cpp makes of those files (handle_gemma3n): the token
+// arrays cut to the text vocabulary, <0xXX> tokens BYTE and <unused…> ones
+// NORMAL, and <end_of_turn> (106) ends generation beside the EOS ids.
+static void ollama_gemma3n_tokens(struct gguf_tokens *gt, uint64_t n_text)
+{
+    if (n_text == 0 || n_text >= gt->n)
+        return;
+    gt->n = n_text;
+    for (uint64_t i = 0; gt->types && i < gt->n; i++) {
+        struct str tk = gt->tokens[i];
+        if (tk.len == 6 && !memcmp(tk.ptr, "<0x", 3) && tk.ptr[5] == '>')
+            gt->types[i] = TOKENIZER_TYPE_BYTE;
+        else if (str_starts_with(tk, "<unused"))
+            gt->types[i] = TOKENIZER_TYPE_NORMAL;
+    }
+}
+
 static int64_t *gguf_extra_eog(const struct gguf *g, const struct tokenizer *t, bool llama3_fix,
                                size_t *n_extra)
 {
@@ -1065,6 +1094,11 @@ static int64_t *gguf_extra_eog(const struct gguf *g, const struct tokenizer *t, 
             extra = xrealloc(extra, (n + 1) * sizeof(int64_t));
         extra[n++] = 128009;
     }
+    if (ollama_gemma3n_vocab(g) > 0) {  // 1 (EOS) and 106 (<end_of_turn>)
+        extra = xrealloc(extra, (n + 2) * sizeof(int64_t));
+        extra[n++] = 1;
+        extra[n++] = 106;
+    }
     *n_extra = n;
     return extra;
 }
@@ -1083,6 +1117,7 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
     size_t n_extra = 0;
     if ((rc = gguf_tokens_read(&gt, e)) < 0)
         goto out;
+    ollama_gemma3n_tokens(&gt, ollama_gemma3n_vocab(g));
     rc = init_tokens(t, kind, (size_t)gt.n, gt.tokens, gt.scores, gt.types, e);
     if (rc < 0)
         goto out;
