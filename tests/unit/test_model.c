@@ -2831,6 +2831,69 @@ static void test_gemma4_ollama_layout(void **state)
     rmdir(tmp);
 }
 
+// A model file with a vision tower and projector inside, as Ollama
+// publishes llama4 (and gemma4, mistral3): <arch>.vision.block_count and
+// v.* / mm.* tensors beside the text model's.
+static void write_with_vision(const char *src, const char *dst, const char *arch)
+{
+    struct err e = {0};
+    struct gguf *g = NULL;
+    struct gguf_writer *w = NULL;
+    char key[128];
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++)
+        gguf_writer_kv_copy(w, gguf_kv_at(g, i));
+    snprintf(key, sizeof key, "%s.vision.block_count", arch);
+    gguf_writer_kv_u32(w, key, 1);
+    static const char *const extra[] = {"v.patch_embedding.weight", "v.blk.0.attn_q.weight",
+                                        "mm.linear_1.weight"};
+    const int64_t ne[2] = {32, 8};
+    float zeros[32 * 8] = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            char name[GGUF_MAX_NAME_LEN + 1];
+            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+            if (pass == 0)
+                gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+            else
+                assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        }
+        for (size_t i = 0; i < 3; i++) {
+            if (pass == 0)
+                gguf_writer_add_tensor(w, extra[i], GGUF_TYPE_F32, 2, ne);
+            else
+                assert_int_equal(gguf_writer_write_data(w, zeros, sizeof zeros, &e), 0);
+        }
+        if (pass == 0)
+            assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// llama4 as Ollama publishes it (llama/compat handle_llama4: the text model
+// is llama.cpp's; the embedded vision tower is left to the projector).
+static void test_llama4_ollama_layout(void **state)
+{
+    (void)state;
+    char path[1024], tmp[] = "/tmp/test_model_llama4_XXXXXX", out[1200];
+    shared_fixture_or_skip(path, sizeof path, "tiny-llama4-f32.gguf");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/m.gguf", tmp);
+    write_with_vision(path, out, "llama4");
+    struct model_options o = {.n_ctx = 64, .n_threads = 2};
+    struct model *a = load(path, o), *b = load(out, o);
+    decode_seq(a, 0, story, 12, 0, false);
+    decode_seq(b, 0, story, 12, 0, false);
+    assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
+    model_free(a);
+    model_free(b);
+    unlink(out);
+    rmdir(tmp);
+}
+
 // gemma3n as Ollama publishes it (convert_gemma3n.go): the sliding base as
 // rope.freq_base_local, the head size as head_dim, and the multimodal tokens
 // at the end of the vocabulary and of token_embd (4 here, zero rows), which
@@ -3058,6 +3121,7 @@ int main(void)
         cmocka_unit_test(test_tiny_gemma4_reference),
         cmocka_unit_test(test_tiny_gemma3n_reference),
         cmocka_unit_test(test_gemma3n_ollama_layout),
+        cmocka_unit_test(test_llama4_ollama_layout),
         cmocka_unit_test(test_gemma4_ollama_layout),
         cmocka_unit_test(test_gemma4_batched),
         cmocka_unit_test(test_gemma4_context_shift),
