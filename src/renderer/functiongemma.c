@@ -256,11 +256,14 @@ static int render_message(json_t *msgs, size_t first, size_t i, int prev, struct
         put(out, "}<end_function_response>");
         return FG_PREV_RESPONSE;
     }
-    if (strcmp(role, "user") != 0 || prev != FG_PREV_RESPONSE)
+    // A user turn right after tool responses continues the model's turn;
+    // another role opens its own turn and (as Ollama's) leaves the state.
+    const bool user = strcmp(role, "user") == 0;
+    if (!user || prev != FG_PREV_RESPONSE)
         buf_printf(out, "<start_of_turn>%s\n", role);
     put_trimmed(out, rnd_str(m, "content"));
     put(out, "<end_of_turn>\n");
-    return FG_PREV_NONE;
+    return user ? FG_PREV_NONE : prev;
 }
 
 int rnd_render_functiongemma(json_t *msgs, json_t *tools, const struct renderer_think *think,

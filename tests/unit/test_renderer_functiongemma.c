@@ -189,6 +189,16 @@ static const struct render_case render_cases[] = {
      "<bos><start_of_turn>user\nGo<end_of_turn>\n<start_of_turn>model\n<start_function_call>call:f{"
      "a:{b:true,y:-3},e:1e+20,z:[1,2.5,<escape>x<escape>,false,<nil>]}<end_function_call><end_of_"
      "turn>\n<start_of_turn>model\n"},
+    {"other_role_keeps_state",
+     "[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\",\"tool_calls\":[{"
+     "\"function\":{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]},{\"role\":"
+     "\"tool\",\"content\":\"Sunny\"},{\"role\":\"system\",\"content\":\" Be brief. "
+     "\"},{\"role\":\"user\",\"content\":\"And London?\"}]",
+     NULL,
+     "<bos><start_of_turn>user\nWeather?<end_of_turn>\n<start_of_turn>model\n<start_function_call>"
+     "call:get_weather{city:<escape>Paris<escape>}<end_function_call><start_function_response>"
+     "response:get_weather{<escape>Sunny<escape>}<end_function_response><start_of_turn>system\nBe "
+     "brief.<end_of_turn>\nAnd London?<end_of_turn>\n<start_of_turn>model\n"},
     {"array_type_param", "[{\"role\":\"user\",\"content\":\"Test\"}]",
      "[{\"type\":\"function\",\"function\":{\"name\":\"test\",\"description\":\"Test\","
      "\"parameters\":{\"type\":\"object\",\"properties\":{\"items\":{\"type\":[\"array\",\"null\"],"
