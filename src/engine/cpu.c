@@ -786,6 +786,97 @@ static void cpu_gather(struct engine_backend *be, float *y, const float *x, cons
         memmove(y + r * n, x + (int64_t)idx[r] * n, (size_t)n * sizeof(float));
 }
 
+// Row ops of Gemma 3n's AltUp: one context for the three, each row on its own.
+struct altup_ctx {
+    float *y;
+    const float *base, *x, *ref;
+    const float *const *srcs;
+    const float *c;
+    int k;
+    int64_t c_stride, n;
+    float std_mul;
+};
+
+static void rows_mix_range(void *p, int64_t r0, int64_t r1)
+{
+    const struct altup_ctx *a = p;
+    for (int64_t r = r0; r < r1; r++) {
+        float *y = a->y + r * a->n;
+        const float *c = a->c + r * a->c_stride;
+        if (a->base)
+            memmove(y, a->base + r * a->n, (size_t)a->n * sizeof *y);
+        else
+            memset(y, 0, (size_t)a->n * sizeof *y);
+        for (int s = 0; s < a->k; s++) {
+            const float *x = a->srcs[s] + r * a->n, w = c[s];
+            for (int64_t i = 0; i < a->n; i++)
+                y[i] += w * x[i];
+        }
+    }
+}
+
+static double row_norm(const float *x, int64_t n)
+{
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)x[i] * x[i];
+    return sqrt(sum);
+}
+
+static void rows_rescale_range(void *p, int64_t r0, int64_t r1)
+{
+    const struct altup_ctx *a = p;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->x + r * a->n;
+        const float f = (float)(row_norm(a->ref + r * a->n, a->n) / row_norm(x, a->n));
+        float *y = a->y + r * a->n;
+        for (int64_t i = 0; i < a->n; i++)
+            y[i] = x[i] * f;
+    }
+}
+
+static void gauss_topk_range(void *p, int64_t r0, int64_t r1)
+{
+    const struct altup_ctx *a = p;
+    const int64_t n = a->n;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->x + r * n;
+        double sum = 0, var = 0;
+        for (int64_t i = 0; i < n; i++)
+            sum += x[i];
+        const double mean = sum / (double)n;
+        for (int64_t i = 0; i < n; i++)
+            var += (x[i] - mean) * (x[i] - mean);
+        const float cut = (float)(mean + a->std_mul * sqrt(var / (double)(n > 1 ? n - 1 : 1)));
+        float *y = a->y + r * n;
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] > cut ? x[i] - cut : 0.0f;
+    }
+}
+
+static void cpu_rows_mix(struct engine_backend *be, float *y, const float *base,
+                         const float *const *x, int k, const float *c, int64_t c_stride,
+                         int64_t n_rows, int64_t n)
+{
+    struct altup_ctx a = {
+        .y = y, .base = base, .srcs = x, .k = k, .c = c, .c_stride = c_stride, .n = n};
+    par_rows(cpu_of(be), n_rows, n * (k + 1), rows_mix_range, &a);
+}
+
+static void cpu_rows_rescale(struct engine_backend *be, float *y, const float *x, const float *ref,
+                             int64_t n_rows, int64_t n)
+{
+    struct altup_ctx a = {.y = y, .x = x, .ref = ref, .n = n};
+    par_rows(cpu_of(be), n_rows, 3 * n, rows_rescale_range, &a);
+}
+
+static void cpu_gauss_topk(struct engine_backend *be, float *y, const float *x, float std_mul,
+                           int64_t n_rows, int64_t n)
+{
+    struct altup_ctx a = {.y = y, .x = x, .n = n, .std_mul = std_mul};
+    par_rows(cpu_of(be), n_rows, 3 * n, gauss_topk_range, &a);
+}
+
 static void cpu_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
                     const struct engine_moe *p)
 {
@@ -861,6 +952,9 @@ static const struct engine_backend_ops cpu_ops = {
     .scale = cpu_scale,
     .relu_sqr = cpu_relu_sqr,
     .gather = cpu_gather,
+    .rows_mix = cpu_rows_mix,
+    .rows_rescale = cpu_rows_rescale,
+    .gauss_topk = cpu_gauss_topk,
     .moe = cpu_moe,
     .moe_reserve = cpu_moe_reserve,
     .conv1d = cpu_conv1d,

@@ -331,6 +331,24 @@ void engine_gather(struct engine_backend *be, float *y, const float *x, const in
     be->ops->gather(be, y, x, idx, n_rows, n);
 }
 
+void engine_rows_mix(struct engine_backend *be, float *y, const float *base, const float *const *x,
+                     int k, const float *c, int64_t c_stride, int64_t n_rows, int64_t n)
+{
+    be->ops->rows_mix(be, y, base, x, k, c, c_stride, n_rows, n);
+}
+
+void engine_rows_rescale(struct engine_backend *be, float *y, const float *x, const float *ref,
+                         int64_t n_rows, int64_t n)
+{
+    be->ops->rows_rescale(be, y, x, ref, n_rows, n);
+}
+
+void engine_gauss_topk(struct engine_backend *be, float *y, const float *x, float std_mul,
+                       int64_t n_rows, int64_t n)
+{
+    be->ops->gauss_topk(be, y, x, std_mul, n_rows, n);
+}
+
 void engine_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
                 const struct engine_moe *p)
 {

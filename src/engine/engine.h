@@ -379,6 +379,14 @@ struct engine_backend_ops {
     // Gathers rows: y[i] = x[idx[i]] (row length n).
     void (*gather)(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
+    // Row ops of Gemma 3n's AltUp (engine_rows_mix, engine_rows_rescale,
+    // engine_gauss_topk below).
+    void (*rows_mix)(struct engine_backend *be, float *y, const float *base, const float *const *x,
+                     int k, const float *c, int64_t c_stride, int64_t n_rows, int64_t n);
+    void (*rows_rescale)(struct engine_backend *be, float *y, const float *x, const float *ref,
+                         int64_t n_rows, int64_t n);
+    void (*gauss_topk)(struct engine_backend *be, float *y, const float *x, float std_mul,
+                       int64_t n_rows, int64_t n);
 };
 
 struct engine_backend {
@@ -432,6 +440,19 @@ void engine_scale(struct engine_backend *be, float *y, const float *x, float s, 
 void engine_relu_sqr(struct engine_backend *be, float *y, const float *x, int64_t n);
 void engine_gather(struct engine_backend *be, float *y, const float *x, const int32_t *idx,
                    int64_t n_rows, int64_t n);
+// Per-row linear combination (Gemma 3n's AltUp streams), rows of n floats:
+// y[r] = base[r] + sum over s < k of c[r * c_stride + s] * x[s][r]
+// (base NULL: 0). y must not be any x[s]; it may be base.
+void engine_rows_mix(struct engine_backend *be, float *y, const float *base, const float *const *x,
+                     int k, const float *c, int64_t c_stride, int64_t n_rows, int64_t n);
+// y[r] = x[r] * |ref[r]| / |x[r]| (L2 norms of rows of n): each row of x
+// brought to the magnitude of ref's. y may be x.
+void engine_rows_rescale(struct engine_backend *be, float *y, const float *x, const float *ref,
+                         int64_t n_rows, int64_t n);
+// Gaussian top-k (Gemma 3n's activation sparsity), per row of n:
+// y = relu(x - (mean(x) + std_mul * std(x))), std with n - 1. y may be x.
+void engine_gauss_topk(struct engine_backend *be, float *y, const float *x, float std_mul,
+                       int64_t n_rows, int64_t n);
 
 void engine_moe(struct engine_backend *be, float *y, const float *x, int64_t n_rows,
                 const struct engine_moe *p);

@@ -305,6 +305,7 @@ extern const struct model_arch model_arch_lfm2;
 extern const struct model_arch model_arch_lfm2moe;
 extern const struct model_arch model_arch_deepseek2;
 extern const struct model_arch model_arch_gemma4;
+extern const struct model_arch model_arch_gemma3n;
 extern const struct model_arch model_arch_llama4;
 extern const struct model_arch model_arch_gemma_embd;
 extern const struct model_arch model_arch_gemma_embd_gemma3;

@@ -128,6 +128,9 @@ int rnd_gemma4_init(struct renderer_parser *p, json_t *last, const struct render
 int rnd_gemma4_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 void rnd_gemma4_deinit(struct renderer_parser *p);
 const char *rnd_gemma4_resolve(const char *model_name, const char *model_type);
+int rnd_render_functiongemma(json_t *msgs, json_t *tools, const struct renderer_think *think,
+                             int variant, struct buf *out, struct err *e);
+int rnd_functiongemma_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);
 int rnd_harmony_init(struct renderer_parser *p, json_t *last, const struct renderer_think *think,
                      int variant, struct err *e);
 int rnd_harmony_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e);

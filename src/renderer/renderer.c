@@ -37,6 +37,7 @@ static const struct rnd_renderer renderers[] = {
     {"gemma4",          rnd_render_gemma4,       0},
     {"gemma4-small",    rnd_render_gemma4,       0},
     {"gemma4-large",    rnd_render_gemma4,       1},
+    {"functiongemma",   rnd_render_functiongemma, 0},
 };
 // clang-format on
 #define N_RENDERERS (sizeof(renderers) / sizeof(renderers[0]))
@@ -77,6 +78,7 @@ static const struct rnd_parser_kind parsers[] = {
     {"glimmer", true, true, 0, rnd_glimmer_init, rnd_glimmer_add, rnd_glimmer_deinit},
     {"gemma4", true, true, 1, rnd_gemma4_init, rnd_gemma4_add, rnd_gemma4_deinit},
     {"gemma4-no-thinking", true, false, 0, rnd_gemma4_init, rnd_gemma4_add, rnd_gemma4_deinit},
+    {"functiongemma", true, false, 0, NULL, rnd_functiongemma_add, NULL},
     {"passthrough", false, false, 0, NULL, passthrough_add, NULL},
 };
 #define N_PARSERS (sizeof(parsers) / sizeof(parsers[0]))

@@ -81,6 +81,9 @@ struct tokenizer {
     char byte_char[256][3];  // its UTF-8 (2 bytes at most; [2] = length)
     bool ignore_merges;
     bool clean_spaces;
+    // SentencePiece-style BPE (Gemma 4): merges over raw UTF-8 characters of
+    // the text with spaces as U+2581, <0xXX> byte tokens for what is left.
+    bool spm_bpe;
     struct tok_pretok pre;
 
     // SPM: the token for each byte (<0xXX>, else the one-byte text), or -1.

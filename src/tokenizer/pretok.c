@@ -76,6 +76,8 @@ static const char *const re_deepseek_v3[] = {
     ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
     "?[\\p{P}\\p{S}]+[\\r\\n]*|" S "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
     NULL};
+// SentencePiece-style BPE (Gemma 4): no word splits but at newlines.
+static const char *const re_lines[] = {"[^\\n]+|[\\n]+", NULL};
 static const char *const re_tekken[] = {
     "[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "+" LOWERISH
     "*|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*|" S "*[\\r\\n]+|" S "+(?!" NS ")|" S "+",
@@ -132,6 +134,7 @@ static const struct pretok_row pretok_rows[] = {
     {"deepseek-coder", re_deepseek_coder, false, -1, false},
     {"deepseek-v3 hunyuan-dense joyai-llm", re_deepseek_v3, false, -1, false},
     {"tekken", re_tekken, true, 1, false},
+    {"gemma4 granite-embed-multi-311m", re_lines, false, 1, true},
     {"gpt-4o llama4 kanana2 talkie", re_gpt4o, false, -1, false},
     {"falcon", re_falcon, false, -1, true},
     {"bloom gpt3-finnish", re_bloom, false, -1, true},

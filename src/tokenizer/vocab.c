@@ -301,8 +301,10 @@ static void kind_defaults(struct tokenizer *t)
         t->add_space_prefix = true;
         break;
     case TOKENIZER_BPE:
-        set_id(t, &t->sp.bos, 11);
-        set_id(t, &t->sp.eos, 11);
+        if (!t->spm_bpe) {  // Gemma 4's come from the metadata only
+            set_id(t, &t->sp.bos, 11);
+            set_id(t, &t->sp.eos, 11);
+        }
         t->clean_spaces = true;
         break;
     case TOKENIZER_WPM:
@@ -653,7 +655,7 @@ static void build_byte_tables(struct tokenizer *t)
 // U+2581 back to a space (SPM, WPM).
 static void normal_piece(const struct tokenizer *t, struct buf *pb, const char *s, size_t len)
 {
-    if (t->kind == TOKENIZER_BPE) {
+    if (t->kind == TOKENIZER_BPE && !t->spm_bpe) {
         for (size_t k = 0; k < len;) {
             uint32_t cp;
             size_t l = utf8_next(s + k, len - k, &cp);
@@ -686,7 +688,7 @@ static void token_piece(const struct tokenizer *t, struct buf *pb, int32_t i)
         buf_append(pb, s, len);
     } else if (a & TOK_ATTR_NORMAL) {
         normal_piece(t, pb, s, len);
-    } else if ((a & TOK_ATTR_BYTE) && t->kind != TOKENIZER_BPE) {
+    } else if ((a & TOK_ATTR_BYTE) && (t->kind != TOKENIZER_BPE || t->spm_bpe)) {
         unsigned v;
         char tail;
         if (len == 6 && sscanf(s, "<0x%2x%c", &v, &tail) == 2 && tail == '>')
@@ -825,14 +827,22 @@ static void get_flag(const struct gguf *g, const char *key, bool *slot)
         *slot = b;
 }
 
-// tokenizer.ggml.model: llama (SentencePiece), gpt2 (byte-level BPE) or bert
-// (WordPiece).
-static int gguf_kind(const struct gguf *g, enum tokenizer_kind *kind, struct err *e)
+// tokenizer.ggml.model: llama (SentencePiece), gpt2 (byte-level BPE), gemma4
+// (SentencePiece-style BPE) or bert (WordPiece). Ollama's Gemma 4 files say
+// llama with the gemma4 pre-tokenizer and merges: Ollama reads them as
+// gemma4 (llama/compat handle_gemma4), and so do we.
+static int gguf_kind(const struct gguf *g, enum tokenizer_kind *kind, bool *spm_bpe, struct err *e)
 {
-    struct str model;
+    struct str model, pre = {0};
     if (!gguf_get_str(g, "tokenizer.ggml.model", &model))
         return err_set(e, ERR_FORMAT, "missing tokenizer.ggml.model");
-    if (str_eq_cstr(model, "llama"))
+    gguf_get_str(g, "tokenizer.ggml.pre", &pre);
+    *spm_bpe = str_eq_cstr(model, "gemma4") ||
+               (str_eq_cstr(model, "llama") && str_eq_cstr(pre, "gemma4") &&
+                gguf_find(g, "tokenizer.ggml.merges"));
+    if (*spm_bpe)
+        *kind = TOKENIZER_BPE;
+    else if (str_eq_cstr(model, "llama"))
         *kind = TOKENIZER_SPM;
     else if (str_eq_cstr(model, "gpt2"))
         *kind = TOKENIZER_BPE;
@@ -954,6 +964,8 @@ static void gguf_pre_name(const struct gguf *g, const struct tokenizer *t, bool 
     struct str s;
     if (gguf_get_str(g, "tokenizer.ggml.pre", &s))
         snprintf(pre, 64, "%.*s", (int)(s.len < 63 ? s.len : 63), s.ptr);
+    if (t->spm_bpe)  // llama.cpp: the gemma4 model always has the gemma4 pre-tokenizer
+        snprintf(pre, 64, "gemma4");
     if (llama3_fix && (!pre[0] || strcmp(pre, "default") == 0))
         snprintf(pre, 64, "llama-bpe");
     // Ollama's gpt-oss files ("gptoss") keep the default marker although the
@@ -1033,6 +1045,35 @@ static void gguf_specials(const struct gguf *g, struct tokenizer *t, bool llama3
 // Extra end-of-generation ids: tokenizer.ggml.eos_token_ids (when it is no
 // longer than the vocabulary), plus <|eot_id|> for the Llama 3 fix-up.
 // Returns the array (NULL when empty) and its length in *n_extra.
+// Ollama's gemma3n files (llama/compat detect_ollama_gemma3n): token_embd
+// holds the multimodal vocabulary, more rows than per_layer_token_embd.
+// Returns the text vocabulary's size (the per-layer table's rows), or 0.
+static uint64_t ollama_gemma3n_vocab(const struct gguf *g)
+{
+    const struct gguf_tensor *te = gguf_tensor_find(g, "token_embd.weight"),
+                             *pe = gguf_tensor_find(g, "per_layer_token_embd.weight");
+    if (!str_eq_cstr(gguf_architecture(g), "gemma3n") || !te || !pe || te->ne[1] == pe->ne[1])
+        return 0;
+    return (uint64_t)pe->ne[1];
+}
+
+// What Ollama's llama.cpp makes of those files (handle_gemma3n): the token
+// arrays cut to the text vocabulary, <0xXX> tokens BYTE and <unused…> ones
+// NORMAL, and <end_of_turn> (106) ends generation beside the EOS ids.
+static void ollama_gemma3n_tokens(struct gguf_tokens *gt, uint64_t n_text)
+{
+    if (n_text == 0 || n_text >= gt->n)
+        return;
+    gt->n = n_text;
+    for (uint64_t i = 0; gt->types && i < gt->n; i++) {
+        struct str tk = gt->tokens[i];
+        if (tk.len == 6 && !memcmp(tk.ptr, "<0x", 3) && tk.ptr[5] == '>')
+            gt->types[i] = TOKENIZER_TYPE_BYTE;
+        else if (str_starts_with(tk, "<unused"))
+            gt->types[i] = TOKENIZER_TYPE_NORMAL;
+    }
+}
+
 static int64_t *gguf_extra_eog(const struct gguf *g, const struct tokenizer *t, bool llama3_fix,
                                size_t *n_extra)
 {
@@ -1053,6 +1094,11 @@ static int64_t *gguf_extra_eog(const struct gguf *g, const struct tokenizer *t, 
             extra = xrealloc(extra, (n + 1) * sizeof(int64_t));
         extra[n++] = 128009;
     }
+    if (ollama_gemma3n_vocab(g) > 0) {  // 1 (EOS) and 106 (<end_of_turn>)
+        extra = xrealloc(extra, (n + 2) * sizeof(int64_t));
+        extra[n++] = 1;
+        extra[n++] = 106;
+    }
     *n_extra = n;
     return extra;
 }
@@ -1061,14 +1107,17 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
 {
     enum tokenizer_kind kind = TOKENIZER_SPM;
     struct gguf_tokens gt = {0};
-    int rc = gguf_kind(g, &kind, e);
+    bool spm_bpe = false;
+    int rc = gguf_kind(g, &kind, &spm_bpe, e);
     if (rc < 0 || (rc = gguf_tokens_find(&gt, g, e)) < 0)
         return rc;
     struct tokenizer *t = xcalloc(1, sizeof(*t));
+    t->spm_bpe = spm_bpe;
     int64_t *extra = NULL;
     size_t n_extra = 0;
     if ((rc = gguf_tokens_read(&gt, e)) < 0)
         goto out;
+    ollama_gemma3n_tokens(&gt, ollama_gemma3n_vocab(g));
     rc = init_tokens(t, kind, (size_t)gt.n, gt.tokens, gt.scores, gt.types, e);
     if (rc < 0)
         goto out;
@@ -1078,6 +1127,8 @@ int tokenizer_load(struct tokenizer **out, const struct gguf *g, struct err *e)
     if ((rc = init_pre(t, pre, e)) < 0 || (rc = gguf_merges(g, t, e)) < 0)
         goto out;
     gguf_specials(g, t, llama3_fix);
+    if (t->spm_bpe)  // llama.cpp overrides add_bos_token false for Gemma 4
+        t->add_bos = true;
     extra = gguf_extra_eog(g, t, llama3_fix, &n_extra);
     char name[128] = "";
     struct str s;

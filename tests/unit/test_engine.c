@@ -356,6 +356,70 @@ static void test_norms_and_elementwise(void **state)
     free(x), free(w), free(b);
 }
 
+// Gemma 3n's AltUp row ops: per-row linear combinations, rescaling to
+// another row's magnitude, Gaussian top-k.
+static void test_altup_rows(void **state)
+{
+    (void)state;
+    struct engine_backend *be = backend(2);
+    const int64_t rows = 3, n = 100;
+    float *a = rand_vec(rows * n), *b = rand_vec(rows * n), *base = rand_vec(rows * n);
+    float *c = rand_vec(rows * 4);
+    float *y = engine_buf_alloc(be, (size_t)(rows * n) * sizeof(float));
+    double ref[300];
+
+    // y = base + c[r·4 + 1]·a + c[r·4 + 2]·b (offset 1, stride 4), then without base.
+    const float *srcs[2] = {a, b};
+    engine_rows_mix(be, y, base, srcs, 2, c + 1, 4, rows, n);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < n; i++)
+            ref[r * n + i] = (double)base[r * n + i] + (double)c[r * 4 + 1] * a[r * n + i] +
+                             (double)c[r * 4 + 2] * b[r * n + i];
+    assert_close(y, ref, rows * n, 1e-5);
+    engine_rows_mix(be, y, NULL, srcs, 1, c, 4, rows, n);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < n; i++)
+            ref[r * n + i] = (double)c[r * 4] * a[r * n + i];
+    assert_close(y, ref, rows * n, 1e-6);
+
+    // a brought to |b| per row (in place).
+    memcpy(y, a, (size_t)(rows * n) * sizeof(float));
+    engine_rows_rescale(be, y, y, b, rows, n);
+    for (int64_t r = 0; r < rows; r++) {
+        double na = 0, nb = 0;
+        for (int64_t i = 0; i < n; i++) {
+            na += (double)a[r * n + i] * a[r * n + i];
+            nb += (double)b[r * n + i] * b[r * n + i];
+        }
+        for (int64_t i = 0; i < n; i++)
+            ref[r * n + i] = a[r * n + i] * sqrt(nb / na);
+    }
+    assert_close(y, ref, rows * n, 1e-5);
+
+    // relu(x - (mean + 1.5·std)), sample std: only the top of each row stays.
+    engine_gauss_topk(be, y, a, 1.5f, rows, n);
+    int kept = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        double mu = 0, var = 0;
+        for (int64_t i = 0; i < n; i++)
+            mu += a[r * n + i];
+        mu /= n;
+        for (int64_t i = 0; i < n; i++)
+            var += (a[r * n + i] - mu) * (a[r * n + i] - mu);
+        double cut = mu + 1.5 * sqrt(var / (n - 1));
+        for (int64_t i = 0; i < n; i++) {
+            ref[r * n + i] = a[r * n + i] > cut ? a[r * n + i] - cut : 0.0;
+            kept += ref[r * n + i] > 0;
+        }
+    }
+    assert_close(y, ref, rows * n, 1e-5);
+    assert_true(kept > 0 && kept < rows * n / 4);
+
+    engine_buf_free(be, y);
+    engine_backend_free(be);
+    free(a), free(b), free(base), free(c);
+}
+
 // ---------------------------------------------------------------------------
 // RoPE.
 
@@ -840,6 +904,7 @@ int main(void)
         cmocka_unit_test(test_matmul_ranges),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_norms_and_elementwise),
+        cmocka_unit_test(test_altup_rows),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_window_ring),

@@ -588,6 +588,12 @@ static void test_tiny_gemma4_reference(void **state)
     run_fixture_reference_tol("tiny-gemma4.reference.json", true, 5e-3f);
 }
 
+static void test_tiny_gemma3n_reference(void **state)
+{
+    (void)state;
+    run_fixture_reference_tol("tiny-gemma3n.reference.json", true, 5e-3f);
+}
+
 static void test_tiny_glm4moe_reference(void **state)
 {
     (void)state;
@@ -2825,6 +2831,168 @@ static void test_gemma4_ollama_layout(void **state)
     rmdir(tmp);
 }
 
+// A model file with a vision tower and projector inside, as Ollama
+// publishes llama4 (and gemma4, mistral3): <arch>.vision.block_count and
+// v.* / mm.* tensors beside the text model's.
+static void write_with_vision(const char *src, const char *dst, const char *arch)
+{
+    struct err e = {0};
+    struct gguf *g = NULL;
+    struct gguf_writer *w = NULL;
+    char key[128];
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(g); i++)
+        gguf_writer_kv_copy(w, gguf_kv_at(g, i));
+    snprintf(key, sizeof key, "%s.vision.block_count", arch);
+    gguf_writer_kv_u32(w, key, 1);
+    static const char *const extra[] = {"v.patch_embedding.weight", "v.blk.0.attn_q.weight",
+                                        "mm.linear_1.weight"};
+    const int64_t ne[2] = {32, 8};
+    float zeros[32 * 8] = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            char name[GGUF_MAX_NAME_LEN + 1];
+            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+            if (pass == 0)
+                gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+            else
+                assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        }
+        for (size_t i = 0; i < 3; i++) {
+            if (pass == 0)
+                gguf_writer_add_tensor(w, extra[i], GGUF_TYPE_F32, 2, ne);
+            else
+                assert_int_equal(gguf_writer_write_data(w, zeros, sizeof zeros, &e), 0);
+        }
+        if (pass == 0)
+            assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// llama4 as Ollama publishes it (llama/compat handle_llama4: the text model
+// is llama.cpp's; the embedded vision tower is left to the projector).
+static void test_llama4_ollama_layout(void **state)
+{
+    (void)state;
+    char path[1024], tmp[] = "/tmp/test_model_llama4_XXXXXX", out[1200];
+    shared_fixture_or_skip(path, sizeof path, "tiny-llama4-f32.gguf");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/m.gguf", tmp);
+    write_with_vision(path, out, "llama4");
+    struct model_options o = {.n_ctx = 64, .n_threads = 2};
+    struct model *a = load(path, o), *b = load(out, o);
+    decode_seq(a, 0, story, 12, 0, false);
+    decode_seq(b, 0, story, 12, 0, false);
+    assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
+    model_free(a);
+    model_free(b);
+    unlink(out);
+    rmdir(tmp);
+}
+
+// gemma3n as Ollama publishes it (convert_gemma3n.go): the sliding base as
+// rope.freq_base_local, the head size as head_dim, and the multimodal tokens
+// at the end of the vocabulary and of token_embd (4 here, zero rows), which
+// per_layer_token_embd lacks.
+static void write_gemma3n_ollama_layout(const char *src, const char *dst)
+{
+    struct err e = {0};
+    struct gguf *g = NULL;
+    struct gguf_writer *w = NULL;
+    assert_int_equal(gguf_open(&g, src, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, dst, &e), 0);
+    const struct gguf_kv *tk = gguf_find(g, "tokenizer.ggml.tokens");
+    const uint64_t n = tk->val.arr_count;
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        const struct gguf_kv *kv = gguf_kv_at(g, i);
+        if (str_eq_cstr(kv->key, "gemma3n.rope.freq_base_swa")) {
+            float base = 0;
+            assert_true(gguf_get_f32(g, "gemma3n.rope.freq_base_swa", &base));
+            gguf_writer_kv_f32(w, "gemma3n.rope.freq_base_local", base);
+        } else if (str_eq_cstr(kv->key, "gemma3n.attention.key_length")) {
+            gguf_writer_kv_u32(w, "gemma3n.head_dim", 16);
+        } else if (str_eq_cstr(kv->key, "tokenizer.ggml.tokens")) {
+            struct str *t = xcalloc(n + 4, sizeof *t);
+            for (uint64_t k = 0; k < n; k++)
+                assert_true(gguf_arr_str(kv, k, &t[k]));
+            t[n] = STR_LIT("<image_soft_token>"), t[n + 1] = STR_LIT("<start_of_image>");
+            t[n + 2] = STR_LIT("<end_of_image>"), t[n + 3] = STR_LIT("<audio_soft_token>");
+            gguf_writer_kv_arr_str(w, "tokenizer.ggml.tokens", t, n + 4);
+            free(t);
+        } else if (str_eq_cstr(kv->key, "tokenizer.ggml.scores") ||
+                   str_eq_cstr(kv->key, "tokenizer.ggml.token_type")) {
+            const bool sc = str_eq_cstr(kv->key, "tokenizer.ggml.scores");
+            float *f = xcalloc(n + 4, sizeof *f);
+            int32_t *ty = xcalloc(n + 4, sizeof *ty);
+            for (uint64_t k = 0; k < n + 4; k++) {
+                int64_t v = 3;
+                if (k < n && sc)
+                    assert_true(gguf_arr_f32(kv, k, &f[k]));
+                else if (k < n)
+                    assert_true(gguf_arr_i64(kv, k, &v));
+                ty[k] = (int32_t)v;
+            }
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
+            gguf_writer_kv_arr(w, key, sc ? GGUF_VAL_FLOAT32 : GGUF_VAL_INT32, sc ? (void *)f : ty,
+                               n + 4);
+            free(f);
+            free(ty);
+        } else if (!str_eq_cstr(kv->key, "gemma3n.attention.value_length")) {
+            gguf_writer_kv_copy(w, kv);
+        }
+    }
+    char name[GGUF_MAX_NAME_LEN + 1];
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+            const bool te = strcmp(name, "token_embd.weight") == 0;
+            const int64_t ne[2] = {t->ne[0], t->ne[1] + 4};
+            if (pass == 0) {
+                gguf_writer_add_tensor(w, name, t->type, t->n_dims, te ? ne : t->ne);
+                continue;
+            }
+            assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+            if (te)
+                assert_int_equal(gguf_writer_skip_data(w, t->n_bytes / (size_t)t->ne[1] * 4, &e),
+                                 0);
+        }
+        if (pass == 0)
+            assert_int_equal(gguf_writer_write_header(w, &e), 0);
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(g);
+}
+
+// Ollama's gemma3n layout computes what llama.cpp's does: the vocabulary is
+// the text one (model and tokenizer), the sliding layers keep their base.
+static void test_gemma3n_ollama_layout(void **state)
+{
+    (void)state;
+    char path[1024], tmp[] = "/tmp/test_model_gemma3n_XXXXXX", out[1200];
+    shared_fixture_or_skip(path, sizeof path, "tiny-gemma3n-f16.gguf");
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/m.gguf", tmp);
+    write_gemma3n_ollama_layout(path, out);
+    struct model_options o = {.n_ctx = 64, .n_threads = 2, .kv_type = MODEL_KV_F32};
+    struct model *a = load(path, o), *b = load(out, o);
+    assert_int_equal(model_n_vocab(b), model_n_vocab(a));
+    assert_int_equal(tokenizer_n_vocab(model_tokenizer(b)), model_n_vocab(a));
+    assert_true(tokenizer_is_eog(model_tokenizer(b), 106));
+    decode_seq(a, 0, story, 12, 0, false);
+    decode_seq(b, 0, story, 12, 0, false);
+    assert_close(model_logits(b, 11), model_logits(a, 11), model_n_vocab(a), 1e-6f);
+    model_free(a);
+    model_free(b);
+    unlink(out);
+    rmdir(tmp);
+}
+
 // gemma4's shared K/V, sliding rings and per-layer inputs across ubatches
 // and slots: one token at a time, and two slots in ubatches of 5 rows, give
 // the logits of the whole prompt at once (to 5e-3: the random weights turn
@@ -3206,6 +3374,9 @@ int main(void)
         cmocka_unit_test(test_tiny_granitehybrid_reference),
         cmocka_unit_test(test_mamba_rollback),
         cmocka_unit_test(test_tiny_gemma4_reference),
+        cmocka_unit_test(test_tiny_gemma3n_reference),
+        cmocka_unit_test(test_gemma3n_ollama_layout),
+        cmocka_unit_test(test_llama4_ollama_layout),
         cmocka_unit_test(test_gemma4_ollama_layout),
         cmocka_unit_test(test_gemma4_batched),
         cmocka_unit_test(test_gemma4_context_shift),

@@ -226,6 +226,31 @@ static void test_vectors_bert_bge(void **state)
     vectors_committed("bert-bge");
 }
 
+// Gemma 4's SentencePiece-style BPE (tokenizer.ggml.model gemma4, and
+// Ollama's files: llama with the gemma4 pre-tokenizer and merges): ids as
+// llama.cpp v0.5.0 gives them on a reduced copy of its Gemma 4 vocabulary
+// (vocab/README.md), with BOS always added.
+static void test_vectors_gemma4(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"gemma-4-small", "gemma-4-small-ollama"};
+    for (size_t i = 0; i < 2; i++) {
+        struct tokenizer *t = load_vocab(names[i]);
+        assert_int_equal(tokenizer_kind(t), TOKENIZER_BPE);
+        assert_string_equal(tokenizer_pre_name(t), "gemma4");
+        assert_true(tokenizer_add_bos(t));
+        assert_false(tokenizer_add_space_prefix(t));
+        run_vectors_file(t, names[i], "vocab/ggml-vocab-gemma-4-small.gguf", 46);
+        run_vectors_file(t, names[i], "vocab/gemma4-extra", 11);
+        struct tokenizer_ids ids = {0};
+        encode(t, "Hello", 5, true, false, &ids);
+        assert_true(ids.len >= 2 && ids.data[0] == tokenizer_special_ids(t)->bos &&
+                    ids.data[0] == 2);
+        tokenizer_ids_deinit(&ids);
+        tokenizer_free(t);
+    }
+}
+
 // WordPiece as llama.cpp ec98e2002 on accents (pre- and decomposed), emoji
 // flags and keycaps, Hangul, Devanagari, Arabic, ... (vocab/README.md).
 static void test_vectors_wpm_unicode(void **state)
@@ -1258,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_vectors_deepseek_llm),
         cmocka_unit_test(test_vectors_bert_bge),
         cmocka_unit_test(test_vectors_wpm_unicode),
+        cmocka_unit_test(test_vectors_gemma4),
         cmocka_unit_test(test_vectors_llama_bpe),
         cmocka_unit_test(test_vectors_qwen2),
         cmocka_unit_test(test_reference_stories260k),

@@ -124,6 +124,9 @@ static const struct preset presets[] = {
      192, 64, 0, 40.f, 64, 6, 1408},
     {"tiny-deepseek2", "deepseek2", 64, 2, 4, 1, 128, 512, 163840, 10000.f, 1e-6f, false, 24, 8, 0,
      0.f, 8, 2, 32},
+    // Gemma 4 E2B's text model (its layout: build_gemma4 below): head_dim is
+    // the global layers' (512), n_ff the layers' with their own K/V.
+    {"gemma4-e2b", "gemma4", 1536, 35, 8, 1, 6144, 262144, 131072, 1e6f, 1e-6f, true, 512, 0, 512},
 };
 
 static void usage(FILE *f)
@@ -413,6 +416,7 @@ static void build_deepseek2(const struct opts *o, bool tied, struct model *m);
 
 static bool is_fam43(const struct opts *o);
 static void build_fam43(const struct opts *o, bool tied, struct model *m);
+static void build_gemma4(const struct opts *o, struct model *m);
 static void kv_fam43(struct gguf_writer *w, const struct opts *o);
 
 static void build_layout(const struct opts *o, bool tied, struct model *m)
@@ -431,6 +435,10 @@ static void build_layout(const struct opts *o, bool tied, struct model *m)
     }
     if (is_nemotron_h(o->arch)) {
         build_nemotron_h(o, tied, m);
+        return;
+    }
+    if (!strcmp(o->arch, "gemma4")) {
+        build_gemma4(o, m);
         return;
     }
     if (!strcmp(o->arch, "deepseek2")) {
@@ -1289,6 +1297,93 @@ static void kv_fam43(struct gguf_writer *w, const struct opts *o)
     }
 }
 
+// ---------------------------------------------------------------------------
+// gemma4, as llama.cpp v0.5.0's converter writes Gemma 4 E2B (spec
+// §12.7): every fifth layer global (head o->head_dim, proportional RoPE
+// through rope_freqs), the others sliding (head GEMMA4_SWA_HEAD); the last
+// GEMMA4_SHARED layers reuse the K/V of the last layer of their kind before
+// them (no attn_k / attn_v of their own) and have a double-wide MLP;
+// per-layer inputs of GEMMA4_PER_LAYER; no MoE.
+
+#define GEMMA4_SWA_HEAD  256
+#define GEMMA4_SHARED    20
+#define GEMMA4_PER_LAYER 256
+
+static bool gemma4_global(int64_t il)
+{
+    return il % 5 == 4;
+}
+
+static int64_t gemma4_n_ff(const struct opts *o, int64_t il)
+{
+    return il >= o->n_layer - GEMMA4_SHARED ? 2 * o->n_ff : o->n_ff;
+}
+
+static void build_gemma4(const struct opts *o, struct model *m)
+{
+    const int64_t d = o->n_embd, pl = GEMMA4_PER_LAYER * o->n_layer;
+    char name[64];
+    add(m, "token_embd.weight", 2, d, o->n_vocab, INIT_EMBD);
+    add(m, "per_layer_token_embd.weight", 2, pl, o->n_vocab, INIT_EMBD);
+    add(m, "per_layer_model_proj.weight", 2, d, pl, INIT_MATRIX);
+    add(m, "per_layer_proj_norm.weight", 1, GEMMA4_PER_LAYER, 1, INIT_NORM);
+    add(m, "rope_freqs.weight", 1, o->head_dim / 2, 1, INIT_NORM);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+        const int64_t hd = gemma4_global(i) ? o->head_dim : GEMMA4_SWA_HEAD, ff = gemma4_n_ff(o, i);
+        const bool own_kv = i < o->n_layer - GEMMA4_SHARED;
+#define BLK(suffix) (snprintf(name, sizeof(name), "blk.%lld." suffix, (long long)i), name)
+        add(m, BLK("attn_norm.weight"), 1, d, 1, INIT_NORM);
+        add(m, BLK("attn_q.weight"), 2, d, o->n_head * hd, INIT_MATRIX);
+        if (own_kv) {
+            add(m, BLK("attn_k.weight"), 2, d, o->n_head_kv * hd, INIT_MATRIX);
+            add(m, BLK("attn_v.weight"), 2, d, o->n_head_kv * hd, INIT_MATRIX);
+            add(m, BLK("attn_k_norm.weight"), 1, hd, 1, INIT_NORM);
+        }
+        add(m, BLK("attn_q_norm.weight"), 1, hd, 1, INIT_NORM);
+        add(m, BLK("attn_output.weight"), 2, o->n_head * hd, d, INIT_MATRIX);
+        add(m, BLK("post_attention_norm.weight"), 1, d, 1, INIT_NORM);
+        add(m, BLK("ffn_norm.weight"), 1, d, 1, INIT_NORM);
+        add(m, BLK("ffn_gate.weight"), 2, d, ff, INIT_MATRIX);
+        add(m, BLK("ffn_up.weight"), 2, d, ff, INIT_MATRIX);
+        add(m, BLK("ffn_down.weight"), 2, ff, d, INIT_MATRIX);
+        add(m, BLK("post_ffw_norm.weight"), 1, d, 1, INIT_NORM);
+        add(m, BLK("inp_gate.weight"), 2, d, GEMMA4_PER_LAYER, INIT_MATRIX);
+        add(m, BLK("proj.weight"), 2, GEMMA4_PER_LAYER, d, INIT_MATRIX);
+        add(m, BLK("post_norm.weight"), 1, d, 1, INIT_NORM);
+        add(m, BLK("layer_output_scale.weight"), 1, 1, 1, INIT_NORM);
+#undef BLK
+    }
+    add(m, "output_norm.weight", 1, d, 1, INIT_NORM);
+}
+
+// Its keys beyond main's (feed_forward_length per layer, the sliding
+// layers' head and RoPE, the pattern, K/V sharing, per-layer inputs).
+static void kv_gemma4(struct gguf_writer *w, const struct opts *o)
+{
+    const char *arch = o->arch;
+    char key[128];
+    int32_t *ff = xcalloc((size_t)o->n_layer, sizeof *ff);
+    bool *swa = xcalloc((size_t)o->n_layer, sizeof *swa);
+    for (int64_t i = 0; i < o->n_layer; i++) {
+        ff[i] = (int32_t)gemma4_n_ff(o, i);
+        swa[i] = !gemma4_global(i);
+    }
+    snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+    gguf_writer_kv_arr(w, key, GGUF_VAL_INT32, ff, (uint64_t)o->n_layer);
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    gguf_writer_kv_arr(w, key, GGUF_VAL_BOOL, swa, (uint64_t)o->n_layer);
+    kv_arch_u32(w, arch, "attention.head_count_kv", o->n_head_kv);
+    kv_arch_u32(w, arch, "attention.key_length_swa", GEMMA4_SWA_HEAD);
+    kv_arch_u32(w, arch, "attention.value_length_swa", GEMMA4_SWA_HEAD);
+    kv_arch_u32(w, arch, "rope.dimension_count_swa", GEMMA4_SWA_HEAD);
+    kv_arch_f32(w, arch, "rope.freq_base_swa", 10000.0f);
+    kv_arch_u32(w, arch, "attention.shared_kv_layers", GEMMA4_SHARED);
+    kv_arch_u32(w, arch, "embedding_length_per_layer_input", GEMMA4_PER_LAYER);
+    kv_arch_f32(w, arch, "final_logit_softcapping", 30.0f);
+    free(ff);
+    free(swa);
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -1370,7 +1465,7 @@ int main(int argc, char **argv)
     static const char *const archs[] = {
         "llama",      "qwen2",    "qwen3",   "gemma2",  "gemma3",     "phi3",      "bert",
         "nomic-bert", "qwen3moe", "gpt-oss", "qwen35",  "nemotron_h", "deepseek2", "smollm3",
-        "olmo2",      "mistral3", "cohere2", "glm4moe", "granite"};
+        "olmo2",      "mistral3", "cohere2", "glm4moe", "granite",    "gemma4"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         known |= strcmp(o.arch, archs[i]) == 0;
@@ -1378,7 +1473,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "gguf-gen: unsupported architecture %s (llama, qwen2, qwen3, gemma2, gemma3, "
                 "phi3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, nemotron_h, deepseek2, "
-                "smollm3, olmo2, mistral3, cohere2, glm4moe, granite)\n",
+                "smollm3, olmo2, mistral3, cohere2, glm4moe, granite, gemma4)\n",
                 o.arch);
         return 2;
     }
@@ -1506,6 +1601,8 @@ int main(int argc, char **argv)
     kv_arch_u32(w, arch, "attention.head_count", o.n_head);
     if (is_nemotron_h(arch)) {
         nemotron_h_kv(w, &o);  // per-layer feed_forward_length, head_count_kv
+    } else if (!strcmp(arch, "gemma4")) {
+        kv_gemma4(w, &o);
     } else {
         kv_arch_u32(w, arch, "feed_forward_length", o.n_ff);
         kv_arch_u32(w, arch, "attention.head_count_kv", o.n_head_kv);

@@ -64,6 +64,8 @@ static const struct family families[] = {
      "granitehybrid"},
     // Gemma 4 (per-layer head sizes, shared K/V, per-layer inputs, MoE).
     {"gemma4", "tiny-gemma4-f32.gguf", "tiny-gemma4.reference.json", "gemma4"},
+    // Gemma 3n (AltUp streams, LAuReL, per-layer inputs, activation sparsity).
+    {"gemma3n", "tiny-gemma3n-f16.gguf", "tiny-gemma3n.reference.json", "gemma3n"},
     // Short convolutions and latent attention.
     {"lfm2", "tiny-lfm2-f32.gguf", "tiny-lfm2.reference.json", "lfm2"},
     {"deepseek2", "tiny-deepseek2-f32.gguf", "tiny-deepseek2.reference.json", "deepseek2"},
