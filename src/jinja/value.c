@@ -4,7 +4,6 @@
 // render arena, whose cap bounds memory.
 #include "jinja/internal.h"
 
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

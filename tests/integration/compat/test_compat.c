@@ -531,14 +531,15 @@ static void test_responses_tools_thinking(void **state)
 // ollama launch: fake agents on PATH print the arguments and environment
 // they were started with.
 
-// Runs `ollama launch ARGS` (PATH: the fake agents first); returns its exit
+// Runs `ollama launch ARGS` (PATH: the fake agents first; HOME: the test's
+// own folder, where the config writers put their files); returns its exit
 // status and its output (stdout and stderr) in out.
 static int launch(const char *args, char *out, size_t n)
 {
     char cmd[2048];
     snprintf(cmd, sizeof(cmd),
-             "PATH=%s/fake:/usr/bin:/bin OLLAMA_HOST=%s %s launch %s </dev/null 2>&1", srv.tmp_dir,
-             srv.host, harness_bin(), args);
+             "HOME=%s PATH=%s/fake:/usr/bin:/bin OLLAMA_HOST=%s %s launch %s </dev/null 2>&1",
+             srv.tmp_dir, srv.tmp_dir, srv.host, harness_bin(), args);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     size_t len = fread(out, 1, n - 1, p);
@@ -583,24 +584,25 @@ static void test_launch(void **state)
     snprintf(want, sizeof(want),
              "argv: -c model_provider=\"ollama-launch\" -c model_providers.ollama-launch.name="
              "\"Ollama\" -c model_providers.ollama-launch.base_url=\"%s/v1\" -c "
-             "model_providers.ollama-launch.wire_api=\"responses\" -m stories exec hi\n",
+             "model_providers.ollama-launch.wire_api=\"responses\" -c model_context_window=2048 "
+             "-m stories exec hi\n",
              srv.base_url);
     if (!strstr(out, want))
         fail_msg("want %s in:\n%s", want, out);
     assert_non_null(strstr(out, "OPENAI_API_KEY=ollama\n"));
     // Not installed: the install hint. Unknown model, unknown integration.
     assert_int_equal(launch("opencode --model stories", out, sizeof(out)), 1);
-    assert_non_null(strstr(out, "Error: OpenCode is not installed (no 'opencode' on PATH)."));
-    assert_non_null(strstr(out, "npm install -g opencode-ai"));
+    assert_non_null(strstr(out, "Error: opencode is not installed, install from "
+                                "https://opencode.ai (or: npm install -g opencode-ai)"));
     assert_int_equal(launch("claude --model nope", out, sizeof(out)), 1);
-    assert_non_null(strstr(out, "Error: model 'nope' not found; pull it first with: ollama "
-                                "pull nope"));
+    assert_non_null(strstr(out, "Error: model \"nope\" not found; run 'ollama pull nope' "
+                                "first, or use --yes to auto-pull"));
     assert_int_equal(launch("vim", out, sizeof(out)), 1);
     assert_non_null(strstr(out, "Error: unknown integration: vim"));
     // No terminal, no integration: the list.
     assert_int_equal(launch("", out, sizeof(out)), 0);
-    assert_non_null(strstr(out, "  claude     Claude Code\n"));
-    assert_non_null(strstr(out, "  opencode   OpenCode\n"));
+    assert_non_null(strstr(out, "  claude          Claude Code"));
+    assert_non_null(strstr(out, "  opencode        OpenCode"));
     // --config prints the setup instead of running it.
     assert_int_equal(launch("opencode --model stories --config", out, sizeof(out)), 0);
     assert_non_null(strstr(out, "export OPENCODE_CONFIG_CONTENT='{"));
