@@ -109,6 +109,9 @@ struct model_ubatch {
     const int32_t *out_rows;    // [n_out] row index of each
     float *out_logits;          // host [n_out × n_vocab]
     float *out_embd;            // host [n_out × n_embd] or NULL
+    const float *embd;          // host [n × n_embd] input rows (images) or NULL
+    const int32_t *from_embd;   // [n] nonzero: the row's input is its embd row
+    bool open_runs;             // some rows see past their position (non-causal images)
 };
 
 // Activation buffers (backend memory), sized for n_batch rows once at load.
@@ -262,7 +265,7 @@ struct model {
     int32_t *out_index;  // [batch entries] → output row or -1
     int out_cap;         // rows allocated in logits
     int n_batch_entries;
-    int32_t *ub_buf;  // ubatch index arrays: 8 × n_batch
+    int32_t *ub_buf;  // ubatch index arrays: 10 × n_batch
     int out_index_cap;
     int *slot_next, *slot_last;  // model_decode bookkeeping, [n_slots]
 

@@ -404,6 +404,11 @@ int model_load(struct model **out, const char *path, const struct model_options 
         err_prefix(e, "tokenizer");
         goto fail;
     }
+    // Ollama's files list a few control tokens past the embedding's rows
+    // (gemma3's <start_of_image>...): as llama.cpp's compat layer drops
+    // them, their text stays text.
+    if (tokenizer_n_vocab(m->tok) > hp->n_vocab)
+        tokenizer_set_id_limit(m->tok, hp->n_vocab);
     rc = engine_cpu_new(&m->be, o->n_threads, e);
     if (rc < 0)
         goto fail;
@@ -439,7 +444,7 @@ int model_load(struct model **out, const char *path, const struct model_options 
     if (rc < 0)
         goto fail;
 
-    m->ub_buf = xcalloc(nb * 9, sizeof(int32_t));
+    m->ub_buf = xcalloc(nb * 10, sizeof(int32_t));
     m->slots = xcalloc((size_t)o->n_slots, sizeof *m->slots);
     m->slot_next = xcalloc((size_t)o->n_slots, sizeof(int));
     m->slot_last = xcalloc((size_t)o->n_slots, sizeof(int));

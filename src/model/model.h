@@ -109,6 +109,17 @@ struct model_batch {
     const int32_t *pos;
     const int32_t *slot;
     const bool *logits;
+    // Image embeddings (vision). An entry whose token is negative takes its
+    // input row from embd (host, n_tokens × n_embd: entry i's row at
+    // embd + i·n_embd) instead of the token table, unscaled. The negative
+    // id stays in the slot's token record, so prefix reuse matches an image
+    // only against the same id: callers give each picture its own id (from
+    // its hash), the same for all its rows. A run of consecutive entries of
+    // one slot with the same negative id is one image; with
+    // embd_non_causal its rows see each other (Gemma 3), and model_decode
+    // keeps a run in one forward pass (a run longer than n_batch fails).
+    const float *embd;
+    bool embd_non_causal;
 };
 
 // Evaluates a batch (split into n_batch pieces internally). Afterwards

@@ -1,0 +1,58 @@
+// vision internals shared by the module's files:
+//   image.c    PNG / JPEG / WebP decoding with the size limits
+//   resize.c   Pillow-compatible resampling, letterboxing, normalisation
+//   clip.c     the projector file: layouts (mmproj, Ollama's monolithic),
+//              hyper-parameters, tensors, the public model API
+//   siglip.c   the SigLIP tower and Gemma 3's pooling projector
+#pragma once
+
+#include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "vision/vision.h"
+
+#define VISION_MAX_LAYERS 64
+
+// One transformer block of a ViT. Matrices are engine views over the
+// mapping; vectors are F32 host arrays (in the mapping, or converted).
+struct vision_layer {
+    struct engine_tensor wq, wk, wv, wo, w_up, w_down;
+    const float *bq, *bk, *bv, *bo, *b_up, *b_down;
+    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+};
+
+struct vision_model {
+    struct gguf *g;
+    const char *projector;  // "gemma3"
+    int image_size, patch_size, n_embd, n_ff, n_head, n_layer;
+    int n_merge;    // pooling kernel (Gemma 3: image tokens per side = patches / n_merge)
+    int n_out;      // projection width (the text model's n_embd)
+    float eps;      // LayerNorm / RMSNorm epsilon
+    float mean[3], std[3];
+    struct engine_tensor patch_w;  // [3·p·p, n_embd]: rows in (channel, y, x) order
+    const float *patch_b, *pos_embd, *post_ln_w, *post_ln_b;
+    struct vision_layer layers[VISION_MAX_LAYERS];
+    const float *soft_emb_norm;    // [n_embd] (already 1 + w)
+    struct engine_tensor proj;     // [n_embd, n_out]: the transposed input projection
+    void *owned[4 * VISION_MAX_LAYERS + 16];  // buffers made at load (converted vectors, copies)
+    int n_owned;
+    int n_threads;
+    struct engine_backend *be;  // made at the first encode
+    // Activations, n_patches rows each.
+    float *x, *xb, *q, *k, *v, *att, *ff;
+    float *y;  // the projector's output: image tokens × n_out
+    // Attention of one head: Q (then its output), K, Vᵀ, scores (n × n).
+    float *qh, *kh, *vt, *scores;
+};
+
+// resize.c
+int vision_letterbox(const struct vision_image *src, int size, enum vision_resample algo,
+                     struct vision_image *out, struct err *e);
+void vision_normalize(const struct vision_image *img, const float mean[3], const float std[3],
+                      float *chw);
+
+// siglip.c
+int vision_siglip_encode(struct vision_model *vm, const float *chw, float *out, struct err *e);
+
+// f16 helpers (clip.c).
+float vision_f16_to_f32(uint16_t h);
+float vision_round_f16(float x);
