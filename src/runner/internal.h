@@ -60,6 +60,18 @@ struct rreq {
     // and the prompt-lookup n-gram length (0: use the draft model, if any).
     int draft_max;
     int draft_ngram;
+    // Pictures (images.c): each encoded once; placed in the prompt at
+    // places[] (a picture may be placed more than once).
+    struct rimage {
+        int32_t id;   // the negative token id of its rows
+        int n;        // image tokens
+        float *rows;  // n × img_n_embd
+    } *imgs;
+    struct rplace {
+        int start;  // first prompt position of the rows
+        int img;    // index into imgs
+    } *places;
+    int n_imgs, n_places, img_n_embd;
 
     // Output and lifetime (mu).
     pthread_mutex_t mu;
@@ -77,6 +89,10 @@ struct rreq {
 
     struct rreq *next;  // wait queue link (loop->mu)
 };
+
+// The input row of prompt position p when it is an image row, else NULL.
+const float *rreq_image_row(const struct rreq *r, int p);
+void rreq_images_free(struct rreq *r);
 
 struct rreq *rreq_new(enum rreq_kind kind);
 void rreq_ref(struct rreq *r);
@@ -121,6 +137,7 @@ struct runner {
     bool no_context_shift;       // --no-context-shift
     int n_ctx;                   // per slot
     struct runner_draft *draft;  // --draft model, or NULL
+    struct vision_model *vision;  // --mmproj tower, or NULL
     struct httpd *httpd;
 };
 
@@ -150,6 +167,11 @@ int runner_spec_draft(struct runner_draft *d, struct runner_draft_job *jobs, int
 int runner_draft_load(struct runner_draft **out, const char *path, const struct model *target,
                       struct err *e);
 void runner_draft_free(struct runner_draft *d);
+
+// Prompts with pictures (images.c): tokenizes text with "[img-N]" tags and
+// the base64 images into r->tokens, image rows included.
+int runner_images_tokenize(struct runner *rn, const char *text, size_t len, bool add_special,
+                           const json_t *images, struct rreq *r, struct err *e);
 
 // Request parsing (request.c): build a request from a JSON body. On failure
 // returns NULL with *status (400/500) and e set.

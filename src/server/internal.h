@@ -172,6 +172,11 @@ struct srv_prompt_req {
 // messages NULL = suffix mode, which only the Go template renders), else the
 // Go template go with go_req. Built-in renderers and harmony are src/renderer's
 // and are handled before this.
+// images.c: adds the request's pictures that the rendered prompt's
+// "[img-N]" tags name to a runner /completion body ("images").
+void srv_images_attach(json_t *runner_body, const json_t *req_body, bool chat, const char *prompt,
+                       size_t len);
+
 int srv_prompt_render(const struct srv_prompt_req *r, const struct template *go,
                       const struct template_prompt_req *go_req, struct buf *out, struct err *e);
 // The output parser for the chosen source (thinking and tool calls).

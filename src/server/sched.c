@@ -9,6 +9,7 @@
 // happen with the lock released; the runner is marked loading / unloading
 // meanwhile so nobody else uses it.
 #include "server/sched.h"
+#include "vision/vision.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -33,6 +34,7 @@
 struct sched_runner {
     char *model_path, *name, *digest;
     char *draft_path;  // NULL: no draft model
+    char *projector_path;  // NULL: no separate vision projector
     json_t *details;
     pid_t pid;
     uint16_t port;
@@ -223,6 +225,10 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
         argv[argc++] = "--draft";
         argv[argc++] = r->draft_path;
     }
+    if (r->projector_path) {
+        argv[argc++] = "--mmproj";
+        argv[argc++] = r->projector_path;
+    }
     argv[argc++] = "--port";
     argv[argc++] = port;
     argv[argc++] = "--ctx-size";
@@ -369,6 +375,7 @@ static void runner_destroy(struct sched_runner *r)
     pthread_mutex_destroy(&r->err_mu);
     free(r->model_path);
     free(r->draft_path);
+    free(r->projector_path);
     free(r->name);
     free(r->digest);
     json_decref(r->details);
@@ -474,6 +481,8 @@ static bool needs_reload(const struct sched_runner *r, const struct sched_reques
     const char *draft = rq->draft_path ? rq->draft_path : "";
     return r->n_ctx != rq->n_ctx || r->embedding != rq->embedding ||
            strcmp(r->draft_path ? r->draft_path : "", draft) != 0 ||
+           strcmp(r->projector_path ? r->projector_path : "",
+                  rq->projector_path ? rq->projector_path : "") != 0 ||
            (rq->n_batch > 0 && r->n_batch != rq->n_batch) ||
            (rq->n_threads > 0 && r->n_threads != rq->n_threads) || r->n_parallel != n_parallel;
 }
@@ -714,6 +723,29 @@ static bool usable(struct sched_runner *r, const struct sched_request *rq, int n
     return !r->loading && !r->expired && !check_exited(r) && !needs_reload(r, rq, n_parallel);
 }
 
+// The vision tower's weights and one encode's activations: the --mmproj
+// file's, or the model file's own tower (Ollama's layout).
+static int estimate_vision(const struct sched_request *rq, struct model_memory *mem,
+                           struct err *e)
+{
+    const char *path = rq->projector_path && *rq->projector_path ? rq->projector_path : NULL;
+    struct vision_model *vm = NULL;
+    int rc = vision_model_load(&vm, path ? path : rq->model_path, 1, e);
+    if (rc == ERR_UNSUPPORTED) {
+        err_clear(e);
+        return 0;  // a text-only model, or a tower the runner will not load
+    }
+    if (rc < 0)
+        return rc;
+    uint64_t w = path ? vision_model_weights_bytes(vm) : 0;  // else counted with the model
+    uint64_t s = vision_model_scratch_bytes(vm);
+    vision_model_free(vm);
+    mem->weights_bytes += w;
+    mem->scratch_bytes += s;
+    mem->total_bytes += w + s;
+    return 0;
+}
+
 // The memory a load would take, from the file header alone (run unlocked).
 static int estimate_memory(struct sched *s, const struct sched_request *rq, int n_parallel,
                            struct model_memory *mem, struct err *e)
@@ -736,6 +768,8 @@ static int estimate_memory(struct sched *s, const struct sched_request *rq, int 
         mem->scratch_bytes += dm.scratch_bytes;
         mem->total_bytes += dm.total_bytes;
     }
+    if (rc == 0)
+        rc = estimate_vision(rq, mem, e);
     return rc;
 }
 
@@ -798,6 +832,8 @@ static struct sched_runner *runner_new_loading(struct sched *s, const struct sch
     pthread_mutex_init(&r->err_mu, NULL);
     r->model_path = xstrdup(rq->model_path);
     r->draft_path = rq->draft_path && *rq->draft_path ? xstrdup(rq->draft_path) : NULL;
+    r->projector_path =
+        rq->projector_path && *rq->projector_path ? xstrdup(rq->projector_path) : NULL;
     r->name = xstrdup(rq->name ? rq->name : rq->model_path);
     r->digest = xstrdup(rq->digest ? rq->digest : "");
     r->details = rq->details ? json_deep_copy(rq->details) : NULL;

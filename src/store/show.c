@@ -9,6 +9,7 @@
 #include "gguf/gguf.h"
 #include "jinja/jinja.h"
 #include "renderer/renderer.h"
+#include "vision/vision.h"
 
 json_t *store_details_json(const struct store_config *c, const char *parent_model);
 
@@ -30,6 +31,21 @@ static size_t add_cap(const char **out, size_t n, size_t max, const char *cap)
     return n;
 }
 
+// "vision" only where the engine runs the tower (Ollama lists it for any
+// vision keys or projector layer): a projector layer of a supported type.
+static bool projector_can_see(const struct store_model *m)
+{
+    bool ok = false;
+    for (size_t i = 0; i < m->n_projectors && !ok; i++) {
+        struct gguf *g = NULL;
+        if (gguf_open(&g, m->projector_paths[i], NULL) == 0) {
+            ok = vision_gguf_has_tower(g);
+            gguf_close(g);
+        }
+    }
+    return ok;
+}
+
 static const char *const known_caps[] = {"completion", "tools",    "insert", "vision",
                                          "embedding",  "thinking", "audio"};
 
@@ -46,13 +62,13 @@ size_t store_model_capabilities(const struct store_model *m, const char **out, s
             n = add_cap(out, n, max, "embedding");
         else
             n = add_cap(out, n, max, "completion");
-        if (has_key_suffix(g, "vision.block_count"))
+        if (vision_gguf_has_tower(g))
             n = add_cap(out, n, max, "vision");
         if (has_key_suffix(g, "audio.block_count"))
             n = add_cap(out, n, max, "audio");
         gguf_close(g);
     }
-    if (m->n_projectors)
+    if (projector_can_see(m))
         n = add_cap(out, n, max, "vision");
     // Template capabilities come from the source the model's chats use (prompt_source.c).
     struct store_prompt_choice pc;
@@ -133,8 +149,6 @@ static size_t list_gguf_info(const char *path, const char **caps, size_t n, size
         int64_t v;
         if (str_eq_cstr(k, "pooling_type"))
             pooling = true;
-        else if (str_eq_cstr(k, "vision.block_count"))
-            n = add_cap(caps, n, max, "vision");
         else if (str_eq_cstr(k, "audio.block_count"))
             n = add_cap(caps, n, max, "audio");
         else if (str_eq_cstr(k, "context_length") && kv_int(&kv->val, &v))
@@ -143,6 +157,8 @@ static size_t list_gguf_info(const char *path, const char **caps, size_t n, size
             out->embedding_length = v;
     }
     n = add_cap(caps, n, max, pooling ? "embedding" : "completion");
+    if (vision_gguf_has_tower(g))
+        n = add_cap(caps, n, max, "vision");
     struct gguf_summary sum;
     gguf_summarize(g, &sum);
     snprintf(file_type, ft_len, "%s", sum.quantization_level);
@@ -171,7 +187,7 @@ void store_model_list_info(const struct store_model *m, struct store_list_info *
     if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet") || strcmp(fam, "gptoss") == 0 ||
         strcmp(fam, "gpt-oss") == 0 || renderer_parser_thinking(m->config.parser))
         n = add_cap(out->caps, n, max, "thinking");
-    if (m->n_projectors)
+    if (projector_can_see(m))
         n = add_cap(out->caps, n, max, "vision");
     out->n_caps = n;
 }
