@@ -142,11 +142,6 @@ struct engine_attn {
                          //      [max(0, n_visible[r] - window), n_visible[r]) of its slot
                          //      (llama.cpp LLAMA_SWA_TYPE_STANDARD: masked when
                          //      pos_q - pos_k >= window)
-    const int32_t *win_pos;  // [n_rows] or NULL: with a window, row r's own position
-                         //      (rows that see past it: image rows attending to each
-                         //      other); the window then ends at win_pos[r], not at
-                         //      n_visible[r] - 1: positions p with win_pos[r] - p >= window
-                         //      are masked, as llama.cpp's non-causal SWA mask
     int chunk;           // > 0: chunked attention (llama4): row r attends only positions
                          //      [chunk · floor((n_visible[r] - 1) / chunk), n_visible[r])
     int kv_ring;         // > 0: the layer's cache holds kv_ring cells per slot as a ring:
@@ -157,6 +152,11 @@ struct engine_attn {
     const float *sinks;  // [n_head] F32 (host, a weight) or NULL: per-head "attention sink"
                          //      logit (gpt-oss): adds exp(sink_h - max) to the softmax
                          //      denominator, with no value row (max taken over scores AND sink).
+    // [n_rows] or NULL: with a window, each row's own position, for rows
+    // that see past it (image rows attending to each other): the window
+    // then ends at win_pos[r], not at n_visible[r] - 1 (positions p with
+    // win_pos[r] - p >= window are masked, as llama.cpp's non-causal mask).
+    const int32_t *win_pos;
 };
 
 // Mixture-of-experts FFN (llama.cpp build_moe_ffn): router logits

@@ -32,9 +32,8 @@ static int32_t image_id(const void *data, size_t len)
 {
     char hex[DIGEST_HEX_LEN + 1];
     sha256_hex(data, len, hex);
-    uint32_t v = (uint32_t)strtoul((char[9]){hex[0], hex[1], hex[2], hex[3], hex[4], hex[5],
-                                             hex[6], hex[7], 0},
-                                   NULL, 16);
+    uint32_t v = (uint32_t)strtoul(
+        (char[9]){hex[0], hex[1], hex[2], hex[3], hex[4], hex[5], hex[6], hex[7], 0}, NULL, 16);
     return -2 - (int32_t)(v & 0x3fffffff);
 }
 
@@ -70,8 +69,7 @@ static int encode_one(struct runner *rn, const json_t *images, size_t i, struct 
 // pictures, and each picture's begin and end text, on its own without
 // special tokens (an SPM vocabulary prefixes each piece with a space); BOS
 // (and EOS) once around the whole, as the vocabulary says.
-static int push_text(struct runner *rn, struct rreq *r, const char *text, size_t len,
-                     struct err *e)
+static int push_text(struct runner *rn, struct rreq *r, const char *text, size_t len, struct err *e)
 {
     if (len == 0)
         return 0;

@@ -38,6 +38,19 @@ enum runner_pooling {
 
 enum rreq_kind { RREQ_COMPLETION, RREQ_EMBEDDING };
 
+// A picture of a request (images.c).
+struct rimage {
+    int32_t id;   // the negative token id of its rows
+    int n;        // image tokens
+    float *rows;  // n × img_n_embd
+};
+
+// Where a picture's rows sit in the prompt.
+struct rplace {
+    int start;  // first prompt position of the rows
+    int img;    // index into imgs
+};
+
 // One /completion or /embedding request. The HTTP thread fills the input
 // part and submits it; from then on only the loop touches the generation
 // state; output goes through `out` under `mu`.
@@ -62,15 +75,8 @@ struct rreq {
     int draft_ngram;
     // Pictures (images.c): each encoded once; placed in the prompt at
     // places[] (a picture may be placed more than once).
-    struct rimage {
-        int32_t id;   // the negative token id of its rows
-        int n;        // image tokens
-        float *rows;  // n × img_n_embd
-    } *imgs;
-    struct rplace {
-        int start;  // first prompt position of the rows
-        int img;    // index into imgs
-    } *places;
+    struct rimage *imgs;
+    struct rplace *places;
     int n_imgs, n_places, img_n_embd;
 
     // Output and lifetime (mu).
@@ -137,7 +143,8 @@ struct runner {
     bool no_context_shift;       // --no-context-shift
     int n_ctx;                   // per slot
     struct runner_draft *draft;  // --draft model, or NULL
-    struct vision_model *vision;  // --mmproj tower, or NULL
+    // The vision tower (--mmproj, or the model file's own), or NULL.
+    struct vision_model *vision;
     struct httpd *httpd;
 };
 

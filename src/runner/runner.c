@@ -19,7 +19,8 @@
 struct runner_args {
     const char *model_path;
     const char *draft_path;  // --draft: a draft model for speculative decoding
-    const char *mmproj_path;  // --mmproj: the vision projector (else the model's own tower)
+    // --mmproj: the vision projector (else the model file's own tower).
+    const char *mmproj_path;
     int64_t port;
     struct model_options mo;
     bool no_context_shift;
@@ -29,8 +30,8 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fputs("error: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputs("\nusage: ollama runner --model PATH --port N [--draft PATH] [--mmproj PATH] [--ctx-size N] "
-          "[--parallel N] "
+    fputs("\nusage: ollama runner --model PATH --port N [--draft PATH] [--mmproj PATH] "
+          "[--ctx-size N] [--parallel N] "
           "[--batch-size N] [--threads N] [--kv-cache-type f16|q8_0|f32] [--embedding] "
           "[--no-context-shift] [--n-gpu-layers N] [--flash-attn] [--no-mmap]\n",
           stderr);

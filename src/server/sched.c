@@ -34,7 +34,8 @@
 struct sched_runner {
     char *model_path, *name, *digest;
     char *draft_path;  // NULL: no draft model
-    char *projector_path;  // NULL: no separate vision projector
+    // NULL: no separate vision projector (runner --mmproj).
+    char *projector_path;
     json_t *details;
     pid_t pid;
     uint16_t port;
@@ -725,8 +726,7 @@ static bool usable(struct sched_runner *r, const struct sched_request *rq, int n
 
 // The vision tower's weights and one encode's activations: the --mmproj
 // file's, or the model file's own tower (Ollama's layout).
-static int estimate_vision(const struct sched_request *rq, struct model_memory *mem,
-                           struct err *e)
+static int estimate_vision(const struct sched_request *rq, struct model_memory *mem, struct err *e)
 {
     const char *path = rq->projector_path && *rq->projector_path ? rq->projector_path : NULL;
     struct vision_model *vm = NULL;

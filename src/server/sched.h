@@ -31,7 +31,6 @@ struct sched_config {
 struct sched_request {
     const char *model_path;  // GGUF blob path: the model key
     const char *draft_path;  // DRAFT model's GGUF blob path (speculative decoding), or NULL
-    const char *projector_path;  // vision projector blob (runner --mmproj), or NULL
     const char *name;        // display name (for /api/ps)
     const char *digest;      // manifest digest hex (for /api/ps)
     json_t *details;         // borrowed; copied into the runner for /api/ps
@@ -44,6 +43,8 @@ struct sched_request {
     // Returns true when the requesting client has gone away (may be NULL).
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;
+    // The vision projector blob (runner --mmproj), or NULL.
+    const char *projector_path;
 };
 
 int sched_new(struct sched **out, const struct sched_config *cfg, struct err *e);

@@ -57,7 +57,6 @@ struct tokenizer {
     enum tokenizer_kind kind;
     char pre_name[64];
     int32_t n_vocab;  // real tokens
-    int32_t id_limit;  // > 0: special text of ids >= this is not matched
     int32_t n_text;   // real + virtual (merge parts that are not tokens)
     int32_t cap_text;
 
@@ -108,6 +107,8 @@ struct tokenizer {
     uint32_t spm_pairs_mask;
 
     uint8_t *eog;  // bitmap over n_vocab
+    // > 0: special-token text of ids >= this is not matched.
+    int32_t id_limit;
 };
 
 // Hashing.

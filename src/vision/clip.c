@@ -21,8 +21,8 @@ struct vision_layout {
 };
 
 static const struct vision_layout layouts[] = {
-    {"clip", "", "clip.vision.", "v.patch_embd", "v.position_embd", "v.post_ln",
-     "mm.soft_emb_norm", "mm.input_projection", "ln1", "ln2", "attn_out", "ffn_up", "ffn_down"},
+    {"clip", "", "clip.vision.", "v.patch_embd", "v.position_embd", "v.post_ln", "mm.soft_emb_norm",
+     "mm.input_projection", "ln1", "ln2", "attn_out", "ffn_up", "ffn_down"},
     {"gemma3", "gemma3", "gemma3.vision.", "v.patch_embedding", "v.position_embedding",
      "v.post_layernorm", "mm.mm_soft_emb_norm", "mm.mm_input_projection", "layer_norm1",
      "layer_norm2", "attn_output", "mlp.fc1", "mlp.fc2"},
@@ -86,7 +86,7 @@ float vision_round_f16(float x)
     if (a >= 65520.0f)
         return x > 0 ? INFINITY : -INFINITY;
     int ex;
-    frexpf(a, &ex);  // a = m · 2^ex, m in [0.5, 1)
+    frexpf(a, &ex);                         // a = m · 2^ex, m in [0.5, 1)
     int q = ex - 11 < -24 ? -24 : ex - 11;  // spacing of f16 values near a
     float r = ldexpf(nearbyintf(ldexpf(a, -q)), q);
     return x < 0 ? -r : r;
@@ -321,8 +321,8 @@ static int bind_projection(struct binder *b)
         return ERR_FORMAT;
     if ((t->type != GGUF_TYPE_F32 && t->type != GGUF_TYPE_F16) || t->ne[1] != vm->n_embd ||
         t->ne[0] <= 0 || t->ne[0] > (1 << 16) || t->n_dims != 2)
-        return err_set(b->e, ERR_FORMAT, "vision tower: %s: want an F32/F16 [n_out, %d] matrix",
-                       n, vm->n_embd);
+        return err_set(b->e, ERR_FORMAT, "vision tower: %s: want an F32/F16 [n_out, %d] matrix", n,
+                       vm->n_embd);
     vm->n_out = (int)t->ne[0];
     float *w = own(vm, sizeof(float) * (size_t)vm->n_out * vm->n_embd);
     if (!w)
@@ -346,7 +346,7 @@ static void free_activations(struct vision_model *vm)
 {
     if (!vm->be)
         return;
-    float **bufs[] = {&vm->x,  &vm->xb, &vm->q,  &vm->k,  &vm->v,      &vm->att,
+    float **bufs[] = {&vm->x,  &vm->xb, &vm->q,  &vm->k,  &vm->v,  &vm->att,
                       &vm->ff, &vm->y,  &vm->qh, &vm->kh, &vm->vt, &vm->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         if (*bufs[i])
@@ -362,8 +362,8 @@ static int alloc_activations(struct vision_model *vm, int n_threads, struct err 
     int rc = engine_cpu_new(&vm->be, n_threads, e);
     if (rc < 0)
         return rc;
-    const int64_t n_pos = (int64_t)(vm->image_size / vm->patch_size) *
-                          (vm->image_size / vm->patch_size);
+    const int64_t n_pos =
+        (int64_t)(vm->image_size / vm->patch_size) * (vm->image_size / vm->patch_size);
     const int64_t patch_in = (int64_t)3 * vm->patch_size * vm->patch_size;
     int64_t wide = vm->n_ff > patch_in ? vm->n_ff : patch_in;
     int64_t row_max = wide > vm->n_embd ? wide : vm->n_embd;
@@ -439,8 +439,8 @@ int vision_model_load(struct vision_model **out, const char *path, int n_threads
     return 0;
 }
 
-int vision_model_load_memory(struct vision_model **out, const void *data, size_t n,
-                             int n_threads, struct err *e)
+int vision_model_load_memory(struct vision_model **out, const void *data, size_t n, int n_threads,
+                             struct err *e)
 {
     *out = NULL;
     struct vision_model *vm = calloc(1, sizeof *vm);
@@ -515,8 +515,8 @@ bool vision_model_non_causal(const struct vision_model *vm)
 
 uint64_t vision_model_scratch_bytes(const struct vision_model *vm)
 {
-    uint64_t n_pos = (uint64_t)(vm->image_size / vm->patch_size) *
-                     (uint64_t)(vm->image_size / vm->patch_size);
+    uint64_t n_pos =
+        (uint64_t)(vm->image_size / vm->patch_size) * (uint64_t)(vm->image_size / vm->patch_size);
     uint64_t patch_in = 3ull * vm->patch_size * vm->patch_size;
     uint64_t wide = (uint64_t)vm->n_ff > patch_in ? (uint64_t)vm->n_ff : patch_in;
     // six n_embd-wide buffers, one wide one, a head's Q, K, V and scores,

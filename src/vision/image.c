@@ -49,10 +49,9 @@ static int image_alloc(struct vision_image *img, uint64_t w, uint64_t h, const c
     if (w == 0 || h == 0)
         return err_set(e, ERR_FORMAT, "failed to decode image: %s image has no pixels", what);
     if (w > VISION_MAX_SIDE || h > VISION_MAX_SIDE || w * h > VISION_MAX_PIXELS)
-        return err_set(e, ERR_TOO_LARGE,
-                       "image too large: %llux%llu pixels (at most %d pixels and %d a side)",
-                       (unsigned long long)w, (unsigned long long)h, VISION_MAX_PIXELS,
-                       VISION_MAX_SIDE);
+        return err_set(
+            e, ERR_TOO_LARGE, "image too large: %llux%llu pixels (at most %d pixels and %d a side)",
+            (unsigned long long)w, (unsigned long long)h, VISION_MAX_PIXELS, VISION_MAX_SIDE);
     img->rgb = malloc((size_t)(w * h * 3));
     if (!img->rgb)
         return err_set(e, ERR_NOMEM, "failed to decode image: out of memory");
@@ -115,8 +114,8 @@ static int png_setup_rgb(png_structp png, png_infop info)
 static int png_decode(struct vision_image *img, const void *data, size_t len, struct err *e)
 {
     struct png_src src = {.p = data, .len = len};
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error,
-                                             png_on_warning);
+    png_structp png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     png_bytep *volatile rows = NULL;
     volatile int rc = 0;
@@ -131,8 +130,8 @@ static int png_decode(struct vision_image *img, const void *data, size_t len, st
     png_set_read_fn(png, &src, png_read_mem);
 
     png_read_info(png, info);
-    rc = image_alloc(img, png_get_image_width(png, info), png_get_image_height(png, info), "png",
-                     e);
+    rc =
+        image_alloc(img, png_get_image_width(png, info), png_get_image_height(png, info), "png", e);
     if (rc < 0)
         goto out;
     if (png_setup_rgb(png, info) != img->width * 3)

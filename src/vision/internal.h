@@ -24,15 +24,15 @@ struct vision_model {
     struct gguf *g;
     const char *projector;  // "gemma3"
     int image_size, patch_size, n_embd, n_ff, n_head, n_layer;
-    int n_merge;    // pooling kernel (Gemma 3: image tokens per side = patches / n_merge)
-    int n_out;      // projection width (the text model's n_embd)
-    float eps;      // LayerNorm / RMSNorm epsilon
+    int n_merge;  // pooling kernel (Gemma 3: image tokens per side = patches / n_merge)
+    int n_out;    // projection width (the text model's n_embd)
+    float eps;    // LayerNorm / RMSNorm epsilon
     float mean[3], std[3];
     struct engine_tensor patch_w;  // [3·p·p, n_embd]: rows in (channel, y, x) order
     const float *patch_b, *pos_embd, *post_ln_w, *post_ln_b;
     struct vision_layer layers[VISION_MAX_LAYERS];
-    const float *soft_emb_norm;    // [n_embd] (already 1 + w)
-    struct engine_tensor proj;     // [n_embd, n_out]: the transposed input projection
+    const float *soft_emb_norm;               // [n_embd] (already 1 + w)
+    struct engine_tensor proj;                // [n_embd, n_out]: the transposed input projection
     void *owned[4 * VISION_MAX_LAYERS + 16];  // buffers made at load (converted vectors, copies)
     int n_owned;
     int n_threads;

@@ -43,10 +43,16 @@ static void attend_all(struct vision_model *vm, int n)
                 vm->kh[(size_t)j * hd + t] = vision_round_f16(vm->k[src]);
                 vm->vt[(size_t)t * n + j] = vision_round_f16(vm->v[src]);
             }
-        struct engine_tensor k = {.name = "attn_k", .type = GGUF_TYPE_F32, .ne = {hd, n},
-                                  .row_bytes = sizeof(float) * (size_t)hd, .data = vm->kh};
-        struct engine_tensor vt = {.name = "attn_vt", .type = GGUF_TYPE_F32, .ne = {n, hd},
-                                   .row_bytes = sizeof(float) * (size_t)n, .data = vm->vt};
+        struct engine_tensor k = {.name = "attn_k",
+                                  .type = GGUF_TYPE_F32,
+                                  .ne = {hd, n},
+                                  .row_bytes = sizeof(float) * (size_t)hd,
+                                  .data = vm->kh};
+        struct engine_tensor vt = {.name = "attn_vt",
+                                   .type = GGUF_TYPE_F32,
+                                   .ne = {n, hd},
+                                   .row_bytes = sizeof(float) * (size_t)n,
+                                   .data = vm->vt};
         engine_matmul(be, vm->scores, &k, NULL, vm->qh, n);  // (n, n)
         engine_softmax(be, vm->scores, n, n, 1.0f / sqrtf((float)hd));
         engine_matmul(be, vm->qh, &vt, NULL, vm->scores, n);  // (n, hd)

@@ -56,8 +56,8 @@ bool vision_gguf_has_tower(const struct gguf *g);
 // for a projector type we do not run.
 int vision_model_load(struct vision_model **out, const char *path, int n_threads, struct err *e);
 // The same from a GGUF in memory (fuzzing); data must outlive the model.
-int vision_model_load_memory(struct vision_model **out, const void *data, size_t n,
-                             int n_threads, struct err *e);
+int vision_model_load_memory(struct vision_model **out, const void *data, size_t n, int n_threads,
+                             struct err *e);
 void vision_model_free(struct vision_model *vm);
 
 // The projector type ("gemma3").

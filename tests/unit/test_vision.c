@@ -51,8 +51,10 @@ static uint8_t *make_rgb(int w, int h)
 
 static void *encode_png(const uint8_t *rgb, int w, int h, size_t *len)
 {
-    png_image im = {.version = PNG_IMAGE_VERSION, .width = (png_uint_32)w,
-                    .height = (png_uint_32)h, .format = PNG_FORMAT_RGB};
+    png_image im = {.version = PNG_IMAGE_VERSION,
+                    .width = (png_uint_32)w,
+                    .height = (png_uint_32)h,
+                    .format = PNG_FORMAT_RGB};
     png_alloc_size_t n = 0;
     assert_true(png_image_write_to_memory(&im, NULL, &n, 0, rgb, 0, NULL));
     void *out = malloc(n);
@@ -173,8 +175,8 @@ static void test_decode_bomb(void **state)
     (void)state;
     uint8_t f[8 + 25 + 12 + 12] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     uint8_t *c = f + 8;
-    const uint8_t ihdr[] = {0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0x4e, 0x20,
-                            0, 0, 0x4e, 0x20, 8, 2, 0, 0, 0};
+    const uint8_t ihdr[] = {0,    0, 0, 13,   'I',  'H', 'D', 'R', 0, 0, 0x4e,
+                            0x20, 0, 0, 0x4e, 0x20, 8,   2,   0,   0, 0};
     memcpy(c, ihdr, sizeof ihdr);
     uLong crc = crc32(0, c + 4, 17);
     c[21] = (uint8_t)(crc >> 24), c[22] = (uint8_t)(crc >> 16), c[23] = (uint8_t)(crc >> 8),
@@ -314,8 +316,8 @@ static void test_gemma3_tower(void **state)
     for (int f = 0; f < 2; f++) {
         double d32 = embed_max_diff(files[f], "images/gradient-32x32.png", ref);
         double d48 = embed_max_diff(files[f], "images/gradient-48x40.png", ref);
-        printf("# %s: embedding max diff 32x32 %.2e, 48x40 %.2e (Pillow resample)\n", files[f],
-               d32, d48);
+        printf("# %s: embedding max diff 32x32 %.2e, 48x40 %.2e (Pillow resample)\n", files[f], d32,
+               d48);
         assert_true(d32 < EMBD_TOL);
         assert_true(d48 < 0.3);
     }
@@ -433,8 +435,12 @@ static double run_case(struct e2e *t, json_t *c)
         pos[i] = i;
     model_slot_clear(t->m, 0);
     struct err e = {0};
-    struct model_batch b = {.n_tokens = n, .tokens = tokens, .pos = pos, .slot = slot,
-                            .embd = embd, .embd_non_causal = true};
+    struct model_batch b = {.n_tokens = n,
+                            .tokens = tokens,
+                            .pos = pos,
+                            .slot = slot,
+                            .embd = embd,
+                            .embd_non_causal = true};
     if (model_decode(t->m, &b, &e) < 0)
         fail_msg("decode: %s", e.msg);
     const float *l = model_logits(t->m, n - 1);
@@ -474,8 +480,8 @@ static void run_reference(const char *text_file, const char *tower_file)
     }
     static const char *const kv[] = {"f32", "f16"};
     for (int ik = 0; ik < 2; ik++) {
-        struct model_options o = {.n_ctx = 512, .n_batch = 512, .n_threads = 2,
-                                  .kv_type = model_kv_type_parse(kv[ik])};
+        struct model_options o = {
+            .n_ctx = 512, .n_batch = 512, .n_threads = 2, .kv_type = model_kv_type_parse(kv[ik])};
         struct model *m = NULL;
         if (model_load(&m, path, &o, &e) < 0)
             fail_msg("load %s: %s", text_file, e.msg);
@@ -535,9 +541,12 @@ static void test_projector_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_formats),   cmocka_unit_test(test_decode_bad_input),
-        cmocka_unit_test(test_decode_bomb),      cmocka_unit_test(test_resize),
-        cmocka_unit_test(test_gemma3_tower),     cmocka_unit_test(test_projector_refusals),
+        cmocka_unit_test(test_decode_formats),
+        cmocka_unit_test(test_decode_bad_input),
+        cmocka_unit_test(test_decode_bomb),
+        cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_gemma3_tower),
+        cmocka_unit_test(test_projector_refusals),
         cmocka_unit_test(test_gemma3_reference_embeddings),
         cmocka_unit_test(test_gemma3_split_layout),
         cmocka_unit_test(test_gemma3_ollama_layout),

@@ -576,6 +576,75 @@ static void test_runner_killed(void **state)
     assert_true(after > 0 && after != before);
 }
 
+// Uploads a file as a blob; its digest hex into hex.
+static void upload_blob(const char *path, char hex[DIGEST_HEX_LEN + 1])
+{
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(path, 1u << 30, &b, NULL), 0);
+    sha256_hex(b.data, b.len, hex);
+    char url[512];
+    snprintf(url, sizeof(url), "%s/api/blobs/sha256:%s", srv.base_url, hex);
+    struct http_resp r;
+    assert_int_equal(http_request(url, "POST", NULL, b.data, b.len, 0, &r), 0);
+    assert_true(r.status == 200 || r.status == 201);
+    http_resp_free(&r);
+    buf_deinit(&b);
+}
+
+// Greedy generation of "Describe [img-0] in detail." with the picture:
+// the sampled tokens' texts (logprobs) must repeat exactly where
+// llama.cpp's greedy ids (want) repeat; 26 prompt tokens (11 + 4 + 11).
+static void check_vision_generate(const char *model, const char *b64, const json_t *want)
+{
+    char *body = xasprintf(
+        "{\"model\":\"%s\",\"raw\":true,\"stream\":false,"
+        "\"logprobs\":true,\"prompt\":\"Describe [img-0] in detail.\",\"images\":[\"%s\"],"
+        "\"options\":{\"num_predict\":16,\"num_ctx\":512,\"temperature\":0}}",
+        model, b64);
+    struct http_resp r;
+    post("/api/generate", body, &r);
+    free(body);
+    if (r.status != 200)
+        fail_msg("vision generate: %ld %s", r.status, r.body);
+    json_t *v = parse(r.body);
+    const json_t *lp = json_object_get(v, "logprobs");
+    size_t ng = json_array_size(want);
+    if (json_array_size(lp) != ng)
+        fail_msg("want %zu logprobs: %s", ng, r.body);
+    for (size_t g = 0; g < ng; g++)
+        for (size_t h = 0; h < ng; h++) {
+            const char *a = json_string_value(json_object_get(json_array_get(lp, g), "token"));
+            const char *b = json_string_value(json_object_get(json_array_get(lp, h), "token"));
+            bool same_id = json_integer_value(json_array_get(want, g)) ==
+                           json_integer_value(json_array_get(want, h));
+            if (same_id != (strcmp(a, b) == 0))
+                fail_msg("greedy tokens %zu and %zu differ from llama.cpp's: %s", g, h, r.body);
+        }
+    assert_int_equal(json_integer_value(json_object_get(v, "prompt_eval_count")), 26);
+    json_decref(v);
+    http_resp_free(&r);
+}
+
+// prompt_eval_count of one greedy token after "Describe [img-0] in detail."
+// with the picture (the tokens evaluated beyond the cached prefix).
+static json_int_t vision_prompt_evals(const char *model, const char *b64)
+{
+    char *body = xasprintf("{\"model\":\"%s\",\"raw\":true,\"stream\":false,"
+                           "\"prompt\":\"Describe [img-0] in detail.\",\"images\":[\"%s\"],"
+                           "\"options\":{\"num_predict\":1,\"num_ctx\":512,\"temperature\":0}}",
+                           model, b64);
+    struct http_resp r;
+    post("/api/generate", body, &r);
+    free(body);
+    assert_int_equal(r.status, 200);
+    json_t *v = parse(r.body);
+    json_int_t n = json_integer_value(json_object_get(v, "prompt_eval_count"));
+    json_decref(v);
+    http_resp_free(&r);
+    return n;
+}
+
 // Images for real (issue 44): Ollama's monolithic tiny Gemma 3 (tower
 // inside) sees a picture sent as base64; the greedy continuation is
 // llama.cpp's (tiny-gemma3-vision.reference.json, the F16-cache case of
@@ -609,39 +678,38 @@ static void test_vision(void **state)
             want = json_object_get(c, "greedy_tokens");
     }
     assert_non_null(want);
-    char *body = xasprintf("{\"model\":\"gemma3v\",\"raw\":true,\"stream\":false,"
-                           "\"logprobs\":true,\"prompt\":\"Describe [img-0] in detail.\",\"images\":[\"%s\"],"
-                           "\"options\":{\"num_predict\":16,\"num_ctx\":512}}",
-                           buf_cstr(&b64));
-    struct http_resp r;
-    post("/api/generate", body, &r);
-    if (r.status != 200)
-        fail_msg("vision generate: %ld %s", r.status, r.body);
-    json_t *v = parse(r.body);
-    // Raw mode returns no context: the sampled tokens' texts (logprobs)
-    // must repeat exactly where llama.cpp's greedy ids repeat.
-    const json_t *lp = json_object_get(v, "logprobs");
-    size_t ng = json_array_size(want);
-    if (json_array_size(lp) != ng)
-        fail_msg("want %zu logprobs: %s", ng, r.body);
-    for (size_t g = 0; g < ng; g++)
-        for (size_t h = 0; h < ng; h++) {
-            const char *a = json_string_value(json_object_get(json_array_get(lp, g), "token"));
-            const char *b = json_string_value(json_object_get(json_array_get(lp, h), "token"));
-            bool same_id = json_integer_value(json_array_get(want, g)) ==
-                           json_integer_value(json_array_get(want, h));
-            if (same_id != (strcmp(a, b) == 0))
-                fail_msg("greedy tokens %zu and %zu differ from llama.cpp's: %s", g, h, r.body);
-        }
-    // The prompt counts the image's 4 rows: 11 + 4 + 11 tokens.
-    assert_int_equal(json_integer_value(json_object_get(v, "prompt_eval_count")), 26);
-    json_decref(v);
-    http_resp_free(&r);
-    free(body);
+    check_vision_generate("gemma3v", buf_cstr(&b64), want);
+    // The prompt cache: the same picture again reuses the whole prompt; a
+    // different picture only the text before it (11 tokens).
+    assert_true(vision_prompt_evals("gemma3v", buf_cstr(&b64)) < 15);
+    struct buf png2, b64b;
+    buf_init(&png2, 0);
+    buf_init(&b64b, 0);
+    char img2[512];
+    assert_non_null(test_shared_fixture(img2, sizeof img2, "images/gradient-48x40.png"));
+    assert_int_equal(fs_read_all(img2, 1 << 20, &png2, NULL), 0);
+    base64_encode(png2.data, png2.len, &b64b);
+    assert_int_equal(vision_prompt_evals("gemma3v", buf_cstr(&b64b)), 15);
+    buf_deinit(&png2);
+    buf_deinit(&b64b);
 
-    // The same picture through /v1/chat/completions as a data URL: the
-    // first greedy token is llama.cpp's (templated prompt, so only the
-    // request's success and a reply are checked beyond that).
+    // The split pair: text GGUF + mmproj GGUF in one create (a projector
+    // layer), the same reference.
+    char path2[512], hex1[DIGEST_HEX_LEN + 1], hex2[DIGEST_HEX_LEN + 1];
+    assert_non_null(test_shared_fixture(path2, sizeof path2, "tiny-gemma3-f32.gguf"));
+    upload_blob(path2, hex1);
+    assert_non_null(test_shared_fixture(path2, sizeof path2, "tiny-gemma3-mmproj-f32.gguf"));
+    upload_blob(path2, hex2);
+    char *body = xasprintf("{\"model\":\"gemma3split\",\"stream\":false,\"files\":{"
+                           "\"model.gguf\":\"sha256:%s\",\"mmproj.gguf\":\"sha256:%s\"}}",
+                           hex1, hex2);
+    expect("/api/create", body, 200, NULL);
+    free(body);
+    expect("/api/show", "{\"model\":\"gemma3split\"}", 200, "\"vision\"");
+    check_vision_generate("gemma3split", buf_cstr(&b64), want);
+
+    // The same picture through /v1/chat/completions as a data URL (a
+    // templated prompt: only that it is answered is checked).
     body = xasprintf("{\"model\":\"gemma3v\",\"max_tokens\":2,\"temperature\":0,"
                      "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
                      "\"text\":\"Describe\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
@@ -660,8 +728,8 @@ static void test_vision(void **state)
            "\"content\":\"what is this?\",\"images\":[\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB\"]}]}",
            400, "failed to decode image");
     // A text-only model refuses pictures (Ollama's wording).
-    body = xasprintf("{\"model\":\"stories\",\"prompt\":\"x\",\"images\":[\"%s\"]}",
-                     buf_cstr(&b64));
+    body =
+        xasprintf("{\"model\":\"stories\",\"prompt\":\"x\",\"images\":[\"%s\"]}", buf_cstr(&b64));
     expect("/api/generate", body, 400, "does not support vision");
     free(body);
     json_decref(ref);
