@@ -717,6 +717,21 @@ static void test_vision(void **state)
                      buf_cstr(&b64));
     expect("/v1/chat/completions", body, 200, "\"choices\"");
     free(body);
+    // ... as an Anthropic image block and a Responses input_image.
+    body = xasprintf("{\"model\":\"gemma3v\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
+                     "\"content\":[{\"type\":\"image\",\"source\":{\"type\":\"base64\","
+                     "\"media_type\":\"image/png\",\"data\":\"%s\"}},{\"type\":\"text\","
+                     "\"text\":\"Describe\"}]}]}",
+                     buf_cstr(&b64));
+    expect("/v1/messages", body, 200, "\"content\"");
+    free(body);
+    body = xasprintf("{\"model\":\"gemma3v\",\"max_output_tokens\":2,\"input\":[{\"role\":"
+                     "\"user\",\"content\":[{\"type\":\"input_image\",\"image_url\":"
+                     "\"data:image/png;base64,%s\"},{\"type\":\"input_text\",\"text\":"
+                     "\"Describe\"}]}]}",
+                     buf_cstr(&b64));
+    expect("/v1/responses", body, 200, "\"output\"");
+    free(body);
     // A plain URL: Ollama's error.
     expect("/v1/chat/completions",
            "{\"model\":\"gemma3v\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
