@@ -742,6 +742,20 @@ static void test_vision(void **state)
            "{\"model\":\"gemma3v\",\"stream\":false,\"messages\":[{\"role\":\"user\","
            "\"content\":\"what is this?\",\"images\":[\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB\"]}]}",
            400, "failed to decode image");
+    // A decompression bomb (a 20000 x 20000 PNG header), refused before
+    // anything is allocated.
+    expect("/api/chat",
+           "{\"model\":\"gemma3v\",\"stream\":false,\"messages\":[{\"role\":\"user\","
+           "\"content\":\"x\",\"images\":[\"iVBORw0KGgoAAAANSUhEUgAATiAAAE4gCAIAAABsEtFuAAAAAElE"
+           "QVQ1rwYeAAAAAElFTkSuQmCC\"]}]}",
+           400, "image too large: 20000x20000");
+    // Pictures that do not fit the context are refused, never cut.
+    body = xasprintf("{\"model\":\"gemma3v\",\"raw\":true,\"stream\":false,\"prompt\":"
+                     "\"Describe [img-0] in detail.\",\"images\":[\"%s\"],\"options\":"
+                     "{\"num_ctx\":16}}",
+                     buf_cstr(&b64));
+    expect("/api/generate", body, 400, "more than the context length");
+    free(body);
     // A text-only model refuses pictures (Ollama's wording).
     body =
         xasprintf("{\"model\":\"stories\",\"prompt\":\"x\",\"images\":[\"%s\"]}", buf_cstr(&b64));
