@@ -134,7 +134,20 @@ static int prepare_recurrent(struct model *m, const struct model_batch *b, struc
 // The per-row arrays of one ubatch, carved from m->ub_buf.
 struct ub_rows {
     int32_t *tokens, *pos, *cells, *cell0, *n_vis, *out_rows, *rcells, *rcell0, *slot, *from_embd;
+    int32_t *rope_pos;  // 4 streams of n_batch (M-RoPE)
 };
+
+// M-RoPE positions: the batch's (t, h, w) per entry, else the position
+// three times; the fourth stream is unused by the text models (0).
+static void fill_rope_pos(const struct model_batch *b, int i0, int un, int32_t *rp)
+{
+    for (int r = 0; r < un; r++) {
+        int i = i0 + r;
+        for (int k = 0; k < 3; k++)
+            rp[r + k * un] = b->rope_pos ? b->rope_pos[3 * i + k] : b->pos[i];
+        rp[r + 3 * un] = 0;
+    }
+}
 
 // An image run: entries from i of one slot with the same negative token.
 static int embd_run_end(const struct model_batch *b, int i)
@@ -198,11 +211,15 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
     }
     if (b->embd && b->embd_non_causal)
         open_embd_runs(b, i0, un, u);
+    bool multi = engine_rope_is_multi(&m->hp.rope);
+    if (multi)
+        fill_rope_pos(b, i0, un, u->rope_pos);
     size_t out0 = (size_t)(first_out < 0 ? 0 : first_out);
     return (struct model_ubatch){
         .n = un,
         .tokens = u->tokens,
         .pos = u->pos,
+        .rope_pos = multi ? u->rope_pos : NULL,
         .slot = u->slot,
         .cells = u->cells,
         .cell0 = u->cell0,
@@ -261,8 +278,8 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
     // Forward passes of up to n_batch rows.
     const int nb = m->opts.n_batch;
     int32_t *p = m->ub_buf;
-    struct ub_rows u = {p,          p + nb,     p + 2 * nb, p + 3 * nb, p + 4 * nb,
-                        p + 5 * nb, p + 6 * nb, p + 7 * nb, p + 8 * nb, p + 9 * nb};
+    struct ub_rows u = {p,          p + nb,     p + 2 * nb, p + 3 * nb, p + 4 * nb, p + 5 * nb,
+                        p + 6 * nb, p + 7 * nb, p + 8 * nb, p + 9 * nb, p + 10 * nb};
     for (int i0 = 0; i0 < n;) {
         int un = n - i0 < nb ? n - i0 : nb;
         // An encoder's sequence is never split: end the ubatch before the

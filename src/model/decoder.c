@@ -95,8 +95,9 @@ void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_u
         engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd, hp->eps);
     }
     if (L->rope) {
-        engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
-        engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
+        const int32_t *pos = ub->rope_pos ? ub->rope_pos : ub->pos;
+        engine_rope(be, s->q, n, hp->n_head, hd, pos, L->rope);
+        engine_rope(be, s->k, n, hp->n_head_kv, hd, pos, L->rope);
     }
     if (L->qk_rms) {  // llama4: per head, no weight
         engine_rmsnorm(be, s->q, s->q, NULL, (int64_t)n * hp->n_head, hd, hp->eps);

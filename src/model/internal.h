@@ -99,6 +99,7 @@ struct model_ubatch {
     int n;                      // rows
     const int32_t *tokens;      // [n]
     const int32_t *pos;         // [n] position in the row's sequence
+    const int32_t *rope_pos;    // [4 n] M-RoPE's position streams (t, h, w, 0) or NULL
     const int32_t *slot;        // [n] the row's slot (a slot's rows are contiguous)
     const int32_t *cells;       // [n] KV cell to write (linear layers)
     const int32_t *cell0;       // [n] first cell of the row's slot (linear layers)
@@ -265,7 +266,7 @@ struct model {
     int32_t *out_index;  // [batch entries] → output row or -1
     int out_cap;         // rows allocated in logits
     int n_batch_entries;
-    int32_t *ub_buf;  // ubatch index arrays: 10 × n_batch
+    int32_t *ub_buf;  // ubatch index arrays: 14 × n_batch (10 + M-RoPE's 4)
     int out_index_cap;
     int *slot_next, *slot_last;  // model_decode bookkeeping, [n_slots]
 
@@ -281,6 +282,7 @@ struct model {
 
 extern const struct model_arch model_arch_llama;
 extern const struct model_arch model_arch_qwen2;
+extern const struct model_arch model_arch_qwen2vl;
 extern const struct model_arch model_arch_qwen3;
 extern const struct model_arch model_arch_gemma2;
 extern const struct model_arch model_arch_gemma3;

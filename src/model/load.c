@@ -444,7 +444,7 @@ int model_load(struct model **out, const char *path, const struct model_options 
     if (rc < 0)
         goto fail;
 
-    m->ub_buf = xcalloc(nb * 10, sizeof(int32_t));
+    m->ub_buf = xcalloc(nb * 14, sizeof(int32_t));
     m->slots = xcalloc((size_t)o->n_slots, sizeof *m->slots);
     m->slot_next = xcalloc((size_t)o->n_slots, sizeof(int));
     m->slot_last = xcalloc((size_t)o->n_slots, sizeof(int));

@@ -120,6 +120,12 @@ struct model_batch {
     // keeps a run in one forward pass (a run longer than n_batch fails).
     const float *embd;
     bool embd_non_causal;
+    // M-RoPE models (qwen2vl): each entry's (time, height, width) rotary
+    // positions, n_tokens × 3 (NULL: all three = pos). Image rows take
+    // (p, p + row, p + col) from their image's first position p, and the
+    // text after an image continues from p + max(rows, cols) as mtmd does,
+    // while pos (the cache position) stays consecutive.
+    const int32_t *rope_pos;
 };
 
 // Evaluates a batch (split into n_batch pieces internally). Afterwards

@@ -524,6 +524,133 @@ static void test_gemma3_ollama_layout(void **state)
     run_reference("tiny-gemma3-vision-ollama-f32.gguf", "tiny-gemma3-vision-ollama-f32.gguf");
 }
 
+// ---------------------------------------------------------------------------
+// Qwen2.5-VL's text model (qwen2vl, M-RoPE) fed the reference's chunks with
+// the reference's image rows: image token (row, col) of a chunk starting at
+// rotary position p turns by (p, p + row, p + col), the text after it
+// continues from p + n_pos, and the cache positions stay consecutive.
+
+// Lays out one case: tokens, image rows, (t, h, w) per entry. Returns the
+// entry count; *rope_end gets the rotary position after the prompt.
+static int build_mrope_prompt(json_t *c, int n_embd, int32_t *tokens, float *embd, int32_t *rp,
+                              int cap, int *rope_end)
+{
+    int n = 0, p = 0;
+    size_t j;
+    json_t *ch;
+    json_array_foreach(json_object_get(c, "chunks"), j, ch)
+    {
+        if (strcmp(json_string_value(json_object_get(ch, "type")), "text") == 0) {
+            size_t k;
+            json_t *tok;
+            json_array_foreach(json_object_get(ch, "tokens"), k, tok)
+            {
+                assert_true(n < cap);
+                tokens[n] = (int32_t)json_integer_value(tok);
+                rp[3 * n] = rp[3 * n + 1] = rp[3 * n + 2] = p++;
+                n++;
+            }
+            continue;
+        }
+        int n_tok = (int)json_integer_value(json_object_get(ch, "n_tokens"));
+        json_t *want = json_object_get(ch, "embedding"), *dp = json_object_get(ch, "decoder_pos");
+        assert_true(n + n_tok <= cap);
+        assert_int_equal(json_array_size(dp), (size_t)n_tok);
+        for (size_t i = 0; i < (size_t)n_tok * n_embd; i++)
+            embd[(size_t)n * n_embd + i] = (float)json_number_value(json_array_get(want, i));
+        for (int r = 0; r < n_tok; r++) {
+            json_t *txy = json_array_get(dp, (size_t)r);  // [t, x (column), y (row)]
+            tokens[n + r] = -2 - (int32_t)j;
+            rp[3 * (n + r)] = p + (int32_t)json_integer_value(json_array_get(txy, 0));
+            rp[3 * (n + r) + 1] = p + (int32_t)json_integer_value(json_array_get(txy, 2));
+            rp[3 * (n + r) + 2] = p + (int32_t)json_integer_value(json_array_get(txy, 1));
+        }
+        n += n_tok;
+        p += (int)json_integer_value(json_object_get(ch, "n_pos"));
+    }
+    *rope_end = p;
+    return n;
+}
+
+// Runs one case; returns the largest top-10 logit difference.
+static double run_mrope_case(struct model *m, json_t *c)
+{
+    enum { CAP = 256 };
+    int32_t tokens[CAP], pos[CAP], slot[CAP] = {0}, rp[3 * CAP];
+    int n_embd = model_n_embd(m), rope_end;
+    float *embd = calloc((size_t)CAP * n_embd, sizeof(float));
+    int n = build_mrope_prompt(c, n_embd, tokens, embd, rp, CAP, &rope_end);
+    assert_int_equal(rope_end, json_integer_value(json_object_get(c, "n_past")));
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
+    model_slot_clear(m, 0);
+    struct err e = {0};
+    struct model_batch b = {
+        .n_tokens = n, .tokens = tokens, .pos = pos, .slot = slot, .embd = embd, .rope_pos = rp};
+    if (model_decode(m, &b, &e) < 0)
+        fail_msg("decode: %s", e.msg);
+    const float *l = model_logits(m, n - 1);
+    double mx = 0;
+    size_t k;
+    json_t *pair;
+    json_array_foreach(json_object_get(c, "last_logits_top10"), k, pair)
+    {
+        int id = (int)json_integer_value(json_array_get(pair, 0));
+        double d = fabs(l[id] - json_number_value(json_array_get(pair, 1)));
+        mx = d > mx ? d : mx;
+    }
+    json_t *greedy = json_object_get(c, "greedy_tokens");
+    int tok = argmax(l, model_n_vocab(m));
+    for (size_t g = 0; g < json_array_size(greedy); g++) {
+        assert_int_equal(tok, json_integer_value(json_array_get(greedy, g)));
+        int32_t p = n + (int32_t)g, s0 = 0, r = rope_end + (int32_t)g, r3[3] = {r, r, r};
+        struct model_batch one = {
+            .n_tokens = 1, .tokens = &tok, .pos = &p, .slot = &s0, .rope_pos = r3};
+        assert_int_equal(model_decode(m, &one, &e), 0);
+        tok = argmax(model_logits(m, 0), model_n_vocab(m));
+    }
+    free(embd);
+    return mx;
+}
+
+static void run_mrope_reference(const char *ref_name, const char *text_file)
+{
+    json_t *ref = load_ref(ref_name);
+    char path[512];
+    if (!ref || !test_shared_fixture(path, sizeof path, text_file))
+        skip();
+    struct err e = {0};
+    static const char *const kv[] = {"f32", "f16"};
+    for (int ik = 0; ik < 2; ik++) {
+        struct model_options o = {
+            .n_ctx = 512, .n_batch = 512, .n_threads = 2, .kv_type = model_kv_type_parse(kv[ik])};
+        struct model *m = NULL;
+        if (model_load(&m, path, &o, &e) < 0)
+            fail_msg("load %s: %s", text_file, e.msg);
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(ref, "cases"), i, c)
+        {
+            if (strcmp(json_string_value(json_object_get(c, "kv_cache_type")), kv[ik]) != 0)
+                continue;
+            double d = run_mrope_case(m, c);
+            printf("# %s %s kv %s prompt %d: top-10 logits max diff %.2e\n", text_file,
+                   json_string_value(json_object_get(c, "image")), kv[ik],
+                   (int)json_integer_value(json_object_get(c, "prompt_index")), d);
+            assert_true(d < LOGITS_TOL);
+        }
+        model_free(m);
+    }
+    json_decref(ref);
+}
+
+static void test_qwen25vl_text(void **state)
+{
+    (void)state;
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-f32.gguf");
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-ollama-f32.gguf");
+}
+
 static void test_projector_refusals(void **state)
 {
     (void)state;
@@ -550,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_gemma3_reference_embeddings),
         cmocka_unit_test(test_gemma3_split_layout),
         cmocka_unit_test(test_gemma3_ollama_layout),
+        cmocka_unit_test(test_qwen25vl_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
