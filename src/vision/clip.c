@@ -26,10 +26,14 @@ static const struct vision_layout layouts[] = {
     {"gemma3", "gemma3", "gemma3.vision.", "v.patch_embedding", "v.position_embedding",
      "v.post_layernorm", "mm.mm_soft_emb_norm", "mm.mm_input_projection", "layer_norm1",
      "layer_norm2", "attn_output", "mlp.fc1", "mlp.fc2"},
+    // Qwen2.5-VL binds its own tensors (qwen25vl.c); only the patch name
+    // (the tower's presence) is read from here.
+    {"qwen25vl", "qwen2.5vl_merger", "qwen25vl.vision.", "v.patch_embd_0", "", "", "", "", "", "",
+     "", "", ""},
 };
 
 // Projector types this module runs.
-static const char *const projectors[] = {"gemma3"};
+static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger"};
 
 static const struct vision_layout *layout_of(const struct gguf *g)
 {
@@ -62,6 +66,11 @@ bool vision_gguf_has_tower(const struct gguf *g)
     char name[64];
     snprintf(name, sizeof name, "%s.weight", l->patch);
     return gguf_tensor_find(g, name) != NULL;
+}
+
+static bool is_qwen(const char *projector)
+{
+    return strcmp(projector, "qwen2.5vl_merger") == 0;
 }
 
 float vision_f16_to_f32(uint16_t h)
@@ -410,6 +419,8 @@ static int model_open(struct vision_model *vm, const char *what, struct err *e)
                        (int)arch.len, arch.ptr);
     }
     vm->projector = projector_of(vm->g, l);
+    if ((vm->qwen = is_qwen(vm->projector)))
+        return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
     struct binder b = {vm, l, e};
     int rc = read_hparams(vm, l, e);
     if (rc == 0)
@@ -482,22 +493,34 @@ int vision_model_n_embd(const struct vision_model *vm)
 
 int vision_model_n_tokens(const struct vision_model *vm, int width, int height)
 {
+    int rows, cols;
+    if (vision_model_grid(vm, width, height, &rows, &cols))
+        return rows * cols;
     (void)width;  // Gemma 3: every picture is letterboxed to one size
     (void)height;
     int side = vm->image_size / vm->patch_size / vm->n_merge;
     return side * side;
 }
 
+bool vision_model_grid(const struct vision_model *vm, int width, int height, int *rows, int *cols)
+{
+    if (!vm->qwen)
+        return false;
+    int w, h, a = vm->patch_size * vm->n_merge;
+    vision_qwen_size(vm, width, height, &w, &h);
+    *rows = h / a;
+    *cols = w / a;
+    return true;
+}
+
 const char *vision_model_image_begin(const struct vision_model *vm)
 {
-    (void)vm;
-    return "<start_of_image>";
+    return vm->qwen ? "<|vision_start|>" : "<start_of_image>";
 }
 
 const char *vision_model_image_end(const struct vision_model *vm)
 {
-    (void)vm;
-    return "<end_of_image>";
+    return vm->qwen ? "<|vision_end|>" : "<end_of_image>";
 }
 
 uint64_t vision_model_weights_bytes(const struct vision_model *vm)
@@ -515,6 +538,13 @@ bool vision_model_non_causal(const struct vision_model *vm)
 
 uint64_t vision_model_scratch_bytes(const struct vision_model *vm)
 {
+    if (vm->qwen) {
+        // The largest picture: 4096 merged tokens (16384 patches); the
+        // full-attention blocks' scores dominate (n²).
+        uint64_t n = 16384, d = (uint64_t)vm->n_embd, f = (uint64_t)vm->n_ff;
+        return sizeof(float) * n * (6 * d + 2 * f + 4 * d + n + vm->n_out / 4 + 3) +
+               n * (4 * d * 2 + 512);
+    }
     uint64_t n_pos =
         (uint64_t)(vm->image_size / vm->patch_size) * (uint64_t)(vm->image_size / vm->patch_size);
     uint64_t patch_in = 3ull * vm->patch_size * vm->patch_size;
@@ -529,6 +559,8 @@ uint64_t vision_model_scratch_bytes(const struct vision_model *vm)
 int vision_encode(struct vision_model *vm, const struct vision_image *img, float *out,
                   struct err *e)
 {
+    if (vm->qwen)
+        return vision_qwen_encode(vm, img, out, e);
     int rc = ensure_activations(vm, e);
     if (rc < 0)
         return rc;

@@ -17,6 +17,8 @@
 struct vision_layer {
     struct engine_tensor wq, wk, wv, wo, w_up, w_down;
     const float *bq, *bk, *bv, *bo, *b_up, *b_down;
+    struct engine_tensor w_gate;  // SwiGLU towers (Qwen2.5-VL)
+    const float *b_gate;
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
 };
 
@@ -31,8 +33,16 @@ struct vision_model {
     struct engine_tensor patch_w;  // [3·p·p, n_embd]: rows in (channel, y, x) order
     const float *patch_b, *pos_embd, *post_ln_w, *post_ln_b;
     struct vision_layer layers[VISION_MAX_LAYERS];
-    const float *soft_emb_norm;               // [n_embd] (already 1 + w)
-    struct engine_tensor proj;                // [n_embd, n_out]: the transposed input projection
+    const float *soft_emb_norm;  // [n_embd] (already 1 + w)
+    struct engine_tensor proj;   // [n_embd, n_out]: the transposed input projection
+    // Qwen2.5-VL (qwen25vl.c): window attention every block but each
+    // n_wa_pattern-th (0: none), windows of `window` pixels, 2-D RoPE base,
+    // the merger's two products.
+    bool qwen;
+    int n_wa_pattern, window;
+    float rope_base;
+    struct engine_tensor mm0, mm2;
+    const float *mm0_b, *mm2_b;
     void *owned[4 * VISION_MAX_LAYERS + 16];  // buffers made at load (converted vectors, copies)
     int n_owned;
     int n_threads;
@@ -49,6 +59,16 @@ int vision_letterbox(const struct vision_image *src, int size, enum vision_resam
                      struct vision_image *out, struct err *e);
 void vision_normalize(const struct vision_image *img, const float mean[3], const float std[3],
                       float *chw);
+
+int vision_letterbox_to(const struct vision_image *src, int width, int height,
+                        enum vision_resample algo, struct vision_image *out, struct err *e);
+
+// qwen25vl.c: binding (prefix: "clip.vision." or "qwen25vl.vision."), the
+// size a picture is resized to, the encode.
+int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e);
+void vision_qwen_size(const struct vision_model *vm, int width, int height, int *w_out, int *h_out);
+int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, float *out,
+                       struct err *e);
 
 // siglip.c
 int vision_siglip_encode(struct vision_model *vm, const float *chw, float *out, struct err *e);

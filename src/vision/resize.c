@@ -164,33 +164,40 @@ int vision_resize(const struct vision_image *src, struct vision_image *dst,
     return 0;
 }
 
-int vision_letterbox(const struct vision_image *src, int size, enum vision_resample algo,
-                     struct vision_image *out, struct err *e)
+int vision_letterbox_to(const struct vision_image *src, int width, int height,
+                        enum vision_resample algo, struct vision_image *out, struct err *e)
 {
     // Scaled to fit with the aspect kept (each side rounded up), centred on
     // black (offsets rounded down): mtmd's PAD_CEIL, Pillow's ImageOps.pad.
-    float scale_w = (float)size / src->width, scale_h = (float)size / src->height;
+    float scale_w = (float)width / src->width, scale_h = (float)height / src->height;
     float scale = scale_w < scale_h ? scale_w : scale_h;
     int nw = (int)ceilf(src->width * scale), nh = (int)ceilf(src->height * scale);
-    nw = nw > size ? size : nw;
-    nh = nh > size ? size : nh;
+    nw = nw > width ? width : nw;
+    nh = nh > height ? height : nh;
     struct vision_image fit = {.width = nw, .height = nh};
     int rc = nw == src->width && nh == src->height ? 0 : vision_resize(src, &fit, algo, e);
     if (rc < 0)
         return rc;
     const struct vision_image *from = fit.rgb ? &fit : src;
-    out->width = out->height = size;
-    out->rgb = calloc((size_t)size * size, 3);
+    out->width = width;
+    out->height = height;
+    out->rgb = calloc((size_t)width * height, 3);
     if (!out->rgb) {
         vision_image_free(&fit);
         return err_set(e, ERR_NOMEM, "preprocess image: out of memory");
     }
-    int ox = (size - nw) / 2, oy = (size - nh) / 2;
+    int ox = (width - nw) / 2, oy = (height - nh) / 2;
     for (int y = 0; y < nh; y++)
-        memcpy(out->rgb + ((size_t)(oy + y) * size + ox) * 3, from->rgb + (size_t)y * nw * 3,
+        memcpy(out->rgb + ((size_t)(oy + y) * width + ox) * 3, from->rgb + (size_t)y * nw * 3,
                (size_t)nw * 3);
     vision_image_free(&fit);
     return 0;
+}
+
+int vision_letterbox(const struct vision_image *src, int size, enum vision_resample algo,
+                     struct vision_image *out, struct err *e)
+{
+    return vision_letterbox_to(src, size, size, algo, out, e);
 }
 
 void vision_normalize(const struct vision_image *img, const float mean[3], const float std[3],

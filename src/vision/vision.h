@@ -60,12 +60,15 @@ int vision_model_load_memory(struct vision_model **out, const void *data, size_t
                              struct err *e);
 void vision_model_free(struct vision_model *vm);
 
-// The projector type ("gemma3").
+// The projector type ("gemma3", "qwen2.5vl_merger").
 const char *vision_model_projector(const struct vision_model *vm);
 // Width of one image token's embedding (the text model's n_embd).
 int vision_model_n_embd(const struct vision_model *vm);
 // Image tokens a picture of this size becomes.
 int vision_model_n_tokens(const struct vision_model *vm, int width, int height);
+// M-RoPE models (Qwen2.5-VL): true, with the merged grid a picture of this
+// size becomes (its image tokens row-major: rows × cols). Others: false.
+bool vision_model_grid(const struct vision_model *vm, int width, int height, int *rows, int *cols);
 // Text mtmd writes before and after an image's tokens ("" when none).
 const char *vision_model_image_begin(const struct vision_model *vm);
 const char *vision_model_image_end(const struct vision_model *vm);

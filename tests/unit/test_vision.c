@@ -644,6 +644,29 @@ static void run_mrope_reference(const char *ref_name, const char *text_file)
     json_decref(ref);
 }
 
+// The Qwen2.5-VL tower (both layouts) against the reference's image rows:
+// v0.5.0 resamples as Pillow does, as we do, so every picture is exact.
+static void test_qwen25vl_tower(void **state)
+{
+    (void)state;
+    json_t *ref = load_ref("tiny-qwen25vl-vision.reference.json");
+    if (!ref)
+        skip();
+    static const char *const files[] = {"tiny-qwen25vl-mmproj-f32.gguf",
+                                        "tiny-qwen25vl-ollama-f32.gguf"};
+    static const char *const images[] = {"images/gradient-32x32.png", "images/gradient-48x40.png",
+                                         "images/gradient-128x96.png"};
+    double worst = 0;
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < 3; i++) {
+            double d = embed_max_diff(files[f], images[i], ref);
+            printf("# %s %s: embedding max diff %.2e\n", files[f], images[i], d);
+            worst = d > worst ? d : worst;
+        }
+    assert_true(worst < EMBD_TOL);
+    json_decref(ref);
+}
+
 static void test_qwen25vl_text(void **state)
 {
     (void)state;
@@ -678,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_gemma3_split_layout),
         cmocka_unit_test(test_gemma3_ollama_layout),
         cmocka_unit_test(test_qwen25vl_text),
+        cmocka_unit_test(test_qwen25vl_tower),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
