@@ -137,14 +137,35 @@ struct ub_rows {
     int32_t *rope_pos;  // 4 streams of n_batch (M-RoPE)
 };
 
-// M-RoPE positions: the batch's (t, h, w) per entry, else the position
-// three times; the fourth stream is unused by the text models (0).
-static void fill_rope_pos(const struct model_batch *b, int i0, int un, int32_t *rp)
+static int32_t max3(int32_t a, int32_t b, int32_t c)
+{
+    int32_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+// M-RoPE positions (model_batch.rope_rc), recorded in the slot as they
+// are laid out: a text entry or an image's first row one past the largest
+// of the previous entry's (0 at position 0), the image's other rows from
+// their run's t.
+static void fill_rope_pos(struct model *m, const struct model_batch *b, int i0, int un, int32_t *rp)
 {
     for (int r = 0; r < un; r++) {
-        int i = i0 + r;
+        int i = i0 + r, p = b->pos[i], t = b->tokens[i];
+        int32_t *rec = m->slots[b->slot[i]].rope3, *prev = p > 0 ? rec + 3 * (p - 1) : NULL;
+        int prev_tok = i > 0 && b->slot[i - 1] == b->slot[i] ? b->tokens[i - 1]
+                       : p > 0                               ? m->slots[b->slot[i]].tokens[p - 1]
+                                                             : 0;
+        int32_t base = 0;
+        if (t < 0 && prev && prev_tok == t)
+            base = prev[0];  // inside a picture: its t
+        else if (prev)
+            base = max3(prev[0], prev[1], prev[2]) + 1;
+        bool img = t < 0 && b->rope_rc;
+        rec[3 * p] = base;
+        rec[3 * p + 1] = base + (img ? b->rope_rc[2 * i] : 0);
+        rec[3 * p + 2] = base + (img ? b->rope_rc[2 * i + 1] : 0);
         for (int k = 0; k < 3; k++)
-            rp[r + k * un] = b->rope_pos ? b->rope_pos[3 * i + k] : b->pos[i];
+            rp[r + k * un] = rec[3 * p + k];
         rp[r + 3 * un] = 0;
     }
 }
@@ -213,7 +234,7 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
         open_embd_runs(b, i0, un, u);
     bool multi = engine_rope_is_multi(&m->hp.rope);
     if (multi)
-        fill_rope_pos(b, i0, un, u->rope_pos);
+        fill_rope_pos(m, b, i0, un, u->rope_pos);
     size_t out0 = (size_t)(first_out < 0 ? 0 : first_out);
     return (struct model_ubatch){
         .n = un,

@@ -221,6 +221,7 @@ struct model_arch {
 struct model_slot {
     int n_past;
     int32_t *tokens;  // [n_ctx]
+    int32_t *rope3;   // [n_ctx × 3] M-RoPE models: each entry's (t, h, w); else NULL
 };
 
 // A copy of one slot's recurrent state (every layer's, conv and ssm) at a

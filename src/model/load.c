@@ -157,8 +157,10 @@ static void model_release(struct model *m)
         engine_backend_free(m->be);
     }
     if (m->slots)
-        for (int i = 0; i < m->opts.n_slots; i++)
+        for (int i = 0; i < m->opts.n_slots; i++) {
             free(m->slots[i].tokens);
+            free(m->slots[i].rope3);
+        }
     free(m->slots);
     for (size_t i = 0; i < m->n_weight_copies; i++)
         free(m->weight_copies[i]);
@@ -448,8 +450,11 @@ int model_load(struct model **out, const char *path, const struct model_options 
     m->slots = xcalloc((size_t)o->n_slots, sizeof *m->slots);
     m->slot_next = xcalloc((size_t)o->n_slots, sizeof(int));
     m->slot_last = xcalloc((size_t)o->n_slots, sizeof(int));
-    for (int i = 0; i < o->n_slots; i++)
+    for (int i = 0; i < o->n_slots; i++) {
         m->slots[i].tokens = xcalloc((size_t)o->n_ctx, sizeof(int32_t));
+        if (engine_rope_is_multi(&hp->rope))
+            m->slots[i].rope3 = xcalloc((size_t)o->n_ctx * 3, sizeof(int32_t));
+    }
     m->out_cap = m->s.n_out_max;
     m->logits = malloc((size_t)m->out_cap * hp->n_vocab * sizeof(float));
     if (o->embeddings)

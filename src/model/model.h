@@ -120,12 +120,15 @@ struct model_batch {
     // keeps a run in one forward pass (a run longer than n_batch fails).
     const float *embd;
     bool embd_non_causal;
-    // M-RoPE models (qwen2vl): each entry's (time, height, width) rotary
-    // positions, n_tokens × 3 (NULL: all three = pos). Image rows take
-    // (p, p + row, p + col) from their image's first position p, and the
-    // text after an image continues from p + max(rows, cols) as mtmd does,
-    // while pos (the cache position) stays consecutive.
-    const int32_t *rope_pos;
+    // M-RoPE models (qwen2vl): each image row's (row, col) in its picture's
+    // merged grid, n_tokens × 2 (text entries' pairs are ignored; NULL: no
+    // image rows). The model keeps each entry's rotary (t, h, w) as mtmd
+    // lays them out: a text token, or an image's first row, at p = the
+    // largest of the previous entry's three + 1 (0 at position 0); image
+    // row (r, c) at (p, p + r, p + c). So the text after a picture
+    // continues from p + max(rows, cols), while pos (the cache position)
+    // stays consecutive.
+    const int32_t *rope_rc;
 };
 
 // Evaluates a batch (split into n_batch pieces internally). Afterwards

@@ -530,10 +530,11 @@ static void test_gemma3_ollama_layout(void **state)
 // rotary position p turns by (p, p + row, p + col), the text after it
 // continues from p + n_pos, and the cache positions stay consecutive.
 
-// Lays out one case: tokens, image rows, (t, h, w) per entry. Returns the
-// entry count; *rope_end gets the rotary position after the prompt.
-static int build_mrope_prompt(json_t *c, int n_embd, int32_t *tokens, float *embd, int32_t *rp,
-                              int cap, int *rope_end)
+// Lays out one case: tokens, image rows, each image row's (row, col).
+// Returns the entry count; *rope_end gets the rotary position after the
+// prompt (the reference's n_past), counted as mtmd does.
+static int build_mrope_prompt(struct vision_model *vm, json_t *c, int n_embd, int32_t *tokens,
+                              float *embd, int32_t *rc, int cap, int *rope_end)
 {
     int n = 0, p = 0;
     size_t j;
@@ -547,7 +548,8 @@ static int build_mrope_prompt(json_t *c, int n_embd, int32_t *tokens, float *emb
             {
                 assert_true(n < cap);
                 tokens[n] = (int32_t)json_integer_value(tok);
-                rp[3 * n] = rp[3 * n + 1] = rp[3 * n + 2] = p++;
+                rc[2 * n] = rc[2 * n + 1] = -1;  // ignored
+                p++;
                 n++;
             }
             continue;
@@ -556,14 +558,36 @@ static int build_mrope_prompt(json_t *c, int n_embd, int32_t *tokens, float *emb
         json_t *want = json_object_get(ch, "embedding"), *dp = json_object_get(ch, "decoder_pos");
         assert_true(n + n_tok <= cap);
         assert_int_equal(json_array_size(dp), (size_t)n_tok);
-        for (size_t i = 0; i < (size_t)n_tok * n_embd; i++)
-            embd[(size_t)n * n_embd + i] = (float)json_number_value(json_array_get(want, i));
+        int rows = 0, cols = 0;
+        if (vm) {  // the tower's rows and grid
+            char img_path[512];
+            struct buf b;
+            struct vision_image img;
+            struct err e = {0};
+            buf_init(&b, 0);
+            assert_non_null(test_shared_fixture(img_path, sizeof img_path,
+                                                json_string_value(json_object_get(c, "image"))));
+            assert_int_equal(read_file(img_path, &b), 0);
+            assert_int_equal(vision_image_decode(&img, b.data, b.len, &e), 0);
+            assert_true(vision_model_grid(vm, img.width, img.height, &rows, &cols));
+            assert_int_equal(rows * cols, n_tok);
+            assert_int_equal(vision_encode(vm, &img, embd + (size_t)n * n_embd, &e), 0);
+            vision_image_free(&img);
+            buf_deinit(&b);
+        } else {
+            for (size_t i = 0; i < (size_t)n_tok * n_embd; i++)
+                embd[(size_t)n * n_embd + i] = (float)json_number_value(json_array_get(want, i));
+        }
         for (int r = 0; r < n_tok; r++) {
             json_t *txy = json_array_get(dp, (size_t)r);  // [t, x (column), y (row)]
             tokens[n + r] = -2 - (int32_t)j;
-            rp[3 * (n + r)] = p + (int32_t)json_integer_value(json_array_get(txy, 0));
-            rp[3 * (n + r) + 1] = p + (int32_t)json_integer_value(json_array_get(txy, 2));
-            rp[3 * (n + r) + 2] = p + (int32_t)json_integer_value(json_array_get(txy, 1));
+            assert_int_equal(json_integer_value(json_array_get(txy, 0)), 0);
+            rc[2 * (n + r)] = (int32_t)json_integer_value(json_array_get(txy, 2));
+            rc[2 * (n + r) + 1] = (int32_t)json_integer_value(json_array_get(txy, 1));
+            if (vm) {
+                assert_int_equal(rc[2 * (n + r)], r / cols);
+                assert_int_equal(rc[2 * (n + r) + 1], r % cols);
+            }
         }
         n += n_tok;
         p += (int)json_integer_value(json_object_get(ch, "n_pos"));
@@ -573,20 +597,20 @@ static int build_mrope_prompt(json_t *c, int n_embd, int32_t *tokens, float *emb
 }
 
 // Runs one case; returns the largest top-10 logit difference.
-static double run_mrope_case(struct model *m, json_t *c)
+static double run_mrope_case(struct model *m, struct vision_model *vm, json_t *c)
 {
     enum { CAP = 256 };
-    int32_t tokens[CAP], pos[CAP], slot[CAP] = {0}, rp[3 * CAP];
+    int32_t tokens[CAP], pos[CAP], slot[CAP] = {0}, rc[2 * CAP];
     int n_embd = model_n_embd(m), rope_end;
     float *embd = calloc((size_t)CAP * n_embd, sizeof(float));
-    int n = build_mrope_prompt(c, n_embd, tokens, embd, rp, CAP, &rope_end);
+    int n = build_mrope_prompt(vm, c, n_embd, tokens, embd, rc, CAP, &rope_end);
     assert_int_equal(rope_end, json_integer_value(json_object_get(c, "n_past")));
     for (int i = 0; i < n; i++)
         pos[i] = i;
     model_slot_clear(m, 0);
     struct err e = {0};
     struct model_batch b = {
-        .n_tokens = n, .tokens = tokens, .pos = pos, .slot = slot, .embd = embd, .rope_pos = rp};
+        .n_tokens = n, .tokens = tokens, .pos = pos, .slot = slot, .embd = embd, .rope_rc = rc};
     if (model_decode(m, &b, &e) < 0)
         fail_msg("decode: %s", e.msg);
     const float *l = model_logits(m, n - 1);
@@ -603,9 +627,8 @@ static double run_mrope_case(struct model *m, json_t *c)
     int tok = argmax(l, model_n_vocab(m));
     for (size_t g = 0; g < json_array_size(greedy); g++) {
         assert_int_equal(tok, json_integer_value(json_array_get(greedy, g)));
-        int32_t p = n + (int32_t)g, s0 = 0, r = rope_end + (int32_t)g, r3[3] = {r, r, r};
-        struct model_batch one = {
-            .n_tokens = 1, .tokens = &tok, .pos = &p, .slot = &s0, .rope_pos = r3};
+        int32_t p = n + (int32_t)g, s0 = 0;
+        struct model_batch one = {.n_tokens = 1, .tokens = &tok, .pos = &p, .slot = &s0};
         assert_int_equal(model_decode(m, &one, &e), 0);
         tok = argmax(model_logits(m, 0), model_n_vocab(m));
     }
@@ -613,13 +636,18 @@ static double run_mrope_case(struct model *m, json_t *c)
     return mx;
 }
 
-static void run_mrope_reference(const char *ref_name, const char *text_file)
+static void run_mrope_reference(const char *ref_name, const char *text_file, const char *tower_file)
 {
     json_t *ref = load_ref(ref_name);
-    char path[512];
+    char path[512], tower[512];
     if (!ref || !test_shared_fixture(path, sizeof path, text_file))
         skip();
     struct err e = {0};
+    struct vision_model *vm = NULL;
+    if (tower_file) {
+        assert_non_null(test_shared_fixture(tower, sizeof tower, tower_file));
+        assert_int_equal(vision_model_load(&vm, tower, 2, &e), 0);
+    }
     static const char *const kv[] = {"f32", "f16"};
     for (int ik = 0; ik < 2; ik++) {
         struct model_options o = {
@@ -633,9 +661,9 @@ static void run_mrope_reference(const char *ref_name, const char *text_file)
         {
             if (strcmp(json_string_value(json_object_get(c, "kv_cache_type")), kv[ik]) != 0)
                 continue;
-            double d = run_mrope_case(m, c);
-            printf("# %s %s kv %s prompt %d: top-10 logits max diff %.2e\n", text_file,
-                   json_string_value(json_object_get(c, "image")), kv[ik],
+            double d = run_mrope_case(m, vm, c);
+            printf("# %s%s %s kv %s prompt %d: top-10 logits max diff %.2e\n", text_file,
+                   vm ? " + tower" : "", json_string_value(json_object_get(c, "image")), kv[ik],
                    (int)json_integer_value(json_object_get(c, "prompt_index")), d);
             assert_true(d < LOGITS_TOL);
         }
@@ -670,8 +698,20 @@ static void test_qwen25vl_tower(void **state)
 static void test_qwen25vl_text(void **state)
 {
     (void)state;
-    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-f32.gguf");
-    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-ollama-f32.gguf");
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-f32.gguf", NULL);
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-ollama-f32.gguf",
+                        NULL);
+}
+
+// The whole path: the tower's rows and grid into the text model, the split
+// pair and Ollama's monolithic file.
+static void test_qwen25vl_end_to_end(void **state)
+{
+    (void)state;
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-f32.gguf",
+                        "tiny-qwen25vl-mmproj-f32.gguf");
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-ollama-f32.gguf",
+                        "tiny-qwen25vl-ollama-f32.gguf");
 }
 
 static void test_projector_refusals(void **state)
@@ -702,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_gemma3_ollama_layout),
         cmocka_unit_test(test_qwen25vl_text),
         cmocka_unit_test(test_qwen25vl_tower),
+        cmocka_unit_test(test_qwen25vl_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
