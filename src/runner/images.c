@@ -54,6 +54,9 @@ static int encode_one(struct runner *rn, const json_t *images, size_t i, struct 
     if (rc == 0) {
         ri->id = image_id(raw.data, raw.len);
         ri->n = vision_model_n_tokens(rn->vision, img.width, img.height);
+        int rows;
+        if (!vision_model_grid(rn->vision, img.width, img.height, &rows, &ri->cols))
+            ri->cols = 0;
         ri->rows = malloc(sizeof(float) * (size_t)ri->n * vision_model_n_embd(rn->vision));
         rc = ri->rows ? vision_encode(rn->vision, &img, ri->rows, e)
                       : err_set(e, ERR_NOMEM, "image %zu: out of memory", i);
@@ -159,6 +162,20 @@ int runner_images_tokenize(struct runner *rn, const char *text, size_t len, bool
         rc = tokenizer_ids_push(&r->tokens, sp->eos);
     free(used);
     return rc;
+}
+
+bool rreq_image_cell(const struct rreq *r, int p, int32_t *row, int32_t *col)
+{
+    for (int i = 0; i < r->n_places; i++) {
+        const struct rplace *pl = &r->places[i];
+        const struct rimage *ri = &r->imgs[pl->img];
+        if (p >= pl->start && p < pl->start + ri->n && ri->cols > 0) {
+            *row = (p - pl->start) / ri->cols;
+            *col = (p - pl->start) % ri->cols;
+            return true;
+        }
+    }
+    return false;
 }
 
 const float *rreq_image_row(const struct rreq *r, int p)

@@ -43,6 +43,7 @@ struct rimage {
     int32_t id;   // the negative token id of its rows
     int n;        // image tokens
     float *rows;  // n × img_n_embd
+    int cols;     // M-RoPE towers: tokens a row of the merged grid (0: others)
 };
 
 // Where a picture's rows sit in the prompt.
@@ -98,6 +99,9 @@ struct rreq {
 
 // The input row of prompt position p when it is an image row, else NULL.
 const float *rreq_image_row(const struct rreq *r, int p);
+// M-RoPE: the (row, col) of prompt position p in its picture's grid
+// (false: p is no image row, or the tower has no grid).
+bool rreq_image_cell(const struct rreq *r, int p, int32_t *row, int32_t *col);
 void rreq_images_free(struct rreq *r);
 
 struct rreq *rreq_new(enum rreq_kind kind);

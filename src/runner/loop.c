@@ -85,6 +85,7 @@ struct runner_loop {
     bool *b_logits;
     float *b_embd;  // n_batch × n_embd input rows of image entries (a tower is loaded), or NULL
     bool has_embd;  // the batch being built holds image rows
+    int32_t *b_rc;  // n_batch × 2: image rows' (row, col) for M-RoPE models, or NULL
     struct runner_draft_job *jobs;  // one per slot
 };
 
@@ -678,6 +679,7 @@ static int build_batch(struct runner_loop *l)
             if (row && l->b_embd) {
                 memcpy(l->b_embd + (size_t)n * l->n_embd, row, sizeof(float) * l->n_embd);
                 l->has_embd = true;
+                rreq_image_cell(r, p, &l->b_rc[2 * n], &l->b_rc[2 * n + 1]);
             }
             l->b_pos[n] = p;
             l->b_slot[n] = s->id;
@@ -712,7 +714,8 @@ static void iterate(struct runner_loop *l)
                             .logits = l->b_logits,
                             .embd = l->has_embd ? l->b_embd : NULL,
                             .embd_non_causal =
-                                l->rn->vision && vision_model_non_causal(l->rn->vision)};
+                                l->rn->vision && vision_model_non_causal(l->rn->vision),
+                            .rope_rc = l->has_embd ? l->b_rc : NULL};
     struct err e = {0};
     int64_t t0 = time_monotonic_ns();
     int rc = model_decode(l->m, &b, &e);
@@ -816,8 +819,10 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
     l->b_pos = xcalloc(nb, sizeof(int32_t));
     l->b_slot = xcalloc(nb, sizeof(int32_t));
     l->b_logits = xcalloc(nb, sizeof(bool));
-    if (rn->vision)
+    if (rn->vision) {
         l->b_embd = xcalloc(nb * (size_t)l->n_embd, sizeof(float));
+        l->b_rc = xcalloc(nb * 2, sizeof(int32_t));
+    }
     l->jobs = xcalloc((size_t)l->n_slots, sizeof(*l->jobs));
     if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
         runner_loop_free(l);
@@ -900,6 +905,7 @@ void runner_loop_free(struct runner_loop *l)
     free(l->slots);
     free(l->b_tokens);
     free(l->b_embd);
+    free(l->b_rc);
     free(l->b_pos);
     free(l->b_slot);
     free(l->b_logits);

@@ -594,8 +594,10 @@ static void upload_blob(const char *path, char hex[DIGEST_HEX_LEN + 1])
 
 // Greedy generation of "Describe [img-0] in detail." with the picture:
 // the sampled tokens' texts (logprobs) must repeat exactly where
-// llama.cpp's greedy ids (want) repeat; 26 prompt tokens (11 + 4 + 11).
-static void check_vision_generate(const char *model, const char *b64, const json_t *want)
+// llama.cpp's greedy ids (want) repeat; n_prompt prompt tokens (Gemma 3:
+// 11 + 4 + 11).
+static void check_vision_generate(const char *model, const char *b64, const json_t *want,
+                                  int n_prompt)
 {
     char *body = xasprintf(
         "{\"model\":\"%s\",\"raw\":true,\"stream\":false,"
@@ -621,7 +623,7 @@ static void check_vision_generate(const char *model, const char *b64, const json
             if (same_id != (strcmp(a, b) == 0))
                 fail_msg("greedy tokens %zu and %zu differ from llama.cpp's: %s", g, h, r.body);
         }
-    assert_int_equal(json_integer_value(json_object_get(v, "prompt_eval_count")), 26);
+    assert_int_equal(json_integer_value(json_object_get(v, "prompt_eval_count")), n_prompt);
     json_decref(v);
     http_resp_free(&r);
 }
@@ -643,6 +645,46 @@ static json_int_t vision_prompt_evals(const char *model, const char *b64)
     json_decref(v);
     http_resp_free(&r);
     return n;
+}
+
+// The greedy tokens of a vision reference's F16-cache case for prompt 0.
+static json_t *vision_want(json_t *ref, const char *image)
+{
+    for (size_t i = 0; i < json_array_size(json_object_get(ref, "cases")); i++) {
+        json_t *c = json_array_get(json_object_get(ref, "cases"), i);
+        if (!strcmp(json_string_value(json_object_get(c, "image")), image) &&
+            !strcmp(json_string_value(json_object_get(c, "kv_cache_type")), "f16") &&
+            json_integer_value(json_object_get(c, "prompt_index")) == 0)
+            return json_object_get(c, "greedy_tokens");
+    }
+    return NULL;
+}
+
+// Qwen2.5-VL in Ollama's monolithic layout: the 128 x 96 picture (a 4 x 3
+// grid, two attention windows, M-RoPE positions) gives llama.cpp's greedy
+// continuation; 22 + 12 + 18 prompt tokens.
+static void check_qwen25vl(void)
+{
+    char model[512], img[512], refp[512];
+    if (!test_shared_fixture(model, sizeof model, "tiny-qwen25vl-ollama-f32.gguf") ||
+        !test_shared_fixture(img, sizeof img, "images/gradient-128x96.png") ||
+        !test_shared_fixture(refp, sizeof refp, "tiny-qwen25vl-vision.reference.json"))
+        return;
+    assert_int_equal(models_create(&srv, "qwen25v", model, "\"parameters\":{\"temperature\":0}"),
+                     0);
+    expect("/api/show", "{\"model\":\"qwen25v\"}", 200, "\"vision\"");
+    struct buf png, b64;
+    buf_init(&png, 0);
+    buf_init(&b64, 0);
+    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, &b64);
+    json_t *ref = json_load_file(refp, 0, NULL);
+    json_t *want = vision_want(ref, "images/gradient-128x96.png");
+    assert_non_null(want);
+    check_vision_generate("qwen25v", buf_cstr(&b64), want, 52);
+    json_decref(ref);
+    buf_deinit(&png);
+    buf_deinit(&b64);
 }
 
 // Images for real (issue 44): Ollama's monolithic tiny Gemma 3 (tower
@@ -678,7 +720,7 @@ static void test_vision(void **state)
             want = json_object_get(c, "greedy_tokens");
     }
     assert_non_null(want);
-    check_vision_generate("gemma3v", buf_cstr(&b64), want);
+    check_vision_generate("gemma3v", buf_cstr(&b64), want, 26);
     // The prompt cache: the same picture again reuses the whole prompt; a
     // different picture only the text before it (11 tokens).
     assert_true(vision_prompt_evals("gemma3v", buf_cstr(&b64)) < 15);
@@ -706,7 +748,7 @@ static void test_vision(void **state)
     expect("/api/create", body, 200, NULL);
     free(body);
     expect("/api/show", "{\"model\":\"gemma3split\"}", 200, "\"vision\"");
-    check_vision_generate("gemma3split", buf_cstr(&b64), want);
+    check_vision_generate("gemma3split", buf_cstr(&b64), want, 26);
 
     // The same picture through /v1/chat/completions as a data URL (a
     // templated prompt: only that it is answered is checked).
@@ -764,6 +806,7 @@ static void test_vision(void **state)
     json_decref(ref);
     buf_deinit(&png);
     buf_deinit(&b64);
+    check_qwen25vl();
 }
 
 int main(void)
