@@ -390,6 +390,24 @@ static void rope_2d(const struct vision_model *vm, const struct qwen_run *r, flo
     }
 }
 
+// vision_round_f16 for the hot loops: inside f16's normal range the low 13
+// mantissa bits are rounded off (to nearest, ties to even) on the bits;
+// elsewhere (tiny, huge, inf, NaN) the exact helper.
+static inline float round_f16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t ex = (u >> 23) & 0xff;
+    if (ex < 127 - 14 || ex > 127 + 15)
+        return vision_round_f16(x);
+    u += 0x0fffu + ((u >> 13) & 1u);
+    u &= ~0x1fffu;
+    if (((u >> 23) & 0xff) > 127 + 15)  // rounded past 65504
+        return vision_round_f16(x);
+    memcpy(&x, &u, sizeof u);
+    return x;
+}
+
 // One query's output as the reference's CPU flash attention computes it
 // with an F16 V: online softmax over the keys in order, the weighted sum
 // of V accumulated in f16 (each update rounded), divided by the sum last.
@@ -404,13 +422,13 @@ static void attend_one(const float *sc, const float *v16, int n, int hd, float s
             ms = expf(M - s);
             M = s;
             for (int t = 0; t < hd; t++)
-                acc[t] = vision_round_f16(acc[t] * ms);
+                acc[t] = round_f16(acc[t] * ms);
         } else {
             vs = expf(s - M);
         }
         const float *v = v16 + (size_t)j * hd;
         for (int t = 0; t < hd; t++)
-            acc[t] = vision_round_f16(fmaf(v[t], vs, acc[t]));
+            acc[t] = round_f16(fmaf(v[t], vs, acc[t]));
         S = S * ms + vs;
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
@@ -430,9 +448,9 @@ static void attend_range(struct vision_model *vm, struct qwen_run *r, int r0, in
         for (int j = 0; j < n; j++)
             for (int t = 0; t < hd; t++) {
                 size_t src = (size_t)(r0 + j) * d + (size_t)h * hd + t;
-                r->qh[(size_t)j * hd + t] = vision_round_f16(r->q[src]);
-                r->kh[(size_t)j * hd + t] = vision_round_f16(r->k[src]);
-                r->vt[(size_t)j * hd + t] = vision_round_f16(r->v[src]);
+                r->qh[(size_t)j * hd + t] = round_f16(r->q[src]);
+                r->kh[(size_t)j * hd + t] = round_f16(r->k[src]);
+                r->vt[(size_t)j * hd + t] = round_f16(r->v[src]);
             }
         struct engine_tensor k = {.name = "attn_k",
                                   .type = GGUF_TYPE_F32,
