@@ -33,7 +33,7 @@ static const struct vision_layout layouts[] = {
 };
 
 // Projector types this module runs.
-static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger"};
+static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger", "pixtral"};
 
 static const struct vision_layout *layout_of(const struct gguf *g)
 {
@@ -421,6 +421,10 @@ static int model_open(struct vision_model *vm, const char *what, struct err *e)
     vm->projector = projector_of(vm->g, l);
     if ((vm->qwen = is_qwen(vm->projector)))
         return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
+    if (strcmp(vm->projector, "pixtral") == 0) {
+        vm->qwen = true;  // the same dynamic-size pipeline (qwen25vl.c)
+        return vision_pixtral_open(vm, e);
+    }
     struct binder b = {vm, l, e};
     int rc = read_hparams(vm, l, e);
     if (rc == 0)
@@ -496,6 +500,11 @@ int vision_model_n_tokens(const struct vision_model *vm, int width, int height)
     int rows, cols;
     if (vision_model_grid(vm, width, height, &rows, &cols))
         return rows * cols;
+    if (vm->pixtral) {  // a [IMG_BREAK] after every row but the last
+        int w, h, a = vm->patch_size * vm->n_merge;
+        vision_qwen_size(vm, width, height, &w, &h);
+        return (h / a) * (w / a + 1) - 1;
+    }
     (void)width;  // Gemma 3: every picture is letterboxed to one size
     (void)height;
     int side = vm->image_size / vm->patch_size / vm->n_merge;
@@ -504,7 +513,7 @@ int vision_model_n_tokens(const struct vision_model *vm, int width, int height)
 
 bool vision_model_grid(const struct vision_model *vm, int width, int height, int *rows, int *cols)
 {
-    if (!vm->qwen)
+    if (!vm->qwen || vm->pixtral)
         return false;
     int w, h, a = vm->patch_size * vm->n_merge;
     vision_qwen_size(vm, width, height, &w, &h);
@@ -515,12 +524,12 @@ bool vision_model_grid(const struct vision_model *vm, int width, int height, int
 
 const char *vision_model_image_begin(const struct vision_model *vm)
 {
-    return vm->qwen ? "<|vision_start|>" : "<start_of_image>";
+    return vm->pixtral ? "" : vm->qwen ? "<|vision_start|>" : "<start_of_image>";
 }
 
 const char *vision_model_image_end(const struct vision_model *vm)
 {
-    return vm->qwen ? "<|vision_end|>" : "<end_of_image>";
+    return vm->pixtral ? "[IMG_END]" : vm->qwen ? "<|vision_end|>" : "<end_of_image>";
 }
 
 uint64_t vision_model_weights_bytes(const struct vision_model *vm)

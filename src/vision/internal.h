@@ -39,6 +39,10 @@ struct vision_model {
     // n_wa_pattern-th (0: none), windows of `window` pixels, 2-D RoPE base,
     // the merger's two products.
     bool qwen;
+    bool pixtral;  // Mistral 3's tower (the same file; no M-RoPE, [IMG_BREAK] rows)
+    const float *pre_ln_w, *mm_in_norm, *img_break;
+    struct engine_tensor mm_merge;  // Pixtral's patch merger [4 n_embd → n_embd]
+    int n_mid;                      // Pixtral: mm.1's width
     int n_wa_pattern, window;
     float rope_base;
     struct engine_tensor mm0, mm2;
@@ -66,6 +70,7 @@ int vision_letterbox_to(const struct vision_image *src, int width, int height,
 // qwen25vl.c: binding (prefix: "clip.vision." or "qwen25vl.vision."), the
 // size a picture is resized to, the encode.
 int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e);
+int vision_pixtral_open(struct vision_model *vm, struct err *e);
 void vision_qwen_size(const struct vision_model *vm, int width, int height, int *w_out, int *h_out);
 int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, float *out,
                        struct err *e);

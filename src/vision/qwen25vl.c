@@ -20,9 +20,10 @@
 
 #include "vision/internal.h"
 
-#define QWEN_MERGE      2
-#define QWEN_MIN_TOKENS 8
-#define QWEN_MAX_TOKENS 4096
+#define QWEN_MERGE         2
+#define QWEN_MIN_TOKENS    8
+#define QWEN_MAX_TOKENS    4096
+#define PIXTRAL_MAX_TOKENS 1024
 
 // The code an error helper set (e may be NULL).
 static int code_of(const struct err *e, int fallback)
@@ -131,7 +132,7 @@ static int bind_block(struct vision_model *vm, int il, struct err *e)
         snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, rows[i].part);
         rc = qmat(vm, n, in, out, (struct engine_tensor *)((char *)L + rows[i].mat), e);
         snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, rows[i].part);
-        if (rc == 0)
+        if (rc == 0 && !vm->pixtral)  // Pixtral has no biases
             rc = qvec(vm, n, out, (const float **)((char *)L + rows[i].bias), e);
     }
     snprintf(n, sizeof n, "v.blk.%d.ln1.weight", il);
@@ -226,11 +227,11 @@ static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, stru
 {
     const int64_t in = (int64_t)3 * vm->patch_size * vm->patch_size, n = in * vm->n_embd;
     float *w0 = qcopy(vm, nm->patch0, n, e);
-    const float *w1 = w0 ? qcopy(vm, nm->patch1, n, e) : NULL;
-    if (!w1)
+    const float *w1 = w0 && nm->patch1 ? qcopy(vm, nm->patch1, n, e) : NULL;
+    if (!w0 || (nm->patch1 && !w1))
         return code_of(e, ERR_FORMAT);
     for (int64_t i = 0; i < n; i++)
-        w0[i] = vision_round_f16(w0[i]) + vision_round_f16(w1[i]);
+        w0[i] = vision_round_f16(w0[i]) + (w1 ? vision_round_f16(w1[i]) : 0.0f);
     vm->patch_w = (struct engine_tensor){.name = "v.patch_embd.weight",
                                          .type = GGUF_TYPE_F32,
                                          .ne = {in, vm->n_embd},
@@ -272,6 +273,48 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
     return rc;
 }
 
+// Pixtral (Mistral 3): a single patch kernel, RMSNorm before block 0, no
+// biases; the merger: RMSNorm × mm.input_norm, 2 × 2 unfold, patch_merger,
+// mm.1, GELU, mm.2; the [IMG_BREAK] embedding after every row but the last.
+static int pixtral_merger(struct vision_model *vm, struct err *e)
+{
+    const int d = vm->n_embd;
+    int rc = qvec(vm, "v.pre_ln.weight", d, &vm->pre_ln_w, e);
+    if (rc == 0)
+        rc = qvec(vm, "mm.input_norm.weight", d, &vm->mm_in_norm, e);
+    if (rc == 0)
+        rc = qmat(vm, "mm.patch_merger.weight", 4 * d, d, &vm->mm_merge, e);
+    const struct gguf_tensor *t1 = gguf_tensor_find(vm->g, "mm.1.weight");
+    const struct gguf_tensor *t2 = gguf_tensor_find(vm->g, "mm.2.weight");
+    if (rc == 0 && (!t1 || !t2 || t1->n_dims != 2 || t2->n_dims != 2 || t1->ne[0] != d ||
+                    t2->ne[0] != t1->ne[1] || t1->ne[1] < 1 || t1->ne[1] > 65536 || t2->ne[1] < 1 ||
+                    t2->ne[1] > 65536))
+        rc = err_set(e, ERR_FORMAT, "vision tower: mm.1 / mm.2: bad shapes");
+    if (rc == 0) {
+        vm->n_mid = (int)t1->ne[1];
+        vm->n_out = (int)t2->ne[1];
+        rc = qmat(vm, "mm.1.weight", d, vm->n_mid, &vm->mm0, e);
+    }
+    if (rc == 0)
+        rc = qmat(vm, "mm.2.weight", vm->n_mid, vm->n_out, &vm->mm2, e);
+    if (rc == 0)
+        rc = qvec(vm, "v.token_embd.img_break", vm->n_out, &vm->img_break, e);
+    return rc;
+}
+
+int vision_pixtral_open(struct vision_model *vm, struct err *e)
+{
+    static const struct qwen_names nm = {"v.patch_embd.weight", NULL, NULL, NULL, NULL};
+    vm->pixtral = true;
+    int rc = read_qwen_hparams(vm, "clip.vision.", e);
+    vm->n_wa_pattern = 0;
+    if (rc == 0)
+        rc = bind_patch(vm, &nm, e);
+    for (int il = 0; rc == 0 && il < vm->n_layer; il++)
+        rc = bind_block(vm, il, e);
+    return rc == 0 ? pixtral_merger(vm, e) : rc;
+}
+
 // ---------------------------------------------------------------------------
 // Preprocessing.
 
@@ -283,7 +326,8 @@ static int round_by(float x, int f)
 void vision_qwen_size(const struct vision_model *vm, int width, int height, int *w_out, int *h_out)
 {
     const int a = vm->patch_size * vm->n_merge;
-    const int min_px = QWEN_MIN_TOKENS * a * a, max_px = QWEN_MAX_TOKENS * a * a;
+    const int max_tok = vm->pixtral ? PIXTRAL_MAX_TOKENS : QWEN_MAX_TOKENS;
+    const int min_px = QWEN_MIN_TOKENS * a * a, max_px = max_tok * a * a;
     int w = round_by((float)width, a), h = round_by((float)height, a);
     w = w < a ? a : w;
     h = h < a ? a : h;
@@ -311,6 +355,7 @@ struct qwen_run {
     int32_t *py, *px;       // [n]: patch row / column of each row
     int *win;               // [n_win + 1]: first group slot of each window
     int n_win;              // windows (1 without window attention)
+    int32_t *perm;          // Pixtral: rows in raster order (the reference's key order)
     float *x, *xb, *q, *k, *v, *att, *ff, *gate, *qh, *kh, *vt, *scores, *y;
 };
 
@@ -350,6 +395,8 @@ static void gather(const struct vision_model *vm, struct qwen_run *r, const floa
             int row = g * 4 + k, pyy = 2 * my + k / 2, pxx = 2 * mx + k % 2;
             r->py[row] = pyy;
             r->px[row] = pxx;
+            if (r->perm)
+                r->perm[pyy * r->gw + pxx] = row;
             float *dst = r->ff + (size_t)row * 3 * p * p;
             for (int c = 0; c < 3; c++)
                 for (int y = 0; y < p; y++)
@@ -363,8 +410,14 @@ static void gather(const struct vision_model *vm, struct qwen_run *r, const floa
 // 2-D RoPE in place on rows of n_head heads: dimension i pairs with
 // i + hd/2; the first quarter of pairs turn by the row, the second by the
 // column, each angle base^(-k/(hd/4)) for its k-th pair.
+static void rope_pixtral(const struct vision_model *vm, const struct qwen_run *r, float *x);
+
 static void rope_2d(const struct vision_model *vm, const struct qwen_run *r, float *x)
 {
+    if (vm->pixtral) {
+        rope_pixtral(vm, r, x);
+        return;
+    }
     const int hd = vm->n_embd / vm->n_head, half = hd / 2, sect = hd / 4;
     const float scale = powf(vm->rope_base, -2.0f / (float)half);
     for (int i = 0; i < r->n; i++) {
@@ -408,27 +461,60 @@ static inline float round_f16(float x)
     return x;
 }
 
+// Pixtral's 2-D RoPE on adjacent pairs: the first half of a head turns by
+// the patch row (pair i at base^(-2i / (hd/2))), the second by the column
+// at the odd frequencies (base^(-(2i+1) / (hd/2))).
+static void rope_pixtral(const struct vision_model *vm, const struct qwen_run *r, float *x)
+{
+    const int hd = vm->n_embd / vm->n_head, q = hd / 4;
+    const float scale = powf(vm->rope_base, -2.0f / (float)(hd / 2));
+    const float odd = powf(vm->rope_base, -2.0f / (float)hd);
+    for (int i = 0; i < r->n; i++) {
+        float cs[2][256], sn[2][256];
+        for (int half = 0; half < 2; half++) {
+            float th = (float)(half ? r->px[i] : r->py[i]);
+            for (int j = 0; j < q && j < 256; j++) {
+                float t = half ? odd * th : th;
+                cs[half][j] = cosf(t);
+                sn[half][j] = sinf(t);
+                th *= scale;
+            }
+        }
+        for (int h = 0; h < vm->n_head; h++)
+            for (int half = 0; half < 2; half++) {
+                float *v = x + (size_t)i * vm->n_embd + (size_t)h * hd + half * (hd / 2);
+                for (int j = 0; j < q; j++) {
+                    float a = v[2 * j], b = v[2 * j + 1];
+                    v[2 * j] = a * cs[half][j] - b * sn[half][j];
+                    v[2 * j + 1] = a * sn[half][j] + b * cs[half][j];
+                }
+            }
+    }
+}
+
 // One query's output as the reference's CPU flash attention computes it
 // with an F16 V: online softmax over the keys in order, the weighted sum
-// of V accumulated in f16 (each update rounded), divided by the sum last.
-static void attend_one(const float *sc, const float *v16, int n, int hd, float scale, float *acc,
-                       float *out)
+// of V accumulated in f16 (each update rounded; f16acc) or F32, divided by
+// the sum last.
+static void attend_one(const float *sc, const float *v16, int n, int hd, float scale,
+                       const int32_t *perm, bool f16acc, float *acc, float *out)
 {
     float M = -INFINITY, S = 0.0f;
     memset(acc, 0, sizeof(float) * (size_t)hd);
-    for (int j = 0; j < n; j++) {
+    for (int jj = 0; jj < n; jj++) {
+        int j = perm ? perm[jj] : jj;
         float s = sc[j] * scale, ms = 1.0f, vs = 1.0f;
         if (s > M) {
             ms = expf(M - s);
             M = s;
             for (int t = 0; t < hd; t++)
-                acc[t] = round_f16(acc[t] * ms);
+                acc[t] = f16acc ? round_f16(acc[t] * ms) : acc[t] * ms;
         } else {
             vs = expf(s - M);
         }
         const float *v = v16 + (size_t)j * hd;
         for (int t = 0; t < hd; t++)
-            acc[t] = round_f16(fmaf(v[t], vs, acc[t]));
+            acc[t] = f16acc ? round_f16(fmaf(v[t], vs, acc[t])) : fmaf(v[t], vs, acc[t]);
         S = S * ms + vs;
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
@@ -443,12 +529,16 @@ static void attend_range(struct vision_model *vm, struct qwen_run *r, int r0, in
 {
     const int d = vm->n_embd, hd = d / vm->n_head, n = r1 - r0;
     const float scale = 1.0f / sqrtf((float)hd);
+    // ggml's CPU flash attention takes its tiled path from 64 queries (all
+    // the tower's rows, whatever the window): Q stays F32 and the V sum is
+    // F32; below, Q is rounded to f16 and the V sum accumulated in f16.
+    const bool tiled = r->n >= 64;
     float acc[1024];
     for (int h = 0; h < vm->n_head; h++) {
         for (int j = 0; j < n; j++)
             for (int t = 0; t < hd; t++) {
                 size_t src = (size_t)(r0 + j) * d + (size_t)h * hd + t;
-                r->qh[(size_t)j * hd + t] = round_f16(r->q[src]);
+                r->qh[(size_t)j * hd + t] = tiled ? r->q[src] : round_f16(r->q[src]);
                 r->kh[(size_t)j * hd + t] = round_f16(r->k[src]);
                 r->vt[(size_t)j * hd + t] = round_f16(r->v[src]);
             }
@@ -459,7 +549,7 @@ static void attend_range(struct vision_model *vm, struct qwen_run *r, int r0, in
                                   .data = r->kh};
         engine_matmul(vm->be, r->scores, &k, NULL, r->qh, n);
         for (int i = 0; i < n; i++)
-            attend_one(r->scores + (size_t)i * n, r->vt, n, hd, scale, acc,
+            attend_one(r->scores + (size_t)i * n, r->vt, n, hd, scale, r->perm, !tiled, acc,
                        r->att + (size_t)(r0 + i) * d + (size_t)h * hd);
     }
 }
@@ -503,6 +593,7 @@ static void run_free(struct vision_model *vm, struct qwen_run *r)
     free(r->order);
     free(r->py);
     free(r->px);
+    free(r->perm);
     free(r->win);
 }
 
@@ -513,6 +604,7 @@ static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
     size_t wide = (size_t)vm->n_ff > pin ? (size_t)vm->n_ff : pin;
     wide = wide > 4 * d ? wide : 4 * d;
     wide = wide > (size_t)vm->n_out ? wide : (size_t)vm->n_out;
+    wide = wide > (size_t)vm->n_mid ? wide : (size_t)vm->n_mid;
     size_t row_max = wide > n ? wide : n;
     int rc = engine_reserve(vm->be, (int64_t)n, (int64_t)row_max, 0, e);
     if (rc < 0)
@@ -530,6 +622,8 @@ static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
     r->order = malloc(sizeof(int32_t) * (n / 4));
     r->py = malloc(sizeof(int32_t) * n);
     r->px = malloc(sizeof(int32_t) * n);
+    if (vm->pixtral && !(r->perm = malloc(sizeof(int32_t) * n)))
+        return err_set(e, ERR_NOMEM, "vision tower: cannot allocate activations");
     bool ok = r->y && r->ff && r->gate && r->qh && r->kh && r->vt && r->scores && r->order &&
               r->py && r->px;
     for (size_t i = 0; i < sizeof nd / sizeof nd[0]; i++)
@@ -541,8 +635,36 @@ static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
 
 // The merger: RMSNorm, groups of four rows as one (4 d), mm.0, GELU, mm.2;
 // rows back in the merged grid's row-major order.
+static void merge_pixtral(struct vision_model *vm, struct qwen_run *r, float *out)
+{
+    struct engine_backend *be = vm->be;
+    const int d = vm->n_embd, ng = r->n / 4, no = vm->n_out, cols = r->mw;
+    engine_rmsnorm(be, r->xb, r->x, vm->mm_in_norm, r->n, d, vm->eps);
+    for (int g = 0; g < ng; g++)  // unfold: channel-major, c·4 + dy·2 + dx
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c < d; c++)
+                r->att[(size_t)g * 4 * d + (size_t)c * 4 + k] = r->xb[((size_t)g * 4 + k) * d + c];
+    engine_matmul(be, r->x, &vm->mm_merge, NULL, r->att, ng);
+    engine_matmul(be, r->ff, &vm->mm0, NULL, r->x, ng);
+    for (size_t i = 0; i < (size_t)ng * vm->n_mid; i++)
+        r->ff[i] = engine_gelu(r->ff[i]);
+    engine_matmul(be, r->y, &vm->mm2, NULL, r->ff, ng);
+    for (int g = 0; g < ng; g++) {
+        int m = r->order[g], row = m / cols, col = m % cols;
+        engine_buf_read(be, out + ((size_t)row * (cols + 1) + col) * no, r->y + (size_t)g * no,
+                        sizeof(float) * (size_t)no);
+    }
+    for (int row = 0; row + 1 < r->mh; row++)
+        memcpy(out + ((size_t)row * (cols + 1) + cols) * no, vm->img_break,
+               sizeof(float) * (size_t)no);
+}
+
 static void merge(struct vision_model *vm, struct qwen_run *r, float *out)
 {
+    if (vm->pixtral) {
+        merge_pixtral(vm, r, out);
+        return;
+    }
     struct engine_backend *be = vm->be;
     const int d = vm->n_embd, ng = r->n / 4;
     engine_rmsnorm(be, r->xb, r->x, vm->post_ln_w, r->n, d, vm->eps);
@@ -582,6 +704,8 @@ int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, 
     if (rc == 0) {
         gather(vm, &r, chw, W, H);
         engine_matmul(vm->be, r.x, &vm->patch_w, NULL, r.ff, r.n);
+        if (vm->pre_ln_w)
+            engine_rmsnorm(vm->be, r.x, r.x, vm->pre_ln_w, r.n, vm->n_embd, vm->eps);
         for (int il = 0; il < vm->n_layer; il++)
             qwen_block(vm, &r, il);
         merge(vm, &r, out);

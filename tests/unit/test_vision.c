@@ -557,7 +557,8 @@ static int build_mrope_prompt(struct vision_model *vm, json_t *c, int n_embd, in
         int n_tok = (int)json_integer_value(json_object_get(ch, "n_tokens"));
         json_t *want = json_object_get(ch, "embedding"), *dp = json_object_get(ch, "decoder_pos");
         assert_true(n + n_tok <= cap);
-        assert_int_equal(json_array_size(dp), (size_t)n_tok);
+        bool mrope = dp != NULL;  // Pixtral: ordinary positions, no grid cells
+        assert_true(!mrope || json_array_size(dp) == (size_t)n_tok);
         int rows = 0, cols = 0;
         if (vm) {  // the tower's rows and grid
             char img_path[512];
@@ -569,8 +570,8 @@ static int build_mrope_prompt(struct vision_model *vm, json_t *c, int n_embd, in
                                                 json_string_value(json_object_get(c, "image"))));
             assert_int_equal(read_file(img_path, &b), 0);
             assert_int_equal(vision_image_decode(&img, b.data, b.len, &e), 0);
-            assert_true(vision_model_grid(vm, img.width, img.height, &rows, &cols));
-            assert_int_equal(rows * cols, n_tok);
+            assert_true(vision_model_grid(vm, img.width, img.height, &rows, &cols) == mrope);
+            assert_int_equal(vision_model_n_tokens(vm, img.width, img.height), n_tok);
             assert_int_equal(vision_encode(vm, &img, embd + (size_t)n * n_embd, &e), 0);
             vision_image_free(&img);
             buf_deinit(&b);
@@ -581,6 +582,9 @@ static int build_mrope_prompt(struct vision_model *vm, json_t *c, int n_embd, in
         for (int r = 0; r < n_tok; r++) {
             json_t *txy = json_array_get(dp, (size_t)r);  // [t, x (column), y (row)]
             tokens[n + r] = -2 - (int32_t)j;
+            rc[2 * (n + r)] = rc[2 * (n + r) + 1] = 0;
+            if (!mrope)
+                continue;
             assert_int_equal(json_integer_value(json_array_get(txy, 0)), 0);
             rc[2 * (n + r)] = (int32_t)json_integer_value(json_array_get(txy, 2));
             rc[2 * (n + r) + 1] = (int32_t)json_integer_value(json_array_get(txy, 1));
@@ -590,7 +594,7 @@ static int build_mrope_prompt(struct vision_model *vm, json_t *c, int n_embd, in
             }
         }
         n += n_tok;
-        p += (int)json_integer_value(json_object_get(ch, "n_pos"));
+        p += mrope ? (int)json_integer_value(json_object_get(ch, "n_pos")) : n_tok;
     }
     *rope_end = p;
     return n;
@@ -703,6 +707,30 @@ static void test_qwen25vl_text(void **state)
                         NULL);
 }
 
+// Mistral 3 (Pixtral): the tower against the reference's rows ([IMG_BREAK]
+// rows included), the text model with the reference's rows and with the
+// tower's, K/V f32 and f16.
+static void test_mistral3vl(void **state)
+{
+    (void)state;
+    json_t *ref = load_ref("tiny-mistral3vl-vision.reference.json");
+    double worst = 0;
+    if (!ref)
+        skip();
+    static const char *const images[] = {"images/gradient-32x32.png", "images/gradient-48x40.png",
+                                         "images/gradient-128x96.png"};
+    for (int i = 0; i < 3; i++) {
+        double d = embed_max_diff("tiny-mistral3vl-mmproj-f32.gguf", images[i], ref);
+        printf("# mistral3vl %s: embedding max diff %.2e\n", images[i], d);
+        worst = d > worst ? d : worst;
+    }
+    assert_true(worst < EMBD_TOL);
+    json_decref(ref);
+    run_mrope_reference("tiny-mistral3vl-vision.reference.json", "tiny-mistral3vl-f32.gguf", NULL);
+    run_mrope_reference("tiny-mistral3vl-vision.reference.json", "tiny-mistral3vl-f32.gguf",
+                        "tiny-mistral3vl-mmproj-f32.gguf");
+}
+
 // The whole path: the tower's rows and grid into the text model, the split
 // pair and Ollama's monolithic file.
 static void test_qwen25vl_end_to_end(void **state)
@@ -743,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_qwen25vl_text),
         cmocka_unit_test(test_qwen25vl_tower),
         cmocka_unit_test(test_qwen25vl_end_to_end),
+        cmocka_unit_test(test_mistral3vl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
