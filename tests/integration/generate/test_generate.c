@@ -687,6 +687,39 @@ static void check_qwen25vl(void)
     buf_deinit(&b64);
 }
 
+// Mistral 3 (Pixtral) as a split pair (text GGUF + mmproj through
+// /api/create): the 128 x 96 picture (8 x 6 tokens + 5 [IMG_BREAK] rows; 9 + 53 + 17
+// prompt tokens)
+// gives llama.cpp's greedy continuation.
+static void check_mistral3vl(void)
+{
+    char path[512], img[512], refp[512], hex1[DIGEST_HEX_LEN + 1], hex2[DIGEST_HEX_LEN + 1];
+    if (!test_shared_fixture(path, sizeof path, "tiny-mistral3vl-f32.gguf") ||
+        !test_shared_fixture(img, sizeof img, "images/gradient-128x96.png") ||
+        !test_shared_fixture(refp, sizeof refp, "tiny-mistral3vl-vision.reference.json"))
+        return;
+    upload_blob(path, hex1);
+    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-mistral3vl-mmproj-f32.gguf"));
+    upload_blob(path, hex2);
+    char *body = xasprintf("{\"model\":\"mistral3v\",\"stream\":false,\"files\":{"
+                           "\"model.gguf\":\"sha256:%s\",\"mmproj.gguf\":\"sha256:%s\"}}",
+                           hex1, hex2);
+    expect("/api/create", body, 200, NULL);
+    free(body);
+    struct buf png, b64;
+    buf_init(&png, 0);
+    buf_init(&b64, 0);
+    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, &b64);
+    json_t *ref = json_load_file(refp, 0, NULL);
+    json_t *want = vision_want(ref, "images/gradient-128x96.png");
+    assert_non_null(want);
+    check_vision_generate("mistral3v", buf_cstr(&b64), want, 79);
+    json_decref(ref);
+    buf_deinit(&png);
+    buf_deinit(&b64);
+}
+
 // Images for real (issue 44): Ollama's monolithic tiny Gemma 3 (tower
 // inside) sees a picture sent as base64; the greedy continuation is
 // llama.cpp's (tiny-gemma3-vision.reference.json, the F16-cache case of
@@ -807,6 +840,7 @@ static void test_vision(void **state)
     buf_deinit(&png);
     buf_deinit(&b64);
     check_qwen25vl();
+    check_mistral3vl();
 }
 
 int main(void)
