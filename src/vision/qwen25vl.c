@@ -11,7 +11,11 @@
 //     every n_wa_pattern-th block to all;
 //   - RMSNorm, each group's four rows concatenated, mm.0, GELU, mm.2, and
 //     the tokens put back in row-major order of the merged grid.
-// Buffers are allocated per encode (the size follows the picture).
+// Mistral 3's Pixtral tower runs through the same pipeline (vm->pixtral:
+// one patch kernel, RMSNorm before the blocks, no biases, 2-D RoPE on
+// adjacent pairs, full attention, an unfolding patch merger and
+// [IMG_BREAK] rows). Buffers are allocated per encode (the size follows
+// the picture).
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

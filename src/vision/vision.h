@@ -60,7 +60,7 @@ int vision_model_load_memory(struct vision_model **out, const void *data, size_t
                              struct err *e);
 void vision_model_free(struct vision_model *vm);
 
-// The projector type ("gemma3", "qwen2.5vl_merger").
+// The projector type ("gemma3", "qwen2.5vl_merger", "pixtral").
 const char *vision_model_projector(const struct vision_model *vm);
 // Width of one image token's embedding (the text model's n_embd).
 int vision_model_n_embd(const struct vision_model *vm);

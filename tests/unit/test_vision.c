@@ -2,7 +2,9 @@
 // unsupported and oversized input), the Pillow-compatible resize, and the
 // Gemma 3 tower against llama.cpp's reference embeddings
 // (shared/fixtures/tiny-gemma3-vision.reference.json, README "Vision"), in
-// the mmproj and Ollama's monolithic layouts.
+// the mmproj and Ollama's monolithic layouts; Qwen2.5-VL (M-RoPE text
+// model, tower, both layouts) and Mistral 3 (Pixtral tower) against
+// tiny-qwen25vl / tiny-mistral3vl-vision.reference.json (llama.cpp v0.5.0).
 //
 // Tolerance: the image embedding within 1e-3 (README) where the resize is
 // the identity (gradient-32x32.png); the letterboxed 48x40 picture is
