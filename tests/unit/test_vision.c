@@ -675,6 +675,7 @@ static void run_mrope_reference(const char *ref_name, const char *text_file, con
         }
         model_free(m);
     }
+    vision_model_free(vm);
     json_decref(ref);
 }
 
