@@ -105,6 +105,7 @@ static const struct cli_flag flags_runner[] = {
     {"model", 0, "string", "Model file"},
     {"draft", 0, "string", "Draft model file (speculative decoding)"},
     {"lora", 0, "stringArray", "LoRA adapter file (repeatable)"},
+    {"mmproj", 0, "string", "Vision projector file"},
     {"port", 0, "int", "Port to listen on"},
     {"ctx-size", 0, "int", "Context per slot"},
     {"parallel", 0, "int", "Slots"},

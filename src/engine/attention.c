@@ -127,9 +127,10 @@ void engine_attn_ws_free(struct engine_attn_ws *ws)
 // ---------------------------------------------------------------------------
 // Shared by the kernel and the reference.
 
-static int32_t visible_lo(const struct engine_attn *a, int32_t nv)
+static int32_t visible_lo(const struct engine_attn *a, int32_t nv, int64_t r)
 {
-    int32_t lo = a->window > 0 && nv > a->window ? nv - a->window : 0;
+    int32_t top = a->win_pos ? a->win_pos[r] + 1 : nv;  // one past the window's last position
+    int32_t lo = a->window > 0 && top > a->window ? top - a->window : 0;
     if (a->chunk > 0 && nv > 0) {
         int32_t c0 = (nv - 1) / a->chunk * a->chunk;
         lo = c0 > lo ? c0 : lo;
@@ -334,7 +335,7 @@ static void score_tile(const struct attn_run *c, struct tiles *t, int i, int32_t
 {
     const struct engine_attn *a = c->a;
     float *si = t->s + (size_t)i * TILE;
-    int32_t nv = c->n_visible[r], lo = visible_lo(a, nv);
+    int32_t nv = c->n_visible[r], lo = visible_lo(a, nv, r);
     if (a->softcap > 0)
         for (int j = 0; j < nk; j++)
             si[j] = engine_softcap_f32(si[j], a->softcap);
@@ -398,7 +399,7 @@ static void visible_span(const struct attn_run *c, const struct attn_item *it, i
 {
     int r, h;
     query_of(c, it, i, &r, &h);
-    int32_t nv = c->n_visible[r], lo = visible_lo(c->a, nv);
+    int32_t nv = c->n_visible[r], lo = visible_lo(c->a, nv, r);
     int32_t from = lo > it->p0 ? lo : it->p0, to = nv < it->p1 ? nv : it->p1;
     *a = to > from ? from - it->p0 : 0;
     *b = to > from ? to - it->p0 : 0;
@@ -478,7 +479,7 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
         int ra = nr, rz = 0;
         for (int rr = 0; rr < nr; rr++) {
             int32_t nv = c->n_visible[st->r0 + rr];
-            if (nv > p && visible_lo(a, nv) < p + nk) {
+            if (nv > p && visible_lo(a, nv, st->r0 + rr) < p + nk) {
                 ra = rr < ra ? rr : ra;
                 rz = rr + 1;
             }
@@ -794,7 +795,7 @@ static void plan_sets(struct engine_attn_ws *ws, struct attn_plan *pl, int64_t n
         do {
             int32_t nv = n_visible[r];
             ASSERT(nv >= 1);
-            int32_t lo = visible_lo(a, nv);
+            int32_t lo = visible_lo(a, nv, r);
             st->plo = lo < st->plo ? lo : st->plo;
             st->phi = nv > st->phi ? nv : st->phi;
             work += (int64_t)(nv - lo) * a->n_head * hd * 2;
@@ -990,7 +991,7 @@ void engine_attention_ref(float *out, const float *q, int64_t n_rows,
     float *qr = xmalloc((size_t)hd * sizeof(float) * 2), *row = qr + hd;
     void *tmp = xmalloc(quant_row_size(GGUF_TYPE_Q8_0, (hd + 31) / 32 * 32) + 64);
     for (int64_t r = 0; r < n_rows; r++) {
-        int32_t nv = n_visible[r], lo = visible_lo(a, nv);
+        int32_t nv = n_visible[r], lo = visible_lo(a, nv, r);
         double *s = xmalloc((size_t)(nv - lo) * sizeof(double)),
                *o = xcalloc((size_t)hd, sizeof(double));
         for (int h = 0; h < a->n_head; h++) {

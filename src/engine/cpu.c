@@ -487,14 +487,23 @@ struct rope_ctx {
     int n_head, head_dim;
     const int32_t *pos;
     const struct engine_rope *rp;
+    int64_t n_rows;  // stride of M-RoPE's position streams
 };
 
 static void rope_range(void *p, int64_t r0, int64_t r1)
 {
     struct rope_ctx *c = p;
     float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS];
+    bool multi = engine_rope_is_multi(c->rp);
     for (int64_t r = r0; r < r1; r++) {
-        engine_rope_cache(c->rp, (float)c->pos[r], cs, sn);
+        if (multi) {
+            float p4[4];
+            for (int k = 0; k < 4; k++)
+                p4[k] = (float)c->pos[r + k * c->n_rows];
+            engine_rope_cache_multi(c->rp, p4, cs, sn);
+        } else {
+            engine_rope_cache(c->rp, (float)c->pos[r], cs, sn);
+        }
         for (int h = 0; h < c->n_head; h++)
             rope_head(c->x + (r * c->n_head + h) * c->head_dim, c->rp->n_rot, c->rp->mode, cs, sn);
     }
@@ -504,7 +513,7 @@ static void cpu_rope(struct engine_backend *be, float *x, int64_t n_rows, int n_
                      const int32_t *pos, const struct engine_rope *rp)
 {
     ASSERT(rp->n_rot <= head_dim && rp->n_rot / 2 <= ROPE_MAX_PAIRS);
-    struct rope_ctx c = {x, n_head, head_dim, pos, rp};
+    struct rope_ctx c = {x, n_head, head_dim, pos, rp, n_rows};
     par_rows(cpu_of(be), n_rows, (int64_t)n_head * head_dim * 4 + rp->n_rot * 20, rope_range, &c);
 }
 

@@ -151,7 +151,27 @@ static float yarn_corr_dim(int n_rot, int n_ctx_orig, float beta, float base)
 
 // Angles as the reference computes them: theta runs as a product of f32
 // powers, divided by the frequency factor, then (YaRN) mixed.
-void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out)
+// Which of the four position streams rotary pair i turns by (M-RoPE).
+static int mrope_stream(const struct engine_rope *rp, int i)
+{
+    const int *s = rp->sections;
+    int sector = i % (s[0] + s[1] + s[2] + s[3]);
+    if (rp->imrope) {
+        for (int k = 0; k < 3; k++)
+            if (sector % 3 == k && sector < 3 * s[k])
+                return k;
+        return 3;
+    }
+    return sector < s[0] ? 0 : sector < s[0] + s[1] ? 1 : sector < s[0] + s[1] + s[2] ? 2 : 3;
+}
+
+bool engine_rope_is_multi(const struct engine_rope *rp)
+{
+    return rp->sections[0] + rp->sections[1] + rp->sections[2] + rp->sections[3] > 0;
+}
+
+void engine_rope_cache_multi(const struct engine_rope *rp, const float pos[4], float *cos_out,
+                             float *sin_out)
 {
     const float theta_scale = powf(rp->freq_base, -2.0f / (float)rp->n_rot);
     float low = 0, high = 0;
@@ -163,10 +183,12 @@ void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, 
                      ceilf(yarn_corr_dim(rp->n_rot, rp->n_ctx_orig, rp->beta_slow, rp->freq_base)));
         mscale *= 1.0f + 0.1f * logf(1.0f / rp->freq_scale);
     }
-    float theta = pos;
+    // Each stream's angle advances by theta_scale per pair, as ggml's caches.
+    float theta[4] = {pos[0], pos[1], pos[2], pos[3]};
+    bool multi = engine_rope_is_multi(rp);
     for (int i = 0; i < rp->n_rot / 2; i++) {
         float ff = rp->freq_factors ? rp->freq_factors[i] : 1.0f;
-        float extrap = theta / ff;
+        float extrap = theta[multi ? mrope_stream(rp, i) : 0] / ff;
         float t = rp->freq_scale * extrap;
         if (rp->ext_factor != 0.0f) {
             float mix = yarn_ramp(low, high, i) * rp->ext_factor;
@@ -174,8 +196,15 @@ void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, 
         }
         cos_out[i] = cosf(t) * mscale;
         sin_out[i] = sinf(t) * mscale;
-        theta *= theta_scale;
+        for (int k = 0; k < 4; k++)
+            theta[k] *= theta_scale;
     }
+}
+
+void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out)
+{
+    const float p[4] = {pos, pos, pos, pos};
+    engine_rope_cache_multi(rp, p, cos_out, sin_out);
 }
 
 // ---------------------------------------------------------------------------

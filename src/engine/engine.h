@@ -138,6 +138,13 @@ struct engine_rope {
     // YaRN (ext_factor 0 = off)
     float ext_factor, attn_factor, beta_fast, beta_slow;
     int n_ctx_orig;
+    // M-RoPE (Qwen2-VL, Qwen3-VL): rotary pair i takes one of four position
+    // streams (time, height, width, extra) by its sector i % sum(sections):
+    // contiguous sections, or interleaved (imrope: sector % 3 = 0 t, 1 h,
+    // 2 w while below 3 × that section). All zero: one position. With
+    // sections, pos holds four streams of n_rows: pos[r + k·n_rows].
+    int sections[4];
+    bool imrope;
 };
 
 // KV cache of one layer: K and V rows of kv_dim per cell.
@@ -168,6 +175,11 @@ struct engine_attn {
     const float *sinks;  // [n_head] F32 (host, a weight) or NULL: per-head "attention sink"
                          //      logit (gpt-oss): adds exp(sink_h - max) to the softmax
                          //      denominator, with no value row (max taken over scores AND sink).
+    // [n_rows] or NULL: with a window, each row's own position, for rows
+    // that see past it (image rows attending to each other): the window
+    // then ends at win_pos[r], not at n_visible[r] - 1 (positions p with
+    // win_pos[r] - p >= window are masked, as llama.cpp's non-causal mask).
+    const int32_t *win_pos;
 };
 
 // Mixture-of-experts FFN (llama.cpp build_moe_ffn): router logits
@@ -485,6 +497,11 @@ float engine_gelu(float x);
 float engine_softcap_f32(float x, float cap);
 // Fills cos/sin for the n_rot/2 pairs at position pos.
 void engine_rope_cache(const struct engine_rope *rp, float pos, float *cos_out, float *sin_out);
+// The same for M-RoPE's four position streams (time, height, width, extra).
+void engine_rope_cache_multi(const struct engine_rope *rp, const float pos[4], float *cos_out,
+                             float *sin_out);
+// True when rp has M-RoPE sections (positions come as four streams).
+bool engine_rope_is_multi(const struct engine_rope *rp);
 // The attention op in plain double precision, one (row, head) at a time with
 // the whole softmax (host memory; the reference the kernel is tested
 // against). The query is rounded to the cache's precision first (F16, or

@@ -36,7 +36,10 @@ static int check_entry(struct model *m, const struct model_batch *b, int i, cons
     if (s < 0 || s >= m->opts.n_slots)
         return err_set(e, ERR_INVALID, "batch entry %d: slot %d out of range [0, %d)", i, s,
                        m->opts.n_slots);
-    if (t < 0 || t >= m->hp.n_vocab)
+    if (t < 0 && !b->embd)
+        return err_set(e, ERR_INVALID, "batch entry %d: token id %d without an embedding row", i,
+                       t);
+    if (t >= m->hp.n_vocab)
         return err_set(e, ERR_INVALID, "batch entry %d: token id %d out of range [0, %d)", i, t,
                        m->hp.n_vocab);
     if (p < 0 || p >= m->opts.n_ctx)
@@ -130,8 +133,68 @@ static int prepare_recurrent(struct model *m, const struct model_batch *b, struc
 
 // The per-row arrays of one ubatch, carved from m->ub_buf.
 struct ub_rows {
-    int32_t *tokens, *pos, *cells, *cell0, *n_vis, *out_rows, *rcells, *rcell0, *slot;
+    int32_t *tokens, *pos, *cells, *cell0, *n_vis, *out_rows, *rcells, *rcell0, *slot, *from_embd;
+    int32_t *rope_pos;  // 4 streams of n_batch (M-RoPE)
 };
+
+static int32_t max3(int32_t a, int32_t b, int32_t c)
+{
+    int32_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+// M-RoPE positions (model_batch.rope_rc), recorded in the slot as they
+// are laid out: a text entry or an image's first row one past the largest
+// of the previous entry's (0 at position 0), the image's other rows from
+// their run's t.
+static void fill_rope_pos(struct model *m, const struct model_batch *b, int i0, int un, int32_t *rp)
+{
+    for (int r = 0; r < un; r++) {
+        int i = i0 + r, p = b->pos[i], t = b->tokens[i];
+        int32_t *rec = m->slots[b->slot[i]].rope3, *prev = p > 0 ? rec + 3 * (p - 1) : NULL;
+        int prev_tok = i > 0 && b->slot[i - 1] == b->slot[i] ? b->tokens[i - 1]
+                       : p > 0                               ? m->slots[b->slot[i]].tokens[p - 1]
+                                                             : 0;
+        int32_t base = 0;
+        if (t < 0 && prev && prev_tok == t)
+            base = prev[0];  // inside a picture: its t
+        else if (prev)
+            base = max3(prev[0], prev[1], prev[2]) + 1;
+        bool img = t < 0 && b->rope_rc;
+        rec[3 * p] = base;
+        rec[3 * p + 1] = base + (img ? b->rope_rc[2 * i] : 0);
+        rec[3 * p + 2] = base + (img ? b->rope_rc[2 * i + 1] : 0);
+        for (int k = 0; k < 3; k++)
+            rp[r + k * un] = rec[3 * p + k];
+        rp[r + 3 * un] = 0;
+    }
+}
+
+// An image run: entries from i of one slot with the same negative token.
+static int embd_run_end(const struct model_batch *b, int i)
+{
+    int j = i + 1;
+    while (j < b->n_tokens && b->tokens[j] == b->tokens[i] && b->slot[j] == b->slot[i])
+        j++;
+    return j;
+}
+
+// Non-causal image runs: each row sees up to the run's last position.
+static void open_embd_runs(const struct model_batch *b, int i0, int un, const struct ub_rows *u)
+{
+    for (int r = 0; r < un;) {
+        int i = i0 + r;
+        if (b->tokens[i] >= 0) {
+            r++;
+            continue;
+        }
+        int end = embd_run_end(b, i) - i0;
+        end = end > un ? un : end;
+        for (int k = r; k < end; k++)
+            u->n_vis[k] = u->pos[end - 1] + 1;
+        r = end;
+    }
+}
 
 // Fills rows for entries i0 .. i0+un of b; returns the ubatch descriptor.
 static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch *b, int i0, int un,
@@ -141,7 +204,8 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
     int u_out = 0, first_out = -1;
     for (int r = 0; r < un; r++) {
         int i = i0 + r, s = b->slot[i];
-        u->tokens[r] = b->tokens[i];
+        u->tokens[r] = b->tokens[i] < 0 ? 0 : b->tokens[i];
+        u->from_embd[r] = b->tokens[i] < 0;
         u->pos[r] = b->pos[i];
         u->slot[r] = s;
         u->cell0[r] = s * n_ctx;
@@ -166,11 +230,17 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
                 u->n_vis[r] = r1 - r0;
         }
     }
+    if (b->embd && b->embd_non_causal)
+        open_embd_runs(b, i0, un, u);
+    bool multi = engine_rope_is_multi(&m->hp.rope);
+    if (multi)
+        fill_rope_pos(m, b, i0, un, u->rope_pos);
     size_t out0 = (size_t)(first_out < 0 ? 0 : first_out);
     return (struct model_ubatch){
         .n = un,
         .tokens = u->tokens,
         .pos = u->pos,
+        .rope_pos = multi ? u->rope_pos : NULL,
         .slot = u->slot,
         .cells = u->cells,
         .cell0 = u->cell0,
@@ -181,7 +251,29 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
         .out_rows = u->out_rows,
         .out_logits = m->arch->encoder ? NULL : m->logits + out0 * m->hp.n_vocab,
         .out_embd = m->embd ? m->embd + out0 * m->hp.n_embd : NULL,
+        .embd = b->embd ? b->embd + (size_t)i0 * m->hp.n_embd : NULL,
+        .from_embd = u->from_embd,
+        .open_runs = b->embd && b->embd_non_causal,
     };
+}
+
+// An image run is not split between forward passes (its rows attend to
+// each other): the pass ends before a run that crosses its end.
+static int keep_embd_run(const struct model_batch *b, int i0, int *un, int nb, struct err *e)
+{
+    int last = i0 + *un - 1;
+    if (last + 1 >= b->n_tokens || b->tokens[last] >= 0 || !b->embd_non_causal ||
+        b->tokens[last + 1] != b->tokens[last] || b->slot[last + 1] != b->slot[last])
+        return 0;
+    int start = last;
+    while (start > i0 && b->tokens[start - 1] == b->tokens[last] &&
+           b->slot[start - 1] == b->slot[last])
+        start--;
+    if (start == i0)
+        return err_set(e, ERR_INVALID, "an image of %d tokens does not fit in a batch of %d",
+                       embd_run_end(b, start) - start, nb);
+    *un = start - i0;
+    return 0;
 }
 
 int model_decode(struct model *m, const struct model_batch *b, struct err *e)
@@ -207,8 +299,8 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
     // Forward passes of up to n_batch rows.
     const int nb = m->opts.n_batch;
     int32_t *p = m->ub_buf;
-    struct ub_rows u = {p,          p + nb,     p + 2 * nb, p + 3 * nb, p + 4 * nb,
-                        p + 5 * nb, p + 6 * nb, p + 7 * nb, p + 8 * nb};
+    struct ub_rows u = {p,          p + nb,     p + 2 * nb, p + 3 * nb, p + 4 * nb, p + 5 * nb,
+                        p + 6 * nb, p + 7 * nb, p + 8 * nb, p + 9 * nb, p + 10 * nb};
     for (int i0 = 0; i0 < n;) {
         int un = n - i0 < nb ? n - i0 : nb;
         // An encoder's sequence is never split: end the ubatch before the
@@ -216,6 +308,8 @@ int model_decode(struct model *m, const struct model_batch *b, struct err *e)
         while (m->arch->encoder && i0 + un < n && un > 1 &&
                b->slot[i0 + un] == b->slot[i0 + un - 1])
             un--;
+        if ((rc = keep_embd_run(b, i0, &un, nb, e)) < 0)
+            return rc;
         struct model_ubatch ub = fill_ubatch(m, b, i0, un, &u);
         if (m->arch->forward)
             m->arch->forward(m, &ub);

@@ -95,8 +95,9 @@ void model_attn_qkv(struct model *m, struct model_layer *L, const struct model_u
         engine_rmsnorm(be, s->k, s->k, L->attn_k_norm, (int64_t)n * hp->n_head_kv, hd, hp->eps);
     }
     if (L->rope) {
-        engine_rope(be, s->q, n, hp->n_head, hd, ub->pos, L->rope);
-        engine_rope(be, s->k, n, hp->n_head_kv, hd, ub->pos, L->rope);
+        const int32_t *pos = ub->rope_pos ? ub->rope_pos : ub->pos;
+        engine_rope(be, s->q, n, hp->n_head, hd, pos, L->rope);
+        engine_rope(be, s->k, n, hp->n_head_kv, hd, pos, L->rope);
     }
     if (L->qk_rms) {  // llama4: per head, no weight
         engine_rmsnorm(be, s->q, s->q, NULL, (int64_t)n * hp->n_head, hd, hp->eps);
@@ -126,6 +127,7 @@ void model_attn_attend(struct model *m, struct model_layer *L, const struct mode
         .chunk = L->chunk,
         .kv_ring = L->kv_ring,
         .sinks = L->sinks,
+        .win_pos = ub->open_runs ? ub->pos : NULL,
     };
     engine_attention(m->be, m->s.att, m->s.q, n, &L->kv, ring ? ub->ring_cell0 : ub->cell0,
                      ub->n_visible, &attn);
@@ -198,6 +200,12 @@ void model_embed_input(struct model *m, const struct model_ubatch *ub)
     engine_get_rows(m->be, m->s.x, &m->tok_embd, ub->tokens, ub->n);  // x: (n, n_embd)
     if (hp->embd_scale != 0.0f)
         engine_scale(m->be, m->s.x, m->s.x, hp->embd_scale, (int64_t)ub->n * hp->n_embd);
+    // Image rows (their token is 0 here) take the projector's output as it
+    // is: the scale applies to token embeddings only, as llama.cpp does.
+    for (int r = 0; ub->embd && r < ub->n; r++)
+        if (ub->from_embd[r])
+            engine_buf_write(m->be, m->s.x + (size_t)r * hp->n_embd,
+                             ub->embd + (size_t)r * hp->n_embd, sizeof(float) * hp->n_embd);
 }
 
 // One forward pass over ub->n tokens of possibly different slots. Shapes in

@@ -99,6 +99,7 @@ struct model_ubatch {
     int n;                      // rows
     const int32_t *tokens;      // [n]
     const int32_t *pos;         // [n] position in the row's sequence
+    const int32_t *rope_pos;    // [4 n] M-RoPE's position streams (t, h, w, 0) or NULL
     const int32_t *slot;        // [n] the row's slot (a slot's rows are contiguous)
     const int32_t *cells;       // [n] KV cell to write (linear layers)
     const int32_t *cell0;       // [n] first cell of the row's slot (linear layers)
@@ -109,6 +110,9 @@ struct model_ubatch {
     const int32_t *out_rows;    // [n_out] row index of each
     float *out_logits;          // host [n_out × n_vocab]
     float *out_embd;            // host [n_out × n_embd] or NULL
+    const float *embd;          // host [n × n_embd] input rows (images) or NULL
+    const int32_t *from_embd;   // [n] nonzero: the row's input is its embd row
+    bool open_runs;             // some rows see past their position (non-causal images)
 };
 
 // Activation buffers (backend memory), sized for n_batch rows once at load.
@@ -217,6 +221,7 @@ struct model_arch {
 struct model_slot {
     int n_past;
     int32_t *tokens;  // [n_ctx]
+    int32_t *rope3;   // [n_ctx × 3] M-RoPE models: each entry's (t, h, w); else NULL
 };
 
 // A copy of one slot's recurrent state (every layer's, conv and ssm) at a
@@ -262,7 +267,7 @@ struct model {
     int32_t *out_index;  // [batch entries] → output row or -1
     int out_cap;         // rows allocated in logits
     int n_batch_entries;
-    int32_t *ub_buf;  // ubatch index arrays: 8 × n_batch
+    int32_t *ub_buf;  // ubatch index arrays: 14 × n_batch (10 + M-RoPE's 4)
     int out_index_cap;
     int *slot_next, *slot_last;  // model_decode bookkeeping, [n_slots]
 
@@ -280,6 +285,7 @@ struct model {
 
 extern const struct model_arch model_arch_llama;
 extern const struct model_arch model_arch_qwen2;
+extern const struct model_arch model_arch_qwen2vl;
 extern const struct model_arch model_arch_qwen3;
 extern const struct model_arch model_arch_gemma2;
 extern const struct model_arch model_arch_gemma3;

@@ -465,6 +465,8 @@ int model_slot_copy_prefix(struct model *m, int dst, int src, int n)
             engine_kv_move(m->be, &L->kv, dst * ring + q % ring, src * ring + q % ring, 1);
     }
     memcpy(to->tokens, from->tokens, (size_t)n * sizeof(int32_t));
+    if (to->rope3)
+        memcpy(to->rope3, from->rope3, (size_t)n * 3 * sizeof(int32_t));
     to->n_past = n;
     return n;
 }
@@ -551,6 +553,11 @@ int model_slot_remove(struct model *m, int slot, int p0, int p1, struct err *e)
                             layer_head_dim(m, L), L->rope);
     }
     memmove(sl->tokens + p0, sl->tokens + p1, (size_t)n_move * sizeof(int32_t));
+    if (sl->rope3) {  // the moved keys turned back by n_del on every stream
+        memmove(sl->rope3 + 3 * p0, sl->rope3 + 3 * p1, (size_t)n_move * 3 * sizeof(int32_t));
+        for (int i = 3 * p0; i < 3 * (p0 + n_move); i++)
+            sl->rope3[i] -= n_del;
+    }
     sl->n_past -= n_del;
     return 0;
 }

@@ -166,8 +166,10 @@ static void model_release(struct model *m)
         engine_backend_free(m->be);
     }
     if (m->slots)
-        for (int i = 0; i < m->opts.n_slots; i++)
+        for (int i = 0; i < m->opts.n_slots; i++) {
             free(m->slots[i].tokens);
+            free(m->slots[i].rope3);
+        }
     free(m->slots);
     for (size_t i = 0; i < m->n_weight_copies; i++)
         free(m->weight_copies[i]);
@@ -425,6 +427,11 @@ int model_load(struct model **out, const char *path, const struct model_options 
         err_prefix(e, "tokenizer");
         goto fail;
     }
+    // Ollama's files list a few control tokens past the embedding's rows
+    // (gemma3's <start_of_image>...): as llama.cpp's compat layer drops
+    // them, their text stays text.
+    if (tokenizer_n_vocab(m->tok) > hp->n_vocab)
+        tokenizer_set_id_limit(m->tok, hp->n_vocab);
     if ((rc = interleave_weights(m, e)) < 0)
         goto fail;
 
@@ -457,12 +464,15 @@ int model_load(struct model **out, const char *path, const struct model_options 
     if (rc < 0)
         goto fail;
 
-    m->ub_buf = xcalloc(nb * 9, sizeof(int32_t));
+    m->ub_buf = xcalloc(nb * 14, sizeof(int32_t));
     m->slots = xcalloc((size_t)o->n_slots, sizeof *m->slots);
     m->slot_next = xcalloc((size_t)o->n_slots, sizeof(int));
     m->slot_last = xcalloc((size_t)o->n_slots, sizeof(int));
-    for (int i = 0; i < o->n_slots; i++)
+    for (int i = 0; i < o->n_slots; i++) {
         m->slots[i].tokens = xcalloc((size_t)o->n_ctx, sizeof(int32_t));
+        if (engine_rope_is_multi(&hp->rope))
+            m->slots[i].rope3 = xcalloc((size_t)o->n_ctx * 3, sizeof(int32_t));
+    }
     m->out_cap = m->s.n_out_max;
     m->logits = malloc((size_t)m->out_cap * hp->n_vocab * sizeof(float));
     if (o->embeddings)

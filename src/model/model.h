@@ -124,6 +124,26 @@ struct model_batch {
     const int32_t *pos;
     const int32_t *slot;
     const bool *logits;
+    // Image embeddings (vision). An entry whose token is negative takes its
+    // input row from embd (host, n_tokens × n_embd: entry i's row at
+    // embd + i·n_embd) instead of the token table, unscaled. The negative
+    // id stays in the slot's token record, so prefix reuse matches an image
+    // only against the same id: callers give each picture its own id (from
+    // its hash), the same for all its rows. A run of consecutive entries of
+    // one slot with the same negative id is one image; with
+    // embd_non_causal its rows see each other (Gemma 3), and model_decode
+    // keeps a run in one forward pass (a run longer than n_batch fails).
+    const float *embd;
+    bool embd_non_causal;
+    // M-RoPE models (qwen2vl): each image row's (row, col) in its picture's
+    // merged grid, n_tokens × 2 (text entries' pairs are ignored; NULL: no
+    // image rows). The model keeps each entry's rotary (t, h, w) as mtmd
+    // lays them out: a text token, or an image's first row, at p = the
+    // largest of the previous entry's three + 1 (0 at position 0); image
+    // row (r, c) at (p, p + r, p + c). So the text after a picture
+    // continues from p + max(rows, cols), while pos (the cache position)
+    // stays consecutive.
+    const int32_t *rope_rc;
 };
 
 // Evaluates a batch (split into n_batch pieces internally). Afterwards

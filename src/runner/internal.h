@@ -38,6 +38,20 @@ enum runner_pooling {
 
 enum rreq_kind { RREQ_COMPLETION, RREQ_EMBEDDING };
 
+// A picture of a request (images.c).
+struct rimage {
+    int32_t id;   // the negative token id of its rows
+    int n;        // image tokens
+    float *rows;  // n × img_n_embd
+    int cols;     // M-RoPE towers: tokens a row of the merged grid (0: others)
+};
+
+// Where a picture's rows sit in the prompt.
+struct rplace {
+    int start;  // first prompt position of the rows
+    int img;    // index into imgs
+};
+
 // One /completion or /embedding request. The HTTP thread fills the input
 // part and submits it; from then on only the loop touches the generation
 // state; output goes through `out` under `mu`.
@@ -60,6 +74,11 @@ struct rreq {
     // and the prompt-lookup n-gram length (0: use the draft model, if any).
     int draft_max;
     int draft_ngram;
+    // Pictures (images.c): each encoded once; placed in the prompt at
+    // places[] (a picture may be placed more than once).
+    struct rimage *imgs;
+    struct rplace *places;
+    int n_imgs, n_places, img_n_embd;
 
     // Output and lifetime (mu).
     pthread_mutex_t mu;
@@ -77,6 +96,13 @@ struct rreq {
 
     struct rreq *next;  // wait queue link (loop->mu)
 };
+
+// The input row of prompt position p when it is an image row, else NULL.
+const float *rreq_image_row(const struct rreq *r, int p);
+// M-RoPE: the (row, col) of prompt position p in its picture's grid
+// (false: p is no image row, or the tower has no grid).
+bool rreq_image_cell(const struct rreq *r, int p, int32_t *row, int32_t *col);
+void rreq_images_free(struct rreq *r);
 
 struct rreq *rreq_new(enum rreq_kind kind);
 void rreq_ref(struct rreq *r);
@@ -121,6 +147,8 @@ struct runner {
     bool no_context_shift;       // --no-context-shift
     int n_ctx;                   // per slot
     struct runner_draft *draft;  // --draft model, or NULL
+    // The vision tower (--mmproj, or the model file's own), or NULL.
+    struct vision_model *vision;
     struct httpd *httpd;
 };
 
@@ -150,6 +178,11 @@ int runner_spec_draft(struct runner_draft *d, struct runner_draft_job *jobs, int
 int runner_draft_load(struct runner_draft **out, const char *path, const struct model *target,
                       struct err *e);
 void runner_draft_free(struct runner_draft *d);
+
+// Prompts with pictures (images.c): tokenizes text with "[img-N]" tags and
+// the base64 images into r->tokens, image rows included.
+int runner_images_tokenize(struct runner *rn, const char *text, size_t len, bool add_special,
+                           const json_t *images, struct rreq *r, struct err *e);
 
 // Request parsing (request.c): build a request from a JSON body. On failure
 // returns NULL with *status (400/500) and e set.

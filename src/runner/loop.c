@@ -25,6 +25,7 @@
 //
 // Lock order: loop->mu, then a request's mu.
 #include "runner/internal.h"
+#include "vision/vision.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -82,6 +83,9 @@ struct runner_loop {
     uint64_t tick;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
+    float *b_embd;  // n_batch × n_embd input rows of image entries (a tower is loaded), or NULL
+    bool has_embd;  // the batch being built holds image rows
+    int32_t *b_rc;  // n_batch × 2: image rows' (row, col) for M-RoPE models, or NULL
     struct runner_draft_job *jobs;  // one per slot
 };
 
@@ -588,9 +592,31 @@ static bool share_prefix(struct runner_loop *l, struct slot *s)
     return coming >= s->n_done + SHARE_MIN;
 }
 
+// A prompt chunk [p0, p0 + take) does not end inside an image when the
+// tower wants an image's rows to see each other: it ends before the image
+// instead (0: the image waits for the next batch), unless the batch is
+// empty and the image is longer than a batch (the decode then fails).
+static int keep_image_whole(const struct runner_loop *l, const struct rreq *r, int p0, int take,
+                            int n_in_batch)
+{
+    if (!l->rn->vision || !vision_model_non_causal(l->rn->vision))
+        return take;
+    const int32_t *t = r->tokens.data;
+    int end = p0 + take;
+    if (end >= (int)r->tokens.len || t[end - 1] >= 0 || t[end] != t[end - 1])
+        return take;
+    int start = end - 1;
+    while (start > p0 && t[start - 1] == t[end - 1])
+        start--;
+    if (start == p0 && n_in_batch == 0)
+        return take;
+    return start - p0;
+}
+
 static int build_batch(struct runner_loop *l)
 {
     int n = 0, n_gen = 0;
+    l->has_embd = false;
     for (int i = 0; i < l->n_slots; i++) {
         struct slot *s = &l->slots[i];
         s->bn = 0;
@@ -642,11 +668,19 @@ static int build_batch(struct runner_loop *l)
         if (l->recurrent && r->kind == RREQ_COMPLETION && s->n_done < tail_at &&
             s->n_done + take > tail_at)
             take = tail_at - s->n_done;
+        if (r->n_places > 0 && (take = keep_image_whole(l, r, s->n_done, take, n)) == 0)
+            continue;  // the image starting here waits for an emptier batch
         s->b0 = n;
         s->bn = take;
         for (int j = 0; j < take; j++) {
             int p = s->n_done + j;
             l->b_tokens[n] = r->tokens.data[p];
+            const float *row = r->tokens.data[p] < 0 ? rreq_image_row(r, p) : NULL;
+            if (row && l->b_embd) {
+                memcpy(l->b_embd + (size_t)n * l->n_embd, row, sizeof(float) * l->n_embd);
+                l->has_embd = true;
+                rreq_image_cell(r, p, &l->b_rc[2 * n], &l->b_rc[2 * n + 1]);
+            }
             l->b_pos[n] = p;
             l->b_slot[n] = s->id;
             bool last = p == (int)r->tokens.len - 1;
@@ -677,7 +711,11 @@ static void iterate(struct runner_loop *l)
                             .tokens = l->b_tokens,
                             .pos = l->b_pos,
                             .slot = l->b_slot,
-                            .logits = l->b_logits};
+                            .logits = l->b_logits,
+                            .embd = l->has_embd ? l->b_embd : NULL,
+                            .embd_non_causal =
+                                l->rn->vision && vision_model_non_causal(l->rn->vision),
+                            .rope_rc = l->has_embd ? l->b_rc : NULL};
     struct err e = {0};
     int64_t t0 = time_monotonic_ns();
     int rc = model_decode(l->m, &b, &e);
@@ -781,6 +819,10 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
     l->b_pos = xcalloc(nb, sizeof(int32_t));
     l->b_slot = xcalloc(nb, sizeof(int32_t));
     l->b_logits = xcalloc(nb, sizeof(bool));
+    if (rn->vision) {
+        l->b_embd = xcalloc(nb * (size_t)l->n_embd, sizeof(float));
+        l->b_rc = xcalloc(nb * 2, sizeof(int32_t));
+    }
     l->jobs = xcalloc((size_t)l->n_slots, sizeof(*l->jobs));
     if (pthread_create(&l->thread, NULL, loop_main, l) != 0) {
         runner_loop_free(l);
@@ -862,6 +904,8 @@ void runner_loop_free(struct runner_loop *l)
     }
     free(l->slots);
     free(l->b_tokens);
+    free(l->b_embd);
+    free(l->b_rc);
     free(l->b_pos);
     free(l->b_slot);
     free(l->b_logits);

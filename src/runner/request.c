@@ -39,6 +39,7 @@ void rreq_unref(struct rreq *r)
         return;
     tokenizer_ids_deinit(&r->tokens);
     tokenizer_ids_deinit(&r->context);
+    rreq_images_free(r);
     sample_free(r->sampler);
     sample_grammar_free(r->grammar);
     sample_stop_free(r->stop);
@@ -326,8 +327,21 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
     }
     if ((rc = parse_completion_fields(rn, body, r, &g, &pf, e)) < 0)
         goto fail;
-    if ((rc = tokenize(rn, pf.text, pf.len, pf.add_special, &r->tokens, e)) < 0)
+    const json_t *images = json_object_get(body, "images");
+    if (json_array_size(images) > 0) {
+        if ((rc = runner_images_tokenize(rn, pf.text, pf.len, pf.add_special, images, r, e)) < 0)
+            goto fail;
+        // Pictures are not cut: a prompt with them must fit whole.
+        if ((int64_t)r->tokens.len >= rn->n_ctx) {
+            err_set(e, ERR_INVALID,
+                    "the prompt with its images takes %zu tokens, more than the context length "
+                    "of %d; send fewer or smaller images, or raise num_ctx",
+                    r->tokens.len, rn->n_ctx);
+            goto fail;
+        }
+    } else if ((rc = tokenize(rn, pf.text, pf.len, pf.add_special, &r->tokens, e)) < 0) {
         goto fail;
+    }
     if (r->tokens.len == 0) {
         rc = err_set(e, ERR_INVALID, "empty prompt");
         goto fail;
@@ -336,16 +350,20 @@ struct rreq *runner_completion_parse(struct runner *rn, const json_t *body, int 
         goto fail;
     r->limit = sample_predict_limit(g.num_predict, rn->n_ctx, (int64_t)r->tokens.len);
     set_speculation(rn, r, &g);
+    if (r->n_imgs > 0 && r->draft_ngram == 0)
+        r->draft_max = 0;  // the draft model has no tower: it cannot follow image rows
 
     if ((rc = sample_new(&r->sampler, rn->vocab, &g.s, r->grammar, e)) < 0 ||
         (rc = sample_stop_new(&r->stop, (const char *const *)g.stops, g.n_stops, e)) < 0) {
         *status = 500;
         goto fail;
     }
-    for (size_t i = 0; i < r->tokens.len; i++)
-        sample_feed_prompt(r->sampler, r->tokens.data[i]);
+    for (size_t i = 0; i < r->tokens.len; i++)  // image rows (negative ids) are no tokens
+        if (r->tokens.data[i] >= 0)
+            sample_feed_prompt(r->sampler, r->tokens.data[i]);
     for (size_t i = 0; i < r->tokens.len && r->return_context; i++)
-        tokenizer_ids_push(&r->context, r->tokens.data[i]);
+        if (r->tokens.data[i] >= 0)
+            tokenizer_ids_push(&r->context, r->tokens.data[i]);
     gen_opts_deinit(&g);
     return r;
 fail:

@@ -14,6 +14,7 @@
 
 #include "gguf/gguf.h"
 #include "runner/internal.h"
+#include "vision/vision.h"
 
 #define RUNNER_MAX_LORA 16
 
@@ -22,6 +23,8 @@ struct runner_args {
     const char *draft_path;  // --draft: a draft model for speculative decoding
     // --lora (repeatable): LoRA adapters applied to the model (not the draft).
     const char *lora_paths[RUNNER_MAX_LORA];
+    // --mmproj: the vision projector (else the model file's own tower).
+    const char *mmproj_path;
     int64_t port;
     struct model_options mo;
     bool no_context_shift;
@@ -32,8 +35,7 @@ static int usage_error(const char *fmt, const char *arg)
     fputs("error: ", stderr);
     fprintf(stderr, fmt, arg);
     fputs("\nusage: ollama runner --model PATH --port N [--draft PATH] [--lora PATH]... "
-          "[--ctx-size N] "
-          "[--parallel N] "
+          "[--mmproj PATH] [--ctx-size N] [--parallel N] "
           "[--batch-size N] [--threads N] [--kv-cache-type f16|q8_0|f32] [--embedding] "
           "[--no-context-shift] [--n-gpu-layers N] [--flash-attn] [--no-mmap]\n",
           stderr);
@@ -95,6 +97,10 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
                 return usage_error("too many adapters (at most 16): %s", val);
             a->lora_paths[a->mo.n_lora++] = val;
             a->mo.lora_paths = a->lora_paths;
+        } else if (strcmp(name, "--mmproj") == 0) {
+            if (!val || !*val)
+                return usage_error("flag needs an argument: %s", name);
+            a->mmproj_path = val;
         } else if (strcmp(name, "--port") == 0) {
             rc = int_flag(name, val, 1, 65535, &a->port);
         } else if (strcmp(name, "--ctx-size") == 0) {
@@ -183,6 +189,31 @@ struct load_job {
     int rc;
 };
 
+// The vision tower: --mmproj, or the model file's own (Ollama's layout).
+// Its projection must have the text model's width.
+static int load_vision(struct runner *rn, const struct runner_args *a, struct err *e)
+{
+    const char *path = a->mmproj_path;
+    if (!path && vision_gguf_has_tower(model_gguf(rn->model)))
+        path = a->model_path;
+    if (!path)
+        return 0;
+    int rc = vision_model_load(&rn->vision, path, a->mo.n_threads, e);
+    if (rc == ERR_UNSUPPORTED) {  // text works; a request with images is refused
+        log_warn("vision tower not loaded: %s", e->msg);
+        err_clear(e);
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    if (vision_model_n_embd(rn->vision) != model_n_embd(rn->model))
+        return err_set(e, ERR_FORMAT,
+                       "vision projector output width %d does not match the model's %d",
+                       vision_model_n_embd(rn->vision), model_n_embd(rn->model));
+    log_info("vision tower loaded: projector=%s (%s)", vision_model_projector(rn->vision), path);
+    return 0;
+}
+
 static void *load_thread(void *p)
 {
     struct load_job *j = p;
@@ -193,6 +224,8 @@ static void *load_thread(void *p)
         j->rc = runner_attach_model(rn, rn->model, &j->e);
     if (j->rc == 0 && j->args->draft_path)
         j->rc = runner_draft_load(&rn->draft, j->args->draft_path, rn->model, &j->e);
+    if (j->rc == 0)
+        j->rc = load_vision(rn, j->args, &j->e);
     if (j->rc == 0)
         j->rc = runner_loop_start(&rn->loop, rn, &j->e);
     if (j->rc < 0) {
@@ -280,6 +313,7 @@ int runner_main(int argc, char **argv)
     runner_loop_free(rn->loop);
     sample_vocab_free(rn->vocab);
     runner_draft_free(rn->draft);
+    vision_model_free(rn->vision);
     model_free(rn->model);
     free(rn);
     return exit_code;

@@ -28,7 +28,7 @@ int runner_spec_lookup(const int32_t *hist, int n, int ngram, int32_t *out, int 
             if (memcmp(hist + i, tail, (size_t)g * sizeof(int32_t)) != 0)
                 continue;
             int k = 0;
-            for (int j = i + g; j < n && k < max; j++)
+            for (int j = i + g; j < n && k < max && hist[j] >= 0; j++)  // not image rows
                 out[k++] = hist[j];
             return k;
         }

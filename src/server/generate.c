@@ -365,6 +365,7 @@ static json_t *completion_body(const struct gen_job *j)
     jsonx_set_bool(b, "truncate", !json_is_false(truncate));
     jsonx_set_bool(b, "cache_prompt", true);
     jsonx_set_bool(b, "return_context", j->want_context);
+    srv_images_attach(b, j->body, j->chat, j->prompt.data, j->prompt.len);
     if (j->logprobs) {
         jsonx_set_bool(b, "logprobs", true);
         if (j->top_logprobs > 0)
@@ -543,6 +544,7 @@ static struct sched_request sched_req_for(struct gen_job *j, struct srv_req *r, 
         .draft_path = j->m->draft_path,
         .adapter_paths = j->m->adapter_paths,
         .n_adapters = j->m->n_adapters,
+        .projector_path = j->m->n_projectors ? j->m->projector_paths[0] : NULL,
         .name = j->m->display,
         .digest = j->m->info.digest,
         .details = details,

@@ -153,6 +153,10 @@ int srv_openai_effort(const json_t *body, json_t **think, struct err *e);
 json_t *srv_forced_call_schema(const json_t *native_tools, const char *only);
 void srv_forced_call_from_content(json_t *native, const char *id_prefix);
 
+// images.c: adds the request's pictures that the rendered prompt's
+// "[img-N]" tags name to a runner /completion body ("images").
+void srv_images_attach(json_t *runner_body, const json_t *req_body, bool chat, const char *prompt,
+                       size_t len);
 // Field types of a request, checked as Go's decoder checks a struct: kind
 // 'S' string, 'I' integer, 'N' number, 'B' bool, 'A' array, 'O' object;
 // null or absent passes. A mismatch is ERR_INVALID with the decoder's wording.

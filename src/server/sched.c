@@ -9,6 +9,7 @@
 // happen with the lock released; the runner is marked loading / unloading
 // meanwhile so nobody else uses it.
 #include "server/sched.h"
+#include "vision/vision.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -35,6 +36,9 @@ struct sched_runner {
     char *draft_path;      // NULL: no draft model
     char **adapter_paths;  // --lora, [n_adapters]
     size_t n_adapters;
+    char *draft_path;  // NULL: no draft model
+    // NULL: no separate vision projector (runner --mmproj).
+    char *projector_path;
     json_t *details;
     pid_t pid;
     uint16_t port;
@@ -215,7 +219,7 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
     snprintf(par, sizeof(par), "%d", r->n_parallel);
     snprintf(batch, sizeof(batch), "%d", r->n_batch);
     snprintf(threads, sizeof(threads), "%d", r->n_threads);
-    const char *argv[24 + 2 * SCHED_MAX_ADAPTERS];
+    const char *argv[26 + 2 * SCHED_MAX_ADAPTERS];
     int argc = 0;
     argv[argc++] = "ollama";
     argv[argc++] = "runner";
@@ -228,6 +232,10 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
     for (size_t i = 0; i < r->n_adapters && i < SCHED_MAX_ADAPTERS; i++) {
         argv[argc++] = "--lora";
         argv[argc++] = r->adapter_paths[i];
+    }
+    if (r->projector_path) {
+        argv[argc++] = "--mmproj";
+        argv[argc++] = r->projector_path;
     }
     argv[argc++] = "--port";
     argv[argc++] = port;
@@ -380,6 +388,7 @@ static void runner_destroy(struct sched_runner *r)
     for (size_t i = 0; i < r->n_adapters; i++)
         free(r->adapter_paths[i]);
     free(r->adapter_paths);
+    free(r->projector_path);
     free(r->name);
     free(r->digest);
     json_decref(r->details);
@@ -497,6 +506,8 @@ static bool needs_reload(const struct sched_runner *r, const struct sched_reques
     const char *draft = rq->draft_path ? rq->draft_path : "";
     return r->n_ctx != rq->n_ctx || r->embedding != rq->embedding || !same_adapters(r, rq) ||
            strcmp(r->draft_path ? r->draft_path : "", draft) != 0 ||
+           strcmp(r->projector_path ? r->projector_path : "",
+                  rq->projector_path ? rq->projector_path : "") != 0 ||
            (rq->n_batch > 0 && r->n_batch != rq->n_batch) ||
            (rq->n_threads > 0 && r->n_threads != rq->n_threads) || r->n_parallel != n_parallel;
 }
@@ -737,6 +748,28 @@ static bool usable(struct sched_runner *r, const struct sched_request *rq, int n
     return !r->loading && !r->expired && !check_exited(r) && !needs_reload(r, rq, n_parallel);
 }
 
+// The vision tower's weights and one encode's activations: the --mmproj
+// file's, or the model file's own tower (Ollama's layout).
+static int estimate_vision(const struct sched_request *rq, struct model_memory *mem, struct err *e)
+{
+    const char *path = rq->projector_path && *rq->projector_path ? rq->projector_path : NULL;
+    struct vision_model *vm = NULL;
+    int rc = vision_model_load(&vm, path ? path : rq->model_path, 1, e);
+    if (rc == ERR_UNSUPPORTED) {
+        err_clear(e);
+        return 0;  // a text-only model, or a tower the runner will not load
+    }
+    if (rc < 0)
+        return rc;
+    uint64_t w = path ? vision_model_weights_bytes(vm) : 0;  // else counted with the model
+    uint64_t s = vision_model_scratch_bytes(vm);
+    vision_model_free(vm);
+    mem->weights_bytes += w;
+    mem->scratch_bytes += s;
+    mem->total_bytes += w + s;
+    return 0;
+}
+
 // The memory a load would take, from the file header alone (run unlocked).
 static int estimate_memory(struct sched *s, const struct sched_request *rq, int n_parallel,
                            struct model_memory *mem, struct err *e)
@@ -765,6 +798,8 @@ static int estimate_memory(struct sched *s, const struct sched_request *rq, int 
         mem->scratch_bytes += dm.scratch_bytes;
         mem->total_bytes += dm.total_bytes;
     }
+    if (rc == 0)
+        rc = estimate_vision(rq, mem, e);
     return rc;
 }
 
@@ -831,6 +866,8 @@ static struct sched_runner *runner_new_loading(struct sched *s, const struct sch
     r->adapter_paths = xcalloc(rq->n_adapters ? rq->n_adapters : 1, sizeof(char *));
     for (size_t i = 0; i < rq->n_adapters; i++)
         r->adapter_paths[i] = xstrdup(rq->adapter_paths[i]);
+    r->projector_path =
+        rq->projector_path && *rq->projector_path ? xstrdup(rq->projector_path) : NULL;
     r->name = xstrdup(rq->name ? rq->name : rq->model_path);
     r->digest = xstrdup(rq->digest ? rq->digest : "");
     r->details = rq->details ? json_deep_copy(rq->details) : NULL;

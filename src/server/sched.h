@@ -49,6 +49,8 @@ struct sched_request {
     // Returns true when the requesting client has gone away (may be NULL).
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;
+    // The vision projector blob (runner --mmproj), or NULL.
+    const char *projector_path;
 };
 
 int sched_new(struct sched **out, const struct sched_config *cfg, struct err *e);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "vision/vision.h"
 
 json_t *store_details_json(const struct store_config *c, const char *parent_model);
 
@@ -33,8 +34,35 @@ static size_t add_cap(const char **out, size_t n, size_t max, const char *cap)
     return n;
 }
 
+// "vision" only where the engine runs the tower (Ollama lists it for any
+// vision keys or projector layer): a projector layer of a supported type.
+static bool projector_can_see(const struct store_model *m)
+{
+    bool ok = false;
+    for (size_t i = 0; i < m->n_projectors && !ok; i++) {
+        struct gguf *g = NULL;
+        if (gguf_open(&g, m->projector_paths[i], NULL) == 0) {
+            ok = vision_gguf_has_tower(g);
+            gguf_close(g);
+        }
+    }
+    return ok;
+}
+
 static const char *const known_caps[] = {"completion", "tools",    "insert", "vision",
                                          "embedding",  "thinking", "audio"};
+
+// A model file with vision keys sees only when its tower is one we run
+// (vision_gguf_has_tower); the header is opened again only for such files.
+static bool tower_can_run(const char *path)
+{
+    struct gguf *g;
+    if (gguf_open(&g, path, NULL) < 0)
+        return false;
+    bool ok = vision_gguf_has_tower(g);
+    gguf_close(g);
+    return ok;
+}
 
 size_t store_model_capabilities(const struct store_model *m, const char **out, size_t max)
 {
@@ -47,13 +75,13 @@ size_t store_model_capabilities(const struct store_model *m, const char **out, s
     struct prompt_facts f;
     if (prompt_facts_get(m->model_path, &f)) {
         n = add_cap(out, n, max, f.pooling ? "embedding" : "completion");
-        if (f.vision)
+        if (f.vision && tower_can_run(m->model_path))
             n = add_cap(out, n, max, "vision");
         if (f.audio)
             n = add_cap(out, n, max, "audio");
         prompt_facts_deinit(&f);
     }
-    if (m->n_projectors)
+    if (projector_can_see(m))
         n = add_cap(out, n, max, "vision");
     // Template capabilities come from the source the model's chats use.
     struct prompt_model pm;
@@ -127,8 +155,6 @@ static size_t list_gguf_info(const char *path, const char **caps, size_t n, size
         int64_t v;
         if (str_eq_cstr(k, "pooling_type"))
             pooling = true;
-        else if (str_eq_cstr(k, "vision.block_count"))
-            n = add_cap(caps, n, max, "vision");
         else if (str_eq_cstr(k, "audio.block_count"))
             n = add_cap(caps, n, max, "audio");
         else if (str_eq_cstr(k, "context_length") && kv_int(&kv->val, &v))
@@ -137,6 +163,8 @@ static size_t list_gguf_info(const char *path, const char **caps, size_t n, size
             out->embedding_length = v;
     }
     n = add_cap(caps, n, max, pooling ? "embedding" : "completion");
+    if (vision_gguf_has_tower(g))
+        n = add_cap(caps, n, max, "vision");
     struct gguf_summary sum;
     gguf_summarize(g, &sum);
     snprintf(file_type, ft_len, "%s", sum.quantization_level);
@@ -165,7 +193,7 @@ void store_model_list_info(const struct store_model *m, struct store_list_info *
     if (strstr(t, ".Thinking") || strstr(t, ".IsThinkSet") || strcmp(fam, "gptoss") == 0 ||
         strcmp(fam, "gpt-oss") == 0 || prompt_parser_thinking(m->config.parser))
         n = add_cap(out->caps, n, max, "thinking");
-    if (m->n_projectors)
+    if (projector_can_see(m))
         n = add_cap(out->caps, n, max, "vision");
     out->n_caps = n;
 }

@@ -223,6 +223,8 @@ static void partition(const struct tokenizer *t, const char *text, size_t len, b
         uint32_t attr = t->attrs[id];
         if (!parse_special && (attr & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN)))
             continue;
+        if (t->id_limit > 0 && id >= t->id_limit)
+            continue;
         const char *ct = tok_text(t, id);
         size_t cn = t->text_len[id];
         next.n = 0;
@@ -331,4 +333,9 @@ int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, bo
         return rc;
     }
     return (int)(out->len - start);
+}
+
+void tokenizer_set_id_limit(struct tokenizer *t, int32_t n)
+{
+    t->id_limit = n;
 }

@@ -110,6 +110,8 @@ struct tokenizer {
     uint32_t spm_pairs_mask;
 
     uint8_t *eog;  // bitmap over n_vocab
+    // > 0: special-token text of ids >= this is not matched.
+    int32_t id_limit;
 };
 
 // Hashing.

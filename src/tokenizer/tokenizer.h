@@ -90,6 +90,9 @@ enum tokenizer_kind tokenizer_kind(const struct tokenizer *t);
 // Pre-tokenizer name as resolved ("llama-bpe", "qwen2", "default"); "" for SPM/WPM.
 const char *tokenizer_pre_name(const struct tokenizer *t);
 int32_t tokenizer_n_vocab(const struct tokenizer *t);
+// Special-token text of ids >= n is no longer matched by tokenizer_encode
+// (tokens past the model's embedding rows; n <= 0: no limit).
+void tokenizer_set_id_limit(struct tokenizer *t, int32_t n);
 const struct tokenizer_special *tokenizer_special_ids(const struct tokenizer *t);
 bool tokenizer_add_bos(const struct tokenizer *t);
 bool tokenizer_add_eos(const struct tokenizer *t);

@@ -73,3 +73,25 @@ bool base64_valid(const char *s)
     }
     return n == 0;
 }
+
+int base64_decode(const char *s, struct buf *out, struct err *e)
+{
+    if (!base64_valid(s))
+        return err_set(e, ERR_FORMAT, "illegal base64 data");
+    uint32_t acc = 0;
+    int bits = 0;
+    for (; *s && *s != '='; s++) {
+        int v = b64_value(*s);
+        if (v < 0)
+            continue;  // CR / LF
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            unsigned char c = (unsigned char)(acc >> bits);
+            if (buf_append(out, &c, 1) < 0)
+                return err_set(e, ERR_TOO_LARGE, "base64 data too large");
+        }
+    }
+    return 0;
+}

@@ -170,6 +170,9 @@ int hex_digit(char c);
 // 4, '=' only as final padding with zero padding bits, CR/LF skipped).
 void base64_encode(const void *data, size_t n, struct buf *out);
 bool base64_valid(const char *s);
+// Decodes what base64_valid accepts, appending the bytes to out;
+// ERR_FORMAT for anything else.
+int base64_decode(const char *s, struct buf *out, struct err *e);
 
 // Encodes code point c (at most 0x10FFFF; surrogates are encoded as given,
 // callers that must not emit them replace them first) into out: 1 to 4 bytes.

@@ -472,6 +472,47 @@ static void test_rope(void **state)
     engine_backend_free(be);
 }
 
+// M-RoPE: pair i turns by the stream its section names (contiguous: Qwen2-VL
+// [2, 3, 3]; interleaved: Qwen3-VL [3, 3, 2], pair i by i % 3 while below 3
+// × that section), NeoX halves, positions as four streams of n_rows.
+static void test_rope_multi(void **state)
+{
+    (void)state;
+    struct engine_backend *be = backend(1);
+    const int n_head = 2, hd = 16, n = 2;
+    static const int32_t pos[4 * 2] = {5, 9, 7, 20, 11, 40, 0, 0};  // t, h, w, e per row
+    static const int want_contig[8] = {0, 0, 1, 1, 1, 2, 2, 2};
+    static const int want_inter[8] = {0, 1, 2, 0, 1, 2, 0, 1};
+    for (int inter = 0; inter < 2; inter++) {
+        struct engine_rope rp = {.mode = ENGINE_ROPE_NEOX,
+                                 .n_rot = hd,
+                                 .freq_base = 10000.0f,
+                                 .freq_scale = 1.0f,
+                                 .sections = {inter ? 3 : 2, 3, inter ? 2 : 3, 0},
+                                 .imrope = inter};
+        float *x = rand_vec(n * n_head * hd);
+        float *y = engine_buf_alloc(be, n * n_head * hd * sizeof(float));
+        memcpy(y, x, n * n_head * hd * sizeof(float));
+        engine_rope(be, y, n, n_head, hd, pos, &rp);
+        double ref[2 * 2 * 16];
+        for (int r = 0; r < n; r++)
+            for (int h = 0; h < n_head; h++) {
+                const float *xh = x + (r * n_head + h) * hd;
+                double *oh = ref + (r * n_head + h) * hd;
+                for (int i = 0; i < hd / 2; i++) {
+                    int stream = inter ? want_inter[i] : want_contig[i];
+                    double th = pos[r + stream * n] * pow(10000.0, -2.0 * i / hd);
+                    oh[i] = xh[i] * cos(th) - xh[i + hd / 2] * sin(th);
+                    oh[i + hd / 2] = xh[i] * sin(th) + xh[i + hd / 2] * cos(th);
+                }
+            }
+        assert_close(y, ref, n * n_head * hd, 2e-4);
+        engine_buf_free(be, y);
+        free(x);
+    }
+    engine_backend_free(be);
+}
+
 // ---------------------------------------------------------------------------
 // KV cache and attention.
 
@@ -906,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_norms_and_elementwise),
         cmocka_unit_test(test_altup_rows),
         cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_rope_multi),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_window_ring),
         cmocka_unit_test(test_kv_shift_and_move),

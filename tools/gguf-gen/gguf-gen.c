@@ -1384,6 +1384,141 @@ static void kv_gemma4(struct gguf_writer *w, const struct opts *o)
     free(swa);
 }
 
+// ---------------------------------------------------------------------------
+// Vision projector (issue 44): --preset gemma3-siglip-mmproj writes an mmproj
+// file (general.architecture "clip") with Gemma 3's real SigLIP tower shape
+// (896 px, 14 px patches, width 1152, FFN 4304, 27 blocks, 16 heads, pooled
+// 4 x 4 to 256 tokens) and random weights, for timing the tower against
+// llama.cpp's llama-mtmd-cli. --n-embd sets the projection width (the text
+// model's, default 2560), --n-layer the blocks (default 27); --type the
+// block matrices' type (default f16;
+// patch and position embeddings stay F16 / F32, norms and biases F32).
+
+struct mmproj_tensor {
+    char name[64];
+    uint32_t type;
+    uint32_t n_dims;
+    int64_t ne[4];
+    float mean, std;
+};
+
+static int mmproj_write_one(struct gguf_writer *w, const struct mmproj_tensor *t, uint64_t seed,
+                            struct err *e)
+{
+    const struct quant_traits *tr = quant_traits_get(t->type);
+    int64_t row = t->ne[0], rows = 1;
+    for (uint32_t d = 1; d < t->n_dims; d++)
+        rows *= t->ne[d];
+    float *x = xmalloc((size_t)row * sizeof(float));
+    void *q = xmalloc(quant_row_size(t->type, row) + 64);
+    struct rng r;
+    rng_seed(&r, seed, t->name);
+    int rc = 0;
+    for (int64_t i = 0; rc == 0 && i < rows; i++) {
+        rng_normal(&r, x, (size_t)row, t->mean, t->std);
+        tr->from_float_ref(x, q, row);
+        rc = gguf_writer_write_data(w, q, quant_row_size(t->type, row), e);
+    }
+    free(x);
+    free(q);
+    return rc;
+}
+
+static int write_gemma3_mmproj(const struct opts *o)
+{
+    const int64_t d = 1152, ff = 4304, n_layer = o->n_layer ? o->n_layer : 27, img = 896,
+                  patch = 14;
+    const int64_t n_pos = (img / patch) * (img / patch), proj = o->n_embd ? o->n_embd : 2560;
+    int mat_type = o->type ? gguf_type_from_name(o->type) : GGUF_TYPE_F16;
+    if (mat_type < 0 || !quant_traits_get((uint32_t)mat_type) ||
+        !quant_traits_get((uint32_t)mat_type)->from_float_ref) {
+        fprintf(stderr, "gguf-gen: mmproj: cannot write type %s\n", o->type);
+        return 1;
+    }
+    struct mmproj_tensor *ts = xcalloc((size_t)(n_layer * 16 + 8), sizeof(*ts));
+    int n = 0;
+    char nm[64];
+#define T(tn, ty, nd, a, b, c, dd, mu, sd)                                                         \
+    do {                                                                                           \
+        snprintf(ts[n].name, sizeof ts[n].name, "%s", tn);                                         \
+        ts[n].type = (uint32_t)(ty), ts[n].n_dims = nd, ts[n].mean = mu, ts[n].std = sd;           \
+        ts[n].ne[0] = a, ts[n].ne[1] = b, ts[n].ne[2] = c, ts[n].ne[3] = dd;                       \
+        n++;                                                                                       \
+    } while (0)
+    const float ws = 1.0f / sqrtf((float)d);
+    T("v.patch_embd.weight", GGUF_TYPE_F16, 4, patch, patch, 3, d, 0.0f, 0.05f);
+    T("v.patch_embd.bias", GGUF_TYPE_F32, 1, d, 1, 1, 1, 0.0f, 0.02f);
+    T("v.position_embd.weight", GGUF_TYPE_F32, 2, d, n_pos, 1, 1, 0.0f, 0.02f);
+    for (int64_t il = 0; il < n_layer; il++) {
+        static const char *const sq[] = {"attn_q", "attn_k", "attn_v", "attn_out"};
+        for (int k = 0; k < 4; k++) {
+            snprintf(nm, sizeof nm, "v.blk.%lld.%s.weight", (long long)il, sq[k]);
+            T(nm, mat_type, 2, d, d, 1, 1, 0.0f, ws);
+            snprintf(nm, sizeof nm, "v.blk.%lld.%s.bias", (long long)il, sq[k]);
+            T(nm, GGUF_TYPE_F32, 1, d, 1, 1, 1, 0.0f, 0.02f);
+        }
+        static const char *const nrm[] = {"ln1", "ln2"};
+        for (int k = 0; k < 2; k++) {
+            snprintf(nm, sizeof nm, "v.blk.%lld.%s.weight", (long long)il, nrm[k]);
+            T(nm, GGUF_TYPE_F32, 1, d, 1, 1, 1, 1.0f, 0.05f);
+            snprintf(nm, sizeof nm, "v.blk.%lld.%s.bias", (long long)il, nrm[k]);
+            T(nm, GGUF_TYPE_F32, 1, d, 1, 1, 1, 0.0f, 0.02f);
+        }
+        snprintf(nm, sizeof nm, "v.blk.%lld.ffn_up.weight", (long long)il);
+        T(nm, mat_type, 2, d, ff, 1, 1, 0.0f, ws);
+        snprintf(nm, sizeof nm, "v.blk.%lld.ffn_up.bias", (long long)il);
+        T(nm, GGUF_TYPE_F32, 1, ff, 1, 1, 1, 0.0f, 0.02f);
+        snprintf(nm, sizeof nm, "v.blk.%lld.ffn_down.weight", (long long)il);
+        T(nm, mat_type, 2, ff, d, 1, 1, 0.0f, 1.0f / sqrtf((float)ff));
+        snprintf(nm, sizeof nm, "v.blk.%lld.ffn_down.bias", (long long)il);
+        T(nm, GGUF_TYPE_F32, 1, d, 1, 1, 1, 0.0f, 0.02f);
+    }
+    T("v.post_ln.weight", GGUF_TYPE_F32, 1, d, 1, 1, 1, 1.0f, 0.05f);
+    T("v.post_ln.bias", GGUF_TYPE_F32, 1, d, 1, 1, 1, 0.0f, 0.02f);
+    T("mm.soft_emb_norm.weight", GGUF_TYPE_F32, 1, d, 1, 1, 1, 1.0f, 0.05f);
+    T("mm.input_projection.weight", GGUF_TYPE_F16, 2, proj, d, 1, 1, 0.0f, ws);
+#undef T
+    struct err e = {0};
+    struct gguf_writer *w = NULL;
+    if (gguf_writer_open(&w, o->out, &e) < 0) {
+        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+        free(ts);
+        return 1;
+    }
+    const float half[3] = {0.5f, 0.5f, 0.5f};
+    gguf_writer_kv_str(w, "general.architecture", "clip");
+    gguf_writer_kv_str(w, "general.type", "mmproj");
+    gguf_writer_kv_str(w, "general.name", "gguf-gen gemma3-siglip-mmproj");
+    gguf_writer_kv_str(w, "clip.projector_type", "gemma3");
+    gguf_writer_kv_bool(w, "clip.has_vision_encoder", true);
+    gguf_writer_kv_bool(w, "clip.use_gelu", true);
+    gguf_writer_kv_u32(w, "clip.vision.image_size", (uint32_t)img);
+    gguf_writer_kv_u32(w, "clip.vision.patch_size", (uint32_t)patch);
+    gguf_writer_kv_u32(w, "clip.vision.embedding_length", (uint32_t)d);
+    gguf_writer_kv_u32(w, "clip.vision.feed_forward_length", (uint32_t)ff);
+    gguf_writer_kv_u32(w, "clip.vision.block_count", (uint32_t)n_layer);
+    gguf_writer_kv_u32(w, "clip.vision.projection_dim", (uint32_t)proj);
+    gguf_writer_kv_u32(w, "clip.vision.attention.head_count", 16);
+    gguf_writer_kv_f32(w, "clip.vision.attention.layer_norm_epsilon", 1e-6f);
+    gguf_writer_kv_arr(w, "clip.vision.image_mean", GGUF_VAL_FLOAT32, half, 3);
+    gguf_writer_kv_arr(w, "clip.vision.image_std", GGUF_VAL_FLOAT32, half, 3);
+    for (int i = 0; i < n; i++)
+        gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne);
+    int rc = gguf_writer_write_header(w, &e);
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = mmproj_write_one(w, &ts[i], o->seed, &e);
+    free(ts);
+    if (rc < 0 || gguf_writer_close(w, &e) < 0) {
+        if (rc < 0)
+            gguf_writer_abort(w);
+        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+        return 1;
+    }
+    if (!o->quiet)
+        printf("wrote %s: clip (gemma3 SigLIP, projection %lld)\n", o->out, (long long)proj);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -1395,6 +1530,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (o.preset && !strcmp(o.preset, "gemma3-siglip-mmproj"))
+        return write_gemma3_mmproj(&o);
     bool tied = true;
     if (o.preset) {
         const struct preset *p = NULL;

@@ -306,8 +306,9 @@ static void test_chat_and_show(void **state)
             vision |= strcmp(c, "vision") == 0;
         }
         assert_true(completion);
-        // Ollama's gemma3 file carries its vision tower's keys: it says so.
-        assert_int_equal(vision, strcmp(f->name, "gemma3-ollama") == 0);
+        // Ollama's gemma3 file carries vision keys but only three stub tower
+        // tensors: "vision" is listed only where the tower can run (issue 44).
+        assert_false(vision);
         assert_string_equal(
             json_string_value(json_object_get(json_object_get(v, "details"), "family")), f->arch);
         json_decref(v);

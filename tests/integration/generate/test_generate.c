@@ -672,6 +672,273 @@ static void test_lora_adapter(void **state)
     expect("/api/generate", "{\"model\":\"qwen2-base\",\"keep_alive\":0}", 200, "unload");
 }
 
+// Uploads a file as a blob; its digest hex into hex.
+static void upload_blob(const char *path, char hex[DIGEST_HEX_LEN + 1])
+{
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(path, 1u << 30, &b, NULL), 0);
+    sha256_hex(b.data, b.len, hex);
+    char url[512];
+    snprintf(url, sizeof(url), "%s/api/blobs/sha256:%s", srv.base_url, hex);
+    struct http_resp r;
+    assert_int_equal(http_request(url, "POST", NULL, b.data, b.len, 0, &r), 0);
+    assert_true(r.status == 200 || r.status == 201);
+    http_resp_free(&r);
+    buf_deinit(&b);
+}
+
+// Greedy generation of "Describe [img-0] in detail." with the picture:
+// the sampled tokens' texts (logprobs) must repeat exactly where
+// llama.cpp's greedy ids (want) repeat; n_prompt prompt tokens (Gemma 3:
+// 11 + 4 + 11).
+static void check_vision_generate(const char *model, const char *b64, const json_t *want,
+                                  int n_prompt)
+{
+    char *body = xasprintf(
+        "{\"model\":\"%s\",\"raw\":true,\"stream\":false,"
+        "\"logprobs\":true,\"prompt\":\"Describe [img-0] in detail.\",\"images\":[\"%s\"],"
+        "\"options\":{\"num_predict\":16,\"num_ctx\":512,\"temperature\":0}}",
+        model, b64);
+    struct http_resp r;
+    post("/api/generate", body, &r);
+    free(body);
+    if (r.status != 200)
+        fail_msg("vision generate: %ld %s", r.status, r.body);
+    json_t *v = parse(r.body);
+    const json_t *lp = json_object_get(v, "logprobs");
+    size_t ng = json_array_size(want);
+    if (json_array_size(lp) != ng)
+        fail_msg("want %zu logprobs: %s", ng, r.body);
+    for (size_t g = 0; g < ng; g++)
+        for (size_t h = 0; h < ng; h++) {
+            const char *a = json_string_value(json_object_get(json_array_get(lp, g), "token"));
+            const char *b = json_string_value(json_object_get(json_array_get(lp, h), "token"));
+            bool same_id = json_integer_value(json_array_get(want, g)) ==
+                           json_integer_value(json_array_get(want, h));
+            if (same_id != (strcmp(a, b) == 0))
+                fail_msg("greedy tokens %zu and %zu differ from llama.cpp's: %s", g, h, r.body);
+        }
+    assert_int_equal(json_integer_value(json_object_get(v, "prompt_eval_count")), n_prompt);
+    json_decref(v);
+    http_resp_free(&r);
+}
+
+// prompt_eval_count of one greedy token after "Describe [img-0] in detail."
+// with the picture (the tokens evaluated beyond the cached prefix).
+static json_int_t vision_prompt_evals(const char *model, const char *b64)
+{
+    char *body = xasprintf("{\"model\":\"%s\",\"raw\":true,\"stream\":false,"
+                           "\"prompt\":\"Describe [img-0] in detail.\",\"images\":[\"%s\"],"
+                           "\"options\":{\"num_predict\":1,\"num_ctx\":512,\"temperature\":0}}",
+                           model, b64);
+    struct http_resp r;
+    post("/api/generate", body, &r);
+    free(body);
+    assert_int_equal(r.status, 200);
+    json_t *v = parse(r.body);
+    json_int_t n = json_integer_value(json_object_get(v, "prompt_eval_count"));
+    json_decref(v);
+    http_resp_free(&r);
+    return n;
+}
+
+// The greedy tokens of a vision reference's F16-cache case for prompt 0.
+static json_t *vision_want(json_t *ref, const char *image)
+{
+    for (size_t i = 0; i < json_array_size(json_object_get(ref, "cases")); i++) {
+        json_t *c = json_array_get(json_object_get(ref, "cases"), i);
+        if (!strcmp(json_string_value(json_object_get(c, "image")), image) &&
+            !strcmp(json_string_value(json_object_get(c, "kv_cache_type")), "f16") &&
+            json_integer_value(json_object_get(c, "prompt_index")) == 0)
+            return json_object_get(c, "greedy_tokens");
+    }
+    return NULL;
+}
+
+// Qwen2.5-VL in Ollama's monolithic layout: the 128 x 96 picture (a 4 x 3
+// grid, two attention windows, M-RoPE positions) gives llama.cpp's greedy
+// continuation; 22 + 12 + 18 prompt tokens.
+static void check_qwen25vl(void)
+{
+    char model[512], img[512], refp[512];
+    if (!test_shared_fixture(model, sizeof model, "tiny-qwen25vl-ollama-f32.gguf") ||
+        !test_shared_fixture(img, sizeof img, "images/gradient-128x96.png") ||
+        !test_shared_fixture(refp, sizeof refp, "tiny-qwen25vl-vision.reference.json"))
+        return;
+    assert_int_equal(models_create(&srv, "qwen25v", model, "\"parameters\":{\"temperature\":0}"),
+                     0);
+    expect("/api/show", "{\"model\":\"qwen25v\"}", 200, "\"vision\"");
+    struct buf png, b64;
+    buf_init(&png, 0);
+    buf_init(&b64, 0);
+    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, &b64);
+    json_t *ref = json_load_file(refp, 0, NULL);
+    json_t *want = vision_want(ref, "images/gradient-128x96.png");
+    assert_non_null(want);
+    check_vision_generate("qwen25v", buf_cstr(&b64), want, 52);
+    json_decref(ref);
+    buf_deinit(&png);
+    buf_deinit(&b64);
+}
+
+// Mistral 3 (Pixtral) as a split pair (text GGUF + mmproj through
+// /api/create): the 128 x 96 picture (8 x 6 tokens + 5 [IMG_BREAK] rows; 9 + 53 + 17
+// prompt tokens)
+// gives llama.cpp's greedy continuation.
+static void check_mistral3vl(void)
+{
+    char path[512], img[512], refp[512], hex1[DIGEST_HEX_LEN + 1], hex2[DIGEST_HEX_LEN + 1];
+    if (!test_shared_fixture(path, sizeof path, "tiny-mistral3vl-f32.gguf") ||
+        !test_shared_fixture(img, sizeof img, "images/gradient-128x96.png") ||
+        !test_shared_fixture(refp, sizeof refp, "tiny-mistral3vl-vision.reference.json"))
+        return;
+    upload_blob(path, hex1);
+    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-mistral3vl-mmproj-f32.gguf"));
+    upload_blob(path, hex2);
+    char *body = xasprintf("{\"model\":\"mistral3v\",\"stream\":false,\"files\":{"
+                           "\"model.gguf\":\"sha256:%s\",\"mmproj.gguf\":\"sha256:%s\"}}",
+                           hex1, hex2);
+    expect("/api/create", body, 200, NULL);
+    free(body);
+    struct buf png, b64;
+    buf_init(&png, 0);
+    buf_init(&b64, 0);
+    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, &b64);
+    json_t *ref = json_load_file(refp, 0, NULL);
+    json_t *want = vision_want(ref, "images/gradient-128x96.png");
+    assert_non_null(want);
+    check_vision_generate("mistral3v", buf_cstr(&b64), want, 79);
+    json_decref(ref);
+    buf_deinit(&png);
+    buf_deinit(&b64);
+}
+
+// Images for real (issue 44): Ollama's monolithic tiny Gemma 3 (tower
+// inside) sees a picture sent as base64; the greedy continuation is
+// llama.cpp's (tiny-gemma3-vision.reference.json, the F16-cache case of
+// "Describe <__media__> in detail." with gradient-32x32.png). The picture
+// as an OpenAI data URL works; a plain URL, a corrupt picture are 400s;
+// the text-only model refuses pictures.
+static void test_vision(void **state)
+{
+    (void)state;
+    char model[512], img[512], refp[512];
+    if (!test_shared_fixture(model, sizeof model, "tiny-gemma3-vision-ollama-f32.gguf") ||
+        !test_shared_fixture(img, sizeof img, "images/gradient-32x32.png") ||
+        !test_shared_fixture(refp, sizeof refp, "tiny-gemma3-vision.reference.json")) {
+        printf("skip: shared fixtures absent\n");
+        return;
+    }
+    assert_int_equal(models_create(&srv, "gemma3v", model, "\"parameters\":{\"temperature\":0}"),
+                     0);
+    struct buf png, b64;
+    buf_init(&png, 0);
+    buf_init(&b64, 0);
+    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, &b64);
+    json_t *ref = json_load_file(refp, 0, NULL);
+    json_t *want = NULL;
+    for (size_t i = 0; i < json_array_size(json_object_get(ref, "cases")); i++) {
+        json_t *c = json_array_get(json_object_get(ref, "cases"), i);
+        if (!strcmp(json_string_value(json_object_get(c, "image")), "images/gradient-32x32.png") &&
+            !strcmp(json_string_value(json_object_get(c, "kv_cache_type")), "f16") &&
+            json_integer_value(json_object_get(c, "prompt_index")) == 0)
+            want = json_object_get(c, "greedy_tokens");
+    }
+    assert_non_null(want);
+    check_vision_generate("gemma3v", buf_cstr(&b64), want, 26);
+    // The prompt cache: the same picture again reuses the whole prompt; a
+    // different picture only the text before it (11 tokens).
+    assert_true(vision_prompt_evals("gemma3v", buf_cstr(&b64)) < 15);
+    struct buf png2, b64b;
+    buf_init(&png2, 0);
+    buf_init(&b64b, 0);
+    char img2[512];
+    assert_non_null(test_shared_fixture(img2, sizeof img2, "images/gradient-48x40.png"));
+    assert_int_equal(fs_read_all(img2, 1 << 20, &png2, NULL), 0);
+    base64_encode(png2.data, png2.len, &b64b);
+    assert_int_equal(vision_prompt_evals("gemma3v", buf_cstr(&b64b)), 15);
+    buf_deinit(&png2);
+    buf_deinit(&b64b);
+
+    // The split pair: text GGUF + mmproj GGUF in one create (a projector
+    // layer), the same reference.
+    char path2[512], hex1[DIGEST_HEX_LEN + 1], hex2[DIGEST_HEX_LEN + 1];
+    assert_non_null(test_shared_fixture(path2, sizeof path2, "tiny-gemma3-f32.gguf"));
+    upload_blob(path2, hex1);
+    assert_non_null(test_shared_fixture(path2, sizeof path2, "tiny-gemma3-mmproj-f32.gguf"));
+    upload_blob(path2, hex2);
+    char *body = xasprintf("{\"model\":\"gemma3split\",\"stream\":false,\"files\":{"
+                           "\"model.gguf\":\"sha256:%s\",\"mmproj.gguf\":\"sha256:%s\"}}",
+                           hex1, hex2);
+    expect("/api/create", body, 200, NULL);
+    free(body);
+    expect("/api/show", "{\"model\":\"gemma3split\"}", 200, "\"vision\"");
+    check_vision_generate("gemma3split", buf_cstr(&b64), want, 26);
+
+    // The same picture through /v1/chat/completions as a data URL (a
+    // templated prompt: only that it is answered is checked).
+    body = xasprintf("{\"model\":\"gemma3v\",\"max_tokens\":2,\"temperature\":0,"
+                     "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                     "\"text\":\"Describe\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+                     "\"data:image/png;base64,%s\"}}]}]}",
+                     buf_cstr(&b64));
+    expect("/v1/chat/completions", body, 200, "\"choices\"");
+    free(body);
+    // ... as an Anthropic image block and a Responses input_image.
+    body = xasprintf("{\"model\":\"gemma3v\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
+                     "\"content\":[{\"type\":\"image\",\"source\":{\"type\":\"base64\","
+                     "\"media_type\":\"image/png\",\"data\":\"%s\"}},{\"type\":\"text\","
+                     "\"text\":\"Describe\"}]}]}",
+                     buf_cstr(&b64));
+    expect("/v1/messages", body, 200, "\"content\"");
+    free(body);
+    body = xasprintf("{\"model\":\"gemma3v\",\"max_output_tokens\":2,\"input\":[{\"role\":"
+                     "\"user\",\"content\":[{\"type\":\"input_image\",\"image_url\":"
+                     "\"data:image/png;base64,%s\"},{\"type\":\"input_text\",\"text\":"
+                     "\"Describe\"}]}]}",
+                     buf_cstr(&b64));
+    expect("/v1/responses", body, 200, "\"output\"");
+    free(body);
+    // A plain URL: Ollama's error.
+    expect("/v1/chat/completions",
+           "{\"model\":\"gemma3v\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+           "\"image_url\",\"image_url\":{\"url\":\"https://example.com/cat.png\"}}]}]}",
+           400, "image URLs are not currently supported");
+    // A chat message with a corrupt picture.
+    expect("/api/chat",
+           "{\"model\":\"gemma3v\",\"stream\":false,\"messages\":[{\"role\":\"user\","
+           "\"content\":\"what is this?\",\"images\":[\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB\"]}]}",
+           400, "failed to decode image");
+    // A decompression bomb (a 20000 x 20000 PNG header), refused before
+    // anything is allocated.
+    expect("/api/chat",
+           "{\"model\":\"gemma3v\",\"stream\":false,\"messages\":[{\"role\":\"user\","
+           "\"content\":\"x\",\"images\":[\"iVBORw0KGgoAAAANSUhEUgAATiAAAE4gCAIAAABsEtFuAAAAAElE"
+           "QVQ1rwYeAAAAAElFTkSuQmCC\"]}]}",
+           400, "image too large: 20000x20000");
+    // Pictures that do not fit the context are refused, never cut.
+    body = xasprintf("{\"model\":\"gemma3v\",\"raw\":true,\"stream\":false,\"prompt\":"
+                     "\"Describe [img-0] in detail.\",\"images\":[\"%s\"],\"options\":"
+                     "{\"num_ctx\":16}}",
+                     buf_cstr(&b64));
+    expect("/api/generate", body, 400, "more than the context length");
+    free(body);
+    // A text-only model refuses pictures (Ollama's wording).
+    body =
+        xasprintf("{\"model\":\"stories\",\"prompt\":\"x\",\"images\":[\"%s\"]}", buf_cstr(&b64));
+    expect("/api/generate", body, 400, "does not support vision");
+    free(body);
+    json_decref(ref);
+    buf_deinit(&png);
+    buf_deinit(&b64);
+    check_qwen25vl();
+    check_mistral3vl();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -686,6 +953,7 @@ int main(void)
         cmocka_unit_test(test_parallel_chats),
         cmocka_unit_test(test_client_disconnect),
         cmocka_unit_test(test_runner_killed),
+        cmocka_unit_test(test_vision),
         cmocka_unit_test(test_lora_adapter),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

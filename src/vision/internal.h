@@ -1,0 +1,83 @@
+// vision internals shared by the module's files:
+//   image.c    PNG / JPEG / WebP decoding with the size limits
+//   resize.c   Pillow-compatible resampling, letterboxing, normalisation
+//   clip.c     the projector file: layouts (mmproj, Ollama's monolithic),
+//              hyper-parameters, tensors, the public model API
+//   siglip.c   the SigLIP tower and Gemma 3's pooling projector
+#pragma once
+
+#include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "vision/vision.h"
+
+#define VISION_MAX_LAYERS 64
+
+// One transformer block of a ViT. Matrices are engine views over the
+// mapping; vectors are F32 host arrays (in the mapping, or converted).
+struct vision_layer {
+    struct engine_tensor wq, wk, wv, wo, w_up, w_down;
+    const float *bq, *bk, *bv, *bo, *b_up, *b_down;
+    struct engine_tensor w_gate;  // SwiGLU towers (Qwen2.5-VL)
+    const float *b_gate;
+    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+};
+
+struct vision_model {
+    struct gguf *g;
+    const char *projector;  // "gemma3"
+    int image_size, patch_size, n_embd, n_ff, n_head, n_layer;
+    int n_merge;  // pooling kernel (Gemma 3: image tokens per side = patches / n_merge)
+    int n_out;    // projection width (the text model's n_embd)
+    float eps;    // LayerNorm / RMSNorm epsilon
+    float mean[3], std[3];
+    struct engine_tensor patch_w;  // [3·p·p, n_embd]: rows in (channel, y, x) order
+    const float *patch_b, *pos_embd, *post_ln_w, *post_ln_b;
+    struct vision_layer layers[VISION_MAX_LAYERS];
+    const float *soft_emb_norm;  // [n_embd] (already 1 + w)
+    struct engine_tensor proj;   // [n_embd, n_out]: the transposed input projection
+    // Qwen2.5-VL (qwen25vl.c): window attention every block but each
+    // n_wa_pattern-th (0: none), windows of `window` pixels, 2-D RoPE base,
+    // the merger's two products.
+    bool qwen;
+    bool pixtral;  // Mistral 3's tower (the same file; no M-RoPE, [IMG_BREAK] rows)
+    const float *pre_ln_w, *mm_in_norm, *img_break;
+    struct engine_tensor mm_merge;  // Pixtral's patch merger [4 n_embd → n_embd]
+    int n_mid;                      // Pixtral: mm.1's width
+    int n_wa_pattern, window;
+    float rope_base;
+    struct engine_tensor mm0, mm2;
+    const float *mm0_b, *mm2_b;
+    void *owned[4 * VISION_MAX_LAYERS + 16];  // buffers made at load (converted vectors, copies)
+    int n_owned;
+    int n_threads;
+    struct engine_backend *be;  // made at the first encode
+    // Activations, n_patches rows each.
+    float *x, *xb, *q, *k, *v, *att, *ff;
+    float *y;  // the projector's output: image tokens × n_out
+    // Attention of one head: Q (then its output), K, Vᵀ, scores (n × n).
+    float *qh, *kh, *vt, *scores;
+};
+
+// resize.c
+int vision_letterbox(const struct vision_image *src, int size, enum vision_resample algo,
+                     struct vision_image *out, struct err *e);
+void vision_normalize(const struct vision_image *img, const float mean[3], const float std[3],
+                      float *chw);
+
+int vision_letterbox_to(const struct vision_image *src, int width, int height,
+                        enum vision_resample algo, struct vision_image *out, struct err *e);
+
+// qwen25vl.c: binding (prefix: "clip.vision." or "qwen25vl.vision."), the
+// size a picture is resized to, the encode.
+int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e);
+int vision_pixtral_open(struct vision_model *vm, struct err *e);
+void vision_qwen_size(const struct vision_model *vm, int width, int height, int *w_out, int *h_out);
+int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, float *out,
+                       struct err *e);
+
+// siglip.c
+int vision_siglip_encode(struct vision_model *vm, const float *chw, float *out, struct err *e);
+
+// f16 helpers (clip.c).
+float vision_f16_to_f32(uint16_t h);
+float vision_round_f16(float x);

@@ -1,0 +1,780 @@
+// The vision module: image decoding (PNG, JPEG, WebP; corrupt, truncated,
+// unsupported and oversized input), the Pillow-compatible resize, and the
+// Gemma 3 tower against llama.cpp's reference embeddings
+// (shared/fixtures/tiny-gemma3-vision.reference.json, README "Vision"), in
+// the mmproj and Ollama's monolithic layouts; Qwen2.5-VL (M-RoPE text
+// model, tower, both layouts) and Mistral 3 (Pixtral tower) against
+// tiny-qwen25vl / tiny-mistral3vl-vision.reference.json (llama.cpp v0.5.0).
+//
+// Tolerance: the image embedding within 1e-3 (README) where the resize is
+// the identity (gradient-32x32.png); the letterboxed 48x40 picture is
+// resampled as Pillow does (llama.cpp v0.5.0), the reference with the older
+// bilinear: its embedding is only checked to be close (README: up to 0.25).
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jpeglib.h>
+#include <png.h>
+#include <webp/encode.h>
+#include <zlib.h>
+
+#include "json/json.h"
+#include "model/model.h"
+#include "testutil.h"
+#include "util/util.h"
+#include "vision/vision.h"
+
+#define EMBD_TOL   1e-3
+#define LOGITS_TOL 5e-3
+// The letterboxed 48x40 picture through our Pillow resampler against the
+// reference's older bilinear one: the embedding differs by up to 0.25 and
+// the top logits by ~0.05; the 16 greedy tokens must still agree.
+#define RESAMPLED_LOGITS_TOL 0.1
+
+// A w x h test picture: a colour gradient with some structure.
+static uint8_t *make_rgb(int w, int h)
+{
+    uint8_t *p = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint8_t *q = p + ((size_t)y * w + x) * 3;
+            q[0] = (uint8_t)(x * 255 / (w - 1));
+            q[1] = (uint8_t)(y * 255 / (h - 1));
+            q[2] = (uint8_t)(((x / 4 + y / 4) & 1) ? 200 : 40);
+        }
+    return p;
+}
+
+static void *encode_png(const uint8_t *rgb, int w, int h, size_t *len)
+{
+    png_image im = {.version = PNG_IMAGE_VERSION,
+                    .width = (png_uint_32)w,
+                    .height = (png_uint_32)h,
+                    .format = PNG_FORMAT_RGB};
+    png_alloc_size_t n = 0;
+    assert_true(png_image_write_to_memory(&im, NULL, &n, 0, rgb, 0, NULL));
+    void *out = malloc(n);
+    assert_true(png_image_write_to_memory(&im, out, &n, 0, rgb, 0, NULL));
+    *len = n;
+    return out;
+}
+
+static void *encode_jpeg(const uint8_t *rgb, int w, int h, size_t *len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    unsigned char *out = NULL;
+    unsigned long n = 0;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, &out, &n);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 98, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = (JSAMPROW)(rgb + (size_t)c.next_scanline * w * 3);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    *len = n;
+    return out;
+}
+
+static void test_decode_formats(void **state)
+{
+    (void)state;
+    const int w = 37, h = 23;
+    uint8_t *rgb = make_rgb(w, h);
+    size_t n;
+    struct vision_image img;
+    struct err e = {0};
+
+    void *png = encode_png(rgb, w, h, &n);
+    assert_int_equal(vision_image_format(png, n), VISION_FORMAT_PNG);
+    assert_int_equal(vision_image_decode(&img, png, n, &e), 0);
+    assert_int_equal(img.width, w);
+    assert_int_equal(img.height, h);
+    assert_memory_equal(img.rgb, rgb, (size_t)w * h * 3);
+    vision_image_free(&img);
+    free(png);
+
+    uint8_t *webp = NULL;
+    n = WebPEncodeLosslessRGB(rgb, w, h, w * 3, &webp);
+    assert_true(n > 0);
+    assert_int_equal(vision_image_format(webp, n), VISION_FORMAT_WEBP);
+    assert_int_equal(vision_image_decode(&img, webp, n, &e), 0);
+    assert_int_equal(img.width, w);
+    assert_memory_equal(img.rgb, rgb, (size_t)w * h * 3);
+    vision_image_free(&img);
+    WebPFree(webp);
+
+    void *jpg = encode_jpeg(rgb, w, h, &n);
+    assert_int_equal(vision_image_format(jpg, n), VISION_FORMAT_JPEG);
+    assert_int_equal(vision_image_decode(&img, jpg, n, &e), 0);
+    assert_int_equal(img.width, w);
+    assert_int_equal(img.height, h);
+    double sum = 0;  // lossy: the mean error stays small
+    for (size_t i = 0; i < (size_t)w * h * 3; i++)
+        sum += fabs((double)img.rgb[i] - rgb[i]);
+    assert_true(sum / (w * h * 3) < 20.0);
+    vision_image_free(&img);
+    free(jpg);
+    free(rgb);
+}
+
+static void expect_error(const void *data, size_t n, int code, const char *words)
+{
+    struct vision_image img;
+    struct err e = {0};
+    int rc = vision_image_decode(&img, data, n, &e);
+    if (rc != code || !strstr(e.msg, words))
+        fail_msg("rc %d (want %d), message \"%s\" (want \"%s\")", rc, code, e.msg, words);
+    assert_null(img.rgb);
+}
+
+static void test_decode_bad_input(void **state)
+{
+    (void)state;
+    const int w = 40, h = 30;
+    uint8_t *rgb = make_rgb(w, h);
+    size_t n;
+    expect_error("GIF89a\x01\x00\x01\x00", 10, ERR_UNSUPPORTED, "unsupported image format");
+    expect_error("", 0, ERR_UNSUPPORTED, "unsupported image format");
+
+    uint8_t *png = encode_png(rgb, w, h, &n);
+    expect_error(png, n / 2, ERR_FORMAT, "failed to decode image");
+    expect_error(png, 20, ERR_FORMAT, "failed to decode image");
+    png[n / 2] ^= 0x55;  // a flipped byte in the compressed data: CRC mismatch
+    expect_error(png, n, ERR_FORMAT, "failed to decode image");
+    free(png);
+
+    uint8_t *jpg = encode_jpeg(rgb, w, h, &n);
+    expect_error(jpg, n / 2, ERR_FORMAT, "failed to decode image");
+    free(jpg);
+
+    uint8_t *webp = NULL;
+    n = WebPEncodeLosslessRGB(rgb, w, h, w * 3, &webp);
+    expect_error(webp, n / 2, ERR_FORMAT, "failed to decode image");
+    WebPFree(webp);
+    free(rgb);
+}
+
+// A decompression bomb: a PNG whose header says 20000 x 20000 (1.2 GB of
+// RGB) in a few dozen bytes; refused from the header.
+static void test_decode_bomb(void **state)
+{
+    (void)state;
+    uint8_t f[8 + 25 + 12 + 12] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t *c = f + 8;
+    const uint8_t ihdr[] = {0,    0, 0, 13,   'I',  'H', 'D', 'R', 0, 0, 0x4e,
+                            0x20, 0, 0, 0x4e, 0x20, 8,   2,   0,   0, 0};
+    memcpy(c, ihdr, sizeof ihdr);
+    uLong crc = crc32(0, c + 4, 17);
+    c[21] = (uint8_t)(crc >> 24), c[22] = (uint8_t)(crc >> 16), c[23] = (uint8_t)(crc >> 8),
+    c[24] = (uint8_t)crc;
+    uint8_t idat[12] = {0, 0, 0, 0, 'I', 'D', 'A', 'T'};  // empty: the header is enough
+    crc = crc32(0, idat + 4, 4);
+    idat[8] = (uint8_t)(crc >> 24), idat[9] = (uint8_t)(crc >> 16), idat[10] = (uint8_t)(crc >> 8),
+    idat[11] = (uint8_t)crc;
+    memcpy(f + 33, idat, sizeof idat);
+    const uint8_t iend[] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    memcpy(f + 45, iend, sizeof iend);
+    expect_error(f, sizeof f, ERR_TOO_LARGE, "image too large: 20000x20000");
+
+    // A JPEG whose frame header claims 60000 x 60000.
+    const int w = 16, h = 16;
+    uint8_t *rgb = make_rgb(w, h);
+    size_t n;
+    uint8_t *jpg = encode_jpeg(rgb, w, h, &n);
+    for (size_t i = 2; i + 9 < n; i++)
+        if (jpg[i] == 0xff && jpg[i + 1] == 0xc0) {  // SOF0: len(2) P(1) Y(2) X(2)
+            jpg[i + 5] = 0xea, jpg[i + 6] = 0x60, jpg[i + 7] = 0xea, jpg[i + 8] = 0x60;
+            break;
+        }
+    expect_error(jpg, n, ERR_TOO_LARGE, "image too large: 60000x60000");
+    free(jpg);
+    free(rgb);
+}
+
+// Pillow's bilinear filter on a 4 x 1 row shrunk to 2 x 1: each output
+// pixel the mean of two inputs (support widened to 2), rounded.
+static void test_resize(void **state)
+{
+    (void)state;
+    uint8_t px[4 * 3] = {0, 0, 0, 100, 10, 1, 200, 20, 2, 255, 30, 3};
+    struct vision_image src = {4, 1, px}, dst = {.width = 2, .height = 1};
+    struct err e = {0};
+    assert_int_equal(vision_resize(&src, &dst, VISION_RESAMPLE_BILINEAR, &e), 0);
+    // x0: centre 1.0, weights (0.75, 0.25... normalised over pixels 0..2):
+    // filter((x + 0.5 - 1) / 2) for x = 0, 1, 2 -> 0.75, 0.75, 0.25.
+    double w0 = 0.75 / 1.75, w1 = 0.75 / 1.75, w2 = 0.25 / 1.75;
+    int want0 = (int)floor(0 * w0 + 100 * w1 + 200 * w2 + 0.5);
+    assert_int_equal(dst.rgb[0], want0);
+    assert_true(dst.rgb[3] > dst.rgb[0] && dst.rgb[3] <= 255);
+    vision_image_free(&dst);
+
+    // Same size: a copy.
+    dst = (struct vision_image){.width = 4, .height = 1};
+    assert_int_equal(vision_resize(&src, &dst, VISION_RESAMPLE_BICUBIC, &e), 0);
+    assert_memory_equal(dst.rgb, px, sizeof px);
+    vision_image_free(&dst);
+}
+
+// ---------------------------------------------------------------------------
+// Gemma 3 tower against the reference embeddings.
+
+static json_t *load_ref(const char *name)
+{
+    char path[512];
+    if (!test_shared_fixture(path, sizeof path, name))
+        return NULL;
+    json_error_t je;
+    return json_load_file(path, 0, &je);
+}
+
+static int read_file(const char *path, struct buf *out)
+{
+    struct err e = {0};
+    return fs_read_all(path, 1 << 24, out, &e);
+}
+
+// The reference's image chunk for a picture (the embedding is the same for
+// every prompt and cache type).
+static json_t *ref_image_chunk(json_t *ref, const char *image)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(ref, "cases"), i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "image")), image) != 0)
+            continue;
+        size_t j;
+        json_t *ch;
+        json_array_foreach(json_object_get(c, "chunks"), j, ch)
+        {
+            if (strcmp(json_string_value(json_object_get(ch, "type")), "image") == 0)
+                return ch;
+        }
+    }
+    return NULL;
+}
+
+static double embed_max_diff(const char *model_file, const char *image, json_t *ref)
+{
+    char path[512], img_path[512], rel[128];
+    snprintf(rel, sizeof rel, "%s", image);
+    assert_non_null(test_shared_fixture(path, sizeof path, model_file));
+    assert_non_null(test_shared_fixture(img_path, sizeof img_path, rel));
+    struct vision_model *vm = NULL;
+    struct err e = {0};
+    if (vision_model_load(&vm, path, 2, &e) < 0)
+        fail_msg("load %s: %s", model_file, e.msg);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(read_file(img_path, &b), 0);
+    struct vision_image img;
+    assert_int_equal(vision_image_decode(&img, b.data, b.len, &e), 0);
+    json_t *ch = ref_image_chunk(ref, image);
+    assert_non_null(ch);
+    int n_tok = vision_model_n_tokens(vm, img.width, img.height);
+    int n_embd = vision_model_n_embd(vm);
+    assert_int_equal(n_tok, json_integer_value(json_object_get(ch, "n_tokens")));
+    json_t *want = json_object_get(ch, "embedding");
+    assert_int_equal(json_array_size(want), (size_t)n_tok * n_embd);
+    float *out = malloc(sizeof(float) * (size_t)n_tok * n_embd);
+    if (vision_encode(vm, &img, out, &e) < 0)
+        fail_msg("encode: %s", e.msg);
+    double mx = 0;
+    for (size_t i = 0; i < (size_t)n_tok * n_embd; i++) {
+        double d = fabs(out[i] - json_number_value(json_array_get(want, i)));
+        mx = d > mx ? d : mx;
+    }
+    free(out);
+    vision_image_free(&img);
+    buf_deinit(&b);
+    vision_model_free(vm);
+    return mx;
+}
+
+static void test_gemma3_tower(void **state)
+{
+    (void)state;
+    json_t *ref = load_ref("tiny-gemma3-vision.reference.json");
+    if (!ref)
+        skip();
+    static const char *const files[] = {"tiny-gemma3-mmproj-f32.gguf",
+                                        "tiny-gemma3-vision-ollama-f32.gguf"};
+    for (int f = 0; f < 2; f++) {
+        double d32 = embed_max_diff(files[f], "images/gradient-32x32.png", ref);
+        double d48 = embed_max_diff(files[f], "images/gradient-48x40.png", ref);
+        printf("# %s: embedding max diff 32x32 %.2e, 48x40 %.2e (Pillow resample)\n", files[f], d32,
+               d48);
+        assert_true(d32 < EMBD_TOL);
+        assert_true(d48 < 0.3);
+    }
+    json_decref(ref);
+}
+
+// ---------------------------------------------------------------------------
+// The text model fed the reference's chunks: text tokens, then the image's
+// rows as embeddings (non-causal among themselves), from position 0; the
+// top-10 logits after the prompt and 16 greedy tokens must match.
+
+struct e2e {
+    struct model *m;
+    struct vision_model *vm;  // NULL: the reference's embedding is used
+    int n_embd;
+};
+
+// Appends the case's chunks to tokens/embd; returns the prompt length.
+static int build_prompt(struct e2e *t, json_t *c, int32_t *tokens, float *embd, int cap)
+{
+    int n = 0;
+    size_t j;
+    json_t *ch;
+    json_array_foreach(json_object_get(c, "chunks"), j, ch)
+    {
+        if (strcmp(json_string_value(json_object_get(ch, "type")), "text") == 0) {
+            size_t k;
+            json_t *tok;
+            json_array_foreach(json_object_get(ch, "tokens"), k, tok)
+            {
+                assert_true(n < cap);
+                tokens[n++] = (int32_t)json_integer_value(tok);
+            }
+            continue;
+        }
+        int n_tok = (int)json_integer_value(json_object_get(ch, "n_tokens"));
+        assert_true(n + n_tok <= cap);
+        float *rows = embd + (size_t)n * t->n_embd;
+        if (t->vm) {
+            char img_path[512];
+            const char *image = json_string_value(json_object_get(c, "image"));
+            assert_non_null(test_shared_fixture(img_path, sizeof img_path, image));
+            struct buf b;
+            buf_init(&b, 0);
+            struct vision_image img;
+            struct err e = {0};
+            assert_int_equal(read_file(img_path, &b), 0);
+            assert_int_equal(vision_image_decode(&img, b.data, b.len, &e), 0);
+            assert_int_equal(vision_model_n_tokens(t->vm, img.width, img.height), n_tok);
+            assert_int_equal(vision_encode(t->vm, &img, rows, &e), 0);
+            vision_image_free(&img);
+            buf_deinit(&b);
+        } else {
+            json_t *want = json_object_get(ch, "embedding");
+            for (size_t i = 0; i < (size_t)n_tok * t->n_embd; i++)
+                rows[i] = (float)json_number_value(json_array_get(want, i));
+        }
+        for (int r = 0; r < n_tok; r++)
+            tokens[n + r] = -2 - (int32_t)j;  // one id per image
+        n += n_tok;
+    }
+    return n;
+}
+
+static int argmax(const float *l, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (l[i] > l[best])
+            best = i;
+    return best;
+}
+
+// The text around the picture tokenizes as the reference's chunks, piece
+// by piece without special tokens as mtmd (and the runner) does: BOS, the
+// text before the media marker, "<start_of_image>"; then "<end_of_image>",
+// the text after the marker.
+static int tok_piece(struct model *m, const char *text, size_t len, int32_t *ids, int cap)
+{
+    struct err e = {0};
+    return len ? model_tokenize(m, text, len, false, true, ids, cap, &e) : 0;
+}
+
+static void check_tokenization(struct model *m, json_t *c)
+{
+    const char *prompt = json_string_value(json_object_get(c, "prompt"));
+    const char *mark = strstr(prompt, "<__media__>"), *after = mark + strlen("<__media__>");
+    assert_non_null(mark);
+    int32_t ids[2][128];
+    int n[2] = {1, 0};
+    ids[0][0] = 1;  // BOS
+    n[0] += tok_piece(m, prompt, (size_t)(mark - prompt), ids[0] + n[0], 64);
+    n[0] += tok_piece(m, "<start_of_image>", 16, ids[0] + n[0], 64);
+    n[1] += tok_piece(m, "<end_of_image>", 14, ids[1], 64);
+    n[1] += tok_piece(m, after, strlen(after), ids[1] + n[1], 64);
+    json_t *chunks = json_object_get(c, "chunks");
+    for (int k = 0; k < 2; k++) {
+        json_t *want = json_object_get(json_array_get(chunks, k == 0 ? 0 : 2), "tokens");
+        assert_int_equal(n[k], (int)json_array_size(want));
+        for (int i = 0; i < n[k]; i++)
+            assert_int_equal(ids[k][i], json_integer_value(json_array_get(want, (size_t)i)));
+    }
+}
+
+// Runs one case; returns the largest top-10 logit difference.
+static double run_case(struct e2e *t, json_t *c)
+{
+    enum { CAP = 128 };
+    int32_t tokens[CAP], pos[CAP], slot[CAP] = {0};
+    float *embd = calloc((size_t)CAP * t->n_embd, sizeof(float));
+    check_tokenization(t->m, c);
+    int n = build_prompt(t, c, tokens, embd, CAP);
+    assert_int_equal(n, json_integer_value(json_object_get(c, "n_past")));
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
+    model_slot_clear(t->m, 0);
+    struct err e = {0};
+    struct model_batch b = {.n_tokens = n,
+                            .tokens = tokens,
+                            .pos = pos,
+                            .slot = slot,
+                            .embd = embd,
+                            .embd_non_causal = true};
+    if (model_decode(t->m, &b, &e) < 0)
+        fail_msg("decode: %s", e.msg);
+    const float *l = model_logits(t->m, n - 1);
+    double mx = 0;
+    size_t k;
+    json_t *pair;
+    json_array_foreach(json_object_get(c, "last_logits_top10"), k, pair)
+    {
+        int id = (int)json_integer_value(json_array_get(pair, 0));
+        double d = fabs(l[id] - json_number_value(json_array_get(pair, 1)));
+        mx = d > mx ? d : mx;
+    }
+    json_t *greedy = json_object_get(c, "greedy_tokens");
+    int tok = argmax(l, model_n_vocab(t->m));
+    for (size_t g = 0; g < json_array_size(greedy); g++) {
+        assert_int_equal(tok, json_integer_value(json_array_get(greedy, g)));
+        int32_t p = n + (int32_t)g, s0 = 0;
+        struct model_batch one = {.n_tokens = 1, .tokens = &tok, .pos = &p, .slot = &s0};
+        assert_int_equal(model_decode(t->m, &one, &e), 0);
+        tok = argmax(model_logits(t->m, 0), model_n_vocab(t->m));
+    }
+    free(embd);
+    return mx;
+}
+
+static void run_reference(const char *text_file, const char *tower_file)
+{
+    json_t *ref = load_ref("tiny-gemma3-vision.reference.json");
+    char path[512], tower[512];
+    if (!ref || !test_shared_fixture(path, sizeof path, text_file))
+        skip();
+    struct err e = {0};
+    struct vision_model *vm = NULL;
+    if (tower_file) {
+        assert_non_null(test_shared_fixture(tower, sizeof tower, tower_file));
+        assert_int_equal(vision_model_load(&vm, tower, 2, &e), 0);
+    }
+    static const char *const kv[] = {"f32", "f16"};
+    for (int ik = 0; ik < 2; ik++) {
+        struct model_options o = {
+            .n_ctx = 512, .n_batch = 512, .n_threads = 2, .kv_type = model_kv_type_parse(kv[ik])};
+        struct model *m = NULL;
+        if (model_load(&m, path, &o, &e) < 0)
+            fail_msg("load %s: %s", text_file, e.msg);
+        struct e2e t = {m, vm, model_n_embd(m)};
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(ref, "cases"), i, c)
+        {
+            if (strcmp(json_string_value(json_object_get(c, "kv_cache_type")), kv[ik]) != 0)
+                continue;
+            const char *image = json_string_value(json_object_get(c, "image"));
+            bool exact = !vm || strstr(image, "32x32");
+            double d = run_case(&t, c);
+            printf("# %s%s %s kv %s prompt %d: top-10 logits max diff %.2e\n", text_file,
+                   vm ? " + tower" : "", image, kv[ik],
+                   (int)json_integer_value(json_object_get(c, "prompt_index")), d);
+            assert_true(d < (exact ? LOGITS_TOL : RESAMPLED_LOGITS_TOL));
+        }
+        model_free(m);
+    }
+    vision_model_free(vm);
+    json_decref(ref);
+}
+
+static void test_gemma3_reference_embeddings(void **state)
+{
+    (void)state;
+    run_reference("tiny-gemma3-f32.gguf", NULL);
+}
+
+static void test_gemma3_split_layout(void **state)
+{
+    (void)state;
+    run_reference("tiny-gemma3-f32.gguf", "tiny-gemma3-mmproj-f32.gguf");
+}
+
+static void test_gemma3_ollama_layout(void **state)
+{
+    (void)state;
+    run_reference("tiny-gemma3-vision-ollama-f32.gguf", "tiny-gemma3-vision-ollama-f32.gguf");
+}
+
+// ---------------------------------------------------------------------------
+// Qwen2.5-VL's text model (qwen2vl, M-RoPE) fed the reference's chunks with
+// the reference's image rows: image token (row, col) of a chunk starting at
+// rotary position p turns by (p, p + row, p + col), the text after it
+// continues from p + n_pos, and the cache positions stay consecutive.
+
+// Lays out one case: tokens, image rows, each image row's (row, col).
+// Returns the entry count; *rope_end gets the rotary position after the
+// prompt (the reference's n_past), counted as mtmd does.
+static int build_mrope_prompt(struct vision_model *vm, json_t *c, int n_embd, int32_t *tokens,
+                              float *embd, int32_t *rc, int cap, int *rope_end)
+{
+    int n = 0, p = 0;
+    size_t j;
+    json_t *ch;
+    json_array_foreach(json_object_get(c, "chunks"), j, ch)
+    {
+        if (strcmp(json_string_value(json_object_get(ch, "type")), "text") == 0) {
+            size_t k;
+            json_t *tok;
+            json_array_foreach(json_object_get(ch, "tokens"), k, tok)
+            {
+                assert_true(n < cap);
+                tokens[n] = (int32_t)json_integer_value(tok);
+                rc[2 * n] = rc[2 * n + 1] = -1;  // ignored
+                p++;
+                n++;
+            }
+            continue;
+        }
+        int n_tok = (int)json_integer_value(json_object_get(ch, "n_tokens"));
+        json_t *want = json_object_get(ch, "embedding"), *dp = json_object_get(ch, "decoder_pos");
+        assert_true(n + n_tok <= cap);
+        bool mrope = dp != NULL;  // Pixtral: ordinary positions, no grid cells
+        assert_true(!mrope || json_array_size(dp) == (size_t)n_tok);
+        int rows = 0, cols = 0;
+        if (vm) {  // the tower's rows and grid
+            char img_path[512];
+            struct buf b;
+            struct vision_image img;
+            struct err e = {0};
+            buf_init(&b, 0);
+            assert_non_null(test_shared_fixture(img_path, sizeof img_path,
+                                                json_string_value(json_object_get(c, "image"))));
+            assert_int_equal(read_file(img_path, &b), 0);
+            assert_int_equal(vision_image_decode(&img, b.data, b.len, &e), 0);
+            assert_true(vision_model_grid(vm, img.width, img.height, &rows, &cols) == mrope);
+            assert_int_equal(vision_model_n_tokens(vm, img.width, img.height), n_tok);
+            assert_int_equal(vision_encode(vm, &img, embd + (size_t)n * n_embd, &e), 0);
+            vision_image_free(&img);
+            buf_deinit(&b);
+        } else {
+            for (size_t i = 0; i < (size_t)n_tok * n_embd; i++)
+                embd[(size_t)n * n_embd + i] = (float)json_number_value(json_array_get(want, i));
+        }
+        for (int r = 0; r < n_tok; r++) {
+            json_t *txy = json_array_get(dp, (size_t)r);  // [t, x (column), y (row)]
+            tokens[n + r] = -2 - (int32_t)j;
+            rc[2 * (n + r)] = rc[2 * (n + r) + 1] = 0;
+            if (!mrope)
+                continue;
+            assert_int_equal(json_integer_value(json_array_get(txy, 0)), 0);
+            rc[2 * (n + r)] = (int32_t)json_integer_value(json_array_get(txy, 2));
+            rc[2 * (n + r) + 1] = (int32_t)json_integer_value(json_array_get(txy, 1));
+            if (vm) {
+                assert_int_equal(rc[2 * (n + r)], r / cols);
+                assert_int_equal(rc[2 * (n + r) + 1], r % cols);
+            }
+        }
+        n += n_tok;
+        p += mrope ? (int)json_integer_value(json_object_get(ch, "n_pos")) : n_tok;
+    }
+    *rope_end = p;
+    return n;
+}
+
+// Runs one case; returns the largest top-10 logit difference.
+static double run_mrope_case(struct model *m, struct vision_model *vm, json_t *c)
+{
+    enum { CAP = 256 };
+    int32_t tokens[CAP], pos[CAP], slot[CAP] = {0}, rc[2 * CAP];
+    int n_embd = model_n_embd(m), rope_end;
+    float *embd = calloc((size_t)CAP * n_embd, sizeof(float));
+    int n = build_mrope_prompt(vm, c, n_embd, tokens, embd, rc, CAP, &rope_end);
+    assert_int_equal(rope_end, json_integer_value(json_object_get(c, "n_past")));
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
+    model_slot_clear(m, 0);
+    struct err e = {0};
+    struct model_batch b = {
+        .n_tokens = n, .tokens = tokens, .pos = pos, .slot = slot, .embd = embd, .rope_rc = rc};
+    if (model_decode(m, &b, &e) < 0)
+        fail_msg("decode: %s", e.msg);
+    const float *l = model_logits(m, n - 1);
+    double mx = 0;
+    size_t k;
+    json_t *pair;
+    json_array_foreach(json_object_get(c, "last_logits_top10"), k, pair)
+    {
+        int id = (int)json_integer_value(json_array_get(pair, 0));
+        double d = fabs(l[id] - json_number_value(json_array_get(pair, 1)));
+        mx = d > mx ? d : mx;
+    }
+    json_t *greedy = json_object_get(c, "greedy_tokens");
+    int tok = argmax(l, model_n_vocab(m));
+    for (size_t g = 0; g < json_array_size(greedy); g++) {
+        assert_int_equal(tok, json_integer_value(json_array_get(greedy, g)));
+        int32_t p = n + (int32_t)g, s0 = 0;
+        struct model_batch one = {.n_tokens = 1, .tokens = &tok, .pos = &p, .slot = &s0};
+        assert_int_equal(model_decode(m, &one, &e), 0);
+        tok = argmax(model_logits(m, 0), model_n_vocab(m));
+    }
+    free(embd);
+    return mx;
+}
+
+static void run_mrope_reference(const char *ref_name, const char *text_file, const char *tower_file)
+{
+    json_t *ref = load_ref(ref_name);
+    char path[512], tower[512];
+    if (!ref || !test_shared_fixture(path, sizeof path, text_file))
+        skip();
+    struct err e = {0};
+    struct vision_model *vm = NULL;
+    if (tower_file) {
+        assert_non_null(test_shared_fixture(tower, sizeof tower, tower_file));
+        assert_int_equal(vision_model_load(&vm, tower, 2, &e), 0);
+    }
+    static const char *const kv[] = {"f32", "f16"};
+    for (int ik = 0; ik < 2; ik++) {
+        struct model_options o = {
+            .n_ctx = 512, .n_batch = 512, .n_threads = 2, .kv_type = model_kv_type_parse(kv[ik])};
+        struct model *m = NULL;
+        if (model_load(&m, path, &o, &e) < 0)
+            fail_msg("load %s: %s", text_file, e.msg);
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(ref, "cases"), i, c)
+        {
+            if (strcmp(json_string_value(json_object_get(c, "kv_cache_type")), kv[ik]) != 0)
+                continue;
+            double d = run_mrope_case(m, vm, c);
+            printf("# %s%s %s kv %s prompt %d: top-10 logits max diff %.2e\n", text_file,
+                   vm ? " + tower" : "", json_string_value(json_object_get(c, "image")), kv[ik],
+                   (int)json_integer_value(json_object_get(c, "prompt_index")), d);
+            assert_true(d < LOGITS_TOL);
+        }
+        model_free(m);
+    }
+    vision_model_free(vm);
+    json_decref(ref);
+}
+
+// The Qwen2.5-VL tower (both layouts) against the reference's image rows:
+// v0.5.0 resamples as Pillow does, as we do, so every picture is exact.
+static void test_qwen25vl_tower(void **state)
+{
+    (void)state;
+    json_t *ref = load_ref("tiny-qwen25vl-vision.reference.json");
+    if (!ref)
+        skip();
+    static const char *const files[] = {"tiny-qwen25vl-mmproj-f32.gguf",
+                                        "tiny-qwen25vl-ollama-f32.gguf"};
+    static const char *const images[] = {"images/gradient-32x32.png", "images/gradient-48x40.png",
+                                         "images/gradient-128x96.png"};
+    double worst = 0;
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < 3; i++) {
+            double d = embed_max_diff(files[f], images[i], ref);
+            printf("# %s %s: embedding max diff %.2e\n", files[f], images[i], d);
+            worst = d > worst ? d : worst;
+        }
+    assert_true(worst < EMBD_TOL);
+    json_decref(ref);
+}
+
+static void test_qwen25vl_text(void **state)
+{
+    (void)state;
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-f32.gguf", NULL);
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-ollama-f32.gguf",
+                        NULL);
+}
+
+// Mistral 3 (Pixtral): the tower against the reference's rows ([IMG_BREAK]
+// rows included), the text model with the reference's rows and with the
+// tower's, K/V f32 and f16.
+static void test_mistral3vl(void **state)
+{
+    (void)state;
+    json_t *ref = load_ref("tiny-mistral3vl-vision.reference.json");
+    double worst = 0;
+    if (!ref)
+        skip();
+    static const char *const images[] = {"images/gradient-32x32.png", "images/gradient-48x40.png",
+                                         "images/gradient-128x96.png"};
+    for (int i = 0; i < 3; i++) {
+        double d = embed_max_diff("tiny-mistral3vl-mmproj-f32.gguf", images[i], ref);
+        printf("# mistral3vl %s: embedding max diff %.2e\n", images[i], d);
+        worst = d > worst ? d : worst;
+    }
+    assert_true(worst < EMBD_TOL);
+    json_decref(ref);
+    run_mrope_reference("tiny-mistral3vl-vision.reference.json", "tiny-mistral3vl-f32.gguf", NULL);
+    run_mrope_reference("tiny-mistral3vl-vision.reference.json", "tiny-mistral3vl-f32.gguf",
+                        "tiny-mistral3vl-mmproj-f32.gguf");
+}
+
+// The whole path: the tower's rows and grid into the text model, the split
+// pair and Ollama's monolithic file.
+static void test_qwen25vl_end_to_end(void **state)
+{
+    (void)state;
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-f32.gguf",
+                        "tiny-qwen25vl-mmproj-f32.gguf");
+    run_mrope_reference("tiny-qwen25vl-vision.reference.json", "tiny-qwen25vl-ollama-f32.gguf",
+                        "tiny-qwen25vl-ollama-f32.gguf");
+}
+
+static void test_projector_refusals(void **state)
+{
+    (void)state;
+    char path[512];
+    if (!test_shared_fixture(path, sizeof path, "tiny-gemma3-f32.gguf"))
+        skip();
+    struct vision_model *vm = NULL;
+    struct err e = {0};
+    // A text-only model file has no tower.
+    assert_int_equal(vision_model_load(&vm, path, 1, &e), ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "no vision tower"));
+    assert_null(vm);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_formats),
+        cmocka_unit_test(test_decode_bad_input),
+        cmocka_unit_test(test_decode_bomb),
+        cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_gemma3_tower),
+        cmocka_unit_test(test_projector_refusals),
+        cmocka_unit_test(test_gemma3_reference_embeddings),
+        cmocka_unit_test(test_gemma3_split_layout),
+        cmocka_unit_test(test_gemma3_ollama_layout),
+        cmocka_unit_test(test_qwen25vl_text),
+        cmocka_unit_test(test_qwen25vl_tower),
+        cmocka_unit_test(test_qwen25vl_end_to_end),
+        cmocka_unit_test(test_mistral3vl),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
