@@ -36,7 +36,6 @@ struct sched_runner {
     char *draft_path;      // NULL: no draft model
     char **adapter_paths;  // --lora, [n_adapters]
     size_t n_adapters;
-    char *draft_path;  // NULL: no draft model
     // NULL: no separate vision projector (runner --mmproj).
     char *projector_path;
     json_t *details;
