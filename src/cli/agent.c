@@ -787,7 +787,17 @@ static char *read_message(struct agent *a)
     for (;;) {
         int n = 0;
         a->ctrl_c = false;
+        errno = 0;
         const char *s = el_gets(a->el, &n);
+        if ((!s || n <= 0) && (cli_interrupted || errno == EINTR)) {
+            // A Ctrl-C signal while libedit set the line up (before our
+            // read_char ran) ends its call: it is Ctrl-C, not end of input.
+            cli_interrupted = 0;
+            fputs("\n", stdout);
+            buf_reset(&msg);
+            block = a->md.code = false;
+            continue;
+        }
         if (!s || n <= 0) {
             buf_deinit(&msg);
             return NULL;

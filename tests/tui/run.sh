@@ -95,6 +95,15 @@ wait_shell() {
     fail "no shell prompt"
 }
 
+# Waits until the agent's prompt is the last line on the screen.
+wait_prompt() {
+    for _ in $(seq 200); do
+        [ "$(screen | grep -v '^[[:space:]]*$' | tail -n 1 | sed 's/[[:space:]]*$//')" = ">>>" ] && return 0
+        sleep 0.05
+    done
+    fail "no agent prompt"
+}
+
 echo "-- launch --yes / --restore without a terminal"
 out="$("$ollama_bin" launch droid --yes --config --model toolbox </dev/null 2>&1)" || fail "launch --yes: $out"
 grep -qF '"model": "toolbox"' "$HOME/.factory/settings.json" || fail "droid settings.json"
@@ -129,8 +138,14 @@ wait_for "Ollama agent"
 # A multi-line message; Ctrl-C ends the answer, the question stays in the
 # conversation (/save writes the request), history recalls the last line.
 keys '"""first line' Enter 'second line"""' Enter
-sleep 0.3
+# Ctrl-C once the answer streams (a line after the message), then the
+# prompt must be back before /save is typed.
+for _ in $(seq 200); do
+    screen | sed -n '/second line"""/,$p' | grep -v '^[[:space:]]*$' | sed -n 2p | grep -q . && break
+    sleep 0.05
+done
 keys C-c
+wait_prompt
 keys "/save conv" Enter
 wait_for "Saved conv.json"
 grep -qF '"content": "first line\nsecond line"' "$tmp/work/conv.json" ||
