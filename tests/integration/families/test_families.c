@@ -45,8 +45,9 @@ static const struct family families[] = {
     {"gemma3-ollama", "tiny-gemma3-ollama-f32.gguf", "tiny-gemma3.reference.json", "gemma3"},
     {"phi3", "tiny-phi3-f32.gguf", "tiny-phi3.reference.json", "phi3"},
     // Issue 43's variations on known blocks (llama.cpp v0.5.0 / ec98e2002;
-    // not cohere2: an F16 case has a near tie, margin 2e-4, at its third
-    // greedy step, which the unit test allows and this exact check cannot).
+    // cohere2's F16 cases have a near tie, margin 2e-4, at a greedy step:
+    // the comparison of that case ends there, see near_tie).
+    {"cohere2", "tiny-cohere2-f32.gguf", "tiny-cohere2.reference.json", "cohere2"},
     {"smollm3", "tiny-smollm3-f32.gguf", "tiny-smollm3.reference.json", "smollm3"},
     {"mixtral", "tiny-mixtral-f32.gguf", "tiny-mixtral.reference.json", "llama"},
     {"olmo2", "tiny-olmo2-f32.gguf", "tiny-olmo2.reference.json", "olmo2"},
@@ -185,6 +186,17 @@ static bool ascii_equal(const char *a, const char *b)
 // Every F16-cache case of the family: the context /api/generate returns is
 // the reference's prompt tokens followed by its greedy tokens (up to an
 // end-of-generation token, where the server stops).
+// Whether greedy step g of a reference case is a near tie: llama.cpp's top
+// two logits there (or at the step before, which chose the context) differ
+// by less than the F16 cache's rounding moves them, so either token is
+// right and the comparison ends at that step, as test_model's does.
+static bool near_tie(const json_t *margin, size_t g)
+{
+    const double eps = 1e-3;
+    json_t *m = json_array_get(margin, g), *prev = g ? json_array_get(margin, g - 1) : NULL;
+    return (m && json_number_value(m) < eps) || (prev && json_number_value(prev) < eps);
+}
+
 static void check_generate(const struct family *f)
 {
     char p[1024];
@@ -245,10 +257,13 @@ static void check_generate(const struct family *f)
         if (json_array_size(ctx) < np + ng)
             fail_msg("%s case %zu: context of %zu tokens, want %zu", f->name, i,
                      json_array_size(ctx), np + ng);
+        json_t *margin = json_object_get(c, "greedy_top1_margin");
         for (size_t k = 0; k < np + ng; k++) {
             json_int_t want =
                 json_integer_value(k < np ? json_array_get(pt, k) : json_array_get(gt, k - np));
             json_int_t got = json_integer_value(json_array_get(ctx, k));
+            if (got != want && k >= np && near_tie(margin, k - np))
+                break;  // llama.cpp's own choice is a coin toss here (see near_tie)
             if (got != want)
                 fail_msg("%s case %zu: token %zu is %lld, llama.cpp %lld", f->name, i, k,
                          (long long)got, (long long)want);
