@@ -56,7 +56,7 @@ static void fuzz_spm(const uint8_t *p, size_t n)
     const char *cfg = "{\"vocab_size\": 40, \"bos_token_id\": 1}";
     if (convert_vocab_parse_spm(&v, p, n, NULL, 0, cfg, strlen(cfg), &e) == 0) {
         for (size_t i = 0; i < v.n; i++)
-            sink ^= (uint8_t)(v.tokens[i][0] ^ (uint8_t)v.scores[i]);
+            sink ^= (uint8_t)(v.tokens[i][0] ^ (v.scores[i] < 0.0f));
         convert_vocab_free(&v);
     }
 }
