@@ -417,6 +417,29 @@ static const char *name_or(const char *name, const char *dflt)
     return name ? name : dflt;
 }
 
+int model_bind_gemma_attn(struct model *m, int il, int64_t hd, int64_t n_head_kv, bool own_kv,
+                          bool v_own, struct err *e)
+{
+    struct model_layer *L = &m->layers[il];
+    const int64_t d = m->hp.n_embd, q_dim = (int64_t)m->hp.n_head * hd, kv_dim = n_head_kv * hd;
+    char n[GGUF_MAX_NAME_LEN + 1];
+    int rc;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
+    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), d, true, e)) < 0 ||
+        (rc = model_bind_matrix(m, &L->wq, NAME("attn_q.weight"), d, q_dim, true, e)) < 0 ||
+        (rc = model_bind_matrix(m, &L->wk, NAME("attn_k.weight"), d, kv_dim, own_kv, e)) < 0 ||
+        (rc = model_bind_matrix(m, &L->wv, NAME("attn_v.weight"), d, kv_dim, v_own, e)) < 0 ||
+        (rc = model_bind_matrix(m, &L->wo, NAME("attn_output.weight"), q_dim, d, true, e)) < 0 ||
+        (rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"), hd, true, e)) < 0 ||
+        (rc = model_bind_vector(m, &L->attn_k_norm, NAME("attn_k_norm.weight"), hd, own_kv, e)) <
+            0 ||
+        (rc = model_bind_vector(m, &L->attn_post_norm, NAME("post_attention_norm.weight"), d, true,
+                                e)) < 0)
+        return rc;
+#undef NAME
+    return 0;
+}
+
 int model_bind_layer_attn(struct model *m, int il, struct err *e)
 {
     const struct model_hparams *hp = &m->hp;

@@ -275,24 +275,10 @@ static int bind_attn(struct model *m, int il, struct err *e)
     const struct model_hparams *hp = &m->hp;
     struct model_layer *L = &m->layers[il];
     const struct g3n_layer *G = L->mixer;
-    const int64_t d = hp->n_embd, hd = hp->head_dim, q_dim = (int64_t)hp->n_head * hd,
-                  kv_dim = (int64_t)hp->n_head_kv * hd;
     const bool own_kv = G->kv_src == il;
-    char n[GGUF_MAX_NAME_LEN + 1];
-    int rc;
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
-    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), d, true, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wq, NAME("attn_q.weight"), d, q_dim, true, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wk, NAME("attn_k.weight"), d, kv_dim, own_kv, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wv, NAME("attn_v.weight"), d, kv_dim, own_kv, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wo, NAME("attn_output.weight"), q_dim, d, true, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"), hd, true, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->attn_k_norm, NAME("attn_k_norm.weight"), hd, own_kv, e)) <
-            0 ||
-        (rc = model_bind_vector(m, &L->attn_post_norm, NAME("post_attention_norm.weight"), d, true,
-                                e)) < 0)
+    int rc = model_bind_gemma_attn(m, il, hp->head_dim, hp->n_head_kv, own_kv, own_kv, e);
+    if (rc < 0)
         return rc;
-#undef NAME
     if (!own_kv) {  // K/V of a sharing layer are never used
         memset(&L->wk, 0, sizeof L->wk);
         memset(&L->wv, 0, sizeof L->wv);

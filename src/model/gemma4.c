@@ -142,29 +142,13 @@ static int gemma4_load(struct model *m, struct err *e)
 
 static int bind_attn(struct model *m, int il, struct err *e)
 {
-    const struct model_hparams *hp = &m->hp;
     struct model_layer *L = &m->layers[il];
     struct gemma4_layer *G = L->mixer;
-    const int64_t d = hp->n_embd, hd = G->head_dim, q_dim = (int64_t)hp->n_head * hd,
-                  kv_dim = (int64_t)G->n_head_kv * hd;
-    const bool own_kv = G->kv_src == il;
     char n[GGUF_MAX_NAME_LEN + 1];
-    int rc;
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", il, s), n)
-    if ((rc = model_bind_vector(m, &L->attn_norm, NAME("attn_norm.weight"), d, true, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wq, NAME("attn_q.weight"), d, q_dim, true, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wk, NAME("attn_k.weight"), d, kv_dim, own_kv, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wv, NAME("attn_v.weight"), d, kv_dim, false, e)) < 0 ||
-        (rc = model_bind_matrix(m, &L->wo, NAME("attn_output.weight"), q_dim, d, true, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->attn_q_norm, NAME("attn_q_norm.weight"), hd, true, e)) < 0 ||
-        (rc = model_bind_vector(m, &L->attn_k_norm, NAME("attn_k_norm.weight"), hd, own_kv, e)) <
-            0 ||
-        (rc = model_bind_vector(m, &L->attn_post_norm, NAME("post_attention_norm.weight"), d, true,
-                                e)) < 0 ||
-        (rc = model_bind_vector(m, &G->out_scale, NAME("layer_output_scale.weight"), 1, false, e)) <
-            0)
+    snprintf(n, sizeof n, "blk.%d.layer_output_scale.weight", il);
+    int rc = model_bind_gemma_attn(m, il, G->head_dim, G->n_head_kv, G->kv_src == il, false, e);
+    if (rc < 0 || (rc = model_bind_vector(m, &G->out_scale, n, 1, false, e)) < 0)
         return rc;
-#undef NAME
     G->own_v = L->wv.data != NULL;
     return 0;
 }

@@ -440,6 +440,12 @@ void model_output_logits(struct model *m, const struct model_ubatch *ub, int n);
 // row's name, gate/up/down of the layer's n_ff; not when the row has an FFN hook).
 int model_bind_layer_attn(struct model *m, int il, struct err *e);
 int model_bind_layer_ffn(struct model *m, int il, struct err *e);
+// A Gemma-style attention block (gemma3n, gemma4): attn_norm, Q/K/V/output,
+// Q and K norms of head size hd, post_attention_norm. own_kv false: the
+// layer reads an earlier layer's K/V, so attn_k / attn_k_norm may be absent;
+// v_own false: attn_v may be absent (the layer's V is its K).
+int model_bind_gemma_attn(struct model *m, int il, int64_t hd, int64_t n_head_kv, bool own_kv,
+                          bool v_own, struct err *e);
 // The dense gate/up/down of layer il (L->n_ff wide), also for a family with
 // an FFN hook whose first layers are dense (deepseek2, lfm2moe).
 int model_bind_layer_dense_ffn(struct model *m, int il, struct err *e);
