@@ -48,22 +48,7 @@ static void render_assistant(struct buf *out, const json_t *m)
     size_t k;
     json_t *call;
     json_array_foreach(json_object_get(m, "tool_calls"), k, call)
-    {
-        json_t *fn = rnd_call_fn(call);
-        buf_printf(out, "\n<tool_call>%s", rnd_str(fn, "name"));
-        const char *key;
-        json_t *v;
-        json_object_foreach(json_object_get(fn, "arguments"), key, v)
-        {
-            buf_printf(out, "<arg_key>%s</arg_key><arg_value>", key);
-            if (json_is_string(v))
-                buf_append(out, json_string_value(v), json_string_length(v));
-            else
-                rnd_go_json(out, v);
-            buf_append_str(out, "</arg_value>");
-        }
-        buf_append_str(out, "</tool_call>");
-    }
+        rnd_glm_tool_call(out, call, "\n<tool_call>");
     buf_append_char(out, '\n');
 }
 

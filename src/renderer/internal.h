@@ -145,6 +145,10 @@ const char *rnd_str(const json_t *m, const char *key);
 json_t *rnd_tool_fn(const json_t *tool, const char *key);
 // The function of a tool call (call.function), or NULL.
 json_t *rnd_call_fn(const json_t *call);
+// A tool call as GLM's templates write it (glm-4.7, glm-ocr): open, the
+// name, <arg_key>k</arg_key><arg_value>v</arg_value> per argument (strings
+// as they are, other values as Go JSON), </tool_call>.
+void rnd_glm_tool_call(struct buf *out, json_t *call, const char *open);
 
 // The tool-call format instructions that Ollama's Qwen3-Coder and Qwen3.5
 // renderers both write after the tool list (the same text in each).

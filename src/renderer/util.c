@@ -461,3 +461,21 @@ int rnd_go_json_indent(struct buf *out, const json_t *v, const char *indent)
     buf_deinit(&c);
     return rc;
 }
+
+void rnd_glm_tool_call(struct buf *out, json_t *call, const char *open)
+{
+    json_t *fn = rnd_call_fn(call);
+    buf_printf(out, "%s%s", open, rnd_str(fn, "name"));
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(fn, "arguments"), key, v)
+    {
+        buf_printf(out, "<arg_key>%s</arg_key><arg_value>", key);
+        if (json_is_string(v))
+            buf_append(out, json_string_value(v), json_string_length(v));
+        else
+            rnd_go_json(out, v);
+        buf_append_str(out, "</arg_value>");
+    }
+    buf_append_str(out, "</tool_call>");
+}
