@@ -729,31 +729,14 @@ static unsigned char on_ctrl_c(EditLine *el, int ch)
 static int read_char(EditLine *el, wchar_t *wc)
 {
     (void)el;
-    unsigned char b[4];
-    for (;;) {
-        ssize_t n = read(STDIN_FILENO, b, 1);
-        if (n == 1)
-            break;
-        if (n == 0)
-            return 0;
-        if (errno != EINTR)
-            return -1;
-        if (cli_interrupted) {
-            cli_interrupted = 0;
-            g_agent->ctrl_c = true;
-            *wc = L'\n';
-            return 1;
-        }
+    int rc = cli_tty_read_char(wc, true);
+    if (rc == 2) {
+        cli_interrupted = 0;
+        g_agent->ctrl_c = true;
+        *wc = L'\n';
+        return 1;
     }
-    int len = b[0] < 0x80 ? 1 : (b[0] & 0xe0) == 0xc0 ? 2 : (b[0] & 0xf0) == 0xe0 ? 3 : 4;
-    for (int i = 1; i < len; i++)
-        if (read(STDIN_FILENO, b + i, 1) != 1)
-            return -1;
-    uint32_t cp = len == 1 ? b[0] : (uint32_t)(b[0] & (0x7f >> len));
-    for (int i = 1; i < len; i++)
-        cp = (cp << 6) | (b[i] & 0x3f);
-    *wc = (wchar_t)cp;
-    return 1;
+    return rc;
 }
 
 static void input_init(struct agent *a)

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <wchar.h>
 
 #include "json/json.h"
 #include "util/util.h"
@@ -181,6 +182,10 @@ int cli_repl(struct client *c, struct cli_run_opts *o);
 // The SIGINT flag of the current generation.
 extern volatile sig_atomic_t cli_interrupted;
 void cli_sigint_install(void);
+// Reads one UTF-8 character from stdin for libedit (EL_GETCFN): 1 with *wc,
+// 0 at end of input, -1 on error; with stop_on_interrupt, 2 when a signal
+// set cli_interrupted while waiting (else reading goes on).
+int cli_tty_read_char(wchar_t *wc, bool stop_on_interrupt);
 // Loads the model (empty prompt) with a spinner.
 int cli_preload(struct client *c, struct cli_run_opts *o, struct err *e);
 // `ollama list` output for prefix (used by /list too).

@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "client/client.h"
 
@@ -17,6 +19,35 @@ static void on_sigint(int sig)
 {
     (void)sig;
     cli_interrupted = 1;
+}
+
+int cli_tty_read_char(wchar_t *wc, bool stop_on_interrupt)
+{
+    unsigned char b[4];
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, b, 1);
+        if (n == 1)
+            break;
+        if (n == 0)
+            return 0;
+        if (errno != EINTR)
+            return -1;
+        if (stop_on_interrupt && cli_interrupted)
+            return 2;
+    }
+    int len = b[0] < 0x80             ? 1
+              : (b[0] & 0xe0) == 0xc0 ? 2
+              : (b[0] & 0xf0) == 0xe0 ? 3
+              : (b[0] & 0xf8) == 0xf0 ? 4
+                                      : 1;
+    for (int i = 1; i < len; i++)
+        if (read(STDIN_FILENO, b + i, 1) != 1)
+            return -1;
+    uint32_t cp = len == 1 ? b[0] : (uint32_t)(b[0] & (0x7f >> len));
+    for (int i = 1; i < len; i++)
+        cp = (cp << 6) | (b[i] & 0x3f);
+    *wc = (wchar_t)cp;
+    return 1;
 }
 
 void cli_sigint_install(void)
