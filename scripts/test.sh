@@ -26,10 +26,10 @@ cmake --build build-fuzz -j2 --target $fuzz_targets
 # "fuzz_NAME found a crash" and fails.
 fuzz_one() {
     local f=$1 name=${1##*/fuzz_} secs work corpus
-    # The GGUF reader (hostile model files) gets 45 s; the others 8 s (the whole
+    # The GGUF reader (hostile model files) gets 35 s; the others 6 s (the whole
     # suite must stay under 15 minutes on the 2-core CI machine).
-    secs=${OLLAMA_FUZZ_SECONDS:-8}
-    [ "$name" = gguf ] && secs=${OLLAMA_FUZZ_GGUF_SECONDS:-45}
+    secs=${OLLAMA_FUZZ_SECONDS:-6}
+    [ "$name" = gguf ] && secs=${OLLAMA_FUZZ_GGUF_SECONDS:-35}
     corpus=tests/fuzz/corpus/$name
     work=$(mktemp -d)
     [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
@@ -48,7 +48,9 @@ ls build-fuzz/bin/fuzz_* | xargs -P 2 -I{} bash -c 'fuzz_one "$1" || exit 255' _
 echo "   (${SECONDS}s so far)"
 
 echo "== sanitizer build (ASan + UBSan)"
-scripts/build.sh build-asan -DOLLAMA_SANITIZE=ON -DOLLAMA_WERROR=ON -DOLLAMA_OPT_FLAGS="-O1 -g"
+# (no benchmarks: they are not run here)
+scripts/build.sh build-asan -DOLLAMA_SANITIZE=ON -DOLLAMA_WERROR=ON -DOLLAMA_OPT_FLAGS="-O1 -g" \
+    -DOLLAMA_BENCH=OFF
 echo "   (${SECONDS}s so far)"
 echo "== tests under sanitizers"
 # The real coding agents (label agents) run once, in the plain build above:
@@ -56,6 +58,10 @@ echo "== tests under sanitizers"
 # integration_compat covers under the sanitizers. So does the deployment test
 # (label deploy: a registry, three servers and HAProxy); its server paths
 # (drain, 503) have their own test in integration_server_http. The format
-# check (label format) reads the same sources as in the plain build.
+# check (label format) reads the same sources as in the plain build. The
+# tmux-driven launcher test (label tui) drives the terminal; the agent's
+# tools, configs and compaction have unit tests in test_cli, run here. The
+# families through the API (integration_families) run the same model code as
+# test_model, run here, behind the same server paths as integration_generate.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan -j2 --timeout 900 -LE 'agents|deploy|format'
+    ctest --test-dir build-asan -j2 --timeout 900 -LE 'agents|deploy|format|tui' -E '^integration_families$'
