@@ -19,20 +19,7 @@ int rnd_render_glm47(json_t *msgs, json_t *tools, const struct renderer_think *t
     size_t i;
     json_t *m;
     if (json_array_size(tools) > 0) {
-        buf_append_str(out, "<|system|>\n# Tools\n\nYou may call one or more functions to assist "
-                            "with the user query.\n\nYou are provided with function signatures "
-                            "within <tools></tools> XML tags:\n<tools>\n");
-        json_t *tool;
-        json_array_foreach(tools, i, tool)
-        {
-            rnd_go_tool_json(out, tool, true);
-            buf_append_char(out, '\n');
-        }
-        buf_append_str(out, "</tools>\n\nFor each function call, output the function name and "
-                            "arguments within the following XML format:\n<tool_call>"
-                            "{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}"
-                            "</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}"
-                            "</arg_value>...</tool_call>");
+        rnd_glm_tools(out, tools);
     }
     bool thinking = !(think && think->set && !think->on);
     json_array_foreach(msgs, i, m)

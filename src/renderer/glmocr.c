@@ -8,25 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void render_tools(struct buf *out, json_t *tools)
-{
-    buf_append_str(out, "<|system|>\n# Tools\n\nYou may call one or more functions to assist "
-                        "with the user query.\n\nYou are provided with function signatures "
-                        "within <tools></tools> XML tags:\n<tools>\n");
-    size_t i;
-    json_t *tool;
-    json_array_foreach(tools, i, tool)
-    {
-        rnd_go_tool_json(out, tool, true);
-        buf_append_char(out, '\n');
-    }
-    buf_append_str(out, "</tools>\n\nFor each function call, output the function name and "
-                        "arguments within the following XML format:\n<tool_call>"
-                        "{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}"
-                        "</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}"
-                        "</arg_value>...</tool_call>");
-}
-
 // strings.TrimSpace of s, appended.
 static void append_trimmed(struct buf *out, const char *s)
 {
@@ -59,7 +40,7 @@ int rnd_render_glmocr(json_t *msgs, json_t *tools, const struct renderer_think *
     (void)e;
     buf_append_str(out, "[gMASK]<sop>");
     if (json_array_size(tools) > 0)
-        render_tools(out, tools);
+        rnd_glm_tools(out, tools);
     bool set = think && think->set, off = set && !think->on;
     size_t i, img = 0;
     json_t *m;

@@ -149,6 +149,9 @@ json_t *rnd_call_fn(const json_t *call);
 // name, <arg_key>k</arg_key><arg_value>v</arg_value> per argument (strings
 // as they are, other values as Go JSON), </tool_call>.
 void rnd_glm_tool_call(struct buf *out, json_t *call, const char *open);
+// GLM's system block listing the tools (glm-4.7, glm-ocr): the tools as Go
+// JSON between <tools></tools>, then the call format.
+void rnd_glm_tools(struct buf *out, json_t *tools);
 
 // The tool-call format instructions that Ollama's Qwen3-Coder and Qwen3.5
 // renderers both write after the tool list (the same text in each).

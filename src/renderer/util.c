@@ -479,3 +479,22 @@ void rnd_glm_tool_call(struct buf *out, json_t *call, const char *open)
     }
     buf_append_str(out, "</tool_call>");
 }
+
+void rnd_glm_tools(struct buf *out, json_t *tools)
+{
+    buf_append_str(out, "<|system|>\n# Tools\n\nYou may call one or more functions to assist "
+                        "with the user query.\n\nYou are provided with function signatures "
+                        "within <tools></tools> XML tags:\n<tools>\n");
+    size_t i;
+    json_t *tool;
+    json_array_foreach(tools, i, tool)
+    {
+        rnd_go_tool_json(out, tool, true);
+        buf_append_char(out, '\n');
+    }
+    buf_append_str(out, "</tools>\n\nFor each function call, output the function name and "
+                        "arguments within the following XML format:\n<tool_call>"
+                        "{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}"
+                        "</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}"
+                        "</arg_value>...</tool_call>");
+}
