@@ -29,6 +29,7 @@ struct harness {
     char tmp_dir[256];  // removed by harness_stop
     char models_dir[300];
     char log_path[300];
+    int exit_status;  // set by harness_wait_exit when the server ended itself
 };
 
 static inline int harness_free_port(void)
@@ -170,9 +171,26 @@ static inline void harness_dump_log(const struct harness *h)
 
 // SIGTERM, wait (10 s), remove the temp dir. Returns the exit status (or -1
 // if it had to be killed or died by a signal).
+// Waits up to timeout_ms for the server to end by itself (a drain that
+// finished, say) without signalling it. Its exit status, or -1 when it is
+// still running or died of a signal; harness_stop then only cleans up.
+static inline int harness_wait_exit(struct harness *h, int timeout_ms)
+{
+    for (int waited = 0; h->pid > 0 && waited <= timeout_ms; waited += 20) {
+        int status;
+        if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+            h->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            h->pid = 0;
+            return h->exit_status;
+        }
+        harness_sleep_ms(20);
+    }
+    return -1;
+}
+
 static inline int harness_stop(struct harness *h)
 {
-    int result = -1;
+    int result = h->pid > 0 ? -1 : h->exit_status;
     if (h->pid > 0) {
         kill(h->pid, SIGTERM);
         for (int i = 0; i < 200; i++) {
