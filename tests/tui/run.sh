@@ -180,8 +180,14 @@ keys Up
 wait_count 2 "/save conv"
 # /compact: the model summarizes the conversation, which the summary replaces.
 keys C-u "/compact" Enter
-wait_for "Compacted: 1 messages summarized"
-keys "/bye" Enter
+# (2 messages when the answer had ended before the Ctrl-C landed: then that
+# Ctrl-C met an empty prompt and only armed quitting.)
+wait_for " messages summarized"
+# Ctrl-C on an empty prompt arms quitting (0.33); a second one quits.
+wait_prompt
+keys C-c
+wait_for "press ctrl+c again to quit"
+keys C-c
 wait_for "Chat, Code, & Work"
 # The menu comes back with the chat selected and its model remembered.
 screen | grep -qF "Chat, Code, & Work (toolbox:latest)" || fail "last choice not remembered"
