@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #define YAML_MAX_DEPTH 64
+#define YAML_MAX_NODES 100000
 
 // ---------------------------------------------------------------------------
 // Reading
@@ -48,57 +49,90 @@ static json_t *resolve_plain(const char *s, size_t n)
     return json_stringn(s, n);
 }
 
-static json_t *node_to_json(yaml_document_t *doc, yaml_node_t *node, int depth, struct err *e);
+// One document being read: aliases make a node reachable many times, so the
+// nodes expanded are counted (a "billion laughs" file is an error, not a hang).
+struct reader {
+    yaml_document_t *doc;
+    size_t nodes;
+    struct err *e;
+};
 
-static json_t *mapping_to_json(yaml_document_t *doc, yaml_node_t *node, int depth, struct err *e)
+static json_t *node_to_json(struct reader *r, yaml_node_t *node, int depth);
+
+// A scalar's text; NULL after an error when it holds a NUL byte (no config
+// file here has one, and a JSON tree key cannot).
+static const char *scalar_text(struct reader *r, yaml_node_t *node, size_t *n)
+{
+    *n = node->data.scalar.length;
+    if (memchr(node->data.scalar.value, '\0', *n)) {
+        err_set(r->e, ERR_FORMAT, "yaml: line %zu: a NUL character", node->start_mark.line + 1);
+        return NULL;
+    }
+    return (const char *)node->data.scalar.value;
+}
+
+static json_t *mapping_to_json(struct reader *r, yaml_node_t *node, int depth)
 {
     json_t *obj = json_object();
     for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
          p++) {
-        yaml_node_t *k = yaml_document_get_node(doc, p->key);
-        if (!k || k->type != YAML_SCALAR_NODE) {
+        yaml_node_t *k = yaml_document_get_node(r->doc, p->key);
+        size_t kn = 0;
+        const char *key = k && k->type == YAML_SCALAR_NODE ? scalar_text(r, k, &kn) : NULL;
+        if (!key && k && k->type == YAML_SCALAR_NODE) {
             json_decref(obj);
-            err_set(e, ERR_FORMAT, "line %zu: only text keys are supported",
+            return NULL;
+        }
+        if (!key) {
+            json_decref(obj);
+            err_set(r->e, ERR_FORMAT, "yaml: line %zu: only text keys are supported",
                     k ? k->start_mark.line + 1 : 0);
             return NULL;
         }
-        json_t *v = node_to_json(doc, yaml_document_get_node(doc, p->value), depth + 1, e);
+        json_t *v = node_to_json(r, yaml_document_get_node(r->doc, p->value), depth + 1);
         if (!v) {
             json_decref(obj);
             return NULL;
         }
-        json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length, v);
+        json_object_setn_new(obj, key, kn, v);
     }
     return obj;
 }
 
-static json_t *node_to_json(yaml_document_t *doc, yaml_node_t *node, int depth, struct err *e)
+static json_t *sequence_to_json(struct reader *r, yaml_node_t *node, int depth)
+{
+    json_t *arr = json_array();
+    for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top;
+         it++) {
+        json_t *v = node_to_json(r, yaml_document_get_node(r->doc, *it), depth + 1);
+        if (!v) {
+            json_decref(arr);
+            return NULL;
+        }
+        json_array_append_new(arr, v);
+    }
+    return arr;
+}
+
+static json_t *node_to_json(struct reader *r, yaml_node_t *node, int depth)
 {
     if (!node)
         return json_null();
-    if (depth > YAML_MAX_DEPTH) {
-        err_set(e, ERR_FORMAT, "nested deeper than %d levels", YAML_MAX_DEPTH);
+    if (depth > YAML_MAX_DEPTH || ++r->nodes > YAML_MAX_NODES) {
+        err_set(r->e, ERR_FORMAT, "yaml: nested deeper than %d levels or over %d values",
+                YAML_MAX_DEPTH, YAML_MAX_NODES);
         return NULL;
     }
     if (node->type == YAML_MAPPING_NODE)
-        return mapping_to_json(doc, node, depth, e);
-    if (node->type == YAML_SEQUENCE_NODE) {
-        json_t *arr = json_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++) {
-            json_t *v = node_to_json(doc, yaml_document_get_node(doc, *it), depth + 1, e);
-            if (!v) {
-                json_decref(arr);
-                return NULL;
-            }
-            json_array_append_new(arr, v);
-        }
-        return arr;
-    }
+        return mapping_to_json(r, node, depth);
+    if (node->type == YAML_SEQUENCE_NODE)
+        return sequence_to_json(r, node, depth);
     // libyaml's loader tags every untagged scalar !!str, so a plain one is
     // resolved by its text (an explicit "!!str 12" reads as 12 here).
-    const char *s = (const char *)node->data.scalar.value;
-    size_t n = node->data.scalar.length;
+    size_t n;
+    const char *s = scalar_text(r, node, &n);
+    if (!s)
+        return NULL;
     if (node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
         return resolve_plain(s, n);
     return json_stringn(s, n);
@@ -121,9 +155,11 @@ int launch_yaml_parse(const struct buf *in, json_t **out, struct err *e)
         rc = err_set(e, ERR_FORMAT, "yaml: line %zu: %s", parser.problem_mark.line + 1,
                      parser.problem ? parser.problem : "syntax error");
     } else {
-        *out = node_to_json(&doc, yaml_document_get_root_node(&doc), 0, e);
+        struct err local = {0};
+        struct reader r = {&doc, 0, e ? e : &local};
+        *out = node_to_json(&r, yaml_document_get_root_node(&doc), 0);
         if (!*out)
-            rc = e && e->code ? e->code : ERR_FORMAT;
+            rc = ERR_FORMAT;
         yaml_document_delete(&doc);
     }
     yaml_parser_delete(&parser);
@@ -215,6 +251,8 @@ static void put_inline(struct buf *out, const json_t *v)
     case JSON_REAL:
         jsonx_format_double(json_real_value(v), num, sizeof(num));
         buf_append_str(out, num);
+        if (!strpbrk(num, ".eEn"))  // read back as a real, not an integer
+            buf_append_str(out, ".0");
         break;
     case JSON_TRUE:
         buf_append_str(out, "true");
