@@ -1,11 +1,12 @@
-// Config writers of the integrations 0.33 added last: OMP (Oh My Pi) and
-// DeepSeek Harness keep YAML (read and written through launch_yaml.c), Muse
-// a settings.json in a config root of launch's own. Each turns the current
+// Config writers for the tools that keep YAML (Hermes, OMP, DeepSeek
+// Harness: read and written through launch_yaml.c) and for Muse's
+// settings.json in a config root of launch's own. Each turns the current
 // bytes into the new ones, as the writers in launch_config.c do.
 #include "cli/launch.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 // The object at parent[key], replacing a missing or non-object value.
 static json_t *obj_at(json_t *parent, const char *key)
@@ -37,6 +38,88 @@ static int dump_yaml(json_t *v, struct buf *out)
     launch_yaml_dump(v, out);
     json_decref(v);
     return 0;
+}
+
+// Hermes's toolsets with "web" added (0.33's mergeHermesToolsets): a list
+// keeps its order, a comma-separated string becomes a list, anything else
+// is Hermes's default ["hermes-cli", "web"].
+static json_t *hermes_toolsets(json_t *cur)
+{
+    json_t *out = json_array();
+    if (json_is_array(cur)) {
+        json_array_extend(out, cur);
+    } else if (json_is_string(cur)) {
+        char *copy = xstrdup(json_string_value(cur));
+        for (char *part = strtok(copy, ","); part; part = strtok(NULL, ",")) {
+            part += strspn(part, " \t");
+            size_t n = strlen(part);
+            while (n > 0 && (part[n - 1] == ' ' || part[n - 1] == '\t'))
+                part[--n] = '\0';
+            if (n > 0)
+                json_array_append_new(out, json_string(part));
+        }
+        free(copy);
+    }
+    const char *str = json_string_value(cur);
+    if (!json_is_array(cur) && (!str || strspn(str, " \t\r\n") == strlen(str)))
+        json_array_append_new(out, json_string("hermes-cli"));
+    size_t i;
+    json_t *v;
+    bool web = false;
+    json_array_foreach(out, i, v)
+    {
+        web |= json_is_string(v) && strcmp(json_string_value(v), "web") == 0;
+    }
+    if (!web)
+        json_array_append_new(out, json_string("web"));
+    return out;
+}
+
+// Hermes: $HERMES_HOME/config.yaml (~/.hermes), as 0.33's Hermes.Configure:
+// the `model:` block on the launch-owned provider "ollama-launch", that
+// provider under `providers:` (one picker row; the legacy "ollama" key
+// goes), custom providers named "Ollama" dropped, and the web toolset.
+static int write_hermes(const struct launch_target *t, const struct buf *old, struct buf *out,
+                        struct err *e)
+{
+    json_t *cfg;
+    int rc = launch_yaml_parse_mapping(old, &cfg, e);
+    if (rc < 0)
+        return rc;
+    char *base = xasprintf("%s/v1", t->host);
+    json_t *providers = obj_at(cfg, "providers");
+    json_t *entry = json_object_get(providers, "ollama-launch");
+    if (!json_is_object(entry))
+        entry = json_object_get(providers, "ollama");
+    entry = json_is_object(entry) ? json_incref(entry) : json_object();
+    jsonx_set_str(entry, "name", "Ollama");
+    jsonx_set_str(entry, "api", base);
+    jsonx_set_str(entry, "default_model", t->model);
+    json_object_set_new(entry, "models", json_pack("[s]", t->model));
+    json_object_set_new(providers, "ollama-launch", entry);
+    json_object_del(providers, "ollama");
+    json_t *custom = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(cfg, "custom_providers"), i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        if (!name || strcasecmp(name, "Ollama") != 0)
+            json_array_append(custom, p);
+    }
+    if (json_array_size(custom))
+        json_object_set(cfg, "custom_providers", custom);
+    else
+        json_object_del(cfg, "custom_providers");
+    json_decref(custom);
+    json_t *model = obj_at(cfg, "model");
+    jsonx_set_str(model, "provider", "ollama-launch");
+    jsonx_set_str(model, "default", t->model);
+    jsonx_set_str(model, "base_url", base);
+    jsonx_set_str(model, "api_key", "ollama");
+    json_object_set_new(cfg, "toolsets", hermes_toolsets(json_object_get(cfg, "toolsets")));
+    free(base);
+    return dump_yaml(cfg, out);
 }
 
 // OMP: <agent dir>/models.yml, the "ollama" provider (Responses API on
@@ -189,6 +272,8 @@ static int write_muse(const struct launch_target *t, const struct buf *old, stru
     return rc;
 }
 
+const struct launch_file launch_files_hermes[] = {{"$HERMES_HOME/config.yaml", write_hermes},
+                                                  {NULL, NULL}};
 const struct launch_file launch_files_omp[] = {{"$OMP_AGENT/models.yml", write_omp_models},
                                                {"$OMP_AGENT/config.yml", write_omp_config},
                                                {NULL, NULL}};

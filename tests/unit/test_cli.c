@@ -786,6 +786,18 @@ static json_t *read_json(const char *home, const char *rel)
     return v;
 }
 
+// The file parsed as YAML (it must parse).
+static json_t *read_yaml(const char *path)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &b, NULL), 0);
+    json_t *v = NULL;
+    assert_int_equal(launch_yaml_parse_mapping(&b, &v, NULL), 0);
+    buf_deinit(&b);
+    return v;
+}
+
 static const char *jpath(json_t *v, const char *path)
 {
     char *copy = xstrdup(path);
@@ -806,7 +818,9 @@ static void test_launch_configs(void **state)
     const char *droid_user = "{\"customModels\":[{\"model\":\"mine\",\"apiKey\":\"k\"}],"
                              "\"theme\":  \"dark\"}";
     const char *hermes_user = "# my settings\nmodel:\n  default: old\n  provider: x\n"
-                              "toolsets:\n  - web\n";
+                              "toolsets:\n  - web\nproviders:\n  ollama: {api: old}\n"
+                              "  mine: {api: \"http://x\"}\n"
+                              "custom_providers:\n  - name: ollama\n    base_url: y\n";
     write_text(home, ".factory/settings.json", droid_user);
     write_text(home, ".hermes/config.yaml", hermes_user);
     write_text(home, ".pi/agent/settings.json", "{\"theme\":\"light\"}");
@@ -870,11 +884,23 @@ static void test_launch_configs(void **state)
     assert_string_equal(text, want);
     free(want);
     free(text);
-    text = read_text(home, ".hermes/config.yaml");
-    assert_string_equal(text, "# my settings\ntoolsets:\n  - web\nmodel:\n"
-                              "  provider: ollama-launch\n  default: \"qwen3:8b\"\n"
-                              "  base_url: \"http://127.0.0.1:11434/v1\"\n  api_key: ollama\n");
-    free(text);
+    // Hermes as 0.33 writes it: the model block on launch's provider, that
+    // provider listed, the user's keys and toolsets kept, "web" added once.
+    char *hp = xasprintf("%s/.hermes/config.yaml", home);
+    v = read_yaml(hp);
+    free(hp);
+    assert_string_equal(jpath(v, "model.provider"), "ollama-launch");
+    assert_string_equal(jpath(v, "model.default"), "qwen3:8b");
+    assert_string_equal(jpath(v, "model.base_url"), "http://127.0.0.1:11434/v1");
+    assert_string_equal(jpath(v, "model.api_key"), "ollama");
+    assert_string_equal(jpath(v, "providers.ollama-launch.api"), "http://127.0.0.1:11434/v1");
+    assert_string_equal(jpath(v, "providers.ollama-launch.default_model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "providers.mine.api"), "http://x");
+    assert_null(json_object_get(json_object_get(v, "providers"), "ollama"));
+    assert_null(json_object_get(v, "custom_providers"));
+    assert_int_equal(json_array_size(json_object_get(v, "toolsets")), 1);
+    assert_string_equal(jpath(v, "toolsets.0"), "web");
+    json_decref(v);
 
     // A second launch with another model keeps the user's original for
     // --restore, which gives their bytes back and removes what was not there.
@@ -998,18 +1024,6 @@ static void test_launch_yaml(void **state)
     assert_non_null(strstr(e.msg, "yaml: line"));
     buf_deinit(&in);
     buf_deinit(&out);
-}
-
-// The file parsed as YAML (it must parse).
-static json_t *read_yaml(const char *path)
-{
-    struct buf b;
-    buf_init(&b, 0);
-    assert_int_equal(fs_read_all(path, 1 << 20, &b, NULL), 0);
-    json_t *v = NULL;
-    assert_int_equal(launch_yaml_parse_mapping(&b, &v, NULL), 0);
-    buf_deinit(&b);
-    return v;
 }
 
 // OMP (YAML in the user's agent dir), DeepSeek Harness and Muse (launch's
