@@ -388,7 +388,8 @@ static const struct launch_install install_dsh = {
     {NEED_NPM},
     "dsh is not installed and npm (Node.js) is required\n\nInstall Node.js first:\n  "
     "https://nodejs.org/\n\nThen re-run:\n  ollama launch dsh",
-    {"npm", "install", "-g", "@deepseek-ai/dsh@latest", NULL}};
+    {"npm", "install", "-g", "@deepseek-ai/dsh@latest", NULL},
+    "@deepseek-ai/dsh@latest"};
 static const struct launch_install install_hermes = {
     "hermes",
     "Hermes",
@@ -729,20 +730,7 @@ static bool executable(const char *path)
 // The program's path on PATH or in its fallbacks; NULL when not installed.
 static char *find_program(const struct integration *in)
 {
-    const char *path = getenv("PATH");
-    char *copy = xstrdup(path ? path : "");
-    char *found = NULL;
-    for (char *dir = copy, *next; dir && !found; dir = next) {
-        next = strchr(dir, ':');
-        if (next)
-            *next++ = '\0';
-        char *cand = xasprintf("%s/%s", *dir ? dir : ".", in->program);
-        if (executable(cand))
-            found = cand;
-        else
-            free(cand);
-    }
-    free(copy);
+    char *found = launch_which(in->program);
     const char *home = getenv("HOME");
     for (size_t i = 0; !found && home && in->fallbacks[i]; i++) {
         char *cand = xasprintf("%s/%s", home, in->fallbacks[i]);
@@ -1008,7 +996,10 @@ static char *offer_install(const struct integration *in, bool yes)
         fail_not_installed(in);
         return NULL;
     }
-    if (launch_install(in->name, in->installer, yes) != 0)
+    int rc = launch_install(in->name, in->installer, yes);
+    if (rc == 2)  // the npm install failed: the package runs through npx
+        return launch_which("npx");
+    if (rc != 0)
         return NULL;
     char *prog = find_program(in);
     if (!prog)
@@ -1067,6 +1058,18 @@ static int fill_target(struct client *c, const struct integration *in, struct cl
     return 0;
 }
 
+// When offer_install settled for npx (the package could not be installed
+// globally), npx runs the package with the tool's arguments (0.33's dsh).
+static void via_npx(const struct integration *in, const char *run, json_t *args)
+{
+    const char *slash = run ? strrchr(run, '/') : NULL;
+    if (!run || !in->installer || !in->installer->npx ||
+        strcmp(slash ? slash + 1 : run, "npx") != 0)
+        return;
+    json_array_insert_new(args, 0, json_string(in->installer->npx));
+    json_array_insert_new(args, 0, json_string("--yes"));
+}
+
 // Writes the config files, then prints (--config) or runs the tool.
 static int configure_and_launch(struct cli_args *a, const struct integration *in, char *prog,
                                 const struct launch_target *t)
@@ -1093,6 +1096,7 @@ static int configure_and_launch(struct cli_args *a, const struct integration *in
         print_config(in, t, prog, env, args);
     } else {
         char *run = prog ? prog : offer_install(in, yes);
+        via_npx(in, run, args);
         rc = 1;
         if (run && (!in->prepare || in->prepare(in, t, run) == 0))
             exec_program(run, env, args);  // returns only when exec failed

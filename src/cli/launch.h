@@ -79,13 +79,17 @@ struct launch_install {
     struct launch_need needs[3];
     const char *needs_error;  // that error's whole text where 0.33 words it its own way
     const char *argv[5];      // the install command
+    const char *npx;          // npm package npx runs when that command fails (NULL: none)
 };
 // Asks question: 1 yes (always with yes), 0 no, -1 after printing 0.33's
 // "requires confirmation; re-run with --yes" error off a terminal.
 int launch_ask(const char *question, bool yes, bool default_yes);
-// Offers the install and runs it: 0 when it ran and succeeded, else 1
-// after printing the error (and how to install by hand when not run).
+// Offers the install and runs it: 0 when it ran and succeeded, 2 when it
+// failed but npx can run in->npx instead, else 1 after printing the error
+// (and how to install by hand when not run).
 int launch_install(const char *name, const struct launch_install *in, bool yes);
+// program's path on PATH (malloc'd), NULL when it is not there.
+char *launch_which(const char *program);
 // Runs argv attached to the terminal and waits: its exit status, -1 when it
 // could not start.
 int launch_run_attached(const char *const *argv);

@@ -8,24 +8,35 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-// Whether program is an executable file in a PATH directory.
-static bool on_path(const char *program)
+char *launch_which(const char *program)
 {
     const char *path = getenv("PATH");
     char *copy = xstrdup(path ? path : "");
-    bool found = false;
+    char *found = NULL;
     for (char *dir = copy, *next; dir && !found; dir = next) {
         next = strchr(dir, ':');
         if (next)
             *next++ = '\0';
         char *cand = xasprintf("%s/%s", *dir ? dir : ".", program);
-        found = access(cand, X_OK) == 0;
-        free(cand);
+        struct stat st;
+        if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+            found = cand;
+        else
+            free(cand);
     }
     free(copy);
+    return found;
+}
+
+static bool on_path(const char *program)
+{
+    char *p = launch_which(program);
+    bool found = p != NULL;
+    free(p);
     return found;
 }
 
@@ -120,6 +131,8 @@ int launch_install(const char *name, const struct launch_install *in, bool yes)
     int status = launch_run_attached(in->argv);
     if (status < 0)
         return cli_fail("failed to install %s: %s", in->key, strerror(errno));
+    if (status != 0 && in->npx && on_path("npx"))
+        return 2;
     if (status != 0)
         return cli_fail("failed to install %s: exit status %d", in->key, status);
     return 0;

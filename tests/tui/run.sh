@@ -137,6 +137,14 @@ grep -qF "model: toolbox" "$HOME/.ollama/launch/dsh/settings.yaml" || fail "dsh 
 out="$(PATH="$tmp/bin:$PATH" "$ollama_bin" launch dsh --yes --model toolbox -- --patch=x </dev/null 2>&1)" &&
     fail "dsh --patch accepted"
 grep -qF 'conflicting extra argument "--patch=x"' <<<"$out" || fail "dsh --patch: $out"
+# No dsh and a global npm install that fails: npx runs the package.
+mkdir -p "$tmp/npxbin"
+printf '#!/bin/sh\nexit 1\n' >"$tmp/npxbin/npm"
+printf '#!/bin/sh\necho "npx $*"\n' >"$tmp/npxbin/npx"
+chmod +x "$tmp/npxbin/npm" "$tmp/npxbin/npx"
+out="$(PATH="$tmp/npxbin:/usr/bin:/bin" "$ollama_bin" launch dsh --yes --model toolbox </dev/null 2>&1)" ||
+    fail "launch dsh through npx: $out"
+grep -qF "npx --yes @deepseek-ai/dsh@latest web --patch" <<<"$out" || fail "dsh through npx: $out"
 out="$(PATH="$tmp/bin:$PATH" "$ollama_bin" launch hermes-desktop --yes --model toolbox </dev/null 2>&1)" ||
     fail "launch hermes-desktop: $out"
 [ "$(cat "$tmp/hermes.log")" = "$(printf 'hermes update\nhermes desktop')" ] ||

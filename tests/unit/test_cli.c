@@ -1223,6 +1223,16 @@ static void test_launch_install(void **state)
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "Error: failed to install pi: exit status 3\n"));
     free(err);
+    // DeepSeek Harness: a failed global install falls back to npx (0.33).
+    char *npx = xasprintf("%s/npx", bin);
+    write_script(npx, "#!/bin/sh\nexit 0\n");
+    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "dsh", "-y"}, &rc);
+    assert_int_equal(rc, 1);  // then no server on port 1
+    assert_non_null(strstr(err, "Installing DeepSeek Harness..."));
+    assert_null(strstr(err, "failed to install"));
+    free(err);
+    unlink(npx);
+    free(npx);
     // No installer: the hint.
     err = cli_stderr(3, (const char *const[]){"ollama", "launch", "copilot"}, &rc);
     assert_int_equal(rc, 1);
