@@ -1135,13 +1135,20 @@ int cli_cmd_launch(struct cli_args *a)
     int sel = select_integration(a, &in);
     if (!in)
         return sel;
+    // Claude Desktop: 0.33 refuses anything but --restore before it runs.
+    if (strcmp(in->name, "claude-desktop") == 0 && !cli_flag(a, "restore"))
+        return cli_fail("Claude Desktop can only be restored from the command line: ollama "
+                        "launch claude-desktop --restore");
     if (in->refusal)
         return cli_fail("%s", in->refusal);
     if (cli_flag(a, "restore"))
         return restore(a, in);
-    bool config_only = cli_flag(a, "config") != NULL;
+    bool config_only = cli_flag(a, "config") != NULL, yes = cli_flag(a, "yes") != NULL;
+    // As 0.33, before anything is installed.
+    if (yes && !cli_flag(a, "model") && (!interactive() || !isatty(STDOUT_FILENO)))
+        return cli_fail("headless --yes launch for %s requires --model <model>", in->name);
     char *prog = find_program(in);
-    if (!prog && !config_only && !(prog = offer_install(in, cli_flag(a, "yes") != NULL)))
+    if (!prog && !config_only && !(prog = offer_install(in, yes)))
         return 1;
 
     struct client *c = cli_connect();

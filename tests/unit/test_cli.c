@@ -1210,7 +1210,8 @@ static void test_launch_install(void **state)
     free(err);
     char *args_path = xasprintf("%s/npm.args", dir);
     assert_false(fs_exists(args_path));  // nothing ran
-    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "cline", "--yes"}, &rc);
+    err = cli_stderr(6, (const char *const[]){"ollama", "launch", "cline", "--yes", "--model", "m"},
+                     &rc);
     assert_int_equal(rc, 1);  // installed; then no server on port 1
     assert_non_null(strstr(err, "\nInstalling Cline...\nCline installed successfully\n"));
     free(err);
@@ -1219,20 +1220,26 @@ static void test_launch_install(void **state)
     free(text);
     // An installer that fails.
     write_script(npm, "#!/bin/sh\nexit 3\n");
-    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "pi", "-y"}, &rc);
+    err = cli_stderr(6, (const char *const[]){"ollama", "launch", "pi", "-y", "--model", "m"}, &rc);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(err, "Error: failed to install pi: exit status 3\n"));
     free(err);
     // DeepSeek Harness: a failed global install falls back to npx (0.33).
     char *npx = xasprintf("%s/npx", bin);
     write_script(npx, "#!/bin/sh\nexit 0\n");
-    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "dsh", "-y"}, &rc);
+    err =
+        cli_stderr(6, (const char *const[]){"ollama", "launch", "dsh", "-y", "--model", "m"}, &rc);
     assert_int_equal(rc, 1);  // then no server on port 1
     assert_non_null(strstr(err, "Installing DeepSeek Harness..."));
     assert_null(strstr(err, "failed to install"));
     free(err);
     unlink(npx);
     free(npx);
+    // --yes without a terminal needs --model, before anything is installed.
+    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "qwen", "--yes"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: headless --yes launch for qwen requires --model <model>\n");
+    free(err);
     // No installer: the hint.
     err = cli_stderr(3, (const char *const[]){"ollama", "launch", "copilot"}, &rc);
     assert_int_equal(rc, 1);
@@ -1241,6 +1248,11 @@ static void test_launch_install(void **state)
     free(err);
     // Desktop apps 0.33 supports only elsewhere.
     err = cli_stderr(3, (const char *const[]){"ollama", "launch", "claude-desktop"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: Claude Desktop can only be restored from the command line: "
+                             "ollama launch claude-desktop --restore\n");
+    free(err);
+    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "claude-app", "--restore"}, &rc);
     assert_int_equal(rc, 1);
     assert_string_equal(err, "Error: Claude Desktop launch is only supported on macOS\n");
     free(err);
