@@ -5,7 +5,7 @@
 #   scripts/deps.sh test    - build + test dependencies (clang, docker-registry, haproxy, tmux, node/npm)
 set -euo pipefail
 want=(cmake make gcc pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev
-      libpcre2-dev libutf8proc-dev libedit-dev libncurses-dev libcmocka-dev curl ca-certificates
+      libpcre2-dev libutf8proc-dev libedit-dev libncurses-dev libyaml-dev libcmocka-dev curl ca-certificates
       libpng-dev libjpeg62-turbo-dev libwebp-dev)
 if [ "${1:-build}" = test ]; then
     want+=(clang clang-format docker-registry haproxy tmux)

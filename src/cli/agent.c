@@ -760,38 +760,51 @@ static size_t len_of(const char *s)
     return strcspn(s, "\r\n");
 }
 
+// Ctrl-C at the prompt, as a key (libedit gives the line back, or NULL
+// when it was empty) or as a signal that ended libedit's call before it
+// read a key (the answer before had just ended). What was typed is dropped;
+// at an empty prompt 0.33 arms quitting ("press ctrl+c again to quit") and a
+// second Ctrl-C in a row ends the chat. True when it should end.
+static bool prompt_ctrl_c(struct agent *a, bool key, bool typed, bool *armed)
+{
+    cli_interrupted = 0;
+    fputs("\n", stdout);
+    if (!key || typed) {
+        *armed = false;
+        return false;
+    }
+    if (*armed)
+        return true;
+    *armed = true;
+    notice(a, "press ctrl+c again to quit");
+    return false;
+}
+
 // One message from the user (lines joined); NULL at end of input.
 static char *read_message(struct agent *a)
 {
     struct buf msg;
     buf_init(&msg, 0);
-    bool block = false;
+    bool block = false, armed = false;
     a->md.code = false;  // the prompt_fn's continuation marker
     for (;;) {
         int n = 0;
         a->ctrl_c = false;
         errno = 0;
         const char *s = el_gets(a->el, &n);
-        if ((!s || n <= 0) && (cli_interrupted || errno == EINTR)) {
-            // A Ctrl-C signal while libedit set the line up (before our
-            // read_char ran) ends its call: it is Ctrl-C, not end of input.
-            cli_interrupted = 0;
-            fputs("\n", stdout);
+        bool empty = !s || n <= 0;
+        if (a->ctrl_c || (empty && (cli_interrupted || errno == EINTR))) {
+            bool typed = (!empty && len_of(s) > 0) || msg.len > 0;
             buf_reset(&msg);
             block = a->md.code = false;
-            continue;
+            if (!prompt_ctrl_c(a, a->ctrl_c, typed, &armed))
+                continue;
         }
-        if (!s || n <= 0) {
+        if (empty || a->ctrl_c) {
             buf_deinit(&msg);
             return NULL;
         }
-        if (a->ctrl_c) {  // drop what was typed
-            if (len_of(s) > 0 || msg.len > 0)
-                fputs("\n", stdout);
-            buf_reset(&msg);
-            block = a->md.code = false;
-            continue;
-        }
+        armed = false;
         // """ opens a block at the start of a line and closes it at the end
         // of one (both on one line: a one-line block).
         size_t len = strcspn(s, "\r\n");

@@ -23,6 +23,10 @@
 struct integration;
 typedef void (*launch_setup_fn)(const struct integration *in, const struct launch_target *t,
                                 json_t *env, json_t *args);
+// A step just before the tool starts (prog: its path); non-zero stops the
+// launch after printing why.
+typedef int (*launch_prepare_fn)(const struct integration *in, const struct launch_target *t,
+                                 const char *prog);
 
 struct integration {
     const char *name;         // argument of ollama launch
@@ -31,10 +35,13 @@ struct integration {
     const char *description;  // one line for the menu
     const char *program;      // looked up on PATH, then in fallbacks (relative to $HOME)
     const char *fallbacks[3];
-    const char *install;              // "install from URL" / "install with: COMMAND"
-    launch_setup_fn setup;            // environment and arguments (NULL: none)
-    const struct launch_file *files;  // config files written (NULL: none)
-    bool hidden;                      // not in the menu (0.33's Hidden)
+    const char *install;                     // "install from URL" / "install with: COMMAND"
+    launch_setup_fn setup;                   // environment and arguments (NULL: none)
+    const struct launch_file *files;         // config files written (NULL: none)
+    bool hidden;                             // not in the menu (0.33's Hidden)
+    const struct launch_install *installer;  // how to install it when missing (NULL: the hint)
+    const char *refusal;                     // 0.33's error on Linux (desktop apps), or NULL
+    launch_prepare_fn prepare;               // NULL: none
 };
 
 static void set_env(json_t *env, const char *key, const char *value)
@@ -201,9 +208,255 @@ static void setup_qwen(const struct integration *in, const struct launch_target 
     free(base);
 }
 
+// Oh My Pi: the model through its "ollama" provider. Its web search plugin
+// needs ollama.com, which this build does not reach, so launch skips it with
+// 0.33's note for a server whose cloud is disabled.
+static void setup_omp(const struct integration *in, const struct launch_target *t, json_t *env,
+                      json_t *args)
+{
+    (void)in;
+    (void)env;
+    add_arg(args, "--model");
+    add_arg(args, strncmp(t->model, "ollama/", 7) == 0 ? "%s" : "ollama/%s", t->model);
+}
+
+static int prepare_omp(const struct integration *in, const struct launch_target *t,
+                       const char *prog)
+{
+    (void)in;
+    (void)t;
+    (void)prog;
+    fprintf(stderr, "Cloud is disabled; skipping @ollama/pi-web-search setup.\n");
+    return 0;
+}
+
+// DeepSeek Harness: its web UI with launch's settings patch; the provider's
+// key variable holds a placeholder (Ollama needs none).
+static void setup_dsh(const struct integration *in, const struct launch_target *t, json_t *env,
+                      json_t *args)
+{
+    (void)in;
+    set_env(env, LAUNCH_DSH_KEY_ENV, "ollama");
+    add_arg(args, "web");
+    add_arg(args, "--patch");
+    add_arg(args, "%s/" LAUNCH_DSH_DIR "/ollama.cordis.yml", t->home);
+}
+
+// --patch is launch's: one from the user would replace its settings.
+static int prepare_dsh(const struct integration *in, const struct launch_target *t,
+                       const char *prog)
+{
+    (void)in;
+    (void)prog;
+    for (int i = 0; i < t->n_extra; i++)
+        if (strcmp(t->extra[i], "--patch") == 0 || strncmp(t->extra[i], "--patch=", 8) == 0)
+            return cli_fail("conflicting extra argument \"%s\": ollama launch dsh manages --patch",
+                            t->extra[i]);
+    return 0;
+}
+
+// Muse reads settings.json from $XDG_CONFIG_HOME/muse: launch's own root.
+static void setup_muse(const struct integration *in, const struct launch_target *t, json_t *env,
+                       json_t *args)
+{
+    (void)in;
+    (void)args;
+    char *dir = xasprintf("%s/" LAUNCH_MUSE_CONFIG, t->home);
+    set_env(env, "XDG_CONFIG_HOME", dir);
+    free(dir);
+}
+
+// Whether Hermes's packaged desktop app is there (then `hermes desktop`
+// need not build it): the install roots Hermes's installer uses on Linux.
+static bool hermes_desktop_packaged(const char *home)
+{
+    const char *install = getenv("HERMES_INSTALL_DIR"), *hh = getenv("HERMES_HOME");
+    char *roots[4] = {
+        install && *install ? xstrdup(install) : NULL,
+        hh && *hh ? xasprintf("%s/hermes-agent", hh) : NULL,
+        home ? xasprintf("%s/.hermes/hermes-agent", home) : NULL,
+        xstrdup("/usr/local/lib/hermes-agent"),
+    };
+    bool found = false;
+    for (size_t i = 0; i < 4; i++) {
+        for (size_t k = 0; roots[i] && !found && k < 2; k++) {
+            char *p = xasprintf("%s/apps/desktop/release/linux-unpacked/%s", roots[i],
+                                k ? "Hermes" : "hermes");
+            found = access(p, F_OK) == 0;
+            free(p);
+        }
+        free(roots[i]);
+    }
+    return found;
+}
+
+// Hermes Desktop: `hermes desktop`, with --skip-build when the packaged app
+// is there and the user named no build flag of their own.
+static void setup_hermes_desktop(const struct integration *in, const struct launch_target *t,
+                                 json_t *env, json_t *args)
+{
+    (void)in;
+    (void)env;
+    static const char *const flags[] = {"--skip-build", "--force-build", "--source",
+                                        "--build-only", "--help",        "-h"};
+    bool own = false;
+    for (int i = 0; i < t->n_extra && strcmp(t->extra[i], "--") != 0; i++)
+        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
+            own |= strcmp(t->extra[i], flags[k]) == 0;
+    add_arg(args, "desktop");
+    if (!own && hermes_desktop_packaged(t->home))
+        add_arg(args, "--skip-build");
+}
+
+// The first "vX[.Y[.Z]]" word of `prog --version`'s first line as
+// major*1e6 + minor*1e3 + patch; -1 when there is none.
+static long hermes_version(const char *prog, char *shown, size_t n)
+{
+    char *cmd = xasprintf("'%s' --version 2>/dev/null", prog);
+    FILE *p = strchr(prog, '\'') ? NULL : popen(cmd, "r");
+    free(cmd);
+    char line[256] = "";
+    if (!p)
+        return -1;
+    if (!fgets(line, sizeof(line), p))
+        line[0] = '\0';
+    pclose(p);
+    for (char *w = strtok(line, " \t\r\n"); w; w = strtok(NULL, " \t\r\n")) {
+        long v[3] = {0, 0, 0};
+        if (w[0] != 'v' || sscanf(w + 1, "%ld.%ld.%ld", &v[0], &v[1], &v[2]) < 1)
+            continue;
+        snprintf(shown, n, "%s", w);
+        return v[0] * 1000000 + v[1] * 1000 + v[2];
+    }
+    return -1;
+}
+
+// `hermes desktop` needs Hermes v0.16.0 or newer: an older one is updated first.
+static int prepare_hermes_desktop(const struct integration *in, const struct launch_target *t,
+                                  const char *prog)
+{
+    (void)in;
+    (void)t;
+    char shown[64];
+    long v = hermes_version(prog, shown, sizeof(shown));
+    if (v < 0 || v >= 16000)
+        return 0;
+    fprintf(stderr,
+            "Hermes %s is older than the minimum version (v0.16.0) for `hermes desktop`; "
+            "updating...\n",
+            shown);
+    const char *argv[] = {prog, "update", NULL};
+    int status = launch_run_attached(argv);
+    if (status != 0)
+        return cli_fail("failed to update hermes to v0.16.0 or newer: exit status %d", status);
+    return 0;
+}
+
+// How each tool installs itself on Linux (0.33's ensure<Tool>Installed).
+#define NEED_NPM                                                                                   \
+    {                                                                                              \
+        "npm", "npm (Node.js): https://nodejs.org/"                                                \
+    }
+#define NEED_CURL                                                                                  \
+    {                                                                                              \
+        "curl", "curl: https://curl.se/"                                                           \
+    }
+#define NEED_BASH                                                                                  \
+    {                                                                                              \
+        "bash", "bash: https://www.gnu.org/software/bash/"                                         \
+    }
+static const struct launch_install install_claude = {
+    "claude",
+    "claude",
+    "Claude Code",
+    "Claude Code is not installed. Install now?",
+    {NEED_CURL, NEED_BASH},
+    NULL,
+    {"bash", "-c", "curl -fsSL https://claude.ai/install.sh | bash", NULL}};
+static const struct launch_install install_cline = {"cline",
+                                                    "cline",
+                                                    "Cline",
+                                                    "Cline is not installed. Install with npm?",
+                                                    {NEED_NPM},
+                                                    NULL,
+                                                    {"npm", "install", "-g", "cline@latest", NULL}};
+static const struct launch_install install_dsh = {
+    "deepseek harness",
+    "dsh",
+    "DeepSeek Harness",
+    "DeepSeek Harness is not installed. Install with npm?",
+    {NEED_NPM},
+    "dsh is not installed and npm (Node.js) is required\n\nInstall Node.js first:\n  "
+    "https://nodejs.org/\n\nThen re-run:\n  ollama launch dsh",
+    {"npm", "install", "-g", "@deepseek-ai/dsh@latest", NULL},
+    "@deepseek-ai/dsh@latest"};
+static const struct launch_install install_hermes = {
+    "hermes",
+    "Hermes",
+    "Hermes",
+    "Hermes is not installed. Install now?",
+    {{"bash", "bash"}, {"curl", "curl"}, {"git", "git"}},
+    NULL,
+    {"bash", "-lc",
+     "curl -fsSL https://hermes-agent.nousresearch.com/install.sh | bash -s -- --skip-setup",
+     NULL}};
+static const struct launch_install install_kimi = {
+    "kimi",
+    "kimi",
+    "Kimi",
+    "Kimi is not installed. Install now?",
+    {NEED_CURL, NEED_BASH},
+    NULL,
+    {"bash", "-c", "curl -LsSf https://code.kimi.com/install.sh | bash", NULL}};
+static const struct launch_install install_muse = {
+    "muse",
+    "muse",
+    "Muse",
+    "Muse is not installed. Install now?",
+    {{NULL, NULL}},
+    NULL,
+    {"bash", "-c", "curl -fsSL https://dev.meta.ai/install.sh | bash", NULL}};
+static const struct launch_install install_openclaw = {
+    "openclaw",
+    "OpenClaw",
+    "OpenClaw",
+    "OpenClaw is not installed. Install with npm?",
+    {NEED_NPM, {"git", "git: https://git-scm.com/"}},
+    NULL,
+    {"npm", "install", "-g", "openclaw@latest", NULL}};
+static const struct launch_install install_opencode = {
+    "opencode",
+    "opencode",
+    "OpenCode",
+    "OpenCode is not installed. Install now?",
+    {NEED_CURL, NEED_BASH},
+    NULL,
+    {"bash", "-c", "set -o pipefail; curl -fsSL https://opencode.ai/install | bash", NULL}};
+static const struct launch_install install_pi = {
+    "pi",
+    "pi",
+    "Pi",
+    "Install Pi with npm?",
+    {NEED_NPM},
+    NULL,
+    {"npm", "install", "-g", "@earendil-works/pi-coding-agent@latest", NULL}};
+static const struct launch_install install_qwen = {
+    "qwen",
+    "qwen",
+    "Qwen Code",
+    "Qwen Code is not installed. Install now?",
+    {NEED_CURL, NEED_BASH},
+    NULL,
+    {"bash", "-c",
+     "set -o pipefail; curl -fsSL "
+     "https://qwen-code-assets.oss-cn-hangzhou.aliyuncs.com/installation/install-qwen.sh | sed "
+     "'/log_info \"Starting Qwen Code...\"/,/exec qwen/d' | bash",
+     NULL}};
+
 // In 0.33's launcher order (launcherIntegrationOrder), then the hidden ones.
-// Desktop apps (Claude Desktop, ChatGPT, Hermes Desktop) and the tools whose
-// setup is an installer of their own (omp, muse, dsh) are not here.
+// The desktop apps 0.33 runs only on macOS and Windows (ChatGPT, Claude
+// Desktop) are rows too: on Linux they give 0.33's refusal and stay out of
+// the menu.
 static const struct integration integrations[] = {
     {"claude",
      {NULL},
@@ -215,7 +468,23 @@ static const struct integration integrations[] = {
      "@anthropic-ai/claude-code)",
      setup_claude,
      NULL,
-     false},
+     false,
+     &install_claude,
+     NULL,
+     NULL},
+    {"chatgpt",
+     {"codex-app", "codex-desktop", "codex-gui", NULL},
+     "ChatGPT",
+     "Complete work with ChatGPT",
+     "chatgpt",
+     {NULL},
+     "install from https://chatgpt.com/download",
+     NULL,
+     NULL,
+     false,
+     NULL,
+     "ChatGPT launch is only supported on macOS and Windows",
+     NULL},
     {"hermes",
      {NULL},
      "Hermes Agent",
@@ -225,7 +494,10 @@ static const struct integration integrations[] = {
      "install from https://hermes-agent.nousresearch.com/docs/getting-started/installation/",
      NULL,
      launch_files_hermes,
-     false},
+     false,
+     &install_hermes,
+     NULL,
+     NULL},
     {"openclaw",
      {"clawdbot", "moltbot", NULL},
      "OpenClaw",
@@ -235,7 +507,10 @@ static const struct integration integrations[] = {
      "install from https://docs.openclaw.ai",
      setup_openclaw,
      launch_files_openclaw,
-     false},
+     false,
+     &install_openclaw,
+     NULL,
+     NULL},
     {"opencode",
      {NULL},
      "OpenCode",
@@ -245,17 +520,36 @@ static const struct integration integrations[] = {
      "install from https://opencode.ai (or: npm install -g opencode-ai)",
      setup_opencode,
      launch_files_opencode,
-     false},
+     false,
+     &install_opencode,
+     NULL,
+     NULL},
+    {"hermes-desktop",
+     {NULL},
+     "Hermes Desktop",
+     "Desktop app for Hermes Agent by Nous Research",
+     "hermes",
+     {".local/bin/hermes", NULL},
+     "install from https://hermes-agent.nousresearch.com/docs/getting-started/installation/",
+     setup_hermes_desktop,
+     launch_files_hermes,
+     false,
+     &install_hermes,
+     NULL,
+     prepare_hermes_desktop},
     {"codex",
      {NULL},
      "Codex",
      "OpenAI's open-source coding agent",
      "codex",
      {NULL},
-     "install with: npm install -g @openai/codex",
+     "install from https://developers.openai.com/codex/cli/",
      setup_codex,
      launch_files_codex,
-     false},
+     false,
+     NULL,
+     NULL,
+     NULL},
     {"copilot",
      {"copilot-cli", NULL},
      "Copilot CLI",
@@ -265,7 +559,23 @@ static const struct integration integrations[] = {
      "install from https://github.com/features/copilot/cli/",
      setup_copilot,
      NULL,
-     false},
+     false,
+     NULL,
+     NULL,
+     NULL},
+    {"omp",
+     {NULL},
+     "Oh My Pi",
+     "AI coding agent with IDE integration",
+     "omp",
+     {".local/bin/omp", ".bun/bin/omp", NULL},
+     "install from https://omp.sh",
+     setup_omp,
+     launch_files_omp,
+     false,
+     NULL,
+     NULL,
+     prepare_omp},
     {"cline",
      {NULL},
      "Cline",
@@ -275,7 +585,10 @@ static const struct integration integrations[] = {
      "install with: npm install -g cline@latest",
      NULL,
      launch_files_cline,
-     false},
+     false,
+     &install_cline,
+     NULL,
+     NULL},
     {"droid",
      {NULL},
      "Droid",
@@ -285,7 +598,23 @@ static const struct integration integrations[] = {
      "install from https://docs.factory.ai/cli/getting-started/quickstart",
      NULL,
      launch_files_droid,
-     false},
+     false,
+     NULL,
+     NULL,
+     NULL},
+    {"dsh",
+     {"deepseek-harness", NULL},
+     "DeepSeek Harness",
+     "DeepSeek's open-source agent harness",
+     "dsh",
+     {NULL},
+     "install from https://github.com/deepseek-ai/deepseek-harness",
+     setup_dsh,
+     launch_files_dsh,
+     false,
+     &install_dsh,
+     NULL,
+     prepare_dsh},
     {"pi",
      {NULL},
      "Pi",
@@ -295,7 +624,10 @@ static const struct integration integrations[] = {
      "install with: npm install -g @earendil-works/pi-coding-agent@latest",
      NULL,
      launch_files_pi,
-     false},
+     false,
+     &install_pi,
+     NULL,
+     NULL},
     {"pool",
      {NULL},
      "Poolside",
@@ -305,7 +637,10 @@ static const struct integration integrations[] = {
      "install from https://github.com/poolsideai/pool",
      setup_pool,
      NULL,
-     false},
+     false,
+     NULL,
+     NULL,
+     NULL},
     {"qwen",
      {NULL},
      "Qwen Code",
@@ -315,7 +650,10 @@ static const struct integration integrations[] = {
      "install from https://qwen.ai/qwencode",
      setup_qwen,
      launch_files_qwen,
-     false},
+     false,
+     &install_qwen,
+     NULL,
+     NULL},
     {"kimi",
      {NULL},
      "Kimi Code CLI",
@@ -325,7 +663,10 @@ static const struct integration integrations[] = {
      "install from https://moonshotai.github.io/kimi-cli/en/guides/getting-started.html",
      setup_kimi,
      NULL,
-     true},
+     true,
+     &install_kimi,
+     NULL,
+     NULL},
     {"vscode",
      {"code", NULL},
      "Visual Studio Code",
@@ -335,8 +676,37 @@ static const struct integration integrations[] = {
      "install from https://code.visualstudio.com",
      NULL,
      launch_files_vscode,
-     true},
-    {NULL, {NULL}, NULL, NULL, NULL, {NULL}, NULL, NULL, NULL, false},
+     true,
+     NULL,
+     NULL,
+     NULL},
+    {"claude-desktop",
+     {"claude-app", NULL},
+     "Claude Desktop",
+     "Use Ollama models in Claude Desktop",
+     "claude-desktop",
+     {NULL},
+     "install from https://claude.com/download",
+     NULL,
+     NULL,
+     true,
+     NULL,
+     "Claude Desktop launch is only supported on macOS",
+     NULL},
+    {"muse",
+     {"muse-code", NULL},
+     "Muse Code",
+     "Meta's agentic coding CLI",
+     "muse",
+     {".local/bin/muse", NULL},
+     "install with: bash -c curl -fsSL https://dev.meta.ai/install.sh | bash",
+     setup_muse,
+     launch_files_muse,
+     true,
+     &install_muse,
+     NULL,
+     NULL},
+    {NULL, {NULL}, NULL, NULL, NULL, {NULL}, NULL, NULL, NULL, false, NULL, NULL, NULL},
 };
 
 static const struct integration *find_integration(const char *name)
@@ -360,20 +730,7 @@ static bool executable(const char *path)
 // The program's path on PATH or in its fallbacks; NULL when not installed.
 static char *find_program(const struct integration *in)
 {
-    const char *path = getenv("PATH");
-    char *copy = xstrdup(path ? path : "");
-    char *found = NULL;
-    for (char *dir = copy, *next; dir && !found; dir = next) {
-        next = strchr(dir, ':');
-        if (next)
-            *next++ = '\0';
-        char *cand = xasprintf("%s/%s", *dir ? dir : ".", in->program);
-        if (executable(cand))
-            found = cand;
-        else
-            free(cand);
-    }
-    free(copy);
+    char *found = launch_which(in->program);
     const char *home = getenv("HOME");
     for (size_t i = 0; !found && home && in->fallbacks[i]; i++) {
         char *cand = xasprintf("%s/%s", home, in->fallbacks[i]);
@@ -454,8 +811,14 @@ static int ensure_model(struct client *c, const char *model, bool yes)
 // local models. Returns a malloc'd name or NULL after printing an error.
 static char *pick_model(struct client *c, const struct integration *in, const char *flag, bool yes)
 {
-    if (flag)
-        return ensure_model(c, flag, yes) == 0 ? xstrdup(flag) : NULL;
+    if (flag) {
+        // A deprecated model asks first; "no" on a terminal opens the picker.
+        int ok = cli_launch_check_deprecated(c, flag, in->display, in->name, yes);
+        if (ok < 0)
+            return NULL;
+        if (ok > 0)
+            return ensure_model(c, flag, yes) == 0 ? xstrdup(flag) : NULL;
+    }
     if (!interactive() || !isatty(STDOUT_FILENO)) {
         if (yes)
             cli_fail("headless --yes launch for %s requires --model <model>", in->name);
@@ -608,10 +971,44 @@ static void exec_program(char *prog, json_t *env, json_t *args)
     free(argv);
 }
 
+// The name backups are kept under: integrations that write the same files
+// (hermes and hermes-desktop) share the first one's, so --restore of either
+// gives back the user's own bytes.
+static const char *backup_owner(const struct integration *in)
+{
+    for (const struct integration *o = integrations; in->files && o->name; o++)
+        if (o->files == in->files)
+            return o->name;
+    return in->name;
+}
+
 static int fail_not_installed(const struct integration *in)
 {
     return cli_fail("%s is not installed, %s\n\nThen re-run:\n  ollama launch %s", in->name,
                     in->install, in->name);
+}
+
+// The program after offering to install it (0.33's EnsureIntegrationInstalled):
+// the install hint where the tool has no installer. NULL after an error.
+static char *offer_install(const struct integration *in, bool yes)
+{
+    if (!in->installer) {
+        fail_not_installed(in);
+        return NULL;
+    }
+    int rc = launch_install(in->name, in->installer, yes);
+    if (rc == 2)  // the npm install failed: the package runs through npx
+        return launch_which("npx");
+    if (rc != 0)
+        return NULL;
+    char *prog = find_program(in);
+    if (!prog)
+        cli_fail("%s was installed but the binary was not found on PATH\n\nYou may need to "
+                 "restart your shell",
+                 in->installer->key);
+    else
+        fprintf(stderr, "%s installed successfully\n\n", in->installer->display);
+    return prog;
 }
 
 // --restore: the user's own config files back, byte for byte.
@@ -625,7 +1022,7 @@ static int restore(struct cli_args *a, const struct integration *in)
     if (!home || !*home)
         return cli_fail("HOME is not set");
     struct err e = {0};
-    int n = launch_restore_files(in->name, in->files, home, stderr, &e);
+    int n = launch_restore_files(backup_owner(in), in->files, home, stderr, &e);
     if (n < 0)
         return cli_fail_err(&e);
     if (n == 0)
@@ -655,8 +1052,22 @@ static int fill_target(struct client *c, const struct integration *in, struct cl
     t->context = cli_model_context(c, model, show);
     t->vision = cli_has_capability(show, "vision");
     t->thinking = cli_has_capability(show, "thinking");
+    t->extra = a->n_pos > 1 ? a->pos + 1 : NULL;
+    t->n_extra = a->n_pos > 1 ? a->n_pos - 1 : 0;
     json_decref(show);
     return 0;
+}
+
+// When offer_install settled for npx (the package could not be installed
+// globally), npx runs the package with the tool's arguments (0.33's dsh).
+static void via_npx(const struct integration *in, const char *run, json_t *args)
+{
+    const char *slash = run ? strrchr(run, '/') : NULL;
+    if (!run || !in->installer || !in->installer->npx ||
+        strcmp(slash ? slash + 1 : run, "npx") != 0)
+        return;
+    json_array_insert_new(args, 0, json_string(in->installer->npx));
+    json_array_insert_new(args, 0, json_string("--yes"));
 }
 
 // Writes the config files, then prints (--config) or runs the tool.
@@ -668,7 +1079,7 @@ static int configure_and_launch(struct cli_args *a, const struct integration *in
         if (!t->home || !*t->home)
             return cli_fail("HOME is not set");
         struct err e = {0};
-        if (launch_write_files(in->name, in->files, t, stderr, &e) < 0)
+        if (launch_write_files(backup_owner(in), in->files, t, stderr, &e) < 0)
             return cli_fail_err(&e);
     }
     cli_user_config_remember(NULL, in->name, t->model);
@@ -680,13 +1091,17 @@ static int configure_and_launch(struct cli_args *a, const struct integration *in
     int rc = 0;
     char q[128];
     snprintf(q, sizeof(q), "Launch %s now?", in->display);
-    if (config_only && !(prog && interactive() && !cli_flag(a, "yes") && confirm(q)))
+    bool yes = cli_flag(a, "yes") != NULL;
+    if (config_only && !(interactive() && !yes && confirm(q))) {
         print_config(in, t, prog, env, args);
-    else if (!prog)
-        rc = fail_not_installed(in);
-    else {
-        exec_program(prog, env, args);  // returns only when exec failed
+    } else {
+        char *run = prog ? prog : offer_install(in, yes);
+        via_npx(in, run, args);
         rc = 1;
+        if (run && (!in->prepare || in->prepare(in, t, run) == 0))
+            exec_program(run, env, args);  // returns only when exec failed
+        if (run != prog)
+            free(run);
     }
     json_decref(env);
     json_decref(args);
@@ -720,12 +1135,21 @@ int cli_cmd_launch(struct cli_args *a)
     int sel = select_integration(a, &in);
     if (!in)
         return sel;
+    // Claude Desktop: 0.33 refuses anything but --restore before it runs.
+    if (strcmp(in->name, "claude-desktop") == 0 && !cli_flag(a, "restore"))
+        return cli_fail("Claude Desktop can only be restored from the command line: ollama "
+                        "launch claude-desktop --restore");
+    if (in->refusal)
+        return cli_fail("%s", in->refusal);
     if (cli_flag(a, "restore"))
         return restore(a, in);
-    bool config_only = cli_flag(a, "config") != NULL;
+    bool config_only = cli_flag(a, "config") != NULL, yes = cli_flag(a, "yes") != NULL;
+    // As 0.33, before anything is installed.
+    if (yes && !cli_flag(a, "model") && (!interactive() || !isatty(STDOUT_FILENO)))
+        return cli_fail("headless --yes launch for %s requires --model <model>", in->name);
     char *prog = find_program(in);
-    if (!prog && !config_only)
-        return fail_not_installed(in);
+    if (!prog && !config_only && !(prog = offer_install(in, yes)))
+        return 1;
 
     struct client *c = cli_connect();
     if (!c) {
@@ -756,7 +1180,7 @@ bool cli_launch_info(size_t i, const char **name, const char **display, const ch
     *name = integrations[i].name;
     *display = integrations[i].display;
     *desc = integrations[i].description;
-    *hidden = integrations[i].hidden;
+    *hidden = integrations[i].hidden || integrations[i].refusal;
     return true;
 }
 
@@ -765,7 +1189,7 @@ int cli_launch_write(const char *name, const struct launch_target *t, FILE *log,
     const struct integration *in = find_integration(name);
     if (!in)
         return err_set(e, ERR_NOT_FOUND, "unknown integration: %s", name);
-    return launch_write_files(in->name, in->files, t, log, e);
+    return launch_write_files(backup_owner(in), in->files, t, log, e);
 }
 
 int cli_launch_restore(const char *name, const char *home, FILE *log, struct err *e)
@@ -773,7 +1197,7 @@ int cli_launch_restore(const char *name, const char *home, FILE *log, struct err
     const struct integration *in = find_integration(name);
     if (!in)
         return err_set(e, ERR_NOT_FOUND, "unknown integration: %s", name);
-    return launch_restore_files(in->name, in->files, home, log, e);
+    return launch_restore_files(backup_owner(in), in->files, home, log, e);
 }
 
 int cli_launch_setup(const char *name, const struct launch_target *t, json_t *env, json_t *args)

@@ -12,6 +12,14 @@
 // Codex's context window when the model's is unknown (0.33's fallback).
 #define LAUNCH_CODEX_FALLBACK_CONTEXT 128000
 
+// Where launch keeps the files of tools it gives a config root of its own
+// (relative to $HOME), and DeepSeek Harness's key variable.
+#define LAUNCH_DSH_DIR     ".ollama/launch/dsh"
+#define LAUNCH_MUSE_CONFIG ".ollama/launch/muse-config"
+#define LAUNCH_DSH_KEY_ENV "OLLAMA_LAUNCH_DSH_API_KEY"
+// Muse's context and output limit when the model's is unknown (0.33's).
+#define LAUNCH_MUSE_FALLBACK_LIMIT 32768
+
 // What a tool is pointed at.
 struct launch_target {
     const char *home;   // the user's home directory
@@ -19,6 +27,8 @@ struct launch_target {
     const char *model;  // the model every tier uses
     int64_t context;    // context window in tokens (0 = unknown)
     bool vision, thinking;
+    char **extra;  // the arguments after "--", for the tool
+    int n_extra;
 };
 
 // Turns the user's current file (old: NULL or empty when there is none) into
@@ -33,7 +43,15 @@ struct launch_file {
 
 extern const struct launch_file launch_files_cline[], launch_files_codex[], launch_files_droid[],
     launch_files_hermes[], launch_files_opencode[], launch_files_openclaw[], launch_files_pi[],
-    launch_files_qwen[], launch_files_vscode[];
+    launch_files_qwen[], launch_files_vscode[], launch_files_omp[], launch_files_dsh[],
+    launch_files_muse[];
+
+// YAML through libyaml (launch_yaml.c): a document as a JSON tree (an empty
+// one is null; _mapping: {} and an error for anything but a mapping), and a
+// tree written back as block YAML.
+int launch_yaml_parse(const struct buf *in, json_t **out, struct err *e);
+int launch_yaml_parse_mapping(const struct buf *in, json_t **out, struct err *e);
+void launch_yaml_dump(const json_t *v, struct buf *out);
 
 // The absolute path of f under home.
 char *launch_file_path(const struct launch_file *f, const char *home);
@@ -46,6 +64,45 @@ int launch_write_files(const char *integration, const struct launch_file *files,
 // or no file where there was none. Returns how many files were restored.
 int launch_restore_files(const char *integration, const struct launch_file *files, const char *home,
                          FILE *log, struct err *e);
+
+// How a missing tool installs itself (launch_install.c, 0.33's
+// ensure<Tool>Installed): the programs the installer needs, the question,
+// the command.
+struct launch_need {
+    const char *program, *label;  // looked up on PATH; shown when missing
+};
+struct launch_install {
+    const char *key;       // "cline": "cline installation cancelled"
+    const char *subject;   // of the missing-dependency error ("OpenClaw")
+    const char *display;   // "Installing Cline..."
+    const char *question;  // "Cline is not installed. Install with npm?"
+    struct launch_need needs[3];
+    const char *needs_error;  // that error's whole text where 0.33 words it its own way
+    const char *argv[5];      // the install command
+    const char *npx;          // npm package npx runs when that command fails (NULL: none)
+};
+// Asks question: 1 yes (always with yes), 0 no, -1 after printing 0.33's
+// "requires confirmation; re-run with --yes" error off a terminal.
+int launch_ask(const char *question, bool yes, bool default_yes);
+// Offers the install and runs it: 0 when it ran and succeeded, 2 when it
+// failed but npx can run in->npx instead, else 1 after printing the error
+// (and how to install by hand when not run).
+int launch_install(const char *name, const struct launch_install *in, bool yes);
+// program's path on PATH (malloc'd), NULL when it is not there.
+char *launch_which(const char *program);
+// Runs argv attached to the terminal and waits: its exit status, -1 when it
+// could not start.
+int launch_run_attached(const char *const *argv);
+
+// Deprecated models (launch_models.c): whether name is one, the question
+// 0.33 asks (NULL when it is not), and the question asked through
+// launch_ask (1 go on, 0 declined, -1 error printed).
+struct client;
+bool cli_launch_model_deprecated(const char *name);
+char *cli_launch_deprecated_prompt(const char *model, const char *label, const char *command,
+                                   const char *recommended);
+int cli_launch_check_deprecated(struct client *c, const char *model, const char *label,
+                                const char *command, bool yes);
 
 // The integration table (launch.c), for the launcher menu and the tests.
 size_t cli_launch_count(void);

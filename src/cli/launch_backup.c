@@ -19,15 +19,46 @@
 #define CONFIG_MAX_BYTES (16u << 20)
 #define BACKUPS_KEPT     5
 
+// $HERMES_HOME/x: Hermes's home, ~/.hermes unless set.
+static char *hermes_dir(const char *home)
+{
+    const char *h = getenv("HERMES_HOME");
+    return h && *h ? xstrdup(h) : xasprintf("%s/.hermes", home);
+}
+
+// $OMP_AGENT/x: OMP's agent directory as 0.33's ompAgentDir finds it:
+// PI_CODING_AGENT_DIR, else PI_CONFIG_DIR/agent (relative to home unless
+// absolute), else ~/.omp/agent.
+static char *omp_agent_dir(const char *home)
+{
+    const char *dir = getenv("PI_CODING_AGENT_DIR");
+    if (dir && *dir)
+        return xstrdup(dir);
+    const char *cfg = getenv("PI_CONFIG_DIR");
+    if (!cfg || !*cfg)
+        cfg = ".omp";
+    return cfg[0] == '/' ? xasprintf("%s/agent", cfg) : xasprintf("%s/%s/agent", home, cfg);
+}
+
+// Path prefixes that name a directory a tool lets its user move.
+static const struct {
+    const char *prefix;
+    char *(*dir)(const char *home);
+} path_vars[] = {
+    {"$HERMES_HOME/", hermes_dir},
+    {"$OMP_AGENT/", omp_agent_dir},
+};
+
 char *launch_file_path(const struct launch_file *f, const char *home)
 {
-    static const char hermes[] = "$HERMES_HOME/";
-    if (strncmp(f->path, hermes, sizeof(hermes) - 1) == 0) {
-        const char *h = getenv("HERMES_HOME");
-        const char *rest = f->path + sizeof(hermes) - 1;
-        if (h && *h)
-            return xasprintf("%s/%s", h, rest);
-        return xasprintf("%s/.hermes/%s", home, rest);
+    for (size_t i = 0; i < sizeof(path_vars) / sizeof(path_vars[0]); i++) {
+        size_t n = strlen(path_vars[i].prefix);
+        if (strncmp(f->path, path_vars[i].prefix, n) == 0) {
+            char *dir = path_vars[i].dir(home);
+            char *p = xasprintf("%s/%s", dir, f->path + n);
+            free(dir);
+            return p;
+        }
     }
     return xasprintf("%s/%s", home, f->path);
 }
@@ -126,6 +157,18 @@ static int read_existing(const char *path, struct buf *out, bool *exists, mode_t
     return fs_read_all(path, CONFIG_MAX_BYTES, out, e);
 }
 
+// The file 0600 and its directory 0700.
+static int make_private(const char *path, struct err *e)
+{
+    char *dir = xstrdup(path);
+    *strrchr(dir, '/') = '\0';
+    int rc = 0;
+    if (chmod(dir, 0700) != 0 || chmod(path, 0600) != 0)
+        rc = err_set(e, ERR_IO, "chmod %s: %s", path, strerror(errno));
+    free(dir);
+    return rc;
+}
+
 static int write_one(const char *integration, const struct launch_file *f,
                      const struct launch_target *t, FILE *log, struct err *e)
 {
@@ -150,6 +193,10 @@ static int write_one(const char *integration, const struct launch_file *f,
         if (rc == 0)
             rc = write_with_mode(path, &data, exists ? mode : 0644, e);
     }
+    // Files launch keeps for a tool (~/.ollama/launch/<tool>/) may carry a
+    // key variable's name and the user's settings: private, as 0.33 keeps them.
+    if (rc == 0 && strncmp(f->path, ".ollama/launch/", 15) == 0)
+        rc = make_private(path, e);
     if (rc == 0 && log)
         fprintf(log, "%s %s\n", same ? "Unchanged" : "Wrote", path);
     buf_deinit(&old);

@@ -364,10 +364,10 @@ static int write_codex_catalog(const struct launch_target *t, const struct buf *
 }
 
 // ---------------------------------------------------------------------------
-// Text formats (TOML, YAML): the files Ollama owns outright, or one block of
-// the user's file replaced.
+// Text formats (TOML): the files Ollama owns outright. (YAML files are
+// edited as trees in launch_config_yaml.c.)
 
-// Appends s as a TOML/YAML double-quoted string.
+// Appends s as a TOML double-quoted string.
 static void append_quoted(struct buf *out, const char *s)
 {
     buf_append_char(out, '"');
@@ -403,44 +403,6 @@ static int write_codex_profile(const struct launch_target *t, const struct buf *
     return 0;
 }
 
-// Copies the YAML text without its top-level `key:` block (the line and the
-// indented or blank lines under it).
-static void yaml_drop_block(const struct buf *old, const char *key, struct buf *out)
-{
-    size_t klen = strlen(key);
-    bool dropping = false;
-    for (size_t i = 0; old && i < old->len;) {
-        const char *line = old->data + i;
-        const char *nl = memchr(line, '\n', old->len - i);
-        size_t n = nl ? (size_t)(nl - line) + 1 : old->len - i;
-        bool top = n > 0 && line[0] != ' ' && line[0] != '\t' && line[0] != '\n' && line[0] != '#';
-        if (top)
-            dropping = n > klen && strncmp(line, key, klen) == 0 && line[klen] == ':';
-        if (!dropping)
-            buf_append(out, line, n);
-        i += n;
-    }
-    if (out->len > 0 && out->data[out->len - 1] != '\n')
-        buf_append_char(out, '\n');
-}
-
-// Hermes: $HERMES_HOME/config.yaml (~/.hermes), the `model:` block on the
-// launch-owned provider; the rest of the user's file is kept as written.
-static int write_hermes(const struct launch_target *t, const struct buf *old, struct buf *out,
-                        struct err *e)
-{
-    (void)e;
-    yaml_drop_block(old, "model", out);
-    char *base = url_v1(t);
-    buf_append_str(out, "model:\n  provider: ollama-launch\n  default: ");
-    append_quoted(out, t->model);
-    buf_append_str(out, "\n  base_url: ");
-    append_quoted(out, base);
-    buf_append_str(out, "\n  api_key: ollama\n");
-    free(base);
-    return 0;
-}
-
 const struct launch_file launch_files_cline[] = {
     {".cline/data/settings/providers.json", write_cline_providers},
     {".cline/data/globalState.json", write_cline_state},
@@ -451,8 +413,6 @@ const struct launch_file launch_files_codex[] = {
     {NULL, NULL}};
 const struct launch_file launch_files_droid[] = {{".factory/settings.json", write_droid},
                                                  {NULL, NULL}};
-const struct launch_file launch_files_hermes[] = {{"$HERMES_HOME/config.yaml", write_hermes},
-                                                  {NULL, NULL}};
 const struct launch_file launch_files_opencode[] = {
     {".local/state/opencode/model.json", write_opencode_state}, {NULL, NULL}};
 const struct launch_file launch_files_openclaw[] = {{".openclaw/openclaw.json", write_openclaw},

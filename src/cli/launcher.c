@@ -361,6 +361,13 @@ static bool menu_act(struct client *c, json_t *cfg, enum action act, const struc
 {
     const char *saved = cli_user_config_model(cfg, it->integration);
     char *model = saved && act == ACT_LAUNCH ? xstrdup(saved) : NULL;
+    // The chat's remembered model, when 0.33 calls it deprecated, asks first
+    // (no: pick another); `ollama launch` asks for the integrations itself.
+    if (model && it->run &&
+        cli_launch_check_deprecated(c, model, "ollama launch", NULL, false) <= 0) {
+        free(model);
+        model = NULL;
+    }
     if (!model) {
         char title[160];
         snprintf(title, sizeof(title), "Select model%s%s:", it->integration ? " for " : "",

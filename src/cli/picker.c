@@ -1,6 +1,7 @@
 // The model picker of the launcher (0.33's cmd/tui/selector.go, drawn with
 // ncurses): the server's models (`ollama list`) and, after them, the local
-// models 0.33 recommends that are not pulled yet, marked "(download)".
+// models 0.33 recommends that are not pulled yet, marked "(download)";
+// deprecated models (launch_models.c) are not offered.
 // Typing filters by name, up/down move, enter picks, esc goes back. A model
 // that is not on the server is pulled on pick with the usual progress bars.
 #include "cli/launch.h"
@@ -122,9 +123,11 @@ static void picker_fill(struct picker *p, struct client *c, json_t **tags, json_
     if (client_list(c, tags, NULL) == 0) {
         json_array_foreach(json_object_get(*tags, "models"), i, m)
         {
-            if (p->n < 256)
+            // Models that do not call tools well are left out, as 0.33 does.
+            const char *name = json_string_value(json_object_get(m, "name"));
+            if (p->n < 256 && name && !cli_launch_model_deprecated(name))
                 p->items[p->n++] =
-                    (struct pick_item){json_string_value(json_object_get(m, "name")),
+                    (struct pick_item){name,
                                        json_string_value(json_object_get(
                                            json_object_get(m, "details"), "parameter_size")),
                                        true};
@@ -136,7 +139,8 @@ static void picker_fill(struct picker *p, struct client *c, json_t **tags, json_
     {
         const char *name = json_string_value(json_object_get(m, "model"));
         // This build has no ollama.com account: cloud models cannot run.
-        if (!name || strstr(name, ":cloud") || listed(p, name) || p->n >= 256)
+        if (!name || strstr(name, ":cloud") || listed(p, name) || p->n >= 256 ||
+            cli_launch_model_deprecated(name))
             continue;
         p->items[p->n++] =
             (struct pick_item){name, json_string_value(json_object_get(m, "description")), false};

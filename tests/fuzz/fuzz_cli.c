@@ -1,12 +1,15 @@
 // Fuzz target for what the CLI renders from server answers: any bytes as an
 // /api/show or final-response object (show report, stats block), and as
 // streamed text through the word wrapper (UTF-8 decoding, wide characters)
-// and the agent chat's markdown renderer.
+// and the agent chat's markdown renderer; and as a YAML file `ollama launch`
+// edits: what reads must write back as YAML that reads the same.
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "cli/agent.h"
 #include "cli/internal.h"
+#include "cli/launch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,6 +40,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     agent_md_feed(&md, (const char *)data, half);
     agent_md_feed(&md, (const char *)data + half, size - half);
     agent_md_finish(&md);
+    // YAML: parse, write back, parse again: the same tree.
+    struct buf in = {0};
+    buf_init(&in, 0);
+    buf_append(&in, (const char *)data, size);
+    if (launch_yaml_parse(&in, &v, NULL) == 0) {
+        buf_reset(&out);
+        launch_yaml_dump(v, &out);
+        json_t *back = NULL;
+        if (launch_yaml_parse(&out, &back, NULL) != 0 || !json_equal(v, back))
+            abort();
+        json_decref(back);
+        json_decref(v);
+    }
+    buf_deinit(&in);
     buf_deinit(&out);
     return 0;
 }

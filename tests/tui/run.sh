@@ -8,7 +8,9 @@
 # (one that renders .Tools) makes that JSON a tool call. The call is approved
 # once (the command runs and writes proof.txt), then denied, then the turn is
 # canceled with Ctrl-C and the session goes on. A "thinker" model (a template
-# with <think> tags) shows its thinking, hidden after /think hide. Used by
+# with <think> tags) shows its thinking, hidden after /think hide. First,
+# `ollama launch` without a terminal: --yes, --restore, a deprecated model,
+# and fake dsh / hermes programs that show how launch starts them. Used by
 # ctest (label "tui"):
 #   tests/tui/run.sh <ollama binary> <stories260K.gguf> [capture.txt]
 # The third argument, when given, receives the menu as tmux shows it.
@@ -115,6 +117,38 @@ if out="$("$ollama_bin" launch droid --config --model nosuch </dev/null 2>&1)" |
 fi
 out="$("$ollama_bin" launch droid stray </dev/null 2>&1)" && fail "extra argument accepted"
 grep -qF "Use '--' to pass extra arguments" <<<"$out" || fail "extra argument: $out"
+# A model 0.33 calls deprecated for agents asks first: off a terminal, --yes.
+if out="$("$ollama_bin" launch droid --config --model llama3.2 </dev/null 2>&1)" ||
+    ! grep -qF "Launch with llama3.2 anyway? requires confirmation; re-run with --yes" <<<"$out"; then
+    fail "deprecated model: $out"
+fi
+# Fake dsh and hermes (never the real tools): the command line and
+# environment launch starts them with, dsh's --patch kept for launch, and an
+# old Hermes updated before `hermes desktop`.
+mkdir -p "$tmp/bin"
+printf '#!/bin/sh\necho "dsh $* key=$OLLAMA_LAUNCH_DSH_API_KEY"\n' >"$tmp/bin/dsh"
+printf '#!/bin/sh\n[ "$1" = --version ] && { echo "Hermes Agent v0.15.2"; exit 0; }\necho "hermes $*" >>"%s/hermes.log"\n' "$tmp" >"$tmp/bin/hermes"
+chmod +x "$tmp/bin/dsh" "$tmp/bin/hermes"
+out="$(PATH="$tmp/bin:$PATH" "$ollama_bin" launch dsh --yes --model toolbox -- --port 1 </dev/null 2>&1)" ||
+    fail "launch dsh: $out"
+grep -qF "dsh web --patch $HOME/.ollama/launch/dsh/ollama.cordis.yml --port 1 key=ollama" <<<"$out" ||
+    fail "launch dsh: $out"
+grep -qF "model: toolbox" "$HOME/.ollama/launch/dsh/settings.yaml" || fail "dsh settings.yaml"
+out="$(PATH="$tmp/bin:$PATH" "$ollama_bin" launch dsh --yes --model toolbox -- --patch=x </dev/null 2>&1)" &&
+    fail "dsh --patch accepted"
+grep -qF 'conflicting extra argument "--patch=x"' <<<"$out" || fail "dsh --patch: $out"
+# No dsh and a global npm install that fails: npx runs the package.
+mkdir -p "$tmp/npxbin"
+printf '#!/bin/sh\nexit 1\n' >"$tmp/npxbin/npm"
+printf '#!/bin/sh\necho "npx $*"\n' >"$tmp/npxbin/npx"
+chmod +x "$tmp/npxbin/npm" "$tmp/npxbin/npx"
+out="$(PATH="$tmp/npxbin:/usr/bin:/bin" "$ollama_bin" launch dsh --yes --model toolbox </dev/null 2>&1)" ||
+    fail "launch dsh through npx: $out"
+grep -qF "npx --yes @deepseek-ai/dsh@latest web --patch" <<<"$out" || fail "dsh through npx: $out"
+out="$(PATH="$tmp/bin:$PATH" "$ollama_bin" launch hermes-desktop --yes --model toolbox </dev/null 2>&1)" ||
+    fail "launch hermes-desktop: $out"
+[ "$(cat "$tmp/hermes.log")" = "$(printf 'hermes update\nhermes desktop')" ] ||
+    fail "hermes-desktop: $(cat "$tmp/hermes.log") / $out"
 echo "ok: launch (${SECONDS}s)"
 
 T new-session -d -s t -x 100 -y 50 "cd $tmp/work && PS1='$ ' exec bash --norc --noprofile"
@@ -154,17 +188,28 @@ keys Up
 wait_count 2 "/save conv"
 # /compact: the model summarizes the conversation, which the summary replaces.
 keys C-u "/compact" Enter
-wait_for "Compacted: 1 messages summarized"
-keys "/bye" Enter
+# (2 messages when the answer had ended before the Ctrl-C landed: then that
+# Ctrl-C met an empty prompt and only armed quitting.)
+wait_for " messages summarized"
+# Ctrl-C on an empty prompt arms quitting (0.33); a second one quits.
+wait_prompt
+keys C-c
+wait_for "press ctrl+c again to quit"
+keys C-c
 wait_for "Chat, Code, & Work"
 # The menu comes back with the chat selected and its model remembered.
 screen | grep -qF "Chat, Code, & Work (toolbox:latest)" || fail "last choice not remembered"
 grep -q '"last_selection": "run"' "$HOME/.ollama/config.json" || fail "config.json: $(cat "$HOME/.ollama/config.json")"
-# An integration that is not installed: its install hint, then the menu.
+# An integration that is not installed: 0.33's offer to install it,
+# declined (the installer never runs here), the command to run by hand,
+# then the menu.
 keys j Enter
 wait_for "Select model for Claude Code:"
 keys t o o l Enter
-wait_for "claude is not installed, install from"
+wait_for "Claude Code is not installed. Install now? [Y/n]"
+keys n Enter
+wait_for "claude installation cancelled"
+wait_for "curl -fsSL https://claude.ai/install.sh | bash"
 keys Enter
 wait_for "Launch Claude Code (toolbox:latest)"
 # → asks for a model even when one is remembered; esc goes back to the

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -785,6 +786,18 @@ static json_t *read_json(const char *home, const char *rel)
     return v;
 }
 
+// The file parsed as YAML (it must parse).
+static json_t *read_yaml(const char *path)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &b, NULL), 0);
+    json_t *v = NULL;
+    assert_int_equal(launch_yaml_parse_mapping(&b, &v, NULL), 0);
+    buf_deinit(&b);
+    return v;
+}
+
 static const char *jpath(json_t *v, const char *path)
 {
     char *copy = xstrdup(path);
@@ -805,12 +818,15 @@ static void test_launch_configs(void **state)
     const char *droid_user = "{\"customModels\":[{\"model\":\"mine\",\"apiKey\":\"k\"}],"
                              "\"theme\":  \"dark\"}";
     const char *hermes_user = "# my settings\nmodel:\n  default: old\n  provider: x\n"
-                              "toolsets:\n  - web\n";
+                              "toolsets:\n  - web\nproviders:\n  ollama: {api: old}\n"
+                              "  mine: {api: \"http://x\"}\n"
+                              "custom_providers:\n  - name: ollama\n    base_url: y\n";
     write_text(home, ".factory/settings.json", droid_user);
     write_text(home, ".hermes/config.yaml", hermes_user);
     write_text(home, ".pi/agent/settings.json", "{\"theme\":\"light\"}");
 
-    struct launch_target t = {home, "http://127.0.0.1:11434", "qwen3:8b", 40960, false, true};
+    struct launch_target t = {home, "http://127.0.0.1:11434", "qwen3:8b", 40960, false, true, NULL,
+                              0};
     static const char *const names[] = {"cline",    "codex", "droid", "hermes", "opencode",
                                         "openclaw", "pi",    "qwen",  "code"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -868,11 +884,23 @@ static void test_launch_configs(void **state)
     assert_string_equal(text, want);
     free(want);
     free(text);
-    text = read_text(home, ".hermes/config.yaml");
-    assert_string_equal(text, "# my settings\ntoolsets:\n  - web\nmodel:\n"
-                              "  provider: ollama-launch\n  default: \"qwen3:8b\"\n"
-                              "  base_url: \"http://127.0.0.1:11434/v1\"\n  api_key: ollama\n");
-    free(text);
+    // Hermes as 0.33 writes it: the model block on launch's provider, that
+    // provider listed, the user's keys and toolsets kept, "web" added once.
+    char *hp = xasprintf("%s/.hermes/config.yaml", home);
+    v = read_yaml(hp);
+    free(hp);
+    assert_string_equal(jpath(v, "model.provider"), "ollama-launch");
+    assert_string_equal(jpath(v, "model.default"), "qwen3:8b");
+    assert_string_equal(jpath(v, "model.base_url"), "http://127.0.0.1:11434/v1");
+    assert_string_equal(jpath(v, "model.api_key"), "ollama");
+    assert_string_equal(jpath(v, "providers.ollama-launch.api"), "http://127.0.0.1:11434/v1");
+    assert_string_equal(jpath(v, "providers.ollama-launch.default_model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "providers.mine.api"), "http://x");
+    assert_null(json_object_get(json_object_get(v, "providers"), "ollama"));
+    assert_null(json_object_get(v, "custom_providers"));
+    assert_int_equal(json_array_size(json_object_get(v, "toolsets")), 1);
+    assert_string_equal(jpath(v, "toolsets.0"), "web");
+    json_decref(v);
 
     // A second launch with another model keeps the user's original for
     // --restore, which gives their bytes back and removes what was not there.
@@ -912,7 +940,8 @@ static void test_launch_configs(void **state)
 static void test_launch_setup(void **state)
 {
     (void)state;
-    struct launch_target t = {"/home/u", "http://10.0.0.1:8080", "gemma3", 8192, false, false};
+    struct launch_target t = {"/home/u", "http://10.0.0.1:8080", "gemma3", 8192, false, false, NULL,
+                              0};
     json_t *env = json_object(), *args = json_array();
     assert_int_equal(cli_launch_setup("copilot-cli", &t, env, args), 0);
     assert_string_equal(jpath(env, "COPILOT_PROVIDER_BASE_URL"), "http://10.0.0.1:8080/v1");
@@ -944,6 +973,306 @@ static void test_launch_setup(void **state)
         visible += !hidden;
     }
     assert_true(visible >= 11);
+}
+
+// YAML through libyaml: what the writers read back is what they wrote,
+// strings that look like other things stay strings.
+static void test_launch_yaml(void **state)
+{
+    (void)state;
+    const char *src = "# comment\nname: qwen3:8b\nn: 12\nf: 1.5\nok: true\nnone: ~\n"
+                      "quoted: \"12\"\nlist:\n  - a\n  - {x: 1}\n  - []\nmap: {}\n";
+    struct buf in, out;
+    buf_init(&in, 0);
+    buf_init(&out, 0);
+    buf_append_str(&in, src);
+    json_t *v = NULL;
+    assert_int_equal(launch_yaml_parse_mapping(&in, &v, NULL), 0);
+    assert_string_equal(jpath(v, "name"), "qwen3:8b");
+    assert_int_equal(json_integer_value(json_object_get(v, "n")), 12);
+    assert_true(json_is_real(json_object_get(v, "f")));
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    assert_true(json_is_null(json_object_get(v, "none")));
+    assert_string_equal(jpath(v, "quoted"), "12");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(v, "list"), 1), "x")), 1);
+    // Strings YAML would read as something else, or not read at all.
+    static const char *const odd[] = {"true", "12",          "",           " lead", "a: b", "#x",
+                                      "- x",  "line\nbreak", "say \"hi\"", "null",  "1e3",  "x #y"};
+    json_t *strs = json_object();
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%zu", i);
+        jsonx_set_str(strs, key, odd[i]);
+    }
+    json_object_set(v, "strs", strs);
+    launch_yaml_dump(v, &out);
+    json_t *back = NULL;
+    assert_int_equal(launch_yaml_parse_mapping(&out, &back, NULL), 0);
+    assert_true(json_equal(v, back));
+    json_decref(back);
+    json_decref(strs);
+    json_decref(v);
+    // Not a mapping, or not YAML: an error.
+    buf_reset(&in);
+    buf_append_str(&in, "- a\n");
+    assert_true(launch_yaml_parse_mapping(&in, &v, NULL) < 0);
+    buf_reset(&in);
+    buf_append_str(&in, "a: [1\n");
+    struct err e = {0};
+    assert_true(launch_yaml_parse_mapping(&in, &v, &e) < 0);
+    assert_non_null(strstr(e.msg, "yaml: line"));
+    buf_deinit(&in);
+    buf_deinit(&out);
+}
+
+// OMP (YAML in the user's agent dir), DeepSeek Harness and Muse (launch's
+// own config roots), Hermes Desktop (Hermes's file and backups).
+static void test_launch_more_configs(void **state)
+{
+    (void)state;
+    char home[] = "/tmp/ollama-launch-test-XXXXXX";
+    assert_non_null(mkdtemp(home));
+    unsetenv("HERMES_HOME");
+    unsetenv("PI_CODING_AGENT_DIR");
+    unsetenv("PI_CONFIG_DIR");
+    char *xdg = xasprintf("%s/xdg", home);
+    setenv("XDG_CONFIG_HOME", xdg, 1);
+    const char *omp_user =
+        "# mine\nproviders:\n  other:\n    baseUrl: http://x\n"
+        "  ollama:\n    models:\n      - id: \"qwen3:8b\"\n        maxTokens: 99\n"
+        "      - id: old\n";
+    write_text(home, ".omp/agent/models.yml", omp_user);
+    write_text(home, "xdg/muse/settings.json", "{\"skills\":[\"s\"],\"model\":\"x\"}");
+    const char *hermes_user = "model:\n  default: mine\n";
+    write_text(home, ".hermes/config.yaml", hermes_user);
+
+    struct launch_target t = {home, "http://127.0.0.1:11434", "qwen3:8b", 40960, true, false, NULL,
+                              0};
+    static const char *const names[] = {"omp", "dsh", "muse-code", "hermes-desktop"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        struct err e = {0};
+        assert_int_equal(cli_launch_write(names[i], &t, NULL, &e), 0);
+    }
+    char *p = xasprintf("%s/.omp/agent/models.yml", home);
+    json_t *v = read_yaml(p);
+    free(p);
+    assert_string_equal(jpath(v, "providers.other.baseUrl"), "http://x");
+    assert_string_equal(jpath(v, "providers.ollama.baseUrl"), "http://127.0.0.1:11434/v1");
+    assert_string_equal(jpath(v, "providers.ollama.api"), "openai-responses");
+    assert_string_equal(jpath(v, "providers.ollama.discovery.type"), "ollama");
+    assert_string_equal(jpath(v, "providers.ollama.models.0.id"), "qwen3:8b");
+    assert_string_equal(jpath(v, "providers.ollama.models.0.input.1"), "image");
+    json_t *m0 = json_array_get(
+        json_object_get(json_object_get(json_object_get(v, "providers"), "ollama"), "models"), 0);
+    assert_int_equal(json_integer_value(json_object_get(m0, "contextWindow")), 40960);
+    assert_int_equal(json_integer_value(json_object_get(m0, "maxTokens")), 99);
+    assert_string_equal(jpath(v, "providers.ollama.models.1.id"), "old");
+    json_decref(v);
+    p = xasprintf("%s/.omp/agent/config.yml", home);
+    v = read_yaml(p);
+    free(p);
+    assert_int_equal(json_integer_value(json_object_get(v, "setupVersion")), 1);
+    json_decref(v);
+
+    p = xasprintf("%s/.ollama/launch/dsh/settings.yaml", home);
+    v = read_yaml(p);
+    assert_string_equal(jpath(v, "agent-default-model.model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "llm-pi-ai.providers.ollama.apiKeyEnv"),
+                        "OLLAMA_LAUNCH_DSH_API_KEY");
+    assert_string_equal(jpath(v, "llm-pi-ai.providers.ollama.baseURL"),
+                        "http://127.0.0.1:11434/v1");
+    json_decref(v);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char *text = read_text(home, ".ollama/launch/dsh/ollama.cordis.yml");
+    char *want = xasprintf("- id: settings\n  config:\n    path: %s\n", p);
+    assert_string_equal(text, want);
+    free(want);
+    free(text);
+    free(p);
+
+    v = read_json(home, ".ollama/launch/muse-config/muse/settings.json");
+    assert_string_equal(jpath(v, "skills.0"), "s");  // seeded from the user's own
+    assert_string_equal(jpath(v, "model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "provider"), "meta");
+    assert_string_equal(jpath(v, "endpoint_transport.auth"), "none");
+    assert_string_equal(jpath(v, "model_catalog.0.profile_id"), "tbh");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(v, "model_catalog"), 0), "output_limit")),
+                     32768);
+    json_decref(v);
+
+    json_t *env = json_object(), *args = json_array();
+    assert_int_equal(cli_launch_setup("deepseek-harness", &t, env, args), 0);
+    assert_string_equal(jpath(args, "0"), "web");
+    assert_string_equal(jpath(env, "OLLAMA_LAUNCH_DSH_API_KEY"), "ollama");
+    json_decref(env);
+    json_decref(args);
+    env = json_object();
+    args = json_array();
+    assert_int_equal(cli_launch_setup("omp", &t, env, args), 0);
+    assert_string_equal(jpath(args, "1"), "ollama/qwen3:8b");
+    json_decref(env);
+    json_decref(args);
+
+    // Restore: the user's OMP bytes (comment and all) back; launch's own
+    // files removed; hermes-desktop's backup is hermes's.
+    assert_int_equal(cli_launch_restore("omp", home, NULL, NULL), 2);
+    text = read_text(home, ".omp/agent/models.yml");
+    assert_string_equal(text, omp_user);
+    free(text);
+    assert_null(read_text(home, ".omp/agent/config.yml"));
+    assert_int_equal(cli_launch_restore("dsh", home, NULL, NULL), 2);
+    assert_null(read_text(home, ".ollama/launch/dsh/settings.yaml"));
+    assert_int_equal(cli_launch_restore("hermes", home, NULL, NULL), 1);
+    text = read_text(home, ".hermes/config.yaml");
+    assert_string_equal(text, hermes_user);
+    free(text);
+
+    // A models.yml that is not YAML is an error and stays as it is.
+    write_text(home, ".omp/agent/models.yml", "providers: [1\n");
+    struct err e = {0};
+    assert_true(cli_launch_write("omp", &t, NULL, &e) < 0);
+    assert_non_null(strstr(e.msg, "failed to parse config"));
+    unsetenv("XDG_CONFIG_HOME");
+    free(xdg);
+    char *cmd = xasprintf("rm -rf '%s'", home);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
+// 0.33's deprecated-model question.
+static void test_launch_deprecated(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"llama3.2",         "Llama3.1:8b", "library/mistral:latest",
+                                      "qwen2.5-coder:7b", "deepseek-r1", "deepseek-r1:7b",
+                                      " codellama "};
+    static const char *const no[] = {"qwen3", "deepseek-r1:70b", "llama3-gradient", "gemma4",
+                                     "mistral-small"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        assert_true(cli_launch_model_deprecated(yes[i]));
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        assert_false(cli_launch_model_deprecated(no[i]));
+    char *q = cli_launch_deprecated_prompt("llama3.2", "Claude Code", "claude", "gemma4");
+    assert_string_equal(q, "llama3.2 does not work well with Claude Code. Try an agent-capable "
+                           "model like gemma4 instead:\n  ollama launch claude --model gemma4\n\n"
+                           "Launch with llama3.2 anyway?");
+    free(q);
+    assert_null(cli_launch_deprecated_prompt("qwen3", "Claude Code", "claude", "gemma4"));
+}
+
+static char *cli_stderr(int argc, const char *const *args, int *rc);
+
+// Writes an executable shell script.
+static void write_script(const char *path, const char *body)
+{
+    assert_int_equal(fs_write_atomic(path, body, strlen(body), NULL), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+// The offer to install a missing tool, with a fake npm on PATH (no real
+// installer runs), and the refusals of the macOS/Windows desktop apps.
+static void test_launch_install(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ollama-install-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *saved_path = xstrdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    char *saved_home = getenv("HOME") ? xstrdup(getenv("HOME")) : NULL;
+    char *saved_host = getenv("OLLAMA_HOST") ? xstrdup(getenv("OLLAMA_HOST")) : NULL;
+    char *bin = xasprintf("%s/bin", dir), *npm = xasprintf("%s/bin/npm", dir);
+    assert_int_equal(fs_mkdir_p(bin, NULL), 0);
+    setenv("HOME", dir, 1);
+    setenv("OLLAMA_HOST", "127.0.0.1:1", 1);
+    setenv("PATH", bin, 1);
+    // Only the programs in bin/: no npm yet.
+    int rc;
+    char *err = cli_stderr(3, (const char *const[]){"ollama", "launch", "cline"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: cline is not installed and required dependencies are "
+                             "missing\n\nInstall the following first:\n  npm (Node.js): "
+                             "https://nodejs.org/\n\nThen re-run:\n  ollama launch cline\n");
+    free(err);
+    // The fake npm records its arguments and installs a cline.
+    char *script = xasprintf("#!/bin/sh\necho \"$@\" > %s/npm.args\n"
+                             "printf '#!/bin/sh\\n' > %s/cline\n/bin/chmod +x %s/cline\n",
+                             dir, bin, bin);
+    write_script(npm, script);
+    free(script);
+    err = cli_stderr(3, (const char *const[]){"ollama", "launch", "cline"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: Cline is not installed. Install with npm? requires "
+                             "confirmation; re-run with --yes to continue\nTo install it "
+                             "yourself, run:\n  npm install -g cline@latest\n");
+    free(err);
+    char *args_path = xasprintf("%s/npm.args", dir);
+    assert_false(fs_exists(args_path));  // nothing ran
+    err = cli_stderr(6, (const char *const[]){"ollama", "launch", "cline", "--yes", "--model", "m"},
+                     &rc);
+    assert_int_equal(rc, 1);  // installed; then no server on port 1
+    assert_non_null(strstr(err, "\nInstalling Cline...\nCline installed successfully\n"));
+    free(err);
+    char *text = read_text(dir, "npm.args");
+    assert_string_equal(text, "install -g cline@latest\n");
+    free(text);
+    // An installer that fails.
+    write_script(npm, "#!/bin/sh\nexit 3\n");
+    err = cli_stderr(6, (const char *const[]){"ollama", "launch", "pi", "-y", "--model", "m"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "Error: failed to install pi: exit status 3\n"));
+    free(err);
+    // DeepSeek Harness: a failed global install falls back to npx (0.33).
+    char *npx = xasprintf("%s/npx", bin);
+    write_script(npx, "#!/bin/sh\nexit 0\n");
+    err =
+        cli_stderr(6, (const char *const[]){"ollama", "launch", "dsh", "-y", "--model", "m"}, &rc);
+    assert_int_equal(rc, 1);  // then no server on port 1
+    assert_non_null(strstr(err, "Installing DeepSeek Harness..."));
+    assert_null(strstr(err, "failed to install"));
+    free(err);
+    unlink(npx);
+    free(npx);
+    // --yes without a terminal needs --model, before anything is installed.
+    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "qwen", "--yes"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: headless --yes launch for qwen requires --model <model>\n");
+    free(err);
+    // No installer: the hint.
+    err = cli_stderr(3, (const char *const[]){"ollama", "launch", "copilot"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "Error: copilot is not installed, install from "
+                                "https://github.com/features/copilot/cli/"));
+    free(err);
+    // Desktop apps 0.33 supports only elsewhere.
+    err = cli_stderr(3, (const char *const[]){"ollama", "launch", "claude-desktop"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: Claude Desktop can only be restored from the command line: "
+                             "ollama launch claude-desktop --restore\n");
+    free(err);
+    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "claude-app", "--restore"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: Claude Desktop launch is only supported on macOS\n");
+    free(err);
+    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "codex-app", "--restore"}, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(err, "Error: ChatGPT launch is only supported on macOS and Windows\n");
+    free(err);
+
+    setenv("PATH", saved_path, 1);
+    saved_home ? setenv("HOME", saved_home, 1) : unsetenv("HOME");
+    saved_host ? setenv("OLLAMA_HOST", saved_host, 1) : unsetenv("OLLAMA_HOST");
+    free(saved_path);
+    free(saved_home);
+    free(saved_host);
+    free(args_path);
+    free(bin);
+    free(npm);
+    char *cmd = xasprintf("rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
 }
 
 // ---------------------------------------------------------------------------
@@ -1262,6 +1591,10 @@ int main(void)
         cmocka_unit_test(test_show_report_missing_fields),
         cmocka_unit_test(test_launch_configs),
         cmocka_unit_test(test_launch_setup),
+        cmocka_unit_test(test_launch_yaml),
+        cmocka_unit_test(test_launch_more_configs),
+        cmocka_unit_test(test_launch_deprecated),
+        cmocka_unit_test(test_launch_install),
         cmocka_unit_test(test_agent_markdown),
         cmocka_unit_test(test_agent_tools),
         cmocka_unit_test(test_agent_compaction),

@@ -590,10 +590,17 @@ static void test_launch(void **state)
     if (!strstr(out, want))
         fail_msg("want %s in:\n%s", want, out);
     assert_non_null(strstr(out, "OPENAI_API_KEY=ollama\n"));
-    // Not installed: the install hint. Unknown model, unknown integration.
+    // Not installed: 0.33 offers to install the tools it can (without a
+    // terminal: re-run with --yes; the command to run by hand), the others
+    // get the install hint. Unknown model, unknown integration.
     assert_int_equal(launch("opencode --model stories", out, sizeof(out)), 1);
-    assert_non_null(strstr(out, "Error: opencode is not installed, install from "
-                                "https://opencode.ai (or: npm install -g opencode-ai)"));
+    assert_non_null(strstr(out, "Error: OpenCode is not installed. Install now? requires "
+                                "confirmation; re-run with --yes to continue\nTo install it "
+                                "yourself, run:\n  set -o pipefail; curl -fsSL "
+                                "https://opencode.ai/install | bash\n"));
+    assert_int_equal(launch("droid --model stories", out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "Error: droid is not installed, install from "
+                                "https://docs.factory.ai/cli/getting-started/quickstart"));
     assert_int_equal(launch("claude --model nope", out, sizeof(out)), 1);
     assert_non_null(strstr(out, "Error: model \"nope\" not found; run 'ollama pull nope' "
                                 "first, or use --yes to auto-pull"));
