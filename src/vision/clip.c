@@ -33,7 +33,8 @@ static const struct vision_layout layouts[] = {
 };
 
 // Projector types this module runs.
-static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger", "pixtral"};
+static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger", "pixtral",
+                                          "qwen3vl_merger"};
 
 static const struct vision_layout *layout_of(const struct gguf *g)
 {
@@ -421,6 +422,10 @@ static int model_open(struct vision_model *vm, const char *what, struct err *e)
     vm->projector = projector_of(vm->g, l);
     if ((vm->qwen = is_qwen(vm->projector)))
         return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
+    if (strcmp(vm->projector, "qwen3vl_merger") == 0) {
+        vm->qwen = vm->qwen3 = true;  // qwen25vl.c's pipeline, qwen3vl.c's differences
+        return vision_qwen_open(vm, l->key_prefix, false, e);
+    }
     if (strcmp(vm->projector, "pixtral") == 0) {
         vm->qwen = true;  // the same dynamic-size pipeline (qwen25vl.c)
         return vision_pixtral_open(vm, e);
@@ -492,7 +497,7 @@ const char *vision_model_projector(const struct vision_model *vm)
 
 int vision_model_n_embd(const struct vision_model *vm)
 {
-    return vm->n_out;
+    return vision_row_width(vm);
 }
 
 int vision_model_n_tokens(const struct vision_model *vm, int width, int height)

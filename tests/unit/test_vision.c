@@ -607,7 +607,7 @@ static double run_mrope_case(struct model *m, struct vision_model *vm, json_t *c
 {
     enum { CAP = 256 };
     int32_t tokens[CAP], pos[CAP], slot[CAP] = {0}, rc[2 * CAP];
-    int n_embd = model_n_embd(m), rope_end;
+    int n_embd = model_n_embd_inp(m), rope_end;
     float *embd = calloc((size_t)CAP * n_embd, sizeof(float));
     int n = build_mrope_prompt(vm, c, n_embd, tokens, embd, rc, CAP, &rope_end);
     assert_int_equal(rope_end, json_integer_value(json_object_get(c, "n_past")));
@@ -745,6 +745,30 @@ static void test_qwen25vl_end_to_end(void **state)
                         "tiny-qwen25vl-ollama-f32.gguf");
 }
 
+// Qwen3-VL: the tower (deepstack slices included) on the three pictures,
+// the text model (interleaved M-RoPE, deepstack) with the reference's rows
+// and with the tower's, K/V f32 and f16.
+static void test_qwen3vl(void **state)
+{
+    (void)state;
+    json_t *ref = load_ref("tiny-qwen3vl-vision.reference.json");
+    double worst = 0;
+    if (!ref)
+        skip();
+    static const char *const images[] = {"images/gradient-32x32.png", "images/gradient-48x40.png",
+                                         "images/gradient-128x96.png"};
+    for (int i = 0; i < 3; i++) {
+        double d = embed_max_diff("tiny-qwen3vl-mmproj-f32.gguf", images[i], ref);
+        printf("# qwen3vl %s: embedding max diff %.2e\n", images[i], d);
+        worst = d > worst ? d : worst;
+    }
+    assert_true(worst < 2 * EMBD_TOL);
+    json_decref(ref);
+    run_mrope_reference("tiny-qwen3vl-vision.reference.json", "tiny-qwen3vl-f32.gguf", NULL);
+    run_mrope_reference("tiny-qwen3vl-vision.reference.json", "tiny-qwen3vl-f32.gguf",
+                        "tiny-qwen3vl-mmproj-f32.gguf");
+}
+
 static void test_projector_refusals(void **state)
 {
     (void)state;
@@ -775,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_qwen25vl_tower),
         cmocka_unit_test(test_qwen25vl_end_to_end),
         cmocka_unit_test(test_mistral3vl),
+        cmocka_unit_test(test_qwen3vl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
