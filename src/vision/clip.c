@@ -555,9 +555,10 @@ uint64_t vision_model_scratch_bytes(const struct vision_model *vm)
     if (vm->qwen) {
         // The largest picture: 4096 merged tokens (16384 patches); the
         // full-attention blocks' scores dominate (n²).
+        // The output rows (Qwen3-VL: with the deepstack slices) count too.
         uint64_t n = 16384, d = (uint64_t)vm->n_embd, f = (uint64_t)vm->n_ff;
         return sizeof(float) * n * (6 * d + 2 * f + 4 * d + n + vm->n_out / 4 + 3) +
-               n * (4 * d * 2 + 512);
+               n * (4 * d * 2 + 512) + sizeof(float) * (n / 4) * (uint64_t)vision_row_width(vm);
     }
     uint64_t n_pos =
         (uint64_t)(vm->image_size / vm->patch_size) * (uint64_t)(vm->image_size / vm->patch_size);
