@@ -9,16 +9,45 @@
 // token embeddings with zeros.
 #include "model/internal.h"
 
+#include <string.h>
+
+// Ollama's published files have no M-RoPE sections; llama/compat gives
+// them Qwen3-VL's [24, 20, 20, 0] (head_dim 128: 64 rotary pairs).
+static int default_sections(struct model *m, struct err *e)
+{
+    static const int def[4] = {24, 20, 20, 0};
+    if (m->hp.rope.n_rot < 2 * (def[0] + def[1] + def[2]))
+        return err_set(e, ERR_FORMAT, "%s: missing rope.dimension_sections", m->arch->name);
+    memcpy(m->hp.rope.sections, def, sizeof def);
+    return 0;
+}
+
+static bool has_key(struct model *m, const char *suffix)
+{
+    char key[128];
+    return gguf_find(m->g, model_key(m, key, sizeof key, suffix)) != NULL;
+}
+
 static int qwen3vl_load(struct model *m, struct err *e)
 {
-    int rc = model_mrope_load(m, e);
+    int rc = has_key(m, "rope.dimension_sections") || has_key(m, "rope.mrope_section")
+                 ? model_mrope_load(m, e)
+                 : default_sections(m, e);
     if (rc < 0)
         return rc;
     m->hp.rope.imrope = true;
     m->hp.rope_swa = m->hp.rope;
+    // n_deepstack_layers, or (Ollama's files) the length of the tower's
+    // deepstack_visual_indexes.
     uint32_t n_ds = 0;
     char key[128];
-    gguf_get_u32(m->g, model_key(m, key, sizeof key, "n_deepstack_layers"), &n_ds);
+    enum gguf_value_type et;
+    uint64_t n_idx = 0;
+    if (!gguf_get_u32(m->g, model_key(m, key, sizeof key, "n_deepstack_layers"), &n_ds) &&
+        gguf_get_arr(m->g, model_key(m, key, sizeof key, "vision.deepstack_visual_indexes"), &et,
+                     &n_idx))
+        n_ds = n_idx > 64 ? 64 : (uint32_t)n_idx;
+    model_key(m, key, sizeof key, "n_deepstack_layers");
     // The deepstack slices are added before the last layer picks its
     // output rows, so they must end before it.
     if (n_ds >= (uint32_t)m->hp.n_layer)

@@ -1,7 +1,8 @@
 // The projector file. Two layouts hold the same tower:
 //   - an mmproj file (general.architecture "clip"), as llama.cpp's converter
 //     and Hugging Face GGUFs ship it beside the text model;
-//   - Ollama's monolithic model file (general.architecture "gemma3"), with
+//   - Ollama's monolithic model file (general.architecture "gemma3",
+//     "qwen25vl", "qwen3vl"), with
 //     the tower's tensors and "<arch>.vision.*" keys inside the text model.
 // A row of `layouts` names each one's keys and tensors; everything after
 // binding is the same.
@@ -30,6 +31,9 @@ static const struct vision_layout layouts[] = {
     // (the tower's presence) is read from here.
     {"qwen25vl", "qwen2.5vl_merger", "qwen25vl.vision.", "v.patch_embd_0", "", "", "", "", "", "",
      "", "", ""},
+    // Qwen3-VL as Ollama's library publishes it (qwen3vl.c binds it).
+    {"qwen3vl", "qwen3vl_merger", "qwen3vl.vision.", "v.patch_embed", "", "", "", "", "", "", "",
+     "", ""},
 };
 
 // Projector types this module runs.

@@ -101,11 +101,13 @@ int vision_qvec(struct vision_model *vm, const char *name, int64_t n, const floa
 int vision_qmat(struct vision_model *vm, const char *name, int64_t cols, int64_t rows,
                 struct engine_tensor *out, struct err *e);
 
-// qwen3vl.c: Qwen3-VL's binding (after qwen25vl.c's hyper-parameters and
-// patch kernel), its additions to the patch embeddings (bias, learned
+// qwen3vl.c: Qwen3-VL's binding (after qwen25vl.c's hyper-parameters; the
+// mmproj or Ollama's monolithic layout), its additions to the patch embeddings (bias, learned
 // positions), the deepstack merger of block il into out's rows, and the
 // width of an output row.
-int vision_qwen3_open(struct vision_model *vm, struct err *e);
+int vision_qwen3_open(struct vision_model *vm, bool ollama, struct err *e);
+// The mmproj's two temporal patch kernels summed (qwen25vl.c).
+int vision_qwen_bind_patch(struct vision_model *vm, struct err *e);
 void vision_qwen3_embed(struct vision_model *vm, struct qwen_run *r);
 void vision_qwen3_deepstack(struct vision_model *vm, struct qwen_run *r, int il, float *out);
 int vision_row_width(const struct vision_model *vm);

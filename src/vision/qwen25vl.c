@@ -197,6 +197,8 @@ static int read_qwen_hparams(struct vision_model *vm, const char *prefix, struct
         return err_set(e, ERR_FORMAT, "vision tower: missing or bad %s* hyper-parameters", prefix);
     // The FFN width: the key, else (Ollama's files) ffn_up's shape.
     const struct gguf_tensor *up = gguf_tensor_find(g, "v.blk.0.ffn_up.weight");
+    if (!up)  // Ollama's Qwen3-VL files
+        up = gguf_tensor_find(g, "v.blk.0.mlp.linear_fc1.weight");
     if (!qkey_u32(g, prefix, "feed_forward_length", &vm->n_ff))
         vm->n_ff = up && up->n_dims == 2 ? (int)up->ne[1] : 0;
     read_window_pattern(vm, prefix);
@@ -227,6 +229,13 @@ static int read_qwen_hparams(struct vision_model *vm, const char *prefix, struct
 
 // The patch embedding: both temporal slices summed (one matmul). The
 // reference's convolution (im2col) rounds pixels and kernels to f16.
+static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, struct err *e);
+
+int vision_qwen_bind_patch(struct vision_model *vm, struct err *e)
+{
+    return bind_patch(vm, &names_mmproj, e);
+}
+
 static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, struct err *e)
 {
     const int64_t in = (int64_t)3 * vm->patch_size * vm->patch_size, n = in * vm->n_embd;
@@ -248,10 +257,10 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
 {
     const struct qwen_names *nm = ollama ? &names_ollama : &names_mmproj;
     int rc = read_qwen_hparams(vm, prefix, e);
+    if (vm->qwen3)  // its own names and patch kernel (qwen3vl.c)
+        return rc == 0 ? vision_qwen3_open(vm, ollama, e) : rc;
     if (rc == 0)
         rc = bind_patch(vm, nm, e);
-    if (vm->qwen3)
-        return rc == 0 ? vision_qwen3_open(vm, e) : rc;
     for (int il = 0; rc == 0 && il < vm->n_layer; il++)
         rc = bind_block(vm, il, e);
     char n[96];

@@ -19,9 +19,39 @@
 // adds slice k + 1 after its layer k.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vision/internal.h"
+
+// Tensor names of the two layouts: llama.cpp's mmproj and Ollama's
+// monolithic file (the tower inside the text model's file, as its library
+// publishes qwen3-vl; llama/compat's handle_qwen3vl_clip maps one onto the
+// other): separate Q/K/V, one Conv3D patch kernel, HF-style leaf names,
+// deepstack mergers numbered in order with their blocks in
+// qwen3vl.vision.deepstack_visual_indexes.
+struct q3_names {
+    const char *patch_b, *pos, *post_ln, *mm0, *mm2, *ln1, *ln2, *up, *down;
+    const char *ds, *ds_fc1, *ds_fc2;  // "<ds>.N.norm", "<ds>.N.<ds_fc1>", ...
+    bool ollama;
+};
+
+static const struct q3_names names_mmproj = {
+    "v.patch_embd.bias", "v.position_embd.weight", "v.post_ln", "mm.0", "mm.2", "ln1", "ln2",
+    "ffn_up",            "ffn_down",               "v.deepstack", "fc1", "fc2", false};
+static const struct q3_names names_ollama = {"v.patch_embed.bias",
+                                             "v.pos_embed.weight",
+                                             "v.merger.norm",
+                                             "v.merger.linear_fc1",
+                                             "v.merger.linear_fc2",
+                                             "norm1",
+                                             "norm2",
+                                             "mlp.linear_fc1",
+                                             "mlp.linear_fc2",
+                                             "v.deepstack_merger",
+                                             "linear_fc1",
+                                             "linear_fc2",
+                                             true};
 
 // A view of rows [r0, r0 + n) of a matrix (part of the fused QKV).
 static void row_view(struct engine_tensor *out, const struct engine_tensor *t, int64_t r0,
@@ -32,15 +62,30 @@ static void row_view(struct engine_tensor *out, const struct engine_tensor *t, i
     out->data = (const uint8_t *)t->data + (size_t)r0 * t->row_bytes;
 }
 
-static int bind_block(struct vision_model *vm, int il, struct err *e)
+// Q, K, V: views of the mmproj's fused attn_qkv, or Ollama's three.
+static int bind_qkv(struct vision_model *vm, int il, const struct q3_names *nm, struct err *e)
 {
     struct vision_layer *L = &vm->layers[il];
-    const int d = vm->n_embd, f = vm->n_ff;
+    const int d = vm->n_embd;
     char n[96];
+    int rc = 0;
+    if (nm->ollama) {
+        static const char *const parts[] = {"attn_q", "attn_k", "attn_v"};
+        struct engine_tensor *mats[] = {&L->wq, &L->wk, &L->wv};
+        const float **bias[] = {&L->bq, &L->bk, &L->bv};
+        for (int i = 0; rc == 0 && i < 3; i++) {
+            snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, parts[i]);
+            rc = vision_qmat(vm, n, d, d, mats[i], e);
+            snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, parts[i]);
+            if (rc == 0)
+                rc = vision_qvec(vm, n, d, bias[i], e);
+        }
+        return rc;
+    }
     struct engine_tensor qkv;
     const float *bqkv = NULL;
     snprintf(n, sizeof n, "v.blk.%d.attn_qkv.weight", il);
-    int rc = vision_qmat(vm, n, d, 3 * d, &qkv, e);
+    rc = vision_qmat(vm, n, d, 3 * d, &qkv, e);
     snprintf(n, sizeof n, "v.blk.%d.attn_qkv.bias", il);
     if (rc == 0 && (rc = vision_qvec(vm, n, 3 * d, &bqkv, e)) == 0) {
         row_view(&L->wq, &qkv, 0, d);
@@ -50,73 +95,160 @@ static int bind_block(struct vision_model *vm, int il, struct err *e)
         L->bk = bqkv + d;
         L->bv = bqkv + 2 * d;
     }
-    static const struct {
+    return rc;
+}
+
+static int bind_block(struct vision_model *vm, int il, const struct q3_names *nm, struct err *e)
+{
+    struct vision_layer *L = &vm->layers[il];
+    const int d = vm->n_embd, f = vm->n_ff;
+    const struct {
         const char *part;
-        size_t mat, bias;
-        int in, out;  // 0: d, 1: f
+        struct engine_tensor *mat;
+        const float **bias;
+        int in, out;
     } rows[] = {
-        {"attn_out", offsetof(struct vision_layer, wo), offsetof(struct vision_layer, bo), 0, 0},
-        {"ffn_up", offsetof(struct vision_layer, w_up), offsetof(struct vision_layer, b_up), 0, 1},
-        {"ffn_down", offsetof(struct vision_layer, w_down), offsetof(struct vision_layer, b_down),
-         1, 0},
+        {"attn_out", &L->wo, &L->bo, d, d},
+        {nm->up, &L->w_up, &L->b_up, d, f},
+        {nm->down, &L->w_down, &L->b_down, f, d},
     };
+    char n[96];
+    int rc = bind_qkv(vm, il, nm, e);
     for (size_t i = 0; rc == 0 && i < sizeof rows / sizeof rows[0]; i++) {
-        int in = rows[i].in ? f : d, out = rows[i].out ? f : d;
         snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, rows[i].part);
-        rc = vision_qmat(vm, n, in, out, (struct engine_tensor *)((char *)L + rows[i].mat), e);
+        rc = vision_qmat(vm, n, rows[i].in, rows[i].out, rows[i].mat, e);
         snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, rows[i].part);
         if (rc == 0)
-            rc = vision_qvec(vm, n, out, (const float **)((char *)L + rows[i].bias), e);
+            rc = vision_qvec(vm, n, rows[i].out, rows[i].bias, e);
     }
-    static const char *const norms[] = {"ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias"};
+    const char *norms[] = {nm->ln1, nm->ln1, nm->ln2, nm->ln2};
+    const char *leaf[] = {"weight", "bias", "weight", "bias"};
     const float **dst[] = {&L->ln1_w, &L->ln1_b, &L->ln2_w, &L->ln2_b};
     for (int i = 0; rc == 0 && i < 4; i++) {
-        snprintf(n, sizeof n, "v.blk.%d.%s", il, norms[i]);
+        snprintf(n, sizeof n, "v.blk.%d.%s.%s", il, norms[i], leaf[i]);
         rc = vision_qvec(vm, n, d, dst[i], e);
     }
     return rc;
 }
 
-// The deepstack merger after block il, when the file has one.
-static int bind_deepstack(struct vision_model *vm, int il, struct err *e)
+// Deepstack merger `num` (mmproj: the block's index; Ollama: its place in
+// deepstack_visual_indexes) onto block il.
+static int bind_deepstack(struct vision_model *vm, int il, int num, const struct q3_names *nm,
+                          struct err *e)
 {
     struct vision_layer *L = &vm->layers[il];
     const int d4 = 4 * vm->n_embd;
-    char n[96];
-    L->ds_index = -1;
-    snprintf(n, sizeof n, "v.deepstack.%d.norm.weight", il);
-    if (!gguf_tensor_find(vm->g, n))
-        return 0;
-    int rc = vision_qvec(vm, n, d4, &L->ds_norm_w, e);
-    snprintf(n, sizeof n, "v.deepstack.%d.norm.bias", il);
+    const struct {
+        const char *leaf;
+        const float **vec;
+        struct engine_tensor *mat;
+        int in, out;
+    } parts[] = {
+        {"norm.weight", &L->ds_norm_w, NULL, 0, d4}, {"norm.bias", &L->ds_norm_b, NULL, 0, d4},
+        {nm->ds_fc1, &L->ds_fc1_b, &L->ds_fc1, d4, d4},
+        {nm->ds_fc2, &L->ds_fc2_b, &L->ds_fc2, d4, vm->n_out},
+    };
+    char n[128];
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof parts / sizeof parts[0]; i++) {
+        if (!parts[i].mat) {
+            snprintf(n, sizeof n, "%s.%d.%s", nm->ds, num, parts[i].leaf);
+            rc = vision_qvec(vm, n, parts[i].out, parts[i].vec, e);
+            continue;
+        }
+        snprintf(n, sizeof n, "%s.%d.%s.weight", nm->ds, num, parts[i].leaf);
+        rc = vision_qmat(vm, n, parts[i].in, parts[i].out, parts[i].mat, e);
+        snprintf(n, sizeof n, "%s.%d.%s.bias", nm->ds, num, parts[i].leaf);
+        if (rc == 0)
+            rc = vision_qvec(vm, n, parts[i].out, parts[i].vec, e);
+    }
     if (rc == 0)
-        rc = vision_qvec(vm, n, d4, &L->ds_norm_b, e);
-    snprintf(n, sizeof n, "v.deepstack.%d.fc1.weight", il);
-    if (rc == 0)
-        rc = vision_qmat(vm, n, d4, d4, &L->ds_fc1, e);
-    snprintf(n, sizeof n, "v.deepstack.%d.fc1.bias", il);
-    if (rc == 0)
-        rc = vision_qvec(vm, n, d4, &L->ds_fc1_b, e);
-    snprintf(n, sizeof n, "v.deepstack.%d.fc2.weight", il);
-    if (rc == 0)
-        rc = vision_qmat(vm, n, d4, vm->n_out, &L->ds_fc2, e);
-    snprintf(n, sizeof n, "v.deepstack.%d.fc2.bias", il);
-    if (rc == 0)
-        rc = vision_qvec(vm, n, vm->n_out, &L->ds_fc2_b, e);
-    if (rc == 0)
-        L->ds_index = vm->n_deepstack++;
+        L->ds_index = 0;  // numbered in block order once all are bound
     return rc;
+}
+
+// The deepstack mergers: the mmproj's v.deepstack.<block>.* where present;
+// Ollama's v.deepstack_merger.<k>.* onto block deepstack_visual_indexes[k].
+static int bind_deepstacks(struct vision_model *vm, const struct q3_names *nm, struct err *e)
+{
+    char n[96];
+    int rc = 0;
+    for (int il = 0; il < vm->n_layer; il++)
+        vm->layers[il].ds_index = -1;
+    if (nm->ollama) {
+        const char *key = "qwen3vl.vision.deepstack_visual_indexes";
+        enum gguf_value_type et;
+        uint64_t cnt = 0;
+        gguf_get_arr(vm->g, key, &et, &cnt);
+        for (uint64_t k = 0; rc == 0 && k < cnt; k++) {
+            int64_t il;
+            if (!gguf_arr_i64(gguf_find(vm->g, key), k, &il) || il < 0 || il >= vm->n_layer ||
+                vm->layers[il].ds_index >= 0)
+                return err_set(e, ERR_FORMAT, "vision tower: bad %s", key);
+            rc = bind_deepstack(vm, (int)il, (int)k, nm, e);
+        }
+    }
+    for (int il = 0; !nm->ollama && rc == 0 && il < vm->n_layer; il++) {
+        snprintf(n, sizeof n, "v.deepstack.%d.norm.weight", il);
+        if (gguf_tensor_find(vm->g, n))
+            rc = bind_deepstack(vm, il, il, nm, e);
+    }
+    vm->n_deepstack = 0;
+    for (int il = 0; rc == 0 && il < vm->n_layer; il++)
+        if (vm->layers[il].ds_index >= 0)
+            vm->layers[il].ds_index = vm->n_deepstack++;
+    return rc;
+}
+
+// Ollama's patch kernel: one Conv3D [p, p, 2, n_embd · 3] (ne order; the
+// slow axis is out-channel · 3 + in-channel), the two temporal slices
+// summed after rounding to f16 as the reference's convolution does.
+static int bind_conv3d(struct vision_model *vm, struct err *e)
+{
+    const int p = vm->patch_size, d = vm->n_embd;
+    const int64_t in = 3 * (int64_t)p * p, n = 2 * in * d;
+    const float *w = NULL;
+    const struct gguf_tensor *t = gguf_tensor_find(vm->g, "v.patch_embed.weight");
+    if (!t || t->ne[0] != p || t->ne[1] != p || t->ne[2] != 2 || t->ne[3] != 3 * (int64_t)d)
+        return err_set(e, ERR_FORMAT, "vision tower: v.patch_embed.weight: want [%d, %d, 2, %d]",
+                       p, p, 3 * d);
+    int rc = vision_qvec(vm, "v.patch_embed.weight", n, &w, e);
+    float *sum = rc == 0 ? malloc(sizeof(float) * (size_t)(in * d)) : NULL;
+    if (rc == 0 && (!sum || vm->n_owned >= (int)(sizeof vm->owned / sizeof vm->owned[0]))) {
+        free(sum);
+        return err_set(e, ERR_NOMEM, "vision tower: out of memory");
+    }
+    if (rc < 0)
+        return rc;
+    vm->owned[vm->n_owned++] = sum;
+    const size_t hw = (size_t)p * p;
+    for (int64_t oc = 0; oc < d; oc++)
+        for (int64_t ic = 0; ic < 3; ic++)
+            for (size_t i = 0; i < hw; i++) {
+                const float *src = w + hw * (size_t)(2 * (oc * 3 + ic));
+                sum[(size_t)oc * in + (size_t)ic * hw + i] =
+                    vision_round_f16(src[i]) + vision_round_f16(src[hw + i]);
+            }
+    vm->patch_w = (struct engine_tensor){.name = "v.patch_embd.weight",
+                                         .type = GGUF_TYPE_F32,
+                                         .ne = {in, d},
+                                         .row_bytes = sizeof(float) * (size_t)in,
+                                         .data = sum};
+    return 0;
 }
 
 // Patch bias, learned positions (a square grid), post LayerNorm, mm.0 and
 // mm.2 (whose rows give the projection width).
-static int bind_globals(struct vision_model *vm, struct err *e)
+static int bind_globals(struct vision_model *vm, const struct q3_names *nm, struct err *e)
 {
     const int d = vm->n_embd, d4 = 4 * d;
-    int rc = vision_qvec(vm, "v.patch_embd.bias", d, &vm->patch_b, e);
-    const struct gguf_tensor *pos = gguf_tensor_find(vm->g, "v.position_embd.weight");
+    char n[96];
+    int rc = nm->ollama ? bind_conv3d(vm, e) : vision_qwen_bind_patch(vm, e);
+    if (rc == 0)
+        rc = vision_qvec(vm, nm->patch_b, d, &vm->patch_b, e);
+    const struct gguf_tensor *pos = gguf_tensor_find(vm->g, nm->pos);
     if (rc == 0 && (!pos || pos->n_dims != 2 || pos->ne[0] != d))
-        rc = err_set(e, ERR_FORMAT, "vision tower: v.position_embd.weight: want [%d, n_pos]", d);
+        rc = err_set(e, ERR_FORMAT, "vision tower: %s: want [%d, n_pos]", nm->pos, d);
     if (rc == 0) {
         vm->pos_side = (int)lround(sqrt((double)pos->ne[1]));
         if (vm->pos_side < 1 || vm->pos_side > 1024 ||
@@ -125,38 +257,62 @@ static int bind_globals(struct vision_model *vm, struct err *e)
                          (long long)pos->ne[1]);
     }
     if (rc == 0)
-        rc = vision_qvec(vm, "v.position_embd.weight", (int64_t)vm->pos_side * vm->pos_side * d,
-                         &vm->pos_embd, e);
+        rc = vision_qvec(vm, nm->pos, (int64_t)vm->pos_side * vm->pos_side * d, &vm->pos_embd, e);
+    snprintf(n, sizeof n, "%s.weight", nm->post_ln);
     if (rc == 0)
-        rc = vision_qvec(vm, "v.post_ln.weight", d, &vm->post_ln_w, e);
+        rc = vision_qvec(vm, n, d, &vm->post_ln_w, e);
+    snprintf(n, sizeof n, "%s.bias", nm->post_ln);
     if (rc == 0)
-        rc = vision_qvec(vm, "v.post_ln.bias", d, &vm->post_ln_b, e);
+        rc = vision_qvec(vm, n, d, &vm->post_ln_b, e);
+    snprintf(n, sizeof n, "%s.weight", nm->mm0);
     if (rc == 0)
-        rc = vision_qmat(vm, "mm.0.weight", d4, d4, &vm->mm0, e);
+        rc = vision_qmat(vm, n, d4, d4, &vm->mm0, e);
+    snprintf(n, sizeof n, "%s.bias", nm->mm0);
     if (rc == 0)
-        rc = vision_qvec(vm, "mm.0.bias", d4, &vm->mm0_b, e);
-    const struct gguf_tensor *t = rc == 0 ? gguf_tensor_find(vm->g, "mm.2.weight") : NULL;
+        rc = vision_qvec(vm, n, d4, &vm->mm0_b, e);
+    snprintf(n, sizeof n, "%s.weight", nm->mm2);
+    const struct gguf_tensor *t = rc == 0 ? gguf_tensor_find(vm->g, n) : NULL;
     if (rc == 0 && (!t || t->n_dims != 2 || t->ne[0] != d4 || t->ne[1] < 1 || t->ne[1] > 65536))
-        rc = err_set(e, ERR_FORMAT, "vision tower: mm.2.weight: want a [%d, n_out] matrix", d4);
+        rc = err_set(e, ERR_FORMAT, "vision tower: %s: want a [%d, n_out] matrix", n, d4);
     if (rc == 0) {
         vm->n_out = (int)t->ne[1];
-        rc = vision_qmat(vm, "mm.2.weight", d4, vm->n_out, &vm->mm2, e);
+        rc = vision_qmat(vm, n, d4, vm->n_out, &vm->mm2, e);
     }
+    snprintf(n, sizeof n, "%s.bias", nm->mm2);
     if (rc == 0)
-        rc = vision_qvec(vm, "mm.2.bias", vm->n_out, &vm->mm2_b, e);
+        rc = vision_qvec(vm, n, vm->n_out, &vm->mm2_b, e);
     return rc;
 }
 
-int vision_qwen3_open(struct vision_model *vm, struct err *e)
+// Ollama's files: mean / std from qwen3vl.vision.image_mean / image_std,
+// else Qwen3-VL's 0.5 (llama/compat's defaults).
+static void read_ollama_norm(struct vision_model *vm)
 {
-    vm->n_wa_pattern = 0;  // full attention in every block
-    vm->n_deepstack = 0;
-    int rc = bind_globals(vm, e);
-    for (int il = 0; rc == 0 && il < vm->n_layer; il++) {
-        rc = bind_block(vm, il, e);
-        if (rc == 0)
-            rc = bind_deepstack(vm, il, e);
+    static const char *const keys[] = {"qwen3vl.vision.image_mean", "qwen3vl.vision.image_std"};
+    float *dst[] = {vm->mean, vm->std};
+    for (int k = 0; k < 2; k++) {
+        enum gguf_value_type et;
+        uint64_t n = 0;
+        float v[3] = {0.5f, 0.5f, 0.5f};
+        if (gguf_get_arr(vm->g, keys[k], &et, &n) && n == 3)
+            for (int c = 0; c < 3; c++)
+                gguf_arr_f32(gguf_find(vm->g, keys[k]), (uint64_t)c, &v[c]);
+        for (int c = 0; c < 3; c++)
+            dst[k][c] = v[c] > 0.0f ? v[c] : 0.5f;
     }
+}
+
+int vision_qwen3_open(struct vision_model *vm, bool ollama, struct err *e)
+{
+    const struct q3_names *nm = ollama ? &names_ollama : &names_mmproj;
+    vm->n_wa_pattern = 0;  // full attention in every block
+    if (ollama)
+        read_ollama_norm(vm);
+    int rc = bind_globals(vm, nm, e);
+    for (int il = 0; rc == 0 && il < vm->n_layer; il++)
+        rc = bind_block(vm, il, nm, e);
+    if (rc == 0)
+        rc = bind_deepstacks(vm, nm, e);
     if (rc == 0 && (int64_t)vm->n_out * (1 + vm->n_deepstack) > 65536)
         rc = err_set(e, ERR_FORMAT, "vision tower: output rows too wide");
     return rc;
