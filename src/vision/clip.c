@@ -428,7 +428,7 @@ static int model_open(struct vision_model *vm, const char *what, struct err *e)
         return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
     if (strcmp(vm->projector, "qwen3vl_merger") == 0) {
         vm->qwen = vm->qwen3 = true;  // qwen25vl.c's pipeline, qwen3vl.c's differences
-        return vision_qwen_open(vm, l->key_prefix, false, e);
+        return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
     }
     if (strcmp(vm->projector, "pixtral") == 0) {
         vm->qwen = true;  // the same dynamic-size pipeline (qwen25vl.c)
