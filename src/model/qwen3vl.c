@@ -51,8 +51,8 @@ static int qwen3vl_load(struct model *m, struct err *e)
     // The deepstack slices are added before the last layer picks its
     // output rows, so they must end before it.
     if (n_ds >= (uint32_t)m->hp.n_layer)
-        return err_set(e, ERR_FORMAT, "%s: %u deepstack layers in a model of %d layers", key,
-                       n_ds, m->hp.n_layer);
+        return err_set(e, ERR_FORMAT, "%s: %u deepstack layers in a model of %d layers", key, n_ds,
+                       m->hp.n_layer);
     m->hp.n_deepstack = (int)n_ds;
     return 0;
 }
@@ -86,7 +86,7 @@ static void qwen3vl_forward(struct model *m, const struct model_ubatch *ub)
         struct model_layer *L = &m->layers[il];
         model_attn_qkv(m, L, ub, n);
         if (il == hp->n_layer - 1 && ub->n_out == 0)
-            break;  // the cache is filled; nobody wants outputs
+            break;                       // the cache is filled; nobody wants outputs
         model_attn_attend(m, L, ub, n);  // att: (n, q_dim)
         if (il == hp->n_layer - 1) {
             engine_gather(m->be, s->att, s->att, ub->out_rows, ub->n_out, q_dim);

@@ -75,7 +75,7 @@ struct runner_loop {
     struct slot *slots;
     int n_slots, n_ctx, n_batch, n_embd;
     int n_embd_inp;  // width of an image row in b_embd (model_n_embd_inp)
-    bool encoder;  // embedding-only model: whole inputs per batch, no logits
+    bool encoder;    // embedding-only model: whole inputs per batch, no logits
     // Recurrent layers (model_is_recurrent): each prompt's chunks stop
     // RUNNER_CKPT_TAIL tokens before its end for a state checkpoint there
     // (llama-server's: the next turn of a chat shares the prompt up to

@@ -37,8 +37,7 @@ static const struct vision_layout layouts[] = {
 };
 
 // Projector types this module runs.
-static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger", "pixtral",
-                                          "qwen3vl_merger"};
+static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger", "pixtral", "qwen3vl_merger"};
 
 static const struct vision_layout *layout_of(const struct gguf *g)
 {

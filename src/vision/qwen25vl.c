@@ -364,7 +364,6 @@ void vision_qwen_size(const struct vision_model *vm, int width, int height, int 
 // ---------------------------------------------------------------------------
 // The tower.
 
-
 // Group slots window by window (row-major inside each window), as mtmd's
 // window index; without window attention, row-major.
 static int plan_windows(const struct vision_model *vm, struct qwen_run *r)

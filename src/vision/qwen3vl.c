@@ -36,9 +36,19 @@ struct q3_names {
     bool ollama;
 };
 
-static const struct q3_names names_mmproj = {
-    "v.patch_embd.bias", "v.position_embd.weight", "v.post_ln", "mm.0", "mm.2", "ln1", "ln2",
-    "ffn_up",            "ffn_down",               "v.deepstack", "fc1", "fc2", false};
+static const struct q3_names names_mmproj = {"v.patch_embd.bias",
+                                             "v.position_embd.weight",
+                                             "v.post_ln",
+                                             "mm.0",
+                                             "mm.2",
+                                             "ln1",
+                                             "ln2",
+                                             "ffn_up",
+                                             "ffn_down",
+                                             "v.deepstack",
+                                             "fc1",
+                                             "fc2",
+                                             false};
 static const struct q3_names names_ollama = {"v.patch_embed.bias",
                                              "v.pos_embed.weight",
                                              "v.merger.norm",
@@ -144,7 +154,8 @@ static int bind_deepstack(struct vision_model *vm, int il, int num, const struct
         struct engine_tensor *mat;
         int in, out;
     } parts[] = {
-        {"norm.weight", &L->ds_norm_w, NULL, 0, d4}, {"norm.bias", &L->ds_norm_b, NULL, 0, d4},
+        {"norm.weight", &L->ds_norm_w, NULL, 0, d4},
+        {"norm.bias", &L->ds_norm_b, NULL, 0, d4},
         {nm->ds_fc1, &L->ds_fc1_b, &L->ds_fc1, d4, d4},
         {nm->ds_fc2, &L->ds_fc2_b, &L->ds_fc2, d4, vm->n_out},
     };
@@ -210,8 +221,8 @@ static int bind_conv3d(struct vision_model *vm, struct err *e)
     const float *w = NULL;
     const struct gguf_tensor *t = gguf_tensor_find(vm->g, "v.patch_embed.weight");
     if (!t || t->ne[0] != p || t->ne[1] != p || t->ne[2] != 2 || t->ne[3] != 3 * (int64_t)d)
-        return err_set(e, ERR_FORMAT, "vision tower: v.patch_embed.weight: want [%d, %d, 2, %d]",
-                       p, p, 3 * d);
+        return err_set(e, ERR_FORMAT, "vision tower: v.patch_embed.weight: want [%d, %d, 2, %d]", p,
+                       p, 3 * d);
     int rc = vision_qvec(vm, "v.patch_embed.weight", n, &w, e);
     float *sum = rc == 0 ? malloc(sizeof(float) * (size_t)(in * d)) : NULL;
     if (rc == 0 && (!sum || vm->n_owned >= (int)(sizeof vm->owned / sizeof vm->owned[0]))) {

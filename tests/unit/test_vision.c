@@ -923,11 +923,16 @@ static void add_out(struct out_tensor *o, int *n, const char *name, const struct
 static void ollama_name(const char *in, char *out, size_t cap)
 {
     static const char *const ren[][2] = {
-        {"v.patch_embd.bias", "v.patch_embed.bias"}, {"v.position_embd.", "v.pos_embed."},
-        {"v.post_ln.", "v.merger.norm."},            {"mm.0.", "v.merger.linear_fc1."},
-        {"mm.2.", "v.merger.linear_fc2."},           {".ln1.", ".norm1."},
-        {".ln2.", ".norm2."},                        {".ffn_up.", ".mlp.linear_fc1."},
-        {".ffn_down.", ".mlp.linear_fc2."},          {".fc1.", ".linear_fc1."},
+        {"v.patch_embd.bias", "v.patch_embed.bias"},
+        {"v.position_embd.", "v.pos_embed."},
+        {"v.post_ln.", "v.merger.norm."},
+        {"mm.0.", "v.merger.linear_fc1."},
+        {"mm.2.", "v.merger.linear_fc2."},
+        {".ln1.", ".norm1."},
+        {".ln2.", ".norm2."},
+        {".ffn_up.", ".mlp.linear_fc1."},
+        {".ffn_down.", ".mlp.linear_fc2."},
+        {".fc1.", ".linear_fc1."},
         {".fc2.", ".linear_fc2."},
     };
     snprintf(out, cap, "%s", in);
@@ -1005,8 +1010,8 @@ static int write_qwen3vl_ollama(const char *text, const char *mmproj, const char
     float *conv = malloc(2 * p0->n_bytes);
     for (size_t k = 0; k < nb; k++)
         for (int t = 0; t < 2; t++)
-            memcpy(conv + (2 * k + (size_t)t) * hw,
-                   (const float *)(t ? p1 : p0)->data + k * hw, sizeof(float) * hw);
+            memcpy(conv + (2 * k + (size_t)t) * hw, (const float *)(t ? p1 : p0)->data + k * hw,
+                   sizeof(float) * hw);
     add_out(o, &n, "v.patch_embed.weight", p0, conv, 2 * p0->n_bytes, 0);
     o[n - 1].n_dims = 4;
     o[n - 1].ne[2] = 2;

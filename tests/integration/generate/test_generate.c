@@ -851,9 +851,10 @@ static void check_qwen3vl(void)
     upload_blob(path, hex1);
     assert_non_null(test_shared_fixture(path, sizeof path, "tiny-qwen3vl-mmproj-f32.gguf"));
     upload_blob(path, hex2);
-    char *body = xasprintf("{\"model\":\"qwen3v\",\"stream\":false,\"template\":\"{{ .Prompt }}\","
-                           "\"files\":{\"model.gguf\":\"sha256:%s\",\"mmproj.gguf\":\"sha256:%s\"}}",
-                           hex1, hex2);
+    char *body =
+        xasprintf("{\"model\":\"qwen3v\",\"stream\":false,\"template\":\"{{ .Prompt }}\","
+                  "\"files\":{\"model.gguf\":\"sha256:%s\",\"mmproj.gguf\":\"sha256:%s\"}}",
+                  hex1, hex2);
     expect("/api/create", body, 200, NULL);
     free(body);
     expect("/api/show", "{\"model\":\"qwen3v\"}", 200, "\"vision\"");
