@@ -40,14 +40,13 @@ static int qwen3vl_load(struct model *m, struct err *e)
     // n_deepstack_layers, or (Ollama's files) the length of the tower's
     // deepstack_visual_indexes.
     uint32_t n_ds = 0;
-    char key[128];
+    char key[128], idx_key[128];
+    model_key(m, key, sizeof key, "n_deepstack_layers");
+    model_key(m, idx_key, sizeof idx_key, "vision.deepstack_visual_indexes");
     enum gguf_value_type et;
     uint64_t n_idx = 0;
-    if (!gguf_get_u32(m->g, model_key(m, key, sizeof key, "n_deepstack_layers"), &n_ds) &&
-        gguf_get_arr(m->g, model_key(m, key, sizeof key, "vision.deepstack_visual_indexes"), &et,
-                     &n_idx))
+    if (!gguf_get_u32(m->g, key, &n_ds) && gguf_get_arr(m->g, idx_key, &et, &n_idx))
         n_ds = n_idx > 64 ? 64 : (uint32_t)n_idx;
-    model_key(m, key, sizeof key, "n_deepstack_layers");
     // The deepstack slices are added before the last layer picks its
     // output rows, so they must end before it.
     if (n_ds >= (uint32_t)m->hp.n_layer)
