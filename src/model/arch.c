@@ -19,7 +19,7 @@ static const struct model_arch *const model_archs[] = {
     &model_arch_olmo2,          &model_arch_mistral3,      &model_arch_cohere2,
     &model_arch_glm4moe,        &model_arch_granite,       &model_arch_gemma4,
     &model_arch_llama4,         &model_arch_gemma_embd,    &model_arch_gemma3n,
-    &model_arch_qwen2vl,
+    &model_arch_qwen2vl,        &model_arch_qwen3vl,
 };
 
 const struct model_arch *model_arch_find(struct str name)

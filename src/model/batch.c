@@ -251,7 +251,7 @@ static struct model_ubatch fill_ubatch(struct model *m, const struct model_batch
         .out_rows = u->out_rows,
         .out_logits = m->arch->encoder ? NULL : m->logits + out0 * m->hp.n_vocab,
         .out_embd = m->embd ? m->embd + out0 * m->hp.n_embd : NULL,
-        .embd = b->embd ? b->embd + (size_t)i0 * m->hp.n_embd : NULL,
+        .embd = b->embd ? b->embd + (size_t)i0 * model_n_embd_inp(m) : NULL,
         .from_embd = u->from_embd,
         .open_runs = b->embd && b->embd_non_causal,
     };

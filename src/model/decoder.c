@@ -202,10 +202,12 @@ void model_embed_input(struct model *m, const struct model_ubatch *ub)
         engine_scale(m->be, m->s.x, m->s.x, hp->embd_scale, (int64_t)ub->n * hp->n_embd);
     // Image rows (their token is 0 here) take the projector's output as it
     // is: the scale applies to token embeddings only, as llama.cpp does.
+    // Rows are model_n_embd_inp wide (deepstack slices after the first n_embd).
+    const size_t width = (size_t)model_n_embd_inp(m);
     for (int r = 0; ub->embd && r < ub->n; r++)
         if (ub->from_embd[r])
-            engine_buf_write(m->be, m->s.x + (size_t)r * hp->n_embd,
-                             ub->embd + (size_t)r * hp->n_embd, sizeof(float) * hp->n_embd);
+            engine_buf_write(m->be, m->s.x + (size_t)r * hp->n_embd, ub->embd + (size_t)r * width,
+                             sizeof(float) * hp->n_embd);
 }
 
 // One forward pass over ub->n tokens of possibly different slots. Shapes in

@@ -46,6 +46,9 @@ struct model_hparams {
     // The V rows are the K rows (deepseek2's latent cache): one buffer per
     // layer, half the bytes.
     bool kv_v_is_k;
+    // Deepstack (qwen3vl): an image row's input is n_embd · (1 + n_deepstack)
+    // wide; slice k + 1 is added to its hidden state after layer k.
+    int n_deepstack;
 };
 
 // Recurrent state of one layer (delta nets, Mamba-2, short convolutions):
@@ -286,6 +289,7 @@ struct model {
 extern const struct model_arch model_arch_llama;
 extern const struct model_arch model_arch_qwen2;
 extern const struct model_arch model_arch_qwen2vl;
+extern const struct model_arch model_arch_qwen3vl;
 extern const struct model_arch model_arch_qwen3;
 extern const struct model_arch model_arch_gemma2;
 extern const struct model_arch model_arch_gemma3;
@@ -337,6 +341,10 @@ void model_row_view(struct engine_tensor *out, const struct engine_tensor *t, in
                     int64_t n);
 // "<arch>.<suffix>" into buf.
 const char *model_key(const struct model *m, char *buf, size_t n, const char *suffix);
+
+// qwen2vl.c: M-RoPE sections (rope.dimension_sections or Ollama's
+// rope.mrope_section) into hp.rope and hp.rope_swa (qwen2vl, qwen3vl).
+int model_mrope_load(struct model *m, struct err *e);
 
 // gemma2.c: the Gemma query scale (27B: 1/sqrt(n_embd / n_head)), a load
 // hook shared by gemma2 and gemma3.

@@ -501,6 +501,10 @@ int model_n_embd(const struct model *m)
 {
     return m->hp.n_embd;
 }
+int model_n_embd_inp(const struct model *m)
+{
+    return m->hp.n_embd * (1 + m->hp.n_deepstack);
+}
 int model_n_ctx(const struct model *m)
 {
     return m->opts.n_ctx;

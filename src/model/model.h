@@ -89,6 +89,9 @@ void model_free(struct model *m);
 // Hyper-parameters.
 int model_n_vocab(const struct model *m);
 int model_n_embd(const struct model *m);
+// Width of an image row in model_batch.embd: n_embd, or (qwen3vl) n_embd ·
+// (1 + deepstack layers), the slices after the first added after layers 0...
+int model_n_embd_inp(const struct model *m);
 int model_n_ctx(const struct model *m);  // per slot
 int model_n_slots(const struct model *m);
 int model_n_batch(const struct model *m);
@@ -125,8 +128,8 @@ struct model_batch {
     const int32_t *slot;
     const bool *logits;
     // Image embeddings (vision). An entry whose token is negative takes its
-    // input row from embd (host, n_tokens × n_embd: entry i's row at
-    // embd + i·n_embd) instead of the token table, unscaled. The negative
+    // input row from embd (host, n_tokens rows: entry i's row at
+    // embd + i·model_n_embd_inp) instead of the token table, unscaled. The negative
     // id stays in the slot's token record, so prefix reuse matches an image
     // only against the same id: callers give each picture its own id (from
     // its hash), the same for all its rows. A run of consecutive entries of

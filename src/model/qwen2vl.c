@@ -6,8 +6,9 @@
 // rows' positions come from the batch (model_batch.rope_pos).
 #include "model/internal.h"
 
-// Reads the sections (3 or 4 integers) under either key name.
-static int qwen2vl_load(struct model *m, struct err *e)
+// Reads the sections (3 or 4 integers) under either key name (also
+// qwen3vl.c's).
+int model_mrope_load(struct model *m, struct err *e)
 {
     static const char *const keys[] = {"rope.dimension_sections", "rope.mrope_section"};
     char key[128];
@@ -43,5 +44,5 @@ const struct model_arch model_arch_qwen2vl = {
     .rope_mode = ENGINE_ROPE_NEOX,
     .qkv_bias = true,
     .act = MODEL_ACT_SILU,
-    .load = qwen2vl_load,
+    .load = model_mrope_load,
 };

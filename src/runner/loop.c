@@ -74,7 +74,8 @@ struct runner_loop {
     // Loop-thread state.
     struct slot *slots;
     int n_slots, n_ctx, n_batch, n_embd;
-    bool encoder;  // embedding-only model: whole inputs per batch, no logits
+    int n_embd_inp;  // width of an image row in b_embd (model_n_embd_inp)
+    bool encoder;    // embedding-only model: whole inputs per batch, no logits
     // Recurrent layers (model_is_recurrent): each prompt's chunks stop
     // RUNNER_CKPT_TAIL tokens before its end for a state checkpoint there
     // (llama-server's: the next turn of a chat shares the prompt up to
@@ -83,7 +84,7 @@ struct runner_loop {
     uint64_t tick;
     int32_t *b_tokens, *b_pos, *b_slot;
     bool *b_logits;
-    float *b_embd;  // n_batch × n_embd input rows of image entries (a tower is loaded), or NULL
+    float *b_embd;  // n_batch × n_embd_inp input rows of image entries (a tower is loaded), or NULL
     bool has_embd;  // the batch being built holds image rows
     int32_t *b_rc;  // n_batch × 2: image rows' (row, col) for M-RoPE models, or NULL
     struct runner_draft_job *jobs;  // one per slot
@@ -677,7 +678,7 @@ static int build_batch(struct runner_loop *l)
             l->b_tokens[n] = r->tokens.data[p];
             const float *row = r->tokens.data[p] < 0 ? rreq_image_row(r, p) : NULL;
             if (row && l->b_embd) {
-                memcpy(l->b_embd + (size_t)n * l->n_embd, row, sizeof(float) * l->n_embd);
+                memcpy(l->b_embd + (size_t)n * l->n_embd_inp, row, sizeof(float) * l->n_embd_inp);
                 l->has_embd = true;
                 rreq_image_cell(r, p, &l->b_rc[2 * n], &l->b_rc[2 * n + 1]);
             }
@@ -800,6 +801,7 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
     l->n_ctx = model_n_ctx(l->m);
     l->n_batch = model_n_batch(l->m);
     l->n_embd = model_n_embd(l->m);
+    l->n_embd_inp = model_n_embd_inp(l->m);
     l->encoder = model_is_encoder(l->m);
     l->recurrent = model_is_recurrent(l->m);
     if (l->n_batch < l->n_slots)
@@ -820,7 +822,7 @@ int runner_loop_start(struct runner_loop **out, struct runner *rn, struct err *e
     l->b_slot = xcalloc(nb, sizeof(int32_t));
     l->b_logits = xcalloc(nb, sizeof(bool));
     if (rn->vision) {
-        l->b_embd = xcalloc(nb * (size_t)l->n_embd, sizeof(float));
+        l->b_embd = xcalloc(nb * (size_t)l->n_embd_inp, sizeof(float));
         l->b_rc = xcalloc(nb * 2, sizeof(int32_t));
     }
     l->jobs = xcalloc((size_t)l->n_slots, sizeof(*l->jobs));

@@ -206,10 +206,10 @@ static int load_vision(struct runner *rn, const struct runner_args *a, struct er
     }
     if (rc < 0)
         return rc;
-    if (vision_model_n_embd(rn->vision) != model_n_embd(rn->model))
+    if (vision_model_n_embd(rn->vision) != model_n_embd_inp(rn->model))
         return err_set(e, ERR_FORMAT,
                        "vision projector output width %d does not match the model's %d",
-                       vision_model_n_embd(rn->vision), model_n_embd(rn->model));
+                       vision_model_n_embd(rn->vision), model_n_embd_inp(rn->model));
     log_info("vision tower loaded: projector=%s (%s)", vision_model_projector(rn->vision), path);
     return 0;
 }

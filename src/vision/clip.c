@@ -1,7 +1,8 @@
 // The projector file. Two layouts hold the same tower:
 //   - an mmproj file (general.architecture "clip"), as llama.cpp's converter
 //     and Hugging Face GGUFs ship it beside the text model;
-//   - Ollama's monolithic model file (general.architecture "gemma3"), with
+//   - Ollama's monolithic model file (general.architecture "gemma3",
+//     "qwen25vl", "qwen3vl"), with
 //     the tower's tensors and "<arch>.vision.*" keys inside the text model.
 // A row of `layouts` names each one's keys and tensors; everything after
 // binding is the same.
@@ -30,10 +31,13 @@ static const struct vision_layout layouts[] = {
     // (the tower's presence) is read from here.
     {"qwen25vl", "qwen2.5vl_merger", "qwen25vl.vision.", "v.patch_embd_0", "", "", "", "", "", "",
      "", "", ""},
+    // Qwen3-VL as Ollama's library publishes it (qwen3vl.c binds it).
+    {"qwen3vl", "qwen3vl_merger", "qwen3vl.vision.", "v.patch_embed", "", "", "", "", "", "", "",
+     "", ""},
 };
 
 // Projector types this module runs.
-static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger", "pixtral"};
+static const char *const projectors[] = {"gemma3", "qwen2.5vl_merger", "pixtral", "qwen3vl_merger"};
 
 static const struct vision_layout *layout_of(const struct gguf *g)
 {
@@ -421,6 +425,10 @@ static int model_open(struct vision_model *vm, const char *what, struct err *e)
     vm->projector = projector_of(vm->g, l);
     if ((vm->qwen = is_qwen(vm->projector)))
         return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
+    if (strcmp(vm->projector, "qwen3vl_merger") == 0) {
+        vm->qwen = vm->qwen3 = true;  // qwen25vl.c's pipeline, qwen3vl.c's differences
+        return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
+    }
     if (strcmp(vm->projector, "pixtral") == 0) {
         vm->qwen = true;  // the same dynamic-size pipeline (qwen25vl.c)
         return vision_pixtral_open(vm, e);
@@ -492,7 +500,7 @@ const char *vision_model_projector(const struct vision_model *vm)
 
 int vision_model_n_embd(const struct vision_model *vm)
 {
-    return vm->n_out;
+    return vision_row_width(vm);
 }
 
 int vision_model_n_tokens(const struct vision_model *vm, int width, int height)
@@ -550,9 +558,10 @@ uint64_t vision_model_scratch_bytes(const struct vision_model *vm)
     if (vm->qwen) {
         // The largest picture: 4096 merged tokens (16384 patches); the
         // full-attention blocks' scores dominate (n²).
+        // The output rows (Qwen3-VL: with the deepstack slices) count too.
         uint64_t n = 16384, d = (uint64_t)vm->n_embd, f = (uint64_t)vm->n_ff;
         return sizeof(float) * n * (6 * d + 2 * f + 4 * d + n + vm->n_out / 4 + 3) +
-               n * (4 * d * 2 + 512);
+               n * (4 * d * 2 + 512) + sizeof(float) * (n / 4) * (uint64_t)vision_row_width(vm);
     }
     uint64_t n_pos =
         (uint64_t)(vm->image_size / vm->patch_size) * (uint64_t)(vm->image_size / vm->patch_size);

@@ -20,6 +20,11 @@ struct vision_layer {
     struct engine_tensor w_gate;  // SwiGLU towers (Qwen2.5-VL)
     const float *b_gate;
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+    // Qwen3-VL's deepstack merger after this block (ds_index >= 0: its
+    // slice of the output row): LayerNorm over 2 × 2 groups, fc1, GELU, fc2.
+    int ds_index;
+    const float *ds_norm_w, *ds_norm_b, *ds_fc1_b, *ds_fc2_b;
+    struct engine_tensor ds_fc1, ds_fc2;
 };
 
 struct vision_model {
@@ -39,6 +44,12 @@ struct vision_model {
     // n_wa_pattern-th (0: none), windows of `window` pixels, 2-D RoPE base,
     // the merger's two products.
     bool qwen;
+    // Qwen3-VL (qwen3vl.c; the same pipeline, vm->qwen too): patch bias,
+    // learned positions on a pos_side² grid interpolated to the patches,
+    // LayerNorms with biases, fused QKV, GELU FFN, deepstack mergers; an
+    // output row is n_out · (1 + n_deepstack) wide.
+    bool qwen3;
+    int pos_side, n_deepstack;
     bool pixtral;  // Mistral 3's tower (the same file; no M-RoPE, [IMG_BREAK] rows)
     const float *pre_ln_w, *mm_in_norm, *img_break;
     struct engine_tensor mm_merge;  // Pixtral's patch merger [4 n_embd → n_embd]
@@ -67,10 +78,39 @@ void vision_normalize(const struct vision_image *img, const float mean[3], const
 int vision_letterbox_to(const struct vision_image *src, int width, int height,
                         enum vision_resample algo, struct vision_image *out, struct err *e);
 
+// One encode of the Qwen / Pixtral pipeline (qwen25vl.c), its buffers sized
+// for the picture.
+struct qwen_run {
+    int n, gw, gh, mw, mh;  // patches; patch grid; merged grid
+    int32_t *order;         // [n / 4]: merged token (row-major) at each group slot
+    int32_t *py, *px;       // [n]: patch row / column of each row
+    int *win;               // [n_win + 1]: first group slot of each window
+    int n_win;              // windows (1 without window attention)
+    int32_t *perm;          // Pixtral: rows in raster order (the reference's key order)
+    float *x, *xb, *q, *k, *v, *att, *ff, *gate, *qh, *kh, *vt, *scores, *y;
+};
+
 // qwen25vl.c: binding (prefix: "clip.vision." or "qwen25vl.vision."), the
 // size a picture is resized to, the encode.
 int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e);
 int vision_pixtral_open(struct vision_model *vm, struct err *e);
+// Tensor binding of the Qwen files: an F32 copy of a vector, an engine
+// view of a matrix of rows × cols (ne[0] = cols).
+int vision_qvec(struct vision_model *vm, const char *name, int64_t n, const float **out,
+                struct err *e);
+int vision_qmat(struct vision_model *vm, const char *name, int64_t cols, int64_t rows,
+                struct engine_tensor *out, struct err *e);
+
+// qwen3vl.c: Qwen3-VL's binding (after qwen25vl.c's hyper-parameters; the
+// mmproj or Ollama's monolithic layout), its additions to the patch embeddings (bias, learned
+// positions), the deepstack merger of block il into out's rows, and the
+// width of an output row.
+int vision_qwen3_open(struct vision_model *vm, bool ollama, struct err *e);
+// The mmproj's two temporal patch kernels summed (qwen25vl.c).
+int vision_qwen_bind_patch(struct vision_model *vm, struct err *e);
+void vision_qwen3_embed(struct vision_model *vm, struct qwen_run *r);
+void vision_qwen3_deepstack(struct vision_model *vm, struct qwen_run *r, int il, float *out);
+int vision_row_width(const struct vision_model *vm);
 void vision_qwen_size(const struct vision_model *vm, int width, int height, int *w_out, int *h_out);
 int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, float *out,
                        struct err *e);

@@ -89,7 +89,7 @@ static float *qcopy(struct vision_model *vm, const char *name, int64_t n, struct
     return f;
 }
 
-static int qvec(struct vision_model *vm, const char *name, int64_t n, const float **out,
+int vision_qvec(struct vision_model *vm, const char *name, int64_t n, const float **out,
                 struct err *e)
 {
     *out = qcopy(vm, name, n, e);
@@ -97,7 +97,7 @@ static int qvec(struct vision_model *vm, const char *name, int64_t n, const floa
 }
 
 // A matrix of rows × cols (ne[0] = cols) as an engine view.
-static int qmat(struct vision_model *vm, const char *name, int64_t cols, int64_t rows,
+int vision_qmat(struct vision_model *vm, const char *name, int64_t cols, int64_t rows,
                 struct engine_tensor *out, struct err *e)
 {
     const struct gguf_tensor *t = qneed(vm, name, cols * rows, e);
@@ -134,17 +134,17 @@ static int bind_block(struct vision_model *vm, int il, struct err *e)
     for (size_t i = 0; rc == 0 && i < sizeof rows / sizeof rows[0]; i++) {
         int in = rows[i].in ? f : d, out = rows[i].out ? f : d;
         snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, rows[i].part);
-        rc = qmat(vm, n, in, out, (struct engine_tensor *)((char *)L + rows[i].mat), e);
+        rc = vision_qmat(vm, n, in, out, (struct engine_tensor *)((char *)L + rows[i].mat), e);
         snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, rows[i].part);
         if (rc == 0 && !vm->pixtral)  // Pixtral has no biases
-            rc = qvec(vm, n, out, (const float **)((char *)L + rows[i].bias), e);
+            rc = vision_qvec(vm, n, out, (const float **)((char *)L + rows[i].bias), e);
     }
     snprintf(n, sizeof n, "v.blk.%d.ln1.weight", il);
     if (rc == 0)
-        rc = qvec(vm, n, d, &L->ln1_w, e);
+        rc = vision_qvec(vm, n, d, &L->ln1_w, e);
     snprintf(n, sizeof n, "v.blk.%d.ln2.weight", il);
     if (rc == 0)
-        rc = qvec(vm, n, d, &L->ln2_w, e);
+        rc = vision_qvec(vm, n, d, &L->ln2_w, e);
     return rc;
 }
 
@@ -197,6 +197,8 @@ static int read_qwen_hparams(struct vision_model *vm, const char *prefix, struct
         return err_set(e, ERR_FORMAT, "vision tower: missing or bad %s* hyper-parameters", prefix);
     // The FFN width: the key, else (Ollama's files) ffn_up's shape.
     const struct gguf_tensor *up = gguf_tensor_find(g, "v.blk.0.ffn_up.weight");
+    if (!up)  // Ollama's Qwen3-VL files
+        up = gguf_tensor_find(g, "v.blk.0.mlp.linear_fc1.weight");
     if (!qkey_u32(g, prefix, "feed_forward_length", &vm->n_ff))
         vm->n_ff = up && up->n_dims == 2 ? (int)up->ne[1] : 0;
     read_window_pattern(vm, prefix);
@@ -227,6 +229,13 @@ static int read_qwen_hparams(struct vision_model *vm, const char *prefix, struct
 
 // The patch embedding: both temporal slices summed (one matmul). The
 // reference's convolution (im2col) rounds pixels and kernels to f16.
+static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, struct err *e);
+
+int vision_qwen_bind_patch(struct vision_model *vm, struct err *e)
+{
+    return bind_patch(vm, &names_mmproj, e);
+}
+
 static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, struct err *e)
 {
     const int64_t in = (int64_t)3 * vm->patch_size * vm->patch_size, n = in * vm->n_embd;
@@ -248,6 +257,8 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
 {
     const struct qwen_names *nm = ollama ? &names_ollama : &names_mmproj;
     int rc = read_qwen_hparams(vm, prefix, e);
+    if (vm->qwen3)  // its own names and patch kernel (qwen3vl.c)
+        return rc == 0 ? vision_qwen3_open(vm, ollama, e) : rc;
     if (rc == 0)
         rc = bind_patch(vm, nm, e);
     for (int il = 0; rc == 0 && il < vm->n_layer; il++)
@@ -255,25 +266,25 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
     char n[96];
     snprintf(n, sizeof n, "%s.weight", nm->post_ln);
     if (rc == 0)
-        rc = qvec(vm, n, vm->n_embd, &vm->post_ln_w, e);
+        rc = vision_qvec(vm, n, vm->n_embd, &vm->post_ln_w, e);
     const int d4 = 4 * vm->n_embd;
     snprintf(n, sizeof n, "%s.weight", nm->mm0);
     if (rc == 0)
-        rc = qmat(vm, n, d4, d4, &vm->mm0, e);
+        rc = vision_qmat(vm, n, d4, d4, &vm->mm0, e);
     snprintf(n, sizeof n, "%s.bias", nm->mm0);
     if (rc == 0)
-        rc = qvec(vm, n, d4, &vm->mm0_b, e);
+        rc = vision_qvec(vm, n, d4, &vm->mm0_b, e);
     snprintf(n, sizeof n, "%s.weight", nm->mm2);
     const struct gguf_tensor *t = rc == 0 ? gguf_tensor_find(vm->g, n) : NULL;
     if (rc == 0 && (!t || t->n_dims != 2 || t->ne[0] != d4 || t->ne[1] < 1 || t->ne[1] > 65536))
         rc = err_set(e, ERR_FORMAT, "vision tower: %s: want a [%d, n_out] matrix", n, d4);
     if (rc == 0) {
         vm->n_out = (int)t->ne[1];
-        rc = qmat(vm, n, d4, vm->n_out, &vm->mm2, e);
+        rc = vision_qmat(vm, n, d4, vm->n_out, &vm->mm2, e);
     }
     snprintf(n, sizeof n, "%s.bias", nm->mm2);
     if (rc == 0)
-        rc = qvec(vm, n, vm->n_out, &vm->mm2_b, e);
+        rc = vision_qvec(vm, n, vm->n_out, &vm->mm2_b, e);
     return rc;
 }
 
@@ -283,11 +294,11 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
 static int pixtral_merger(struct vision_model *vm, struct err *e)
 {
     const int d = vm->n_embd;
-    int rc = qvec(vm, "v.pre_ln.weight", d, &vm->pre_ln_w, e);
+    int rc = vision_qvec(vm, "v.pre_ln.weight", d, &vm->pre_ln_w, e);
     if (rc == 0)
-        rc = qvec(vm, "mm.input_norm.weight", d, &vm->mm_in_norm, e);
+        rc = vision_qvec(vm, "mm.input_norm.weight", d, &vm->mm_in_norm, e);
     if (rc == 0)
-        rc = qmat(vm, "mm.patch_merger.weight", 4 * d, d, &vm->mm_merge, e);
+        rc = vision_qmat(vm, "mm.patch_merger.weight", 4 * d, d, &vm->mm_merge, e);
     const struct gguf_tensor *t1 = gguf_tensor_find(vm->g, "mm.1.weight");
     const struct gguf_tensor *t2 = gguf_tensor_find(vm->g, "mm.2.weight");
     if (rc == 0 && (!t1 || !t2 || t1->n_dims != 2 || t2->n_dims != 2 || t1->ne[0] != d ||
@@ -297,12 +308,12 @@ static int pixtral_merger(struct vision_model *vm, struct err *e)
     if (rc == 0) {
         vm->n_mid = (int)t1->ne[1];
         vm->n_out = (int)t2->ne[1];
-        rc = qmat(vm, "mm.1.weight", d, vm->n_mid, &vm->mm0, e);
+        rc = vision_qmat(vm, "mm.1.weight", d, vm->n_mid, &vm->mm0, e);
     }
     if (rc == 0)
-        rc = qmat(vm, "mm.2.weight", vm->n_mid, vm->n_out, &vm->mm2, e);
+        rc = vision_qmat(vm, "mm.2.weight", vm->n_mid, vm->n_out, &vm->mm2, e);
     if (rc == 0)
-        rc = qvec(vm, "v.token_embd.img_break", vm->n_out, &vm->img_break, e);
+        rc = vision_qvec(vm, "v.token_embd.img_break", vm->n_out, &vm->img_break, e);
     return rc;
 }
 
@@ -352,16 +363,6 @@ void vision_qwen_size(const struct vision_model *vm, int width, int height, int 
 
 // ---------------------------------------------------------------------------
 // The tower.
-
-struct qwen_run {
-    int n, gw, gh, mw, mh;  // patches; patch grid; merged grid
-    int32_t *order;         // [n / 4]: merged token (row-major) at each group slot
-    int32_t *py, *px;       // [n]: patch row / column of each row
-    int *win;               // [n_win + 1]: first group slot of each window
-    int n_win;              // windows (1 without window attention)
-    int32_t *perm;          // Pixtral: rows in raster order (the reference's key order)
-    float *x, *xb, *q, *k, *v, *att, *ff, *gate, *qh, *kh, *vt, *scores, *y;
-};
 
 // Group slots window by window (row-major inside each window), as mtmd's
 // window index; without window attention, row-major.
@@ -563,7 +564,10 @@ static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
     struct engine_backend *be = vm->be;
     const struct vision_layer *L = &vm->layers[il];
     const int d = vm->n_embd, n = r->n;
-    engine_rmsnorm(be, r->xb, r->x, L->ln1_w, n, d, vm->eps);
+    if (vm->qwen3)
+        engine_layernorm(be, r->xb, r->x, L->ln1_w, L->ln1_b, n, d, vm->eps);
+    else
+        engine_rmsnorm(be, r->xb, r->x, L->ln1_w, n, d, vm->eps);
     struct engine_matmul_job qkv[3] = {
         {&L->wq, r->q, L->bq}, {&L->wk, r->k, L->bk}, {&L->wv, r->v, L->bv}};
     engine_matmul_n(be, qkv, 3, r->xb, n);
@@ -578,6 +582,15 @@ static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
     engine_matmul(be, r->xb, &L->wo, L->bo, r->att, n);
     engine_add(be, r->x, r->x, r->xb, (int64_t)n * d);
 
+    if (vm->qwen3) {  // LayerNorm, GELU FFN
+        engine_layernorm(be, r->xb, r->x, L->ln2_w, L->ln2_b, n, d, vm->eps);
+        engine_matmul(be, r->ff, &L->w_up, L->b_up, r->xb, n);
+        for (size_t i = 0; i < (size_t)n * vm->n_ff; i++)
+            r->ff[i] = engine_gelu(r->ff[i]);
+        engine_matmul(be, r->xb, &L->w_down, L->b_down, r->ff, n);
+        engine_add(be, r->x, r->x, r->xb, (int64_t)n * d);
+        return;
+    }
     engine_rmsnorm(be, r->xb, r->x, L->ln2_w, n, d, vm->eps);
     struct engine_matmul_job ffn[2] = {{&L->w_gate, r->gate, L->b_gate},
                                        {&L->w_up, r->ff, L->b_up}};
@@ -671,13 +684,17 @@ static void merge(struct vision_model *vm, struct qwen_run *r, float *out)
     }
     struct engine_backend *be = vm->be;
     const int d = vm->n_embd, ng = r->n / 4;
-    engine_rmsnorm(be, r->xb, r->x, vm->post_ln_w, r->n, d, vm->eps);
+    const size_t width = (size_t)vision_row_width(vm);  // deepstack slices after n_out
+    if (vm->qwen3)
+        engine_layernorm(be, r->xb, r->x, vm->post_ln_w, vm->post_ln_b, r->n, d, vm->eps);
+    else
+        engine_rmsnorm(be, r->xb, r->x, vm->post_ln_w, r->n, d, vm->eps);
     engine_matmul(be, r->ff, &vm->mm0, vm->mm0_b, r->xb, ng);
     for (size_t i = 0; i < (size_t)ng * 4 * d; i++)
         r->ff[i] = engine_gelu(r->ff[i]);
     engine_matmul(be, r->y, &vm->mm2, vm->mm2_b, r->ff, ng);
     for (int g = 0; g < ng; g++)
-        engine_buf_read(be, out + (size_t)r->order[g] * vm->n_out, r->y + (size_t)g * vm->n_out,
+        engine_buf_read(be, out + (size_t)r->order[g] * width, r->y + (size_t)g * vm->n_out,
                         sizeof(float) * (size_t)vm->n_out);
 }
 
@@ -710,8 +727,13 @@ int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, 
         engine_matmul(vm->be, r.x, &vm->patch_w, NULL, r.ff, r.n);
         if (vm->pre_ln_w)
             engine_rmsnorm(vm->be, r.x, r.x, vm->pre_ln_w, r.n, vm->n_embd, vm->eps);
-        for (int il = 0; il < vm->n_layer; il++)
+        if (vm->qwen3)
+            vision_qwen3_embed(vm, &r);
+        for (int il = 0; il < vm->n_layer; il++) {
             qwen_block(vm, &r, il);
+            if (vm->qwen3)
+                vision_qwen3_deepstack(vm, &r, il, out);
+        }
         merge(vm, &r, out);
     }
     run_free(vm, &r);

@@ -60,9 +60,10 @@ int vision_model_load_memory(struct vision_model **out, const void *data, size_t
                              struct err *e);
 void vision_model_free(struct vision_model *vm);
 
-// The projector type ("gemma3", "qwen2.5vl_merger", "pixtral").
+// The projector type ("gemma3", "qwen2.5vl_merger", "pixtral", "qwen3vl_merger").
 const char *vision_model_projector(const struct vision_model *vm);
-// Width of one image token's embedding (the text model's n_embd).
+// Width of one image token's row: the text model's n_embd, or (Qwen3-VL)
+// n_embd · (1 + deepstack mergers), the text model's model_n_embd_inp.
 int vision_model_n_embd(const struct vision_model *vm);
 // Image tokens a picture of this size becomes.
 int vision_model_n_tokens(const struct vision_model *vm, int width, int height);

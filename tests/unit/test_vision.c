@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jpeglib.h>
@@ -24,6 +25,7 @@
 #include <webp/encode.h>
 #include <zlib.h>
 
+#include "gguf/gguf.h"
 #include "json/json.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -36,6 +38,11 @@
 // reference's older bilinear one: the embedding differs by up to 0.25 and
 // the top logits by ~0.05; the 16 greedy tokens must still agree.
 #define RESAMPLED_LOGITS_TOL 0.1
+// Qwen3-VL's tower: every block adds ~5e-4 against v0.5.0 (its three blocks
+// end at 1.7e-3 on the merger's slice, the deepstack slices within 1e-3);
+// the logits through the text model stay within 1e-3 and the greedy tokens
+// are the reference's.
+#define QWEN3VL_EMBD_TOL 2e-3
 
 // A w x h test picture: a colour gradient with some structure.
 static uint8_t *make_rgb(int w, int h)
@@ -270,11 +277,21 @@ static json_t *ref_image_chunk(json_t *ref, const char *image)
     return NULL;
 }
 
+static double embed_max_diff_path(const char *path, const char *image, json_t *ref);
+
 static double embed_max_diff(const char *model_file, const char *image, json_t *ref)
 {
-    char path[512], img_path[512], rel[128];
-    snprintf(rel, sizeof rel, "%s", image);
+    char path[512];
     assert_non_null(test_shared_fixture(path, sizeof path, model_file));
+    return embed_max_diff_path(path, image, ref);
+}
+
+// The same for a model file at a path (a file written by the test).
+static double embed_max_diff_path(const char *path, const char *image, json_t *ref)
+{
+    char img_path[512], rel[128];
+    const char *model_file = path;
+    snprintf(rel, sizeof rel, "%s", image);
     assert_non_null(test_shared_fixture(img_path, sizeof img_path, rel));
     struct vision_model *vm = NULL;
     struct err e = {0};
@@ -607,7 +624,7 @@ static double run_mrope_case(struct model *m, struct vision_model *vm, json_t *c
 {
     enum { CAP = 256 };
     int32_t tokens[CAP], pos[CAP], slot[CAP] = {0}, rc[2 * CAP];
-    int n_embd = model_n_embd(m), rope_end;
+    int n_embd = model_n_embd_inp(m), rope_end;
     float *embd = calloc((size_t)CAP * n_embd, sizeof(float));
     int n = build_mrope_prompt(vm, c, n_embd, tokens, embd, rc, CAP, &rope_end);
     assert_int_equal(rope_end, json_integer_value(json_object_get(c, "n_past")));
@@ -642,18 +659,29 @@ static double run_mrope_case(struct model *m, struct vision_model *vm, json_t *c
     return mx;
 }
 
+static void run_mrope_reference_paths(const char *ref_name, const char *path, const char *tower);
+
 static void run_mrope_reference(const char *ref_name, const char *text_file, const char *tower_file)
 {
-    json_t *ref = load_ref(ref_name);
     char path[512], tower[512];
-    if (!ref || !test_shared_fixture(path, sizeof path, text_file))
+    if (!test_shared_fixture(path, sizeof path, text_file))
+        skip();
+    if (tower_file)
+        assert_non_null(test_shared_fixture(tower, sizeof tower, tower_file));
+    run_mrope_reference_paths(ref_name, path, tower_file ? tower : NULL);
+}
+
+// The same with the text model and the tower (or NULL) at paths.
+static void run_mrope_reference_paths(const char *ref_name, const char *path, const char *tower)
+{
+    json_t *ref = load_ref(ref_name);
+    const char *text_file = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (!ref)
         skip();
     struct err e = {0};
     struct vision_model *vm = NULL;
-    if (tower_file) {
-        assert_non_null(test_shared_fixture(tower, sizeof tower, tower_file));
+    if (tower)
         assert_int_equal(vision_model_load(&vm, tower, 2, &e), 0);
-    }
     static const char *const kv[] = {"f32", "f16"};
     for (int ik = 0; ik < 2; ik++) {
         struct model_options o = {
@@ -745,6 +773,312 @@ static void test_qwen25vl_end_to_end(void **state)
                         "tiny-qwen25vl-ollama-f32.gguf");
 }
 
+// Qwen3-VL: the tower (deepstack slices included) on the three pictures,
+// the text model (interleaved M-RoPE, deepstack) with the reference's rows
+// and with the tower's, K/V f32 and f16.
+static void test_qwen3vl(void **state)
+{
+    (void)state;
+    json_t *ref = load_ref("tiny-qwen3vl-vision.reference.json");
+    double worst = 0;
+    if (!ref)
+        skip();
+    static const char *const images[] = {"images/gradient-32x32.png", "images/gradient-48x40.png",
+                                         "images/gradient-128x96.png"};
+    for (int i = 0; i < 3; i++) {
+        double d = embed_max_diff("tiny-qwen3vl-mmproj-f32.gguf", images[i], ref);
+        printf("# qwen3vl %s: embedding max diff %.2e\n", images[i], d);
+        worst = d > worst ? d : worst;
+    }
+    assert_true(worst < QWEN3VL_EMBD_TOL);
+    json_decref(ref);
+    run_mrope_reference("tiny-qwen3vl-vision.reference.json", "tiny-qwen3vl-f32.gguf", NULL);
+    run_mrope_reference("tiny-qwen3vl-vision.reference.json", "tiny-qwen3vl-f32.gguf",
+                        "tiny-qwen3vl-mmproj-f32.gguf");
+}
+
+// tiny-qwen3vl-f32.gguf rewritten as a qwen3 file (same weights, no
+// M-RoPE sections, no deepstack): a text-only prompt must give the same
+// logits, since a text token's three rotary positions are equal
+// (interleaved M-RoPE is then ordinary RoPE) and gets nothing added.
+static int write_as_qwen3(const char *src, const char *dst)
+{
+    struct gguf *g;
+    struct gguf_writer *w;
+    struct err e = {0};
+    if (gguf_open(&g, src, &e) < 0 || gguf_writer_open(&w, dst, &e) < 0)
+        return -1;
+    for (size_t i = 0; i < gguf_kv_count(g); i++) {
+        struct gguf_kv kv = *gguf_kv_at(g, i);
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)kv.key.len, kv.key.ptr);
+        if (strcmp(key, "general.architecture") == 0) {
+            gguf_writer_kv_str(w, key, "qwen3");
+            continue;
+        }
+        if (strncmp(key, "qwen3vl.", 8) == 0) {
+            if (strstr(key, "dimension_sections") || strstr(key, "deepstack"))
+                continue;
+            snprintf(key, sizeof key, "qwen3.%.*s", (int)kv.key.len - 8, kv.key.ptr + 8);
+            kv.key = str_from(key);
+        }
+        gguf_writer_kv_copy(w, &kv);
+    }
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char *name = str_dup(t->name);
+        gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+        free(name);
+    }
+    int rc = gguf_writer_write_header(w, &e);
+    for (size_t i = 0; rc == 0 && i < gguf_tensor_count(g); i++)
+        rc = gguf_writer_write_data(w, gguf_tensor_at(g, i)->data, gguf_tensor_at(g, i)->n_bytes,
+                                    &e);
+    rc = rc == 0 ? gguf_writer_close(w, &e) : (gguf_writer_abort(w), rc);
+    gguf_close(g);
+    return rc;
+}
+
+// The last position's logits of a text-only prompt (all prompt tokens in
+// one batch, then 4 more one at a time) into out (n_vocab floats).
+static void text_logits(const char *path, const int32_t *prompt, int n, float *out)
+{
+    struct model_options o = {.n_ctx = 64, .n_batch = 64, .n_threads = 2};
+    struct model *m = NULL;
+    struct err e = {0};
+    if (model_load(&m, path, &o, &e) < 0)
+        fail_msg("load %s: %s", path, e.msg);
+    int32_t pos[16], slot[16] = {0};
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
+    struct model_batch b = {.n_tokens = n, .tokens = prompt, .pos = pos, .slot = slot};
+    assert_int_equal(model_decode(m, &b, &e), 0);
+    int32_t tok = argmax(model_logits(m, n - 1), model_n_vocab(m));
+    for (int g = 0; g < 4; g++) {
+        int32_t p = n + g, s0 = 0;
+        struct model_batch one = {.n_tokens = 1, .tokens = &tok, .pos = &p, .slot = &s0};
+        assert_int_equal(model_decode(m, &one, &e), 0);
+        tok = argmax(model_logits(m, 0), model_n_vocab(m));
+    }
+    memcpy(out, model_logits(m, 0), sizeof(float) * (size_t)model_n_vocab(m));
+    model_free(m);
+}
+
+static void test_qwen3vl_text_only(void **state)
+{
+    (void)state;
+    char path[512], tmp[] = "/tmp/test_vision_qwen3_XXXXXX";
+    if (!test_shared_fixture(path, sizeof path, "tiny-qwen3vl-f32.gguf"))
+        skip();
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(write_as_qwen3(path, tmp), 0);
+    static const int32_t prompt[] = {1, 300, 72, 401, 15, 260, 99, 411, 7, 350};
+    float *a = malloc(sizeof(float) * 512), *b = malloc(sizeof(float) * 512);
+    text_logits(path, prompt, 10, a);
+    text_logits(tmp, prompt, 10, b);
+    double mx = 0;
+    for (int i = 0; i < 512; i++)
+        mx = fabs(a[i] - b[i]) > mx ? fabs(a[i] - b[i]) : mx;
+    printf("# qwen3vl text-only vs qwen3: logits max diff %.2e\n", mx);
+    assert_true(mx < 1e-5);
+    unlink(tmp);
+    free(a);
+    free(b);
+}
+
+// The Qwen3-VL pair rewritten as one file in the layout Ollama's library
+// publishes qwen3-vl (the inverse of llama/compat's handle_qwen3vl_clip):
+// qwen3vl.vision.* keys, deepstack_visual_indexes instead of
+// n_deepstack_layers, one Conv3D patch kernel [p, p, 2, 3 · n_embd], Q/K/V
+// split, HF-style names (norm1, mlp.linear_fc1, v.merger.*,
+// v.deepstack_merger.K.*). The tiny text model keeps its
+// rope.dimension_sections (the published files' default [24, 20, 20] needs
+// head_dim 128). The patch kernel is written F32 (published: F16).
+struct out_tensor {
+    char name[96];
+    uint32_t type, n_dims;
+    int64_t ne[4];
+    const void *data;
+    size_t n_bytes;
+};
+
+static void add_out(struct out_tensor *o, int *n, const char *name, const struct gguf_tensor *t,
+                    const void *data, size_t n_bytes, int64_t ne1)
+{
+    struct out_tensor *x = &o[(*n)++];
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->type = t->type;
+    x->n_dims = t->n_dims;
+    for (int i = 0; i < 4; i++)
+        x->ne[i] = t->ne[i];
+    if (ne1 > 0)
+        x->ne[t->n_dims == 1 ? 0 : 1] = ne1;
+    x->data = data;
+    x->n_bytes = n_bytes;
+}
+
+// The new name of an mmproj tensor ("" : written another way).
+static void ollama_name(const char *in, char *out, size_t cap)
+{
+    static const char *const ren[][2] = {
+        {"v.patch_embd.bias", "v.patch_embed.bias"},
+        {"v.position_embd.", "v.pos_embed."},
+        {"v.post_ln.", "v.merger.norm."},
+        {"mm.0.", "v.merger.linear_fc1."},
+        {"mm.2.", "v.merger.linear_fc2."},
+        {".ln1.", ".norm1."},
+        {".ln2.", ".norm2."},
+        {".ffn_up.", ".mlp.linear_fc1."},
+        {".ffn_down.", ".mlp.linear_fc2."},
+        {".fc1.", ".linear_fc1."},
+        {".fc2.", ".linear_fc2."},
+    };
+    snprintf(out, cap, "%s", in);
+    if (strstr(in, "patch_embd.weight") || strstr(in, "attn_qkv")) {
+        out[0] = 0;
+        return;
+    }
+    for (size_t i = 0; i < sizeof ren / sizeof ren[0]; i++) {
+        const char *at = strstr(out, ren[i][0]);
+        if (!at)
+            continue;
+        char tmp[128];
+        snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)(at - out), out, ren[i][1],
+                 at + strlen(ren[i][0]));
+        snprintf(out, cap, "%s", tmp);
+    }
+    int blk;  // the deepstack mergers are numbered in order: blocks 0, 1 -> 0, 1
+    if (sscanf(out, "v.deepstack.%d.", &blk) == 1) {
+        char tmp[128];
+        snprintf(tmp, sizeof tmp, "v.deepstack_merger.%s", out + strlen("v.deepstack."));
+        snprintf(out, cap, "%s", tmp);
+    }
+}
+
+static void ollama_vision_keys(struct gguf_writer *w, const struct gguf *mm)
+{
+    static const char *const u32s[] = {"block_count", "embedding_length", "attention.head_count",
+                                       "patch_size", "spatial_merge_size"};
+    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
+        char src[96], dst[96];
+        uint32_t v = 0;
+        snprintf(src, sizeof src, "clip.vision.%s", u32s[i]);
+        snprintf(dst, sizeof dst, "qwen3vl.vision.%s", u32s[i]);
+        assert_true(gguf_get_u32(mm, src, &v));
+        gguf_writer_kv_u32(w, dst, v);
+    }
+    float eps = 0;
+    assert_true(gguf_get_f32(mm, "clip.vision.attention.layer_norm_epsilon", &eps));
+    gguf_writer_kv_f32(w, "qwen3vl.vision.attention.layer_norm_epsilon", eps);
+    gguf_writer_kv_u32(w, "qwen3vl.vision.num_channels", 3);
+    gguf_writer_kv_u32(w, "qwen3vl.vision.temporal_patch_size", 2);
+    gguf_writer_kv_f32(w, "qwen3vl.vision.rope.freq_base", 10000.0f);
+    static const int32_t ds[2] = {0, 1};  // clip.vision.is_deepstack_layers
+    gguf_writer_kv_arr(w, "qwen3vl.vision.deepstack_visual_indexes", GGUF_VAL_INT32, ds, 2);
+    static const float half[3] = {0.5f, 0.5f, 0.5f};
+    gguf_writer_kv_arr(w, "qwen3vl.vision.image_mean", GGUF_VAL_FLOAT32, half, 3);
+    gguf_writer_kv_arr(w, "qwen3vl.vision.image_std", GGUF_VAL_FLOAT32, half, 3);
+}
+
+static int write_qwen3vl_ollama(const char *text, const char *mmproj, const char *dst)
+{
+    struct gguf *g, *mm;
+    struct gguf_writer *w;
+    struct err e = {0};
+    if (gguf_open(&g, text, &e) < 0 || gguf_open(&mm, mmproj, &e) < 0 ||
+        gguf_writer_open(&w, dst, &e) < 0)
+        return -1;
+    for (size_t i = 0; i < gguf_kv_count(g); i++)
+        if (!str_eq_cstr(gguf_kv_at(g, i)->key, "qwen3vl.n_deepstack_layers"))
+            gguf_writer_kv_copy(w, gguf_kv_at(g, i));
+    ollama_vision_keys(w, mm);
+    struct out_tensor *o = calloc(256, sizeof *o);
+    int n = 0;
+    for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[96];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        add_out(o, &n, name, t, t->data, t->n_bytes, 0);
+    }
+    // The Conv3D: out-channel oc, in-channel ic, slice t at ((oc·3 + ic)·2 + t)·p².
+    const struct gguf_tensor *p0 = gguf_tensor_find(mm, "v.patch_embd.weight");
+    const struct gguf_tensor *p1 = gguf_tensor_find(mm, "v.patch_embd.weight.1");
+    assert_true(p0 && p1 && p0->type == GGUF_TYPE_F32 && p1->type == GGUF_TYPE_F32);
+    size_t hw = (size_t)(p0->ne[0] * p0->ne[1]), nb = (size_t)(p0->ne[2] * p0->ne[3]);
+    float *conv = malloc(2 * p0->n_bytes);
+    for (size_t k = 0; k < nb; k++)
+        for (int t = 0; t < 2; t++)
+            memcpy(conv + (2 * k + (size_t)t) * hw, (const float *)(t ? p1 : p0)->data + k * hw,
+                   sizeof(float) * hw);
+    add_out(o, &n, "v.patch_embed.weight", p0, conv, 2 * p0->n_bytes, 0);
+    o[n - 1].n_dims = 4;
+    o[n - 1].ne[2] = 2;
+    o[n - 1].ne[3] = p0->ne[2] * p0->ne[3];
+    for (size_t i = 0; i < gguf_tensor_count(mm); i++) {
+        const struct gguf_tensor *t = gguf_tensor_at(mm, i);
+        char in[96], name[96];
+        snprintf(in, sizeof in, "%.*s", (int)t->name.len, t->name.ptr);
+        ollama_name(in, name, sizeof name);
+        if (name[0]) {
+            add_out(o, &n, name, t, t->data, t->n_bytes, 0);
+            continue;
+        }
+        int blk;
+        char leaf[16];
+        if (sscanf(in, "v.blk.%d.attn_qkv.%15s", &blk, leaf) != 2)
+            continue;  // the patch kernels, written above
+        static const char *const qkv[] = {"attn_q", "attn_k", "attn_v"};
+        int64_t rows = t->n_dims == 1 ? t->ne[0] / 3 : t->ne[1] / 3;
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "v.blk.%d.%s.%s", blk, qkv[k], leaf);
+            add_out(o, &n, name, t, (const char *)t->data + k * (t->n_bytes / 3), t->n_bytes / 3,
+                    rows);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        gguf_writer_add_tensor(w, o[i].name, o[i].type, o[i].n_dims, o[i].ne);
+    int rc = gguf_writer_write_header(w, &e);
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = gguf_writer_write_data(w, o[i].data, o[i].n_bytes, &e);
+    rc = rc == 0 ? gguf_writer_close(w, &e) : (gguf_writer_abort(w), rc);
+    if (rc < 0)
+        fprintf(stderr, "%s\n", e.msg);
+    free(conv);
+    free(o);
+    gguf_close(g);
+    gguf_close(mm);
+    return rc;
+}
+
+// Ollama's layout: the same embeddings as the pair (the same weights in
+// other places), the reference's greedy tokens, and the capability.
+static void test_qwen3vl_ollama_layout(void **state)
+{
+    (void)state;
+    char text[512], mmproj[512], tmp[] = "/tmp/test_vision_q3vl_XXXXXX";
+    json_t *ref = load_ref("tiny-qwen3vl-vision.reference.json");
+    if (!ref || !test_shared_fixture(text, sizeof text, "tiny-qwen3vl-f32.gguf") ||
+        !test_shared_fixture(mmproj, sizeof mmproj, "tiny-qwen3vl-mmproj-f32.gguf"))
+        skip();
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(write_qwen3vl_ollama(text, mmproj, tmp), 0);
+    struct gguf *g = NULL;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&g, tmp, &e), 0);
+    assert_true(vision_gguf_has_tower(g));
+    gguf_close(g);
+    double d = embed_max_diff_path(tmp, "images/gradient-128x96.png", ref);
+    printf("# qwen3vl Ollama layout: embedding max diff %.2e\n", d);
+    assert_true(d < QWEN3VL_EMBD_TOL);
+    run_mrope_reference_paths("tiny-qwen3vl-vision.reference.json", tmp, tmp);
+    unlink(tmp);
+    json_decref(ref);
+}
+
 static void test_projector_refusals(void **state)
 {
     (void)state;
@@ -775,6 +1109,9 @@ int main(void)
         cmocka_unit_test(test_qwen25vl_tower),
         cmocka_unit_test(test_qwen25vl_end_to_end),
         cmocka_unit_test(test_mistral3vl),
+        cmocka_unit_test(test_qwen3vl),
+        cmocka_unit_test(test_qwen3vl_text_only),
+        cmocka_unit_test(test_qwen3vl_ollama_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -816,6 +816,76 @@ static void check_mistral3vl(void)
     buf_deinit(&b64);
 }
 
+// The greedy pattern of a response's logprobs against llama.cpp's ids:
+// the tokens' bytes repeat exactly where the ids repeat (bytes, not texts:
+// two byte tokens that are not UTF-8 both read "\ufffd").
+static void check_greedy_pattern(const json_t *lp, const json_t *want, const char *body)
+{
+    size_t ng = json_array_size(want);
+    if (json_array_size(lp) != ng)
+        fail_msg("want %zu logprobs: %s", ng, body);
+    for (size_t g = 0; g < ng; g++)
+        for (size_t h = 0; h < ng; h++) {
+            const json_t *a = json_object_get(json_array_get(lp, g), "bytes");
+            const json_t *b = json_object_get(json_array_get(lp, h), "bytes");
+            bool same_id = json_integer_value(json_array_get(want, g)) ==
+                           json_integer_value(json_array_get(want, h));
+            if (!a || !b || same_id != (json_equal(a, b) != 0))
+                fail_msg("greedy tokens %zu and %zu differ from llama.cpp's: %s", g, h, body);
+        }
+}
+
+// Qwen3-VL as a split pair (text GGUF + mmproj through /api/create, the
+// template "{{ .Prompt }}"), the picture through /api/chat: "[img]" in the
+// message becomes the picture, so the prompt is the reference's
+// "Describe <__media__> in detail."; the 128 x 96 picture (4 x 3 tokens,
+// interleaved M-RoPE, deepstack rows) gives llama.cpp's greedy
+// continuation and 22 + 12 + 18 prompt tokens.
+static void check_qwen3vl(void)
+{
+    char path[512], img[512], refp[512], hex1[DIGEST_HEX_LEN + 1], hex2[DIGEST_HEX_LEN + 1];
+    if (!test_shared_fixture(path, sizeof path, "tiny-qwen3vl-f32.gguf") ||
+        !test_shared_fixture(img, sizeof img, "images/gradient-128x96.png") ||
+        !test_shared_fixture(refp, sizeof refp, "tiny-qwen3vl-vision.reference.json"))
+        return;
+    upload_blob(path, hex1);
+    assert_non_null(test_shared_fixture(path, sizeof path, "tiny-qwen3vl-mmproj-f32.gguf"));
+    upload_blob(path, hex2);
+    char *body =
+        xasprintf("{\"model\":\"qwen3v\",\"stream\":false,\"template\":\"{{ .Prompt }}\","
+                  "\"files\":{\"model.gguf\":\"sha256:%s\",\"mmproj.gguf\":\"sha256:%s\"}}",
+                  hex1, hex2);
+    expect("/api/create", body, 200, NULL);
+    free(body);
+    expect("/api/show", "{\"model\":\"qwen3v\"}", 200, "\"vision\"");
+    struct buf png, b64;
+    buf_init(&png, 0);
+    buf_init(&b64, 0);
+    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, &b64);
+    json_t *ref = json_load_file(refp, 0, NULL);
+    json_t *want = vision_want(ref, "images/gradient-128x96.png");
+    assert_non_null(want);
+    body = xasprintf("{\"model\":\"qwen3v\",\"stream\":false,\"logprobs\":true,"
+                     "\"messages\":[{\"role\":\"user\",\"content\":\"Describe [img] in detail.\","
+                     "\"images\":[\"%s\"]}],"
+                     "\"options\":{\"num_predict\":16,\"num_ctx\":512,\"temperature\":0}}",
+                     buf_cstr(&b64));
+    struct http_resp r;
+    post("/api/chat", body, &r);
+    free(body);
+    if (r.status != 200)
+        fail_msg("vision chat: %ld %s", r.status, r.body);
+    json_t *v = parse(r.body);
+    check_greedy_pattern(json_object_get(v, "logprobs"), want, r.body);
+    assert_int_equal(json_integer_value(json_object_get(v, "prompt_eval_count")), 52);
+    json_decref(v);
+    http_resp_free(&r);
+    json_decref(ref);
+    buf_deinit(&png);
+    buf_deinit(&b64);
+}
+
 // Images for real (issue 44): Ollama's monolithic tiny Gemma 3 (tower
 // inside) sees a picture sent as base64; the greedy continuation is
 // llama.cpp's (tiny-gemma3-vision.reference.json, the F16-cache case of
@@ -937,6 +1007,7 @@ static void test_vision(void **state)
     buf_deinit(&b64);
     check_qwen25vl();
     check_mistral3vl();
+    check_qwen3vl();
 }
 
 int main(void)
