@@ -84,8 +84,10 @@ static void test_st_parse_hostile(void **state)
          "past end of file"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8, ERR_FORMAT,
          "16 bytes of data for its shape and dtype, header says 8"},
-        {"{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8, ERR_UNSUPPORTED,
-         "dtype I64"},
+        {"{\"a\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, ERR_UNSUPPORTED,
+         "dtype I32"},
+        {"{\"a\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,4]}}", 8, ERR_FORMAT,
+         "3 bytes of data for its shape and dtype, header says 4"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,0]}}", 8, ERR_FORMAT,
          "invalid data_offsets"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 8, ERR_FORMAT,
@@ -150,8 +152,8 @@ static void test_vocab_parse(void **state)
     assert_string_equal(v.chat_template, "y");
     convert_vocab_free(&v);
 
-    const char *wp = "{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}";
-    assert_int_equal(convert_vocab_parse(&v, wp, strlen(wp), NULL, 0, NULL, 0, &e),
+    const char *uni = "{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}";
+    assert_int_equal(convert_vocab_parse(&v, uni, strlen(uni), NULL, 0, NULL, 0, &e),
                      ERR_UNSUPPORTED);
     const char *bad = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":9999999999}}}";
     assert_int_equal(convert_vocab_parse(&v, bad, strlen(bad), NULL, 0, NULL, 0, &e), ERR_FORMAT);
@@ -189,19 +191,18 @@ struct folder {
     size_t n;
 };
 
-// Runs hf-export on a fixture into a fresh directory and lists its files.
-static bool export_fixture(struct folder *f, const char *fixture, const char *args)
+// Runs hf-export on a GGUF into a fresh directory and lists its files
+// (subfolders too: "1_Pooling/config.json").
+static void export_path(struct folder *f, const char *in, const char *args)
 {
-    char in[1024], cmd[4096];
-    if (!test_shared_fixture(in, sizeof in, fixture))
-        return false;
+    char cmd[4096];
     const char *bin = getenv("OLLAMA_BIN_DIR");
     snprintf(f->dir, sizeof f->dir, "/tmp/test_convert_XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     snprintf(cmd, sizeof cmd, "%s/hf-export %s %s/hf %s", bin ? bin : "build/bin", in, f->dir,
              args);
     assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "ls %s/hf", f->dir);
+    snprintf(cmd, sizeof cmd, "cd %s/hf && find . -type f | sed 's|^\\./||' | sort", f->dir);
     FILE *p = popen(cmd, "r");
     char line[256];
     f->n = 0;
@@ -213,7 +214,31 @@ static bool export_fixture(struct folder *f, const char *fixture, const char *ar
         f->n++;
     }
     pclose(p);
+}
+
+static bool export_fixture(struct folder *f, const char *fixture, const char *args)
+{
+    char in[1024];
+    if (!test_shared_fixture(in, sizeof in, fixture))
+        return false;
+    export_path(f, in, args);
     return true;
+}
+
+// Leaves a file out of the folder (the converter then reads what else is there).
+static void folder_drop(struct folder *f, const char *name)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->names[i], name) == 0) {
+            free(f->names[i]);
+            free(f->paths[i]);
+            f->n--;
+            memmove(&f->names[i], &f->names[i + 1], (f->n - i) * sizeof(f->names[0]));
+            memmove(&f->paths[i], &f->paths[i + 1], (f->n - i) * sizeof(f->paths[0]));
+            memmove(&f->files[i], &f->files[i + 1], (f->n - i) * sizeof(f->files[0]));
+            return;
+        }
+    fail_msg("%s is not in the folder", name);
 }
 
 static void folder_free(struct folder *f)
@@ -312,14 +337,84 @@ static json_t *load_json(const char *path)
     return j;
 }
 
+// ---------------------------------------------------------------------------
+// Encoders: the imported model's token ids ([CLS] ... [SEP]) and its pooled
+// embedding against llama.cpp's reference. The imported matrices are F16,
+// the reference's F32: cosine >= 0.9999 as tests/unit/test_bert.c asks of
+// the encoder, and each component within 0.01.
+
+#define MIN_COSINE 0.9999
+
+static void check_embedding(struct model *m, const char *text, const json_t *want_ids,
+                            const json_t *want_vec)
+{
+    int32_t ids[512], pos[512], slot[512];
+    bool want[512];
+    struct err e = {0};
+    int n = model_tokenize(m, text, strlen(text), true, false, ids, 512, &e);
+    assert_int_equal((size_t)n, json_array_size(want_ids));
+    for (int k = 0; k < n; k++) {
+        assert_int_equal(ids[k], json_integer_value(json_array_get(want_ids, (size_t)k)));
+        pos[k] = k;
+        slot[k] = 0;
+        want[k] = true;
+    }
+    model_slot_clear(m, 0);
+    struct model_batch b = {.n_tokens = n, .tokens = ids, .pos = pos, .slot = slot, .logits = want};
+    assert_int_equal(model_decode(m, &b, &e), 0);
+    int d = model_n_embd(m);
+    assert_int_equal(json_array_size(want_vec), (size_t)d);
+    double got[1024] = {0}, ab = 0, aa = 0, bb = 0;
+    assert_true(d <= 1024);
+    for (int k = model_pooling(m) == MODEL_POOLING_CLS ? 0 : n - 1; k >= 0; k--) {
+        const float *h = model_embeddings(m, k);  // CLS: the first token, mean: all
+        for (int j = 0; j < d; j++)
+            got[j] += h[j] / (model_pooling(m) == MODEL_POOLING_CLS ? 1.0 : n);
+    }
+    for (int j = 0; j < d; j++) {
+        double w = json_number_value(json_array_get(want_vec, (size_t)j));
+        if (fabs(got[j] - w) > 0.01)
+            fail_msg("\"%s\" component %d: %f, want %f", text, j, got[j], w);
+        ab += got[j] * w;
+        aa += got[j] * got[j];
+        bb += w * w;
+    }
+    if (ab / sqrt(aa * bb) < MIN_COSINE)
+        fail_msg("\"%s\": cosine %f with the reference", text, ab / sqrt(aa * bb));
+}
+
+// A shared reference's embedding_cases (tiny-nomic-bert), mean pooling.
+static void check_embedding_cases(const char *path, const json_t *cases)
+{
+    struct model_options o = {.n_ctx = 512, .n_threads = 2};
+    struct model *m = NULL;
+    struct err e = {0};
+    if (model_load(&m, path, &o, &e) < 0)
+        fail_msg("load %s: %s", path, e.msg);
+    assert_int_equal(model_pooling(m), MODEL_POOLING_MEAN);
+    assert_true(json_array_size(cases) >= 3);
+    for (size_t i = 0; i < json_array_size(cases); i++) {
+        const json_t *c = json_array_get(cases, i);
+        check_embedding(m, json_string_value(json_object_get(c, "prompt")),
+                        json_object_get(c, "prompt_tokens"), json_object_get(c, "embedding"));
+    }
+    model_free(m);
+}
+
 // The reference tokenizer ids, and the reference logits of the F32 K/V
-// cases within tol (the imported matrices are F16, the reference's F32).
+// cases within tol (the imported matrices are F16, the reference's F32);
+// for an encoder the reference embeddings.
 static void check_reference(const char *path, const char *ref_name, float tol, bool tokenizer)
 {
     char ref[1024];
     if (!test_shared_fixture(ref, sizeof ref, ref_name))
         return;
     json_t *r = load_json(ref);
+    if (json_object_get(r, "embedding_cases")) {
+        check_embedding_cases(path, json_object_get(r, "embedding_cases"));
+        json_decref(r);
+        return;
+    }
     struct model_options o = {.n_ctx = 512, .n_threads = 2, .kv_type = MODEL_KV_F32};
     struct model *m = NULL;
     struct err e = {0};
@@ -451,6 +546,69 @@ static void test_phi3_round_trip(void **state)
 {
     (void)state;
     round_trip("tiny-phi3-f32.gguf", "", "tiny-phi3.reference.json", "phi3", 0.02f);
+}
+
+// nomic-embed-text: GPT-2-style config.json (n_embd, n_positions and
+// max_trained_positions, rotary_emb_base), WordPiece tokenizer.json, fused
+// Wqkv, SwiGLU fc11/fc12, mean pooling from modules.json.
+static void test_nomic_bert_round_trip(void **state)
+{
+    (void)state;
+    round_trip("tiny-nomic-bert-f32.gguf", "", "tiny-nomic-bert.reference.json", "nomic-bert",
+               0);
+}
+
+// BERT: a gguf-gen tiny-bert (the model tests/fixtures/bert/reference.json
+// was made from) exported with BertModel names and mean pooling, imported
+// from vocab.txt alone (no tokenizer.json); tensors and keys as generated,
+// token ids and the llama.cpp embeddings of the reference.
+static void test_bert_round_trip(void **state)
+{
+    (void)state;
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    char vocab[1024], ref_path[1024], gen[600], cmd[4096];
+    test_fixture(vocab, sizeof vocab, "vocab/ggml-vocab-bert-bge.gguf");
+    test_fixture(ref_path, sizeof ref_path, "bert/reference.json");
+    char dir[] = "/tmp/test_convert_bert_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    snprintf(gen, sizeof gen, "%s/tiny-bert.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s/gguf-gen --preset tiny-bert --seed 1 --vocab %s --quiet -o %s",
+             bin ? bin : "build/bin", vocab, gen);
+    assert_int_equal(system(cmd), 0);
+    struct folder f;
+    export_path(&f, gen, "");
+    folder_drop(&f, "tokenizer.json");
+    char out[600];
+    snprintf(out, sizeof out, "%s/out.gguf", f.dir);
+    struct convert_info info;
+    struct err e = {0};
+    if (convert_folder(f.files, f.n, out, NULL, NULL, &info, &e) < 0)
+        fail_msg("convert: %s", e.msg);
+    assert_string_equal(info.arch, "bert");
+    struct gguf *want, *got;
+    assert_int_equal(gguf_open(&want, gen, &e), 0);
+    assert_int_equal(gguf_open(&got, out, &e), 0);
+    check_tensors(want, got, false);
+    check_kvs(want, got);
+    gguf_close(want);
+    gguf_close(got);
+    json_t *ref = load_json(ref_path);
+    const json_t *inputs = json_object_get(ref, "inputs");
+    const json_t *rm = json_object_get(json_object_get(ref, "models"), "tiny-bert");
+    struct model_options o = {.n_ctx = 512, .n_threads = 2};
+    struct model *m = NULL;
+    if (model_load(&m, out, &o, &e) < 0)
+        fail_msg("load: %s", e.msg);
+    assert_int_equal(model_pooling(m), MODEL_POOLING_MEAN);
+    for (size_t i = 0; i < 3; i++)
+        check_embedding(m, json_string_value(json_array_get(inputs, i)),
+                        json_array_get(json_object_get(rm, "tokens"), i),
+                        json_array_get(json_object_get(rm, "mean"), i));
+    model_free(m);
+    json_decref(ref);
+    folder_free(&f);
+    unlink(gen);
+    rmdir(dir);
 }
 
 // A PEFT folder made from the tiny Qwen2 LoRA converts back to the fixture
@@ -670,7 +828,8 @@ int main(void)
         cmocka_unit_test(test_adapter_round_trip), cmocka_unit_test(test_store_adapter),
         cmocka_unit_test(test_gemma2_round_trip),  cmocka_unit_test(test_config_required),
         cmocka_unit_test(test_gemma3_round_trip),  cmocka_unit_test(test_mixtral_round_trip),
-        cmocka_unit_test(test_phi3_round_trip),
+        cmocka_unit_test(test_phi3_round_trip),    cmocka_unit_test(test_nomic_bert_round_trip),
+        cmocka_unit_test(test_bert_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
