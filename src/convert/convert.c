@@ -30,11 +30,11 @@ bool conv_cfg_f32(const struct conv *c, const char *key, float *out)
 
 bool convert_wanted_file(const char *name)
 {
-    static const char *const exact[] = {
-        "config.json",         "tokenizer.json",      "tokenizer_config.json",
-        "generation_config.json", "tokenizer.model",  "special_tokens_map.json",
-        "chat_template.jinja", "adapter_config.json", "modules.json",
-        "vocab.txt"};
+    static const char *const exact[] = {"config.json",           "tokenizer.json",
+                                        "tokenizer_config.json", "generation_config.json",
+                                        "tokenizer.model",       "special_tokens_map.json",
+                                        "chat_template.jinja",   "adapter_config.json",
+                                        "modules.json",          "vocab.txt"};
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
@@ -46,8 +46,8 @@ bool convert_wanted_file(const char *name)
 
 static bool known_prefix(const char *name)
 {
-    static const char *const prefixes[] = {"blk.",         "token_embd.",   "output_norm.",
-                                           "output.",      "rope_freqs.",   "rope_factors_",
+    static const char *const prefixes[] = {"blk.",         "token_embd.",    "output_norm.",
+                                           "output.",      "rope_freqs.",    "rope_factors_",
                                            "token_types.", "position_embd.", "token_embd_norm."};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (cstr_starts_with(name, prefixes[i]))
@@ -376,9 +376,9 @@ static int read_config(struct conv_job *j, const struct convert_file *files, siz
 static int read_vocab(struct conv_job *j, const struct convert_file *files, size_t n, struct err *e)
 {
     enum { TOK, SPM, TCFG, CFG, JINJA, WPM, N_FILES };
-    static const char *const names[N_FILES] = {"tokenizer.json",      "tokenizer.model",
+    static const char *const names[N_FILES] = {"tokenizer.json",        "tokenizer.model",
                                                "tokenizer_config.json", "config.json",
-                                               "chat_template.jinja", "vocab.txt"};
+                                               "chat_template.jinja",   "vocab.txt"};
     struct buf b[N_FILES];
     int rc = 0;
     for (int i = 0; i < N_FILES; i++) {

@@ -119,8 +119,6 @@ int convert_vocab_parse_wordpiece(struct convert_vocab *v, const char *vocab_txt
 // Pooling module. pooling_config is that folder's config.json (NULL when
 // the folder lacks it: an error when modules.json names one). *dir gets the
 // folder name from modules.json (caller frees; NULL when none).
-int convert_pooling_parse(const char *modules_json, size_t n_modules, char **dir,
-                          struct err *e);
-int convert_pooling_mode(const char *pooling_config, size_t n_cfg, int32_t *pooling,
-                         struct err *e);
+int convert_pooling_parse(const char *modules_json, size_t n_modules, char **dir, struct err *e);
+int convert_pooling_mode(const char *pooling_config, size_t n_cfg, int32_t *pooling, struct err *e);
 void convert_vocab_free(struct convert_vocab *v);

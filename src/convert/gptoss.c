@@ -101,8 +101,7 @@ static int bad_shape(const struct st_tensor *t, struct err *e)
 
 // The shapes and dtypes each form must have; *n_in and *rows of the GGUF.
 static int check_form(const struct conv_job *j, const struct st_tensor *t, int form,
-                      const struct st_tensor **scales, int64_t *n_in, int64_t *rows,
-                      struct err *e)
+                      const struct st_tensor **scales, int64_t *n_in, int64_t *rows, struct err *e)
 {
     const int64_t *s = t->shape;
     if (form == BLOCKS) {
@@ -115,8 +114,8 @@ static int check_form(const struct conv_job *j, const struct st_tensor *t, int f
         const int64_t *c = (*scales)->shape;
         // a row of blocks fits the writer's buffer (n_in up to 480K)
         if (t->dtype != ST_U8 || t->n_dims != 4 || s[3] != 16 || s[2] > 15000 ||
-            (*scales)->dtype != ST_U8 ||
-            (*scales)->n_dims != 3 || c[0] != s[0] || c[1] != s[1] || c[2] != s[2])
+            (*scales)->dtype != ST_U8 || (*scales)->n_dims != 3 || c[0] != s[0] || c[1] != s[1] ||
+            c[2] != s[2])
             return bad_shape(t, e);
         *n_in = s[2] * 32;
         *rows = s[1];
@@ -149,8 +148,8 @@ static void add_plan(struct conv_job *j, const struct st_tensor *t, int layer, c
     p->stride = stride;
     p->offset = offset;
     p->write = form == BLOCKS ? write_mxfp4 : write_gather;
-    p->type = form == BLOCKS  ? GGUF_TYPE_MXFP4
-              : form == BIAS  ? GGUF_TYPE_F32
+    p->type = form == BLOCKS        ? GGUF_TYPE_MXFP4
+              : form == BIAS        ? GGUF_TYPE_F32
               : t->dtype == ST_BF16 ? GGUF_TYPE_BF16
                                     : GGUF_TYPE_F16;
     p->n_dims = form == BIAS ? 2 : 3;
@@ -163,8 +162,7 @@ static void add_plan(struct conv_job *j, const struct st_tensor *t, int layer, c
 int conv_gptoss_plan(struct conv_job *j, const struct st_tensor *t, struct err *e)
 {
     int layer, at = 0;
-    if (sscanf(t->name, "model.layers.%d.mlp.experts.%n", &layer, &at) != 1 || at == 0 ||
-        layer < 0)
+    if (sscanf(t->name, "model.layers.%d.mlp.experts.%n", &layer, &at) != 1 || at == 0 || layer < 0)
         return 0;
     const char *tail = t->name + at;
     size_t i = 0;
@@ -192,8 +190,8 @@ int conv_gptoss_plan(struct conv_job *j, const struct st_tensor *t, struct err *
         return 1;
     }
     if (rows % 2 != 0)
-        return err_set(e, ERR_FORMAT, "tensor %s: %" PRId64 " fused gate/up rows are odd",
-                       t->name, rows);
+        return err_set(e, ERR_FORMAT, "tensor %s: %" PRId64 " fused gate/up rows are odd", t->name,
+                       rows);
     add_plan(j, t, layer, "gate", form, scales, n_in, rows, 2, 0);
     add_plan(j, t, layer, "up", form, scales, n_in, rows, 2, 1);
     return 1;

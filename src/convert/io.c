@@ -270,7 +270,8 @@ int conv_write_body(struct conv_job *j, struct gguf_writer *w, struct convert_in
         rc = write_tensor(j, w, &j->plan[i], f, o, e);
         const int64_t *ne = j->plan[i].ne;
         if (rc == 0 && info)
-            info->n_bytes += quant_row_size(j->plan[i].type, ne[0]) * (uint64_t)(ne[1] * ne[2] * ne[3]);
+            info->n_bytes +=
+                quant_row_size(j->plan[i].type, ne[0]) * (uint64_t)(ne[1] * ne[2] * ne[3]);
     }
     free(f);
     free(o);

@@ -272,7 +272,7 @@ int convert_vocab_parse_wordpiece(struct convert_vocab *v, const char *vocab_txt
     if (n_txt && vocab_txt[n_txt - 1] != '\n')
         lines++;
     json_t *tcfg = NULL, *config = NULL;
-    int rc = lines == 0 ? err_set(e, ERR_FORMAT, "vocab.txt: empty vocabulary")
+    int rc = lines == 0           ? err_set(e, ERR_FORMAT, "vocab.txt: empty vocabulary")
              : lines >= VOCAB_MAX ? err_set(e, ERR_FORMAT, "vocab.txt: too many tokens")
                                   : 0;
     if (rc == 0)
@@ -338,8 +338,7 @@ int convert_pooling_parse(const char *modules_json, size_t n_modules, char **dir
     return rc;
 }
 
-int convert_pooling_mode(const char *pooling_config, size_t n_cfg, int32_t *pooling,
-                         struct err *e)
+int convert_pooling_mode(const char *pooling_config, size_t n_cfg, int32_t *pooling, struct err *e)
 {
     static const struct {
         const char *flag, *mode;

@@ -576,8 +576,7 @@ static void test_phi3_round_trip(void **state)
 static void test_nomic_bert_round_trip(void **state)
 {
     (void)state;
-    round_trip("tiny-nomic-bert-f32.gguf", "", "tiny-nomic-bert.reference.json", "nomic-bert",
-               0);
+    round_trip("tiny-nomic-bert-f32.gguf", "", "tiny-nomic-bert.reference.json", "nomic-bert", 0);
 }
 
 // BERT: a gguf-gen tiny-bert (the model tests/fixtures/bert/reference.json
@@ -866,15 +865,24 @@ static void test_store_adapter(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_st_parse_good),      cmocka_unit_test(test_st_parse_hostile),
-        cmocka_unit_test(test_vocab_parse),        cmocka_unit_test(test_llama_round_trip),
-        cmocka_unit_test(test_qwen3_round_trip),   cmocka_unit_test(test_qwen3moe_round_trip),
-        cmocka_unit_test(test_store_import),       cmocka_unit_test(test_store_import_unsupported),
-        cmocka_unit_test(test_adapter_round_trip), cmocka_unit_test(test_store_adapter),
-        cmocka_unit_test(test_gemma2_round_trip),  cmocka_unit_test(test_config_required),
-        cmocka_unit_test(test_gemma3_round_trip),  cmocka_unit_test(test_mixtral_round_trip),
-        cmocka_unit_test(test_phi3_round_trip),    cmocka_unit_test(test_nomic_bert_round_trip),
-        cmocka_unit_test(test_bert_round_trip),    cmocka_unit_test(test_gptoss_round_trip),
+        cmocka_unit_test(test_st_parse_good),
+        cmocka_unit_test(test_st_parse_hostile),
+        cmocka_unit_test(test_vocab_parse),
+        cmocka_unit_test(test_llama_round_trip),
+        cmocka_unit_test(test_qwen3_round_trip),
+        cmocka_unit_test(test_qwen3moe_round_trip),
+        cmocka_unit_test(test_store_import),
+        cmocka_unit_test(test_store_import_unsupported),
+        cmocka_unit_test(test_adapter_round_trip),
+        cmocka_unit_test(test_store_adapter),
+        cmocka_unit_test(test_gemma2_round_trip),
+        cmocka_unit_test(test_config_required),
+        cmocka_unit_test(test_gemma3_round_trip),
+        cmocka_unit_test(test_mixtral_round_trip),
+        cmocka_unit_test(test_phi3_round_trip),
+        cmocka_unit_test(test_nomic_bert_round_trip),
+        cmocka_unit_test(test_bert_round_trip),
+        cmocka_unit_test(test_gptoss_round_trip),
         cmocka_unit_test(test_gptoss_mxfp4_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,10 +143,11 @@ static const struct {
     {"qwen2", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
               "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
     {"gpt-2", "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
-    {"gpt-4o", "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}"
-               "\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"
-               "\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
-               "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    {"gpt-4o",
+     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}"
+     "\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"
+     "\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
 };
 
 static void die(const char *fmt, const char *a)
@@ -516,7 +517,7 @@ static void write_tensors(const struct opts *o, const struct gguf *g, const stru
         char gname[96];
         snprintf(gname, sizeof gname, "%.*s", (int)t->name.len, t->name.ptr);
         if (strcmp(gname, "rope_freqs.weight") == 0 || cstr_starts_with(gname, "rope_factors_"))
-            continue;  // config.json's rope_scaling says it
+            continue;                             // config.json's rope_scaling says it
         if (gptoss && strstr(gname, "_exps.")) {  // experts as OpenAI's checkpoint has them
             items = realloc(items, (n + k + 2) * sizeof(*items));
             size_t got = gptoss_items(&items[k], o, g, t, gname);
@@ -930,10 +931,10 @@ static void write_wordpiece(const struct opts *o, const struct gguf *g)
         fprintf(f, "%s\n", text);
         json_object_set_new(vocab, text, json_integer((json_int_t)i));
         if (type == 3)
-            json_array_append_new(added, json_pack("{s:I,s:s,s:b,s:b,s:b,s:b,s:b}", "id",
-                                                   (json_int_t)i, "content", text, "single_word", 0,
-                                                   "lstrip", 0, "rstrip", 0, "normalized", 0,
-                                                   "special", 1));
+            json_array_append_new(added,
+                                  json_pack("{s:I,s:s,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)i,
+                                            "content", text, "single_word", 0, "lstrip", 0,
+                                            "rstrip", 0, "normalized", 0, "special", 1));
         free(text);
     }
     if (fclose(f) != 0)
@@ -942,10 +943,10 @@ static void write_wordpiece(const struct opts *o, const struct gguf *g)
         "{s:s,s:n,s:n,s:o,s:{s:s,s:b,s:b,s:n,s:b},s:{s:s},s:{s:s,s:s},"
         "s:{s:s,s:s,s:s,s:i,s:o}}",
         "version", "1.0", "truncation", "padding", "added_tokens", added, "normalizer", "type",
-        "BertNormalizer", "clean_text", 1, "handle_chinese_chars", 1, "strip_accents",
-        "lowercase", 1, "pre_tokenizer", "type", "BertPreTokenizer", "decoder", "type",
-        "WordPiece", "prefix", "##", "model", "type", "WordPiece", "unk_token", "[UNK]",
-        "continuing_subword_prefix", "##", "max_input_chars_per_word", 100, "vocab", vocab);
+        "BertNormalizer", "clean_text", 1, "handle_chinese_chars", 1, "strip_accents", "lowercase",
+        1, "pre_tokenizer", "type", "BertPreTokenizer", "decoder", "type", "WordPiece", "prefix",
+        "##", "model", "type", "WordPiece", "unk_token", "[UNK]", "continuing_subword_prefix", "##",
+        "max_input_chars_per_word", 100, "vocab", vocab);
     dump(t, o, "tokenizer.json");
 }
 
@@ -958,8 +959,8 @@ static void write_pooling(const struct opts *o, const struct gguf *g)
         return;
     gguf_get_arch_u32(g, "embedding_length", &dim);
     dump(json_pack("[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]", "idx", "0", "name", "0", "path", "",
-                   "type", "sentence_transformers.models.Transformer", "idx", "1", "name",
-                   "1", "path", "1_Pooling", "type", "sentence_transformers.models.Pooling"),
+                   "type", "sentence_transformers.models.Transformer", "idx", "1", "name", "1",
+                   "path", "1_Pooling", "type", "sentence_transformers.models.Pooling"),
          o, "modules.json");
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/1_Pooling", o->out);
@@ -1030,11 +1031,11 @@ int main(int argc, char **argv)
     phi3 = strcmp(archs[a].arch, "phi3") == 0;
     encoder = strcmp(archs[a].arch, "bert") == 0 || strcmp(archs[a].arch, "nomic-bert") == 0;
     gptoss = strcmp(archs[a].arch, "gpt-oss") == 0;
-    first_renames = gemma                                     ? gemma_renames
-                    : phi3                                    ? phi3_renames
+    first_renames = gemma                                      ? gemma_renames
+                    : phi3                                     ? phi3_renames
                     : strcmp(archs[a].arch, "bert") == 0       ? bert_renames
                     : strcmp(archs[a].arch, "nomic-bert") == 0 ? nomic_renames
-                    : gptoss                                  ? gptoss_renames
+                    : gptoss                                   ? gptoss_renames
                                                                : NULL;
     uint32_t n_exp = 0;
     mixtral = archs[a].permute && gguf_get_arch_u32(g, "expert_count", &n_exp) && n_exp > 0;
