@@ -182,6 +182,29 @@ static int attach_pair(struct model_lora *ml, struct engine_tensor **ws, size_t 
     return rc;
 }
 
+// A pair on the embedding table: a term on m->tok_embd that the input
+// lookup adds (engine_lora_embed), never on the tied output projection,
+// and always on the fly (lora_merge too: it costs one small product per
+// token).
+static int attach_embd(struct model *m, const struct gguf_lora *gl, const struct gguf_lora_pair *p,
+                       struct err *e)
+{
+    struct model_lora *ml = m->lora;
+    struct engine_lora *t = term_new(ml);
+    int rc = f32_copy(&t->a, p->a, 0, p->a->ne[1], 1.0f, e);
+    if (rc == 0)
+        rc = f32_copy(&t->b, p->b, 0, p->b->ne[1], gguf_lora_scale(gl, p, LORA_USER_SCALE), e);
+    if (rc < 0)
+        return rc;  // freed with the model
+    t->next = m->tok_embd.lora;
+    m->tok_embd.lora = t;
+    if (p->rank > ml->max_rank)
+        ml->max_rank = p->rank;
+    if (p->b->ne[1] > ml->max_out)
+        ml->max_out = p->b->ne[1];
+    return 0;
+}
+
 static int attach_file(struct model *m, struct engine_tensor **ws, size_t n_ws, const char *path,
                        struct err *e)
 {
@@ -192,7 +215,9 @@ static int attach_file(struct model *m, struct engine_tensor **ws, size_t n_ws, 
     struct gguf_lora gl;
     if ((rc = gguf_lora_check(ad, m->g, &gl, e)) == 0) {
         for (size_t i = 0; i < gl.n_pairs && rc == 0; i++)
-            rc = attach_pair(m->lora, ws, n_ws, &gl, &gl.pairs[i], m->opts.lora_merge, e);
+            rc = str_eq_cstr(gl.pairs[i].base->name, "token_embd.weight")
+                     ? attach_embd(m, &gl, &gl.pairs[i], e)
+                     : attach_pair(m->lora, ws, n_ws, &gl, &gl.pairs[i], m->opts.lora_merge, e);
         gguf_lora_deinit(&gl);
     }
     gguf_close(ad);
@@ -264,8 +289,9 @@ static int estimate_file(const struct model *m, const char *path, uint64_t *weig
             *weights += (gguf_tensor_n_elements(p->a) + gguf_tensor_n_elements(p->b)) * 4;
             if (p->rank > *max_rank)
                 *max_rank = p->rank;
-            if (p->base->ne[1] > *max_out)
-                *max_out = p->base->ne[1];
+            int64_t out = p->b->ne[1];  // the embedding's term is n_embd wide
+            if (out > *max_out)
+                *max_out = out;
         }
         gguf_lora_deinit(&gl);
     }
