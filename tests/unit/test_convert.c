@@ -655,6 +655,67 @@ static void test_gptoss_mxfp4_round_trip(void **state)
                     "gpt-oss", 0.05f, 0);
 }
 
+// gpt-oss expert tensors that do not fit: refused naming the tensor.
+static void test_gptoss_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *header;
+        size_t n_data;
+        int code;
+        const char *msg;
+    } cases[] = {
+        {"{\"model.layers.0.mlp.experts.gate_up_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[1,2,1,"
+         "16],"
+         "\"data_offsets\":[0,32]}}",
+         32, ERR_FORMAT, "has no model.layers.0.mlp.experts.gate_up_proj_scales"},
+        {"{\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":\"U8\",\"shape\":[1,2,1],"
+         "\"data_offsets\":[0,2]}}",
+         2, ERR_FORMAT, "has no model.layers.0.mlp.experts.down_proj_blocks"},
+        {"{\"model.layers.0.mlp.experts.down_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[1,2,1,15],"
+         "\"data_offsets\":[0,30]},\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":"
+         "\"U8\",\"shape\":[1,2,1],\"data_offsets\":[30,32]}}",
+         32, ERR_FORMAT, "unexpected shape or dtype for gpt-oss experts"},
+        {"{\"model.layers.0.mlp.experts.gate_up_proj\":{\"dtype\":\"F32\",\"shape\":[1,2,3],"
+         "\"data_offsets\":[0,24]}}",
+         24, ERR_FORMAT, "3 fused gate/up rows are odd"},
+        {"{\"model.layers.0.mlp.experts.w9\":{\"dtype\":\"F32\",\"shape\":[1],"
+         "\"data_offsets\":[0,4]}}",
+         4, ERR_UNSUPPORTED, "not a gpt-oss expert tensor"},
+        {"{\"model.layers.0.self_attn.q_proj.weight\":{\"dtype\":\"U8\",\"shape\":[2,2],"
+         "\"data_offsets\":[0,4]}}",
+         4, ERR_UNSUPPORTED, "dtype U8 cannot be converted"},
+    };
+    char dir[] = "/tmp/test_convert_gptoss_XXXXXX", cfg[600], tok[600], st[600], out[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    snprintf(tok, sizeof tok, "%s/tokenizer.json", dir);
+    snprintf(st, sizeof st, "%s/model.safetensors", dir);
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    const char *c = "{\"architectures\":[\"GptOssForCausalLM\"],\"num_hidden_layers\":1,"
+                    "\"hidden_size\":32,\"num_attention_heads\":1}";
+    const char *t = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}";
+    assert_int_equal(fs_write_atomic(cfg, c, strlen(c), NULL), 0);
+    assert_int_equal(fs_write_atomic(tok, t, strlen(t), NULL), 0);
+    struct convert_file files[] = {
+        {"config.json", cfg}, {"tokenizer.json", tok}, {"model.safetensors", st}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n;
+        uint8_t *img = st_image(cases[i].header, cases[i].n_data, &n);
+        assert_int_equal(fs_write_atomic(st, img, n, NULL), 0);
+        free(img);
+        struct err e = {0};
+        int rc = convert_folder(files, 3, out, NULL, NULL, NULL, &e);
+        if (rc != cases[i].code || !strstr(e.msg, cases[i].msg))
+            fail_msg("case %zu: rc %d msg %s", i, rc, e.msg);
+    }
+    unlink(cfg);
+    unlink(tok);
+    unlink(st);
+    unlink(out);
+    rmdir(dir);
+}
+
 // A PEFT folder made from the tiny Qwen2 LoRA converts back to the fixture
 // (F16 matrices), and is refused against a base model of other shapes.
 static void test_adapter_round_trip(void **state)
@@ -884,6 +945,7 @@ int main(void)
         cmocka_unit_test(test_bert_round_trip),
         cmocka_unit_test(test_gptoss_round_trip),
         cmocka_unit_test(test_gptoss_mxfp4_round_trip),
+        cmocka_unit_test(test_gptoss_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
