@@ -430,7 +430,14 @@ static bool hf_weight(const char *n)
 static bool hf_side_file(const char *n)
 {
     return cstr_ends_with(n, ".json") || strcmp(n, "tokenizer.model") == 0 ||
-           strcmp(n, "chat_template.jinja") == 0;
+           strcmp(n, "chat_template.jinja") == 0 || strcmp(n, "vocab.txt") == 0;
+}
+
+// sentence-transformers' pooling folders ("1_Pooling"), whose config.json
+// gives an embedding model its pooling.
+static bool pooling_dir(const char *n)
+{
+    return cstr_ends_with(n, "_Pooling");
 }
 
 static bool gguf_file(const char *n)
@@ -482,6 +489,15 @@ static int add_dir(struct local_file **files, size_t *n, const char *dir, struct
         char **side = dir_names(dir, hf_side_file, &n_side);
         add_names(files, n, dir, st, n_st);
         add_names(files, n, dir, side, n_side);
+        char **pool = dir_names(dir, pooling_dir, &n_side);
+        for (size_t i = 0; i < n_side; i++) {
+            char *p = xasprintf("%s/%s/config.json", dir, pool[i]);
+            if (access(p, R_OK) == 0)
+                add_file(files, n, p);
+            free(p);
+            free(pool[i]);
+        }
+        free(pool);
         return 0;
     }
     free(st);

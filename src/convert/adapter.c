@@ -99,6 +99,9 @@ static int plan_adapter(struct conv_job *j, const struct base *bm, struct err *e
                            "adapter tensor %s is not a LoRA A or B matrix (only LoRA adapters "
                            "without modules_to_save can be converted)",
                            t->name);
+        if (!st_dtype_float(t->dtype))
+            return err_set(e, ERR_UNSUPPORTED, "adapter tensor %s: dtype %s cannot be converted",
+                           t->name, st_dtype_name(t->dtype));
         plan_lora(&j->plan[j->n_plan++], t, w, is_b, lora_permute(j->c.a, bm, w));
         j->total += t->n_bytes;
     }

@@ -318,6 +318,169 @@ static int gemma3_extra(struct conv *c, struct gguf_writer *w, struct err *e)
     return 0;
 }
 
+// BERT (BertModel): the transformers names; "bert." prefixes (BertForMaskedLM
+// checkpoints) dropped and TF-era LayerNorm gamma/beta named as today.
+static const struct conv_rename bert_renames[] = {
+    {"bert.", ""},
+    {"embeddings.word_embeddings", "token_embd"},
+    {"embeddings.token_type_embeddings", "token_types"},
+    {"embeddings.position_embeddings", "position_embd"},
+    {"embeddings.LayerNorm", "token_embd_norm"},
+    {"encoder.layer", "blk"},
+    {"attention.self.query", "attn_q"},
+    {"attention.self.key", "attn_k"},
+    {"attention.self.value", "attn_v"},
+    {"attention.output.dense", "attn_output"},
+    {"attention.output.LayerNorm", "attn_output_norm"},
+    {"intermediate.dense", "ffn_up"},
+    {"output.dense", "ffn_down"},
+    {"output.LayerNorm", "layer_output_norm"},
+    {".gamma", ".weight"},
+    {".beta", ".bias"},
+    {NULL, NULL},
+};
+
+// nomic-embed-text v1/v1.5 (NomicBertModel): fused Wqkv, SwiGLU fc11 (up)
+// and fc12 (gate), post-norms norm1/norm2 (llama.cpp's tensor map).
+static const struct conv_rename nomic_renames[] = {
+    {"embeddings.word_embeddings", "token_embd"},
+    {"embeddings.token_type_embeddings", "token_types"},
+    {"emb_ln", "token_embd_norm"},
+    {"encoder.layers", "blk"},
+    {"attn.Wqkv", "attn_qkv"},
+    {"attn.out_proj", "attn_output"},
+    {"norm1", "attn_output_norm"},
+    {"mlp.fc11", "ffn_up"},
+    {"mlp.fc12", "ffn_gate"},
+    {"mlp.fc2", "ffn_down"},
+    {"norm2", "layer_output_norm"},
+    {NULL, NULL},
+};
+
+// What an embedding model does not use: the pooler, the masked-LM and NSP
+// heads, the position_ids buffer (I64 in older checkpoints).
+static const char *const bert_skip[] = {"embeddings.position_ids", "pooler.", "cls.", NULL};
+
+// GPT-2 spellings (n_embd, n_layer, ...) reach these rows through the
+// aliases of convert.c.
+static const struct hp_row bert_hparams[] = {
+    {"num_hidden_layers", "block_count", HP_U32},
+    {"max_position_embeddings", "context_length", HP_U32},
+    {"hidden_size", "embedding_length", HP_U32},
+    {"intermediate_size", "feed_forward_length", HP_U32},
+    {"num_attention_heads", "attention.head_count", HP_U32},
+    {"layer_norm_eps", "attention.layer_norm_epsilon", HP_F32},
+};
+
+// nomic-bert: the context is max_trained_positions (extra hook), RoPE base.
+static const struct hp_row nomic_hparams[] = {
+    {"num_hidden_layers", "block_count", HP_U32},
+    {"hidden_size", "embedding_length", HP_U32},
+    {"intermediate_size", "feed_forward_length", HP_U32},
+    {"num_attention_heads", "attention.head_count", HP_U32},
+    {"layer_norm_eps", "attention.layer_norm_epsilon", HP_F32},
+    {"rope_theta", "rope.freq_base", HP_F32},
+};
+
+// The encoders: non-causal, no GQA, head sizes, the token-type count
+// (type_vocab_size; 2 as Ollama writes when absent); nomic-bert's context is
+// the trained one (n_positions 8192 of v1.5 but max_trained_positions 2048,
+// as llama.cpp) and RoPE spans the head.
+static int bert_extra(struct conv *c, struct gguf_writer *w, struct err *e)
+{
+    const char *a = c->a->arch;
+    uint32_t hidden = 0, heads = 0, types = 2, ctx = 0, trained = 0, moe = 0;
+    if (conv_cfg_u32(c, "moe_every_n_layers", &moe) && moe > 0)
+        return err_set(e, ERR_UNSUPPORTED,
+                       "config.json: nomic-bert mixture-of-experts (moe_every_n_layers) is not "
+                       "supported");
+    conv_cfg_u32(c, "hidden_size", &hidden);
+    conv_cfg_u32(c, "num_attention_heads", &heads);
+    conv_cfg_u32(c, "type_vocab_size", &types);
+    char key[96];
+#define KEY(s) (snprintf(key, sizeof key, "%s." s, a), key)
+    gguf_writer_kv_bool(w, KEY("attention.causal"), false);
+    gguf_writer_kv_u32(w, KEY("attention.head_count_kv"), heads);
+    gguf_writer_kv_u32(w, KEY("attention.key_length"), hidden / heads);
+    gguf_writer_kv_u32(w, KEY("attention.value_length"), hidden / heads);
+    if (strcmp(a, "nomic-bert") == 0) {
+        gguf_writer_kv_u32(w, KEY("rope.dimension_count"), hidden / heads);
+        conv_cfg_u32(c, "max_position_embeddings", &ctx);
+        if (conv_cfg_u32(c, "max_trained_positions", &trained) && trained > 0 &&
+            (ctx == 0 || trained < ctx))
+            ctx = trained;
+        if (ctx)
+            gguf_writer_kv_u32(w, KEY("context_length"), ctx);
+    }
+#undef KEY
+    gguf_writer_kv_u32(w, "tokenizer.ggml.token_type_count", types);
+    return 0;
+}
+
+// gpt-oss: llama-style names plus attention sinks (a tensor without
+// ".weight" in HF), the router, and a post-attention norm in Gemma's sense;
+// the experts are planned by gptoss.c.
+static const struct conv_rename gptoss_renames[] = {
+    {"lm_head", "output"},
+    {"model.embed_tokens", "token_embd"},
+    {"model.norm", "output_norm"},
+    {"model.layers", "blk"},
+    {"input_layernorm", "attn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"self_attn.sinks", "attn_sinks.weight"},
+    {"post_attention_layernorm", "post_attention_norm"},
+    {"mlp.router", "ffn_gate_inp"},
+    {NULL, NULL},
+};
+
+static const struct hp_row gptoss_hparams[] = {
+    COMMON_HPARAMS,
+    {"head_dim", "rope.dimension_count", HP_U32},
+    {"head_dim", "attention.key_length", HP_U32},
+    {"head_dim", "attention.value_length", HP_U32},
+    {"num_local_experts", "expert_count", HP_U32},
+    {"num_experts_per_tok", "expert_used_count", HP_U32},
+    {"intermediate_size", "expert_feed_forward_length", HP_U32},
+    {"sliding_window", "attention.sliding_window", HP_U32},
+};
+
+// gpt-oss: YaRN (the original context from rope_scaling, else
+// initial_context_length), as Ollama's converter writes it.
+static int gptoss_extra(struct conv *c, struct gguf_writer *w, struct err *e)
+{
+    const json_t *rs = json_object_get(c->config, "rope_scaling");
+    const char *type = json_string_value(json_object_get(rs, "rope_type"));
+    if (!type)
+        type = json_string_value(json_object_get(rs, "type"));
+    if (!type || strcmp(type, "default") == 0)
+        return 0;
+    if (strcmp(type, "yarn") != 0)
+        return err_set(e, ERR_UNSUPPORTED, "config.json: rope_scaling type %s is not supported",
+                       type);
+    uint32_t orig = 0;
+    const json_t *o = json_object_get(rs, "original_max_position_embeddings");
+    if (json_is_integer(o) && json_integer_value(o) > 0 && json_integer_value(o) <= UINT32_MAX)
+        orig = (uint32_t)json_integer_value(o);
+    else
+        conv_cfg_u32(c, "initial_context_length", &orig);
+    gguf_writer_kv_str(w, "gpt-oss.rope.scaling.type", "yarn");
+    gguf_writer_kv_f32(w, "gpt-oss.rope.scaling.factor",
+                       (float)json_number_value(json_object_get(rs, "factor")));
+    if (orig)
+        gguf_writer_kv_u32(w, "gpt-oss.rope.scaling.original_context_length", orig);
+    static const char *const betas[][2] = {{"beta_fast", "gpt-oss.rope.scaling.yarn_beta_fast"},
+                                           {"beta_slow", "gpt-oss.rope.scaling.yarn_beta_slow"}};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *b = json_object_get(rs, betas[i][0]);
+        if (json_is_number(b) && json_number_value(b) != 0)
+            gguf_writer_kv_f32(w, betas[i][1], (float)json_number_value(b));
+    }
+    return 0;
+}
+
 #define ROWS(t) t, sizeof(t) / sizeof((t)[0])
 
 static const struct conv_arch archs[] = {
@@ -332,6 +495,11 @@ static const struct conv_arch archs[] = {
     {"Gemma2ForCausalLM", "gemma2", gemma_renames, ROWS(gemma2_hparams), false, 1, NULL},
     {"Gemma3ForCausalLM", "gemma3", gemma_renames, ROWS(gemma3_hparams), false, 1, gemma3_extra},
     {"Gemma3TextModel", "gemma3", gemma_renames, ROWS(gemma3_hparams), false, 1, gemma3_extra},
+    {"BertModel", "bert", bert_renames, ROWS(bert_hparams), false, 0, bert_extra, bert_skip},
+    {"NomicBertModel", "nomic-bert", nomic_renames, ROWS(nomic_hparams), false, 0, bert_extra,
+     bert_skip},
+    {"GptOssForCausalLM", "gpt-oss", gptoss_renames, ROWS(gptoss_hparams), false, 0, gptoss_extra,
+     NULL, conv_gptoss_plan},
 };
 
 const struct conv_arch *conv_arch_find(const char *hf_name)

@@ -33,7 +33,8 @@ bool convert_wanted_file(const char *name)
     static const char *const exact[] = {"config.json",           "tokenizer.json",
                                         "tokenizer_config.json", "generation_config.json",
                                         "tokenizer.model",       "special_tokens_map.json",
-                                        "chat_template.jinja",   "adapter_config.json"};
+                                        "chat_template.jinja",   "adapter_config.json",
+                                        "modules.json",          "vocab.txt"};
     const char *base = strrchr(name, '/');
     base = base ? base + 1 : name;
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
@@ -45,8 +46,9 @@ bool convert_wanted_file(const char *name)
 
 static bool known_prefix(const char *name)
 {
-    static const char *const prefixes[] = {"blk.",    "token_embd.", "output_norm.",
-                                           "output.", "rope_freqs.", "rope_factors_"};
+    static const char *const prefixes[] = {"blk.",         "token_embd.",    "output_norm.",
+                                           "output.",      "rope_freqs.",    "rope_factors_",
+                                           "token_types.", "position_embd.", "token_embd_norm."};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (cstr_starts_with(name, prefixes[i]))
             return true;
@@ -75,6 +77,9 @@ static int plan_tensor(struct conv_job *j, const struct st_tensor *t, struct con
     memset(p, 0, sizeof(*p));
     char name[256];
     conv_rename(j->c.a->renames, t->name, name, sizeof name);
+    if (!st_dtype_float(t->dtype))
+        return err_set(e, ERR_UNSUPPORTED, "tensor %s: dtype %s cannot be converted", t->name,
+                       st_dtype_name(t->dtype));
     if (!known_prefix(name) || strlen(name) > GGUF_MAX_NAME_LEN)
         return err_set(e, ERR_UNSUPPORTED, "tensor %s: no GGUF name for it in architecture %s",
                        t->name, j->c.a->hf_name);
@@ -122,6 +127,9 @@ static int plan_experts(struct conv_plan *p, const struct expert_ref *g, size_t 
         const struct st_tensor *t = g[i].t;
         if (g[i].expert != (int)i)
             return err_set(e, ERR_FORMAT, "%s: expert %zu is missing", g[0].out, i);
+        if (!st_dtype_float(t->dtype))
+            return err_set(e, ERR_UNSUPPORTED, "tensor %s: dtype %s cannot be converted", t->name,
+                           st_dtype_name(t->dtype));
         if (t->n_dims != 2 || t->dtype != t0->dtype || t->shape[0] != t0->shape[0] ||
             t->shape[1] != t0->shape[1])
             return err_set(e, ERR_FORMAT, "tensor %s: shape or dtype differs from expert 0",
@@ -158,9 +166,24 @@ static int plan_expert_groups(struct conv_job *j, struct expert_ref *refs, size_
     return 0;
 }
 
+// Tensors the architecture drops (BERT's pooler and masked-LM head), by
+// prefix of the renamed name.
+static bool conv_skipped(const struct conv_arch *a, const char *hf)
+{
+    if (!a->skip)
+        return false;
+    char name[256];
+    conv_rename(a->renames, hf, name, sizeof name);
+    for (size_t i = 0; a->skip[i]; i++)
+        if (cstr_starts_with(name, a->skip[i]))
+            return true;
+    return false;
+}
+
 static int make_plan(struct conv_job *j, struct err *e)
 {
-    j->plan = xcalloc(j->set.n + j->c.n_extra + 1, sizeof(*j->plan));
+    // A source may give two tensors (gpt-oss's fused gate/up).
+    j->plan = xcalloc(2 * j->set.n + j->c.n_extra + 1, sizeof(*j->plan));
     for (size_t i = 0; i < j->c.n_extra; i++) {
         struct conv_plan *p = &j->plan[j->n_plan++];
         snprintf(p->name, sizeof p->name, "%s", j->c.extra[i].name);
@@ -175,13 +198,18 @@ static int make_plan(struct conv_job *j, struct err *e)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < j->set.n; i++) {
         const struct st_tensor *t = &j->set.v[i];
-        if (cstr_ends_with(t->name, "rotary_emb.inv_freq"))
-            continue;  // recomputed from rope_theta by the engine
+        if (cstr_ends_with(t->name, "rotary_emb.inv_freq") || conv_skipped(j->c.a, t->name))
+            continue;  // recomputed from rope_theta by the engine; a head the model does not use
         j->total += t->n_bytes;
         struct expert_ref *r = &refs[n_refs];
         if (conv_expert_name(t->name, r->out, sizeof r->out, &r->expert)) {
             r->t = t;
             n_refs++;
+            continue;
+        }
+        int took = j->c.a->plan ? j->c.a->plan(j, t, e) : 0;
+        if (took != 0) {
+            rc = took < 0 ? took : 0;
             continue;
         }
         rc = plan_tensor(j, t, &j->plan[j->n_plan], e);
@@ -203,7 +231,7 @@ static void write_vocab(struct gguf_writer *w, const struct convert_vocab *v)
         "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.seperator_token_id",
         "tokenizer.ggml.padding_token_id", "tokenizer.ggml.cls_token_id",
         "tokenizer.ggml.mask_token_id"};
-    gguf_writer_kv_str(w, "tokenizer.ggml.model", v->spm ? "llama" : "gpt2");
+    gguf_writer_kv_str(w, "tokenizer.ggml.model", v->spm ? "llama" : v->wpm ? "bert" : "gpt2");
     gguf_writer_kv_str(w, "tokenizer.ggml.pre", v->pre);
     struct str *items = xcalloc(v->n + v->n_merges + 1, sizeof(*items));
     for (size_t i = 0; i < v->n; i++)
@@ -250,6 +278,11 @@ static int write_keys(struct conv_job *j, struct gguf_writer *w, struct err *e)
         else if (r->kind == HP_F32 && conv_cfg_f32(&j->c, r->json, &f))
             gguf_writer_kv_f32(w, key, f);
     }
+    if (j->c.pooling >= 0) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.pooling_type", a->arch);
+        gguf_writer_kv_u32(w, key, (uint32_t)j->c.pooling);
+    }
     write_vocab(w, &j->vocab);
     return a->extra_kv ? a->extra_kv(&j->c, w, e) : 0;
 }
@@ -273,6 +306,32 @@ static int write_gguf(struct conv_job *j, const char *out_path, struct convert_i
 
 // ---------------------------------------------------------------------------
 // The whole conversion.
+
+// GPT-2-style config.json names (nomic-embed-text's n_embd, n_layer, ...)
+// and BERT's spellings under the names the key tables read, where the
+// config does not have those already.
+static void conv_config_aliases(json_t *config)
+{
+    static const struct {
+        const char *alias, *name;
+    } aliases[] = {
+        {"n_layer", "num_hidden_layers"},
+        {"n_layers", "num_hidden_layers"},
+        {"n_embd", "hidden_size"},
+        {"n_head", "num_attention_heads"},
+        {"n_inner", "intermediate_size"},
+        {"n_positions", "max_position_embeddings"},
+        {"n_ctx", "max_position_embeddings"},
+        {"rotary_emb_base", "rope_theta"},
+        {"layer_norm_epsilon", "layer_norm_eps"},
+        {"norm_epsilon", "layer_norm_eps"},
+    };
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+        json_t *v = json_object_get(config, aliases[i].alias);
+        if (v && !json_object_get(config, aliases[i].name))
+            json_object_set(config, aliases[i].name, v);
+    }
+}
 
 static int read_config(struct conv_job *j, const struct convert_file *files, size_t n,
                        struct err *e)
@@ -298,6 +357,7 @@ static int read_config(struct conv_job *j, const struct convert_file *files, siz
         return err_set(e, ERR_UNSUPPORTED, "unsupported architecture \"%s\" (supported: %s)", hf,
                        list);
     }
+    conv_config_aliases(j->c.config);
     // Without these the model could be stored but never loaded.
     static const char *const required[] = {"num_hidden_layers", "hidden_size",
                                            "num_attention_heads"};
@@ -315,10 +375,10 @@ static int read_config(struct conv_job *j, const struct convert_file *files, siz
 // tokenizer_config.json has no template.
 static int read_vocab(struct conv_job *j, const struct convert_file *files, size_t n, struct err *e)
 {
-    enum { TOK, SPM, TCFG, CFG, JINJA, N_FILES };
-    static const char *const names[N_FILES] = {"tokenizer.json", "tokenizer.model",
+    enum { TOK, SPM, TCFG, CFG, JINJA, WPM, N_FILES };
+    static const char *const names[N_FILES] = {"tokenizer.json",        "tokenizer.model",
                                                "tokenizer_config.json", "config.json",
-                                               "chat_template.jinja"};
+                                               "chat_template.jinja",   "vocab.txt"};
     struct buf b[N_FILES];
     int rc = 0;
     for (int i = 0; i < N_FILES; i++) {
@@ -330,6 +390,9 @@ static int read_vocab(struct conv_job *j, const struct convert_file *files, size
     if (rc == 0 && b[SPM].data)
         rc = convert_vocab_parse_spm(&j->vocab, b[SPM].data, b[SPM].len, b[TCFG].data, b[TCFG].len,
                                      b[CFG].data, b[CFG].len, e);
+    else if (rc == 0 && !b[TOK].data && b[WPM].data)
+        rc = convert_vocab_parse_wordpiece(&j->vocab, b[WPM].data, b[WPM].len, b[TCFG].data,
+                                           b[TCFG].len, b[CFG].data, b[CFG].len, e);
     else if (rc == 0)
         rc = convert_vocab_parse(&j->vocab, b[TOK].data, b[TOK].len, b[TCFG].data, b[TCFG].len,
                                  b[CFG].data, b[CFG].len, e);
@@ -340,6 +403,32 @@ static int read_vocab(struct conv_job *j, const struct convert_file *files, size
     return rc;
 }
 
+// The pooling of a sentence-transformers folder (modules.json and the
+// Pooling module's config.json), as llama.cpp's converter reads it.
+static int read_pooling(struct conv_job *j, const struct convert_file *files, size_t n,
+                        struct err *e)
+{
+    struct buf mod, cfg;
+    char *dir = NULL;
+    buf_init(&cfg, 0);
+    j->c.pooling = -1;
+    int rc = conv_read_small(files, n, "modules.json", &mod, e);
+    if (rc == 0 && mod.data)
+        rc = convert_pooling_parse(mod.data, mod.len, &dir, e);
+    if (rc == 0 && dir) {
+        char *path = xasprintf("%s/config.json", dir);
+        buf_deinit(&cfg);
+        rc = conv_read_small(files, n, path, &cfg, e);
+        free(path);
+        if (rc == 0)
+            rc = convert_pooling_mode(cfg.data, cfg.len, &j->c.pooling, e);
+    }
+    free(dir);
+    buf_deinit(&mod);
+    buf_deinit(&cfg);
+    return rc;
+}
+
 int convert_folder(const struct convert_file *files, size_t n, const char *out_path,
                    convert_progress_fn fn, void *ctx, struct convert_info *info, struct err *e)
 {
@@ -347,6 +436,8 @@ int convert_folder(const struct convert_file *files, size_t n, const char *out_p
     if (info)
         memset(info, 0, sizeof(*info));
     int rc = read_config(&j, files, n, e);
+    if (rc == 0)
+        rc = read_pooling(&j, files, n, e);
     if (rc == 0)
         rc = read_vocab(&j, files, n, e);
     if (rc == 0)

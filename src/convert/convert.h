@@ -54,7 +54,10 @@ bool convert_wanted_file(const char *name);
 // ---------------------------------------------------------------------------
 // The parts, exposed for tests and fuzzers.
 
-enum st_dtype { ST_F32, ST_F16, ST_BF16 };
+// U8 and I64 are parsed so that what reads them (gpt-oss's MXFP4 blocks and
+// scales) or drops them (BERT's position_ids) can; everything else refuses
+// them naming the tensor.
+enum st_dtype { ST_F32, ST_F16, ST_BF16, ST_U8, ST_I64 };
 
 struct st_tensor {
     char *name;  // as in the file ("model.layers.0.self_attn.q_proj.weight")
@@ -85,6 +88,7 @@ struct convert_vocab {
     float *scores;   // SentencePiece only (NULL for BPE)
     size_t n;
     bool spm;  // tokenizer.ggml.model "llama" (SentencePiece), else "gpt2"
+    bool wpm;  // "bert" (WordPiece; tokens in llama.cpp's phantom-space form)
     char **merges;
     size_t n_merges;
     char pre[32];                   // tokenizer.ggml.pre
@@ -104,4 +108,17 @@ int convert_vocab_parse(struct convert_vocab *v, const char *tokenizer_json, siz
 int convert_vocab_parse_spm(struct convert_vocab *v, const void *model, size_t n_model,
                             const char *tokenizer_config, size_t n_cfg, const char *config_json,
                             size_t n_config, struct err *e);
+// The same for a WordPiece vocab.txt (one token per line, the id its line
+// number), as BERT folders without tokenizer.json ship it.
+int convert_vocab_parse_wordpiece(struct convert_vocab *v, const char *vocab_txt, size_t n_txt,
+                                  const char *tokenizer_config, size_t n_cfg,
+                                  const char *config_json, size_t n_config, struct err *e);
+// sentence-transformers' pooling: modules.json names the Pooling module's
+// folder, whose config.json says the mode. *pooling gets llama.cpp's
+// pooling_type (1 mean, 2 cls, 3 last token); -1 when modules.json has no
+// Pooling module. pooling_config is that folder's config.json (NULL when
+// the folder lacks it: an error when modules.json names one). *dir gets the
+// folder name from modules.json (caller frees; NULL when none).
+int convert_pooling_parse(const char *modules_json, size_t n_modules, char **dir, struct err *e);
+int convert_pooling_mode(const char *pooling_config, size_t n_cfg, int32_t *pooling, struct err *e);
 void convert_vocab_free(struct convert_vocab *v);

@@ -8,6 +8,9 @@
 #include "json/json.h"
 
 uint32_t st_dtype_size(enum st_dtype d);
+const char *st_dtype_name(enum st_dtype d);
+// F32, F16 or BF16: a dtype the converter turns into GGUF floats.
+bool st_dtype_float(enum st_dtype d);
 // The pieces of a SentencePiece ModelProto into v (tokens, scores, types).
 int convert_spm_parse(struct convert_vocab *v, const void *data, size_t n, struct err *e);
 
@@ -20,6 +23,8 @@ struct hp_row {
 };
 
 struct conv;
+struct conv_job;
+struct conv_plan;
 
 // A tensor-name substring rename, HF → GGUF.
 struct conv_rename {
@@ -38,6 +43,12 @@ struct conv_arch {
     float norm_offset;
     // Extra keys and tensors (rope factors, head_dim rules); may be NULL.
     int (*extra_kv)(struct conv *c, struct gguf_writer *w, struct err *e);
+    // Prefixes of renamed tensor names that are dropped (BERT's pooler and
+    // masked-LM head); NULL-terminated, may be NULL.
+    const char *const *skip;
+    // Tensors planned by the family itself (gpt-oss experts): 1 when t was
+    // taken (plans appended to j->plan), 0 when not, < 0 on error; may be NULL.
+    int (*plan)(struct conv_job *j, const struct st_tensor *t, struct err *e);
 };
 
 const struct conv_arch *conv_arch_find(const char *hf_name);
@@ -63,6 +74,7 @@ struct conv {
     json_t *config;  // config.json
     struct conv_extra_tensor extra[2];
     size_t n_extra;
+    int32_t pooling;  // sentence-transformers pooling_type, -1 when the folder says none
 };
 
 // config.json getters: false when the field is absent or not a number.
@@ -86,6 +98,13 @@ struct conv_plan {
     int64_t ne[4];
     uint32_t permute_heads;  // > 0: Q/K rows reordered for llama-style RoPE
     float add;               // added to every element (Gemma's norm offset)
+    // A family's own writer (gpt-oss experts), with what it needs: the
+    // MXFP4 scales beside srcs[0]'s blocks, and the rows taken (row r of the
+    // output from source row r * stride + offset).
+    int (*write)(struct gguf_writer *w, const struct conv_plan *p, float *f, void *o,
+                 struct err *e);
+    const struct st_tensor *scales;
+    int64_t stride, offset;
 };
 
 // One conversion: the architecture, vocabulary, mapped tensors and plan.
@@ -119,3 +138,14 @@ int conv_sort_plan(struct conv_job *j, size_t first, struct err *e);
 int conv_write_body(struct conv_job *j, struct gguf_writer *w, struct convert_info *info,
                     struct err *e);
 void conv_job_free(struct conv_job *j);
+
+// Elements per block of conv_write_body's buffers (f: floats, o: 4 bytes each).
+#define CONV_CHUNK_ELEMS (1u << 16)
+// n elements of t from element first as floats; floats stored as type
+// (F32/F16/BF16) into out, returning the bytes.
+void conv_load_floats(const struct st_tensor *t, uint64_t first, float *out, size_t n);
+size_t conv_store_floats(const float *in, size_t n, uint32_t type, void *out);
+// The tensor of the set named name, or NULL.
+const struct st_tensor *conv_find_tensor(const struct conv_job *j, const char *name);
+// gpt-oss's expert tensors (gptoss.c), the plan hook of its row.
+int conv_gptoss_plan(struct conv_job *j, const struct st_tensor *t, struct err *e);

@@ -15,7 +15,7 @@
 #include "engine/quant/quant.h"
 
 #define SMALL_FILE_MAX (256u << 20)  // tokenizer.json of large vocabularies is ~30 MB
-#define CHUNK_ELEMS    (1u << 16)
+#define CHUNK_ELEMS    CONV_CHUNK_ELEMS
 #define RELEASE_ELEMS  (1u << 24)  // pages given back every 16M elements
 
 static const struct convert_file *find_file(const struct convert_file *files, size_t n,
@@ -130,7 +130,15 @@ int conv_sort_plan(struct conv_job *j, size_t first, struct err *e)
 // ---------------------------------------------------------------------------
 // Writing.
 
-static void load_floats(const struct st_tensor *t, uint64_t first, float *out, size_t n)
+const struct st_tensor *conv_find_tensor(const struct conv_job *j, const char *name)
+{
+    for (size_t i = 0; i < j->set.n; i++)
+        if (strcmp(j->set.v[i].name, name) == 0)
+            return &j->set.v[i];
+    return NULL;
+}
+
+void conv_load_floats(const struct st_tensor *t, uint64_t first, float *out, size_t n)
 {
     const uint8_t *p = t->data + first * st_dtype_size(t->dtype);
     for (size_t i = 0; i < n; i++) {
@@ -144,7 +152,7 @@ static void load_floats(const struct st_tensor *t, uint64_t first, float *out, s
     }
 }
 
-static size_t store_floats(const float *in, size_t n, uint32_t type, void *out)
+size_t conv_store_floats(const float *in, size_t n, uint32_t type, void *out)
 {
     if (type == GGUF_TYPE_F32) {
         memcpy(out, in, n * 4);
@@ -175,10 +183,10 @@ static int write_span(struct gguf_writer *w, const struct conv_plan *p, const st
     size_t es = st_dtype_size(src->dtype);
     if (as_is)
         return gguf_writer_write_data(w, src->data + first * es, n * es, e);
-    load_floats(src, first, f, n);
+    conv_load_floats(src, first, f, n);
     for (size_t i = 0; p->add != 0 && i < n; i++)
         f[i] += p->add;
-    return gguf_writer_write_data(w, o, store_floats(f, n, p->type, o), e);
+    return gguf_writer_write_data(w, o, conv_store_floats(f, n, p->type, o), e);
 }
 
 // Drops the mapped pages of [p, p + n) just read, so the resident set stays
@@ -225,10 +233,18 @@ static int write_tensor(struct conv_job *j, struct gguf_writer *w, const struct 
                         float *f, void *o, struct err *e)
 {
     if (p->extra) {
-        size_t bytes = store_floats(p->extra->data, (size_t)p->extra->n, GGUF_TYPE_F32, o);
+        size_t bytes = conv_store_floats(p->extra->data, (size_t)p->extra->n, GGUF_TYPE_F32, o);
         return gguf_writer_write_data(w, o, bytes, e);
     }
     int rc = 0;
+    if (p->write) {  // a share of the sources per output (gpt-oss: gate and up of one)
+        rc = p->write(w, p, f, o, e);
+        j->done += (p->srcs[0]->n_bytes + (p->scales ? p->scales->n_bytes : 0)) /
+                   (uint64_t)(p->stride > 1 ? p->stride : 1);
+        if (j->fn)
+            j->fn(j->fn_ctx, j->done, j->total);
+        return rc;
+    }
     for (size_t i = 0; rc == 0 && i < p->n_srcs; i++) {
         rc = write_source(w, p, p->srcs[i], f, o, e);
         release_range(p->srcs[i]->data, p->srcs[i]->n_bytes);
@@ -254,8 +270,8 @@ int conv_write_body(struct conv_job *j, struct gguf_writer *w, struct convert_in
         rc = write_tensor(j, w, &j->plan[i], f, o, e);
         const int64_t *ne = j->plan[i].ne;
         if (rc == 0 && info)
-            info->n_bytes += (uint64_t)(ne[0] * ne[1] * ne[2] * ne[3]) *
-                             (j->plan[i].type == GGUF_TYPE_F32 ? 4u : 2u);
+            info->n_bytes +=
+                quant_row_size(j->plan[i].type, ne[0]) * (uint64_t)(ne[1] * ne[2] * ne[3]);
     }
     free(f);
     free(o);

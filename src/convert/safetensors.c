@@ -18,10 +18,22 @@ static const struct {
     enum st_dtype dtype;
     uint32_t size;
 } dtypes[] = {
-    {"F32", ST_F32, 4},
-    {"F16", ST_F16, 2},
-    {"BF16", ST_BF16, 2},
+    {"F32", ST_F32, 4}, {"F16", ST_F16, 2}, {"BF16", ST_BF16, 2},
+    {"U8", ST_U8, 1},   {"I64", ST_I64, 8},
 };
+
+const char *st_dtype_name(enum st_dtype d)
+{
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (dtypes[i].dtype == d)
+            return dtypes[i].name;
+    return "?";
+}
+
+bool st_dtype_float(enum st_dtype d)
+{
+    return d == ST_F32 || d == ST_F16 || d == ST_BF16;
+}
 
 uint32_t st_dtype_size(enum st_dtype d)
 {
@@ -69,8 +81,9 @@ static int parse_entry(struct st_tensor *t, const char *name, const json_t *v, c
         return err_set(e, ERR_FORMAT, "%s: tensor %s: missing dtype", fname, name);
     if (parse_dtype(json_string_value(dt), &t->dtype) < 0)
         return err_set(e, ERR_UNSUPPORTED,
-                       "%s: tensor %s has dtype %s; only F32, F16 and BF16 can be converted", fname,
-                       name, json_string_value(dt));
+                       "%s: tensor %s has dtype %s; only F32, F16, BF16 (and U8, I64 where a "
+                       "model has them) can be converted",
+                       fname, name, json_string_value(dt));
     uint64_t count;
     if (parse_shape(json_object_get(v, "shape"), t, &count) < 0)
         return err_set(e, ERR_FORMAT, "%s: tensor %s: invalid shape", fname, name);

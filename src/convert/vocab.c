@@ -25,6 +25,10 @@ static const struct {
     {"1ff7f41064896984db5d1bb6ff64fa4bc29007d08c1b439e505b7392777a319e", "qwen2"},
     {"00431aed57e696b747435f734d1e3b9b1bfd931a121fb5cac7129e97c181e9ba", "qwen35"},
     {"b92c0824a58e1d8dc3221cf3e12c433c3a86f57e46d57229993489f0798e7702", "laguna"},
+    // Beyond Ollama's table (which forces gpt-4o for gpt-oss): GPT-2's
+    // regex as tiktoken spells it, and o200k's (gpt-oss, GPT-4o).
+    {"eeb55ba74cc544ae7067587b680d16521d9891de9e94c7ba9412c0e0e93b1c36", "gpt-2"},
+    {"2d1b8dc11e89af71459b36004f698ab3693f59fd84f63e8ec2b49564ab857420", "gpt-4o"},
 };
 
 static const char *const special_names[CV_SPECIAL_N] = {"bos", "eos", "unk", "sep",
@@ -232,6 +236,137 @@ static int parse_opt(const char *text, size_t n, const char *what, json_t **out,
     return 0;
 }
 
+// ---------------------------------------------------------------------------
+// WordPiece (BERT): llama.cpp's "bert" vocabulary stores word-initial pieces
+// with a leading U+2581 and continuation pieces ("##ing") without their
+// prefix; bracketed tokens ([CLS], [unused0], [PAD5]) stay as they are (the
+// rule of Ollama's converter and of the vocabularies llama.cpp ships).
+// The special tokens are control tokens whichever file listed them.
+static void wordpiece_finish(struct convert_vocab *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        char *t = v->tokens[i];
+        size_t l = strlen(t);
+        if ((l >= 2 && t[0] == '[' && t[l - 1] == ']') || v->types[i] == TT_CONTROL)
+            continue;
+        v->tokens[i] = cstr_starts_with(t, "##") ? xstrdup(t + 2) : xasprintf("\xe2\x96\x81%s", t);
+        free(t);
+    }
+    for (int s = 0; s < CV_SPECIAL_N; s++)
+        if (v->special[s] >= 0 && v->types[v->special[s]] == TT_NORMAL)
+            v->types[v->special[s]] = TT_CONTROL;
+    // The pre-tokenizer is not read for WordPiece vocabularies; llama.cpp
+    // names BERT's (bge, nomic-embed-text) so.
+    snprintf(v->pre, sizeof v->pre, "bert-bge");
+}
+
+int convert_vocab_parse_wordpiece(struct convert_vocab *v, const char *vocab_txt, size_t n_txt,
+                                  const char *tokenizer_config, size_t n_cfg,
+                                  const char *config_json, size_t n_config, struct err *e)
+{
+    memset(v, 0, sizeof(*v));
+    v->wpm = true;
+    size_t lines = 0;
+    for (size_t i = 0; i < n_txt; i++)
+        lines += vocab_txt[i] == '\n';
+    if (n_txt && vocab_txt[n_txt - 1] != '\n')
+        lines++;
+    json_t *tcfg = NULL, *config = NULL;
+    int rc = lines == 0           ? err_set(e, ERR_FORMAT, "vocab.txt: empty vocabulary")
+             : lines >= VOCAB_MAX ? err_set(e, ERR_FORMAT, "vocab.txt: too many tokens")
+                                  : 0;
+    if (rc == 0)
+        rc = parse_opt(tokenizer_config, n_cfg, "tokenizer_config.json", &tcfg, e);
+    if (rc == 0)
+        rc = parse_opt(config_json, n_config, "config.json", &config, e);
+    if (rc == 0) {
+        const json_t *vs = json_object_get(config, "vocab_size");
+        v->n = lines;
+        if (json_is_integer(vs) && json_integer_value(vs) > (json_int_t)lines &&
+            json_integer_value(vs) < (json_int_t)VOCAB_MAX)
+            v->n = (size_t)json_integer_value(vs);
+        v->tokens = xcalloc(v->n, sizeof(char *));
+        v->types = xcalloc(v->n, sizeof(int32_t));
+        const char *p = vocab_txt, *end = vocab_txt + n_txt;
+        for (size_t i = 0; i < lines; i++) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t l = (size_t)((nl ? nl : end) - p);
+            if (l && p[l - 1] == '\r')
+                l--;
+            v->tokens[i] = xstrndup(p, l);
+            v->types[i] = TT_NORMAL;
+            p = nl ? nl + 1 : end;
+        }
+        for (size_t i = lines; i < v->n; i++) {
+            v->tokens[i] = xasprintf("[PAD%zu]", i);
+            v->types[i] = TT_UNUSED;
+        }
+        read_specials(v, tcfg, config);
+        wordpiece_finish(v);
+    }
+    json_decref(tcfg);
+    json_decref(config);
+    if (rc < 0)
+        convert_vocab_free(v);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// sentence-transformers pooling (modules.json, <Pooling dir>/config.json).
+
+int convert_pooling_parse(const char *modules_json, size_t n_modules, char **dir, struct err *e)
+{
+    *dir = NULL;
+    json_t *m = NULL;
+    struct err je = {0};
+    if (jsonx_parse(modules_json, n_modules, &m, &je) < 0)
+        return err_set(e, ERR_FORMAT, "modules.json: %s", je.msg);
+    int rc = json_is_array(m) ? 0 : err_set(e, ERR_FORMAT, "modules.json: not a JSON array");
+    for (size_t i = 0; rc == 0 && i < json_array_size(m) && !*dir; i++) {
+        const json_t *x = json_array_get(m, i);
+        const char *type = json_string_value(json_object_get(x, "type"));
+        const char *path = json_string_value(json_object_get(x, "path"));
+        if (!type || !cstr_ends_with(type, "Pooling"))
+            continue;
+        // A folder of the model, not a path out of it.
+        if (!path || !path[0] || path[0] == '/' || strstr(path, "..") || strlen(path) > 200)
+            rc = err_set(e, ERR_FORMAT, "modules.json: invalid path of the Pooling module");
+        else
+            *dir = xstrdup(path);
+    }
+    json_decref(m);
+    return rc;
+}
+
+int convert_pooling_mode(const char *pooling_config, size_t n_cfg, int32_t *pooling, struct err *e)
+{
+    static const struct {
+        const char *flag, *mode;
+        int32_t type;
+    } modes[] = {
+        {"pooling_mode_mean_tokens", "mean", 1},
+        {"pooling_mode_cls_token", "cls", 2},
+        {"pooling_mode_lasttoken", "lasttoken", 3},
+    };
+    json_t *c = NULL;
+    int rc = parse_opt(pooling_config, n_cfg, "pooling config.json", &c, e);
+    if (rc == 0 && !c)
+        rc = err_set(e, ERR_FORMAT, "modules.json names a Pooling module without config.json");
+    const char *mode = json_string_value(json_object_get(c, "pooling_mode"));
+    *pooling = -1;
+    for (size_t i = 0; rc == 0 && *pooling < 0 && i < sizeof modes / sizeof modes[0]; i++)
+        if (json_is_true(json_object_get(c, modes[i].flag)))
+            *pooling = modes[i].type;
+    for (size_t i = 0; rc == 0 && *pooling < 0 && mode && i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(mode, modes[i].mode) == 0)
+            *pooling = modes[i].type;
+    if (rc == 0 && *pooling < 0)
+        rc = err_set(e, ERR_UNSUPPORTED,
+                     "pooling config.json: only mean, cls and lasttoken pooling are supported");
+    json_decref(c);
+    return rc;
+}
+
 static int parse_tokenizer(struct convert_vocab *v, const json_t *tok, const json_t *tcfg,
                            const json_t *config, struct err *e)
 {
@@ -239,9 +374,12 @@ static int parse_tokenizer(struct convert_vocab *v, const json_t *tok, const jso
     const char *type = json_string_value(json_object_get(model, "type"));
     if (!json_is_object(model))
         return err_set(e, ERR_FORMAT, "tokenizer.json: no model object");
-    if (type && strcmp(type, "BPE") != 0)
+    v->wpm = type && strcmp(type, "WordPiece") == 0;
+    if (type && strcmp(type, "BPE") != 0 && !v->wpm)
         return err_set(e, ERR_UNSUPPORTED,
-                       "tokenizer.json: tokenizer model %s is not supported (only BPE)", type);
+                       "tokenizer.json: tokenizer model %s is not supported (only BPE and "
+                       "WordPiece)",
+                       type);
     // Llama 2 / Mistral / Gemma ship SentencePiece models as BPE with byte
     // fallback; they need tokenizer.ggml.model "llama" with scores, which
     // this converter does not write yet.
@@ -253,7 +391,7 @@ static int parse_tokenizer(struct convert_vocab *v, const json_t *tok, const jso
     if (added && !json_is_array(added))
         return err_set(e, ERR_FORMAT, "tokenizer.json: added_tokens is not an array");
     int rc = read_tokens(v, model, added, config, e);
-    if (rc == 0)
+    if (rc == 0 && !v->wpm)
         rc = read_merges(v, model, e);
     if (rc == 0)
         rc = read_template(v, tcfg, e);
@@ -261,6 +399,8 @@ static int parse_tokenizer(struct convert_vocab *v, const json_t *tok, const jso
         detect_pre(v, tok);
         read_specials(v, tcfg, config);
     }
+    if (rc == 0 && v->wpm)
+        wordpiece_finish(v);
     return rc;
 }
 

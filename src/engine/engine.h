@@ -445,6 +445,11 @@ void engine_glu(struct engine_backend *be, float *y, const float *gate, const fl
                 bool gelu);
 void engine_softcap(struct engine_backend *be, float *y, const float *x, float cap, int64_t n);
 void engine_add(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
+// LoRA terms of an embedding table (w->lora: A [rank, n_vocab] whose rows
+// are looked up, B [rank, n_embd] scaled): y (n rows of n_embd) += B A[token]
+// for each term, as llama.cpp's build_inp_embd.
+void engine_lora_embed(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                       const int32_t *tokens, int64_t n);
 void engine_mul(struct engine_backend *be, float *y, const float *a, const float *b, int64_t n);
 void engine_sigmoid_mul(struct engine_backend *be, float *y, const float *a, const float *b,
                         int64_t n);

@@ -6,6 +6,17 @@
 // that chose this over merging into the weights).
 #include "engine/internal.h"
 
+void engine_lora_embed(struct engine_backend *be, float *y, const struct engine_tensor *w,
+                       const int32_t *tokens, int64_t n)
+{
+    for (const struct engine_lora *l = w->lora; l; l = l->next) {
+        struct engine_matmul_job up = {&l->b, l->u, NULL};
+        engine_get_rows(be, l->t, &l->a, tokens, n);  // t (n, rank): the tokens' rows of A
+        be->ops->matmul(be, &up, 1, l->t, n);         // u (n, n_embd) = t · (s B)ᵀ
+        be->ops->add(be, y, y, l->u, n * l->b.ne[1]);
+    }
+}
+
 void engine_lora_apply(struct engine_backend *be, const struct engine_matmul_job *job,
                        const float *x, int64_t n_rows)
 {

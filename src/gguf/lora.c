@@ -43,6 +43,24 @@ static const struct gguf_tensor *find_part(const struct gguf *g, struct str stem
     return gguf_tensor_find(g, name);
 }
 
+// The embedding table, a row lookup: llama.cpp's converter stores its A
+// transposed, A [r, n_vocab] and B [r, n_embd] for W [n_embd, n_vocab]
+// (llama-adapter.cpp), so that a token's row of A times B is its term.
+static int check_embd_shapes(const struct gguf_lora_pair *p, struct str stem, struct err *e)
+{
+    const struct gguf_tensor *a = p->a, *b = p->b, *w = p->base;
+    if (a->n_dims != 2 || b->n_dims != 2 || w->n_dims != 2 || a->ne[0] != b->ne[0] ||
+        a->ne[0] < 1 || a->ne[1] != w->ne[1] || b->ne[1] != w->ne[0])
+        return err_set(e, ERR_INVALID,
+                       "LoRA tensor %.*s has incorrect shape: the model's is [%lld, %lld], the "
+                       "adapter's lora_a [%lld, %lld] and lora_b [%lld, %lld] (want [r, %lld] "
+                       "and [r, %lld])",
+                       (int)stem.len, stem.ptr, (long long)w->ne[0], (long long)w->ne[1],
+                       (long long)a->ne[0], (long long)a->ne[1], (long long)b->ne[0],
+                       (long long)b->ne[1], (long long)w->ne[1], (long long)w->ne[0]);
+    return 0;
+}
+
 // Shapes (GGUF ne): W [n_in, n_out], A [n_in, r], B [r, n_out], all 2-D.
 static int check_shapes(const struct gguf_lora_pair *p, struct str stem, struct err *e)
 {
@@ -50,6 +68,8 @@ static int check_shapes(const struct gguf_lora_pair *p, struct str stem, struct 
     if (w->n_dims != 2 || w->ne[2] != 1 || w->ne[3] != 1)
         return err_set(e, ERR_INVALID, "LoRA on %.*s: only 2-D weights can be adapted",
                        (int)stem.len, stem.ptr);
+    if (str_eq_cstr(stem, "token_embd.weight"))
+        return check_embd_shapes(p, stem, e);
     if (a->n_dims != 2 || b->n_dims != 2 || a->ne[1] != b->ne[0] || a->ne[1] < 1)
         return err_set(e, ERR_INVALID,
                        "LoRA tensor pair for %.*s has incorrect shape: lora_a [%lld, %lld], "
@@ -87,8 +107,6 @@ static int read_tensor(const struct gguf *ad, const struct gguf *base, const str
                        stem.ptr, is_a ? "lora_b" : "lora_a");
     if (is_b)
         return 0;
-    if (str_eq_cstr(stem, "token_embd.weight"))
-        return err_set(e, ERR_INVALID, "LoRA on token_embd.weight is not supported");
     const struct gguf_tensor *w = find_part(base, stem, "");
     if (!w)
         return err_set(e, ERR_INVALID, "LoRA tensor %.*s does not exist in base model",

@@ -186,6 +186,8 @@ static void encoder_embed(struct model *m, const struct model_ubatch *ub, int n)
     struct model_scratch *s = &m->s;
     const int n_embd = hp->n_embd;
     engine_get_rows(be, s->x, &m->tok_embd, ub->tokens, n);
+    if (m->tok_embd.lora)
+        engine_lora_embed(be, s->x, &m->tok_embd, ub->tokens, n);
     engine_get_rows(be, s->xb, &m->type_embd, m->type_ids, n);
     engine_add(be, s->x, s->x, s->xb, (int64_t)n * n_embd);
     if (m->pos_embd.data) {

@@ -198,6 +198,8 @@ void model_embed_input(struct model *m, const struct model_ubatch *ub)
 {
     const struct model_hparams *hp = &m->hp;
     engine_get_rows(m->be, m->s.x, &m->tok_embd, ub->tokens, ub->n);  // x: (n, n_embd)
+    if (m->tok_embd.lora)  // before the scale, as llama.cpp's build_inp_embd
+        engine_lora_embed(m->be, m->s.x, &m->tok_embd, ub->tokens, ub->n);
     if (hp->embd_scale != 0.0f)
         engine_scale(m->be, m->s.x, m->s.x, hp->embd_scale, (int64_t)ub->n * hp->n_embd);
     // Image rows (their token is 0 here) take the projector's output as it

@@ -24,7 +24,7 @@ struct model_lora {
 };
 
 // The weights a term may attach to: the matrices the decoder multiplies
-// whole with engine_matmul (not views of fused ones, not experts).
+// with engine_matmul, whole or row views of a fused one (not experts).
 static size_t matmul_weights(struct model *m, struct engine_tensor **out, size_t cap)
 {
     size_t k = 0;
@@ -47,9 +47,10 @@ static size_t matmul_weights_cap(const struct model *m)
     return 1 + (size_t)m->hp.n_layer * (7 + MODEL_LAYER_MATS);
 }
 
-// An adapter tensor as an F32 matrix (times scale), in a new allocation.
-static int f32_copy(struct engine_tensor *out, const struct gguf_tensor *gt, float scale,
-                    struct err *e)
+// Rows [r0, r0 + n_rows) of an adapter tensor as an F32 matrix (times
+// scale), in a new allocation.
+static int f32_copy(struct engine_tensor *out, const struct gguf_tensor *gt, int64_t r0,
+                    int64_t n_rows, float scale, struct err *e)
 {
     const struct quant_traits *qt = quant_traits_get(gt->type);
     const char *tn = gguf_type_name(gt->type);
@@ -58,17 +59,18 @@ static int f32_copy(struct engine_tensor *out, const struct gguf_tensor *gt, flo
                        "LoRA tensor %.*s has type %s, which this version "
                        "cannot read",
                        (int)gt->name.len, gt->name.ptr, tn ? tn : "unknown");
-    int64_t n = gt->ne[0] * gt->ne[1];
+    int64_t n = gt->ne[0] * n_rows;
     size_t bytes = ((size_t)n * sizeof(float) + 63) / 64 * 64;
     float *data = aligned_alloc(64, bytes);
     if (!data)
         return err_set(e, ERR_NOMEM, "LoRA tensor %.*s", (int)gt->name.len, gt->name.ptr);
-    qt->to_float(gt->data, data, n);
+    qt->to_float((const uint8_t *)gt->data + (size_t)r0 * quant_row_size(gt->type, gt->ne[0]), data,
+                 n);
     if (scale != 1.0f)
         for (int64_t i = 0; i < n; i++)
             data[i] *= scale;
     *out = (struct engine_tensor){.type = GGUF_TYPE_F32,
-                                  .ne = {gt->ne[0], gt->ne[1]},
+                                  .ne = {gt->ne[0], n_rows},
                                   .row_bytes = (size_t)gt->ne[0] * sizeof(float),
                                   .data = data};
     return 0;
@@ -116,26 +118,17 @@ static int merge_term(struct model_lora *ml, struct engine_tensor *w, const stru
     return 0;
 }
 
-// One pair of the adapter: its term, on every weight that is the pair's
-// base tensor: the weight that views its mapped data.
-static int attach_pair(struct model_lora *ml, struct engine_tensor **ws, size_t n_ws,
-                       const struct gguf_lora *gl, const struct gguf_lora_pair *p, bool merge,
-                       struct err *e)
+// The term of a pair on one weight that holds rows [r0, r0 + n_rows) of
+// the pair's base tensor: A whole, those rows of B (y_rows = W_rows x +
+// s B_rows (A x), the rows of the fused product).
+static int attach_term(struct model_lora *ml, struct engine_tensor *target,
+                       const struct gguf_lora *gl, const struct gguf_lora_pair *p, int64_t r0,
+                       int64_t n_rows, bool merge, struct err *e)
 {
-    struct engine_tensor *target = NULL;
-    for (size_t i = 0; i < n_ws && !target; i++)
-        if (ws[i]->data == p->base->data && ws[i]->ne[0] == p->base->ne[0] &&
-            ws[i]->ne[1] == p->base->ne[1])
-            target = ws[i];
-    if (!target)
-        return err_set(e, ERR_UNSUPPORTED,
-                       "LoRA on %.*s is not supported by this version (only separate 2-D "
-                       "projection weights)",
-                       (int)p->base->name.len, p->base->name.ptr);
     struct engine_lora *t = term_new(ml);
-    int rc = f32_copy(&t->a, p->a, 1.0f, e);
+    int rc = f32_copy(&t->a, p->a, 0, p->a->ne[1], 1.0f, e);
     if (rc == 0)
-        rc = f32_copy(&t->b, p->b, gguf_lora_scale(gl, p, LORA_USER_SCALE), e);
+        rc = f32_copy(&t->b, p->b, r0, n_rows, gguf_lora_scale(gl, p, LORA_USER_SCALE), e);
     if (rc < 0)
         return rc;  // freed with the model
     if (merge)
@@ -145,8 +138,70 @@ static int attach_pair(struct model_lora *ml, struct engine_tensor **ws, size_t 
     target->lora = t;
     if (p->rank > ml->max_rank)
         ml->max_rank = p->rank;
-    if (p->base->ne[1] > ml->max_out)
-        ml->max_out = p->base->ne[1];
+    if (n_rows > ml->max_out)
+        ml->max_out = n_rows;
+    return 0;
+}
+
+// One pair of the adapter: its term on the weight that views the pair's
+// base tensor, or on each weight viewing rows of it (Q, K and V of a fused
+// attn_qkv, gate and up of a fused ffn_up), which must cover all its rows.
+static int attach_pair(struct model_lora *ml, struct engine_tensor **ws, size_t n_ws,
+                       const struct gguf_lora *gl, const struct gguf_lora_pair *p, bool merge,
+                       struct err *e)
+{
+    const struct gguf_tensor *base = p->base;
+    for (size_t i = 0; i < n_ws; i++)
+        if (ws[i]->data == base->data && ws[i]->ne[0] == base->ne[0] && ws[i]->ne[1] == base->ne[1])
+            return attach_term(ml, ws[i], gl, p, 0, base->ne[1], merge, e);
+    size_t row_bytes = quant_row_size(base->type, base->ne[0]);
+    const uint8_t *b0 = base->data;
+    struct engine_tensor *views[8];
+    int64_t first[8], covered = 0;
+    size_t n_views = 0;
+    for (size_t i = 0; i < n_ws && row_bytes; i++) {
+        const uint8_t *d = ws[i]->data;
+        bool seen = false;
+        for (size_t k = 0; k < n_views; k++)
+            seen |= views[k] == ws[i];
+        if (seen || !d || d < b0 || d >= b0 + base->n_bytes || ws[i]->ne[0] != base->ne[0] ||
+            ws[i]->row_bytes != row_bytes || (size_t)(d - b0) % row_bytes != 0 || n_views == 8)
+            continue;
+        first[n_views] = (int64_t)((size_t)(d - b0) / row_bytes);
+        covered += ws[i]->ne[1];
+        views[n_views++] = ws[i];
+    }
+    if (n_views == 0 || covered != base->ne[1])
+        return err_set(e, ERR_UNSUPPORTED,
+                       "LoRA on %.*s is not supported by this version (only 2-D projection "
+                       "weights, fused or not)",
+                       (int)base->name.len, base->name.ptr);
+    int rc = 0;
+    for (size_t k = 0; k < n_views && rc == 0; k++)
+        rc = attach_term(ml, views[k], gl, p, first[k], views[k]->ne[1], merge, e);
+    return rc;
+}
+
+// A pair on the embedding table: a term on m->tok_embd that the input
+// lookup adds (engine_lora_embed), never on the tied output projection,
+// and always on the fly (lora_merge too: it costs one small product per
+// token).
+static int attach_embd(struct model *m, const struct gguf_lora *gl, const struct gguf_lora_pair *p,
+                       struct err *e)
+{
+    struct model_lora *ml = m->lora;
+    struct engine_lora *t = term_new(ml);
+    int rc = f32_copy(&t->a, p->a, 0, p->a->ne[1], 1.0f, e);
+    if (rc == 0)
+        rc = f32_copy(&t->b, p->b, 0, p->b->ne[1], gguf_lora_scale(gl, p, LORA_USER_SCALE), e);
+    if (rc < 0)
+        return rc;  // freed with the model
+    t->next = m->tok_embd.lora;
+    m->tok_embd.lora = t;
+    if (p->rank > ml->max_rank)
+        ml->max_rank = p->rank;
+    if (p->b->ne[1] > ml->max_out)
+        ml->max_out = p->b->ne[1];
     return 0;
 }
 
@@ -160,7 +215,9 @@ static int attach_file(struct model *m, struct engine_tensor **ws, size_t n_ws, 
     struct gguf_lora gl;
     if ((rc = gguf_lora_check(ad, m->g, &gl, e)) == 0) {
         for (size_t i = 0; i < gl.n_pairs && rc == 0; i++)
-            rc = attach_pair(m->lora, ws, n_ws, &gl, &gl.pairs[i], m->opts.lora_merge, e);
+            rc = str_eq_cstr(gl.pairs[i].base->name, "token_embd.weight")
+                     ? attach_embd(m, &gl, &gl.pairs[i], e)
+                     : attach_pair(m->lora, ws, n_ws, &gl, &gl.pairs[i], m->opts.lora_merge, e);
         gguf_lora_deinit(&gl);
     }
     gguf_close(ad);
@@ -232,8 +289,9 @@ static int estimate_file(const struct model *m, const char *path, uint64_t *weig
             *weights += (gguf_tensor_n_elements(p->a) + gguf_tensor_n_elements(p->b)) * 4;
             if (p->rank > *max_rank)
                 *max_rank = p->rank;
-            if (p->base->ne[1] > *max_out)
-                *max_out = p->base->ne[1];
+            int64_t out = p->b->ne[1];  // the embedding's term is n_embd wide
+            if (out > *max_out)
+                *max_out = out;
         }
         gguf_lora_deinit(&gl);
     }

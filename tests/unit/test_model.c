@@ -3209,6 +3209,87 @@ static void test_lora_reference(void **state)
     jfree(&root);
 }
 
+// LoRA where the weight is not a plain projection: adapters from
+// tools/lora-gen on tiny-phi3 (tests/fixtures/lora/README.md), on its fused
+// attn_qkv and gate|up ffn_up (on the fly and merged) or on its embedding
+// table: llama.cpp v0.5.0's top-10 last-position logits within 2e-3, and
+// not the base model's (every logit vector moves by > 0.05, some top token
+// changes).
+static void run_lora_ref(const char *ref_name, bool merge)
+{
+    char ref[1024], base[1024], ad[] = "/tmp/test_model_lora_ref_XXXXXX", cmd[4096];
+    if (!test_shared_fixture(base, sizeof base, "tiny-phi3-f32.gguf"))
+        skip();
+    test_fixture(ref, sizeof ref, ref_name);
+    struct jv root;
+    assert_true(jload(&root, ref));
+    int fd = mkstemp(ad);
+    assert_true(fd >= 0);
+    close(fd);
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    size_t k = (size_t)snprintf(cmd, sizeof cmd, "'%s/lora-gen' '%s' -o '%s'",
+                                bin ? bin : "build/bin", base, ad);
+    const struct jv *args = jget(&root, "lora_gen");
+    for (size_t i = 0; i < args->n; i++)
+        k += (size_t)snprintf(cmd + k, sizeof cmd - k, " %s", args->items[i].str);
+    assert_int_equal(system(cmd), 0);
+    const char *one[] = {ad};
+    struct model_options o = {.n_ctx = 512,
+                              .n_threads = 2,
+                              .kv_type = MODEL_KV_F32,
+                              .lora_paths = one,
+                              .n_lora = 1,
+                              .lora_merge = merge};
+    struct model *m = load(base, o), *b = load_lora(base, NULL, 0);
+    const struct jv *cases = jget(&root, "logit_cases");
+    assert_int_equal(cases->n, 3);
+    int moved = 0;
+    for (size_t i = 0; i < cases->n; i++) {
+        const struct jv *c = &cases->items[i], *top = jget(c, "last_logits_top10");
+        float *with = prompt_logits(m, c), *without = prompt_logits(b, c);
+        for (size_t t = 0; t < top->n; t++) {
+            int id = (int)top->items[t].items[0].num;
+            double want = top->items[t].items[1].num;
+            if (fabs(with[id] - want) > 2e-3)
+                fail_msg("case %zu: logit %d = %f, llama.cpp %f", i, id, (double)with[id], want);
+        }
+        int top1 = (int)top->items[0].items[0].num;
+        bool other = false;  // the base model prefers another token
+        float change = 0;
+        for (int v = 0; v < model_n_vocab(b); v++) {
+            other |= without[v] > without[top1];
+            change = fmaxf(change, fabsf(with[v] - without[v]));
+        }
+        moved += other;
+        assert_true(change > 0.05f);
+        free(with);
+        free(without);
+    }
+    assert_true(moved > 0);
+    model_free(m);
+    model_free(b);
+    unlink(ad);
+    jfree(&root);
+}
+
+static void test_lora_fused(void **state)
+{
+    (void)state;
+    run_lora_ref("lora/phi3-fused.reference.json", false);
+}
+
+static void test_lora_fused_merged(void **state)
+{
+    (void)state;
+    run_lora_ref("lora/phi3-fused.reference.json", true);
+}
+
+static void test_lora_token_embd(void **state)
+{
+    (void)state;
+    run_lora_ref("lora/phi3-embd.reference.json", false);
+}
+
 // The half-alpha adapter (n_lora 1: llama.cpp's user scale 0.5), two of
 // them stacked (n_lora 2: scale 1), or the adapter merged into the weights.
 enum lora_variant { LORA_HALF, LORA_HALF_TWICE, LORA_MERGED };
@@ -3325,6 +3406,9 @@ int main(void)
         cmocka_unit_test(test_lora_scale),
         cmocka_unit_test(test_lora_stacking),
         cmocka_unit_test(test_lora_merged),
+        cmocka_unit_test(test_lora_fused),
+        cmocka_unit_test(test_lora_fused_merged),
+        cmocka_unit_test(test_lora_token_embd),
         cmocka_unit_test(test_lora_validation),
         cmocka_unit_test(test_tiny_qwen3_reference),
         cmocka_unit_test(test_tiny_qwen3moe_reference),

@@ -35,12 +35,17 @@ int main(int argc, char **argv)
     struct convert_file files[256];
     size_t n = 0;
     struct dirent *de;
-    while ((de = readdir(d)) && n < 256)
+    while ((de = readdir(d)) && n < 256) {
         if (convert_wanted_file(de->d_name)) {
             files[n].name = xstrdup(de->d_name);
             files[n].path = xasprintf("%s/%s", argv[1], de->d_name);
             n++;
+        } else if (cstr_ends_with(de->d_name, "_Pooling")) {  // sentence-transformers pooling
+            files[n].name = xasprintf("%s/config.json", de->d_name);
+            files[n].path = xasprintf("%s/%s/config.json", argv[1], de->d_name);
+            n++;
         }
+    }
     closedir(d);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

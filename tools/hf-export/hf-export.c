@@ -43,12 +43,17 @@ static const struct {
     {"gemma2", "Gemma2ForCausalLM", "gemma2", false, true},
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", false, true},
     {"phi3", "Phi3ForCausalLM", "phi3", false, false},
+    {"bert", "BertModel", "bert", false, false},
+    {"nomic-bert", "NomicBertModel", "nomic_bert", false, false},
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss", false, false},
+};
+
+struct rename {
+    const char *from, *to;
 };
 
 // Gemma's four norms, tried before the common names.
-static const struct {
-    const char *from, *to;
-} gemma_renames[] = {
+static const struct rename gemma_renames[] = {
     {"post_attention_norm", "post_attention_layernorm"},
     {"ffn_norm", "pre_feedforward_layernorm"},
     {"post_ffw_norm", "post_feedforward_layernorm"},
@@ -56,14 +61,54 @@ static const struct {
 };
 static bool gemma;
 // Phi-3's fused projections, tried before the common names.
-static const struct {
-    const char *from, *to;
-} phi3_renames[] = {
+static const struct rename phi3_renames[] = {
     {"attn_qkv", "self_attn.qkv_proj"},
     {"ffn_up", "mlp.gate_up_proj"},
     {NULL, NULL},
 };
 static bool phi3;
+// BERT (transformers' BertModel names) and nomic-bert (nomic-embed-text's).
+static const struct rename bert_renames[] = {
+    {"token_embd_norm", "embeddings.LayerNorm"},
+    {"token_embd", "embeddings.word_embeddings"},
+    {"token_types", "embeddings.token_type_embeddings"},
+    {"position_embd", "embeddings.position_embeddings"},
+    {"blk", "encoder.layer"},
+    {"attn_q", "attention.self.query"},
+    {"attn_k", "attention.self.key"},
+    {"attn_v", "attention.self.value"},
+    {"attn_output_norm", "attention.output.LayerNorm"},
+    {"attn_output", "attention.output.dense"},
+    {"ffn_up", "intermediate.dense"},
+    {"ffn_down", "output.dense"},
+    {"layer_output_norm", "output.LayerNorm"},
+    {NULL, NULL},
+};
+static const struct rename nomic_renames[] = {
+    {"token_embd_norm", "emb_ln"},
+    {"token_embd", "embeddings.word_embeddings"},
+    {"token_types", "embeddings.token_type_embeddings"},
+    {"blk", "encoder.layers"},
+    {"attn_qkv", "attn.Wqkv"},
+    {"attn_output_norm", "norm1"},
+    {"attn_output", "attn.out_proj"},
+    {"ffn_up", "mlp.fc11"},
+    {"ffn_gate", "mlp.fc12"},
+    {"ffn_down", "mlp.fc2"},
+    {"layer_output_norm", "norm2"},
+    {NULL, NULL},
+};
+// gpt-oss: sinks, router, post-attention norm (experts: gptoss_items).
+static const struct rename gptoss_renames[] = {
+    {"attn_sinks", "self_attn.sinks"},
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"ffn_gate_inp", "mlp.router"},
+    {NULL, NULL},
+};
+static bool gptoss;
+// The architecture's own pieces, tried before the common names (NULL: none).
+static const struct rename *first_renames;
+static bool encoder;  // bert / nomic-bert: WordPiece vocabulary, pooling
 static bool mixtral;  // llama with experts: MixtralForCausalLM names
 
 // GGUF name pieces → HF (whole pieces between dots).
@@ -97,6 +142,12 @@ static const struct {
                   "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
     {"qwen2", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
               "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    {"gpt-2", "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
+    {"gpt-4o",
+     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}"
+     "\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"
+     "\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
 };
 
 static void die(const char *fmt, const char *a)
@@ -112,22 +163,13 @@ static void hf_name(const char *in, char *out, size_t n)
     size_t k = 0;
     while (*in && k + 1 < n) {
         size_t g = 0;
-        for (; gemma && gemma_renames[g].from; g++)
-            if (strncmp(in, gemma_renames[g].from, strlen(gemma_renames[g].from)) == 0 &&
-                in[strlen(gemma_renames[g].from)] == '.')
+        for (; first_renames && first_renames[g].from; g++)
+            if (strncmp(in, first_renames[g].from, strlen(first_renames[g].from)) == 0 &&
+                in[strlen(first_renames[g].from)] == '.')
                 break;
-        if (gemma && gemma_renames[g].from) {
-            k += (size_t)snprintf(out + k, n - k, "%s", gemma_renames[g].to);
-            in += strlen(gemma_renames[g].from);
-            continue;
-        }
-        for (g = 0; phi3 && phi3_renames[g].from; g++)
-            if (strncmp(in, phi3_renames[g].from, strlen(phi3_renames[g].from)) == 0 &&
-                in[strlen(phi3_renames[g].from)] == '.')
-                break;
-        if (phi3 && phi3_renames[g].from) {
-            k += (size_t)snprintf(out + k, n - k, "%s", phi3_renames[g].to);
-            in += strlen(phi3_renames[g].from);
+        if (first_renames && first_renames[g].from) {
+            k += (size_t)snprintf(out + k, n - k, "%s", first_renames[g].to);
+            in += strlen(first_renames[g].from);
             continue;
         }
         size_t r = 0;
@@ -150,15 +192,22 @@ static void hf_name(const char *in, char *out, size_t n)
 }
 
 // One tensor to write: its GGUF source and HF form.
+// gpt-oss's expert forms (ITEM_PLAIN: everything else).
+enum item_kind { ITEM_PLAIN, ITEM_BLOCKS, ITEM_SCALES, ITEM_FLOAT_T, ITEM_BIAS };
+
 struct item {
     const struct gguf_tensor *t;
     char name[160];
-    const char *dtype;  // "F32" "F16" "BF16"
+    const char *dtype;  // "F32" "F16" "BF16" ("U8": MXFP4 blocks and scales)
     uint64_t n_bytes;
     uint32_t heads;  // > 0: undo the Q/K row interleave
     int64_t expert;  // >= 0: this expert's slice of a stacked [n_in, n_out, n_expert] tensor
     float sub;       // subtracted from every element (Gemma norms)
     int shard;
+    enum item_kind kind;
+    const struct gguf_tensor *t2;  // gpt-oss: up, interleaved with t (gate) on odd rows
+    int64_t shape[4];              // the HF shape when kind != ITEM_PLAIN
+    int n_shape;
 };
 
 static float read_elem(const struct gguf_tensor *t, uint64_t i)
@@ -191,8 +240,14 @@ static int64_t gguf_row(int64_t r, int64_t rows, uint32_t heads)
     return h * d + 2 * i + s;
 }
 
+static void write_gptoss(FILE *f, const struct item *it);
+
 static void write_data(FILE *f, const struct item *it)
 {
+    if (it->kind != ITEM_PLAIN) {
+        write_gptoss(f, it);
+        return;
+    }
     const struct gguf_tensor *t = it->t;
     int64_t cols = t->ne[0], rows = (int64_t)(gguf_tensor_n_elements(t) / (uint64_t)cols);
     int64_t base = 0;
@@ -224,7 +279,10 @@ static void write_shard(const char *path, struct item *items, size_t n, int s)
         if (items[i].shard != s)
             continue;
         json_t *shape = json_array();
-        for (int d = items[i].expert >= 0 ? 1 : (int)items[i].t->n_dims - 1; d >= 0; d--)
+        for (int d = 0; d < items[i].n_shape; d++)
+            json_array_append_new(shape, json_integer(items[i].shape[d]));
+        for (int d = items[i].expert >= 0 ? 1 : (int)items[i].t->n_dims - 1;
+             items[i].kind == ITEM_PLAIN && d >= 0; d--)
             json_array_append_new(shape, json_integer(items[i].t->ne[d]));
         json_object_set_new(h, items[i].name,
                             json_pack("{s:s,s:o,s:[I,I]}", "dtype", items[i].dtype, "shape", shape,
@@ -296,6 +354,8 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
         gname = w;
     } else {
         hf_name(gname, it->name, sizeof it->name);
+        if (gptoss && cstr_ends_with(it->name, "self_attn.sinks.weight"))
+            it->name[strlen(it->name) - strlen(".weight")] = '\0';  // HF: a bare parameter
         char *router = strstr(it->name, "mlp.gate.weight");
         if (mixtral && router)  // Mixtral's router
             snprintf(router, sizeof it->name - (size_t)(router - it->name),
@@ -310,6 +370,133 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
     if (permute && cstr_ends_with(gname, ".attn_k.weight"))
         it->heads = kv;
     return it->n_bytes;
+}
+
+// A quantized tensor (the Q8_0 matrices beside gpt-oss's MXFP4 experts) as
+// F32: the exported folder holds floats there.
+static const struct gguf_tensor *dequantized(const struct gguf_tensor *t, const char *gname)
+{
+    const struct quant_traits *q = quant_traits_get(t->type);
+    if (!q || !q->to_float)
+        die("tensor %s: a type hf-export cannot read", gname);
+    uint64_t n = gguf_tensor_n_elements(t);
+    struct gguf_tensor *d = malloc(sizeof(*d));
+    float *data = malloc(n * sizeof(float));
+    *d = *t;
+    q->to_float(t->data, data, (int64_t)n);
+    d->type = GGUF_TYPE_F32;
+    d->data = data;
+    d->n_bytes = n * sizeof(float);
+    return d;  // lives until the tool exits
+}
+
+// ---------------------------------------------------------------------------
+// gpt-oss experts: ffn_gate_exps and ffn_up_exps [n_in, rows, E] back into
+// one gate_up_proj with gate on even and up on odd rows; MXFP4 as OpenAI's
+// `*_blocks` [E, rows, n_in/32, 16] (element 2k in the low nibble of byte k)
+// and `*_scales` [E, rows, n_in/32], floats transposed to [E, n_in, rows].
+
+static size_t gptoss_item(struct item *it, const struct opts *o, const struct gguf_tensor *t,
+                          const struct gguf_tensor *t2, int layer, const char *proj,
+                          enum item_kind kind)
+{
+    memset(it, 0, sizeof(*it));
+    it->t = t;
+    it->t2 = t2;
+    it->kind = kind;
+    it->expert = -1;
+    bool bias = kind == ITEM_BIAS;
+    int64_t n_in = bias ? 1 : t->ne[0], rows = (bias ? t->ne[0] : t->ne[1]) * (t2 ? 2 : 1);
+    int64_t e = bias ? t->ne[1] : t->ne[2], nb = n_in / 32;
+    static const char *const suffix[] = {"", "_blocks", "_scales", "", "_bias"};
+    snprintf(it->name, sizeof it->name, "model.layers.%d.mlp.experts.%s%s", layer, proj,
+             suffix[kind]);
+    it->shape[0] = e;
+    it->n_shape = 3;
+    if (kind == ITEM_BLOCKS || kind == ITEM_SCALES) {
+        it->dtype = "U8";
+        it->shape[1] = rows;
+        it->shape[2] = nb;
+        it->shape[3] = 16;
+        it->n_shape = kind == ITEM_BLOCKS ? 4 : 3;
+        it->n_bytes = (uint64_t)(e * rows * nb * (kind == ITEM_BLOCKS ? 16 : 1));
+        return 1;
+    }
+    const struct gguf_tensor *f = t->type == GGUF_TYPE_MXFP4 ? NULL : t;
+    if (!f)
+        die("gpt-oss tensor %s: MXFP4 needs blocks and scales", it->name);
+    it->dtype = out_dtype(o, t);
+    it->shape[1] = bias ? rows : n_in;
+    it->shape[2] = rows;
+    it->n_shape = bias ? 2 : 3;
+    it->n_bytes = (uint64_t)(e * n_in * rows) * (strcmp(it->dtype, "F32") == 0 ? 4 : 2);
+    return 1;
+}
+
+static size_t gptoss_items(struct item *items, const struct opts *o, const struct gguf *g,
+                           const struct gguf_tensor *t, const char *gname)
+{
+    int layer = atoi(gname + 4);
+    bool bias = cstr_ends_with(gname, ".bias");
+    if (strstr(gname, "ffn_up_exps"))
+        return 0;  // with its gate
+    const struct gguf_tensor *up = NULL;
+    if (strstr(gname, "ffn_gate_exps")) {
+        char n2[96];
+        snprintf(n2, sizeof n2, "blk.%d.ffn_up_exps.%s", layer, bias ? "bias" : "weight");
+        if (!(up = gguf_tensor_find(g, n2)))
+            die("%s has no up projection", gname);
+    }
+    const char *proj = up ? "gate_up_proj" : "down_proj";
+    if (bias)
+        return gptoss_item(items, o, t, up, layer, proj, ITEM_BIAS);
+    if (t->type != GGUF_TYPE_MXFP4)
+        return gptoss_item(items, o, t, up, layer, proj, ITEM_FLOAT_T);
+    gptoss_item(&items[0], o, t, up, layer, proj, ITEM_BLOCKS);
+    gptoss_item(&items[1], o, t, up, layer, proj, ITEM_SCALES);
+    return 2;
+}
+
+static void write_gptoss(FILE *f, const struct item *it)
+{
+    const struct gguf_tensor *t = it->t;
+    bool bias = it->kind == ITEM_BIAS;
+    int64_t n_in = bias ? 1 : t->ne[0], rows = bias ? t->ne[0] : t->ne[1];
+    int64_t e = bias ? t->ne[1] : t->ne[2], hrows = rows * (it->t2 ? 2 : 1), nb = n_in / 32;
+    for (int64_t x = 0; x < e; x++) {
+        if (it->kind == ITEM_FLOAT_T) {  // [E, n_in, rows]: column c of every row
+            for (int64_t c = 0; c < n_in; c++)
+                for (int64_t hr = 0; hr < hrows; hr++) {
+                    const struct gguf_tensor *s = it->t2 && hr % 2 ? it->t2 : t;
+                    int64_t r = it->t2 ? hr / 2 : hr;
+                    write_elem(f, it->dtype, read_elem(s, (uint64_t)((x * rows + r) * n_in + c)));
+                }
+            continue;
+        }
+        for (int64_t hr = 0; hr < hrows; hr++) {
+            const struct gguf_tensor *s = it->t2 && hr % 2 ? it->t2 : t;
+            int64_t r = it->t2 ? hr / 2 : hr;
+            if (bias) {
+                write_elem(f, it->dtype, read_elem(s, (uint64_t)(x * rows + r)));
+                continue;
+            }
+            for (int64_t b = 0; b < nb; b++) {  // ggml block: scale, 16 bytes of nibbles
+                const uint8_t *blk = (const uint8_t *)s->data + ((x * rows + r) * nb + b) * 17;
+                if (it->kind == ITEM_SCALES) {
+                    fputc(blk[0], f);
+                    continue;
+                }
+                uint8_t v[32], out[16];
+                for (int j = 0; j < 16; j++) {
+                    v[j] = blk[1 + j] & 0x0F;
+                    v[j + 16] = blk[1 + j] >> 4;
+                }
+                for (int k = 0; k < 16; k++)
+                    out[k] = (uint8_t)(v[2 * k] | v[2 * k + 1] << 4);
+                fwrite(out, 1, 16, f);
+            }
+        }
+    }
 }
 
 // hg: where the head counts are (the base model for an adapter).
@@ -330,9 +517,17 @@ static void write_tensors(const struct opts *o, const struct gguf *g, const stru
         char gname[96];
         snprintf(gname, sizeof gname, "%.*s", (int)t->name.len, t->name.ptr);
         if (strcmp(gname, "rope_freqs.weight") == 0 || cstr_starts_with(gname, "rope_factors_"))
-            continue;  // config.json's rope_scaling says it
+            continue;                             // config.json's rope_scaling says it
+        if (gptoss && strstr(gname, "_exps.")) {  // experts as OpenAI's checkpoint has them
+            items = realloc(items, (n + k + 2) * sizeof(*items));
+            size_t got = gptoss_items(&items[k], o, g, t, gname);
+            for (size_t x = 0; x < got; x++)
+                total += items[k + x].n_bytes;
+            k += got;
+            continue;
+        }
         if (t->type != GGUF_TYPE_F32 && t->type != GGUF_TYPE_F16 && t->type != GGUF_TYPE_BF16)
-            die("tensor %s is quantized; export a float model", gname);
+            t = dequantized(t, gname);
         bool stacked = cstr_ends_with(gname, "_exps.weight") && t->n_dims == 3;
         int64_t n_exp = stacked ? t->ne[2] : 1;
         if (stacked)
@@ -413,7 +608,7 @@ static void write_config(const struct opts *o, const struct gguf *g, const char 
     put_u32(c, "sliding_window", g, "attention.sliding_window");
     put_f32(c, "attn_logit_softcapping", g, "attn_logit_softcapping");
     put_f32(c, "final_logit_softcapping", g, "final_logit_softcapping");
-    put_u32(c, mixtral ? "num_local_experts" : "num_experts", g, "expert_count");
+    put_u32(c, mixtral || gptoss ? "num_local_experts" : "num_experts", g, "expert_count");
     put_u32(c, "num_experts_per_tok", g, "expert_used_count");
     put_u32(c, "moe_intermediate_size", g, "expert_feed_forward_length");
     json_object_set_new(c, "vocab_size", json_integer((json_int_t)n_vocab));
@@ -427,6 +622,17 @@ static void write_config(const struct opts *o, const struct gguf *g, const char 
     json_object_set_new(c, "torch_dtype", json_string("bfloat16"));
     struct str rt;
     float rf;
+    uint32_t orig;
+    if (gptoss && gguf_get_str(g, "gpt-oss.rope.scaling.type", &rt) && str_eq_cstr(rt, "yarn") &&
+        gguf_get_f32(g, "gpt-oss.rope.scaling.factor", &rf) &&
+        gguf_get_u32(g, "gpt-oss.rope.scaling.original_context_length", &orig)) {
+        json_object_set_new(c, "rope_scaling",
+                            json_pack("{s:s,s:o,s:I,s:f,s:f,s:b}", "rope_type", "yarn", "factor",
+                                      jsonx_real_f32(rf), "original_max_position_embeddings",
+                                      (json_int_t)orig, "beta_fast", 32.0, "beta_slow", 1.0,
+                                      "truncate", 0));
+        json_object_set_new(c, "initial_context_length", json_integer(orig));
+    }
     if (gguf_get_str(g, "gemma3.rope.scaling.type", &rt) && str_eq_cstr(rt, "linear") &&
         gguf_get_f32(g, "gemma3.rope.scaling.factor", &rf))
         json_object_set_new(
@@ -591,9 +797,15 @@ static void write_tokenizer_config(const struct opts *o, const struct gguf *g)
     } specials[] = {{"tokenizer.ggml.bos_token_id", "bos_token"},
                     {"tokenizer.ggml.eos_token_id", "eos_token"},
                     {"tokenizer.ggml.padding_token_id", "pad_token"},
-                    {"tokenizer.ggml.unknown_token_id", "unk_token"}};
+                    {"tokenizer.ggml.unknown_token_id", "unk_token"},
+                    {"tokenizer.ggml.seperator_token_id", "sep_token"},
+                    {"tokenizer.ggml.cls_token_id", "cls_token"},
+                    {"tokenizer.ggml.mask_token_id", "mask_token"}};
     const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
-    json_t *c = json_pack("{s:s}", "tokenizer_class", "PreTrainedTokenizerFast");
+    json_t *c = json_pack("{s:s}", "tokenizer_class",
+                          encoder ? "BertTokenizer" : "PreTrainedTokenizerFast");
+    if (encoder)
+        json_object_set_new(c, "do_lower_case", json_true());
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
         uint32_t id;
         if (gguf_get_u32(g, specials[i].gguf, &id) && id < tokens->val.arr_count) {
@@ -642,6 +854,122 @@ static void write_adapter_config(const struct opts *o, const struct gguf *g)
                    "target_modules", targets, "lora_dropout", 0.0, "use_rslora", 0, "use_dora", 0,
                    "bias", "none"),
          o, "adapter_config.json");
+}
+
+// ---------------------------------------------------------------------------
+// Encoders (bert, nomic-bert): config.json in each family's spelling,
+// WordPiece tokenizer.json and vocab.txt, sentence-transformers pooling.
+
+static void write_encoder_config(const struct opts *o, const struct gguf *g, const char *hf,
+                                 const char *model_type, uint64_t n_vocab)
+{
+    json_t *c = json_pack("{s:[s],s:s}", "architectures", hf, "model_type", model_type);
+    const struct gguf_tensor *tt = gguf_tensor_find(g, "token_types.weight");
+    json_object_set_new(c, "type_vocab_size", json_integer(tt ? tt->ne[1] : 2));
+    json_object_set_new(c, "vocab_size", json_integer((json_int_t)n_vocab));
+    uint32_t pad;
+    if (gguf_get_u32(g, "tokenizer.ggml.padding_token_id", &pad))
+        json_object_set_new(c, "pad_token_id", json_integer(pad));
+    if (strcmp(model_type, "bert") == 0) {  // transformers' BertConfig
+        put_u32(c, "hidden_size", g, "embedding_length");
+        put_u32(c, "intermediate_size", g, "feed_forward_length");
+        put_u32(c, "num_hidden_layers", g, "block_count");
+        put_u32(c, "num_attention_heads", g, "attention.head_count");
+        put_u32(c, "max_position_embeddings", g, "context_length");
+        put_f32(c, "layer_norm_eps", g, "attention.layer_norm_epsilon");
+        json_object_set_new(c, "hidden_act", json_string("gelu"));
+        json_object_set_new(c, "position_embedding_type", json_string("absolute"));
+    } else {  // nomic-embed-text's GPT-2-style NomicBertConfig
+        put_u32(c, "n_embd", g, "embedding_length");
+        put_u32(c, "n_inner", g, "feed_forward_length");
+        put_u32(c, "n_layer", g, "block_count");
+        put_u32(c, "n_head", g, "attention.head_count");
+        put_u32(c, "n_positions", g, "context_length");
+        put_u32(c, "max_trained_positions", g, "context_length");
+        put_f32(c, "layer_norm_epsilon", g, "attention.layer_norm_epsilon");
+        put_f32(c, "rotary_emb_base", g, "rope.freq_base");
+        json_object_set_new(c, "rotary_emb_fraction", json_real(1.0));
+        json_object_set_new(c, "rotary_emb_interleaved", json_false());
+        json_object_set_new(c, "activation_function", json_string("swiglu"));
+        json_object_set_new(c, "causal", json_false());
+        json_object_set_new(c, "prenorm", json_false());
+        json_object_set_new(c, "qkv_proj_bias", json_false());
+        json_object_set_new(c, "mlp_fc1_bias", json_false());
+        json_object_set_new(c, "mlp_fc2_bias", json_false());
+    }
+    dump(c, o, "config.json");
+}
+
+// A GGUF "bert" token back in WordPiece form: U+2581 starts a word, other
+// pieces continue one ("##"), bracketed and control tokens are as they are.
+static char *wordpiece_text(const struct gguf_kv *tokens, uint64_t i, int64_t type)
+{
+    char *t = token_text(tokens, i);
+    size_t l = strlen(t);
+    if (type == 3 || (l >= 2 && t[0] == '[' && t[l - 1] == ']'))
+        return t;
+    char *w = strncmp(t, "\xe2\x96\x81", 3) == 0 ? strdup(t + 3) : xasprintf("##%s", t);
+    free(t);
+    return w;
+}
+
+static void write_wordpiece(const struct opts *o, const struct gguf *g)
+{
+    const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
+    const struct gguf_kv *types = gguf_find(g, "tokenizer.ggml.token_type");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/vocab.txt", o->out);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        die("cannot create %s", path);
+    json_t *vocab = json_object(), *added = json_array();
+    for (uint64_t i = 0; i < tokens->val.arr_count; i++) {
+        int64_t type = 1;
+        if (types)
+            gguf_arr_i64(types, i, &type);
+        char *text = wordpiece_text(tokens, i, type);
+        fprintf(f, "%s\n", text);
+        json_object_set_new(vocab, text, json_integer((json_int_t)i));
+        if (type == 3)
+            json_array_append_new(added,
+                                  json_pack("{s:I,s:s,s:b,s:b,s:b,s:b,s:b}", "id", (json_int_t)i,
+                                            "content", text, "single_word", 0, "lstrip", 0,
+                                            "rstrip", 0, "normalized", 0, "special", 1));
+        free(text);
+    }
+    if (fclose(f) != 0)
+        die("write %s failed", path);
+    json_t *t = json_pack(
+        "{s:s,s:n,s:n,s:o,s:{s:s,s:b,s:b,s:n,s:b},s:{s:s},s:{s:s,s:s},"
+        "s:{s:s,s:s,s:s,s:i,s:o}}",
+        "version", "1.0", "truncation", "padding", "added_tokens", added, "normalizer", "type",
+        "BertNormalizer", "clean_text", 1, "handle_chinese_chars", 1, "strip_accents", "lowercase",
+        1, "pre_tokenizer", "type", "BertPreTokenizer", "decoder", "type", "WordPiece", "prefix",
+        "##", "model", "type", "WordPiece", "unk_token", "[UNK]", "continuing_subword_prefix", "##",
+        "max_input_chars_per_word", 100, "vocab", vocab);
+    dump(t, o, "tokenizer.json");
+}
+
+// sentence-transformers' modules.json and 1_Pooling/config.json for the
+// file's pooling_type (1 mean, 2 cls, 3 last token).
+static void write_pooling(const struct opts *o, const struct gguf *g)
+{
+    uint32_t type, dim = 0;
+    if (!gguf_get_arch_u32(g, "pooling_type", &type) || type < 1 || type > 3)
+        return;
+    gguf_get_arch_u32(g, "embedding_length", &dim);
+    dump(json_pack("[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]", "idx", "0", "name", "0", "path", "",
+                   "type", "sentence_transformers.models.Transformer", "idx", "1", "name", "1",
+                   "path", "1_Pooling", "type", "sentence_transformers.models.Pooling"),
+         o, "modules.json");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/1_Pooling", o->out);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        die("cannot create %s", dir);
+    dump(json_pack("{s:I,s:b,s:b,s:b,s:b}", "word_embedding_dimension", (json_int_t)dim,
+                   "pooling_mode_cls_token", type == 2, "pooling_mode_mean_tokens", type == 1,
+                   "pooling_mode_max_tokens", 0, "pooling_mode_lasttoken", type == 3),
+         o, "1_Pooling/config.json");
 }
 
 static void usage(void)
@@ -701,6 +1029,14 @@ int main(int argc, char **argv)
         die("%s: architecture not supported by hf-export", o.in);
     gemma = archs[a].gemma;
     phi3 = strcmp(archs[a].arch, "phi3") == 0;
+    encoder = strcmp(archs[a].arch, "bert") == 0 || strcmp(archs[a].arch, "nomic-bert") == 0;
+    gptoss = strcmp(archs[a].arch, "gpt-oss") == 0;
+    first_renames = gemma                                      ? gemma_renames
+                    : phi3                                     ? phi3_renames
+                    : strcmp(archs[a].arch, "bert") == 0       ? bert_renames
+                    : strcmp(archs[a].arch, "nomic-bert") == 0 ? nomic_renames
+                    : gptoss                                   ? gptoss_renames
+                                                               : NULL;
     uint32_t n_exp = 0;
     mixtral = archs[a].permute && gguf_get_arch_u32(g, "expert_count", &n_exp) && n_exp > 0;
     if (mkdir(o.out, 0755) < 0 && errno != EEXIST)
@@ -721,9 +1057,15 @@ int main(int argc, char **argv)
     const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
     if (!tokens)
         die("%s: no vocabulary", o.in);
-    write_config(&o, g, mixtral ? "MixtralForCausalLM" : archs[a].hf,
-                 mixtral ? "mixtral" : archs[a].model_type, tokens->val.arr_count);
-    write_tokenizer(&o, g);
+    if (encoder) {
+        write_encoder_config(&o, g, archs[a].hf, archs[a].model_type, tokens->val.arr_count);
+        write_wordpiece(&o, g);
+        write_pooling(&o, g);
+    } else {
+        write_config(&o, g, mixtral ? "MixtralForCausalLM" : archs[a].hf,
+                     mixtral ? "mixtral" : archs[a].model_type, tokens->val.arr_count);
+        write_tokenizer(&o, g);
+    }
     write_tokenizer_config(&o, g);
     write_tensors(&o, g, g, archs[a].permute);
     gguf_close(g);

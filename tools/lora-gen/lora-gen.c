@@ -8,7 +8,9 @@
 //            [--type f32|f16] [--seed 1]
 //
 // Every 2-D blk.N.<target>.weight of the base gets a pair, entries drawn from
-// N(0, std²) (one deterministic stream per run).
+// N(0, std²) (one deterministic stream per run). The target token_embd
+// adapts the embedding table in llama.cpp's layout for it: lora_a
+// [rank, n_vocab] (transposed), lora_b [rank, n_embd].
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,8 +43,20 @@ static float rng_normal(uint64_t *s)  // Box-Muller
 }
 
 // Whether a base tensor name is blk.N.<one of targets>.weight.
+static bool is_embd(const struct gguf_tensor *t)
+{
+    return str_eq_cstr(t->name, "token_embd.weight");
+}
+
 static bool is_target(const struct gguf_tensor *t, const char *targets)
 {
+    if (is_embd(t) && t->n_dims == 2)
+        for (const char *p = targets; *p;) {
+            size_t n = strcspn(p, ",");
+            if (n == 10 && memcmp(p, "token_embd", 10) == 0)
+                return true;
+            p += n + (p[n] == ',');
+        }
     if (t->n_dims != 2 || t->name.len < 12 || memcmp(t->name.ptr, "blk.", 4) != 0)
         return false;
     const char *dot = memchr(t->name.ptr + 4, '.', t->name.len - 4);
@@ -107,7 +121,12 @@ static int generate(const struct opts *o, struct err *e)
         if (!is_target(t, o->targets))
             continue;
         char name[GGUF_MAX_NAME_LEN + 16];
-        const int64_t ne_a[2] = {t->ne[0], o->rank}, ne_b[2] = {o->rank, t->ne[1]};
+        int64_t ne_a[2] = {t->ne[0], o->rank}, ne_b[2] = {o->rank, t->ne[1]};
+        if (is_embd(t)) {
+            ne_a[0] = o->rank;
+            ne_a[1] = t->ne[1];
+            ne_b[1] = t->ne[0];
+        }
         snprintf(name, sizeof name, "%.*s.lora_a", (int)t->name.len, t->name.ptr);
         gguf_writer_add_tensor(w, name, type, 2, ne_a);
         snprintf(name, sizeof name, "%.*s.lora_b", (int)t->name.len, t->name.ptr);
@@ -122,9 +141,11 @@ static int generate(const struct opts *o, struct err *e)
         const struct gguf_tensor *t = gguf_tensor_at(g, i);
         if (!is_target(t, o->targets))
             continue;
-        rc = write_matrix(w, t->ne[0] * o->rank, type, o->std, &rng, e);
+        // the embedding's pair has the same element counts, A and B swapped
+        rc = write_matrix(w, (is_embd(t) ? t->ne[1] : t->ne[0]) * o->rank, type, o->std, &rng, e);
         if (rc == 0)
-            rc = write_matrix(w, o->rank * t->ne[1], type, o->std, &rng, e);
+            rc = write_matrix(w, o->rank * (is_embd(t) ? t->ne[0] : t->ne[1]), type, o->std, &rng,
+                              e);
     }
     if (rc == 0)
         rc = gguf_writer_close(w, e);

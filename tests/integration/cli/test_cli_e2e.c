@@ -311,6 +311,40 @@ static void test_create_hf(void **state)
     result_deinit(&r);
 }
 
+// FROM a sentence-transformers folder (tiny nomic-bert): the CLI also
+// uploads vocab.txt and 1_Pooling/config.json, so the model gets its mean
+// pooling.
+static void test_create_hf_embedding(void **state)
+{
+    (void)state;
+    char gguf[1024], dir[400], cmd[2400], mf[400];
+    if (!test_shared_fixture(gguf, sizeof(gguf), "tiny-nomic-bert-f32.gguf"))
+        skip();
+    const char *bin = getenv("OLLAMA_BIN_DIR");
+    snprintf(dir, sizeof(dir), "%s/hfembed/nomic", server.tmp_dir);
+    snprintf(cmd, sizeof(cmd),
+             "mkdir -p '%s' && '%s/hf-export' '%s' '%s' && rm '%s/tokenizer.json'", dir,
+             bin ? bin : "build/bin", gguf, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(mf, sizeof(mf), "%s/hfembed/Modelfile", server.tmp_dir);
+    FILE *f = fopen(mf, "w");
+    fputs("FROM ./nomic\n", f);
+    fclose(f);
+    struct result r;
+    RUN(&r, NULL, "create", "hf-nomic", "-f", mf);
+    if (r.status != 0)
+        fail_msg("create: %s", buf_cstr(&r.err));
+    result_deinit(&r);
+    RUN(&r, NULL, "show", "-v", "hf-nomic");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(buf_cstr(&r.out), "architecture        nomic-bert"));
+    assert_non_null(strstr(buf_cstr(&r.out), "nomic-bert.pooling_type"));
+    result_deinit(&r);
+    RUN(&r, NULL, "rm", "hf-nomic");
+    assert_int_equal(r.status, 0);
+    result_deinit(&r);
+}
+
 // A folder of an architecture the converter does not know: Ollama's error
 // naming it, and no model.
 static void test_create_hf_refused(void **state)
@@ -323,13 +357,13 @@ static void test_create_hf_refused(void **state)
         skip();  // test_create_hf made the folder (or skipped)
     fclose(f);
     f = fopen(path, "w");
-    fputs("{\"architectures\": [\"BertModel\"]}\n", f);
+    fputs("{\"architectures\": [\"FalconForCausalLM\"]}\n", f);
     fclose(f);
     snprintf(mf, sizeof(mf), "%s/hfimport/Modelfile", server.tmp_dir);
     struct result r;
     RUN(&r, NULL, "create", "hf-refused", "-f", mf);
     assert_int_not_equal(r.status, 0);
-    assert_non_null(strstr(buf_cstr(&r.err), "unsupported architecture \"BertModel\""));
+    assert_non_null(strstr(buf_cstr(&r.err), "unsupported architecture \"FalconForCausalLM\""));
     result_deinit(&r);
     RUN(&r, NULL, "show", "hf-refused");
     assert_int_not_equal(r.status, 0);
@@ -1134,13 +1168,21 @@ static void test_repl_eof_nohistory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_server),     cmocka_unit_test(test_version_and_usage),
-        cmocka_unit_test(test_create_errors), cmocka_unit_test(test_create_progress),
-        cmocka_unit_test(test_create_draft),  cmocka_unit_test(test_list_show_cp_rm),
-        cmocka_unit_test(test_run_one_shot),  cmocka_unit_test(test_ps_stop),
-        cmocka_unit_test(test_run_interrupt), cmocka_unit_test(test_pull_push),
-        cmocka_unit_test(test_repl),          cmocka_unit_test(test_repl_eof_nohistory),
-        cmocka_unit_test(test_create_hf),     cmocka_unit_test(test_create_hf_refused),
+        cmocka_unit_test(test_no_server),
+        cmocka_unit_test(test_version_and_usage),
+        cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_create_progress),
+        cmocka_unit_test(test_create_draft),
+        cmocka_unit_test(test_list_show_cp_rm),
+        cmocka_unit_test(test_run_one_shot),
+        cmocka_unit_test(test_ps_stop),
+        cmocka_unit_test(test_run_interrupt),
+        cmocka_unit_test(test_pull_push),
+        cmocka_unit_test(test_repl),
+        cmocka_unit_test(test_repl_eof_nohistory),
+        cmocka_unit_test(test_create_hf),
+        cmocka_unit_test(test_create_hf_refused),
+        cmocka_unit_test(test_create_hf_embedding),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
