@@ -1245,6 +1245,10 @@ int jinja_render(const struct jinja_template *t, json_t *ctx, const struct jinja
     struct err local = {0};
     if (!e)
         e = &local;
+    if (t->unknown_name && !l.llama_cpp) {
+        arena_deinit(&a);
+        return err_set(e, ERR_FORMAT, "%s", t->unknown_name);
+    }
     struct jrender r = {.a = &a, .out = out, .e = e, .lim = l, .line = 1};
     int rc = 0;
     struct jframe *g = frame_new(&r, NULL);

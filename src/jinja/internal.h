@@ -212,6 +212,11 @@ struct jinja_template {
     struct arena arena;  // tokens, nodes, literal strings
     struct jnodes root;
     struct jtokens toks;
+    // The first filter or test the template names that does not exist ("jinja: line N:
+    // no filter named 'x'", in the arena), or NULL. Jinja2 refuses such a template when
+    // compiling it; llama.cpp's engine only when the filter runs (DeepSeek V3.2 names
+    // from_json on a branch llama-server never takes), so the render decides.
+    const char *unknown_name;
     // llama-server's capability probes of the template, made once (chat.c):
     // JINJA_CAPS_* bits, 0 until probed.
     _Atomic unsigned llama_caps;
