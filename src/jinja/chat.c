@@ -6,6 +6,7 @@
 #include "jinja/internal.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -408,6 +409,7 @@ static int render_chat(const struct jinja_template *t, const struct jinja_chat_r
     size_t start = out->len;
     struct err first = {0};
     int rc = render_once(t, req, messages, false, out, &first);
+    if (getenv("JDBG")) fprintf(stderr, "first rc=%d %s\n", rc, first.msg);
     // Object arguments first; a template that fails on them, or prints them as a Python dict,
     // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
     // needs an object).

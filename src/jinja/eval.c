@@ -5,6 +5,7 @@
 // macro calls against the depth limit; output and memory are capped.
 #include "jinja/internal.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -1054,6 +1055,44 @@ static int render_for(struct jrender *r, struct jnode *n, struct jframe *f)
 }
 
 // {{ expr }}
+// What llama.cpp's engine prints for {{ v }}: strings, numbers and booleans, a list as
+// its items one after another, and nothing for none, undefined, a dict or a function
+// (MiniCPM5 shows a nested argument object as an empty value, Gemma 4 a null as nothing).
+// A float as C's "%f" less its trailing zeros (one kept after the point).
+static int emit_llama_cpp(struct jrender *r, struct jv v, int depth)
+{
+    char num[512];
+    switch (v.t) {
+    case JV_STR:
+        return emit(r, v.u.s.p, v.u.s.n);
+    case JV_BOOL:
+        return emit(r, v.u.b ? "True" : "False", v.u.b ? 4 : 5);
+    case JV_INT:
+        return emit(r, num, (size_t)snprintf(num, sizeof num, "%" PRId64, v.u.i));
+    case JV_FLOAT: {
+        size_t len = (size_t)snprintf(num, sizeof num, "%f", v.u.f);
+        if (len >= sizeof num)
+            len = sizeof num - 1;
+        while (len > 0 && num[len - 1] == '0')
+            len--;
+        if (len > 0 && num[len - 1] == '.')
+            num[len++] = '0';
+        return emit(r, num, len);
+    }
+    case JV_LIST:
+        if (depth > r->lim.max_depth)
+            return jr_fail(r, r->line, "%s", "list nested too deeply to print");
+        for (size_t i = 0; i < v.u.l->n; i++) {
+            int rc = emit_llama_cpp(r, v.u.l->items[i], depth + 1);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 static int render_output(struct jrender *r, struct jnode *n, struct jframe *f)
 {
     struct jv v;
@@ -1062,6 +1101,8 @@ static int render_output(struct jrender *r, struct jnode *n, struct jframe *f)
         return rc;
     if (v.t == JV_STR)
         return emit(r, v.u.s.p, v.u.s.n);
+    if (r->lim.llama_cpp)
+        return emit_llama_cpp(r, v, 0);
     struct jv s;
     if ((rc = jv_stringify(r, v, &s)))
         return rc;
