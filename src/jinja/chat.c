@@ -6,7 +6,6 @@
 #include "jinja/internal.h"
 
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -210,7 +209,8 @@ static void set_dates(json_t *ctx)
     json_object_set_new(ctx, "date_string", json_string(date));
 }
 
-static json_t *chat_context(const struct jinja_chat_req *req, json_t *messages, bool string_args)
+static json_t *chat_context(const struct jinja_template *t, const struct jinja_chat_req *req,
+                            json_t *messages, bool string_args)
 {
     json_t *ctx = json_object();
     json_t *msgs = json_array();
@@ -218,6 +218,8 @@ static json_t *chat_context(const struct jinja_chat_req *req, json_t *messages, 
     json_t *m;
     json_array_foreach(messages, i, m)
         json_array_append_new(msgs, chat_message(m, string_args, req->llama_server));
+    if (req->llama_server)
+        msgs = jinja_llama_messages(t, msgs);
     json_object_set_new(ctx, "messages", msgs);
     if (json_is_array(req->tools) && json_array_size(req->tools) > 0)
         json_object_set_new(ctx, "tools",
@@ -266,7 +268,7 @@ static bool has_tool_calls(json_t *messages)
 static int render_once(const struct jinja_template *t, const struct jinja_chat_req *req,
                        json_t *messages, bool string_args, struct buf *out, struct err *e)
 {
-    json_t *ctx = chat_context(req, messages, string_args);
+    json_t *ctx = chat_context(t, req, messages, string_args);
     struct jinja_limits lim = {.llama_cpp = req->llama_server};
     int rc = jinja_render(t, ctx, &lim, out, e);
     json_decref(ctx);
@@ -409,7 +411,6 @@ static int render_chat(const struct jinja_template *t, const struct jinja_chat_r
     size_t start = out->len;
     struct err first = {0};
     int rc = render_once(t, req, messages, false, out, &first);
-    if (getenv("JDBG")) fprintf(stderr, "first rc=%d %s\n", rc, first.msg);
     // Object arguments first; a template that fails on them, or prints them as a Python dict,
     // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
     // needs an object).
@@ -447,6 +448,8 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
         r.think_default = caps & JINJA_CAPS_THINKING;
     int rc = render_chat(t, &r, messages, out, e);
     json_decref(messages);
+    if (!rc && r.llama_server && (rc = jinja_llama_prompt(t, out, start)))
+        err_set(e, rc, "%s", "jinja: out of memory");
     if (rc)
         return rc;
     // The tokenizer adds BOS itself: a prompt that starts with the BOS text loses it.

@@ -212,6 +212,7 @@ struct jinja_template {
     struct arena arena;  // tokens, nodes, literal strings
     struct jnodes root;
     struct jtokens toks;
+    const char *src;  // the source text, for llama.cpp's rules that look at it (chat.c)
     // The first filter or test the template names that does not exist ("jinja: line N:
     // no filter named 'x'", in the arena), or NULL. Jinja2 refuses such a template when
     // compiling it; llama.cpp's engine only when the filter runs (DeepSeek V3.2 names
@@ -224,6 +225,12 @@ struct jinja_template {
 enum { JINJA_CAPS_PROBED = 1, JINJA_CAPS_SYSTEM = 2, JINJA_CAPS_THINKING = 4 };
 
 int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, struct err *e);
+
+// llama-server's adjustments for particular chat formats (chat_formats.c): the messages
+// as the template sees them (takes msgs, returns the array to use), and the rendered
+// prompt from start on (appends to it).
+json_t *jinja_llama_messages(const struct jinja_template *t, json_t *msgs);
+int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t start);
 
 // ---------------------------------------------------------------------------
 // Rendering
