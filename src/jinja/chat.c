@@ -342,6 +342,39 @@ static bool supports_system_role(const struct jinja_template *t)
     return system_probe(t, false) || system_probe(t, true);
 }
 
+// llama.cpp's supports_object_arguments: on its tool-call probe chat, with the call's
+// arguments an object, the template reads the argument's value. Without llama.cpp's
+// usage tracking: the chat renders in llama.cpp's dialect and the value reaches the
+// output (tojson, items(), .arg, | string all show it; printing the object itself
+// shows nothing in that dialect, as a read of the object alone is no read of the value).
+// Then llama-server turns the JSON string arguments Ollama sends into objects (Apriel's
+// `arguments | tojson`); otherwise the template gets the strings.
+static bool supports_object_arguments(const struct jinja_template *t)
+{
+#define ARG_VALUE "ollama-probe-argument-value"
+    static const char ctx_json[] =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"User message\"},"
+        "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call00001\","
+        "\"type\":\"function\",\"function\":{\"name\":\"tool1\",\"arguments\":{\"arg\":"
+        "\"" ARG_VALUE "\"}}}]},{\"role\":\"tool\",\"content\":\"Tool response\","
+        "\"tool_call_id\":\"call00001\"},{\"role\":\"assistant\",\"content\":\"The tool "
+        "response was 'tool response'\"},{\"role\":\"user\",\"content\":\"User message\"}],"
+        "\"tools\":[{\"name\":\"tool\",\"type\":\"function\",\"function\":{\"name\":"
+        "\"tool1\",\"description\":\"Tool description\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"arg\":{\"type\":\"string\",\"description\":\"Arg description\"}},"
+        "\"required\":[\"arg\"]}}}],\"bos_token\":\"\",\"eos_token\":\"\","
+        "\"add_generation_prompt\":true}";
+    json_t *ctx = json_loads(ctx_json, 0, NULL);
+    struct jinja_limits lim = {.llama_cpp = true};
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    bool used = jinja_render(t, ctx, &lim, &out, NULL) == 0 && strstr(buf_cstr(&out), ARG_VALUE);
+    buf_deinit(&out);
+    json_decref(ctx);
+    return used;
+#undef ARG_VALUE
+}
+
 // The template's llama-server capabilities, probed on its first chat and kept with it
 // (templates are shared between requests; two first chats may both probe, alike).
 static unsigned llama_caps(const struct jinja_template *t)
@@ -351,7 +384,8 @@ static unsigned llama_caps(const struct jinja_template *t)
     if (caps & JINJA_CAPS_PROBED)
         return caps;
     caps = JINJA_CAPS_PROBED | (supports_system_role(t) ? JINJA_CAPS_SYSTEM : 0) |
-           (supports_thinking(t) ? JINJA_CAPS_THINKING : 0);
+           (supports_thinking(t) ? JINJA_CAPS_THINKING : 0) |
+           (supports_object_arguments(t) ? JINJA_CAPS_OBJECT_ARGS : 0);
     atomic_store(slot, caps);
     return caps;
 }
@@ -378,44 +412,20 @@ static json_t *merge_system(json_t *messages)
     return out;
 }
 
-// Whether the output shows tool-call arguments as a Python dict. Under llama-server's
-// rules only the arguments' own repr counts ("{'city'"), as a template's text may quote
-// a dict of its own; otherwise any "{'" does (Jinja2's reference).
-static bool prints_dict(json_t *messages, const char *out, bool llama_server)
-{
-    if (!llama_server)
-        return strstr(out, "{'") != NULL;
-    size_t i, j;
-    json_t *m, *c;
-    json_array_foreach(messages, i, m)
-    {
-        json_array_foreach(json_object_get(m, "tool_calls"), j, c)
-        {
-            json_t *args = json_object_get(json_object_get(c, "function"), "arguments");
-            void *it = json_object_iter(args);
-            if (!it)
-                continue;
-            char *needle = xasprintf("{'%s'", json_object_iter_key(it));
-            bool found = strstr(out, needle) != NULL;
-            free(needle);
-            if (found)
-                return true;
-        }
-    }
-    return false;
-}
-
+// Under llama-server's rules the arguments are objects exactly when the template reads
+// them as one (JINJA_CAPS_OBJECT_ARGS), else Ollama's JSON strings. For Jinja2's
+// reference: objects first; a template that fails on them, or prints them as a Python
+// dict, gets them as a JSON string.
 static int render_chat(const struct jinja_template *t, const struct jinja_chat_req *req,
-                       json_t *messages, struct buf *out, struct err *e)
+                       unsigned caps, json_t *messages, struct buf *out, struct err *e)
 {
+    if (req->llama_server)
+        return render_once(t, req, messages, !(caps & JINJA_CAPS_OBJECT_ARGS), out, e);
     size_t start = out->len;
     struct err first = {0};
     int rc = render_once(t, req, messages, false, out, &first);
-    // Object arguments first; a template that fails on them, or prints them as a Python dict,
-    // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
-    // needs an object).
     bool retry = has_tool_calls(messages) && rc != ERR_TOO_LARGE &&
-                 (rc || prints_dict(messages, buf_cstr(out) + start, req->llama_server));
+                 (rc || strstr(buf_cstr(out) + start, "{'") != NULL);
     if (retry) {
         struct buf second;
         buf_init(&second, out->max_len);
@@ -446,7 +456,7 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
     struct jinja_chat_req r = *req;
     if (r.llama_server && !r.think.set)
         r.think_default = caps & JINJA_CAPS_THINKING;
-    int rc = render_chat(t, &r, messages, out, e);
+    int rc = render_chat(t, &r, caps, messages, out, e);
     json_decref(messages);
     if (!rc && r.llama_server && (rc = jinja_llama_prompt(t, out, start)))
         err_set(e, rc, "%s", "jinja: out of memory");

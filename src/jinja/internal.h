@@ -222,7 +222,12 @@ struct jinja_template {
     // JINJA_CAPS_* bits, 0 until probed.
     _Atomic unsigned llama_caps;
 };
-enum { JINJA_CAPS_PROBED = 1, JINJA_CAPS_SYSTEM = 2, JINJA_CAPS_THINKING = 4 };
+enum {
+    JINJA_CAPS_PROBED = 1,
+    JINJA_CAPS_SYSTEM = 2,
+    JINJA_CAPS_THINKING = 4,
+    JINJA_CAPS_OBJECT_ARGS = 8,
+};
 
 int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, struct err *e);
 
