@@ -587,6 +587,11 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
     if (rc)
         return rc;
     int op = n->op;
+    // llama.cpp: none next to a string concatenates as "" (Jinja2 writes "None").
+    if (op == '~' && r->lim.llama_cpp && a.t == JV_NONE && b.t == JV_STR)
+        a = jv_undef(NULL);
+    if (op == '~' && r->lim.llama_cpp && b.t == JV_NONE && a.t == JV_STR)
+        b = jv_undef(NULL);
     if (op == '~')
         return concat_values(r, a, b, out);
     // llama.cpp: an undefined or none operand of "+" with a string is "".
@@ -639,6 +644,21 @@ static int contains(struct jrender *r, int line, struct jv item, struct jv seq, 
     }
 }
 
+// llama.cpp's engine refuses `undefined in x` and `x in none` where Jinja2 answers
+// false or raises on none alike (Command R7B's `message.tool_call_id not in seen` on a
+// tool result without an id); `x in undefined` is false in both.
+static int llama_cpp_in(struct jrender *r, int line, int op, struct jv a, struct jv b)
+{
+    if (b.t == JV_UNDEF)
+        return 0;
+    if (a.t == JV_UNDEF)
+        return jr_fail(r, line, "Cannot perform operation %s on undefined values",
+                       op == JC_IN ? "in" : "not in");
+    if (b.t == JV_NONE)
+        return jr_fail(r, line, "%s", "Cannot perform operation on null values");
+    return 0;
+}
+
 static int eval_compare(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
 {
     struct jv a, b;
@@ -659,6 +679,8 @@ static int eval_compare(struct jrender *r, struct jnode *n, struct jframe *f, st
             break;
         case JC_IN:
         case JC_NOTIN:
+            if (r->lim.llama_cpp && (rc = llama_cpp_in(r, n->line, op, a, b)))
+                return rc;
             if ((rc = contains(r, n->line, a, b, &ok)))
                 return rc;
             if (op == JC_NOTIN)
