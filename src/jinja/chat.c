@@ -460,6 +460,8 @@ int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_re
     json_decref(messages);
     if (!rc && r.llama_server && (rc = jinja_llama_prompt(t, out, start)))
         err_set(e, rc, "%s", "jinja: out of memory");
+    else if (rc && r.llama_server)
+        rc = jinja_llama_refusal(t, rc, e);
     if (rc)
         return rc;
     // The tokenizer adds BOS itself: a prompt that starts with the BOS text loses it.

@@ -1,10 +1,12 @@
 // llama-server's adjustments for particular chat formats, recognised by their template
 // text as llama.cpp v0.5.0 recognises them (common/chat.cpp,
-// common_chat_try_specialized_template and the parsers it hands a template to): the
-// messages a template sees and the prompt it produces. Only the formats whose rendering
-// llama-server changes are here; the others render as the template says.
+// common_chat_templates_apply_jinja, common_chat_try_specialized_template and the
+// handlers it hands a template to): the messages a template sees, the prompt it
+// produces, and how a request the template refuses is answered.
 #include "jinja/internal.h"
 
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool src_has(const struct jinja_template *t, const char *needle)
@@ -12,11 +14,71 @@ static bool src_has(const struct jinja_template *t, const char *needle)
     return t->src && strstr(t->src, needle) != NULL;
 }
 
-// Gemma 4: a template with its own tool-call syntax ('<|tool_call>call:').
-static bool is_gemma4(const struct jinja_template *t)
+// ---------------------------------------------------------------------------
+// The formats llama.cpp hands to a handler of their own, in the order it tries them.
+
+enum chat_format {
+    FMT_GENERIC,  // llama.cpp's parser generator
+    FMT_MINISTRAL3,
+    FMT_GPT_OSS,
+    FMT_MUSE_GLIMMER,
+    FMT_FUNCTIONARY_V32,
+    FMT_KIMI_K2,
+    FMT_KIMI_K3,
+    FMT_LING3,
+    FMT_COHERE2_MOE,
+    FMT_LFM2,
+    FMT_LFM25,
+    FMT_GIGACHAT_V3,
+    FMT_MINIMAX_M3,
+    FMT_DEEPSEEK_V32,
+    FMT_DEEPSEEK_V4,  // V3.2's markup, tool results in call order
+    FMT_GEMMA4,
+    FMT_MINICPM5,
+    FMT_QWEN3_CODER,
+};
+
+// A format: texts its template contains, and one it must not.
+static const struct {
+    enum chat_format fmt;
+    const char *has[4];
+    const char *lacks;
+} formats[] = {
+    {FMT_MINISTRAL3, {"[SYSTEM_PROMPT]", "[TOOL_CALLS]", "[ARGS]"}, "[CALL_ID]"},
+    {FMT_GPT_OSS, {"<|channel|>"}, NULL},
+    {FMT_MUSE_GLIMMER, {"<atem:function_calls>", "<|eom|>"}, NULL},
+    {FMT_FUNCTIONARY_V32, {">>>all", ">>>${recipient}"}, NULL},
+    {FMT_KIMI_K2, {"<|tool_calls_section_begin|>", "<|tool_call_begin|>"}, NULL},
+    {FMT_KIMI_K3, {"<|open|>", "<|close|>", "<|end_of_msg|>"}, NULL},
+    {FMT_LING3, {"<role>ASSISTANT</role>", "<arg_key>"}, NULL},
+    {FMT_COHERE2_MOE, {"<|START_TEXT|>", "<|START_ACTION|>"}, NULL},
+    {FMT_LFM2, {"<|tool_list_start|>", "<|tool_list_end|>"}, NULL},
+    {FMT_LFM25, {"List of tools: ["}, "<|tool_list_start|>"},
+    {FMT_GIGACHAT_V3, {"<|role_sep|>", "<|message_sep|>"}, "<|function_call|>"},
+    {FMT_MINIMAX_M3, {"]<]minimax[>[", "<tool_call>", "<invoke name="}, NULL},
+    {FMT_DEEPSEEK_V32, {"dsml_token", "DSML", "function_calls"}, NULL},
+    {FMT_DEEPSEEK_V4, {"dsml_token", "DSML", "tool_calls"}, NULL},
+    {FMT_GEMMA4, {"'<|tool_call>call:'"}, NULL},
+    {FMT_MINICPM5, {"Tool usage guidelines:", "<function name=\"", "<param name=\""}, NULL},
+    {FMT_QWEN3_CODER,
+     {"<tool_call>", "<function=", "<parameter="},
+     "'<tool_call><function=' ~ tool_call.name ~ '>'"},
+};
+
+static enum chat_format chat_format(const struct jinja_template *t)
 {
-    return src_has(t, "'<|tool_call>call:'");
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        bool match = !formats[i].lacks || !src_has(t, formats[i].lacks);
+        for (size_t k = 0; match && k < 4 && formats[i].has[k]; k++)
+            match = src_has(t, formats[i].has[k]);
+        if (match)
+            return formats[i].fmt;
+    }
+    return FMT_GENERIC;
 }
+
+// ---------------------------------------------------------------------------
+// Message helpers
 
 static bool has_calls(json_t *m)
 {
@@ -29,6 +91,9 @@ static bool role_is(json_t *m, const char *role)
     const char *r = json_string_value(json_object_get(m, "role"));
     return r && strcmp(r, role) == 0;
 }
+
+// ---------------------------------------------------------------------------
+// Gemma 4
 
 // One tool result as Gemma 4's tool_responses entry: the content parsed as JSON when it
 // is JSON (an object shows as its fields), else the text; named after the call at the
@@ -95,12 +160,153 @@ static json_t *gemma4_tool_responses(json_t *msgs)
     return out;
 }
 
+// ---------------------------------------------------------------------------
+// Other formats
+
+// DeepSeek V4: within a run of user and tool messages, the tool results in the order of
+// the last assistant's calls (by tool_call_id; results of unknown ids count as the
+// first call), the user messages where they are.
+static size_t call_rank(json_t *calls, json_t *result)
+{
+    const char *id = json_string_value(json_object_get(result, "tool_call_id"));
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c)
+    {
+        const char *cid = json_string_value(json_object_get(c, "id"));
+        if (id && cid && *cid && strcmp(id, cid) == 0)
+            return i;
+    }
+    return 0;
+}
+
+static bool any_call_id(json_t *calls)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c)
+    {
+        const char *id = json_string_value(json_object_get(c, "id"));
+        if (id && *id)
+            return true;
+    }
+    return false;
+}
+
+// Stable-sorts the tool messages among msgs[from, to) by call rank, in place.
+static void sort_run(json_t *msgs, size_t from, size_t to, json_t *calls)
+{
+    size_t n = to - from, k = 0;
+    size_t *pos = xcalloc(n ? n : 1, sizeof *pos);
+    json_t **res = xcalloc(n ? n : 1, sizeof *res);
+    for (size_t i = from; i < to; i++) {
+        if (!role_is(json_array_get(msgs, i), "tool"))
+            continue;
+        json_t *m = json_incref(json_array_get(msgs, i));
+        size_t j = k++;
+        for (; j > 0 && call_rank(calls, res[j - 1]) > call_rank(calls, m); j--)
+            res[j] = res[j - 1];
+        res[j] = m;
+        pos[k - 1] = i;
+    }
+    for (size_t i = 0; i < k; i++)
+        json_array_set_new(msgs, pos[i], res[i]);
+    free(pos);
+    free(res);
+}
+
+static void deepseek_v4_sort_results(json_t *msgs)
+{
+    json_t *calls = NULL;
+    size_t n = json_array_size(msgs);
+    for (size_t i = 0; i < n;) {
+        json_t *m = json_array_get(msgs, i);
+        if (!role_is(m, "user") && !role_is(m, "tool")) {
+            if (role_is(m, "assistant") && has_calls(m))
+                calls = json_object_get(m, "tool_calls");
+            i++;
+            continue;
+        }
+        size_t end = i;
+        while (end < n && (role_is(json_array_get(msgs, end), "user") ||
+                           role_is(json_array_get(msgs, end), "tool")))
+            end++;
+        if (calls && any_call_id(calls))
+            sort_run(msgs, i, end, calls);
+        i = end;
+    }
+}
+
+// Ministral 3: system and assistant texts as one text block.
+static void ministral3_blocks(json_t *msgs)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        if (!role_is(m, "system") && !role_is(m, "assistant"))
+            continue;
+        json_t *c = json_object_get(m, "content");
+        if (json_is_string(c))
+            json_object_set_new(m, "content",
+                                json_pack("[{s:s,s:O}]", "type", "text", "text", c));
+    }
+}
+
+// StepFun's template (named by its tools preamble) gets every text trimmed of C
+// whitespace at both ends.
+static void trim_contents(json_t *msgs)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        const char *s = json_string_value(json_object_get(m, "content"));
+        if (!s)
+            continue;
+        size_t a = 0, b = strlen(s);
+        while (a < b && isspace((unsigned char)s[a]))
+            a++;
+        while (b > a && isspace((unsigned char)s[b - 1]))
+            b--;
+        json_object_set_new(m, "content", json_stringn(s + a, b - a));
+    }
+}
+
+// Every template except gpt-oss's reads a developer message as a system one.
+static void developer_as_system(json_t *msgs)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        if (role_is(m, "developer"))
+            json_object_set_new(m, "role", json_string("system"));
+    }
+}
+
 json_t *jinja_llama_messages(const struct jinja_template *t, json_t *msgs)
 {
-    if (is_gemma4(t) && !src_has(t, "{#- OpenAI Chat Completions:")) {
-        json_t *out = gemma4_tool_responses(msgs);
-        json_decref(msgs);
-        return out;
+    if (src_has(t, "You have access to the following functions in JSONSchema format"))
+        trim_contents(msgs);
+    if (!src_has(t, "<|channel|>"))
+        developer_as_system(msgs);
+    switch (chat_format(t)) {
+    case FMT_GEMMA4:
+        if (!src_has(t, "{#- OpenAI Chat Completions:")) {
+            json_t *out = gemma4_tool_responses(msgs);
+            json_decref(msgs);
+            return out;
+        }
+        break;
+    case FMT_DEEPSEEK_V4:
+        deepseek_v4_sort_results(msgs);
+        break;
+    case FMT_MINISTRAL3:
+        ministral3_blocks(msgs);
+        break;
+    default:
+        break;
     }
     return msgs;
 }
@@ -110,7 +316,24 @@ int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t s
     // Gemma 4: a prompt that ends a turn (content after tool calls) opens the model's.
     static const char end[] = "<turn|>\n";
     size_t n = out->len - start, k = sizeof end - 1;
-    if (is_gemma4(t) && n >= k && !memcmp(out->data + out->len - k, end, k))
+    if (n >= k && !memcmp(out->data + out->len - k, end, k) && chat_format(t) == FMT_GEMMA4)
         return buf_append_str(out, "<|turn>model\n");
     return 0;
+}
+
+int jinja_llama_refusal(const struct jinja_template *t, int rc, struct err *e)
+{
+    if (rc != ERR_FORMAT)
+        return rc;
+    // A format with a handler of its own lets the template's error through, which
+    // llama-server answers as a server error; the parser generator wraps it as a bad
+    // request.
+    if (chat_format(t) != FMT_GENERIC) {
+        if (e)
+            e->code = ERR_INTERNAL;
+        return ERR_INTERNAL;
+    }
+    err_prefix(e, "Unable to generate parser for this template. Automatic parser generation "
+                  "failed");
+    return rc;
 }

@@ -236,6 +236,10 @@ int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, str
 // prompt from start on (appends to it).
 json_t *jinja_llama_messages(const struct jinja_template *t, json_t *msgs);
 int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t start);
+// How llama-server answers a request the template fails on (rc, the render's error):
+// ERR_INTERNAL (500) for a format with a handler of its own, else ERR_FORMAT (400) with
+// its parser generator's wording; other errors (limits) unchanged.
+int jinja_llama_refusal(const struct jinja_template *t, int rc, struct err *e);
 
 // ---------------------------------------------------------------------------
 // Rendering
