@@ -6,6 +6,7 @@
 #include "jinja/internal.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,15 +71,40 @@ static bool nonempty_str(json_t *v)
     return json_is_string(v) && json_string_length(v) > 0;
 }
 
+// A message's text as llama-server hands it to the template when the message carries
+// images: Ollama sends the text and one image part per image; llama-server turns each
+// image into a media marker and joins text and markers without a separator. Our marker
+// is the runner's "[img-N]" tag, N counted over the messages rendered (*n_images).
+static json_t *content_with_images(json_t *content, json_t *images, size_t *n_images)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_append_str(&b, json_is_string(content) ? json_string_value(content) : "");
+    for (size_t i = 0; i < json_array_size(images); i++) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "[img-%zu]", (*n_images)++);
+        buf_append_str(&b, tag);
+    }
+    json_t *out = json_stringn(b.data ? b.data : "", b.len);
+    buf_deinit(&b);
+    return out;
+}
+
 // One API message as llama-server's chat endpoint receives it. string_args:
 // tool-call arguments as a JSON string instead of an object (compact: llama-server's).
-static json_t *chat_message(json_t *m, bool string_args, bool compact)
+// n_images: under llama-server's rules, the images counted so far (NULL: Jinja2's
+// reference, images not shown).
+static json_t *chat_message(json_t *m, bool string_args, bool compact, size_t *n_images)
 {
     json_t *out = json_object();
     json_t *content = json_object_get(m, "content");
+    json_t *images = json_object_get(m, "images");
     json_object_set(out, "role", json_object_get(m, "role"));
-    json_object_set_new(out, "content",
-                        json_is_string(content) ? json_incref(content) : json_string(""));
+    if (n_images && json_array_size(images) > 0)
+        json_object_set_new(out, "content", content_with_images(content, images, n_images));
+    else
+        json_object_set_new(out, "content",
+                            json_is_string(content) ? json_incref(content) : json_string(""));
     if (nonempty_str(json_object_get(m, "tool_name")))
         json_object_set(out, "name", json_object_get(m, "tool_name"));
     if (nonempty_str(json_object_get(m, "tool_call_id")))
@@ -214,10 +240,11 @@ static json_t *chat_context(const struct jinja_template *t, const struct jinja_c
 {
     json_t *ctx = json_object();
     json_t *msgs = json_array();
-    size_t i;
+    size_t i, n_images = 0;
     json_t *m;
     json_array_foreach(messages, i, m)
-        json_array_append_new(msgs, chat_message(m, string_args, req->llama_server));
+        json_array_append_new(msgs, chat_message(m, string_args, req->llama_server,
+                                                 req->llama_server ? &n_images : NULL));
     if (req->llama_server)
         msgs = jinja_llama_messages(t, msgs);
     json_object_set_new(ctx, "messages", msgs);
