@@ -251,7 +251,7 @@ static json_t *chat_context(const struct jinja_template *t, const struct jinja_c
     if (json_is_array(req->tools) && json_array_size(req->tools) > 0)
         json_object_set_new(ctx, "tools",
                             req->llama_server ? go_tools(req->tools) : json_incref(req->tools));
-    json_object_set_new(ctx, "add_generation_prompt", json_true());
+    json_object_set_new(ctx, "add_generation_prompt", json_boolean(!req->continuing));
     json_object_set_new(ctx, "bos_token", json_string(req->bos_token ? req->bos_token : ""));
     json_object_set_new(ctx, "eos_token", json_string(req->eos_token ? req->eos_token : ""));
     if (req->llama_server) {
@@ -471,32 +471,88 @@ static int render_chat(const struct jinja_template *t, const struct jinja_chat_r
     return rc;
 }
 
+static bool role_is(json_t *m, const char *role)
+{
+    const char *r = json_string_value(json_object_get(m, "role"));
+    return r && strcmp(r, role) == 0;
+}
+
+// The messages with a leading system message merged into the next turn when the
+// template has no system role, rendered.
+static int render_merged(const struct jinja_template *t, const struct jinja_chat_req *r,
+                         unsigned caps, json_t *msgs, struct buf *out, struct err *e)
+{
+    json_t *messages = !(caps & JINJA_CAPS_SYSTEM) ? merge_system(msgs) : json_incref(msgs);
+    int rc = render_chat(t, r, caps, messages, out, e);
+    json_decref(messages);
+    return rc;
+}
+
+// llama-server continues a chat that ends with an assistant message (its
+// prefill_assistant, on in the llama-server Ollama starts): the earlier messages without
+// a generation prompt, then, when the message has text, the format's opening of the
+// model's turn and the text (jinja_llama_continue). Two assistant messages at the end,
+// or one with tool calls, are refused as llama-server refuses them.
+static int render_continuation(const struct jinja_template *t, const struct jinja_chat_req *r,
+                               unsigned caps, struct buf *out, struct err *e)
+{
+    size_t n = json_array_size(r->messages);
+    json_t *last = json_array_get(r->messages, n - 1);
+    json_t *calls = json_object_get(last, "tool_calls");
+    if (n >= 2 && role_is(json_array_get(r->messages, n - 2), "assistant"))
+        return err_set(e, ERR_INVALID, "%s",
+                       "Cannot have 2 or more assistant messages at the end of the list.");
+    if (json_is_array(calls) && json_array_size(calls) > 0)
+        return err_set(e, ERR_INVALID, "%s",
+                       "Cannot continue an assistant message that contains tool calls.");
+    json_t *head = json_array();
+    for (size_t i = 0; i + 1 < n; i++)
+        json_array_append(head, json_array_get(r->messages, i));
+    struct jinja_chat_req q = *r;
+    q.continuing = true;
+    size_t start = out->len;
+    int rc = render_merged(t, &q, caps, head, out, e);
+    const char *text = json_string_value(json_object_get(last, "content"));
+    if (rc == 0 && text && *text) {
+        struct buf with;
+        buf_init(&with, out->max_len);
+        rc = render_merged(t, r, caps, head, &with, e);
+        if (rc == 0 && (rc = jinja_llama_continue(t, r, out, start, buf_cstr(&with), text)))
+            err_set(e, rc, "%s", "jinja: out of memory");
+        buf_deinit(&with);
+    }
+    json_decref(head);
+    return rc;
+}
+
 int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_req *req,
                       struct buf *out, struct err *e)
 {
     if (!json_is_array(req->messages))
         return err_set(e, ERR_INVALID, "messages must be an array");
-    size_t start = out->len;
+    size_t start = out->len, n = json_array_size(req->messages);
     unsigned caps = req->llama_server ? llama_caps(t) : JINJA_CAPS_SYSTEM;
-    json_t *messages =
-        !(caps & JINJA_CAPS_SYSTEM) ? merge_system(req->messages) : json_incref(req->messages);
     struct jinja_chat_req r = *req;
     if (r.llama_server && !r.think.set)
         r.think_default = caps & JINJA_CAPS_THINKING;
-    int rc = render_chat(t, &r, caps, messages, out, e);
-    json_decref(messages);
-    if (!rc && r.llama_server && (rc = jinja_llama_prompt(t, out, start)))
-        err_set(e, rc, "%s", "jinja: out of memory");
-    else if (rc && r.llama_server)
+    int rc;
+    if (r.llama_server && n > 0 && role_is(json_array_get(req->messages, n - 1), "assistant")) {
+        rc = render_continuation(t, &r, caps, out, e);
+    } else {
+        rc = render_merged(t, &r, caps, req->messages, out, e);
+        if (rc == 0 && r.llama_server && (rc = jinja_llama_prompt(t, out, start)))
+            err_set(e, rc, "%s", "jinja: out of memory");
+    }
+    if (rc && r.llama_server)
         rc = jinja_llama_refusal(t, rc, e);
     if (rc)
         return rc;
     // The tokenizer adds BOS itself: a prompt that starts with the BOS text loses it.
     if (req->tokenizer_adds_bos && req->bos_token && *req->bos_token) {
-        size_t n = strlen(req->bos_token);
-        if (out->len - start >= n && !memcmp(out->data + start, req->bos_token, n)) {
-            memmove(out->data + start, out->data + start + n, out->len - start - n + 1);
-            out->len -= n;
+        size_t k = strlen(req->bos_token);
+        if (out->len - start >= k && !memcmp(out->data + start, req->bos_token, k)) {
+            memmove(out->data + start, out->data + start + k, out->len - start - k + 1);
+            out->len -= k;
         }
     }
     return 0;

@@ -321,6 +321,184 @@ int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t s
     return 0;
 }
 
+// ---------------------------------------------------------------------------
+// Continuing a final assistant message
+
+// The opening of the model's turn before a continued text, for the formats whose handler
+// writes its own (reasoning empty, as Ollama sends none): replaces the template's
+// generation prompt, or follows it (after_prompt).
+static const struct {
+    enum chat_format fmt;
+    const char *opening;
+    bool after_prompt;
+} continuations[] = {
+    {FMT_MINISTRAL3, "[THINK][/THINK]", false},
+    {FMT_GPT_OSS,
+     "<|start|>assistant<|channel|>analysis<|message|><|end|><|start|>assistant<|channel|>final"
+     "<|message|>",
+     false},
+    {FMT_MUSE_GLIMMER,
+     "<|start|>assistant to=self<|message|><|eom|><|start|>assistant to=user<|message|>", false},
+    {FMT_FUNCTIONARY_V32, "<|start_header_id|>assistant<|end_header_id|>\n\n>>>all\n", false},
+    {FMT_KIMI_K2, "<|im_assistant|>assistant<|im_middle|><think></think>", false},
+    {FMT_KIMI_K3,
+     "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|><|close|>think<|sep|>"
+     "<|open|>response<|sep|>",
+     false},
+    {FMT_LING3, "<role>ASSISTANT</role>\n<think></think>", false},
+    {FMT_COHERE2_MOE,
+     "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|><|START_TEXT|>",
+     false},
+    {FMT_LFM2, "<|im_start|>assistant\n<think></think>", false},
+    {FMT_LFM25, "<|im_start|>assistant\n<think></think>", false},
+    {FMT_GIGACHAT_V3, "assistant<|role_sep|>\n", false},
+    {FMT_MINIMAX_M3, "<mm:think></mm:think>", true},
+    {FMT_DEEPSEEK_V32, "<｜Assistant｜><think></think>", false},
+    {FMT_DEEPSEEK_V4, "<｜Assistant｜></think>", false},
+    {FMT_MINICPM5, "<|im_start|>assistant\n<think>\n\n</think>\n\n", false},
+};
+
+#define REASONING_PROBE "REASON_PART I am thinking END_R"
+
+// The end of a marker ("<...>" or "[...]") that starts at s[i], or 0.
+static size_t marker_end(const char *s, size_t i)
+{
+    char close = s[i] == '<' ? '>' : s[i] == '[' ? ']' : 0;
+    const char *c = close ? strchr(s + i + 1, close) : NULL;
+    return c ? (size_t)(c - s) + 1 : 0;
+}
+
+// The marker (and the white space after it) that ends right before s[pos], white space
+// between them allowed; its start, or pos when there is none.
+static size_t marker_before(const char *s, size_t pos)
+{
+    size_t i = pos;
+    while (i > 0 && isspace((unsigned char)s[i - 1]))
+        i--;
+    if (i == 0 || (s[i - 1] != '>' && s[i - 1] != ']'))
+        return pos;
+    char close = s[i - 1], open = close == '>' ? '<' : '[';
+    size_t found = pos;
+    for (size_t k = i - 1; k-- > 0 && s[k] != close;)
+        if (s[k] == open)
+            found = k;
+    return found;
+}
+
+// llama.cpp's reasoning markers for a template its parser generator handles (part of its
+// analysis): an assistant message's reasoning_content rendered, the marker before it
+// (start) and the marker after it (end), each with the white space around it; the old
+// Qwen / DeepSeek templates that split at '</think>' and Granite 3.3 get <think> tags.
+static void reasoning_markers(const struct jinja_template *t, const struct jinja_chat_req *req,
+                              struct buf *start, struct buf *end)
+{
+    json_t *ctx = json_pack(
+        "{s:[{s:s,s:s},{s:s,s:s,s:s}],s:s,s:s,s:b}", "messages", "role", "user", "content",
+        "U_USER_MSG Hello END_U", "role", "assistant", "content", "A_ASST_MSG I can help END_A",
+        "reasoning_content", REASONING_PROBE, "bos_token", req->bos_token ? req->bos_token : "",
+        "eos_token", req->eos_token ? req->eos_token : "", "enable_thinking", 1);
+    struct jinja_limits lim = {.llama_cpp = true};
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    const char *s = buf_cstr(&b), *hit = NULL;
+    if (ctx && jinja_render(t, ctx, &lim, &b, NULL) == 0)
+        hit = strstr(s = buf_cstr(&b), REASONING_PROBE);
+    if (hit) {
+        size_t pos = (size_t)(hit - s), q = pos + strlen(REASONING_PROBE), m = q, e;
+        while (isspace((unsigned char)s[m]))
+            m++;
+        size_t pre = marker_before(s, pos);
+        if ((e = marker_end(s, m)) != 0) {
+            while (isspace((unsigned char)s[e]))
+                e++;
+            if (pre < pos)  // wrapped: both markers, the white space before the end kept
+                buf_append(start, s + pre, pos - pre);
+            buf_append(end, s + (pre < pos ? q : m), e - (pre < pos ? q : m));
+        }
+    }
+    bool old_qwen = src_has(t, "content.split('</think>')") &&
+                    !src_has(t, "reasoning_content") && !src_has(t, "<SPECIAL_12>") && !end->len;
+    if (old_qwen || src_has(t, "Write your thoughts between <think></think> and write your "
+                               "response between <response></response>")) {
+        buf_reset(start);
+        buf_reset(end);
+        buf_append_str(start, "<think>");
+        buf_append_str(end, "</think>");
+    }
+    buf_deinit(&b);
+    json_decref(ctx);
+}
+
+// The generation prompt: where the rendering with one leaves the one without.
+static const char *generation_prompt(const struct buf *out, size_t start, const char *with)
+{
+    const char *p = out->data ? out->data + start : "";
+    size_t len = out->len - start, i = 0;
+    while (i < len && with[i] && with[i] == p[i])
+        i++;
+    return with + i;
+}
+
+// The parser generator's continuation: the generation prompt up to the reasoning start
+// marker, the markers with nothing between, then the text.
+static int generic_continue(const struct jinja_template *t, const struct jinja_chat_req *req,
+                            struct buf *out, size_t start, const char *with)
+{
+    struct buf open, close;
+    buf_init(&open, 1 << 16);
+    buf_init(&close, 1 << 16);
+    reasoning_markers(t, req, &open, &close);
+    const char *gen = generation_prompt(out, start, with);
+    int rc;
+    if (open.len) {
+        const char *at = strstr(gen, buf_cstr(&open));
+        rc = buf_append(out, gen, at ? (size_t)(at - gen) : strlen(gen));
+        if (!rc)
+            rc = buf_append(out, open.data, open.len);
+        if (!rc)
+            rc = buf_append(out, close.data ? close.data : "", close.len);
+    } else {
+        rc = buf_append_str(out, gen);
+    }
+    buf_deinit(&open);
+    buf_deinit(&close);
+    return rc;
+}
+
+int jinja_llama_continue(const struct jinja_template *t, const struct jinja_chat_req *req,
+                         struct buf *out, size_t start, const char *with_prompt, const char *text)
+{
+    enum chat_format fmt = chat_format(t);
+    int rc = 0;
+    static const char turn_end[] = "<turn|>\n";
+    size_t k = sizeof turn_end - 1;
+    if (fmt == FMT_GEMMA4) {
+        // a model turn opened after a closed one, then an empty thought channel
+        if (out->len - start >= k && !memcmp(out->data + out->len - k, turn_end, k))
+            rc = buf_append_str(out, "<|turn>model\n");
+        if (!rc)
+            rc = buf_append_str(out, "<|channel>thought\n<channel|>");
+        return rc ? rc : buf_append_str(out, text);
+    }
+    if (fmt == FMT_QWEN3_CODER) {
+        rc = buf_append_str(out, src_has(t, "<think>") ? "<|im_start|>assistant\n<think>\n\n"
+                                                         "</think>\n\n"
+                                                       : "<|im_start|>assistant\n");
+        return rc ? rc : buf_append_str(out, text);
+    }
+    for (size_t i = 0; i < sizeof continuations / sizeof continuations[0]; i++) {
+        if (continuations[i].fmt != fmt)
+            continue;
+        if (continuations[i].after_prompt)
+            rc = buf_append_str(out, generation_prompt(out, start, with_prompt));
+        if (!rc)
+            rc = buf_append_str(out, continuations[i].opening);
+        return rc ? rc : buf_append_str(out, text);
+    }
+    rc = generic_continue(t, req, out, start, with_prompt);
+    return rc ? rc : buf_append_str(out, text);
+}
+
 int jinja_llama_refusal(const struct jinja_template *t, int rc, struct err *e)
 {
     if (rc != ERR_FORMAT)

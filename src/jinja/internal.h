@@ -236,6 +236,11 @@ int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, str
 // prompt from start on (appends to it).
 json_t *jinja_llama_messages(const struct jinja_template *t, json_t *msgs);
 int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t start);
+// A continued assistant message (chat.c): out holds the earlier messages rendered
+// without a generation prompt from start on, with the same rendering with one; appends
+// what llama-server puts between them and the message's text, then the text.
+int jinja_llama_continue(const struct jinja_template *t, const struct jinja_chat_req *req,
+                         struct buf *out, size_t start, const char *with_prompt, const char *text);
 // How llama-server answers a request the template fails on (rc, the render's error):
 // ERR_INTERNAL (500) for a format with a handler of its own, else ERR_FORMAT (400) with
 // its parser generator's wording; other errors (limits) unchanged.

@@ -86,6 +86,7 @@ struct jinja_chat_req {
     // <|think|>).
     bool llama_server;
     bool think_default;  // set by jinja_chat_render: llama-server's enable_thinking default
+    bool continuing;     // set by jinja_chat_render: add_generation_prompt off
 };
 
 // Renders a chat prompt as Ollama 0.33 feeds llama-server: messages with
