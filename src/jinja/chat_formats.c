@@ -103,8 +103,8 @@ static json_t *gemma4_response(json_t *msg, json_t *calls, size_t idx)
     json_t *content = json_object_get(msg, "content");
     json_t *resp = NULL;
     if (json_is_string(content))
-        resp = json_loadb(json_string_value(content), json_string_length(content),
-                          JSON_DECODE_ANY, NULL);
+        resp = json_loadb(json_string_value(content), json_string_length(content), JSON_DECODE_ANY,
+                          NULL);
     if (!resp)
         resp = content ? json_incref(content) : json_null();
     json_t *fn = json_object_get(json_array_get(calls, idx), "function");
@@ -124,9 +124,8 @@ static json_t *gemma4_turn(json_t *msgs, size_t *pos)
     json_t *responses = json_array();
     size_t i = *pos + 1;
     for (; i < json_array_size(msgs) && role_is(json_array_get(msgs, i), "tool"); i++)
-        json_array_append_new(responses,
-                              gemma4_response(json_array_get(msgs, i), calls,
-                                              json_array_size(responses)));
+        json_array_append_new(
+            responses, gemma4_response(json_array_get(msgs, i), calls, json_array_size(responses)));
     if (json_array_size(responses))
         json_object_set(turn, "tool_responses", responses);
     json_decref(responses);
@@ -248,8 +247,7 @@ static void ministral3_blocks(json_t *msgs)
             continue;
         json_t *c = json_object_get(m, "content");
         if (json_is_string(c))
-            json_object_set_new(m, "content",
-                                json_pack("[{s:s,s:O}]", "type", "text", "text", c));
+            json_object_set_new(m, "content", json_pack("[{s:s,s:O}]", "type", "text", "text", c));
     }
 }
 
@@ -392,11 +390,11 @@ static size_t marker_before(const char *s, size_t pos)
 static void reasoning_markers(const struct jinja_template *t, const struct jinja_chat_req *req,
                               struct buf *start, struct buf *end)
 {
-    json_t *ctx = json_pack(
-        "{s:[{s:s,s:s},{s:s,s:s,s:s}],s:s,s:s,s:b}", "messages", "role", "user", "content",
-        "U_USER_MSG Hello END_U", "role", "assistant", "content", "A_ASST_MSG I can help END_A",
-        "reasoning_content", REASONING_PROBE, "bos_token", req->bos_token ? req->bos_token : "",
-        "eos_token", req->eos_token ? req->eos_token : "", "enable_thinking", 1);
+    json_t *ctx = json_pack("{s:[{s:s,s:s},{s:s,s:s,s:s}],s:s,s:s,s:b}", "messages", "role", "user",
+                            "content", "U_USER_MSG Hello END_U", "role", "assistant", "content",
+                            "A_ASST_MSG I can help END_A", "reasoning_content", REASONING_PROBE,
+                            "bos_token", req->bos_token ? req->bos_token : "", "eos_token",
+                            req->eos_token ? req->eos_token : "", "enable_thinking", 1);
     struct jinja_limits lim = {.llama_cpp = true};
     struct buf b;
     buf_init(&b, 1 << 20);
@@ -416,8 +414,8 @@ static void reasoning_markers(const struct jinja_template *t, const struct jinja
             buf_append(end, s + (pre < pos ? q : m), e - (pre < pos ? q : m));
         }
     }
-    bool old_qwen = src_has(t, "content.split('</think>')") &&
-                    !src_has(t, "reasoning_content") && !src_has(t, "<SPECIAL_12>") && !end->len;
+    bool old_qwen = src_has(t, "content.split('</think>')") && !src_has(t, "reasoning_content") &&
+                    !src_has(t, "<SPECIAL_12>") && !end->len;
     if (old_qwen || src_has(t, "Write your thoughts between <think></think> and write your "
                                "response between <response></response>")) {
         buf_reset(start);
