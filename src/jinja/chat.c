@@ -482,9 +482,11 @@ static bool role_is(json_t *m, const char *role)
 static int render_merged(const struct jinja_template *t, const struct jinja_chat_req *r,
                          unsigned caps, json_t *msgs, struct buf *out, struct err *e)
 {
-    json_t *messages = !(caps & JINJA_CAPS_SYSTEM) ? merge_system(msgs) : json_incref(msgs);
+    json_t *in = r->llama_server ? jinja_llama_inputs(t, msgs) : json_incref(msgs);
+    json_t *messages = !(caps & JINJA_CAPS_SYSTEM) ? merge_system(in) : json_incref(in);
     int rc = render_chat(t, r, caps, messages, out, e);
     json_decref(messages);
+    json_decref(in);
     return rc;
 }
 

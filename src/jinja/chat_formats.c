@@ -283,12 +283,25 @@ static void developer_as_system(json_t *msgs)
     }
 }
 
+json_t *jinja_llama_inputs(const struct jinja_template *t, json_t *msgs)
+{
+    bool trim = src_has(t, "You have access to the following functions in JSONSchema format");
+    bool developer = !src_has(t, "<|channel|>");
+    if (!trim && !developer)
+        return json_incref(msgs);
+    json_t *out = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) json_array_append_new(out, json_copy(m));
+    if (trim)
+        trim_contents(out);
+    if (developer)
+        developer_as_system(out);
+    return out;
+}
+
 json_t *jinja_llama_messages(const struct jinja_template *t, json_t *msgs)
 {
-    if (src_has(t, "You have access to the following functions in JSONSchema format"))
-        trim_contents(msgs);
-    if (!src_has(t, "<|channel|>"))
-        developer_as_system(msgs);
     switch (chat_format(t)) {
     case FMT_GEMMA4:
         if (!src_has(t, "{#- OpenAI Chat Completions:")) {

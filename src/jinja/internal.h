@@ -231,9 +231,12 @@ enum {
 
 int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, struct err *e);
 
-// llama-server's adjustments for particular chat formats (chat_formats.c): the messages
-// as the template sees them (takes msgs, returns the array to use), and the rendered
-// prompt from start on (appends to it).
+// llama-server's adjustments for particular chat formats (chat_formats.c): the request's
+// messages as its input stage leaves them, before any system merge (StepFun's trimmed
+// texts, developer as system; a new reference), the messages as the template sees them
+// (takes msgs, returns the array to use), and the rendered prompt from start on
+// (appends to it).
+json_t *jinja_llama_inputs(const struct jinja_template *t, json_t *msgs);
 json_t *jinja_llama_messages(const struct jinja_template *t, json_t *msgs);
 int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t start);
 // A continued assistant message (chat.c): out holds the earlier messages rendered
