@@ -6,6 +6,7 @@
 #include "jinja/internal.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,15 +71,40 @@ static bool nonempty_str(json_t *v)
     return json_is_string(v) && json_string_length(v) > 0;
 }
 
+// A message's text as llama-server hands it to the template when the message carries
+// images: Ollama sends the text and one image part per image; llama-server turns each
+// image into a media marker and joins text and markers without a separator. Our marker
+// is the runner's "[img-N]" tag, N counted over the messages rendered (*n_images).
+static json_t *content_with_images(json_t *content, json_t *images, size_t *n_images)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_append_str(&b, json_is_string(content) ? json_string_value(content) : "");
+    for (size_t i = 0; i < json_array_size(images); i++) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "[img-%zu]", (*n_images)++);
+        buf_append_str(&b, tag);
+    }
+    json_t *out = json_stringn(b.data ? b.data : "", b.len);
+    buf_deinit(&b);
+    return out;
+}
+
 // One API message as llama-server's chat endpoint receives it. string_args:
 // tool-call arguments as a JSON string instead of an object (compact: llama-server's).
-static json_t *chat_message(json_t *m, bool string_args, bool compact)
+// n_images: under llama-server's rules, the images counted so far (NULL: Jinja2's
+// reference, images not shown).
+static json_t *chat_message(json_t *m, bool string_args, bool compact, size_t *n_images)
 {
     json_t *out = json_object();
     json_t *content = json_object_get(m, "content");
+    json_t *images = json_object_get(m, "images");
     json_object_set(out, "role", json_object_get(m, "role"));
-    json_object_set_new(out, "content",
-                        json_is_string(content) ? json_incref(content) : json_string(""));
+    if (n_images && json_array_size(images) > 0)
+        json_object_set_new(out, "content", content_with_images(content, images, n_images));
+    else
+        json_object_set_new(out, "content",
+                            json_is_string(content) ? json_incref(content) : json_string(""));
     if (nonempty_str(json_object_get(m, "tool_name")))
         json_object_set(out, "name", json_object_get(m, "tool_name"));
     if (nonempty_str(json_object_get(m, "tool_call_id")))
@@ -209,19 +235,23 @@ static void set_dates(json_t *ctx)
     json_object_set_new(ctx, "date_string", json_string(date));
 }
 
-static json_t *chat_context(const struct jinja_chat_req *req, json_t *messages, bool string_args)
+static json_t *chat_context(const struct jinja_template *t, const struct jinja_chat_req *req,
+                            json_t *messages, bool string_args)
 {
     json_t *ctx = json_object();
     json_t *msgs = json_array();
-    size_t i;
+    size_t i, n_images = 0;
     json_t *m;
     json_array_foreach(messages, i, m)
-        json_array_append_new(msgs, chat_message(m, string_args, req->llama_server));
+        json_array_append_new(msgs, chat_message(m, string_args, req->llama_server,
+                                                 req->llama_server ? &n_images : NULL));
+    if (req->llama_server)
+        msgs = jinja_llama_messages(t, msgs);
     json_object_set_new(ctx, "messages", msgs);
     if (json_is_array(req->tools) && json_array_size(req->tools) > 0)
         json_object_set_new(ctx, "tools",
                             req->llama_server ? go_tools(req->tools) : json_incref(req->tools));
-    json_object_set_new(ctx, "add_generation_prompt", json_true());
+    json_object_set_new(ctx, "add_generation_prompt", json_boolean(!req->continuing));
     json_object_set_new(ctx, "bos_token", json_string(req->bos_token ? req->bos_token : ""));
     json_object_set_new(ctx, "eos_token", json_string(req->eos_token ? req->eos_token : ""));
     if (req->llama_server) {
@@ -265,7 +295,7 @@ static bool has_tool_calls(json_t *messages)
 static int render_once(const struct jinja_template *t, const struct jinja_chat_req *req,
                        json_t *messages, bool string_args, struct buf *out, struct err *e)
 {
-    json_t *ctx = chat_context(req, messages, string_args);
+    json_t *ctx = chat_context(t, req, messages, string_args);
     struct jinja_limits lim = {.llama_cpp = req->llama_server};
     int rc = jinja_render(t, ctx, &lim, out, e);
     json_decref(ctx);
@@ -339,6 +369,39 @@ static bool supports_system_role(const struct jinja_template *t)
     return system_probe(t, false) || system_probe(t, true);
 }
 
+// llama.cpp's supports_object_arguments: on its tool-call probe chat, with the call's
+// arguments an object, the template reads the argument's value. Without llama.cpp's
+// usage tracking: the chat renders in llama.cpp's dialect and the value reaches the
+// output (tojson, items(), .arg, | string all show it; printing the object itself
+// shows nothing in that dialect, as a read of the object alone is no read of the value).
+// Then llama-server turns the JSON string arguments Ollama sends into objects (Apriel's
+// `arguments | tojson`); otherwise the template gets the strings.
+static bool supports_object_arguments(const struct jinja_template *t)
+{
+#define ARG_VALUE "ollama-probe-argument-value"
+    static const char ctx_json[] =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"User message\"},"
+        "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call00001\","
+        "\"type\":\"function\",\"function\":{\"name\":\"tool1\",\"arguments\":{\"arg\":"
+        "\"" ARG_VALUE "\"}}}]},{\"role\":\"tool\",\"content\":\"Tool response\","
+        "\"tool_call_id\":\"call00001\"},{\"role\":\"assistant\",\"content\":\"The tool "
+        "response was 'tool response'\"},{\"role\":\"user\",\"content\":\"User message\"}],"
+        "\"tools\":[{\"name\":\"tool\",\"type\":\"function\",\"function\":{\"name\":"
+        "\"tool1\",\"description\":\"Tool description\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"arg\":{\"type\":\"string\",\"description\":\"Arg description\"}},"
+        "\"required\":[\"arg\"]}}}],\"bos_token\":\"\",\"eos_token\":\"\","
+        "\"add_generation_prompt\":true}";
+    json_t *ctx = json_loads(ctx_json, 0, NULL);
+    struct jinja_limits lim = {.llama_cpp = true};
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    bool used = jinja_render(t, ctx, &lim, &out, NULL) == 0 && strstr(buf_cstr(&out), ARG_VALUE);
+    buf_deinit(&out);
+    json_decref(ctx);
+    return used;
+#undef ARG_VALUE
+}
+
 // The template's llama-server capabilities, probed on its first chat and kept with it
 // (templates are shared between requests; two first chats may both probe, alike).
 static unsigned llama_caps(const struct jinja_template *t)
@@ -348,7 +411,8 @@ static unsigned llama_caps(const struct jinja_template *t)
     if (caps & JINJA_CAPS_PROBED)
         return caps;
     caps = JINJA_CAPS_PROBED | (supports_system_role(t) ? JINJA_CAPS_SYSTEM : 0) |
-           (supports_thinking(t) ? JINJA_CAPS_THINKING : 0);
+           (supports_thinking(t) ? JINJA_CAPS_THINKING : 0) |
+           (supports_object_arguments(t) ? JINJA_CAPS_OBJECT_ARGS : 0);
     atomic_store(slot, caps);
     return caps;
 }
@@ -375,44 +439,20 @@ static json_t *merge_system(json_t *messages)
     return out;
 }
 
-// Whether the output shows tool-call arguments as a Python dict. Under llama-server's
-// rules only the arguments' own repr counts ("{'city'"), as a template's text may quote
-// a dict of its own; otherwise any "{'" does (Jinja2's reference).
-static bool prints_dict(json_t *messages, const char *out, bool llama_server)
-{
-    if (!llama_server)
-        return strstr(out, "{'") != NULL;
-    size_t i, j;
-    json_t *m, *c;
-    json_array_foreach(messages, i, m)
-    {
-        json_array_foreach(json_object_get(m, "tool_calls"), j, c)
-        {
-            json_t *args = json_object_get(json_object_get(c, "function"), "arguments");
-            void *it = json_object_iter(args);
-            if (!it)
-                continue;
-            char *needle = xasprintf("{'%s'", json_object_iter_key(it));
-            bool found = strstr(out, needle) != NULL;
-            free(needle);
-            if (found)
-                return true;
-        }
-    }
-    return false;
-}
-
+// Under llama-server's rules the arguments are objects exactly when the template reads
+// them as one (JINJA_CAPS_OBJECT_ARGS), else Ollama's JSON strings. For Jinja2's
+// reference: objects first; a template that fails on them, or prints them as a Python
+// dict, gets them as a JSON string.
 static int render_chat(const struct jinja_template *t, const struct jinja_chat_req *req,
-                       json_t *messages, struct buf *out, struct err *e)
+                       unsigned caps, json_t *messages, struct buf *out, struct err *e)
 {
+    if (req->llama_server)
+        return render_once(t, req, messages, !(caps & JINJA_CAPS_OBJECT_ARGS), out, e);
     size_t start = out->len;
     struct err first = {0};
     int rc = render_once(t, req, messages, false, out, &first);
-    // Object arguments first; a template that fails on them, or prints them as a Python dict,
-    // gets them as a JSON string (llama.cpp keeps arguments as a string unless a template
-    // needs an object).
     bool retry = has_tool_calls(messages) && rc != ERR_TOO_LARGE &&
-                 (rc || prints_dict(messages, buf_cstr(out) + start, req->llama_server));
+                 (rc || strstr(buf_cstr(out) + start, "{'") != NULL);
     if (retry) {
         struct buf second;
         buf_init(&second, out->max_len);
@@ -431,28 +471,90 @@ static int render_chat(const struct jinja_template *t, const struct jinja_chat_r
     return rc;
 }
 
+static bool role_is(json_t *m, const char *role)
+{
+    const char *r = json_string_value(json_object_get(m, "role"));
+    return r && strcmp(r, role) == 0;
+}
+
+// The messages with a leading system message merged into the next turn when the
+// template has no system role, rendered.
+static int render_merged(const struct jinja_template *t, const struct jinja_chat_req *r,
+                         unsigned caps, json_t *msgs, struct buf *out, struct err *e)
+{
+    json_t *in = r->llama_server ? jinja_llama_inputs(t, msgs) : json_incref(msgs);
+    json_t *messages = !(caps & JINJA_CAPS_SYSTEM) ? merge_system(in) : json_incref(in);
+    int rc = render_chat(t, r, caps, messages, out, e);
+    json_decref(messages);
+    json_decref(in);
+    return rc;
+}
+
+// llama-server continues a chat that ends with an assistant message (its
+// prefill_assistant, on in the llama-server Ollama starts): the earlier messages without
+// a generation prompt, then, when the message has text, the format's opening of the
+// model's turn and the text (jinja_llama_continue). Two assistant messages at the end,
+// or one with tool calls, are refused as llama-server refuses them.
+static int render_continuation(const struct jinja_template *t, const struct jinja_chat_req *r,
+                               unsigned caps, struct buf *out, struct err *e)
+{
+    size_t n = json_array_size(r->messages);
+    json_t *last = json_array_get(r->messages, n - 1);
+    json_t *calls = json_object_get(last, "tool_calls");
+    if (n >= 2 && role_is(json_array_get(r->messages, n - 2), "assistant"))
+        return err_set(e, ERR_INVALID, "%s",
+                       "Cannot have 2 or more assistant messages at the end of the list.");
+    if (json_is_array(calls) && json_array_size(calls) > 0)
+        return err_set(e, ERR_INVALID, "%s",
+                       "Cannot continue an assistant message that contains tool calls.");
+    json_t *head = json_array();
+    for (size_t i = 0; i + 1 < n; i++)
+        json_array_append(head, json_array_get(r->messages, i));
+    struct jinja_chat_req q = *r;
+    q.continuing = true;
+    size_t start = out->len;
+    int rc = render_merged(t, &q, caps, head, out, e);
+    const char *text = json_string_value(json_object_get(last, "content"));
+    if (rc == 0 && text && *text) {
+        struct buf with;
+        buf_init(&with, out->max_len);
+        rc = render_merged(t, r, caps, head, &with, e);
+        if (rc == 0 && (rc = jinja_llama_continue(t, r, out, start, buf_cstr(&with), text)))
+            err_set(e, rc, "%s", "jinja: out of memory");
+        buf_deinit(&with);
+    }
+    json_decref(head);
+    return rc;
+}
+
 int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_req *req,
                       struct buf *out, struct err *e)
 {
     if (!json_is_array(req->messages))
         return err_set(e, ERR_INVALID, "messages must be an array");
-    size_t start = out->len;
+    size_t start = out->len, n = json_array_size(req->messages);
     unsigned caps = req->llama_server ? llama_caps(t) : JINJA_CAPS_SYSTEM;
-    json_t *messages =
-        !(caps & JINJA_CAPS_SYSTEM) ? merge_system(req->messages) : json_incref(req->messages);
     struct jinja_chat_req r = *req;
     if (r.llama_server && !r.think.set)
         r.think_default = caps & JINJA_CAPS_THINKING;
-    int rc = render_chat(t, &r, messages, out, e);
-    json_decref(messages);
+    int rc;
+    if (r.llama_server && n > 0 && role_is(json_array_get(req->messages, n - 1), "assistant")) {
+        rc = render_continuation(t, &r, caps, out, e);
+    } else {
+        rc = render_merged(t, &r, caps, req->messages, out, e);
+        if (rc == 0 && r.llama_server && (rc = jinja_llama_prompt(t, out, start)))
+            err_set(e, rc, "%s", "jinja: out of memory");
+    }
+    if (rc && r.llama_server)
+        rc = jinja_llama_refusal(t, rc, e);
     if (rc)
         return rc;
     // The tokenizer adds BOS itself: a prompt that starts with the BOS text loses it.
     if (req->tokenizer_adds_bos && req->bos_token && *req->bos_token) {
-        size_t n = strlen(req->bos_token);
-        if (out->len - start >= n && !memcmp(out->data + start, req->bos_token, n)) {
-            memmove(out->data + start, out->data + start + n, out->len - start - n + 1);
-            out->len -= n;
+        size_t k = strlen(req->bos_token);
+        if (out->len - start >= k && !memcmp(out->data + start, req->bos_token, k)) {
+            memmove(out->data + start, out->data + start + k, out->len - start - k + 1);
+            out->len -= k;
         }
     }
     return 0;

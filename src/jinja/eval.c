@@ -5,6 +5,7 @@
 // macro calls against the depth limit; output and memory are capped.
 #include "jinja/internal.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -586,6 +587,11 @@ static int eval_binary(struct jrender *r, struct jnode *n, struct jframe *f, str
     if (rc)
         return rc;
     int op = n->op;
+    // llama.cpp: none next to a string concatenates as "" (Jinja2 writes "None").
+    if (op == '~' && r->lim.llama_cpp && a.t == JV_NONE && b.t == JV_STR)
+        a = jv_undef(NULL);
+    if (op == '~' && r->lim.llama_cpp && b.t == JV_NONE && a.t == JV_STR)
+        b = jv_undef(NULL);
     if (op == '~')
         return concat_values(r, a, b, out);
     // llama.cpp: an undefined or none operand of "+" with a string is "".
@@ -638,6 +644,21 @@ static int contains(struct jrender *r, int line, struct jv item, struct jv seq, 
     }
 }
 
+// llama.cpp's engine refuses `undefined in x` and `x in none` where Jinja2 answers
+// false or raises on none alike (Command R7B's `message.tool_call_id not in seen` on a
+// tool result without an id); `x in undefined` is false in both.
+static int llama_cpp_in(struct jrender *r, int line, int op, struct jv a, struct jv b)
+{
+    if (b.t == JV_UNDEF)
+        return 0;
+    if (a.t == JV_UNDEF)
+        return jr_fail(r, line, "Cannot perform operation %s on undefined values",
+                       op == JC_IN ? "in" : "not in");
+    if (b.t == JV_NONE)
+        return jr_fail(r, line, "%s", "Cannot perform operation on null values");
+    return 0;
+}
+
 static int eval_compare(struct jrender *r, struct jnode *n, struct jframe *f, struct jv *out)
 {
     struct jv a, b;
@@ -658,6 +679,8 @@ static int eval_compare(struct jrender *r, struct jnode *n, struct jframe *f, st
             break;
         case JC_IN:
         case JC_NOTIN:
+            if (r->lim.llama_cpp && (rc = llama_cpp_in(r, n->line, op, a, b)))
+                return rc;
             if ((rc = contains(r, n->line, a, b, &ok)))
                 return rc;
             if (op == JC_NOTIN)
@@ -1054,6 +1077,44 @@ static int render_for(struct jrender *r, struct jnode *n, struct jframe *f)
 }
 
 // {{ expr }}
+// What llama.cpp's engine prints for {{ v }}: strings, numbers and booleans, a list as
+// its items one after another, and nothing for none, undefined, a dict or a function
+// (MiniCPM5 shows a nested argument object as an empty value, Gemma 4 a null as nothing).
+// A float as C's "%f" less its trailing zeros (one kept after the point).
+static int emit_llama_cpp(struct jrender *r, struct jv v, int depth)
+{
+    char num[512];
+    switch (v.t) {
+    case JV_STR:
+        return emit(r, v.u.s.p, v.u.s.n);
+    case JV_BOOL:
+        return emit(r, v.u.b ? "True" : "False", v.u.b ? 4 : 5);
+    case JV_INT:
+        return emit(r, num, (size_t)snprintf(num, sizeof num, "%" PRId64, v.u.i));
+    case JV_FLOAT: {
+        size_t len = (size_t)snprintf(num, sizeof num, "%f", v.u.f);
+        if (len >= sizeof num)
+            len = sizeof num - 1;
+        while (len > 0 && num[len - 1] == '0')
+            len--;
+        if (len > 0 && num[len - 1] == '.')
+            num[len++] = '0';
+        return emit(r, num, len);
+    }
+    case JV_LIST:
+        if (depth > r->lim.max_depth)
+            return jr_fail(r, r->line, "%s", "list nested too deeply to print");
+        for (size_t i = 0; i < v.u.l->n; i++) {
+            int rc = emit_llama_cpp(r, v.u.l->items[i], depth + 1);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 static int render_output(struct jrender *r, struct jnode *n, struct jframe *f)
 {
     struct jv v;
@@ -1062,6 +1123,8 @@ static int render_output(struct jrender *r, struct jnode *n, struct jframe *f)
         return rc;
     if (v.t == JV_STR)
         return emit(r, v.u.s.p, v.u.s.n);
+    if (r->lim.llama_cpp)
+        return emit_llama_cpp(r, v, 0);
     struct jv s;
     if ((rc = jv_stringify(r, v, &s)))
         return rc;
@@ -1245,6 +1308,10 @@ int jinja_render(const struct jinja_template *t, json_t *ctx, const struct jinja
     struct err local = {0};
     if (!e)
         e = &local;
+    if (t->unknown_name && !l.llama_cpp) {
+        arena_deinit(&a);
+        return err_set(e, ERR_FORMAT, "%s", t->unknown_name);
+    }
     struct jrender r = {.a = &a, .out = out, .e = e, .lim = l, .line = 1};
     int rc = 0;
     struct jframe *g = frame_new(&r, NULL);

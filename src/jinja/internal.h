@@ -212,13 +212,42 @@ struct jinja_template {
     struct arena arena;  // tokens, nodes, literal strings
     struct jnodes root;
     struct jtokens toks;
+    const char *src;  // the source text, for llama.cpp's rules that look at it (chat.c)
+    // The first filter or test the template names that does not exist ("jinja: line N:
+    // no filter named 'x'", in the arena), or NULL. Jinja2 refuses such a template when
+    // compiling it; llama.cpp's engine only when the filter runs (DeepSeek V3.2 names
+    // from_json on a branch llama-server never takes), so the render decides.
+    const char *unknown_name;
     // llama-server's capability probes of the template, made once (chat.c):
     // JINJA_CAPS_* bits, 0 until probed.
     _Atomic unsigned llama_caps;
 };
-enum { JINJA_CAPS_PROBED = 1, JINJA_CAPS_SYSTEM = 2, JINJA_CAPS_THINKING = 4 };
+enum {
+    JINJA_CAPS_PROBED = 1,
+    JINJA_CAPS_SYSTEM = 2,
+    JINJA_CAPS_THINKING = 4,
+    JINJA_CAPS_OBJECT_ARGS = 8,
+};
 
 int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, struct err *e);
+
+// llama-server's adjustments for particular chat formats (chat_formats.c): the request's
+// messages as its input stage leaves them, before any system merge (StepFun's trimmed
+// texts, developer as system; a new reference), the messages as the template sees them
+// (takes msgs, returns the array to use), and the rendered prompt from start on
+// (appends to it).
+json_t *jinja_llama_inputs(const struct jinja_template *t, json_t *msgs);
+json_t *jinja_llama_messages(const struct jinja_template *t, json_t *msgs);
+int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t start);
+// A continued assistant message (chat.c): out holds the earlier messages rendered
+// without a generation prompt from start on, with the same rendering with one; appends
+// what llama-server puts between them and the message's text, then the text.
+int jinja_llama_continue(const struct jinja_template *t, const struct jinja_chat_req *req,
+                         struct buf *out, size_t start, const char *with_prompt, const char *text);
+// How llama-server answers a request the template fails on (rc, the render's error):
+// ERR_INTERNAL (500) for a format with a handler of its own, else ERR_FORMAT (400) with
+// its parser generator's wording; other errors (limits) unchanged.
+int jinja_llama_refusal(const struct jinja_template *t, int rc, struct err *e);
 
 // ---------------------------------------------------------------------------
 // Rendering

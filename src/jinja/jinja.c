@@ -10,7 +10,10 @@ int jinja_parse(struct jinja_template **out, const char *text, size_t len, struc
         return err_set(e, ERR_TOO_LARGE, "jinja: template of %zu bytes is too large", len);
     struct jinja_template *t = xcalloc(1, sizeof *t);
     arena_init(&t->arena, 0);
-    int rc = jinja_lex(text, len, &t->arena, &t->toks, e);
+    t->src = arena_strndup(&t->arena, text, len);
+    int rc = t->src ? 0 : err_set(e, ERR_TOO_LARGE, "jinja: out of memory");
+    if (!rc)
+        rc = jinja_lex(text, len, &t->arena, &t->toks, e);
     if (!rc)
         rc = jinja_parse_tokens(t, &t->toks, e);
     if (rc) {

@@ -42,8 +42,9 @@ struct jinja_limits {
 #define JINJA_DEFAULT_MAX_DEPTH  100
 
 // Parses template source. Errors are ERR_FORMAT: "jinja: line N: message"
-// naming the construct ("unknown tag 'include'", "unexpected '}'"). Free
-// with jinja_free (NULL is fine).
+// naming the construct ("unknown tag 'include'", "unexpected '}'"). A filter or
+// test that does not exist is jinja_render's error instead: at once in Jinja2's
+// dialect, when it runs in llama.cpp's. Free with jinja_free (NULL is fine).
 int jinja_parse(struct jinja_template **out, const char *text, size_t len, struct err *e);
 void jinja_free(struct jinja_template *t);
 
@@ -71,7 +72,7 @@ struct jinja_think {
 };
 
 struct jinja_chat_req {
-    json_t *messages;  // API messages (role, content, tool_calls, tool_name, tool_call_id …)
+    json_t *messages;  // API messages (role, content, images, tool_calls, tool_name …)
     json_t *tools;     // request tools array, or NULL
     struct jinja_think think;
     const char *bos_token;  // vocabulary texts ("" when none)
@@ -81,20 +82,26 @@ struct jinja_chat_req {
     // builds: tools in Ollama's Go struct order (unknown keys dropped), tool-call
     // arguments as compact JSON strings unless the template reads them as an
     // object, date_string / datetime set to today, a system message merged into
-    // the next turn for templates without a system role, and enable_thinking on
+    // the next turn for templates without a system role, enable_thinking on
     // when the request leaves think out and the template reacts to it (Gemma 4's
-    // <|think|>).
+    // <|think|>), images as [img-N] tags after the text, a final assistant message
+    // continued, and llama.cpp's per-format adjustments (chat_formats.c).
     bool llama_server;
     bool think_default;  // set by jinja_chat_render: llama-server's enable_thinking default
+    bool continuing;     // set by jinja_chat_render: add_generation_prompt off
 };
 
 // Renders a chat prompt as Ollama 0.33 feeds llama-server: messages with
 // role, content, name (from tool_name), tool_call_id, tool_calls as
-// {type:"function", function:{name, arguments}} (object arguments; when the
-// template fails with objects, or prints them as a Python dict, the
-// arguments go again as a JSON string), tools when present,
+// {type:"function", function:{name, arguments}}, tools when present,
 // add_generation_prompt, bos_token / eos_token, enable_thinking when think
-// is set, reasoning_effort when it is a level. Appends to out.
+// is set, reasoning_effort when it is a level. Tool-call arguments: under
+// llama_server, objects where the template reads them as one (llama.cpp's
+// probe), else JSON strings; otherwise objects, and a JSON string again when
+// the template fails with objects or prints them as a Python dict. Appends to
+// out. Errors under llama_server, as llama-server answers: ERR_INVALID for a
+// final assistant message it cannot continue, ERR_INTERNAL (500) for a template
+// error in a format with a handler of its own, ERR_FORMAT (400) for the others.
 int jinja_chat_render(const struct jinja_template *t, const struct jinja_chat_req *req,
                       struct buf *out, struct err *e);
 

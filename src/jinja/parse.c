@@ -5,6 +5,7 @@
 // template cannot exhaust the stack.
 #include "jinja/internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct parser {
@@ -13,6 +14,7 @@ struct parser {
     struct arena *a;
     struct err *e;
     int depth;
+    const char **unknown_name;  // the template's first unknown filter / test
 };
 
 // A growable node list built in the arena.
@@ -407,6 +409,17 @@ static int parse_postfix(struct parser *p, struct jnode **io)
     }
 }
 
+// A filter or test name that does not exist: kept for the render to refuse (the
+// first one only; a render error names the one it reaches).
+static void note_unknown(struct parser *p, int line, const char *kind, const char *name)
+{
+    if (*p->unknown_name)
+        return;
+    char msg[256];
+    snprintf(msg, sizeof msg, "jinja: line %d: no %s named '%s'", line, kind, name);
+    *p->unknown_name = arena_strndup(p->a, msg, strlen(msg));
+}
+
 // NAME(.NAME)* [args] after '|': a filter applied to in (NULL for block filters).
 static int parse_filter(struct parser *p, struct jnode *in, struct jnode **out)
 {
@@ -418,7 +431,7 @@ static int parse_filter(struct parser *p, struct jnode *in, struct jnode **out)
     n->name = tok_str(p, cur(p));
     next(p);
     if (!jr_filter_exists(n->name))
-        return err_set(p->e, ERR_FORMAT, "jinja: line %d: no filter named '%s'", n->line, n->name);
+        note_unknown(p, n->line, "filter", n->name);
     int rc;
     if (is_op(cur(p), "(") && (rc = parse_call_args(p, &n->args)))
         return rc;
@@ -442,7 +455,7 @@ static int parse_test(struct parser *p, struct jnode *in, struct jnode **out)
     n->name = tok_str(p, cur(p));
     next(p);
     if (!jr_test_exists(n->name))
-        return err_set(p->e, ERR_FORMAT, "jinja: line %d: no test named '%s'", n->line, n->name);
+        note_unknown(p, n->line, "test", n->name);
     n->a = in;
     int rc;
     struct jtoken *t = cur(p);
@@ -1099,7 +1112,7 @@ static int parse_body(struct parser *p, const char *const *ends, struct jnodes *
 
 int jinja_parse_tokens(struct jinja_template *t, const struct jtokens *toks, struct err *e)
 {
-    struct parser p = {.t = toks, .a = &t->arena, .e = e};
+    struct parser p = {.t = toks, .a = &t->arena, .e = e, .unknown_name = &t->unknown_name};
     const char *end = NULL;
     return parse_body(&p, NULL, &t->root, &end);
 }

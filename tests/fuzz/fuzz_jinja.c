@@ -4,7 +4,8 @@
 // must end in an error, never a hang or a crash; then in llama.cpp's dialect
 // and through the llama-server chat rules (Go-ordered tools with nested and
 // anyOf schemas and unknown keys, think left unset so the capability probes
-// run).
+// run; a chat with images that ends with an assistant message, which llama-server
+// continues).
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -16,6 +17,10 @@ static const char *messages_json =
     "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c\",\"function\":{"
     "\"name\":\"f\",\"arguments\":{\"a\":1.5,\"b\":[1,\"x\"],\"c\":{\"d\":null}}}}]},"
     "{\"role\":\"tool\",\"content\":\"r\",\"tool_name\":\"f\"}]";
+// A chat with images that ends with an assistant message (llama-server continues it).
+static const char *prefill_json =
+    "[{\"role\":\"developer\",\"content\":\" d \"},{\"role\":\"user\",\"content\":\"u\","
+    "\"images\":[\"AA\",\"BB\"]},{\"role\":\"assistant\",\"content\":\"a\"}]";
 static const char *llama_tools_json =
     "[{\"type\":\"function\",\"x\":1,\"function\":{\"name\":\"g\",\"strict\":true,"
     "\"parameters\":{\"additionalProperties\":false,\"properties\":{\"o\":{\"type\":"
@@ -65,6 +70,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         lreq.think = (struct jinja_think){0};
         lreq.llama_server = true;
         jinja_chat_render(t, &lreq, &out, NULL);
+        buf_reset(&out);
+        json_t *prefill = json_loads(prefill_json, 0, NULL);
+        lreq.messages = prefill;
+        jinja_chat_render(t, &lreq, &out, NULL);
+        json_decref(prefill);
         json_decref(ltools);
     }
     buf_reset(&out);

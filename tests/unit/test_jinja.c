@@ -355,6 +355,68 @@ static void test_llama_server_rules(void **state)
     }
 }
 
+// llama-server-rules.json: small templates of our own that isolate one of llama.cpp's
+// chat rules each, with what llama-server v0.5.0 answered for Ollama's body
+// (llama-server-rules.expected.json, regen-llama-server-rules.py): a prompt, or a refusal
+// with its status (400 from its request checks or parser generator, 500 from a format's
+// own handler) and its message, whose wording and template error ours must carry too.
+static void check_rule_case(json_t *c, json_t *want)
+{
+    const char *name = json_string_value(json_object_get(c, "name"));
+    const char *src = json_string_value(json_object_get(c, "template"));
+    struct jinja_template *t;
+    struct err e = {0};
+    if (jinja_parse(&t, src, strlen(src), &e) != 0)
+        fail_msg("%s: %s", name, e.msg);
+    struct jinja_chat_req req = {.messages = json_object_get(c, "messages"),
+                                 .tools = json_object_get(c, "tools"),
+                                 .bos_token = "<s>",
+                                 .eos_token = "<|endoftext|>",
+                                 .tokenizer_adds_bos = true,
+                                 .llama_server = true};
+    struct buf out;
+    buf_init(&out, 0);
+    int rc = jinja_chat_render(t, &req, &out, &e);
+    const char *prompt = json_string_value(json_object_get(want, "prompt"));
+    if (prompt) {
+        if (rc != 0)
+            fail_msg("%s: %s", name, e.msg);
+        if (strcmp(buf_cstr(&out), prompt) != 0)
+            fail_msg("%s:\n got  [%s]\n want [%s]", name, buf_cstr(&out), prompt);
+    } else {
+        json_int_t status = json_integer_value(json_object_get(want, "status"));
+        const char *msg = json_string_value(json_object_get(want, "error"));
+        const char *why = strstr(msg, "Error: ");  // the template's own error, last
+        size_t head = strcspn(msg, "\n");          // llama-server's wording before it
+        bool ok = status == 500 ? rc == ERR_INTERNAL : rc == ERR_FORMAT || rc == ERR_INVALID;
+        if (!ok)
+            fail_msg("%s: rc %d [%s], want status %d", name, rc, e.msg, (int)status);
+        if (strncmp(e.msg, msg, head) != 0 || (!why && strcmp(e.msg, msg) != 0))
+            fail_msg("%s: [%s], llama-server says [%s]", name, e.msg, msg);
+        if (why && !strstr(e.msg, why + 7))
+            fail_msg("%s: [%s] lacks [%s]", name, e.msg, why + 7);
+    }
+    buf_deinit(&out);
+    jinja_free(t);
+}
+
+static void test_llama_server_rule_cases(void **state)
+{
+    (void)state;
+    char p1[1024], p2[1024];
+    json_t *cases =
+        json_load_file(test_fixture(p1, sizeof p1, "jinja/llama-server-rules.json"), 0, NULL);
+    json_t *want = json_load_file(
+        test_fixture(p2, sizeof p2, "jinja/llama-server-rules.expected.json"), 0, NULL);
+    assert_non_null(cases);
+    assert_non_null(want);
+    assert_int_equal(json_array_size(cases), json_array_size(want));
+    for (size_t i = 0; i < json_array_size(cases); i++)
+        check_rule_case(json_array_get(cases, i), json_array_get(want, i));
+    json_decref(cases);
+    json_decref(want);
+}
+
 // Splits s in place at "\n====\n"; returns the number of parts.
 static size_t split_cases(char *s, char **parts, size_t max)
 {
@@ -457,6 +519,27 @@ static void test_chat_context(void **state)
     buf_init(&out, 0);
     assert_int_equal(jinja_chat_render(t, &req, &out, NULL), 0);
     assert_string_equal(buf_cstr(&out), "{\"a\": 1.5, \"b\": \"é\"}");
+    buf_deinit(&out);
+    jinja_free(t);
+    json_decref(msgs);
+
+    // Images under llama-server's rules: the text, then a marker per image without a
+    // separator (llama-server's media markers joined to the text), here the runner's
+    // [img-N] tags counted over the messages rendered; Jinja2's reference shows none.
+    src = "{% for m in messages %}<{{ m.content }}>{% endfor %}";
+    assert_int_equal(jinja_parse(&t, src, strlen(src), NULL), 0);
+    msgs = json_loads("[{\"role\":\"user\",\"content\":\"Compare\",\"images\":[\"AA\",\"BB\"]},"
+                      "{\"role\":\"assistant\",\"content\":\"Which?\"},"
+                      "{\"role\":\"user\",\"content\":\"\",\"images\":[\"CC\"]}]",
+                      0, NULL);
+    struct jinja_chat_req img = {.messages = msgs, .llama_server = true};
+    buf_init(&out, 0);
+    assert_int_equal(jinja_chat_render(t, &img, &out, NULL), 0);
+    assert_string_equal(buf_cstr(&out), "<Compare[img-0][img-1]><Which?><[img-2]>");
+    buf_reset(&out);
+    img.llama_server = false;
+    assert_int_equal(jinja_chat_render(t, &img, &out, NULL), 0);
+    assert_string_equal(buf_cstr(&out), "<Compare><Which?><>");
     buf_deinit(&out);
     jinja_free(t);
     json_decref(msgs);
@@ -714,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_chat_templates),
         cmocka_unit_test(test_llama_server_templates),
         cmocka_unit_test(test_llama_server_rules),
+        cmocka_unit_test(test_llama_server_rule_cases),
         cmocka_unit_test(test_language_cases),
         cmocka_unit_test(test_bos_strip),
         cmocka_unit_test(test_chat_context),

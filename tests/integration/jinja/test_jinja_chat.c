@@ -342,6 +342,28 @@ static void test_plain_template(void **state)
         json_string_value(json_object_get(json_object_get(v, "_debug_info"), "rendered_template")),
         "USER: Hi\nASSISTANT:");
     json_decref(v);
+    // A final assistant message is continued as llama-server continues it (no generation
+    // prompt; this template prints its "ASSISTANT:" either way), two are refused as it does.
+    post("/api/chat",
+         "{\"model\":\"jplain\",\"_debug_render_only\":true,\"messages\":["
+         "{\"role\":\"user\",\"content\":\"U1\"},{\"role\":\"assistant\",\"content\":\"A1\"}]}",
+         &r);
+    assert_int_equal(r.status, 200);
+    v = json_loads(r.body, 0, NULL);
+    http_resp_free(&r);
+    assert_non_null(v);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(v, "_debug_info"), "rendered_template")),
+        "USER: U1\nASSISTANT:A1");
+    json_decref(v);
+    post("/api/chat",
+         "{\"model\":\"jplain\",\"_debug_render_only\":true,\"messages\":["
+         "{\"role\":\"user\",\"content\":\"U1\"},{\"role\":\"assistant\",\"content\":\"A1\"},"
+         "{\"role\":\"assistant\",\"content\":\"A2\"}]}",
+         &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "Cannot have 2 or more assistant messages at the end"));
+    http_resp_free(&r);
     post("/api/chat", "{\"model\":\"jplain\",\"_debug_render_only\":\"yes\",\"messages\":[]}", &r);
     assert_int_equal(r.status, 400);
     http_resp_free(&r);
