@@ -6,6 +6,8 @@
 //   siglip.c   the SigLIP tower and Gemma 3's pooling projector
 #pragma once
 
+#include <string.h>
+
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "vision/vision.h"
@@ -54,8 +56,6 @@ struct vision_model {
     // Activations, n_patches rows each.
     float *x, *xb, *q, *k, *v, *att, *ff;
     float *y;  // the projector's output: image tokens × n_out
-    // Attention of one head: Q (then its output), K, Vᵀ, scores (n × n).
-    float *qh, *kh, *vt, *scores;
 };
 
 // resize.c
@@ -81,3 +81,31 @@ int vision_siglip_encode(struct vision_model *vm, const float *chw, float *out, 
 // f16 helpers (clip.c).
 float vision_f16_to_f32(uint16_t h);
 float vision_round_f16(float x);
+
+// vision_round_f16 for the hot loops: inside f16's normal range the low 13
+// mantissa bits are rounded off (to nearest, ties to even) on the bits;
+// elsewhere (tiny, huge, inf, NaN) the exact helper.
+static inline float vision_round_f16_fast(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t ex = (u >> 23) & 0xff;
+    if (ex < 127 - 14 || ex > 127 + 15)
+        return vision_round_f16(x);
+    u += 0x0fffu + ((u >> 13) & 1u);
+    u &= ~0x1fffu;
+    if (((u >> 23) & 0xff) > 127 + 15)  // rounded past 65504
+        return vision_round_f16(x);
+    memcpy(&x, &u, sizeof u);
+    return x;
+}
+
+// Bytes the engine's attention keeps for a tower (its per-thread tiles:
+// well under 1 MB a thread at 64 queries of head width up to 256).
+#define VISION_ATTN_SCRATCH (16ull << 20)
+
+// attend.c: non-causal attention of n rows (n_head heads of head_dim) in
+// segments [seg[s], seg[s + 1]) (seg NULL: one of all n rows) through the
+// engine; rounds K, V (and Q with round_q) to f16 values in place.
+int vision_attend(struct engine_backend *be, float *out, float *q, float *k, float *v, int n,
+                  int n_head, int head_dim, const int *seg, int n_seg, bool round_q, struct err *e);

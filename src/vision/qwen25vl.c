@@ -27,6 +27,7 @@
 #define QWEN_MERGE         2
 #define QWEN_MIN_TOKENS    8
 #define QWEN_MAX_TOKENS    4096
+#define QWEN_TILED_ROWS    64  // from this many rows ggml's flash attention takes its tiled path
 #define PIXTRAL_MAX_TOKENS 1024
 
 // The code an error helper set (e may be NULL).
@@ -358,6 +359,7 @@ struct qwen_run {
     int32_t *order;         // [n / 4]: merged token (row-major) at each group slot
     int32_t *py, *px;       // [n]: patch row / column of each row
     int *win;               // [n_win + 1]: first group slot of each window
+    int *seg;               // [n_win + 1]: first row of each window (4 win[w])
     int n_win;              // windows (1 without window attention)
     int32_t *perm;          // Pixtral: rows in raster order (the reference's key order)
     float *x, *xb, *q, *k, *v, *att, *ff, *gate, *qh, *kh, *vt, *scores, *y;
@@ -372,7 +374,8 @@ static int plan_windows(const struct vision_model *vm, struct qwen_run *r)
         gwin = r->mw > r->mh ? r->mw : r->mh;
     int nwx = (r->mw + gwin - 1) / gwin, nwy = (r->mh + gwin - 1) / gwin;
     r->win = malloc(sizeof(int) * (size_t)(nwx * nwy + 1));
-    if (!r->win)
+    r->seg = malloc(sizeof(int) * (size_t)(nwx * nwy + 1));
+    if (!r->win || !r->seg)
         return ERR_NOMEM;
     int dst = 0;
     r->n_win = 0;
@@ -447,22 +450,9 @@ static void rope_2d(const struct vision_model *vm, const struct qwen_run *r, flo
     }
 }
 
-// vision_round_f16 for the hot loops: inside f16's normal range the low 13
-// mantissa bits are rounded off (to nearest, ties to even) on the bits;
-// elsewhere (tiny, huge, inf, NaN) the exact helper.
 static inline float round_f16(float x)
 {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint32_t ex = (u >> 23) & 0xff;
-    if (ex < 127 - 14 || ex > 127 + 15)
-        return vision_round_f16(x);
-    u += 0x0fffu + ((u >> 13) & 1u);
-    u &= ~0x1fffu;
-    if (((u >> 23) & 0xff) > 127 + 15)  // rounded past 65504
-        return vision_round_f16(x);
-    memcpy(&x, &u, sizeof u);
-    return x;
+    return vision_round_f16_fast(x);
 }
 
 // Pixtral's 2-D RoPE on adjacent pairs: the first half of a head turns by
@@ -498,10 +488,9 @@ static void rope_pixtral(const struct vision_model *vm, const struct qwen_run *r
 
 // One query's output as the reference's CPU flash attention computes it
 // with an F16 V: online softmax over the keys in order, the weighted sum
-// of V accumulated in f16 (each update rounded; f16acc) or F32, divided by
-// the sum last.
+// of V accumulated in f16 (each update rounded), divided by the sum last.
 static void attend_one(const float *sc, const float *v16, int n, int hd, float scale,
-                       const int32_t *perm, bool f16acc, float *acc, float *out)
+                       const int32_t *perm, float *acc, float *out)
 {
     float M = -INFINITY, S = 0.0f;
     memset(acc, 0, sizeof(float) * (size_t)hd);
@@ -512,13 +501,13 @@ static void attend_one(const float *sc, const float *v16, int n, int hd, float s
             ms = expf(M - s);
             M = s;
             for (int t = 0; t < hd; t++)
-                acc[t] = f16acc ? round_f16(acc[t] * ms) : acc[t] * ms;
+                acc[t] = round_f16(acc[t] * ms);
         } else {
             vs = expf(s - M);
         }
         const float *v = v16 + (size_t)j * hd;
         for (int t = 0; t < hd; t++)
-            acc[t] = f16acc ? round_f16(fmaf(v[t], vs, acc[t])) : fmaf(v[t], vs, acc[t]);
+            acc[t] = round_f16(fmaf(v[t], vs, acc[t]));
         S = S * ms + vs;
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
@@ -526,23 +515,20 @@ static void attend_one(const float *sc, const float *v16, int n, int hd, float s
         out[t] = acc[t] * inv;
 }
 
-// Attention among rows [r0, r1) (full: all rows), one head at a time: Q,
-// K, V rounded to f16 as the reference's flash-attention path, scores as
-// one product on the backend.
+// Attention among rows [r0, r1) (full: all rows), one head at a time, as
+// ggml's CPU flash attention's one-row path computes it (below 64 query
+// rows, the whole tower's, whatever the window: tiny pictures only): Q, K,
+// V rounded to f16, online softmax, the V sum accumulated in f16.
 static void attend_range(struct vision_model *vm, struct qwen_run *r, int r0, int r1)
 {
     const int d = vm->n_embd, hd = d / vm->n_head, n = r1 - r0;
     const float scale = 1.0f / sqrtf((float)hd);
-    // ggml's CPU flash attention takes its tiled path from 64 queries (all
-    // the tower's rows, whatever the window): Q stays F32 and the V sum is
-    // F32; below, Q is rounded to f16 and the V sum accumulated in f16.
-    const bool tiled = r->n >= 64;
     float acc[1024];
     for (int h = 0; h < vm->n_head; h++) {
         for (int j = 0; j < n; j++)
             for (int t = 0; t < hd; t++) {
                 size_t src = (size_t)(r0 + j) * d + (size_t)h * hd + t;
-                r->qh[(size_t)j * hd + t] = tiled ? r->q[src] : round_f16(r->q[src]);
+                r->qh[(size_t)j * hd + t] = round_f16(r->q[src]);
                 r->kh[(size_t)j * hd + t] = round_f16(r->k[src]);
                 r->vt[(size_t)j * hd + t] = round_f16(r->v[src]);
             }
@@ -553,12 +539,31 @@ static void attend_range(struct vision_model *vm, struct qwen_run *r, int r0, in
                                   .data = r->kh};
         engine_matmul(vm->be, r->scores, &k, NULL, r->qh, n);
         for (int i = 0; i < n; i++)
-            attend_one(r->scores + (size_t)i * n, r->vt, n, hd, scale, r->perm, !tiled, acc,
+            attend_one(r->scores + (size_t)i * n, r->vt, n, hd, scale, r->perm, acc,
                        r->att + (size_t)(r0 + i) * d + (size_t)h * hd);
     }
 }
 
-static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
+// The block's attention. From 64 rows on, ggml's tiled path: Q stays F32,
+// K and V f16, the V sum F32 — the engine's attention over the rows, a
+// window a slot (attend.c).
+static int attend(struct vision_model *vm, struct qwen_run *r, bool full, struct err *e)
+{
+    if (r->n >= QWEN_TILED_ROWS) {
+        for (int w = 0; w <= r->n_win; w++)
+            r->seg[w] = 4 * r->win[w];
+        return vision_attend(vm->be, r->att, r->q, r->k, r->v, r->n, vm->n_head,
+                             vm->n_embd / vm->n_head, full ? NULL : r->seg, r->n_win, false, e);
+    }
+    if (full)
+        attend_range(vm, r, 0, r->n);
+    else
+        for (int w = 0; w < r->n_win; w++)
+            attend_range(vm, r, 4 * r->win[w], 4 * r->win[w + 1]);
+    return 0;
+}
+
+static int qwen_block(struct vision_model *vm, struct qwen_run *r, int il, struct err *e)
 {
     struct engine_backend *be = vm->be;
     const struct vision_layer *L = &vm->layers[il];
@@ -570,11 +575,9 @@ static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
     rope_2d(vm, r, r->q);
     rope_2d(vm, r, r->k);
     bool full = vm->n_wa_pattern <= 0 || (il + 1) % vm->n_wa_pattern == 0;
-    if (full)
-        attend_range(vm, r, 0, n);
-    else
-        for (int w = 0; w < r->n_win; w++)
-            attend_range(vm, r, 4 * r->win[w], 4 * r->win[w + 1]);
+    int rc = attend(vm, r, full, e);
+    if (rc < 0)
+        return rc;
     engine_matmul(be, r->xb, &L->wo, L->bo, r->att, n);
     engine_add(be, r->x, r->x, r->xb, (int64_t)n * d);
 
@@ -585,6 +588,7 @@ static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
     engine_glu(be, r->ff, r->gate, r->ff, (int64_t)n * vm->n_ff, false);
     engine_matmul(be, r->xb, &L->w_down, L->b_down, r->ff, n);
     engine_add(be, r->x, r->x, r->xb, (int64_t)n * d);
+    return 0;
 }
 
 static void run_free(struct vision_model *vm, struct qwen_run *r)
@@ -599,6 +603,7 @@ static void run_free(struct vision_model *vm, struct qwen_run *r)
     free(r->px);
     free(r->perm);
     free(r->win);
+    free(r->seg);
 }
 
 static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
@@ -609,8 +614,7 @@ static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
     wide = wide > 4 * d ? wide : 4 * d;
     wide = wide > (size_t)vm->n_out ? wide : (size_t)vm->n_out;
     wide = wide > (size_t)vm->n_mid ? wide : (size_t)vm->n_mid;
-    size_t row_max = wide > n ? wide : n;
-    int rc = engine_reserve(vm->be, (int64_t)n, (int64_t)row_max, 0, e);
+    int rc = engine_reserve(vm->be, (int64_t)n, (int64_t)wide, 0, e);
     if (rc < 0)
         return rc;
     float **nd[] = {&r->x, &r->xb, &r->q, &r->k, &r->v, &r->att};
@@ -618,10 +622,12 @@ static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
         *nd[i] = engine_buf_alloc(vm->be, sizeof(float) * n * d);
     r->ff = engine_buf_alloc(vm->be, sizeof(float) * n * wide);
     r->gate = engine_buf_alloc(vm->be, sizeof(float) * n * (size_t)vm->n_ff);
-    r->qh = engine_buf_alloc(vm->be, sizeof(float) * n * hd);
-    r->kh = engine_buf_alloc(vm->be, sizeof(float) * n * hd);
-    r->vt = engine_buf_alloc(vm->be, sizeof(float) * n * hd);
-    r->scores = engine_buf_alloc(vm->be, sizeof(float) * n * n);
+    // One head's Q, K, V and scores: the one-row path's (small pictures).
+    const size_t nh = n < QWEN_TILED_ROWS ? n : 1;
+    r->qh = engine_buf_alloc(vm->be, sizeof(float) * nh * hd);
+    r->kh = engine_buf_alloc(vm->be, sizeof(float) * nh * hd);
+    r->vt = engine_buf_alloc(vm->be, sizeof(float) * nh * hd);
+    r->scores = engine_buf_alloc(vm->be, sizeof(float) * nh * nh);
     r->y = engine_buf_alloc(vm->be, sizeof(float) * (n / 4) * (size_t)vm->n_out);
     r->order = malloc(sizeof(int32_t) * (n / 4));
     r->py = malloc(sizeof(int32_t) * n);
@@ -710,9 +716,10 @@ int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, 
         engine_matmul(vm->be, r.x, &vm->patch_w, NULL, r.ff, r.n);
         if (vm->pre_ln_w)
             engine_rmsnorm(vm->be, r.x, r.x, vm->pre_ln_w, r.n, vm->n_embd, vm->eps);
-        for (int il = 0; il < vm->n_layer; il++)
-            qwen_block(vm, &r, il);
-        merge(vm, &r, out);
+        for (int il = 0; rc == 0 && il < vm->n_layer; il++)
+            rc = qwen_block(vm, &r, il, e);
+        if (rc == 0)
+            merge(vm, &r, out);
     }
     run_free(vm, &r);
     free(chw);
