@@ -20,7 +20,9 @@ runs=${2:-3}
 threads=${3:-2}
 work=${WORK:-/tmp/bench-vision}
 mtmd=${MTMD:-/tmp/llama-v050/bin/llama-mtmd-cli}
-fix=${OLLAMA_SHARED_DIR:-../shared}/fixtures
+shared=${OLLAMA_SHARED_DIR:-../shared}
+[ -d "$shared/fixtures" ] || shared=/work/shared
+fix=$(cd "$shared/fixtures" && pwd)
 towers=${TOWERS:-siglip qwen25vl}
 mkdir -p "$work"
 
@@ -42,6 +44,7 @@ for t in $towers; do
     qwen25vl) preset=qwen25vl-mmproj text=tiny-qwen25vl-f32.gguf tmpl=chatml ;;
     *) echo "unknown tower $t" >&2; exit 2 ;;
     esac
+    [ -f "$fix/$text" ] || { echo "missing $fix/$text" >&2; exit 2; }
     proj="$work/$t${LAYERS:+-$LAYERS}.gguf"
     [ -f "$proj" ] || "$build/bin/gguf-gen" --preset "$preset" --n-embd 64 \
         ${LAYERS:+--n-layer $LAYERS} --quiet -o "$proj"
@@ -56,4 +59,5 @@ for t in $towers; do
     echo "ollama-c encode (s):  $(grep -o 'min [0-9.]*' "$ours" | awk '{printf "%s ", $2}')"
     echo "llama.cpp encode (s): $(grep -o 'batch encoding done in [0-9]* ms' "$theirs" |
         awk '{printf "%.3f ", $5 / 1000}')"
+    grep -q 'batch encoding done in' "$theirs" || tail -5 "$theirs"
 done

@@ -28,6 +28,7 @@
 #include "model/model.h"
 #include "testutil.h"
 #include "util/util.h"
+#include "vision/internal.h"
 #include "vision/vision.h"
 
 #define EMBD_TOL   1e-3
@@ -745,6 +746,66 @@ static void test_qwen25vl_end_to_end(void **state)
                         "tiny-qwen25vl-ollama-f32.gguf");
 }
 
+// A tower's attention through the engine (attend.c) against a direct
+// computation in double: every row sees exactly its segment (Qwen2.5-VL's
+// windows; NULL: all rows), K and V (and Q with round_q) as f16 values.
+static void attend_check(const int *seg, int n_seg, bool round_q)
+{
+    enum { N = 100, H = 2, HD = 8, D = H * HD };
+    struct engine_backend *be = NULL;
+    struct err e = {0};
+    assert_int_equal(engine_cpu_new(&be, 2, &e), 0);
+    float *q = engine_buf_alloc(be, sizeof(float) * N * D),
+          *k = engine_buf_alloc(be, sizeof(float) * N * D);
+    float *v = engine_buf_alloc(be, sizeof(float) * N * D),
+          *out = engine_buf_alloc(be, sizeof(float) * N * D);
+    float q0[N * D], k0[N * D], v0[N * D];
+    for (int i = 0; i < N * D; i++) {
+        q0[i] = q[i] = 2.0f * sinf(0.37f * (float)i + 0.1f);
+        k0[i] = k[i] = 1.5f * cosf(0.53f * (float)i);
+        v0[i] = v[i] = sinf(0.11f * (float)i * (float)(i % 7));
+    }
+    assert_int_equal(vision_attend(be, out, q, k, v, N, H, HD, seg, n_seg, round_q, &e), 0);
+    for (int s = 0; s < (seg ? n_seg : 1); s++) {
+        int r0 = seg ? seg[s] : 0, r1 = seg ? seg[s + 1] : N;
+        for (int r = r0; r < r1; r++)
+            for (int h = 0; h < H; h++) {
+                double sc[N], mx = -1e300, sum = 0;
+                for (int j = r0; j < r1; j++) {
+                    double dot = 0;
+                    for (int t = 0; t < HD; t++) {
+                        float qv = q0[r * D + h * HD + t];
+                        dot += (double)(round_q ? vision_round_f16(qv) : qv) *
+                               vision_round_f16(k0[j * D + h * HD + t]);
+                    }
+                    sc[j] = dot / sqrt((double)HD);
+                    mx = sc[j] > mx ? sc[j] : mx;
+                }
+                for (int j = r0; j < r1; j++)
+                    sum += (sc[j] = exp(sc[j] - mx));
+                for (int t = 0; t < HD; t++) {
+                    double o = 0;
+                    for (int j = r0; j < r1; j++)
+                        o += sc[j] / sum * vision_round_f16(v0[j * D + h * HD + t]);
+                    assert_float_equal(out[r * D + h * HD + t], o, 2e-5);
+                }
+            }
+    }
+    engine_buf_free(be, q);
+    engine_buf_free(be, k);
+    engine_buf_free(be, v);
+    engine_buf_free(be, out);
+    engine_backend_free(be);
+}
+
+static void test_attend(void **state)
+{
+    (void)state;
+    static const int windows[] = {0, 30, 64, 100};
+    attend_check(windows, 3, false);
+    attend_check(NULL, 0, true);
+}
+
 static void test_projector_refusals(void **state)
 {
     (void)state;
@@ -767,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_decode_bomb),
         cmocka_unit_test(test_resize),
         cmocka_unit_test(test_gemma3_tower),
+        cmocka_unit_test(test_attend),
         cmocka_unit_test(test_projector_refusals),
         cmocka_unit_test(test_gemma3_reference_embeddings),
         cmocka_unit_test(test_gemma3_split_layout),
