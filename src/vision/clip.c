@@ -30,6 +30,8 @@ static const struct vision_layout layouts[] = {
     // (the tower's presence) is read from here.
     {"qwen25vl", "qwen2.5vl_merger", "qwen25vl.vision.", "v.patch_embd_0", "", "", "", "", "", "",
      "", "", ""},
+    // Mistral 3 in Ollama's single file (Pixtral tower, HF names): qwen25vl.c.
+    {"mistral3", "pixtral", "mistral3.vision.", "v.patch_conv", "", "", "", "", "", "", "", "", ""},
 };
 
 // Projector types this module runs.
@@ -417,7 +419,7 @@ static int model_open(struct vision_model *vm, const char *what, struct err *e)
         return vision_qwen_open(vm, l->key_prefix, strcmp(l->arch, "clip") != 0, e);
     if (strcmp(vm->projector, "pixtral") == 0) {
         vm->qwen = true;  // the same dynamic-size pipeline (qwen25vl.c)
-        return vision_pixtral_open(vm, e);
+        return vision_pixtral_open(vm, strcmp(l->arch, "clip") != 0, e);
     }
     struct binder b = {vm, l, e};
     int rc = read_hparams(vm, l, e);

@@ -70,7 +70,8 @@ int vision_letterbox_to(const struct vision_image *src, int width, int height,
 // qwen25vl.c: binding (prefix: "clip.vision." or "qwen25vl.vision."), the
 // size a picture is resized to, the encode.
 int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e);
-int vision_pixtral_open(struct vision_model *vm, struct err *e);
+// Pixtral: llama.cpp's mmproj, or (ollama) Ollama's single mistral3 file.
+int vision_pixtral_open(struct vision_model *vm, bool ollama, struct err *e);
 void vision_qwen_size(const struct vision_model *vm, int width, int height, int *w_out, int *h_out);
 int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, float *out,
                        struct err *e);

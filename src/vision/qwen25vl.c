@@ -111,7 +111,15 @@ static int qmat(struct vision_model *vm, const char *name, int64_t cols, int64_t
     return rc;
 }
 
-static int bind_block(struct vision_model *vm, int il, struct err *e)
+// A block's per-layer part names that differ between layouts.
+struct block_names {
+    const char *attn_out, *ln1, *ln2;
+};
+
+static const struct block_names blk_llama = {"attn_out", "ln1", "ln2"};
+static const struct block_names blk_mistral3 = {"attn_output", "attn_norm", "ffn_norm"};
+
+static int bind_block(struct vision_model *vm, int il, const struct block_names *bn, struct err *e)
 {
     struct vision_layer *L = &vm->layers[il];
     const int d = vm->n_embd, f = vm->n_ff;
@@ -123,7 +131,7 @@ static int bind_block(struct vision_model *vm, int il, struct err *e)
         {"attn_q", offsetof(struct vision_layer, wq), offsetof(struct vision_layer, bq), 0, 0},
         {"attn_k", offsetof(struct vision_layer, wk), offsetof(struct vision_layer, bk), 0, 0},
         {"attn_v", offsetof(struct vision_layer, wv), offsetof(struct vision_layer, bv), 0, 0},
-        {"attn_out", offsetof(struct vision_layer, wo), offsetof(struct vision_layer, bo), 0, 0},
+        {NULL, offsetof(struct vision_layer, wo), offsetof(struct vision_layer, bo), 0, 0},
         {"ffn_gate", offsetof(struct vision_layer, w_gate), offsetof(struct vision_layer, b_gate),
          0, 1},
         {"ffn_up", offsetof(struct vision_layer, w_up), offsetof(struct vision_layer, b_up), 0, 1},
@@ -134,16 +142,17 @@ static int bind_block(struct vision_model *vm, int il, struct err *e)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof rows / sizeof rows[0]; i++) {
         int in = rows[i].in ? f : d, out = rows[i].out ? f : d;
-        snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, rows[i].part);
+        const char *part = rows[i].part ? rows[i].part : bn->attn_out;
+        snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, part);
         rc = qmat(vm, n, in, out, (struct engine_tensor *)((char *)L + rows[i].mat), e);
-        snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, rows[i].part);
+        snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, part);
         if (rc == 0 && !vm->pixtral)  // Pixtral has no biases
             rc = qvec(vm, n, out, (const float **)((char *)L + rows[i].bias), e);
     }
-    snprintf(n, sizeof n, "v.blk.%d.ln1.weight", il);
+    snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, bn->ln1);
     if (rc == 0)
         rc = qvec(vm, n, d, &L->ln1_w, e);
-    snprintf(n, sizeof n, "v.blk.%d.ln2.weight", il);
+    snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, bn->ln2);
     if (rc == 0)
         rc = qvec(vm, n, d, &L->ln2_w, e);
     return rc;
@@ -177,11 +186,11 @@ static void read_window_pattern(struct vision_model *vm, const char *prefix)
         vm->n_wa_pattern = (int)first + 1;
 }
 
-static int read_qwen_hparams(struct vision_model *vm, const char *prefix, struct err *e)
+static int read_qwen_hparams(struct vision_model *vm, const char *prefix, float eps, struct err *e)
 {
     const struct gguf *g = vm->g;
     char k[96];
-    vm->eps = 1e-6f;
+    vm->eps = eps;  // the norms' epsilon when the file has none
     snprintf(k, sizeof k, "%sattention.layer_norm_epsilon", prefix);
     gguf_get_f32(g, k, &vm->eps);
     vm->rope_base = 10000.0f;
@@ -248,11 +257,11 @@ static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, stru
 int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e)
 {
     const struct qwen_names *nm = ollama ? &names_ollama : &names_mmproj;
-    int rc = read_qwen_hparams(vm, prefix, e);
+    int rc = read_qwen_hparams(vm, prefix, 1e-6f, e);
     if (rc == 0)
         rc = bind_patch(vm, nm, e);
     for (int il = 0; rc == 0 && il < vm->n_layer; il++)
-        rc = bind_block(vm, il, e);
+        rc = bind_block(vm, il, &blk_llama, e);
     char n[96];
     snprintf(n, sizeof n, "%s.weight", nm->post_ln);
     if (rc == 0)
@@ -281,43 +290,106 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
 // Pixtral (Mistral 3): a single patch kernel, RMSNorm before block 0, no
 // biases; the merger: RMSNorm × mm.input_norm, 2 × 2 unfold, patch_merger,
 // mm.1, GELU, mm.2; the [IMG_BREAK] embedding after every row but the last.
-static int pixtral_merger(struct vision_model *vm, struct err *e)
+// Two layouts: llama.cpp's mmproj, and Ollama's single file (the tower in
+// the text model's file: HF names, `mistral3.vision.*` keys, vision Q / K
+// rows in HF order, no [IMG_BREAK] row).
+struct pixtral_names {
+    const char *prefix, *patch, *pre_ln, *mm_norm, *merger, *mm1, *mm2;
+    const char *img_break;  // NULL: zeros, as Ollama's llama.cpp compat layer
+    const struct block_names *blk;
+    float eps;        // when the file has none (Ollama's: 1e-5, as its compat layer)
+    bool permute_qk;  // Q / K rows in HF order: turned into llama.cpp's at load
+};
+
+static const struct pixtral_names pixtral_mmproj = {.prefix = "clip.vision.",
+                                                    .patch = "v.patch_embd.weight",
+                                                    .pre_ln = "v.pre_ln.weight",
+                                                    .mm_norm = "mm.input_norm.weight",
+                                                    .merger = "mm.patch_merger.weight",
+                                                    .mm1 = "mm.1.weight",
+                                                    .mm2 = "mm.2.weight",
+                                                    .img_break = "v.token_embd.img_break",
+                                                    .blk = &blk_llama,
+                                                    .eps = 1e-6f};
+static const struct pixtral_names pixtral_ollama = {.prefix = "mistral3.vision.",
+                                                    .patch = "v.patch_conv.weight",
+                                                    .pre_ln = "v.encoder_norm.weight",
+                                                    .mm_norm = "mm.norm.weight",
+                                                    .merger =
+                                                        "mm.patch_merger.merging_layer.weight",
+                                                    .mm1 = "mm.linear_1.weight",
+                                                    .mm2 = "mm.linear_2.weight",
+                                                    .blk = &blk_mistral3,
+                                                    .eps = 1e-5f,
+                                                    .permute_qk = true};
+
+static int pixtral_merger(struct vision_model *vm, const struct pixtral_names *pn, struct err *e)
 {
     const int d = vm->n_embd;
-    int rc = qvec(vm, "v.pre_ln.weight", d, &vm->pre_ln_w, e);
+    int rc = qvec(vm, pn->pre_ln, d, &vm->pre_ln_w, e);
     if (rc == 0)
-        rc = qvec(vm, "mm.input_norm.weight", d, &vm->mm_in_norm, e);
+        rc = qvec(vm, pn->mm_norm, d, &vm->mm_in_norm, e);
     if (rc == 0)
-        rc = qmat(vm, "mm.patch_merger.weight", 4 * d, d, &vm->mm_merge, e);
-    const struct gguf_tensor *t1 = gguf_tensor_find(vm->g, "mm.1.weight");
-    const struct gguf_tensor *t2 = gguf_tensor_find(vm->g, "mm.2.weight");
+        rc = qmat(vm, pn->merger, 4 * d, d, &vm->mm_merge, e);
+    const struct gguf_tensor *t1 = gguf_tensor_find(vm->g, pn->mm1);
+    const struct gguf_tensor *t2 = gguf_tensor_find(vm->g, pn->mm2);
     if (rc == 0 && (!t1 || !t2 || t1->n_dims != 2 || t2->n_dims != 2 || t1->ne[0] != d ||
                     t2->ne[0] != t1->ne[1] || t1->ne[1] < 1 || t1->ne[1] > 65536 || t2->ne[1] < 1 ||
                     t2->ne[1] > 65536))
-        rc = err_set(e, ERR_FORMAT, "vision tower: mm.1 / mm.2: bad shapes");
+        rc = err_set(e, ERR_FORMAT, "vision tower: %s / %s: bad shapes", pn->mm1, pn->mm2);
     if (rc == 0) {
         vm->n_mid = (int)t1->ne[1];
         vm->n_out = (int)t2->ne[1];
-        rc = qmat(vm, "mm.1.weight", d, vm->n_mid, &vm->mm0, e);
+        rc = qmat(vm, pn->mm1, d, vm->n_mid, &vm->mm0, e);
     }
     if (rc == 0)
-        rc = qmat(vm, "mm.2.weight", vm->n_mid, vm->n_out, &vm->mm2, e);
-    if (rc == 0)
-        rc = qvec(vm, "v.token_embd.img_break", vm->n_out, &vm->img_break, e);
-    return rc;
+        rc = qmat(vm, pn->mm2, vm->n_mid, vm->n_out, &vm->mm2, e);
+    if (rc < 0 || pn->img_break)
+        return rc < 0 ? rc : qvec(vm, pn->img_break, vm->n_out, &vm->img_break, e);
+    float *zero = owned_floats(vm, (size_t)vm->n_out);
+    if (!zero)
+        return err_set(e, ERR_NOMEM, "vision tower: out of memory");
+    memset(zero, 0, sizeof(float) * (size_t)vm->n_out);
+    vm->img_break = zero;
+    return 0;
 }
 
-int vision_pixtral_open(struct vision_model *vm, struct err *e)
+// HF's Q / K rows (a head's rotary pairs (i, i + hd/2)) in llama.cpp's order
+// (adjacent pairs), which rope_pixtral expects: a copy of the matrix with
+// row h·hd + 2i + j taken from row h·hd + j·hd/2 + i.
+static int permute_qk(struct vision_model *vm, struct engine_tensor *w, struct err *e)
 {
-    static const struct qwen_names nm = {"v.patch_embd.weight", NULL, NULL, NULL, NULL};
+    const int hd = vm->n_embd / vm->n_head, rows = (int)w->ne[1];
+    uint8_t *dst = (uint8_t *)owned_floats(vm, (w->row_bytes * (size_t)rows + 3) / 4);
+    if (!dst)
+        return err_set(e, ERR_NOMEM, "vision tower: out of memory");
+    for (int oa = 0; oa < rows; oa++) {
+        int h = oa / hd, i = (oa % hd) / 2, j = oa % 2;
+        memcpy(dst + (size_t)oa * w->row_bytes,
+               (const uint8_t *)w->data + (size_t)(h * hd + j * (hd / 2) + i) * w->row_bytes,
+               w->row_bytes);
+    }
+    w->data = dst;
+    return 0;
+}
+
+int vision_pixtral_open(struct vision_model *vm, bool ollama, struct err *e)
+{
+    const struct pixtral_names *pn = ollama ? &pixtral_ollama : &pixtral_mmproj;
+    const struct qwen_names nm = {pn->patch, NULL, NULL, NULL, NULL};
     vm->pixtral = true;
-    int rc = read_qwen_hparams(vm, "clip.vision.", e);
+    int rc = read_qwen_hparams(vm, pn->prefix, pn->eps, e);
     vm->n_wa_pattern = 0;
     if (rc == 0)
         rc = bind_patch(vm, &nm, e);
-    for (int il = 0; rc == 0 && il < vm->n_layer; il++)
-        rc = bind_block(vm, il, e);
-    return rc == 0 ? pixtral_merger(vm, e) : rc;
+    for (int il = 0; rc == 0 && il < vm->n_layer; il++) {
+        rc = bind_block(vm, il, pn->blk, e);
+        if (rc == 0 && pn->permute_qk)
+            rc = permute_qk(vm, &vm->layers[il].wq, e);
+        if (rc == 0 && pn->permute_qk)
+            rc = permute_qk(vm, &vm->layers[il].wk, e);
+    }
+    return rc == 0 ? pixtral_merger(vm, pn, e) : rc;
 }
 
 // ---------------------------------------------------------------------------
