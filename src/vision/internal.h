@@ -49,7 +49,9 @@ struct vision_model {
     float rope_base;
     struct engine_tensor mm0, mm2;
     const float *mm0_b, *mm2_b;
-    void *owned[4 * VISION_MAX_LAYERS + 16];  // buffers made at load (converted vectors, copies)
+    // Buffers made at load (converted vectors, copies): up to 9 vectors and
+    // 2 permuted matrices a block (Qwen2.5-VL: 7 biases, 2 norms).
+    void *owned[12 * VISION_MAX_LAYERS + 16];
     int n_owned;
     int n_threads;
     struct engine_backend *be;  // made at the first encode
