@@ -567,6 +567,19 @@ int model_slot_truncate(struct model *m, int slot, int n, struct err *e)
     return model_slot_remove(m, slot, n, model_slot_n_past(m, slot), e);
 }
 
+// Where a cut at position p may fall without splitting a picture: p itself
+// when it starts an entry run or is text, else the end of the image run
+// (consecutive entries with the same negative id, model_batch) it is in.
+static int past_image(const struct model_slot *sl, int p)
+{
+    if (p <= 0 || p >= sl->n_past || sl->tokens[p] >= 0 || sl->tokens[p - 1] != sl->tokens[p])
+        return p;
+    const int32_t id = sl->tokens[p];
+    while (p < sl->n_past && sl->tokens[p] == id)
+        p++;
+    return p;
+}
+
 int model_context_shift(struct model *m, int slot, int n_keep, struct err *e)
 {
     if (!slot_ok(m, slot))
@@ -580,9 +593,13 @@ int model_context_shift(struct model *m, int slot, int n_keep, struct err *e)
     struct model_slot *sl = &m->slots[slot];
     if (n_keep > sl->n_past)
         n_keep = sl->n_past;
+    // Pictures stay whole: one the kept prefix ends in is kept, one the
+    // discarded half ends in goes with it.
+    n_keep = past_image(sl, n_keep);
     int discard = (sl->n_past - n_keep) / 2;
     if (discard <= 0)
         return 0;
+    discard = past_image(sl, n_keep + discard) - n_keep;
     int rc = model_slot_remove(m, slot, n_keep, n_keep + discard, e);
     return rc < 0 ? rc : discard;
 }

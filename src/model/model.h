@@ -224,5 +224,7 @@ bool model_is_recurrent(const struct model *m);
 // end of each prompt, as llama-server does. No-op for other models.
 void model_slot_checkpoint(struct model *m, int slot);
 // Ollama's context shift: keep the first n_keep tokens, discard half of the
-// rest. Returns the number of tokens discarded.
+// rest. Returns the number of tokens discarded. A picture's rows (a run of
+// one negative id) are kept or discarded whole: n_keep inside one keeps it,
+// and a discarded half that ends inside one takes the rest of it too.
 int model_context_shift(struct model *m, int slot, int n_keep, struct err *e);

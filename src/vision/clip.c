@@ -34,6 +34,8 @@ static const struct vision_layout layouts[] = {
     // Qwen3-VL as Ollama's library publishes it (qwen3vl.c binds it).
     {"qwen3vl", "qwen3vl_merger", "qwen3vl.vision.", "v.patch_embed", "", "", "", "", "", "", "",
      "", ""},
+    // Mistral 3 in Ollama's single file (Pixtral tower, HF names): qwen25vl.c.
+    {"mistral3", "pixtral", "mistral3.vision.", "v.patch_conv", "", "", "", "", "", "", "", "", ""},
 };
 
 // Projector types this module runs.
@@ -359,8 +361,7 @@ static void free_activations(struct vision_model *vm)
 {
     if (!vm->be)
         return;
-    float **bufs[] = {&vm->x,  &vm->xb, &vm->q,  &vm->k,  &vm->v,  &vm->att,
-                      &vm->ff, &vm->y,  &vm->qh, &vm->kh, &vm->vt, &vm->scores};
+    float **bufs[] = {&vm->x, &vm->xb, &vm->q, &vm->k, &vm->v, &vm->att, &vm->ff, &vm->y};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         if (*bufs[i])
             engine_buf_free(vm->be, *bufs[i]);
@@ -380,7 +381,7 @@ static int alloc_activations(struct vision_model *vm, int n_threads, struct err 
     const int64_t patch_in = (int64_t)3 * vm->patch_size * vm->patch_size;
     int64_t wide = vm->n_ff > patch_in ? vm->n_ff : patch_in;
     int64_t row_max = wide > vm->n_embd ? wide : vm->n_embd;
-    rc = engine_reserve(vm->be, n_pos, row_max > n_pos ? row_max : n_pos, 0, e);
+    rc = engine_reserve(vm->be, n_pos, row_max, 0, e);
     if (rc < 0)
         return rc;
     float **bufs[] = {&vm->x, &vm->xb, &vm->q, &vm->k, &vm->v, &vm->att};
@@ -392,12 +393,7 @@ static int alloc_activations(struct vision_model *vm, int n_threads, struct err 
             return err_set(e, ERR_NOMEM, "vision tower: cannot allocate activations");
     int64_t side = vm->image_size / vm->patch_size / vm->n_merge;
     vm->y = engine_buf_alloc(vm->be, sizeof(float) * (size_t)(side * side) * vm->n_out);
-    const size_t head = sizeof(float) * (size_t)n_pos * (vm->n_embd / vm->n_head);
-    vm->qh = engine_buf_alloc(vm->be, head);
-    vm->kh = engine_buf_alloc(vm->be, head);
-    vm->vt = engine_buf_alloc(vm->be, head);
-    vm->scores = engine_buf_alloc(vm->be, sizeof(float) * (size_t)n_pos * n_pos);
-    if (!vm->ff || !vm->y || !vm->qh || !vm->kh || !vm->vt || !vm->scores)
+    if (!vm->ff || !vm->y)
         return err_set(e, ERR_NOMEM, "vision tower: cannot allocate activations");
     return 0;
 }
@@ -431,7 +427,7 @@ static int model_open(struct vision_model *vm, const char *what, struct err *e)
     }
     if (strcmp(vm->projector, "pixtral") == 0) {
         vm->qwen = true;  // the same dynamic-size pipeline (qwen25vl.c)
-        return vision_pixtral_open(vm, e);
+        return vision_pixtral_open(vm, strcmp(l->arch, "clip") != 0, e);
     }
     struct binder b = {vm, l, e};
     int rc = read_hparams(vm, l, e);
@@ -556,21 +552,23 @@ bool vision_model_non_causal(const struct vision_model *vm)
 uint64_t vision_model_scratch_bytes(const struct vision_model *vm)
 {
     if (vm->qwen) {
-        // The largest picture: 4096 merged tokens (16384 patches); the
-        // full-attention blocks' scores dominate (n²).
-        // The output rows (Qwen3-VL: with the deepstack slices) count too.
+        // The largest picture: 4096 merged tokens (16384 patches): six
+        // n_embd-wide buffers, the FFN's two, the output, the row lists, the
+        // attention's tiles (no n × n scores: attend.c), the activation
+        // scratch, and the output rows (Qwen3-VL: with the deepstack slices).
         uint64_t n = 16384, d = (uint64_t)vm->n_embd, f = (uint64_t)vm->n_ff;
-        return sizeof(float) * n * (6 * d + 2 * f + 4 * d + n + vm->n_out / 4 + 3) +
-               n * (4 * d * 2 + 512) + sizeof(float) * (n / 4) * (uint64_t)vision_row_width(vm);
+        return sizeof(float) * n * (6 * d + 2 * f + 4 * d + vm->n_out / 4 + 5) +
+               VISION_ATTN_SCRATCH + n * (4 * d * 2 + 512) +
+               sizeof(float) * (n / 4) * (uint64_t)vision_row_width(vm);
     }
     uint64_t n_pos =
         (uint64_t)(vm->image_size / vm->patch_size) * (uint64_t)(vm->image_size / vm->patch_size);
     uint64_t patch_in = 3ull * vm->patch_size * vm->patch_size;
     uint64_t wide = (uint64_t)vm->n_ff > patch_in ? (uint64_t)vm->n_ff : patch_in;
-    // six n_embd-wide buffers, one wide one, a head's Q, K, V and scores,
-    // the pixels, the activation scratch
-    return sizeof(float) * n_pos * (6ull * vm->n_embd + wide) +
-           sizeof(float) * n_pos * (3ull * (uint64_t)(vm->n_embd / vm->n_head) + n_pos) +
+    // six n_embd-wide buffers, one wide one, the attention's cell lists
+    // and tiles (no n × n scores: attend.c), the pixels, the activation
+    // scratch
+    return sizeof(float) * n_pos * (6ull * vm->n_embd + wide + 2) + VISION_ATTN_SCRATCH +
            sizeof(float) * 3ull * vm->image_size * vm->image_size + n_pos * (wide * 2 + 512);
 }
 

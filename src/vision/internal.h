@@ -6,6 +6,8 @@
 //   siglip.c   the SigLIP tower and Gemma 3's pooling projector
 #pragma once
 
+#include <string.h>
+
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "vision/vision.h"
@@ -58,15 +60,15 @@ struct vision_model {
     float rope_base;
     struct engine_tensor mm0, mm2;
     const float *mm0_b, *mm2_b;
-    void *owned[4 * VISION_MAX_LAYERS + 16];  // buffers made at load (converted vectors, copies)
+    // Buffers made at load (converted vectors, copies): up to 9 vectors and
+    // 2 permuted matrices a block (Qwen2.5-VL: 7 biases, 2 norms).
+    void *owned[12 * VISION_MAX_LAYERS + 16];
     int n_owned;
     int n_threads;
     struct engine_backend *be;  // made at the first encode
     // Activations, n_patches rows each.
     float *x, *xb, *q, *k, *v, *att, *ff;
     float *y;  // the projector's output: image tokens × n_out
-    // Attention of one head: Q (then its output), K, Vᵀ, scores (n × n).
-    float *qh, *kh, *vt, *scores;
 };
 
 // resize.c
@@ -85,6 +87,7 @@ struct qwen_run {
     int32_t *order;         // [n / 4]: merged token (row-major) at each group slot
     int32_t *py, *px;       // [n]: patch row / column of each row
     int *win;               // [n_win + 1]: first group slot of each window
+    int *seg;               // [n_win + 1]: first row of each window (4 win[w])
     int n_win;              // windows (1 without window attention)
     int32_t *perm;          // Pixtral: rows in raster order (the reference's key order)
     float *x, *xb, *q, *k, *v, *att, *ff, *gate, *qh, *kh, *vt, *scores, *y;
@@ -93,7 +96,8 @@ struct qwen_run {
 // qwen25vl.c: binding (prefix: "clip.vision." or "qwen25vl.vision."), the
 // size a picture is resized to, the encode.
 int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e);
-int vision_pixtral_open(struct vision_model *vm, struct err *e);
+// Pixtral: llama.cpp's mmproj, or (ollama) Ollama's single mistral3 file.
+int vision_pixtral_open(struct vision_model *vm, bool ollama, struct err *e);
 // Tensor binding of the Qwen files: an F32 copy of a vector, an engine
 // view of a matrix of rows × cols (ne[0] = cols).
 int vision_qvec(struct vision_model *vm, const char *name, int64_t n, const float **out,
@@ -121,3 +125,31 @@ int vision_siglip_encode(struct vision_model *vm, const float *chw, float *out, 
 // f16 helpers (clip.c).
 float vision_f16_to_f32(uint16_t h);
 float vision_round_f16(float x);
+
+// vision_round_f16 for the hot loops: inside f16's normal range the low 13
+// mantissa bits are rounded off (to nearest, ties to even) on the bits;
+// elsewhere (tiny, huge, inf, NaN) the exact helper.
+static inline float vision_round_f16_fast(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t ex = (u >> 23) & 0xff;
+    if (ex < 127 - 14 || ex > 127 + 15)
+        return vision_round_f16(x);
+    u += 0x0fffu + ((u >> 13) & 1u);
+    u &= ~0x1fffu;
+    if (((u >> 23) & 0xff) > 127 + 15)  // rounded past 65504
+        return vision_round_f16(x);
+    memcpy(&x, &u, sizeof u);
+    return x;
+}
+
+// Bytes the engine's attention keeps for a tower (its per-thread tiles:
+// well under 1 MB a thread at 64 queries of head width up to 256).
+#define VISION_ATTN_SCRATCH (16ull << 20)
+
+// attend.c: non-causal attention of n rows (n_head heads of head_dim) in
+// segments [seg[s], seg[s + 1]) (seg NULL: one of all n rows) through the
+// engine; rounds K, V (and Q with round_q) to f16 values in place.
+int vision_attend(struct engine_backend *be, float *out, float *q, float *k, float *v, int n,
+                  int n_head, int head_dim, const int *seg, int n_seg, bool round_q, struct err *e);

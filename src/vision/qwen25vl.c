@@ -27,6 +27,7 @@
 #define QWEN_MERGE         2
 #define QWEN_MIN_TOKENS    8
 #define QWEN_MAX_TOKENS    4096
+#define QWEN_TILED_ROWS    64  // from this many rows ggml's flash attention takes its tiled path
 #define PIXTRAL_MAX_TOKENS 1024
 
 // The code an error helper set (e may be NULL).
@@ -110,7 +111,15 @@ int vision_qmat(struct vision_model *vm, const char *name, int64_t cols, int64_t
     return rc;
 }
 
-static int bind_block(struct vision_model *vm, int il, struct err *e)
+// A block's per-layer part names that differ between layouts.
+struct block_names {
+    const char *attn_out, *ln1, *ln2;
+};
+
+static const struct block_names blk_llama = {"attn_out", "ln1", "ln2"};
+static const struct block_names blk_mistral3 = {"attn_output", "attn_norm", "ffn_norm"};
+
+static int bind_block(struct vision_model *vm, int il, const struct block_names *bn, struct err *e)
 {
     struct vision_layer *L = &vm->layers[il];
     const int d = vm->n_embd, f = vm->n_ff;
@@ -122,7 +131,7 @@ static int bind_block(struct vision_model *vm, int il, struct err *e)
         {"attn_q", offsetof(struct vision_layer, wq), offsetof(struct vision_layer, bq), 0, 0},
         {"attn_k", offsetof(struct vision_layer, wk), offsetof(struct vision_layer, bk), 0, 0},
         {"attn_v", offsetof(struct vision_layer, wv), offsetof(struct vision_layer, bv), 0, 0},
-        {"attn_out", offsetof(struct vision_layer, wo), offsetof(struct vision_layer, bo), 0, 0},
+        {NULL, offsetof(struct vision_layer, wo), offsetof(struct vision_layer, bo), 0, 0},
         {"ffn_gate", offsetof(struct vision_layer, w_gate), offsetof(struct vision_layer, b_gate),
          0, 1},
         {"ffn_up", offsetof(struct vision_layer, w_up), offsetof(struct vision_layer, b_up), 0, 1},
@@ -133,16 +142,17 @@ static int bind_block(struct vision_model *vm, int il, struct err *e)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof rows / sizeof rows[0]; i++) {
         int in = rows[i].in ? f : d, out = rows[i].out ? f : d;
-        snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, rows[i].part);
+        const char *part = rows[i].part ? rows[i].part : bn->attn_out;
+        snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, part);
         rc = vision_qmat(vm, n, in, out, (struct engine_tensor *)((char *)L + rows[i].mat), e);
-        snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, rows[i].part);
+        snprintf(n, sizeof n, "v.blk.%d.%s.bias", il, part);
         if (rc == 0 && !vm->pixtral)  // Pixtral has no biases
             rc = vision_qvec(vm, n, out, (const float **)((char *)L + rows[i].bias), e);
     }
-    snprintf(n, sizeof n, "v.blk.%d.ln1.weight", il);
+    snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, bn->ln1);
     if (rc == 0)
         rc = vision_qvec(vm, n, d, &L->ln1_w, e);
-    snprintf(n, sizeof n, "v.blk.%d.ln2.weight", il);
+    snprintf(n, sizeof n, "v.blk.%d.%s.weight", il, bn->ln2);
     if (rc == 0)
         rc = vision_qvec(vm, n, d, &L->ln2_w, e);
     return rc;
@@ -176,11 +186,11 @@ static void read_window_pattern(struct vision_model *vm, const char *prefix)
         vm->n_wa_pattern = (int)first + 1;
 }
 
-static int read_qwen_hparams(struct vision_model *vm, const char *prefix, struct err *e)
+static int read_qwen_hparams(struct vision_model *vm, const char *prefix, float eps, struct err *e)
 {
     const struct gguf *g = vm->g;
     char k[96];
-    vm->eps = 1e-6f;
+    vm->eps = eps;  // the norms' epsilon when the file has none
     snprintf(k, sizeof k, "%sattention.layer_norm_epsilon", prefix);
     gguf_get_f32(g, k, &vm->eps);
     vm->rope_base = 10000.0f;
@@ -256,13 +266,13 @@ static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, stru
 int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e)
 {
     const struct qwen_names *nm = ollama ? &names_ollama : &names_mmproj;
-    int rc = read_qwen_hparams(vm, prefix, e);
+    int rc = read_qwen_hparams(vm, prefix, 1e-6f, e);
     if (vm->qwen3)  // its own names and patch kernel (qwen3vl.c)
         return rc == 0 ? vision_qwen3_open(vm, ollama, e) : rc;
     if (rc == 0)
         rc = bind_patch(vm, nm, e);
     for (int il = 0; rc == 0 && il < vm->n_layer; il++)
-        rc = bind_block(vm, il, e);
+        rc = bind_block(vm, il, &blk_llama, e);
     char n[96];
     snprintf(n, sizeof n, "%s.weight", nm->post_ln);
     if (rc == 0)
@@ -291,43 +301,106 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
 // Pixtral (Mistral 3): a single patch kernel, RMSNorm before block 0, no
 // biases; the merger: RMSNorm × mm.input_norm, 2 × 2 unfold, patch_merger,
 // mm.1, GELU, mm.2; the [IMG_BREAK] embedding after every row but the last.
-static int pixtral_merger(struct vision_model *vm, struct err *e)
+// Two layouts: llama.cpp's mmproj, and Ollama's single file (the tower in
+// the text model's file: HF names, `mistral3.vision.*` keys, vision Q / K
+// rows in HF order, no [IMG_BREAK] row).
+struct pixtral_names {
+    const char *prefix, *patch, *pre_ln, *mm_norm, *merger, *mm1, *mm2;
+    const char *img_break;  // NULL: zeros, as Ollama's llama.cpp compat layer
+    const struct block_names *blk;
+    float eps;        // when the file has none (Ollama's: 1e-5, as its compat layer)
+    bool permute_qk;  // Q / K rows in HF order: turned into llama.cpp's at load
+};
+
+static const struct pixtral_names pixtral_mmproj = {.prefix = "clip.vision.",
+                                                    .patch = "v.patch_embd.weight",
+                                                    .pre_ln = "v.pre_ln.weight",
+                                                    .mm_norm = "mm.input_norm.weight",
+                                                    .merger = "mm.patch_merger.weight",
+                                                    .mm1 = "mm.1.weight",
+                                                    .mm2 = "mm.2.weight",
+                                                    .img_break = "v.token_embd.img_break",
+                                                    .blk = &blk_llama,
+                                                    .eps = 1e-6f};
+static const struct pixtral_names pixtral_ollama = {.prefix = "mistral3.vision.",
+                                                    .patch = "v.patch_conv.weight",
+                                                    .pre_ln = "v.encoder_norm.weight",
+                                                    .mm_norm = "mm.norm.weight",
+                                                    .merger =
+                                                        "mm.patch_merger.merging_layer.weight",
+                                                    .mm1 = "mm.linear_1.weight",
+                                                    .mm2 = "mm.linear_2.weight",
+                                                    .blk = &blk_mistral3,
+                                                    .eps = 1e-5f,
+                                                    .permute_qk = true};
+
+static int pixtral_merger(struct vision_model *vm, const struct pixtral_names *pn, struct err *e)
 {
     const int d = vm->n_embd;
-    int rc = vision_qvec(vm, "v.pre_ln.weight", d, &vm->pre_ln_w, e);
+    int rc = vision_qvec(vm, pn->pre_ln, d, &vm->pre_ln_w, e);
     if (rc == 0)
-        rc = vision_qvec(vm, "mm.input_norm.weight", d, &vm->mm_in_norm, e);
+        rc = vision_qvec(vm, pn->mm_norm, d, &vm->mm_in_norm, e);
     if (rc == 0)
-        rc = vision_qmat(vm, "mm.patch_merger.weight", 4 * d, d, &vm->mm_merge, e);
-    const struct gguf_tensor *t1 = gguf_tensor_find(vm->g, "mm.1.weight");
-    const struct gguf_tensor *t2 = gguf_tensor_find(vm->g, "mm.2.weight");
+        rc = vision_qmat(vm, pn->merger, 4 * d, d, &vm->mm_merge, e);
+    const struct gguf_tensor *t1 = gguf_tensor_find(vm->g, pn->mm1);
+    const struct gguf_tensor *t2 = gguf_tensor_find(vm->g, pn->mm2);
     if (rc == 0 && (!t1 || !t2 || t1->n_dims != 2 || t2->n_dims != 2 || t1->ne[0] != d ||
                     t2->ne[0] != t1->ne[1] || t1->ne[1] < 1 || t1->ne[1] > 65536 || t2->ne[1] < 1 ||
                     t2->ne[1] > 65536))
-        rc = err_set(e, ERR_FORMAT, "vision tower: mm.1 / mm.2: bad shapes");
+        rc = err_set(e, ERR_FORMAT, "vision tower: %s / %s: bad shapes", pn->mm1, pn->mm2);
     if (rc == 0) {
         vm->n_mid = (int)t1->ne[1];
         vm->n_out = (int)t2->ne[1];
-        rc = vision_qmat(vm, "mm.1.weight", d, vm->n_mid, &vm->mm0, e);
+        rc = vision_qmat(vm, pn->mm1, d, vm->n_mid, &vm->mm0, e);
     }
     if (rc == 0)
-        rc = vision_qmat(vm, "mm.2.weight", vm->n_mid, vm->n_out, &vm->mm2, e);
-    if (rc == 0)
-        rc = vision_qvec(vm, "v.token_embd.img_break", vm->n_out, &vm->img_break, e);
-    return rc;
+        rc = vision_qmat(vm, pn->mm2, vm->n_mid, vm->n_out, &vm->mm2, e);
+    if (rc < 0 || pn->img_break)
+        return rc < 0 ? rc : vision_qvec(vm, pn->img_break, vm->n_out, &vm->img_break, e);
+    float *zero = owned_floats(vm, (size_t)vm->n_out);
+    if (!zero)
+        return err_set(e, ERR_NOMEM, "vision tower: out of memory");
+    memset(zero, 0, sizeof(float) * (size_t)vm->n_out);
+    vm->img_break = zero;
+    return 0;
 }
 
-int vision_pixtral_open(struct vision_model *vm, struct err *e)
+// HF's Q / K rows (a head's rotary pairs (i, i + hd/2)) in llama.cpp's order
+// (adjacent pairs), which rope_pixtral expects: a copy of the matrix with
+// row h·hd + 2i + j taken from row h·hd + j·hd/2 + i.
+static int permute_qk(struct vision_model *vm, struct engine_tensor *w, struct err *e)
 {
-    static const struct qwen_names nm = {"v.patch_embd.weight", NULL, NULL, NULL, NULL};
+    const int hd = vm->n_embd / vm->n_head, rows = (int)w->ne[1];
+    uint8_t *dst = (uint8_t *)owned_floats(vm, (w->row_bytes * (size_t)rows + 3) / 4);
+    if (!dst)
+        return err_set(e, ERR_NOMEM, "vision tower: out of memory");
+    for (int oa = 0; oa < rows; oa++) {
+        int h = oa / hd, i = (oa % hd) / 2, j = oa % 2;
+        memcpy(dst + (size_t)oa * w->row_bytes,
+               (const uint8_t *)w->data + (size_t)(h * hd + j * (hd / 2) + i) * w->row_bytes,
+               w->row_bytes);
+    }
+    w->data = dst;
+    return 0;
+}
+
+int vision_pixtral_open(struct vision_model *vm, bool ollama, struct err *e)
+{
+    const struct pixtral_names *pn = ollama ? &pixtral_ollama : &pixtral_mmproj;
+    const struct qwen_names nm = {pn->patch, NULL, NULL, NULL, NULL};
     vm->pixtral = true;
-    int rc = read_qwen_hparams(vm, "clip.vision.", e);
+    int rc = read_qwen_hparams(vm, pn->prefix, pn->eps, e);
     vm->n_wa_pattern = 0;
     if (rc == 0)
         rc = bind_patch(vm, &nm, e);
-    for (int il = 0; rc == 0 && il < vm->n_layer; il++)
-        rc = bind_block(vm, il, e);
-    return rc == 0 ? pixtral_merger(vm, e) : rc;
+    for (int il = 0; rc == 0 && il < vm->n_layer; il++) {
+        rc = bind_block(vm, il, pn->blk, e);
+        if (rc == 0 && pn->permute_qk)
+            rc = permute_qk(vm, &vm->layers[il].wq, e);
+        if (rc == 0 && pn->permute_qk)
+            rc = permute_qk(vm, &vm->layers[il].wk, e);
+    }
+    return rc == 0 ? pixtral_merger(vm, pn, e) : rc;
 }
 
 // ---------------------------------------------------------------------------
@@ -373,7 +446,8 @@ static int plan_windows(const struct vision_model *vm, struct qwen_run *r)
         gwin = r->mw > r->mh ? r->mw : r->mh;
     int nwx = (r->mw + gwin - 1) / gwin, nwy = (r->mh + gwin - 1) / gwin;
     r->win = malloc(sizeof(int) * (size_t)(nwx * nwy + 1));
-    if (!r->win)
+    r->seg = malloc(sizeof(int) * (size_t)(nwx * nwy + 1));
+    if (!r->win || !r->seg)
         return ERR_NOMEM;
     int dst = 0;
     r->n_win = 0;
@@ -448,22 +522,9 @@ static void rope_2d(const struct vision_model *vm, const struct qwen_run *r, flo
     }
 }
 
-// vision_round_f16 for the hot loops: inside f16's normal range the low 13
-// mantissa bits are rounded off (to nearest, ties to even) on the bits;
-// elsewhere (tiny, huge, inf, NaN) the exact helper.
 static inline float round_f16(float x)
 {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint32_t ex = (u >> 23) & 0xff;
-    if (ex < 127 - 14 || ex > 127 + 15)
-        return vision_round_f16(x);
-    u += 0x0fffu + ((u >> 13) & 1u);
-    u &= ~0x1fffu;
-    if (((u >> 23) & 0xff) > 127 + 15)  // rounded past 65504
-        return vision_round_f16(x);
-    memcpy(&x, &u, sizeof u);
-    return x;
+    return vision_round_f16_fast(x);
 }
 
 // Pixtral's 2-D RoPE on adjacent pairs: the first half of a head turns by
@@ -499,10 +560,9 @@ static void rope_pixtral(const struct vision_model *vm, const struct qwen_run *r
 
 // One query's output as the reference's CPU flash attention computes it
 // with an F16 V: online softmax over the keys in order, the weighted sum
-// of V accumulated in f16 (each update rounded; f16acc) or F32, divided by
-// the sum last.
+// of V accumulated in f16 (each update rounded), divided by the sum last.
 static void attend_one(const float *sc, const float *v16, int n, int hd, float scale,
-                       const int32_t *perm, bool f16acc, float *acc, float *out)
+                       const int32_t *perm, float *acc, float *out)
 {
     float M = -INFINITY, S = 0.0f;
     memset(acc, 0, sizeof(float) * (size_t)hd);
@@ -513,13 +573,13 @@ static void attend_one(const float *sc, const float *v16, int n, int hd, float s
             ms = expf(M - s);
             M = s;
             for (int t = 0; t < hd; t++)
-                acc[t] = f16acc ? round_f16(acc[t] * ms) : acc[t] * ms;
+                acc[t] = round_f16(acc[t] * ms);
         } else {
             vs = expf(s - M);
         }
         const float *v = v16 + (size_t)j * hd;
         for (int t = 0; t < hd; t++)
-            acc[t] = f16acc ? round_f16(fmaf(v[t], vs, acc[t])) : fmaf(v[t], vs, acc[t]);
+            acc[t] = round_f16(fmaf(v[t], vs, acc[t]));
         S = S * ms + vs;
     }
     float inv = S == 0.0f ? 0.0f : 1.0f / S;
@@ -527,23 +587,20 @@ static void attend_one(const float *sc, const float *v16, int n, int hd, float s
         out[t] = acc[t] * inv;
 }
 
-// Attention among rows [r0, r1) (full: all rows), one head at a time: Q,
-// K, V rounded to f16 as the reference's flash-attention path, scores as
-// one product on the backend.
+// Attention among rows [r0, r1) (full: all rows), one head at a time, as
+// ggml's CPU flash attention's one-row path computes it (below 64 query
+// rows, the whole tower's, whatever the window: tiny pictures only): Q, K,
+// V rounded to f16, online softmax, the V sum accumulated in f16.
 static void attend_range(struct vision_model *vm, struct qwen_run *r, int r0, int r1)
 {
     const int d = vm->n_embd, hd = d / vm->n_head, n = r1 - r0;
     const float scale = 1.0f / sqrtf((float)hd);
-    // ggml's CPU flash attention takes its tiled path from 64 queries (all
-    // the tower's rows, whatever the window): Q stays F32 and the V sum is
-    // F32; below, Q is rounded to f16 and the V sum accumulated in f16.
-    const bool tiled = r->n >= 64;
     float acc[1024];
     for (int h = 0; h < vm->n_head; h++) {
         for (int j = 0; j < n; j++)
             for (int t = 0; t < hd; t++) {
                 size_t src = (size_t)(r0 + j) * d + (size_t)h * hd + t;
-                r->qh[(size_t)j * hd + t] = tiled ? r->q[src] : round_f16(r->q[src]);
+                r->qh[(size_t)j * hd + t] = round_f16(r->q[src]);
                 r->kh[(size_t)j * hd + t] = round_f16(r->k[src]);
                 r->vt[(size_t)j * hd + t] = round_f16(r->v[src]);
             }
@@ -554,12 +611,31 @@ static void attend_range(struct vision_model *vm, struct qwen_run *r, int r0, in
                                   .data = r->kh};
         engine_matmul(vm->be, r->scores, &k, NULL, r->qh, n);
         for (int i = 0; i < n; i++)
-            attend_one(r->scores + (size_t)i * n, r->vt, n, hd, scale, r->perm, !tiled, acc,
+            attend_one(r->scores + (size_t)i * n, r->vt, n, hd, scale, r->perm, acc,
                        r->att + (size_t)(r0 + i) * d + (size_t)h * hd);
     }
 }
 
-static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
+// The block's attention. From 64 rows on, ggml's tiled path: Q stays F32,
+// K and V f16, the V sum F32 — the engine's attention over the rows, a
+// window a slot (attend.c).
+static int attend(struct vision_model *vm, struct qwen_run *r, bool full, struct err *e)
+{
+    if (r->n >= QWEN_TILED_ROWS) {
+        for (int w = 0; w <= r->n_win; w++)
+            r->seg[w] = 4 * r->win[w];
+        return vision_attend(vm->be, r->att, r->q, r->k, r->v, r->n, vm->n_head,
+                             vm->n_embd / vm->n_head, full ? NULL : r->seg, r->n_win, false, e);
+    }
+    if (full)
+        attend_range(vm, r, 0, r->n);
+    else
+        for (int w = 0; w < r->n_win; w++)
+            attend_range(vm, r, 4 * r->win[w], 4 * r->win[w + 1]);
+    return 0;
+}
+
+static int qwen_block(struct vision_model *vm, struct qwen_run *r, int il, struct err *e)
 {
     struct engine_backend *be = vm->be;
     const struct vision_layer *L = &vm->layers[il];
@@ -574,11 +650,9 @@ static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
     rope_2d(vm, r, r->q);
     rope_2d(vm, r, r->k);
     bool full = vm->n_wa_pattern <= 0 || (il + 1) % vm->n_wa_pattern == 0;
-    if (full)
-        attend_range(vm, r, 0, n);
-    else
-        for (int w = 0; w < r->n_win; w++)
-            attend_range(vm, r, 4 * r->win[w], 4 * r->win[w + 1]);
+    int rc = attend(vm, r, full, e);
+    if (rc < 0)
+        return rc;
     engine_matmul(be, r->xb, &L->wo, L->bo, r->att, n);
     engine_add(be, r->x, r->x, r->xb, (int64_t)n * d);
 
@@ -589,7 +663,7 @@ static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
             r->ff[i] = engine_gelu(r->ff[i]);
         engine_matmul(be, r->xb, &L->w_down, L->b_down, r->ff, n);
         engine_add(be, r->x, r->x, r->xb, (int64_t)n * d);
-        return;
+        return 0;
     }
     engine_rmsnorm(be, r->xb, r->x, L->ln2_w, n, d, vm->eps);
     struct engine_matmul_job ffn[2] = {{&L->w_gate, r->gate, L->b_gate},
@@ -598,6 +672,7 @@ static void qwen_block(struct vision_model *vm, struct qwen_run *r, int il)
     engine_glu(be, r->ff, r->gate, r->ff, (int64_t)n * vm->n_ff, false);
     engine_matmul(be, r->xb, &L->w_down, L->b_down, r->ff, n);
     engine_add(be, r->x, r->x, r->xb, (int64_t)n * d);
+    return 0;
 }
 
 static void run_free(struct vision_model *vm, struct qwen_run *r)
@@ -612,6 +687,7 @@ static void run_free(struct vision_model *vm, struct qwen_run *r)
     free(r->px);
     free(r->perm);
     free(r->win);
+    free(r->seg);
 }
 
 static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
@@ -622,8 +698,7 @@ static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
     wide = wide > 4 * d ? wide : 4 * d;
     wide = wide > (size_t)vm->n_out ? wide : (size_t)vm->n_out;
     wide = wide > (size_t)vm->n_mid ? wide : (size_t)vm->n_mid;
-    size_t row_max = wide > n ? wide : n;
-    int rc = engine_reserve(vm->be, (int64_t)n, (int64_t)row_max, 0, e);
+    int rc = engine_reserve(vm->be, (int64_t)n, (int64_t)wide, 0, e);
     if (rc < 0)
         return rc;
     float **nd[] = {&r->x, &r->xb, &r->q, &r->k, &r->v, &r->att};
@@ -631,10 +706,12 @@ static int run_alloc(struct vision_model *vm, struct qwen_run *r, struct err *e)
         *nd[i] = engine_buf_alloc(vm->be, sizeof(float) * n * d);
     r->ff = engine_buf_alloc(vm->be, sizeof(float) * n * wide);
     r->gate = engine_buf_alloc(vm->be, sizeof(float) * n * (size_t)vm->n_ff);
-    r->qh = engine_buf_alloc(vm->be, sizeof(float) * n * hd);
-    r->kh = engine_buf_alloc(vm->be, sizeof(float) * n * hd);
-    r->vt = engine_buf_alloc(vm->be, sizeof(float) * n * hd);
-    r->scores = engine_buf_alloc(vm->be, sizeof(float) * n * n);
+    // One head's Q, K, V and scores: the one-row path's (small pictures).
+    const size_t nh = n < QWEN_TILED_ROWS ? n : 1;
+    r->qh = engine_buf_alloc(vm->be, sizeof(float) * nh * hd);
+    r->kh = engine_buf_alloc(vm->be, sizeof(float) * nh * hd);
+    r->vt = engine_buf_alloc(vm->be, sizeof(float) * nh * hd);
+    r->scores = engine_buf_alloc(vm->be, sizeof(float) * nh * nh);
     r->y = engine_buf_alloc(vm->be, sizeof(float) * (n / 4) * (size_t)vm->n_out);
     r->order = malloc(sizeof(int32_t) * (n / 4));
     r->py = malloc(sizeof(int32_t) * n);
@@ -729,12 +806,13 @@ int vision_qwen_encode(struct vision_model *vm, const struct vision_image *img, 
             engine_rmsnorm(vm->be, r.x, r.x, vm->pre_ln_w, r.n, vm->n_embd, vm->eps);
         if (vm->qwen3)
             vision_qwen3_embed(vm, &r);
-        for (int il = 0; il < vm->n_layer; il++) {
-            qwen_block(vm, &r, il);
-            if (vm->qwen3)
+        for (int il = 0; rc == 0 && il < vm->n_layer; il++) {
+            rc = qwen_block(vm, &r, il, e);
+            if (rc == 0 && vm->qwen3)
                 vision_qwen3_deepstack(vm, &r, il, out);
         }
-        merge(vm, &r, out);
+        if (rc == 0)
+            merge(vm, &r, out);
     }
     run_free(vm, &r);
     free(chw);

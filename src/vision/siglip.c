@@ -2,9 +2,10 @@
 // pre-norm blocks with full attention and a GELU MLP, a final LayerNorm)
 // and Gemma 3's projector (average pooling of the patch grid, RMSNorm,
 // projection into the text model's width), as llama.cpp's clip graph
-// computes them. The tower runs on its own CPU backend, whose buffers are
-// host memory: the few steps that are not engine ops (patch gathering,
-// head split, pooling, GELU) read and write them directly.
+// computes them. The tower runs on its own CPU backend (products, norms,
+// attention: attend.c), whose buffers are host memory: the few steps that
+// are not engine ops (patch gathering, pooling, GELU) read and write them
+// directly.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,42 +28,7 @@ static void gather_patches(const struct vision_model *vm, const float *chw, floa
         }
 }
 
-// Full (non-causal) attention over n rows, one head at a time as two
-// matrix products on the backend (scores = Q·Kᵀ, softmax, out = P·V). As
-// the reference's flash-attention path: Q, K and V rounded to f16 first;
-// softmax and sums in F32.
-static void attend_all(struct vision_model *vm, int n)
-{
-    struct engine_backend *be = vm->be;
-    const int d = vm->n_embd, hd = d / vm->n_head;
-    for (int h = 0; h < vm->n_head; h++) {
-        for (int j = 0; j < n; j++)
-            for (int t = 0; t < hd; t++) {
-                size_t src = (size_t)j * d + (size_t)h * hd + t;
-                vm->qh[(size_t)j * hd + t] = vision_round_f16(vm->q[src]);
-                vm->kh[(size_t)j * hd + t] = vision_round_f16(vm->k[src]);
-                vm->vt[(size_t)t * n + j] = vision_round_f16(vm->v[src]);
-            }
-        struct engine_tensor k = {.name = "attn_k",
-                                  .type = GGUF_TYPE_F32,
-                                  .ne = {hd, n},
-                                  .row_bytes = sizeof(float) * (size_t)hd,
-                                  .data = vm->kh};
-        struct engine_tensor vt = {.name = "attn_vt",
-                                   .type = GGUF_TYPE_F32,
-                                   .ne = {n, hd},
-                                   .row_bytes = sizeof(float) * (size_t)n,
-                                   .data = vm->vt};
-        engine_matmul(be, vm->scores, &k, NULL, vm->qh, n);  // (n, n)
-        engine_softmax(be, vm->scores, n, n, 1.0f / sqrtf((float)hd));
-        engine_matmul(be, vm->qh, &vt, NULL, vm->scores, n);  // (n, hd)
-        for (int j = 0; j < n; j++)
-            memcpy(vm->att + (size_t)j * d + (size_t)h * hd, vm->qh + (size_t)j * hd,
-                   sizeof(float) * (size_t)hd);
-    }
-}
-
-static void block(struct vision_model *vm, const struct vision_layer *L, int n)
+static int block(struct vision_model *vm, const struct vision_layer *L, int n, struct err *e)
 {
     struct engine_backend *be = vm->be;
     const int d = vm->n_embd;
@@ -70,7 +36,12 @@ static void block(struct vision_model *vm, const struct vision_layer *L, int n)
     struct engine_matmul_job qkv[3] = {
         {&L->wq, vm->q, L->bq}, {&L->wk, vm->k, L->bk}, {&L->wv, vm->v, L->bv}};
     engine_matmul_n(be, qkv, 3, vm->xb, n);
-    attend_all(vm, n);
+    // As the reference's flash-attention path: Q, K, V rounded to f16,
+    // softmax and sums in F32.
+    int rc = vision_attend(be, vm->att, vm->q, vm->k, vm->v, n, vm->n_head, d / vm->n_head, NULL, 0,
+                           true, e);
+    if (rc < 0)
+        return rc;
     engine_matmul(be, vm->xb, &L->wo, L->bo, vm->att, n);
     engine_add(be, vm->x, vm->x, vm->xb, (int64_t)n * d);
 
@@ -80,6 +51,7 @@ static void block(struct vision_model *vm, const struct vision_layer *L, int n)
         vm->ff[i] = engine_gelu(vm->ff[i]);
     engine_matmul(be, vm->xb, &L->w_down, L->b_down, vm->ff, n);
     engine_add(be, vm->x, vm->x, vm->xb, (int64_t)n * d);
+    return 0;
 }
 
 // Gemma 3: the side × side patch grid average-pooled by n_merge into
@@ -107,15 +79,17 @@ static int pool_avg(const struct vision_model *vm, const float *x, float *y)
 
 int vision_siglip_encode(struct vision_model *vm, const float *chw, float *out, struct err *e)
 {
-    (void)e;
     struct engine_backend *be = vm->be;
     const int d = vm->n_embd, side = vm->image_size / vm->patch_size, n = side * side;
     gather_patches(vm, chw, vm->ff);
     engine_matmul(be, vm->x, &vm->patch_w, vm->patch_b, vm->ff, n);  // x: (n, d)
     engine_buf_write(be, vm->xb, vm->pos_embd, sizeof(float) * (size_t)n * d);
     engine_add(be, vm->x, vm->x, vm->xb, (int64_t)n * d);
-    for (int il = 0; il < vm->n_layer; il++)
-        block(vm, &vm->layers[il], n);
+    for (int il = 0; il < vm->n_layer; il++) {
+        int rc = block(vm, &vm->layers[il], n, e);
+        if (rc < 0)
+            return rc;
+    }
     engine_layernorm(be, vm->x, vm->x, vm->post_ln_w, vm->post_ln_b, n, d, vm->eps);
 
     int n_tok = pool_avg(vm, vm->x, vm->xb);

@@ -1326,6 +1326,79 @@ static void test_context_shift(void **state)
     model_free(m);
 }
 
+// Decodes n entries of `slot` from position p0; negative tokens take their
+// row from embd (one row of n_embd per entry).
+static void decode_embd(struct model *m, int slot, const int32_t *tokens, const float *embd, int n,
+                        int p0)
+{
+    int32_t pos[STORY_N], sl[STORY_N];
+    for (int i = 0; i < n; i++)
+        pos[i] = p0 + i, sl[i] = slot;
+    struct model_batch b = {.n_tokens = n, .tokens = tokens, .pos = pos, .slot = sl, .embd = embd};
+    struct err e = {0};
+    if (model_decode(m, &b, &e) < 0)
+        fail_msg("decode: %s", e.msg);
+}
+
+// A context shift keeps or drops a picture's rows (a run of one negative id)
+// whole, never half of them; the shifted cells equal a fresh evaluation.
+static void test_context_shift_image(void **state)
+{
+    (void)state;
+    char path[1024];
+    struct model_options o = {.n_ctx = 32, .n_threads = 2, .kv_type = MODEL_KV_F32, .n_slots = 2};
+    struct model *m = load(stories_path(path, sizeof path), o);
+    const int ne = model_n_embd(m), kv_dim = m->hp.n_head_kv * m->hp.head_dim;
+    // 24 entries, a picture of 8 rows at img0; keep 4: the plain cut is [4, 14).
+    static const struct {
+        int img0, keep, discard;  // the cut made: [keep, keep + discard)
+    } cases[] = {
+        {10, 4, 14},  // the cut ends inside the picture [10, 18): it goes whole
+        {2, 10, 7},   // n_keep 4 is inside the picture [2, 10): it stays whole
+        {16, 4, 10},  // the picture [16, 24) is past the cut: untouched
+        {4, 4, 10},   // the cut starts at the picture [4, 12) and ends past it
+    };
+    float *embd = xcalloc((size_t)STORY_N * ne, sizeof(float));
+    float *k0 = xmalloc((size_t)kv_dim * 4 * sizeof(float)), *v0 = k0 + kv_dim, *k1 = v0 + kv_dim,
+          *v1 = k1 + kv_dim;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int32_t toks[STORY_N], kept[STORY_N];
+        float *kept_embd = xcalloc((size_t)STORY_N * ne, sizeof(float));
+        for (int i = 0; i < STORY_N; i++) {
+            bool img = i >= cases[c].img0 && i < cases[c].img0 + 8;
+            toks[i] = img ? -7 : story[i];
+            for (int j = 0; j < ne; j++)
+                embd[(size_t)i * ne + j] = img ? 0.05f * sinf((float)(i * ne + j)) : 0.0f;
+        }
+        model_slot_clear(m, 0);
+        decode_embd(m, 0, toks, embd, STORY_N, 0);
+        struct err e = {0};
+        assert_int_equal(model_context_shift(m, 0, 4, &e), cases[c].discard);
+        int n_past = model_slot_n_past(m, 0), n_img = 0;
+        assert_int_equal(n_past, STORY_N - cases[c].discard);
+        for (int i = 0; i < n_past; i++) {
+            int src = i < cases[c].keep ? i : i + cases[c].discard;
+            kept[i] = toks[src];
+            memcpy(kept_embd + (size_t)i * ne, embd + (size_t)src * ne, sizeof(float) * ne);
+            assert_int_equal(model_slot_tokens(m, 0)[i], kept[i]);
+            n_img += kept[i] < 0;
+        }
+        assert_true(n_img == 0 || n_img == 8);
+        model_slot_clear(m, 1);
+        decode_embd(m, 1, kept, kept_embd, n_past, 0);
+        for (int p = 0; p < n_past; p++) {
+            model_debug_kv_row(m, 0, p, k0, v0);
+            model_debug_kv_row(m, 0, o.n_ctx + p, k1, v1);
+            assert_close(k0, k1, kv_dim, 1e-4f);
+            assert_close(v0, v1, kv_dim, 1e-6f);
+        }
+        free(kept_embd);
+    }
+    free(k0);
+    free(embd);
+    model_free(m);
+}
+
 // Root-mean-square difference of two logit rows, relative to the rms of b.
 static double rel_rms(const float *a, const float *b, int n)
 {
@@ -3426,6 +3499,7 @@ int main(void)
         cmocka_unit_test(test_slot_copy_prefix),
         cmocka_unit_test(test_slot_truncate),
         cmocka_unit_test(test_context_shift),
+        cmocka_unit_test(test_context_shift_image),
         cmocka_unit_test(test_quantized_kv_cache),
         cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_bad_batches),

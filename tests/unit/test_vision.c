@@ -30,6 +30,7 @@
 #include "model/model.h"
 #include "testutil.h"
 #include "util/util.h"
+#include "vision/internal.h"
 #include "vision/vision.h"
 
 #define EMBD_TOL   1e-3
@@ -762,6 +763,167 @@ static void test_mistral3vl(void **state)
                         "tiny-mistral3vl-mmproj-f32.gguf");
 }
 
+// Ollama's single-file Mistral 3 (the tower inside the text model's file:
+// HF tensor names, mistral3.vision.* keys, vision Q / K rows in HF order, no
+// [IMG_BREAK] row, as its converter writes it), made from the split fixture.
+static const char *const m3_renames[][2] = {
+    {"v.patch_embd", "v.patch_conv"},
+    {"v.pre_ln", "v.encoder_norm"},
+    {".attn_out", ".attn_output"},
+    {".ln1", ".attn_norm"},
+    {".ln2", ".ffn_norm"},
+    {"mm.1.", "mm.linear_1."},
+    {"mm.2.", "mm.linear_2."},
+    {"mm.patch_merger", "mm.patch_merger.merging_layer"},
+    {"mm.input_norm", "mm.norm"},
+};
+
+static void m3_name(const struct str in, char *out, size_t n)
+{
+    snprintf(out, n, "%.*s", (int)in.len, in.ptr);
+    for (size_t i = 0; i < sizeof m3_renames / sizeof m3_renames[0]; i++) {
+        char *at = strstr(out, m3_renames[i][0]);
+        if (!at)
+            continue;
+        char tail[128];
+        snprintf(tail, sizeof tail, "%s", at + strlen(m3_renames[i][0]));
+        snprintf(at, n - (size_t)(at - out), "%s%s", m3_renames[i][1], tail);
+        return;
+    }
+}
+
+// Writes t's data; a vision Q / K matrix with its rows back in HF order
+// (the inverse of the loader's permutation).
+static void m3_write_tensor(struct gguf_writer *w, const struct gguf_tensor *t, bool qk, int hd)
+{
+    struct err e = {0};
+    if (!qk) {
+        assert_int_equal(gguf_writer_write_data(w, t->data, t->n_bytes, &e), 0);
+        return;
+    }
+    const size_t rb = t->n_bytes / (size_t)t->ne[1];
+    uint8_t *hf = malloc(t->n_bytes);
+    for (int oa = 0; oa < (int)t->ne[1]; oa++) {
+        int h = oa / hd, i = (oa % hd) / 2, j = oa % 2;
+        memcpy(hf + (size_t)(h * hd + j * (hd / 2) + i) * rb, (const uint8_t *)t->data + oa * rb,
+               rb);
+    }
+    assert_int_equal(gguf_writer_write_data(w, hf, t->n_bytes, &e), 0);
+    free(hf);
+}
+
+static void write_mistral3_single(const char *text, const char *mmproj, const char *out)
+{
+    struct gguf *gt = NULL, *gv = NULL;
+    struct gguf_writer *w = NULL;
+    struct err e = {0};
+    assert_int_equal(gguf_open(&gt, text, &e), 0);
+    assert_int_equal(gguf_open(&gv, mmproj, &e), 0);
+    assert_int_equal(gguf_writer_open(&w, out, &e), 0);
+    for (size_t i = 0; i < gguf_kv_count(gt); i++)
+        gguf_writer_kv_copy(w, gguf_kv_at(gt, i));
+    static const char *const keys[] = {"block_count",         "embedding_length",
+                                       "feed_forward_length", "attention.head_count",
+                                       "image_size",          "patch_size"};
+    uint32_t v, n_head = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char from[96], to[96];
+        snprintf(from, sizeof from, "clip.vision.%s", keys[i]);
+        snprintf(to, sizeof to, "mistral3.vision.%s", keys[i]);
+        assert_true(gguf_get_u32(gv, from, &v));
+        gguf_writer_kv_u32(w, to, v);
+    }
+    assert_true(gguf_get_u32(gv, "clip.vision.attention.head_count", &n_head));
+    assert_true(gguf_get_u32(gv, "clip.vision.spatial_merge_size", &v));
+    gguf_writer_kv_u32(w, "mistral3.spatial_merge_size", v);
+    const struct gguf *src[2] = {gt, gv};
+    for (int pass = 0; pass < 2; pass++) {  // headers, then data
+        if (pass == 1)
+            assert_int_equal(gguf_writer_write_header(w, &e), 0);
+        for (int f = 0; f < 2; f++)
+            for (size_t i = 0; i < gguf_tensor_count(src[f]); i++) {
+                const struct gguf_tensor *t = gguf_tensor_at(src[f], i);
+                char name[128];
+                if (f == 1)
+                    m3_name(t->name, name, sizeof name);
+                else
+                    snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+                if (strcmp(name, "v.token_embd.img_break") == 0)
+                    continue;
+                bool qk = f == 1 && (strstr(name, ".attn_q.") || strstr(name, ".attn_k."));
+                if (pass == 0)
+                    gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne);
+                else
+                    m3_write_tensor(w, t, qk, (int)(t->ne[0] / n_head));
+            }
+    }
+    assert_int_equal(gguf_writer_close(w, &e), 0);
+    gguf_close(gt);
+    gguf_close(gv);
+}
+
+// The picture's rows from a tower file (caller frees); *n_tok, *n_embd set.
+static float *encode_file(const char *tower, const char *image, int *n_tok, int *n_embd)
+{
+    char img_path[512];
+    assert_non_null(test_shared_fixture(img_path, sizeof img_path, image));
+    struct vision_model *vm = NULL;
+    struct err e = {0};
+    if (vision_model_load(&vm, tower, 2, &e) < 0)
+        fail_msg("load %s: %s", tower, e.msg);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(read_file(img_path, &b), 0);
+    struct vision_image img;
+    assert_int_equal(vision_image_decode(&img, b.data, b.len, &e), 0);
+    *n_tok = vision_model_n_tokens(vm, img.width, img.height);
+    *n_embd = vision_model_n_embd(vm);
+    float *out = malloc(sizeof(float) * (size_t)*n_tok * *n_embd);
+    assert_int_equal(vision_encode(vm, &img, out, &e), 0);
+    vision_image_free(&img);
+    buf_deinit(&b);
+    vision_model_free(vm);
+    return out;
+}
+
+// The single file's tower gives the split pair's rows (the [IMG_BREAK] rows
+// zero: Ollama's files have no such row), and its text model loads.
+static void test_mistral3_single_file(void **state)
+{
+    (void)state;
+    char text[512], mmproj[512], single[] = "/tmp/test_vision_m3_XXXXXX";
+    if (!test_shared_fixture(text, sizeof text, "tiny-mistral3vl-f32.gguf") ||
+        !test_shared_fixture(mmproj, sizeof mmproj, "tiny-mistral3vl-mmproj-f32.gguf"))
+        skip();
+    int fd = mkstemp(single);
+    assert_true(fd >= 0);
+    close(fd);
+    write_mistral3_single(text, mmproj, single);
+    int n_tok, n_embd, n_tok1, n_embd1;
+    float *want = encode_file(mmproj, "images/gradient-128x96.png", &n_tok, &n_embd);
+    float *got = encode_file(single, "images/gradient-128x96.png", &n_tok1, &n_embd1);
+    assert_int_equal(n_tok, n_tok1);
+    assert_int_equal(n_embd, n_embd1);
+    const int cols = 128 / 16, rows = 96 / 16;  // merged tokens a side (patch 8, 2 x 2)
+    assert_int_equal(n_tok, rows * (cols + 1) - 1);
+    for (int r = 0; r < n_tok; r++) {
+        bool brk = r % (cols + 1) == cols;
+        for (int c = 0; c < n_embd; c++)
+            assert_float_equal(got[(size_t)r * n_embd + c],
+                               brk ? 0.0f : want[(size_t)r * n_embd + c], 1e-6);
+    }
+    struct model_options o = {.n_ctx = 64, .n_batch = 64, .n_threads = 2};
+    struct model *m = NULL;
+    struct err e = {0};
+    if (model_load(&m, single, &o, &e) < 0)
+        fail_msg("load %s: %s", single, e.msg);
+    assert_int_equal(model_n_embd(m), n_embd);
+    model_free(m);
+    free(want);
+    free(got);
+    unlink(single);
+}
+
 // The whole path: the tower's rows and grid into the text model, the split
 // pair and Ollama's monolithic file.
 static void test_qwen25vl_end_to_end(void **state)
@@ -1079,6 +1241,66 @@ static void test_qwen3vl_ollama_layout(void **state)
     json_decref(ref);
 }
 
+// A tower's attention through the engine (attend.c) against a direct
+// computation in double: every row sees exactly its segment (Qwen2.5-VL's
+// windows; NULL: all rows), K and V (and Q with round_q) as f16 values.
+static void attend_check(const int *seg, int n_seg, bool round_q)
+{
+    enum { N = 100, H = 2, HD = 8, D = H * HD };
+    struct engine_backend *be = NULL;
+    struct err e = {0};
+    assert_int_equal(engine_cpu_new(&be, 2, &e), 0);
+    float *q = engine_buf_alloc(be, sizeof(float) * N * D),
+          *k = engine_buf_alloc(be, sizeof(float) * N * D);
+    float *v = engine_buf_alloc(be, sizeof(float) * N * D),
+          *out = engine_buf_alloc(be, sizeof(float) * N * D);
+    float q0[N * D], k0[N * D], v0[N * D];
+    for (int i = 0; i < N * D; i++) {
+        q0[i] = q[i] = 2.0f * sinf(0.37f * (float)i + 0.1f);
+        k0[i] = k[i] = 1.5f * cosf(0.53f * (float)i);
+        v0[i] = v[i] = sinf(0.11f * (float)i * (float)(i % 7));
+    }
+    assert_int_equal(vision_attend(be, out, q, k, v, N, H, HD, seg, n_seg, round_q, &e), 0);
+    for (int s = 0; s < (seg ? n_seg : 1); s++) {
+        int r0 = seg ? seg[s] : 0, r1 = seg ? seg[s + 1] : N;
+        for (int r = r0; r < r1; r++)
+            for (int h = 0; h < H; h++) {
+                double sc[N], mx = -1e300, sum = 0;
+                for (int j = r0; j < r1; j++) {
+                    double dot = 0;
+                    for (int t = 0; t < HD; t++) {
+                        float qv = q0[r * D + h * HD + t];
+                        dot += (double)(round_q ? vision_round_f16(qv) : qv) *
+                               vision_round_f16(k0[j * D + h * HD + t]);
+                    }
+                    sc[j] = dot / sqrt((double)HD);
+                    mx = sc[j] > mx ? sc[j] : mx;
+                }
+                for (int j = r0; j < r1; j++)
+                    sum += (sc[j] = exp(sc[j] - mx));
+                for (int t = 0; t < HD; t++) {
+                    double o = 0;
+                    for (int j = r0; j < r1; j++)
+                        o += sc[j] / sum * vision_round_f16(v0[j * D + h * HD + t]);
+                    assert_float_equal(out[r * D + h * HD + t], o, 2e-5);
+                }
+            }
+    }
+    engine_buf_free(be, q);
+    engine_buf_free(be, k);
+    engine_buf_free(be, v);
+    engine_buf_free(be, out);
+    engine_backend_free(be);
+}
+
+static void test_attend(void **state)
+{
+    (void)state;
+    static const int windows[] = {0, 30, 64, 100};
+    attend_check(windows, 3, false);
+    attend_check(NULL, 0, true);
+}
+
 static void test_projector_refusals(void **state)
 {
     (void)state;
@@ -1101,6 +1323,7 @@ int main(void)
         cmocka_unit_test(test_decode_bomb),
         cmocka_unit_test(test_resize),
         cmocka_unit_test(test_gemma3_tower),
+        cmocka_unit_test(test_attend),
         cmocka_unit_test(test_projector_refusals),
         cmocka_unit_test(test_gemma3_reference_embeddings),
         cmocka_unit_test(test_gemma3_split_layout),
@@ -1112,6 +1335,7 @@ int main(void)
         cmocka_unit_test(test_qwen3vl),
         cmocka_unit_test(test_qwen3vl_text_only),
         cmocka_unit_test(test_qwen3vl_ollama_layout),
+        cmocka_unit_test(test_mistral3_single_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

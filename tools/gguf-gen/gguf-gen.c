@@ -30,6 +30,7 @@ struct opts {
     int64_t n_expert, n_expert_used, n_ff_exp;  // mixture of experts (qwen3moe, gpt-oss)
     int tied;                                   // -1 = preset default
     const char *type;
+    bool type_given;  // --type was on the command line (the mmproj presets default to f16)
     uint64_t seed;
     const char *vocab;
     const char *out;
@@ -147,7 +148,7 @@ static void usage(FILE *f)
             "presets:");
     for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
         fprintf(f, " %s", presets[i].name);
-    fprintf(f, "\n");
+    fprintf(f, " gemma3-siglip-mmproj qwen25vl-mmproj\n");
 }
 
 // ---------------------------------------------------------------------------
@@ -1042,7 +1043,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--arch"))
             snprintf(o->arch, sizeof(o->arch), "%s", v);
         else if (!strcmp(a, "--type"))
-            o->type = v;
+            o->type = v, o->type_given = true;
         else if (!strcmp(a, "--vocab"))
             o->vocab = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
@@ -1424,12 +1425,33 @@ static int mmproj_write_one(struct gguf_writer *w, const struct mmproj_tensor *t
     return rc;
 }
 
+// Writes the tensors (their header entries, then random data) and closes
+// w; frees ts. 0 or 1 (reported).
+static int mmproj_finish(const struct opts *o, struct gguf_writer *w, struct mmproj_tensor *ts,
+                         int n)
+{
+    struct err e = {0};
+    for (int i = 0; i < n; i++)
+        gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne);
+    int rc = gguf_writer_write_header(w, &e);
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = mmproj_write_one(w, &ts[i], o->seed, &e);
+    free(ts);
+    if (rc < 0 || gguf_writer_close(w, &e) < 0) {
+        if (rc < 0)
+            gguf_writer_abort(w);
+        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+        return 1;
+    }
+    return 0;
+}
+
 static int write_gemma3_mmproj(const struct opts *o)
 {
     const int64_t d = 1152, ff = 4304, n_layer = o->n_layer ? o->n_layer : 27, img = 896,
                   patch = 14;
     const int64_t n_pos = (img / patch) * (img / patch), proj = o->n_embd ? o->n_embd : 2560;
-    int mat_type = o->type ? gguf_type_from_name(o->type) : GGUF_TYPE_F16;
+    int mat_type = o->type_given ? gguf_type_from_name(o->type) : GGUF_TYPE_F16;
     if (mat_type < 0 || !quant_traits_get((uint32_t)mat_type) ||
         !quant_traits_get((uint32_t)mat_type)->from_float_ref) {
         fprintf(stderr, "gguf-gen: mmproj: cannot write type %s\n", o->type);
@@ -1502,20 +1524,96 @@ static int write_gemma3_mmproj(const struct opts *o)
     gguf_writer_kv_f32(w, "clip.vision.attention.layer_norm_epsilon", 1e-6f);
     gguf_writer_kv_arr(w, "clip.vision.image_mean", GGUF_VAL_FLOAT32, half, 3);
     gguf_writer_kv_arr(w, "clip.vision.image_std", GGUF_VAL_FLOAT32, half, 3);
-    for (int i = 0; i < n; i++)
-        gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne);
-    int rc = gguf_writer_write_header(w, &e);
-    for (int i = 0; rc == 0 && i < n; i++)
-        rc = mmproj_write_one(w, &ts[i], o->seed, &e);
-    free(ts);
-    if (rc < 0 || gguf_writer_close(w, &e) < 0) {
-        if (rc < 0)
-            gguf_writer_abort(w);
-        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+    if (mmproj_finish(o, w, ts, n) != 0)
         return 1;
-    }
     if (!o->quiet)
         printf("wrote %s: clip (gemma3 SigLIP, projection %lld)\n", o->out, (long long)proj);
+    return 0;
+}
+
+// Qwen2.5-VL (--preset qwen25vl-mmproj): the 3B / 7B vision tower (patch 14
+// as two temporal kernel slices, width 1280, FFN 3420 SwiGLU, 32 blocks, 16
+// heads, window attention with a full block every 8th, 2 x 2 merger into
+// --n-embd, default 2048 = the 3B text model's; 3584 for the 7B), random
+// weights; --type the block matrices' type (default f16).
+static int write_qwen25vl_mmproj(const struct opts *o)
+{
+    const int64_t d = 1280, ff = 3420, n_layer = o->n_layer ? o->n_layer : 32, patch = 14;
+    const int64_t proj = o->n_embd ? o->n_embd : 2048;
+    int mat_type = o->type_given ? gguf_type_from_name(o->type) : GGUF_TYPE_F16;
+    if (mat_type < 0 || !quant_traits_get((uint32_t)mat_type) ||
+        !quant_traits_get((uint32_t)mat_type)->from_float_ref) {
+        fprintf(stderr, "gguf-gen: mmproj: cannot write type %s\n", o->type);
+        return 1;
+    }
+    struct mmproj_tensor *ts = xcalloc((size_t)(n_layer * 18 + 8), sizeof(*ts));
+    int n = 0;
+    char nm[64];
+#define T(tn, ty, nd, a, b, c, dd, mu, sd)                                                         \
+    do {                                                                                           \
+        snprintf(ts[n].name, sizeof ts[n].name, "%s", tn);                                         \
+        ts[n].type = (uint32_t)(ty), ts[n].n_dims = nd, ts[n].mean = mu, ts[n].std = sd;           \
+        ts[n].ne[0] = a, ts[n].ne[1] = b, ts[n].ne[2] = c, ts[n].ne[3] = dd;                       \
+        n++;                                                                                       \
+    } while (0)
+    const float ws = 1.0f / sqrtf((float)d);
+    T("v.patch_embd.weight", GGUF_TYPE_F16, 4, patch, patch, 3, d, 0.0f, 0.03f);
+    T("v.patch_embd.weight.1", GGUF_TYPE_F16, 4, patch, patch, 3, d, 0.0f, 0.03f);
+    static const struct {
+        const char *part;
+        int in_ff, out_ff;
+    } mats[] = {{"attn_q", 0, 0},   {"attn_k", 0, 0}, {"attn_v", 0, 0},  {"attn_out", 0, 0},
+                {"ffn_gate", 0, 1}, {"ffn_up", 0, 1}, {"ffn_down", 1, 0}};
+    for (int64_t il = 0; il < n_layer; il++) {
+        for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
+            int64_t in = mats[k].in_ff ? ff : d, out = mats[k].out_ff ? ff : d;
+            snprintf(nm, sizeof nm, "v.blk.%lld.%s.weight", (long long)il, mats[k].part);
+            T(nm, mat_type, 2, in, out, 1, 1, 0.0f, 1.0f / sqrtf((float)in));
+            snprintf(nm, sizeof nm, "v.blk.%lld.%s.bias", (long long)il, mats[k].part);
+            T(nm, GGUF_TYPE_F32, 1, out, 1, 1, 1, 0.0f, 0.02f);
+        }
+        snprintf(nm, sizeof nm, "v.blk.%lld.ln1.weight", (long long)il);
+        T(nm, GGUF_TYPE_F32, 1, d, 1, 1, 1, 1.0f, 0.05f);
+        snprintf(nm, sizeof nm, "v.blk.%lld.ln2.weight", (long long)il);
+        T(nm, GGUF_TYPE_F32, 1, d, 1, 1, 1, 1.0f, 0.05f);
+    }
+    T("v.post_ln.weight", GGUF_TYPE_F32, 1, d, 1, 1, 1, 1.0f, 0.05f);
+    T("mm.0.weight", GGUF_TYPE_F16, 2, 4 * d, 4 * d, 1, 1, 0.0f, ws / 2);
+    T("mm.0.bias", GGUF_TYPE_F32, 1, 4 * d, 1, 1, 1, 0.0f, 0.02f);
+    T("mm.2.weight", GGUF_TYPE_F16, 2, 4 * d, proj, 1, 1, 0.0f, ws / 2);
+    T("mm.2.bias", GGUF_TYPE_F32, 1, proj, 1, 1, 1, 0.0f, 0.02f);
+#undef T
+    (void)ws;
+    struct err e = {0};
+    struct gguf_writer *w = NULL;
+    if (gguf_writer_open(&w, o->out, &e) < 0) {
+        fprintf(stderr, "gguf-gen: %s\n", e.msg);
+        free(ts);
+        return 1;
+    }
+    static const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    static const float stdv[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    gguf_writer_kv_str(w, "general.architecture", "clip");
+    gguf_writer_kv_str(w, "general.type", "mmproj");
+    gguf_writer_kv_str(w, "general.name", "gguf-gen qwen25vl-mmproj");
+    gguf_writer_kv_str(w, "clip.projector_type", "qwen2.5vl_merger");
+    gguf_writer_kv_bool(w, "clip.has_vision_encoder", true);
+    gguf_writer_kv_bool(w, "clip.use_silu", true);
+    gguf_writer_kv_u32(w, "clip.vision.image_size", 560);
+    gguf_writer_kv_u32(w, "clip.vision.patch_size", (uint32_t)patch);
+    gguf_writer_kv_u32(w, "clip.vision.embedding_length", (uint32_t)d);
+    gguf_writer_kv_u32(w, "clip.vision.feed_forward_length", (uint32_t)ff);
+    gguf_writer_kv_u32(w, "clip.vision.block_count", (uint32_t)n_layer);
+    gguf_writer_kv_u32(w, "clip.vision.projection_dim", (uint32_t)proj);
+    gguf_writer_kv_u32(w, "clip.vision.attention.head_count", 16);
+    gguf_writer_kv_f32(w, "clip.vision.attention.layer_norm_epsilon", 1e-6f);
+    gguf_writer_kv_u32(w, "clip.vision.n_wa_pattern", 8);
+    gguf_writer_kv_arr(w, "clip.vision.image_mean", GGUF_VAL_FLOAT32, mean, 3);
+    gguf_writer_kv_arr(w, "clip.vision.image_std", GGUF_VAL_FLOAT32, stdv, 3);
+    if (mmproj_finish(o, w, ts, n) != 0)
+        return 1;
+    if (!o->quiet)
+        printf("wrote %s: clip (qwen2.5vl_merger, projection %lld)\n", o->out, (long long)proj);
     return 0;
 }
 
@@ -1532,6 +1630,8 @@ int main(int argc, char **argv)
     }
     if (o.preset && !strcmp(o.preset, "gemma3-siglip-mmproj"))
         return write_gemma3_mmproj(&o);
+    if (o.preset && !strcmp(o.preset, "qwen25vl-mmproj"))
+        return write_qwen25vl_mmproj(&o);
     bool tied = true;
     if (o.preset) {
         const struct preset *p = NULL;
