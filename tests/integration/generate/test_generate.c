@@ -756,6 +756,17 @@ static json_t *vision_want(json_t *ref, const char *image)
     return NULL;
 }
 
+// A picture file as base64 (b64 initialized here; the caller frees it).
+static void read_b64(const char *path, struct buf *b64)
+{
+    struct buf png;
+    buf_init(&png, 0);
+    buf_init(b64, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, b64);
+    buf_deinit(&png);
+}
+
 // Qwen2.5-VL in Ollama's monolithic layout: the 128 x 96 picture (a 4 x 3
 // grid, two attention windows, M-RoPE positions) gives llama.cpp's greedy
 // continuation; 22 + 12 + 18 prompt tokens.
@@ -769,17 +780,13 @@ static void check_qwen25vl(void)
     assert_int_equal(models_create(&srv, "qwen25v", model, "\"parameters\":{\"temperature\":0}"),
                      0);
     expect("/api/show", "{\"model\":\"qwen25v\"}", 200, "\"vision\"");
-    struct buf png, b64;
-    buf_init(&png, 0);
-    buf_init(&b64, 0);
-    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
-    base64_encode(png.data, png.len, &b64);
+    struct buf b64;
+    read_b64(img, &b64);
     json_t *ref = json_load_file(refp, 0, NULL);
     json_t *want = vision_want(ref, "images/gradient-128x96.png");
     assert_non_null(want);
     check_vision_generate("qwen25v", buf_cstr(&b64), want, 52);
     json_decref(ref);
-    buf_deinit(&png);
     buf_deinit(&b64);
 }
 
@@ -802,17 +809,13 @@ static void check_mistral3vl(void)
                            hex1, hex2);
     expect("/api/create", body, 200, NULL);
     free(body);
-    struct buf png, b64;
-    buf_init(&png, 0);
-    buf_init(&b64, 0);
-    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
-    base64_encode(png.data, png.len, &b64);
+    struct buf b64;
+    read_b64(img, &b64);
     json_t *ref = json_load_file(refp, 0, NULL);
     json_t *want = vision_want(ref, "images/gradient-128x96.png");
     assert_non_null(want);
     check_vision_generate("mistral3v", buf_cstr(&b64), want, 79);
     json_decref(ref);
-    buf_deinit(&png);
     buf_deinit(&b64);
 }
 
@@ -822,35 +825,16 @@ static void check_mistral3vl(void)
 // "Describe <__media__> in detail." with gradient-32x32.png). The picture
 // as an OpenAI data URL works; a plain URL, a corrupt picture are 400s;
 // the text-only model refuses pictures.
-// The greedy tokens of gemma3's reference for the 32x32 picture, prompt 0
-// and an f16 cache (borrowed from ref).
-static json_t *vision_reference(json_t *ref)
-{
-    json_t *want = NULL;
-    for (size_t i = 0; i < json_array_size(json_object_get(ref, "cases")); i++) {
-        json_t *c = json_array_get(json_object_get(ref, "cases"), i);
-        if (!strcmp(json_string_value(json_object_get(c, "image")), "images/gradient-32x32.png") &&
-            !strcmp(json_string_value(json_object_get(c, "kv_cache_type")), "f16") &&
-            json_integer_value(json_object_get(c, "prompt_index")) == 0)
-            want = json_object_get(c, "greedy_tokens");
-    }
-    return want;
-}
-
 static void check_vision_cache(const char *b64)
 {
     // The prompt cache: the same picture again reuses the whole prompt; a
     // different picture only the text before it (11 tokens).
     assert_true(vision_prompt_evals("gemma3v", b64) < 15);
-    struct buf png2, b64b;
-    buf_init(&png2, 0);
-    buf_init(&b64b, 0);
     char img2[512];
     assert_non_null(test_shared_fixture(img2, sizeof img2, "images/gradient-48x40.png"));
-    assert_int_equal(fs_read_all(img2, 1 << 20, &png2, NULL), 0);
-    base64_encode(png2.data, png2.len, &b64b);
+    struct buf b64b;
+    read_b64(img2, &b64b);
     assert_int_equal(vision_prompt_evals("gemma3v", buf_cstr(&b64b)), 15);
-    buf_deinit(&png2);
     buf_deinit(&b64b);
 }
 
@@ -947,13 +931,10 @@ static void test_vision(void **state)
     }
     assert_int_equal(models_create(&srv, "gemma3v", model, "\"parameters\":{\"temperature\":0}"),
                      0);
-    struct buf png, b64;
-    buf_init(&png, 0);
-    buf_init(&b64, 0);
-    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
-    base64_encode(png.data, png.len, &b64);
+    struct buf b64;
+    read_b64(img, &b64);
     json_t *ref = json_load_file(refp, 0, NULL);
-    json_t *want = vision_reference(ref);
+    json_t *want = vision_want(ref, "images/gradient-32x32.png");
     assert_non_null(want);
     check_vision_generate("gemma3v", buf_cstr(&b64), want, 26);
     check_vision_cache(buf_cstr(&b64));
@@ -961,7 +942,6 @@ static void test_vision(void **state)
     check_vision_compat(buf_cstr(&b64));
     check_vision_errors(buf_cstr(&b64));
     json_decref(ref);
-    buf_deinit(&png);
     buf_deinit(&b64);
     check_qwen25vl();
     check_mistral3vl();
