@@ -439,6 +439,127 @@ static void rows_scale(const struct attn_run *c, const struct tiles *t, const st
     }
 }
 
+// How one pass reads an item, decided once per item (item_pass).
+struct pass_plan {
+    enum pass_mode mode;
+    float *sc;     // kept scores (F16 caches) or NULL
+    bool kept;     // PASS_FINAL reads the kept scores instead of K
+    int fmt;       // enum kernels_kv_fmt of the row kernels, or -1
+    bool rows;     // the row kernels (few queries per KV head)
+    bool by_head;  // one KV head's slices transposed straight from f16
+    bool whole;    // rows with kept scores: the whole key range at once
+    int nr, nh, per_head, row;
+    int64_t lq, ld, lsh;  // strides of q / acc, of a score row, of a head's scores
+};
+
+static void plan_pass(const struct attn_run *c, const struct attn_item *it, enum pass_mode mode,
+                      float *sc, struct pass_plan *pl)
+{
+    const struct engine_attn *a = c->a;
+    const struct attn_set *st = &c->sets[it->set];
+    const int hdp = c->hdp;
+    pl->mode = mode;
+    pl->sc = sc;
+    pl->nr = st->r1 - st->r0;
+    pl->nh = it->g1 - it->g0;
+    pl->per_head = pl->nr * c->group;
+    pl->row = pl->nh * hdp;
+    pl->kept = sc && mode == PASS_FINAL;
+    // F16, Q8_0 and Q4_0 caches: few queries per KV head (decode) are scored
+    // straight from the cache rows, every head of a row at once; with F16,
+    // more queries of one head per item (prompts) transpose the head's K
+    // slices straight from f16. Other items convert whole rows to f32 in
+    // address order (tile_rows).
+    const bool f16 = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim;
+    const bool blocks = a->head_dim % 32 == 0;
+    pl->fmt = f16                                      ? KERNELS_KV_F16
+              : a->kv_type == GGUF_TYPE_Q8_0 && blocks ? KERNELS_KV_Q8_0
+              : a->kv_type == GGUF_TYPE_Q4_0 && blocks ? KERNELS_KV_Q4_0
+                                                       : -1;
+    pl->rows = pl->fmt >= 0 && pl->per_head <= ATTN_ROWS_Q;
+    pl->by_head = f16 && !pl->rows && pl->nh == 1;
+    // Rows with kept scores score the whole key range into them, then take
+    // each query's softmax over its whole row (no tile by tile statistics).
+    pl->whole = pl->rows && sc;
+    pl->lq = (int64_t)pl->per_head * hdp;
+    pl->ld = pl->whole ? score_stride(it) : TILE;
+    pl->lsh = pl->whole ? pl->per_head * pl->ld : (int64_t)pl->per_head * TILE;
+}
+
+// The tile of keys [p, p + nk) for the query rows [ra, rz) of the item
+// through the row kernels (off: the keys' cache offsets).
+static void tile_pass_rows(struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                           const struct pass_plan *pl, int32_t p, int nk, int ra, int qn,
+                           const size_t *off)
+{
+    const struct attn_set *st = &c->sets[it->set];
+    const int hdp = c->hdp, G = c->group;
+    size_t off_next[TILE];
+    const uint8_t *kv_rows[TILE], *next_rows[TILE];
+    // The next tile's rows are asked for while this one is used.
+    const int64_t lh = (int64_t)c->head_bytes;
+    int nn = it->p1 - p - TILE < TILE ? it->p1 - p - TILE : TILE;
+    for (int j = 0; j < TILE; j++)
+        off_next[j] = j < nn
+                          ? (size_t)cell_of(c->a, c->cell0[st->r0], p + TILE + j) * c->kv->row_bytes
+                          : SIZE_MAX;
+    float *sp =
+        pl->whole ? pl->sc + (size_t)ra * G * pl->ld + (p - it->p0) : t->s + (size_t)ra * G * TILE;
+    if (!pl->kept) {
+        cache_rows(c, c->kv->k, it, off, nk, kv_rows);
+        cache_rows(c, c->kv->k, it, off_next, TILE, next_rows);
+        c->k->qk_rows(pl->fmt, hdp, pl->nh, qn, t->q + (size_t)ra * G * hdp, pl->lq, kv_rows,
+                      next_rows, lh, nk, c->a->scale, sp, pl->lsh, pl->ld);
+    }
+    for (int gg = 0; gg < pl->nh && !pl->whole; gg++) {
+        int qa = gg * pl->per_head + ra * G;
+        tile_probs(c, t, it, qa, qa + qn, p, nk, pl->mode, pl->sc);
+    }
+    if (pl->mode != PASS_STATS) {
+        cache_rows(c, c->kv->v, it, off, nk, kv_rows);
+        cache_rows(c, c->kv->v, it, off_next, TILE, next_rows);
+        c->k->pv_rows(pl->fmt, hdp, pl->nh, qn, nk, sp, pl->lsh, pl->ld, kv_rows, next_rows, lh,
+                      t->acc + (size_t)ra * G * hdp, pl->lq);
+    }
+}
+
+// The same through f32 tiles: whole rows converted (tile_rows) or one KV
+// head's slices (by_head), transposed K, then qk, probabilities and pv.
+static void tile_pass_f32(struct attn_run *c, struct tiles *t, const struct attn_item *it,
+                          const struct pass_plan *pl, int32_t p, int nk, int ra, int qn,
+                          const size_t *off)
+{
+    const int hdp = c->hdp, G = c->group;
+    const bool want_v = pl->mode != PASS_STATS;
+    if (!pl->by_head) {
+        tile_rows(c, t, it, off, nk, !pl->kept, want_v);
+        // One KV head's slices (prompt items): a strided read, asked
+        // for a tile ahead as the F16 path does.
+        if (pl->nh == 1 && p + TILE < it->p1)
+            prefetch_head(c, it, p + TILE, 0, !pl->kept, want_v);
+    }
+    for (int gg = 0; gg < pl->nh; gg++) {
+        int qa = gg * pl->per_head + ra * G;
+        if (pl->by_head) {
+            tile_head_f16(c, t, it, off, nk, gg, !pl->kept, want_v);
+            if (p + TILE < it->p1)
+                prefetch_head(c, it, p + TILE, gg, !pl->kept, want_v);
+        }
+        if (!pl->kept) {
+            if (!pl->by_head)
+                c->k->transpose(t->kb + (size_t)gg * hdp, pl->row, hdp, t->kt);
+            c->k->qk(hdp, qn, t->q + (size_t)qa * hdp, t->kt, c->a->scale,
+                     t->s + (size_t)qa * TILE);
+        }
+        tile_probs(c, t, it, qa, qa + qn, p, nk, pl->mode, pl->sc);
+        if (!want_v)
+            continue;
+        c->k->pv(hdp, qn, nk, t->s + (size_t)qa * TILE,
+                 pl->by_head ? t->vb : t->vb + (size_t)gg * hdp, pl->by_head ? hdp : pl->row,
+                 t->acc + (size_t)qa * hdp);
+    }
+}
+
 // One pass over an item's keys (see enum pass_mode); m, l, acc in t. With
 // sc (F16 caches), PASS_STATS keeps every score there (query i's row at
 // i * score_stride) and PASS_FINAL reads them back instead of K.
@@ -447,37 +568,16 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
 {
     const struct engine_attn *a = c->a;
     const struct attn_set *st = &c->sets[it->set];
-    const int hdp = c->hdp, G = c->group;
-    const int nr = st->r1 - st->r0, nh = it->g1 - it->g0, per_head = nr * G;
-    const int row = nh * hdp;
-    const bool kept = sc && mode == PASS_FINAL;
-    // F16, Q8_0 and Q4_0 caches: few queries per KV head (decode) are scored
-    // straight from the cache rows, every head of a row at once; with F16,
-    // more queries of one head per item (prompts) transpose the head's K
-    // slices straight from f16. Other items convert whole rows to f32 in
-    // address order (tile_rows).
-    const bool f16 = a->kv_type == GGUF_TYPE_F16 && hdp == a->head_dim;
-    const bool blocks = a->head_dim % 32 == 0;
-    const int fmt = f16                                      ? KERNELS_KV_F16
-                    : a->kv_type == GGUF_TYPE_Q8_0 && blocks ? KERNELS_KV_Q8_0
-                    : a->kv_type == GGUF_TYPE_Q4_0 && blocks ? KERNELS_KV_Q4_0
-                                                             : -1;
-    const bool rows = fmt >= 0 && per_head <= ATTN_ROWS_Q;
-    const bool by_head = f16 && !rows && nh == 1;
-    // Rows with kept scores score the whole key range into them, then take
-    // each query's softmax over its whole row (no tile by tile statistics).
-    const bool whole = rows && sc;
-    const int64_t lq = (int64_t)per_head * hdp, ls = (int64_t)per_head * TILE;
-    const int64_t ld = whole ? score_stride(it) : TILE, lsh = whole ? per_head * ld : ls;
-    size_t off[TILE], off_next[TILE];
-    const uint8_t *kv_rows[TILE], *next_rows[TILE];
-    if (whole && mode == PASS_FINAL)
-        rows_scale(c, t, it, sc, per_head * nh);
+    struct pass_plan pl;
+    plan_pass(c, it, mode, sc, &pl);
+    size_t off[TILE];
+    if (pl.whole && mode == PASS_FINAL)
+        rows_scale(c, t, it, sc, pl.per_head * pl.nh);
     for (int32_t p = it->p0; p < it->p1; p += TILE) {
         int nk = it->p1 - p < TILE ? it->p1 - p : TILE;
         // Rows that see any key of the tile.
-        int ra = nr, rz = 0;
-        for (int rr = 0; rr < nr; rr++) {
+        int ra = pl.nr, rz = 0;
+        for (int rr = 0; rr < pl.nr; rr++) {
             int32_t nv = c->n_visible[st->r0 + rr];
             if (nv > p && visible_lo(a, nv, st->r0 + rr) < p + nk) {
                 ra = rr < ra ? rr : ra;
@@ -488,65 +588,14 @@ static void item_pass(struct attn_run *c, struct tiles *t, const struct attn_ite
             continue;
         for (int j = 0; j < nk; j++)
             off[j] = (size_t)cell_of(a, c->cell0[st->r0], p + j) * c->kv->row_bytes;
-        const int qn = (rz - ra) * G;
-        if (rows) {
-            // The next tile's rows are asked for while this one is used.
-            const int64_t lh = (int64_t)c->head_bytes;
-            int nn = it->p1 - p - TILE < TILE ? it->p1 - p - TILE : TILE;
-            for (int j = 0; j < TILE; j++)
-                off_next[j] =
-                    j < nn ? (size_t)cell_of(a, c->cell0[st->r0], p + TILE + j) * c->kv->row_bytes
-                           : SIZE_MAX;
-            float *sp =
-                whole ? sc + (size_t)ra * G * ld + (p - it->p0) : t->s + (size_t)ra * G * TILE;
-            if (!kept) {
-                cache_rows(c, c->kv->k, it, off, nk, kv_rows);
-                cache_rows(c, c->kv->k, it, off_next, TILE, next_rows);
-                c->k->qk_rows(fmt, hdp, nh, qn, t->q + (size_t)ra * G * hdp, lq, kv_rows, next_rows,
-                              lh, nk, a->scale, sp, lsh, ld);
-            }
-            for (int gg = 0; gg < nh && !whole; gg++)
-                tile_probs(c, t, it, gg * per_head + ra * G, gg * per_head + ra * G + qn, p, nk,
-                           mode, sc);
-            if (mode != PASS_STATS) {
-                cache_rows(c, c->kv->v, it, off, nk, kv_rows);
-                cache_rows(c, c->kv->v, it, off_next, TILE, next_rows);
-                c->k->pv_rows(fmt, hdp, nh, qn, nk, sp, lsh, ld, kv_rows, next_rows, lh,
-                              t->acc + (size_t)ra * G * hdp, lq);
-            }
-            continue;
-        }
-        if (!by_head) {
-            tile_rows(c, t, it, off, nk, !kept, mode != PASS_STATS);
-            // One KV head's slices (prompt items): a strided read, asked
-            // for a tile ahead as the F16 path does.
-            if (nh == 1 && p + TILE < it->p1)
-                prefetch_head(c, it, p + TILE, 0, !kept, mode != PASS_STATS);
-        }
-
-        for (int gg = 0; gg < nh; gg++) {
-            int qa = gg * per_head + ra * G;
-            if (by_head) {
-                tile_head_f16(c, t, it, off, nk, gg, !kept, mode != PASS_STATS);
-                if (p + TILE < it->p1)
-                    prefetch_head(c, it, p + TILE, gg, !kept, mode != PASS_STATS);
-            }
-            if (!kept) {
-                if (!by_head)
-                    c->k->transpose(t->kb + (size_t)gg * hdp, row, hdp, t->kt);
-                c->k->qk(hdp, qn, t->q + (size_t)qa * hdp, t->kt, a->scale,
-                         t->s + (size_t)qa * TILE);
-            }
-            tile_probs(c, t, it, qa, qa + qn, p, nk, mode, sc);
-            if (mode == PASS_STATS)
-                continue;
-            c->k->pv(hdp, qn, nk, t->s + (size_t)qa * TILE,
-                     by_head ? t->vb : t->vb + (size_t)gg * hdp, by_head ? hdp : row,
-                     t->acc + (size_t)qa * hdp);
-        }
+        const int qn = (rz - ra) * c->group;
+        if (pl.rows)
+            tile_pass_rows(c, t, it, &pl, p, nk, ra, qn, off);
+        else
+            tile_pass_f32(c, t, it, &pl, p, nk, ra, qn, off);
     }
-    if (whole && mode == PASS_STATS)
-        rows_softmax(c, t, it, sc, per_head * nh);
+    if (pl.whole && mode == PASS_STATS)
+        rows_softmax(c, t, it, sc, pl.per_head * pl.nh);
 }
 
 // The max and denominator over all keys and the sink: M' = max(M, sink),

@@ -41,14 +41,14 @@ enum gguf_value_type {
 // GGUF_TYPE_BYTES_Q4_K bytes; GGUF_TYPE_QUANT_Q4_K). The engine's traits
 // (engine/quant) add the dequantizers.
 enum gguf_type {
-#define GGUF_TYPE_ROW(nm, id, bs, ts, q) GGUF_TYPE_##nm = id,
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam) GGUF_TYPE_##nm = id,
 #include "gguf/types.def"
 #undef GGUF_TYPE_ROW
     GGUF_TYPE_COUNT_,  // one past the highest id (the rows are in id order)
 };
 
 enum gguf_type_geometry {
-#define GGUF_TYPE_ROW(nm, id, bs, ts, q)                                                           \
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam)                                                      \
     GGUF_TYPE_BLOCK_##nm = bs, GGUF_TYPE_BYTES_##nm = ts, GGUF_TYPE_QUANT_##nm = q,
 #include "gguf/types.def"
 #undef GGUF_TYPE_ROW

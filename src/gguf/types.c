@@ -13,7 +13,7 @@ struct type_row {
 
 // Indexed by type id; ids without a row in types.def have no name.
 static const struct type_row type_rows[] = {
-#define GGUF_TYPE_ROW(nm, id, bs, ts, q) [id] = {#nm, bs, ts},
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam) [id] = {#nm, bs, ts},
 #include "gguf/types.def"
 #undef GGUF_TYPE_ROW
 };

@@ -39,9 +39,14 @@ struct engine_call {
     const struct renderer_think *rthink;  // built-in renderers
     struct template_think think;          // Go and Jinja templates
     const struct jinja_template *jinja;   // the parsed chat template
+    // The Go template's probes (renderings whose tokens are counted) have no
+    // image tags, so the start the loop picks is rendered once more.
+    bool probes_differ;
 };
-typedef int (*engine_fn)(struct prompt *p, const struct engine_call *c, json_t *msgs,
-                         struct buf *out, struct err *e);
+// Renders msgs[start..] with the system messages before start kept; probe:
+// a rendering whose tokens the truncation loop counts.
+typedef int (*engine_fn)(struct prompt *p, const struct engine_call *c, json_t *msgs, size_t start,
+                         bool probe, struct buf *out, struct err *e);
 
 static inline struct template_think template_think_of(const struct prompt_think *t)
 {

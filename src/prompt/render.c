@@ -2,9 +2,8 @@
 // (prompt_choose), the Go template, the built-in renderer / parser, and the
 // rendering of the assembled messages through the chosen engine: the named
 // renderer, the GGUF's Jinja chat template (parsed once per template text and
-// cached), or the Go template. The renderer and Jinja engines share one
-// truncation loop here; the Go template truncates inside
-// template_render_prompt, which also numbers its [img-N] tags.
+// cached), or the Go template. All three share one truncation loop here;
+// the Go template numbers its [img-N] tags from the start the loop picks.
 #include "prompt/internal.h"
 
 #include <pthread.h>
@@ -127,21 +126,47 @@ enum prompt_source prompt_get_source(const struct prompt *p)
 // ---------------------------------------------------------------------------
 // Engines: each renders one candidate list of messages.
 
-static int render_builtin(struct prompt *p, const struct engine_call *c, json_t *msgs,
-                          struct buf *out, struct err *e)
+static bool is_system(json_t *m)
 {
-    if (p->builtin.renderer)
-        return renderer_render(p->builtin.renderer, msgs, c->tools, c->rthink, out, e);
-    // A parser without a renderer: the Go template renders the prompt, as Ollama does.
-    struct template_prompt_req pr = {.messages = msgs, .tools = c->tools, .think = c->think};
-    return template_render_prompt(p->tmpl, &pr, out, NULL, e);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    return role && !strcmp(role, "system");
 }
 
-static int render_jinja(struct prompt *p, const struct engine_call *c, json_t *msgs,
-                        struct buf *out, struct err *e)
+// msgs[start..] with the system messages before start (a new reference).
+static json_t *from_start(json_t *msgs, size_t start)
 {
+    json_t *sub = json_array();
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *m = json_array_get(msgs, i);
+        if (i >= start || is_system(m))
+            json_array_append(sub, m);
+    }
+    return sub;
+}
+
+static int render_builtin(struct prompt *p, const struct engine_call *c, json_t *msgs, size_t start,
+                          bool probe, struct buf *out, struct err *e)
+{
+    (void)probe;
+    json_t *sub = from_start(msgs, start);
+    int rc;
+    if (p->builtin.renderer) {
+        rc = renderer_render(p->builtin.renderer, sub, c->tools, c->rthink, out, e);
+    } else {  // a parser without a renderer: the Go template renders, as Ollama does
+        struct template_prompt_req pr = {.messages = sub, .tools = c->tools, .think = c->think};
+        rc = template_render_prompt(p->tmpl, &pr, out, NULL, e);
+    }
+    json_decref(sub);
+    return rc;
+}
+
+static int render_jinja(struct prompt *p, const struct engine_call *c, json_t *msgs, size_t start,
+                        bool probe, struct buf *out, struct err *e)
+{
+    (void)probe;
+    json_t *sub = from_start(msgs, start);
     struct jinja_chat_req req = {
-        .messages = msgs,
+        .messages = sub,
         .tools = c->tools,
         .think = {.set = c->think.think_set, .on = c->think.think, .level = c->think.level},
         .bos_token = p->pc.bos_token,
@@ -149,47 +174,56 @@ static int render_jinja(struct prompt *p, const struct engine_call *c, json_t *m
         .tokenizer_adds_bos = p->pc.tokenizer_adds_bos,
         .llama_server = true,  // Ollama 0.33 renders through llama-server
     };
-    return jinja_chat_render(c->jinja, &req, out, e);
+    int rc = jinja_chat_render(c->jinja, &req, out, e);
+    json_decref(sub);
+    return rc;
 }
 
-static bool is_system(json_t *m)
+static int render_go(struct prompt *p, const struct engine_call *c, json_t *msgs, size_t start,
+                     bool probe, struct buf *out, struct err *e)
 {
-    const char *role = json_string_value(json_object_get(m, "role"));
-    return role && !strcmp(role, "system");
+    struct template_prompt_req pr = {
+        .messages = msgs, .tools = c->tools, .think = c->think, .start = start, .probe = probe};
+    return template_render_prompt(p->tmpl, &pr, out, NULL, e);
 }
 
-// Truncation (templates.md §8, Ollama's chatPrompt): the messages from start
-// on, with the system messages before start kept, until the prompt fits n_ctx
-// tokens or only the last message is left.
+// Renders one candidate into out after its first prefix bytes (the
+// detokenized context, if any).
+static int render_at(struct prompt *p, const struct engine_call *c, engine_fn render, json_t *msgs,
+                     size_t start, bool probe, size_t prefix, struct buf *out, struct err *e)
+{
+    out->len = prefix;
+    if (out->data)
+        out->data[prefix] = 0;
+    return render(p, c, msgs, start, probe, out, e);
+}
+
+// Truncation (templates.md §8, Ollama's chatPrompt), the one loop of every
+// engine: the messages from start on, with the system messages before start
+// kept, until the prompt fits n_ctx tokens or only the last message is left.
 static int render_truncated(struct prompt *p, const struct engine_call *c, engine_fn render,
                             json_t *msgs, const struct prompt_input *in, struct buf *out,
                             struct err *e)
 {
     size_t n = json_array_size(msgs);
     bool truncate = in->truncate && in->count;
-    size_t prefix = out->len;  // detokenized context, if any
+    size_t prefix = out->len;
     int rc = 0;
-    for (size_t start = 0; start < n || start == 0; start++) {
-        json_t *sub = json_array();
-        for (size_t i = 0; i < n; i++) {
-            json_t *m = json_array_get(msgs, i);
-            if (i >= start || is_system(m))
-                json_array_append(sub, m);
-        }
-        out->len = prefix;
-        if (out->data)
-            out->data[prefix] = 0;
-        rc = render(p, c, sub, out, e);
-        json_decref(sub);
-        if (rc < 0 || !truncate || start + 1 >= n)
+    for (size_t start = 0;; start++) {
+        bool last = !truncate || start + 1 >= n;
+        rc = render_at(p, c, render, msgs, start, !last, prefix, out, e);
+        if (rc < 0 || last)
             break;
         int64_t nt = in->count(in->count_ctx, buf_cstr(out) + prefix, out->len - prefix, e);
         if (nt < 0) {
             rc = (int)nt;
             break;
         }
-        if (nt <= in->n_ctx)
+        if (nt <= in->n_ctx) {
+            if (c->probes_differ)
+                rc = render_at(p, c, render, msgs, start, false, prefix, out, e);
             break;
+        }
     }
     if (rc == 0 && out->data)
         out->data[out->len] = 0;
@@ -241,20 +275,16 @@ static int jinja_prompt(struct prompt *p, const struct prompt_input *in, json_t 
 static int go_prompt(struct prompt *p, const struct prompt_input *in, json_t *msgs, struct buf *out,
                      struct err *e)
 {
-    struct template_prompt_req pr = {
-        .messages = msgs,
-        .tools = in->tools,
-        .think = template_think_of(&in->think),
-        .truncate = in->truncate,
-        .n_ctx = in->n_ctx,
-        .count = in->count,
-        .count_ctx = in->count_ctx,
-    };
     if (!msgs) {  // suffix mode, which only the Go template renders
-        pr.prompt = in->prompt;
-        pr.suffix = in->suffix;
+        struct template_prompt_req pr = {.tools = in->tools,
+                                         .think = template_think_of(&in->think),
+                                         .prompt = in->prompt,
+                                         .suffix = in->suffix};
+        return template_render_prompt(p->tmpl, &pr, out, NULL, e);
     }
-    return template_render_prompt(p->tmpl, &pr, out, NULL, e);
+    struct engine_call c = {
+        .tools = in->tools, .think = template_think_of(&in->think), .probes_differ = true};
+    return render_truncated(p, &c, render_go, msgs, in, out, e);
 }
 
 // ---------------------------------------------------------------------------

@@ -72,6 +72,43 @@ static int tool_call(struct renderer_parser *p, const char *raw, size_t n, json_
     return 0;
 }
 
+// The thinking state: an optional opening tag first (p->flag), then text
+// up to the closing tag or a tool call. False when more input is needed.
+static bool q3_thinking(struct renderer_parser *p, struct rnd_out *o)
+{
+    const char *a = p->acc.data ? p->acc.data : "";
+    size_t n = p->acc.len;
+    if (p->flag) {
+        size_t ws = rnd_leading_ws(a, n);
+        size_t rest = n - ws;
+        size_t tl = strlen(THINK_OPEN);
+        if (rest >= tl && memcmp(a + ws, THINK_OPEN, tl) == 0) {
+            size_t after = ws + tl;
+            after += rnd_leading_ws(a + after, n - after);
+            rnd_buf_consume(&p->acc, after);
+            if (p->acc.len == 0)
+                return false;
+            p->flag = false;
+            return true;
+        }
+        if (rest < tl && memcmp(THINK_OPEN, a + ws, rest) == 0)
+            return false;
+        p->flag = false;
+    }
+    const char *close = rnd_find(a, n, THINK_CLOSE);
+    const char *tool = rnd_find(a, n, TOOL_OPEN);
+    if (tool && (!close || tool < close)) {
+        p->state = rnd_split_at(p, tool, TOOL_OPEN, o->thinking) ? Q3_TOOL : Q3_TOOL_START_WS;
+        return true;
+    }
+    if (close) {
+        p->state = rnd_split_at(p, close, THINK_CLOSE, o->thinking) ? Q3_CONTENT : Q3_THINK_DONE_WS;
+        return true;
+    }
+    rnd_emit_until_partial(p, THINK_CLOSE, TOOL_OPEN, o->thinking);
+    return false;
+}
+
 int rnd_qwen3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struct err *e)
 {
     (void)done;
@@ -91,39 +128,10 @@ int rnd_qwen3_add(struct renderer_parser *p, bool done, struct rnd_out *o, struc
             if (!eat_ws_to(p, Q3_TOOL))
                 return 0;
             break;
-        case Q3_THINKING: {
-            if (p->flag) {
-                size_t ws = rnd_leading_ws(a, n);
-                size_t rest = n - ws;
-                size_t tl = strlen(THINK_OPEN);
-                if (rest >= tl && memcmp(a + ws, THINK_OPEN, tl) == 0) {
-                    size_t after = ws + tl;
-                    after += rnd_leading_ws(a + after, n - after);
-                    rnd_buf_consume(&p->acc, after);
-                    if (p->acc.len == 0)
-                        return 0;
-                    p->flag = false;
-                    break;
-                }
-                if (rest < tl && memcmp(THINK_OPEN, a + ws, rest) == 0)
-                    return 0;
-                p->flag = false;
-            }
-            const char *close = rnd_find(a, n, THINK_CLOSE);
-            const char *tool = rnd_find(a, n, TOOL_OPEN);
-            if (tool && (!close || tool < close)) {
-                p->state =
-                    rnd_split_at(p, tool, TOOL_OPEN, o->thinking) ? Q3_TOOL : Q3_TOOL_START_WS;
-                break;
-            }
-            if (close) {
-                p->state = rnd_split_at(p, close, THINK_CLOSE, o->thinking) ? Q3_CONTENT
-                                                                            : Q3_THINK_DONE_WS;
-                break;
-            }
-            rnd_emit_until_partial(p, THINK_CLOSE, TOOL_OPEN, o->thinking);
-            return 0;
-        }
+        case Q3_THINKING:
+            if (!q3_thinking(p, o))
+                return 0;
+            break;
         case Q3_CONTENT: {
             const char *tool = rnd_find(a, n, TOOL_OPEN);
             if (tool) {

@@ -614,18 +614,10 @@ static int keep_image_whole(const struct runner_loop *l, const struct rreq *r, i
     return start - p0;
 }
 
-static int build_batch(struct runner_loop *l)
+// The generating slots' next tokens and drafts into the batch from row n;
+// returns the next free row.
+static int batch_generated(struct runner_loop *l, int n)
 {
-    int n = 0, n_gen = 0;
-    l->has_embd = false;
-    for (int i = 0; i < l->n_slots; i++) {
-        struct slot *s = &l->slots[i];
-        s->bn = 0;
-        n_gen += s->state == SLOT_GEN && make_room(l, s);
-    }
-    // Every generating slot contributes its next token first, and its
-    // drafts from the room the others' next tokens leave.
-    draft_all(l, l->n_batch - n_gen);
     for (int i = 0; i < l->n_slots; i++) {
         struct slot *s = &l->slots[i];
         if (s->state != SLOT_GEN)
@@ -642,57 +634,89 @@ static int build_batch(struct runner_loop *l)
         }
         n += s->bn;
     }
+    return n;
+}
+
+// How many of s's prompt tokens go into a batch with n rows taken (0: the
+// slot waits for the next one).
+static int prompt_take(const struct runner_loop *l, const struct slot *s, int n)
+{
+    const struct rreq *r = s->req;
+    int left = (int)r->tokens.len - s->n_done;
+    int take = left < l->n_batch - n ? left : l->n_batch - n;
+    if (l->encoder) {
+        // An encoder reads each input whole, in one pass (it fits an
+        // empty batch: n_batch >= n_ctx); else it waits for the next one.
+        if (take < left)
+            return 0;
+    } else if (r->kind == RREQ_EMBEDDING && l->rn->pooling == RUNNER_POOL_MEAN &&
+               take > EMBED_CHUNK) {
+        // Every row of an embedding wants outputs, and the model computes
+        // logits for each output row: keep those chunks small.
+        take = EMBED_CHUNK;
+    }
+    // Recurrent models: the chunk before the prompt's last
+    // RUNNER_CKPT_TAIL tokens ends there, for a checkpoint (iterate).
+    int tail_at = (int)r->tokens.len - RUNNER_CKPT_TAIL;
+    if (l->recurrent && r->kind == RREQ_COMPLETION && s->n_done < tail_at &&
+        s->n_done + take > tail_at)
+        take = tail_at - s->n_done;
+    if (r->n_places > 0)  // an image starting here may wait for an emptier batch
+        take = keep_image_whole(l, r, s->n_done, take, n);
+    return take;
+}
+
+// s's prompt tokens [n_done, n_done + take) into the batch from row n (image
+// rows with their embeddings); returns the next free row.
+static int batch_prompt(struct runner_loop *l, struct slot *s, int take, int n)
+{
+    const struct rreq *r = s->req;
+    s->b0 = n;
+    s->bn = take;
+    for (int j = 0; j < take; j++) {
+        int p = s->n_done + j;
+        l->b_tokens[n] = r->tokens.data[p];
+        const float *row = r->tokens.data[p] < 0 ? rreq_image_row(r, p) : NULL;
+        if (row && l->b_embd) {
+            memcpy(l->b_embd + (size_t)n * l->n_embd_inp, row, sizeof(float) * l->n_embd_inp);
+            l->has_embd = true;
+            rreq_image_cell(r, p, &l->b_rc[2 * n], &l->b_rc[2 * n + 1]);
+        }
+        l->b_pos[n] = p;
+        l->b_slot[n] = s->id;
+        bool last = p == (int)r->tokens.len - 1;
+        if (r->kind == RREQ_EMBEDDING)
+            l->b_logits[n] = l->rn->pooling == RUNNER_POOL_MEAN ||
+                             (l->rn->pooling == RUNNER_POOL_CLS && p == 0) ||
+                             (l->rn->pooling == RUNNER_POOL_LAST && last);
+        else
+            l->b_logits[n] = last;
+        n++;
+    }
+    return n;
+}
+
+static int build_batch(struct runner_loop *l)
+{
+    int n_gen = 0;
+    l->has_embd = false;
+    for (int i = 0; i < l->n_slots; i++) {
+        struct slot *s = &l->slots[i];
+        s->bn = 0;
+        n_gen += s->state == SLOT_GEN && make_room(l, s);
+    }
+    // Every generating slot contributes its next token first, and its
+    // drafts from the room the others' next tokens leave.
+    draft_all(l, l->n_batch - n_gen);
+    int n = batch_generated(l, 0);
     // Prompt chunks fill the rest, starting from a rotating slot for fairness.
     for (int k = 0; k < l->n_slots && n < l->n_batch; k++) {
         struct slot *s = &l->slots[(k + (int)(l->tick % (uint64_t)l->n_slots)) % l->n_slots];
-        if (s->state != SLOT_PROMPT)
+        if (s->state != SLOT_PROMPT || share_prefix(l, s))
             continue;
-        if (share_prefix(l, s))
-            continue;
-        struct rreq *r = s->req;
-        int left = (int)r->tokens.len - s->n_done;
-        int take = left < l->n_batch - n ? left : l->n_batch - n;
-        if (l->encoder) {
-            // An encoder reads each input whole, in one pass (it fits an
-            // empty batch: n_batch >= n_ctx); else it waits for the next one.
-            if (take < left)
-                continue;
-        } else if (r->kind == RREQ_EMBEDDING && l->rn->pooling == RUNNER_POOL_MEAN &&
-                   take > EMBED_CHUNK) {
-            // Every row of an embedding wants outputs, and the model computes
-            // logits for each output row: keep those chunks small.
-            take = EMBED_CHUNK;
-        }
-        // Recurrent models: the chunk before the prompt's last
-        // RUNNER_CKPT_TAIL tokens ends there, for a checkpoint (iterate).
-        int tail_at = (int)r->tokens.len - RUNNER_CKPT_TAIL;
-        if (l->recurrent && r->kind == RREQ_COMPLETION && s->n_done < tail_at &&
-            s->n_done + take > tail_at)
-            take = tail_at - s->n_done;
-        if (r->n_places > 0 && (take = keep_image_whole(l, r, s->n_done, take, n)) == 0)
-            continue;  // the image starting here waits for an emptier batch
-        s->b0 = n;
-        s->bn = take;
-        for (int j = 0; j < take; j++) {
-            int p = s->n_done + j;
-            l->b_tokens[n] = r->tokens.data[p];
-            const float *row = r->tokens.data[p] < 0 ? rreq_image_row(r, p) : NULL;
-            if (row && l->b_embd) {
-                memcpy(l->b_embd + (size_t)n * l->n_embd_inp, row, sizeof(float) * l->n_embd_inp);
-                l->has_embd = true;
-                rreq_image_cell(r, p, &l->b_rc[2 * n], &l->b_rc[2 * n + 1]);
-            }
-            l->b_pos[n] = p;
-            l->b_slot[n] = s->id;
-            bool last = p == (int)r->tokens.len - 1;
-            if (r->kind == RREQ_EMBEDDING)
-                l->b_logits[n] = l->rn->pooling == RUNNER_POOL_MEAN ||
-                                 (l->rn->pooling == RUNNER_POOL_CLS && p == 0) ||
-                                 (l->rn->pooling == RUNNER_POOL_LAST && last);
-            else
-                l->b_logits[n] = last;
-            n++;
-        }
+        int take = prompt_take(l, s, n);
+        if (take > 0)
+            n = batch_prompt(l, s, take, n);
     }
     return n;
 }

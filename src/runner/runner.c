@@ -7,6 +7,7 @@
 #include "runner/runner.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,71 @@ static int int_flag(const char *name, const char *v, int64_t min, int64_t max, i
     return 0;
 }
 
+// A path flag's value: present and not empty.
+static int path_flag(const char *name, const char *val, const char **out)
+{
+    if (!val || !*val)
+        return usage_error("flag needs an argument: %s", name);
+    *out = val;
+    return 0;
+}
+
+// The int flags of the model options: range and field (-1: accepted and
+// ignored).
+static const struct {
+    const char *name;
+    int64_t min, max;
+    ptrdiff_t off;
+} int_flags[] = {
+    {"--ctx-size", 1, 1 << 24, offsetof(struct runner_args, mo.n_ctx)},
+    {"--parallel", 1, 256, offsetof(struct runner_args, mo.n_slots)},
+    {"--batch-size", 1, 1 << 16, offsetof(struct runner_args, mo.n_batch)},
+    {"--threads", 0, 1024, offsetof(struct runner_args, mo.n_threads)},
+    {"--n-gpu-layers", -1, 1 << 20, -1},  // CPU engine: nothing to offload
+};
+
+// One flag that takes a value (val: NULL when the command line ended).
+static int value_flag(struct runner_args *a, const char *name, const char *val)
+{
+    for (size_t i = 0; i < sizeof int_flags / sizeof int_flags[0]; i++) {
+        if (strcmp(name, int_flags[i].name) != 0)
+            continue;
+        int64_t v = 0;
+        int rc = int_flag(name, val, int_flags[i].min, int_flags[i].max, &v);
+        if (rc == 0 && int_flags[i].off >= 0)
+            *(int *)((char *)a + int_flags[i].off) = (int)v;
+        return rc;
+    }
+    int rc = 0;
+    if (strcmp(name, "--model") == 0) {
+        rc = path_flag(name, val, &a->model_path);
+    } else if (strcmp(name, "--draft") == 0) {
+        rc = path_flag(name, val, &a->draft_path);
+    } else if (strcmp(name, "--lora") == 0) {
+        const char *path = NULL;
+        if ((rc = path_flag(name, val, &path)) == 0) {
+            if (a->mo.n_lora == RUNNER_MAX_LORA)
+                return usage_error("too many adapters (at most 16): %s", path);
+            a->lora_paths[a->mo.n_lora++] = path;
+            a->mo.lora_paths = a->lora_paths;
+        }
+    } else if (strcmp(name, "--mmproj") == 0) {
+        rc = path_flag(name, val, &a->mmproj_path);
+    } else if (strcmp(name, "--port") == 0) {
+        rc = int_flag(name, val, 1, 65535, &a->port);
+    } else if (strcmp(name, "--kv-cache-type") == 0) {
+        if (!val)
+            return usage_error("flag needs an argument: %s", name);
+        int t = model_kv_type_parse(val);
+        if (t < 0)
+            return usage_error("unsupported --kv-cache-type \"%s\" (f16, q8_0, q4_0 or f32)", val);
+        a->mo.kv_type = (enum model_kv_type)t;
+    } else {
+        return usage_error("unknown flag: %s", name);
+    }
+    return rc;
+}
+
 static int parse_args(int argc, char **argv, struct runner_args *a)
 {
     memset(a, 0, sizeof(*a));
@@ -61,7 +127,6 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
         const char *arg = argv[i];
         char name[64];
         const char *eq = strchr(arg, '=');
-        const char *val;
         if (strncmp(arg, "--", 2) != 0)
             return usage_error("unexpected argument \"%s\"", arg);
         snprintf(name, sizeof(name), "%.*s", (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
@@ -79,55 +144,7 @@ static int parse_args(int argc, char **argv, struct runner_args *a)
             // always maps the file and has one attention path.
             continue;
         }
-        val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        int64_t v = 0;
-        int rc = 0;
-        if (strcmp(name, "--model") == 0) {
-            if (!val || !*val)
-                return usage_error("flag needs an argument: %s", name);
-            a->model_path = val;
-        } else if (strcmp(name, "--draft") == 0) {
-            if (!val || !*val)
-                return usage_error("flag needs an argument: %s", name);
-            a->draft_path = val;
-        } else if (strcmp(name, "--lora") == 0) {
-            if (!val || !*val)
-                return usage_error("flag needs an argument: %s", name);
-            if (a->mo.n_lora == RUNNER_MAX_LORA)
-                return usage_error("too many adapters (at most 16): %s", val);
-            a->lora_paths[a->mo.n_lora++] = val;
-            a->mo.lora_paths = a->lora_paths;
-        } else if (strcmp(name, "--mmproj") == 0) {
-            if (!val || !*val)
-                return usage_error("flag needs an argument: %s", name);
-            a->mmproj_path = val;
-        } else if (strcmp(name, "--port") == 0) {
-            rc = int_flag(name, val, 1, 65535, &a->port);
-        } else if (strcmp(name, "--ctx-size") == 0) {
-            rc = int_flag(name, val, 1, 1 << 24, &v);
-            a->mo.n_ctx = (int)v;
-        } else if (strcmp(name, "--parallel") == 0) {
-            rc = int_flag(name, val, 1, 256, &v);
-            a->mo.n_slots = (int)v;
-        } else if (strcmp(name, "--batch-size") == 0) {
-            rc = int_flag(name, val, 1, 1 << 16, &v);
-            a->mo.n_batch = (int)v;
-        } else if (strcmp(name, "--threads") == 0) {
-            rc = int_flag(name, val, 0, 1024, &v);
-            a->mo.n_threads = (int)v;
-        } else if (strcmp(name, "--n-gpu-layers") == 0) {
-            rc = int_flag(name, val, -1, 1 << 20, &v);  // CPU engine: nothing to offload
-        } else if (strcmp(name, "--kv-cache-type") == 0) {
-            if (!val)
-                return usage_error("flag needs an argument: %s", name);
-            int t = model_kv_type_parse(val);
-            if (t < 0)
-                return usage_error("unsupported --kv-cache-type \"%s\" (f16, q8_0, q4_0 or f32)",
-                                   val);
-            a->mo.kv_type = (enum model_kv_type)t;
-        } else {
-            return usage_error("unknown flag: %s", name);
-        }
+        int rc = value_flag(a, name, eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL));
         if (rc)
             return rc;
     }

@@ -173,7 +173,8 @@ static uint64_t load(atomic_uint_fast64_t *v)
     return (uint64_t)atomic_load_explicit(v, memory_order_relaxed);
 }
 
-void srv_metrics_text(struct server *srv, struct buf *out)
+// The per-route HTTP counters.
+static void route_metrics(struct buf *out)
 {
     help(out, "ollama_http_requests_total", "counter",
          "HTTP requests answered, by route, method and status.");
@@ -206,6 +207,31 @@ void srv_metrics_text(struct server *srv, struct buf *out)
         label_value(out, rt ? rt->pattern : "other");
         buf_printf(out, "\",method=\"%s\"} %.9f\n", rt ? rt->method : "other", (double)ns / 1e9);
     }
+}
+
+// The loaded models and their memory (the scheduler's ps list).
+static void model_metrics(struct server *srv, struct buf *out)
+{
+    json_t *ps = srv->sched ? sched_ps_json(srv->sched) : NULL;
+    json_t *models = json_object_get(ps, "models");
+    help(out, "ollama_loaded_models", "gauge", "Models loaded in a runner now.");
+    buf_printf(out, "ollama_loaded_models %zu\n", json_array_size(models));
+    help(out, "ollama_loaded_model_bytes", "gauge", "Memory of each loaded model, in bytes.");
+    size_t i;
+    json_t *m;
+    json_array_foreach(models, i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        buf_append_str(out, "ollama_loaded_model_bytes{model=\"");
+        label_value(out, name ? name : "");
+        buf_printf(out, "\"} %lld\n", (long long)json_integer_value(json_object_get(m, "size")));
+    }
+    json_decref(ps);
+}
+
+void srv_metrics_text(struct server *srv, struct buf *out)
+{
+    route_metrics(out);
     uint64_t active = 0, queued = 0;
     if (srv->sched)
         sched_counts(srv->sched, &active, &queued);
@@ -238,22 +264,7 @@ void srv_metrics_text(struct server *srv, struct buf *out)
                gen_ns ? (double)gen / ((double)gen_ns / 1e9) : 0.0);
     help(out, "ollama_pulled_bytes_total", "counter", "Bytes of model layers pulled.");
     buf_printf(out, "ollama_pulled_bytes_total %llu\n", (unsigned long long)load(&pulled_bytes));
-
-    json_t *ps = srv->sched ? sched_ps_json(srv->sched) : NULL;
-    json_t *models = json_object_get(ps, "models");
-    help(out, "ollama_loaded_models", "gauge", "Models loaded in a runner now.");
-    buf_printf(out, "ollama_loaded_models %zu\n", json_array_size(models));
-    help(out, "ollama_loaded_model_bytes", "gauge", "Memory of each loaded model, in bytes.");
-    size_t i;
-    json_t *m;
-    json_array_foreach(models, i, m)
-    {
-        const char *name = json_string_value(json_object_get(m, "name"));
-        buf_append_str(out, "ollama_loaded_model_bytes{model=\"");
-        label_value(out, name ? name : "");
-        buf_printf(out, "\"} %lld\n", (long long)json_integer_value(json_object_get(m, "size")));
-    }
-    json_decref(ps);
+    model_metrics(srv, out);
 }
 
 static void handle_metrics(struct srv_req *r)

@@ -206,80 +206,86 @@ static int free_port(void)
     return port;
 }
 
+// The runner's command line; argv points into the struct's own strings.
+struct runner_cmd {
+    char port[16], ctx[16], par[16], batch[16], threads[16];
+    const char *argv[26 + 2 * SCHED_MAX_ADAPTERS];
+};
+
+static void runner_cmd(struct runner_cmd *c, const struct sched *s, const struct sched_runner *r)
+{
+    snprintf(c->port, sizeof(c->port), "%u", r->port);
+    snprintf(c->ctx, sizeof(c->ctx), "%d", r->n_ctx);
+    snprintf(c->par, sizeof(c->par), "%d", r->n_parallel);
+    snprintf(c->batch, sizeof(c->batch), "%d", r->n_batch);
+    snprintf(c->threads, sizeof(c->threads), "%d", r->n_threads);
+    const char **argv = c->argv;
+    int argc = 0;
+#define ARG2(flag, value)                                                                          \
+    do {                                                                                           \
+        argv[argc++] = flag;                                                                       \
+        argv[argc++] = value;                                                                      \
+    } while (0)
+    argv[argc++] = "ollama";
+    argv[argc++] = "runner";
+    ARG2("--model", r->model_path);
+    if (r->draft_path)
+        ARG2("--draft", r->draft_path);
+    for (size_t i = 0; i < r->n_adapters && i < SCHED_MAX_ADAPTERS; i++)
+        ARG2("--lora", r->adapter_paths[i]);
+    if (r->projector_path)
+        ARG2("--mmproj", r->projector_path);
+    ARG2("--port", c->port);
+    ARG2("--ctx-size", c->ctx);
+    ARG2("--parallel", c->par);
+    if (r->n_batch > 0)
+        ARG2("--batch-size", c->batch);
+    if (r->n_threads > 0)
+        ARG2("--threads", c->threads);
+    ARG2("--kv-cache-type", s->kv_type);
+#undef ARG2
+    if (r->embedding)
+        argv[argc++] = "--embedding";
+    argv[argc] = NULL;
+}
+
+// In the forked child: the runner dies with the server, its output goes to
+// the pipe's write end.
+_Noreturn static void exec_runner(const struct sched *s, int out_fd, const char *const *argv)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(out_fd, 1);
+    dup2(out_fd, 2);
+    int dn = open("/dev/null", O_RDONLY);
+    if (dn >= 0)
+        dup2(dn, 0);
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+    execv(s->self_exe, (char *const *)argv);
+    fprintf(stderr, "error: exec %s: %s\n", s->self_exe, strerror(errno));
+    _exit(127);
+}
+
 static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
         return err_set(e, ERR_IO, "pipe: %s", strerror(errno));
     r->port = (uint16_t)free_port();
-    char port[16], ctx[16], par[16], batch[16], threads[16];
-    snprintf(port, sizeof(port), "%u", r->port);
-    snprintf(ctx, sizeof(ctx), "%d", r->n_ctx);
-    snprintf(par, sizeof(par), "%d", r->n_parallel);
-    snprintf(batch, sizeof(batch), "%d", r->n_batch);
-    snprintf(threads, sizeof(threads), "%d", r->n_threads);
-    const char *argv[26 + 2 * SCHED_MAX_ADAPTERS];
-    int argc = 0;
-    argv[argc++] = "ollama";
-    argv[argc++] = "runner";
-    argv[argc++] = "--model";
-    argv[argc++] = r->model_path;
-    if (r->draft_path) {
-        argv[argc++] = "--draft";
-        argv[argc++] = r->draft_path;
-    }
-    for (size_t i = 0; i < r->n_adapters && i < SCHED_MAX_ADAPTERS; i++) {
-        argv[argc++] = "--lora";
-        argv[argc++] = r->adapter_paths[i];
-    }
-    if (r->projector_path) {
-        argv[argc++] = "--mmproj";
-        argv[argc++] = r->projector_path;
-    }
-    argv[argc++] = "--port";
-    argv[argc++] = port;
-    argv[argc++] = "--ctx-size";
-    argv[argc++] = ctx;
-    argv[argc++] = "--parallel";
-    argv[argc++] = par;
-    if (r->n_batch > 0) {
-        argv[argc++] = "--batch-size";
-        argv[argc++] = batch;
-    }
-    if (r->n_threads > 0) {
-        argv[argc++] = "--threads";
-        argv[argc++] = threads;
-    }
-    argv[argc++] = "--kv-cache-type";
-    argv[argc++] = s->kv_type;
-    if (r->embedding)
-        argv[argc++] = "--embedding";
-    argv[argc] = NULL;
-
+    struct runner_cmd c;
+    runner_cmd(&c, s, r);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
         return err_set(e, ERR_IO, "fork: %s", strerror(errno));
     }
-    if (pid == 0) {
-        // The runner dies with the server; its output goes to the pipe.
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        sigset_t none;
-        sigemptyset(&none);
-        pthread_sigmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        int dn = open("/dev/null", O_RDONLY);
-        if (dn >= 0)
-            dup2(dn, 0);
-        for (int fd = 3; fd < 1024; fd++)
-            close(fd);
-        execv(s->self_exe, (char *const *)argv);
-        fprintf(stderr, "error: exec %s: %s\n", s->self_exe, strerror(errno));
-        _exit(127);
-    }
+    if (pid == 0)
+        exec_runner(s, fds[1], c.argv);
     close(fds[1]);
     r->pid = pid;
     r->log_fd = fds[0];
@@ -287,7 +293,7 @@ static int spawn_here(struct sched *s, struct sched_runner *r, struct err *e)
         r->log_thread_started = true;
     char *cmd = xasprintf("%s runner --model %s%s%s --port %s --ctx-size %s --parallel %s",
                           s->self_exe, r->model_path, r->draft_path ? " --draft " : "",
-                          r->draft_path ? r->draft_path : "", port, ctx, par);
+                          r->draft_path ? r->draft_path : "", c.port, c.ctx, c.par);
     log_info("starting runner: %s", cmd);
     for (size_t i = 0; i < r->n_adapters; i++)
         log_info("runner LoRA adapter: %s", r->adapter_paths[i]);

@@ -540,6 +540,47 @@ static int layer_from_safetensors(struct create_ctx *c, const struct store_file_
     return 0;
 }
 
+// One uploaded GGUF file as a layer of media type `as`, or by its metadata
+// when `as` is NULL; the model's tensor types (and an adapter against the
+// model) are checked first.
+static int layer_from_gguf(struct create_ctx *c, const struct store_file_ref *f, const char *as,
+                           struct err *e)
+{
+    char path[4096];
+    progress(c, "parsing GGUF", NULL, 0, 0);
+    store_blob_path(c->s, f->digest, path, sizeof(path), NULL);
+    if (!blob_has_gguf_magic(path))
+        return err_set(e, ERR_INVALID, "supplied file was not in GGUF format");
+    struct gguf *g;
+    struct err ge = {0};
+    if (gguf_open(&g, path, &ge) < 0)
+        return err_set(e, ERR_FORMAT, "invalid GGUF file \"%s\": %s", f->name, ge.msg);
+    const char *mt = as ? as : gguf_media_type(g);
+    int rc = 0;
+    if (strcmp(mt, STORE_MT_MODEL) == 0 || strcmp(mt, STORE_MT_DRAFT) == 0)
+        rc = check_tensor_types(g, f->name, e);
+    if (rc == 0 && as && strcmp(as, STORE_MT_ADAPTER) == 0)
+        rc = check_adapter(c, g, f->name, e);
+    struct str chat;
+    if (rc == 0 && !as && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
+        c->chat_template = str_dup(chat);
+    gguf_close(g);
+    if (rc < 0)
+        return rc;
+    struct store_layer l = {.media_type = (char *)mt, .from = f->name};
+    char hex[DIGEST_HEX_LEN + 1];
+    store_digest_parse(f->digest, hex, NULL);
+    digest_format(hex, l.digest);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+    if (fd >= 0)
+        close(fd);
+    l.size = (int64_t)size;
+    store_blob_touch(c->s, l.digest);
+    layers_add(&c->layers, &l, false);
+    return 0;
+}
+
 // The uploaded GGUF files as layers: of media type `as` (adapters, the
 // draft model), or by their metadata when `as` is NULL.
 static int layers_from_files(struct create_ctx *c, const struct store_file_ref *files0, size_t n,
@@ -583,48 +624,10 @@ static int layers_from_files(struct create_ctx *c, const struct store_file_ref *
         rc = err_set(e, ERR_INVALID, "only one adapter is currently supported");
         goto out;
     }
-    size_t added = 0;
-    for (size_t i = 0; i < n; i++) {
-        progress(c, "parsing GGUF", NULL, 0, 0);
-        store_blob_path(c->s, files[i].digest, path, sizeof(path), NULL);
-        if (!blob_has_gguf_magic(path)) {
-            rc = err_set(e, ERR_INVALID, "supplied file was not in GGUF format");
+    for (size_t i = 0; i < n; i++)
+        if ((rc = layer_from_gguf(c, &files[i], as, e)) < 0)
             goto out;
-        }
-        struct gguf *g;
-        struct err ge = {0};
-        if (gguf_open(&g, path, &ge) < 0) {
-            rc = err_set(e, ERR_FORMAT, "invalid GGUF file \"%s\": %s", files[i].name, ge.msg);
-            goto out;
-        }
-        const char *mt = as ? as : gguf_media_type(g);
-        if ((strcmp(mt, STORE_MT_MODEL) == 0 || strcmp(mt, STORE_MT_DRAFT) == 0) &&
-            (rc = check_tensor_types(g, files[i].name, e)) < 0) {
-            gguf_close(g);
-            goto out;
-        }
-        if (adapters && (rc = check_adapter(c, g, files[i].name, e)) < 0) {
-            gguf_close(g);
-            goto out;
-        }
-        struct str chat;
-        if (!as && !c->chat_template && gguf_get_str(g, "tokenizer.chat_template", &chat))
-            c->chat_template = str_dup(chat);
-        gguf_close(g);
-        struct store_layer l = {.media_type = (char *)mt, .from = files[i].name};
-        char hex[DIGEST_HEX_LEN + 1];
-        store_digest_parse(files[i].digest, hex, NULL);
-        digest_format(hex, l.digest);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
-        if (fd >= 0)
-            close(fd);
-        l.size = (int64_t)size;
-        store_blob_touch(c->s, l.digest);
-        layers_add(&c->layers, &l, false);
-        added++;
-    }
-    if (as && strcmp(as, STORE_MT_DRAFT) == 0 && added > 1)
+    if (as && strcmp(as, STORE_MT_DRAFT) == 0 && n > 1)
         rc = err_set(e, ERR_INVALID, "only one draft model file is currently supported");
 out:
     free(files);

@@ -53,6 +53,46 @@ static int read_json(struct store *s, const struct store_layer *l, json_t **out,
     return 0;
 }
 
+// One manifest layer into the model, by its media type (the first model and
+// draft layers count; unknown types are ignored, as Ollama does).
+static int take_layer(struct store *s, struct store_model *m, const struct store_layer *l,
+                      struct err *e)
+{
+    const char *mt = l->media_type;
+    int rc = 0;
+    if (strcmp(mt, STORE_MT_MODEL) == 0) {
+        if (!m->model_path) {
+            m->model_path = blob_path_dup(s, l->digest);
+            m->parent_model = xstrdup(l->from ? l->from : "");
+        }
+    } else if (strcmp(mt, STORE_MT_ADAPTER) == 0) {
+        push_str(&m->adapter_paths, &m->n_adapters, blob_path_dup(s, l->digest));
+    } else if (strcmp(mt, STORE_MT_DRAFT) == 0) {
+        if (!m->draft_path)
+            m->draft_path = blob_path_dup(s, l->digest);
+    } else if (strcmp(mt, STORE_MT_PROJECTOR) == 0) {
+        push_str(&m->projector_paths, &m->n_projectors, blob_path_dup(s, l->digest));
+    } else if (strcmp(mt, STORE_MT_TEMPLATE) == 0 || strcmp(mt, STORE_MT_PROMPT) == 0) {
+        rc = read_text(s, l, &m->template_text, e);
+    } else if (strcmp(mt, STORE_MT_SYSTEM) == 0) {
+        rc = read_text(s, l, &m->system, e);
+    } else if (strcmp(mt, STORE_MT_LICENSE) == 0) {
+        char *t = NULL;
+        rc = read_text(s, l, &t, e);
+        if (rc == 0)
+            push_str(&m->licenses, &m->n_licenses, t);
+    } else if (strcmp(mt, STORE_MT_PARAMS) == 0) {
+        rc = read_json(s, l, &m->params, e);
+    } else if (strcmp(mt, STORE_MT_MESSAGES) == 0) {
+        rc = read_json(s, l, &m->messages, e);
+    } else if (strcmp(mt, STORE_MT_EMBED) == 0) {
+        log_warn("model %s: ignoring obsolete embeddings layer", m->display);
+    } else if (strcmp(mt, STORE_MT_TENSOR) == 0 || strcmp(mt, STORE_MT_JSON) == 0) {
+        m->unsupported_format = true;
+    }
+    return rc;
+}
+
 int store_model_load(struct store *s, const char *name, struct store_model **out, struct err *e)
 {
     struct store_name n;
@@ -83,42 +123,9 @@ int store_model_load(struct store *s, const char *name, struct store_model **out
         if (rc < 0)
             goto fail;
     }
-    for (size_t i = 0; i < m->manifest.n_layers; i++) {
-        const struct store_layer *l = &m->manifest.layers[i];
-        const char *mt = l->media_type;
-        if (strcmp(mt, STORE_MT_MODEL) == 0) {
-            if (!m->model_path) {
-                m->model_path = blob_path_dup(s, l->digest);
-                m->parent_model = xstrdup(l->from ? l->from : "");
-            }
-        } else if (strcmp(mt, STORE_MT_ADAPTER) == 0) {
-            push_str(&m->adapter_paths, &m->n_adapters, blob_path_dup(s, l->digest));
-        } else if (strcmp(mt, STORE_MT_DRAFT) == 0) {
-            if (!m->draft_path)
-                m->draft_path = blob_path_dup(s, l->digest);
-        } else if (strcmp(mt, STORE_MT_PROJECTOR) == 0) {
-            push_str(&m->projector_paths, &m->n_projectors, blob_path_dup(s, l->digest));
-        } else if (strcmp(mt, STORE_MT_TEMPLATE) == 0 || strcmp(mt, STORE_MT_PROMPT) == 0) {
-            rc = read_text(s, l, &m->template_text, e);
-        } else if (strcmp(mt, STORE_MT_SYSTEM) == 0) {
-            rc = read_text(s, l, &m->system, e);
-        } else if (strcmp(mt, STORE_MT_LICENSE) == 0) {
-            char *t = NULL;
-            rc = read_text(s, l, &t, e);
-            if (rc == 0)
-                push_str(&m->licenses, &m->n_licenses, t);
-        } else if (strcmp(mt, STORE_MT_PARAMS) == 0) {
-            rc = read_json(s, l, &m->params, e);
-        } else if (strcmp(mt, STORE_MT_MESSAGES) == 0) {
-            rc = read_json(s, l, &m->messages, e);
-        } else if (strcmp(mt, STORE_MT_EMBED) == 0) {
-            log_warn("model %s: ignoring obsolete embeddings layer", m->display);
-        } else if (strcmp(mt, STORE_MT_TENSOR) == 0 || strcmp(mt, STORE_MT_JSON) == 0) {
-            m->unsupported_format = true;
-        }
-        if (rc < 0)
+    for (size_t i = 0; i < m->manifest.n_layers; i++)
+        if ((rc = take_layer(s, m, &m->manifest.layers[i], e)) < 0)
             goto fail;
-    }
     if (m->params && !json_is_object(m->params)) {
         json_decref(m->params);
         m->params = NULL;

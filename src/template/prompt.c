@@ -1,6 +1,7 @@
 // Prompt building (templates.md §5–8): assembling the conversation, image
 // tags, collation, the three render modes (suffix, messages, legacy
-// turn-by-turn) and truncation to fit the context window.
+// turn-by-turn) and one candidate of truncation (the messages from a start;
+// the loop that picks it is the prompt module's).
 #include "template/template.h"
 
 #include <ctype.h>
@@ -206,39 +207,9 @@ int template_render_prompt(const struct template *t, const struct template_promp
             json_decref(empty);
             return err_set(e, ERR_INVALID, "message %zu is not an object", i);
         }
-    size_t n = json_array_size(msgs);
-    size_t start = 0;
-    int rc = 0;
-    if (req->truncate && req->count && n > 0) {
-        struct buf tmp;
-        buf_init(&tmp, out->max_len);
-        for (size_t i = 0; i < n; i++) {
-            buf_reset(&tmp);
-            if ((rc = render(t, req, msgs, i, &tmp, NULL, e)))
-                break;
-            int64_t tokens = req->count(req->count_ctx, buf_cstr(&tmp), tmp.len, e);
-            if (tokens < 0) {
-                rc = e && e->code ? e->code : ERR_INTERNAL;
-                break;
-            }
-            if (req->image_tokens > 0)
-                for (size_t k = i; k < n; k++) {
-                    json_t *im = json_object_get(json_array_get(msgs, k), "images");
-                    tokens += req->image_tokens * (int64_t)json_array_size(im);
-                }
-            if (tokens <= req->n_ctx || i == n - 1) {
-                start = i;
-                break;
-            }
-        }
-        buf_deinit(&tmp);
-        if (rc) {
-            json_decref(empty);
-            return rc;
-        }
-    }
-    json_t *images = json_array();
-    rc = render(t, req, msgs, start, out, images, e);
+    size_t start = req->start < json_array_size(msgs) ? req->start : 0;
+    json_t *images = req->probe ? NULL : json_array();
+    int rc = render(t, req, msgs, start, out, images, e);
     if (info && !rc) {
         info->images = images;
         size_t dropped = 0;

@@ -69,9 +69,6 @@ struct template_think {
     const char *level;
 };
 
-// Token counter for truncation: the number of tokens of text, or < 0 on error.
-typedef int64_t (*template_count_fn)(void *ctx, const char *text, size_t len, struct err *e);
-
 struct template_prompt_req {
     json_t *messages;  // array of API messages (role, content, images, tool_calls, ...)
     json_t *tools;     // request tools array or NULL
@@ -79,22 +76,21 @@ struct template_prompt_req {
     // Suffix mode (/api/generate with prompt and suffix both non-empty).
     const char *prompt;
     const char *suffix;
-    // Truncation (§8): when truncate && count != NULL, drop the oldest
-    // non-system messages until the rendering fits n_ctx tokens.
-    bool truncate;
-    int64_t n_ctx;
-    int64_t image_tokens;  // tokens per image (768 with a projector, else 0)
-    template_count_fn count;
-    void *count_ctx;
+    // One candidate of truncation (§8), which the prompt module's one loop
+    // drives: messages[start..] with the system messages before start kept,
+    // [img-N] tags numbered from messages[start]. A probe renders no tags
+    // (the text whose tokens are counted, as upstream).
+    size_t start;
+    bool probe;
 };
 
 struct template_prompt_info {
     json_t *images;    // owned: base64 image strings in [img-N] order (N = index)
-    size_t n_dropped;  // messages dropped by truncation
+    size_t n_dropped;  // non-system messages before start
 };
 
 // Renders the prompt for a request: mode choice (suffix / messages /
-// legacy), collation, image tags, truncation. Appends to out; fills info
+// legacy), collation, image tags, from req->start. Appends to out; fills info
 // (may be NULL; free with template_prompt_info_deinit).
 int template_render_prompt(const struct template *t, const struct template_prompt_req *req,
                            struct buf *out, struct template_prompt_info *info, struct err *e);

@@ -184,15 +184,12 @@ static bool c_isspace(char c)
     return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
-static void partition(const struct tokenizer *t, const char *text, size_t len, bool parse_special,
-                      struct frags *out)
+// Marks in seen[] the special-token candidates that occur anywhere in the
+// text (a fragment is a substring of it, so the others can be skipped);
+// returns how many.
+static size_t candidates_seen(const struct tokenizer *t, const char *text, size_t len,
+                              uint8_t *seen)
 {
-    frags_push(out, 0, (uint32_t)len, -1);
-    if (t->n_cands == 0)
-        return;
-    // Which candidates occur anywhere at all (a fragment is a substring of
-    // the text, so the others can be skipped).
-    uint8_t *seen = xcalloc(t->n_cands, 1);
     size_t n_seen = 0;
     for (size_t p = 0; p < len && n_seen < t->n_cands; p++) {
         unsigned char b = (unsigned char)text[p];
@@ -214,6 +211,50 @@ static void partition(const struct tokenizer *t, const char *text, size_t len, b
             }
         }
     }
+    return n_seen;
+}
+
+// The text fragment [base, base + blen) split on every occurrence of token
+// id into next (whitespace stripped on the sides its attributes say).
+static void split_fragment(const struct tokenizer *t, const char *text, size_t base, size_t blen,
+                           int32_t id, struct frags *next)
+{
+    const uint32_t attr = t->attrs[id];
+    const char *ct = tok_text(t, id);
+    const size_t cn = t->text_len[id];
+    while (blen > 0) {
+        const char *m = memmem(text + base, blen, ct, cn);
+        if (!m) {
+            frags_push(next, (uint32_t)base, (uint32_t)blen, -1);
+            break;
+        }
+        size_t mpos = (size_t)(m - text);
+        size_t llen = mpos - base;
+        if (attr & TOK_ATTR_LSTRIP)
+            while (llen > 0 && c_isspace(text[base + llen - 1]))
+                llen--;
+        if (llen > 0)
+            frags_push(next, (uint32_t)base, (uint32_t)llen, -1);
+        frags_push(next, (uint32_t)mpos, (uint32_t)cn, id);
+        size_t rstart = mpos + cn, rlen = base + blen - rstart;
+        if (attr & TOK_ATTR_RSTRIP)
+            while (rlen > 0 && c_isspace(text[rstart])) {
+                rstart++;
+                rlen--;
+            }
+        base = rstart;
+        blen = rlen;
+    }
+}
+
+static void partition(const struct tokenizer *t, const char *text, size_t len, bool parse_special,
+                      struct frags *out)
+{
+    frags_push(out, 0, (uint32_t)len, -1);
+    if (t->n_cands == 0)
+        return;
+    uint8_t *seen = xcalloc(t->n_cands, 1);
+    size_t n_seen = candidates_seen(t, text, len, seen);
     struct frags next = {0};
     for (size_t ci = 0; ci < t->n_cands && n_seen > 0; ci++) {
         if (!seen[ci])
@@ -225,39 +266,13 @@ static void partition(const struct tokenizer *t, const char *text, size_t len, b
             continue;
         if (t->id_limit > 0 && id >= t->id_limit)
             continue;
-        const char *ct = tok_text(t, id);
-        size_t cn = t->text_len[id];
         next.n = 0;
         for (size_t i = 0; i < out->n; i++) {
             struct frag f = out->v[i];
-            if (f.id >= 0) {
+            if (f.id >= 0)
                 frags_push(&next, f.off, f.len, f.id);
-                continue;
-            }
-            size_t base = f.off, blen = f.len;
-            while (blen > 0) {
-                const char *m = memmem(text + base, blen, ct, cn);
-                if (!m) {
-                    frags_push(&next, (uint32_t)base, (uint32_t)blen, -1);
-                    break;
-                }
-                size_t mpos = (size_t)(m - text);
-                size_t llen = mpos - base;
-                if (attr & TOK_ATTR_LSTRIP)
-                    while (llen > 0 && c_isspace(text[base + llen - 1]))
-                        llen--;
-                if (llen > 0)
-                    frags_push(&next, (uint32_t)base, (uint32_t)llen, -1);
-                frags_push(&next, (uint32_t)mpos, (uint32_t)cn, id);
-                size_t rstart = mpos + cn, rlen = base + blen - rstart;
-                if (attr & TOK_ATTR_RSTRIP)
-                    while (rlen > 0 && c_isspace(text[rstart])) {
-                        rstart++;
-                        rlen--;
-                    }
-                base = rstart;
-                blen = rlen;
-            }
+            else
+                split_fragment(t, text, f.off, f.len, id, &next);
         }
         struct frags tmp = *out;
         *out = next;

@@ -353,6 +353,54 @@ static void test_dispatch(void **state)
     assert_int_equal(kernels_row_size(GGUF_TYPE_NVFP4, 64), 0);  // no engine traits
 }
 
+// The type table registers each type's traits and scalar kernel by its
+// family (gguf/types.def): NONE neither, ACT traits only, the others both,
+// and no ISA table adds a type the table does not run.
+#define HAS_KERNEL_NONE        0
+#define HAS_KERNEL_ACT(s)      0
+#define HAS_KERNEL_FLOAT(s, a) 1
+#define HAS_KERNEL_BLOCK(s, a) 1
+#define HAS_KERNEL_NL(s)       1
+#define HAS_KERNEL_IQ(s, sc)   1
+#define HAS_TRAITS_NONE        0
+#define HAS_TRAITS_ACT(s)      1
+#define HAS_TRAITS_FLOAT(s, a) 1
+#define HAS_TRAITS_BLOCK(s, a) 1
+#define HAS_TRAITS_NL(s)       1
+#define HAS_TRAITS_IQ(s, sc)   1
+static const struct {
+    uint32_t id;
+    bool traits, kernel;
+} registry_rows[] = {
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam) {id, HAS_TRAITS_##fam, HAS_KERNEL_##fam},
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW
+};
+
+static void test_registry(void **state)
+{
+    (void)state;
+    int kernels = 0;
+    for (size_t i = 0; i < sizeof registry_rows / sizeof registry_rows[0]; i++) {
+        const uint32_t id = registry_rows[i].id;
+        const struct quant_traits *tr = quant_traits_get(id);
+        assert_int_equal(tr != NULL, registry_rows[i].traits);
+        const struct kernels_type *k = kernels_get_isa(id, KERNELS_ISA_SCALAR);
+        assert_int_equal(k != NULL, registry_rows[i].kernel);
+        kernels += k != NULL;
+        if (k)  // the activations are a type the engine converts to and reads
+            assert_non_null(quant_traits_get(k->vec_dot_type));
+        for (int isa = 1; isa < KERNELS_ISA_COUNT_; isa++)
+            if (kernels_isa_supported((enum kernels_isa)isa)) {
+                const struct kernels_type *ki = kernels_get_isa(id, (enum kernels_isa)isa);
+                assert_int_equal(ki != NULL, k != NULL);
+                if (ki)
+                    assert_int_equal(ki->vec_dot_type, k->vec_dot_type);
+            }
+    }
+    assert_true(kernels >= (int)N_TYPES);  // all_types and the NL / IQ ones
+}
+
 // Straightforward Q8_0 quantizer (ggml's quantize_row_q8_0_ref semantics).
 static void simple_q8_0(const float *x, uint8_t *out, int64_t n, bool with_sum)
 {
@@ -1228,7 +1276,7 @@ int main(void)
         cmocka_unit_test(test_isa_vs_scalar),      cmocka_unit_test(test_interleaved),
         cmocka_unit_test(test_fixture_vectors),    cmocka_unit_test(test_iq_types),
         cmocka_unit_test(test_iq_fixture_vectors), cmocka_unit_test(test_elementwise),
-        cmocka_unit_test(test_half_tiles),
+        cmocka_unit_test(test_half_tiles),         cmocka_unit_test(test_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,12 +131,77 @@ static void test_render_and_parse(void **state)
     buf_deinit(&thinking);
 }
 
+// The Go template through the same truncation loop: the oldest turns go,
+// the system stays; probes are counted without image tags, and the tags of
+// the prompt are numbered from the first kept message.
+static void test_go_truncation(void **state)
+{
+    (void)state;
+    struct prompt *p = NULL;
+    struct prompt_think th = {0};
+    struct err e = {0};
+    struct prompt_model m = {.template_text =
+                                 "{{ range .Messages }}[{{ .Role }}:{{ .Content }}]{{ end }}"};
+    assert_int_equal(prompt_open(&p, &m, NULL, &th, &e), 0);
+    assert_int_equal(prompt_get_source(p), PROMPT_GO_TEMPLATE);
+    json_t *msgs =
+        json_loads("[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\","
+                   "\"content\":\"u1-aaaaaaaa\"},{\"role\":\"assistant\","
+                   "\"content\":\"a1-aaaaaaaa\"},{\"role\":\"user\",\"content\":\"u2\"}]",
+                   0, NULL);
+    int counted = 0;
+    struct prompt_input in = {.chat = true,
+                              .messages = msgs,
+                              .truncate = true,
+                              .n_ctx = 45,
+                              .count = count_bytes,
+                              .count_ctx = &counted};
+    struct buf out;
+    buf_init(&out, 0);
+    // from 0 and 1 (the system message stays): 60 bytes; from 2: 42
+    assert_int_equal(prompt_render(p, &in, &out, &e), 0);
+    assert_string_equal(buf_cstr(&out), "[system:S][assistant:a1-aaaaaaaa][user:u2]");
+    assert_int_equal(counted, 3);
+    buf_reset(&out);
+    in.n_ctx = 5;  // the last message stays whatever its size
+    assert_int_equal(prompt_render(p, &in, &out, &e), 0);
+    assert_string_equal(buf_cstr(&out), "[system:S][user:u2]");
+    buf_reset(&out);
+    in.truncate = false;
+    assert_int_equal(prompt_render(p, &in, &out, &e), 0);
+    assert_string_equal(buf_cstr(&out),
+                        "[system:S][user:u1-aaaaaaaa][assistant:a1-aaaaaaaa][user:u2]");
+    json_decref(msgs);
+    // Untagged probes: 34 and 24 bytes; with tags the first would be 48.
+    msgs = json_loads("[{\"role\":\"user\",\"content\":\"one\",\"images\":[\"I0\"]},"
+                      "{\"role\":\"assistant\",\"content\":\"ok\"},"
+                      "{\"role\":\"user\",\"content\":\"two\",\"images\":[\"I1\"]}]",
+                      0, NULL);
+    in = (struct prompt_input){.chat = true,
+                               .messages = msgs,
+                               .truncate = true,
+                               .n_ctx = 34,
+                               .count = count_bytes,
+                               .count_ctx = &counted};
+    buf_reset(&out);
+    assert_int_equal(prompt_render(p, &in, &out, &e), 0);
+    assert_string_equal(buf_cstr(&out), "[user:[img-0]one][assistant:ok][user:[img-1]two]");
+    buf_reset(&out);
+    in.n_ctx = 30;
+    assert_int_equal(prompt_render(p, &in, &out, &e), 0);
+    assert_string_equal(buf_cstr(&out), "[assistant:ok][user:[img-0]two]");
+    json_decref(msgs);
+    buf_deinit(&out);
+    prompt_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_facts),
         cmocka_unit_test(test_choose_and_open),
         cmocka_unit_test(test_render_and_parse),
+        cmocka_unit_test(test_go_truncation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

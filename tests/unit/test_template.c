@@ -768,12 +768,8 @@ static void test_images(void **state)
     json_decref(m);
 }
 
-static int64_t count_bytes(void *ctx, const char *text, size_t len, struct err *e)
-{
-    (void)ctx, (void)text, (void)e;
-    return (int64_t)len;
-}
-
+// One candidate of truncation (the prompt module's loop picks the start):
+// the messages from start with the system messages before it kept.
 static void test_truncation(void **state)
 {
     (void)state;
@@ -785,22 +781,20 @@ static void test_truncation(void **state)
     json_array_append_new(m, msg("user", "u1-aaaaaaaa"));
     json_array_append_new(m, msg("assistant", "a1-aaaaaaaa"));
     json_array_append_new(m, msg("user", "u2"));
-    struct template_prompt_req req = {
-        .messages = m, .truncate = true, .n_ctx = 45, .count = count_bytes};
+    struct template_prompt_req req = {.messages = m, .start = 2};
     struct template_prompt_info info;
     struct buf b;
     buf_init(&b, 0);
-    // full: 60 bytes; without u1: 42 → fits
     assert_int_equal(template_render_prompt(t, &req, &b, &info, NULL), 0);
     assert_string_equal(buf_cstr(&b), "[system:S][assistant:a1-aaaaaaaa][user:u2]");
     assert_int_equal(info.n_dropped, 1);
     template_prompt_info_deinit(&info);
-    // tiny window: only system + the last message stay
+    // only system + the last message
     buf_reset(&b);
-    req.n_ctx = 5;
+    req.start = 3;
     assert_int_equal(template_render_prompt(t, &req, &b, NULL, NULL), 0);
     assert_string_equal(buf_cstr(&b), "[system:S][user:u2]");
-    // images count image_tokens each; tags are numbered from the first kept message
+    // tags are numbered from the first kept message; a probe has none
     json_t *mi = json_array();
     json_t *u1 = msg("user", "one");
     json_object_set_new(u1, "images", json_pack("[s]", "I0"));
@@ -809,21 +803,26 @@ static void test_truncation(void **state)
     json_array_append_new(mi, u1);
     json_array_append_new(mi, msg("assistant", "ok"));
     json_array_append_new(mi, u2);
-    struct template_prompt_req ri = {
-        .messages = mi, .truncate = true, .n_ctx = 130, .image_tokens = 100, .count = count_bytes};
+    struct template_prompt_req ri = {.messages = mi, .start = 1};
     buf_reset(&b);
     assert_int_equal(template_render_prompt(t, &ri, &b, &info, NULL), 0);
     assert_string_equal(buf_cstr(&b), "[assistant:ok][user:[img-0]two]");
     assert_int_equal(json_array_size(info.images), 1);
     assert_string_equal(json_string_value(json_array_get(info.images, 0)), "I1");
     template_prompt_info_deinit(&info);
-    json_decref(mi);
-    // truncate off: everything
     buf_reset(&b);
-    req.truncate = false;
-    assert_int_equal(template_render_prompt(t, &req, &b, NULL, NULL), 0);
-    assert_string_equal(buf_cstr(&b),
-                        "[system:S][user:u1-aaaaaaaa][assistant:a1-aaaaaaaa][user:u2]");
+    ri.probe = true;
+    assert_int_equal(template_render_prompt(t, &ri, &b, NULL, NULL), 0);
+    assert_string_equal(buf_cstr(&b), "[assistant:ok][user:two]");
+    json_decref(mi);
+    // start 0 (and a start past the end): everything
+    for (size_t start = 0; start <= 4; start += 4) {
+        buf_reset(&b);
+        req.start = start;
+        assert_int_equal(template_render_prompt(t, &req, &b, NULL, NULL), 0);
+        assert_string_equal(buf_cstr(&b),
+                            "[system:S][user:u1-aaaaaaaa][assistant:a1-aaaaaaaa][user:u2]");
+    }
     buf_deinit(&b);
     json_decref(m);
     template_free(t);

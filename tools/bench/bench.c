@@ -351,173 +351,225 @@ static void stats(const double *v, int n, double *avg, double *sd)
     *sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
 }
 
-int main(int argc, char **argv)
-{
-    const char *path = NULL, *fmt = "md";
-    bool membw = false, fma = false;
-    double membw_gbs = 0;
-    int n_threads = 0, n_prompt = 128, n_gen = 32, reps = 3, n_seq = 0, n_ctx = 0, depth = 0;
-    struct model_options o = {0};
+// The command line.
+struct bench_args {
+    const char *path, *fmt;
+    bool membw, fma;
+    double membw_gbs;
+    int n_threads, n_prompt, n_gen, reps, n_seq, n_ctx, depth;
+    struct model_options o;
     const char *lora[8];
+};
+
+static void parse_args(int argc, char **argv, struct bench_args *b)
+{
+    *b = (struct bench_args){.fmt = "md", .n_prompt = 128, .n_gen = 32, .reps = 3};
+    struct model_options *o = &b->o;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
         if (!strcmp(a, "-t") && has)
-            n_threads = int_arg(argv[++i], 1, 1024);
+            b->n_threads = int_arg(argv[++i], 1, 1024);
         else if (!strcmp(a, "-p") && has)
-            n_prompt = int_arg(argv[++i], 0, 1 << 20);
+            b->n_prompt = int_arg(argv[++i], 0, 1 << 20);
         else if (!strcmp(a, "-n") && has)
-            n_gen = int_arg(argv[++i], 0, 1 << 20);
+            b->n_gen = int_arg(argv[++i], 0, 1 << 20);
         else if (!strcmp(a, "-d") && has)
-            depth = int_arg(argv[++i], 0, 1 << 22);
+            b->depth = int_arg(argv[++i], 0, 1 << 22);
         else if (!strcmp(a, "-B") && has)
-            n_seq = int_arg(argv[++i], 1, 64);
+            b->n_seq = int_arg(argv[++i], 1, 64);
         else if (!strcmp(a, "-r") && has)
-            reps = int_arg(argv[++i], 1, 1000);
+            b->reps = int_arg(argv[++i], 1, 1000);
         else if (!strcmp(a, "-o") && has) {
-            fmt = argv[++i];
-            if (strcmp(fmt, "md") && strcmp(fmt, "json"))
+            b->fmt = argv[++i];
+            if (strcmp(b->fmt, "md") && strcmp(b->fmt, "json"))
                 usage();
         } else if (!strcmp(a, "--kv") && has) {
             int k = model_kv_type_parse(argv[++i]);
             if (k < 0)
                 usage();
-            o.kv_type = (enum model_kv_type)k;
+            o->kv_type = (enum model_kv_type)k;
         } else if (!strcmp(a, "--lora-merge")) {
-            o.lora_merge = true;
-        } else if (!strcmp(a, "--lora") && has && o.n_lora < 8) {
-            lora[o.n_lora++] = argv[++i];
-            o.lora_paths = lora;
+            o->lora_merge = true;
+        } else if (!strcmp(a, "--lora") && has && o->n_lora < 8) {
+            b->lora[o->n_lora++] = argv[++i];
+            o->lora_paths = b->lora;
         } else if (!strcmp(a, "--mapped-weights"))
-            o.mapped_weights_only = true;
+            o->mapped_weights_only = true;
         else if (!strcmp(a, "-c") && has)  // context (default -p + -n)
-            n_ctx = int_arg(argv[++i], 1, 1 << 24);
+            b->n_ctx = int_arg(argv[++i], 1, 1 << 24);
         else if (!strcmp(a, "--kv-full"))  // no ring caches for sliding-window layers
-            o.kv_full_length = true;
+            o->kv_full_length = true;
         else if (!strcmp(a, "--membw"))
-            membw = true;
+            b->membw = true;
         else if (!strcmp(a, "--fma"))
-            fma = true;
+            b->fma = true;
         else if (!strcmp(a, "--membw-gbs") && has) {
             struct err e = {0};
-            if (str_to_double(argv[++i], &membw_gbs, &e) < 0)
+            if (str_to_double(argv[++i], &b->membw_gbs, &e) < 0)
                 usage();
-        } else if (a[0] != '-' && !path)
-            path = a;
+        } else if (a[0] != '-' && !b->path)
+            b->path = a;
         else
             usage();
     }
-    if (fma)
-        return measure_fma(n_threads > 0 ? n_threads : 2);
-    if (membw) {
-        int nt = n_threads > 0 ? n_threads : 2;
-        printf("memory read bandwidth, %d threads: %.1f GB/s\n", nt, measure_bw(nt));
-        return 0;
+}
+
+// The tests: pp (one batch of n_prompt), tg (n_gen one at a time), tgxS
+// (n_gen in each of n_seq sequences together).
+enum bench_test { TEST_PP, TEST_TG, TEST_TG_BATCH };
+
+struct bench_run {
+    struct model *m;
+    const struct bench_args *b;
+    int32_t *buf, *pos, *slot;  // n_prompt tokens, positions, slots
+    double *v;                  // reps timings
+};
+
+static double run_test(const struct bench_run *r, enum bench_test t, int n)
+{
+    if (t == TEST_PP)
+        return run_pp(r->m, n, r->b->depth, r->buf, r->pos, r->slot);
+    if (t == TEST_TG)
+        return run_tg(r->m, n, r->b->depth);
+    return run_tg_batch(r->m, n, r->b->n_seq);
+}
+
+// One test: a warm-up (generation: 4 tokens), then reps timed runs.
+static void measure(const struct bench_run *r, enum bench_test t, const char *at, struct result *x)
+{
+    const struct bench_args *b = r->b;
+    const int n = t == TEST_PP ? b->n_prompt : b->n_gen;
+    run_test(r, t, t == TEST_PP || n <= 4 ? n : 4);
+    for (int i = 0; i < b->reps; i++)
+        r->v[i] = run_test(r, t, n);
+    if (t == TEST_PP)
+        snprintf(x->test, sizeof x->test, "pp%d%s", n, at);
+    else if (t == TEST_TG)
+        snprintf(x->test, sizeof x->test, "tg%d%s", n, at);
+    else
+        snprintf(x->test, sizeof x->test, "tg%dx%d", n, b->n_seq);
+    x->n_prompt = t == TEST_PP ? n : 0;
+    x->n_gen = t == TEST_PP ? 0 : t == TEST_TG ? n : n * b->n_seq;
+    stats(r->v, b->reps, &x->avg, &x->sd);
+}
+
+static void print_json(const struct bench_args *b, const struct result *res, int n_res,
+                       int n_threads, uint64_t rss)
+{
+    printf("[\n");
+    for (int i = 0; i < n_res; i++)
+        printf("  {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"n_threads\": %d, "
+               "\"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, "
+               "\"peak_rss_bytes\": %llu}%s\n",
+               res[i].test, res[i].n_prompt, res[i].n_gen, n_threads, b->depth, res[i].avg,
+               res[i].sd, (unsigned long long)rss, i + 1 < n_res ? "," : "");
+    printf("]\n");
+}
+
+static void print_md(const struct bench_args *b, struct model *m, const struct model_memory *mem,
+                     const struct result *res, int n_res, double fill_s, uint64_t rss)
+{
+    struct gguf_summary sum;
+    gguf_summarize(model_gguf(m), &sum);
+    const char *base = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
+    printf("| model | size | params | backend | threads | test | t/s | peak RSS |\n");
+    printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    for (int i = 0; i < n_res; i++)
+        printf("| %s %s | %.2f GiB | %s | CPU | %d | %s | %.2f ± %.2f | %.1f MiB |\n", base,
+               sum.quantization_level, gguf_file_size(model_gguf(m)) / 1073741824.0,
+               sum.parameter_size, model_n_threads(m), res[i].test, res[i].avg, res[i].sd,
+               rss / 1048576.0);
+    printf("\nmemory estimate: %.1f MiB (weights %.1f + KV %.1f + scratch %.1f), peak RSS "
+           "%.1f MiB (%+.1f%%)\n",
+           mem->total_bytes / 1048576.0, mem->weights_bytes / 1048576.0, mem->kv_bytes / 1048576.0,
+           mem->scratch_bytes / 1048576.0, rss / 1048576.0,
+           100.0 * ((double)rss - (double)mem->total_bytes) / (double)mem->total_bytes);
+    if (b->depth > 0)
+        printf("depth fill: %d tokens in %.2f s (%.1f t/s, one batch per %d tokens)\n", b->depth,
+               fill_s, b->depth / fill_s, model_n_batch(m));
+    uint64_t bpt = bytes_per_token(model_gguf(m));
+    printf("weights read per generated token: %.1f MiB", bpt / 1048576.0);
+    if (b->membw_gbs > 0 && b->n_gen > 0) {
+        double limit = b->membw_gbs * 1e9 / (double)bpt;
+        printf("; bandwidth limit at %.1f GB/s: %.1f t/s; tg at %.0f%% of it", b->membw_gbs, limit,
+               100.0 * res[n_res - 1].avg / limit);
     }
-    if (!path)
-        usage();
-    o.n_threads = n_threads;
-    if (depth > 0 && n_seq > 1) {
+    printf("\n");
+}
+
+// The model options from the command line: a context for -d + -p + -n
+// (or -c), n_seq slots.
+static int model_options_of(struct bench_args *b)
+{
+    struct model_options *o = &b->o;
+    o->n_threads = b->n_threads;
+    if (b->depth > 0 && b->n_seq > 1) {
         fprintf(stderr, "bench: -d and -B cannot be combined\n");
         return 2;
     }
-    o.n_ctx = depth + n_prompt + n_gen > 0 ? depth + n_prompt + n_gen : 1;
-    if (n_ctx > o.n_ctx)
-        o.n_ctx = n_ctx;
-    o.n_batch = 512;
-    o.n_slots = n_seq > 1 ? n_seq : 1;
+    int need = b->depth + b->n_prompt + b->n_gen;
+    o->n_ctx = need > 0 ? need : 1;
+    if (b->n_ctx > o->n_ctx)
+        o->n_ctx = b->n_ctx;
+    o->n_batch = 512;
+    o->n_slots = b->n_seq > 1 ? b->n_seq : 1;
+    return 0;
+}
 
+int main(int argc, char **argv)
+{
+    struct bench_args b;
+    parse_args(argc, argv, &b);
+    if (b.fma)
+        return measure_fma(b.n_threads > 0 ? b.n_threads : 2);
+    if (b.membw) {
+        int nt = b.n_threads > 0 ? b.n_threads : 2;
+        printf("memory read bandwidth, %d threads: %.1f GB/s\n", nt, measure_bw(nt));
+        return 0;
+    }
+    if (!b.path)
+        usage();
+    int rc = model_options_of(&b);
+    if (rc)
+        return rc;
     struct err e = {0};
     struct model_memory mem;
-    if (model_estimate(path, &o, &mem, &e) < 0)
+    if (model_estimate(b.path, &b.o, &mem, &e) < 0)
         die(&e);
     struct model *m;
-    if (model_load(&m, path, &o, &e) < 0)
+    if (model_load(&m, b.path, &b.o, &e) < 0)
         die(&e);
-    n_threads = model_n_threads(m);
-    if (model_n_ctx(m) < depth + n_prompt + n_gen) {
+    if (model_n_ctx(m) < b.depth + b.n_prompt + b.n_gen) {
         fprintf(stderr, "bench: the model's context (%d) is smaller than -d + -p + -n\n",
                 model_n_ctx(m));
         return 1;
     }
-    double fill_s = fill_depth(m, depth);
+    double fill_s = fill_depth(m, b.depth);
     char at[24] = "";
-    if (depth > 0)
-        snprintf(at, sizeof at, " @ d%d", depth);
-    int cap = n_prompt > 0 ? n_prompt : 1;
-    int32_t *buf = xcalloc((size_t)cap, sizeof(int32_t)),
-            *pos = xcalloc((size_t)cap, sizeof(int32_t)),
-            *slot = xcalloc((size_t)cap, sizeof(int32_t));
-    double *v = xcalloc((size_t)reps, sizeof(double));
+    if (b.depth > 0)
+        snprintf(at, sizeof at, " @ d%d", b.depth);
+    size_t cap = (size_t)(b.n_prompt > 0 ? b.n_prompt : 1);
+    struct bench_run r = {.m = m,
+                          .b = &b,
+                          .buf = xcalloc(cap, sizeof(int32_t)),
+                          .pos = xcalloc(cap, sizeof(int32_t)),
+                          .slot = xcalloc(cap, sizeof(int32_t)),
+                          .v = xcalloc((size_t)b.reps, sizeof(double))};
     struct result res[3];
     int n_res = 0;
-    if (n_prompt > 0) {
-        run_pp(m, n_prompt, depth, buf, pos, slot);  // warm-up
-        for (int r = 0; r < reps; r++)
-            v[r] = run_pp(m, n_prompt, depth, buf, pos, slot);
-        struct result *x = &res[n_res++];
-        snprintf(x->test, sizeof x->test, "pp%d%s", n_prompt, at);
-        x->n_prompt = n_prompt, x->n_gen = 0;
-        stats(v, reps, &x->avg, &x->sd);
-    }
-    if (n_gen > 0) {
-        run_tg(m, n_gen > 4 ? 4 : n_gen, depth);  // warm-up
-        for (int r = 0; r < reps; r++)
-            v[r] = run_tg(m, n_gen, depth);
-        struct result *x = &res[n_res++];
-        snprintf(x->test, sizeof x->test, "tg%d%s", n_gen, at);
-        x->n_prompt = 0, x->n_gen = n_gen;
-        stats(v, reps, &x->avg, &x->sd);
-    }
-    if (n_gen > 0 && n_seq > 1) {
-        run_tg_batch(m, n_gen > 4 ? 4 : n_gen, n_seq);  // warm-up
-        for (int r = 0; r < reps; r++)
-            v[r] = run_tg_batch(m, n_gen, n_seq);
-        struct result *x = &res[n_res++];
-        snprintf(x->test, sizeof x->test, "tg%dx%d", n_gen, n_seq);
-        x->n_prompt = 0, x->n_gen = n_gen * n_seq;
-        stats(v, reps, &x->avg, &x->sd);
-    }
+    if (b.n_prompt > 0)
+        measure(&r, TEST_PP, at, &res[n_res++]);
+    if (b.n_gen > 0)
+        measure(&r, TEST_TG, at, &res[n_res++]);
+    if (b.n_gen > 0 && b.n_seq > 1)
+        measure(&r, TEST_TG_BATCH, at, &res[n_res++]);
     uint64_t rss = peak_rss_bytes();
-
-    struct gguf_summary sum;
-    gguf_summarize(model_gguf(m), &sum);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    if (!strcmp(fmt, "json")) {
-        printf("[\n");
-        for (int i = 0; i < n_res; i++)
-            printf("  {\"test\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"n_threads\": %d, "
-                   "\"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, "
-                   "\"peak_rss_bytes\": %llu}%s\n",
-                   res[i].test, res[i].n_prompt, res[i].n_gen, n_threads, depth, res[i].avg,
-                   res[i].sd, (unsigned long long)rss, i + 1 < n_res ? "," : "");
-        printf("]\n");
-    } else {
-        printf("| model | size | params | backend | threads | test | t/s | peak RSS |\n");
-        printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
-        for (int i = 0; i < n_res; i++)
-            printf("| %s %s | %.2f GiB | %s | CPU | %d | %s | %.2f ± %.2f | %.1f MiB |\n", base,
-                   sum.quantization_level, gguf_file_size(model_gguf(m)) / 1073741824.0,
-                   sum.parameter_size, n_threads, res[i].test, res[i].avg, res[i].sd,
-                   rss / 1048576.0);
-        printf("\nmemory estimate: %.1f MiB (weights %.1f + KV %.1f + scratch %.1f), peak RSS "
-               "%.1f MiB (%+.1f%%)\n",
-               mem.total_bytes / 1048576.0, mem.weights_bytes / 1048576.0, mem.kv_bytes / 1048576.0,
-               mem.scratch_bytes / 1048576.0, rss / 1048576.0,
-               100.0 * ((double)rss - (double)mem.total_bytes) / (double)mem.total_bytes);
-        if (depth > 0)
-            printf("depth fill: %d tokens in %.2f s (%.1f t/s, one batch per %d tokens)\n", depth,
-                   fill_s, depth / fill_s, model_n_batch(m));
-        uint64_t bpt = bytes_per_token(model_gguf(m));
-        printf("weights read per generated token: %.1f MiB", bpt / 1048576.0);
-        if (membw_gbs > 0 && n_gen > 0) {
-            double limit = membw_gbs * 1e9 / (double)bpt;
-            printf("; bandwidth limit at %.1f GB/s: %.1f t/s; tg at %.0f%% of it", membw_gbs, limit,
-                   100.0 * res[n_res - 1].avg / limit);
-        }
-        printf("\n");
-    }
-    free(buf), free(pos), free(slot), free(v);
+    if (!strcmp(b.fmt, "json"))
+        print_json(&b, res, n_res, model_n_threads(m), rss);
+    else
+        print_md(&b, m, &mem, res, n_res, fill_s, rss);
+    free(r.buf), free(r.pos), free(r.slot), free(r.v);
     model_free(m);
     return 0;
 }

@@ -3,7 +3,9 @@
 // Each ISA file fills a sparse table of struct kernels_type indexed by gguf
 // type id (a NULL vec_dot means "no kernel at this ISA, use the level
 // below") and a struct kernels_ops of element-wise helpers (NULL fields fall
-// back the same way). kernels.c merges them from scalar upwards.
+// back the same way), and registers them in tables.def; kernels.c merges
+// them from scalar upwards. The scalar table is the type table's
+// (gguf/types.def), complete for every type the engine runs.
 #pragma once
 
 #include <stddef.h>
@@ -117,24 +119,13 @@ static inline void kernels_q4_Kx8_scale_min(const uint8_t *scl, const uint8_t *s
     *m = (uint8_t)((scl[i] >> 4) | (hi >> 2) << 4);
 }
 
-// Scalar reference twins (scalar.c): always complete for every supported type.
-extern const struct kernels_type kernels_scalar_table[KERNELS_NTYPES];
-extern const struct kernels_ops kernels_scalar_ops;
-
-#if defined(__x86_64__) || defined(_M_X64)
-extern const struct kernels_type kernels_avx2_table[KERNELS_NTYPES];
-extern const struct kernels_ops kernels_avx2_ops;
-extern const struct kernels_type kernels_avx512_table[KERNELS_NTYPES];
-extern const struct kernels_ops kernels_avx512_ops;
-// The AVX-512 F16 / BF16 tiles (x86_half.inc), overlaid on the table above;
-// the vdpbf16ps one only where the CPU has AVX512_BF16.
-extern const struct kernels_type kernels_avx512_half_table[KERNELS_NTYPES];
-extern const struct kernels_type kernels_avx512bf16_table[KERNELS_NTYPES];
-#endif
-#if defined(__aarch64__)
-extern const struct kernels_type kernels_neon_table[KERNELS_NTYPES];
-extern const struct kernels_ops kernels_neon_ops;
-#endif
+// The ISA files' sparse tables and element-wise helpers, in the order
+// kernels.c overlays them (tables.def).
+#define KERNELS_TABLE(isa, table, needs) extern const struct kernels_type table[KERNELS_NTYPES];
+#define KERNELS_OPS(isa, ops)            extern const struct kernels_ops ops;
+#include "engine/kernels/tables.def"
+#undef KERNELS_TABLE
+#undef KERNELS_OPS
 
 // GELU of every f16 input, as f32 (the f16-rounded result), indexed by the
 // input's f16 bits; built once on first use (thread-safe).
@@ -149,45 +140,21 @@ void kernels_from_float_f16_ref(const float *x, void *y, int64_t n);
 void kernels_from_float_bf16_ref(const float *x, void *y, int64_t n);
 void kernels_from_float_f32_ref(const float *x, void *y, int64_t n);
 
-// Scalar vec_dots (kernels_vec_dot_<type>_ref), used by SIMD files for
-// odd tails and by tests.
-void kernels_vec_dot_f32_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_f16_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_bf16_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q4_0_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q4_1_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q5_0_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q5_1_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q8_0_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q2_K_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q3_K_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q4_K_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q5_K_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_q6_K_ref(int64_t n, float *s, const void *w, const void *x);
-
-// The i-quant / ternary / MXFP4 family (iquants.c, x86_iq.inc): sparse
-// tables overlaid on the main ones, scalar twins for the tests.
-extern const struct kernels_type kernels_scalar_iq_table[KERNELS_NTYPES];
-#if defined(__x86_64__) || defined(_M_X64)
-extern const struct kernels_type kernels_avx2_iq_table[KERNELS_NTYPES];
-extern const struct kernels_type kernels_avx512_iq_table[KERNELS_NTYPES];
-#endif
-float kernels_iq4_nl_scale(const uint8_t *blk);
-float kernels_mxfp4_scale(const uint8_t *blk);
-// sum over groups of 16 of ls * (q . xq): the integer part of a block's dot.
+// The scalar vec_dots of every type the engine runs (kernels_vec_dot_<s>_ref,
+// declared from the type table, gguf/types.def), for the scalar table and
+// the SIMD files' odd tails.
+#define KDECL_NONE
+#define KDECL_ACT(s)
+#define KDECL_ROW(s)                          void kernels_vec_dot_##s##_ref(int64_t, float *, const void *, const void *);
+#define KDECL_FLOAT(s, act)                   KDECL_ROW(s)
+#define KDECL_BLOCK(s, act)                   KDECL_ROW(s)
+#define KDECL_NL(s)                           KDECL_ROW(s)
+#define KDECL_IQ(s, scale)                    KDECL_ROW(s)
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam) KDECL_##fam
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW
+// sum over groups of 16 of ls * (q . xq): the integer part of an IQ block's dot.
 int32_t kernels_iq_block_dot_ref(const struct quant_iq_block *b, const int8_t *xq);
-void kernels_vec_dot_iq4_nl_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_mxfp4_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq2_xxs_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq2_xs_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq2_s_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq3_xxs_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq3_s_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq1_s_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq1_m_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_iq4_xs_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_tq1_0_ref(int64_t n, float *s, const void *w, const void *x);
-void kernels_vec_dot_tq2_0_ref(int64_t n, float *s, const void *w, const void *x);
 
 // Decodes the 12-byte packed 6-bit scales/mins of Q4_K / Q5_K.
 static inline void kernels_unpack_scale_min_k4(const uint8_t *q, uint8_t sc[8], uint8_t m[8])

@@ -1,14 +1,16 @@
-// Scalar reference dot products of the i-quant, ternary and MXFP4 weights:
-// IQ4_NL and MXFP4 (32-value blocks with a 16-entry value table) against
-// Q8_0 as in ggml; every 256-value type against Q8_K through its integer
-// form (struct quant_iq_block: integer sums per group of 16, one float
-// multiply per block). The SIMD variants (x86_iq.inc) are checked against
-// these.
+// Scalar reference dot products of the NL and IQ families of the type
+// table: IQ4_NL and MXFP4 (32-value blocks with a 16-entry value table)
+// against Q8_0 as in ggml; every 256-value type against Q8_K through its
+// integer form (struct quant_iq_block: integer sums per group of 16, one
+// float multiply per block). A type of either family needs no code here:
+// its row writes its kernel from its format file's functions. The SIMD
+// variants (x86_iq.inc) are checked against these.
 #include "engine/kernels/internal.h"
 
-// Shared by IQ4_NL and MXFP4: nibble j is value j (low) and j + 16 (high).
+// The NL types: nibble j is value j (low) and j + 16 (high) of the table,
+// in the block's last 16 bytes, times the block's scale.
 static float dot_nl_q8_0(int64_t n, const int8_t values[16], const uint8_t *w, size_t w_bytes,
-                         const struct block_q8_0 *x, float (*scale)(const uint8_t *blk))
+                         const struct block_q8_0 *x, float (*scale)(const void *blk))
 {
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK8_0; i++, w += w_bytes) {
@@ -23,28 +25,6 @@ static float dot_nl_q8_0(int64_t n, const int8_t values[16], const uint8_t *w, s
     return sum;
 }
 
-float kernels_iq4_nl_scale(const uint8_t *blk)
-{
-    uint16_t d = (uint16_t)(blk[0] | blk[1] << 8);
-    return quant_f16_to_f32(d);
-}
-
-float kernels_mxfp4_scale(const uint8_t *blk)
-{
-    return quant_e8m0_half(blk[0]);
-}
-
-void kernels_vec_dot_iq4_nl_ref(int64_t n, float *s, const void *w, const void *x)
-{
-    *s =
-        dot_nl_q8_0(n, quant_iq4nl_values, w, sizeof(struct block_iq4_nl), x, kernels_iq4_nl_scale);
-}
-
-void kernels_vec_dot_mxfp4_ref(int64_t n, float *s, const void *w, const void *x)
-{
-    *s = dot_nl_q8_0(n, quant_mxfp4_values, w, sizeof(struct block_mxfp4), x, kernels_mxfp4_scale);
-}
-
 int32_t kernels_iq_block_dot_ref(const struct quant_iq_block *b, const int8_t *xq)
 {
     int32_t isum = 0;
@@ -57,53 +37,36 @@ int32_t kernels_iq_block_dot_ref(const struct quant_iq_block *b, const int8_t *x
     return isum;
 }
 
-// Any Q8_K-paired type through its traits' integer decoder.
-static void vec_dot_iq(uint32_t type, int64_t n, float *s, const void *vw, const void *vx)
+// The IQ types through their integer decoder.
+static float dot_iq_q8_K(int64_t n, quant_iq_decode_fn decode, float scale, const uint8_t *w,
+                         size_t w_bytes, const struct block_q8_K *x)
 {
-    const struct quant_traits *tr = quant_traits_get(type);
-    const uint8_t *w = vw;
-    const struct block_q8_K *x = vx;
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK_K; i++) {
         struct quant_iq_block b;
-        tr->iq_decode(w + (size_t)i * tr->type_size, &b);
-        sum += (b.d * tr->iq_scale * x[i].d) * (float)kernels_iq_block_dot_ref(&b, x[i].qs);
+        decode(w + (size_t)i * w_bytes, &b);
+        sum += (b.d * scale * x[i].d) * (float)kernels_iq_block_dot_ref(&b, x[i].qs);
     }
-    *s = sum;
+    return sum;
 }
 
-#define IQ_REF(t, id)                                                                              \
-    void kernels_vec_dot_##t##_ref(int64_t n, float *s, const void *w, const void *x)              \
+// kernels_vec_dot_<s>_ref of every NL and IQ type of the type table
+// (gguf/types.def), from the functions its format file gives.
+#define KREF_NONE
+#define KREF_ACT(s)
+#define KREF_FLOAT(s, act)
+#define KREF_BLOCK(s, act)
+#define KREF_NL(s)                                                                                 \
+    void kernels_vec_dot_##s##_ref(int64_t n, float *out, const void *w, const void *x)            \
     {                                                                                              \
-        vec_dot_iq(id, n, s, w, x);                                                                \
+        *out =                                                                                     \
+            dot_nl_q8_0(n, quant_##s##_values, w, sizeof(struct block_##s), x, quant_##s##_scale); \
     }
-IQ_REF(iq2_xxs, GGUF_TYPE_IQ2_XXS)
-IQ_REF(iq2_xs, GGUF_TYPE_IQ2_XS)
-IQ_REF(iq2_s, GGUF_TYPE_IQ2_S)
-IQ_REF(iq3_xxs, GGUF_TYPE_IQ3_XXS)
-IQ_REF(iq3_s, GGUF_TYPE_IQ3_S)
-IQ_REF(iq1_s, GGUF_TYPE_IQ1_S)
-IQ_REF(iq1_m, GGUF_TYPE_IQ1_M)
-IQ_REF(iq4_xs, GGUF_TYPE_IQ4_XS)
-IQ_REF(tq1_0, GGUF_TYPE_TQ1_0)
-IQ_REF(tq2_0, GGUF_TYPE_TQ2_0)
-
-#define Q8K(t, fn)                                                                                 \
-    [t] = {.vec_dot_type = GGUF_TYPE_Q8_K, .from_float = kernels_from_float_q8_K_ref, .vec_dot = fn}
-#define Q80(t, fn)                                                                                 \
-    [t] = {.vec_dot_type = GGUF_TYPE_Q8_0, .from_float = kernels_from_float_q8_0_ref, .vec_dot = fn}
-
-const struct kernels_type kernels_scalar_iq_table[KERNELS_NTYPES] = {
-    Q80(GGUF_TYPE_IQ4_NL, kernels_vec_dot_iq4_nl_ref),
-    Q80(GGUF_TYPE_MXFP4, kernels_vec_dot_mxfp4_ref),
-    Q8K(GGUF_TYPE_IQ4_XS, kernels_vec_dot_iq4_xs_ref),
-    Q8K(GGUF_TYPE_IQ2_XXS, kernels_vec_dot_iq2_xxs_ref),
-    Q8K(GGUF_TYPE_IQ2_XS, kernels_vec_dot_iq2_xs_ref),
-    Q8K(GGUF_TYPE_IQ2_S, kernels_vec_dot_iq2_s_ref),
-    Q8K(GGUF_TYPE_IQ3_XXS, kernels_vec_dot_iq3_xxs_ref),
-    Q8K(GGUF_TYPE_IQ3_S, kernels_vec_dot_iq3_s_ref),
-    Q8K(GGUF_TYPE_IQ1_S, kernels_vec_dot_iq1_s_ref),
-    Q8K(GGUF_TYPE_IQ1_M, kernels_vec_dot_iq1_m_ref),
-    Q8K(GGUF_TYPE_TQ1_0, kernels_vec_dot_tq1_0_ref),
-    Q8K(GGUF_TYPE_TQ2_0, kernels_vec_dot_tq2_0_ref),
-};
+#define KREF_IQ(s, scale)                                                                          \
+    void kernels_vec_dot_##s##_ref(int64_t n, float *out, const void *w, const void *x)            \
+    {                                                                                              \
+        *out = dot_iq_q8_K(n, quant_##s##_decode, scale, w, sizeof(struct block_##s), x);          \
+    }
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam) KREF_##fam
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW

@@ -97,34 +97,67 @@ static void overlay_ops(struct kernels_ops *dst, const struct kernels_ops *src)
 #undef OV
 }
 
+// The level each ISA starts from, and the CPU features a table may need
+// beyond its ISA (tables.def's third column).
+static const enum kernels_isa isa_below[KERNELS_ISA_COUNT_] = {
+    [KERNELS_ISA_AVX2] = KERNELS_ISA_SCALAR,
+    [KERNELS_ISA_AVX512] = KERNELS_ISA_AVX2,
+    [KERNELS_ISA_NEON] = KERNELS_ISA_SCALAR,
+};
+enum { NEED_BASE, NEED_AVX512_BF16, NEED_COUNT_ };
+static bool has_need[NEED_COUNT_];
+
+static const struct isa_table {
+    enum kernels_isa isa;
+    const struct kernels_type *table;
+    int need;
+} isa_tables[] = {
+#define KERNELS_TABLE(isa, table, needs) {KERNELS_ISA_##isa, table, NEED_##needs},
+#define KERNELS_OPS(isa, ops)
+#include "engine/kernels/tables.def"
+#undef KERNELS_TABLE
+#undef KERNELS_OPS
+};
+
+static const struct isa_ops {
+    enum kernels_isa isa;
+    const struct kernels_ops *ops;
+} isa_ops[] = {
+#define KERNELS_TABLE(isa, table, needs)
+#define KERNELS_OPS(isa, ops) {KERNELS_ISA_##isa, &ops},
+#include "engine/kernels/tables.def"
+#undef KERNELS_TABLE
+#undef KERNELS_OPS
+};
+
+// Level isa: the level below it, then its registered tables in order. The
+// levels are resolved in enum order, so the one below is ready.
+static void resolve(enum kernels_isa isa)
+{
+    if (isa != KERNELS_ISA_SCALAR) {
+        memcpy(resolved[isa], resolved[isa_below[isa]], sizeof(resolved[0]));
+        resolved_ops[isa] = resolved_ops[isa_below[isa]];
+    }
+    for (size_t i = 0; i < sizeof isa_tables / sizeof isa_tables[0]; i++)
+        if (isa_tables[i].isa == isa && has_need[isa_tables[i].need])
+            overlay(resolved[isa], isa_tables[i].table);
+    for (size_t i = 0; i < sizeof isa_ops / sizeof isa_ops[0]; i++)
+        if (isa_ops[i].isa == isa)
+            overlay_ops(&resolved_ops[isa], isa_ops[i].ops);
+}
+
 static void detect(void)
 {
     isa_ok[KERNELS_ISA_SCALAR] = true;
-    memcpy(resolved[KERNELS_ISA_SCALAR], kernels_scalar_table, sizeof(kernels_scalar_table));
-    overlay(resolved[KERNELS_ISA_SCALAR], kernels_scalar_iq_table);
-    resolved_ops[KERNELS_ISA_SCALAR] = kernels_scalar_ops;
 #if defined(__x86_64__)
     detect_x86();
-    memcpy(resolved[KERNELS_ISA_AVX2], resolved[KERNELS_ISA_SCALAR], sizeof(resolved[0]));
-    overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_table);
-    overlay(resolved[KERNELS_ISA_AVX2], kernels_avx2_iq_table);
-    resolved_ops[KERNELS_ISA_AVX2] = resolved_ops[KERNELS_ISA_SCALAR];
-    overlay_ops(&resolved_ops[KERNELS_ISA_AVX2], &kernels_avx2_ops);
-    memcpy(resolved[KERNELS_ISA_AVX512], resolved[KERNELS_ISA_AVX2], sizeof(resolved[0]));
-    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_table);
-    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_iq_table);
-    overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512_half_table);  // F16 / BF16 tiles
-    if (has_avx512_bf16)
-        overlay(resolved[KERNELS_ISA_AVX512], kernels_avx512bf16_table);
-    resolved_ops[KERNELS_ISA_AVX512] = resolved_ops[KERNELS_ISA_AVX2];
-    overlay_ops(&resolved_ops[KERNELS_ISA_AVX512], &kernels_avx512_ops);
 #elif defined(__aarch64__)
     isa_ok[KERNELS_ISA_NEON] = true;  // NEON is part of the arm64 base
-    memcpy(resolved[KERNELS_ISA_NEON], resolved[KERNELS_ISA_SCALAR], sizeof(resolved[0]));
-    overlay(resolved[KERNELS_ISA_NEON], kernels_neon_table);
-    resolved_ops[KERNELS_ISA_NEON] = resolved_ops[KERNELS_ISA_SCALAR];
-    overlay_ops(&resolved_ops[KERNELS_ISA_NEON], &kernels_neon_ops);
 #endif
+    has_need[NEED_BASE] = true;
+    has_need[NEED_AVX512_BF16] = has_avx512_bf16;
+    for (int i = 0; i < KERNELS_ISA_COUNT_; i++)
+        resolve((enum kernels_isa)i);
     best_isa = KERNELS_ISA_SCALAR;
     for (int i = 0; i < KERNELS_ISA_COUNT_; i++)
         if (isa_ok[i])

@@ -568,26 +568,32 @@ void kernels_gelu_glu_ref(float *y, const float *gate, const float *up, int64_t 
 
 // ---------------------------------------------------------------------------
 
-#define ROW(t, vdt, ff, vd)                                                                        \
-    [t] = {.vec_dot_type = (vdt), .from_float = (ff), .vec_dot = (vd), .gemm = NULL}
+// The scalar table, written by the type table (gguf/types.def): every type
+// the engine runs gets its reference kernel kernels_vec_dot_<s>_ref (here
+// for FLOAT and BLOCK types, iquants.c for NL and IQ ones) and the
+// activation conversion of its family's activation type. No gemm and no
+// gemm_x8: interleaving pays only with SIMD kernels (an ISA without one
+// keeps the weights as mapped); kernels_gemm_*x8_ref are the tests'
+// references.
+#define KFROM_F32  kernels_from_float_f32_ref
+#define KFROM_F16  kernels_from_float_f16_ref
+#define KFROM_BF16 kernels_from_float_bf16_ref
+#define KFROM_Q8_0 kernels_from_float_q8_0_ref
+#define KFROM_Q8_1 kernels_from_float_q8_1_ref
+#define KFROM_Q8_K kernels_from_float_q8_K_ref
+#define KSCALAR_ROW(s, act)                                                                        \
+    .vec_dot_type = GGUF_TYPE_##act, .from_float = KFROM_##act, .vec_dot = kernels_vec_dot_##s##_ref
+#define KSCALAR_NONE
+#define KSCALAR_ACT(s)
+#define KSCALAR_FLOAT(s, act) KSCALAR_ROW(s, act)
+#define KSCALAR_BLOCK(s, act) KSCALAR_ROW(s, act)
+#define KSCALAR_NL(s)         KSCALAR_ROW(s, Q8_0)
+#define KSCALAR_IQ(s, scale)  KSCALAR_ROW(s, Q8_K)
 
 const struct kernels_type kernels_scalar_table[KERNELS_NTYPES] = {
-    ROW(GGUF_TYPE_F32, GGUF_TYPE_F32, kernels_from_float_f32_ref, kernels_vec_dot_f32_ref),
-    ROW(GGUF_TYPE_F16, GGUF_TYPE_F16, kernels_from_float_f16_ref, kernels_vec_dot_f16_ref),
-    ROW(GGUF_TYPE_BF16, GGUF_TYPE_BF16, kernels_from_float_bf16_ref, kernels_vec_dot_bf16_ref),
-    // No gemm_x8 here: interleaving pays only with SIMD kernels (an ISA
-    // without one keeps the weights as mapped); kernels_gemm_*x8_ref are the
-    // tests' references.
-    ROW(GGUF_TYPE_Q4_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q4_0_ref),
-    ROW(GGUF_TYPE_Q4_1, GGUF_TYPE_Q8_1, kernels_from_float_q8_1_ref, kernels_vec_dot_q4_1_ref),
-    ROW(GGUF_TYPE_Q5_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q5_0_ref),
-    ROW(GGUF_TYPE_Q5_1, GGUF_TYPE_Q8_1, kernels_from_float_q8_1_ref, kernels_vec_dot_q5_1_ref),
-    ROW(GGUF_TYPE_Q8_0, GGUF_TYPE_Q8_0, kernels_from_float_q8_0_ref, kernels_vec_dot_q8_0_ref),
-    ROW(GGUF_TYPE_Q2_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q2_K_ref),
-    ROW(GGUF_TYPE_Q3_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q3_K_ref),
-    ROW(GGUF_TYPE_Q4_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q4_K_ref),
-    ROW(GGUF_TYPE_Q5_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q5_K_ref),
-    ROW(GGUF_TYPE_Q6_K, GGUF_TYPE_Q8_K, kernels_from_float_q8_K_ref, kernels_vec_dot_q6_K_ref),
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam) [id] = {.gemm = NULL, KSCALAR_##fam},
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW
 };
 
 const struct kernels_ops kernels_scalar_ops = {

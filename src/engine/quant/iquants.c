@@ -176,8 +176,8 @@ void quant_iq4_xs_decode(const void *vb, struct quant_iq_block *o)
             ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((b->scales_h >> (2 * ib)) & 3) << 4);
         set_ls(o, ib, ls - 32, ls - 32);
         for (int j = 0; j < 16; j++) {
-            o->q[32 * ib + j] = quant_iq4nl_values[b->qs[16 * ib + j] & 15];
-            o->q[32 * ib + j + 16] = quant_iq4nl_values[b->qs[16 * ib + j] >> 4];
+            o->q[32 * ib + j] = quant_iq4_nl_values[b->qs[16 * ib + j] & 15];
+            o->q[32 * ib + j + 16] = quant_iq4_nl_values[b->qs[16 * ib + j] >> 4];
         }
     }
 }

@@ -54,7 +54,7 @@ static void scale_min_k4(int j, const uint8_t *s, uint8_t *sc, uint8_t *m)
 // ---------------------------------------------------------------------------
 // Dequantizers
 
-void quant_q2_k_to_float(const void *vx, float *y, int64_t n)
+void quant_q2_K_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q2_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++, y += QK_K) {
@@ -70,7 +70,7 @@ void quant_q2_k_to_float(const void *vx, float *y, int64_t n)
     }
 }
 
-void quant_q3_k_to_float(const void *vx, float *y, int64_t n)
+void quant_q3_K_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q3_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++, y += QK_K) {
@@ -113,21 +113,21 @@ static void dequant_k_sub8(float d, float dmin, const uint8_t *scales, const uin
     }
 }
 
-void quant_q4_k_to_float(const void *vx, float *y, int64_t n)
+void quant_q4_K_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q4_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++, y += QK_K)
         dequant_k_sub8(f32(x[b].d), f32(x[b].dmin), x[b].scales, x[b].qs, NULL, y);
 }
 
-void quant_q5_k_to_float(const void *vx, float *y, int64_t n)
+void quant_q5_K_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q5_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++, y += QK_K)
         dequant_k_sub8(f32(x[b].d), f32(x[b].dmin), x[b].scales, x[b].qs, x[b].qh, y);
 }
 
-void quant_q6_k_to_float(const void *vx, float *y, int64_t n)
+void quant_q6_K_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q6_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++, y += QK_K) {
@@ -143,7 +143,7 @@ void quant_q6_k_to_float(const void *vx, float *y, int64_t n)
     }
 }
 
-void quant_q8_k_to_float(const void *vx, float *y, int64_t n)
+void quant_q8_K_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_q8_K *x = vx;
     for (int64_t b = 0; b < n / QK_K; b++, y += QK_K)
@@ -162,8 +162,8 @@ void quant_iq4_xs_to_float(const void *vx, float *y, int64_t n)
             float dl = d * (float)(ls - 32);
             const uint8_t *qs = x[b].qs + 16 * ib;
             for (int j = 0; j < 16; j++) {
-                y[32 * ib + j] = dl * (float)quant_iq4nl_values[qs[j] & 0x0F];
-                y[32 * ib + j + 16] = dl * (float)quant_iq4nl_values[qs[j] >> 4];
+                y[32 * ib + j] = dl * (float)quant_iq4_nl_values[qs[j] & 0x0F];
+                y[32 * ib + j + 16] = dl * (float)quant_iq4_nl_values[qs[j] >> 4];
             }
         }
     }
@@ -339,7 +339,7 @@ static float search_affine(int n, int nmax, const float *x, const float *w, uint
 // ---------------------------------------------------------------------------
 // Reference quantizers
 
-void quant_q2_k_from_float(const float *x, void *vy, int64_t n)
+void quant_q2_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q2_K *y = vy;
     uint8_t L[QK_K], Laux[16];
@@ -390,7 +390,7 @@ void quant_q2_k_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
-void quant_q3_k_from_float(const float *x, void *vy, int64_t n)
+void quant_q3_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q3_K *y = vy;
     int8_t L[QK_K];
@@ -493,7 +493,7 @@ static void kx_scales(const float *x, int nmax, float rmin, int nstep, uint8_t *
     }
 }
 
-void quant_q4_k_from_float(const float *x, void *vy, int64_t n)
+void quant_q4_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q4_K *y = vy;
     uint8_t L[QK_K];
@@ -507,7 +507,7 @@ void quant_q4_k_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
-void quant_q5_k_from_float(const float *x, void *vy, int64_t n)
+void quant_q5_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q5_K *y = vy;
     uint8_t L[QK_K];
@@ -534,7 +534,7 @@ void quant_q5_k_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
-void quant_q6_k_from_float(const float *x, void *vy, int64_t n)
+void quant_q6_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q6_K *y = vy;
     int8_t L[QK_K];
@@ -573,7 +573,7 @@ void quant_q6_k_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
-void quant_q8_k_from_float(const float *x, void *vy, int64_t n)
+void quant_q8_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct block_q8_K *y = vy;
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {

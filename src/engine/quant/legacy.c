@@ -186,6 +186,11 @@ void quant_q8_0_to_float(const void *vx, float *y, int64_t n)
 }
 
 // MXFP4: the table holds E2M1 values doubled, the scale is half of 2^(e-127).
+float quant_mxfp4_scale(const void *block)
+{
+    return quant_e8m0_half(((const struct block_mxfp4 *)block)->e);
+}
+
 void quant_mxfp4_to_float(const void *vx, float *y, int64_t n)
 {
     const struct block_mxfp4 *x = vx;

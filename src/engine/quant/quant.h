@@ -161,9 +161,6 @@ extern const uint64_t quant_iq1s_grid[2048];
 // Byte masks (0xFF = negative) of the 8 values of a 7-bit IQ2/IQ3_XXS sign
 // index (the 8th sign gives an even count of negatives).
 extern const uint64_t quant_iq2_signs[128];
-// The 16 values of IQ4_NL / IQ4_XS and of MXFP4 (E2M1 doubled).
-extern const int8_t quant_iq4nl_values[16];
-extern const int8_t quant_mxfp4_values[16];
 // IQ1_S / IQ1_M shift every value by +-1/8 of the group scale.
 #define QUANT_IQ1_DELTA 0.125f
 
@@ -215,9 +212,37 @@ struct quant_traits {
     quant_from_float_fn from_float_ref;  // NULL where we do not quantize to this type
     quant_iq_decode_fn iq_decode;        // the Q8_K-paired i-quant / ternary types
     float iq_scale;
+    // The 16-value types (IQ4_NL, MXFP4): value j of a block is
+    // nl_values[nibble j] * nl_scale(block), nibbles in the block's last 16 bytes.
+    const int8_t *nl_values;
+    float (*nl_scale)(const void *block);
 };
 
-// Traits for a ggml type id, or NULL for a type we do not support.
+// The functions of each type that its family in the type table
+// (gguf/types.def) names, declared from it: quant_<s>_to_float for every
+// type the engine runs, quant_<s>_from_float for FLOAT / BLOCK / ACT types,
+// the 16 values and block scale of an NL type (quant_iq4_nl_values, which
+// IQ4_XS shares; quant_mxfp4_values, E2M1 doubled) and the integer decoder
+// of an IQ type. The traits table points at them.
+#define QUANT_DECL_NONE
+#define QUANT_DECL_FLOAT(s, act)                                                                   \
+    void quant_##s##_to_float(const void *x, float *y, int64_t n);                                 \
+    void quant_##s##_from_float(const float *x, void *y, int64_t n);
+#define QUANT_DECL_BLOCK(s, act) QUANT_DECL_FLOAT(s, act)
+#define QUANT_DECL_ACT(s)        QUANT_DECL_FLOAT(s, s)
+#define QUANT_DECL_NL(s)                                                                           \
+    void quant_##s##_to_float(const void *x, float *y, int64_t n);                                 \
+    extern const int8_t quant_##s##_values[16];                                                    \
+    float quant_##s##_scale(const void *block);
+#define QUANT_DECL_IQ(s, scale)                                                                    \
+    void quant_##s##_to_float(const void *x, float *y, int64_t n);                                 \
+    void quant_##s##_decode(const void *b, struct quant_iq_block *o);
+#define GGUF_TYPE_ROW(nm, id, bs, ts, q, fam) QUANT_DECL_##fam
+#include "gguf/types.def"
+#undef GGUF_TYPE_ROW
+
+// Traits for a ggml type id (the row of gguf/types.def), or NULL for a type
+// we do not support.
 const struct quant_traits *quant_traits_get(uint32_t type);
 // Bytes of a row of n elements; 0 if n is not a multiple of the block size
 // or the type is unknown.

@@ -756,6 +756,17 @@ static json_t *vision_want(json_t *ref, const char *image)
     return NULL;
 }
 
+// A picture file as base64 (b64 initialized here; the caller frees it).
+static void read_b64(const char *path, struct buf *b64)
+{
+    struct buf png;
+    buf_init(&png, 0);
+    buf_init(b64, 0);
+    assert_int_equal(fs_read_all(path, 1 << 20, &png, NULL), 0);
+    base64_encode(png.data, png.len, b64);
+    buf_deinit(&png);
+}
+
 // Qwen2.5-VL in Ollama's monolithic layout: the 128 x 96 picture (a 4 x 3
 // grid, two attention windows, M-RoPE positions) gives llama.cpp's greedy
 // continuation; 22 + 12 + 18 prompt tokens.
@@ -769,17 +780,13 @@ static void check_qwen25vl(void)
     assert_int_equal(models_create(&srv, "qwen25v", model, "\"parameters\":{\"temperature\":0}"),
                      0);
     expect("/api/show", "{\"model\":\"qwen25v\"}", 200, "\"vision\"");
-    struct buf png, b64;
-    buf_init(&png, 0);
-    buf_init(&b64, 0);
-    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
-    base64_encode(png.data, png.len, &b64);
+    struct buf b64;
+    read_b64(img, &b64);
     json_t *ref = json_load_file(refp, 0, NULL);
     json_t *want = vision_want(ref, "images/gradient-128x96.png");
     assert_non_null(want);
     check_vision_generate("qwen25v", buf_cstr(&b64), want, 52);
     json_decref(ref);
-    buf_deinit(&png);
     buf_deinit(&b64);
 }
 
@@ -802,17 +809,13 @@ static void check_mistral3vl(void)
                            hex1, hex2);
     expect("/api/create", body, 200, NULL);
     free(body);
-    struct buf png, b64;
-    buf_init(&png, 0);
-    buf_init(&b64, 0);
-    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
-    base64_encode(png.data, png.len, &b64);
+    struct buf b64;
+    read_b64(img, &b64);
     json_t *ref = json_load_file(refp, 0, NULL);
     json_t *want = vision_want(ref, "images/gradient-128x96.png");
     assert_non_null(want);
     check_vision_generate("mistral3v", buf_cstr(&b64), want, 79);
     json_decref(ref);
-    buf_deinit(&png);
     buf_deinit(&b64);
 }
 
@@ -892,48 +895,21 @@ static void check_qwen3vl(void)
 // "Describe <__media__> in detail." with gradient-32x32.png). The picture
 // as an OpenAI data URL works; a plain URL, a corrupt picture are 400s;
 // the text-only model refuses pictures.
-static void test_vision(void **state)
+static void check_vision_cache(const char *b64)
 {
-    (void)state;
-    char model[512], img[512], refp[512];
-    if (!test_shared_fixture(model, sizeof model, "tiny-gemma3-vision-ollama-f32.gguf") ||
-        !test_shared_fixture(img, sizeof img, "images/gradient-32x32.png") ||
-        !test_shared_fixture(refp, sizeof refp, "tiny-gemma3-vision.reference.json")) {
-        printf("skip: shared fixtures absent\n");
-        return;
-    }
-    assert_int_equal(models_create(&srv, "gemma3v", model, "\"parameters\":{\"temperature\":0}"),
-                     0);
-    struct buf png, b64;
-    buf_init(&png, 0);
-    buf_init(&b64, 0);
-    assert_int_equal(fs_read_all(img, 1 << 20, &png, NULL), 0);
-    base64_encode(png.data, png.len, &b64);
-    json_t *ref = json_load_file(refp, 0, NULL);
-    json_t *want = NULL;
-    for (size_t i = 0; i < json_array_size(json_object_get(ref, "cases")); i++) {
-        json_t *c = json_array_get(json_object_get(ref, "cases"), i);
-        if (!strcmp(json_string_value(json_object_get(c, "image")), "images/gradient-32x32.png") &&
-            !strcmp(json_string_value(json_object_get(c, "kv_cache_type")), "f16") &&
-            json_integer_value(json_object_get(c, "prompt_index")) == 0)
-            want = json_object_get(c, "greedy_tokens");
-    }
-    assert_non_null(want);
-    check_vision_generate("gemma3v", buf_cstr(&b64), want, 26);
     // The prompt cache: the same picture again reuses the whole prompt; a
     // different picture only the text before it (11 tokens).
-    assert_true(vision_prompt_evals("gemma3v", buf_cstr(&b64)) < 15);
-    struct buf png2, b64b;
-    buf_init(&png2, 0);
-    buf_init(&b64b, 0);
+    assert_true(vision_prompt_evals("gemma3v", b64) < 15);
     char img2[512];
     assert_non_null(test_shared_fixture(img2, sizeof img2, "images/gradient-48x40.png"));
-    assert_int_equal(fs_read_all(img2, 1 << 20, &png2, NULL), 0);
-    base64_encode(png2.data, png2.len, &b64b);
+    struct buf b64b;
+    read_b64(img2, &b64b);
     assert_int_equal(vision_prompt_evals("gemma3v", buf_cstr(&b64b)), 15);
-    buf_deinit(&png2);
     buf_deinit(&b64b);
+}
 
+static void check_vision_split(const char *b64, json_t *want)
+{
     // The split pair: text GGUF + mmproj GGUF in one create (a projector
     // layer), the same reference.
     char path2[512], hex1[DIGEST_HEX_LEN + 1], hex2[DIGEST_HEX_LEN + 1];
@@ -947,15 +923,19 @@ static void test_vision(void **state)
     expect("/api/create", body, 200, NULL);
     free(body);
     expect("/api/show", "{\"model\":\"gemma3split\"}", 200, "\"vision\"");
-    check_vision_generate("gemma3split", buf_cstr(&b64), want, 26);
+    check_vision_generate("gemma3split", b64, want, 26);
+}
 
+static void check_vision_compat(const char *b64)
+{
+    char *body;
     // The same picture through /v1/chat/completions as a data URL (a
     // templated prompt: only that it is answered is checked).
     body = xasprintf("{\"model\":\"gemma3v\",\"max_tokens\":2,\"temperature\":0,"
                      "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
                      "\"text\":\"Describe\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
                      "\"data:image/png;base64,%s\"}}]}]}",
-                     buf_cstr(&b64));
+                     b64);
     expect("/v1/chat/completions", body, 200, "\"choices\"");
     free(body);
     // ... as an Anthropic image block and a Responses input_image.
@@ -963,16 +943,22 @@ static void test_vision(void **state)
                      "\"content\":[{\"type\":\"image\",\"source\":{\"type\":\"base64\","
                      "\"media_type\":\"image/png\",\"data\":\"%s\"}},{\"type\":\"text\","
                      "\"text\":\"Describe\"}]}]}",
-                     buf_cstr(&b64));
+                     b64);
     expect("/v1/messages", body, 200, "\"content\"");
     free(body);
     body = xasprintf("{\"model\":\"gemma3v\",\"max_output_tokens\":2,\"input\":[{\"role\":"
                      "\"user\",\"content\":[{\"type\":\"input_image\",\"image_url\":"
                      "\"data:image/png;base64,%s\"},{\"type\":\"input_text\",\"text\":"
                      "\"Describe\"}]}]}",
-                     buf_cstr(&b64));
+                     b64);
     expect("/v1/responses", body, 200, "\"output\"");
     free(body);
+}
+
+// Pictures Ollama refuses, with its wording.
+static void check_vision_errors(const char *b64)
+{
+    char *body;
     // A plain URL: Ollama's error.
     expect("/v1/chat/completions",
            "{\"model\":\"gemma3v\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
@@ -994,16 +980,38 @@ static void test_vision(void **state)
     body = xasprintf("{\"model\":\"gemma3v\",\"raw\":true,\"stream\":false,\"prompt\":"
                      "\"Describe [img-0] in detail.\",\"images\":[\"%s\"],\"options\":"
                      "{\"num_ctx\":16}}",
-                     buf_cstr(&b64));
+                     b64);
     expect("/api/generate", body, 400, "more than the context length");
     free(body);
     // A text-only model refuses pictures (Ollama's wording).
-    body =
-        xasprintf("{\"model\":\"stories\",\"prompt\":\"x\",\"images\":[\"%s\"]}", buf_cstr(&b64));
+    body = xasprintf("{\"model\":\"stories\",\"prompt\":\"x\",\"images\":[\"%s\"]}", b64);
     expect("/api/generate", body, 400, "does not support vision");
     free(body);
+}
+
+static void test_vision(void **state)
+{
+    (void)state;
+    char model[512], img[512], refp[512];
+    if (!test_shared_fixture(model, sizeof model, "tiny-gemma3-vision-ollama-f32.gguf") ||
+        !test_shared_fixture(img, sizeof img, "images/gradient-32x32.png") ||
+        !test_shared_fixture(refp, sizeof refp, "tiny-gemma3-vision.reference.json")) {
+        printf("skip: shared fixtures absent\n");
+        return;
+    }
+    assert_int_equal(models_create(&srv, "gemma3v", model, "\"parameters\":{\"temperature\":0}"),
+                     0);
+    struct buf b64;
+    read_b64(img, &b64);
+    json_t *ref = json_load_file(refp, 0, NULL);
+    json_t *want = vision_want(ref, "images/gradient-32x32.png");
+    assert_non_null(want);
+    check_vision_generate("gemma3v", buf_cstr(&b64), want, 26);
+    check_vision_cache(buf_cstr(&b64));
+    check_vision_split(buf_cstr(&b64), want);
+    check_vision_compat(buf_cstr(&b64));
+    check_vision_errors(buf_cstr(&b64));
     json_decref(ref);
-    buf_deinit(&png);
     buf_deinit(&b64);
     check_qwen25vl();
     check_mistral3vl();
