@@ -241,8 +241,9 @@ static size_t marker_before(const char *s, size_t pos)
 
 // The markers around the reasoning probe in s: the one before it (with white space
 // between) when there is one after it too, and the one after it (with the white space
-// around it). False when there is no marker after it.
-static bool around_reasoning(const char *s, struct markers *m)
+// after it, and the white space before it when both are found and lead_space). False
+// when there is no marker after it.
+static bool around_reasoning(const char *s, bool lead_space, struct markers *m)
 {
     const char *hit = strstr(s, REASONING_PROBE);
     if (!hit)
@@ -255,9 +256,10 @@ static bool around_reasoning(const char *s, struct markers *m)
     while (isspace((unsigned char)s[e]))
         e++;
     size_t pre = marker_before(s, pos);
-    if (pre < pos)  // wrapped: both markers, the white space before the end kept
+    size_t from = pre < pos && lead_space ? q : i;
+    if (pre < pos)  // wrapped: both markers
         set_slice(m->start, (struct slice){s + pre, pos - pre});
-    set_slice(m->end, (struct slice){s + (pre < pos ? q : i), e - (pre < pos ? q : i)});
+    set_slice(m->end, (struct slice){s + from, e - from});
     return m->found = true;
 }
 
@@ -271,7 +273,7 @@ static void reasoning_presence(const struct jinja_template *t, const struct jinj
     struct buf b;
     buf_init(&b, 1 << 20);
     if (msgs && probe(t, req, msgs, NULL, false, true, &b))
-        around_reasoning(buf_cstr(&b), m);
+        around_reasoning(buf_cstr(&b), true, m);
     buf_deinit(&b);
 }
 
@@ -390,7 +392,7 @@ static void reasoning_scope(const struct jinja_template *t, const struct jinja_c
     // start it found before when only an end follows the reasoning)
     if (in_a && in_b && !strstr(buf_cstr(&x), REASONING_PROBE) &&
         strstr(buf_cstr(&y), REASONING_PROBE))
-        m->found = around_reasoning(buf_cstr(&y), m);
+        m->found = around_reasoning(buf_cstr(&y), false, m);
     buf_deinit(&x);
     buf_deinit(&y);
 }
