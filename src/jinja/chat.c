@@ -251,7 +251,10 @@ static json_t *chat_context(const struct jinja_template *t, const struct jinja_c
     if (json_is_array(req->tools) && json_array_size(req->tools) > 0)
         json_object_set_new(ctx, "tools",
                             req->llama_server ? go_tools(req->tools) : json_incref(req->tools));
-    json_object_set_new(ctx, "add_generation_prompt", json_boolean(!req->continuing));
+    // llama-server sets add_generation_prompt only when it is true: a template that
+    // defaults it when undefined (Solar Open, RWKV World) opens the model's turn itself.
+    if (!req->continuing || !req->llama_server)
+        json_object_set_new(ctx, "add_generation_prompt", json_boolean(!req->continuing));
     json_object_set_new(ctx, "bos_token", json_string(req->bos_token ? req->bos_token : ""));
     json_object_set_new(ctx, "eos_token", json_string(req->eos_token ? req->eos_token : ""));
     if (req->llama_server) {

@@ -369,77 +369,6 @@ static const struct {
     {FMT_MINICPM5, "<|im_start|>assistant\n<think>\n\n</think>\n\n", false},
 };
 
-#define REASONING_PROBE "REASON_PART I am thinking END_R"
-
-// The end of a marker ("<...>" or "[...]") that starts at s[i], or 0.
-static size_t marker_end(const char *s, size_t i)
-{
-    char close = s[i] == '<' ? '>' : s[i] == '[' ? ']' : 0;
-    const char *c = close ? strchr(s + i + 1, close) : NULL;
-    return c ? (size_t)(c - s) + 1 : 0;
-}
-
-// The marker (and the white space after it) that ends right before s[pos], white space
-// between them allowed; its start, or pos when there is none.
-static size_t marker_before(const char *s, size_t pos)
-{
-    size_t i = pos;
-    while (i > 0 && isspace((unsigned char)s[i - 1]))
-        i--;
-    if (i == 0 || (s[i - 1] != '>' && s[i - 1] != ']'))
-        return pos;
-    char close = s[i - 1], open = close == '>' ? '<' : '[';
-    size_t found = pos;
-    for (size_t k = i - 1; k-- > 0 && s[k] != close;)
-        if (s[k] == open)
-            found = k;
-    return found;
-}
-
-// llama.cpp's reasoning markers for a template its parser generator handles (part of its
-// analysis): an assistant message's reasoning_content rendered, the marker before it
-// (start) and the marker after it (end), each with the white space around it; the old
-// Qwen / DeepSeek templates that split at '</think>' and Granite 3.3 get <think> tags.
-static void reasoning_markers(const struct jinja_template *t, const struct jinja_chat_req *req,
-                              struct buf *start, struct buf *end)
-{
-    json_t *ctx = json_pack("{s:[{s:s,s:s},{s:s,s:s,s:s}],s:s,s:s,s:b}", "messages", "role", "user",
-                            "content", "U_USER_MSG Hello END_U", "role", "assistant", "content",
-                            "A_ASST_MSG I can help END_A", "reasoning_content", REASONING_PROBE,
-                            "bos_token", req->bos_token ? req->bos_token : "", "eos_token",
-                            req->eos_token ? req->eos_token : "", "enable_thinking", 1);
-    struct jinja_limits lim = {.llama_cpp = true};
-    struct buf b;
-    buf_init(&b, 1 << 20);
-    const char *s = buf_cstr(&b), *hit = NULL;
-    if (ctx && jinja_render(t, ctx, &lim, &b, NULL) == 0)
-        hit = strstr(s = buf_cstr(&b), REASONING_PROBE);
-    if (hit) {
-        size_t pos = (size_t)(hit - s), q = pos + strlen(REASONING_PROBE), m = q, e;
-        while (isspace((unsigned char)s[m]))
-            m++;
-        size_t pre = marker_before(s, pos);
-        if ((e = marker_end(s, m)) != 0) {
-            while (isspace((unsigned char)s[e]))
-                e++;
-            if (pre < pos)  // wrapped: both markers, the white space before the end kept
-                buf_append(start, s + pre, pos - pre);
-            buf_append(end, s + (pre < pos ? q : m), e - (pre < pos ? q : m));
-        }
-    }
-    bool old_qwen = src_has(t, "content.split('</think>')") && !src_has(t, "reasoning_content") &&
-                    !src_has(t, "<SPECIAL_12>") && !end->len;
-    if (old_qwen || src_has(t, "Write your thoughts between <think></think> and write your "
-                               "response between <response></response>")) {
-        buf_reset(start);
-        buf_reset(end);
-        buf_append_str(start, "<think>");
-        buf_append_str(end, "</think>");
-    }
-    buf_deinit(&b);
-    json_decref(ctx);
-}
-
 // The generation prompt: where the rendering with one leaves the one without.
 static const char *generation_prompt(const struct buf *out, size_t start, const char *with)
 {
@@ -458,7 +387,7 @@ static int generic_continue(const struct jinja_template *t, const struct jinja_c
     struct buf open, close;
     buf_init(&open, 1 << 16);
     buf_init(&close, 1 << 16);
-    reasoning_markers(t, req, &open, &close);
+    jinja_llama_reasoning(t, req, &open, &close);
     const char *gen = generation_prompt(out, start, with);
     int rc;
     if (open.len) {

@@ -242,6 +242,11 @@ int jinja_llama_prompt(const struct jinja_template *t, struct buf *out, size_t s
 // A continued assistant message (chat.c): out holds the earlier messages rendered
 // without a generation prompt from start on, with the same rendering with one; appends
 // what llama-server puts between them and the message's text, then the text.
+// llama.cpp's reasoning markers of the template (chat_reasoning.c): the text that opens
+// an assistant's reasoning and the text that closes it, appended to start and end (both
+// left empty when it finds none).
+void jinja_llama_reasoning(const struct jinja_template *t, const struct jinja_chat_req *req,
+                           struct buf *start, struct buf *end);
 int jinja_llama_continue(const struct jinja_template *t, const struct jinja_chat_req *req,
                          struct buf *out, size_t start, const char *with_prompt, const char *text);
 // How llama-server answers a request the template fails on (rc, the render's error):

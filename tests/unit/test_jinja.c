@@ -374,6 +374,10 @@ static void check_rule_case(json_t *c, json_t *want)
                                  .eos_token = "<|endoftext|>",
                                  .tokenizer_adds_bos = true,
                                  .llama_server = true};
+    json_t *think = json_object_get(c, "think");  // as Ollama sends it: a bool or a level
+    if (think)
+        req.think = (struct jinja_think){
+            .set = true, .on = !json_is_false(think), .level = json_string_value(think)};
     struct buf out;
     buf_init(&out, 0);
     int rc = jinja_chat_render(t, &req, &out, &e);
