@@ -49,6 +49,9 @@ extern const struct launch_file launch_files_cline[], launch_files_codex[], laun
 // YAML through libyaml (launch_yaml.c): a document as a JSON tree (an empty
 // one is null; _mapping: {} and an error for anything but a mapping), and a
 // tree written back as block YAML.
+// The object at parent[key], replacing a missing or non-object value (the
+// config writers' way down a user's file).
+json_t *launch_obj_at(json_t *parent, const char *key);
 int launch_yaml_parse(const struct buf *in, json_t **out, struct err *e);
 int launch_yaml_parse_mapping(const struct buf *in, json_t **out, struct err *e);
 void launch_yaml_dump(const json_t *v, struct buf *out);

@@ -13,7 +13,7 @@
 // JSON helpers
 
 // The object at parent[key], replacing a missing or non-object value.
-static json_t *obj_at(json_t *parent, const char *key)
+json_t *launch_obj_at(json_t *parent, const char *key)
 {
     json_t *v = json_object_get(parent, key);
     if (json_is_object(v))
@@ -76,8 +76,8 @@ static int write_cline_providers(const struct launch_target *t, const struct buf
     int rc = parse_old_object(old, &cfg, e);
     if (rc < 0)
         return rc;
-    json_t *provider = obj_at(obj_at(cfg, "providers"), "ollama");
-    json_t *settings = obj_at(provider, "settings");
+    json_t *provider = launch_obj_at(launch_obj_at(cfg, "providers"), "ollama");
+    json_t *settings = launch_obj_at(provider, "settings");
     char *base = url_v1(t);
     jsonx_set_str(settings, "provider", "ollama");
     jsonx_set_str(settings, "model", t->model);
@@ -144,7 +144,7 @@ static int write_droid(const struct launch_target *t, const struct buf *old, str
             json_array_append(models, m);
     }
     json_object_set_new(cfg, "customModels", models);
-    json_t *session = obj_at(cfg, "sessionDefaultSettings");
+    json_t *session = launch_obj_at(cfg, "sessionDefaultSettings");
     jsonx_set_str(session, "model", id);
     static const char *const efforts[] = {"high", "medium", "low", "none"};
     const char *effort = json_string_value(json_object_get(session, "reasoningEffort"));
@@ -181,7 +181,7 @@ static int write_opencode_state(const struct launch_target *t, const struct buf 
     }
     json_object_set_new(cfg, "recent", recent);
     arr_at(cfg, "favorite");
-    obj_at(cfg, "variant");
+    launch_obj_at(cfg, "variant");
     return dump_indented(cfg, out, e);
 }
 
@@ -210,7 +210,8 @@ static int write_openclaw(const struct launch_target *t, const struct buf *old, 
     int rc = parse_old_object(old, &cfg, e);
     if (rc < 0)
         return rc;
-    json_t *ollama = obj_at(obj_at(obj_at(cfg, "models"), "providers"), "ollama");
+    json_t *ollama =
+        launch_obj_at(launch_obj_at(launch_obj_at(cfg, "models"), "providers"), "ollama");
     jsonx_set_str(ollama, "baseUrl", t->host);
     jsonx_set_str(ollama, "apiKey", "ollama-local");
     jsonx_set_str(ollama, "api", "ollama");
@@ -229,7 +230,8 @@ static int write_openclaw(const struct launch_target *t, const struct buf *old, 
     }
     json_object_set_new(ollama, "models", json_pack("[o]", entry));
     char *primary = xasprintf("ollama/%s", t->model);
-    jsonx_set_str(obj_at(obj_at(obj_at(cfg, "agents"), "defaults"), "model"), "primary", primary);
+    jsonx_set_str(launch_obj_at(launch_obj_at(launch_obj_at(cfg, "agents"), "defaults"), "model"),
+                  "primary", primary);
     free(primary);
     return dump_indented(cfg, out, e);
 }
@@ -243,7 +245,7 @@ static int write_pi_models(const struct launch_target *t, const struct buf *old,
     int rc = parse_old_object(old, &cfg, e);
     if (rc < 0)
         return rc;
-    json_t *providers = obj_at(cfg, "providers");
+    json_t *providers = launch_obj_at(cfg, "providers");
     json_t *ollama = json_object_get(providers, "ollama");
     if (!json_is_object(ollama)) {
         char *base = url_v1(t);
@@ -291,12 +293,12 @@ static int write_qwen(const struct launch_target *t, const struct buf *old, stru
     if (rc < 0)
         return rc;
     char *base = url_v1(t);
-    jsonx_set_str(obj_at(cfg, "env"), "OLLAMA_API_KEY", "ollama");
+    jsonx_set_str(launch_obj_at(cfg, "env"), "OLLAMA_API_KEY", "ollama");
     char *name = xasprintf("%s (Ollama)", t->model);
     json_t *list = json_array();
     json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s}", "id", t->model, "name", name,
                                           "baseUrl", base, "envKey", "OLLAMA_API_KEY"));
-    json_t *providers = obj_at(cfg, "modelProviders");
+    json_t *providers = launch_obj_at(cfg, "modelProviders");
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(providers, "openai"), i, p)
@@ -306,10 +308,10 @@ static int write_qwen(const struct launch_target *t, const struct buf *old, stru
             json_array_append(list, p);
     }
     json_object_set_new(providers, "openai", list);
-    json_t *auth = obj_at(obj_at(cfg, "security"), "auth");
+    json_t *auth = launch_obj_at(launch_obj_at(cfg, "security"), "auth");
     jsonx_set_str(auth, "selectedType", "openai");
     jsonx_set_str(auth, "baseUrl", base);
-    jsonx_set_str(obj_at(cfg, "model"), "name", t->model);
+    jsonx_set_str(launch_obj_at(cfg, "model"), "name", t->model);
     free(name);
     free(base);
     return dump_indented(cfg, out, e);

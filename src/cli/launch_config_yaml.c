@@ -8,17 +8,6 @@
 #include <string.h>
 #include <strings.h>
 
-// The object at parent[key], replacing a missing or non-object value.
-static json_t *obj_at(json_t *parent, const char *key)
-{
-    json_t *v = json_object_get(parent, key);
-    if (json_is_object(v))
-        return v;
-    v = json_object();
-    json_object_set_new(parent, key, v);
-    return v;
-}
-
 // One model as OMP and DeepSeek Harness list it: id, name, input kinds and
 // the context window when known (0.33's ompModelConfig).
 static json_t *model_row(const struct launch_target *t)
@@ -87,7 +76,7 @@ static int write_hermes(const struct launch_target *t, const struct buf *old, st
     if (rc < 0)
         return rc;
     char *base = xasprintf("%s/v1", t->host);
-    json_t *providers = obj_at(cfg, "providers");
+    json_t *providers = launch_obj_at(cfg, "providers");
     json_t *entry = json_object_get(providers, "ollama-launch");
     if (!json_is_object(entry))
         entry = json_object_get(providers, "ollama");
@@ -112,7 +101,7 @@ static int write_hermes(const struct launch_target *t, const struct buf *old, st
     else
         json_object_del(cfg, "custom_providers");
     json_decref(custom);
-    json_t *model = obj_at(cfg, "model");
+    json_t *model = launch_obj_at(cfg, "model");
     jsonx_set_str(model, "provider", "ollama-launch");
     jsonx_set_str(model, "default", t->model);
     jsonx_set_str(model, "base_url", base);
@@ -132,7 +121,7 @@ static int write_omp_models(const struct launch_target *t, const struct buf *old
     int rc = launch_yaml_parse_mapping(old, &cfg, e);
     if (rc < 0)
         return rc;
-    json_t *provider = obj_at(obj_at(cfg, "providers"), "ollama");
+    json_t *provider = launch_obj_at(launch_obj_at(cfg, "providers"), "ollama");
     char *base = xasprintf("%s/v1", t->host);
     jsonx_set_str(provider, "baseUrl", base);
     jsonx_set_str(provider, "api", "openai-responses");
@@ -184,10 +173,11 @@ static int write_dsh_settings(const struct launch_target *t, const struct buf *o
     int rc = launch_yaml_parse_mapping(old, &cfg, e);
     if (rc < 0)
         return rc;
-    json_t *selected = obj_at(cfg, "agent-default-model");
+    json_t *selected = launch_obj_at(cfg, "agent-default-model");
     jsonx_set_str(selected, "provider", "ollama");
     jsonx_set_str(selected, "model", t->model);
-    json_t *provider = obj_at(obj_at(obj_at(cfg, "llm-pi-ai"), "providers"), "ollama");
+    json_t *provider =
+        launch_obj_at(launch_obj_at(launch_obj_at(cfg, "llm-pi-ai"), "providers"), "ollama");
     char *base = xasprintf("%s/v1", t->host);
     jsonx_set_str(provider, "displayName", "Ollama");
     jsonx_set_str(provider, "apiKeyEnv", LAUNCH_DSH_KEY_ENV);

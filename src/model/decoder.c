@@ -238,6 +238,8 @@ void model_forward_decoder(struct model *m, const struct model_ubatch *ub)
         }
         model_attn_out(m, L, n);
         model_ffn_block(m, L, n);
+        if (il < hp->n_deepstack && ub->embd)
+            model_add_deepstack(m, ub, il);  // Qwen3-VL (qwen3vl.c)
     }
     model_output_logits(m, ub, n);
 }

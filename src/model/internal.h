@@ -423,6 +423,9 @@ void model_mamba2(struct model *m, struct model_layer *L, const struct model_uba
 // decoder.c: the generic decoder block, and its steps for families with
 // their own forward pass (custom_layers).
 void model_forward_decoder(struct model *m, const struct model_ubatch *ub);
+// Qwen3-VL's deepstack: after layer k (< hp.n_deepstack), slice k + 1 of each
+// image row's input embedding is added to its hidden state (qwen3vl.c).
+void model_add_deepstack(struct model *m, const struct model_ubatch *ub, int k);
 // x (n, n_embd) = the token embeddings of ub's rows (· embd_scale when set).
 void model_embed_input(struct model *m, const struct model_ubatch *ub);
 // Attention inputs of n rows from s.x: norm (L->attn_norm), Q/K/V, q/k

@@ -58,7 +58,7 @@ static int qwen3vl_load(struct model *m, struct err *e)
 
 // x[r] += slice k + 1 of the input row, for the rows that come from image
 // embeddings (through xb, free after the FFN block).
-static void add_deepstack(struct model *m, const struct model_ubatch *ub, int k)
+void model_add_deepstack(struct model *m, const struct model_ubatch *ub, int k)
 {
     const int n_embd = m->hp.n_embd;
     const size_t width = (size_t)n_embd * (1 + m->hp.n_deepstack);
@@ -72,40 +72,10 @@ static void add_deepstack(struct model *m, const struct model_ubatch *ub, int k)
     }
 }
 
-// model_forward_decoder's steps with the deepstack additions.
-static void qwen3vl_forward(struct model *m, const struct model_ubatch *ub)
-{
-    const struct model_hparams *hp = &m->hp;
-    struct model_scratch *s = &m->s;
-    const int n_embd = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
-    int n = ub->n;
-
-    model_embed_input(m, ub);  // x: (n, n_embd)
-    for (int il = 0; il < hp->n_layer; il++) {
-        struct model_layer *L = &m->layers[il];
-        model_attn_qkv(m, L, ub, n);
-        if (il == hp->n_layer - 1 && ub->n_out == 0)
-            break;                       // the cache is filled; nobody wants outputs
-        model_attn_attend(m, L, ub, n);  // att: (n, q_dim)
-        if (il == hp->n_layer - 1) {
-            engine_gather(m->be, s->att, s->att, ub->out_rows, ub->n_out, q_dim);
-            engine_gather(m->be, s->x, s->x, ub->out_rows, ub->n_out, n_embd);
-            n = ub->n_out;
-        }
-        model_attn_out(m, L, n);
-        model_ffn_block(m, L, n);
-        if (il < hp->n_deepstack && ub->embd)
-            add_deepstack(m, ub, il);
-        if (il == hp->n_layer - 1)
-            model_output_logits(m, ub, n);
-    }
-}
-
 const struct model_arch model_arch_qwen3vl = {
     .name = "qwen3vl",
     .rope_mode = ENGINE_ROPE_NEOX,
     .qk_norm = true,
     .act = MODEL_ACT_SILU,
     .load = qwen3vl_load,
-    .forward = qwen3vl_forward,
 };

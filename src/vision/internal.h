@@ -104,6 +104,9 @@ int vision_qvec(struct vision_model *vm, const char *name, int64_t n, const floa
                 struct err *e);
 int vision_qmat(struct vision_model *vm, const char *name, int64_t cols, int64_t rows,
                 struct engine_tensor *out, struct err *e);
+// The Qwen mergers' mm0 and mm2 (qwen25vl.c).
+int vision_qwen_bind_merger(struct vision_model *vm, const char *mm0, const char *mm2,
+                            struct err *e);
 
 // qwen3vl.c: Qwen3-VL's binding (after qwen25vl.c's hyper-parameters; the
 // mmproj or Ollama's monolithic layout), its additions to the patch embeddings (bias, learned

@@ -263,6 +263,33 @@ static int bind_patch(struct vision_model *vm, const struct qwen_names *nm, stru
     return 0;
 }
 
+// The merger's two products (Qwen2.5-VL and Qwen3-VL): mm0 [4 n_embd, 4 n_embd]
+// and mm2 [4 n_embd, n_out] with their biases (names without ".weight"); mm2's
+// rows give the projection width.
+int vision_qwen_bind_merger(struct vision_model *vm, const char *mm0, const char *mm2,
+                            struct err *e)
+{
+    const int d4 = 4 * vm->n_embd;
+    char n[96];
+    snprintf(n, sizeof n, "%s.weight", mm0);
+    int rc = vision_qmat(vm, n, d4, d4, &vm->mm0, e);
+    snprintf(n, sizeof n, "%s.bias", mm0);
+    if (rc == 0)
+        rc = vision_qvec(vm, n, d4, &vm->mm0_b, e);
+    snprintf(n, sizeof n, "%s.weight", mm2);
+    const struct gguf_tensor *t = rc == 0 ? gguf_tensor_find(vm->g, n) : NULL;
+    if (rc == 0 && (!t || t->n_dims != 2 || t->ne[0] != d4 || t->ne[1] < 1 || t->ne[1] > 65536))
+        rc = err_set(e, ERR_FORMAT, "vision tower: %s: want a [%d, n_out] matrix", n, d4);
+    if (rc == 0) {
+        vm->n_out = (int)t->ne[1];
+        rc = vision_qmat(vm, n, d4, vm->n_out, &vm->mm2, e);
+    }
+    snprintf(n, sizeof n, "%s.bias", mm2);
+    if (rc == 0)
+        rc = vision_qvec(vm, n, vm->n_out, &vm->mm2_b, e);
+    return rc;
+}
+
 int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, struct err *e)
 {
     const struct qwen_names *nm = ollama ? &names_ollama : &names_mmproj;
@@ -277,25 +304,7 @@ int vision_qwen_open(struct vision_model *vm, const char *prefix, bool ollama, s
     snprintf(n, sizeof n, "%s.weight", nm->post_ln);
     if (rc == 0)
         rc = vision_qvec(vm, n, vm->n_embd, &vm->post_ln_w, e);
-    const int d4 = 4 * vm->n_embd;
-    snprintf(n, sizeof n, "%s.weight", nm->mm0);
-    if (rc == 0)
-        rc = vision_qmat(vm, n, d4, d4, &vm->mm0, e);
-    snprintf(n, sizeof n, "%s.bias", nm->mm0);
-    if (rc == 0)
-        rc = vision_qvec(vm, n, d4, &vm->mm0_b, e);
-    snprintf(n, sizeof n, "%s.weight", nm->mm2);
-    const struct gguf_tensor *t = rc == 0 ? gguf_tensor_find(vm->g, n) : NULL;
-    if (rc == 0 && (!t || t->n_dims != 2 || t->ne[0] != d4 || t->ne[1] < 1 || t->ne[1] > 65536))
-        rc = err_set(e, ERR_FORMAT, "vision tower: %s: want a [%d, n_out] matrix", n, d4);
-    if (rc == 0) {
-        vm->n_out = (int)t->ne[1];
-        rc = vision_qmat(vm, n, d4, vm->n_out, &vm->mm2, e);
-    }
-    snprintf(n, sizeof n, "%s.bias", nm->mm2);
-    if (rc == 0)
-        rc = vision_qvec(vm, n, vm->n_out, &vm->mm2_b, e);
-    return rc;
+    return rc == 0 ? vision_qwen_bind_merger(vm, nm->mm0, nm->mm2, e) : rc;
 }
 
 // Pixtral (Mistral 3): a single patch kernel, RMSNorm before block 0, no

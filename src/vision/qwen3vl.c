@@ -252,7 +252,7 @@ static int bind_conv3d(struct vision_model *vm, struct err *e)
 // mm.2 (whose rows give the projection width).
 static int bind_globals(struct vision_model *vm, const struct q3_names *nm, struct err *e)
 {
-    const int d = vm->n_embd, d4 = 4 * d;
+    const int d = vm->n_embd;
     char n[96];
     int rc = nm->ollama ? bind_conv3d(vm, e) : vision_qwen_bind_patch(vm, e);
     if (rc == 0)
@@ -275,24 +275,7 @@ static int bind_globals(struct vision_model *vm, const struct q3_names *nm, stru
     snprintf(n, sizeof n, "%s.bias", nm->post_ln);
     if (rc == 0)
         rc = vision_qvec(vm, n, d, &vm->post_ln_b, e);
-    snprintf(n, sizeof n, "%s.weight", nm->mm0);
-    if (rc == 0)
-        rc = vision_qmat(vm, n, d4, d4, &vm->mm0, e);
-    snprintf(n, sizeof n, "%s.bias", nm->mm0);
-    if (rc == 0)
-        rc = vision_qvec(vm, n, d4, &vm->mm0_b, e);
-    snprintf(n, sizeof n, "%s.weight", nm->mm2);
-    const struct gguf_tensor *t = rc == 0 ? gguf_tensor_find(vm->g, n) : NULL;
-    if (rc == 0 && (!t || t->n_dims != 2 || t->ne[0] != d4 || t->ne[1] < 1 || t->ne[1] > 65536))
-        rc = err_set(e, ERR_FORMAT, "vision tower: %s: want a [%d, n_out] matrix", n, d4);
-    if (rc == 0) {
-        vm->n_out = (int)t->ne[1];
-        rc = vision_qmat(vm, n, d4, vm->n_out, &vm->mm2, e);
-    }
-    snprintf(n, sizeof n, "%s.bias", nm->mm2);
-    if (rc == 0)
-        rc = vision_qvec(vm, n, vm->n_out, &vm->mm2_b, e);
-    return rc;
+    return rc == 0 ? vision_qwen_bind_merger(vm, nm->mm0, nm->mm2, e) : rc;
 }
 
 // Ollama's files: mean / std from qwen3vl.vision.image_mean / image_std,
