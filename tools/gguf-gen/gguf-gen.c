@@ -1403,6 +1403,29 @@ struct mmproj_tensor {
     float mean, std;
 };
 
+// One tensor of a random projector: name, type, shape, the normal
+// distribution of its values.
+static void mmproj_add(struct mmproj_tensor *ts, int *n, const char *name, int type, int nd,
+                       int64_t a, int64_t b, int64_t c, int64_t d, float mean, float std)
+{
+    struct mmproj_tensor *t = &ts[(*n)++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->type = (uint32_t)type, t->n_dims = (uint32_t)nd, t->mean = mean, t->std = std;
+    t->ne[0] = a, t->ne[1] = b, t->ne[2] = c, t->ne[3] = d;
+}
+
+// The block matrices' type of a real-size projector: --type, else F16 as
+// shipped; -1 (said) for a type that cannot be written.
+static int mmproj_mat_type(const struct opts *o)
+{
+    int t = o->type_given ? gguf_type_from_name(o->type) : GGUF_TYPE_F16;
+    if (t < 0 || !quant_traits_get((uint32_t)t) || !quant_traits_get((uint32_t)t)->from_float_ref) {
+        fprintf(stderr, "gguf-gen: mmproj: cannot write type %s\n", o->type);
+        return -1;
+    }
+    return t;
+}
+
 static int mmproj_write_one(struct gguf_writer *w, const struct mmproj_tensor *t, uint64_t seed,
                             struct err *e)
 {
@@ -1451,22 +1474,13 @@ static int write_gemma3_mmproj(const struct opts *o)
     const int64_t d = 1152, ff = 4304, n_layer = o->n_layer ? o->n_layer : 27, img = 896,
                   patch = 14;
     const int64_t n_pos = (img / patch) * (img / patch), proj = o->n_embd ? o->n_embd : 2560;
-    int mat_type = o->type_given ? gguf_type_from_name(o->type) : GGUF_TYPE_F16;
-    if (mat_type < 0 || !quant_traits_get((uint32_t)mat_type) ||
-        !quant_traits_get((uint32_t)mat_type)->from_float_ref) {
-        fprintf(stderr, "gguf-gen: mmproj: cannot write type %s\n", o->type);
+    int mat_type = mmproj_mat_type(o);
+    if (mat_type < 0)
         return 1;
-    }
     struct mmproj_tensor *ts = xcalloc((size_t)(n_layer * 16 + 8), sizeof(*ts));
     int n = 0;
     char nm[64];
-#define T(tn, ty, nd, a, b, c, dd, mu, sd)                                                         \
-    do {                                                                                           \
-        snprintf(ts[n].name, sizeof ts[n].name, "%s", tn);                                         \
-        ts[n].type = (uint32_t)(ty), ts[n].n_dims = nd, ts[n].mean = mu, ts[n].std = sd;           \
-        ts[n].ne[0] = a, ts[n].ne[1] = b, ts[n].ne[2] = c, ts[n].ne[3] = dd;                       \
-        n++;                                                                                       \
-    } while (0)
+#define T(tn, ty, nd, a, b, c, dd, mu, sd) mmproj_add(ts, &n, tn, ty, nd, a, b, c, dd, mu, sd)
     const float ws = 1.0f / sqrtf((float)d);
     T("v.patch_embd.weight", GGUF_TYPE_F16, 4, patch, patch, 3, d, 0.0f, 0.05f);
     T("v.patch_embd.bias", GGUF_TYPE_F32, 1, d, 1, 1, 1, 0.0f, 0.02f);
@@ -1540,22 +1554,13 @@ static int write_qwen25vl_mmproj(const struct opts *o)
 {
     const int64_t d = 1280, ff = 3420, n_layer = o->n_layer ? o->n_layer : 32, patch = 14;
     const int64_t proj = o->n_embd ? o->n_embd : 2048;
-    int mat_type = o->type_given ? gguf_type_from_name(o->type) : GGUF_TYPE_F16;
-    if (mat_type < 0 || !quant_traits_get((uint32_t)mat_type) ||
-        !quant_traits_get((uint32_t)mat_type)->from_float_ref) {
-        fprintf(stderr, "gguf-gen: mmproj: cannot write type %s\n", o->type);
+    int mat_type = mmproj_mat_type(o);
+    if (mat_type < 0)
         return 1;
-    }
     struct mmproj_tensor *ts = xcalloc((size_t)(n_layer * 18 + 8), sizeof(*ts));
     int n = 0;
     char nm[64];
-#define T(tn, ty, nd, a, b, c, dd, mu, sd)                                                         \
-    do {                                                                                           \
-        snprintf(ts[n].name, sizeof ts[n].name, "%s", tn);                                         \
-        ts[n].type = (uint32_t)(ty), ts[n].n_dims = nd, ts[n].mean = mu, ts[n].std = sd;           \
-        ts[n].ne[0] = a, ts[n].ne[1] = b, ts[n].ne[2] = c, ts[n].ne[3] = dd;                       \
-        n++;                                                                                       \
-    } while (0)
+#define T(tn, ty, nd, a, b, c, dd, mu, sd) mmproj_add(ts, &n, tn, ty, nd, a, b, c, dd, mu, sd)
     const float ws = 1.0f / sqrtf((float)d);
     T("v.patch_embd.weight", GGUF_TYPE_F16, 4, patch, patch, 3, d, 0.0f, 0.03f);
     T("v.patch_embd.weight.1", GGUF_TYPE_F16, 4, patch, patch, 3, d, 0.0f, 0.03f);
