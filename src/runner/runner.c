@@ -27,6 +27,9 @@ struct runner_args {
     // --mmproj: the vision projector (else the model file's own tower).
     const char *mmproj_path;
     int64_t port;
+    // --image-min-tokens: the fewest tokens a picture becomes in a Qwen-VL
+    // tower (-1: Ollama's choice for the model, see load_vision).
+    int image_min_tokens;
     struct model_options mo;
     bool no_context_shift;
 };
@@ -36,7 +39,7 @@ static int usage_error(const char *fmt, const char *arg)
     fputs("error: ", stderr);
     fprintf(stderr, fmt, arg);
     fputs("\nusage: ollama runner --model PATH --port N [--draft PATH] [--lora PATH]... "
-          "[--mmproj PATH] [--ctx-size N] [--parallel N] "
+          "[--mmproj PATH] [--image-min-tokens N] [--ctx-size N] [--parallel N] "
           "[--batch-size N] [--threads N] [--kv-cache-type f16|q8_0|f32] [--embedding] "
           "[--no-context-shift] [--n-gpu-layers N] [--flash-attn] [--no-mmap]\n",
           stderr);
@@ -76,6 +79,7 @@ static const struct {
     {"--batch-size", 1, 1 << 16, offsetof(struct runner_args, mo.n_batch)},
     {"--threads", 0, 1024, offsetof(struct runner_args, mo.n_threads)},
     {"--n-gpu-layers", -1, 1 << 20, -1},  // CPU engine: nothing to offload
+    {"--image-min-tokens", 0, 1 << 16, offsetof(struct runner_args, image_min_tokens)},
 };
 
 // One flag that takes a value (val: NULL when the command line ended).
@@ -123,6 +127,7 @@ static int value_flag(struct runner_args *a, const char *name, const char *val)
 static int parse_args(int argc, char **argv, struct runner_args *a)
 {
     memset(a, 0, sizeof(*a));
+    a->image_min_tokens = -1;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         char name[64];
@@ -227,6 +232,20 @@ static int load_vision(struct runner *rn, const struct runner_args *a, struct er
         return err_set(e, ERR_FORMAT,
                        "vision projector output width %d does not match the model's %d",
                        vision_model_n_embd(rn->vision), model_n_embd_inp(rn->model));
+    // Ollama starts llama-server with --image-min-tokens 1024 for the Qwen-VL
+    // families (llm/llama_server.go, qwenVLServerArgs: mtmd says grounding
+    // and counting need 1024 image tokens); --image-min-tokens overrides.
+    int min_tokens = a->image_min_tokens;
+    if (min_tokens < 0) {
+        static const char *const qwen_vl[] = {"qwen2vl", "qwen25vl", "qwen3vl", "qwen3vlmoe"};
+        struct str arch = {0};
+        bool has = gguf_get_str(model_gguf(rn->model), "general.architecture", &arch);
+        min_tokens = 0;
+        for (size_t i = 0; has && i < sizeof qwen_vl / sizeof qwen_vl[0]; i++)
+            if (str_eq_cstr(arch, qwen_vl[i]))
+                min_tokens = 1024;
+    }
+    vision_model_set_min_tokens(rn->vision, min_tokens);
     log_info("vision tower loaded: projector=%s (%s)", vision_model_projector(rn->vision), path);
     return 0;
 }

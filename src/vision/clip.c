@@ -494,6 +494,11 @@ const char *vision_model_projector(const struct vision_model *vm)
     return vm->projector;
 }
 
+void vision_model_set_min_tokens(struct vision_model *vm, int n)
+{
+    vm->min_tokens = n <= 0 ? 0 : n > 4096 ? 4096 : n;  // at most the tower's maximum
+}
+
 int vision_model_n_embd(const struct vision_model *vm)
 {
     return vision_row_width(vm);

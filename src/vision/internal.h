@@ -33,9 +33,10 @@ struct vision_model {
     struct gguf *g;
     const char *projector;  // "gemma3"
     int image_size, patch_size, n_embd, n_ff, n_head, n_layer;
-    int n_merge;  // pooling kernel (Gemma 3: image tokens per side = patches / n_merge)
-    int n_out;    // projection width (the text model's n_embd)
-    float eps;    // LayerNorm / RMSNorm epsilon
+    int n_merge;     // pooling kernel (Gemma 3: image tokens per side = patches / n_merge)
+    int n_out;       // projection width (the text model's n_embd)
+    int min_tokens;  // Qwen-VL: fewest image tokens a picture becomes (0: the projector's 8)
+    float eps;       // LayerNorm / RMSNorm epsilon
     float mean[3], std[3];
     struct engine_tensor patch_w;  // [3·p·p, n_embd]: rows in (channel, y, x) order
     const float *patch_b, *pos_embd, *post_ln_w, *post_ln_b;

@@ -424,7 +424,8 @@ void vision_qwen_size(const struct vision_model *vm, int width, int height, int 
 {
     const int a = vm->patch_size * vm->n_merge;
     const int max_tok = vm->pixtral ? PIXTRAL_MAX_TOKENS : QWEN_MAX_TOKENS;
-    const int min_px = QWEN_MIN_TOKENS * a * a, max_px = max_tok * a * a;
+    const int min_tok = !vm->pixtral && vm->min_tokens > 0 ? vm->min_tokens : QWEN_MIN_TOKENS;
+    const int min_px = min_tok * a * a, max_px = max_tok * a * a;
     int w = round_by((float)width, a), h = round_by((float)height, a);
     w = w < a ? a : w;
     h = h < a ? a : h;

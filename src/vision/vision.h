@@ -65,6 +65,10 @@ const char *vision_model_projector(const struct vision_model *vm);
 // Width of one image token's row: the text model's n_embd, or (Qwen3-VL)
 // n_embd · (1 + deepstack mergers), the text model's model_n_embd_inp.
 int vision_model_n_embd(const struct vision_model *vm);
+// Qwen-VL towers (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): a picture becomes at
+// least n image tokens (mtmd's --image-min-tokens; scaled up as mtmd does);
+// 0 restores the projector's own minimum (8). Other towers: no effect.
+void vision_model_set_min_tokens(struct vision_model *vm, int n);
 // Image tokens a picture of this size becomes.
 int vision_model_n_tokens(const struct vision_model *vm, int width, int height);
 // M-RoPE models (Qwen2.5-VL): true, with the merged grid a picture of this
