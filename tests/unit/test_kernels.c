@@ -1173,9 +1173,10 @@ static void check_half_table(const char *name, const struct kernels_type *tab, i
                     ref->vec_dot(n, &want[c][r], w + wrow * r, xq + xrow * c);
                 }
             }
-            const int shapes[][2] = {
-                {NR, NC}, {tab[type].gemm_nr, tab[type].gemm_nc}, {NR, 1}, {1, NC}, {3, 2}, {8, 5},
-                {5, 16}, {4, 17}};
+            const int shapes[][2] = {{NR, NC}, {tab[type].gemm_nr, tab[type].gemm_nc},
+                                     {NR, 1},  {1, NC},
+                                     {3, 2},   {8, 5},
+                                     {5, 16},  {4, 17}};
             for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
                 const int nr = shapes[sh][0], nc = shapes[sh][1];
                 for (int i = 0; i < NC * NR; i++)
