@@ -8,14 +8,18 @@ llama.cpp (>1: we are faster) with the t/s behind them.
     types.py --ours build/bin/bench --gguf-gen build/bin/gguf-gen \\
              --llama-bench /path/llama-bench [--llama-bench-avx2 /path/llama-bench] \\
              [--dir /tmp/types] [--preset llama-3.2-1b] [-t 2] [-p 512] [-n 32] \\
-             [--rounds 2] [--types f16,bf16,...]
+             [--rounds 2] [--types f16,bf16,...] [--columns avx512,avx2]
 
 The AVX2 column runs ours with OLLAMA_KERNELS_ISA=avx2 against a llama.cpp
 built without AVX-512 (-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF ...);
 without --llama-bench-avx2 only the AVX-512 (native) column is measured.
 Model files are generated into --dir once (missing ones only) and kept. Runs
 alternate (ours, theirs, ours, ...) through compare.py so that load on a
-shared machine falls on both alike; read the ratios, not the t/s.
+shared machine falls on both alike; read the ratios, not the t/s. A cell is
+the median of the per-round ratios (ours / llama.cpp of the same round) with
+their min-max range, then the median t/s of each side. The quantized files
+are random valid blocks (gguf-gen --random-blocks: no kernel's speed depends
+on the values), minutes less to write than quantizing.
 """
 import argparse
 import os
@@ -40,8 +44,9 @@ def model_file(a, typ):
     if not os.path.exists(path):
         os.makedirs(a.dir, exist_ok=True)
         tmp = path + ".tmp"
-        subprocess.run([a.gguf_gen, "--preset", a.preset, "--type", typ, "--quiet", "-o", tmp],
-                       check=True)
+        blocks = [] if typ in ("f32", "f16", "bf16") else ["--random-blocks"]
+        subprocess.run([a.gguf_gen, "--preset", a.preset, "--type", typ, "--quiet", *blocks,
+                        "-o", tmp], check=True)
         os.replace(tmp, path)
     return path
 
@@ -50,8 +55,9 @@ def ratio_cell(res, test):
     o, t = res[test]
     if not o or not t:
         return "n/a"
-    mo, mt = statistics.mean(o), statistics.mean(t)
-    return f"**{mo / mt:.2f}** ({mo:.1f} / {mt:.1f})"
+    r = [a / b for a, b in zip(o, t)]
+    mo, mt = statistics.median(o), statistics.median(t)
+    return f"**{statistics.median(r):.2f}** ({min(r):.2f}-{max(r):.2f}; {mo:.1f} / {mt:.1f})"
 
 
 def main():
@@ -68,10 +74,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--types", default=",".join(TYPES))
     ap.add_argument("--llama-args", default="")
+    ap.add_argument("--columns", default="avx512,avx2",
+                    help="which ISA columns to measure (avx2 needs --llama-bench-avx2)")
     a = ap.parse_args()
 
-    columns = [("avx512", a.llama_bench, None)]
-    if a.llama_bench_avx2:
+    want = a.columns.split(",")
+    columns = [("avx512", a.llama_bench, None)] if "avx512" in want else []
+    if a.llama_bench_avx2 and "avx2" in want:
         columns.append(("avx2", a.llama_bench_avx2, "avx2"))
     head = ["type"]
     for name, _, _ in columns:
@@ -96,7 +105,8 @@ def main():
         rows.append(row)
         print(" | ".join(row), flush=True)
     print(f"\nratio ours / llama.cpp (ours t/s / llama.cpp t/s), {a.preset}, "
-          f"{a.t} threads, {a.rounds} alternating rounds\n")
+          f"{a.t} threads, {a.rounds} alternating rounds: median (min-max) of "
+          f"the per-round ratios; median t/s\n")
     print("| " + " | ".join(head) + " |")
     print("| --- |" + " ---: |" * (len(head) - 1))
     for r in rows:

@@ -1179,16 +1179,18 @@ static void test_glu(void **state)
 }
 
 #if defined(__x86_64__)
-// The F16 / BF16 tiles of x86_half.inc, each variant directly (the
-// resolved tables show only the best one: on a CPU with AVX512_BF16 the
-// split-pair BF16 tile would go untested) against the scalar vec_dot, at
-// row lengths off every step (16, 32) and row / column counts off the tile.
+// The F32 / F16 / BF16 tiles, each variant directly (the resolved tables
+// show only the best one: on a CPU with AVX-512 the AVX2 tiles of
+// x86_gemm.inc, and with AVX512_BF16 the split-pair BF16 tile, would go
+// untested) against the scalar vec_dot, at row lengths off every step (8,
+// 16, 32) and row / column counts off the tile and the engine's column
+// block (16).
 static void check_half_table(const char *name, const struct kernels_type *tab, int *checked)
 {
-    static const uint32_t half_types[] = {GGUF_TYPE_F16, GGUF_TYPE_BF16};
-    static const int64_t lens[] = {1, 15, 16, 17, 31, 33, 100, 257, 1000, 2051};
-    enum { NR = 11, NC = 9 };
-    for (size_t t = 0; t < 2; t++) {
+    static const uint32_t half_types[] = {GGUF_TYPE_F16, GGUF_TYPE_BF16, GGUF_TYPE_F32};
+    static const int64_t lens[] = {1, 7, 15, 16, 17, 31, 33, 100, 257, 512, 1000, 1031, 2051};
+    enum { NR = 11, NC = 19 };
+    for (size_t t = 0; t < sizeof half_types / sizeof half_types[0]; t++) {
         const uint32_t type = half_types[t];
         const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
         if (!tab[type].gemm)
@@ -1219,8 +1221,10 @@ static void check_half_table(const char *name, const struct kernels_type *tab, i
                     ref->vec_dot(n, &want[c][r], w + wrow * r, xq + xrow * c);
                 }
             }
-            const int shapes[][2] = {
-                {NR, NC}, {tab[type].gemm_nr, tab[type].gemm_nc}, {NR, 1}, {1, NC}, {3, 2}, {8, 5}};
+            const int shapes[][2] = {{NR, NC}, {tab[type].gemm_nr, tab[type].gemm_nc},
+                                     {NR, 1},  {1, NC},
+                                     {3, 2},   {8, 5},
+                                     {5, 16},  {4, 17}};
             for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
                 const int nr = shapes[sh][0], nc = shapes[sh][1];
                 for (int i = 0; i < NC * NR; i++)
@@ -1250,8 +1254,12 @@ static void test_half_tiles(void **state)
 {
     (void)state;
     int checked = 0;
-    if (kernels_isa_supported(KERNELS_ISA_AVX512))
+    if (kernels_isa_supported(KERNELS_ISA_AVX2))
+        check_half_table("avx2", kernels_avx2_table, &checked);
+    if (kernels_isa_supported(KERNELS_ISA_AVX512)) {
+        check_half_table("avx512 (x86_gemm.inc)", kernels_avx512_table, &checked);
         check_half_table("avx512", kernels_avx512_half_table, &checked);
+    }
     if (kernels_isa_supported(KERNELS_ISA_AVX512) && __builtin_cpu_supports("avx512bf16")) {
         check_half_table("avx512bf16", kernels_avx512bf16_table, &checked);
         // and the dispatcher picks it
