@@ -90,7 +90,7 @@ check() {
     text="$(grep -v '^[[:space:]]*$' "$out" | tail -n 1 | sed 's/\x1b\[[0-9;]*m//g' || true)"
     if [ "$rc" -ne 0 ] || ! [[ "$text" =~ [a-z]+ ]] ||
         ! tail -n +"$((seen + 1))" "$tmp/serve.log" | grep -q "| 200 | .*| POST    \"$path\""; then
-        echo "FAIL: $name exited $rc; output:"
+        echo "FAIL: $name exited $rc (want 0, its text, and a 200 for POST $path); output:"
         tail -n 40 "$out"
         fail=1
     else
