@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# End to end with the real coding agents (issue 18): Claude Code, Codex and
-# OpenCode from npm (pinned in package.json and package-lock.json), each started by
-# `ollama launch` against a live `ollama serve` on a loopback port with a
-# temporary store, HOME and working directory, given one non-interactive
-# prompt. Each must exit 0 and print the model's text; the server's access
-# log must show the API it spoke (/v1/messages, /v1/responses,
-# /v1/chat/completions). Used by ctest (label "agents"):
+# End to end with the real coding agents (issues 18 and 45): Claude Code,
+# Codex, OpenCode, Cline, Qwen Code, Pi and Droid from npm (pinned in
+# package.json and package-lock.json), each started by `ollama launch` (which
+# writes its config files into the temporary HOME) against a live `ollama
+# serve` on a loopback port with a temporary store, HOME and working
+# directory, given one non-interactive prompt. Each must exit 0 and print the
+# model's text; the server's access log must show, during that agent's run,
+# the API it spoke (/v1/messages, /v1/responses, /v1/chat/completions,
+# /api/chat). Telemetry and update checks are off where the tool has a switch.
+# Left out: Kimi Code CLI (`ollama launch kimi`) is a Python tool installed
+# with uv, not on npm (the npm package "kimi" is an unrelated library).
+# Versions: Qwen Code 0.15.10 is its last release for Node 20 (0.21 on need
+# Node 22), and Pi is @mariozechner/pi-coding-agent, its name before
+# @earendil-works/pi-coding-agent (launch's installer), which needs Node
+# 22.19. Droid is the `droid` package, whose linux-x64 binary is on npm
+# (the newest @factory/cli names one that is not published).
+# Used by ctest (label "agents"):
 #   tests/agents/run.sh <ollama binary> <stories260K.gguf>
 # Exit 77 (ctest: skipped) when node or npm is missing.
 set -euo pipefail
@@ -70,7 +80,8 @@ fail=0
 check() {
     local name=$1 path=$2
     shift 2
-    local out="$tmp/$name.out" rc=0
+    local out="$tmp/$name.out" rc=0 seen
+    seen="$(wc -l <"$tmp/serve.log")"
     echo "-- ollama launch $name"
     (cd "$tmp/work" && PATH="$bin:$PATH" timeout 300 "$ollama_bin" launch "$name" \
         --model agent:latest -- "$@" </dev/null >"$out" 2>&1) || rc=$?
@@ -78,8 +89,8 @@ check() {
     local text
     text="$(grep -v '^[[:space:]]*$' "$out" | tail -n 1 | sed 's/\x1b\[[0-9;]*m//g' || true)"
     if [ "$rc" -ne 0 ] || ! [[ "$text" =~ [a-z]+ ]] ||
-        ! grep -q "| 200 | .*| POST    \"$path\"" "$tmp/serve.log"; then
-        echo "FAIL: $name exited $rc; output:"
+        ! tail -n +"$((seen + 1))" "$tmp/serve.log" | grep -q "| 200 | .*| POST    \"$path\""; then
+        echo "FAIL: $name exited $rc (want 0, its text, and a 200 for POST $path); output:"
         tail -n 40 "$out"
         fail=1
     else
@@ -91,6 +102,25 @@ export OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DI
 check claude /v1/messages -p "Once upon a time"
 check codex /v1/responses exec --skip-git-repo-check "Once upon a time"
 check opencode /v1/chat/completions run "Once upon a time"
+# Cline's own settings (not launch's files) turn off its telemetry and update
+# check; the local backend keeps it from leaving a background hub daemon.
+mkdir -p "$HOME/.cline/data/settings"
+echo '{"telemetryOptOut":true,"autoUpdateEnabled":false}' \
+    >"$HOME/.cline/data/settings/global-settings.json"
+CLINE_SESSION_BACKEND_MODE=local CLINE_NO_AUTO_UPDATE=1 check cline /api/chat "Once upon a time"
+# Qwen Code has no variable for its usage statistics and update check: the
+# user's settings.json says so, and launch must keep those keys.
+mkdir -p "$HOME/.qwen"
+echo '{"privacy":{"usageStatisticsEnabled":false},"general":{"enableAutoUpdate":false}}' \
+    >"$HOME/.qwen/settings.json"
+check qwen /v1/chat/completions -p "Once upon a time"
+grep -q '"usageStatisticsEnabled": false' "$HOME/.qwen/settings.json" || {
+    echo "FAIL: launch dropped the user's keys from ~/.qwen/settings.json"
+    fail=1
+}
+PI_OFFLINE=1 PI_TELEMETRY=0 check pi /v1/chat/completions -p "Once upon a time"
+FACTORY_DROID_AUTO_UPDATE_ENABLED=false FACTORY_DISABLE_DYNAMIC_CONFIG=1 \
+    check droid /v1/chat/completions exec "Once upon a time"
 if [ "$fail" -ne 0 ]; then
     tail -n 60 "$tmp/serve.log"
     exit 1
