@@ -372,6 +372,21 @@ static uint64_t add_item(struct item *it, const struct opts *o, const struct ggu
     return it->n_bytes;
 }
 
+// The dequantized copies of this export, freed once its tensors are written.
+static struct gguf_tensor **deq_copies;
+static size_t n_deq_copies;
+
+static void free_dequantized(void)
+{
+    for (size_t i = 0; i < n_deq_copies; i++) {
+        free((void *)deq_copies[i]->data);
+        free(deq_copies[i]);
+    }
+    free(deq_copies);
+    deq_copies = NULL;
+    n_deq_copies = 0;
+}
+
 // A quantized tensor (the Q8_0 matrices beside gpt-oss's MXFP4 experts) as
 // F32: the exported folder holds floats there.
 static const struct gguf_tensor *dequantized(const struct gguf_tensor *t, const char *gname)
@@ -387,7 +402,9 @@ static const struct gguf_tensor *dequantized(const struct gguf_tensor *t, const 
     d->type = GGUF_TYPE_F32;
     d->data = data;
     d->n_bytes = n * sizeof(float);
-    return d;  // lives until the tool exits
+    deq_copies = realloc(deq_copies, (n_deq_copies + 1) * sizeof(*deq_copies));
+    deq_copies[n_deq_copies++] = d;
+    return d;  // until free_dequantized
 }
 
 // ---------------------------------------------------------------------------
@@ -564,6 +581,7 @@ static void write_tensors(const struct opts *o, const struct gguf *g, const stru
         json_decref(idx);
     }
     free(items);
+    free_dequantized();
 }
 
 static void put_u32(json_t *o, const char *key, const struct gguf *g, const char *suffix)
