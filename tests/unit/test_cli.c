@@ -1175,6 +1175,38 @@ static void write_script(const char *path, const char *body)
 
 // The offer to install a missing tool, with a fake npm on PATH (no real
 // installer runs), and the refusals of the macOS/Windows desktop apps.
+// `ollama launch ...` fails (exit 1) and its stderr is want (exact) or
+// holds it.
+#define LAUNCH_ARGS(...)                                                                           \
+    (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)), (const char *const[])      \
+    {                                                                                              \
+        __VA_ARGS__                                                                                \
+    }
+static void launch_fails(int argc, const char *const *argv, const char *want, bool exact)
+{
+    int rc;
+    char *err = cli_stderr(argc, argv, &rc);
+    assert_int_equal(rc, 1);
+    if (exact)
+        assert_string_equal(err, want);
+    else if (!strstr(err, want))
+        fail_msg("want \"%s\" in: %s", want, err);
+    free(err);
+}
+
+// Desktop apps 0.33 supports only elsewhere.
+static void launch_desktop_refusals(void)
+{
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "claude-desktop"),
+                 "Error: Claude Desktop can only be restored from the command line: "
+                 "ollama launch claude-desktop --restore\n",
+                 true);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "claude-app", "--restore"),
+                 "Error: Claude Desktop launch is only supported on macOS\n", true);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "codex-app", "--restore"),
+                 "Error: ChatGPT launch is only supported on macOS and Windows\n", true);
+}
+
 static void test_launch_install(void **state)
 {
     (void)state;
@@ -1189,45 +1221,39 @@ static void test_launch_install(void **state)
     setenv("OLLAMA_HOST", "127.0.0.1:1", 1);
     setenv("PATH", bin, 1);
     // Only the programs in bin/: no npm yet.
-    int rc;
-    char *err = cli_stderr(3, (const char *const[]){"ollama", "launch", "cline"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_string_equal(err, "Error: cline is not installed and required dependencies are "
-                             "missing\n\nInstall the following first:\n  npm (Node.js): "
-                             "https://nodejs.org/\n\nThen re-run:\n  ollama launch cline\n");
-    free(err);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "cline"),
+                 "Error: cline is not installed and required dependencies are "
+                 "missing\n\nInstall the following first:\n  npm (Node.js): "
+                 "https://nodejs.org/\n\nThen re-run:\n  ollama launch cline\n",
+                 true);
     // The fake npm records its arguments and installs a cline.
     char *script = xasprintf("#!/bin/sh\necho \"$@\" > %s/npm.args\n"
                              "printf '#!/bin/sh\\n' > %s/cline\n/bin/chmod +x %s/cline\n",
                              dir, bin, bin);
     write_script(npm, script);
     free(script);
-    err = cli_stderr(3, (const char *const[]){"ollama", "launch", "cline"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_string_equal(err, "Error: Cline is not installed. Install with npm? requires "
-                             "confirmation; re-run with --yes to continue\nTo install it "
-                             "yourself, run:\n  npm install -g cline@latest\n");
-    free(err);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "cline"),
+                 "Error: Cline is not installed. Install with npm? requires "
+                 "confirmation; re-run with --yes to continue\nTo install it "
+                 "yourself, run:\n  npm install -g cline@latest\n",
+                 true);
     char *args_path = xasprintf("%s/npm.args", dir);
     assert_false(fs_exists(args_path));  // nothing ran
-    err = cli_stderr(6, (const char *const[]){"ollama", "launch", "cline", "--yes", "--model", "m"},
-                     &rc);
-    assert_int_equal(rc, 1);  // installed; then no server on port 1
-    assert_non_null(strstr(err, "\nInstalling Cline...\nCline installed successfully\n"));
-    free(err);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "cline", "--yes", "--model", "m"),
+                 "\nInstalling Cline...\nCline installed successfully\n",
+                 false);  // installed; then no server on port 1
     char *text = read_text(dir, "npm.args");
     assert_string_equal(text, "install -g cline@latest\n");
     free(text);
     // An installer that fails.
     write_script(npm, "#!/bin/sh\nexit 3\n");
-    err = cli_stderr(6, (const char *const[]){"ollama", "launch", "pi", "-y", "--model", "m"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_non_null(strstr(err, "Error: failed to install pi: exit status 3\n"));
-    free(err);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "pi", "-y", "--model", "m"),
+                 "Error: failed to install pi: exit status 3\n", false);
     // DeepSeek Harness: a failed global install falls back to npx (0.33).
     char *npx = xasprintf("%s/npx", bin);
     write_script(npx, "#!/bin/sh\nexit 0\n");
-    err =
+    int rc;
+    char *err =
         cli_stderr(6, (const char *const[]){"ollama", "launch", "dsh", "-y", "--model", "m"}, &rc);
     assert_int_equal(rc, 1);  // then no server on port 1
     assert_non_null(strstr(err, "Installing DeepSeek Harness..."));
@@ -1236,30 +1262,14 @@ static void test_launch_install(void **state)
     unlink(npx);
     free(npx);
     // --yes without a terminal needs --model, before anything is installed.
-    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "qwen", "--yes"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_string_equal(err, "Error: headless --yes launch for qwen requires --model <model>\n");
-    free(err);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "qwen", "--yes"),
+                 "Error: headless --yes launch for qwen requires --model <model>\n", true);
     // No installer: the hint.
-    err = cli_stderr(3, (const char *const[]){"ollama", "launch", "copilot"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_non_null(strstr(err, "Error: copilot is not installed, install from "
-                                "https://github.com/features/copilot/cli/"));
-    free(err);
-    // Desktop apps 0.33 supports only elsewhere.
-    err = cli_stderr(3, (const char *const[]){"ollama", "launch", "claude-desktop"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_string_equal(err, "Error: Claude Desktop can only be restored from the command line: "
-                             "ollama launch claude-desktop --restore\n");
-    free(err);
-    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "claude-app", "--restore"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_string_equal(err, "Error: Claude Desktop launch is only supported on macOS\n");
-    free(err);
-    err = cli_stderr(4, (const char *const[]){"ollama", "launch", "codex-app", "--restore"}, &rc);
-    assert_int_equal(rc, 1);
-    assert_string_equal(err, "Error: ChatGPT launch is only supported on macOS and Windows\n");
-    free(err);
+    launch_fails(LAUNCH_ARGS("ollama", "launch", "copilot"),
+                 "Error: copilot is not installed, install from "
+                 "https://github.com/features/copilot/cli/",
+                 false);
+    launch_desktop_refusals();
 
     setenv("PATH", saved_path, 1);
     saved_home ? setenv("HOME", saved_home, 1) : unsetenv("HOME");
