@@ -1028,6 +1028,83 @@ static void test_launch_yaml(void **state)
 
 // OMP (YAML in the user's agent dir), DeepSeek Harness and Muse (launch's
 // own config roots), Hermes Desktop (Hermes's file and backups).
+// What the OMP, DeepSeek Harness and muse writers wrote under home, and
+// the command lines launch builds (test_launch_more_configs).
+static void check_omp_written(const char *home)
+{
+    char *p = xasprintf("%s/.omp/agent/models.yml", home);
+    json_t *v = read_yaml(p);
+    free(p);
+    assert_string_equal(jpath(v, "providers.other.baseUrl"), "http://x");
+    assert_string_equal(jpath(v, "providers.ollama.baseUrl"), "http://127.0.0.1:11434/v1");
+    assert_string_equal(jpath(v, "providers.ollama.api"), "openai-responses");
+    assert_string_equal(jpath(v, "providers.ollama.discovery.type"), "ollama");
+    assert_string_equal(jpath(v, "providers.ollama.models.0.id"), "qwen3:8b");
+    assert_string_equal(jpath(v, "providers.ollama.models.0.input.1"), "image");
+    json_t *m0 = json_array_get(
+        json_object_get(json_object_get(json_object_get(v, "providers"), "ollama"), "models"), 0);
+    assert_int_equal(json_integer_value(json_object_get(m0, "contextWindow")), 40960);
+    assert_int_equal(json_integer_value(json_object_get(m0, "maxTokens")), 99);
+    assert_string_equal(jpath(v, "providers.ollama.models.1.id"), "old");
+    json_decref(v);
+    p = xasprintf("%s/.omp/agent/config.yml", home);
+    v = read_yaml(p);
+    free(p);
+    assert_int_equal(json_integer_value(json_object_get(v, "setupVersion")), 1);
+    json_decref(v);
+}
+
+static void check_dsh_written(const char *home)
+{
+    char *p = xasprintf("%s/.ollama/launch/dsh/settings.yaml", home);
+    json_t *v = read_yaml(p);
+    assert_string_equal(jpath(v, "agent-default-model.model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "llm-pi-ai.providers.ollama.apiKeyEnv"),
+                        "OLLAMA_LAUNCH_DSH_API_KEY");
+    assert_string_equal(jpath(v, "llm-pi-ai.providers.ollama.baseURL"),
+                        "http://127.0.0.1:11434/v1");
+    json_decref(v);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char *text = read_text(home, ".ollama/launch/dsh/ollama.cordis.yml");
+    char *want = xasprintf("- id: settings\n  config:\n    path: %s\n", p);
+    assert_string_equal(text, want);
+    free(want);
+    free(text);
+    free(p);
+}
+
+static void check_muse_written(const char *home)
+{
+    json_t *v = read_json(home, ".ollama/launch/muse-config/muse/settings.json");
+    assert_string_equal(jpath(v, "skills.0"), "s");  // seeded from the user's own
+    assert_string_equal(jpath(v, "model"), "qwen3:8b");
+    assert_string_equal(jpath(v, "provider"), "meta");
+    assert_string_equal(jpath(v, "endpoint_transport.auth"), "none");
+    assert_string_equal(jpath(v, "model_catalog.0.profile_id"), "tbh");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(v, "model_catalog"), 0), "output_limit")),
+                     32768);
+    json_decref(v);
+}
+
+static void check_launch_setup(const struct launch_target *t)
+{
+    json_t *env = json_object(), *args = json_array();
+    assert_int_equal(cli_launch_setup("deepseek-harness", t, env, args), 0);
+    assert_string_equal(jpath(args, "0"), "web");
+    assert_string_equal(jpath(env, "OLLAMA_LAUNCH_DSH_API_KEY"), "ollama");
+    json_decref(env);
+    json_decref(args);
+    env = json_object();
+    args = json_array();
+    assert_int_equal(cli_launch_setup("omp", t, env, args), 0);
+    assert_string_equal(jpath(args, "1"), "ollama/qwen3:8b");
+    json_decref(env);
+    json_decref(args);
+}
+
 static void test_launch_more_configs(void **state)
 {
     (void)state;
@@ -1054,73 +1131,15 @@ static void test_launch_more_configs(void **state)
         struct err e = {0};
         assert_int_equal(cli_launch_write(names[i], &t, NULL, &e), 0);
     }
-    char *p = xasprintf("%s/.omp/agent/models.yml", home);
-    json_t *v = read_yaml(p);
-    free(p);
-    assert_string_equal(jpath(v, "providers.other.baseUrl"), "http://x");
-    assert_string_equal(jpath(v, "providers.ollama.baseUrl"), "http://127.0.0.1:11434/v1");
-    assert_string_equal(jpath(v, "providers.ollama.api"), "openai-responses");
-    assert_string_equal(jpath(v, "providers.ollama.discovery.type"), "ollama");
-    assert_string_equal(jpath(v, "providers.ollama.models.0.id"), "qwen3:8b");
-    assert_string_equal(jpath(v, "providers.ollama.models.0.input.1"), "image");
-    json_t *m0 = json_array_get(
-        json_object_get(json_object_get(json_object_get(v, "providers"), "ollama"), "models"), 0);
-    assert_int_equal(json_integer_value(json_object_get(m0, "contextWindow")), 40960);
-    assert_int_equal(json_integer_value(json_object_get(m0, "maxTokens")), 99);
-    assert_string_equal(jpath(v, "providers.ollama.models.1.id"), "old");
-    json_decref(v);
-    p = xasprintf("%s/.omp/agent/config.yml", home);
-    v = read_yaml(p);
-    free(p);
-    assert_int_equal(json_integer_value(json_object_get(v, "setupVersion")), 1);
-    json_decref(v);
-
-    p = xasprintf("%s/.ollama/launch/dsh/settings.yaml", home);
-    v = read_yaml(p);
-    assert_string_equal(jpath(v, "agent-default-model.model"), "qwen3:8b");
-    assert_string_equal(jpath(v, "llm-pi-ai.providers.ollama.apiKeyEnv"),
-                        "OLLAMA_LAUNCH_DSH_API_KEY");
-    assert_string_equal(jpath(v, "llm-pi-ai.providers.ollama.baseURL"),
-                        "http://127.0.0.1:11434/v1");
-    json_decref(v);
-    struct stat st;
-    assert_int_equal(stat(p, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0600);
-    char *text = read_text(home, ".ollama/launch/dsh/ollama.cordis.yml");
-    char *want = xasprintf("- id: settings\n  config:\n    path: %s\n", p);
-    assert_string_equal(text, want);
-    free(want);
-    free(text);
-    free(p);
-
-    v = read_json(home, ".ollama/launch/muse-config/muse/settings.json");
-    assert_string_equal(jpath(v, "skills.0"), "s");  // seeded from the user's own
-    assert_string_equal(jpath(v, "model"), "qwen3:8b");
-    assert_string_equal(jpath(v, "provider"), "meta");
-    assert_string_equal(jpath(v, "endpoint_transport.auth"), "none");
-    assert_string_equal(jpath(v, "model_catalog.0.profile_id"), "tbh");
-    assert_int_equal(json_integer_value(json_object_get(
-                         json_array_get(json_object_get(v, "model_catalog"), 0), "output_limit")),
-                     32768);
-    json_decref(v);
-
-    json_t *env = json_object(), *args = json_array();
-    assert_int_equal(cli_launch_setup("deepseek-harness", &t, env, args), 0);
-    assert_string_equal(jpath(args, "0"), "web");
-    assert_string_equal(jpath(env, "OLLAMA_LAUNCH_DSH_API_KEY"), "ollama");
-    json_decref(env);
-    json_decref(args);
-    env = json_object();
-    args = json_array();
-    assert_int_equal(cli_launch_setup("omp", &t, env, args), 0);
-    assert_string_equal(jpath(args, "1"), "ollama/qwen3:8b");
-    json_decref(env);
-    json_decref(args);
+    check_omp_written(home);
+    check_dsh_written(home);
+    check_muse_written(home);
+    check_launch_setup(&t);
 
     // Restore: the user's OMP bytes (comment and all) back; launch's own
     // files removed; hermes-desktop's backup is hermes's.
     assert_int_equal(cli_launch_restore("omp", home, NULL, NULL), 2);
-    text = read_text(home, ".omp/agent/models.yml");
+    char *text = read_text(home, ".omp/agent/models.yml");
     assert_string_equal(text, omp_user);
     free(text);
     assert_null(read_text(home, ".omp/agent/config.yml"));
