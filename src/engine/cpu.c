@@ -26,6 +26,7 @@
 #define CPU_INLINE_WORK   32768
 #define CPU_INLINE_MATMUL (256 * 1024)  // multiply-adds
 #define CPU_ALIGN         64
+#define CPU_PANEL_BUDGET  (384 * 1024)  // bytes of decoded panels per thread at once
 #define CPU_MAX_JOBS      8
 #define CPU_MAX_RANGES    64  // home ranges of a product's chunks (threads beyond share)
 #define CPU_RANGE_ROWS    16  // most activation rows of a product cut into home ranges
@@ -36,6 +37,8 @@ struct cpu {
     int n_threads;
     void *wdata;  // converted activations (vec_dot_type rows)
     size_t wdata_bytes;
+    uint8_t *panels;  // each thread's decoded weight panels (kernels.h), panel_bytes apiece
+    size_t panel_bytes;
     struct engine_attn_ws attn_ws;  // the attention op's tiles and work lists
     struct engine_moe_ws moe_ws;    // mixture-of-experts scratch (moe.c)
 };
@@ -201,6 +204,7 @@ struct mm_task {
     const float *x;
     int64_t n_rows, n_in;
     const struct kernels_type *kt[CPU_MAX_JOBS];
+    bool panel[CPU_MAX_JOBS];  // job j decodes its rows into panels (kernels.h)
     int64_t chunk_rows;
     bool private_rows;  // n_rows == 1: each thread converts x into its own slot
     // Jobs sharing a vec_dot_type form a group; groups run one after the
@@ -209,6 +213,7 @@ struct mm_task {
     int group_of[CPU_MAX_JOBS];
     int n_groups;
     uint32_t group_vdt[CPU_MAX_JOBS];
+    bool group_panel[CPU_MAX_JOBS];  // the activation rows of the panel products
     int64_t chunk_start[CPU_MAX_JOBS], chunk_end[CPU_MAX_JOBS];
     // A group's chunks are cut into n_ranges contiguous ranges, one per
     // thread, each with its own cursor: a thread takes its own range in
@@ -224,9 +229,52 @@ static size_t vdt_row_bytes(uint32_t vdt, int64_t n)
     return vdt == GGUF_TYPE_F32 ? (size_t)n * sizeof(float) : quant_row_size(vdt, n);
 }
 
+// Panels decoded at once from a chunk of `chunk` rows: as many as fit in
+// CPU_PANEL_BUDGET (they stay in L2 while the activation rows pass), at
+// least one.
+static int64_t mm_panels(int64_t chunk, size_t panel_bytes)
+{
+    int64_t fit = (int64_t)(CPU_PANEL_BUDGET / panel_bytes);
+    int64_t all = (chunk + KERNELS_PANEL_ROWS - 1) / KERNELS_PANEL_ROWS;
+    return fit < 1 ? 1 : fit < all ? fit : all;
+}
+
+// Rows [r0, r1) of a panel job: decode a few panels, then every block of
+// activation rows meets them.
+static void mm_panel_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, const uint8_t *xd,
+                          size_t xq_row_bytes, uint8_t *scratch)
+{
+    const struct kernels_type *kt = t->kt[j];
+    const struct engine_tensor *w = t->jobs[j].w;
+    const uint8_t *wd = w->data;
+    int64_t n_out = w->ne[1], n_in = w->ne[0], nc = t->n_rows;
+    const size_t pb = kernels_panel_bytes(w->type, n_in);
+    const int64_t step = mm_panels(t->chunk_rows, pb) * KERNELS_PANEL_ROWS;
+    for (int64_t p0 = r0; p0 < r1; p0 += step) {
+        int64_t p1 = p0 + step < r1 ? p0 + step : r1;
+        int np = 0;
+        for (int64_t r = p0; r < p1; r += KERNELS_PANEL_ROWS, np++) {
+            int nr = (int)(p1 - r < KERNELS_PANEL_ROWS ? p1 - r : KERNELS_PANEL_ROWS);
+            kt->panel_decode(n_in, scratch + (size_t)np * pb, wd + (size_t)r * w->row_bytes,
+                             w->row_bytes, nr);
+        }
+        const int64_t cb = 32;
+        for (int64_t c = 0; c < nc; c += cb) {
+            int64_t ce = c + cb < nc ? c + cb : nc;
+            for (int q = 0; q < np; q++) {
+                int64_t r = p0 + (int64_t)q * KERNELS_PANEL_ROWS;
+                int nr = (int)(p1 - r < KERNELS_PANEL_ROWS ? p1 - r : KERNELS_PANEL_ROWS);
+                kt->panel_gemm(n_in, t->jobs[j].y + c * n_out + r, (size_t)n_out,
+                               scratch + (size_t)q * pb, xd + (size_t)c * xq_row_bytes,
+                               xq_row_bytes, nr, (int)(ce - c));
+            }
+        }
+    }
+}
+
 // Computes output rows [r0, r1) of job j for every activation row.
 static void mm_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, const void *xq,
-                    size_t xq_row_bytes)
+                    size_t xq_row_bytes, uint8_t *scratch)
 {
     const struct engine_matmul_job *job = &t->jobs[j];
     const struct kernels_type *kt = t->kt[j];
@@ -236,7 +284,9 @@ static void mm_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, cons
     int64_t n_out = w->ne[1], n_in = w->ne[0], nc = t->n_rows;
     float *y = job->y;
 
-    if ((kt->gemm && nc > 1) || w->interleave) {
+    if (t->panel[j]) {
+        mm_panel_rows(t, j, r0, r1, xd, xq_row_bytes, scratch);
+    } else if ((kt->gemm && nc > 1) || w->interleave) {
         // Tiles over [r0, r1) × blocks of activation rows small enough to
         // stay in L1 while the chunk's weight rows stream from L2.
         // Interleaved weights always go through their own product (r0 and
@@ -268,7 +318,8 @@ static void mm_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1, cons
 }
 
 // Computes chunk ch of group g: the rows of the job that owns it.
-static void mm_chunk(const struct mm_task *t, int g, int64_t ch, const void *xq, size_t row_bytes)
+static void mm_chunk(const struct mm_task *t, int g, int64_t ch, const void *xq, size_t row_bytes,
+                     uint8_t *scratch)
 {
     int j = 0;
     while (t->group_of[j] != g || ch < t->chunk_start[j] || ch >= t->chunk_end[j])
@@ -277,7 +328,7 @@ static void mm_chunk(const struct mm_task *t, int g, int64_t ch, const void *xq,
     int64_t r1 = r0 + t->chunk_rows;
     if (r1 > t->jobs[j].w->ne[1])
         r1 = t->jobs[j].w->ne[1];
-    mm_rows(t, j, r0, r1, xq, row_bytes);
+    mm_rows(t, j, r0, r1, xq, row_bytes, scratch);
 }
 
 static void mm_task_run(void *arg, int ith, int nth)
@@ -286,23 +337,29 @@ static void mm_task_run(void *arg, int ith, int nth)
     for (int g = 0; g < t->n_groups; g++) {
         uint32_t vdt = t->group_vdt[g];
         const struct kernels_type *kt = NULL;
+        int jg = 0;
         for (int j = 0; j < t->n_jobs && !kt; j++)
             if (t->group_of[j] == g)
-                kt = t->kt[j];
-        size_t row_bytes = vdt_row_bytes(vdt, t->n_in);
+                kt = t->kt[jg = j];
+        size_t row_bytes = t->group_panel[g] ? kernels_panel_act_bytes(t->jobs[jg].w->type, t->n_in)
+                                             : vdt_row_bytes(vdt, t->n_in);
+        kernels_from_float_fn from_float =
+            t->group_panel[g] ? kt->panel_from_float : kt->from_float;
+        uint8_t *scratch =
+            t->cpu->panels ? t->cpu->panels + (size_t)ith * t->cpu->panel_bytes : NULL;
         const void *xq = t->x;
         if (vdt != GGUF_TYPE_F32 && t->private_rows) {
             // One activation row (decode): every thread converts its own copy,
             // which costs less than a barrier.
             uint8_t *mine = (uint8_t *)t->cpu->wdata + (size_t)ith * row_bytes;
-            kt->from_float(t->x, mine, t->n_in);
+            from_float(t->x, mine, t->n_in);
             xq = mine;
         } else if (vdt != GGUF_TYPE_F32) {
             if (g > 0 && nth > 1)
                 engine_pool_barrier(t->cpu->pool);  // the previous group is done with wdata
             for (int64_t r = ith; r < t->n_rows; r += nth)
-                kt->from_float(t->x + r * t->n_in, (uint8_t *)t->cpu->wdata + (size_t)r * row_bytes,
-                               t->n_in);
+                from_float(t->x + r * t->n_in, (uint8_t *)t->cpu->wdata + (size_t)r * row_bytes,
+                           t->n_in);
             if (nth > 1)
                 engine_pool_barrier(t->cpu->pool);
             xq = t->cpu->wdata;
@@ -313,9 +370,37 @@ static void mm_task_run(void *arg, int ith, int nth)
             int64_t ch;
             while ((ch = atomic_fetch_add_explicit(&t->cursor[g][rg], 1, memory_order_relaxed)) <
                    end)
-                mm_chunk(t, g, ch, xq, row_bytes);
+                mm_chunk(t, g, ch, xq, row_bytes, scratch);
         }
     }
+}
+
+// Grows each thread's panel scratch to what the panel jobs of t need; false
+// when that memory cannot be had.
+static bool cpu_panel_scratch(struct cpu *c, const struct mm_task *t)
+{
+    size_t need = 0;
+    for (int j = 0; j < t->n_jobs; j++) {
+        if (!t->panel[j])
+            continue;
+        size_t pb = kernels_panel_bytes(t->jobs[j].w->type, t->n_in);
+        size_t b = (size_t)mm_panels(t->chunk_rows, pb) * pb;
+        if (b > need)
+            need = b;
+    }
+    need = (need + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    if (need <= c->panel_bytes)
+        return true;
+    size_t total;
+    if (!size_mul(&total, need, (size_t)c->n_threads))
+        return false;
+    uint8_t *p = aligned_alloc_bytes(total);
+    if (!p)
+        return false;
+    free(c->panels);
+    c->panels = p;
+    c->panel_bytes = need;
+    return true;
 }
 
 static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job *jobs, int n_jobs,
@@ -338,15 +423,21 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         t.kt[j] = kernels_get(jobs[j].w->type);
         ASSERT(t.kt[j] != NULL);
         uint32_t vdt = t.kt[j]->vec_dot_type;
+        t.panel[j] = t.kt[j]->panel_gemm && n_rows >= KERNELS_PANEL_MIN_COLS &&
+                     !jobs[j].w->interleave && kernels_panel_bytes(jobs[j].w->type, t.n_in) > 0;
         int g = 0;
-        while (g < t.n_groups && t.group_vdt[g] != vdt)
+        while (g < t.n_groups && (t.group_vdt[g] != vdt || t.group_panel[g] != t.panel[j]))
             g++;
-        if (g == t.n_groups)
-            t.group_vdt[t.n_groups++] = vdt;
+        if (g == t.n_groups) {
+            t.group_vdt[t.n_groups] = vdt;
+            t.group_panel[t.n_groups++] = t.panel[j];
+        }
         t.group_of[j] = g;
         total_rows += jobs[j].w->ne[1];
         if (t.kt[j]->gemm && n_rows > 1 && t.kt[j]->gemm_nr > tile_nr)
             tile_nr = t.kt[j]->gemm_nr;
+        if (t.panel[j] && tile_nr < KERNELS_PANEL_ROWS)
+            tile_nr = KERNELS_PANEL_ROWS;
         if (jobs[j].w->interleave > tile_nr)
             tile_nr = jobs[j].w->interleave;
     }
@@ -360,6 +451,13 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         chunk = 16;
     chunk = (chunk + tile_nr - 1) / tile_nr * tile_nr;
     t.chunk_rows = chunk;
+    if (!cpu_panel_scratch(c, &t)) {
+        // no memory for the panels: the plain products
+        for (int j = 0; j < n_jobs; j++)
+            t.panel[j] = false;
+        for (int g = 0; g < t.n_groups; g++)
+            t.group_panel[g] = false;
+    }
     int64_t next[CPU_MAX_JOBS] = {0};
     for (int j = 0; j < n_jobs; j++) {
         int g = t.group_of[j];
@@ -930,6 +1028,7 @@ static void cpu_destroy(struct engine_backend *be)
     struct cpu *c = cpu_of(be);
     engine_pool_free(c->pool);
     free(c->wdata);
+    free(c->panels);
     engine_attn_ws_free(&c->attn_ws);
     engine_moe_ws_free(&c->moe_ws);
     free(c);

@@ -983,6 +983,98 @@ static void test_iq_types(void **state)
     printf("checked %d (isa, i-quant type, length) cases\n", checked);
 }
 
+// One panel product (kernels.h) of nr x nc at length n: the rows decoded
+// panel by panel, the activations through panel_from_float, against the
+// scalar vec_dot on the vec_dot_type's blocks (want, tol: [c][r], NR rows).
+enum { PNR = 37, PNC = 19 };  // two whole panels and a part; two tiles and a part
+static void check_panel(const struct kernels_type *k, uint32_t type, const char *in, int64_t n,
+                        const uint8_t *w, size_t wrow, const float *x, int nr, int nc,
+                        float want[PNC][PNR], double tol[PNC][PNR])
+{
+    const char *tn = quant_traits_get(type)->name;
+    const size_t pb = kernels_panel_bytes(type, n), arow = kernels_panel_act_bytes(type, n);
+    assert_true(pb > 0 && arow > 0);
+    uint8_t *panel = aligned_alloc(64, (pb + 63) / 64 * 64), *xa = malloc(arow * PNC);
+    for (int c = 0; c < nc; c++)
+        k->panel_from_float(x + (size_t)c * n, xa + arow * c, n);
+    static float s[PNC * PNR];
+    for (int i = 0; i < PNC * PNR; i++)
+        s[i] = NAN;
+    for (int r0 = 0; r0 < nr; r0 += KERNELS_PANEL_ROWS) {
+        int rn = nr - r0 < KERNELS_PANEL_ROWS ? nr - r0 : KERNELS_PANEL_ROWS;
+        memset(panel, 0x5A, pb);  // the decoder writes every byte
+        k->panel_decode(n, panel, w + wrow * (size_t)r0, wrow, rn);
+        k->panel_gemm(n, s + r0, PNR, panel, xa, arow, rn, nc);
+    }
+    for (int c = 0; c < PNC; c++)
+        for (int r = 0; r < PNR; r++) {
+            float got = s[c * PNR + r];
+            if (r >= nr || c >= nc)
+                assert_true(isnan(got));
+            else if (!(fabs(got - want[c][r]) <= tol[c][r]))
+                fail_msg("%s %s n=%lld panel %dx%d (%d,%d): %.9g scalar %.9g", in, tn, (long long)n,
+                         nr, nc, r, c, got, want[c][r]);
+        }
+    free(panel);
+    free(xa);
+}
+
+// The panel products of every i-quant type at every ISA that has them:
+// rows and columns not a multiple of the panel or the tile, lengths of one
+// and three blocks of 256 (IQ4_NL, MXFP4: also 96, not a multiple of 256).
+static void test_panels(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (size_t t = 0; t < N_IQ_TYPES; t++) {
+        const uint32_t type = iq_types[t];
+        const struct kernels_type *ref = kernels_get_isa(type, KERNELS_ISA_SCALAR);
+        assert_null(ref->panel_gemm);  // the scalar table has none
+        const int64_t lens[] = {256, 768, 2048, 96};
+        for (size_t li = 0; li < 4; li++) {
+            const int64_t n = lens[li];
+            if (n % quant_traits_get(type)->block_size)
+                continue;
+            const size_t wrow = quant_row_size(type, n);
+            const size_t xrow = kernels_row_size(ref->vec_dot_type, n);
+            uint8_t *w = malloc(wrow * PNR), *xq = malloc(xrow * PNC);
+            float *x = malloc((size_t)n * PNC * sizeof(float));
+            for (int r = 0; r < PNR; r++) {
+                void *wr = rnd_iq_weights(type, n);
+                memcpy(w + wrow * r, wr, wrow);
+                free(wr);
+            }
+            rnd_floats(x, n * PNC);
+            for (int c = 0; c < PNC; c++)
+                ref->from_float(x + (size_t)c * n, xq + xrow * c, n);
+            static float want[PNC][PNR];
+            static double tol[PNC][PNR];
+            for (int c = 0; c < PNC; c++)
+                for (int r = 0; r < PNR; r++) {
+                    double abs_sum;
+                    iq_exact(type, w + wrow * r, ref->vec_dot_type, xq + xrow * c, n, &abs_sum);
+                    tol[c][r] = 2e-5 * abs_sum + 1e-6;
+                    ref->vec_dot(n, &want[c][r], w + wrow * r, xq + xrow * c);
+                }
+            for (int isa = 1; isa < KERNELS_ISA_COUNT_; isa++) {
+                const struct kernels_type *k = kernels_get_isa(type, (enum kernels_isa)isa);
+                if (!k || !k->panel_gemm)
+                    continue;
+                const char *in = kernels_isa_name((enum kernels_isa)isa);
+                const int shapes[][2] = {{PNR, PNC}, {16, 8}, {5, 1}, {PNR, 3}, {32, 17}};
+                for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++)
+                    check_panel(k, type, in, n, w, wrow, x, shapes[sh][0], shapes[sh][1], want,
+                                tol);
+                checked++;
+            }
+            free(w);
+            free(xq);
+            free(x);
+        }
+    }
+    printf("checked %d (isa, panel type, length) cases\n", checked);
+}
+
 // The ggml test vectors of ../shared as weights: every ISA's vec_dot against
 // the exact dot of the expected values (fails when shared is present and a
 // file is missing).
@@ -1279,12 +1371,19 @@ static void test_half_tiles(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dispatch),           cmocka_unit_test(test_glu),
-        cmocka_unit_test(test_from_float),         cmocka_unit_test(test_scalar_vs_reference),
-        cmocka_unit_test(test_isa_vs_scalar),      cmocka_unit_test(test_interleaved),
-        cmocka_unit_test(test_fixture_vectors),    cmocka_unit_test(test_iq_types),
-        cmocka_unit_test(test_iq_fixture_vectors), cmocka_unit_test(test_elementwise),
-        cmocka_unit_test(test_half_tiles),         cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_glu),
+        cmocka_unit_test(test_from_float),
+        cmocka_unit_test(test_scalar_vs_reference),
+        cmocka_unit_test(test_isa_vs_scalar),
+        cmocka_unit_test(test_interleaved),
+        cmocka_unit_test(test_fixture_vectors),
+        cmocka_unit_test(test_iq_types),
+        cmocka_unit_test(test_iq_fixture_vectors),
+        cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_half_tiles),
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_panels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,6 +98,36 @@ static inline int kernels_q6_Kx8_quant(const struct block_q6_Kx8 *g, int e, int 
     return low4 | ((g->qh[32 * s + 4 * j + t] >> (2 * quarter)) & 3) << 4;
 }
 
+// A panel of the panel products (kernels.h): KERNELS_PANEL_ROWS (16) weight
+// rows, a row per 32-bit lane of a 512-bit vector. Along the row, one part
+// per activation block of `act` values (kernels_panel_act: 256 for the
+// Q8_K-paired types, 32 for IQ4_NL / MXFP4), KERNELS_PANEL_PART_BYTES
+// apiece:
+// - float d[16]: row r's block scale (what the scalar dot multiplies with
+//   the activation block's scale);
+// - act / sub sub-blocks of `sub` values (kernels_panel_sub: 16, one per
+//   group scale; 32 for IQ4_NL / MXFP4, one per block), each
+//   - int32 ls[16]: row r's integer group scale (1 for IQ4_NL / MXFP4),
+//   - int32 nb[16]: -128 times the sum of row r's values in the
+//     sub-block, which takes back the +128 of the unsigned activations,
+//   - int8 qs[sub / 4][16][4]: qs[64 g + 4 r + t] is row r's value 4 g + t.
+// So a block's product is d * x_d * sum(ls * (nb + sum(q * (x + 128)))) with
+// the integer part exact, as the scalar dot computes it. Rows past the
+// decoded count are zeros. An activation row of the panel is float
+// x_d[n / act] followed by the n quants plus 128 as uint8.
+#define KERNELS_PANEL_SUB_BYTES(sub)       (128 + 16 * (sub))
+#define KERNELS_PANEL_PART_BYTES(sub, act) (64 + (act) / (sub) * KERNELS_PANEL_SUB_BYTES(sub))
+// 0 for a type without the layout.
+int kernels_panel_sub(uint32_t type);
+int kernels_panel_act(uint32_t type);
+#if defined(__x86_64__) || defined(_M_X64)
+// x86_simd.inc's activation quantizers under exported names.
+void kernels_from_float_q8_0_avx512(const float *x, void *y, int64_t n);
+void kernels_from_float_q8_K_avx512(const float *x, void *y, int64_t n);
+void kernels_from_float_q8_0_avx2(const float *x, void *y, int64_t n);
+void kernels_from_float_q8_K_avx2(const float *x, void *y, int64_t n);
+#endif
+
 // The scalar references of the interleaved layouts (the tests' twins).
 void kernels_gemm_q4_0x8_ref(int64_t n, float *s, size_t s_stride, const void *w, size_t w_stride,
                              const void *x, size_t x_stride, int nr, int nc);

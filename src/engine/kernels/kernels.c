@@ -68,8 +68,14 @@ static void detect_x86(void)
 static void overlay(struct kernels_type *dst, const struct kernels_type *src)
 {
     for (int t = 0; t < KERNELS_NTYPES; t++) {
-        if (!src[t].vec_dot && !src[t].gemm && !src[t].from_float && !src[t].gemm_x8)
+        if (!src[t].vec_dot && !src[t].gemm && !src[t].from_float && !src[t].gemm_x8 &&
+            !src[t].panel_gemm)
             continue;
+        if (src[t].panel_gemm) {
+            dst[t].panel_from_float = src[t].panel_from_float;
+            dst[t].panel_decode = src[t].panel_decode;
+            dst[t].panel_gemm = src[t].panel_gemm;
+        }
         if (src[t].gemm_x8)
             dst[t].gemm_x8 = src[t].gemm_x8;
         if (src[t].from_float)
@@ -479,6 +485,41 @@ void kernels_gelu_glu(float *y, const float *gate, const float *up, int64_t n)
 float kernels_ssm_step(float *s, const float *B, const float *C, float dA, float dx, int64_t n)
 {
     return ops()->ssm_step(s, B, C, dA, dx, n);
+}
+
+int kernels_panel_sub(uint32_t type)
+{
+    const struct quant_traits *qt = quant_traits_get(type);
+    if (!qt)
+        return 0;
+    if (qt->iq_decode && qt->block_size == QK_K)
+        return 16;  // one sub-block per group scale of the Q8_K-paired types
+    if (qt->nl_values && qt->block_size == 32)
+        return 32;  // one per block of IQ4_NL / MXFP4
+    return 0;
+}
+
+int kernels_panel_act(uint32_t type)
+{
+    int sub = kernels_panel_sub(type);
+    return sub == 16 ? QK_K : sub == 32 ? QK8_0 : 0;
+}
+
+size_t kernels_panel_bytes(uint32_t type, int64_t n)
+{
+    int sub = kernels_panel_sub(type);
+    if (!sub || n <= 0 || n % kernels_panel_act(type))
+        return 0;
+    int act = kernels_panel_act(type);
+    return (size_t)(n / act) * KERNELS_PANEL_PART_BYTES(sub, act);
+}
+
+size_t kernels_panel_act_bytes(uint32_t type, int64_t n)
+{
+    int act = kernels_panel_act(type);
+    if (!act || n <= 0 || n % act)
+        return 0;
+    return (size_t)n + 4 * (size_t)(n / act);
 }
 
 size_t kernels_row_size(uint32_t type, int64_t n)

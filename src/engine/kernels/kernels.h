@@ -33,6 +33,27 @@ typedef void (*kernels_vec_dot_fn)(int64_t n, float *s, const void *w, const voi
 typedef void (*kernels_gemm_fn)(int64_t n, float *s, size_t s_stride, const void *w,
                                 size_t w_stride, const void *x, size_t x_stride, int nr, int nc);
 
+// Panel products, for prompt batches of the types whose blocks decode to
+// int8 values times group scales (the i-quants, TQ1_0 / TQ2_0, IQ4_NL,
+// MXFP4): up to KERNELS_PANEL_ROWS weight rows are decoded once into a
+// panel (int8, a row per 32-bit lane, kernels/internal.h), which then meets
+// every activation row of the batch; the plain gemm decodes each weight
+// block again for every tile of columns. The activations go through
+// panel_from_float: the vec_dot_type's quantization (same values), stored
+// as unsigned bytes (q + 128) after one f32 scale per activation block
+// (kernels_panel_act_bytes per row).
+#define KERNELS_PANEL_ROWS 16
+// Batches of at least this many activation rows take the panel.
+#define KERNELS_PANEL_MIN_COLS 8
+// Writes rows w, w + w_stride, ... (nr <= KERNELS_PANEL_ROWS of n elements)
+// into panel (kernels_panel_bytes(type, n)), the rows past nr as zeros.
+typedef void (*kernels_panel_decode_fn)(int64_t n, void *panel, const void *w, size_t w_stride,
+                                        int nr);
+// s[c * s_stride + r] = dot(panel row r, x row c) for r < nr, c < nc; x rows
+// from panel_from_float, x_stride bytes apart.
+typedef void (*kernels_panel_gemm_fn)(int64_t n, float *s, size_t s_stride, const void *panel,
+                                      const void *x, size_t x_stride, int nr, int nc);
+
 struct kernels_type {
     uint32_t vec_dot_type;             // gguf type id of the activations
     kernels_from_float_fn from_float;  // float -> vec_dot_type
@@ -44,6 +65,10 @@ struct kernels_type {
     // average): nr a multiple of 8, any nc (one column too). NULL when the
     // type has no interleaved layout.
     kernels_gemm_fn gemm_x8;
+    // Panel products (above); NULL where the ISA has none for the type.
+    kernels_from_float_fn panel_from_float;  // activation rows of the panel
+    kernels_panel_decode_fn panel_decode;
+    kernels_panel_gemm_fn panel_gemm;
 };
 
 // Rewrites n_rows rows of n elements of `type` (contiguous rows) into the
@@ -64,6 +89,12 @@ bool kernels_x8_row(uint32_t type, const void *group, int j, int64_t n, void *ro
 // Thread-safe; callers split rows (or columns) across threads.
 void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_stride,
                     const void *w, size_t w_stride, const void *x, size_t x_stride, int nr, int nc);
+
+// Bytes of one panel of rows of n elements of `type`, and of one activation
+// row of the panel products of `type` (0 if the type has no panel layout or
+// n is not a multiple of its block size).
+size_t kernels_panel_bytes(uint32_t type, int64_t n);
+size_t kernels_panel_act_bytes(uint32_t type, int64_t n);
 
 // Detects the CPU once (thread-safe) and returns the best ISA available.
 enum kernels_isa kernels_best_isa(void);
