@@ -116,7 +116,7 @@ static inline int kernels_q6_Kx8_quant(const struct block_q6_Kx8 *g, int e, int 
 // decoded count are zeros. An activation row of the panel is float
 // x_d[n / act] followed by the n quants plus 128 as uint8.
 #define KERNELS_PANEL_SUB_BYTES(sub)       (128 + 16 * (sub))
-#define KERNELS_PANEL_PART_BYTES(sub, act) (64 + (act) / (sub) * KERNELS_PANEL_SUB_BYTES(sub))
+#define KERNELS_PANEL_PART_BYTES(sub, act) (64 + (act) / (sub)*KERNELS_PANEL_SUB_BYTES(sub))
 // 0 for a type without the layout.
 int kernels_panel_sub(uint32_t type);
 int kernels_panel_act(uint32_t type);
