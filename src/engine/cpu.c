@@ -249,14 +249,25 @@ static void mm_panel_rows(const struct mm_task *t, int j, int64_t r0, int64_t r1
     const uint8_t *wd = w->data;
     int64_t n_out = w->ne[1], n_in = w->ne[0], nc = t->n_rows;
     const size_t pb = kernels_panel_bytes(w->type, n_in);
-    const int64_t step = mm_panels(t->chunk_rows, pb) * KERNELS_PANEL_ROWS;
+    const int64_t npan = mm_panels(t->chunk_rows, pb), step = npan * KERNELS_PANEL_ROWS;
+    // interleaved weights: each panel's rows back in their own layout first
+    uint8_t *rows = scratch + (size_t)npan * pb;
     for (int64_t p0 = r0; p0 < r1; p0 += step) {
         int64_t p1 = p0 + step < r1 ? p0 + step : r1;
         int np = 0;
         for (int64_t r = p0; r < p1; r += KERNELS_PANEL_ROWS, np++) {
             int nr = (int)(p1 - r < KERNELS_PANEL_ROWS ? p1 - r : KERNELS_PANEL_ROWS);
-            kt->panel_decode(n_in, scratch + (size_t)np * pb, wd + (size_t)r * w->row_bytes,
-                             w->row_bytes, nr);
+            const uint8_t *src = wd + (size_t)r * w->row_bytes;
+            if (w->interleave) {
+                for (int q = 0; q < nr; q++) {
+                    int64_t rq = r + q, g0 = rq / 8 * 8;
+                    bool ok = kernels_x8_row(w->type, wd + (size_t)g0 * w->row_bytes,
+                                             (int)(rq - g0), n_in, rows + (size_t)q * w->row_bytes);
+                    ASSERT(ok);
+                }
+                src = rows;
+            }
+            kt->panel_decode(n_in, scratch + (size_t)np * pb, src, w->row_bytes, nr);
         }
         const int64_t cb = 32;
         for (int64_t c = 0; c < nc; c += cb) {
@@ -385,6 +396,8 @@ static bool cpu_panel_scratch(struct cpu *c, const struct mm_task *t)
             continue;
         size_t pb = kernels_panel_bytes(t->jobs[j].w->type, t->n_in);
         size_t b = (size_t)mm_panels(t->chunk_rows, pb) * pb;
+        if (t->jobs[j].w->interleave)  // room for one panel's rows taken back out
+            b += KERNELS_PANEL_ROWS * t->jobs[j].w->row_bytes;
         if (b > need)
             need = b;
     }
@@ -424,7 +437,7 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         ASSERT(t.kt[j] != NULL);
         uint32_t vdt = t.kt[j]->vec_dot_type;
         t.panel[j] = t.kt[j]->panel_gemm && n_rows >= KERNELS_PANEL_MIN_COLS &&
-                     !jobs[j].w->interleave && kernels_panel_bytes(jobs[j].w->type, t.n_in) > 0;
+                     kernels_panel_bytes(jobs[j].w->type, t.n_in) > 0;
         int g = 0;
         while (g < t.n_groups && (t.group_vdt[g] != vdt || t.group_panel[g] != t.panel[j]))
             g++;

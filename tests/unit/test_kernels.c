@@ -91,6 +91,7 @@ static void *rnd_weights(uint32_t type, int64_t n)
     case GGUF_TYPE_Q4_0:
     case GGUF_TYPE_Q5_0:
     case GGUF_TYPE_Q8_0:
+    case GGUF_TYPE_IQ4_NL:
         od = 0;
         break;
     case GGUF_TYPE_Q4_1:
@@ -116,7 +117,7 @@ static void *rnd_weights(uint32_t type, int64_t n)
     default:
         fail_msg("type %u", type);
     }
-    size_t bb = kernels_row_size(type, type >= GGUF_TYPE_Q2_K ? 256 : 32);
+    size_t bb = kernels_row_size(type, quant_traits_get(type)->block_size);
     for (size_t b = 0; b < size / bb; b++) {
         put_f16(p + b * bb + od, rnd_f(-0.1f, 0.1f));
         if (om >= 0)
@@ -166,6 +167,12 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
             int q = j32 < 16 ? (qs[j32] & 15) : (qs[j32 - 16] >> 4);
             q |= ((qh[j32 / 8] >> (j32 % 8)) & 1) << 4;
             y[e] = one ? (float)q * get_f16(b) + get_f16(b + 2) : (float)(q - 16) * get_f16(b);
+            break;
+        }
+        case GGUF_TYPE_IQ4_NL: {
+            const uint8_t *b = p + nb32 * 18;
+            int q = j32 < 16 ? b[2 + j32] & 15 : b[2 + j32 - 16] >> 4;
+            y[e] = get_f16(b) * (float)quant_iq4_nl_values[q];
             break;
         }
         case GGUF_TYPE_Q8_0: {
@@ -668,9 +675,9 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0, Q5_0, Q8_0, Q4_K and Q6_K (kernels_interleave_x8 + gemm_x8) at every
-// ISA
-// against the scalar vec_dot on the original rows: the scalar twin bit for
+// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K and IQ4_NL (kernels_interleave_x8 +
+// gemm_x8) at every ISA against the scalar vec_dot on the original rows: the
+// scalar twin (where the layout has one) bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
 // every column count from 1 to 9, and nothing outside the requested rows
 // written.
@@ -774,6 +781,7 @@ static void test_interleaved(void **state)
     check_interleaved(GGUF_TYPE_Q5_0, kernels_gemm_q5_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q4_K, kernels_gemm_q4_Kx8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q6_K, kernels_gemm_q6_Kx8_ref, &checked);
+    check_interleaved(GGUF_TYPE_IQ4_NL, NULL, &checked);  // SIMD only: no scalar twin
     printf("checked %d (type, isa, length) interleaved cases\n", checked);
 }
 

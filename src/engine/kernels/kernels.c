@@ -322,9 +322,12 @@ static void take_q4_K(void *o, const void *g, int j);
 static void take_q6_K(void *o, const void *g, int j);
 
 static const struct x8_layout x8_layouts[] = {
-    {GGUF_TYPE_Q4_0, QK4_0, put_q4_0, take_q4_0}, {GGUF_TYPE_Q5_0, QK5_0, put_q5_0, take_q5_0},
-    {GGUF_TYPE_Q8_0, QK8_0, put_q8_0, take_q8_0}, {GGUF_TYPE_Q4_K, QK_K, put_q4_K, take_q4_K},
+    {GGUF_TYPE_Q4_0, QK4_0, put_q4_0, take_q4_0},
+    {GGUF_TYPE_Q5_0, QK5_0, put_q5_0, take_q5_0},
+    {GGUF_TYPE_Q8_0, QK8_0, put_q8_0, take_q8_0},
+    {GGUF_TYPE_Q4_K, QK_K, put_q4_K, take_q4_K},
     {GGUF_TYPE_Q6_K, QK_K, put_q6_K, take_q6_K},
+    {GGUF_TYPE_IQ4_NL, QK4_NL, put_q4_0, take_q4_0},  // Q4_0's block, other values
 };
 
 // The layout of `type` for rows of n elements, or NULL.
