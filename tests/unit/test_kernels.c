@@ -675,7 +675,7 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K and IQ4_NL (kernels_interleave_x8 +
+// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, IQ4_NL, Q4_1 and Q5_1 (kernels_interleave_x8 +
 // gemm_x8) at every ISA against the scalar vec_dot on the original rows: the
 // scalar twin (where the layout has one) bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
@@ -771,10 +771,10 @@ static void test_interleaved(void **state)
     (void)state;
     // Types without an interleaved layout, and row counts not a multiple of 8, are refused.
     uint8_t dummy[2 * 8 * 34] = {0};
-    assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_1, dummy, dummy + 8 * 34, 8, 32));
+    assert_false(kernels_interleave_x8(GGUF_TYPE_Q2_K, dummy, dummy + 8 * 34, 8, 32));
     assert_false(kernels_interleave_x8(GGUF_TYPE_Q4_0, dummy, dummy + 8 * 34, 7, 32));
     assert_false(kernels_interleave_x8(GGUF_TYPE_Q8_0, dummy, dummy + 8 * 34, 7, 32));
-    assert_false(kernels_x8_row(GGUF_TYPE_Q4_1, dummy, 0, 32, dummy + 8 * 34));
+    assert_false(kernels_x8_row(GGUF_TYPE_Q2_K, dummy, 0, 32, dummy + 8 * 34));
     int checked = 0;
     check_interleaved(GGUF_TYPE_Q4_0, kernels_gemm_q4_0x8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q8_0, kernels_gemm_q8_0x8_ref, &checked);
@@ -782,6 +782,8 @@ static void test_interleaved(void **state)
     check_interleaved(GGUF_TYPE_Q4_K, kernels_gemm_q4_Kx8_ref, &checked);
     check_interleaved(GGUF_TYPE_Q6_K, kernels_gemm_q6_Kx8_ref, &checked);
     check_interleaved(GGUF_TYPE_IQ4_NL, NULL, &checked);  // SIMD only: no scalar twin
+    check_interleaved(GGUF_TYPE_Q4_1, NULL, &checked);
+    check_interleaved(GGUF_TYPE_Q5_1, NULL, &checked);
     printf("checked %d (type, isa, length) interleaved cases\n", checked);
 }
 

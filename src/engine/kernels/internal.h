@@ -36,6 +36,19 @@ struct block_q5_0x8 {
 };
 _Static_assert(sizeof(struct block_q5_0x8) == 8 * sizeof(struct block_q5_0), "x8 block size");
 
+// Q4_1 / Q5_1 rows interleaved by 8: Q4_0's / Q5_0's lanes (their d and
+// quants, Q5_1's fifth bits as Q5_0's), then the 8 rows' f16 mins.
+struct block_q4_1x8 {
+    struct block_q4_0x8 base;
+    uint16_t m[8];
+};
+_Static_assert(sizeof(struct block_q4_1x8) == 8 * sizeof(struct block_q4_1), "x8 block size");
+struct block_q5_1x8 {
+    struct block_q5_0x8 base;
+    uint16_t m[8];
+};
+_Static_assert(sizeof(struct block_q5_1x8) == 8 * sizeof(struct block_q5_1), "x8 block size");
+
 // One block of columns of 8 interleaved Q8_0 rows: qs[32 * p + 4 * j + t]
 // is row j's qs[4 * p + t], so bytes [32p, 32p + 32) are weights
 // 4p..4p+3 of each row, a lane per row.

@@ -265,6 +265,27 @@ static void put_q5_0(void *vg, const void *vb, int j)
         memcpy(&g->qs[32 * p + 4 * j], &b->qs[4 * p], 4);
 }
 
+// Q4_1 / Q5_1: lane j of Q4_0's / Q5_0's layout (the block without its
+// min), then the min.
+static void put_q4_1(void *vg, const void *vb, int j)
+{
+    const struct block_q4_1 *b = vb;
+    struct block_q4_0 t = {.d = b->d};
+    memcpy(t.qs, b->qs, sizeof t.qs);
+    put_q4_0(&((struct block_q4_1x8 *)vg)->base, &t, j);
+    ((struct block_q4_1x8 *)vg)->m[j] = b->m;
+}
+
+static void put_q5_1(void *vg, const void *vb, int j)
+{
+    const struct block_q5_1 *b = vb;
+    struct block_q5_0 t = {.d = b->d};
+    memcpy(t.qh, b->qh, sizeof t.qh);
+    memcpy(t.qs, b->qs, sizeof t.qs);
+    put_q5_0(&((struct block_q5_1x8 *)vg)->base, &t, j);
+    ((struct block_q5_1x8 *)vg)->m[j] = b->m;
+}
+
 // Q4_K: see struct block_q4_Kx8.
 static void put_q4_K(void *vg, const void *vb, int j)
 {
@@ -317,6 +338,8 @@ struct x8_layout {
 
 static void take_q4_0(void *o, const void *g, int j);
 static void take_q5_0(void *o, const void *g, int j);
+static void take_q4_1(void *o, const void *g, int j);
+static void take_q5_1(void *o, const void *g, int j);
 static void take_q8_0(void *o, const void *g, int j);
 static void take_q4_K(void *o, const void *g, int j);
 static void take_q6_K(void *o, const void *g, int j);
@@ -328,6 +351,8 @@ static const struct x8_layout x8_layouts[] = {
     {GGUF_TYPE_Q4_K, QK_K, put_q4_K, take_q4_K},
     {GGUF_TYPE_Q6_K, QK_K, put_q6_K, take_q6_K},
     {GGUF_TYPE_IQ4_NL, QK4_NL, put_q4_0, take_q4_0},  // Q4_0's block, other values
+    {GGUF_TYPE_Q4_1, QK4_1, put_q4_1, take_q4_1},
+    {GGUF_TYPE_Q5_1, QK5_1, put_q5_1, take_q5_1},
 };
 
 // The layout of `type` for rows of n elements, or NULL.
@@ -386,6 +411,29 @@ static void take_q5_0(void *vo, const void *vg, int j)
             h |= (uint32_t)((g->qh[4 * j + t] >> p) & 1) << (4 * p + t) |
                  (uint32_t)((g->qh[4 * j + t] >> (4 + p)) & 1) << (16 + 4 * p + t);
     memcpy(((struct block_q5_0 *)vo)->qh, &h, 4);
+}
+
+static void take_q4_1(void *vo, const void *vg, int j)
+{
+    const struct block_q4_1x8 *g = vg;
+    struct block_q4_0 t;
+    take_q4_0(&t, &g->base, j);
+    struct block_q4_1 *o = vo;
+    o->d = t.d;
+    o->m = g->m[j];
+    memcpy(o->qs, t.qs, sizeof o->qs);
+}
+
+static void take_q5_1(void *vo, const void *vg, int j)
+{
+    const struct block_q5_1x8 *g = vg;
+    struct block_q5_0 t;
+    take_q5_0(&t, &g->base, j);
+    struct block_q5_1 *o = vo;
+    o->d = t.d;
+    o->m = g->m[j];
+    memcpy(o->qh, t.qh, sizeof o->qh);
+    memcpy(o->qs, t.qs, sizeof o->qs);
 }
 
 static void take_q4_K(void *vo, const void *vg, int j)
