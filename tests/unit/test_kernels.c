@@ -114,6 +114,9 @@ static void *rnd_weights(uint32_t type, int64_t n)
     case GGUF_TYPE_Q6_K:
         od = 208;
         break;
+    case GGUF_TYPE_TQ2_0:
+        od = 64;
+        break;
     default:
         fail_msg("type %u", type);
     }
@@ -173,6 +176,12 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
             const uint8_t *b = p + nb32 * 18;
             int q = j32 < 16 ? b[2 + j32] & 15 : b[2 + j32 - 16] >> 4;
             y[e] = get_f16(b) * (float)quant_iq4_nl_values[q];
+            break;
+        }
+        case GGUF_TYPE_TQ2_0: {
+            const uint8_t *b = p + nb256 * 66;
+            int q = (b[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
+            y[e] = get_f16(b + 64) * (float)(q - 1);
             break;
         }
         case GGUF_TYPE_Q8_0: {
@@ -675,7 +684,7 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, IQ4_NL, Q4_1 and Q5_1 (kernels_interleave_x8 +
+// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, IQ4_NL, Q4_1, Q5_1 and TQ2_0 (kernels_interleave_x8 +
 // gemm_x8) at every ISA against the scalar vec_dot on the original rows: the
 // scalar twin (where the layout has one) bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
@@ -784,6 +793,7 @@ static void test_interleaved(void **state)
     check_interleaved(GGUF_TYPE_IQ4_NL, NULL, &checked);  // SIMD only: no scalar twin
     check_interleaved(GGUF_TYPE_Q4_1, NULL, &checked);
     check_interleaved(GGUF_TYPE_Q5_1, NULL, &checked);
+    check_interleaved(GGUF_TYPE_TQ2_0, NULL, &checked);
     printf("checked %d (type, isa, length) interleaved cases\n", checked);
 }
 

@@ -49,6 +49,14 @@ struct block_q5_1x8 {
 };
 _Static_assert(sizeof(struct block_q5_1x8) == 8 * sizeof(struct block_q5_1), "x8 block size");
 
+// One block of 8 interleaved TQ2_0 rows: the 8 rows' f16 scales, then
+// qs[32 p + 4 j + t] = row j's qs[4 p + t].
+struct block_tq2_0x8 {
+    uint16_t d[8];
+    uint8_t qs[8 * QK_K / 4];
+};
+_Static_assert(sizeof(struct block_tq2_0x8) == 8 * sizeof(struct block_tq2_0), "x8 block size");
+
 // One block of columns of 8 interleaved Q8_0 rows: qs[32 * p + 4 * j + t]
 // is row j's qs[4 * p + t], so bytes [32p, 32p + 32) are weights
 // 4p..4p+3 of each row, a lane per row.

@@ -286,6 +286,16 @@ static void put_q5_1(void *vg, const void *vb, int j)
     ((struct block_q5_1x8 *)vg)->m[j] = b->m;
 }
 
+// TQ2_0: see struct block_tq2_0x8.
+static void put_tq2_0(void *vg, const void *vb, int j)
+{
+    struct block_tq2_0x8 *g = vg;
+    const struct block_tq2_0 *b = vb;
+    g->d[j] = b->d;
+    for (int p = 0; p < QK_K / 16; p++)
+        memcpy(&g->qs[32 * p + 4 * j], &b->qs[4 * p], 4);
+}
+
 // Q4_K: see struct block_q4_Kx8.
 static void put_q4_K(void *vg, const void *vb, int j)
 {
@@ -339,6 +349,7 @@ struct x8_layout {
 static void take_q4_0(void *o, const void *g, int j);
 static void take_q5_0(void *o, const void *g, int j);
 static void take_q4_1(void *o, const void *g, int j);
+static void take_tq2_0(void *o, const void *g, int j);
 static void take_q5_1(void *o, const void *g, int j);
 static void take_q8_0(void *o, const void *g, int j);
 static void take_q4_K(void *o, const void *g, int j);
@@ -353,6 +364,7 @@ static const struct x8_layout x8_layouts[] = {
     {GGUF_TYPE_IQ4_NL, QK4_NL, put_q4_0, take_q4_0},  // Q4_0's block, other values
     {GGUF_TYPE_Q4_1, QK4_1, put_q4_1, take_q4_1},
     {GGUF_TYPE_Q5_1, QK5_1, put_q5_1, take_q5_1},
+    {GGUF_TYPE_TQ2_0, QK_K, put_tq2_0, take_tq2_0},
 };
 
 // The layout of `type` for rows of n elements, or NULL.
@@ -434,6 +446,15 @@ static void take_q5_1(void *vo, const void *vg, int j)
     o->m = g->m[j];
     memcpy(o->qh, t.qh, sizeof o->qh);
     memcpy(o->qs, t.qs, sizeof o->qs);
+}
+
+static void take_tq2_0(void *vo, const void *vg, int j)
+{
+    const struct block_tq2_0x8 *g = vg;
+    struct block_tq2_0 *o = vo;
+    o->d = g->d[j];
+    for (int p = 0; p < QK_K / 16; p++)
+        memcpy(&o->qs[4 * p], &g->qs[32 * p + 4 * j], 4);
 }
 
 static void take_q4_K(void *vo, const void *vg, int j)
