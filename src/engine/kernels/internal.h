@@ -43,11 +43,13 @@ struct block_q4_1x8 {
     uint16_t m[8];
 };
 _Static_assert(sizeof(struct block_q4_1x8) == 8 * sizeof(struct block_q4_1), "x8 block size");
+_Static_assert(offsetof(struct block_q4_1x8, m) == 8 * sizeof(struct block_q4_0), "mins after");
 struct block_q5_1x8 {
     struct block_q5_0x8 base;
     uint16_t m[8];
 };
 _Static_assert(sizeof(struct block_q5_1x8) == 8 * sizeof(struct block_q5_1), "x8 block size");
+_Static_assert(offsetof(struct block_q5_1x8, m) == 8 * sizeof(struct block_q5_0), "mins after");
 
 // One block of 8 interleaved TQ2_0 rows: the 8 rows' f16 scales, then
 // qs[32 p + 4 j + t] = row j's qs[4 p + t].

@@ -265,25 +265,26 @@ static void put_q5_0(void *vg, const void *vb, int j)
         memcpy(&g->qs[32 * p + 4 * j], &b->qs[4 * p], 4);
 }
 
-// Q4_1 / Q5_1: lane j of Q4_0's / Q5_0's layout (the block without its
-// min), then the min.
-static void put_q4_1(void *vg, const void *vb, int j)
+// Q4_1 / Q5_1: a block is Q4_0's / Q5_0's (base_size bytes: d, then the
+// rest) with its f16 min after d; the 8-row layout is the base type's for
+// lane j, then the 8 mins.
+static void put_with_min(uint8_t *g, const uint8_t *b, int j, x8_put_fn put_base, size_t base_size)
 {
-    const struct block_q4_1 *b = vb;
-    struct block_q4_0 t = {.d = b->d};
-    memcpy(t.qs, b->qs, sizeof t.qs);
-    put_q4_0(&((struct block_q4_1x8 *)vg)->base, &t, j);
-    ((struct block_q4_1x8 *)vg)->m[j] = b->m;
+    uint8_t t[sizeof(struct block_q5_0)];
+    memcpy(t, b, 2);
+    memcpy(t + 2, b + 4, base_size - 2);
+    put_base(g, t, j);
+    memcpy(g + 8 * base_size + 2 * (size_t)j, b + 2, 2);
 }
 
-static void put_q5_1(void *vg, const void *vb, int j)
+static void put_q4_1(void *g, const void *b, int j)
 {
-    const struct block_q5_1 *b = vb;
-    struct block_q5_0 t = {.d = b->d};
-    memcpy(t.qh, b->qh, sizeof t.qh);
-    memcpy(t.qs, b->qs, sizeof t.qs);
-    put_q5_0(&((struct block_q5_1x8 *)vg)->base, &t, j);
-    ((struct block_q5_1x8 *)vg)->m[j] = b->m;
+    put_with_min(g, b, j, put_q4_0, sizeof(struct block_q4_0));
+}
+
+static void put_q5_1(void *g, const void *b, int j)
+{
+    put_with_min(g, b, j, put_q5_0, sizeof(struct block_q5_0));
 }
 
 // TQ2_0: see struct block_tq2_0x8.
@@ -425,27 +426,25 @@ static void take_q5_0(void *vo, const void *vg, int j)
     memcpy(((struct block_q5_0 *)vo)->qh, &h, 4);
 }
 
-static void take_q4_1(void *vo, const void *vg, int j)
+// The inverse of put_with_min.
+static void take_with_min(uint8_t *o, const uint8_t *g, int j, x8_put_fn take_base,
+                          size_t base_size)
 {
-    const struct block_q4_1x8 *g = vg;
-    struct block_q4_0 t;
-    take_q4_0(&t, &g->base, j);
-    struct block_q4_1 *o = vo;
-    o->d = t.d;
-    o->m = g->m[j];
-    memcpy(o->qs, t.qs, sizeof o->qs);
+    uint8_t t[sizeof(struct block_q5_0)];
+    take_base(t, g, j);
+    memcpy(o, t, 2);
+    memcpy(o + 2, g + 8 * base_size + 2 * (size_t)j, 2);
+    memcpy(o + 4, t + 2, base_size - 2);
 }
 
-static void take_q5_1(void *vo, const void *vg, int j)
+static void take_q4_1(void *o, const void *g, int j)
 {
-    const struct block_q5_1x8 *g = vg;
-    struct block_q5_0 t;
-    take_q5_0(&t, &g->base, j);
-    struct block_q5_1 *o = vo;
-    o->d = t.d;
-    o->m = g->m[j];
-    memcpy(o->qh, t.qh, sizeof o->qh);
-    memcpy(o->qs, t.qs, sizeof o->qs);
+    take_with_min(o, g, j, take_q4_0, sizeof(struct block_q4_0));
+}
+
+static void take_q5_1(void *o, const void *g, int j)
+{
+    take_with_min(o, g, j, take_q5_0, sizeof(struct block_q5_0));
 }
 
 static void take_tq2_0(void *vo, const void *vg, int j)
