@@ -65,8 +65,12 @@ static float get_f16(const void *p)
 }
 
 // Random weight row of `type`: random bytes with sane f16 scale fields.
+static void *rnd_iq_weights(uint32_t type, int64_t n);
+
 static void *rnd_weights(uint32_t type, int64_t n)
 {
+    if (type == GGUF_TYPE_MXFP4)
+        return rnd_iq_weights(type, n);  // a sane E8M0 scale
     size_t size = kernels_row_size(type, n);
     assert_true(size > 0);
     uint8_t *p = malloc(size);
@@ -182,6 +186,12 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
             const uint8_t *b = p + nb256 * 66;
             int q = (b[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
             y[e] = get_f16(b + 64) * (float)(q - 1);
+            break;
+        }
+        case GGUF_TYPE_MXFP4: {
+            const uint8_t *b = p + nb32 * 17;
+            int q = j32 < 16 ? b[1 + j32] & 15 : b[1 + j32 - 16] >> 4;
+            y[e] = quant_e8m0_half_table[b[0]] * (float)quant_mxfp4_values[q];
             break;
         }
         case GGUF_TYPE_Q8_0: {
@@ -684,7 +694,8 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, IQ4_NL, Q4_1, Q5_1 and TQ2_0 (kernels_interleave_x8 +
+// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, IQ4_NL, Q4_1, Q5_1, TQ2_0 and MXFP4
+// (kernels_interleave_x8 +
 // gemm_x8) at every ISA against the scalar vec_dot on the original rows: the
 // scalar twin (where the layout has one) bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
@@ -794,6 +805,7 @@ static void test_interleaved(void **state)
     check_interleaved(GGUF_TYPE_Q4_1, NULL, &checked);
     check_interleaved(GGUF_TYPE_Q5_1, NULL, &checked);
     check_interleaved(GGUF_TYPE_TQ2_0, NULL, &checked);
+    check_interleaved(GGUF_TYPE_MXFP4, NULL, &checked);
     printf("checked %d (type, isa, length) interleaved cases\n", checked);
 }
 

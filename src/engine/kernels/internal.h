@@ -51,6 +51,14 @@ struct block_q5_1x8 {
 _Static_assert(sizeof(struct block_q5_1x8) == 8 * sizeof(struct block_q5_1), "x8 block size");
 _Static_assert(offsetof(struct block_q5_1x8, m) == 8 * sizeof(struct block_q5_0), "mins after");
 
+// One block of 8 interleaved MXFP4 rows: the 8 rows' E8M0 scales, then
+// the nibbles in Q4_0's lanes, qs[32 p + 4 j + t] = row j's qs[4 p + t].
+struct block_mxfp4x8 {
+    uint8_t e[8];
+    uint8_t qs[8 * QK_MXFP4 / 2];
+};
+_Static_assert(sizeof(struct block_mxfp4x8) == 8 * sizeof(struct block_mxfp4), "x8 block size");
+
 // One block of 8 interleaved TQ2_0 rows: the 8 rows' f16 scales, then
 // qs[32 p + 4 j + t] = row j's qs[4 p + t].
 struct block_tq2_0x8 {

@@ -287,6 +287,16 @@ static void put_q5_1(void *g, const void *b, int j)
     put_with_min(g, b, j, put_q5_0, sizeof(struct block_q5_0));
 }
 
+// MXFP4: see struct block_mxfp4x8.
+static void put_mxfp4(void *vg, const void *vb, int j)
+{
+    struct block_mxfp4x8 *g = vg;
+    const struct block_mxfp4 *b = vb;
+    g->e[j] = b->e;
+    for (int p = 0; p < QK_MXFP4 / 8; p++)
+        memcpy(&g->qs[32 * p + 4 * j], &b->qs[4 * p], 4);
+}
+
 // TQ2_0: see struct block_tq2_0x8.
 static void put_tq2_0(void *vg, const void *vb, int j)
 {
@@ -351,6 +361,7 @@ static void take_q4_0(void *o, const void *g, int j);
 static void take_q5_0(void *o, const void *g, int j);
 static void take_q4_1(void *o, const void *g, int j);
 static void take_tq2_0(void *o, const void *g, int j);
+static void take_mxfp4(void *o, const void *g, int j);
 static void take_q5_1(void *o, const void *g, int j);
 static void take_q8_0(void *o, const void *g, int j);
 static void take_q4_K(void *o, const void *g, int j);
@@ -366,6 +377,7 @@ static const struct x8_layout x8_layouts[] = {
     {GGUF_TYPE_Q4_1, QK4_1, put_q4_1, take_q4_1},
     {GGUF_TYPE_Q5_1, QK5_1, put_q5_1, take_q5_1},
     {GGUF_TYPE_TQ2_0, QK_K, put_tq2_0, take_tq2_0},
+    {GGUF_TYPE_MXFP4, QK_MXFP4, put_mxfp4, take_mxfp4},
 };
 
 // The layout of `type` for rows of n elements, or NULL.
@@ -445,6 +457,15 @@ static void take_q4_1(void *o, const void *g, int j)
 static void take_q5_1(void *o, const void *g, int j)
 {
     take_with_min(o, g, j, take_q5_0, sizeof(struct block_q5_0));
+}
+
+static void take_mxfp4(void *vo, const void *vg, int j)
+{
+    const struct block_mxfp4x8 *g = vg;
+    struct block_mxfp4 *o = vo;
+    o->e = g->e[j];
+    for (int p = 0; p < QK_MXFP4 / 8; p++)
+        memcpy(&o->qs[4 * p], &g->qs[32 * p + 4 * j], 4);
 }
 
 static void take_tq2_0(void *vo, const void *vg, int j)
