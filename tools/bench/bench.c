@@ -14,7 +14,7 @@
 //                    [--lora ADAPTER.gguf]... (LoRA adapters applied on the fly)
 //                    [--lora-merge]       (... merged into copies of the weights: A/B)
 //   bench --membw [-t THREADS]     read bandwidth of a 1 GiB buffer
-//   bench --fma [-t THREADS]       fp32 multiply-add rate of each thread
+//   bench --fma [-t THREADS]       fp32 multiply-add rate of each thread (256-, 512-bit)
 //
 // The Markdown output also gives the bytes of weights a generated token
 // reads (every matrix once; the embedding table only when it is the output)
@@ -249,38 +249,61 @@ struct fma_arg {
 };
 
 #if defined(__x86_64__)
-#define FMA4(a, b, c, d)                                                                           \
-    a = _mm256_fmadd_ps(a, m, k), b = _mm256_fmadd_ps(b, m, k), c = _mm256_fmadd_ps(c, m, k),      \
-    d = _mm256_fmadd_ps(d, m, k)
-__attribute__((target("avx2,fma"))) static void *fma_thread(void *p)
-{
-    // 12 independent chains: more than the FMA units' latency × throughput.
-    __m256 a0 = _mm256_set1_ps(1.00f), a1 = _mm256_set1_ps(1.01f), a2 = _mm256_set1_ps(1.02f),
-           a3 = _mm256_set1_ps(1.03f), a4 = _mm256_set1_ps(1.04f), a5 = _mm256_set1_ps(1.05f),
-           a6 = _mm256_set1_ps(1.06f), a7 = _mm256_set1_ps(1.07f), a8 = _mm256_set1_ps(1.08f),
-           a9 = _mm256_set1_ps(1.09f), a10 = _mm256_set1_ps(1.10f), a11 = _mm256_set1_ps(1.11f);
-    const __m256 m = _mm256_set1_ps(0.999999f), k = _mm256_set1_ps(1e-7f);
-    const long n = 40000000;
-    double t0 = now_s();
-    for (long i = 0; i < n; i++) {
-        FMA4(a0, a1, a2, a3);
-        FMA4(a4, a5, a6, a7);
-        FMA4(a8, a9, a10, a11);
-        __asm__ volatile(""
-                         : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6),
-                           "+x"(a7), "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11));
+// One thread's chains at one vector width: V the vector type, P the
+// intrinsic prefix, W the lanes. 12 independent chains: more than the FMA
+// units' latency x throughput; the empty asm keeps them in registers.
+#define FMA4(P, a, b, c, d)                                                                        \
+    a = P##_fmadd_ps(a, m, k), b = P##_fmadd_ps(b, m, k), c = P##_fmadd_ps(c, m, k),               \
+    d = P##_fmadd_ps(d, m, k)
+#define FMA_THREAD(name, isa, V, P, W)                                                             \
+    __attribute__((target(isa))) static void *name(void *p)                                        \
+    {                                                                                              \
+        V a0 = P##_set1_ps(1.00f), a1 = P##_set1_ps(1.01f), a2 = P##_set1_ps(1.02f),               \
+          a3 = P##_set1_ps(1.03f), a4 = P##_set1_ps(1.04f), a5 = P##_set1_ps(1.05f),               \
+          a6 = P##_set1_ps(1.06f), a7 = P##_set1_ps(1.07f), a8 = P##_set1_ps(1.08f),               \
+          a9 = P##_set1_ps(1.09f), a10 = P##_set1_ps(1.10f), a11 = P##_set1_ps(1.11f);             \
+        const V m = P##_set1_ps(0.999999f), k = P##_set1_ps(1e-7f);                                \
+        const long n = 40000000;                                                                   \
+        double t0 = now_s();                                                                       \
+        for (long i = 0; i < n; i++) {                                                             \
+            FMA4(P, a0, a1, a2, a3);                                                               \
+            FMA4(P, a4, a5, a6, a7);                                                               \
+            FMA4(P, a8, a9, a10, a11);                                                             \
+            __asm__ volatile(""                                                                    \
+                             : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5),         \
+                               "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));      \
+        }                                                                                          \
+        double dt = now_s() - t0;                                                                  \
+        V s = P##_add_ps(P##_add_ps(P##_add_ps(a0, a1), P##_add_ps(a2, a3)),                       \
+                         P##_add_ps(P##_add_ps(a4, a5), P##_add_ps(a6, a7)));                      \
+        s = P##_add_ps(s, P##_add_ps(P##_add_ps(a8, a9), P##_add_ps(a10, a11)));                   \
+        float out[W];                                                                              \
+        P##_storeu_ps(out, s);                                                                     \
+        ((struct fma_arg *)p)->gflops = (double)n * 12 * 2 * (W) / dt / 1e9;                       \
+        ((struct fma_arg *)p)->check = out[0];                                                     \
+        return NULL;                                                                               \
     }
-    double dt = now_s() - t0;
-    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-    float out[8];
-    _mm256_storeu_ps(out, s);
-    ((struct fma_arg *)p)->gflops = (double)n * 12 * 16 / dt / 1e9;
-    ((struct fma_arg *)p)->check = out[0];
-    return NULL;
-}
+FMA_THREAD(fma_thread, "avx2,fma", __m256, _mm256, 8)
+FMA_THREAD(fma_thread_512, "avx512f", __m512, _mm512, 16)
+#undef FMA_THREAD
 #undef FMA4
+
+// Runs fn on nt threads and prints each one's rate and the total.
+static void fma_run(void *(*fn)(void *), int nt, const char *what)
+{
+    pthread_t th[64];
+    struct fma_arg args[64];
+    for (int t = 0; t < nt; t++)
+        pthread_create(&th[t], NULL, fn, &args[t]);
+    double total = 0;
+    printf("fp32 multiply-adds%s, %d threads, GFLOP/s per thread:", what, nt);
+    for (int t = 0; t < nt; t++) {
+        pthread_join(th[t], NULL);
+        printf(" %.1f", args[t].gflops);
+        total += args[t].gflops;
+    }
+    printf("; total %.1f\n", total);
+}
 #endif
 
 static int measure_fma(int n_threads)
@@ -290,19 +313,12 @@ static int measure_fma(int n_threads)
         fprintf(stderr, "bench --fma: needs AVX2 and FMA\n");
         return 1;
     }
-    pthread_t th[64];
-    struct fma_arg args[64];
     int nt = n_threads > 64 ? 64 : n_threads;
-    for (int t = 0; t < nt; t++)
-        pthread_create(&th[t], NULL, fma_thread, &args[t]);
-    double total = 0;
-    printf("fp32 multiply-adds, %d threads, GFLOP/s per thread:", nt);
-    for (int t = 0; t < nt; t++) {
-        pthread_join(th[t], NULL);
-        printf(" %.1f", args[t].gflops);
-        total += args[t].gflops;
-    }
-    printf("; total %.1f\n", total);
+    fma_run(fma_thread, nt, "");
+    // the 512-bit rate where the CPU has it (some run 512-bit FMA at twice
+    // the 256-bit rate, some at the same)
+    if (__builtin_cpu_supports("avx512f"))
+        fma_run(fma_thread_512, nt, " (512-bit)");
     return 0;
 #else
     (void)n_threads;
