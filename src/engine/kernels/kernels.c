@@ -227,13 +227,30 @@ void kernels_matmul(const struct kernels_type *k, int64_t n, float *s, size_t s_
 // the first two roles swapped).
 typedef void (*x8_put_fn)(void *dst, const void *src, int j);
 
+// The layouts made of the 8 rows' scales (ss bytes each, at b_s in a
+// block) followed, at g_q in the group, by their quant bytes 4 at a time
+// (qbytes from b_q in a block): lane j of group g from block b, and back.
+static void put_lanes(uint8_t *g, const uint8_t *b, int j, size_t ss, size_t b_s, size_t g_q,
+                      size_t b_q, size_t qbytes)
+{
+    memcpy(g + ss * (size_t)j, b + b_s, ss);
+    for (size_t p = 0; p < qbytes / 4; p++)
+        memcpy(g + g_q + 32 * p + 4 * (size_t)j, b + b_q + 4 * p, 4);
+}
+
+static void take_lanes(uint8_t *b, const uint8_t *g, int j, size_t ss, size_t b_s, size_t g_q,
+                       size_t b_q, size_t qbytes)
+{
+    memcpy(b + b_s, g + ss * (size_t)j, ss);
+    for (size_t p = 0; p < qbytes / 4; p++)
+        memcpy(b + b_q + 4 * p, g + g_q + 32 * p + 4 * (size_t)j, 4);
+}
+
 // Q4_0, Q8_0: the 8 rows' f16 scales, then their quants 4 bytes at a time
 // (Q4_0: the packed nibble bytes, 16 per row; Q8_0: the 32 quants).
 static void put_legacy(uint8_t *o, const uint8_t *b, int j, size_t qbytes)
 {
-    memcpy(o + 2 * j, b, 2);
-    for (size_t p = 0; p < qbytes / 4; p++)
-        memcpy(o + 16 + 32 * p + 4 * (size_t)j, b + 2 + 4 * p, 4);
+    put_lanes(o, b, j, 2, 0, 16, 2, qbytes);
 }
 
 static void put_q4_0(void *g, const void *b, int j)
@@ -288,23 +305,16 @@ static void put_q5_1(void *g, const void *b, int j)
 }
 
 // MXFP4: see struct block_mxfp4x8.
-static void put_mxfp4(void *vg, const void *vb, int j)
+static void put_mxfp4(void *g, const void *b, int j)
 {
-    struct block_mxfp4x8 *g = vg;
-    const struct block_mxfp4 *b = vb;
-    g->e[j] = b->e;
-    for (int p = 0; p < QK_MXFP4 / 8; p++)
-        memcpy(&g->qs[32 * p + 4 * j], &b->qs[4 * p], 4);
+    put_lanes(g, b, j, 1, 0, offsetof(struct block_mxfp4x8, qs), 1, QK_MXFP4 / 2);
 }
 
 // TQ2_0: see struct block_tq2_0x8.
-static void put_tq2_0(void *vg, const void *vb, int j)
+static void put_tq2_0(void *g, const void *b, int j)
 {
-    struct block_tq2_0x8 *g = vg;
-    const struct block_tq2_0 *b = vb;
-    g->d[j] = b->d;
-    for (int p = 0; p < QK_K / 16; p++)
-        memcpy(&g->qs[32 * p + 4 * j], &b->qs[4 * p], 4);
+    put_lanes(g, b, j, 2, offsetof(struct block_tq2_0, d), offsetof(struct block_tq2_0x8, qs), 0,
+              QK_K / 4);
 }
 
 // Q4_K: see struct block_q4_Kx8.
@@ -410,9 +420,7 @@ bool kernels_interleave_x8(uint32_t type, void *dst, const void *src, int64_t n_
 static void take_legacy(uint8_t *o, const uint8_t *g, int j, size_t qbytes, size_t qs_at,
                         size_t o_qs)
 {
-    memcpy(o, g + 2 * j, 2);
-    for (size_t p = 0; p < qbytes / 4; p++)
-        memcpy(o + o_qs + 4 * p, g + qs_at + 32 * p + 4 * (size_t)j, 4);
+    take_lanes(o, g, j, 2, 0, qs_at, o_qs, qbytes);
 }
 
 static void take_q4_0(void *o, const void *g, int j)
@@ -459,22 +467,15 @@ static void take_q5_1(void *o, const void *g, int j)
     take_with_min(o, g, j, take_q5_0, sizeof(struct block_q5_0));
 }
 
-static void take_mxfp4(void *vo, const void *vg, int j)
+static void take_mxfp4(void *o, const void *g, int j)
 {
-    const struct block_mxfp4x8 *g = vg;
-    struct block_mxfp4 *o = vo;
-    o->e = g->e[j];
-    for (int p = 0; p < QK_MXFP4 / 8; p++)
-        memcpy(&o->qs[4 * p], &g->qs[32 * p + 4 * j], 4);
+    take_lanes(o, g, j, 1, 0, offsetof(struct block_mxfp4x8, qs), 1, QK_MXFP4 / 2);
 }
 
-static void take_tq2_0(void *vo, const void *vg, int j)
+static void take_tq2_0(void *o, const void *g, int j)
 {
-    const struct block_tq2_0x8 *g = vg;
-    struct block_tq2_0 *o = vo;
-    o->d = g->d[j];
-    for (int p = 0; p < QK_K / 16; p++)
-        memcpy(&o->qs[4 * p], &g->qs[32 * p + 4 * j], 4);
+    take_lanes(o, g, j, 2, offsetof(struct block_tq2_0, d), offsetof(struct block_tq2_0x8, qs), 0,
+               QK_K / 4);
 }
 
 static void take_q4_K(void *vo, const void *vg, int j)
