@@ -229,6 +229,23 @@ static size_t vdt_row_bytes(uint32_t vdt, int64_t n)
     return vdt == GGUF_TYPE_F32 ? (size_t)n * sizeof(float) : quant_row_size(vdt, n);
 }
 
+// The first job of group g, and the bytes of one of the group's converted
+// activation rows (the panel products' rows carry f32 scales and offset
+// quants: kernels_panel_act_bytes).
+static int mm_group_job(const struct mm_task *t, int g)
+{
+    int j = 0;
+    while (t->group_of[j] != g)
+        j++;
+    return j;
+}
+
+static size_t mm_group_row_bytes(const struct mm_task *t, int g)
+{
+    return t->group_panel[g] ? kernels_panel_act_bytes(t->jobs[mm_group_job(t, g)].w->type, t->n_in)
+                             : vdt_row_bytes(t->group_vdt[g], t->n_in);
+}
+
 // Panels decoded at once from a chunk of `chunk` rows: as many as fit in
 // CPU_PANEL_BUDGET (they stay in L2 while the activation rows pass), at
 // least one.
@@ -347,13 +364,8 @@ static void mm_task_run(void *arg, int ith, int nth)
     struct mm_task *t = arg;
     for (int g = 0; g < t->n_groups; g++) {
         uint32_t vdt = t->group_vdt[g];
-        const struct kernels_type *kt = NULL;
-        int jg = 0;
-        for (int j = 0; j < t->n_jobs && !kt; j++)
-            if (t->group_of[j] == g)
-                kt = t->kt[jg = j];
-        size_t row_bytes = t->group_panel[g] ? kernels_panel_act_bytes(t->jobs[jg].w->type, t->n_in)
-                                             : vdt_row_bytes(vdt, t->n_in);
+        const struct kernels_type *kt = t->kt[mm_group_job(t, g)];
+        size_t row_bytes = mm_group_row_bytes(t, g);
         kernels_from_float_fn from_float =
             t->group_panel[g] ? kt->panel_from_float : kt->from_float;
         uint8_t *scratch =
@@ -416,6 +428,39 @@ static bool cpu_panel_scratch(struct cpu *c, const struct mm_task *t)
     return true;
 }
 
+// Each job's kernels and whether it takes the panels; jobs sharing an
+// activation format form a group. Returns the tile height chunks must be a
+// multiple of, and the jobs' rows in *total_rows.
+static int mm_group_jobs(struct mm_task *t, int64_t *total_rows)
+{
+    int tile_nr = 1;
+    for (int j = 0; j < t->n_jobs; j++) {
+        const struct engine_tensor *w = t->jobs[j].w;
+        ASSERT(w->ne[0] == t->n_in);
+        t->kt[j] = kernels_get(w->type);
+        ASSERT(t->kt[j] != NULL);
+        uint32_t vdt = t->kt[j]->vec_dot_type;
+        t->panel[j] = t->kt[j]->panel_gemm && t->n_rows >= KERNELS_PANEL_MIN_COLS &&
+                      kernels_panel_bytes(w->type, t->n_in) > 0;
+        int g = 0;
+        while (g < t->n_groups && (t->group_vdt[g] != vdt || t->group_panel[g] != t->panel[j]))
+            g++;
+        if (g == t->n_groups) {
+            t->group_vdt[t->n_groups] = vdt;
+            t->group_panel[t->n_groups++] = t->panel[j];
+        }
+        t->group_of[j] = g;
+        *total_rows += w->ne[1];
+        if (t->kt[j]->gemm && t->n_rows > 1 && t->kt[j]->gemm_nr > tile_nr)
+            tile_nr = t->kt[j]->gemm_nr;
+        if (t->panel[j] && tile_nr < KERNELS_PANEL_ROWS)
+            tile_nr = KERNELS_PANEL_ROWS;
+        if (w->interleave > tile_nr)
+            tile_nr = w->interleave;
+    }
+    return tile_nr;
+}
+
 static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job *jobs, int n_jobs,
                        const float *x, int64_t n_rows)
 {
@@ -430,30 +475,7 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
     t.n_rows = n_rows;
     t.n_in = jobs[0].w->ne[0];
     int64_t total_rows = 0;
-    int tile_nr = 1;
-    for (int j = 0; j < n_jobs; j++) {
-        ASSERT(jobs[j].w->ne[0] == t.n_in);
-        t.kt[j] = kernels_get(jobs[j].w->type);
-        ASSERT(t.kt[j] != NULL);
-        uint32_t vdt = t.kt[j]->vec_dot_type;
-        t.panel[j] = t.kt[j]->panel_gemm && n_rows >= KERNELS_PANEL_MIN_COLS &&
-                     kernels_panel_bytes(jobs[j].w->type, t.n_in) > 0;
-        int g = 0;
-        while (g < t.n_groups && (t.group_vdt[g] != vdt || t.group_panel[g] != t.panel[j]))
-            g++;
-        if (g == t.n_groups) {
-            t.group_vdt[t.n_groups] = vdt;
-            t.group_panel[t.n_groups++] = t.panel[j];
-        }
-        t.group_of[j] = g;
-        total_rows += jobs[j].w->ne[1];
-        if (t.kt[j]->gemm && n_rows > 1 && t.kt[j]->gemm_nr > tile_nr)
-            tile_nr = t.kt[j]->gemm_nr;
-        if (t.panel[j] && tile_nr < KERNELS_PANEL_ROWS)
-            tile_nr = KERNELS_PANEL_ROWS;
-        if (jobs[j].w->interleave > tile_nr)
-            tile_nr = jobs[j].w->interleave;
-    }
+    const int tile_nr = mm_group_jobs(&t, &total_rows);
     // About 8 chunks per thread for load balance; at least 16 rows; a
     // multiple of the gemm tile height; at most 64 rows for batches (the
     // chunk's weight rows then stay in L2 while all activation rows pass).
@@ -489,7 +511,7 @@ static void cpu_matmul(struct engine_backend *be, const struct engine_matmul_job
         t.n_chunks[g] = next[g];
         for (int rg = 0; rg < t.n_ranges; rg++)
             atomic_init(&t.cursor[g][rg], t.n_chunks[g] * rg / t.n_ranges);
-        size_t rb = vdt_row_bytes(t.group_vdt[g], t.n_in);
+        size_t rb = mm_group_row_bytes(&t, g);
         if (t.group_vdt[g] != GGUF_TYPE_F32) {
             ASSERT(rb * (size_t)n_rows <= c->wdata_bytes);
             if (rb * (size_t)c->n_threads > c->wdata_bytes)

@@ -138,6 +138,12 @@ static void *rnd_weights(uint32_t type, int64_t n)
 
 static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
 {
+    // the i-quant family's layouts (only the tolerance of their interleaved
+    // products is taken from here): the traits' dequantizers, as iq_exact
+    if (type == GGUF_TYPE_IQ4_NL || type == GGUF_TYPE_TQ2_0 || type == GGUF_TYPE_MXFP4) {
+        quant_traits_get(type)->to_float(p, y, n);
+        return;
+    }
     for (int64_t e = 0; e < n; e++) {
         const int64_t nb32 = e / 32, nb256 = e / 256;
         const int j32 = (int)(e % 32), i = (int)(e % 256);
@@ -174,24 +180,6 @@ static void deq_weights(uint32_t type, const uint8_t *p, float *y, int64_t n)
             int q = j32 < 16 ? (qs[j32] & 15) : (qs[j32 - 16] >> 4);
             q |= ((qh[j32 / 8] >> (j32 % 8)) & 1) << 4;
             y[e] = one ? (float)q * get_f16(b) + get_f16(b + 2) : (float)(q - 16) * get_f16(b);
-            break;
-        }
-        case GGUF_TYPE_IQ4_NL: {
-            const uint8_t *b = p + nb32 * 18;
-            int q = j32 < 16 ? b[2 + j32] & 15 : b[2 + j32 - 16] >> 4;
-            y[e] = get_f16(b) * (float)quant_iq4_nl_values[q];
-            break;
-        }
-        case GGUF_TYPE_TQ2_0: {
-            const uint8_t *b = p + nb256 * 66;
-            int q = (b[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
-            y[e] = get_f16(b + 64) * (float)(q - 1);
-            break;
-        }
-        case GGUF_TYPE_MXFP4: {
-            const uint8_t *b = p + nb32 * 17;
-            int q = j32 < 16 ? b[1 + j32] & 15 : b[1 + j32 - 16] >> 4;
-            y[e] = quant_e8m0_half_table[b[0]] * (float)quant_mxfp4_values[q];
             break;
         }
         case GGUF_TYPE_Q8_0: {
@@ -694,10 +682,9 @@ static void test_isa_vs_scalar(void **state)
     printf("checked %d (isa, type, length) cases\n", checked);
 }
 
-// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, IQ4_NL, Q4_1, Q5_1, TQ2_0 and MXFP4
-// (kernels_interleave_x8 +
-// gemm_x8) at every ISA against the scalar vec_dot on the original rows: the
-// scalar twin (where the layout has one) bit for
+// Interleaved Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, IQ4_NL, Q4_1, Q5_1, TQ2_0 and
+// MXFP4 (kernels_interleave_x8 + gemm_x8) at every ISA against the scalar
+// vec_dot on the original rows: the scalar twin (where the layout has one) bit for
 // bit (same arithmetic in the same order), SIMD within the usual tolerance,
 // every column count from 1 to 9, and nothing outside the requested rows
 // written.
