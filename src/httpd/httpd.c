@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -919,9 +921,16 @@ uint16_t httpd_port(const struct httpd *d)
     return d->port;
 }
 
-// Takes the listening socket from libmicrohttpd and closes it: a connect
-// from here on is refused at once (a balancer retries elsewhere) instead of
-// waiting in the backlog. Once per daemon (g_mu held by neither caller).
+// Closes the listening socket under libmicrohttpd: a connect from here on
+// is refused at once (a balancer retries elsewhere) instead of waiting in
+// the backlog. Not MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races an
+// epoll worker that removes the same socket from its set, and the loser
+// aborts the process ("Failed to remove listen FD from epoll set", seen in
+// CI at SIGTERM). Instead a fresh, unbound socket takes the listening
+// socket's descriptor number (dup3): the listening socket is closed, which
+// also drops it from every epoll set, and the number MHD holds stays valid
+// until MHD_stop_daemon closes it (an accept on it fails with EINVAL, which
+// MHD expects at shutdown). Once per daemon (g_mu held by neither caller).
 static void quiesce_once(struct httpd *d)
 {
     pthread_mutex_lock(&g_mu);
@@ -930,9 +939,15 @@ static void quiesce_once(struct httpd *d)
     pthread_mutex_unlock(&g_mu);
     if (done)
         return;
-    MHD_socket lfd = MHD_quiesce_daemon(d->mhd);
-    if (lfd != MHD_INVALID_SOCKET)
-        close(lfd);  // quiesce handed the listening socket over
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+    if (!di || di->listen_fd == MHD_INVALID_SOCKET)
+        return;
+    int blank = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (blank < 0 || dup3(blank, di->listen_fd, O_CLOEXEC) < 0)
+        log_warn("%s: the listening socket stays open while draining: %s", d->cfg.name,
+                 strerror(errno));
+    if (blank >= 0)
+        close(blank);
 }
 
 void httpd_quiesce(struct httpd *d)
