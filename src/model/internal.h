@@ -486,6 +486,10 @@ void model_rstate_save(struct model *m, int slot, int k);
 // interleaved (it finds them by their mapped data).
 int model_lora_attach(struct model *m, int64_t max_rows, struct err *e);
 void model_lora_free(struct model *m);
+// Whether p is a weight copy a merged adapter made (lora_merge), and
+// freeing one once the weight no longer points at it (interleaved).
+bool model_lora_holds(const struct model *m, const void *p);
+void model_lora_release_copy(struct model *m, void *p);
 // Bytes the adapters of opts.lora_paths take once attached: their tensors
 // as F32 (*weights) and the product scratch for max_rows rows (*scratch).
 int model_lora_estimate(const struct model *m, int64_t max_rows, uint64_t *weights,

@@ -321,6 +321,7 @@ static float *alloc_act(struct model *m, size_t n_floats, int *failed)
 struct interleave_job {
     struct engine_tensor **ts;
     void **copies;
+    void **merged;  // the LoRA-merged copy ts[i] pointed at (model_lora_holds), or NULL
     int *rcs;
     struct err *errs;
     size_t n;
@@ -336,7 +337,8 @@ static void interleave_task(void *arg, int ith, int nth)
         if (i >= j->n)
             return;
         if (j->ts[i]->data)
-            j->rcs[i] = engine_tensor_interleave(j->ts[i], true, &j->copies[i], &j->errs[i]);
+            j->rcs[i] =
+                engine_tensor_interleave(j->ts[i], !j->merged[i], &j->copies[i], &j->errs[i]);
     }
 }
 
@@ -366,13 +368,17 @@ static int interleave_weights(struct model *m, struct err *e)
     // touch of the copies' pages is most of the cost).
     struct interleave_job job = {.ts = ts,
                                  .copies = xcalloc(k, sizeof(void *)),
+                                 .merged = xcalloc(k, sizeof(void *)),
                                  .rcs = xcalloc(k, sizeof(int)),
                                  .errs = xcalloc(k, sizeof(struct err)),
                                  .n = k};
+    for (size_t i = 0; i < k; i++)
+        if (ts[i]->data && model_lora_holds(m, ts[i]->data))
+            job.merged[i] = (void *)ts[i]->data;
     // The output alone first, so the layers' copies do not pile up beside
     // a tied output's copy and its mapped table; then the layers in parallel.
     if (ts[0]->data)
-        job.rcs[0] = engine_tensor_interleave(ts[0], true, &job.copies[0], &job.errs[0]);
+        job.rcs[0] = engine_tensor_interleave(ts[0], !job.merged[0], &job.copies[0], &job.errs[0]);
     atomic_init(&job.next, 1);
     int nt = m->opts.n_threads > 1 ? m->opts.n_threads : 1;
     if ((size_t)nt > k)
@@ -390,6 +396,8 @@ static int interleave_weights(struct model *m, struct err *e)
     for (size_t i = 0; i < k; i++) {
         if (job.copies[i])
             m->weight_copies[m->n_weight_copies++] = job.copies[i];
+        if (job.copies[i] && job.merged[i])  // a merged adapter's copy, rewritten
+            model_lora_release_copy(m, job.merged[i]);
         if (job.rcs[i] < 0 && rc >= 0) {
             rc = job.rcs[i];
             *e = job.errs[i];
@@ -403,6 +411,7 @@ static int interleave_weights(struct model *m, struct err *e)
         m->tok_embd.interleave = m->output.interleave;
     }
     free(job.copies);
+    free(job.merged);
     free(job.rcs);
     free(job.errs);
     free(ts);

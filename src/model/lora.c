@@ -87,12 +87,14 @@ static struct engine_lora *term_new(struct model_lora *ml)
 }
 
 // lora_merge: W (n_out rows of n_in) += B A into a private copy, row by
-// row (dequantized, updated, rounded back to W's type).
+// row (dequantized, updated, rounded back to W's type). Runs before
+// model_load interleaves the weights, which then rewrites the copy and
+// hands it back (model_lora_release_copy).
 static int merge_term(struct model_lora *ml, struct engine_tensor *w, const struct engine_lora *t,
                       struct err *e)
 {
     const struct quant_traits *qt = quant_traits_get(w->type);
-    if (!qt || !qt->from_float_ref || engine_tensor_interleavable(w))
+    if (!qt || !qt->from_float_ref || w->interleave)
         return err_set(e, ERR_UNSUPPORTED, "merging a LoRA adapter into %s weights",
                        gguf_type_name(w->type));
     int64_t n_in = w->ne[0], n_out = w->ne[1], rank = t->a.ne[1];
@@ -249,6 +251,25 @@ int model_lora_attach(struct model *m, int64_t max_rows, struct err *e)
         ml->terms[i]->u = ml->u;
     }
     return 0;
+}
+
+bool model_lora_holds(const struct model *m, const void *p)
+{
+    for (size_t i = 0; m->lora && i < m->lora->n_merged; i++)
+        if (m->lora->merged[i] == p)
+            return true;
+    return false;
+}
+
+void model_lora_release_copy(struct model *m, void *p)
+{
+    struct model_lora *ml = m->lora;
+    for (size_t i = 0; ml && i < ml->n_merged; i++)
+        if (ml->merged[i] == p) {
+            free(p);
+            ml->merged[i] = ml->merged[--ml->n_merged];
+            return;
+        }
 }
 
 void model_lora_free(struct model *m)

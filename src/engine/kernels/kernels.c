@@ -377,7 +377,21 @@ static void take_q8_0(void *o, const void *g, int j);
 static void take_q4_K(void *o, const void *g, int j);
 static void take_q6_K(void *o, const void *g, int j);
 
+// The float types: 8 bytes of each row in turn (2 F32, 4 F16 / BF16 values).
+static void put_float(void *g, const void *b, int j)
+{
+    memcpy((uint8_t *)g + 8 * j, b, 8);
+}
+
+static void take_float(void *o, const void *g, int j)
+{
+    memcpy(o, (const uint8_t *)g + 8 * j, 8);
+}
+
 static const struct x8_layout x8_layouts[] = {
+    {GGUF_TYPE_F32, 2, put_float, take_float},
+    {GGUF_TYPE_F16, 4, put_float, take_float},
+    {GGUF_TYPE_BF16, 4, put_float, take_float},
     {GGUF_TYPE_Q4_0, QK4_0, put_q4_0, take_q4_0},
     {GGUF_TYPE_Q5_0, QK5_0, put_q5_0, take_q5_0},
     {GGUF_TYPE_Q8_0, QK8_0, put_q8_0, take_q8_0},
