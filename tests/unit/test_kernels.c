@@ -489,14 +489,22 @@ static void test_from_float(void **state)
         if (round == 2)  // ties of |max| with both signs: the first wins
             for (int i = 0; i < 256; i++)
                 x[i] = (i % 3 == 0) ? -2.0f : (i % 3 == 1 ? 2.0f : rnd_f(-1.0f, 1.0f));
+        // the activation quantizers of every table that pairs with Q8_0
+        // (the legacy types and the 16-value tables) and Q8_K (the K-,
+        // i-quant and ternary types)
+        const uint32_t q80_users[] = {GGUF_TYPE_Q8_0, GGUF_TYPE_IQ4_NL, GGUF_TYPE_MXFP4};
+        const uint32_t q8k_users[] = {GGUF_TYPE_Q4_K, GGUF_TYPE_IQ2_S, GGUF_TYPE_TQ1_0,
+                                      GGUF_TYPE_IQ4_XS};
         simple_q8_0(x, want, N, false);
-        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
-            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_Q8_0, (enum kernels_isa)isa);
-            if (!k)
-                continue;
-            k->from_float(x, got, N);
-            assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_0, N));
-        }
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++)
+            for (size_t u = 0; u < sizeof q80_users / sizeof q80_users[0]; u++) {
+                const struct kernels_type *k = kernels_get_isa(q80_users[u], (enum kernels_isa)isa);
+                if (!k)
+                    continue;
+                assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_0);
+                k->from_float(x, got, N);
+                assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_0, N));
+            }
         if (round == 1) {  // roundf, not rint: 2.5 -> 3, -2.5 -> -3 (elements 82, 77)
             assert_int_equal((int8_t)want[68 + 2 + 82 - 64], 3);
             assert_int_equal((int8_t)want[68 + 2 + 77 - 64], -3);
@@ -511,14 +519,15 @@ static void test_from_float(void **state)
             assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_1, N));
         }
         simple_q8_K(x, want, N);
-        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
-            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_Q4_K, (enum kernels_isa)isa);
-            if (!k)
-                continue;
-            assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_K);
-            k->from_float(x, got, N);
-            assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_K, N));
-        }
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++)
+            for (size_t u = 0; u < sizeof q8k_users / sizeof q8k_users[0]; u++) {
+                const struct kernels_type *k = kernels_get_isa(q8k_users[u], (enum kernels_isa)isa);
+                if (!k)
+                    continue;
+                assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_K);
+                k->from_float(x, got, N);
+                assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_K, N));
+            }
         for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
             const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_F16, (enum kernels_isa)isa);
             if (!k)
@@ -528,6 +537,28 @@ static void test_from_float(void **state)
                 uint16_t h;
                 memcpy(&h, got + 2 * i, 2);
                 assert_int_equal(h, quant_f32_to_f16(x[i]));
+            }
+        }
+        if (round == 3) {  // bf16 edge cases (last: the quantizers above assume finite x)
+            const uint32_t special[] = {0x7FC00000u, 0xFFC00001u, 0x7F800001u, 0x7F800000u,
+                                        0xFF800000u, 0x3F808000u, 0x3F818000u, 0x7F7FFFFFu,
+                                        0x00008000u, 0x80018000u, 0x00000001u, 0x80000000u};
+            for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+                memcpy(&x[1000 + i], &special[i], 4);
+        }
+        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
+            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_BF16, (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            // N - 3: the vector loop and the scalar tail both
+            k->from_float(x, got, N - 3);
+            for (int i = 0; i < N - 3; i++) {
+                uint16_t h;
+                memcpy(&h, got + 2 * i, 2);
+                if (h != quant_f32_to_bf16(x[i]))
+                    fail_msg("%s bf16 of %a (element %d): %04x, want %04x",
+                             kernels_isa_name((enum kernels_isa)isa), (double)x[i], i, h,
+                             quant_f32_to_bf16(x[i]));
             }
         }
     }
