@@ -467,6 +467,22 @@ static void simple_q8_K(const float *x, uint8_t *out, int64_t n)
     }
 }
 
+// Every ISA's from_float of the tables of `users` (all pairing with
+// act_type) gives want, byte for byte.
+static void check_quantizers(const uint32_t *users, size_t n_users, uint32_t act_type,
+                             const float *x, const uint8_t *want, uint8_t *got, int64_t n)
+{
+    for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++)
+        for (size_t u = 0; u < n_users; u++) {
+            const struct kernels_type *k = kernels_get_isa(users[u], (enum kernels_isa)isa);
+            if (!k)
+                continue;
+            assert_int_equal(k->vec_dot_type, act_type);
+            k->from_float(x, got, n);
+            assert_memory_equal(want, got, kernels_row_size(act_type, n));
+        }
+}
+
 static void test_from_float(void **state)
 {
     (void)state;
@@ -493,41 +509,22 @@ static void test_from_float(void **state)
         // (the legacy types and the 16-value tables) and Q8_K (the K-,
         // i-quant and ternary types)
         const uint32_t q80_users[] = {GGUF_TYPE_Q8_0, GGUF_TYPE_IQ4_NL, GGUF_TYPE_MXFP4};
+        const uint32_t q81_users[] = {GGUF_TYPE_Q4_1};
         const uint32_t q8k_users[] = {GGUF_TYPE_Q4_K, GGUF_TYPE_IQ2_S, GGUF_TYPE_TQ1_0,
                                       GGUF_TYPE_IQ4_XS};
         simple_q8_0(x, want, N, false);
-        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++)
-            for (size_t u = 0; u < sizeof q80_users / sizeof q80_users[0]; u++) {
-                const struct kernels_type *k = kernels_get_isa(q80_users[u], (enum kernels_isa)isa);
-                if (!k)
-                    continue;
-                assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_0);
-                k->from_float(x, got, N);
-                assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_0, N));
-            }
+        check_quantizers(q80_users, sizeof q80_users / sizeof *q80_users, GGUF_TYPE_Q8_0, x, want,
+                         got, N);
         if (round == 1) {  // roundf, not rint: 2.5 -> 3, -2.5 -> -3 (elements 82, 77)
             assert_int_equal((int8_t)want[68 + 2 + 82 - 64], 3);
             assert_int_equal((int8_t)want[68 + 2 + 77 - 64], -3);
         }
         simple_q8_0(x, want, N, true);
-        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
-            const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_Q4_1, (enum kernels_isa)isa);
-            if (!k)
-                continue;
-            assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_1);
-            k->from_float(x, got, N);
-            assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_1, N));
-        }
+        check_quantizers(q81_users, sizeof q81_users / sizeof *q81_users, GGUF_TYPE_Q8_1, x, want,
+                         got, N);
         simple_q8_K(x, want, N);
-        for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++)
-            for (size_t u = 0; u < sizeof q8k_users / sizeof q8k_users[0]; u++) {
-                const struct kernels_type *k = kernels_get_isa(q8k_users[u], (enum kernels_isa)isa);
-                if (!k)
-                    continue;
-                assert_int_equal(k->vec_dot_type, GGUF_TYPE_Q8_K);
-                k->from_float(x, got, N);
-                assert_memory_equal(want, got, kernels_row_size(GGUF_TYPE_Q8_K, N));
-            }
+        check_quantizers(q8k_users, sizeof q8k_users / sizeof *q8k_users, GGUF_TYPE_Q8_K, x, want,
+                         got, N);
         for (int isa = 0; isa < KERNELS_ISA_COUNT_; isa++) {
             const struct kernels_type *k = kernels_get_isa(GGUF_TYPE_F16, (enum kernels_isa)isa);
             if (!k)
